@@ -1,0 +1,103 @@
+/*
+ * classify — what the provider actually said, turned into one class that the
+ * policy acts on. Never "all 4xx" or "all 5xx" as one decision: every
+ * decision comes from a rule table (defaults from shared/PROVIDER.md) that
+ * configuration can extend. Rules added later take precedence over the
+ * defaults; the first matching rule wins.
+ *
+ * Before the table, the transport result decides what the table cannot:
+ *   POST:  not sent -> not_sent (retryable, nothing executed)
+ *          timed out after send / reset -> unknown
+ *   query: anything but a complete response -> no_answer
+ * A complete response that no rule matches is unknown (POST) or no_answer
+ * (query): we never guess that something did or did not happen.
+ *
+ * struct provider_reply is filled by src/net from the real response; this
+ * module does no parsing of bodies itself.
+ */
+#ifndef TG_CLASSIFY_H
+#define TG_CLASSIFY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum tg_transport_result {
+        TG_TR_NOT_SENT,           /* refused, DNS failure, connect timeout: no byte left */
+        TG_TR_TIMEOUT_AFTER_SEND, /* request (partly) sent, no full answer in time */
+        TG_TR_RESET,              /* connection reset/closed before a full answer */
+        TG_TR_COMPLETE,           /* a full HTTP response arrived */
+};
+
+enum tg_class {
+        /* answers to a POST */
+        TG_CLASS_SUCCEEDED,  /* executed (201) or replayed (200) */
+        TG_CLASS_REJECTED,   /* definite refusal, nothing executed; query: status "failed" */
+        TG_CLASS_KEY_REUSED, /* same key, other payload: manual review */
+        TG_CLASS_RETRYABLE,  /* explicit "not accepted, try later" */
+        TG_CLASS_UNKNOWN,    /* may or may not have executed: reconcile */
+        TG_CLASS_NOT_SENT,   /* nothing left the machine; counts as an attempt */
+        /* answers to a query (SUCCEEDED and REJECTED also apply) */
+        TG_CLASS_PROCESSING, /* still running at the provider: ask again later */
+        TG_CLASS_NOT_FOUND,  /* provider has no record of the key: nothing executed */
+        TG_CLASS_NO_ANSWER,  /* no answer this time: ask again later */
+};
+#define TG_CLASS_COUNT 9
+
+enum classify_request {
+        CLASSIFY_POST,
+        CLASSIFY_QUERY,
+};
+
+/* What src/net extracted from one call. Strings are NUL-terminated, "" when
+ * absent; they are truncated to fit, never overflowed. */
+struct provider_reply {
+        enum tg_transport_result transport;
+        int http_status;    /* 0 when no response */
+        bool body_is_json;  /* body parsed as a JSON object */
+        char error_code[64]; /* body .error.code */
+        char status[32];     /* body .status: succeeded, failed, processing, ... */
+        char refund_id[128]; /* body .refund_id */
+};
+
+/* One rule: matches request kind, a status range, and optionally the error
+ * code and/or body status ("" = any; "-" = must be absent). */
+struct classify_rule {
+        enum classify_request request;
+        int status_lo, status_hi;
+        char error_code[64];
+        char body_status[32];
+        enum tg_class cls;
+};
+
+struct classifier;
+
+#define CLASSIFIER_MAX_RULES 128
+
+/* A classifier holding the default rules of shared/PROVIDER.md. The caller
+ * owns it; free with classifier_free(). 0 or TG_ENOMEM. */
+int classifier_new_default(struct classifier **ret_classifier);
+void classifier_free(struct classifier *classifier);
+
+/* Adds a rule that takes precedence over every rule added before it.
+ * 0, TG_EINVAL (bad rule), TG_EFULL (CLASSIFIER_MAX_RULES reached). */
+int classifier_add_rule(struct classifier *classifier, const struct classify_rule *rule);
+
+/* Parses the config syntax of one rule:
+ *   "<post|query> <status>[-<status>] [code=<error_code>] [status=<body_status>] => <class>"
+ * e.g. "post 409 code=idempotency_key_in_use => unknown". Class names as
+ * tg_class_name(). 0 or TG_EPARSE; *ret_rule untouched on failure. */
+int classify_rule_parse(const char *text, struct classify_rule *ret_rule);
+
+enum tg_class classify(const struct classifier *classifier, enum classify_request request,
+                       const struct provider_reply *reply);
+
+/* "succeeded", "rejected", "key_reused", "retryable", "unknown", "not_sent",
+ * "processing", "not_found", "no_answer". */
+const char *tg_class_name(enum tg_class cls);
+int tg_class_parse(const char *name, enum tg_class *ret_cls);
+
+/* Copies at most dst_size-1 bytes of src (stopping at NUL) and terminates.
+ * Used to fill struct provider_reply safely. */
+void classify_copy_field(char *dst, size_t dst_size, const char *src, size_t src_len);
+
+#endif

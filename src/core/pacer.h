@@ -1,0 +1,75 @@
+/*
+ * pacer — the exit's two gates, as pure logic. A call may start only when
+ * BOTH hold: the next start slot has come, and fewer than max_in_flight calls
+ * are open. The next slot is the ACTUAL start of the previous call plus the
+ * interval (ceil(1e9 / rate) ns, so two starts are never closer than 1/rate):
+ * idle time earns no credit, missed slots are never made up, and no permit is
+ * ever handed out ahead of the start itself — pacer_start() is called at the
+ * moment the request is handed to the transport.
+ *
+ * Provider-wide holds (429/503 with Retry-After, a run of timeouts): no start
+ * before the hold ends; then exactly one probe, and nothing more starts until
+ * the probe's result is reported; a healthy probe resumes the configured rate,
+ * counted from the probe's start. The rate is a ceiling, never exceeded to
+ * catch up.
+ *
+ * Time is a parameter (monotonic ns); the pacer never reads a clock.
+ */
+#ifndef TG_PACER_H
+#define TG_PACER_H
+
+#include <stdbool.h>
+
+#include "core/tg_time.h"
+
+struct pacer;
+
+struct pacer_config {
+        double starts_per_second; /* > 0 and <= 1e9 */
+        unsigned max_in_flight;   /* >= 1 */
+};
+
+/* Creates a pacer with no start recorded yet (the first start may happen at
+ * once). Returns 0, TG_EINVAL for a bad config, TG_ENOMEM. The caller owns
+ * *ret_pacer and frees it with pacer_free(). */
+int pacer_new(const struct pacer_config *config, struct pacer **ret_pacer);
+/* Accepts NULL. */
+void pacer_free(struct pacer *pacer);
+
+/* The spacing between starts, in ns (>= 1). */
+tg_mono_ns pacer_interval(const struct pacer *pacer);
+
+/* Earliest time at which the next start may happen by spacing and holds
+ * (not counting in-flight room). INT64_MIN if nothing limits it, i.e. no start
+ * yet and no hold. TG_MONO_NEVER while a probe is out. */
+tg_mono_ns pacer_next_slot(const struct pacer *pacer);
+
+/* Calls open now (started and not finished). */
+unsigned pacer_in_flight(const struct pacer *pacer);
+
+/* True when a start at `now` is allowed: now >= pacer_next_slot() and
+ * in-flight < max_in_flight. */
+bool pacer_may_start(const struct pacer *pacer, tg_mono_ns now);
+
+/* Records an actual start at `now`. Returns 0, or TG_EAGAIN (and records
+ * nothing) when pacer_may_start(now) is false. `now` must not go backwards.
+ * *ret_probe (may be NULL) is set to true when this start is the probe that
+ * ends a hold; report its result with pacer_probe_done(). */
+int pacer_start(struct pacer *pacer, tg_mono_ns now, bool *ret_probe);
+
+/* A started call has finished (any outcome). */
+void pacer_finish(struct pacer *pacer);
+
+/* Holds every start until `until` (a later hold extends, an earlier one is
+ * ignored); the first start after it is a probe. */
+void pacer_hold(struct pacer *pacer, tg_mono_ns until);
+
+/* The probe's result. healthy=true resumes the configured rate; false leaves
+ * the pacer in probe mode (one probe at a time, still spaced by the interval)
+ * until a healthy probe; the caller may also call pacer_hold() again. */
+void pacer_probe_done(struct pacer *pacer, bool healthy);
+
+/* True while a hold or its probe phase is in force. */
+bool pacer_held(const struct pacer *pacer, tg_mono_ns now);
+
+#endif
