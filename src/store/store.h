@@ -1,0 +1,253 @@
+/*
+ * store — the durable backlog, the call log, the audit log and exit
+ * ownership, behind one interface with two backends: SQLite (embedded
+ * default, sqlite://PATH) and MariaDB/MySQL (mysql://user:pass@host:port/db).
+ * No SQL and no backend error code leaves this interface.
+ *
+ * Invariants every backend keeps:
+ *   - every function is one short transaction, committed before it returns;
+ *     no transaction (and, for servers, no checked-out connection) is held
+ *     between calls, so nothing is held while the exit waits for a slot or
+ *     a reply;
+ *   - store_accept commits before the caller answers 202;
+ *   - store_claim records the attempt ("sent, outcome unknown") and commits
+ *     BEFORE the caller hands the request to the transport; a crash after it
+ *     leaves the operation in_flight, which a new owner turns into unknown;
+ *   - claims and settles carry the owner epoch and are refused (TG_EFENCED)
+ *     once a newer owner has taken the exit;
+ *   - one operation keeps one idempotency key (its operation_id) forever;
+ *     nothing here ever deletes an operation, a call or an audit row.
+ *
+ * Thread use: one struct store per thread.
+ */
+#ifndef TG_STORE_H
+#define TG_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/classify.h"
+#include "core/policy.h"
+#include "core/tg_time.h"
+
+#define TG_OP_ID_MAX     128 /* idempotency key: 1-128 chars of [A-Za-z0-9._:-] */
+#define TG_PAYMENT_ID_MAX 128
+#define TG_REQUEST_ID_MAX 64
+#define TG_TEXT_MAX      256 /* operator, reason, error texts */
+
+struct store;
+
+/* What a client asked for. Validated by the caller (intake) before accept. */
+struct refund_request {
+        char operation_id[TG_OP_ID_MAX + 1];
+        char payment_id[TG_PAYMENT_ID_MAX + 1];
+        int64_t amount; /* minor units, > 0 */
+        char currency[4];
+};
+
+/* An operation as stored. */
+struct op_record {
+        int64_t id; /* row id */
+        struct refund_request req;
+        enum op_state state;
+        enum manual_reason reason;
+        unsigned attempts, attempt_limit;
+        unsigned queries, query_limit;
+        tg_wall_ms accepted_at, deadline_at, key_first_used, next_run_at, updated_at;
+        int64_t last_wait_ms;
+        bool operator_resend; /* the next POST is an operator re-send (kind manual) */
+        int64_t epoch;        /* owner epoch of the last claim */
+        char refund_id[128];
+        int last_http_status;     /* of the last call, 0 if none */
+        enum tg_class last_class; /* of the last call; meaningful when calls > 0 */
+        char source[16];          /* "api" or "outbox" */
+};
+
+/* One row of the call log: one call that reached the transport. */
+struct call_record {
+        int64_t id;
+        int64_t op_id; /* op_record.id */
+        char operation_id[TG_OP_ID_MAX + 1];
+        enum tg_call_kind kind;
+        unsigned attempt; /* POST number (1..), or query number for queries */
+        char request_id[TG_REQUEST_ID_MAX + 1];
+        int64_t epoch;
+        tg_mono_ns start_mono; /* handed to the transport */
+        tg_wall_ms start_wall;
+        unsigned in_flight_at_start; /* calls open including this one */
+        bool ended;                  /* false: sent, outcome unknown */
+        tg_mono_ns end_mono;
+        tg_wall_ms end_wall;
+        bool sent; /* bytes left (transport said so) */
+        enum tg_class cls;
+        int http_status;
+        int64_t latency_us;
+        char error[TG_TEXT_MAX];
+};
+
+/* Opens (creating and migrating as needed) the store named by url.
+ * Returns 0, TG_EINVAL (bad url), TG_EUNSUPPORTED (backend not built),
+ * TG_ESTORE/TG_EIO. *ret_store is owned by the caller: store_close(). */
+int store_open(const char *url, struct store **ret_store);
+/* Accepts NULL. */
+void store_close(struct store *store);
+
+/* The backend name ("sqlite" or "mysql") and the url with any password
+ * masked, for logs. */
+const char *store_backend(const struct store *store);
+
+/* ---- intake ---------------------------------------------------------- */
+
+/* Stores a new operation in state pending, or finds the existing one with the
+ * same operation_id. New: *ret_created = true. Same id and same request:
+ * *ret_created = false, *ret_op is the current record. Same id, other
+ * request: TG_ECONFLICT (nothing stored). limits gives attempt_limit
+ * (max_attempts), query_limit (max_queries) and deadline_at =
+ * now + deadline_ms. Commits before returning. */
+int store_accept(struct store *store, const struct refund_request *req, tg_wall_ms now,
+                 const struct policy_config *limits, bool *ret_created,
+                 struct op_record *ret_op);
+
+/* 0, TG_ENOTFOUND. */
+int store_get(struct store *store, const char *operation_id, struct op_record *ret_op);
+
+/* ---- ownership --------------------------------------------------------- */
+
+/* Tries to become the exit's owner without waiting: SQLite takes an
+ * exclusive lock on a file beside the database for the life of the struct
+ * store (closing other descriptors of that file does not drop it); MySQL
+ * takes GET_LOCK on a dedicated connection. On success bumps the epoch in
+ * the store and returns it. TG_ELOCKED while another process owns it. */
+int store_owner_acquire(struct store *store, int64_t *ret_epoch);
+/* Still the owner? (MySQL: the lock connection is alive.) 0 or TG_ELOCKED. */
+int store_owner_check(struct store *store);
+/* Gives ownership up. Safe to call when not the owner. */
+void store_owner_release(struct store *store);
+/* The current epoch in the store (0 if never owned). */
+int store_owner_epoch(struct store *store, int64_t *ret_epoch);
+
+/* A new owner's recovery: every operation in_flight under an epoch older
+ * than `epoch` becomes what policy_after_takeover() says (unknown, due now;
+ * or manual past its deadline), and its open call rows are closed as
+ * "outcome unknown (owner lost)". *ret_count: operations changed. */
+int store_recover(struct store *store, int64_t epoch, const struct policy_config *config,
+                  tg_wall_ms now, unsigned *ret_count);
+
+/* ---- the exit ---------------------------------------------------------- */
+
+enum store_group {
+        STORE_GROUP_FIRST, /* pending */
+        STORE_GROUP_AGAIN, /* due retry_wait, unknown (query), operator re-send */
+};
+
+struct claim_args {
+        enum store_group group;
+        int64_t epoch;
+        tg_wall_ms now;
+        tg_mono_ns start_mono; /* when it is handed to the transport */
+        unsigned in_flight_at_start;
+        char request_id[TG_REQUEST_ID_MAX + 1];
+};
+
+/* One short transaction: picks the oldest-accepted due operation of the
+ * group, marks it in_flight under `epoch`, counts the attempt (POST) or query,
+ * sets key_first_used on the first POST, and inserts the call row as "sent,
+ * outcome unknown". Commits before returning: record attempt before send.
+ * Returns 0, TG_ENOTFOUND (nothing due in the group), TG_EFENCED (a newer
+ * owner exists). */
+int store_claim(struct store *store, const struct claim_args *args, struct op_record *ret_op,
+                struct call_record *ret_call);
+
+struct settle_args {
+        int64_t call_id;
+        int64_t op_id;
+        int64_t epoch;
+        bool sent;
+        enum tg_class cls;
+        int http_status;
+        tg_mono_ns end_mono;
+        tg_wall_ms now;
+        int64_t latency_us;
+        char error[TG_TEXT_MAX];
+        char refund_id[128];
+        struct policy_decision decision;
+};
+
+/* One short transaction: closes the call row and moves the operation to the
+ * decision's state. TG_EFENCED if the operation is no longer in_flight under
+ * this epoch (nothing changed). */
+int store_settle(struct store *store, const struct settle_args *args);
+
+/* Moves every due-or-waiting operation (pending, retry_wait, unknown) whose
+ * deadline_at < now to manual (deadline). *ret_count: how many. */
+int store_sweep_deadlines(struct store *store, tg_wall_ms now, unsigned *ret_count);
+
+/* Earliest next_run_at among retry_wait/unknown operations (TG_WALL_NEVER if
+ * none) and whether any operation is pending. */
+int store_next_due(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);
+
+/* ---- reading ------------------------------------------------------------ */
+
+typedef int (*store_call_fn)(const struct call_record *call, void *userdata);
+typedef int (*store_op_fn)(const struct op_record *op, void *userdata);
+
+/* Calls with id > since_id, oldest first, at most limit. A non-zero return
+ * from fn stops the walk and is returned. */
+int store_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
+                     void *userdata);
+/* The calls of one operation, oldest first. */
+int store_list_op_calls(struct store *store, int64_t op_id, store_call_fn fn, void *userdata);
+
+struct store_stats {
+        uint64_t by_state[OP_STATE_COUNT];
+        tg_wall_ms oldest_open_accepted_at; /* oldest non-final op; TG_WALL_NEVER if none */
+        uint64_t calls_total;
+        int64_t epoch;
+};
+int store_stats(struct store *store, struct store_stats *ret_stats);
+
+
+/* ---- manual review and audit (append-only) ------------------------------- */
+
+/* Operations in manual, oldest accepted first, with id > after_id; at most
+ * limit. */
+int store_list_manual(struct store *store, int64_t after_id, unsigned limit, store_op_fn fn,
+                      void *userdata);
+
+struct audit_record {
+        int64_t id;
+        int64_t op_id;
+        tg_wall_ms at;
+        char action[32]; /* "resend", "resolve", "event", ... */
+        char operator_name[TG_TEXT_MAX];
+        char reason[TG_TEXT_MAX];
+        char detail[TG_TEXT_MAX];
+};
+typedef int (*store_audit_fn)(const struct audit_record *audit, void *userdata);
+int store_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void *userdata);
+
+/* An operator re-send: refused with TG_ESTATE unless manual, TG_ERANGE past
+ * key retention (policy_operator_resend decides); otherwise the operation
+ * becomes retry_wait, due now, kind manual, and an audit row is written in the
+ * same transaction. */
+int store_operator_resend(struct store *store, const char *operation_id,
+                          const char *operator_name, const char *reason,
+                          const struct policy_config *config, tg_wall_ms now,
+                          struct op_record *ret_op);
+
+/* An operator closes a manual operation by hand: outcome succeeded or
+ * rejected ("failed"). TG_ESTATE unless manual. Audited. */
+int store_operator_resolve(struct store *store, const char *operation_id,
+                           const char *operator_name, const char *reason, enum op_state outcome,
+                           tg_wall_ms now, struct op_record *ret_op);
+
+/* A provider answer that did not come from a call (signed webhook,
+ * settlement file): settles an unknown (or retry_wait/manual) operation to
+ * succeeded or rejected, audited with `source`. TG_ESTATE if the operation is
+ * in_flight or already final with another outcome; 0 and no change if already
+ * in that final state. */
+int store_settle_external(struct store *store, const char *operation_id, enum op_state outcome,
+                          const char *refund_id, const char *source, tg_wall_ms now);
+
+#endif
