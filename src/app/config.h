@@ -1,0 +1,76 @@
+/*
+ * config — tollgate's INI configuration (inih), every key with the seed's
+ * value as default. Loading validates every key and fails with a message that
+ * names the section.key and the problem, before anything starts. Secrets
+ * (token, webhook secret, database password) are read only from this file or
+ * from a file it names; they are never logged.
+ */
+#ifndef TG_CONFIG_H
+#define TG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/classify.h"
+#include "core/pacer.h"
+#include "core/policy.h"
+
+#define TG_PATH_MAX 1024
+#define TG_CONFIG_MAX_RULES 64
+
+struct tg_config {
+        /* [store] */
+        char store_url[TG_PATH_MAX]; /* sqlite://PATH or mysql://user:pass@host:port/db */
+
+        /* [api] */
+        char api_listen_host[256];
+        int api_listen_port;
+        char api_token[256];          /* contents of token_file ("" = none) */
+        char api_token_file[TG_PATH_MAX];
+        size_t api_max_body_bytes;    /* default 16384 */
+        unsigned api_max_connections; /* default 256 */
+        unsigned api_connection_timeout_s; /* default 10 */
+        bool api_metrics_need_token;  /* default false */
+
+        /* [provider] */
+        char provider_base_url[TG_PATH_MAX];
+        char provider_refunds_path[256]; /* default /v1/refunds */
+        char provider_query_path[256];   /* default /v1/refunds/{operation_id} */
+        char provider_key_header[64];    /* default Idempotency-Key */
+        char provider_request_id_header[64]; /* default X-Request-Id */
+        char provider_attempt_header[64];    /* default X-Attempt */
+        int64_t provider_connect_timeout_ms; /* default 1000 */
+        int64_t provider_timeout_ms;         /* default 3000: whole call */
+        size_t provider_max_response_bytes;  /* default 65536 */
+        char provider_webhook_secret[256];   /* contents of webhook_secret_file */
+
+        /* [exit] */
+        struct pacer_config exit;         /* starts_per_second 5, max_in_flight 10 */
+        double exit_query_starts_per_second; /* 0 = no sub-quota for queries */
+        unsigned exit_timeout_run_hold;   /* this many timeouts in a row hold the exit (5) */
+        int64_t exit_timeout_hold_ms;     /* for how long (1000) */
+        int64_t exit_default_hold_ms;     /* 429/503 without Retry-After (1000) */
+
+        /* [retry] (and budgets) */
+        struct policy_config policy;   /* max_attempts, deadline, queries, retention, backoff */
+        int64_t retry_after_cap_ms;    /* default 3600000 */
+
+        /* [classify] rule = ... (repeatable), added over the defaults */
+        struct classify_rule rules[TG_CONFIG_MAX_RULES];
+        unsigned rule_count;
+
+        /* [log] */
+        char log_level[16]; /* debug, info, warn, error (info) */
+};
+
+/* Fills every default. */
+void config_defaults(struct tg_config *ret_config);
+
+/* Loads path over the defaults and validates. On failure returns TG_ECONFIG
+ * (or -errno when the file cannot be read) and writes a one-line message
+ * naming the key into err (e.g. "exit.starts_per_second: must be a number
+ * > 0, got \"fast\""); *ret_config is then untouched. */
+int config_load(const char *path, struct tg_config *ret_config, char *err, size_t err_size);
+
+#endif
