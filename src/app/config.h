@@ -43,7 +43,9 @@ struct tg_config {
         int64_t provider_connect_timeout_ms; /* default 1000 */
         int64_t provider_timeout_ms;         /* default 3000: whole call */
         size_t provider_max_response_bytes;  /* default 65536 */
+        bool provider_reuse_connections;     /* keep-alive (false: fresh connection per call) */
         char provider_webhook_secret[256];   /* contents of webhook_secret_file */
+        char provider_webhook_secret_file[TG_PATH_MAX]; /* "" = no webhook */
 
         /* [exit] */
         struct pacer_config exit;         /* starts_per_second 5, max_in_flight 10 */
