@@ -1,0 +1,502 @@
+/*
+ * Unit tests of config: the defaults, every key with a good and a bad value,
+ * unknown sections and keys, secrets read from files, the loopback rule, and
+ * the promise that a failed load leaves the caller's struct untouched.
+ *
+ * config.c lives in src/app, which is linked into the tollgate executable
+ * rather than a library, so it is compiled into this test directly.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../src/app/config.c"
+
+static char dir[64];
+static char cfg_path[128];
+static char tok_path[128];
+
+static int setup(void **state)
+{
+        (void)state;
+        snprintf(dir, sizeof(dir), "/tmp/tg-test-config-XXXXXX");
+        if (!mkdtemp(dir))
+                return -1;
+        snprintf(cfg_path, sizeof(cfg_path), "%s/t.ini", dir);
+        snprintf(tok_path, sizeof(tok_path), "%s/token", dir);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        unlink(cfg_path);
+        unlink(tok_path);
+        rmdir(dir);
+        return 0;
+}
+
+static void write_file(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+/* Loads text; returns the code and leaves the message in err. */
+static int load_text(const char *text, struct tg_config *c, char *err, size_t size)
+{
+        write_file(cfg_path, text);
+        err[0] = '\0';
+        return config_load(cfg_path, c, err, size);
+}
+
+/* A one-key file "[section]\nkey = value\n". */
+static int load_one(const char *section, const char *key, const char *value, struct tg_config *c,
+                    char *err, size_t size)
+{
+        char text[2048];
+        snprintf(text, sizeof(text), "[%s]\n%s = %s\n", section, key, value);
+        return load_text(text, c, err, size);
+}
+
+static void expect_ok(const char *section, const char *key, const char *value, struct tg_config *c)
+{
+        char err[512];
+        int r = load_one(section, key, value, c, err, sizeof(err));
+        if (r != 0)
+                fail_msg("%s.%s = %s: %s", section, key, value, err);
+}
+
+static void expect_bad(const char *section, const char *key, const char *value)
+{
+        char err[512], want[128];
+        struct tg_config c;
+        memset(&c, 0xab, sizeof(c));
+        struct tg_config before = c;
+
+        int r = load_one(section, key, value, &c, err, sizeof(err));
+        if (r != TG_ECONFIG)
+                fail_msg("%s.%s = %s: expected refusal, got %d", section, key, value, r);
+        snprintf(want, sizeof(want), "%s.%s: ", section, key);
+        if (strncmp(err, want, strlen(want)) != 0)
+                fail_msg("%s.%s = %s: message \"%s\" does not name the key", section, key, value,
+                         err);
+        /* untouched on failure */
+        assert_memory_equal(&c, &before, sizeof(c));
+}
+
+static void test_defaults(void **state)
+{
+        (void)state;
+        struct tg_config c, d;
+        char err[256];
+        struct policy_config p;
+
+        config_defaults(&d);
+        assert_string_equal(d.api_listen_host, "127.0.0.1");
+        assert_int_equal(d.api_listen_port, 8080);
+        assert_true(d.exit.starts_per_second == 5.0);
+        assert_int_equal(d.exit.max_in_flight, 10);
+        assert_int_equal(d.provider_connect_timeout_ms, 1000);
+        assert_int_equal(d.provider_timeout_ms, 3000);
+        assert_int_equal(d.policy.max_attempts, 3);
+        assert_int_equal(d.policy.deadline_ms, 900000);
+        policy_config_default(&p);
+        assert_memory_equal(&d.policy, &p, sizeof(p));
+        assert_string_equal(d.api_token, "");
+        assert_string_equal(d.log_level, "info");
+        assert_string_equal(d.provider_key_header, "Idempotency-Key");
+        assert_int_equal(d.rule_count, 0);
+
+        /* an empty file and a comments-only file give the defaults */
+        assert_int_equal(load_text("", &c, err, sizeof(err)), 0);
+        assert_memory_equal(&c, &d, sizeof(c));
+        assert_int_equal(load_text("; nothing\n# here\n[api]\n", &c, err, sizeof(err)), 0);
+        assert_memory_equal(&c, &d, sizeof(c));
+}
+
+static void test_interface_example(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512], text[1024];
+
+        write_file(tok_path, "s3cret-token\n");
+        snprintf(text, sizeof(text),
+                 "[store]\n"
+                 "url = sqlite://var/tollgate.db   ; relative to the cwd\n"
+                 "\n[api]\nlisten = 127.0.0.1:8080\ntoken_file = %s\n"
+                 "\n[provider]\nbase_url = http://127.0.0.1:9090\n"
+                 "connect_timeout_ms = 1000\ntimeout_ms = 3000 ; whole call\n"
+                 "\n[exit]\nstarts_per_second = 5\nmax_in_flight = 10\n"
+                 "\n[retry]\nmax_attempts = 3\ndeadline_s = 900\n",
+                 tok_path);
+        assert_int_equal(load_text(text, &c, err, sizeof(err)), 0);
+        assert_string_equal(c.store_url, "sqlite://var/tollgate.db");
+        assert_string_equal(c.api_token, "s3cret-token");
+        assert_string_equal(c.api_token_file, tok_path);
+        assert_int_equal(c.policy.deadline_ms, 900000);
+}
+
+static void test_every_key_good(void **state)
+{
+        (void)state;
+        struct tg_config c;
+
+        expect_ok("store", "url", "sqlite:///var/lib/tollgate/t.db", &c);
+        assert_string_equal(c.store_url, "sqlite:///var/lib/tollgate/t.db");
+        expect_ok("store", "url", "mysql://u:p@db:3306/tollgate", &c);
+        assert_string_equal(c.store_url, "mysql://u:p@db:3306/tollgate");
+
+        expect_ok("api", "listen", "127.0.0.2:0", &c);
+        assert_string_equal(c.api_listen_host, "127.0.0.2");
+        assert_int_equal(c.api_listen_port, 0);
+        expect_ok("api", "listen", "[::1]:9000", &c);
+        assert_string_equal(c.api_listen_host, "::1");
+        assert_int_equal(c.api_listen_port, 9000);
+        expect_ok("api", "listen", "localhost:65535", &c);
+        assert_int_equal(c.api_listen_port, 65535);
+        expect_ok("api", "max_body_bytes", "1024", &c);
+        assert_int_equal(c.api_max_body_bytes, 1024);
+        expect_ok("api", "max_connections", "3", &c);
+        assert_int_equal(c.api_max_connections, 3);
+        expect_ok("api", "connection_timeout_s", "30", &c);
+        assert_int_equal(c.api_connection_timeout_s, 30);
+        expect_ok("api", "metrics_need_token", "yes", &c);
+        assert_true(c.api_metrics_need_token);
+        expect_ok("api", "metrics_need_token", "false", &c);
+        assert_false(c.api_metrics_need_token);
+
+        expect_ok("provider", "base_url", "https://psp.example:8443", &c);
+        assert_string_equal(c.provider_base_url, "https://psp.example:8443");
+        expect_ok("provider", "refunds_path", "/api/refunds", &c);
+        assert_string_equal(c.provider_refunds_path, "/api/refunds");
+        expect_ok("provider", "query_path", "/api/refunds/{operation_id}/status", &c);
+        expect_ok("provider", "key_header", "X-Idem-Key", &c);
+        assert_string_equal(c.provider_key_header, "X-Idem-Key");
+        expect_ok("provider", "request_id_header", "X-Req", &c);
+        expect_ok("provider", "attempt_header", "X-Try", &c);
+        expect_ok("provider", "connect_timeout_ms", "250", &c);
+        assert_int_equal(c.provider_connect_timeout_ms, 250);
+        expect_ok("provider", "timeout_ms", "10000", &c);
+        assert_int_equal(c.provider_timeout_ms, 10000);
+        expect_ok("provider", "max_response_bytes", "4096", &c);
+        assert_int_equal(c.provider_max_response_bytes, 4096);
+        write_file(tok_path, "whsec\r\n");
+        expect_ok("provider", "webhook_secret_file", tok_path, &c);
+        assert_string_equal(c.provider_webhook_secret, "whsec");
+
+        expect_ok("exit", "starts_per_second", "0.5", &c);
+        assert_true(c.exit.starts_per_second == 0.5);
+        expect_ok("exit", "max_in_flight", "1", &c);
+        assert_int_equal(c.exit.max_in_flight, 1);
+        expect_ok("exit", "query_starts_per_second", "2", &c);
+        assert_true(c.exit_query_starts_per_second == 2.0);
+        expect_ok("exit", "timeout_run_hold", "0", &c);
+        assert_int_equal(c.exit_timeout_run_hold, 0);
+        expect_ok("exit", "timeout_hold_ms", "2500", &c);
+        assert_int_equal(c.exit_timeout_hold_ms, 2500);
+        expect_ok("exit", "default_hold_ms", "0", &c);
+        assert_int_equal(c.exit_default_hold_ms, 0);
+
+        expect_ok("retry", "max_attempts", "5", &c);
+        assert_int_equal(c.policy.max_attempts, 5);
+        expect_ok("retry", "deadline_s", "60", &c);
+        assert_int_equal(c.policy.deadline_ms, 60000);
+        expect_ok("retry", "max_queries", "0", &c);
+        assert_int_equal(c.policy.max_queries, 0);
+        expect_ok("retry", "query_interval_ms", "500", &c);
+        assert_int_equal(c.policy.query_interval_ms, 500);
+        expect_ok("retry", "key_retention_s", "3600", &c);
+        assert_int_equal(c.policy.key_retention_ms, 3600000);
+        expect_ok("retry", "backoff_base_ms", "100", &c);
+        assert_int_equal(c.policy.backoff.base_ms, 100);
+        expect_ok("retry", "backoff_factor", "1.5", &c);
+        assert_true(c.policy.backoff.factor == 1.5);
+        expect_ok("retry", "backoff_min_ms", "0", &c);
+        assert_int_equal(c.policy.backoff.min_ms, 0);
+        expect_ok("retry", "backoff_cap_ms", "120000", &c);
+        assert_int_equal(c.policy.backoff.cap_ms, 120000);
+        expect_ok("retry", "jitter", "decorrelated", &c);
+        assert_int_equal(c.policy.backoff.jitter, BACKOFF_JITTER_DECORRELATED);
+        expect_ok("retry", "jitter", "none", &c);
+        assert_int_equal(c.policy.backoff.jitter, BACKOFF_JITTER_NONE);
+        expect_ok("retry", "retry_after_cap_s", "120", &c);
+        assert_int_equal(c.retry_after_cap_ms, 120000);
+
+        expect_ok("classify", "rule", "post 409 code=idempotency_key_in_use => unknown", &c);
+        assert_int_equal(c.rule_count, 1);
+        assert_int_equal(c.rules[0].cls, TG_CLASS_UNKNOWN);
+
+        expect_ok("log", "level", "debug", &c);
+        assert_string_equal(c.log_level, "debug");
+}
+
+static void test_every_key_bad(void **state)
+{
+        (void)state;
+        char long_value[100];
+
+        expect_bad("store", "url", "postgres://x");
+        expect_bad("store", "url", "sqlite://");
+        expect_bad("store", "url", "tollgate.db");
+
+        expect_bad("api", "listen", "127.0.0.1");
+        expect_bad("api", "listen", "127.0.0.1:");
+        expect_bad("api", "listen", "127.0.0.1:65536");
+        expect_bad("api", "listen", "127.0.0.1:-1");
+        expect_bad("api", "listen", "127.0.0.1:80x");
+        expect_bad("api", "listen", ":8080");
+        expect_bad("api", "listen", "::1:8080");
+        expect_bad("api", "listen", "[::1]8080");
+        expect_bad("api", "token_file", "/nonexistent/tollgate/token");
+        expect_bad("api", "max_body_bytes", "0");
+        expect_bad("api", "max_body_bytes", "16777217");
+        expect_bad("api", "max_body_bytes", "1k");
+        expect_bad("api", "max_connections", "0");
+        expect_bad("api", "max_connections", "-5");
+        expect_bad("api", "connection_timeout_s", "0");
+        expect_bad("api", "connection_timeout_s", "3601");
+        expect_bad("api", "metrics_need_token", "maybe");
+
+        expect_bad("provider", "base_url", "ftp://x");
+        expect_bad("provider", "base_url", "http://");
+        expect_bad("provider", "base_url", "127.0.0.1:9090");
+        expect_bad("provider", "refunds_path", "v1/refunds");
+        expect_bad("provider", "query_path", "/v1/refunds/{id}");
+        expect_bad("provider", "key_header", "Idempotency Key");
+        expect_bad("provider", "key_header", "X:Y");
+        expect_bad("provider", "request_id_header", "X\x01Y");
+        expect_bad("provider", "attempt_header", "A(b)");
+        expect_bad("provider", "connect_timeout_ms", "0");
+        expect_bad("provider", "timeout_ms", "500");          /* < connect_timeout_ms */
+        expect_bad("provider", "connect_timeout_ms", "5000"); /* > timeout_ms */
+        expect_bad("provider", "timeout_ms", "999999999999999999999");
+        expect_bad("provider", "max_response_bytes", "10");
+        expect_bad("provider", "webhook_secret_file", "/nonexistent/secret");
+
+        expect_bad("exit", "starts_per_second", "0");
+        expect_bad("exit", "starts_per_second", "-1");
+        expect_bad("exit", "starts_per_second", "fast");
+        expect_bad("exit", "starts_per_second", "nan");
+        expect_bad("exit", "starts_per_second", "inf");
+        expect_bad("exit", "starts_per_second", "5 per second");
+        expect_bad("exit", "starts_per_second", "1e10");
+        expect_bad("exit", "max_in_flight", "0");
+        expect_bad("exit", "max_in_flight", "10.5");
+        expect_bad("exit", "query_starts_per_second", "-0.1");
+        expect_bad("exit", "query_starts_per_second", "6"); /* > starts_per_second */
+        expect_bad("exit", "timeout_run_hold", "-1");
+        expect_bad("exit", "timeout_hold_ms", "x");
+        expect_bad("exit", "default_hold_ms", "-1");
+
+        expect_bad("retry", "max_attempts", "0");
+        expect_bad("retry", "max_attempts", "1001");
+        expect_bad("retry", "deadline_s", "0");
+        expect_bad("retry", "deadline_s", "15m");
+        expect_bad("retry", "max_queries", "-1");
+        expect_bad("retry", "query_interval_ms", "0");
+        expect_bad("retry", "key_retention_s", "0");
+        expect_bad("retry", "backoff_base_ms", "0");
+        expect_bad("retry", "backoff_base_ms", "100000"); /* > backoff_cap_ms */
+        expect_bad("retry", "backoff_factor", "0.5");
+        expect_bad("retry", "backoff_factor", "two");
+        expect_bad("retry", "backoff_min_ms", "-1");
+        expect_bad("retry", "backoff_min_ms", "70000"); /* > backoff_cap_ms */
+        expect_bad("retry", "backoff_cap_ms", "1000");  /* < backoff_base_ms */
+        expect_bad("retry", "jitter", "random");
+        expect_bad("retry", "retry_after_cap_s", "-1");
+
+        expect_bad("classify", "rule", "post => unknown");
+        expect_bad("classify", "rule", "get 500 => unknown");
+
+        expect_bad("log", "level", "verbose");
+
+        /* too long for its field */
+        memset(long_value, 'a', sizeof(long_value) - 1);
+        long_value[sizeof(long_value) - 1] = '\0';
+        expect_bad("provider", "key_header", long_value); /* 64 bytes at most */
+}
+
+static void test_cross_key_messages(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512];
+
+        assert_int_equal(load_one("provider", "timeout_ms", "500", &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_string_equal(err, "provider.timeout_ms: must be >= provider.connect_timeout_ms "
+                                 "(1000)");
+        assert_int_equal(load_one("provider", "connect_timeout_ms", "5000", &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_string_equal(err, "provider.connect_timeout_ms: must be <= provider.timeout_ms "
+                                 "(3000)");
+        assert_int_equal(load_text("[provider]\nconnect_timeout_ms = 600\ntimeout_ms = 500\n", &c,
+                                   err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_string_equal(err, "provider.connect_timeout_ms: must be <= provider.timeout_ms "
+                                 "(500)");
+        assert_int_equal(load_one("exit", "starts_per_second", "1", &c, err, sizeof(err)),
+                         0); /* query sub-quota 0 = none */
+        assert_int_equal(load_text("[exit]\nstarts_per_second = 2\nquery_starts_per_second = 2\n",
+                                   &c, err, sizeof(err)),
+                         0);
+}
+
+static void test_unknown_and_syntax(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512];
+
+        assert_int_equal(
+            load_text("[api]\nlisten = 127.0.0.1:1\nlisen = x\n", &c, err, sizeof(err)),
+            TG_ECONFIG);
+        assert_string_equal(err, "api.lisen: unknown key (line 3)");
+
+        assert_int_equal(load_text("[apii]\nlisten = x\n", &c, err, sizeof(err)), TG_ECONFIG);
+        assert_string_equal(err, "apii.listen: unknown section [apii] (line 2)");
+
+        assert_int_equal(load_text("listen = x\n", &c, err, sizeof(err)), TG_ECONFIG);
+        assert_string_equal(err, ".listen: key outside any [section] (line 1)");
+
+        assert_int_equal(load_text("[api]\njust words\n", &c, err, sizeof(err)), TG_ECONFIG);
+        assert_string_equal(err, "config: not a [section] or key = value line (line 2)");
+
+        assert_int_equal(load_text("[api\n", &c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "line 1"));
+
+        /* the first error wins, syntax or key */
+        assert_int_equal(load_text("[exit]\nmax_in_flight = 0\nbroken\n", &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_string_equal(err, "exit.max_in_flight: must be an integer in [1, 10000], got "
+                                 "\"0\" (line 2)");
+        assert_int_equal(load_text("[exit]\nbroken\nmax_in_flight = 0\n", &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_string_equal(err, "config: not a [section] or key = value line (line 2)");
+
+        /* a key set twice */
+        assert_int_equal(
+            load_text("[exit]\nmax_in_flight = 1\nmax_in_flight = 2\n", &c, err, sizeof(err)),
+            TG_ECONFIG);
+        assert_string_equal(err, "exit.max_in_flight: set more than once (line 3)");
+
+        /* a repeatable key */
+        assert_int_equal(load_text("[classify]\nrule = post 500 => unknown\n"
+                                   "rule = query 404 => not_found\n",
+                                   &c, err, sizeof(err)),
+                         0);
+        assert_int_equal(c.rule_count, 2);
+}
+
+static void test_long_line(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512];
+        char text[4096];
+        char path[600];
+
+        memset(path, 'a', sizeof(path) - 1);
+        path[sizeof(path) - 1] = '\0';
+        snprintf(text, sizeof(text), "[store]\nurl = sqlite:///%s\n", path);
+        assert_int_equal(load_text(text, &c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "line 2"));
+        assert_non_null(strstr(err, "longer than"));
+}
+
+static void test_missing_file(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512];
+
+        assert_int_equal(config_load("/nonexistent/tollgate.ini", &c, err, sizeof(err)), -ENOENT);
+        assert_non_null(strstr(err, "/nonexistent/tollgate.ini"));
+        assert_int_equal(config_load(NULL, &c, err, sizeof(err)), TG_EINVAL);
+}
+
+static void test_token_file(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512];
+
+        write_file(tok_path, "abc\n\n");
+        expect_ok("api", "token_file", tok_path, &c);
+        assert_string_equal(c.api_token, "abc");
+
+        write_file(tok_path, "");
+        assert_int_equal(load_one("api", "token_file", tok_path, &c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "api.token_file: "));
+        assert_non_null(strstr(err, "empty"));
+
+        write_file(tok_path, "\n");
+        expect_bad("api", "token_file", tok_path);
+        write_file(tok_path, "two words\n");
+        expect_bad("api", "token_file", tok_path);
+
+        /* a secret never shows up in a message */
+        write_file(tok_path, "SECRETVALUE with space\n");
+        assert_int_equal(load_one("api", "token_file", tok_path, &c, err, sizeof(err)), TG_ECONFIG);
+        assert_null(strstr(err, "SECRETVALUE"));
+
+        /* unreadable: a directory */
+        assert_int_equal(load_one("api", "token_file", dir, &c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "api.token_file: "));
+
+        if (geteuid() != 0) {
+                write_file(tok_path, "abc\n");
+                chmod(tok_path, 0);
+                expect_bad("api", "token_file", tok_path);
+                chmod(tok_path, 0600);
+        }
+}
+
+static void test_loopback_rule(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512], text[512];
+
+        static const char *const loopback[] = {"127.0.0.1:1", "127.9.8.7:1", "[::1]:1",
+                                               "localhost:1", "LOCALHOST:1"};
+        for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++)
+                expect_ok("api", "listen", loopback[i], &c);
+
+        static const char *const open[] = {"0.0.0.0:8080", "[::]:8080", "10.0.0.1:80",
+                                           "example.com:80", "128.0.0.1:80"};
+        for (size_t i = 0; i < sizeof(open) / sizeof(open[0]); i++) {
+                assert_int_equal(load_one("api", "listen", open[i], &c, err, sizeof(err)),
+                                 TG_ECONFIG);
+                assert_string_equal(err,
+                                    "api.token_file: required when api.listen is not loopback");
+        }
+        write_file(tok_path, "tok\n");
+        snprintf(text, sizeof(text), "[api]\nlisten = 0.0.0.0:8080\ntoken_file = %s\n", tok_path);
+        assert_int_equal(load_text(text, &c, err, sizeof(err)), 0);
+        assert_string_equal(c.api_listen_host, "0.0.0.0");
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_defaults),           cmocka_unit_test(test_interface_example),
+            cmocka_unit_test(test_every_key_good),     cmocka_unit_test(test_every_key_bad),
+            cmocka_unit_test(test_cross_key_messages), cmocka_unit_test(test_unknown_and_syntax),
+            cmocka_unit_test(test_long_line),          cmocka_unit_test(test_missing_file),
+            cmocka_unit_test(test_token_file),         cmocka_unit_test(test_loopback_rule),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
