@@ -186,6 +186,9 @@ void config_defaults(struct tg_config *ret_config)
         c->provider_connect_timeout_ms = 1000;
         c->provider_timeout_ms = 3000;
         c->provider_max_response_bytes = 65536;
+        /* A fresh connection per call: libcurl re-sends a request on a reused
+         * connection that turns out dead (DESIGN.md, transport boundary). */
+        c->provider_reuse_connections = false;
 
         c->exit.starts_per_second = 5.0;
         c->exit.max_in_flight = 10;

@@ -117,6 +117,7 @@ static void test_defaults(void **state)
         assert_string_equal(d.log_level, "info");
         assert_string_equal(d.provider_key_header, "Idempotency-Key");
         assert_int_equal(d.rule_count, 0);
+        assert_false(d.provider_reuse_connections);
 
         /* an empty file and a comments-only file give the defaults */
         assert_int_equal(load_text("", &c, err, sizeof(err)), 0);
@@ -195,6 +196,9 @@ static void test_every_key_good(void **state)
         write_file(tok_path, "whsec\r\n");
         expect_ok("provider", "webhook_secret_file", tok_path, &c);
         assert_string_equal(c.provider_webhook_secret, "whsec");
+
+        expect_ok("provider", "reuse_connections", "on", &c);
+        assert_true(c.provider_reuse_connections);
 
         expect_ok("exit", "starts_per_second", "0.5", &c);
         assert_true(c.exit.starts_per_second == 0.5);
@@ -284,6 +288,7 @@ static void test_every_key_bad(void **state)
         expect_bad("provider", "timeout_ms", "999999999999999999999");
         expect_bad("provider", "max_response_bytes", "10");
         expect_bad("provider", "webhook_secret_file", "/nonexistent/secret");
+        expect_bad("provider", "reuse_connections", "2");
 
         expect_bad("exit", "starts_per_second", "0");
         expect_bad("exit", "starts_per_second", "-1");
