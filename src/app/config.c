@@ -105,6 +105,10 @@ static int set_log_level(struct load *load, const struct key_def *key, const cha
                 .section = sec, .name = key, .type = KEY_CUSTOM, .offset = OFF(member),            \
                 .size = SIZEOF(member), .custom = fn                                               \
         }
+#define BOOL_KEY(sec, key, member)                                                                 \
+        {                                                                                          \
+                .section = sec, .name = key, .type = KEY_BOOL, .offset = OFF(member)               \
+        }
 #define CUSTOM_KEY(sec, key, fn)                                                                   \
         {                                                                                          \
                 .section = sec, .name = key, .type = KEY_CUSTOM, .custom = fn                      \
@@ -118,10 +122,7 @@ static const struct key_def keys[] = {
     INT_KEY("api", "max_body_bytes", KEY_SIZE, api_max_body_bytes, 64, 16 * 1024 * 1024, 1),
     INT_KEY("api", "max_connections", KEY_UINT, api_max_connections, 1, 100000, 1),
     INT_KEY("api", "connection_timeout_s", KEY_UINT, api_connection_timeout_s, 1, 3600, 1),
-    {.section = "api",
-     .name = "metrics_need_token",
-     .type = KEY_BOOL,
-     .offset = OFF(api_metrics_need_token)},
+    BOOL_KEY("api", "metrics_need_token", api_metrics_need_token),
 
     STRING_KEY("provider", "base_url", provider_base_url, set_base_url),
     STRING_KEY("provider", "refunds_path", provider_refunds_path, set_path),
@@ -134,6 +135,7 @@ static const struct key_def keys[] = {
     INT_KEY("provider", "max_response_bytes", KEY_SIZE, provider_max_response_bytes, 1024,
             64 * 1024 * 1024, 1),
     CUSTOM_KEY("provider", "webhook_secret_file", set_webhook_file),
+    BOOL_KEY("provider", "reuse_connections", provider_reuse_connections),
 
     DOUBLE_KEY("exit", "starts_per_second", exit.starts_per_second, 0, 1e9, true),
     INT_KEY("exit", "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1),
