@@ -107,7 +107,8 @@ int policy_after_call(const struct policy_config *config, const struct policy_op
 
 /* An in_flight operation found by a new owner (its call may or may not have
  * gone out, its outcome was never recorded): unknown, to be reconciled now,
- * or manual if the deadline has passed. */
+ * or manual if the deadline has passed (MANUAL_DEADLINE) or no query is left
+ * to reconcile with (MANUAL_QUERY_BUDGET). TG_ESTATE unless in_flight. */
 int policy_after_takeover(const struct policy_config *config, const struct policy_op *op,
                           tg_wall_ms now, struct policy_decision *ret_decision);
 
@@ -116,6 +117,16 @@ int policy_after_takeover(const struct policy_config *config, const struct polic
  * deadline_at, else returns TG_EAGAIN and leaves *ret_decision untouched. */
 int policy_check_deadline(const struct policy_op *op, tg_wall_ms now,
                           struct policy_decision *ret_decision);
+
+/* The check a due operation passes just before the exit starts its call
+ * (the exit may let it through later than next_run_at): a re-send
+ * (retry_wait with attempts > 0) whose key is at or past key_first_used +
+ * key_retention goes to manual with MANUAL_KEY_RETENTION, so that no POST
+ * leaves with an expired key; then policy_check_deadline(). TG_EAGAIN
+ * (*ret_decision untouched) when the call may go; TG_ESTATE for a state that
+ * is not waiting for the exit. */
+int policy_check_due(const struct policy_config *config, const struct policy_op *op, tg_wall_ms now,
+                     struct policy_decision *ret_decision);
 
 /* An operator asks to re-send a manual operation with its same key. Refused
  * with TG_ESTATE unless the state is manual, and with TG_ERANGE when the key
@@ -133,6 +144,9 @@ enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend);
 const char *op_state_name(enum op_state state);
 int op_state_parse(const char *name, enum op_state *ret_state);
 const char *manual_reason_name(enum manual_reason reason);
+/* The inverse of manual_reason_name(), for reading a stored reason back.
+ * 0 or TG_EINVAL. */
+int manual_reason_parse(const char *name, enum manual_reason *ret_reason);
 const char *tg_call_kind_name(enum tg_call_kind kind);
 int tg_call_kind_parse(const char *name, enum tg_call_kind *ret_kind);
 

@@ -1,0 +1,443 @@
+/*
+ * policy — the operation state machine of DESIGN.md: what follows a finished
+ * call, a takeover, a missed deadline and an operator re-send. Pure: "now"
+ * and the random source come from the caller.
+ *
+ * Invariants of every decision made here:
+ *   - next is never pending or in_flight; retry_wait and unknown always carry
+ *     a next_run_at >= now, and every other state a next_run_at of 0;
+ *   - manual always carries a reason, every other state MANUAL_NONE;
+ *   - a POST is scheduled (retry_wait) only while attempts < attempt_limit,
+ *     so an operation never makes more than attempt_limit POSTs without an
+ *     operator raising the limit; a query is scheduled (unknown) only while
+ *     queries < query_limit;
+ *   - nothing automatic is scheduled after deadline_at, and no re-send is
+ *     scheduled at or after key_first_used + key_retention: such an
+ *     operation goes to manual now rather than waking up later to find out;
+ *   - the reason for stopping a re-send is the limit it meets first: out of
+ *     attempts; else a key already past retention now (no wait could help,
+ *     and policy_operator_resend() would refuse it too); else the deadline
+ *     for the scheduled time; else the key's retention at the scheduled time;
+ *   - an unknown outcome is never guessed: it is reconciled by a query, and
+ *     only a query's not_found allows a re-send, with the same key.
+ * Time arithmetic saturates instead of overflowing, so hostile Retry-After
+ * values or limits end in manual, never in a wrapped time.
+ */
+#include "core/policy.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "core/tg_error.h"
+
+#define POLICY_DEFAULT_MAX_ATTEMPTS      3
+#define POLICY_DEFAULT_DEADLINE_MS       (15LL * 60 * 1000)
+#define POLICY_DEFAULT_MAX_QUERIES       10
+#define POLICY_DEFAULT_QUERY_INTERVAL_MS 2000LL
+#define POLICY_DEFAULT_KEY_RETENTION_MS  (23LL * 3600 * 1000)
+
+/* Upper bound of any configured duration: a year. Larger is a typo. */
+#define POLICY_MAX_DURATION_MS (366LL * 24 * 3600 * 1000)
+
+static const char *const state_names[OP_STATE_COUNT] = {
+    [OP_PENDING] = "pending", [OP_IN_FLIGHT] = "in_flight", [OP_RETRY_WAIT] = "retry_wait",
+    [OP_UNKNOWN] = "unknown", [OP_SUCCEEDED] = "succeeded", [OP_REJECTED] = "rejected",
+    [OP_MANUAL] = "manual",
+};
+
+static const char *const reason_names[MANUAL_REASON_COUNT] = {
+    [MANUAL_NONE] = "none",
+    [MANUAL_ATTEMPTS_EXHAUSTED] = "attempts_exhausted",
+    [MANUAL_DEADLINE] = "deadline",
+    [MANUAL_QUERY_BUDGET] = "query_budget",
+    [MANUAL_KEY_REUSED] = "key_reused",
+    [MANUAL_KEY_RETENTION] = "key_retention",
+    [MANUAL_INVALID] = "invalid",
+};
+
+#define KIND_COUNT 4
+static const char *const kind_names[KIND_COUNT] = {
+    [TG_KIND_FIRST] = "first",
+    [TG_KIND_RETRY] = "retry",
+    [TG_KIND_QUERY] = "query",
+    [TG_KIND_MANUAL] = "manual",
+};
+
+void policy_config_default(struct policy_config *ret_config)
+{
+        struct policy_config c = {
+            .max_attempts = POLICY_DEFAULT_MAX_ATTEMPTS,
+            .deadline_ms = POLICY_DEFAULT_DEADLINE_MS,
+            .max_queries = POLICY_DEFAULT_MAX_QUERIES,
+            .query_interval_ms = POLICY_DEFAULT_QUERY_INTERVAL_MS,
+            .key_retention_ms = POLICY_DEFAULT_KEY_RETENTION_MS,
+        };
+        backoff_config_default(&c.backoff);
+        *ret_config = c;
+}
+
+static bool duration_ok(int64_t ms)
+{
+        return ms > 0 && ms <= POLICY_MAX_DURATION_MS;
+}
+
+int policy_config_check(const struct policy_config *config)
+{
+        if (!config)
+                return TG_EINVAL;
+        if (config->max_attempts < 1)
+                return TG_EINVAL;
+        /* max_queries may be 0: every unknown goes straight to manual. */
+        if (!duration_ok(config->deadline_ms) || !duration_ok(config->query_interval_ms) ||
+            !duration_ok(config->key_retention_ms))
+                return TG_EINVAL;
+        return backoff_config_check(&config->backoff);
+}
+
+/* t + d, saturating at the ends of tg_wall_ms. */
+static tg_wall_ms add_ms(tg_wall_ms t, int64_t d)
+{
+        if (d > 0 && t > INT64_MAX - d)
+                return INT64_MAX;
+        if (d < 0 && t < INT64_MIN - d)
+                return INT64_MIN;
+        return t + d;
+}
+
+/* a - b, saturating. */
+static int64_t sub_ms(tg_wall_ms a, tg_wall_ms b)
+{
+        if (b < 0 && a > INT64_MAX + b)
+                return INT64_MAX;
+        if (b > 0 && a < INT64_MIN + b)
+                return INT64_MIN;
+        return a - b;
+}
+
+static void decide(struct policy_decision *ret_decision, enum op_state next, tg_wall_ms next_run_at,
+                   enum manual_reason reason, int64_t wait_ms)
+{
+        ret_decision->next = next;
+        ret_decision->next_run_at = next_run_at;
+        ret_decision->reason = reason;
+        ret_decision->wait_ms = wait_ms;
+}
+
+static void decide_manual(struct policy_decision *ret_decision, enum manual_reason reason)
+{
+        decide(ret_decision, OP_MANUAL, 0, reason, 0);
+}
+
+static bool key_expired_at(const struct policy_config *config, const struct policy_op *op,
+                           tg_wall_ms t)
+{
+        return t >= add_ms(op->key_first_used, config->key_retention_ms);
+}
+
+/* The next call is a POST with the same key (retryable, not_sent, or a
+ * query's not_found): budget, backoff, key age, deadline. */
+static int schedule_resend(const struct policy_config *config, const struct policy_op *op,
+                           const struct policy_event *event, struct tg_rng *rng,
+                           struct policy_decision *ret_decision)
+{
+        if (op->attempts >= op->attempt_limit) {
+                decide_manual(ret_decision, MANUAL_ATTEMPTS_EXHAUSTED);
+                return 0;
+        }
+        if (key_expired_at(config, op, event->now)) {
+                decide_manual(ret_decision, MANUAL_KEY_RETENTION);
+                return 0;
+        }
+        /* Give-up (if configured) counts from the key's first use, i.e. the
+         * first POST: the closest stored time to the first failure. */
+        int64_t elapsed = sub_ms(event->now, op->key_first_used);
+        int64_t wait;
+        int r = backoff_draw(&config->backoff, op->attempts, op->last_wait_ms,
+                             event->retry_after_ms, elapsed, rng, &wait);
+        if (r == TG_ERANGE) {
+                decide_manual(ret_decision, MANUAL_DEADLINE);
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        if (wait < 0)
+                wait = 0;
+        tg_wall_ms next = add_ms(event->now, wait);
+        if (next > op->deadline_at) {
+                decide_manual(ret_decision, MANUAL_DEADLINE);
+                return 0;
+        }
+        if (key_expired_at(config, op, next)) {
+                decide_manual(ret_decision, MANUAL_KEY_RETENTION);
+                return 0;
+        }
+        decide(ret_decision, OP_RETRY_WAIT, next, MANUAL_NONE, wait);
+        return 0;
+}
+
+/* The next call is a query with the same key. */
+static int schedule_query(const struct policy_config *config, const struct policy_op *op,
+                          const struct policy_event *event, struct policy_decision *ret_decision)
+{
+        int64_t wait = config->query_interval_ms;
+        if (event->retry_after_ms > wait)
+                wait = event->retry_after_ms;
+        tg_wall_ms next = add_ms(event->now, wait);
+        if (op->queries >= op->query_limit) {
+                decide_manual(ret_decision, MANUAL_QUERY_BUDGET);
+                return 0;
+        }
+        if (next > op->deadline_at) {
+                decide_manual(ret_decision, MANUAL_DEADLINE);
+                return 0;
+        }
+        decide(ret_decision, OP_UNKNOWN, next, MANUAL_NONE, wait);
+        return 0;
+}
+
+static int after_post(const struct policy_config *config, const struct policy_op *op,
+                      const struct policy_event *event, struct tg_rng *rng,
+                      struct policy_decision *ret_decision)
+{
+        switch (event->cls) {
+        case TG_CLASS_SUCCEEDED:
+                decide(ret_decision, OP_SUCCEEDED, 0, MANUAL_NONE, 0);
+                return 0;
+        case TG_CLASS_REJECTED:
+                decide(ret_decision, OP_REJECTED, 0, MANUAL_NONE, 0);
+                return 0;
+        case TG_CLASS_KEY_REUSED:
+                decide_manual(ret_decision, MANUAL_KEY_REUSED);
+                return 0;
+        case TG_CLASS_RETRYABLE:
+        case TG_CLASS_NOT_SENT:
+                return schedule_resend(config, op, event, rng, ret_decision);
+        case TG_CLASS_UNKNOWN:
+                return schedule_query(config, op, event, ret_decision);
+        case TG_CLASS_PROCESSING:
+        case TG_CLASS_NOT_FOUND:
+        case TG_CLASS_NO_ANSWER:
+        default:
+                return TG_EINVAL;
+        }
+}
+
+static int after_query(const struct policy_config *config, const struct policy_op *op,
+                       const struct policy_event *event, struct tg_rng *rng,
+                       struct policy_decision *ret_decision)
+{
+        switch (event->cls) {
+        case TG_CLASS_SUCCEEDED:
+                decide(ret_decision, OP_SUCCEEDED, 0, MANUAL_NONE, 0);
+                return 0;
+        case TG_CLASS_REJECTED:
+                decide(ret_decision, OP_REJECTED, 0, MANUAL_NONE, 0);
+                return 0;
+        case TG_CLASS_PROCESSING:
+        case TG_CLASS_NO_ANSWER:
+                return schedule_query(config, op, event, ret_decision);
+        case TG_CLASS_NOT_FOUND:
+                /* Nothing was executed: the next attempt re-sends the same
+                 * key, within the attempt budget and the key's retention. */
+                return schedule_resend(config, op, event, rng, ret_decision);
+        case TG_CLASS_KEY_REUSED:
+        case TG_CLASS_RETRYABLE:
+        case TG_CLASS_UNKNOWN:
+        case TG_CLASS_NOT_SENT:
+        default:
+                return TG_EINVAL;
+        }
+}
+
+int policy_after_call(const struct policy_config *config, const struct policy_op *op,
+                      const struct policy_event *event, struct tg_rng *rng,
+                      struct policy_decision *ret_decision)
+{
+        if (!config || !op || !event || !rng || !ret_decision)
+                return TG_EINVAL;
+        /* Only a call that was recorded as sent can end; the POST that just
+         * ended (or the one a query reconciles) is counted in attempts. */
+        if (op->state != OP_IN_FLIGHT || op->attempts < 1)
+                return TG_EINVAL;
+
+        struct policy_decision d;
+        int r;
+        switch (event->request) {
+        case CLASSIFY_POST:
+                r = after_post(config, op, event, rng, &d);
+                break;
+        case CLASSIFY_QUERY:
+                if (op->queries < 1)
+                        return TG_EINVAL;
+                r = after_query(config, op, event, rng, &d);
+                break;
+        default:
+                return TG_EINVAL;
+        }
+        if (r < 0)
+                return r;
+        *ret_decision = d;
+        return 0;
+}
+
+int policy_after_takeover(const struct policy_config *config, const struct policy_op *op,
+                          tg_wall_ms now, struct policy_decision *ret_decision)
+{
+        if (!config || !op || !ret_decision)
+                return TG_EINVAL;
+        if (op->state != OP_IN_FLIGHT)
+                return TG_ESTATE;
+        /* Reconciling takes a query: with the query budget spent, or past
+         * the deadline, only an operator may go on. */
+        if (now > op->deadline_at)
+                decide_manual(ret_decision, MANUAL_DEADLINE);
+        else if (op->queries >= op->query_limit)
+                decide_manual(ret_decision, MANUAL_QUERY_BUDGET);
+        else
+                decide(ret_decision, OP_UNKNOWN, now, MANUAL_NONE, 0);
+        return 0;
+}
+
+static bool waiting_for_exit(enum op_state state)
+{
+        return state == OP_PENDING || state == OP_RETRY_WAIT || state == OP_UNKNOWN;
+}
+
+int policy_check_deadline(const struct policy_op *op, tg_wall_ms now,
+                          struct policy_decision *ret_decision)
+{
+        if (!op || !ret_decision)
+                return TG_EINVAL;
+        /* Only an operation waiting for the exit can miss its deadline here:
+         * a running call ends through policy_after_call(), a final or manual
+         * operation has no deadline any more. */
+        if (!waiting_for_exit(op->state))
+                return TG_ESTATE;
+        if (now <= op->deadline_at)
+                return TG_EAGAIN;
+        decide_manual(ret_decision, MANUAL_DEADLINE);
+        return 0;
+}
+
+int policy_check_due(const struct policy_config *config, const struct policy_op *op, tg_wall_ms now,
+                     struct policy_decision *ret_decision)
+{
+        if (!config || !op || !ret_decision)
+                return TG_EINVAL;
+        if (!waiting_for_exit(op->state))
+                return TG_ESTATE;
+        /* A due re-send that the exit reached late: the key may have aged
+         * past retention since the decision that scheduled it. A key past
+         * retention now comes before the deadline, as at the top. */
+        if (op->state == OP_RETRY_WAIT && op->attempts > 0 && key_expired_at(config, op, now)) {
+                decide_manual(ret_decision, MANUAL_KEY_RETENTION);
+                return 0;
+        }
+        return policy_check_deadline(op, now, ret_decision);
+}
+
+int policy_operator_resend(const struct policy_config *config, const struct policy_op *op,
+                           tg_wall_ms now, struct policy_op *ret_op,
+                           struct policy_decision *ret_decision)
+{
+        if (!config || !op || !ret_op || !ret_decision)
+                return TG_EINVAL;
+        if (op->state != OP_MANUAL)
+                return TG_ESTATE;
+        /* A key never sent (attempts == 0) has no age at the provider. */
+        if (op->attempts > 0 && key_expired_at(config, op, now))
+                return TG_ERANGE;
+        if (op->attempts == UINT_MAX || op->queries > UINT_MAX - config->max_queries)
+                return TG_ERANGE;
+
+        struct policy_op next = *op;
+        next.state = OP_RETRY_WAIT;
+        next.attempt_limit = op->attempts + 1;
+        next.query_limit = op->queries + config->max_queries;
+        next.deadline_at = add_ms(now, config->deadline_ms);
+        *ret_op = next;
+        decide(ret_decision, OP_RETRY_WAIT, now, MANUAL_NONE, 0);
+        return 0;
+}
+
+enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend)
+{
+        switch (state) {
+        case OP_PENDING:
+                return TG_KIND_FIRST;
+        case OP_RETRY_WAIT:
+                return operator_resend ? TG_KIND_MANUAL : TG_KIND_RETRY;
+        case OP_UNKNOWN:
+                return TG_KIND_QUERY;
+        case OP_IN_FLIGHT:
+        case OP_SUCCEEDED:
+        case OP_REJECTED:
+        case OP_MANUAL:
+        default:
+                /* No call is due in the other states. Should one be asked
+                 * for anyway, the answer is the one call that can never
+                 * execute a refund. */
+                return TG_KIND_QUERY;
+        }
+}
+
+const char *op_state_name(enum op_state state)
+{
+        if ((unsigned)state >= OP_STATE_COUNT)
+                return "invalid";
+        return state_names[state];
+}
+
+int op_state_parse(const char *name, enum op_state *ret_state)
+{
+        if (!name || !ret_state)
+                return TG_EINVAL;
+        for (unsigned i = 0; i < OP_STATE_COUNT; i++) {
+                if (strcmp(name, state_names[i]) == 0) {
+                        *ret_state = (enum op_state)i;
+                        return 0;
+                }
+        }
+        return TG_EINVAL;
+}
+
+const char *manual_reason_name(enum manual_reason reason)
+{
+        if ((unsigned)reason >= MANUAL_REASON_COUNT)
+                return "invalid";
+        return reason_names[reason];
+}
+
+int manual_reason_parse(const char *name, enum manual_reason *ret_reason)
+{
+        if (!name || !ret_reason)
+                return TG_EINVAL;
+        for (unsigned i = 0; i < MANUAL_REASON_COUNT; i++) {
+                if (strcmp(name, reason_names[i]) == 0) {
+                        *ret_reason = (enum manual_reason)i;
+                        return 0;
+                }
+        }
+        return TG_EINVAL;
+}
+
+const char *tg_call_kind_name(enum tg_call_kind kind)
+{
+        if ((unsigned)kind >= KIND_COUNT)
+                return "invalid";
+        return kind_names[kind];
+}
+
+int tg_call_kind_parse(const char *name, enum tg_call_kind *ret_kind)
+{
+        if (!name || !ret_kind)
+                return TG_EINVAL;
+        for (unsigned i = 0; i < KIND_COUNT; i++) {
+                if (strcmp(name, kind_names[i]) == 0) {
+                        *ret_kind = (enum tg_call_kind)i;
+                        return 0;
+                }
+        }
+        return TG_EINVAL;
+}

@@ -1,0 +1,1219 @@
+/*
+ * Tests of core/policy: every transition of the operation state machine
+ * (request x class x budget situation) from one table, an enumeration of
+ * every (state, request, class) input that proves each gives a defined
+ * decision or TG_EINVAL, the budgets (attempts, deadline, queries, key
+ * retention), the Retry-After floor, the backoff windows with real jitter,
+ * takeover, the deadline check, operator re-send, the names, and a seeded
+ * property test of random walks through the machine.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "core/policy.h"
+#include "core/tg_error.h"
+
+#define T0        1700000000000LL /* acceptance */
+#define DEADLINE  (T0 + 900000)
+#define RETENTION (23LL * 3600 * 1000)
+#define NO_RA     (-1)
+
+/* Deterministic backoff for the table: retry n waits exactly 2000 * 2^(n-1). */
+static struct policy_config table_config(void)
+{
+        struct policy_config c;
+        policy_config_default(&c);
+        c.backoff.jitter = BACKOFF_JITTER_NONE;
+        return c;
+}
+
+static struct policy_op base_op(enum classify_request request)
+{
+        struct policy_op op = {
+            .state = OP_IN_FLIGHT,
+            .attempts = 1,
+            .attempt_limit = 3,
+            .queries = request == CLASSIFY_QUERY ? 1 : 0,
+            .query_limit = 10,
+            .accepted_at = T0,
+            .deadline_at = DEADLINE,
+            .key_first_used = T0 + 5,
+            .last_wait_ms = 0,
+        };
+        return op;
+}
+
+/* --- the transition table ------------------------------------------------ */
+
+enum situation {
+        FRESH,            /* first call, all budgets open, time to spare */
+        SECOND_ATTEMPT,   /* two POSTs made */
+        LAST_ATTEMPT,     /* attempt_limit POSTs made */
+        QUERIES_SPENT,    /* query_limit queries made */
+        NO_QUERY_BUDGET,  /* query_limit 0 */
+        NEAR_DEADLINE,    /* 1 s before the deadline: any wait >= 2 s passes it */
+        DEADLINE_EXACT,   /* a 2 s wait lands exactly on the deadline (allowed) */
+        PAST_DEADLINE,    /* the call ended after the deadline */
+        KEY_OLD,          /* a 2 s wait would pass key retention (deadline far) */
+        KEY_EXACT,        /* a 2 s wait lands exactly on key expiry (refused) */
+        KEY_JUST_OK,      /* a 2 s wait lands 1 ms before key expiry */
+        KEY_AND_DEADLINE, /* the wait passes the deadline, then key expiry */
+        KEY_EXPIRED,      /* the key is past retention already (deadline far) */
+        KEY_EXPIRED_DL,   /* the key is past retention already, and near the deadline */
+        QUERIES_AND_DL,   /* query budget spent and near the deadline */
+        ATTEMPTS_AND_KEY, /* attempts spent and the key old */
+        SITUATION_COUNT,
+};
+
+static const char *const situation_names[SITUATION_COUNT] = {
+    "fresh",
+    "second_attempt",
+    "last_attempt",
+    "queries_spent",
+    "no_query_budget",
+    "near_deadline",
+    "deadline_exact",
+    "past_deadline",
+    "key_old",
+    "key_exact",
+    "key_just_ok",
+    "key_and_deadline",
+    "key_expired",
+    "key_expired_deadline",
+    "queries_and_deadline",
+    "attempts_and_key",
+};
+
+static void situate(enum situation s, enum classify_request request, struct policy_op *op,
+                    tg_wall_ms *now)
+{
+        *op = base_op(request);
+        *now = T0 + 10000;
+        switch (s) {
+        case FRESH:
+                break;
+        case SECOND_ATTEMPT:
+                op->attempts = 2;
+                break;
+        case LAST_ATTEMPT:
+                op->attempts = 3;
+                break;
+        case QUERIES_SPENT:
+                op->queries = 10;
+                break;
+        case NO_QUERY_BUDGET:
+                op->query_limit = 0;
+                break;
+        case NEAR_DEADLINE:
+                *now = DEADLINE - 1000;
+                break;
+        case DEADLINE_EXACT:
+                *now = DEADLINE - 2000;
+                break;
+        case PAST_DEADLINE:
+                *now = DEADLINE + 1;
+                break;
+        case KEY_OLD:
+                *now = T0 + 10000;
+                op->key_first_used = *now + 1000 - RETENTION;
+                op->deadline_at = *now + 900000;
+                break;
+        case KEY_EXACT:
+                op->key_first_used = *now + 2000 - RETENTION;
+                op->deadline_at = *now + 900000;
+                break;
+        case KEY_JUST_OK:
+                op->key_first_used = *now + 2001 - RETENTION;
+                op->deadline_at = *now + 900000;
+                break;
+        case KEY_AND_DEADLINE:
+                *now = DEADLINE - 1000;
+                op->key_first_used = *now + 1000 - RETENTION;
+                break;
+        case KEY_EXPIRED:
+                op->key_first_used = *now - RETENTION;
+                op->deadline_at = *now + 900000;
+                break;
+        case KEY_EXPIRED_DL:
+                *now = DEADLINE - 1000;
+                op->key_first_used = *now - RETENTION - 1;
+                break;
+        case QUERIES_AND_DL:
+                op->queries = 10;
+                *now = DEADLINE - 1000;
+                break;
+        case ATTEMPTS_AND_KEY:
+                op->attempts = 3;
+                op->key_first_used = *now + 1000 - RETENTION;
+                op->deadline_at = *now + 900000;
+                break;
+        case SITUATION_COUNT:
+                break;
+        }
+}
+
+struct transition {
+        enum classify_request request;
+        enum tg_class cls;
+        enum situation situation;
+        int64_t retry_after_ms;
+        int rc;
+        enum op_state next;
+        enum manual_reason reason;
+        int64_t wait_ms; /* retry_wait/unknown: next_run_at = now + wait_ms */
+};
+
+#define P    CLASSIFY_POST
+#define Q    CLASSIFY_QUERY
+#define BAD  ((enum tg_class)TG_CLASS_COUNT)
+#define NEG  ((enum tg_class) - 1)
+#define EINV TG_EINVAL
+
+#define SUCC(req, cls, sit)                                                                        \
+        {                                                                                          \
+                req, cls, sit, NO_RA, 0, OP_SUCCEEDED, MANUAL_NONE, 0                              \
+        }
+#define REJ(req, cls, sit)                                                                         \
+        {                                                                                          \
+                req, cls, sit, NO_RA, 0, OP_REJECTED, MANUAL_NONE, 0                               \
+        }
+#define MAN(req, cls, sit, ra, why)                                                                \
+        {                                                                                          \
+                req, cls, sit, ra, 0, OP_MANUAL, why, 0                                            \
+        }
+#define RW(req, cls, sit, ra, w)                                                                   \
+        {                                                                                          \
+                req, cls, sit, ra, 0, OP_RETRY_WAIT, MANUAL_NONE, w                                \
+        }
+#define UNK(req, cls, sit, ra, w)                                                                  \
+        {                                                                                          \
+                req, cls, sit, ra, 0, OP_UNKNOWN, MANUAL_NONE, w                                   \
+        }
+#define INVAL(req, cls)                                                                            \
+        {                                                                                          \
+                req, cls, FRESH, NO_RA, EINV, OP_PENDING, MANUAL_NONE, 0                           \
+        }
+
+#define AE MANUAL_ATTEMPTS_EXHAUSTED
+#define DL MANUAL_DEADLINE
+#define QB MANUAL_QUERY_BUDGET
+#define KR MANUAL_KEY_RETENTION
+
+static const struct transition transitions[] = {
+    /* POST succeeded / rejected / key_reused: final whatever the budgets */
+    SUCC(P, TG_CLASS_SUCCEEDED, FRESH),
+    SUCC(P, TG_CLASS_SUCCEEDED, LAST_ATTEMPT),
+    SUCC(P, TG_CLASS_SUCCEEDED, PAST_DEADLINE),
+    SUCC(P, TG_CLASS_SUCCEEDED, KEY_OLD),
+    REJ(P, TG_CLASS_REJECTED, FRESH),
+    REJ(P, TG_CLASS_REJECTED, LAST_ATTEMPT),
+    REJ(P, TG_CLASS_REJECTED, PAST_DEADLINE),
+    MAN(P, TG_CLASS_KEY_REUSED, FRESH, NO_RA, MANUAL_KEY_REUSED),
+    MAN(P, TG_CLASS_KEY_REUSED, LAST_ATTEMPT, NO_RA, MANUAL_KEY_REUSED),
+    MAN(P, TG_CLASS_KEY_REUSED, PAST_DEADLINE, NO_RA, MANUAL_KEY_REUSED),
+
+    /* POST retryable: backoff, Retry-After floor, every budget */
+    RW(P, TG_CLASS_RETRYABLE, FRESH, NO_RA, 2000),
+    RW(P, TG_CLASS_RETRYABLE, SECOND_ATTEMPT, NO_RA, 4000),
+    MAN(P, TG_CLASS_RETRYABLE, LAST_ATTEMPT, NO_RA, AE),
+    RW(P, TG_CLASS_RETRYABLE, QUERIES_SPENT, NO_RA, 2000),
+    RW(P, TG_CLASS_RETRYABLE, NO_QUERY_BUDGET, NO_RA, 2000),
+    MAN(P, TG_CLASS_RETRYABLE, NEAR_DEADLINE, NO_RA, DL),
+    RW(P, TG_CLASS_RETRYABLE, DEADLINE_EXACT, NO_RA, 2000),
+    MAN(P, TG_CLASS_RETRYABLE, PAST_DEADLINE, NO_RA, DL),
+    MAN(P, TG_CLASS_RETRYABLE, KEY_OLD, NO_RA, KR),
+    MAN(P, TG_CLASS_RETRYABLE, KEY_EXACT, NO_RA, KR),
+    RW(P, TG_CLASS_RETRYABLE, KEY_JUST_OK, NO_RA, 2000),
+    MAN(P, TG_CLASS_RETRYABLE, KEY_AND_DEADLINE, NO_RA, DL),
+    MAN(P, TG_CLASS_RETRYABLE, KEY_EXPIRED, NO_RA, KR),
+    MAN(P, TG_CLASS_RETRYABLE, KEY_EXPIRED_DL, NO_RA, KR),
+    MAN(P, TG_CLASS_RETRYABLE, KEY_JUST_OK, 3000, KR),
+    MAN(P, TG_CLASS_RETRYABLE, ATTEMPTS_AND_KEY, NO_RA, AE),
+    RW(P, TG_CLASS_RETRYABLE, FRESH, 30000, 30000),
+    RW(P, TG_CLASS_RETRYABLE, FRESH, 2001, 2001),
+    RW(P, TG_CLASS_RETRYABLE, FRESH, 1999, 2000),
+    RW(P, TG_CLASS_RETRYABLE, FRESH, 0, 2000),
+    RW(P, TG_CLASS_RETRYABLE, SECOND_ATTEMPT, 3000, 4000),
+    RW(P, TG_CLASS_RETRYABLE, FRESH, 120000, 120000),
+    MAN(P, TG_CLASS_RETRYABLE, FRESH, INT64_MAX, DL),
+    MAN(P, TG_CLASS_RETRYABLE, DEADLINE_EXACT, 2001, DL),
+    MAN(P, TG_CLASS_RETRYABLE, LAST_ATTEMPT, 30000, AE),
+
+    /* POST not sent: the same as retryable (it counted as an attempt) */
+    RW(P, TG_CLASS_NOT_SENT, FRESH, NO_RA, 2000),
+    RW(P, TG_CLASS_NOT_SENT, SECOND_ATTEMPT, NO_RA, 4000),
+    MAN(P, TG_CLASS_NOT_SENT, LAST_ATTEMPT, NO_RA, AE),
+    MAN(P, TG_CLASS_NOT_SENT, NEAR_DEADLINE, NO_RA, DL),
+    RW(P, TG_CLASS_NOT_SENT, DEADLINE_EXACT, NO_RA, 2000),
+    MAN(P, TG_CLASS_NOT_SENT, PAST_DEADLINE, NO_RA, DL),
+    MAN(P, TG_CLASS_NOT_SENT, KEY_OLD, NO_RA, KR),
+    MAN(P, TG_CLASS_NOT_SENT, KEY_EXACT, NO_RA, KR),
+    MAN(P, TG_CLASS_NOT_SENT, KEY_EXPIRED, NO_RA, KR),
+    RW(P, TG_CLASS_NOT_SENT, KEY_JUST_OK, NO_RA, 2000),
+    RW(P, TG_CLASS_NOT_SENT, FRESH, 30000, 30000),
+
+    /* POST unknown: query with the same key, query budget and deadline */
+    UNK(P, TG_CLASS_UNKNOWN, FRESH, NO_RA, 2000),
+    UNK(P, TG_CLASS_UNKNOWN, FRESH, 5000, 5000),
+    UNK(P, TG_CLASS_UNKNOWN, FRESH, 100, 2000),
+    UNK(P, TG_CLASS_UNKNOWN, SECOND_ATTEMPT, NO_RA, 2000),
+    UNK(P, TG_CLASS_UNKNOWN, LAST_ATTEMPT, NO_RA, 2000),
+    MAN(P, TG_CLASS_UNKNOWN, QUERIES_SPENT, NO_RA, QB),
+    MAN(P, TG_CLASS_UNKNOWN, NO_QUERY_BUDGET, NO_RA, QB),
+    MAN(P, TG_CLASS_UNKNOWN, NEAR_DEADLINE, NO_RA, DL),
+    UNK(P, TG_CLASS_UNKNOWN, DEADLINE_EXACT, NO_RA, 2000),
+    MAN(P, TG_CLASS_UNKNOWN, DEADLINE_EXACT, 2001, DL),
+    MAN(P, TG_CLASS_UNKNOWN, PAST_DEADLINE, NO_RA, DL),
+    UNK(P, TG_CLASS_UNKNOWN, KEY_OLD, NO_RA, 2000),
+    UNK(P, TG_CLASS_UNKNOWN, KEY_EXPIRED, NO_RA, 2000),
+    MAN(P, TG_CLASS_UNKNOWN, QUERIES_AND_DL, NO_RA, QB),
+    MAN(P, TG_CLASS_UNKNOWN, FRESH, INT64_MAX, DL),
+
+    /* classes a POST cannot produce */
+    INVAL(P, TG_CLASS_PROCESSING),
+    INVAL(P, TG_CLASS_NOT_FOUND),
+    INVAL(P, TG_CLASS_NO_ANSWER),
+    INVAL(P, BAD),
+    INVAL(P, NEG),
+
+    /* query succeeded / failed: final whatever the budgets */
+    SUCC(Q, TG_CLASS_SUCCEEDED, FRESH),
+    SUCC(Q, TG_CLASS_SUCCEEDED, QUERIES_SPENT),
+    SUCC(Q, TG_CLASS_SUCCEEDED, PAST_DEADLINE),
+    REJ(Q, TG_CLASS_REJECTED, FRESH),
+    REJ(Q, TG_CLASS_REJECTED, QUERIES_SPENT),
+    REJ(Q, TG_CLASS_REJECTED, PAST_DEADLINE),
+
+    /* query processing / no answer: ask again later */
+    UNK(Q, TG_CLASS_PROCESSING, FRESH, NO_RA, 2000),
+    UNK(Q, TG_CLASS_PROCESSING, FRESH, 7000, 7000),
+    UNK(Q, TG_CLASS_PROCESSING, LAST_ATTEMPT, NO_RA, 2000),
+    MAN(Q, TG_CLASS_PROCESSING, QUERIES_SPENT, NO_RA, QB),
+    MAN(Q, TG_CLASS_PROCESSING, NO_QUERY_BUDGET, NO_RA, QB),
+    MAN(Q, TG_CLASS_PROCESSING, NEAR_DEADLINE, NO_RA, DL),
+    UNK(Q, TG_CLASS_PROCESSING, DEADLINE_EXACT, NO_RA, 2000),
+    MAN(Q, TG_CLASS_PROCESSING, PAST_DEADLINE, NO_RA, DL),
+    MAN(Q, TG_CLASS_PROCESSING, QUERIES_AND_DL, NO_RA, QB),
+    UNK(Q, TG_CLASS_NO_ANSWER, FRESH, NO_RA, 2000),
+    UNK(Q, TG_CLASS_NO_ANSWER, FRESH, 7000, 7000),
+    UNK(Q, TG_CLASS_NO_ANSWER, FRESH, 0, 2000),
+    UNK(Q, TG_CLASS_NO_ANSWER, LAST_ATTEMPT, NO_RA, 2000),
+    UNK(Q, TG_CLASS_NO_ANSWER, KEY_OLD, NO_RA, 2000),
+    UNK(Q, TG_CLASS_PROCESSING, KEY_EXPIRED, NO_RA, 2000),
+    MAN(Q, TG_CLASS_NO_ANSWER, QUERIES_SPENT, NO_RA, QB),
+    MAN(Q, TG_CLASS_NO_ANSWER, NEAR_DEADLINE, NO_RA, DL),
+    MAN(Q, TG_CLASS_NO_ANSWER, PAST_DEADLINE, NO_RA, DL),
+    MAN(Q, TG_CLASS_NO_ANSWER, FRESH, INT64_MAX, DL),
+
+    /* query not found: re-send the same key as the next attempt */
+    RW(Q, TG_CLASS_NOT_FOUND, FRESH, NO_RA, 2000),
+    RW(Q, TG_CLASS_NOT_FOUND, SECOND_ATTEMPT, NO_RA, 4000),
+    MAN(Q, TG_CLASS_NOT_FOUND, LAST_ATTEMPT, NO_RA, AE),
+    RW(Q, TG_CLASS_NOT_FOUND, QUERIES_SPENT, NO_RA, 2000),
+    MAN(Q, TG_CLASS_NOT_FOUND, NEAR_DEADLINE, NO_RA, DL),
+    RW(Q, TG_CLASS_NOT_FOUND, DEADLINE_EXACT, NO_RA, 2000),
+    MAN(Q, TG_CLASS_NOT_FOUND, PAST_DEADLINE, NO_RA, DL),
+    MAN(Q, TG_CLASS_NOT_FOUND, KEY_OLD, NO_RA, KR),
+    MAN(Q, TG_CLASS_NOT_FOUND, KEY_EXACT, NO_RA, KR),
+    RW(Q, TG_CLASS_NOT_FOUND, KEY_JUST_OK, NO_RA, 2000),
+    MAN(Q, TG_CLASS_NOT_FOUND, KEY_AND_DEADLINE, NO_RA, DL),
+    MAN(Q, TG_CLASS_NOT_FOUND, KEY_EXPIRED, NO_RA, KR),
+    MAN(Q, TG_CLASS_NOT_FOUND, KEY_EXPIRED_DL, NO_RA, KR),
+    MAN(Q, TG_CLASS_NOT_FOUND, KEY_EXPIRED, 0, KR),
+    MAN(Q, TG_CLASS_NOT_FOUND, ATTEMPTS_AND_KEY, NO_RA, AE),
+    RW(Q, TG_CLASS_NOT_FOUND, FRESH, 30000, 30000),
+    MAN(Q, TG_CLASS_NOT_FOUND, FRESH, INT64_MAX, DL),
+
+    /* classes a query cannot produce */
+    INVAL(Q, TG_CLASS_KEY_REUSED),
+    INVAL(Q, TG_CLASS_RETRYABLE),
+    INVAL(Q, TG_CLASS_UNKNOWN),
+    INVAL(Q, TG_CLASS_NOT_SENT),
+    INVAL(Q, BAD),
+    INVAL(Q, NEG),
+
+    /* a request kind that does not exist */
+    INVAL((enum classify_request)2, TG_CLASS_SUCCEEDED),
+    INVAL((enum classify_request) - 1, TG_CLASS_UNKNOWN),
+};
+#define N_TRANSITIONS (sizeof(transitions) / sizeof(transitions[0]))
+
+static struct policy_decision sentinel_decision(void)
+{
+        struct policy_decision d;
+        memset(&d, 0x5A, sizeof(d));
+        return d;
+}
+
+static void test_transition_table(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        for (size_t i = 0; i < N_TRANSITIONS; i++) {
+                const struct transition *t = &transitions[i];
+                struct policy_op op;
+                tg_wall_ms now;
+                situate(t->situation, t->request, &op, &now);
+                struct policy_event ev = {t->request, t->cls, t->retry_after_ms, now};
+                struct tg_rng rng;
+                tg_rng_seed(&rng, i);
+                struct policy_decision d = sentinel_decision();
+                struct policy_decision sentinel = sentinel_decision();
+                int rc = policy_after_call(&cfg, &op, &ev, &rng, &d);
+
+                const char *what = situation_names[t->situation];
+                if (rc != t->rc)
+                        fail_msg("row %zu (%d/%s/%s ra=%lld): rc %d, want %d", i, t->request,
+                                 tg_class_name(t->cls), what, (long long)t->retry_after_ms, rc,
+                                 t->rc);
+                if (rc != 0) {
+                        /* untouched on failure */
+                        assert_memory_equal(&d, &sentinel, sizeof(d));
+                        continue;
+                }
+                tg_wall_ms want_at =
+                    (t->next == OP_RETRY_WAIT || t->next == OP_UNKNOWN) ? now + t->wait_ms : 0;
+                if (d.next != t->next || d.reason != t->reason || d.next_run_at != want_at ||
+                    d.wait_ms != t->wait_ms)
+                        fail_msg("row %zu (%d/%s/%s ra=%lld): got %s/%s at %+lld wait %lld, "
+                                 "want %s/%s at %+lld wait %lld",
+                                 i, t->request, tg_class_name(t->cls), what,
+                                 (long long)t->retry_after_ms, op_state_name(d.next),
+                                 manual_reason_name(d.reason),
+                                 (long long)(d.next_run_at ? d.next_run_at - now : 0),
+                                 (long long)d.wait_ms, op_state_name(t->next),
+                                 manual_reason_name(t->reason),
+                                 (long long)(want_at ? want_at - now : 0), (long long)t->wait_ms);
+        }
+}
+
+/* --- every input, none missing ------------------------------------------- */
+
+static bool class_from(enum classify_request request, enum tg_class cls)
+{
+        if (request == P)
+                return cls == TG_CLASS_SUCCEEDED || cls == TG_CLASS_REJECTED ||
+                       cls == TG_CLASS_KEY_REUSED || cls == TG_CLASS_RETRYABLE ||
+                       cls == TG_CLASS_UNKNOWN || cls == TG_CLASS_NOT_SENT;
+        if (request == Q)
+                return cls == TG_CLASS_SUCCEEDED || cls == TG_CLASS_REJECTED ||
+                       cls == TG_CLASS_PROCESSING || cls == TG_CLASS_NOT_FOUND ||
+                       cls == TG_CLASS_NO_ANSWER;
+        return false;
+}
+
+/* The decision the machine must reach with every budget open. */
+static enum op_state expected_fresh(enum classify_request request, enum tg_class cls)
+{
+        switch (cls) {
+        case TG_CLASS_SUCCEEDED:
+                return OP_SUCCEEDED;
+        case TG_CLASS_REJECTED:
+                return OP_REJECTED;
+        case TG_CLASS_KEY_REUSED:
+                return OP_MANUAL;
+        case TG_CLASS_RETRYABLE:
+        case TG_CLASS_NOT_SENT:
+        case TG_CLASS_NOT_FOUND:
+                return OP_RETRY_WAIT;
+        case TG_CLASS_UNKNOWN:
+        case TG_CLASS_PROCESSING:
+        case TG_CLASS_NO_ANSWER:
+                return OP_UNKNOWN;
+        }
+        (void)request;
+        return OP_PENDING;
+}
+
+static void check_decision_sane(const struct policy_decision *d, tg_wall_ms now)
+{
+        assert_true(d->next != OP_PENDING && d->next != OP_IN_FLIGHT);
+        assert_true((unsigned)d->next < OP_STATE_COUNT);
+        if (d->next == OP_RETRY_WAIT || d->next == OP_UNKNOWN) {
+                assert_true(d->next_run_at >= now);
+                assert_int_equal(d->next_run_at - now, d->wait_ms);
+        } else {
+                assert_int_equal(d->next_run_at, 0);
+                assert_int_equal(d->wait_ms, 0);
+        }
+        if (d->next == OP_MANUAL)
+                assert_true(d->reason != MANUAL_NONE && d->reason < MANUAL_REASON_COUNT);
+        else
+                assert_int_equal(d->reason, MANUAL_NONE);
+}
+
+static void test_every_input_defined_or_einval(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        for (int st = -1; st <= OP_STATE_COUNT; st++) {
+                for (int req = -1; req <= 2; req++) {
+                        for (int cls = -1; cls <= TG_CLASS_COUNT; cls++) {
+                                for (int sit = 0; sit < SITUATION_COUNT; sit++) {
+                                        struct policy_op op;
+                                        tg_wall_ms now;
+                                        situate((enum situation)sit, (enum classify_request)req,
+                                                &op, &now);
+                                        op.state = (enum op_state)st;
+                                        struct policy_event ev = {(enum classify_request)req,
+                                                                  (enum tg_class)cls, NO_RA, now};
+                                        struct tg_rng rng;
+                                        tg_rng_seed(&rng, 1);
+                                        struct policy_decision d = sentinel_decision();
+                                        struct policy_decision s = sentinel_decision();
+                                        int rc = policy_after_call(&cfg, &op, &ev, &rng, &d);
+                                        bool valid = st == OP_IN_FLIGHT &&
+                                                     class_from((enum classify_request)req,
+                                                                (enum tg_class)cls);
+                                        if (!valid) {
+                                                assert_int_equal(rc, TG_EINVAL);
+                                                assert_memory_equal(&d, &s, sizeof(d));
+                                                continue;
+                                        }
+                                        assert_int_equal(rc, 0);
+                                        check_decision_sane(&d, now);
+                                        if (sit == FRESH)
+                                                assert_int_equal(
+                                                    d.next,
+                                                    expected_fresh((enum classify_request)req,
+                                                                   (enum tg_class)cls));
+                                }
+                        }
+                }
+        }
+
+        /* The table names every (request, class) pair, valid or not. */
+        for (int req = 0; req <= 1; req++) {
+                for (int cls = 0; cls < TG_CLASS_COUNT; cls++) {
+                        bool covered = false;
+                        for (size_t i = 0; i < N_TRANSITIONS; i++) {
+                                if ((int)transitions[i].request == req &&
+                                    (int)transitions[i].cls == cls)
+                                        covered = true;
+                        }
+                        if (!covered)
+                                fail_msg("transition table misses request %d class %s", req,
+                                         tg_class_name((enum tg_class)cls));
+                }
+        }
+}
+
+static void test_after_call_refuses_impossible_ops(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct tg_rng rng;
+        tg_rng_seed(&rng, 7);
+        struct policy_decision d = sentinel_decision(), s = sentinel_decision();
+
+        /* a POST that ended was counted */
+        struct policy_op op = base_op(P);
+        op.attempts = 0;
+        struct policy_event ev = {P, TG_CLASS_SUCCEEDED, NO_RA, T0 + 1000};
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), TG_EINVAL);
+        /* a query that ended was counted */
+        op = base_op(Q);
+        op.queries = 0;
+        ev.request = Q;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), TG_EINVAL);
+        assert_memory_equal(&d, &s, sizeof(d));
+        /* NULL arguments */
+        op = base_op(P);
+        ev.request = P;
+        assert_int_equal(policy_after_call(NULL, &op, &ev, &rng, &d), TG_EINVAL);
+        assert_int_equal(policy_after_call(&cfg, NULL, &ev, &rng, &d), TG_EINVAL);
+        assert_int_equal(policy_after_call(&cfg, &op, NULL, &rng, &d), TG_EINVAL);
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, NULL, &d), TG_EINVAL);
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, NULL), TG_EINVAL);
+        assert_memory_equal(&d, &s, sizeof(d));
+        /* a backoff config that cannot draw: the error comes back, nothing decided */
+        cfg.backoff.base_ms = 0;
+        ev.cls = TG_CLASS_RETRYABLE;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), TG_EINVAL);
+        assert_memory_equal(&d, &s, sizeof(d));
+}
+
+/* --- budgets with the real defaults (full jitter) -------------------------- */
+
+static void test_default_backoff_windows(void **state)
+{
+        (void)state;
+        struct policy_config cfg;
+        policy_config_default(&cfg);
+        int64_t min2 = INT64_MAX, max2 = 0, min3 = INT64_MAX, max3 = 0;
+        for (uint64_t seed = 0; seed < 2000; seed++) {
+                struct tg_rng rng;
+                tg_rng_seed(&rng, seed);
+                struct policy_op op = base_op(P);
+                struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, T0 + 10000};
+                struct policy_decision d;
+                /* attempt 1 failed: attempt 2 waits 1-2 s */
+                assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+                assert_int_equal(d.next, OP_RETRY_WAIT);
+                assert_int_equal(d.next_run_at, ev.now + d.wait_ms);
+                min2 = d.wait_ms < min2 ? d.wait_ms : min2;
+                max2 = d.wait_ms > max2 ? d.wait_ms : max2;
+                /* attempt 2 failed: attempt 3 waits 1-4 s */
+                op.attempts = 2;
+                op.last_wait_ms = d.wait_ms;
+                assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+                assert_int_equal(d.next, OP_RETRY_WAIT);
+                min3 = d.wait_ms < min3 ? d.wait_ms : min3;
+                max3 = d.wait_ms > max3 ? d.wait_ms : max3;
+                /* attempt 3 failed: out of attempts */
+                op.attempts = 3;
+                assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+                assert_int_equal(d.next, OP_MANUAL);
+                assert_int_equal(d.reason, MANUAL_ATTEMPTS_EXHAUSTED);
+        }
+        assert_true(min2 >= 1000 && max2 <= 2000);
+        assert_true(min3 >= 1000 && max3 <= 4000);
+        /* the jitter spreads: not everybody at one instant */
+        assert_true(max2 - min2 > 500);
+        assert_true(max3 - min3 > 2000);
+}
+
+/* Retry-After is a floor that jitter never shortens, in every jitter mode. */
+static void test_retry_after_floor_all_modes(void **state)
+{
+        (void)state;
+        enum backoff_jitter modes[] = {BACKOFF_JITTER_NONE, BACKOFF_JITTER_FULL,
+                                       BACKOFF_JITTER_EQUAL, BACKOFF_JITTER_DECORRELATED};
+        for (size_t m = 0; m < 4; m++) {
+                struct policy_config cfg;
+                policy_config_default(&cfg);
+                cfg.backoff.jitter = modes[m];
+                for (uint64_t seed = 0; seed < 200; seed++) {
+                        struct tg_rng rng;
+                        tg_rng_seed(&rng, seed);
+                        int64_t ra = (int64_t)(seed * 97 % 20000);
+                        struct policy_op op = base_op(P);
+                        op.attempts = 1 + (unsigned)(seed % 2);
+                        op.last_wait_ms = (int64_t)(seed % 3000);
+                        struct policy_event ev = {P, TG_CLASS_RETRYABLE, ra, T0 + 10000};
+                        struct policy_decision d;
+                        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+                        assert_int_equal(d.next, OP_RETRY_WAIT);
+                        assert_true(d.wait_ms >= ra);
+                        assert_true(d.next_run_at >= ev.now + ra);
+                        /* and for a query's not_found */
+                        op.queries = 1;
+                        ev.request = Q;
+                        ev.cls = TG_CLASS_NOT_FOUND;
+                        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+                        assert_true(d.wait_ms >= ra);
+                        /* and for the query spacing */
+                        ev.cls = TG_CLASS_NO_ANSWER;
+                        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+                        assert_true(d.wait_ms >= ra && d.wait_ms >= cfg.query_interval_ms);
+                }
+        }
+}
+
+/* A configured give-up time (backoff) ends in manual(deadline). */
+static void test_backoff_give_up_is_deadline(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        cfg.backoff.give_up_ms = 5000;
+        struct tg_rng rng;
+        tg_rng_seed(&rng, 3);
+        struct policy_op op = base_op(P);
+        struct policy_decision d;
+        struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, op.key_first_used + 1000};
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT); /* 1000 + 2000 <= 5000 */
+        ev.now = op.key_first_used + 3001;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_DEADLINE);
+}
+
+/* The default budget: 10 queries, 2 s apart, then manual. */
+static void test_query_budget_walk(void **state)
+{
+        (void)state;
+        struct policy_config cfg;
+        policy_config_default(&cfg);
+        struct tg_rng rng;
+        tg_rng_seed(&rng, 11);
+        struct policy_op op = base_op(P);
+        op.query_limit = cfg.max_queries;
+        struct policy_event ev = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000};
+        struct policy_decision d;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        unsigned asked = 0;
+        while (d.next == OP_UNKNOWN) {
+                ev.now = d.next_run_at;
+                op.queries++;
+                asked++;
+                ev.request = Q;
+                ev.cls = TG_CLASS_PROCESSING;
+                assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+                assert_true(asked <= cfg.max_queries);
+        }
+        assert_int_equal(asked, cfg.max_queries);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_QUERY_BUDGET);
+}
+
+/* --- takeover ---------------------------------------------------------------- */
+
+static void test_takeover(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct policy_op op = base_op(P);
+        struct policy_decision d = sentinel_decision(), s = sentinel_decision();
+
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.next_run_at, T0 + 5000);
+        assert_int_equal(d.reason, MANUAL_NONE);
+        assert_int_equal(d.wait_ms, 0);
+
+        /* exactly at the deadline: still reconciled */
+        assert_int_equal(policy_after_takeover(&cfg, &op, DEADLINE, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.next_run_at, DEADLINE);
+
+        /* past the deadline: manual */
+        assert_int_equal(policy_after_takeover(&cfg, &op, DEADLINE + 1, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_DEADLINE);
+        assert_int_equal(d.next_run_at, 0);
+
+        /* no query left to reconcile with: manual */
+        op.queries = op.query_limit;
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_QUERY_BUDGET);
+
+        /* even with attempts spent, an in-flight call is reconciled, not re-sent */
+        op = base_op(P);
+        op.attempts = op.attempt_limit;
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+
+        /* only in_flight operations */
+        d = sentinel_decision();
+        for (int st = 0; st < OP_STATE_COUNT; st++) {
+                if (st == OP_IN_FLIGHT)
+                        continue;
+                op.state = (enum op_state)st;
+                assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), TG_ESTATE);
+                assert_memory_equal(&d, &s, sizeof(d));
+        }
+        op.state = OP_IN_FLIGHT;
+        assert_int_equal(policy_after_takeover(NULL, &op, T0, &d), TG_EINVAL);
+        assert_int_equal(policy_after_takeover(&cfg, NULL, T0, &d), TG_EINVAL);
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0, NULL), TG_EINVAL);
+        assert_memory_equal(&d, &s, sizeof(d));
+}
+
+/* --- deadline check ---------------------------------------------------------- */
+
+static void test_check_deadline(void **state)
+{
+        (void)state;
+        enum op_state waiting[] = {OP_PENDING, OP_RETRY_WAIT, OP_UNKNOWN};
+        struct policy_decision s = sentinel_decision();
+        for (size_t i = 0; i < 3; i++) {
+                struct policy_op op = base_op(P);
+                op.state = waiting[i];
+                struct policy_decision d = sentinel_decision();
+                assert_int_equal(policy_check_deadline(&op, T0, &d), TG_EAGAIN);
+                assert_int_equal(policy_check_deadline(&op, DEADLINE, &d), TG_EAGAIN);
+                assert_memory_equal(&d, &s, sizeof(d));
+                assert_int_equal(policy_check_deadline(&op, DEADLINE + 1, &d), 0);
+                assert_int_equal(d.next, OP_MANUAL);
+                assert_int_equal(d.reason, MANUAL_DEADLINE);
+                assert_int_equal(d.next_run_at, 0);
+                assert_int_equal(d.wait_ms, 0);
+        }
+        /* a running call, a final or a manual operation is not for this check */
+        enum op_state others[] = {OP_IN_FLIGHT, OP_SUCCEEDED, OP_REJECTED, OP_MANUAL,
+                                  (enum op_state)OP_STATE_COUNT};
+        for (size_t i = 0; i < 5; i++) {
+                struct policy_op op = base_op(P);
+                op.state = others[i];
+                struct policy_decision d = sentinel_decision();
+                assert_int_equal(policy_check_deadline(&op, DEADLINE + 1, &d), TG_ESTATE);
+                assert_memory_equal(&d, &s, sizeof(d));
+        }
+        struct policy_op op = base_op(P);
+        op.state = OP_UNKNOWN;
+        struct policy_decision d;
+        assert_int_equal(policy_check_deadline(NULL, DEADLINE + 1, &d), TG_EINVAL);
+        assert_int_equal(policy_check_deadline(&op, DEADLINE + 1, NULL), TG_EINVAL);
+}
+
+/* The exit may reach a due operation late: the check just before the call. */
+static void test_check_due(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct policy_decision s = sentinel_decision();
+        struct policy_op op = base_op(P);
+        tg_wall_ms expiry = op.key_first_used + RETENTION;
+        op.deadline_at = expiry + 600000; /* say, after an operator re-send */
+        struct policy_decision d = sentinel_decision();
+
+        /* a re-send whose key aged past retention while it waited for the exit */
+        op.state = OP_RETRY_WAIT;
+        assert_int_equal(policy_check_due(&cfg, &op, expiry - 1, &d), TG_EAGAIN);
+        assert_memory_equal(&d, &s, sizeof(d));
+        assert_int_equal(policy_check_due(&cfg, &op, expiry, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_KEY_RETENTION);
+        /* both: key_retention, which tells the operator not to re-send */
+        assert_int_equal(policy_check_due(&cfg, &op, op.deadline_at + 1, &d), 0);
+        assert_int_equal(d.reason, MANUAL_KEY_RETENTION);
+
+        /* a query may go with an old key: it can never execute a refund */
+        op.state = OP_UNKNOWN;
+        d = sentinel_decision();
+        assert_int_equal(policy_check_due(&cfg, &op, expiry, &d), TG_EAGAIN);
+        assert_memory_equal(&d, &s, sizeof(d));
+        /* and the deadline still applies */
+        assert_int_equal(policy_check_due(&cfg, &op, op.deadline_at + 1, &d), 0);
+        assert_int_equal(d.reason, MANUAL_DEADLINE);
+
+        /* a first attempt has no key age yet */
+        op = base_op(P);
+        op.state = OP_PENDING;
+        op.attempts = 0;
+        op.key_first_used = 0;
+        d = sentinel_decision();
+        assert_int_equal(policy_check_due(&cfg, &op, T0 + 1000, &d), TG_EAGAIN);
+        assert_int_equal(policy_check_due(&cfg, &op, DEADLINE + 1, &d), 0);
+        assert_int_equal(d.reason, MANUAL_DEADLINE);
+
+        /* only for operations waiting for the exit */
+        enum op_state others[] = {OP_IN_FLIGHT, OP_SUCCEEDED, OP_REJECTED, OP_MANUAL};
+        for (size_t i = 0; i < 4; i++) {
+                op.state = others[i];
+                d = sentinel_decision();
+                assert_int_equal(policy_check_due(&cfg, &op, DEADLINE + 1, &d), TG_ESTATE);
+                assert_memory_equal(&d, &s, sizeof(d));
+        }
+        op.state = OP_UNKNOWN;
+        assert_int_equal(policy_check_due(NULL, &op, T0, &d), TG_EINVAL);
+        assert_int_equal(policy_check_due(&cfg, NULL, T0, &d), TG_EINVAL);
+        assert_int_equal(policy_check_due(&cfg, &op, T0, NULL), TG_EINVAL);
+}
+
+/* --- operator re-send -------------------------------------------------------- */
+
+static void test_operator_resend(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct policy_op op = base_op(P);
+        op.state = OP_MANUAL;
+        op.attempts = 3;
+        op.queries = 10;
+        tg_wall_ms now = DEADLINE + 60000;
+
+        struct policy_op next;
+        struct policy_decision d;
+        assert_int_equal(policy_operator_resend(&cfg, &op, now, &next, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT);
+        assert_int_equal(d.next_run_at, now);
+        assert_int_equal(d.reason, MANUAL_NONE);
+        assert_int_equal(next.state, OP_RETRY_WAIT);
+        assert_int_equal(next.attempts, 3);
+        assert_int_equal(next.attempt_limit, 4);
+        assert_int_equal(next.queries, 10);
+        assert_int_equal(next.query_limit, 10 + cfg.max_queries);
+        assert_int_equal(next.deadline_at, now + cfg.deadline_ms);
+        assert_int_equal(next.accepted_at, op.accepted_at);
+        assert_int_equal(next.key_first_used, op.key_first_used);
+        assert_int_equal(policy_next_kind(next.state, 1), TG_KIND_MANUAL);
+
+        /* The re-send is one POST: if it is answered "try later", it is not
+         * retried automatically... */
+        struct tg_rng rng;
+        tg_rng_seed(&rng, 5);
+        next.state = OP_IN_FLIGHT;
+        next.attempts++;
+        struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, now + 100};
+        assert_int_equal(policy_after_call(&cfg, &next, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_ATTEMPTS_EXHAUSTED);
+        /* ...but an unknown outcome is reconciled with the fresh query budget */
+        ev.cls = TG_CLASS_UNKNOWN;
+        assert_int_equal(policy_after_call(&cfg, &next, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.next_run_at, now + 100 + cfg.query_interval_ms);
+}
+
+static void test_operator_resend_refusals(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct policy_op sentinel_op;
+        memset(&sentinel_op, 0x3C, sizeof(sentinel_op));
+        struct policy_decision s = sentinel_decision();
+
+        /* only manual operations */
+        for (int st = 0; st < OP_STATE_COUNT; st++) {
+                if (st == OP_MANUAL)
+                        continue;
+                struct policy_op op = base_op(P);
+                op.state = (enum op_state)st;
+                struct policy_op next = sentinel_op;
+                struct policy_decision d = sentinel_decision();
+                assert_int_equal(policy_operator_resend(&cfg, &op, T0 + 1000, &next, &d),
+                                 TG_ESTATE);
+                assert_memory_equal(&next, &sentinel_op, sizeof(next));
+                assert_memory_equal(&d, &s, sizeof(d));
+        }
+
+        /* never with a key past retention: it could execute a second refund */
+        struct policy_op op = base_op(P);
+        op.state = OP_MANUAL;
+        tg_wall_ms expiry = op.key_first_used + RETENTION;
+        struct policy_op next = sentinel_op;
+        struct policy_decision d = sentinel_decision();
+        assert_int_equal(policy_operator_resend(&cfg, &op, expiry, &next, &d), TG_ERANGE);
+        assert_int_equal(policy_operator_resend(&cfg, &op, expiry + 3600000, &next, &d), TG_ERANGE);
+        assert_memory_equal(&next, &sentinel_op, sizeof(next));
+        assert_memory_equal(&d, &s, sizeof(d));
+        assert_int_equal(policy_operator_resend(&cfg, &op, expiry - 1, &next, &d), 0);
+
+        /* a key never sent (an invalid outbox row) has no age */
+        op.attempts = 0;
+        op.key_first_used = 0;
+        assert_int_equal(policy_operator_resend(&cfg, &op, expiry + 1, &next, &d), 0);
+        assert_int_equal(next.attempt_limit, 1);
+
+        op = base_op(P);
+        op.state = OP_MANUAL;
+        assert_int_equal(policy_operator_resend(NULL, &op, T0, &next, &d), TG_EINVAL);
+        assert_int_equal(policy_operator_resend(&cfg, NULL, T0, &next, &d), TG_EINVAL);
+        assert_int_equal(policy_operator_resend(&cfg, &op, T0, NULL, &d), TG_EINVAL);
+        assert_int_equal(policy_operator_resend(&cfg, &op, T0, &next, NULL), TG_EINVAL);
+}
+
+/* --- kinds, names, config ---------------------------------------------------- */
+
+static void test_next_kind(void **state)
+{
+        (void)state;
+        assert_int_equal(policy_next_kind(OP_PENDING, 0), TG_KIND_FIRST);
+        assert_int_equal(policy_next_kind(OP_RETRY_WAIT, 0), TG_KIND_RETRY);
+        assert_int_equal(policy_next_kind(OP_RETRY_WAIT, 1), TG_KIND_MANUAL);
+        assert_int_equal(policy_next_kind(OP_UNKNOWN, 0), TG_KIND_QUERY);
+        assert_int_equal(policy_next_kind(OP_UNKNOWN, 1), TG_KIND_QUERY);
+        /* no call is due in the other states; if asked, never a POST */
+        enum op_state others[] = {OP_IN_FLIGHT, OP_SUCCEEDED, OP_REJECTED, OP_MANUAL,
+                                  (enum op_state)99};
+        for (size_t i = 0; i < 5; i++) {
+                assert_int_equal(policy_next_kind(others[i], 0), TG_KIND_QUERY);
+                assert_int_equal(policy_next_kind(others[i], 1), TG_KIND_QUERY);
+        }
+}
+
+static void test_names(void **state)
+{
+        (void)state;
+        const char *states[] = {"pending",   "in_flight", "retry_wait", "unknown",
+                                "succeeded", "rejected",  "manual"};
+        for (int i = 0; i < OP_STATE_COUNT; i++) {
+                assert_string_equal(op_state_name((enum op_state)i), states[i]);
+                enum op_state st = (enum op_state)99;
+                assert_int_equal(op_state_parse(states[i], &st), 0);
+                assert_int_equal(st, i);
+        }
+        const char *reasons[] = {"none",       "attempts_exhausted", "deadline", "query_budget",
+                                 "key_reused", "key_retention",      "invalid"};
+        for (int i = 0; i < MANUAL_REASON_COUNT; i++) {
+                assert_string_equal(manual_reason_name((enum manual_reason)i), reasons[i]);
+                enum manual_reason r = (enum manual_reason)99;
+                assert_int_equal(manual_reason_parse(reasons[i], &r), 0);
+                assert_int_equal(r, i);
+        }
+        const char *kinds[] = {"first", "retry", "query", "manual"};
+        for (int i = 0; i < 4; i++) {
+                assert_string_equal(tg_call_kind_name((enum tg_call_kind)i), kinds[i]);
+                enum tg_call_kind k = (enum tg_call_kind)99;
+                assert_int_equal(tg_call_kind_parse(kinds[i], &k), 0);
+                assert_int_equal(k, i);
+        }
+        assert_string_equal(op_state_name((enum op_state)OP_STATE_COUNT), "invalid");
+        assert_string_equal(op_state_name((enum op_state) - 1), "invalid");
+        assert_string_equal(manual_reason_name((enum manual_reason)MANUAL_REASON_COUNT), "invalid");
+        assert_string_equal(tg_call_kind_name((enum tg_call_kind)4), "invalid");
+
+        enum op_state st = OP_PENDING;
+        enum manual_reason r = MANUAL_NONE;
+        enum tg_call_kind k = TG_KIND_FIRST;
+        assert_int_equal(op_state_parse("Pending", &st), TG_EINVAL);
+        assert_int_equal(op_state_parse("", &st), TG_EINVAL);
+        assert_int_equal(op_state_parse(NULL, &st), TG_EINVAL);
+        assert_int_equal(op_state_parse("manual", NULL), TG_EINVAL);
+        assert_int_equal(manual_reason_parse("deadline ", &r), TG_EINVAL);
+        assert_int_equal(manual_reason_parse(NULL, &r), TG_EINVAL);
+        assert_int_equal(tg_call_kind_parse("resend", &k), TG_EINVAL);
+        assert_int_equal(tg_call_kind_parse(NULL, &k), TG_EINVAL);
+        assert_int_equal(st, OP_PENDING);
+        assert_int_equal(r, MANUAL_NONE);
+        assert_int_equal(k, TG_KIND_FIRST);
+}
+
+static void test_config(void **state)
+{
+        (void)state;
+        struct policy_config c;
+        policy_config_default(&c);
+        assert_int_equal(c.max_attempts, 3);
+        assert_int_equal(c.deadline_ms, 900000);
+        assert_int_equal(c.max_queries, 10);
+        assert_int_equal(c.query_interval_ms, 2000);
+        assert_int_equal(c.key_retention_ms, 23LL * 3600 * 1000);
+        struct backoff_config b;
+        backoff_config_default(&b);
+        assert_memory_equal(&c.backoff, &b, sizeof(b));
+        assert_int_equal(policy_config_check(&c), 0);
+
+        struct policy_config bad;
+        bad = c;
+        bad.max_attempts = 0;
+        assert_int_equal(policy_config_check(&bad), TG_EINVAL);
+        bad = c;
+        bad.deadline_ms = 0;
+        assert_int_equal(policy_config_check(&bad), TG_EINVAL);
+        bad = c;
+        bad.deadline_ms = -5;
+        assert_int_equal(policy_config_check(&bad), TG_EINVAL);
+        bad = c;
+        bad.deadline_ms = INT64_MAX;
+        assert_int_equal(policy_config_check(&bad), TG_EINVAL);
+        bad = c;
+        bad.query_interval_ms = 0;
+        assert_int_equal(policy_config_check(&bad), TG_EINVAL);
+        bad = c;
+        bad.key_retention_ms = 0;
+        assert_int_equal(policy_config_check(&bad), TG_EINVAL);
+        bad = c;
+        bad.backoff.factor = 0.5;
+        assert_int_equal(policy_config_check(&bad), TG_EINVAL);
+        assert_int_equal(policy_config_check(NULL), TG_EINVAL);
+        /* no queries at all is a valid (strict) choice */
+        bad = c;
+        bad.max_queries = 0;
+        assert_int_equal(policy_config_check(&bad), 0);
+}
+
+/* --- property: random walks -------------------------------------------------- */
+
+static int64_t pick(struct tg_rng *rng, int64_t lo, int64_t hi)
+{
+        return tg_rng_range(rng, lo, hi);
+}
+
+static struct policy_config random_config(struct tg_rng *rng)
+{
+        struct policy_config c;
+        policy_config_default(&c);
+        if (pick(rng, 0, 3) == 0)
+                return c; /* the defaults, often */
+        c.max_attempts = (unsigned)pick(rng, 1, 6);
+        c.deadline_ms = pick(rng, 1000, 2 * 3600 * 1000);
+        c.max_queries = (unsigned)pick(rng, 0, 12);
+        c.query_interval_ms = pick(rng, 1, 10000);
+        c.key_retention_ms = pick(rng, 1000, 3 * 3600 * 1000);
+        c.backoff.jitter = (enum backoff_jitter)pick(rng, 0, 3);
+        c.backoff.base_ms = pick(rng, 1, 5000);
+        c.backoff.cap_ms = c.backoff.base_ms + pick(rng, 0, 120000);
+        c.backoff.min_ms = pick(rng, 0, 3000);
+        c.backoff.factor = 1.0 + (double)pick(rng, 0, 30) / 10.0;
+        return c;
+}
+
+static int64_t random_retry_after(struct tg_rng *rng)
+{
+        switch (pick(rng, 0, 9)) {
+        case 0:
+                return pick(rng, 0, 10000);
+        case 1:
+                return pick(rng, 0, 3600000);
+        case 2:
+                return INT64_MAX;
+        default:
+                return NO_RA;
+        }
+}
+
+static void test_property_random_walks(void **state)
+{
+        (void)state;
+        const enum tg_class post_classes[] = {TG_CLASS_SUCCEEDED,  TG_CLASS_REJECTED,
+                                              TG_CLASS_KEY_REUSED, TG_CLASS_RETRYABLE,
+                                              TG_CLASS_UNKNOWN,    TG_CLASS_NOT_SENT};
+        const enum tg_class query_classes[] = {TG_CLASS_SUCCEEDED, TG_CLASS_REJECTED,
+                                               TG_CLASS_PROCESSING, TG_CLASS_NOT_FOUND,
+                                               TG_CLASS_NO_ANSWER};
+        unsigned finals[OP_STATE_COUNT] = {0};
+        unsigned reasons[MANUAL_REASON_COUNT] = {0};
+
+        for (uint64_t seed = 1; seed <= 5000; seed++) {
+                struct tg_rng rng;
+                tg_rng_seed(&rng, seed);
+                struct policy_config cfg = random_config(&rng);
+                assert_int_equal(policy_config_check(&cfg), 0);
+
+                tg_wall_ms now = T0 + pick(&rng, 0, 100000);
+                struct policy_op op = {
+                    .state = OP_PENDING,
+                    .attempt_limit = cfg.max_attempts,
+                    .query_limit = cfg.max_queries,
+                    .accepted_at = now,
+                    .deadline_at = now + cfg.deadline_ms,
+                };
+                tg_wall_ms next_run_at = now;
+                unsigned posts = 0, queries = 0, resends = 0;
+                int operator_resend = 0;
+
+                for (int step = 0; step < 400; step++) {
+                        if (op.state == OP_SUCCEEDED || op.state == OP_REJECTED)
+                                break;
+                        if (op.state == OP_MANUAL) {
+                                if (resends >= 2 || pick(&rng, 0, 2) != 0)
+                                        break;
+                                now += pick(&rng, 0, 600000);
+                                struct policy_op o;
+                                struct policy_decision d;
+                                int r = policy_operator_resend(&cfg, &op, now, &o, &d);
+                                if (r == TG_ERANGE) {
+                                        /* refused only for an old key */
+                                        assert_true(op.attempts > 0);
+                                        assert_true(now >=
+                                                    op.key_first_used + cfg.key_retention_ms);
+                                        break;
+                                }
+                                assert_int_equal(r, 0);
+                                check_decision_sane(&d, now);
+                                op = o;
+                                next_run_at = d.next_run_at;
+                                operator_resend = 1;
+                                resends++;
+                                continue;
+                        }
+
+                        /* due, then the exit lets it through some time later */
+                        assert_true(op.state == OP_PENDING || op.state == OP_RETRY_WAIT ||
+                                    op.state == OP_UNKNOWN);
+                        assert_true(next_run_at > 0);
+                        if (now < next_run_at)
+                                now = next_run_at;
+                        now += pick(&rng, 0, 3) == 0 ? pick(&rng, 0, 120000) : pick(&rng, 0, 500);
+
+                        struct policy_decision d;
+                        if (policy_check_due(&cfg, &op, now, &d) == 0) {
+                                assert_int_equal(d.next, OP_MANUAL);
+                                assert_true(now > op.deadline_at ||
+                                            d.reason == MANUAL_KEY_RETENTION);
+                                reasons[d.reason]++;
+                                op.state = d.next;
+                                continue;
+                        }
+
+                        enum tg_call_kind kind = policy_next_kind(op.state, operator_resend);
+                        enum classify_request request = kind == TG_KIND_QUERY ? Q : P;
+                        if (request == P) {
+                                op.attempts++;
+                                posts++;
+                                if (op.attempts == 1)
+                                        op.key_first_used = now;
+                                /* never more POSTs than allowed */
+                                assert_true(op.attempts <= op.attempt_limit);
+                                assert_true(posts <= cfg.max_attempts + resends);
+                                assert_true(now < op.key_first_used + cfg.key_retention_ms ||
+                                            op.attempts == 1);
+                                operator_resend = 0;
+                        } else {
+                                op.queries++;
+                                queries++;
+                                assert_true(op.queries <= op.query_limit);
+                        }
+                        op.state = OP_IN_FLIGHT;
+                        assert_true(now <= op.deadline_at);
+
+                        tg_wall_ms end = now + pick(&rng, 0, 3000);
+                        if (pick(&rng, 0, 19) == 0) {
+                                /* the owner died; a new one takes over */
+                                end += 3000;
+                                assert_int_equal(policy_after_takeover(&cfg, &op, end, &d), 0);
+                        } else {
+                                const enum tg_class *classes =
+                                    request == P ? post_classes : query_classes;
+                                size_t n = request == P ? 6 : 5;
+                                struct policy_event ev = {request,
+                                                          classes[pick(&rng, 0, (int64_t)n - 1)],
+                                                          random_retry_after(&rng), end};
+                                assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+                        }
+                        now = end;
+                        check_decision_sane(&d, now);
+                        if (d.next == OP_RETRY_WAIT) {
+                                /* the next POST is inside every budget */
+                                assert_true(op.attempts < op.attempt_limit);
+                                assert_true(d.next_run_at <= op.deadline_at);
+                                assert_true(d.next_run_at <
+                                            op.key_first_used + cfg.key_retention_ms);
+                                op.last_wait_ms = d.wait_ms;
+                        }
+                        if (d.next == OP_UNKNOWN) {
+                                assert_true(op.queries < op.query_limit);
+                                assert_true(d.next_run_at <= op.deadline_at);
+                        }
+                        op.state = d.next;
+                        next_run_at = d.next_run_at;
+                        if (d.next == OP_MANUAL)
+                                reasons[d.reason]++;
+                }
+                finals[op.state]++;
+                (void)queries;
+        }
+        /* the walks reached every outcome and every automatic manual reason */
+        assert_true(finals[OP_SUCCEEDED] > 0);
+        assert_true(finals[OP_REJECTED] > 0);
+        assert_true(finals[OP_MANUAL] > 0);
+        assert_true(reasons[MANUAL_ATTEMPTS_EXHAUSTED] > 0);
+        assert_true(reasons[MANUAL_DEADLINE] > 0);
+        assert_true(reasons[MANUAL_QUERY_BUDGET] > 0);
+        assert_true(reasons[MANUAL_KEY_REUSED] > 0);
+        assert_true(reasons[MANUAL_KEY_RETENTION] > 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_transition_table),
+            cmocka_unit_test(test_every_input_defined_or_einval),
+            cmocka_unit_test(test_after_call_refuses_impossible_ops),
+            cmocka_unit_test(test_default_backoff_windows),
+            cmocka_unit_test(test_retry_after_floor_all_modes),
+            cmocka_unit_test(test_backoff_give_up_is_deadline),
+            cmocka_unit_test(test_query_budget_walk),
+            cmocka_unit_test(test_takeover),
+            cmocka_unit_test(test_check_deadline),
+            cmocka_unit_test(test_check_due),
+            cmocka_unit_test(test_operator_resend),
+            cmocka_unit_test(test_operator_resend_refusals),
+            cmocka_unit_test(test_next_kind),
+            cmocka_unit_test(test_names),
+            cmocka_unit_test(test_config),
+            cmocka_unit_test(test_property_random_walks),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
