@@ -1,0 +1,346 @@
+/*
+ * Idempotency store and execution ledger, one record per operation in a
+ * chained hash table under one mutex. Invariants: a record's key state is
+ * NONE, RUNNING or DONE; executions only grow (reset aside); a DONE key
+ * always has its first response stored and replays exactly those bytes;
+ * the number of records never passes max_records.
+ */
+#include "ledger.h"
+
+#include "core/rng.h"
+#include "core/tg_error.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BUCKETS  (1u << 18)
+#define IDS_KEPT 8
+
+enum key_state { KEY_NONE, KEY_RUNNING, KEY_DONE };
+
+struct record {
+        struct record *next;
+        struct stub_refund req; /* payload of the retained key */
+        enum key_state key;
+        tg_mono_ns key_created;
+        char response[STUB_RESPONSE_MAX];
+        uint64_t executions;
+        char refund_ids[IDS_KEPT][STUB_REFUND_ID_MAX];
+        tg_wall_ms first_executed_wall;
+        tg_mono_ns processing_until;
+};
+
+struct ledger {
+        pthread_mutex_t lock;
+        struct record **buckets;
+        size_t count;
+        size_t max_records;
+        tg_mono_ns retention;
+        uint64_t seed;
+        struct tg_rng rng;
+        uint64_t executions;
+        uint64_t max_executions;
+};
+
+static uint32_t hash(const char *s)
+{
+        uint32_t h = 2166136261u;
+        for (; *s; s++) {
+                h ^= (unsigned char)*s;
+                h *= 16777619u;
+        }
+        return h & (BUCKETS - 1);
+}
+
+static struct record *find(struct ledger *lg, const char *op)
+{
+        for (struct record *r = lg->buckets[hash(op)]; r; r = r->next) {
+                if (strcmp(r->req.operation_id, op) == 0)
+                        return r;
+        }
+        return NULL;
+}
+
+static struct record *create(struct ledger *lg, const struct stub_refund *req)
+{
+        struct record *r;
+        uint32_t h;
+        if (lg->count >= lg->max_records)
+                return NULL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return NULL;
+        r->req = *req;
+        h = hash(req->operation_id);
+        r->next = lg->buckets[h];
+        lg->buckets[h] = r;
+        lg->count++;
+        return r;
+}
+
+static bool same_payload(const struct stub_refund *a, const struct stub_refund *b)
+{
+        return strcmp(a->operation_id, b->operation_id) == 0 &&
+               strcmp(a->payment_id, b->payment_id) == 0 && a->amount == b->amount &&
+               strcmp(a->currency, b->currency) == 0;
+}
+
+/* A DONE key older than the retention is forgotten on sight. */
+static void age_key(struct ledger *lg, struct record *r, tg_mono_ns now)
+{
+        if (r->key == KEY_DONE && now - r->key_created >= lg->retention)
+                r->key = KEY_NONE;
+}
+
+struct ledger *ledger_new(size_t max_records, tg_mono_ns retention, uint64_t seed)
+{
+        struct ledger *lg = calloc(1, sizeof(*lg));
+        if (!lg)
+                return NULL;
+        lg->buckets = calloc(BUCKETS, sizeof(*lg->buckets));
+        if (!lg->buckets || pthread_mutex_init(&lg->lock, NULL) != 0) {
+                free(lg->buckets);
+                free(lg);
+                return NULL;
+        }
+        lg->max_records = max_records;
+        lg->retention = retention;
+        lg->seed = seed;
+        tg_rng_seed(&lg->rng, seed ^ 0x7265667564ULL);
+        return lg;
+}
+
+static void clear(struct ledger *lg)
+{
+        for (size_t i = 0; i < BUCKETS; i++) {
+                struct record *r = lg->buckets[i];
+                while (r) {
+                        struct record *next = r->next;
+                        free(r);
+                        r = next;
+                }
+                lg->buckets[i] = NULL;
+        }
+        lg->count = 0;
+        lg->executions = 0;
+        lg->max_executions = 0;
+        tg_rng_seed(&lg->rng, lg->seed ^ 0x7265667564ULL);
+}
+
+void ledger_free(struct ledger *lg)
+{
+        if (!lg)
+                return;
+        if (lg->buckets)
+                clear(lg);
+        free(lg->buckets);
+        pthread_mutex_destroy(&lg->lock);
+        free(lg);
+}
+
+void ledger_reset(struct ledger *lg)
+{
+        pthread_mutex_lock(&lg->lock);
+        clear(lg);
+        pthread_mutex_unlock(&lg->lock);
+}
+
+int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
+                 enum ledger_begin *ret_kind, char ret_body[STUB_RESPONSE_MAX])
+{
+        struct record *r;
+        int rc = 0;
+        pthread_mutex_lock(&lg->lock);
+        r = find(lg, req->operation_id);
+        if (r)
+                age_key(lg, r, now);
+        if (r && r->key == KEY_RUNNING) {
+                *ret_kind = same_payload(&r->req, req) ? LEDGER_IN_USE : LEDGER_REUSED;
+        } else if (r && r->key == KEY_DONE) {
+                if (same_payload(&r->req, req)) {
+                        *ret_kind = LEDGER_REPLAY;
+                        memcpy(ret_body, r->response, STUB_RESPONSE_MAX);
+                } else {
+                        *ret_kind = LEDGER_REUSED;
+                }
+        } else {
+                if (!r)
+                        r = create(lg, req);
+                if (!r) {
+                        rc = TG_EFULL;
+                } else {
+                        r->req = *req;
+                        r->key = KEY_RUNNING;
+                        r->key_created = now;
+                        *ret_kind = LEDGER_NEW;
+                }
+        }
+        pthread_mutex_unlock(&lg->lock);
+        return rc;
+}
+
+int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
+                   tg_wall_ms wall, tg_mono_ns processing, char ret_refund_id[STUB_REFUND_ID_MAX],
+                   char ret_body[STUB_RESPONSE_MAX])
+{
+        struct record *r;
+        char id[STUB_REFUND_ID_MAX];
+        json_t *body;
+        char *text;
+        int rc = 0;
+
+        pthread_mutex_lock(&lg->lock);
+        r = find(lg, req->operation_id);
+        if (!r) {
+                /* Reset while this request was waiting: it still executes. */
+                r = create(lg, req);
+                if (!r) {
+                        rc = TG_EFULL;
+                        goto out;
+                }
+                r->key_created = now;
+        }
+        snprintf(id, sizeof(id), "re_%016llx", (unsigned long long)tg_rng_next(&lg->rng));
+        body = json_pack("{s:s, s:s, s:s}", "refund_id", id, "operation_id", req->operation_id,
+                         "status", "succeeded");
+        text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        if (!text || strlen(text) >= STUB_RESPONSE_MAX) {
+                free(text);
+                rc = TG_ENOMEM;
+                goto out;
+        }
+        if (r->executions < IDS_KEPT)
+                memcpy(r->refund_ids[r->executions], id, sizeof(id));
+        else
+                memcpy(r->refund_ids[IDS_KEPT - 1], id, sizeof(id));
+        if (r->executions == 0)
+                r->first_executed_wall = wall;
+        r->executions++;
+        lg->executions++;
+        if (r->executions > lg->max_executions)
+                lg->max_executions = r->executions;
+        r->processing_until = now + processing;
+        /* The first stored response is what every replay of this key returns. */
+        if (r->key != KEY_DONE) {
+                snprintf(r->response, sizeof(r->response), "%s", text);
+                r->req = *req;
+                r->key = KEY_DONE;
+        }
+        memcpy(ret_refund_id, id, sizeof(id));
+        memcpy(ret_body, r->response, STUB_RESPONSE_MAX);
+        free(text);
+out:
+        pthread_mutex_unlock(&lg->lock);
+        return rc;
+}
+
+void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
+                  enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX])
+{
+        struct record *r;
+        pthread_mutex_lock(&lg->lock);
+        r = find(lg, operation_id);
+        if (r)
+                age_key(lg, r, now);
+        if (!r || (r->executions == 0 && r->key != KEY_RUNNING)) {
+                *ret_status = LEDGER_NOT_FOUND;
+        } else if (r->executions == 0 || now < r->processing_until) {
+                *ret_status = LEDGER_PROCESSING;
+        } else {
+                *ret_status = LEDGER_SUCCEEDED;
+                /* The refund of the first execution is the one the key names. */
+                memcpy(ret_refund_id, r->refund_ids[0], STUB_REFUND_ID_MAX);
+        }
+        pthread_mutex_unlock(&lg->lock);
+}
+
+size_t ledger_expire(struct ledger *lg, const char *key)
+{
+        size_t n = 0;
+        pthread_mutex_lock(&lg->lock);
+        if (key) {
+                struct record *r = find(lg, key);
+                if (r && r->key == KEY_DONE) {
+                        r->key = KEY_NONE;
+                        n = 1;
+                }
+        } else {
+                for (size_t i = 0; i < BUCKETS; i++) {
+                        for (struct record *r = lg->buckets[i]; r; r = r->next) {
+                                if (r->key == KEY_DONE) {
+                                        r->key = KEY_NONE;
+                                        n++;
+                                }
+                        }
+                }
+        }
+        pthread_mutex_unlock(&lg->lock);
+        return n;
+}
+
+void ledger_stats(struct ledger *lg, struct ledger_stats *ret_stats)
+{
+        struct ledger_stats s = {0};
+        pthread_mutex_lock(&lg->lock);
+        s.operations = lg->count;
+        s.executions = lg->executions;
+        s.max_executions = lg->max_executions;
+        for (size_t i = 0; i < BUCKETS; i++) {
+                for (struct record *r = lg->buckets[i]; r; r = r->next) {
+                        if (r->key != KEY_NONE)
+                                s.keys_retained++;
+                }
+        }
+        pthread_mutex_unlock(&lg->lock);
+        *ret_stats = s;
+}
+
+static const char *key_state_name(const struct ledger *lg, const struct record *r, tg_mono_ns now)
+{
+        if (r->key == KEY_RUNNING)
+                return "running";
+        if (r->key == KEY_DONE && now - r->key_created < lg->retention)
+                return "retained";
+        return "expired";
+}
+
+char *ledger_dump_json(struct ledger *lg, tg_mono_ns now)
+{
+        json_t *root = json_object();
+        json_t *ops = json_object();
+        char *text = NULL;
+        if (!root || !ops)
+                goto out;
+        pthread_mutex_lock(&lg->lock);
+        for (size_t i = 0; i < BUCKETS; i++) {
+                for (struct record *r = lg->buckets[i]; r; r = r->next) {
+                        json_t *ids = json_array();
+                        size_t kept = r->executions < IDS_KEPT ? r->executions : IDS_KEPT;
+                        for (size_t k = 0; ids && k < kept; k++)
+                                json_array_append_new(ids, json_string(r->refund_ids[k]));
+                        json_object_set_new(ops, r->req.operation_id,
+                                            json_pack("{s:I, s:o, s:s, s:I}", "executions",
+                                                      (json_int_t)r->executions, "refund_ids",
+                                                      ids ? ids : json_null(), "key",
+                                                      key_state_name(lg, r, now),
+                                                      "first_executed_wall_ms",
+                                                      (json_int_t)r->first_executed_wall));
+                }
+        }
+        json_object_set_new(root, "total_executions", json_integer((json_int_t)lg->executions));
+        json_object_set_new(root, "max_executions_per_operation",
+                            json_integer((json_int_t)lg->max_executions));
+        json_object_set_new(root, "operations_count", json_integer((json_int_t)lg->count));
+        pthread_mutex_unlock(&lg->lock);
+        json_object_set(root, "operations", ops);
+        text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
+out:
+        json_decref(ops);
+        json_decref(root);
+        return text;
+}

@@ -1,0 +1,84 @@
+/*
+ * The stub's memory of refunds: the idempotency store (key -> payload, state
+ * and first stored response, kept for a retention time) and the execution
+ * ledger (operation -> how many refunds were really executed). The two share
+ * one record per operation because the contract makes the key the operation
+ * id; expiring a key forgets the key, never the executions.
+ *
+ * Thread-safe: every function takes the ledger's own lock.
+ */
+#ifndef STUB_LEDGER_H
+#define STUB_LEDGER_H
+
+#include "core/tg_time.h"
+#include "request.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STUB_REFUND_ID_MAX 32
+#define STUB_RESPONSE_MAX  512
+
+struct ledger;
+
+enum ledger_begin {
+        LEDGER_NEW,    /* key stored as running: the caller must execute it */
+        LEDGER_REPLAY, /* executed before: the first stored response is copied out */
+        LEDGER_REUSED, /* same key, another payload */
+        LEDGER_IN_USE, /* same key still running */
+};
+
+enum ledger_status { LEDGER_NOT_FOUND, LEDGER_PROCESSING, LEDGER_SUCCEEDED };
+
+/* Totals for /_stub/state. */
+struct ledger_stats {
+        uint64_t operations;
+        uint64_t executions;
+        uint64_t max_executions; /* over all operations; 1 with proper idempotency */
+        uint64_t keys_retained;
+};
+
+/*
+ * A ledger holding at most max_records operations; keys are forgotten
+ * retention ns after they were first stored. seed makes refund ids
+ * reproducible. Returns NULL when out of memory.
+ */
+struct ledger *ledger_new(size_t max_records, tg_mono_ns retention, uint64_t seed);
+void ledger_free(struct ledger *lg);
+
+/*
+ * Idempotency check for one POST at now. On LEDGER_REPLAY the stored body
+ * (NUL-terminated, at most STUB_RESPONSE_MAX) is copied to ret_body. Returns 0,
+ * or TG_EFULL when a new key would pass the bound.
+ */
+int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
+                 enum ledger_begin *ret_kind, char ret_body[STUB_RESPONSE_MAX]);
+
+/*
+ * Executes the refund of a key begun with LEDGER_NEW (or re-creates it after a
+ * reset): counts one execution, stores the first response, and makes queries
+ * answer "processing" until now + processing. Copies the response body.
+ */
+int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
+                   tg_wall_ms wall, tg_mono_ns processing, char ret_refund_id[STUB_REFUND_ID_MAX],
+                   char ret_body[STUB_RESPONSE_MAX]);
+
+/* What a query for operation_id at now sees; ret_refund_id is set when succeeded. */
+void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
+                  enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX]);
+
+/*
+ * Forgets retained keys as if their retention had passed: one key, or all
+ * when key is NULL. Running keys are kept. Returns how many were forgotten.
+ */
+size_t ledger_expire(struct ledger *lg, const char *key);
+
+/* Forgets everything, executions included. */
+void ledger_reset(struct ledger *lg);
+
+void ledger_stats(struct ledger *lg, struct ledger_stats *ret_stats);
+
+/* The ledger as one JSON document (malloc'd, caller frees), or NULL. */
+char *ledger_dump_json(struct ledger *lg, tg_mono_ns now);
+
+#endif

@@ -1,0 +1,981 @@
+/*
+ * The stub's HTTP side: libmicrohttpd handlers for the contract endpoints
+ * (POST /v1/refunds, GET /v1/refunds/{id}) and the admin endpoints under
+ * /_stub/, and the fault modes applied to each request.
+ *
+ * Invariants:
+ * - The mode applied to a request is fixed at its arrival (first handler
+ *   call) from the timeline in force at that monotonic instant.
+ * - A delayed request is suspended, never slept on: one timer thread fires
+ *   at its deadline, executes the refund (whether or not the client is still
+ *   there), prepares the answer and resumes the connection.
+ * - Every contract request gets exactly one arrival entry and one answer
+ *   (a status, or "dropped"); admin requests are never recorded.
+ * - A refund executes only through ledger_execute() after ledger_begin()
+ *   said LEDGER_NEW, so with proper idempotency no operation executes twice.
+ */
+#include "stub.h"
+
+#include "clock.h"
+#include "core/tg_error.h"
+#include "ledger.h"
+#include "listener.h"
+#include "record.h"
+#include "request.h"
+#include "timer.h"
+#include "webhook.h"
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define ADMIN_PREFIX   "/_stub/"
+#define REFUNDS_PATH   "/v1/refunds"
+#define ADMIN_BODY_MAX (64 * 1024)
+#define TIMERS_MAX     65536
+#define TIMELINE_TEXT  8192
+
+enum kind { K_REFUND, K_QUERY, K_ADMIN, K_OTHER };
+enum rstate { RS_BODY, RS_WAIT, RS_READY };
+
+struct stub_server {
+        struct stub_config cfg;
+        tg_mono_ns started;
+        struct MHD_Daemon *mhd;
+        struct listener *listener;
+        struct timer *timer;
+        struct ledger *ledger;
+        struct record_log *log;
+        struct webhook *webhook;
+        atomic_uint_fast64_t open_requests;
+        atomic_uint_fast64_t open_connections;
+        atomic_uint_fast64_t next_conn_id;
+        /* Control state, under ctl: what the admin endpoints change. */
+        pthread_mutex_t ctl;
+        struct stub_timeline timeline;
+        tg_mono_ns timeline_start;
+        struct stub_mode_spec query_spec;
+        struct tg_rng mix_rng;
+};
+
+/* One request, from its first handler call to MHD's completion callback. */
+struct req {
+        struct stub_server *srv;
+        struct MHD_Connection *conn;
+        enum kind kind;
+        enum rstate state;
+        uint64_t seq; /* arrival entry; 0 for admin requests */
+        bool counted; /* in open_requests */
+        tg_mono_ns arrival;
+        struct stub_mode_spec spec; /* resolved: no "default" left, never mix */
+        char method[16];
+        char path[256];
+        char *body;
+        size_t len;
+        size_t max;
+        bool too_big;
+        /* Work done at the deadline of a delayed request. */
+        bool execute; /* a refund begun with LEDGER_NEW */
+        bool lookup;  /* a query to answer from the ledger */
+        struct stub_refund refund;
+        char query_op[STUB_KEY_MAX + 1];
+        /* The answer. */
+        int status;
+        char *answer;
+        char retry_after[64];
+        const char *allow;
+        bool drop;
+        bool executed;
+};
+
+/* ---------------------------------------------------------------- helpers */
+
+static char *error_body(const char *code, const char *message, bool retryable)
+{
+        json_t *o = json_pack("{s:{s:s, s:s, s:b}}", "error", "code", code, "message", message,
+                              "retryable", retryable);
+        char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(o);
+        return text;
+}
+
+static void answer_error(struct req *r, int status, const char *code, const char *message,
+                         bool retryable)
+{
+        free(r->answer);
+        r->status = status;
+        r->answer = error_body(code, message, retryable);
+}
+
+static void answer_text(struct req *r, int status, const char *body)
+{
+        free(r->answer);
+        r->status = status;
+        r->answer = strdup(body);
+}
+
+static void set_retry_after(struct req *r)
+{
+        const struct stub_mode_spec *s = &r->spec;
+        if (s->ra_form == STUB_RA_NONE) {
+                r->retry_after[0] = '\0';
+        } else if (s->ra_form == STUB_RA_DATE) {
+                time_t t = (time_t)(stub_wall_now() / TG_MS_PER_S + s->ra_seconds);
+                struct tm tm;
+                gmtime_r(&t, &tm);
+                strftime(r->retry_after, sizeof(r->retry_after), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        } else {
+                snprintf(r->retry_after, sizeof(r->retry_after), "%lld", (long long)s->ra_seconds);
+        }
+}
+
+/* Fills every "default" of spec from the flags; draws mix members. Under ctl. */
+static void resolve(struct stub_server *srv, struct stub_mode_spec *s, bool query)
+{
+        if (s->mode == STUB_MIX) {
+                const int *w = s->has_weights ? s->weights : srv->cfg.mix_weights;
+                enum stub_mode m = stub_mix_draw(w, &srv->mix_rng);
+                memset(s, 0, sizeof(*s));
+                s->mode = m;
+                s->delay_ms = -1;
+                s->processing_ms = -1;
+                s->ra_seconds = -1;
+        }
+        if (s->delay_ms < 0) {
+                if (s->mode == STUB_SLOW)
+                        s->delay_ms = query ? srv->cfg.query_delay_ms : srv->cfg.delay_ms;
+                else
+                        s->delay_ms = 0;
+        }
+        if (s->processing_ms < 0)
+                s->processing_ms = s->mode == STUB_PROCESSING ? srv->cfg.processing_ms : 0;
+        if (s->ra_form == STUB_RA_DEFAULT) {
+                s->ra_form = srv->cfg.ra_form;
+                s->ra_seconds = srv->cfg.ra_seconds;
+        }
+}
+
+/* The POST mode in force at now. Under ctl. */
+static void mode_at(struct stub_server *srv, tg_mono_ns now, struct stub_mode_spec *ret_spec,
+                    size_t *ret_phase, tg_mono_ns *ret_end)
+{
+        tg_mono_ns end;
+        stub_timeline_at(&srv->timeline, now - srv->timeline_start, ret_spec, ret_phase, &end);
+        *ret_end = end == TG_MONO_NEVER ? TG_MONO_NEVER : srv->timeline_start + end;
+}
+
+/* ------------------------------------------------------------ the answers */
+
+/* Runs at arrival (fast) or at the deadline (delayed), on any thread. */
+static void finish(struct req *r)
+{
+        struct stub_server *srv = r->srv;
+        tg_mono_ns now = stub_mono_now();
+
+        if (r->kind == K_REFUND && r->execute) {
+                char id[STUB_REFUND_ID_MAX], body[STUB_RESPONSE_MAX];
+                int rc = ledger_execute(srv->ledger, &r->refund, now, stub_wall_now(),
+                                        r->spec.processing_ms * TG_NS_PER_MS, id, body);
+                if (rc < 0) {
+                        answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
+                } else {
+                        r->executed = true;
+                        answer_text(r, 201, body);
+                        if (srv->webhook)
+                                webhook_enqueue(srv->webhook, r->refund.operation_id, "succeeded",
+                                                id, now);
+                }
+        } else if (r->kind == K_QUERY && r->lookup) {
+                enum ledger_status st;
+                char id[STUB_REFUND_ID_MAX];
+                json_t *o = NULL;
+                ledger_query(srv->ledger, r->query_op, now, &st, id);
+                if (st == LEDGER_NOT_FOUND) {
+                        answer_error(r, 404, "not_found", "no refund for this operation", false);
+                } else {
+                        if (st == LEDGER_PROCESSING)
+                                o = json_pack("{s:s, s:s}", "operation_id", r->query_op, "status",
+                                              "processing");
+                        else
+                                o = json_pack("{s:s, s:s, s:s}", "operation_id", r->query_op,
+                                              "refund_id", id, "status", "succeeded");
+                        free(r->answer);
+                        r->status = 200;
+                        r->answer = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+                        json_decref(o);
+                }
+        }
+        /* The answer path's own faults, after any execution. */
+        if (r->spec.mode == STUB_DROP || r->spec.mode == STUB_REFUSE)
+                r->drop = true;
+        else if (r->spec.mode == STUB_E500)
+                answer_error(r, 500, "internal_error", "injected failure (e500)", false);
+        r->state = RS_READY;
+}
+
+static void on_timer(void *arg)
+{
+        struct req *r = arg;
+        finish(r);
+        MHD_resume_connection(r->conn);
+}
+
+static enum MHD_Result send_answer(struct req *r)
+{
+        struct MHD_Response *resp;
+        enum MHD_Result ret;
+        const char *body = r->answer ? r->answer : "";
+
+        if (r->drop) {
+                if (r->seq)
+                        record_answer(r->srv->log, r->seq, 0, r->executed);
+                return MHD_NO; /* MHD closes the connection without a byte of answer */
+        }
+        if (!r->answer && r->status == 0)
+                answer_error(r, 500, "internal_error", "stub: no answer prepared", false);
+        if (r->seq)
+                record_answer(r->srv->log, r->seq, r->status, r->executed);
+        resp = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+        if (!resp)
+                return MHD_NO;
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                r->kind == K_ADMIN && strncmp(r->path, "/_stub/arrivals", 15) == 0
+                                    ? "application/x-ndjson"
+                                    : "application/json");
+        if (r->retry_after[0])
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
+        if (r->allow)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+        ret = MHD_queue_response(r->conn, (unsigned int)r->status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
+/* Answers now, or suspends until delay_ms after arrival. */
+static enum MHD_Result answer_after_delay(struct req *r)
+{
+        tg_mono_ns due = r->arrival + r->spec.delay_ms * TG_NS_PER_MS;
+        if (r->spec.delay_ms <= 0 || due <= stub_mono_now()) {
+                finish(r);
+                return send_answer(r);
+        }
+        r->state = RS_WAIT;
+        MHD_suspend_connection(r->conn);
+        if (timer_add(r->srv->timer, due, on_timer, r) < 0) {
+                /* No timer slot: answer now rather than hang. */
+                finish(r);
+                MHD_resume_connection(r->conn);
+        }
+        return MHD_YES;
+}
+
+/* ------------------------------------------------------- contract handlers */
+
+static enum MHD_Result handle_refund(struct req *r)
+{
+        struct stub_server *srv = r->srv;
+        const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
+        const char *ctype =
+            MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *why = NULL;
+        char stored[STUB_RESPONSE_MAX], msg[160];
+        enum ledger_begin kind;
+        int rc;
+
+        switch (r->spec.mode) {
+        case STUB_REFUSE:
+                r->drop = true;
+                return send_answer(r);
+        case STUB_UNAVAILABLE:
+                answer_error(r, 503, "temporarily_unavailable", "injected (unavailable)", true);
+                set_retry_after(r);
+                return answer_after_delay(r);
+        case STUB_LIMITED:
+                answer_error(r, 429, "rate_limited", "injected (limited)", true);
+                set_retry_after(r);
+                return answer_after_delay(r);
+        default:
+                break;
+        }
+        if (r->too_big) {
+                snprintf(msg, sizeof(msg), "body larger than %zu bytes", srv->cfg.max_body);
+                answer_error(r, 413, "invalid_request", msg, false);
+                return send_answer(r);
+        }
+        if (!key || !stub_key_valid(key, strlen(key))) {
+                answer_error(r, 400, "invalid_request",
+                             "Idempotency-Key must be 1-128 chars of [A-Za-z0-9._:-]", false);
+                return send_answer(r);
+        }
+        if (ctype && strncmp(ctype, "application/json", 16) != 0) {
+                answer_error(r, 400, "invalid_request", "Content-Type must be application/json",
+                             false);
+                return send_answer(r);
+        }
+        rc = stub_parse_refund_request(r->body ? r->body : "", r->len, &why, &r->refund);
+        if (rc < 0) {
+                answer_error(r, rc == TG_EPARSE ? 400 : 422, "invalid_request", why, false);
+                return send_answer(r);
+        }
+        if (strcmp(key, r->refund.operation_id) != 0) {
+                answer_error(r, 422, "invalid_request",
+                             "Idempotency-Key must equal the body's operation_id", false);
+                return send_answer(r);
+        }
+        if (r->spec.mode == STUB_REJECT) {
+                answer_error(r, 422, "invalid_request", "injected (reject)", false);
+                return answer_after_delay(r);
+        }
+        rc = ledger_begin(srv->ledger, &r->refund, stub_mono_now(), &kind, stored);
+        if (rc < 0) {
+                answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
+                return send_answer(r);
+        }
+        switch (kind) {
+        case LEDGER_NEW:
+                r->execute = true;
+                break;
+        case LEDGER_REPLAY:
+                answer_text(r, 200, stored);
+                break;
+        case LEDGER_REUSED:
+                answer_error(r, 422, "idempotency_key_reused",
+                             "this key was used with another payload", false);
+                break;
+        case LEDGER_IN_USE:
+                answer_error(r, 409, "idempotency_key_in_use",
+                             "a request with this key is still being processed", false);
+                break;
+        }
+        return answer_after_delay(r);
+}
+
+static enum MHD_Result handle_query(struct req *r)
+{
+        switch (r->spec.mode) {
+        case STUB_REFUSE:
+                r->drop = true;
+                return send_answer(r);
+        case STUB_UNAVAILABLE:
+                answer_error(r, 503, "temporarily_unavailable", "injected (query unavailable)",
+                             true);
+                set_retry_after(r);
+                return answer_after_delay(r);
+        case STUB_LIMITED:
+                answer_error(r, 429, "rate_limited", "injected (query limited)", true);
+                set_retry_after(r);
+                return answer_after_delay(r);
+        default:
+                break;
+        }
+        if (stub_parse_query_path(r->path, r->query_op) < 0) {
+                answer_error(r, 400, "invalid_request",
+                             "operation id must be 1-128 chars of [A-Za-z0-9._:-]", false);
+                return send_answer(r);
+        }
+        r->lookup = true;
+        return answer_after_delay(r);
+}
+
+/* ---------------------------------------------------------- admin handlers */
+
+static json_t *spec_json(const struct stub_mode_spec *s)
+{
+        char text[256];
+        stub_mode_format(s, text, sizeof(text));
+        return json_string(text);
+}
+
+static char *state_json(struct stub_server *srv)
+{
+        tg_mono_ns now = stub_mono_now(), end;
+        struct stub_mode_spec spec;
+        struct ledger_stats ls;
+        uint64_t total, overflow;
+        size_t phase;
+        char *tl = malloc(TIMELINE_TEXT);
+        json_t *o;
+        char *text;
+
+        ledger_stats(srv->ledger, &ls);
+        record_counts(srv->log, &total, &overflow);
+        pthread_mutex_lock(&srv->ctl);
+        mode_at(srv, now, &spec, &phase, &end);
+        if (tl)
+                stub_timeline_format(&srv->timeline, tl, TIMELINE_TEXT);
+        o = json_pack("{s:o, s:I, s:I, s:s, s:I, s:I, s:o, s:b}", "mode", spec_json(&spec), "phase",
+                      (json_int_t)phase, "phases", (json_int_t)srv->timeline.n, "timeline",
+                      tl ? tl : "", "timeline_elapsed_ms",
+                      (json_int_t)((now - srv->timeline_start) / TG_NS_PER_MS), "phase_ends_in_ms",
+                      (json_int_t)(end == TG_MONO_NEVER ? -1 : (end - now) / TG_NS_PER_MS),
+                      "query_mode", spec_json(&srv->query_spec), "listening",
+                      listener_is_open(srv->listener));
+        pthread_mutex_unlock(&srv->ctl);
+        free(tl);
+        if (!o)
+                return NULL;
+        json_object_set_new(o, "port", json_integer(listener_port(srv->listener)));
+        json_object_set_new(o, "uptime_ms", json_integer((now - srv->started) / TG_NS_PER_MS));
+        json_object_set_new(o, "seed", json_integer((json_int_t)srv->cfg.seed));
+        json_object_set_new(o, "open_requests",
+                            json_integer((json_int_t)atomic_load(&srv->open_requests)));
+        json_object_set_new(o, "open_connections",
+                            json_integer((json_int_t)atomic_load(&srv->open_connections)));
+        json_object_set_new(o, "timers_pending",
+                            json_integer((json_int_t)timer_pending(srv->timer)));
+        json_object_set_new(o, "requests", json_integer((json_int_t)total));
+        json_object_set_new(o, "record_overflow", json_integer((json_int_t)overflow));
+        json_object_set_new(o, "operations", json_integer((json_int_t)ls.operations));
+        json_object_set_new(o, "executions", json_integer((json_int_t)ls.executions));
+        json_object_set_new(o, "max_executions_per_operation",
+                            json_integer((json_int_t)ls.max_executions));
+        json_object_set_new(o, "keys_retained", json_integer((json_int_t)ls.keys_retained));
+        json_object_set_new(o, "key_retention_s", json_integer(srv->cfg.key_retention_s));
+        if (srv->webhook) {
+                struct webhook_stats ws;
+                webhook_stats(srv->webhook, &ws);
+                json_object_set_new(
+                    o, "webhook",
+                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "queued", (json_int_t)ws.queued,
+                              "sent", (json_int_t)ws.sent, "dropped", (json_int_t)ws.dropped,
+                              "failed", (json_int_t)ws.failed, "overflow", (json_int_t)ws.overflow,
+                              "last_status", (json_int_t)ws.last_status));
+        }
+        text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(o);
+        return text;
+}
+
+/* Reads an optional integer member; returns false (with a message) if of the wrong type. */
+static bool opt_int(json_t *o, const char *name, int64_t *io)
+{
+        json_t *v = json_object_get(o, name);
+        if (!v)
+                return true;
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+                return false;
+        *io = json_integer_value(v);
+        return true;
+}
+
+/* POST /_stub/mode: see --help. All or nothing. */
+static void admin_mode(struct req *r)
+{
+        struct stub_server *srv = r->srv;
+        json_error_t jerr;
+        json_t *o = json_loadb(r->body ? r->body : "", r->len, 0, &jerr);
+        json_t *v;
+        struct stub_timeline *tl = NULL;
+        struct stub_mode_spec query;
+        bool have_query = false;
+        int64_t wh_delay = -1;
+        double wh_drop = -1.0;
+        const char *why = "bad request";
+        char msg[256];
+
+        if (!json_is_object(o)) {
+                why = "body must be a JSON object";
+                goto bad;
+        }
+        tl = calloc(1, sizeof(*tl));
+        if (!tl) {
+                why = "out of memory";
+                goto bad;
+        }
+        v = json_object_get(o, "timeline");
+        if (v) {
+                if (!json_is_string(v) ||
+                    stub_timeline_parse(json_string_value(v), srv->cfg.time_scale, &why, tl) < 0)
+                        goto bad;
+        }
+        v = json_object_get(o, "mode");
+        if (v) {
+                struct stub_mode_spec s;
+                int64_t ra = -1;
+                json_t *rav;
+                if (tl->n > 0) {
+                        why = "give mode or timeline, not both";
+                        goto bad;
+                }
+                if (!json_is_string(v) ||
+                    stub_mode_parse(json_string_value(v), strlen(json_string_value(v)), &why, &s) <
+                        0)
+                        goto bad;
+                if (!opt_int(o, "delay_ms", &s.delay_ms) ||
+                    !opt_int(o, "processing_ms", &s.processing_ms) ||
+                    !opt_int(o, "retry_after", &ra)) {
+                        why = "delay_ms, processing_ms, retry_after must be integers >= 0";
+                        goto bad;
+                }
+                if (ra >= 0) {
+                        s.ra_form = STUB_RA_SECONDS;
+                        s.ra_seconds = ra;
+                }
+                rav = json_object_get(o, "retry_after_date");
+                if (rav && json_is_true(rav) && s.ra_form == STUB_RA_SECONDS)
+                        s.ra_form = STUB_RA_DATE;
+                v = json_object_get(o, "mix");
+                if (v) {
+                        if (!json_is_string(v) ||
+                            stub_mix_parse(json_string_value(v), strlen(json_string_value(v)), &why,
+                                           s.weights) < 0)
+                                goto bad;
+                        s.has_weights = true;
+                }
+                stub_timeline_single(&s, tl);
+        }
+        v = json_object_get(o, "query_mode");
+        if (v) {
+                if (!json_is_string(v) ||
+                    stub_mode_parse(json_string_value(v), strlen(json_string_value(v)), &why,
+                                    &query) < 0)
+                        goto bad;
+                if (query.mode == STUB_REFUSE || query.mode == STUB_MIX ||
+                    query.mode == STUB_REJECT || query.mode == STUB_PROCESSING) {
+                        why = "query_mode must be fast, slow, drop, unavailable, limited or e500";
+                        goto bad;
+                }
+                if (!opt_int(o, "query_delay_ms", &query.delay_ms)) {
+                        why = "query_delay_ms must be an integer >= 0";
+                        goto bad;
+                }
+                have_query = true;
+        }
+        if (!opt_int(o, "webhook_delay_ms", &wh_delay)) {
+                why = "webhook_delay_ms must be an integer >= 0";
+                goto bad;
+        }
+        v = json_object_get(o, "webhook_drop_rate");
+        if (v) {
+                if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1) {
+                        why = "webhook_drop_rate must be a number in [0, 1]";
+                        goto bad;
+                }
+                wh_drop = json_number_value(v);
+        }
+
+        pthread_mutex_lock(&srv->ctl);
+        if (tl->n > 0) {
+                srv->timeline = *tl;
+                srv->timeline_start = stub_mono_now();
+        }
+        if (have_query)
+                srv->query_spec = query;
+        pthread_mutex_unlock(&srv->ctl);
+        if (srv->webhook && (wh_delay >= 0 || wh_drop >= 0))
+                webhook_set_faults(srv->webhook, wh_delay, wh_drop);
+        listener_poke(srv->listener);
+        free(tl);
+        json_decref(o);
+        free(r->answer);
+        r->status = 200;
+        r->answer = state_json(srv);
+        return;
+bad:
+        snprintf(msg, sizeof(msg), "%s", why);
+        free(tl);
+        json_decref(o);
+        answer_error(r, 400, "invalid_request", msg, false);
+}
+
+static void admin_expire(struct req *r)
+{
+        json_t *o = NULL, *key = NULL;
+        size_t n;
+        char buf[96];
+        if (r->len > 0) {
+                o = json_loadb(r->body, r->len, 0, NULL);
+                key = o ? json_object_get(o, "key") : NULL;
+                if (!json_is_object(o) || (key && !json_is_string(key))) {
+                        json_decref(o);
+                        answer_error(r, 400, "invalid_request", "body must be {\"key\": \"...\"}",
+                                     false);
+                        return;
+                }
+        }
+        n = ledger_expire(r->srv->ledger, key ? json_string_value(key) : NULL);
+        json_decref(o);
+        snprintf(buf, sizeof(buf), "{\"expired\":%zu}", n);
+        answer_text(r, 200, buf);
+}
+
+static void admin_arrivals(struct req *r)
+{
+        const char *since = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "since");
+        const char *limit = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "limit");
+        unsigned long long s = 0, l = 1000000;
+        char *end;
+        if (since) {
+                s = strtoull(since, &end, 10);
+                if (!*since || *end || since[0] == '-') {
+                        answer_error(r, 400, "invalid_request", "since must be an integer", false);
+                        return;
+                }
+        }
+        if (limit) {
+                l = strtoull(limit, &end, 10);
+                if (!*limit || *end || limit[0] == '-') {
+                        answer_error(r, 400, "invalid_request", "limit must be an integer", false);
+                        return;
+                }
+        }
+        free(r->answer);
+        r->status = 200;
+        r->answer = record_dump(r->srv->log, s, (size_t)l);
+}
+
+static enum MHD_Result handle_admin(struct req *r)
+{
+        struct stub_server *srv = r->srv;
+        const char *p = r->path + strlen(ADMIN_PREFIX);
+        bool get = strcmp(r->method, "GET") == 0, post = strcmp(r->method, "POST") == 0;
+
+        if (r->too_big) {
+                answer_error(r, 413, "invalid_request", "admin body too large", false);
+        } else if (strcmp(p, "arrivals") == 0 && get) {
+                admin_arrivals(r);
+        } else if (strcmp(p, "ledger") == 0 && get) {
+                free(r->answer);
+                r->status = 200;
+                r->answer = ledger_dump_json(srv->ledger, stub_mono_now());
+        } else if (strcmp(p, "state") == 0 && get) {
+                free(r->answer);
+                r->status = 200;
+                r->answer = state_json(srv);
+        } else if (strcmp(p, "mode") == 0 && post) {
+                admin_mode(r);
+        } else if (strcmp(p, "reset") == 0 && post) {
+                ledger_reset(srv->ledger);
+                record_reset(srv->log);
+                pthread_mutex_lock(&srv->ctl);
+                tg_rng_seed(&srv->mix_rng, srv->cfg.seed);
+                pthread_mutex_unlock(&srv->ctl);
+                answer_text(r, 200, "{\"reset\":true}");
+        } else if (strcmp(p, "expire-keys") == 0 && post) {
+                admin_expire(r);
+        } else if (strcmp(p, "arrivals") == 0 || strcmp(p, "ledger") == 0 ||
+                   strcmp(p, "state") == 0) {
+                r->allow = "GET";
+                answer_error(r, 405, "method_not_allowed", "use GET", false);
+        } else if (strcmp(p, "mode") == 0 || strcmp(p, "reset") == 0 ||
+                   strcmp(p, "expire-keys") == 0) {
+                r->allow = "POST";
+                answer_error(r, 405, "method_not_allowed", "use POST", false);
+        } else {
+                answer_error(r, 404, "not_found", "no such admin endpoint", false);
+        }
+        if (!r->answer)
+                answer_error(r, 500, "internal_error", "stub: out of memory", false);
+        return send_answer(r);
+}
+
+/* ------------------------------------------------------------ MHD glue */
+
+static uint64_t conn_id(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        if (!ci || !ci->socket_context)
+                return 0;
+        return *(uint64_t *)ci->socket_context;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+        struct stub_server *srv = cls;
+        (void)connection;
+        if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+                uint64_t *id = malloc(sizeof(*id));
+                if (id)
+                        *id = atomic_fetch_add(&srv->next_conn_id, 1) + 1;
+                *socket_context = id;
+                atomic_fetch_add(&srv->open_connections, 1);
+        } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+                free(*socket_context);
+                *socket_context = NULL;
+                atomic_fetch_sub(&srv->open_connections, 1);
+        }
+}
+
+static void req_free(struct req *r)
+{
+        if (!r)
+                return;
+        free(r->body);
+        free(r->answer);
+        free(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+        struct stub_server *srv = cls;
+        struct req *r = *con_cls;
+        (void)connection;
+        if (!r)
+                return;
+        if (r->seq)
+                record_delivered(srv->log, r->seq,
+                                 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !r->drop);
+        if (r->counted)
+                atomic_fetch_sub(&srv->open_requests, 1);
+        req_free(r);
+        *con_cls = NULL;
+}
+
+/* Sorts a request into its kind, or prepares a 404/405. */
+static enum kind classify(struct req *r)
+{
+        bool get = strcmp(r->method, "GET") == 0, post = strcmp(r->method, "POST") == 0;
+        if (strncmp(r->path, ADMIN_PREFIX, strlen(ADMIN_PREFIX)) == 0)
+                return K_ADMIN;
+        if (strcmp(r->path, REFUNDS_PATH) == 0) {
+                if (post)
+                        return K_REFUND;
+                r->allow = "POST";
+                answer_error(r, 405, "method_not_allowed", "use POST", false);
+                return K_OTHER;
+        }
+        if (strncmp(r->path, STUB_QUERY_PREFIX, strlen(STUB_QUERY_PREFIX)) == 0 &&
+            !strchr(r->path + strlen(STUB_QUERY_PREFIX), '/')) {
+                if (get)
+                        return K_QUERY;
+                r->allow = "GET";
+                answer_error(r, 405, "method_not_allowed", "use GET", false);
+                return K_OTHER;
+        }
+        answer_error(r, 404, "not_found", "no such endpoint", false);
+        return K_OTHER;
+}
+
+/* First handler call: the request's arrival. Fixes its mode and records it. */
+static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, const char *url,
+                          const char *method)
+{
+        struct req *r = calloc(1, sizeof(*r));
+        struct record_arrival a;
+        size_t phase = 0;
+        tg_mono_ns end;
+        char mode[300];
+
+        if (!r)
+                return NULL;
+        r->srv = srv;
+        r->conn = conn;
+        r->arrival = stub_mono_now();
+        snprintf(r->method, sizeof(r->method), "%s", method);
+        snprintf(r->path, sizeof(r->path), "%s", url);
+        r->kind = classify(r);
+        r->max = r->kind == K_REFUND ? srv->cfg.max_body : ADMIN_BODY_MAX;
+        if (r->kind == K_ADMIN)
+                return r;
+
+        pthread_mutex_lock(&srv->ctl);
+        if (!listener_is_open(srv->listener)) {
+                /* Refusing, and this came on a connection accepted before. */
+                memset(&r->spec, 0, sizeof(r->spec));
+                r->spec.mode = STUB_REFUSE;
+                resolve(srv, &r->spec, false);
+                snprintf(mode, sizeof(mode), "refuse");
+        } else if (r->kind == K_REFUND) {
+                bool mixed;
+                mode_at(srv, r->arrival, &r->spec, &phase, &end);
+                mixed = r->spec.mode == STUB_MIX;
+                resolve(srv, &r->spec, false);
+                stub_mode_format(&r->spec, mode + (mixed ? 4 : 0), sizeof(mode) - (mixed ? 4 : 0));
+                if (mixed)
+                        memcpy(mode, "mix/", 4);
+        } else if (r->kind == K_QUERY) {
+                r->spec = srv->query_spec;
+                resolve(srv, &r->spec, true);
+                stub_mode_format(&r->spec, mode, sizeof(mode));
+        } else {
+                memset(&r->spec, 0, sizeof(r->spec));
+                snprintf(mode, sizeof(mode), "-");
+        }
+        if (r->spec.mode == STUB_REFUSE && r->kind == K_OTHER)
+                r->drop = true;
+        pthread_mutex_unlock(&srv->ctl);
+
+        r->counted = true;
+        a = (struct record_arrival){
+            .mono = r->arrival,
+            .elapsed = r->arrival - srv->started,
+            .wall = stub_wall_now(),
+            .method = method,
+            .path = url,
+            .idempotency_key =
+                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key"),
+            .request_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id"),
+            .attempt = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Attempt"),
+            .conn_id = conn_id(conn),
+            .open_requests = atomic_fetch_add(&srv->open_requests, 1) + 1,
+            .mode = mode,
+            .phase = r->kind == K_REFUND ? (long)phase : -1,
+        };
+        r->seq = record_add(srv->log, &a);
+        return r;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+        struct stub_server *srv = cls;
+        struct req *r = *con_cls;
+        (void)version;
+
+        if (!r) {
+                r = arrive(srv, connection, url, method);
+                if (!r)
+                        return MHD_NO;
+                *con_cls = r;
+                return MHD_YES;
+        }
+        if (r->state == RS_BODY && *upload_data_size > 0) {
+                size_t n = *upload_data_size;
+                *upload_data_size = 0;
+                if (r->too_big || r->len + n > r->max) {
+                        r->too_big = true; /* keep reading, keep nothing: answer 413 at the end */
+                        return MHD_YES;
+                }
+                char *nb = realloc(r->body, r->len + n + 1);
+                if (!nb)
+                        return MHD_NO;
+                memcpy(nb + r->len, upload_data, n);
+                r->body = nb;
+                r->len += n;
+                r->body[r->len] = '\0';
+                return MHD_YES;
+        }
+        if (r->state == RS_READY)
+                return send_answer(r);
+        if (r->state == RS_WAIT)
+                return MHD_YES;
+
+        /* The whole request is in. */
+        switch (r->kind) {
+        case K_REFUND:
+                return handle_refund(r);
+        case K_QUERY:
+                return handle_query(r);
+        case K_ADMIN:
+                return handle_admin(r);
+        case K_OTHER:
+        default:
+                return send_answer(r);
+        }
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static bool want_listen(void *cls, tg_mono_ns now, tg_mono_ns *ret_next_check)
+{
+        struct stub_server *srv = cls;
+        struct stub_mode_spec spec;
+        size_t phase;
+        tg_mono_ns end;
+        pthread_mutex_lock(&srv->ctl);
+        mode_at(srv, now, &spec, &phase, &end);
+        pthread_mutex_unlock(&srv->ctl);
+        *ret_next_check = end;
+        return spec.mode != STUB_REFUSE;
+}
+
+static void on_accept(void *cls, int fd, const struct sockaddr *addr, socklen_t addrlen)
+{
+        struct stub_server *srv = cls;
+        /* MHD owns fd from here, and closes it even on failure. */
+        MHD_add_connection(srv->mhd, fd, addr, addrlen);
+}
+
+int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
+{
+        struct stub_server *srv = calloc(1, sizeof(*srv));
+        int rc = TG_ENOMEM;
+        if (!srv)
+                return TG_ENOMEM;
+        srv->cfg = *cfg;
+        srv->started = stub_mono_now();
+        pthread_mutex_init(&srv->ctl, NULL);
+        srv->timeline = cfg->timeline;
+        srv->timeline_start = srv->started;
+        srv->query_spec = cfg->query_spec;
+        tg_rng_seed(&srv->mix_rng, cfg->seed);
+
+        srv->ledger = ledger_new(cfg->max_keys, cfg->key_retention_s * TG_NS_PER_S, cfg->seed);
+        srv->log = record_log_new(cfg->max_records);
+        srv->timer = timer_new(TIMERS_MAX);
+        if (!srv->ledger || !srv->log || !srv->timer)
+                goto fail;
+        if (cfg->webhook_url) {
+                rc = webhook_new(cfg->webhook_url, cfg->webhook_secret, cfg->webhook_secret_len,
+                                 cfg->webhook_delay_ms, cfg->webhook_drop_rate, cfg->seed,
+                                 &srv->webhook);
+                if (rc < 0)
+                        goto fail;
+        }
+        srv->mhd = MHD_start_daemon(
+            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
+            0, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+            MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
+            cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300, MHD_OPTION_END);
+        if (!srv->mhd) {
+                rc = TG_EIO;
+                goto fail;
+        }
+        rc = listener_start(cfg->host, cfg->port, want_listen, on_accept, srv, &srv->listener);
+        if (rc < 0)
+                goto fail;
+        *ret_server = srv;
+        return 0;
+fail:
+        server_stop(srv);
+        server_free(srv);
+        return rc;
+}
+
+uint16_t server_port(const struct stub_server *srv)
+{
+        return listener_port(srv->listener);
+}
+
+void server_stop(struct stub_server *srv)
+{
+        if (!srv)
+                return;
+        /* Order matters: no new connections, then no timer touching a request,
+         * then MHD closes every connection (suspended ones included) and frees
+         * each request through on_completed. */
+        listener_free(srv->listener);
+        srv->listener = NULL;
+        timer_free(srv->timer);
+        srv->timer = NULL;
+        if (srv->mhd)
+                MHD_stop_daemon(srv->mhd);
+        srv->mhd = NULL;
+        webhook_free(srv->webhook);
+        srv->webhook = NULL;
+}
+
+int server_write_record(struct stub_server *srv, FILE *f)
+{
+        return record_write(srv->log, f);
+}
+
+void server_free(struct stub_server *srv)
+{
+        if (!srv)
+                return;
+        server_stop(srv);
+        ledger_free(srv->ledger);
+        record_log_free(srv->log);
+        pthread_mutex_destroy(&srv->ctl);
+        free(srv);
+}

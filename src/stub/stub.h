@@ -1,0 +1,60 @@
+/*
+ * tollgate-stub: the refund provider stand-in (shared/PROVIDER.md) with fault
+ * injection. This header is the seam between main.c (flags, signals,
+ * lifecycle) and server.c (HTTP, modes, idempotency, records).
+ */
+#ifndef STUB_STUB_H
+#define STUB_STUB_H
+
+#include "timeline.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * Everything the flags set. A plain value filled by main.c; strings are
+ * borrowed and must outlive the server.
+ */
+struct stub_config {
+        const char *host;
+        uint16_t port;
+        struct stub_timeline timeline;
+        double time_scale;
+        int64_t delay_ms;      /* default delay of slow */
+        int64_t ra_seconds;    /* default Retry-After */
+        enum stub_ra ra_form;  /* STUB_RA_SECONDS, STUB_RA_DATE or STUB_RA_NONE */
+        int64_t processing_ms; /* default of processing */
+        int64_t key_retention_s;
+        uint64_t seed;
+        int mix_weights[STUB_MODE_COUNT];
+        struct stub_mode_spec query_spec;
+        int64_t query_delay_ms;
+        size_t max_body;
+        size_t max_records;
+        size_t max_keys;
+        unsigned max_connections;
+        const char *webhook_url;
+        const void *webhook_secret;
+        size_t webhook_secret_len;
+        int64_t webhook_delay_ms;
+        double webhook_drop_rate;
+};
+
+struct stub_server;
+
+/* Binds, starts every thread. Returns 0, or a negative code (tg_strerror()). */
+int server_start(const struct stub_config *cfg, struct stub_server **ret_server);
+uint16_t server_port(const struct stub_server *srv);
+/*
+ * Stops listening and answering: pending slow requests are abandoned (their
+ * connections closed unanswered). The arrival log stays readable.
+ */
+void server_stop(struct stub_server *srv);
+/* Writes the arrival log as JSON lines. Returns 0 or a negative code. */
+int server_write_record(struct stub_server *srv, FILE *f);
+/* Frees a stopped (or never started) server. Accepts NULL. */
+void server_free(struct stub_server *srv);
+
+#endif

@@ -1,0 +1,415 @@
+/*
+ * Fault modes and timelines: parsing, lookup by elapsed time, the weighted
+ * draw of "mix", and formatting back to text. Invariants: a parsed timeline
+ * has 1..STUB_PHASES_MAX phases, only its last phase may be unbounded, every
+ * bounded duration is > 0, and lookup never reads a clock.
+ */
+#include "timeline.h"
+
+#include "core/tg_error.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const mode_names[STUB_MODE_COUNT] = {
+    "fast",    "slow", "drop",       "reject", "unavailable",
+    "limited", "e500", "processing", "refuse", "mix"};
+
+const char *stub_mode_name(enum stub_mode mode)
+{
+        if ((int)mode < 0 || mode >= STUB_MODE_COUNT)
+                return "?";
+        return mode_names[mode];
+}
+
+int stub_mode_from_name(const char *name, size_t len, enum stub_mode *ret_mode)
+{
+        for (int i = 0; i < STUB_MODE_COUNT; i++) {
+                if (strlen(mode_names[i]) == len && memcmp(name, mode_names[i], len) == 0) {
+                        *ret_mode = (enum stub_mode)i;
+                        return 0;
+                }
+        }
+        return TG_EINVAL;
+}
+
+/* Parses a non-negative decimal integer occupying exactly s[0..len). */
+static int parse_uint(const char *s, size_t len, int64_t max, int64_t *ret)
+{
+        char tmp[32];
+        char *end;
+        long long v;
+        if (len == 0 || len >= sizeof(tmp))
+                return TG_EINVAL;
+        memcpy(tmp, s, len);
+        tmp[len] = '\0';
+        if (tmp[0] < '0' || tmp[0] > '9')
+                return TG_EINVAL;
+        errno = 0;
+        v = strtoll(tmp, &end, 10);
+        if (errno || *end != '\0' || v < 0 || v > max)
+                return TG_EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static void trim(const char **s, size_t *len)
+{
+        while (*len > 0 && (**s == ' ' || **s == '\t' || **s == '\r' || **s == '\n')) {
+                (*s)++;
+                (*len)--;
+        }
+        while (*len > 0 && ((*s)[*len - 1] == ' ' || (*s)[*len - 1] == '\t' ||
+                            (*s)[*len - 1] == '\r' || (*s)[*len - 1] == '\n'))
+                (*len)--;
+}
+
+int stub_mix_parse(const char *text, size_t len, const char **why, int ret_weights[STUB_MODE_COUNT])
+{
+        int w[STUB_MODE_COUNT] = {0};
+        long total = 0;
+        const char *end = text + len;
+        while (text < end) {
+                const char *comma = memchr(text, ',', (size_t)(end - text));
+                const char *item_end = comma ? comma : end;
+                const char *eq = memchr(text, '=', (size_t)(item_end - text));
+                const char *name = text;
+                size_t nlen;
+                enum stub_mode m;
+                int64_t v;
+                if (!eq) {
+                        *why = "mix item must be MODE=WEIGHT";
+                        return TG_EINVAL;
+                }
+                nlen = (size_t)(eq - text);
+                trim(&name, &nlen);
+                if (stub_mode_from_name(name, nlen, &m) < 0 || m == STUB_REFUSE || m == STUB_MIX) {
+                        *why = "mix member must be one of fast, slow, drop, reject, "
+                               "unavailable, limited, e500, processing";
+                        return TG_EINVAL;
+                }
+                const char *num = eq + 1;
+                size_t numlen = (size_t)(item_end - num);
+                trim(&num, &numlen);
+                if (parse_uint(num, numlen, 1000000, &v) < 0) {
+                        *why = "mix weight must be an integer 0..1000000";
+                        return TG_EINVAL;
+                }
+                w[m] = (int)v;
+                total += (long)v;
+                text = comma ? comma + 1 : end;
+        }
+        if (total <= 0) {
+                *why = "mix weights must sum to more than 0";
+                return TG_EINVAL;
+        }
+        memcpy(ret_weights, w, sizeof(w));
+        return 0;
+}
+
+enum stub_mode stub_mix_draw(const int weights[STUB_MODE_COUNT], struct tg_rng *rng)
+{
+        int64_t total = 0, pick;
+        for (int i = 0; i < STUB_MODE_COUNT; i++)
+                total += weights[i];
+        if (total <= 0)
+                return STUB_FAST;
+        pick = tg_rng_range(rng, 0, total - 1);
+        for (int i = 0; i < STUB_MODE_COUNT; i++) {
+                if (pick < weights[i])
+                        return (enum stub_mode)i;
+                pick -= weights[i];
+        }
+        return STUB_FAST;
+}
+
+static void spec_defaults(struct stub_mode_spec *s, enum stub_mode m)
+{
+        memset(s, 0, sizeof(*s));
+        s->mode = m;
+        s->delay_ms = -1;
+        s->processing_ms = -1;
+        s->ra_form = STUB_RA_DEFAULT;
+        s->ra_seconds = -1;
+}
+
+int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_mode_spec *ret_spec)
+{
+        struct stub_mode_spec s;
+        const char *colon;
+        const char *param = NULL;
+        size_t nlen, plen = 0;
+        enum stub_mode m;
+
+        trim(&text, &len);
+        colon = memchr(text, ':', len);
+        nlen = colon ? (size_t)(colon - text) : len;
+        if (colon) {
+                param = colon + 1;
+                plen = len - nlen - 1;
+                trim(&param, &plen);
+        }
+        if (stub_mode_from_name(text, nlen, &m) < 0) {
+                *why = "unknown mode (fast, slow, drop, reject, unavailable, limited, e500, "
+                       "processing, refuse, mix)";
+                return TG_EINVAL;
+        }
+        spec_defaults(&s, m);
+        if (colon && plen == 0) {
+                *why = "empty mode parameter after ':'";
+                return TG_EINVAL;
+        }
+        if (param) {
+                switch (m) {
+                case STUB_SLOW:
+                case STUB_DROP:
+                case STUB_E500:
+                        if (parse_uint(param, plen, 86400000, &s.delay_ms) < 0) {
+                                *why = "delay must be milliseconds 0..86400000";
+                                return TG_EINVAL;
+                        }
+                        break;
+                case STUB_PROCESSING:
+                        if (parse_uint(param, plen, 86400000, &s.processing_ms) < 0) {
+                                *why = "processing time must be milliseconds 0..86400000";
+                                return TG_EINVAL;
+                        }
+                        break;
+                case STUB_UNAVAILABLE:
+                case STUB_LIMITED:
+                        if (plen == 1 && param[0] == '-') {
+                                s.ra_form = STUB_RA_NONE;
+                                break;
+                        }
+                        s.ra_form = STUB_RA_SECONDS;
+                        if (param[0] == '@') {
+                                s.ra_form = STUB_RA_DATE;
+                                param++;
+                                plen--;
+                        }
+                        if (parse_uint(param, plen, 86400 * 7, &s.ra_seconds) < 0) {
+                                *why = "Retry-After must be N, @N (HTTP-date N s ahead) or -";
+                                return TG_EINVAL;
+                        }
+                        break;
+                case STUB_MIX:
+                        if (stub_mix_parse(param, plen, why, s.weights) < 0)
+                                return TG_EINVAL;
+                        s.has_weights = true;
+                        break;
+                default:
+                        *why = "this mode takes no parameter";
+                        return TG_EINVAL;
+                }
+        }
+        *ret_spec = s;
+        return 0;
+}
+
+static int parse_duration(const char *s, size_t len, double scale, tg_mono_ns *ret)
+{
+        char tmp[48];
+        char *end;
+        double v, mult;
+        if (len == 0 || len >= sizeof(tmp))
+                return TG_EINVAL;
+        memcpy(tmp, s, len);
+        tmp[len] = '\0';
+        if (!((tmp[0] >= '0' && tmp[0] <= '9') || tmp[0] == '.'))
+                return TG_EINVAL;
+        errno = 0;
+        v = strtod(tmp, &end);
+        if (errno || end == tmp)
+                return TG_EINVAL;
+        if (strcmp(end, "ms") == 0)
+                mult = 1e6;
+        else if (strcmp(end, "s") == 0 || *end == '\0')
+                mult = 1e9;
+        else if (strcmp(end, "m") == 0)
+                mult = 60e9;
+        else if (strcmp(end, "h") == 0)
+                mult = 3600e9;
+        else
+                return TG_EINVAL;
+        v = v * mult * scale;
+        if (!isfinite(v) || v < 1.0 || v > 1e18)
+                return TG_EINVAL;
+        *ret = (tg_mono_ns)v;
+        return 0;
+}
+
+static int parse_phase(const char *s, size_t len, double scale, const char **why,
+                       struct stub_phase *ret)
+{
+        struct stub_phase p;
+        size_t i = 0;
+        trim(&s, &len);
+        while (i < len && s[i] != ' ' && s[i] != '\t')
+                i++;
+        if (stub_mode_parse(s, i, why, &p.spec) < 0)
+                return TG_EINVAL;
+        p.duration_ns = TG_MONO_NEVER;
+        if (i < len) {
+                const char *d = s + i;
+                size_t dlen = len - i;
+                trim(&d, &dlen);
+                if (parse_duration(d, dlen, scale, &p.duration_ns) < 0) {
+                        *why = "bad phase duration (e.g. 500ms, 20s, 2m, 1h)";
+                        return TG_EINVAL;
+                }
+        }
+        *ret = p;
+        return 0;
+}
+
+int stub_timeline_parse(const char *text, double time_scale, const char **why,
+                        struct stub_timeline *ret_timeline)
+{
+        struct stub_timeline *tl;
+        const char *p = text;
+        int rc = TG_EINVAL;
+
+        if (!(time_scale > 0.0) || !isfinite(time_scale)) {
+                *why = "time scale must be > 0";
+                return TG_EINVAL;
+        }
+        /* Heap copy: the struct is large and the result is all or nothing. */
+        tl = calloc(1, sizeof(*tl));
+        if (!tl)
+                return TG_ENOMEM;
+        while (*p) {
+                size_t n = strcspn(p, ";\n#");
+                const char *item = p;
+                size_t ilen = n;
+                p += n;
+                if (*p == '#')
+                        p += strcspn(p, "\n");
+                if (*p)
+                        p++;
+                trim(&item, &ilen);
+                if (ilen == 0)
+                        continue;
+                if (tl->n == STUB_PHASES_MAX) {
+                        *why = "too many phases (at most 64)";
+                        goto out;
+                }
+                if (tl->n > 0 && tl->phases[tl->n - 1].duration_ns == TG_MONO_NEVER) {
+                        *why = "only the last phase may have no duration";
+                        goto out;
+                }
+                if (parse_phase(item, ilen, time_scale, why, &tl->phases[tl->n]) < 0)
+                        goto out;
+                tl->n++;
+        }
+        if (tl->n == 0) {
+                *why = "timeline has no phase";
+                goto out;
+        }
+        *ret_timeline = *tl;
+        rc = 0;
+out:
+        free(tl);
+        return rc;
+}
+
+void stub_timeline_single(const struct stub_mode_spec *spec, struct stub_timeline *ret_timeline)
+{
+        ret_timeline->n = 1;
+        ret_timeline->phases[0].spec = *spec;
+        ret_timeline->phases[0].duration_ns = TG_MONO_NEVER;
+}
+
+void stub_timeline_at(const struct stub_timeline *tl, tg_mono_ns elapsed,
+                      struct stub_mode_spec *ret_spec, size_t *ret_phase, tg_mono_ns *ret_end)
+{
+        tg_mono_ns start = 0;
+        for (size_t i = 0; i < tl->n; i++) {
+                const struct stub_phase *ph = &tl->phases[i];
+                if (ph->duration_ns == TG_MONO_NEVER || elapsed < start + ph->duration_ns) {
+                        *ret_spec = ph->spec;
+                        *ret_phase = i;
+                        *ret_end = ph->duration_ns == TG_MONO_NEVER ? TG_MONO_NEVER
+                                                                    : start + ph->duration_ns;
+                        return;
+                }
+                start += ph->duration_ns;
+        }
+        spec_defaults(ret_spec, STUB_FAST);
+        *ret_phase = tl->n;
+        *ret_end = TG_MONO_NEVER;
+}
+
+void stub_mode_format(const struct stub_mode_spec *s, char *buf, size_t cap)
+{
+        const char *name = stub_mode_name(s->mode);
+        if (cap == 0)
+                return;
+        buf[0] = '\0';
+        switch (s->mode) {
+        case STUB_SLOW:
+        case STUB_DROP:
+        case STUB_E500:
+                if (s->delay_ms >= 0) {
+                        snprintf(buf, cap, "%s:%lld", name, (long long)s->delay_ms);
+                        return;
+                }
+                break;
+        case STUB_PROCESSING:
+                if (s->processing_ms >= 0) {
+                        snprintf(buf, cap, "%s:%lld", name, (long long)s->processing_ms);
+                        return;
+                }
+                break;
+        case STUB_UNAVAILABLE:
+        case STUB_LIMITED:
+                if (s->ra_form == STUB_RA_NONE) {
+                        snprintf(buf, cap, "%s:-", name);
+                        return;
+                }
+                if (s->ra_form != STUB_RA_DEFAULT) {
+                        snprintf(buf, cap, "%s:%s%lld", name, s->ra_form == STUB_RA_DATE ? "@" : "",
+                                 (long long)s->ra_seconds);
+                        return;
+                }
+                break;
+        case STUB_MIX:
+                if (s->has_weights) {
+                        size_t used = (size_t)snprintf(buf, cap, "%s:", name);
+                        const char *sep = "";
+                        for (int i = 0; i < STUB_MODE_COUNT && used < cap; i++) {
+                                if (s->weights[i] == 0)
+                                        continue;
+                                used += (size_t)snprintf(buf + used, cap - used, "%s%s=%d", sep,
+                                                         mode_names[i], s->weights[i]);
+                                sep = ",";
+                        }
+                        return;
+                }
+                break;
+        default:
+                break;
+        }
+        snprintf(buf, cap, "%s", name);
+}
+
+void stub_timeline_format(const struct stub_timeline *tl, char *buf, size_t cap)
+{
+        size_t used = 0;
+        if (cap == 0)
+                return;
+        buf[0] = '\0';
+        for (size_t i = 0; i < tl->n && used + 1 < cap; i++) {
+                char mode[256];
+                stub_mode_format(&tl->phases[i].spec, mode, sizeof(mode));
+                if (tl->phases[i].duration_ns == TG_MONO_NEVER)
+                        used +=
+                            (size_t)snprintf(buf + used, cap - used, "%s%s", i ? "; " : "", mode);
+                else
+                        used += (size_t)snprintf(
+                            buf + used, cap - used, "%s%s %lldms", i ? "; " : "", mode,
+                            (long long)(tl->phases[i].duration_ns / TG_NS_PER_MS));
+        }
+}

@@ -1,0 +1,108 @@
+/*
+ * Fault modes and the scripted timeline of phases that selects them. Pure
+ * code: the caller passes the elapsed monotonic time and the random source.
+ *
+ * Timeline text: phases separated by ';' or new lines, each
+ *     MODE[:PARAM] [DURATION]
+ * DURATION is a number with unit ms, s, m or h (bare number = seconds); a
+ * phase without one lasts forever and must be the last. After the last timed
+ * phase the stub is in mode "fast". '#' starts a comment up to the end of line.
+ */
+#ifndef STUB_TIMELINE_H
+#define STUB_TIMELINE_H
+
+#include "core/rng.h"
+#include "core/tg_time.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STUB_PHASES_MAX 64
+
+enum stub_mode {
+        STUB_FAST = 0,
+        STUB_SLOW,
+        STUB_DROP,
+        STUB_REJECT,
+        STUB_UNAVAILABLE,
+        STUB_LIMITED,
+        STUB_E500,
+        STUB_PROCESSING,
+        STUB_REFUSE,
+        STUB_MIX,
+        STUB_MODE_COUNT
+};
+
+/* Retry-After forms: a number of seconds, an HTTP-date that many seconds ahead, none. */
+enum stub_ra { STUB_RA_DEFAULT = 0, STUB_RA_SECONDS, STUB_RA_DATE, STUB_RA_NONE };
+
+/*
+ * One mode with its parameters; -1 (or STUB_RA_DEFAULT) means "use the
+ * stub's default". A plain value, copied freely.
+ */
+struct stub_mode_spec {
+        enum stub_mode mode;
+        int64_t delay_ms;      /* slow, drop, e500: wait before executing */
+        int64_t processing_ms; /* processing: queries say "processing" this long */
+        enum stub_ra ra_form;  /* unavailable, limited */
+        int64_t ra_seconds;
+        bool has_weights; /* mix: weights given inline */
+        int weights[STUB_MODE_COUNT];
+};
+
+struct stub_phase {
+        struct stub_mode_spec spec;
+        tg_mono_ns duration_ns; /* TG_MONO_NEVER: forever */
+};
+
+/* A parsed timeline; a plain value with a fixed bound of phases. */
+struct stub_timeline {
+        size_t n;
+        struct stub_phase phases[STUB_PHASES_MAX];
+};
+
+const char *stub_mode_name(enum stub_mode mode);
+/* Returns 0 and the mode for a name, TG_EINVAL for an unknown name. */
+int stub_mode_from_name(const char *name, size_t len, enum stub_mode *ret_mode);
+
+/*
+ * Parses "MODE[:PARAM]" (see --help). Returns 0, or TG_EINVAL with a static
+ * text in *why.
+ */
+int stub_mode_parse(const char *text, size_t len, const char **why,
+                    struct stub_mode_spec *ret_spec);
+
+/*
+ * Parses mix weights "fast=70,slow=10,...". Members may be any per-request
+ * mode (not refuse or mix); the weights must sum to more than 0.
+ */
+int stub_mix_parse(const char *text, size_t len, const char **why,
+                   int ret_weights[STUB_MODE_COUNT]);
+/* Draws one mode with the given weights; reproducible for a seeded rng. */
+enum stub_mode stub_mix_draw(const int weights[STUB_MODE_COUNT], struct tg_rng *rng);
+
+/*
+ * Parses a timeline text; every duration is multiplied by time_scale (> 0),
+ * so one script replays ten minutes in one. Returns 0 or TG_EINVAL with *why.
+ */
+int stub_timeline_parse(const char *text, double time_scale, const char **why,
+                        struct stub_timeline *ret_timeline);
+
+/* A timeline of one mode, forever. */
+void stub_timeline_single(const struct stub_mode_spec *spec, struct stub_timeline *ret_timeline);
+
+/*
+ * The mode in force elapsed ns after the timeline started, the index of its
+ * phase (n for the "fast after the end" tail) and the elapsed time at which
+ * the phase ends (TG_MONO_NEVER if it does not).
+ */
+void stub_timeline_at(const struct stub_timeline *tl, tg_mono_ns elapsed,
+                      struct stub_mode_spec *ret_spec, size_t *ret_phase, tg_mono_ns *ret_end);
+
+/* Writes the timeline back as text (for /_stub/state). */
+void stub_timeline_format(const struct stub_timeline *tl, char *buf, size_t cap);
+/* Writes one mode spec as "MODE[:PARAM]". */
+void stub_mode_format(const struct stub_mode_spec *spec, char *buf, size_t cap);
+
+#endif

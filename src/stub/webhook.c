@@ -1,0 +1,230 @@
+/*
+ * Webhook sender: a bounded FIFO of events (all share one delay, so FIFO is
+ * deadline order) and one thread that signs and POSTs them with libcurl.
+ * Invariants: the signature covers exactly the bytes sent; a dropped event
+ * is counted, never sent; the queue never passes WEBHOOK_QUEUE_MAX.
+ */
+#include "webhook.h"
+
+#include "clock.h"
+#include "core/rng.h"
+#include "core/tg_error.h"
+#include "ledger.h"
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct event {
+        tg_mono_ns due;
+        char operation_id[STUB_KEY_MAX + 1];
+        char status[16];
+        char refund_id[STUB_REFUND_ID_MAX];
+};
+
+struct webhook {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        pthread_t thread;
+        bool started;
+        bool stopping;
+        char *url;
+        unsigned char *secret;
+        size_t secret_len;
+        int64_t delay_ms;
+        double drop_rate;
+        struct tg_rng rng;
+        struct event *queue;
+        size_t head, n;
+        struct webhook_stats stats;
+};
+
+int webhook_sign(const void *secret, size_t secret_len, const char *body, size_t len,
+                 char ret_hex[65])
+{
+        unsigned char mac[EVP_MAX_MD_SIZE];
+        unsigned int mac_len = 0;
+        if (!HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)body, len, mac,
+                  &mac_len) ||
+            mac_len != 32)
+                return TG_EINVAL;
+        for (unsigned int i = 0; i < mac_len; i++)
+                snprintf(ret_hex + 2 * i, 3, "%02x", mac[i]);
+        return 0;
+}
+
+static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+        (void)ptr;
+        (void)userdata;
+        return size * nmemb;
+}
+
+/* Sends one event; returns the HTTP status, or -1 on a transport error. */
+static long send_event(struct webhook *wh, CURL *curl, const struct event *ev)
+{
+        json_t *o = json_pack("{s:s, s:s, s:s}", "operation_id", ev->operation_id, "status",
+                              ev->status, "refund_id", ev->refund_id);
+        char *body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        char hex[65], sig[96];
+        struct curl_slist *headers = NULL;
+        long status = -1;
+        json_decref(o);
+        if (!body || webhook_sign(wh->secret, wh->secret_len, body, strlen(body), hex) < 0)
+                goto out;
+        snprintf(sig, sizeof(sig), "X-Signature: sha256=%s", hex);
+        headers = curl_slist_append(headers, "Content-Type: application/json");
+        headers = curl_slist_append(headers, sig);
+        curl_easy_reset(curl);
+        curl_easy_setopt(curl, CURLOPT_URL, wh->url);
+        curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 5000L);
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
+        if (curl_easy_perform(curl) == CURLE_OK)
+                curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+out:
+        curl_slist_free_all(headers);
+        free(body);
+        return status;
+}
+
+static void *run(void *arg)
+{
+        struct webhook *wh = arg;
+        CURL *curl = curl_easy_init();
+        pthread_mutex_lock(&wh->lock);
+        while (!wh->stopping) {
+                if (wh->n == 0) {
+                        pthread_cond_wait(&wh->cond, &wh->lock);
+                        continue;
+                }
+                struct event ev = wh->queue[wh->head];
+                if (ev.due > stub_mono_now()) {
+                        struct timespec ts = stub_mono_timespec(ev.due);
+                        pthread_cond_timedwait(&wh->cond, &wh->lock, &ts);
+                        continue;
+                }
+                wh->head = (wh->head + 1) % WEBHOOK_QUEUE_MAX;
+                wh->n--;
+                if (wh->drop_rate > 0 && tg_rng_unit(&wh->rng) < wh->drop_rate) {
+                        wh->stats.dropped++;
+                        continue;
+                }
+                pthread_mutex_unlock(&wh->lock);
+                long status = curl ? send_event(wh, curl, &ev) : -1;
+                pthread_mutex_lock(&wh->lock);
+                wh->stats.last_status = status;
+                if (status >= 200 && status < 300)
+                        wh->stats.sent++;
+                else
+                        wh->stats.failed++;
+        }
+        pthread_mutex_unlock(&wh->lock);
+        curl_easy_cleanup(curl);
+        return NULL;
+}
+
+int webhook_new(const char *url, const void *secret, size_t secret_len, int64_t delay_ms,
+                double drop_rate, uint64_t seed, struct webhook **ret_webhook)
+{
+        struct webhook *wh;
+        pthread_condattr_t attr;
+        if (!url || !*url || delay_ms < 0 || !(drop_rate >= 0.0 && drop_rate <= 1.0))
+                return TG_EINVAL;
+        wh = calloc(1, sizeof(*wh));
+        if (!wh)
+                return TG_ENOMEM;
+        wh->url = strdup(url);
+        wh->secret = malloc(secret_len ? secret_len : 1);
+        wh->queue = calloc(WEBHOOK_QUEUE_MAX, sizeof(*wh->queue));
+        if (!wh->url || !wh->secret || !wh->queue) {
+                free(wh->url);
+                free(wh->secret);
+                free(wh->queue);
+                free(wh);
+                return TG_ENOMEM;
+        }
+        if (secret_len)
+                memcpy(wh->secret, secret, secret_len);
+        wh->secret_len = secret_len;
+        wh->delay_ms = delay_ms;
+        wh->drop_rate = drop_rate;
+        tg_rng_seed(&wh->rng, seed ^ 0x776562686f6f6bULL);
+        pthread_mutex_init(&wh->lock, NULL);
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&wh->cond, &attr);
+        pthread_condattr_destroy(&attr);
+        if (pthread_create(&wh->thread, NULL, run, wh) != 0) {
+                webhook_free(wh);
+                return TG_ENOMEM;
+        }
+        wh->started = true;
+        *ret_webhook = wh;
+        return 0;
+}
+
+void webhook_free(struct webhook *wh)
+{
+        if (!wh)
+                return;
+        pthread_mutex_lock(&wh->lock);
+        wh->stopping = true;
+        pthread_cond_signal(&wh->cond);
+        pthread_mutex_unlock(&wh->lock);
+        if (wh->started)
+                pthread_join(wh->thread, NULL);
+        pthread_cond_destroy(&wh->cond);
+        pthread_mutex_destroy(&wh->lock);
+        free(wh->url);
+        free(wh->secret);
+        free(wh->queue);
+        free(wh);
+}
+
+void webhook_enqueue(struct webhook *wh, const char *operation_id, const char *status,
+                     const char *refund_id, tg_mono_ns now)
+{
+        struct event *ev;
+        pthread_mutex_lock(&wh->lock);
+        if (wh->n >= WEBHOOK_QUEUE_MAX) {
+                wh->stats.overflow++;
+                goto out;
+        }
+        ev = &wh->queue[(wh->head + wh->n) % WEBHOOK_QUEUE_MAX];
+        ev->due = now + wh->delay_ms * TG_NS_PER_MS;
+        snprintf(ev->operation_id, sizeof(ev->operation_id), "%s", operation_id);
+        snprintf(ev->status, sizeof(ev->status), "%s", status);
+        snprintf(ev->refund_id, sizeof(ev->refund_id), "%s", refund_id);
+        wh->n++;
+        wh->stats.queued++;
+        pthread_cond_signal(&wh->cond);
+out:
+        pthread_mutex_unlock(&wh->lock);
+}
+
+void webhook_set_faults(struct webhook *wh, int64_t delay_ms, double drop_rate)
+{
+        pthread_mutex_lock(&wh->lock);
+        if (delay_ms >= 0)
+                wh->delay_ms = delay_ms;
+        if (drop_rate >= 0.0 && drop_rate <= 1.0)
+                wh->drop_rate = drop_rate;
+        pthread_mutex_unlock(&wh->lock);
+}
+
+void webhook_stats(struct webhook *wh, struct webhook_stats *ret_stats)
+{
+        pthread_mutex_lock(&wh->lock);
+        *ret_stats = wh->stats;
+        pthread_mutex_unlock(&wh->lock);
+}
