@@ -1,0 +1,1012 @@
+/*
+ * The store contract: what every backend behind store.h must do, written
+ * against store.h alone and run once per backend url available:
+ *   - SQLite, always, one fresh database file in a temp dir per test;
+ *   - MariaDB/MySQL when TG_TEST_MYSQL_URL is set. Each test then uses the
+ *     database "<db of that url>_<pid>_<n>", which the backend (or the test
+ *     user) must be able to create: the contract assumes an empty store per
+ *     test. Until that backend is built, store_open answers
+ *     TG_EUNSUPPORTED and the group is reported as skipped.
+ *
+ * Wall times are fixed numbers (the store never reads a clock); a second
+ * handle on the same url stands in for "another connection" whenever a test
+ * proves that something was committed before the call returned.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/tg_error.h"
+#include "store/store.h"
+
+#define T0 1700000000000LL /* a wall time, ms */
+
+static char fx_url[600];   /* the url of the current test's store */
+static char fx_dir[256];   /* sqlite: its temp dir */
+static char fx_mysql[400]; /* TG_TEST_MYSQL_URL, when set */
+static unsigned fx_serial; /* per-test database names (mysql) */
+static bool fx_is_sqlite;
+
+/* ---- fixtures ------------------------------------------------------------ */
+
+static int setup_sqlite(void **state)
+{
+        (void)state;
+        snprintf(fx_dir, sizeof(fx_dir), "/tmp/tg-store-XXXXXX");
+        if (!mkdtemp(fx_dir))
+                return -1;
+        snprintf(fx_url, sizeof(fx_url), "sqlite://%s/t.db", fx_dir);
+        return 0;
+}
+
+static int teardown_sqlite(void **state)
+{
+        static const char *const files[] = {"t.db", "t.db-wal", "t.db-shm", "t.db.owner"};
+        char path[400];
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+                snprintf(path, sizeof(path), "%s/%s", fx_dir, files[i]);
+                unlink(path);
+        }
+        rmdir(fx_dir);
+        return 0;
+}
+
+static int setup_mysql(void **state)
+{
+        (void)state;
+        snprintf(fx_url, sizeof(fx_url), "%s_%ld_%u", fx_mysql, (long)getpid(), ++fx_serial);
+        return 0;
+}
+
+static int teardown_mysql(void **state)
+{
+        (void)state;
+        return 0;
+}
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static struct store *open_store(void)
+{
+        struct store *s = NULL;
+
+        assert_int_equal(store_open(fx_url, &s), 0);
+        assert_non_null(s);
+        return s;
+}
+
+static struct policy_config limits(void)
+{
+        struct policy_config c;
+
+        policy_config_default(&c);
+        return c;
+}
+
+static struct refund_request req(const char *id, const char *payment, int64_t amount)
+{
+        struct refund_request r;
+
+        memset(&r, 0, sizeof(r));
+        snprintf(r.operation_id, sizeof(r.operation_id), "%s", id);
+        snprintf(r.payment_id, sizeof(r.payment_id), "%s", payment);
+        r.amount = amount;
+        snprintf(r.currency, sizeof(r.currency), "TWD");
+        return r;
+}
+
+static struct op_record accept_new(struct store *s, const char *id, tg_wall_ms at)
+{
+        struct policy_config c = limits();
+        struct refund_request r = req(id, "pay-1", 1000);
+        struct op_record op;
+        bool created = false;
+
+        assert_int_equal(store_accept(s, &r, at, &c, &created, &op), 0);
+        assert_true(created);
+        return op;
+}
+
+static struct op_record get_op(struct store *s, const char *id)
+{
+        struct op_record op;
+
+        assert_int_equal(store_get(s, id, &op), 0);
+        return op;
+}
+
+static int64_t acquire(struct store *s)
+{
+        int64_t epoch = 0;
+
+        assert_int_equal(store_owner_acquire(s, &epoch), 0);
+        assert_true(epoch > 0);
+        return epoch;
+}
+
+static int claim(struct store *s, enum store_group group, int64_t epoch, tg_wall_ms now,
+                 struct op_record *op, struct call_record *call)
+{
+        struct claim_args a;
+
+        memset(&a, 0, sizeof(a));
+        a.group = group;
+        a.epoch = epoch;
+        a.now = now;
+        a.start_mono = 5 * TG_NS_PER_S;
+        a.in_flight_at_start = 1;
+        snprintf(a.request_id, sizeof(a.request_id), "req-%lld", (long long)now);
+        return store_claim(s, &a, op, call);
+}
+
+static struct settle_args settle_args_for(const struct op_record *op,
+                                          const struct call_record *call, enum tg_class cls,
+                                          enum op_state next, tg_wall_ms now,
+                                          tg_wall_ms next_run_at)
+{
+        struct settle_args a;
+
+        memset(&a, 0, sizeof(a));
+        a.call_id = call->id;
+        a.op_id = op->id;
+        a.epoch = call->epoch;
+        a.sent = true;
+        a.cls = cls;
+        a.http_status = cls == TG_CLASS_SUCCEEDED ? 201 : 503;
+        a.end_mono = call->start_mono + 20 * TG_NS_PER_MS;
+        a.now = now;
+        a.latency_us = 20000;
+        a.decision.next = next;
+        a.decision.next_run_at = next_run_at;
+        a.decision.reason = next == OP_MANUAL ? MANUAL_ATTEMPTS_EXHAUSTED : MANUAL_NONE;
+        return a;
+}
+
+/* Claims the oldest of a group and settles it to `next`. */
+static struct op_record drive(struct store *s, enum store_group group, int64_t epoch,
+                              tg_wall_ms now, enum tg_class cls, enum op_state next,
+                              tg_wall_ms next_run_at)
+{
+        struct op_record op;
+        struct call_record call;
+        struct settle_args a;
+
+        assert_int_equal(claim(s, group, epoch, now, &op, &call), 0);
+        a = settle_args_for(&op, &call, cls, next, now + 20, next_run_at);
+        assert_int_equal(store_settle(s, &a), 0);
+        return get_op(s, op.req.operation_id);
+}
+
+#define MAX_SEEN 16
+struct seen {
+        unsigned n;
+        int64_t ids[MAX_SEEN];
+        struct call_record calls[MAX_SEEN];
+        struct audit_record audits[MAX_SEEN];
+        char op_ids[MAX_SEEN][TG_OP_ID_MAX + 1];
+        unsigned stop_after; /* 0: never */
+};
+
+static int on_call(const struct call_record *call, void *userdata)
+{
+        struct seen *seen = userdata;
+
+        if (seen->n < MAX_SEEN) {
+                seen->calls[seen->n] = *call;
+                seen->ids[seen->n] = call->id;
+        }
+        seen->n++;
+        return seen->stop_after && seen->n >= seen->stop_after ? 42 : 0;
+}
+
+static int on_op(const struct op_record *op, void *userdata)
+{
+        struct seen *seen = userdata;
+
+        if (seen->n < MAX_SEEN) {
+                seen->ids[seen->n] = op->id;
+                snprintf(seen->op_ids[seen->n], sizeof(seen->op_ids[0]), "%s",
+                         op->req.operation_id);
+        }
+        seen->n++;
+        return 0;
+}
+
+static int on_audit(const struct audit_record *audit, void *userdata)
+{
+        struct seen *seen = userdata;
+
+        if (seen->n < MAX_SEEN)
+                seen->audits[seen->n] = *audit;
+        seen->n++;
+        return 0;
+}
+
+/* ---- intake ------------------------------------------------------------------ */
+
+static void test_accept_new_same_conflict(void **state)
+{
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        struct refund_request r = req("op-1", "pay-1", 1000);
+        struct refund_request other = req("op-1", "pay-1", 999);
+        struct op_record op, again, got;
+        struct store_stats st;
+        bool created = false;
+
+        (void)state;
+        assert_int_equal(store_accept(s, &r, T0, &c, &created, &op), 0);
+        assert_true(created);
+        assert_true(op.id > 0);
+        assert_string_equal(op.req.operation_id, "op-1");
+        assert_int_equal(op.state, OP_PENDING);
+        assert_int_equal(op.attempts, 0);
+        assert_int_equal(op.attempt_limit, c.max_attempts);
+        assert_int_equal(op.query_limit, c.max_queries);
+        assert_int_equal(op.accepted_at, T0);
+        assert_int_equal(op.deadline_at, T0 + c.deadline_ms);
+        assert_int_equal(op.key_first_used, 0);
+
+        /* the same request again: found, not created */
+        created = true;
+        assert_int_equal(store_accept(s, &r, T0 + 5, &c, &created, &again), 0);
+        assert_false(created);
+        assert_int_equal(again.id, op.id);
+        assert_int_equal(again.accepted_at, T0);
+
+        /* same key, other body: refused, nothing stored, outputs untouched */
+        created = true;
+        memset(&got, 0x5a, sizeof(got));
+        assert_int_equal(store_accept(s, &other, T0 + 6, &c, &created, &got), TG_ECONFLICT);
+        assert_true(created);
+        assert_int_equal(got.id, (int64_t)0x5a5a5a5a5a5a5a5aLL);
+        other = req("op-1", "pay-2", 1000);
+        assert_int_equal(store_accept(s, &other, T0 + 6, &c, &created, &got), TG_ECONFLICT);
+
+        got = get_op(s, "op-1");
+        assert_int_equal(got.req.amount, 1000);
+        assert_string_equal(got.req.payment_id, "pay-1");
+        assert_string_equal(got.req.currency, "TWD");
+        assert_int_equal(store_get(s, "nope", &got), TG_ENOTFOUND);
+
+        assert_int_equal(store_stats(s, &st), 0);
+        assert_int_equal(st.by_state[OP_PENDING], 1);
+        store_close(s);
+}
+
+/* ---- the exit --------------------------------------------------------------- */
+
+static void test_claim_first_oldest_and_committed(void **state)
+{
+        struct store *s = open_store();
+        struct store *other = open_store();
+        struct op_record op, seen_op;
+        struct call_record call;
+        struct seen seen = {0};
+        int64_t epoch = acquire(s);
+
+        (void)state;
+        accept_new(s, "b", T0 + 2);
+        accept_new(s, "a", T0 + 1);
+        accept_new(s, "c", T0 + 3);
+
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 100, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "a");
+        assert_int_equal(op.state, OP_IN_FLIGHT);
+        assert_int_equal(op.attempts, 1);
+        assert_int_equal(op.epoch, epoch);
+        assert_int_equal(op.key_first_used, T0 + 100);
+        assert_int_equal(call.kind, TG_KIND_FIRST);
+        assert_int_equal(call.attempt, 1);
+        assert_int_equal(call.op_id, op.id);
+        assert_int_equal(call.epoch, epoch);
+        assert_false(call.ended);
+        assert_string_equal(call.operation_id, "a");
+        assert_string_equal(call.request_id, "req-1700000000100");
+
+        /* record attempt before send: another connection already sees it */
+        seen_op = get_op(other, "a");
+        assert_int_equal(seen_op.state, OP_IN_FLIGHT);
+        assert_int_equal(seen_op.attempts, 1);
+        assert_int_equal(store_list_op_calls(other, op.id, on_call, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_int_equal(seen.calls[0].id, call.id);
+        assert_false(seen.calls[0].ended);
+        assert_int_equal(seen.calls[0].start_mono, 5 * TG_NS_PER_S);
+        assert_int_equal(seen.calls[0].start_wall, T0 + 100);
+        assert_int_equal(seen.calls[0].in_flight_at_start, 1);
+
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 101, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "b");
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 102, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "c");
+        memset(&op, 0x11, sizeof(op));
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 103, &op, &call), TG_ENOTFOUND);
+        assert_int_equal(op.id, (int64_t)0x1111111111111111LL);
+        /* nothing in the again group */
+        assert_int_equal(claim(s, STORE_GROUP_AGAIN, epoch, T0 + 103, &op, &call), TG_ENOTFOUND);
+        store_close(other);
+        store_close(s);
+}
+
+static void test_claim_again_only_when_due(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op, w, u, v;
+        struct call_record call;
+
+        (void)state;
+        accept_new(s, "w", T0 + 1); /* will wait for a retry until T0+5000 */
+        accept_new(s, "u", T0 + 2); /* unknown, due at T0+1000 */
+        accept_new(s, "v", T0 + 3); /* unknown, due at T0+1000 */
+        w = drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_RETRYABLE, OP_RETRY_WAIT,
+                  T0 + 5000);
+        assert_int_equal(w.state, OP_RETRY_WAIT);
+        assert_int_equal(w.next_run_at, T0 + 5000);
+        u = drive(s, STORE_GROUP_FIRST, epoch, T0 + 11, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 1000);
+        v = drive(s, STORE_GROUP_FIRST, epoch, T0 + 12, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 1000);
+        assert_int_equal(u.state, OP_UNKNOWN);
+        assert_int_equal(v.state, OP_UNKNOWN);
+
+        /* none due yet; the first group does not hand them out either */
+        assert_int_equal(claim(s, STORE_GROUP_AGAIN, epoch, T0 + 999, &op, &call), TG_ENOTFOUND);
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 999, &op, &call), TG_ENOTFOUND);
+
+        /* due: the oldest accepted of the due ones, as a query */
+        assert_int_equal(claim(s, STORE_GROUP_AGAIN, epoch, T0 + 1000, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "u");
+        assert_int_equal(call.kind, TG_KIND_QUERY);
+        assert_int_equal(op.queries, 1);
+        assert_int_equal(op.attempts, 1);
+        assert_int_equal(call.attempt, 1);
+        assert_int_equal(op.key_first_used, T0 + 11); /* a query does not touch it */
+        assert_int_equal(claim(s, STORE_GROUP_AGAIN, epoch, T0 + 1000, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "v");
+        assert_int_equal(claim(s, STORE_GROUP_AGAIN, epoch, T0 + 4999, &op, &call), TG_ENOTFOUND);
+
+        /* the retry, once due, is a POST with the same key: attempt 2 */
+        assert_int_equal(claim(s, STORE_GROUP_AGAIN, epoch, T0 + 5000, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "w");
+        assert_int_equal(call.kind, TG_KIND_RETRY);
+        assert_int_equal(op.attempts, 2);
+        assert_int_equal(call.attempt, 2);
+        assert_int_equal(op.key_first_used, T0 + 10);
+        store_close(s);
+}
+
+static void test_settle_transitions(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op, got;
+        struct call_record call;
+        struct settle_args a;
+        struct seen seen = {0};
+
+        (void)state;
+        accept_new(s, "x", T0);
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 10, &op, &call), 0);
+
+        /* the wrong epoch: refused, nothing changes */
+        a = settle_args_for(&op, &call, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 30, 0);
+        a.epoch = epoch + 1;
+        assert_int_equal(store_settle(s, &a), TG_EFENCED);
+        got = get_op(s, "x");
+        assert_int_equal(got.state, OP_IN_FLIGHT);
+
+        /* a retryable answer: retry_wait with its wait remembered */
+        a = settle_args_for(&op, &call, TG_CLASS_RETRYABLE, OP_RETRY_WAIT, T0 + 30, T0 + 1500);
+        a.decision.wait_ms = 1470;
+        snprintf(a.error, sizeof(a.error), "provider said later");
+        assert_int_equal(store_settle(s, &a), 0);
+        got = get_op(s, "x");
+        assert_int_equal(got.state, OP_RETRY_WAIT);
+        assert_int_equal(got.next_run_at, T0 + 1500);
+        assert_int_equal(got.last_wait_ms, 1470);
+        assert_int_equal(got.last_http_status, 503);
+        assert_int_equal(got.last_class, TG_CLASS_RETRYABLE);
+        assert_int_equal(got.updated_at, T0 + 30);
+        assert_int_equal(store_list_op_calls(s, op.id, on_call, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_true(seen.calls[0].ended);
+        assert_true(seen.calls[0].sent);
+        assert_int_equal(seen.calls[0].cls, TG_CLASS_RETRYABLE);
+        assert_int_equal(seen.calls[0].http_status, 503);
+        assert_int_equal(seen.calls[0].latency_us, 20000);
+        assert_int_equal(seen.calls[0].end_wall, T0 + 30);
+        assert_int_equal(seen.calls[0].end_mono, call.start_mono + 20 * TG_NS_PER_MS);
+        assert_string_equal(seen.calls[0].error, "provider said later");
+
+        /* the same settle again: the op is no longer in flight */
+        assert_int_equal(store_settle(s, &a), TG_EFENCED);
+
+        /* retry, succeeded with a refund id */
+        assert_int_equal(claim(s, STORE_GROUP_AGAIN, epoch, T0 + 1500, &op, &call), 0);
+        a = settle_args_for(&op, &call, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 1600, 0);
+        snprintf(a.refund_id, sizeof(a.refund_id), "re_123");
+        assert_int_equal(store_settle(s, &a), 0);
+        got = get_op(s, "x");
+        assert_int_equal(got.state, OP_SUCCEEDED);
+        assert_string_equal(got.refund_id, "re_123");
+        assert_int_equal(got.last_http_status, 201);
+        assert_int_equal(got.last_wait_ms, 1470); /* kept: no new wait */
+        assert_int_equal(got.attempts, 2);
+        store_close(s);
+}
+
+/* ---- ownership --------------------------------------------------------------- */
+
+static void test_owner_lock(void **state)
+{
+        struct store *a = open_store();
+        struct store *b = open_store();
+        int64_t ea, eb = -7, e;
+
+        (void)state;
+        assert_int_equal(store_owner_epoch(a, &e), 0);
+        assert_int_equal(e, 0);
+        assert_int_equal(store_owner_check(a), TG_ELOCKED);
+        ea = acquire(a);
+        assert_int_equal(store_owner_check(a), 0);
+        assert_int_equal(store_owner_acquire(b, &eb), TG_ELOCKED);
+        assert_int_equal(eb, -7);
+        assert_int_equal(store_owner_check(b), TG_ELOCKED);
+
+        /* acquiring again on the owning handle is not a new takeover */
+        assert_int_equal(store_owner_acquire(a, &e), 0);
+        assert_int_equal(e, ea);
+
+        if (fx_is_sqlite) {
+                /* another descriptor of the lock file opened and closed in
+                 * this process must not drop the lock */
+                char path[400];
+                int fd;
+
+                snprintf(path, sizeof(path), "%s/t.db.owner", fx_dir);
+                fd = open(path, O_RDWR);
+                assert_true(fd >= 0);
+                close(fd);
+                assert_int_equal(store_owner_acquire(b, &eb), TG_ELOCKED);
+                assert_int_equal(store_owner_check(a), 0);
+        }
+
+        store_owner_release(a);
+        store_owner_release(a); /* safe when not the owner */
+        assert_int_equal(store_owner_check(a), TG_ELOCKED);
+        eb = acquire(b);
+        assert_true(eb > ea);
+        assert_int_equal(store_owner_epoch(a, &e), 0);
+        assert_int_equal(e, eb);
+        assert_int_equal(store_owner_acquire(a, &e), TG_ELOCKED);
+
+        /* closing the owner's handle frees the exit */
+        store_close(b);
+        e = acquire(a);
+        assert_true(e > eb);
+        store_close(a);
+}
+
+static void test_fenced_after_newer_acquire(void **state)
+{
+        struct store *a = open_store();
+        struct store *b = open_store();
+        struct op_record op1, op, got;
+        struct call_record call1, call;
+        struct settle_args sa;
+        struct policy_config c = limits();
+        unsigned n = 0;
+        int64_t ea = acquire(a), eb;
+
+        (void)state;
+        accept_new(a, "f1", T0);
+        accept_new(a, "f2", T0 + 1);
+        assert_int_equal(claim(a, STORE_GROUP_FIRST, ea, T0 + 10, &op1, &call1), 0);
+        store_owner_release(a);
+
+        eb = acquire(b);
+        assert_true(eb > ea);
+        /* the old owner's claims are refused and change nothing */
+        assert_int_equal(claim(a, STORE_GROUP_FIRST, ea, T0 + 20, &op, &call), TG_EFENCED);
+        got = get_op(b, "f2");
+        assert_int_equal(got.state, OP_PENDING);
+        assert_int_equal(got.attempts, 0);
+
+        /* the new owner recovers f1; the old owner's settle is then fenced */
+        assert_int_equal(store_recover(b, eb, &c, T0 + 30, &n), 0);
+        assert_int_equal(n, 1);
+        sa = settle_args_for(&op1, &call1, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 40, 0);
+        assert_int_equal(store_settle(a, &sa), TG_EFENCED);
+        got = get_op(b, "f1");
+        assert_int_equal(got.state, OP_UNKNOWN);
+
+        /* ... and stays fenced once the new owner has claimed it again */
+        assert_int_equal(claim(b, STORE_GROUP_AGAIN, eb, T0 + 40, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "f1");
+        assert_int_equal(call.kind, TG_KIND_QUERY);
+        assert_int_equal(store_settle(a, &sa), TG_EFENCED);
+        got = get_op(b, "f1");
+        assert_int_equal(got.state, OP_IN_FLIGHT);
+        assert_int_equal(got.epoch, eb);
+
+        /* recovery under an old epoch is fenced as well */
+        assert_int_equal(store_recover(a, ea, &c, T0 + 50, &n), TG_EFENCED);
+        store_close(a);
+        store_close(b);
+}
+
+static void test_recover(void **state)
+{
+        struct store *a = open_store();
+        struct store *b;
+        struct op_record op, r1, r2;
+        struct call_record call;
+        struct policy_config c = limits();
+        struct seen seen = {0};
+        unsigned n = 0;
+        int64_t ea = acquire(a), eb;
+
+        (void)state;
+        accept_new(a, "r1", T0);
+        accept_new(a, "r2", T0 + 1);
+        assert_int_equal(claim(a, STORE_GROUP_FIRST, ea, T0 + 10, &op, &call), 0);
+        assert_int_equal(claim(a, STORE_GROUP_FIRST, ea, T0 + 11, &op, &call), 0);
+        /* the owner dies without settling (its handle goes away) */
+        store_close(a);
+
+        b = open_store();
+        eb = acquire(b);
+        assert_int_equal(store_recover(b, eb, &c, T0 + 3000, &n), 0);
+        assert_int_equal(n, 2);
+        r1 = get_op(b, "r1");
+        r2 = get_op(b, "r2");
+        assert_int_equal(r1.state, OP_UNKNOWN);
+        assert_int_equal(r2.state, OP_UNKNOWN);
+        assert_true(r1.next_run_at <= T0 + 3000);
+        assert_int_equal(r1.attempts, 1); /* the attempt stays counted */
+        assert_int_equal(store_list_op_calls(b, r1.id, on_call, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_true(seen.calls[0].ended);
+        assert_int_equal(seen.calls[0].cls, TG_CLASS_UNKNOWN);
+        assert_non_null(strstr(seen.calls[0].error, "owner lost"));
+
+        /* nothing left to recover */
+        assert_int_equal(store_recover(b, eb, &c, T0 + 3001, &n), 0);
+        assert_int_equal(n, 0);
+
+        /* past the deadline, a takeover goes to manual */
+        accept_new(b, "r3", T0 + 2);
+        assert_int_equal(claim(b, STORE_GROUP_FIRST, eb, T0 + 3002, &op, &call), 0);
+        store_close(b);
+        b = open_store();
+        eb = acquire(b);
+        assert_int_equal(store_recover(b, eb, &c, T0 + c.deadline_ms + 10, &n), 0);
+        assert_int_equal(n, 1);
+        op = get_op(b, "r3");
+        assert_int_equal(op.state, OP_MANUAL);
+        assert_int_equal(op.reason, MANUAL_DEADLINE);
+        store_close(b);
+}
+
+/* A child process accepts and claims, then dies without settling or closing;
+ * its lock dies with it, and the next owner recovers the claim. */
+static void test_crash_between_claim_and_settle(void **state)
+{
+        struct store *s;
+        struct op_record op;
+        struct policy_config c = limits();
+        unsigned n = 0;
+        int64_t epoch;
+        int status = 0;
+        pid_t pid;
+
+        (void)state;
+        fflush(NULL);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct store *cs = NULL;
+                struct op_record cop;
+                struct call_record ccall;
+                bool created;
+                int64_t ce = 0;
+                struct refund_request r = req("crash-1", "pay-9", 500);
+
+                if (store_open(fx_url, &cs) != 0 || store_owner_acquire(cs, &ce) != 0 ||
+                    store_accept(cs, &r, T0, &c, &created, &cop) != 0 ||
+                    claim(cs, STORE_GROUP_FIRST, ce, T0 + 10, &cop, &ccall) != 0)
+                        _exit(1);
+                _exit(0); /* no settle, no close */
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+
+        s = open_store();
+        op = get_op(s, "crash-1");
+        assert_int_equal(op.state, OP_IN_FLIGHT);
+        assert_int_equal(op.attempts, 1);
+        epoch = acquire(s);
+        assert_true(epoch > op.epoch);
+        assert_int_equal(store_recover(s, epoch, &c, T0 + 3000, &n), 0);
+        assert_int_equal(n, 1);
+        op = get_op(s, "crash-1");
+        assert_int_equal(op.state, OP_UNKNOWN);
+        store_close(s);
+}
+
+/* ---- scheduling ------------------------------------------------------------- */
+
+static void test_sweep_deadlines(void **state)
+{
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        int64_t epoch = acquire(s);
+        struct op_record op;
+        struct call_record call;
+        struct seen seen = {0};
+        unsigned n = 99;
+        tg_wall_ms late = T0 + c.deadline_ms + 100;
+
+        (void)state;
+        accept_new(s, "d-wait", T0);
+        accept_new(s, "d-unknown", T0 + 1);
+        accept_new(s, "d-fly", T0 + 2);
+        accept_new(s, "d-done", T0 + 3);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_RETRYABLE, OP_RETRY_WAIT, T0 + 2000);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 11, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 2000);
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 12, &op, &call), 0);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 13, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        accept_new(s, "d-pending", T0 + 4);
+        accept_new(s, "d-young", late - 10); /* its deadline is still ahead */
+
+        assert_int_equal(store_sweep_deadlines(s, T0 + 60000, &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(store_sweep_deadlines(s, late, &n), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(get_op(s, "d-wait").state, OP_MANUAL);
+        assert_int_equal(get_op(s, "d-wait").reason, MANUAL_DEADLINE);
+        assert_int_equal(get_op(s, "d-unknown").state, OP_MANUAL);
+        assert_int_equal(get_op(s, "d-pending").state, OP_MANUAL);
+        assert_int_equal(get_op(s, "d-fly").state, OP_IN_FLIGHT);
+        assert_int_equal(get_op(s, "d-done").state, OP_SUCCEEDED);
+        assert_int_equal(get_op(s, "d-young").state, OP_PENDING);
+        assert_int_equal(store_list_audit(s, get_op(s, "d-wait").id, on_audit, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.audits[0].action, "event");
+        assert_int_equal(seen.audits[0].at, late);
+        store_close(s);
+}
+
+static void test_next_due(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        tg_wall_ms next = 0;
+        bool pending = true;
+
+        (void)state;
+        assert_int_equal(store_next_due(s, &next, &pending), 0);
+        assert_int_equal(next, TG_WALL_NEVER);
+        assert_false(pending);
+
+        accept_new(s, "n1", T0);
+        accept_new(s, "n2", T0 + 1);
+        accept_new(s, "n3", T0 + 2);
+        assert_int_equal(store_next_due(s, &next, &pending), 0);
+        assert_int_equal(next, TG_WALL_NEVER);
+        assert_true(pending);
+
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_RETRYABLE, OP_RETRY_WAIT, T0 + 7000);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 11, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 4000);
+        assert_int_equal(store_next_due(s, &next, &pending), 0);
+        assert_int_equal(next, T0 + 4000);
+        assert_true(pending);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 12, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        assert_int_equal(store_next_due(s, &next, &pending), 0);
+        assert_false(pending);
+        store_close(s);
+}
+
+/* ---- manual review ------------------------------------------------------------ */
+
+static void test_manual_resend_resolve(void **state)
+{
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        int64_t epoch = acquire(s);
+        struct op_record m1, m2, op, got;
+        struct call_record call;
+        struct settle_args a;
+        struct seen seen = {0};
+
+        (void)state;
+        accept_new(s, "m1", T0);
+        accept_new(s, "m2", T0 + 1);
+        accept_new(s, "live", T0 + 2);
+        m1 = drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        m2 = drive(s, STORE_GROUP_FIRST, epoch, T0 + 11, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        assert_int_equal(m1.state, OP_MANUAL);
+        assert_int_equal(m1.reason, MANUAL_ATTEMPTS_EXHAUSTED);
+
+        assert_int_equal(store_list_manual(s, 0, 10, on_op, &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.op_ids[0], "m1");
+        assert_string_equal(seen.op_ids[1], "m2");
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_manual(s, m1.id, 10, on_op, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.op_ids[0], "m2");
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_manual(s, 0, 1, on_op, &seen), 0);
+        assert_int_equal(seen.n, 1);
+
+        /* refused unless manual; refused past key retention */
+        assert_int_equal(store_operator_resend(s, "live", "ana", "try", &c, T0 + 20, &op),
+                         TG_ESTATE);
+        assert_int_equal(store_operator_resend(s, "ghost", "ana", "try", &c, T0 + 20, &op),
+                         TG_ENOTFOUND);
+        assert_int_equal(store_operator_resend(s, "m2", "ana", "try", &c,
+                                               m2.key_first_used + c.key_retention_ms + 1, &op),
+                         TG_ERANGE);
+        assert_int_equal(get_op(s, "m2").state, OP_MANUAL);
+
+        /* a re-send: retry_wait, due now, kind manual, audited */
+        assert_int_equal(
+            store_operator_resend(s, "m1", "ana", "customer called", &c, T0 + 100, &op), 0);
+        assert_int_equal(op.state, OP_RETRY_WAIT);
+        assert_true(op.operator_resend);
+        assert_true(op.next_run_at <= T0 + 100);
+        assert_int_equal(op.attempt_limit, m1.attempts + 1);
+        got = get_op(s, "m1");
+        assert_int_equal(got.state, OP_RETRY_WAIT);
+        assert_true(got.operator_resend);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_audit(s, m1.id, on_audit, &seen), 0);
+        assert_true(seen.n >= 1);
+        assert_string_equal(seen.audits[seen.n - 1].action, "resend");
+        assert_string_equal(seen.audits[seen.n - 1].operator_name, "ana");
+        assert_string_equal(seen.audits[seen.n - 1].reason, "customer called");
+        assert_int_equal(seen.audits[seen.n - 1].at, T0 + 100);
+
+        /* it leaves through the same exit as kind manual, and the flag clears */
+        assert_int_equal(claim(s, STORE_GROUP_AGAIN, epoch, T0 + 100, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "m1");
+        assert_int_equal(call.kind, TG_KIND_MANUAL);
+        assert_int_equal(op.attempts, m1.attempts + 1);
+        a = settle_args_for(&op, &call, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 150, 0);
+        assert_int_equal(store_settle(s, &a), 0);
+        got = get_op(s, "m1");
+        assert_int_equal(got.state, OP_SUCCEEDED);
+        assert_false(got.operator_resend);
+
+        /* resolve: only manual, audited */
+        assert_int_equal(store_operator_resolve(s, "m1", "bo", "dup", OP_REJECTED, T0 + 200, &op),
+                         TG_ESTATE);
+        assert_int_equal(store_operator_resolve(s, "m2", "bo", "checked with provider", OP_REJECTED,
+                                                T0 + 200, &op),
+                         0);
+        assert_int_equal(op.state, OP_REJECTED);
+        assert_int_equal(get_op(s, "m2").state, OP_REJECTED);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_audit(s, m2.id, on_audit, &seen), 0);
+        assert_true(seen.n >= 1);
+        assert_string_equal(seen.audits[seen.n - 1].action, "resolve");
+        assert_string_equal(seen.audits[seen.n - 1].operator_name, "bo");
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_manual(s, 0, 10, on_op, &seen), 0);
+        assert_int_equal(seen.n, 0);
+        store_close(s);
+}
+
+static void test_settle_external(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op, got;
+        struct call_record call;
+        struct seen seen = {0};
+
+        (void)state;
+        accept_new(s, "e1", T0);
+        accept_new(s, "e2", T0 + 1);
+        accept_new(s, "e3", T0 + 2);
+        op = drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 2000);
+
+        assert_int_equal(store_settle_external(s, "e1", OP_SUCCEEDED, "re_9", "webhook", T0 + 50),
+                         0);
+        got = get_op(s, "e1");
+        assert_int_equal(got.state, OP_SUCCEEDED);
+        assert_string_equal(got.refund_id, "re_9");
+        assert_int_equal(store_list_audit(s, op.id, on_audit, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.audits[0].operator_name, "webhook");
+        /* again the same: no change; the other outcome: refused */
+        assert_int_equal(store_settle_external(s, "e1", OP_SUCCEEDED, "re_9", "webhook", T0 + 60),
+                         0);
+        assert_int_equal(get_op(s, "e1").updated_at, T0 + 50);
+        assert_int_equal(store_settle_external(s, "e1", OP_REJECTED, NULL, "file", T0 + 60),
+                         TG_ESTATE);
+        /* in flight: the exit's own call decides */
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 70, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "e2");
+        assert_int_equal(store_settle_external(s, "e2", OP_SUCCEEDED, NULL, "file", T0 + 80),
+                         TG_ESTATE);
+        assert_int_equal(store_settle_external(s, "zz", OP_SUCCEEDED, NULL, "file", T0 + 80),
+                         TG_ENOTFOUND);
+        assert_int_equal(store_settle_external(s, "e3", OP_MANUAL, NULL, "file", T0 + 80),
+                         TG_EINVAL);
+        store_close(s);
+}
+
+/* ---- reading ------------------------------------------------------------------ */
+
+static void test_stats(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op;
+        struct call_record call;
+        struct store_stats st;
+
+        (void)state;
+        assert_int_equal(store_stats(s, &st), 0);
+        assert_int_equal(st.oldest_open_accepted_at, TG_WALL_NEVER);
+        assert_int_equal(st.calls_total, 0);
+        assert_int_equal(st.epoch, epoch);
+
+        accept_new(s, "s1", T0 + 5);
+        accept_new(s, "s2", T0 + 6);
+        accept_new(s, "s3", T0 + 7);
+        accept_new(s, "s4", T0 + 8);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 11, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 100);
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 12, &op, &call), 0);
+
+        assert_int_equal(store_stats(s, &st), 0);
+        assert_int_equal(st.by_state[OP_SUCCEEDED], 1);
+        assert_int_equal(st.by_state[OP_UNKNOWN], 1);
+        assert_int_equal(st.by_state[OP_IN_FLIGHT], 1);
+        assert_int_equal(st.by_state[OP_PENDING], 1);
+        assert_int_equal(st.by_state[OP_MANUAL], 0);
+        assert_int_equal(st.oldest_open_accepted_at, T0 + 6); /* s1 is final */
+        assert_int_equal(st.calls_total, 3);
+        store_close(s);
+}
+
+static void test_list_calls_since_limit(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct seen seen = {0};
+        char id[16];
+
+        (void)state;
+        for (int i = 0; i < 5; i++) {
+                snprintf(id, sizeof(id), "l%d", i);
+                accept_new(s, id, T0 + i);
+                drive(s, STORE_GROUP_FIRST, epoch, T0 + 10 + i, TG_CLASS_SUCCEEDED, OP_SUCCEEDED,
+                      0);
+        }
+        assert_int_equal(store_list_calls(s, 0, 3, on_call, &seen), 0);
+        assert_int_equal(seen.n, 3);
+        assert_true(seen.ids[0] < seen.ids[1] && seen.ids[1] < seen.ids[2]);
+        assert_string_equal(seen.calls[0].operation_id, "l0");
+
+        int64_t last = seen.ids[2];
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_calls(s, last, 100, on_call, &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_true(seen.ids[0] > last);
+        assert_string_equal(seen.calls[1].operation_id, "l4");
+
+        /* a non-zero callback return stops the walk and is returned */
+        memset(&seen, 0, sizeof(seen));
+        seen.stop_after = 2;
+        assert_int_equal(store_list_calls(s, 0, 100, on_call, &seen), 42);
+        assert_int_equal(seen.n, 2);
+        store_close(s);
+}
+
+/* A callback may call back into the store: no statement or transaction is
+ * open while it runs. */
+static int reenter(const struct call_record *call, void *userdata)
+{
+        struct store *s = userdata;
+        struct op_record op;
+
+        return store_get(s, call->operation_id, &op) == 0 ? 0 : 1;
+}
+
+static void test_callbacks_may_reenter(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+
+        (void)state;
+        accept_new(s, "re1", T0);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        assert_int_equal(store_list_calls(s, 0, 10, reenter, s), 0);
+        store_close(s);
+}
+
+static void test_bad_urls(void **state)
+{
+        struct store *s = NULL;
+
+        (void)state;
+        assert_int_equal(store_open("postgres://x", &s), TG_EINVAL);
+        assert_int_equal(store_open("sqlite://", &s), TG_EINVAL);
+        assert_int_equal(store_open("sqlite:///nonexistent-dir/x/y.db", &s), TG_EIO);
+        assert_null(s);
+        store_close(NULL);
+}
+
+/* ---- main --------------------------------------------------------------------- */
+
+#define CONTRACT_TESTS(setup, teardown)                                                            \
+        cmocka_unit_test_setup_teardown(test_accept_new_same_conflict, setup, teardown),           \
+            cmocka_unit_test_setup_teardown(test_claim_first_oldest_and_committed, setup,          \
+                                            teardown),                                             \
+            cmocka_unit_test_setup_teardown(test_claim_again_only_when_due, setup, teardown),      \
+            cmocka_unit_test_setup_teardown(test_settle_transitions, setup, teardown),             \
+            cmocka_unit_test_setup_teardown(test_owner_lock, setup, teardown),                     \
+            cmocka_unit_test_setup_teardown(test_fenced_after_newer_acquire, setup, teardown),     \
+            cmocka_unit_test_setup_teardown(test_recover, setup, teardown),                        \
+            cmocka_unit_test_setup_teardown(test_crash_between_claim_and_settle, setup, teardown), \
+            cmocka_unit_test_setup_teardown(test_sweep_deadlines, setup, teardown),                \
+            cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),                       \
+            cmocka_unit_test_setup_teardown(test_manual_resend_resolve, setup, teardown),          \
+            cmocka_unit_test_setup_teardown(test_settle_external, setup, teardown),                \
+            cmocka_unit_test_setup_teardown(test_stats, setup, teardown),                          \
+            cmocka_unit_test_setup_teardown(test_list_calls_since_limit, setup, teardown),         \
+            cmocka_unit_test_setup_teardown(test_callbacks_may_reenter, setup, teardown)
+
+int main(void)
+{
+        const struct CMUnitTest sqlite_tests[] = {
+            CONTRACT_TESTS(setup_sqlite, teardown_sqlite),
+            cmocka_unit_test(test_bad_urls),
+        };
+        const struct CMUnitTest mysql_tests[] = {
+            CONTRACT_TESTS(setup_mysql, teardown_mysql),
+        };
+        const char *mysql = getenv("TG_TEST_MYSQL_URL");
+        int failed;
+
+        fx_is_sqlite = true;
+        failed = cmocka_run_group_tests_name("store contract: sqlite", sqlite_tests, NULL, NULL);
+
+        if (!mysql || !mysql[0]) {
+                printf("store contract: mysql skipped (TG_TEST_MYSQL_URL not set)\n");
+                return failed;
+        }
+        snprintf(fx_mysql, sizeof(fx_mysql), "%s", mysql);
+        {
+                struct store *probe = NULL;
+                int r;
+
+                setup_mysql(NULL);
+                r = store_open(fx_url, &probe);
+                store_close(probe);
+                if (r == TG_EUNSUPPORTED) {
+                        printf("store contract: mysql skipped (backend not built: %s)\n",
+                               tg_strerror(r));
+                        return failed;
+                }
+        }
+        fx_is_sqlite = false;
+        failed += cmocka_run_group_tests_name("store contract: mysql", mysql_tests, NULL, NULL);
+        return failed;
+}
