@@ -1,0 +1,51 @@
+/*
+ * api_parse — the intake's JSON side, without I/O: turns a POST /v1/refunds
+ * body into a struct refund_request, or into the API error a client gets
+ * back. Kept apart from api.c so that the fuzz target (tests/fuzz/
+ * fuzz_intake.c) can feed it hostile bytes without a store or a server.
+ *
+ * Decisions (documented for clients in the README):
+ *   - the body must be one JSON object (jansson, JSON_REJECT_DUPLICATES):
+ *     malformed JSON, bad UTF-8, "\u0000" in strings, duplicate keys, a
+ *     non-object, an empty body -> 400 invalid_json;
+ *   - a field the API does not know -> 422 unknown_field (a typo such as
+ *     "ammount" must not be silently ignored on a money path);
+ *   - a missing field, a wrong type, a float or exponent amount, a number
+ *     outside int64, or a value refund_validate refuses -> 422 invalid_field,
+ *     with the field named.
+ */
+#ifndef TG_API_PARSE_H
+#define TG_API_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "store/store.h"
+
+/* One API error, as it goes into the error body. code and message are
+ * NUL-terminated; field is "" when no field applies. */
+struct api_error {
+        int status;
+        char code[32];
+        char message[160];
+        char field[72];
+        bool retryable;
+};
+
+/* Fills *err (all members). */
+void api_error_set(struct api_error *err, int status, const char *code, const char *field,
+                   const char *message);
+
+/* Parses and validates a refund request body of len bytes (need not be
+ * NUL-terminated). 0 and *ret_req filled; or TG_EINVAL with *err filled and
+ * *ret_req untouched. */
+int api_parse_refund(const char *body, size_t len, struct refund_request *ret_req,
+                     struct api_error *err);
+
+/* The error body {"error":{"code","message","field","retryable"},
+ * "request_id"} as a malloc()ed string; *ret_len its length. 0 or
+ * TG_ENOMEM. */
+int api_error_json(const struct api_error *err, const char *request_id, char **ret_body,
+                   size_t *ret_len);
+
+#endif

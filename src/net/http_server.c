@@ -1,0 +1,551 @@
+/*
+ * http_server — libmicrohttpd behind a one-handler interface (see the
+ * header). Each request gets a struct req_state, created by MHD's URI-log
+ * callback (the only place MHD shows the request target before it
+ * percent-decodes it) and freed by the completion callback. The access
+ * callback collects the body into a buffer bounded by max_body_bytes and,
+ * once the body is complete (or refused), calls the handler exactly once.
+ *
+ * Invariants: the body buffer never exceeds max_body_bytes + 1 bytes; every
+ * req_state is freed exactly once (MHD calls the completion callback for
+ * every request whose URI-log callback ran); no MHD type leaves this file.
+ */
+#include "net/http_server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "core/tg_error.h"
+
+#define MAX_HEADERS    64
+#define DEFAULT_MEMORY (32 * 1024)
+#define INTERNAL_ERROR                                                                             \
+        "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\","                        \
+        "\"field\":null,\"retryable\":true},\"request_id\":null}"
+
+struct http_server {
+        struct MHD_Daemon *daemon;
+        http_handler_fn handler;
+        void *userdata;
+        size_t max_body_bytes;
+        uint16_t port;
+};
+
+struct req_state {
+        struct http_server *server;
+        char *target; /* the raw request target, as sent */
+        bool started; /* the access callback has seen this request */
+        bool answered;
+        int problem_status;
+        const char *problem;
+        char *body;
+        size_t body_len, body_cap;
+        struct http_header headers[MAX_HEADERS];
+        size_t header_count;
+        bool too_many_headers;
+};
+
+/* ---- requests --------------------------------------------------------- */
+
+const char *http_request_header(const struct http_request *req, const char *name)
+{
+        if (!req || !name)
+                return NULL;
+        for (size_t i = 0; i < req->header_count; i++) {
+                if (strcasecmp(req->headers[i].name, name) == 0)
+                        return req->headers[i].value;
+        }
+        return NULL;
+}
+
+static int hex_value(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* Decodes src[len] into out[size] (NUL-terminated). 0, TG_EFULL, TG_EPARSE. */
+static int percent_decode(const char *src, size_t len, char *out, size_t size)
+{
+        size_t n = 0;
+
+        for (size_t i = 0; i < len; i++) {
+                char c = src[i];
+                if (c == '+') {
+                        c = ' ';
+                } else if (c == '%') {
+                        int hi, lo;
+                        if (len - i < 3)
+                                return TG_EPARSE;
+                        hi = hex_value(src[i + 1]);
+                        lo = hex_value(src[i + 2]);
+                        if (hi < 0 || lo < 0)
+                                return TG_EPARSE;
+                        c = (char)(hi * 16 + lo);
+                        if (c == '\0')
+                                return TG_EPARSE;
+                        i += 2;
+                }
+                if (n + 1 >= size)
+                        return TG_EFULL;
+                out[n++] = c;
+        }
+        out[n] = '\0';
+        return 0;
+}
+
+int http_request_arg(const struct http_request *req, const char *name, char *buf, size_t size)
+{
+        char key[128];
+        const char *p;
+
+        if (!req || !name || !buf || size == 0)
+                return TG_EINVAL;
+        p = req->query ? req->query : "";
+        while (*p) {
+                const char *amp = strchr(p, '&');
+                const char *end = amp ? amp : p + strlen(p);
+                const char *eq = memchr(p, '=', (size_t)(end - p));
+                const char *kend = eq ? eq : end;
+
+                if (percent_decode(p, (size_t)(kend - p), key, sizeof(key)) == 0 &&
+                    strcmp(key, name) == 0) {
+                        char *tmp = malloc(size);
+                        int r;
+                        if (!tmp)
+                                return TG_ENOMEM;
+                        r = eq ? percent_decode(eq + 1, (size_t)(end - eq - 1), tmp, size)
+                               : percent_decode("", 0, tmp, size);
+                        if (r == 0)
+                                memcpy(buf, tmp, strlen(tmp) + 1);
+                        free(tmp);
+                        return r;
+                }
+                p = amp ? amp + 1 : end;
+        }
+        return TG_ENOTFOUND;
+}
+
+/* ---- responses -------------------------------------------------------- */
+
+void http_response_init(struct http_response *res)
+{
+        memset(res, 0, sizeof(*res));
+}
+
+void http_response_release(struct http_response *res)
+{
+        if (!res)
+                return;
+        free(res->body);
+        res->body = NULL;
+        res->body_len = 0;
+}
+
+static bool header_text_ok(const char *s)
+{
+        for (; *s; s++) {
+                unsigned char c = (unsigned char)*s;
+                if (c < 0x20 || c == 0x7f)
+                        return false;
+        }
+        return true;
+}
+
+int http_response_take(struct http_response *res, int status, const char *content_type, char *body,
+                       size_t len)
+{
+        size_t ct_len = content_type ? strlen(content_type) : 0;
+
+        if (!res || status < 100 || status > 599 || ct_len >= sizeof(res->content_type) ||
+            (content_type && !header_text_ok(content_type)) || (!body && len > 0)) {
+                free(body);
+                return TG_EINVAL;
+        }
+        free(res->body);
+        res->status = status;
+        if (content_type)
+                memcpy(res->content_type, content_type, ct_len + 1);
+        else
+                res->content_type[0] = '\0';
+        res->body = body;
+        res->body_len = len;
+        return 0;
+}
+
+int http_response_set(struct http_response *res, int status, const char *content_type,
+                      const char *body, size_t len)
+{
+        char *copy = malloc(len + 1);
+
+        if (!copy)
+                return TG_ENOMEM;
+        if (len)
+                memcpy(copy, body, len);
+        copy[len] = '\0';
+        return http_response_take(res, status, content_type, copy, len);
+}
+
+int http_response_add_header(struct http_response *res, const char *name, const char *value)
+{
+        size_t nlen, vlen;
+
+        if (!res || !name || !value)
+                return TG_EINVAL;
+        if (res->header_count >= HTTP_RESPONSE_MAX_HEADERS)
+                return TG_EFULL;
+        nlen = strlen(name);
+        vlen = strlen(value);
+        if (nlen == 0 || nlen >= sizeof(res->headers[0].name) ||
+            vlen >= sizeof(res->headers[0].value) || !header_text_ok(name) ||
+            !header_text_ok(value) || strchr(name, ':') || strchr(name, ' '))
+                return TG_EINVAL;
+        memcpy(res->headers[res->header_count].name, name, nlen + 1);
+        memcpy(res->headers[res->header_count].value, value, vlen + 1);
+        res->header_count++;
+        return 0;
+}
+
+/* ---- the MHD side ------------------------------------------------------- */
+
+/* Origin-form printable ASCII, no empty or dot segments. The query part
+ * (after '?') is only checked for printable ASCII. */
+static const char *target_problem(const char *target)
+{
+        const char *q = strchr(target, '?');
+        size_t path_len = q ? (size_t)(q - target) : strlen(target);
+
+        if (target[0] != '/')
+                return "request target must be an absolute path";
+        for (const char *p = target; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c <= 0x20 || c >= 0x7f)
+                        return "request target must be printable ASCII";
+        }
+        if (memchr(target, '#', path_len))
+                return "request target must not carry a fragment";
+        if (path_len == 1)
+                return NULL; /* "/" */
+        /* Walk the segments between slashes. */
+        for (size_t i = 1; i <= path_len; i++) {
+                size_t start = i;
+                size_t seg;
+
+                while (i < path_len && target[i] != '/')
+                        i++;
+                seg = i - start;
+                if (seg == 0)
+                        return "request path has an empty segment";
+                if ((seg == 1 && target[start] == '.') ||
+                    (seg == 2 && target[start] == '.' && target[start + 1] == '.'))
+                        return "request path has a dot segment";
+        }
+        return NULL;
+}
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+        struct http_server *server = cls;
+        struct req_state *st;
+
+        (void)connection;
+        st = calloc(1, sizeof(*st));
+        if (!st)
+                return NULL;
+        st->server = server;
+        st->target = strdup(uri ? uri : "");
+        if (!st->target) {
+                free(st);
+                return NULL;
+        }
+        return st;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+        struct req_state *st = *con_cls;
+
+        (void)cls;
+        (void)connection;
+        (void)toe;
+        if (!st)
+                return;
+        free(st->body);
+        free(st->target);
+        free(st);
+        *con_cls = NULL;
+}
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+        struct req_state *st = cls;
+
+        (void)kind;
+        if (st->header_count >= MAX_HEADERS) {
+                st->too_many_headers = true;
+                return MHD_NO;
+        }
+        st->headers[st->header_count].name = key ? key : "";
+        st->headers[st->header_count].value = value ? value : "";
+        st->header_count++;
+        return MHD_YES;
+}
+
+static enum MHD_Result queue(struct MHD_Connection *connection, unsigned status,
+                             const char *content_type, const char *body, size_t len,
+                             const struct http_response *extra)
+{
+        struct MHD_Response *response;
+        enum MHD_Result r;
+
+        response = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+        if (!response)
+                return MHD_NO;
+        if (content_type && content_type[0])
+                MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        if (extra) {
+                for (unsigned i = 0; i < extra->header_count; i++)
+                        MHD_add_response_header(response, extra->headers[i].name,
+                                                extra->headers[i].value);
+        }
+        r = MHD_queue_response(connection, status, response);
+        MHD_destroy_response(response);
+        return r;
+}
+
+/* Builds the request, calls the handler once, queues its answer. */
+static enum MHD_Result answer(struct req_state *st, struct MHD_Connection *connection,
+                              const char *method)
+{
+        struct http_request req;
+        struct http_response res;
+        char *query;
+        enum MHD_Result r;
+        int rc;
+
+        st->answered = true;
+        st->header_count = 0;
+        MHD_get_connection_values(connection, MHD_HEADER_KIND, collect_header, st);
+        if (st->too_many_headers && !st->problem_status) {
+                st->problem_status = 431;
+                st->problem = "too many request headers";
+        }
+
+        memset(&req, 0, sizeof(req));
+        query = strchr(st->target, '?');
+        if (query)
+                *query++ = '\0'; /* the target is ours: split path and query */
+        req.method = method ? method : "";
+        req.path = st->target;
+        req.query = query ? query : "";
+        req.headers = st->headers;
+        req.header_count = st->header_count;
+        req.problem_status = st->problem_status;
+        req.problem = st->problem;
+        if (!st->problem_status && st->body) {
+                req.body = st->body;
+                req.body_len = st->body_len;
+        } else {
+                req.body = "";
+                req.body_len = 0;
+        }
+
+        http_response_init(&res);
+        rc = st->server->handler(&req, &res, st->server->userdata);
+        if (rc < 0 || res.status < 100 || res.status > 599)
+                r = queue(connection, 500, "application/json", INTERNAL_ERROR,
+                          strlen(INTERNAL_ERROR), NULL);
+        else
+                r = queue(connection, (unsigned)res.status, res.content_type,
+                          res.body ? res.body : "", res.body_len, &res);
+        http_response_release(&res);
+        return r;
+}
+
+/* Appends data to the body, or marks the request too large and drops the
+ * buffer: nothing past max_body_bytes is ever kept. */
+static void append_body(struct req_state *st, const char *data, size_t len)
+{
+        size_t max = st->server->max_body_bytes;
+
+        if (st->problem_status)
+                return; /* discarding */
+        if (len > max - st->body_len) {
+                free(st->body);
+                st->body = NULL;
+                st->body_len = st->body_cap = 0;
+                st->problem_status = 413;
+                st->problem = "request body too large";
+                return;
+        }
+        if (st->body_len + len + 1 > st->body_cap) {
+                size_t cap = st->body_cap ? st->body_cap : 1024;
+                char *grown;
+                while (cap < st->body_len + len + 1)
+                        cap *= 2;
+                if (cap > max + 1)
+                        cap = max + 1;
+                grown = realloc(st->body, cap);
+                if (!grown) {
+                        free(st->body);
+                        st->body = NULL;
+                        st->body_len = st->body_cap = 0;
+                        st->problem_status = 503;
+                        st->problem = "out of memory";
+                        return;
+                }
+                st->body = grown;
+                st->body_cap = cap;
+        }
+        memcpy(st->body + st->body_len, data, len);
+        st->body_len += len;
+        st->body[st->body_len] = '\0';
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+        struct req_state *st = *con_cls;
+
+        (void)cls;
+        (void)url;
+        (void)version;
+        if (!st)
+                return MHD_NO; /* the URI-log callback ran out of memory */
+        if (st->answered) {
+                /* Only reached if MHD keeps feeding an answered request. */
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+        if (!st->started) {
+                const char *cl;
+                const char *bad = target_problem(st->target);
+
+                st->started = true;
+                if (bad) {
+                        st->problem_status = 400;
+                        st->problem = bad;
+                        return answer(st, connection, method);
+                }
+                cl = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+                if (cl) {
+                        char *end = NULL;
+                        unsigned long long n;
+                        errno = 0;
+                        n = strtoull(cl, &end, 10);
+                        if (errno == 0 && end != cl && *end == '\0' &&
+                            n > st->server->max_body_bytes) {
+                                /* Refused before a byte of the body is read;
+                                 * MHD closes the connection after this. */
+                                st->problem_status = 413;
+                                st->problem = "request body too large";
+                                return answer(st, connection, method);
+                        }
+                }
+                return MHD_YES;
+        }
+        if (*upload_data_size > 0) {
+                append_body(st, upload_data, *upload_data_size);
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+        return answer(st, connection, method);
+}
+
+static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ret_addr,
+                   socklen_t *ret_len)
+{
+        struct addrinfo hints, *res = NULL;
+        char port_text[8];
+        int r;
+
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+        snprintf(port_text, sizeof(port_text), "%u", (unsigned)port);
+        r = getaddrinfo(host, port_text, &hints, &res);
+        if (r != 0 || !res)
+                return TG_EINVAL;
+        if (res->ai_addrlen > sizeof(*ret_addr)) {
+                freeaddrinfo(res);
+                return TG_EINVAL;
+        }
+        memcpy(ret_addr, res->ai_addr, res->ai_addrlen);
+        *ret_len = (socklen_t)res->ai_addrlen;
+        freeaddrinfo(res);
+        return 0;
+}
+
+int http_server_start(const struct http_server_config *config, http_handler_fn handler,
+                      void *userdata, struct http_server **ret_server)
+{
+        struct sockaddr_storage addr;
+        socklen_t addr_len = 0;
+        struct http_server *server;
+        const union MHD_DaemonInfo *info;
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+        size_t memory;
+        int r;
+
+        if (!config || !handler || !ret_server || !config->host || config->max_connections == 0 ||
+            config->max_body_bytes == 0 || config->max_body_bytes > SIZE_MAX / 2)
+                return TG_EINVAL;
+        r = resolve(config->host, config->port, &addr, &addr_len);
+        if (r < 0)
+                return r;
+        if (addr.ss_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+        server = calloc(1, sizeof(*server));
+        if (!server)
+                return TG_ENOMEM;
+        server->handler = handler;
+        server->userdata = userdata;
+        server->max_body_bytes = config->max_body_bytes;
+        memory = config->max_header_bytes ? config->max_header_bytes : DEFAULT_MEMORY;
+
+        server->daemon = MHD_start_daemon(
+            flags, config->port, NULL, NULL, on_access, server, MHD_OPTION_SOCK_ADDR,
+            (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+            (unsigned int)config->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+            (unsigned int)config->connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,
+            MHD_OPTION_URI_LOG_CALLBACK, on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+            server, MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_END);
+        if (!server->daemon) {
+                free(server);
+                return TG_EIO;
+        }
+        info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
+        server->port = info ? info->port : config->port;
+        *ret_server = server;
+        return 0;
+}
+
+uint16_t http_server_port(const struct http_server *server)
+{
+        return server ? server->port : 0;
+}
+
+void http_server_stop(struct http_server *server)
+{
+        if (!server)
+                return;
+        if (server->daemon)
+                MHD_stop_daemon(server->daemon);
+        free(server);
+}

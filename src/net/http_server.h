@@ -1,0 +1,120 @@
+/*
+ * http_server — a small libmicrohttpd wrapper with no tollgate logic in it.
+ * One internal polling thread accepts connections and runs the handler;
+ * the handler sees one complete request (method, raw path, raw query, the
+ * headers, the whole body) and fills one response.
+ *
+ * Invariants:
+ *   - a request body is never buffered past max_body_bytes: a larger
+ *     Content-Length is refused before the body is read, and a chunked body
+ *     that grows past the bound is discarded as it arrives; either way the
+ *     handler is then called with req->problem_status = 413 and no body;
+ *   - the path is given raw (not percent-decoded), so "%2F" can never turn
+ *     into a separator; a request target that is not origin-form printable
+ *     ASCII, or has empty or dot segments ("//", "/./", "/../"), reaches the
+ *     handler with problem_status = 400 instead;
+ *   - header size is bounded by max_header_bytes (MHD's per-connection
+ *     memory), the number of connections by max_connections, idle time by
+ *     connection_timeout_s;
+ *   - the handler runs only on the server's thread, one request at a time.
+ * MHD types and codes never leave this module.
+ */
+#ifndef TG_HTTP_SERVER_H
+#define TG_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct http_server;
+
+struct http_header {
+        const char *name;
+        const char *value;
+};
+
+/* One request, borrowed by the handler for the duration of the call. */
+struct http_request {
+        const char *method; /* "GET", "POST", ... as sent */
+        const char *path;   /* raw, starts with '/' unless problem_status is set */
+        const char *query;  /* raw, without '?'; "" when absent */
+        const struct http_header *headers;
+        size_t header_count;
+        const char *body; /* body_len bytes (may contain NUL), NUL-terminated after them */
+        size_t body_len;
+        /* 0, or the status the wrapper would answer with (400 bad request
+         * target, 413 body too large, 431 too many headers) together with a
+         * static one-line reason. The handler answers it; body is empty. */
+        int problem_status;
+        const char *problem;
+};
+
+/* The value of the first header with this name (case-insensitive), or NULL. */
+const char *http_request_header(const struct http_request *req, const char *name);
+
+/* Finds query argument `name` in req->query and percent-decodes it ('+' is a
+ * space) into buf[size]. 0; TG_ENOTFOUND; TG_EFULL (does not fit);
+ * TG_EPARSE (bad escape, or it decodes to a NUL byte). buf is untouched on
+ * failure. */
+int http_request_arg(const struct http_request *req, const char *name, char *buf, size_t size);
+
+#define HTTP_RESPONSE_MAX_HEADERS 6
+
+/* What the handler answers. Lives on the wrapper's stack; members may be set
+ * directly or with the helpers below. body is malloc()ed and owned by the
+ * response. */
+struct http_response {
+        int status;
+        char content_type[64];
+        char *body;
+        size_t body_len;
+        unsigned header_count;
+        struct {
+                char name[64];
+                char value[256];
+        } headers[HTTP_RESPONSE_MAX_HEADERS];
+};
+
+void http_response_init(struct http_response *res);
+/* Frees the body; the response may be reused after http_response_init(). */
+void http_response_release(struct http_response *res);
+/* Sets status, content type and a copy of body[len]. 0, TG_ENOMEM, TG_EINVAL. */
+int http_response_set(struct http_response *res, int status, const char *content_type,
+                      const char *body, size_t len);
+/* Like http_response_set() but takes ownership of a malloc()ed body (also
+ * on failure, when it is freed). */
+int http_response_take(struct http_response *res, int status, const char *content_type, char *body,
+                       size_t len);
+/* Adds a header. TG_EFULL past HTTP_RESPONSE_MAX_HEADERS, TG_EINVAL for a
+ * name or value that does not fit or holds CR, LF or other control bytes. */
+int http_response_add_header(struct http_response *res, const char *name, const char *value);
+
+/* Fills *res for the request. Returns 0, or a negative code: the wrapper then
+ * answers 500 with a fixed JSON body. Never called after http_server_stop()
+ * returns. */
+typedef int (*http_handler_fn)(const struct http_request *req, struct http_response *res,
+                               void *userdata);
+
+struct http_server_config {
+        const char *host; /* numeric IPv4/IPv6 address or a resolvable name */
+        uint16_t port;    /* 0: any free port, see http_server_port() */
+        unsigned max_connections;
+        unsigned connection_timeout_s;
+        size_t max_body_bytes;
+        size_t max_header_bytes; /* per-connection memory for the request head; 0 = 32 KiB */
+};
+
+/* Binds and starts the server thread. Returns 0, TG_EINVAL (bad config or
+ * host), TG_EIO (cannot bind/start), TG_ENOMEM. *ret_server is owned by the
+ * caller: http_server_stop(). handler and userdata must outlive the server. */
+int http_server_start(const struct http_server_config *config, http_handler_fn handler,
+                      void *userdata, struct http_server **ret_server);
+
+/* The port actually bound. */
+uint16_t http_server_port(const struct http_server *server);
+
+/* Stops accepting, closes every connection, joins the thread, frees. Accepts
+ * NULL. */
+void http_server_stop(struct http_server *server);
+
+#endif
