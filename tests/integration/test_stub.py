@@ -1,0 +1,504 @@
+"""Integration tests of tollgate-stub, the provider stand-in (issue 3).
+
+Each test starts the real binary on loopback (--listen 127.0.0.1:0
+--port-file) and judges it over real HTTP: every fault mode, every
+idempotency rule, the arrival record and the execution ledger, concurrency of
+slow requests, timeline switching, refuse, bad input, mix reproducibility,
+query modes, the record file on SIGTERM, and the signed webhook.
+Timing assertions keep margins a noisy 2-core machine holds.
+"""
+
+import email.utils
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgtest  # noqa: E402
+from tgtest import start_stub  # noqa: E402
+
+BODY = {"operation_id": "op", "payment_id": "pay_1", "amount": 1500, "currency": "TWD"}
+
+
+def parallel(n, fn):
+    """Runs fn(i) on n threads at once; returns the results (or exceptions) in order."""
+    results = [None] * n
+    barrier = threading.Barrier(n)
+
+    def run(i):
+        barrier.wait()
+        try:
+            results[i] = fn(i)
+        except Exception as e:  # noqa: BLE001 - reported to the caller
+            results[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return results
+
+
+class Flags(unittest.TestCase):
+    def test_help_documents_every_flag_and_the_timeline(self):
+        out = subprocess.run([tgtest.binary("tollgate-stub"), "--help"], capture_output=True,
+                             text=True, timeout=10)
+        self.assertEqual(out.returncode, 0)
+        for flag in ["--listen", "--port-file", "--timeline", "--mode", "--delay-ms",
+                     "--retry-after", "--retry-after-date", "--processing-ms",
+                     "--key-retention-s", "--seed", "--mix", "--query-mode", "--query-delay-ms",
+                     "--record", "--max-body", "--webhook-url", "--webhook-secret-file",
+                     "--webhook-delay-ms", "--webhook-drop-rate", "--time-scale"]:
+            self.assertIn(flag, out.stdout)
+        self.assertIn("slow:3000", out.stdout)  # the timeline example
+
+    def test_bad_flags_exit_non_zero_naming_the_flag(self):
+        for argv, flag in [(["--delay-ms", "abc"], "--delay-ms"),
+                           (["--bogus"], "--bogus"),
+                           (["--timeline", "nope 5s"], "--timeline"),
+                           (["--timeline", "slow; fast"], "--timeline"),
+                           (["--mix", "fast=x"], "--mix"),
+                           (["--listen", "localhost"], "--listen"),
+                           (["--query-mode", "refuse"], "--query-mode"),
+                           (["--webhook-url", "http://127.0.0.1:1/x"], "--webhook-url")]:
+            out = subprocess.run([tgtest.binary("tollgate-stub")] + argv, capture_output=True,
+                                 text=True, timeout=10)
+            self.assertNotEqual(out.returncode, 0, argv)
+            self.assertIn(flag, out.stderr, argv)
+
+
+class Idempotency(unittest.TestCase):
+    def setUp(self):
+        self.stub = start_stub()
+
+    def tearDown(self):
+        self.stub.close()
+
+    def test_execute_replay_reuse_and_query(self):
+        s = self.stub
+        status, hdrs, first = s.refund("op-1", headers={"X-Request-Id": "r1", "X-Attempt": "1"})
+        self.assertEqual(status, 201)
+        self.assertEqual(first["operation_id"], "op-1")
+        self.assertEqual(first["status"], "succeeded")
+        self.assertTrue(first["refund_id"].startswith("re_"))
+        self.assertEqual(hdrs["content-type"], "application/json")
+
+        status, _, again = s.refund("op-1")
+        self.assertEqual((status, again), (200, first))  # the first stored response
+
+        status, _, reused = s.refund("op-1", amount=999)
+        self.assertEqual(status, 422)
+        self.assertEqual(reused["error"]["code"], "idempotency_key_reused")
+
+        status, _, q = s.query("op-1")
+        self.assertEqual(status, 200)
+        self.assertEqual(q, {"operation_id": "op-1", "refund_id": first["refund_id"],
+                             "status": "succeeded"})
+        status, _, q = s.query("never-sent")
+        self.assertEqual(status, 404)
+        self.assertEqual(q["error"]["code"], "not_found")
+
+        ledger = s.ledger()
+        self.assertEqual(ledger["operations"]["op-1"]["executions"], 1)
+        self.assertEqual(ledger["total_executions"], 1)
+        self.assertEqual(ledger["max_executions_per_operation"], 1)
+
+    def test_in_use_409_while_the_first_is_slow(self):
+        s = self.stub
+        s.set_mode(mode="slow", delay_ms=900)
+        results = {}
+        t = threading.Thread(target=lambda: results.update(first=s.refund("op-slow")))
+        t.start()
+        time.sleep(0.3)
+        s.set_mode(mode="fast")  # the second answer comes at once
+        status, _, body = s.refund("op-slow")
+        self.assertEqual(status, 409)
+        self.assertEqual(body["error"]["code"], "idempotency_key_in_use")
+        status, _, q = s.query("op-slow")
+        self.assertEqual((status, q["status"]), (200, "processing"))
+        t.join(10)
+        self.assertEqual(results["first"][0], 201)
+        status, _, body = s.refund("op-slow")
+        self.assertEqual((status, body), (200, results["first"][2]))
+        self.assertEqual(s.executions("op-slow"), 1)
+
+    def test_expire_keys_makes_the_same_key_new(self):
+        s = self.stub
+        self.assertEqual(s.refund("op-x")[0], 201)
+        self.assertEqual(s.refund("op-y")[0], 201)
+        self.assertEqual(s.admin("POST", "expire-keys", {"key": "op-x"}), {"expired": 1})
+        self.assertEqual(s.refund("op-x")[0], 201)  # a second refund: the hazard of old keys
+        self.assertEqual(s.refund("op-y")[0], 200)
+        self.assertEqual(s.executions("op-x"), 2)
+        self.assertEqual(s.ledger()["max_executions_per_operation"], 2)
+        self.assertEqual(s.admin("POST", "expire-keys")["expired"], 2)
+
+    def test_reset_forgets_everything(self):
+        s = self.stub
+        self.assertEqual(s.refund("op-r")[0], 201)
+        s.admin("POST", "reset")
+        self.assertEqual(s.ledger()["total_executions"], 0)
+        self.assertEqual(s.arrivals(), [])
+        self.assertEqual(s.query("op-r")[0], 404)
+
+
+class Retention(unittest.TestCase):
+    def test_key_retention_flag(self):
+        with start_stub("--key-retention-s", "1") as s:
+            self.assertEqual(s.refund("op-ret")[0], 201)
+            self.assertEqual(s.refund("op-ret")[0], 200)
+            time.sleep(1.2)
+            self.assertEqual(s.refund("op-ret")[0], 201)
+            self.assertEqual(s.executions("op-ret"), 2)
+            self.assertEqual(s.state()["key_retention_s"], 1)
+
+
+class Modes(unittest.TestCase):
+    def setUp(self):
+        self.stub = start_stub()
+
+    def tearDown(self):
+        self.stub.close()
+
+    def last(self):
+        return self.stub.arrivals()[-1]
+
+    def test_drop_executes_then_closes_without_answer(self):
+        s = self.stub
+        s.set_mode(mode="drop")
+        with self.assertRaises((http.client.RemoteDisconnected, ConnectionResetError)):
+            s.refund("op-drop")
+        rec = self.last()
+        self.assertEqual((rec["mode"], rec["answer"], rec["executed"]), ("drop:0", "dropped", True))
+        self.assertEqual(s.executions("op-drop"), 1)
+        s.set_mode(mode="fast")
+        status, _, body = s.refund("op-drop")
+        self.assertEqual((status, body["status"]), (200, "succeeded"))
+        self.assertEqual(s.executions("op-drop"), 1)
+
+    def test_e500_executes_then_answers_500(self):
+        s = self.stub
+        s.set_mode(mode="e500")
+        status, _, body = s.refund("op-500")
+        self.assertEqual(status, 500)
+        self.assertEqual(self.last()["executed"], True)
+        self.assertEqual(s.executions("op-500"), 1)
+        self.assertEqual(s.query("op-500")[2]["status"], "succeeded")
+
+    def test_reject_executes_nothing(self):
+        s = self.stub
+        s.set_mode(mode="reject")
+        status, _, body = s.refund("op-rej")
+        self.assertEqual(status, 422)
+        self.assertEqual(body["error"]["code"], "invalid_request")
+        self.assertFalse(body["error"]["retryable"])
+        self.assertEqual(s.executions("op-rej"), 0)
+        self.assertEqual(s.query("op-rej")[0], 404)
+        self.assertEqual(self.last()["executed"], False)
+
+    def test_unavailable_and_limited_with_retry_after(self):
+        s = self.stub
+        s.set_mode(mode="unavailable")
+        status, hdrs, body = s.refund("op-u")
+        self.assertEqual(status, 503)
+        self.assertEqual(body["error"]["code"], "temporarily_unavailable")
+        self.assertTrue(body["error"]["retryable"])
+        self.assertEqual(hdrs["retry-after"], "1")  # the default
+        s.set_mode(mode="limited:7")
+        status, hdrs, body = s.refund("op-u")
+        self.assertEqual((status, hdrs["retry-after"]), (429, "7"))
+        self.assertEqual(body["error"]["code"], "rate_limited")
+        s.set_mode(mode="unavailable", retry_after=30, retry_after_date=True)
+        status, hdrs, _ = s.refund("op-u")
+        when = email.utils.parsedate_to_datetime(hdrs["retry-after"]).timestamp()
+        self.assertAlmostEqual(when, time.time() + 30, delta=5)
+        s.set_mode(mode="limited:-")
+        status, hdrs, _ = s.refund("op-u")
+        self.assertEqual(status, 429)
+        self.assertNotIn("retry-after", hdrs)
+        self.assertEqual(s.executions("op-u"), 0)
+        self.assertEqual(s.query("op-u")[0], 404)
+        s.set_mode(mode="fast")
+        self.assertEqual(s.refund("op-u")[0], 201)  # nothing was stored before
+
+    def test_processing_window_for_queries(self):
+        s = self.stub
+        s.set_mode(mode="processing:800")
+        self.assertEqual(s.refund("op-p")[0], 201)
+        self.assertEqual(s.query("op-p")[2]["status"], "processing")
+        time.sleep(1.0)
+        self.assertEqual(s.query("op-p")[2]["status"], "succeeded")
+
+    def test_slow_executes_even_when_the_client_gave_up(self):
+        s = self.stub
+        s.set_mode(mode="slow:800")
+        t0 = time.monotonic()
+        with self.assertRaises(socket.timeout):
+            s.refund("op-gone", timeout=0.2)
+        self.assertEqual(s.executions("op-gone"), 0)
+        tgtest.wait_until(lambda: s.executions("op-gone") == 1, timeout=5, what="execution")
+        self.assertGreater(time.monotonic() - t0, 0.7)
+        rec = [r for r in s.arrivals() if r["idempotency_key"] == "op-gone"][0]
+        self.assertEqual((rec["answer"], rec["executed"]), (201, True))
+
+    def test_slow_takes_its_delay(self):
+        s = self.stub
+        s.set_mode(mode="slow", delay_ms=600)
+        t0 = time.monotonic()
+        self.assertEqual(s.refund("op-s")[0], 201)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.55)
+
+
+class Record(unittest.TestCase):
+    def test_arrival_fields_and_since(self):
+        with start_stub() as s:
+            s.refund("op-a", headers={"X-Request-Id": "req-1", "X-Attempt": "1"})
+            s.refund("op-a", headers={"X-Request-Id": "req-2", "X-Attempt": "2"})
+            s.query("op-a")
+            s.request("GET", "/_stub/state")  # admin calls are not recorded
+            recs = s.arrivals()
+            self.assertEqual([r["seq"] for r in recs], [1, 2, 3])
+            a = recs[0]
+            for field in ["seq", "mono_ns", "t_ns", "wall_ms", "method", "path",
+                          "idempotency_key", "request_id", "attempt", "conn_id", "open", "mode",
+                          "phase", "answer", "executed", "delivered"]:
+                self.assertIn(field, a)
+            self.assertEqual((a["method"], a["path"], a["idempotency_key"], a["request_id"],
+                              a["attempt"], a["mode"], a["answer"], a["executed"]),
+                             ("POST", "/v1/refunds", "op-a", "req-1", "1", "fast", 201, True))
+            self.assertEqual((recs[1]["answer"], recs[1]["executed"]), (200, False))
+            self.assertEqual((recs[2]["method"], recs[2]["path"]), ("GET", "/v1/refunds/op-a"))
+            self.assertLess(recs[0]["mono_ns"], recs[1]["mono_ns"])
+            self.assertAlmostEqual(a["wall_ms"] / 1000, time.time(), delta=30)
+            self.assertGreater(a["conn_id"], 0)
+            self.assertNotEqual(recs[0]["conn_id"], recs[1]["conn_id"])  # fresh connections
+            self.assertEqual([r["seq"] for r in s.arrivals(since=2)], [3])
+
+    def test_record_file_written_on_sigterm(self):
+        d = tempfile.mkdtemp(prefix="tgstub-rec-")
+        path = os.path.join(d, "arrivals.jsonl")
+        s = start_stub("--record", path)
+        try:
+            s.refund("op-f1")
+            s.set_mode(mode="drop")
+            try:
+                s.refund("op-f2")
+            except OSError:
+                pass
+            self.assertEqual(s.stop(signal.SIGTERM), 0)
+            with open(path) as f:
+                recs = tgtest.json_lines(f.read())
+            self.assertEqual([r["idempotency_key"] for r in recs], ["op-f1", "op-f2"])
+            self.assertEqual([r["answer"] for r in recs], [201, "dropped"])
+        finally:
+            s.close()
+
+
+class Concurrency(unittest.TestCase):
+    def test_fifty_slow_requests_overlap(self):
+        delay = 1.0
+        with start_stub("--mode", "slow:1000") as s:
+            t0 = time.monotonic()
+            res = parallel(50, lambda i: s.refund("op-c%d" % i, timeout=20))
+            elapsed = time.monotonic() - t0
+            self.assertEqual([r[0] if isinstance(r, tuple) else r for r in res], [201] * 50)
+            self.assertGreaterEqual(elapsed, delay * 0.9)
+            self.assertLess(elapsed, 3 * delay)  # not 50 x delay
+            recs = s.arrivals()
+            self.assertEqual(len(recs), 50)
+            self.assertGreaterEqual(max(r["open"] for r in recs), 20)
+            self.assertEqual(s.ledger()["total_executions"], 50)
+            self.assertEqual(s.state()["open_requests"], 0)
+
+
+class Timeline(unittest.TestCase):
+    def test_phases_switch_at_the_right_times(self):
+        with start_stub("--timeline", "fast 1s; unavailable:3 700ms; reject 600ms; fast") as s:
+            t0 = time.monotonic()
+            seen = []
+            i = 0
+            while time.monotonic() - t0 < 2.8:
+                status = s.refund("op-t%d" % i)[0]
+                seen.append((time.monotonic() - t0, status))
+                i += 1
+                time.sleep(0.04)
+            # The stub's own view is exact: the mode of each arrival follows its t_ns.
+            bounds = [(1.0e9, "fast", 0), (1.7e9, "unavailable:3", 1), (2.3e9, "reject", 2),
+                      (float("inf"), "fast", 3)]
+            for r in s.arrivals():
+                mode, phase = next((m, p) for b, m, p in bounds if r["t_ns"] < b)
+                self.assertEqual((r["mode"], r["phase"]), (mode, phase), r)
+            # The client's view, with margins for scheduling noise.
+            want = {201: [(0.0, 0.85), (2.45, 2.8)], 503: [(1.15, 1.55)], 422: [(1.85, 2.15)]}
+            for status, windows in want.items():
+                for lo, hi in windows:
+                    inside = [st for t, st in seen if lo <= t <= hi]
+                    self.assertTrue(inside, (status, lo, hi))
+                    self.assertEqual(set(inside), {status}, (status, lo, hi, seen))
+
+    def test_mode_switch_at_run_time_restarts_the_timeline(self):
+        with start_stub("--mode", "reject") as s:
+            self.assertEqual(s.refund("op-m1")[0], 422)
+            st = s.set_mode(timeline="unavailable 400ms; fast")
+            self.assertEqual(st["mode"], "unavailable")
+            self.assertEqual(s.refund("op-m2")[0], 503)
+            time.sleep(0.5)
+            self.assertEqual(s.refund("op-m2")[0], 201)
+            self.assertEqual(s.state()["mode"], "fast")
+
+    def test_refuse_then_recover_on_the_same_port(self):
+        with start_stub("--timeline", "fast 500ms; refuse 1s; fast") as s:
+            self.assertEqual(s.refund("op-f0")[0], 201)
+            time.sleep(0.8 - 0.0)
+            with self.assertRaises(ConnectionRefusedError):
+                s.refund("op-f1", timeout=2)
+            time.sleep(0.3)
+            with self.assertRaises(ConnectionRefusedError):
+                s.request("GET", "/_stub/state", timeout=2)
+            time.sleep(0.75)  # now past 1.5 s
+            self.assertEqual(s.refund("op-f1")[0], 201)
+            self.assertEqual(s.executions("op-f1"), 1)
+            self.assertTrue(s.state()["listening"])
+
+
+class BadInput(unittest.TestCase):
+    def test_contract_errors_never_a_crash(self):
+        with start_stub("--max-body", "65536") as s:
+            def post(body, headers):
+                h = {"Content-Type": "application/json"}
+                h.update(headers)
+                st, _, b = s.request("POST", "/v1/refunds", body, h)
+                return st, (b or {}).get("error", {}).get("code") if isinstance(b, dict) else b
+
+            good = json.dumps(dict(BODY, operation_id="k1"))
+            cases = [
+                ("{bad", {"Idempotency-Key": "k1"}, 400),
+                ("", {"Idempotency-Key": "k1"}, 400),
+                ("[]", {"Idempotency-Key": "k1"}, 400),
+                (good, {}, 400),
+                (good, {"Idempotency-Key": "k 1"}, 400),
+                (good, {"Idempotency-Key": "k" * 129}, 400),
+                (good, {"Idempotency-Key": "k1", "Content-Type": "text/plain"}, 400),
+                (json.dumps({"operation_id": "k1"}), {"Idempotency-Key": "k1"}, 422),
+                (json.dumps(dict(BODY, operation_id="k1", amount=-5)), {"Idempotency-Key": "k1"},
+                 422),
+                (json.dumps(dict(BODY, operation_id="k1", amount=1.5)),
+                 {"Idempotency-Key": "k1"}, 422),
+                (json.dumps(dict(BODY, operation_id="k1", amount="15")),
+                 {"Idempotency-Key": "k1"}, 422),
+                (json.dumps(dict(BODY, operation_id="k1", currency="twd")),
+                 {"Idempotency-Key": "k1"}, 422),
+                (json.dumps(dict(BODY, operation_id="k2")), {"Idempotency-Key": "k1"}, 422),
+                ('{"operation_id":"k1","operation_id":"k1"}', {"Idempotency-Key": "k1"}, 400),
+                ("x" * 70000, {"Idempotency-Key": "k1"}, 413),
+            ]
+            for body, headers, want in cases:
+                status, code = post(body, headers)
+                self.assertEqual(status, want, (body[:60], headers))
+                self.assertEqual(code, "invalid_request", (body[:60], headers))
+            self.assertEqual(s.request("PUT", "/v1/refunds", good)[0], 405)
+            st, hdrs, _ = s.request("DELETE", "/v1/refunds/k1")
+            self.assertEqual((st, hdrs.get("allow")), (405, "GET"))
+            self.assertEqual(s.request("GET", "/v1/refunds")[0], 405)
+            self.assertEqual(s.request("GET", "/nope")[0], 404)
+            self.assertEqual(s.request("GET", "/v1/refunds/bad%20id")[0], 400)
+            self.assertEqual(s.request("POST", "/_stub/mode", "{nope")[0], 400)
+            self.assertEqual(s.request("POST", "/_stub/mode", {"mode": "warp"})[0], 400)
+            self.assertEqual(s.request("GET", "/_stub/mode")[0], 405)
+            self.assertEqual(s.ledger()["total_executions"], 0)
+            # Still alive and correct after all of it.
+            self.assertEqual(s.refund("k1")[0], 201)
+            self.assertIsNone(s.poll())
+
+
+class Mix(unittest.TestCase):
+    def run_mix(self, seed):
+        flags = ["--mode", "mix", "--seed", str(seed), "--retry-after", "4",
+                 "--mix", "fast=50,reject=25,unavailable=25"]
+        with start_stub(*flags) as s:
+            statuses = []
+            for i in range(30):
+                status, hdrs, _ = s.refund("op-mix%d" % i)
+                if status == 503:
+                    self.assertEqual(hdrs["retry-after"], "4")
+                statuses.append(status)
+            modes = [r["mode"] for r in s.arrivals()]
+            self.assertTrue(all(m.startswith("mix/") for m in modes), modes)
+            return statuses, modes
+
+    def test_mix_is_reproducible_with_a_seed(self):
+        a = self.run_mix(7)
+        b = self.run_mix(7)
+        c = self.run_mix(8)
+        self.assertEqual(a, b)
+        self.assertGreaterEqual(len(set(a[0])), 2)
+        self.assertNotEqual(a[0], c[0])
+
+
+class QueryModes(unittest.TestCase):
+    def test_query_modes_are_independent_of_post_modes(self):
+        with start_stub("--query-mode", "unavailable:2") as s:
+            self.assertEqual(s.refund("op-q")[0], 201)
+            status, hdrs, _ = s.query("op-q")
+            self.assertEqual((status, hdrs["retry-after"]), (503, "2"))
+            s.set_mode(query_mode="slow", query_delay_ms=600)
+            t0 = time.monotonic()
+            self.assertEqual(s.query("op-q")[0], 200)
+            self.assertGreaterEqual(time.monotonic() - t0, 0.55)
+            t0 = time.monotonic()
+            self.assertEqual(s.refund("op-q2")[0], 201)
+            self.assertLess(time.monotonic() - t0, 0.4)
+            s.set_mode(mode="unavailable", query_mode="fast")
+            self.assertEqual(s.refund("op-q3")[0], 503)
+            self.assertEqual(s.query("op-q")[0], 200)
+            s.set_mode(query_mode="limited")
+            self.assertEqual(s.query("op-q")[0], 429)
+            recs = s.arrivals()
+            self.assertEqual(recs[-1]["mode"], "limited:1")
+
+
+class Webhook(unittest.TestCase):
+    def test_signed_event_after_execution_with_delay_and_drop(self):
+        secret = b"s3cret-for-tests"
+        d = tempfile.mkdtemp(prefix="tgstub-wh-")
+        secret_file = os.path.join(d, "secret")
+        with open(secret_file, "wb") as f:
+            f.write(secret + b"\n")
+        with tgtest.EventReceiver() as rx, start_stub(
+                "--webhook-url", rx.url + "/v1/provider-events",
+                "--webhook-secret-file", secret_file, "--webhook-delay-ms", "300") as s:
+            t0 = time.monotonic()
+            status, _, body = s.refund("op-wh")
+            self.assertEqual(status, 201)
+            ev = tgtest.wait_until(lambda: rx.snapshot(), timeout=5, what="webhook")[0]
+            self.assertGreaterEqual(ev["mono"] - t0, 0.25)
+            self.assertEqual(ev["path"], "/v1/provider-events")
+            want = "sha256=" + hmac.new(secret, ev["body"], hashlib.sha256).hexdigest()
+            self.assertTrue(hmac.compare_digest(ev["headers"]["x-signature"], want))
+            self.assertEqual(json.loads(ev["body"]), {"operation_id": "op-wh",
+                                                      "status": "succeeded",
+                                                      "refund_id": body["refund_id"]})
+            # A replay executes nothing, so it sends nothing.
+            self.assertEqual(s.refund("op-wh")[0], 200)
+            s.set_mode(webhook_drop_rate=1.0, webhook_delay_ms=0)
+            self.assertEqual(s.refund("op-wh2")[0], 201)
+            tgtest.wait_until(lambda: s.state()["webhook"]["dropped"] == 1, timeout=5,
+                              what="dropped event")
+            time.sleep(0.3)
+            self.assertEqual(len(rx.snapshot()), 1)
+            self.assertEqual(s.state()["webhook"]["sent"], 1)
+
+
+if __name__ == "__main__":
+    tgtest.main_unittest()

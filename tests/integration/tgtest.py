@@ -1,0 +1,312 @@
+"""Helpers for tollgate's integration tests (Python 3 standard library only).
+
+The tests start real processes (tollgate, tollgate-stub, ...) on loopback and
+judge them from outside, over real HTTP. This module holds what every such
+test needs:
+
+- build_dir() / source_dir() / binary(name): where CTest says things are
+  (TG_BUILD_DIR, TG_SOURCE_DIR), with sensible fallbacks for a manual run.
+- Proc: a started process that is always stopped (SIGTERM, then SIGKILL) and
+  whose stderr is kept in a file for failure messages.
+- start_stub(*flags): tollgate-stub on 127.0.0.1 with a free port picked by
+  the stub itself (--listen 127.0.0.1:0 --port-file), returned as a Stub with
+  .port, .url and .admin(...) helpers.
+- http_json(method, url, body, headers) -> (status, headers, body): one
+  request on a fresh connection; body is parsed JSON when the answer is
+  JSON (http_request gives the raw bytes). Connection errors are raised as
+  the usual OSError subclasses (ConnectionRefusedError,
+  http.client.RemoteDisconnected, socket.timeout).
+- wait_port_file, wait_until, free_port, EventReceiver (a tiny HTTP server
+  that records what is POSTed to it, for webhooks).
+"""
+
+import http.client
+import http.server
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def source_dir():
+    return os.environ.get("TG_SOURCE_DIR") or os.path.abspath(os.path.join(_HERE, "..", ".."))
+
+
+def build_dir():
+    return os.environ.get("TG_BUILD_DIR") or os.path.join(source_dir(), "build")
+
+
+def binary(name):
+    """Path of a built program; raises a clear error when it is missing."""
+    path = os.path.join(build_dir(), name)
+    if not os.access(path, os.X_OK):
+        raise RuntimeError("%s not built (looked in %s; set TG_BUILD_DIR)" % (name, path))
+    return path
+
+
+def free_port():
+    """A port that was free a moment ago (prefer --port-file where possible)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout=10.0, interval=0.02, what="condition"):
+    """Polls predicate() until it returns a true value, which is returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def wait_port_file(path, proc=None, timeout=10.0):
+    """Waits until a process wrote its port to path; returns the port."""
+    def ready():
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("process exited (%s) before writing %s:\n%s"
+                               % (proc.returncode, path, proc.stderr_text()))
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+            return int(text) if text else None
+        except (OSError, ValueError):
+            return None
+    return wait_until(ready, timeout, what="port file %s" % path)
+
+
+class Proc:
+    """A child process that is always cleaned up; stderr goes to a file."""
+
+    def __init__(self, argv, env=None, cwd=None):
+        self.argv = list(argv)
+        self._err = tempfile.NamedTemporaryFile(prefix="tgtest-", suffix=".stderr", delete=False)
+        full_env = dict(os.environ)
+        if env:
+            full_env.update(env)
+        self.popen = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=self._err,
+                                      env=full_env, cwd=cwd)
+
+    @property
+    def pid(self):
+        return self.popen.pid
+
+    @property
+    def returncode(self):
+        return self.popen.returncode
+
+    def poll(self):
+        return self.popen.poll()
+
+    def stderr_text(self):
+        try:
+            with open(self._err.name, errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def send_signal(self, sig):
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+
+    def stop(self, sig=signal.SIGTERM, timeout=10.0):
+        """Sends sig, waits, SIGKILLs after timeout. Returns the exit code."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
+        return self.popen.returncode
+
+    def close(self):
+        self.stop()
+        try:
+            self._err.close()
+            os.unlink(self._err.name)
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def http_request(method, url, body=None, headers=None, timeout=10.0):
+    """One HTTP request on a fresh connection; returns (status, headers, raw bytes).
+
+    body: dict/list (sent as JSON with Content-Type: application/json), str or
+    bytes (sent as is), or None. headers in the answer is a dict with
+    lower-case names. Transport errors are raised (ConnectionRefusedError,
+    http.client.RemoteDisconnected, socket.timeout, ...).
+    """
+    u = urllib.parse.urlsplit(url)
+    hdrs = dict(headers or {})
+    if isinstance(body, (dict, list)):
+        data = json.dumps(body).encode()
+        hdrs.setdefault("Content-Type", "application/json")
+    elif isinstance(body, str):
+        data = body.encode()
+    else:
+        data = body
+    path = u.path or "/"
+    if u.query:
+        path += "?" + u.query
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    try:
+        conn.request(method, path, body=data, headers=hdrs)
+        resp = conn.getresponse()
+        raw = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, raw
+    finally:
+        conn.close()
+
+
+def http_json(method, url, body=None, headers=None, timeout=10.0):
+    """Like http_request, but the body comes back parsed as JSON when it is
+    JSON (else as text, None when empty): (status, headers, parsed)."""
+    status, hdrs, raw = http_request(method, url, body, headers, timeout)
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        parsed = json.loads(text) if text.strip() else None
+    except ValueError:
+        parsed = text
+    return status, hdrs, parsed
+
+
+def json_lines(text):
+    """Parses JSON lines (blank lines ignored)."""
+    return [json.loads(line) for line in (text or "").splitlines() if line.strip()]
+
+
+class Stub(Proc):
+    """A running tollgate-stub on loopback."""
+
+    def __init__(self, flags, env=None):
+        self.dir = tempfile.mkdtemp(prefix="tgstub-")
+        self.port_file = os.path.join(self.dir, "port")
+        argv = [binary("tollgate-stub"), "--listen", "127.0.0.1:0",
+                "--port-file", self.port_file] + list(flags)
+        super().__init__(argv, env=env)
+        self.port = wait_port_file(self.port_file, self)
+        self.url = "http://127.0.0.1:%d" % self.port
+
+    def request(self, method, path, body=None, headers=None, timeout=10.0):
+        return http_json(method, self.url + path, body, headers, timeout)
+
+    def refund(self, key, payment="pay_1", amount=1500, currency="TWD", headers=None,
+               timeout=10.0, operation_id=None):
+        """POST /v1/refunds for operation key (the key is the operation id)."""
+        h = {"Idempotency-Key": key}
+        h.update(headers or {})
+        body = {"operation_id": operation_id or key, "payment_id": payment,
+                "amount": amount, "currency": currency}
+        return self.request("POST", "/v1/refunds", body, h, timeout)
+
+    def query(self, key, timeout=10.0):
+        return self.request("GET", "/v1/refunds/" + key, timeout=timeout)
+
+    def admin(self, method, what, body=None):
+        """An admin call under /_stub/; returns the parsed body, raises on non-2xx."""
+        status, _, parsed = self.request(method, "/_stub/" + what, body)
+        if status // 100 != 2:
+            raise AssertionError("/_stub/%s -> %s %r" % (what, status, parsed))
+        return parsed
+
+    def set_mode(self, **fields):
+        return self.admin("POST", "mode", fields)
+
+    def state(self):
+        return self.admin("GET", "state")
+
+    def ledger(self):
+        return self.admin("GET", "ledger")
+
+    def arrivals(self, since=0):
+        """The arrival record (entries numbered > since) as a list of dicts."""
+        status, _, raw = http_request("GET", "%s/_stub/arrivals?since=%d" % (self.url, since))
+        if status != 200:
+            raise AssertionError("/_stub/arrivals -> %s" % status)
+        return json_lines(raw.decode())
+
+    def executions(self, key):
+        op = self.ledger()["operations"].get(key)
+        return op["executions"] if op else 0
+
+
+def start_stub(*flags, env=None):
+    """Starts tollgate-stub with extra flags; use as a context manager."""
+    return Stub(flags, env=env)
+
+
+class EventReceiver:
+    """A loopback HTTP server recording every POST: (path, headers, raw body, time)."""
+
+    def __init__(self, status=200):
+        self.events = []
+        self.lock = threading.Lock()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n)
+                with receiver.lock:
+                    receiver.events.append({
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items()},
+                        "body": raw,
+                        "mono": time.monotonic(),
+                    })
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.events)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def main_unittest():
+    """Runs the calling module's unittest tests; exit code for CTest."""
+    import unittest
+    unittest.main(module="__main__", verbosity=2)
+
+
+if __name__ == "__main__":
+    sys.exit("tgtest.py is a helper module; run a test_*.py file")
