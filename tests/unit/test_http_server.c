@@ -1,0 +1,329 @@
+/*
+ * Unit tests of http_server over real loopback sockets (libcurl as the
+ * client): port 0, the raw path, query arguments, headers both ways, the
+ * body bound (by Content-Length and by a chunked body), request-target
+ * checks, and a failing handler.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "core/tg_error.h"
+#include "net/http_server.h"
+
+#define MAX_BODY 1000
+
+struct seen {
+        int calls;
+        char method[16];
+        char path[256];
+        char query[256];
+        char arg[64];
+        int arg_rc;
+        char header[64];
+        size_t body_len;
+        int problem_status;
+        bool fail;
+};
+
+static int handler(const struct http_request *req, struct http_response *res, void *userdata)
+{
+        struct seen *s = userdata;
+        const char *h = http_request_header(req, "x-test");
+
+        s->calls++;
+        snprintf(s->method, sizeof(s->method), "%s", req->method);
+        snprintf(s->path, sizeof(s->path), "%s", req->path);
+        snprintf(s->query, sizeof(s->query), "%s", req->query);
+        s->arg[0] = '\0';
+        s->arg_rc = http_request_arg(req, "a", s->arg, sizeof(s->arg));
+        snprintf(s->header, sizeof(s->header), "%s", h ? h : "");
+        s->body_len = req->body_len;
+        s->problem_status = req->problem_status;
+        if (s->fail)
+                return TG_EIO;
+        if (req->problem_status)
+                return http_response_set(res, req->problem_status, "application/json", "{}", 2);
+        http_response_add_header(res, "Retry-After", "7");
+        return http_response_set(res, 200, "text/plain", "hello", 5);
+}
+
+struct reply {
+        long status;
+        char body[256];
+        size_t body_len;
+        bool retry_after;
+};
+
+static size_t on_body(char *ptr, size_t size, size_t n, void *userdata)
+{
+        struct reply *r = userdata;
+        size_t len = size * n;
+        size_t room = sizeof(r->body) - 1 - r->body_len;
+        memcpy(r->body + r->body_len, ptr, len < room ? len : room);
+        r->body_len += len < room ? len : room;
+        return len;
+}
+
+static size_t on_header(char *ptr, size_t size, size_t n, void *userdata)
+{
+        struct reply *r = userdata;
+        if (size * n >= 14 && strncasecmp(ptr, "Retry-After: 7", 14) == 0)
+                r->retry_after = true;
+        return size * n;
+}
+
+struct upload {
+        size_t left;
+};
+
+static size_t on_read(char *buf, size_t size, size_t n, void *userdata)
+{
+        struct upload *u = userdata;
+        size_t len = size * n < u->left ? size * n : u->left;
+        memset(buf, 'x', len);
+        u->left -= len;
+        return len;
+}
+
+/* path is sent as is (no dot-segment squashing). body_len < 0: no body;
+ * chunked: send body_len bytes without Content-Length. */
+static struct reply fetch(uint16_t port, const char *method, const char *path, long body_len,
+                          bool chunked)
+{
+        struct reply r;
+        char url[512];
+        CURL *c = curl_easy_init();
+        struct curl_slist *headers = NULL;
+        struct upload up = {.left = body_len > 0 ? (size_t)body_len : 0};
+        char *body = NULL;
+
+        memset(&r, 0, sizeof(r));
+        assert_non_null(c);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", (unsigned)port, path);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
+        headers = curl_slist_append(headers, "X-Test: v1");
+        headers = curl_slist_append(headers, "Expect:");
+        if (chunked) {
+                headers = curl_slist_append(headers, "Transfer-Encoding: chunked");
+                curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+                curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+                curl_easy_setopt(c, CURLOPT_READDATA, &up);
+        } else if (body_len >= 0) {
+                body = malloc((size_t)body_len + 1);
+                assert_non_null(body);
+                memset(body, 'x', (size_t)body_len);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, body_len);
+        }
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        if (curl_easy_perform(c) == CURLE_OK)
+                curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+        r.body[r.body_len] = '\0';
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(c);
+        free(body);
+        return r;
+}
+
+static int setup(void **state)
+{
+        struct http_server_config cfg = {
+            .host = "127.0.0.1",
+            .port = 0,
+            .max_connections = 16,
+            .connection_timeout_s = 5,
+            .max_body_bytes = MAX_BODY,
+        };
+        struct seen *s = calloc(1, sizeof(*s));
+        struct http_server *server = NULL;
+        void **pair = calloc(2, sizeof(void *));
+
+        if (!s || !pair || http_server_start(&cfg, handler, s, &server) != 0)
+                return -1;
+        pair[0] = server;
+        pair[1] = s;
+        *state = pair;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        void **pair = *state;
+        http_server_stop(pair[0]);
+        free(pair[1]);
+        free(pair);
+        return 0;
+}
+
+static void test_basic(void **state)
+{
+        void **pair = *state;
+        struct http_server *server = pair[0];
+        struct seen *s = pair[1];
+        uint16_t port = http_server_port(server);
+        struct reply r;
+
+        assert_true(port != 0);
+        r = fetch(port, "GET", "/v1/refunds/a%2Fb?a=1%202&b=x+y", -1, false);
+        assert_int_equal(r.status, 200);
+        assert_string_equal(r.body, "hello");
+        assert_true(r.retry_after);
+        assert_string_equal(s->method, "GET");
+        assert_string_equal(s->path, "/v1/refunds/a%2Fb"); /* raw */
+        assert_string_equal(s->query, "a=1%202&b=x+y");
+        assert_int_equal(s->arg_rc, 0);
+        assert_string_equal(s->arg, "1 2");
+        assert_string_equal(s->header, "v1");
+
+        r = fetch(port, "POST", "/p", 100, false);
+        assert_int_equal(r.status, 200);
+        assert_int_equal(s->body_len, 100);
+        assert_int_equal(s->problem_status, 0);
+        assert_int_equal(s->arg_rc, TG_ENOTFOUND);
+
+        r = fetch(port, "POST", "/p", MAX_BODY, false);
+        assert_int_equal(r.status, 200);
+        assert_int_equal(s->body_len, MAX_BODY);
+}
+
+static void test_body_bound(void **state)
+{
+        void **pair = *state;
+        struct seen *s = pair[1];
+        uint16_t port = http_server_port(pair[0]);
+        struct reply r;
+
+        r = fetch(port, "POST", "/p", MAX_BODY + 1, false);
+        assert_int_equal(r.status, 413);
+        assert_int_equal(s->problem_status, 413);
+        assert_int_equal(s->body_len, 0);
+
+        r = fetch(port, "POST", "/p", 200, true);
+        assert_int_equal(r.status, 200);
+        assert_int_equal(s->body_len, 200);
+
+        r = fetch(port, "POST", "/p", 100000, true);
+        assert_int_equal(r.status, 413);
+        assert_int_equal(s->problem_status, 413);
+        assert_int_equal(s->body_len, 0);
+
+        /* the server still answers afterwards */
+        r = fetch(port, "GET", "/", -1, false);
+        assert_int_equal(r.status, 200);
+}
+
+static void test_targets(void **state)
+{
+        void **pair = *state;
+        struct seen *s = pair[1];
+        uint16_t port = http_server_port(pair[0]);
+        static const char *const bad[] = {"/a/../b", "/a/./b", "/..", "//x", "/a//b", "/a/"};
+        struct reply r;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                s->calls = 0;
+                r = fetch(port, "GET", bad[i], -1, false);
+                if (r.status != 400)
+                        fail_msg("%s: status %ld", bad[i], r.status);
+                assert_int_equal(s->problem_status, 400);
+                assert_int_equal(s->calls, 1);
+        }
+        r = fetch(port, "GET", "/...", -1, false);
+        assert_int_equal(r.status, 200);
+}
+
+static void test_failing_handler(void **state)
+{
+        void **pair = *state;
+        struct seen *s = pair[1];
+        struct reply r;
+
+        s->fail = true;
+        r = fetch(http_server_port(pair[0]), "GET", "/x", -1, false);
+        s->fail = false;
+        assert_int_equal(r.status, 500);
+        assert_non_null(strstr(r.body, "\"internal\""));
+}
+
+static void test_args_and_responses(void **state)
+{
+        (void)state;
+        struct http_request req;
+        struct http_response res;
+        char buf[8];
+
+        memset(&req, 0, sizeof(req));
+        req.query = "a=%zz&b=%00&c=12345678&d&e=%4";
+        assert_int_equal(http_request_arg(&req, "a", buf, sizeof(buf)), TG_EPARSE);
+        assert_int_equal(http_request_arg(&req, "b", buf, sizeof(buf)), TG_EPARSE);
+        assert_int_equal(http_request_arg(&req, "c", buf, sizeof(buf)), TG_EFULL);
+        assert_int_equal(http_request_arg(&req, "d", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "");
+        assert_int_equal(http_request_arg(&req, "e", buf, sizeof(buf)), TG_EPARSE);
+        assert_int_equal(http_request_arg(&req, "f", buf, sizeof(buf)), TG_ENOTFOUND);
+
+        http_response_init(&res);
+        assert_int_equal(http_response_add_header(&res, "X-A", "ok"), 0);
+        assert_int_equal(http_response_add_header(&res, "X-B", "bad\r\nInjected: 1"), TG_EINVAL);
+        assert_int_equal(http_response_add_header(&res, "X C", "v"), TG_EINVAL);
+        for (int i = 1; i < HTTP_RESPONSE_MAX_HEADERS; i++)
+                assert_int_equal(http_response_add_header(&res, "X-N", "v"), 0);
+        assert_int_equal(http_response_add_header(&res, "X-N", "v"), TG_EFULL);
+        assert_int_equal(http_response_set(&res, 99, "text/plain", "x", 1), TG_EINVAL);
+        assert_int_equal(http_response_set(&res, 200, "text/plain", "x", 1), 0);
+        http_response_release(&res);
+        http_response_release(NULL);
+        http_server_stop(NULL);
+}
+
+static void test_bad_config(void **state)
+{
+        (void)state;
+        struct http_server_config cfg = {
+            .host = "not a host name at all",
+            .port = 0,
+            .max_connections = 1,
+            .connection_timeout_s = 1,
+            .max_body_bytes = 10,
+        };
+        struct http_server *server = NULL;
+
+        assert_int_equal(http_server_start(&cfg, handler, NULL, &server), TG_EINVAL);
+        assert_null(server);
+        cfg.host = "127.0.0.1";
+        cfg.max_connections = 0;
+        assert_int_equal(http_server_start(&cfg, handler, NULL, &server), TG_EINVAL);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_setup_teardown(test_basic, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_body_bound, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_targets, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_failing_handler, setup, teardown),
+            cmocka_unit_test(test_args_and_responses),
+            cmocka_unit_test(test_bad_config),
+        };
+        int r;
+
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        r = cmocka_run_group_tests(tests, NULL, NULL);
+        curl_global_cleanup();
+        return r;
+}
