@@ -319,7 +319,9 @@ static bool parse_value(const struct token *t, const char *key, char *dst, size_
 {
         size_t klen = strlen(key);
         size_t vlen = t->len - klen;
-        if (vlen == 0 || vlen > dst_size - 2)
+        /* Must fit with its terminator; value_ok() applies the tighter
+         * bound. */
+        if (vlen == 0 || vlen >= dst_size)
                 return false;
         memcpy(dst, t->p + klen, vlen);
         dst[vlen] = '\0';

@@ -311,6 +311,10 @@ static void test_absent_field_rule(void **state)
         assert_int_equal(cls_of(c, P, 409, JSON, "idempotency_key_in_use", ""), TG_CLASS_UNKNOWN);
         assert_int_equal(cls_of(c, P, 409, JSON, "other", ""), TG_CLASS_UNKNOWN);
 
+        /* fields of an unreadable body count as absent, whatever they hold */
+        struct provider_reply r = reply_of(OK, 409, NO_JSON, "idempotency_key_in_use", "");
+        assert_int_equal(classify(c, P, &r), TG_CLASS_REJECTED);
+
         add(c, "query 200 status=- => no_answer");
         assert_int_equal(cls_of(c, Q, 200, JSON, "", ""), TG_CLASS_NO_ANSWER);
         assert_int_equal(cls_of(c, Q, 200, JSON, "", "succeeded"), TG_CLASS_SUCCEEDED);
@@ -391,6 +395,18 @@ static void test_add_rule_refuses_bad_rules(void **state)
         memset(bad.body_status, 0, sizeof(bad.body_status));
         memcpy(bad.body_status, "a b", 3); /* outside the value alphabet */
         assert_int_equal(classifier_add_rule(c, &bad), TG_EINVAL);
+
+        /* a value filling its field could be the truncation of a longer code */
+        bad = good;
+        memset(bad.error_code, 'a', sizeof(bad.error_code) - 1);
+        bad.error_code[sizeof(bad.error_code) - 1] = '\0';
+        assert_int_equal(classifier_add_rule(c, &bad), TG_EINVAL);
+        bad = good;
+        memset(bad.body_status, 'a', sizeof(bad.body_status) - 1);
+        bad.body_status[sizeof(bad.body_status) - 1] = '\0';
+        assert_int_equal(classifier_add_rule(c, &bad), TG_EINVAL);
+        bad.body_status[sizeof(bad.body_status) - 2] = '\0';
+        assert_int_equal(classifier_add_rule(c, &bad), 0);
 
         /* the refused rules changed nothing */
         assert_int_equal(cls_of(c, P, 550, JSON, "", ""), TG_CLASS_UNKNOWN);

@@ -344,11 +344,44 @@ static const struct transition transitions[] = {
 };
 #define N_TRANSITIONS (sizeof(transitions) / sizeof(transitions[0]))
 
+/* Values no decision has, set and compared field by field (the struct has
+ * padding, which a copy need not keep). */
 static struct policy_decision sentinel_decision(void)
 {
-        struct policy_decision d;
-        memset(&d, 0x5A, sizeof(d));
+        struct policy_decision d = {
+            .next = (enum op_state)77,
+            .next_run_at = -7777,
+            .reason = (enum manual_reason)77,
+            .wait_ms = -77,
+        };
         return d;
+}
+
+static void assert_decision_equal(const struct policy_decision *a, const struct policy_decision *b)
+{
+        assert_int_equal(a->next, b->next);
+        assert_int_equal(a->next_run_at, b->next_run_at);
+        assert_int_equal(a->reason, b->reason);
+        assert_int_equal(a->wait_ms, b->wait_ms);
+}
+
+static struct policy_op sentinel_policy_op(void)
+{
+        struct policy_op op = {(enum op_state)77, 7, 7, 7, 7, -7, -7, -7, -7};
+        return op;
+}
+
+static void assert_op_equal(const struct policy_op *a, const struct policy_op *b)
+{
+        assert_int_equal(a->state, b->state);
+        assert_int_equal(a->attempts, b->attempts);
+        assert_int_equal(a->attempt_limit, b->attempt_limit);
+        assert_int_equal(a->queries, b->queries);
+        assert_int_equal(a->query_limit, b->query_limit);
+        assert_int_equal(a->accepted_at, b->accepted_at);
+        assert_int_equal(a->deadline_at, b->deadline_at);
+        assert_int_equal(a->key_first_used, b->key_first_used);
+        assert_int_equal(a->last_wait_ms, b->last_wait_ms);
 }
 
 static void test_transition_table(void **state)
@@ -374,7 +407,7 @@ static void test_transition_table(void **state)
                                  t->rc);
                 if (rc != 0) {
                         /* untouched on failure */
-                        assert_memory_equal(&d, &sentinel, sizeof(d));
+                        assert_decision_equal(&d, &sentinel);
                         continue;
                 }
                 tg_wall_ms want_at =
@@ -473,7 +506,7 @@ static void test_every_input_defined_or_einval(void **state)
                                                                 (enum tg_class)cls);
                                         if (!valid) {
                                                 assert_int_equal(rc, TG_EINVAL);
-                                                assert_memory_equal(&d, &s, sizeof(d));
+                                                assert_decision_equal(&d, &s);
                                                 continue;
                                         }
                                         assert_int_equal(rc, 0);
@@ -522,7 +555,7 @@ static void test_after_call_refuses_impossible_ops(void **state)
         op.queries = 0;
         ev.request = Q;
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), TG_EINVAL);
-        assert_memory_equal(&d, &s, sizeof(d));
+        assert_decision_equal(&d, &s);
         /* NULL arguments */
         op = base_op(P);
         ev.request = P;
@@ -531,12 +564,12 @@ static void test_after_call_refuses_impossible_ops(void **state)
         assert_int_equal(policy_after_call(&cfg, &op, NULL, &rng, &d), TG_EINVAL);
         assert_int_equal(policy_after_call(&cfg, &op, &ev, NULL, &d), TG_EINVAL);
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, NULL), TG_EINVAL);
-        assert_memory_equal(&d, &s, sizeof(d));
+        assert_decision_equal(&d, &s);
         /* a backoff config that cannot draw: the error comes back, nothing decided */
         cfg.backoff.base_ms = 0;
         ev.cls = TG_CLASS_RETRYABLE;
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), TG_EINVAL);
-        assert_memory_equal(&d, &s, sizeof(d));
+        assert_decision_equal(&d, &s);
 }
 
 /* --- budgets with the real defaults (full jitter) -------------------------- */
@@ -709,13 +742,13 @@ static void test_takeover(void **state)
                         continue;
                 op.state = (enum op_state)st;
                 assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), TG_ESTATE);
-                assert_memory_equal(&d, &s, sizeof(d));
+                assert_decision_equal(&d, &s);
         }
         op.state = OP_IN_FLIGHT;
         assert_int_equal(policy_after_takeover(NULL, &op, T0, &d), TG_EINVAL);
         assert_int_equal(policy_after_takeover(&cfg, NULL, T0, &d), TG_EINVAL);
         assert_int_equal(policy_after_takeover(&cfg, &op, T0, NULL), TG_EINVAL);
-        assert_memory_equal(&d, &s, sizeof(d));
+        assert_decision_equal(&d, &s);
 }
 
 /* --- deadline check ---------------------------------------------------------- */
@@ -731,7 +764,7 @@ static void test_check_deadline(void **state)
                 struct policy_decision d = sentinel_decision();
                 assert_int_equal(policy_check_deadline(&op, T0, &d), TG_EAGAIN);
                 assert_int_equal(policy_check_deadline(&op, DEADLINE, &d), TG_EAGAIN);
-                assert_memory_equal(&d, &s, sizeof(d));
+                assert_decision_equal(&d, &s);
                 assert_int_equal(policy_check_deadline(&op, DEADLINE + 1, &d), 0);
                 assert_int_equal(d.next, OP_MANUAL);
                 assert_int_equal(d.reason, MANUAL_DEADLINE);
@@ -746,7 +779,7 @@ static void test_check_deadline(void **state)
                 op.state = others[i];
                 struct policy_decision d = sentinel_decision();
                 assert_int_equal(policy_check_deadline(&op, DEADLINE + 1, &d), TG_ESTATE);
-                assert_memory_equal(&d, &s, sizeof(d));
+                assert_decision_equal(&d, &s);
         }
         struct policy_op op = base_op(P);
         op.state = OP_UNKNOWN;
@@ -769,7 +802,7 @@ static void test_check_due(void **state)
         /* a re-send whose key aged past retention while it waited for the exit */
         op.state = OP_RETRY_WAIT;
         assert_int_equal(policy_check_due(&cfg, &op, expiry - 1, &d), TG_EAGAIN);
-        assert_memory_equal(&d, &s, sizeof(d));
+        assert_decision_equal(&d, &s);
         assert_int_equal(policy_check_due(&cfg, &op, expiry, &d), 0);
         assert_int_equal(d.next, OP_MANUAL);
         assert_int_equal(d.reason, MANUAL_KEY_RETENTION);
@@ -781,7 +814,7 @@ static void test_check_due(void **state)
         op.state = OP_UNKNOWN;
         d = sentinel_decision();
         assert_int_equal(policy_check_due(&cfg, &op, expiry, &d), TG_EAGAIN);
-        assert_memory_equal(&d, &s, sizeof(d));
+        assert_decision_equal(&d, &s);
         /* and the deadline still applies */
         assert_int_equal(policy_check_due(&cfg, &op, op.deadline_at + 1, &d), 0);
         assert_int_equal(d.reason, MANUAL_DEADLINE);
@@ -802,7 +835,7 @@ static void test_check_due(void **state)
                 op.state = others[i];
                 d = sentinel_decision();
                 assert_int_equal(policy_check_due(&cfg, &op, DEADLINE + 1, &d), TG_ESTATE);
-                assert_memory_equal(&d, &s, sizeof(d));
+                assert_decision_equal(&d, &s);
         }
         op.state = OP_UNKNOWN;
         assert_int_equal(policy_check_due(NULL, &op, T0, &d), TG_EINVAL);
@@ -859,8 +892,7 @@ static void test_operator_resend_refusals(void **state)
 {
         (void)state;
         struct policy_config cfg = table_config();
-        struct policy_op sentinel_op;
-        memset(&sentinel_op, 0x3C, sizeof(sentinel_op));
+        struct policy_op sentinel_op = sentinel_policy_op();
         struct policy_decision s = sentinel_decision();
 
         /* only manual operations */
@@ -873,8 +905,8 @@ static void test_operator_resend_refusals(void **state)
                 struct policy_decision d = sentinel_decision();
                 assert_int_equal(policy_operator_resend(&cfg, &op, T0 + 1000, &next, &d),
                                  TG_ESTATE);
-                assert_memory_equal(&next, &sentinel_op, sizeof(next));
-                assert_memory_equal(&d, &s, sizeof(d));
+                assert_op_equal(&next, &sentinel_op);
+                assert_decision_equal(&d, &s);
         }
 
         /* never with a key past retention: it could execute a second refund */
@@ -885,8 +917,8 @@ static void test_operator_resend_refusals(void **state)
         struct policy_decision d = sentinel_decision();
         assert_int_equal(policy_operator_resend(&cfg, &op, expiry, &next, &d), TG_ERANGE);
         assert_int_equal(policy_operator_resend(&cfg, &op, expiry + 3600000, &next, &d), TG_ERANGE);
-        assert_memory_equal(&next, &sentinel_op, sizeof(next));
-        assert_memory_equal(&d, &s, sizeof(d));
+        assert_op_equal(&next, &sentinel_op);
+        assert_decision_equal(&d, &s);
         assert_int_equal(policy_operator_resend(&cfg, &op, expiry - 1, &next, &d), 0);
 
         /* a key never sent (an invalid outbox row) has no age */
@@ -981,7 +1013,13 @@ static void test_config(void **state)
         assert_int_equal(c.key_retention_ms, 23LL * 3600 * 1000);
         struct backoff_config b;
         backoff_config_default(&b);
-        assert_memory_equal(&c.backoff, &b, sizeof(b));
+        /* field by field: the struct has padding */
+        assert_int_equal(c.backoff.base_ms, b.base_ms);
+        assert_true(c.backoff.factor == b.factor);
+        assert_int_equal(c.backoff.min_ms, b.min_ms);
+        assert_int_equal(c.backoff.cap_ms, b.cap_ms);
+        assert_int_equal(c.backoff.give_up_ms, b.give_up_ms);
+        assert_int_equal(c.backoff.jitter, b.jitter);
         assert_int_equal(policy_config_check(&c), 0);
 
         struct policy_config bad;
