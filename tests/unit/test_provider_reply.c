@@ -1,0 +1,387 @@
+/*
+ * Tests of net/provider_reply: the contract's bodies read right; malformed
+ * JSON, wrong types, duplicate keys, huge bodies, NUL bytes and non-objects
+ * read as "not JSON" or as absent fields, never as a wrong answer; and the
+ * parsed reply classifies as shared/PROVIDER.md says.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/classify.h"
+#include "core/tg_error.h"
+#include "net/provider_reply.h"
+
+/* A reply with stale body fields, so every test also checks the reset. */
+static struct provider_reply stale_reply(void)
+{
+        struct provider_reply r;
+        memset(&r, 0, sizeof(r));
+        r.transport = TG_TR_COMPLETE;
+        r.http_status = 200;
+        r.body_is_json = true;
+        classify_copy_field(r.error_code, sizeof(r.error_code), "stale", 5);
+        classify_copy_field(r.status, sizeof(r.status), "succeeded", 9);
+        classify_copy_field(r.refund_id, sizeof(r.refund_id), "re_stale", 8);
+        return r;
+}
+
+static struct provider_reply parse(const char *body)
+{
+        struct provider_reply r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(body, strlen(body), &r), 0);
+        /* transport and status are the transport's */
+        assert_int_equal(r.transport, TG_TR_COMPLETE);
+        assert_int_equal(r.http_status, 200);
+        return r;
+}
+
+static void assert_not_json(const struct provider_reply *r)
+{
+        assert_false(r->body_is_json);
+        assert_string_equal(r->error_code, "");
+        assert_string_equal(r->status, "");
+        assert_string_equal(r->refund_id, "");
+}
+
+static void test_contract_bodies(void **state)
+{
+        (void)state;
+        struct provider_reply r;
+
+        r = parse("{\"refund_id\":\"re_123\",\"operation_id\":\"op-1\",\"status\":\"succeeded\"}");
+        assert_true(r.body_is_json);
+        assert_string_equal(r.status, "succeeded");
+        assert_string_equal(r.refund_id, "re_123");
+        assert_string_equal(r.error_code, "");
+
+        r = parse("{\"operation_id\":\"op-1\",\"status\":\"failed\",\"failure_code\":\"x\"}");
+        assert_true(r.body_is_json);
+        assert_string_equal(r.status, "failed");
+        assert_string_equal(r.refund_id, "");
+
+        r = parse("{\"operation_id\":\"op-1\",\"status\":\"processing\"}");
+        assert_string_equal(r.status, "processing");
+
+        r = parse("{\"error\":{\"code\":\"not_found\"}}");
+        assert_true(r.body_is_json);
+        assert_string_equal(r.error_code, "not_found");
+        assert_string_equal(r.status, "");
+
+        r = parse("{\"error\":{\"code\":\"invalid_request\",\"message\":\"amount\","
+                  "\"retryable\":false}}");
+        assert_string_equal(r.error_code, "invalid_request");
+
+        r = parse(" \n\t{ \"error\" : { \"code\" : \"idempotency_key_reused\" } }\r\n ");
+        assert_string_equal(r.error_code, "idempotency_key_reused");
+
+        /* escapes and UTF-8 are decoded */
+        r = parse("{\"status\":\"succ\\u0065eded\",\"refund_id\":\"re_\\u00e9\"}");
+        assert_string_equal(r.status, "succeeded");
+        assert_string_equal(r.refund_id, "re_\xc3\xa9");
+
+        /* an empty object is JSON with nothing in it */
+        r = parse("{}");
+        assert_true(r.body_is_json);
+        assert_string_equal(r.status, "");
+}
+
+static void test_malformed(void **state)
+{
+        (void)state;
+        const char *bodies[] = {
+            "",
+            " ",
+            "{",
+            "}",
+            "{\"status\":\"succeeded\"",
+            "{\"status\":\"succeeded\",}",
+            "{'status':'succeeded'}",
+            "{status:\"succeeded\"}",
+            "{\"status\":\"succeeded\"} trailing",
+            "{\"status\":\"succeeded\"}{\"status\":\"failed\"}",
+            "<html><body>404 Not Found</body></html>",
+            "Service Unavailable",
+            "{\"status\":\"succ\x01"
+            "eeded\"}",                               /* control character */
+            "{\"status\":\"succ\xff\xfe\"}",          /* invalid UTF-8 */
+            "{\"status\":\"\xc0\xaf\"}",              /* overlong UTF-8 */
+            "{\"status\":\"\\ud800\"}",               /* lone surrogate */
+            "{\"status\":\"succeeded\\u0000x\"}",     /* escaped NUL */
+            "{\"status\":\"succeeded\\x\"}",          /* bad escape */
+            "\xef\xbb\xbf{\"status\":\"succeeded\"}", /* BOM */
+            "{\"a\":1e99999999999}",
+            "{\"a\":NaN}",
+            "{\"a\":-}",
+        };
+        for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+                struct provider_reply r = parse(bodies[i]);
+                if (r.body_is_json)
+                        fail_msg("body %zu read as JSON: %s", i, bodies[i]);
+                assert_not_json(&r);
+        }
+}
+
+static void test_non_object(void **state)
+{
+        (void)state;
+        const char *bodies[] = {
+            "[]", "[{\"status\":\"succeeded\"}]", "\"succeeded\"", "42", "true", "null",
+        };
+        for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+                struct provider_reply r = parse(bodies[i]);
+                assert_not_json(&r);
+        }
+}
+
+static void test_wrong_types(void **state)
+{
+        (void)state;
+        struct provider_reply r;
+
+        r = parse("{\"status\":1,\"refund_id\":[\"re_1\"],\"error\":{\"code\":404}}");
+        assert_true(r.body_is_json);
+        assert_string_equal(r.status, "");
+        assert_string_equal(r.refund_id, "");
+        assert_string_equal(r.error_code, "");
+
+        r = parse("{\"status\":{\"value\":\"succeeded\"}}");
+        assert_string_equal(r.status, "");
+        r = parse("{\"status\":null}");
+        assert_string_equal(r.status, "");
+        r = parse("{\"status\":true}");
+        assert_string_equal(r.status, "");
+
+        /* .error must be an object with a string .code */
+        r = parse("{\"error\":\"not_found\"}");
+        assert_true(r.body_is_json);
+        assert_string_equal(r.error_code, "");
+        r = parse("{\"error\":[{\"code\":\"not_found\"}]}");
+        assert_string_equal(r.error_code, "");
+        r = parse("{\"error\":null}");
+        assert_string_equal(r.error_code, "");
+        r = parse("{\"code\":\"not_found\"}"); /* not under .error */
+        assert_string_equal(r.error_code, "");
+        r = parse("{\"error\":{\"error\":{\"code\":\"not_found\"}}}");
+        assert_string_equal(r.error_code, "");
+        /* a nested status does not count */
+        r = parse("{\"refund\":{\"status\":\"succeeded\"}}");
+        assert_string_equal(r.status, "");
+        /* keys are case-sensitive */
+        r = parse("{\"Status\":\"succeeded\"}");
+        assert_string_equal(r.status, "");
+}
+
+static void test_duplicates(void **state)
+{
+        (void)state;
+        /* two answers in one body: we cannot know which the provider meant */
+        struct provider_reply r = parse("{\"status\":\"failed\",\"status\":\"succeeded\"}");
+        assert_not_json(&r);
+        r = parse("{\"error\":{\"code\":\"a\",\"code\":\"not_found\"}}");
+        assert_not_json(&r);
+        r = parse("{\"x\":{\"y\":1,\"y\":2},\"status\":\"succeeded\"}");
+        assert_not_json(&r);
+        /* the same key in different objects is fine */
+        r = parse("{\"status\":\"succeeded\",\"x\":{\"status\":\"failed\"}}");
+        assert_true(r.body_is_json);
+        assert_string_equal(r.status, "succeeded");
+}
+
+static void test_nul_bytes(void **state)
+{
+        (void)state;
+        struct provider_reply r;
+        /* raw NUL inside a string, after the object, and before it */
+        const char in_string[] = "{\"status\":\"succ\0eeded\"}";
+        const char after[] = "{\"status\":\"succeeded\"}\0garbage";
+        const char before[] = "\0{\"status\":\"succeeded\"}";
+        const char only[] = "\0\0\0\0";
+
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(in_string, sizeof(in_string) - 1, &r), 0);
+        assert_not_json(&r);
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(after, sizeof(after) - 1, &r), 0);
+        assert_not_json(&r);
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(before, sizeof(before) - 1, &r), 0);
+        assert_not_json(&r);
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(only, sizeof(only) - 1, &r), 0);
+        assert_not_json(&r);
+
+        /* len is what counts: a body that is a prefix of the buffer */
+        const char prefix[] = "{\"status\":\"succeeded\"}XXXX";
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(prefix, sizeof(prefix) - 5, &r), 0);
+        assert_true(r.body_is_json);
+        assert_string_equal(r.status, "succeeded");
+}
+
+static void test_truncation(void **state)
+{
+        (void)state;
+        char body[2048];
+        char longval[400];
+        memset(longval, 'a', sizeof(longval) - 1);
+        longval[sizeof(longval) - 1] = '\0';
+        struct provider_reply r;
+        size_t n = (size_t)snprintf(body, sizeof(body),
+                                    "{\"status\":\"%s\",\"refund_id\":\"%s\",\"error\":{\"code\":"
+                                    "\"%s\"}}",
+                                    longval, longval, longval);
+        assert_true(n < sizeof(body));
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(body, n, &r), 0);
+        assert_true(r.body_is_json);
+        assert_int_equal(strlen(r.status), sizeof(r.status) - 1);
+        assert_int_equal(strlen(r.refund_id), sizeof(r.refund_id) - 1);
+        assert_int_equal(strlen(r.error_code), sizeof(r.error_code) - 1);
+
+        /* a code longer than the field, whose prefix is a rule's code, does
+         * not classify as that rule */
+        struct classifier *c;
+        assert_int_equal(classifier_new_default(&c), 0);
+        n = (size_t)snprintf(body, sizeof(body), "{\"error\":{\"code\":\"not_found%s\"}}", longval);
+        r = stale_reply();
+        r.http_status = 404;
+        assert_int_equal(provider_reply_parse_body(body, n, &r), 0);
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NO_ANSWER);
+        classifier_free(c);
+}
+
+static void test_huge(void **state)
+{
+        (void)state;
+        size_t big = PROVIDER_REPLY_MAX_BODY + 1;
+        char *body = malloc(big);
+        assert_non_null(body);
+        /* a valid object, just too long: padded with whitespace */
+        memset(body, ' ', big);
+        const char obj[] = "{\"status\":\"succeeded\"}";
+        memcpy(body, obj, sizeof(obj) - 1);
+
+        struct provider_reply r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(body, big, &r), TG_ERANGE);
+        assert_not_json(&r); /* still usable: classifies as malformed */
+        /* one byte less is inside the bound and reads */
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(body, big - 1, &r), 0);
+        assert_true(r.body_is_json);
+        assert_string_equal(r.status, "succeeded");
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(body, SIZE_MAX, &r), TG_ERANGE);
+        assert_not_json(&r);
+        free(body);
+
+        /* deep nesting inside the bound: refused by the parser, no crash */
+        size_t depth = 20000;
+        body = malloc(2 * depth);
+        assert_non_null(body);
+        memset(body, '[', depth);
+        memset(body + depth, ']', depth);
+        body[0] = '{';
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(body, 2 * depth, &r), 0);
+        assert_not_json(&r);
+        free(body);
+
+        /* many members */
+        size_t cap = PROVIDER_REPLY_MAX_BODY;
+        body = malloc(cap);
+        assert_non_null(body);
+        size_t len = 0;
+        body[len++] = '{';
+        for (unsigned i = 0; len + 40 < cap; i++)
+                len += (size_t)snprintf(body + len, cap - len, "\"k%u\":%u,", i, i);
+        len += (size_t)snprintf(body + len, cap - len, "\"status\":\"processing\"}");
+        assert_true(len <= cap);
+        r = stale_reply();
+        assert_int_equal(provider_reply_parse_body(body, len, &r), 0);
+        assert_true(r.body_is_json);
+        assert_string_equal(r.status, "processing");
+        free(body);
+}
+
+static void test_arguments(void **state)
+{
+        (void)state;
+        struct provider_reply r = stale_reply();
+        struct provider_reply before = r;
+        assert_int_equal(provider_reply_parse_body("{}", 2, NULL), TG_EINVAL);
+        assert_int_equal(provider_reply_parse_body(NULL, 5, &r), TG_EINVAL);
+        /* untouched */
+        assert_true(r.body_is_json == before.body_is_json);
+        assert_string_equal(r.error_code, before.error_code);
+        assert_string_equal(r.status, before.status);
+        assert_string_equal(r.refund_id, before.refund_id);
+        /* no body at all: not JSON */
+        assert_int_equal(provider_reply_parse_body(NULL, 0, &r), 0);
+        assert_not_json(&r);
+}
+
+/* From the bytes on the wire to the class: the pieces fit. */
+static void test_parse_then_classify(void **state)
+{
+        (void)state;
+        struct classifier *c;
+        assert_int_equal(classifier_new_default(&c), 0);
+        struct {
+                enum classify_request request;
+                int http_status;
+                const char *body;
+                enum tg_class want;
+        } rows[] = {
+            {CLASSIFY_POST, 201, "{\"refund_id\":\"re_1\",\"status\":\"succeeded\"}",
+             TG_CLASS_SUCCEEDED},
+            {CLASSIFY_POST, 200, "{\"refund_id\":\"re_1\",\"status\":\"succeeded\"}",
+             TG_CLASS_SUCCEEDED},
+            {CLASSIFY_POST, 201, "<html>ok</html>", TG_CLASS_UNKNOWN},
+            {CLASSIFY_POST, 201, "{\"status\":\"failed\",\"status\":\"succeeded\"}",
+             TG_CLASS_UNKNOWN},
+            {CLASSIFY_POST, 422, "{\"error\":{\"code\":\"idempotency_key_reused\"}}",
+             TG_CLASS_KEY_REUSED},
+            {CLASSIFY_POST, 422, "{\"error\":{\"code\":\"invalid_request\"}}", TG_CLASS_REJECTED},
+            {CLASSIFY_POST, 409, "{\"error\":{\"code\":\"idempotency_key_in_use\"}}",
+             TG_CLASS_UNKNOWN},
+            {CLASSIFY_POST, 503, "{\"error\":{\"code\":\"temporarily_unavailable\"}}",
+             TG_CLASS_RETRYABLE},
+            {CLASSIFY_QUERY, 200, "{\"status\":\"processing\"}", TG_CLASS_PROCESSING},
+            {CLASSIFY_QUERY, 200, "{\"status\":\"failed\"}", TG_CLASS_REJECTED},
+            {CLASSIFY_QUERY, 404, "{\"error\":{\"code\":\"not_found\"}}", TG_CLASS_NOT_FOUND},
+            {CLASSIFY_QUERY, 404, "<html>Not Found</html>", TG_CLASS_NO_ANSWER},
+            {CLASSIFY_QUERY, 404, "{\"error\":{\"code\":404}}", TG_CLASS_NO_ANSWER},
+            {CLASSIFY_QUERY, 404, "{\"error\":\"not_found\"}", TG_CLASS_NO_ANSWER},
+        };
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                struct provider_reply r = stale_reply();
+                r.http_status = rows[i].http_status;
+                assert_int_equal(provider_reply_parse_body(rows[i].body, strlen(rows[i].body), &r),
+                                 0);
+                enum tg_class got = classify(c, rows[i].request, &r);
+                if (got != rows[i].want)
+                        fail_msg("row %zu: got %s, want %s", i, tg_class_name(got),
+                                 tg_class_name(rows[i].want));
+        }
+        classifier_free(c);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_contract_bodies), cmocka_unit_test(test_malformed),
+            cmocka_unit_test(test_non_object),      cmocka_unit_test(test_wrong_types),
+            cmocka_unit_test(test_duplicates),      cmocka_unit_test(test_nul_bytes),
+            cmocka_unit_test(test_truncation),      cmocka_unit_test(test_huge),
+            cmocka_unit_test(test_arguments),       cmocka_unit_test(test_parse_then_classify),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
