@@ -80,8 +80,9 @@ static const char *const migrations[] = {
     /* group first (pending by accepted_at), manual list, counts by state,
          * in_flight for recovery, oldest open per state */
     "CREATE INDEX ops_state_accepted ON operations(state, accepted_at);"
-    /* group again: walk by accepted_at, due test answered from the index */
-    "CREATE INDEX ops_again_accepted ON operations(accepted_at, next_run_at)"
+    /* group again: walk by (accepted_at, id); the due test and the state are
+     * answered from the index itself (covering), never from the table */
+    "CREATE INDEX ops_again_accepted ON operations(accepted_at, id, next_run_at, state)"
     "  WHERE state IN ('retry_wait','unknown');"
     /* earliest next_run_at of the again group */
     "CREATE INDEX ops_again_due ON operations(next_run_at)"
@@ -1021,6 +1022,25 @@ out:
 
 /* ---- the exit ------------------------------------------------------------------- */
 
+/* min(next_run_at) of the again group, TG_WALL_NEVER if it is empty. */
+static int earliest_due(struct sqlite_store *s, tg_wall_ms *ret_next)
+{
+        sqlite3_stmt *st;
+        int r = stmt_get(s, ST_NEXT_DUE, &st);
+        int rc;
+
+        if (r < 0)
+                return r;
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                *ret_next = sqlite3_column_type(st, 0) == SQLITE_NULL ? TG_WALL_NEVER
+                                                                      : sqlite3_column_int64(st, 0);
+        else
+                r = map_rc(rc);
+        stmt_done(st);
+        return r;
+}
+
 static int pick(struct sqlite_store *s, const struct claim_args *args, int64_t *ret_id)
 {
         sqlite3_stmt *st;
@@ -1030,6 +1050,17 @@ static int pick(struct sqlite_store *s, const struct claim_args *args, int64_t *
 
         if (r < 0)
                 return r;
+        if (again) {
+                /* Nothing due (the common case while retries wait): one probe
+                 * of ops_again_due instead of a walk over every waiting op. */
+                tg_wall_ms next = TG_WALL_NEVER;
+
+                r = earliest_due(s, &next);
+                if (r < 0)
+                        return r;
+                if (next > args->now)
+                        return TG_ENOTFOUND;
+        }
         if (again && bind_i64(st, 1, args->now)) {
                 stmt_done(st);
                 return TG_ESTORE;
@@ -1265,15 +1296,7 @@ static int sqlite_next_due(struct store *store, tg_wall_ms *ret_next_run_at, boo
 
         if (r < 0)
                 return r;
-        r = stmt_get(s, ST_NEXT_DUE, &st);
-        if (r == 0) {
-                rc = sqlite3_step(st);
-                if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
-                        next = sqlite3_column_int64(st, 0);
-                else if (rc != SQLITE_ROW)
-                        r = map_rc(rc);
-                stmt_done(st);
-        }
+        r = earliest_due(s, &next);
         if (r == 0)
                 r = stmt_get(s, ST_ANY_PENDING, &st);
         if (r == 0) {
