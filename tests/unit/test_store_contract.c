@@ -495,6 +495,21 @@ static void test_owner_lock(void **state)
         store_close(b);
         e = acquire(a);
         assert_true(e > eb);
+
+        if (fx_is_sqlite) {
+                /* someone removes the lock file: the owner can no longer be
+                 * sure it is alone, and says so */
+                char path[400];
+
+                snprintf(path, sizeof(path), "%s/t.db.owner", fx_dir);
+                assert_int_equal(unlink(path), 0);
+                assert_int_equal(store_owner_check(a), TG_ELOCKED);
+                b = open_store();
+                eb = acquire(b);
+                assert_true(eb > e);
+                assert_int_equal(store_owner_check(b), 0);
+                store_close(b);
+        }
         store_close(a);
 }
 
@@ -643,6 +658,74 @@ static void test_crash_between_claim_and_settle(void **state)
         assert_int_equal(n, 1);
         op = get_op(s, "crash-1");
         assert_int_equal(op.state, OP_UNKNOWN);
+        store_close(s);
+}
+
+/* Intake in one process and the exit in another write at the same time:
+ * neither sees a busy error, and every accepted operation is claimed once. */
+static void test_concurrent_writers(void **state)
+{
+        enum { N = 100 };
+        struct policy_config c = limits();
+        struct store *s;
+        struct store_stats st;
+        int64_t epoch, last_id = 0;
+        unsigned claimed = 0, spins = 0;
+        int status = 0;
+        pid_t pid;
+
+        (void)state;
+        s = open_store(); /* creates the schema before the child opens */
+        store_close(s);
+        fflush(NULL);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct store *cs = NULL;
+
+                if (store_open(fx_url, &cs) != 0)
+                        _exit(1);
+                for (int i = 0; i < N; i++) {
+                        char id[32];
+                        struct refund_request r;
+                        struct op_record op;
+                        bool created;
+
+                        snprintf(id, sizeof(id), "cc-%03d", i);
+                        r = req(id, "pay-c", 100 + i);
+                        if (store_accept(cs, &r, T0 + i, &c, &created, &op) != 0 || !created)
+                                _exit(2);
+                }
+                store_close(cs);
+                _exit(0);
+        }
+        s = open_store();
+        epoch = acquire(s);
+        while (claimed < N && spins < 20000) {
+                struct op_record op;
+                struct call_record call;
+                struct settle_args a;
+                int r = claim(s, STORE_GROUP_FIRST, epoch, T0 + 1000, &op, &call);
+
+                if (r == TG_ENOTFOUND) {
+                        spins++;
+                        usleep(1000);
+                        continue;
+                }
+                assert_int_equal(r, 0);
+                assert_true(op.id > last_id); /* oldest first, each once */
+                last_id = op.id;
+                a = settle_args_for(&op, &call, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 1001, 0);
+                assert_int_equal(store_settle(s, &a), 0);
+                claimed++;
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        assert_int_equal(claimed, N);
+        assert_int_equal(store_stats(s, &st), 0);
+        assert_int_equal(st.by_state[OP_SUCCEEDED], N);
+        assert_int_equal(st.calls_total, N);
         store_close(s);
 }
 
@@ -965,6 +1048,7 @@ static void test_bad_urls(void **state)
             cmocka_unit_test_setup_teardown(test_fenced_after_newer_acquire, setup, teardown),     \
             cmocka_unit_test_setup_teardown(test_recover, setup, teardown),                        \
             cmocka_unit_test_setup_teardown(test_crash_between_claim_and_settle, setup, teardown), \
+            cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),             \
             cmocka_unit_test_setup_teardown(test_sweep_deadlines, setup, teardown),                \
             cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),                       \
             cmocka_unit_test_setup_teardown(test_manual_resend_resolve, setup, teardown),          \
