@@ -267,6 +267,13 @@ const char *store_backend(const struct store *store)
         return store->ops->name;
 }
 
+const char *store_url(const struct store *store)
+{
+        if (!store)
+                return "";
+        return store->url_masked;
+}
+
 /* ---- forwarding -------------------------------------------------------- */
 
 int store_accept(struct store *store, const struct refund_request *req, tg_wall_ms now,

@@ -31,10 +31,10 @@
 #include "core/policy.h"
 #include "core/tg_time.h"
 
-#define TG_OP_ID_MAX     128 /* idempotency key: 1-128 chars of [A-Za-z0-9._:-] */
+#define TG_OP_ID_MAX      128 /* idempotency key: 1-128 chars of [A-Za-z0-9._:-] */
 #define TG_PAYMENT_ID_MAX 128
 #define TG_REQUEST_ID_MAX 64
-#define TG_TEXT_MAX      256 /* operator, reason, error texts */
+#define TG_TEXT_MAX       256 /* operator, reason, error texts */
 
 struct store;
 
@@ -93,9 +93,11 @@ int store_open(const char *url, struct store **ret_store);
 /* Accepts NULL. */
 void store_close(struct store *store);
 
-/* The backend name ("sqlite" or "mysql") and the url with any password
- * masked, for logs. */
+/* The backend name ("sqlite" or "mysql"), and the url with any password
+ * masked ("mysql://user:***@host/db"), for logs. Both live as long as the
+ * store. */
 const char *store_backend(const struct store *store);
+const char *store_url(const struct store *store);
 
 /* ---- intake ---------------------------------------------------------- */
 
@@ -106,8 +108,7 @@ const char *store_backend(const struct store *store);
  * (max_attempts), query_limit (max_queries) and deadline_at =
  * now + deadline_ms. Commits before returning. */
 int store_accept(struct store *store, const struct refund_request *req, tg_wall_ms now,
-                 const struct policy_config *limits, bool *ret_created,
-                 struct op_record *ret_op);
+                 const struct policy_config *limits, bool *ret_created, struct op_record *ret_op);
 
 /* 0, TG_ENOTFOUND. */
 int store_get(struct store *store, const char *operation_id, struct op_record *ret_op);
@@ -207,7 +208,6 @@ struct store_stats {
 };
 int store_stats(struct store *store, struct store_stats *ret_stats);
 
-
 /* ---- manual review and audit (append-only) ------------------------------- */
 
 /* Operations in manual, oldest accepted first, with id > after_id; at most
@@ -231,16 +231,15 @@ int store_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void
  * key retention (policy_operator_resend decides); otherwise the operation
  * becomes retry_wait, due now, kind manual, and an audit row is written in the
  * same transaction. */
-int store_operator_resend(struct store *store, const char *operation_id,
-                          const char *operator_name, const char *reason,
-                          const struct policy_config *config, tg_wall_ms now,
+int store_operator_resend(struct store *store, const char *operation_id, const char *operator_name,
+                          const char *reason, const struct policy_config *config, tg_wall_ms now,
                           struct op_record *ret_op);
 
 /* An operator closes a manual operation by hand: outcome succeeded or
  * rejected ("failed"). TG_ESTATE unless manual. Audited. */
-int store_operator_resolve(struct store *store, const char *operation_id,
-                           const char *operator_name, const char *reason, enum op_state outcome,
-                           tg_wall_ms now, struct op_record *ret_op);
+int store_operator_resolve(struct store *store, const char *operation_id, const char *operator_name,
+                           const char *reason, enum op_state outcome, tg_wall_ms now,
+                           struct op_record *ret_op);
 
 /* A provider answer that did not come from a call (signed webhook,
  * settlement file): settles an unknown (or retry_wait/manual) operation to

@@ -1034,6 +1034,14 @@ static void test_bad_urls(void **state)
         assert_int_equal(store_open("sqlite:///nonexistent-dir/x/y.db", &s), TG_EIO);
         assert_null(s);
         store_close(NULL);
+
+        /* names for logs */
+        setup_sqlite(NULL);
+        s = open_store();
+        assert_string_equal(store_backend(s), "sqlite");
+        assert_string_equal(store_url(s), fx_url);
+        store_close(s);
+        teardown_sqlite(NULL);
 }
 
 /* ---- main --------------------------------------------------------------------- */
