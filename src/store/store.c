@@ -358,11 +358,12 @@ int store_settle(struct store *store, const struct settle_args *args)
         return store->ops->settle(store, args);
 }
 
-int store_sweep_deadlines(struct store *store, tg_wall_ms now, unsigned *ret_count)
+int store_sweep_deadlines(struct store *store, int64_t key_retention_ms, tg_wall_ms now,
+                          unsigned *ret_count)
 {
         if (!store || !ret_count)
                 return TG_EINVAL;
-        return store->ops->sweep_deadlines(store, now, ret_count);
+        return store->ops->sweep_deadlines(store, key_retention_ms, now, ret_count);
 }
 
 int store_next_due(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending)

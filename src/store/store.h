@@ -149,6 +149,10 @@ struct claim_args {
         tg_mono_ns start_mono; /* when it is handed to the transport */
         unsigned in_flight_at_start;
         char request_id[TG_REQUEST_ID_MAX + 1];
+        /* Never claimed: an operation past its deadline, or a re-send whose
+         * key is at least this old (0: no key-age check). The sweep moves
+         * them to manual. */
+        int64_t key_retention_ms;
 };
 
 /* One short transaction: picks the oldest-accepted due operation of the
@@ -181,8 +185,11 @@ struct settle_args {
 int store_settle(struct store *store, const struct settle_args *args);
 
 /* Moves every due-or-waiting operation (pending, retry_wait, unknown) whose
- * deadline_at < now to manual (deadline). *ret_count: how many. */
-int store_sweep_deadlines(struct store *store, tg_wall_ms now, unsigned *ret_count);
+ * deadline_at < now to manual (deadline), and every re-send (retry_wait after
+ * a first POST) whose key is key_retention_ms old or older to manual
+ * (key_retention; 0 = no key-age check). Audited. *ret_count: how many. */
+int store_sweep_deadlines(struct store *store, int64_t key_retention_ms, tg_wall_ms now,
+                          unsigned *ret_count);
 
 /* Earliest next_run_at among retry_wait/unknown operations (TG_WALL_NEVER if
  * none) and whether any operation is pending. */

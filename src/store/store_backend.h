@@ -48,7 +48,8 @@ struct store_ops {
         int (*claim)(struct store *store, const struct claim_args *args, struct op_record *ret_op,
                      struct call_record *ret_call);
         int (*settle)(struct store *store, const struct settle_args *args);
-        int (*sweep_deadlines)(struct store *store, tg_wall_ms now, unsigned *ret_count);
+        int (*sweep_deadlines)(struct store *store, int64_t key_retention_ms, tg_wall_ms now,
+                               unsigned *ret_count);
         int (*next_due)(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);
 
         int (*list_calls)(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,

@@ -135,6 +135,8 @@ static const char *const migrations[] = {
     "  BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;"
     "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit"
     "  BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;",
+    /* 2: the key-retention sweep walks only re-sends, by key age */
+    "CREATE INDEX ops_retry_key ON operations(key_first_used) WHERE state = 'retry_wait';",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -155,6 +157,10 @@ static const char *const migrations[] = {
 
 #define AGAIN_STATES "state IN ('retry_wait','unknown')"
 #define WAIT_STATES  "state IN ('pending','retry_wait','unknown')"
+/* A re-send whose key is too old to re-use (?1 now, ?2 key retention). */
+#define KEY_TOO_OLD                                                                                \
+        "(state = 'retry_wait' AND attempts > 0 AND key_first_used > 0 AND "                       \
+        "key_first_used <= ?1 - ?2)"
 
 enum stmt_id {
         ST_BEGIN,
@@ -176,6 +182,8 @@ enum stmt_id {
         ST_RECOVER_CALLS,
         ST_SWEEP_AUDIT,
         ST_SWEEP,
+        ST_SWEEP_KEY_AUDIT,
+        ST_SWEEP_KEY,
         ST_NEXT_DUE,
         ST_ANY_PENDING,
         ST_LIST_CALLS,
@@ -211,9 +219,11 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_OWNER_BUMP] = "UPDATE owner SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
     /* INDEXED BY pins the plans that stay fast at 1,000,000 rows. */
     [ST_PICK_FIRST] = "SELECT id FROM operations INDEXED BY ops_state_accepted "
-                      "WHERE state = 'pending' ORDER BY accepted_at, id LIMIT 1",
+                      "WHERE state = 'pending' AND deadline_at > ?1 "
+                      "ORDER BY accepted_at, id LIMIT 1",
     [ST_PICK_AGAIN] = "SELECT id FROM operations INDEXED BY ops_again_accepted "
-                      "WHERE " AGAIN_STATES " AND next_run_at <= ?1 "
+                      "WHERE " AGAIN_STATES " AND next_run_at <= ?1 AND deadline_at > ?1 "
+                      "AND NOT " KEY_TOO_OLD " "
                       "ORDER BY accepted_at, id LIMIT 1",
     [ST_CALL_INSERT] = "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, "
                        "epoch, start_mono, start_wall, in_flight_at_start) "
@@ -236,6 +246,13 @@ static const char *const stmt_sql[ST_COUNT] = {
                  "SET state = 'manual', reason = 'deadline', next_run_at = 0, "
                  "operator_resend = 0, updated_at = ?1 "
                  "WHERE " WAIT_STATES " AND deadline_at < ?1",
+    [ST_SWEEP_KEY_AUDIT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
+                           "SELECT id, ?1, 'event', 'tollgate', 'key_retention', "
+                           "'idempotency key past retention before its re-send: to manual' "
+                           "FROM operations INDEXED BY ops_retry_key WHERE " KEY_TOO_OLD,
+    [ST_SWEEP_KEY] = "UPDATE operations INDEXED BY ops_retry_key "
+                     "SET state = 'manual', reason = 'key_retention', next_run_at = 0, "
+                     "operator_resend = 0, updated_at = ?1 WHERE " KEY_TOO_OLD,
     [ST_NEXT_DUE] = "SELECT min(next_run_at) FROM operations INDEXED BY ops_again_due "
                     "WHERE " AGAIN_STATES,
     [ST_ANY_PENDING] = "SELECT EXISTS (SELECT 1 FROM operations WHERE state = 'pending')",
@@ -1065,7 +1082,9 @@ static int pick(struct sqlite_store *s, const struct claim_args *args, int64_t *
                 if (next > args->now)
                         return TG_ENOTFOUND;
         }
-        if (again && bind_i64(st, 1, args->now)) {
+        /* Key age check off: a retention no key can reach. */
+        int64_t retention = args->key_retention_ms > 0 ? args->key_retention_ms : INT64_MAX / 4;
+        if (bind_i64(st, 1, args->now) || (again && bind_i64(st, 2, retention))) {
                 stmt_done(st);
                 return TG_ESTORE;
         }
@@ -1265,7 +1284,23 @@ static int run_with_now(struct sqlite_store *s, enum stmt_id id, tg_wall_ms now)
         return stmt_run(st);
 }
 
-static int sqlite_sweep_deadlines(struct store *store, tg_wall_ms now, unsigned *ret_count)
+static int run_with_now_retention(struct sqlite_store *s, enum stmt_id id, tg_wall_ms now,
+                                  int64_t retention)
+{
+        sqlite3_stmt *st;
+        int r = stmt_get(s, id, &st);
+
+        if (r < 0)
+                return r;
+        if (bind_i64(st, 1, now) || bind_i64(st, 2, retention)) {
+                stmt_done(st);
+                return TG_ESTORE;
+        }
+        return stmt_run(st);
+}
+
+static int sqlite_sweep_deadlines(struct store *store, int64_t key_retention_ms, tg_wall_ms now,
+                                  unsigned *ret_count)
 {
         struct sqlite_store *s = S(store);
         int changes = 0;
@@ -1278,6 +1313,13 @@ static int sqlite_sweep_deadlines(struct store *store, tg_wall_ms now, unsigned 
         if (r == 0) {
                 r = run_with_now(s, ST_SWEEP, now);
                 changes = sqlite3_changes(s->db);
+        }
+        if (r == 0 && key_retention_ms > 0) {
+                r = run_with_now_retention(s, ST_SWEEP_KEY_AUDIT, now, key_retention_ms);
+                if (r == 0) {
+                        r = run_with_now_retention(s, ST_SWEEP_KEY, now, key_retention_ms);
+                        changes += sqlite3_changes(s->db);
+                }
         }
         if (r < 0) {
                 tx_rollback(s);

@@ -754,9 +754,9 @@ static void test_sweep_deadlines(void **state)
         accept_new(s, "d-pending", T0 + 4);
         accept_new(s, "d-young", late - 10); /* its deadline is still ahead */
 
-        assert_int_equal(store_sweep_deadlines(s, T0 + 60000, &n), 0);
+        assert_int_equal(store_sweep_deadlines(s, 0, T0 + 60000, &n), 0);
         assert_int_equal(n, 0);
-        assert_int_equal(store_sweep_deadlines(s, late, &n), 0);
+        assert_int_equal(store_sweep_deadlines(s, 0, late, &n), 0);
         assert_int_equal(n, 3);
         assert_int_equal(get_op(s, "d-wait").state, OP_MANUAL);
         assert_int_equal(get_op(s, "d-wait").reason, MANUAL_DEADLINE);
@@ -769,6 +769,59 @@ static void test_sweep_deadlines(void **state)
         assert_int_equal(seen.n, 1);
         assert_string_equal(seen.audits[0].action, "event");
         assert_int_equal(seen.audits[0].at, late);
+        store_close(s);
+}
+
+/* Nothing past its deadline, and no re-send with a key past retention, is
+ * ever claimed; the sweep moves both to manual with the reason. */
+static void test_claim_skips_expired_and_sweep_key_retention(void **state)
+{
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        int64_t epoch = acquire(s);
+        struct op_record op;
+        struct call_record call;
+        struct claim_args a;
+        unsigned n = 0;
+        const int64_t retention = 60000; /* a short key retention for the test */
+
+        (void)state;
+        accept_new(s, "k-old", T0);
+        /* First POST at T0+10: key first used; retryable, due at T0+1000. */
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_RETRYABLE, OP_RETRY_WAIT, T0 + 1000);
+        assert_int_equal(get_op(s, "k-old").key_first_used, T0 + 10);
+
+        memset(&a, 0, sizeof(a));
+        a.group = STORE_GROUP_AGAIN;
+        a.epoch = epoch;
+        a.now = T0 + 10 + retention; /* the key is exactly retention old */
+        a.key_retention_ms = retention;
+        a.in_flight_at_start = 1;
+        snprintf(a.request_id, sizeof(a.request_id), "req-key");
+        assert_int_equal(store_claim(s, &a, &op, &call), TG_ENOTFOUND);
+
+        /* A pending operation past its deadline is not claimed either. */
+        accept_new(s, "k-late", T0 + 20);
+        memset(&a, 0, sizeof(a));
+        a.group = STORE_GROUP_FIRST;
+        a.epoch = epoch;
+        a.now = T0 + 20 + c.deadline_ms + 1;
+        a.in_flight_at_start = 1;
+        snprintf(a.request_id, sizeof(a.request_id), "req-late");
+        assert_int_equal(store_claim(s, &a, &op, &call), TG_ENOTFOUND);
+
+        /* The sweep: key retention first seen at T0+10+retention. */
+        assert_int_equal(store_sweep_deadlines(s, retention, T0 + 9 + retention, &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(store_sweep_deadlines(s, retention, T0 + 10 + retention, &n), 0);
+        assert_int_equal(n, 1);
+        op = get_op(s, "k-old");
+        assert_int_equal(op.state, OP_MANUAL);
+        assert_int_equal(op.reason, MANUAL_KEY_RETENTION);
+        assert_int_equal(get_op(s, "k-late").state, OP_PENDING);
+        assert_int_equal(store_sweep_deadlines(s, retention, T0 + 21 + c.deadline_ms, &n), 0);
+        assert_int_equal(get_op(s, "k-late").state, OP_MANUAL);
+        assert_int_equal(get_op(s, "k-late").reason, MANUAL_DEADLINE);
         store_close(s);
 }
 
@@ -1058,6 +1111,8 @@ static void test_bad_urls(void **state)
             cmocka_unit_test_setup_teardown(test_crash_between_claim_and_settle, setup, teardown), \
             cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),             \
             cmocka_unit_test_setup_teardown(test_sweep_deadlines, setup, teardown),                \
+            cmocka_unit_test_setup_teardown(test_claim_skips_expired_and_sweep_key_retention,      \
+                                            setup, teardown),                                      \
             cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),                       \
             cmocka_unit_test_setup_teardown(test_manual_resend_resolve, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_settle_external, setup, teardown),                \
