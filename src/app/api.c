@@ -219,7 +219,17 @@ static json_t *call_json(const struct call_record *call, bool with_op)
             call->http_status ? json_integer(call->http_status) : json_null(), "latency_ms",
             call->ended ? json_integer(call->latency_us / 1000) : json_null(), "error",
             text_or_null(call->error));
-        if (o && with_op)
+        if (!o)
+                return NULL;
+        /* What verify and the timeline need: monotonic start (the spacing the
+         * exit controls), in-flight at start, the owner epoch. */
+        json_object_set_new(o, "start_mono_ns", json_integer(call->start_mono));
+        json_object_set_new(o, "end_mono_ns",
+                            call->ended ? json_integer(call->end_mono) : json_null());
+        json_object_set_new(o, "in_flight", json_integer(call->in_flight_at_start));
+        json_object_set_new(o, "epoch", json_integer(call->epoch));
+        json_object_set_new(o, "sent", call->ended ? json_boolean(call->sent) : json_null());
+        if (with_op)
                 json_object_set_new(o, "operation_id", json_string(call->operation_id));
         return o;
 }

@@ -1,0 +1,232 @@
+"""The exit, end to end (issue 4): real tollgate processes against a real
+tollgate-stub on loopback, judged from outside — the provider's arrival
+record, its execution ledger, and tollgate's own call log.
+
+Margins are for a noisy 2-core machine: spacing is judged on the call log's
+monotonic start times (what the exit controls), never below the configured
+interval; rates and waits get a few percent or a few hundred ms of slack.
+"""
+
+import collections
+import os
+import random
+import signal
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgtest  # noqa: E402
+from tgdaemon import Tollgate, log_events, min_gap  # noqa: E402
+
+INTERVAL = 0.2  # 5 starts/s
+
+
+def by_request_id(items):
+    out = collections.defaultdict(list)
+    for it in items:
+        out[it.get("request_id")].append(it)
+    return out
+
+
+class ExitTest(unittest.TestCase):
+    def assert_one_to_one(self, stub, calls):
+        """Every provider arrival matches exactly one logged start."""
+        arrivals = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
+        arr = by_request_id(arrivals)
+        log = by_request_id(calls)
+        for rid, items in arr.items():
+            self.assertEqual(len(items), 1, "request id %r arrived %d times (hidden re-send)"
+                             % (rid, len(items)))
+            self.assertIn(rid, log, "arrival %r has no logged start (bypass)" % rid)
+            self.assertEqual(len(log[rid]), 1)
+        return arrivals
+
+    def assert_executed_once(self, stub, op_ids):
+        ledger = stub.ledger()["operations"]
+        for op in op_ids:
+            self.assertEqual(ledger.get(op, {}).get("executions", 0), 1, op)
+        self.assertLessEqual(max(v["executions"] for v in ledger.values()), 1)
+
+    def test_fast_provider_paced(self):
+        with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url) as tg:
+            tg.start("serve")
+            ops = ["fast-%02d" % i for i in range(60)]
+            for op in ops:
+                status, _, body = tg.submit(op)
+                self.assertEqual(status, 202, body)
+            final = tg.wait_final(ops, timeout=40)
+            self.assertTrue(all(r["state"] == "succeeded" for r in final.values()))
+            calls = tg.calls()
+            self.assertEqual(len(calls), 60)
+            self.assertGreaterEqual(min_gap(calls), INTERVAL - 1e-9)
+            self.assertLessEqual(max(c["in_flight"] for c in calls), 10)
+            s = sorted(c["start_mono_ns"] for c in calls)
+            rate = (len(s) - 1) / ((s[-1] - s[0]) / 1e9)
+            self.assertGreater(rate, 5.0 * 0.95, "achieved %.3f/s" % rate)
+            self.assertLessEqual(rate, 5.0 + 1e-6, "achieved %.3f/s" % rate)
+            self.assert_one_to_one(stub, calls)
+            self.assert_executed_once(stub, ops)
+
+    def test_slow_provider_reconciles_with_same_key(self):
+        # 3.5 s at the provider > 3 s timeout: every POST ends unknown, is
+        # queried with the same key, and is found executed.
+        with tgtest.start_stub("--mode", "slow:3500", "--query-mode", "fast") as stub, \
+                Tollgate(stub.url, provider={"timeout_ms": 3000}) as tg:
+            tg.start("serve")
+            ops = ["slow-%02d" % i for i in range(14)]
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+            final = tg.wait_final(ops, timeout=60)
+            self.assertTrue(all(r["state"] == "succeeded" for r in final.values()), final)
+            calls = tg.calls()
+            posts = [c for c in calls if c["kind"] != "query"]
+            queries = [c for c in calls if c["kind"] == "query"]
+            self.assertEqual(len(posts), len(ops))  # no re-send was needed
+            self.assertTrue(all(c["class"] == "unknown" for c in posts))
+            self.assertGreaterEqual(len(queries), len(ops))
+            # The cap binds: 5/s x 3 s would want 15 open; never more than 10.
+            self.assertEqual(max(c["in_flight"] for c in calls), 10)
+            self.assertGreaterEqual(min_gap(calls), INTERVAL - 1e-9)
+            arrivals = self.assert_one_to_one(stub, calls)
+            keys = collections.Counter(a["idempotency_key"] for a in arrivals
+                                       if a["method"] == "POST")
+            self.assertEqual(set(keys), set(ops))
+            self.assertEqual(set(keys.values()), {1})
+            self.assert_executed_once(stub, ops)
+
+    def test_drop_on_keepalive_has_no_hidden_resend(self):
+        # Keep-alive on: some POSTs land on a reused connection that the
+        # provider then drops after executing. libcurl would silently re-send
+        # those; the exit must not.
+        with tgtest.start_stub("--mode", "mix", "--mix", "fast=50,drop=50", "--seed", "7",
+                               "--query-mode", "fast") as stub, \
+                Tollgate(stub.url, provider={"reuse_connections": "true"},
+                         exit={"starts_per_second": 20}) as tg:
+            tg.start("serve")
+            ops = ["drop-%02d" % i for i in range(30)]
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+            final = tg.wait_final(ops, timeout=60)
+            self.assertTrue(all(r["state"] == "succeeded" for r in final.values()), final)
+            calls = tg.calls()
+            arrivals = self.assert_one_to_one(stub, calls)
+            self.assertTrue(any(a.get("answer") == "dropped" for a in arrivals),
+                            "the stub dropped nothing; the test proves nothing")
+            self.assert_executed_once(stub, ops)
+
+    def test_retry_after_holds_every_start(self):
+        with tgtest.start_stub("--mode", "unavailable:2") as stub, \
+                Tollgate(stub.url) as tg:
+            tg.start("serve")
+            ops = ["ra-%d" % i for i in range(4)]
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+            tgtest.wait_until(lambda: len(stub.arrivals()) >= 3, timeout=15,
+                              what="three arrivals")
+            stub.set_mode(mode="fast")
+            tg.wait_final(ops, timeout=30)
+            arrivals = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
+            t = [a["mono_ns"] / 1e9 for a in arrivals]
+            for i, a in enumerate(arrivals[:-1]):
+                if a.get("answer") == 503:
+                    self.assertGreaterEqual(t[i + 1] - t[i], 2.0,
+                                            "a start came %.3fs after a 503 with "
+                                            "Retry-After: 2" % (t[i + 1] - t[i]))
+
+    def test_kill9_five_times_loses_nothing(self):
+        rng = random.Random(42)
+        with tgtest.start_stub("--mode", "mix", "--mix", "fast=60,slow=20,drop=20", "--delay-ms", "1500",
+                               "--seed", "3", "--query-mode", "fast") as stub, \
+                Tollgate(stub.url, provider={"timeout_ms": 1000}) as tg:
+            tg.start("api")
+            ops = ["k9-%02d" % i for i in range(30)]
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+            for _ in range(5):
+                d = tg.start("dispatch", wait_api=False)
+                time.sleep(rng.uniform(1.2, 2.5))
+                d.send_signal(signal.SIGKILL)
+                d.popen.wait()
+            tg.start("dispatch", wait_api=False)
+            final = tg.wait_final(ops, timeout=90)
+            calls = tg.calls()
+            arrivals = self.assert_one_to_one(stub, calls)
+            posts = collections.Counter(a["idempotency_key"] for a in arrivals
+                                        if a["method"] == "POST")
+            self.assertLessEqual(max(posts.values()), 3, posts)
+            self.assertEqual(set(posts), set(ops))  # one key per operation
+            ledger = stub.ledger()["operations"]
+            for op, rec in final.items():
+                n = ledger.get(op, {}).get("executions", 0)
+                self.assertLessEqual(n, 1)
+                if rec["state"] == "succeeded":
+                    self.assertEqual(n, 1, op)
+            self.assertGreaterEqual(sum(r["state"] == "succeeded" for r in final.values()),
+                                    len(ops) - 2)
+            self.assertGreaterEqual(min_gap(calls), INTERVAL - 1e-9)
+            self.assertGreaterEqual(len({c["epoch"] for c in calls}), 5)
+
+    def test_paused_owner_keeps_the_exit(self):
+        with tgtest.start_stub("--mode", "fast") as stub, \
+                Tollgate(stub.url, provider={"timeout_ms": 1000}) as tg:
+            tg.start("api")
+            a = tg.start("dispatch", wait_api=False)
+            ops = ["own-%02d" % i for i in range(20)]
+            for op in ops[:10]:
+                self.assertEqual(tg.submit(op)[0], 202)
+            tgtest.wait_until(lambda: len(stub.arrivals()) >= 2, what="first sends")
+            a.send_signal(signal.SIGSTOP)
+            time.sleep(0.3)
+            b = tg.start("dispatch", wait_api=False)
+            tgtest.wait_until(lambda: log_events(b, "standby"), what="b in standby")
+            for op in ops[10:]:
+                self.assertEqual(tg.submit(op)[0], 202)
+            before = len(stub.arrivals())
+            time.sleep(2.5)
+            self.assertEqual(len(stub.arrivals()), before, "someone sent while the owner "
+                             "was paused")
+            # --no-wait reports the owner and exits non-zero.
+            nw = tg.start("dispatch", "--no-wait", wait_api=False)
+            self.assertEqual(nw.popen.wait(10), 3)
+            self.assertIn("another dispatcher owns the exit", nw.stderr_text())
+            # Resumed: still one exit.
+            a.send_signal(signal.SIGCONT)
+            tgtest.wait_until(lambda: len(stub.arrivals()) > before + 2, what="a resumed")
+            time.sleep(0.5)
+            self.assertEqual(log_events(b, "owner"), [], "the standby took the exit while "
+                             "the owner lived")
+            # The owner dies: the standby takes over, after one call timeout.
+            a.send_signal(signal.SIGKILL)
+            a.popen.wait()
+            killed_wall_ms = time.time() * 1000
+            final = tg.wait_final(ops, timeout=40)
+            self.assertTrue(all(r["state"] == "succeeded" for r in final.values()))
+            self.assertTrue(log_events(b, "owner"))
+            calls = tg.calls()
+            epochs = sorted({c["epoch"] for c in calls})
+            b_calls = [c for c in calls if c["epoch"] == epochs[-1]]
+            if b_calls:
+                self.assertGreaterEqual(min(c["start_wall"] for c in b_calls),
+                                        killed_wall_ms + 1000 - 50)
+            self.assert_one_to_one(stub, calls)
+            self.assert_executed_once(stub, ops)
+
+    def test_sigterm_drains_open_calls(self):
+        with tgtest.start_stub("--mode", "slow:800") as stub, Tollgate(stub.url) as tg:
+            p = tg.start("serve")
+            for op in ("term-1", "term-2"):
+                self.assertEqual(tg.submit(op)[0], 202)
+            tgtest.wait_until(lambda: len(stub.arrivals()) >= 1, what="a call open")
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.popen.wait(10), 0, p.stderr_text())
+            # Restart only the API to read what was recorded.
+            tg.start("api")
+            calls = tg.calls()
+            self.assertTrue(calls)
+            self.assertTrue(all(c["end_wall"] is not None for c in calls),
+                            "a call left open at exit: %r" % calls)
+
+
+if __name__ == "__main__":
+    tgtest.main_unittest()

@@ -1,0 +1,144 @@
+"""Helpers to run tollgate itself in integration tests (stdlib only).
+
+Tollgate(stub_url, **config) writes a config file and a token into a fresh
+temp dir (the SQLite store lives there too) and can start `serve`,
+`dispatch` or `api` processes on it. Several processes may share one
+Tollgate (same store, same config): that is how ownership is tested.
+"""
+
+import os
+import signal
+import tempfile
+import time
+
+import tgtest
+
+TOKEN = "test-token-0123456789"
+
+
+class Tollgate:
+    def __init__(self, stub_url, store_url=None, **sections):
+        """sections: {"exit": {"starts_per_second": 5}, "retry": {...}, ...}"""
+        self.dir = tempfile.mkdtemp(prefix="tollgate-it-")
+        self.token_file = os.path.join(self.dir, "token")
+        with open(self.token_file, "w") as f:
+            f.write(TOKEN + "\n")
+        self.db = os.path.join(self.dir, "tg.db")
+        self.store_url = store_url or "sqlite://" + self.db
+        self.api_port = tgtest.free_port()
+        self.api = "http://127.0.0.1:%d" % self.api_port
+        conf = {
+            "store": {"url": self.store_url},
+            "api": {"listen": "127.0.0.1:%d" % self.api_port, "token_file": self.token_file},
+            "provider": {"base_url": stub_url},
+        }
+        for name, keys in sections.items():
+            conf.setdefault(name, {}).update(keys)
+        self.config = os.path.join(self.dir, "tollgate.ini")
+        with open(self.config, "w") as f:
+            for name, keys in conf.items():
+                f.write("[%s]\n" % name)
+                for k, v in keys.items():
+                    if isinstance(v, (list, tuple)):
+                        for item in v:
+                            f.write("%s = %s\n" % (k, item))
+                    else:
+                        f.write("%s = %s\n" % (k, v))
+        self.procs = []
+
+    def start(self, command="serve", *flags, env=None, wait_api=True):
+        p = tgtest.Proc([tgtest.binary("tollgate"), command, "--config", self.config] +
+                        list(flags), env=env)
+        self.procs.append(p)
+        if command in ("serve", "api") and wait_api:
+            tgtest.wait_until(lambda: self._healthy(p), timeout=10, what="tollgate api up")
+        return p
+
+    def _healthy(self, p):
+        if p.poll() is not None:
+            raise RuntimeError("tollgate exited (%s):\n%s" % (p.returncode, p.stderr_text()))
+        try:
+            status, _, _ = tgtest.http_json("GET", self.api + "/healthz", timeout=1)
+            return status == 200
+        except OSError:
+            return False
+
+    def headers(self):
+        return {"Authorization": "Bearer " + TOKEN}
+
+    def submit(self, op_id, payment="pay_1", amount=1500, currency="TWD"):
+        return tgtest.http_json("POST", self.api + "/v1/refunds",
+                                {"operation_id": op_id, "payment_id": payment,
+                                 "amount": amount, "currency": currency}, self.headers())
+
+    def status(self, op_id):
+        return tgtest.http_json("GET", self.api + "/v1/refunds/" + op_id, None, self.headers())
+
+    def calls(self):
+        """The whole call log, oldest first."""
+        out, since = [], 0
+        while True:
+            status, _, body = tgtest.http_json(
+                "GET", "%s/v1/calls?since=%d&limit=1000" % (self.api, since), None,
+                self.headers())
+            assert status == 200, (status, body)
+            out.extend(body["calls"])
+            if not body["calls"]:
+                return out
+            since = body["next_since"]
+
+    def wait_final(self, op_ids, timeout=60, states=("succeeded", "rejected", "manual")):
+        """Waits until every operation is in one of states; returns {id: record}."""
+        def done():
+            got = {}
+            for op in op_ids:
+                status, _, body = self.status(op)
+                if status != 200 or body["state"] not in states:
+                    return None
+                got[op] = body
+            return got
+        return tgtest.wait_until(done, timeout=timeout, interval=0.25,
+                                 what="operations final")
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGCONT)
+            p.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def log_events(proc, event=None):
+    """The JSON log lines of a tollgate process (stderr), optionally one event."""
+    import json
+    out = []
+    for line in proc.stderr_text().splitlines():
+        try:
+            o = json.loads(line)
+        except ValueError:
+            continue
+        if event is None or o.get("event") == event:
+            out.append(o)
+    return out
+
+
+def starts(calls):
+    """Start times (s, monotonic) of calls, in start order."""
+    return sorted(c["start_mono_ns"] / 1e9 for c in calls)
+
+
+def min_gap(calls):
+    s = starts(calls)
+    return min((b - a for a, b in zip(s, s[1:])), default=float("inf"))
+
+
+def sleep_until(t):
+    d = t - time.monotonic()
+    if d > 0:
+        time.sleep(d)
