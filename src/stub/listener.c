@@ -30,6 +30,7 @@ struct listener {
         int wake[2];
         atomic_bool stop;
         atomic_bool open;
+        bool joined;
         pthread_t thread;
         listener_want_fn want;
         listener_accept_fn accept_fn;
@@ -219,15 +220,25 @@ bool listener_is_open(struct listener *l)
         return atomic_load(&l->open);
 }
 
-void listener_free(struct listener *l)
+void listener_stop(struct listener *l)
 {
-        if (!l)
+        if (l->joined)
                 return;
         atomic_store(&l->stop, true);
         listener_poke(l);
         pthread_join(l->thread, NULL);
+        l->joined = true;
         if (l->fd >= 0)
                 close(l->fd);
+        l->fd = -1;
+        atomic_store(&l->open, false);
+}
+
+void listener_free(struct listener *l)
+{
+        if (!l)
+                return;
+        listener_stop(l);
         close(l->wake[0]);
         close(l->wake[1]);
         free(l);

@@ -37,7 +37,9 @@ uint16_t listener_port(const struct listener *l);
 void listener_poke(struct listener *l);
 /* Whether the socket is open right now. */
 bool listener_is_open(struct listener *l);
-/* Stops the thread, closes the socket, frees. Accepts NULL. */
+/* Stops the thread and closes the socket for good; the struct stays readable. */
+void listener_stop(struct listener *l);
+/* Stops (if not yet) and frees. Accepts NULL. */
 void listener_free(struct listener *l);
 
 #endif

@@ -54,6 +54,8 @@ struct stub_server {
         atomic_uint_fast64_t open_requests;
         atomic_uint_fast64_t open_connections;
         atomic_uint_fast64_t next_conn_id;
+        atomic_uint_fast64_t suspended; /* requests suspended and not yet answered */
+        atomic_bool stopping;
         /* Control state, under ctl: what the admin endpoints change. */
         pthread_mutex_t ctl;
         struct stub_timeline timeline;
@@ -68,8 +70,9 @@ struct req {
         struct MHD_Connection *conn;
         enum kind kind;
         enum rstate state;
-        uint64_t seq; /* arrival entry; 0 for admin requests */
-        bool counted; /* in open_requests */
+        uint64_t seq;   /* arrival entry; 0 for admin requests */
+        bool counted;   /* in open_requests */
+        bool suspended; /* in srv->suspended */
         tg_mono_ns arrival;
         struct stub_mode_spec spec; /* resolved: no "default" left, never mix */
         char method[16];
@@ -224,6 +227,17 @@ static void on_timer(void *arg)
         MHD_resume_connection(r->conn);
 }
 
+/* At shutdown: a waiting request is abandoned unexecuted, like a provider crash. */
+static void on_timer_cancel(void *arg)
+{
+        struct req *r = arg;
+        r->execute = false;
+        r->lookup = false;
+        r->drop = true;
+        r->state = RS_READY;
+        MHD_resume_connection(r->conn);
+}
+
 static enum MHD_Result send_answer(struct req *r)
 {
         struct MHD_Response *resp;
@@ -264,6 +278,8 @@ static enum MHD_Result answer_after_delay(struct req *r)
                 return send_answer(r);
         }
         r->state = RS_WAIT;
+        r->suspended = true;
+        atomic_fetch_add(&r->srv->suspended, 1);
         MHD_suspend_connection(r->conn);
         if (timer_add(r->srv->timer, due, on_timer, r) < 0) {
                 /* No timer slot: answer now rather than hang. */
@@ -776,7 +792,7 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
                 return r;
 
         pthread_mutex_lock(&srv->ctl);
-        if (!listener_is_open(srv->listener)) {
+        if (atomic_load(&srv->stopping) || !listener_is_open(srv->listener)) {
                 /* Refusing, and this came on a connection accepted before. */
                 memset(&r->spec, 0, sizeof(r->spec));
                 r->spec.mode = STUB_REFUSE;
@@ -852,6 +868,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 r->len += n;
                 r->body[r->len] = '\0';
                 return MHD_YES;
+        }
+        if (r->state == RS_READY && r->suspended) {
+                r->suspended = false;
+                atomic_fetch_sub(&srv->suspended, 1);
         }
         if (r->state == RS_READY)
                 return send_answer(r);
@@ -950,16 +970,23 @@ void server_stop(struct stub_server *srv)
 {
         if (!srv)
                 return;
-        /* Order matters: no new connections, then no timer touching a request,
-         * then MHD closes every connection (suspended ones included) and frees
-         * each request through on_completed. */
-        listener_free(srv->listener);
-        srv->listener = NULL;
-        timer_free(srv->timer);
-        srv->timer = NULL;
+        /* Order matters: no new requests, then every waiting request resumed
+         * (MHD aborts when stopped with a suspended connection), then MHD
+         * closes every connection and frees each request through
+         * on_completed, and only then the timer goes (a late timer_add
+         * must fail, not touch freed memory). */
+        atomic_store(&srv->stopping, true);
+        if (srv->listener)
+                listener_stop(srv->listener);
+        if (srv->timer)
+                timer_stop(srv->timer, on_timer_cancel);
+        for (int i = 0; i < 600 && srv->mhd && atomic_load(&srv->suspended) > 0; i++)
+                nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd);
         srv->mhd = NULL;
+        timer_free(srv->timer);
+        srv->timer = NULL;
         webhook_free(srv->webhook);
         srv->webhook = NULL;
 }
@@ -974,6 +1001,7 @@ void server_free(struct stub_server *srv)
         if (!srv)
                 return;
         server_stop(srv);
+        listener_free(srv->listener);
         ledger_free(srv->ledger);
         record_log_free(srv->log);
         pthread_mutex_destroy(&srv->ctl);

@@ -2,7 +2,8 @@
  * A binary min-heap of deadlines served by one thread sleeping on a
  * CLOCK_MONOTONIC condition variable. Invariants: heap[0] is the earliest
  * deadline (ties in insertion order); the heap never holds more than max
- * items; a callback is called at most once and never after timer_free began.
+ * items; a callback is called at most once, and never after timer_stop or
+ * timer_free began (timer_stop hands the rest to its cancel function).
  */
 #include "timer.h"
 
@@ -123,16 +124,34 @@ struct timer *timer_new(size_t max)
         return t;
 }
 
-void timer_free(struct timer *t)
+static void join(struct timer *t)
 {
-        if (!t)
-                return;
         pthread_mutex_lock(&t->lock);
         t->stopping = true;
         pthread_cond_signal(&t->cond);
         pthread_mutex_unlock(&t->lock);
         if (t->started)
                 pthread_join(t->thread, NULL);
+        t->started = false;
+}
+
+void timer_stop(struct timer *t, timer_fn cancel)
+{
+        join(t);
+        /* The thread is gone: only this caller touches the heap now. */
+        while (t->n > 0) {
+                struct item it = t->heap[0];
+                t->heap[0] = t->heap[--t->n];
+                sift_down(t, 0);
+                cancel(it.arg);
+        }
+}
+
+void timer_free(struct timer *t)
+{
+        if (!t)
+                return;
+        join(t);
         pthread_cond_destroy(&t->cond);
         pthread_mutex_destroy(&t->lock);
         free(t->heap);
@@ -143,7 +162,9 @@ int timer_add(struct timer *t, tg_mono_ns due, timer_fn fn, void *arg)
 {
         int rc = 0;
         pthread_mutex_lock(&t->lock);
-        if (t->n >= t->max) {
+        if (t->stopping) {
+                rc = TG_ESTATE;
+        } else if (t->n >= t->max) {
                 rc = TG_EFULL;
         } else {
                 t->heap[t->n] = (struct item){due, t->order++, fn, arg};

@@ -18,11 +18,14 @@ typedef void (*timer_fn)(void *arg);
 /* A timer holding at most max pending callbacks, its thread started; NULL on failure. */
 struct timer *timer_new(size_t max);
 /*
- * Stops the thread and frees the timer. Pending callbacks are discarded
- * without being called: their args stay owned by whoever added them.
+ * Stops the thread (waiting for a callback that is running), then calls
+ * cancel(arg) on the caller's thread for every callback still pending, in
+ * deadline order. Later timer_add() calls fail with TG_ESTATE.
  */
+void timer_stop(struct timer *t, timer_fn cancel);
+/* Stops (pending callbacks are discarded, never called) and frees. Accepts NULL. */
 void timer_free(struct timer *t);
-/* Runs fn(arg) at or after due. Returns 0, or TG_EFULL at the bound. */
+/* Runs fn(arg) at or after due. Returns 0, TG_EFULL at the bound, TG_ESTATE once stopped. */
 int timer_add(struct timer *t, tg_mono_ns due, timer_fn fn, void *arg);
 /* Pending callbacks now. */
 size_t timer_pending(struct timer *t);

@@ -296,11 +296,22 @@ class Record(unittest.TestCase):
                 s.refund("op-f2")
             except OSError:
                 pass
-            self.assertEqual(s.stop(signal.SIGTERM), 0)
+            # A request still waiting at SIGTERM is abandoned, not executed.
+            s.set_mode(mode="slow:5000")
+            waiting = threading.Thread(target=lambda: self.assertRaises(
+                OSError, s.refund, "op-f3", timeout=8))
+            waiting.start()
+            tgtest.wait_until(lambda: s.state()["open_requests"] == 1, timeout=5,
+                              what="a waiting request")
+            t0 = time.monotonic()
+            self.assertEqual(s.stop(signal.SIGTERM), 0, s.stderr_text())
+            self.assertLess(time.monotonic() - t0, 4)
+            waiting.join(10)
             with open(path) as f:
                 recs = tgtest.json_lines(f.read())
-            self.assertEqual([r["idempotency_key"] for r in recs], ["op-f1", "op-f2"])
-            self.assertEqual([r["answer"] for r in recs], [201, "dropped"])
+            self.assertEqual([r["idempotency_key"] for r in recs], ["op-f1", "op-f2", "op-f3"])
+            self.assertEqual([r["answer"] for r in recs], [201, "dropped", "dropped"])
+            self.assertEqual([r["executed"] for r in recs], [True, True, False])
         finally:
             s.close()
 
