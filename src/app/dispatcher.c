@@ -49,6 +49,7 @@ struct open_call {
         enum classify_request request;
         bool probe;
         tg_mono_ns handoff;
+        tg_wall_ms handoff_wall;
 };
 
 struct disp {
@@ -56,6 +57,7 @@ struct disp {
         const struct dispatcher_options *opt;
         struct store *store;
         struct pacer *pacer;
+        struct pacer *query_pacer; /* sub-quota for queries inside the account's; NULL: none */
         struct transport *transport;
         struct classifier *classifier;
         struct tg_rng rng;
@@ -232,6 +234,8 @@ static void settle_call(struct disp *d, struct open_call *oc, const struct trans
         sa.end_mono = now;
         sa.now = wall;
         sa.latency_us = res->latency_us;
+        sa.handoff_mono = oc->handoff;
+        sa.handoff_wall = oc->handoff_wall;
         snprintf(sa.error, sizeof(sa.error), "%s", res->error);
         snprintf(sa.refund_id, sizeof(sa.refund_id), "%s", res->reply.refund_id);
 
@@ -264,6 +268,8 @@ static void settle_call(struct disp *d, struct open_call *oc, const struct trans
                 log_emit(LOG_INFO, "call_end", f);
         }
         pacer_finish(d->pacer);
+        if (d->query_pacer && oc->request == CLASSIFY_QUERY)
+                pacer_finish(d->query_pacer);
         provider_signals(d, oc, res, ra, now);
         oc->used = false;
 }
@@ -329,6 +335,9 @@ static void try_start(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
         a.start_mono = now;
         a.in_flight_at_start = pacer_in_flight(d->pacer) + 1;
         a.key_retention_ms = d->cfg->policy.key_retention_ms;
+        /* Queries have a sub-quota that narrows the account's, never adds to
+         * it: when it is spent, the again group may only yield a re-send. */
+        a.no_queries = d->query_pacer && !pacer_may_start(d->query_pacer, now);
         d->seq++;
         snprintf(a.request_id, sizeof(a.request_id), "tg-%lld-%llu-%04x", (long long)d->epoch,
                  (unsigned long long)d->seq, (unsigned)(tg_rng_next(&d->rng) & 0xffff));
@@ -368,6 +377,9 @@ static void try_start(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
         oc->cookie = ++d->next_cookie;
         oc->request = oc->call.kind == TG_KIND_QUERY ? CLASSIFY_QUERY : CLASSIFY_POST;
         oc->handoff = clock_mono_now();
+        oc->handoff_wall = clock_wall_now();
+        if (d->query_pacer && oc->request == CLASSIFY_QUERY)
+                pacer_start(d->query_pacer, oc->handoff, NULL);
         bool probe = false;
         r = pacer_start(d->pacer, oc->handoff, &probe);
         /* may_start held at `now` and nothing in between can close the slot:
@@ -514,6 +526,13 @@ static int disp_init(struct disp *d, const struct tg_config *cfg,
         r = pacer_new(&cfg->exit, &d->pacer);
         if (r < 0)
                 return r;
+        if (cfg->exit_query_starts_per_second > 0) {
+                struct pacer_config q = {.starts_per_second = cfg->exit_query_starts_per_second,
+                                         .max_in_flight = cfg->exit.max_in_flight};
+                r = pacer_new(&q, &d->query_pacer);
+                if (r < 0)
+                        return r;
+        }
         struct transport_config tc = {
             .base_url = cfg->provider_base_url,
             .refunds_path = cfg->provider_refunds_path,
@@ -547,6 +566,7 @@ static void disp_release(struct disp *d)
         transport_free(d->transport);
         classifier_free(d->classifier);
         pacer_free(d->pacer);
+        pacer_free(d->query_pacer);
         if (d->store) {
                 store_owner_release(d->store);
                 store_close(d->store);

@@ -153,6 +153,9 @@ struct claim_args {
          * key is at least this old (0: no key-age check). The sweep moves
          * them to manual. */
         int64_t key_retention_ms;
+        /* The query sub-quota is spent: the again group skips unknowns (a
+         * query) and may only yield a re-send. */
+        bool no_queries;
 };
 
 /* One short transaction: picks the oldest-accepted due operation of the
@@ -176,6 +179,11 @@ struct settle_args {
         int64_t latency_us;
         char error[TG_TEXT_MAX];
         char refund_id[128];
+        /* When the request was really handed to the transport, a moment after
+         * the claim committed; replaces the claim's start time in the call
+         * log (0: keep it). */
+        tg_mono_ns handoff_mono;
+        tg_wall_ms handoff_wall;
         struct policy_decision decision;
 };
 

@@ -223,14 +223,16 @@ static const char *const stmt_sql[ST_COUNT] = {
                       "ORDER BY accepted_at, id LIMIT 1",
     [ST_PICK_AGAIN] = "SELECT id FROM operations INDEXED BY ops_again_accepted "
                       "WHERE " AGAIN_STATES " AND next_run_at <= ?1 AND deadline_at > ?1 "
-                      "AND NOT " KEY_TOO_OLD " "
+                      "AND NOT " KEY_TOO_OLD " AND (?3 = 0 OR state = 'retry_wait') "
                       "ORDER BY accepted_at, id LIMIT 1",
     [ST_CALL_INSERT] = "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, "
                        "epoch, start_mono, start_wall, in_flight_at_start) "
                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
     [ST_CALL_BY_ID] = "SELECT " CALL_COLS " FROM calls WHERE id = ?1",
     [ST_CALL_SETTLE] = "UPDATE calls SET ended = 1, end_mono = ?2, end_wall = ?3, sent = ?4, "
-                       "cls = ?5, http_status = ?6, latency_us = ?7, error = ?8 "
+                       "cls = ?5, http_status = ?6, latency_us = ?7, error = ?8, "
+                       "start_mono = CASE WHEN ?9 > 0 THEN ?9 ELSE start_mono END, "
+                       "start_wall = CASE WHEN ?10 > 0 THEN ?10 ELSE start_wall END "
                        "WHERE id = ?1 AND ended = 0",
     [ST_RECOVER_PICK] = "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
                         "WHERE state = 'in_flight' AND epoch < ?1 LIMIT ?2",
@@ -1084,7 +1086,8 @@ static int pick(struct sqlite_store *s, const struct claim_args *args, int64_t *
         }
         /* Key age check off: a retention no key can reach. */
         int64_t retention = args->key_retention_ms > 0 ? args->key_retention_ms : INT64_MAX / 4;
-        if (bind_i64(st, 1, args->now) || (again && bind_i64(st, 2, retention))) {
+        if (bind_i64(st, 1, args->now) ||
+            (again && (bind_i64(st, 2, retention) || bind_i64(st, 3, args->no_queries)))) {
                 stmt_done(st);
                 return TG_ESTORE;
         }
@@ -1213,7 +1216,8 @@ static int call_settle(struct sqlite_store *s, const struct settle_args *a)
             bind_i64(st, 3, a->now) || bind_i64(st, 4, a->sent) ||
             bind_text(st, 5, store_class_text(a->cls), TG_TEXT_MAX) ||
             bind_i64(st, 6, a->http_status) || bind_i64(st, 7, a->latency_us) ||
-            bind_text(st, 8, a->error, sizeof(a->error) - 1)) {
+            bind_text(st, 8, a->error, sizeof(a->error) - 1) || bind_i64(st, 9, a->handoff_mono) ||
+            bind_i64(st, 10, a->handoff_wall)) {
                 stmt_done(st);
                 return TG_ESTORE;
         }
