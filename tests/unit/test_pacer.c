@@ -1,0 +1,711 @@
+/*
+ * Unit tests for src/core/pacer.c: config checks, the interval arithmetic,
+ * the two gates, idle-earns-nothing, in-flight room, holds and the probe,
+ * and long seeded property runs in which random starts, finishes, holds and
+ * probe results are judged from outside against the spacing rule.
+ *
+ * The property runs keep their own log of actual starts and check it against
+ * the rules with exact integer arithmetic (a rate is given as a fraction
+ * num/den), so a pacer that rounds the spacing down, credits idle time, lets
+ * a second probe out or overfills the in-flight room fails here.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cmocka.h>
+
+#include "core/pacer.h"
+#include "core/rng.h"
+#include "core/tg_error.h"
+
+/* cmocka's range asserts are unsigned; these keep int64 values signed and
+ * say which seed and step failed. */
+#define CHECK(cond, ...)                                                                           \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        print_error("check failed: %s (%s:%d)\n  ", #cond, __FILE__, __LINE__);    \
+                        print_error(__VA_ARGS__);                                                  \
+                        print_error("\n");                                                         \
+                        fail();                                                                    \
+                }                                                                                  \
+        } while (0)
+
+/* A rate as an exact fraction, and the double the pacer is configured with. */
+struct rate {
+        int64_t num;
+        int64_t den;
+};
+
+static double rate_value(struct rate r)
+{
+        return (double)r.num / (double)r.den;
+}
+
+/* True when a gap of `gap_ns` is at least 1/rate seconds, exactly. */
+static bool gap_ok(struct rate r, int64_t gap_ns)
+{
+        /* gap * num >= 1e9 * den, with gap split to keep the product small. */
+        if (gap_ns < 0)
+                return false;
+        int64_t need = TG_NS_PER_S * r.den;
+        if (gap_ns >= need) /* num >= 1 */
+                return true;
+        return gap_ns * r.num >= need;
+}
+
+static struct pacer *make(double rate, unsigned max_in_flight)
+{
+        struct pacer_config cfg = {.starts_per_second = rate, .max_in_flight = max_in_flight};
+        struct pacer *p = NULL;
+        assert_int_equal(pacer_new(&cfg, &p), 0);
+        assert_non_null(p);
+        return p;
+}
+
+/* --- configuration and interval ----------------------------------------- */
+
+static void test_config_rejected(void **state)
+{
+        (void)state;
+        const double bad_rates[] = {0.0,   -1.0, -0.0,     1e9 + 1.0, 1e12,
+                                    1e-12, NAN,  INFINITY, -INFINITY};
+        for (size_t i = 0; i < sizeof(bad_rates) / sizeof(bad_rates[0]); i++) {
+                struct pacer_config cfg = {.starts_per_second = bad_rates[i], .max_in_flight = 1};
+                struct pacer *p = (struct pacer *)&cfg; /* sentinel: must stay untouched */
+                CHECK(pacer_new(&cfg, &p) == TG_EINVAL, "rate %g accepted", bad_rates[i]);
+                CHECK(p == (struct pacer *)&cfg, "ret_pacer written on failure");
+        }
+        struct pacer_config cfg = {.starts_per_second = 5.0, .max_in_flight = 0};
+        struct pacer *p = NULL;
+        assert_int_equal(pacer_new(&cfg, &p), TG_EINVAL);
+        assert_null(p);
+        assert_int_equal(pacer_new(NULL, &p), TG_EINVAL);
+        cfg.max_in_flight = 1;
+        assert_int_equal(pacer_new(&cfg, NULL), TG_EINVAL);
+        pacer_free(NULL);
+}
+
+static void test_interval_values(void **state)
+{
+        (void)state;
+        static const struct {
+                double rate;
+                tg_mono_ns interval;
+        } table[] = {
+            {1000.0, 1000000},
+            {5.0, 200000000},
+            {3.0, 333333334},
+            {7.0, 142857143},
+            {0.5, 2000000000},
+            {1.0, 1000000000},
+            {1e9, 1},
+            {3e8, 4},
+            {1e6, 1000},
+            {6.0, 166666667},
+            {1000000000.0 / 3, 3},
+            {2.5, 400000000},
+            {0.3, 3333333334},
+        };
+        for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+                struct pacer *p = make(table[i].rate, 1);
+                tg_mono_ns got = pacer_interval(p);
+                /* 1e9/3 as a double lies a hair below 1e9/3, so it needs 4. */
+                if (table[i].rate == 1000000000.0 / 3)
+                        CHECK(got == 3 || got == 4, "rate 1e9/3: %lld", (long long)got);
+                else
+                        CHECK(got == table[i].interval, "rate %g: interval %lld, want %lld",
+                              table[i].rate, (long long)got, (long long)table[i].interval);
+                /* Never shorter than 1/rate, never more than 1 ns longer. */
+                CHECK((double)got * table[i].rate >= 1e9 * (1 - 1e-15), "rate %g too short",
+                      table[i].rate);
+                pacer_free(p);
+        }
+        /* One start every 31 years is still a rate; about 1e18 ns. */
+        struct pacer *p = make(1e-9, 1);
+        CHECK(pacer_interval(p) >= 1000000000000000000LL &&
+                  pacer_interval(p) <= 1000000000000001000LL,
+              "rate 1e-9: %lld", (long long)pacer_interval(p));
+        pacer_free(p);
+}
+
+/* --- the two gates ------------------------------------------------------- */
+
+static void test_first_start_at_once(void **state)
+{
+        (void)state;
+        struct pacer *p = make(5.0, 10);
+        assert_true(pacer_next_slot(p) == INT64_MIN);
+        assert_false(pacer_held(p, 0));
+        assert_int_equal(pacer_in_flight(p), 0);
+        tg_mono_ns t0 = 123456789;
+        assert_true(pacer_may_start(p, t0));
+        bool probe = true;
+        assert_int_equal(pacer_start(p, t0, &probe), 0);
+        assert_false(probe);
+        assert_int_equal(pacer_in_flight(p), 1);
+        assert_true(pacer_next_slot(p) == t0 + 200000000);
+        pacer_free(p);
+}
+
+static void test_spacing_exact(void **state)
+{
+        (void)state;
+        struct pacer *p = make(3.0, 100);
+        tg_mono_ns iv = pacer_interval(p);
+        assert_int_equal(pacer_start(p, 0, NULL), 0);
+        /* One ns before the slot: refused, and nothing recorded. */
+        bool probe = true;
+        assert_false(pacer_may_start(p, iv - 1));
+        assert_int_equal(pacer_start(p, iv - 1, &probe), TG_EAGAIN);
+        assert_true(probe); /* untouched on failure */
+        assert_int_equal(pacer_in_flight(p), 1);
+        assert_true(pacer_next_slot(p) == iv);
+        /* At the slot: allowed. A late start moves the next slot with it. */
+        assert_int_equal(pacer_start(p, iv + 777, NULL), 0);
+        assert_true(pacer_next_slot(p) == 2 * iv + 777);
+        pacer_free(p);
+}
+
+static void test_idle_earns_nothing(void **state)
+{
+        (void)state;
+        struct pacer *p = make(1000.0, 1000);
+        tg_mono_ns iv = pacer_interval(p);
+        assert_int_equal(pacer_start(p, 0, NULL), 0);
+        /* An hour of silence, then a crowd at the same instant. */
+        tg_mono_ns t = 3600 * TG_NS_PER_S;
+        assert_int_equal(pacer_start(p, t, NULL), 0);
+        for (int i = 0; i < 50; i++)
+                assert_int_equal(pacer_start(p, t, NULL), TG_EAGAIN);
+        assert_int_equal(pacer_start(p, t + iv - 1, NULL), TG_EAGAIN);
+        assert_int_equal(pacer_start(p, t + iv, NULL), 0);
+        assert_int_equal(pacer_in_flight(p), 3);
+        pacer_free(p);
+}
+
+static void test_in_flight_cap(void **state)
+{
+        (void)state;
+        struct pacer *p = make(1000.0, 2);
+        tg_mono_ns iv = pacer_interval(p);
+        assert_int_equal(pacer_start(p, 0, NULL), 0);
+        assert_int_equal(pacer_start(p, iv, NULL), 0);
+        /* Slot due but no room. */
+        assert_false(pacer_may_start(p, 10 * iv));
+        assert_int_equal(pacer_start(p, 10 * iv, NULL), TG_EAGAIN);
+        assert_int_equal(pacer_in_flight(p), 2);
+        pacer_finish(p);
+        assert_int_equal(pacer_in_flight(p), 1);
+        assert_int_equal(pacer_start(p, 10 * iv, NULL), 0);
+        /* Room but slot not due. */
+        pacer_finish(p);
+        assert_int_equal(pacer_start(p, 10 * iv + 1, NULL), TG_EAGAIN);
+        pacer_free(p);
+}
+
+static void test_overflow_saturates(void **state)
+{
+        (void)state;
+        struct pacer *p = make(0.5, 4);
+        tg_mono_ns t = INT64_MAX - 5;
+        assert_int_equal(pacer_start(p, t, NULL), 0);
+        assert_true(pacer_next_slot(p) == TG_MONO_NEVER);
+        assert_false(pacer_may_start(p, INT64_MAX));
+        assert_int_equal(pacer_start(p, INT64_MAX, NULL), TG_EAGAIN);
+        pacer_free(p);
+}
+
+/* --- holds and the probe -------------------------------------------------- */
+
+static void test_hold_probe_healthy(void **state)
+{
+        (void)state;
+        struct pacer *p = make(5.0, 10);
+        tg_mono_ns iv = pacer_interval(p);
+        assert_int_equal(pacer_start(p, 0, NULL), 0);
+        tg_mono_ns until = 30 * TG_NS_PER_S;
+        pacer_hold(p, until);
+        assert_true(pacer_held(p, iv));
+        assert_true(pacer_next_slot(p) == until);
+        for (tg_mono_ns t = iv; t < until; t += iv)
+                assert_int_equal(pacer_start(p, t, NULL), TG_EAGAIN);
+        assert_int_equal(pacer_start(p, until - 1, NULL), TG_EAGAIN);
+
+        bool probe = false;
+        assert_int_equal(pacer_start(p, until, &probe), 0);
+        assert_true(probe);
+        assert_true(pacer_next_slot(p) == TG_MONO_NEVER);
+        /* Nothing else while the probe is out, however long it takes. */
+        for (tg_mono_ns t = until; t < until + 100 * iv; t += iv / 3)
+                assert_false(pacer_may_start(p, t));
+        assert_true(pacer_held(p, until + 100 * iv));
+
+        pacer_finish(p);
+        pacer_probe_done(p, true);
+        assert_false(pacer_held(p, until + 100 * iv));
+        /* Resumed, counted from the probe's start. */
+        assert_true(pacer_next_slot(p) == until + iv);
+        probe = true;
+        assert_int_equal(pacer_start(p, until + 100 * iv, &probe), 0);
+        assert_false(probe);
+        assert_int_equal(pacer_start(p, until + 100 * iv, NULL), TG_EAGAIN);
+        pacer_free(p);
+}
+
+static void test_hold_probe_unhealthy(void **state)
+{
+        (void)state;
+        struct pacer *p = make(5.0, 10);
+        tg_mono_ns iv = pacer_interval(p);
+        pacer_hold(p, 1000);
+        assert_true(pacer_next_slot(p) == 1000);
+        bool probe = false;
+        assert_int_equal(pacer_start(p, 1000, &probe), 0);
+        assert_true(probe);
+        pacer_finish(p);
+        pacer_probe_done(p, false);
+        assert_true(pacer_held(p, 1000));
+        /* Still probing: the next start is again a probe, spaced by the
+         * interval from the first probe. */
+        assert_true(pacer_next_slot(p) == 1000 + iv);
+        assert_int_equal(pacer_start(p, 1000 + iv - 1, NULL), TG_EAGAIN);
+        probe = false;
+        assert_int_equal(pacer_start(p, 1000 + iv, &probe), 0);
+        assert_true(probe);
+        assert_false(pacer_may_start(p, 1000 + 50 * iv));
+        pacer_finish(p);
+        pacer_probe_done(p, true);
+        assert_false(pacer_held(p, 0));
+        pacer_free(p);
+}
+
+static void test_hold_extend_and_ignore(void **state)
+{
+        (void)state;
+        struct pacer *p = make(1000.0, 10);
+        pacer_hold(p, 5 * TG_NS_PER_S);
+        pacer_hold(p, 2 * TG_NS_PER_S); /* earlier: ignored */
+        assert_true(pacer_next_slot(p) == 5 * TG_NS_PER_S);
+        pacer_hold(p, 9 * TG_NS_PER_S); /* later: extends */
+        assert_true(pacer_next_slot(p) == 9 * TG_NS_PER_S);
+        assert_int_equal(pacer_start(p, 5 * TG_NS_PER_S, NULL), TG_EAGAIN);
+        bool probe = false;
+        assert_int_equal(pacer_start(p, 9 * TG_NS_PER_S, &probe), 0);
+        assert_true(probe);
+        pacer_free(p);
+}
+
+static void test_hold_while_probe_out(void **state)
+{
+        (void)state;
+        struct pacer *p = make(1000.0, 10);
+        tg_mono_ns iv = pacer_interval(p);
+        pacer_hold(p, 10);
+        assert_int_equal(pacer_start(p, 10, NULL), 0);
+        /* Another call, started before the hold, reports a longer one. */
+        tg_mono_ns later = 20 * TG_NS_PER_S;
+        pacer_hold(p, later);
+        assert_true(pacer_next_slot(p) == TG_MONO_NEVER);
+        pacer_finish(p);
+        pacer_probe_done(p, true);
+        /* The healthy probe does not lift the newer hold. */
+        assert_true(pacer_held(p, later));
+        assert_true(pacer_next_slot(p) == later);
+        assert_int_equal(pacer_start(p, later - 1, NULL), TG_EAGAIN);
+        bool probe = false;
+        assert_int_equal(pacer_start(p, later, &probe), 0);
+        assert_true(probe);
+        pacer_finish(p);
+        pacer_probe_done(p, true);
+        assert_false(pacer_held(p, later));
+        assert_true(pacer_next_slot(p) == later + iv);
+        pacer_free(p);
+}
+
+static void test_probe_needs_room(void **state)
+{
+        (void)state;
+        struct pacer *p = make(1000.0, 1);
+        assert_int_equal(pacer_start(p, 0, NULL), 0);
+        pacer_hold(p, TG_NS_PER_S);
+        assert_false(pacer_may_start(p, 2 * TG_NS_PER_S));
+        pacer_finish(p);
+        bool probe = false;
+        assert_int_equal(pacer_start(p, 2 * TG_NS_PER_S, &probe), 0);
+        assert_true(probe);
+        pacer_free(p);
+}
+
+static void test_stale_probe_done_ignored(void **state)
+{
+        (void)state;
+        struct pacer *p = make(1000.0, 10);
+        pacer_probe_done(p, false); /* no hold, no probe: nothing changes */
+        assert_false(pacer_held(p, 0));
+        pacer_hold(p, 100);
+        pacer_probe_done(p, true); /* no probe out yet: the hold stays */
+        assert_true(pacer_held(p, 200));
+        assert_int_equal(pacer_start(p, 99, NULL), TG_EAGAIN);
+        bool probe = false;
+        assert_int_equal(pacer_start(p, 100, &probe), 0);
+        assert_true(probe);
+        pacer_free(p);
+}
+
+/* --- rates: the greedy caller ------------------------------------------- */
+
+/* A caller that starts at every allowed instant, polling at `step` ns (0:
+ * jump straight to the next slot). Counts the starts in [0, horizon) and
+ * checks each gap exactly. */
+static int64_t greedy_run(struct rate r, tg_mono_ns horizon, tg_mono_ns step, uint64_t seed)
+{
+        struct pacer *p = make(rate_value(r), 1000000);
+        struct tg_rng rng;
+        tg_rng_seed(&rng, seed);
+        int64_t starts = 0;
+        tg_mono_ns last = INT64_MIN;
+        tg_mono_ns t = 0;
+        while (t < horizon) {
+                if (pacer_may_start(p, t)) {
+                        assert_int_equal(pacer_start(p, t, NULL), 0);
+                        if (starts > 0)
+                                CHECK(gap_ok(r, t - last), "rate %lld/%lld gap %lld",
+                                      (long long)r.num, (long long)r.den, (long long)(t - last));
+                        last = t;
+                        starts++;
+                        pacer_finish(p);
+                }
+                if (step == 0) {
+                        tg_mono_ns next = pacer_next_slot(p);
+                        t = next > t ? next : t + 1;
+                } else {
+                        t += tg_rng_range(&rng, 1, step);
+                }
+        }
+        pacer_free(p);
+        return starts;
+}
+
+static void test_rates_greedy(void **state)
+{
+        (void)state;
+        static const struct rate rates[] = {{1000, 1}, {5, 1}, {3, 1}, {7, 1}, {1, 2}, {10000, 1}};
+        for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+                struct rate r = rates[i];
+                tg_mono_ns horizon = 20 * TG_NS_PER_S;
+                /* Exactly at the slots: no drift, and never more than the
+                 * rate allows in the horizon. ceil(rate * 20 s) starts. */
+                int64_t most = (20 * r.num + r.den - 1) / r.den;
+                int64_t n = greedy_run(r, horizon, 0, 1);
+                CHECK(n == most, "rate %lld/%lld: %lld starts in 20 s, want %lld", (long long)r.num,
+                      (long long)r.den, (long long)n, (long long)most);
+                /* Polling at random steps up to 1/20 of the interval: still
+                 * never above, and at least 95% of the rate. */
+                tg_mono_ns iv = (TG_NS_PER_S * r.den + r.num - 1) / r.num;
+                n = greedy_run(r, horizon, iv / 20 > 0 ? iv / 20 : 1, 42 + i);
+                CHECK(n <= most && n * 100 >= most * 95, "rate %lld/%lld: %lld starts, max %lld",
+                      (long long)r.num, (long long)r.den, (long long)n, (long long)most);
+        }
+}
+
+static void test_thousand_per_second_no_drift(void **state)
+{
+        (void)state;
+        /* 1,000 starts/s for 60 s at exactly the slots: start k is at k ms. */
+        struct pacer *p = make(1000.0, 10);
+        tg_mono_ns t = 0;
+        for (int64_t k = 0; k < 60000; k++) {
+                t = pacer_next_slot(p) == INT64_MIN ? 0 : pacer_next_slot(p);
+                CHECK(t == k * TG_NS_PER_MS, "start %lld at %lld", (long long)k, (long long)t);
+                assert_int_equal(pacer_start(p, t, NULL), 0);
+                pacer_finish(p);
+        }
+        pacer_free(p);
+}
+
+/* After a gap of any length, a greedy caller gets one start now and then one
+ * per interval: never two in any window shorter than the interval. */
+static void test_no_burst_after_idle(void **state)
+{
+        (void)state;
+        static const struct rate rates[] = {{1000, 1}, {5, 1}, {3, 1}, {7, 1}, {1, 2}};
+        struct tg_rng rng;
+        tg_rng_seed(&rng, 7);
+        for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+                struct rate r = rates[i];
+                struct pacer *p = make(rate_value(r), 100);
+                tg_mono_ns iv = pacer_interval(p);
+                tg_mono_ns t = 0;
+                for (int round = 0; round < 200; round++) {
+                        /* Idle from 0 to a million intervals. */
+                        tg_mono_ns gap = tg_rng_range(&rng, 0, 1000000) * iv;
+                        if (round % 4 == 0)
+                                gap = tg_rng_range(&rng, 0, 3 * iv);
+                        t += gap;
+                        tg_mono_ns begin = t;
+                        int64_t n = 0;
+                        tg_mono_ns last = INT64_MIN;
+                        /* Hammer it for 10 intervals, ~100 polls per
+                         * interval, several attempts per poll. */
+                        for (; t<begin + 10 * iv; t += iv / 97> 0 ? iv / 97 : 1) {
+                                for (int k = 0; k < 3; k++) {
+                                        if (pacer_start(p, t, NULL) == 0) {
+                                                if (last != INT64_MIN)
+                                                        CHECK(gap_ok(r, t - last), "burst gap %lld",
+                                                              (long long)(t - last));
+                                                last = t;
+                                                n++;
+                                                pacer_finish(p);
+                                        }
+                                }
+                        }
+                        CHECK(n <= 10 && n >= 9, "rate %lld/%lld: %lld starts in 10 intervals",
+                              (long long)r.num, (long long)r.den, (long long)n);
+                }
+                pacer_free(p);
+        }
+}
+
+/* --- the property run ---------------------------------------------------- */
+
+struct prop_case {
+        struct rate rate;
+        unsigned max_in_flight;
+        uint64_t seed;
+        tg_mono_ns t0;
+};
+
+/* What the outside world knows: every actual start, every finish, every hold
+ * and probe result. The rules are checked against this log, not against the
+ * pacer's own view; `expect_may` is the one statement of "a start must be
+ * allowed now", so a pacer that is too strict fails too. */
+struct world {
+        struct rate rate;
+        tg_mono_ns interval;
+        unsigned max_in_flight;
+        unsigned open; /* started, not finished (probe included) */
+        bool any_start;
+        tg_mono_ns last_start;
+        bool hold_phase;       /* a hold (or its probing) is in force */
+        tg_mono_ns hold_until; /* latest hold end asked for in this phase */
+        bool probe_out;        /* the probe is open */
+        bool probe_rehold;     /* a later hold came while the probe was out */
+        unsigned long probes;  /* probes started */
+        unsigned long starts;
+        unsigned long refusals;
+        unsigned long full; /* attempts refused only for want of room */
+};
+
+static bool expect_may(const struct world *w, tg_mono_ns now)
+{
+        if (w->open >= w->max_in_flight || w->probe_out)
+                return false;
+        if (w->any_start && now - w->last_start < w->interval)
+                return false;
+        if (w->hold_phase && now < w->hold_until)
+                return false;
+        return true;
+}
+
+static void property_run(const struct prop_case *pc, long events)
+{
+        struct pacer *p = make(rate_value(pc->rate), pc->max_in_flight);
+        struct world w = {.rate = pc->rate,
+                          .interval = pacer_interval(p),
+                          .max_in_flight = pc->max_in_flight,
+                          .hold_until = INT64_MIN};
+        struct tg_rng rng;
+        tg_rng_seed(&rng, pc->seed);
+        tg_mono_ns now = pc->t0;
+        tg_mono_ns iv = w.interval;
+
+        int64_t finish_pct = 26;
+        for (long ev = 0; ev < events; ev++) {
+                /* Calls return slowly in some stretches (room runs out), fast
+                 * in others. */
+                if (ev % 5000 == 0)
+                        finish_pct = tg_rng_range(&rng, 2, 40);
+                /* Time moves: mostly short steps, sometimes long idles. */
+                int64_t pick = tg_rng_range(&rng, 0, 99);
+                tg_mono_ns dt;
+                tg_mono_ns slot = pacer_next_slot(p);
+                if (pick < 20 && slot > now && slot != TG_MONO_NEVER)
+                        dt = slot - now; /* a caller that wakes exactly at the slot */
+                else if (pick < 40)
+                        dt = tg_rng_range(&rng, 0, iv / 4);
+                else if (pick < 80)
+                        dt = tg_rng_range(&rng, 0, 2 * iv);
+                else if (pick < 97)
+                        dt = tg_rng_range(&rng, 0, 30 * iv);
+                else
+                        dt = tg_rng_range(&rng, 0, 20000 * iv);
+                now += dt;
+
+                CHECK(pacer_in_flight(p) == w.open, "seed %llu ev %ld: in_flight %u, open %u",
+                      (unsigned long long)pc->seed, ev, pacer_in_flight(p), w.open);
+                CHECK(pacer_held(p, now) == w.hold_phase, "seed %llu ev %ld: held",
+                      (unsigned long long)pc->seed, ev);
+
+                int64_t act = tg_rng_range(&rng, 0, 99);
+                if (act < 55) {
+                        /* A burst of attempts at this instant. */
+                        int64_t tries = tg_rng_range(&rng, 1, 4);
+                        for (int64_t k = 0; k < tries; k++) {
+                                bool want = expect_may(&w, now);
+                                if (w.open >= w.max_in_flight && !w.probe_out &&
+                                    (!w.any_start || now - w.last_start >= w.interval) &&
+                                    (!w.hold_phase || now >= w.hold_until))
+                                        w.full++;
+                                bool may = pacer_may_start(p, now);
+                                CHECK(may == want,
+                                      "seed %llu ev %ld: may_start %d, expected %d (now %lld, "
+                                      "last %lld, open %u, hold %d until %lld, probe_out %d)",
+                                      (unsigned long long)pc->seed, ev, may, want, (long long)now,
+                                      (long long)w.last_start, w.open, w.hold_phase,
+                                      (long long)w.hold_until, w.probe_out);
+                                bool probe = false;
+                                int r = pacer_start(p, now, &probe);
+                                if (r != 0) {
+                                        CHECK(r == TG_EAGAIN && !want, "seed %llu ev %ld: r %d",
+                                              (unsigned long long)pc->seed, ev, r);
+                                        w.refusals++;
+                                        continue;
+                                }
+                                /* The rules, judged on the actual start. */
+                                CHECK(!w.any_start || gap_ok(w.rate, now - w.last_start),
+                                      "seed %llu ev %ld: gap %lld < 1/rate",
+                                      (unsigned long long)pc->seed, ev,
+                                      (long long)(now - w.last_start));
+                                CHECK(w.open < w.max_in_flight, "seed %llu ev %ld: over cap",
+                                      (unsigned long long)pc->seed, ev);
+                                CHECK(!w.probe_out, "seed %llu ev %ld: start while probe out",
+                                      (unsigned long long)pc->seed, ev);
+                                CHECK(!w.hold_phase || now >= w.hold_until,
+                                      "seed %llu ev %ld: start during hold",
+                                      (unsigned long long)pc->seed, ev);
+                                CHECK(probe == w.hold_phase, "seed %llu ev %ld: probe flag %d",
+                                      (unsigned long long)pc->seed, ev, probe);
+                                w.any_start = true;
+                                w.last_start = now;
+                                w.open++;
+                                w.starts++;
+                                if (probe) {
+                                        w.probe_out = true;
+                                        w.probe_rehold = false;
+                                        w.probes++;
+                                }
+                                CHECK(w.open <= w.max_in_flight, "over cap after start");
+                        }
+                } else if (act < 55 + finish_pct) {
+                        if (w.open == 0)
+                                continue;
+                        /* Finish the probe with some chance, else another. */
+                        bool others = w.open > (w.probe_out ? 1u : 0u);
+                        bool finish_probe =
+                            w.probe_out && (!others || tg_rng_range(&rng, 0, 2) == 0);
+                        pacer_finish(p);
+                        w.open--;
+                        if (finish_probe) {
+                                bool healthy = tg_rng_range(&rng, 0, 99) < 60;
+                                pacer_probe_done(p, healthy);
+                                w.probe_out = false;
+                                if (healthy && !w.probe_rehold) {
+                                        w.hold_phase = false;
+                                        w.hold_until = INT64_MIN;
+                                }
+                                w.probe_rehold = false;
+                        }
+                } else if (act < 57 + finish_pct) {
+                        /* A 429 with Retry-After: from the past to 50 intervals on. */
+                        tg_mono_ns until = now + tg_rng_range(&rng, -5 * iv, 50 * iv);
+                        pacer_hold(p, until);
+                        if (!w.hold_phase) {
+                                w.hold_phase = true;
+                                w.hold_until = until;
+                        } else if (until > w.hold_until) {
+                                w.hold_until = until;
+                                if (w.probe_out)
+                                        w.probe_rehold = true;
+                        }
+                } else if (act < 59 + finish_pct) {
+                        /* A stray probe result with no probe out: ignored. */
+                        if (!w.probe_out)
+                                pacer_probe_done(p, tg_rng_range(&rng, 0, 1) == 1);
+                } else {
+                        /* Just look. */
+                        slot = pacer_next_slot(p);
+                        if (w.probe_out)
+                                CHECK(slot == TG_MONO_NEVER, "slot while probe out");
+                        else if (w.any_start)
+                                CHECK(slot >= w.last_start + iv, "slot %lld before spacing",
+                                      (long long)slot);
+                }
+        }
+        /* The run exercised every path. */
+        CHECK(w.starts > (unsigned long)events / 20, "only %lu starts", w.starts);
+        CHECK(w.refusals > 1000, "only %lu refusals", w.refusals);
+        CHECK(w.probes > 100, "only %lu probes", w.probes);
+        CHECK(w.full > 100, "room ran out only %lu times", w.full);
+        pacer_free(p);
+}
+
+static void test_property_runs(void **state)
+{
+        (void)state;
+        static const struct prop_case cases[] = {
+            {{1000, 1}, 10, 1, 0},
+            {{5, 1}, 10, 2, 1000},
+            {{3, 1}, 2, 3, 0},
+            {{7, 1}, 1, 4, 5 * TG_NS_PER_S},
+            {{1, 2}, 3, 5, 0},
+            {{10000, 1}, 50, 6, 123},
+            {{1000, 1}, 1, 7, -(INT64_C(1) << 60)},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                property_run(&cases[i], 150000);
+}
+
+static void test_property_random_configs(void **state)
+{
+        (void)state;
+        struct tg_rng rng;
+        tg_rng_seed(&rng, 2024);
+        for (int i = 0; i < 8; i++) {
+                struct prop_case pc = {
+                    .rate = {tg_rng_range(&rng, 1, 5000), tg_rng_range(&rng, 1, 4)},
+                    .max_in_flight = (unsigned)tg_rng_range(&rng, 1, 20),
+                    .seed = 100 + (uint64_t)i,
+                    .t0 = tg_rng_range(&rng, -TG_NS_PER_S, TG_NS_PER_S),
+                };
+                property_run(&pc, 100000);
+        }
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_config_rejected),
+            cmocka_unit_test(test_interval_values),
+            cmocka_unit_test(test_first_start_at_once),
+            cmocka_unit_test(test_spacing_exact),
+            cmocka_unit_test(test_idle_earns_nothing),
+            cmocka_unit_test(test_in_flight_cap),
+            cmocka_unit_test(test_overflow_saturates),
+            cmocka_unit_test(test_hold_probe_healthy),
+            cmocka_unit_test(test_hold_probe_unhealthy),
+            cmocka_unit_test(test_hold_extend_and_ignore),
+            cmocka_unit_test(test_hold_while_probe_out),
+            cmocka_unit_test(test_probe_needs_room),
+            cmocka_unit_test(test_stale_probe_done_ignored),
+            cmocka_unit_test(test_rates_greedy),
+            cmocka_unit_test(test_thousand_per_second_no_drift),
+            cmocka_unit_test(test_no_burst_after_idle),
+            cmocka_unit_test(test_property_runs),
+            cmocka_unit_test(test_property_random_configs),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
