@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "app/api.h"
+#include "app/commands.h"
 #include "app/config.h"
 #include "app/dispatcher.h"
 #include "app/log.h"
@@ -158,6 +159,33 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         return rc;
 }
 
+int cmd_serve(int argc, char **argv)
+{
+        return cmd_daemon("serve", argc, argv);
+}
+
+int cmd_dispatch(int argc, char **argv)
+{
+        return cmd_daemon("dispatch", argc, argv);
+}
+
+int cmd_api(int argc, char **argv)
+{
+        return cmd_daemon("api", argc, argv);
+}
+
+struct command {
+        const char *name;
+        int (*run)(int argc, char **argv);
+};
+
+/* Every subcommand, in the order of the usage text. */
+static const struct command commands[] = {
+    {"serve", cmd_serve},
+    {"dispatch", cmd_dispatch},
+    {"api", cmd_api},
+};
+
 int main(int argc, char **argv)
 {
         if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
@@ -165,9 +193,9 @@ int main(int argc, char **argv)
                 fputs(usage, argc < 2 ? stderr : stdout);
                 return argc < 2 ? 2 : 0;
         }
-        const char *cmd = argv[1];
-        if (strcmp(cmd, "serve") == 0 || strcmp(cmd, "dispatch") == 0 || strcmp(cmd, "api") == 0)
-                return cmd_daemon(cmd, argc - 2, argv + 2);
-        fprintf(stderr, "tollgate: unknown command '%s' (try --help)\n", cmd);
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[1], commands[i].name) == 0)
+                        return commands[i].run(argc - 2, argv + 2);
+        fprintf(stderr, "tollgate: unknown command '%s' (try --help)\n", argv[1]);
         return 2;
 }

@@ -1,0 +1,14 @@
+/*
+ * commands — the subcommands of the tollgate binary. Each takes the
+ * arguments after its own name and returns the process exit status
+ * (0 ok, 1 failure, 2 usage or config error). main.c maps names to these in
+ * one table; a new command adds its line there and its prototype here.
+ */
+#ifndef TG_COMMANDS_H
+#define TG_COMMANDS_H
+
+int cmd_serve(int argc, char **argv);
+int cmd_dispatch(int argc, char **argv);
+int cmd_api(int argc, char **argv);
+
+#endif
