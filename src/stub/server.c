@@ -217,6 +217,10 @@ static void finish(struct req *r)
                 r->drop = true;
         else if (r->spec.mode == STUB_E500)
                 answer_error(r, 500, "internal_error", "injected failure (e500)", false);
+        /* Recorded now: a client that left meanwhile never sees it, but this
+         * was the answer (and "delivered" will say false). */
+        if (r->seq)
+                record_answer(srv->log, r->seq, r->drop ? 0 : r->status, r->executed);
         r->state = RS_READY;
 }
 
@@ -735,9 +739,13 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
         (void)connection;
         if (!r)
                 return;
-        if (r->seq)
+        if (r->seq) {
+                /* Closed before any answer (client gone, or shutdown): dropped. A
+                 * request already answered keeps its answer. */
+                record_answer(srv->log, r->seq, 0, r->executed);
                 record_delivered(srv->log, r->seq,
                                  toe == MHD_REQUEST_TERMINATED_COMPLETED_OK && !r->drop);
+        }
         if (r->counted)
                 atomic_fetch_sub(&srv->open_requests, 1);
         req_free(r);

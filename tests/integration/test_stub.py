@@ -252,6 +252,8 @@ class Modes(unittest.TestCase):
         self.assertGreater(time.monotonic() - t0, 1.4)
         rec = [r for r in s.arrivals() if r["idempotency_key"] == "op-gone"][0]
         self.assertEqual((rec["answer"], rec["executed"]), (201, True))
+        tgtest.wait_until(lambda: s.arrivals()[0]["delivered"] is not None, timeout=5,
+                          what="the connection to finish")
 
     def test_slow_takes_its_delay(self):
         s = self.stub
@@ -302,7 +304,7 @@ class Record(unittest.TestCase):
             waiting = threading.Thread(target=lambda: self.assertRaises(
                 OSError, s.refund, "op-f3", timeout=8))
             waiting.start()
-            tgtest.wait_until(lambda: s.state()["open_requests"] == 1, timeout=5,
+            tgtest.wait_until(lambda: s.state()["timers_pending"] == 1, timeout=5,
                               what="a waiting request")
             t0 = time.monotonic()
             self.assertEqual(s.stop(signal.SIGTERM), 0, s.stderr_text())
