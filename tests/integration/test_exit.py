@@ -227,6 +227,57 @@ class ExitTest(unittest.TestCase):
             self.assertTrue(all(c["end_wall"] is not None for c in calls),
                             "a call left open at exit: %r" % calls)
 
+    def test_groups_take_turns(self):
+        # Scaled down from "1,000 due retries vs new refunds": 300 new refunds
+        # keep the first group full while their 500s (unknown) fill the again
+        # group with due queries. With both groups non-empty the exit must
+        # alternate: neither starves the other.
+        with tgtest.start_stub("--mode", "e500", "--query-mode", "fast") as stub, \
+                Tollgate(stub.url, exit={"starts_per_second": 100},
+                         retry={"query_interval_ms": 500}) as tg:
+            tg.start("serve")
+            ops = ["turn-%03d" % i for i in range(300)]
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+            tg.wait_final(ops, timeout=60)
+            calls = sorted(tg.calls(), key=lambda c: c["start_mono_ns"])
+            kinds = ["q" if c["kind"] == "query" else "f" for c in calls]
+            first_q = kinds.index("q")
+            last_f = len(kinds) - 1 - kinds[::-1].index("f")
+            window = kinds[first_q:last_f + 1]
+            self.assertGreater(len(window), 100, "the groups never overlapped")
+            # Where both groups have work they alternate; a group that runs
+            # empty for a moment (the first queries fall due one by one)
+            # yields its turn, which shows up as a short run only.
+            runs, run = [], 1
+            for a, b in zip(window, window[1:]):
+                run = run + 1 if a == b else 1
+                runs.append(run)
+            self.assertLessEqual(max(runs), 6, "one group starved the other: %s"
+                                 % "".join(window))
+            nq = window.count("q")
+            self.assertLess(abs(nq - (len(window) - nq)), 0.1 * len(window),
+                            "turns not shared: %s" % "".join(window))
+            self.assert_executed_once(stub, ops)
+
+    def test_query_sub_quota_narrows_the_account(self):
+        # Every POST times out (1.5 s > 1 s) and is reconciled by a query;
+        # queries may start at most 2/s inside the account's 10/s.
+        with tgtest.start_stub("--mode", "slow:1500", "--query-mode", "fast") as stub, \
+                Tollgate(stub.url, provider={"timeout_ms": 1000, "connect_timeout_ms": 500},
+                         exit={"starts_per_second": 10, "query_starts_per_second": 2},
+                         retry={"query_interval_ms": 200}) as tg:
+            tg.start("serve")
+            ops = ["sq-%02d" % i for i in range(12)]
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+            tg.wait_final(ops, timeout=60)
+            calls = tg.calls()
+            queries = [c for c in calls if c["kind"] == "query"]
+            self.assertGreaterEqual(len(queries), len(ops))
+            self.assertGreaterEqual(min_gap(queries), 0.5 - 1e-9)
+            self.assertGreaterEqual(min_gap(calls), 0.1 - 1e-9)
+
 
 if __name__ == "__main__":
     tgtest.main_unittest()
