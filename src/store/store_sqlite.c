@@ -357,7 +357,7 @@ static int stmt_run(sqlite3_stmt *st)
 
 static int run_simple(struct sqlite_store *s, enum stmt_id id)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, id, &st);
 
         if (r < 0)
@@ -507,7 +507,7 @@ static void read_audit(sqlite3_stmt *st, struct audit_record *ret_audit)
 static int op_lookup(struct sqlite_store *s, enum stmt_id id, const char *key, int64_t row_id,
                      struct op_record *ret_op)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, id, &st);
         int rc;
 
@@ -541,7 +541,7 @@ static int op_by_id(struct sqlite_store *s, int64_t id, struct op_record *ret_op
 /* Writes back every mutable column of op. */
 static int op_write(struct sqlite_store *s, const struct op_record *op)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_OP_WRITE, &st);
 
         if (r < 0)
@@ -569,7 +569,7 @@ static int op_write(struct sqlite_store *s, const struct op_record *op)
 static int audit_insert(struct sqlite_store *s, int64_t op_id, tg_wall_ms at, const char *action,
                         const char *operator_name, const char *reason, const char *detail)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_AUDIT_INSERT, &st);
 
         if (r < 0)
@@ -599,7 +599,7 @@ static int audit_to_manual(struct sqlite_store *s, const struct op_record *op, t
 
 static int owner_epoch_read(struct sqlite_store *s, int64_t *ret_epoch)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_OWNER_EPOCH, &st);
         int rc;
 
@@ -625,7 +625,7 @@ static int exec_sql(struct sqlite_store *s, const char *sql)
 
 static int user_version(struct sqlite_store *s, int *ret_version)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int rc = sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL);
         int r = 0;
 
@@ -751,7 +751,7 @@ static int sqlite_accept(struct store *store, const struct refund_request *req, 
 {
         struct sqlite_store *s = S(store);
         struct op_record op;
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         bool created = false;
         int r = tx_begin(s, true);
 
@@ -838,7 +838,7 @@ static bool lock_file_current(const struct sqlite_store *s, int fd)
 static int sqlite_owner_acquire(struct store *store, int64_t *ret_epoch)
 {
         struct sqlite_store *s = S(store);
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int64_t epoch = 0;
         char pid[32];
         int fd, r, rc, n;
@@ -900,7 +900,7 @@ fail:
 static int sqlite_owner_check(struct store *store)
 {
         struct sqlite_store *s = S(store);
-        int64_t epoch;
+        int64_t epoch = 0;
         int r;
 
         if (s->lock_fd < 0 || !lock_file_current(s, s->lock_fd))
@@ -943,7 +943,7 @@ static int check_epoch(struct sqlite_store *s, int64_t epoch)
 
 static int close_open_calls(struct sqlite_store *s, int64_t op_id, tg_wall_ms now)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_RECOVER_CALLS, &st);
 
         if (r < 0)
@@ -972,7 +972,7 @@ static int sqlite_recover(struct store *store, int64_t epoch, const struct polic
         r = check_epoch(s, epoch);
         /* Each pass moves its rows out of in_flight, so the loop ends. */
         while (r == 0) {
-                sqlite3_stmt *st;
+                sqlite3_stmt *st = NULL;
                 int n = 0, rc;
 
                 r = stmt_get(s, ST_RECOVER_PICK, &st);
@@ -1048,7 +1048,7 @@ out:
 /* min(next_run_at) of the again group, TG_WALL_NEVER if it is empty. */
 static int earliest_due(struct sqlite_store *s, tg_wall_ms *ret_next)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_NEXT_DUE, &st);
         int rc;
 
@@ -1066,7 +1066,7 @@ static int earliest_due(struct sqlite_store *s, tg_wall_ms *ret_next)
 
 static int pick(struct sqlite_store *s, const struct claim_args *args, int64_t *ret_id)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         bool again = args->group == STORE_GROUP_AGAIN;
         int r = stmt_get(s, again ? ST_PICK_AGAIN : ST_PICK_FIRST, &st);
         int rc;
@@ -1102,7 +1102,7 @@ static int pick(struct sqlite_store *s, const struct claim_args *args, int64_t *
 
 static int call_insert(struct sqlite_store *s, struct call_record *call)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_CALL_INSERT, &st);
 
         if (r < 0)
@@ -1186,7 +1186,7 @@ fail:
 
 static int call_by_id(struct sqlite_store *s, int64_t id, struct call_record *ret_call)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_CALL_BY_ID, &st);
         int rc;
 
@@ -1207,7 +1207,7 @@ static int call_by_id(struct sqlite_store *s, int64_t id, struct call_record *re
 
 static int call_settle(struct sqlite_store *s, const struct settle_args *a)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_CALL_SETTLE, &st);
 
         if (r < 0)
@@ -1276,7 +1276,7 @@ fail:
 /* Runs a statement whose only parameter is ?1 = now. */
 static int run_with_now(struct sqlite_store *s, enum stmt_id id, tg_wall_ms now)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, id, &st);
 
         if (r < 0)
@@ -1291,7 +1291,7 @@ static int run_with_now(struct sqlite_store *s, enum stmt_id id, tg_wall_ms now)
 static int run_with_now_retention(struct sqlite_store *s, enum stmt_id id, tg_wall_ms now,
                                   int64_t retention)
 {
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, id, &st);
 
         if (r < 0)
@@ -1340,7 +1340,7 @@ static int sqlite_next_due(struct store *store, tg_wall_ms *ret_next_run_at, boo
         struct sqlite_store *s = S(store);
         tg_wall_ms next = TG_WALL_NEVER;
         bool pending = false;
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = tx_begin(s, false);
         int rc;
 
@@ -1406,7 +1406,7 @@ static int walk_calls(struct sqlite_store *s, int64_t op_id, int64_t since_id, u
                 return TG_ENOMEM;
         while (limit > 0) {
                 int want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
-                sqlite3_stmt *st;
+                sqlite3_stmt *st = NULL;
                 bool bad;
                 int n = 0;
 
@@ -1526,7 +1526,7 @@ static int sqlite_list_manual(struct store *store, int64_t after_id, unsigned li
                 return TG_ENOMEM;
         while (limit > 0) {
                 int want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
-                sqlite3_stmt *st;
+                sqlite3_stmt *st = NULL;
                 int n = 0, rc;
 
                 r = stmt_get(s, ST_LIST_MANUAL, &st);
@@ -1572,7 +1572,7 @@ static int sqlite_list_audit(struct store *store, int64_t op_id, store_audit_fn 
         if (!buf)
                 return TG_ENOMEM;
         for (;;) {
-                sqlite3_stmt *st;
+                sqlite3_stmt *st = NULL;
                 int n = 0, rc;
 
                 r = stmt_get(s, ST_LIST_AUDIT, &st);
