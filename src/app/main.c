@@ -44,6 +44,9 @@ static const char usage[] =
     "  dispatch --config FILE   the dispatcher alone [--no-wait]\n"
     "  api --config FILE        the intake/admin API alone (any number may run)\n"
     "\n"
+    "Teaching tools (the seeds' worked examples, on your own numbers):\n"
+    "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
+    "\n"
     "Run 'tollgate <command> --help' for a command's options.\n";
 
 struct common_opts {
@@ -184,6 +187,7 @@ static const struct command commands[] = {
     {"serve", cmd_serve},
     {"dispatch", cmd_dispatch},
     {"api", cmd_api},
+    {"jitter", cmd_jitter},
 };
 
 int main(int argc, char **argv)

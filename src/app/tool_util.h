@@ -1,0 +1,74 @@
+/*
+ * tool_util — what the teaching tools (jitter, plan, demo resilience) share:
+ * strict number parsing for their flags, and for the two that run real
+ * processes, starting a sibling binary (found next to /proc/self/exe) on
+ * loopback, reading the port it wrote, stopping it, and one-shot HTTP
+ * requests with libcurl's easy interface. These tools are teaching aids, not
+ * the exit: their HTTP never goes through the dispatcher's transport and
+ * only ever targets processes they started themselves on 127.0.0.1.
+ *
+ * Ownership: a struct tool_proc belongs to the caller; tool_proc_stop()
+ * always reaps the child (SIGTERM, then SIGKILL after a grace period), so
+ * nothing a tool started outlives it.
+ */
+#ifndef TG_TOOL_UTIL_H
+#define TG_TOOL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Strict parses of a whole string: 0 or TG_EINVAL (empty, trailing junk,
+ * out of [lo, hi], not finite). */
+int tool_parse_double(const char *s, double lo, double hi, double *ret_value);
+int tool_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *ret_value);
+
+/* Monotonic now, in seconds (app code may read clocks). */
+double tool_now(void);
+void tool_sleep(double seconds);
+
+/* Path of a program next to the running tollgate binary. 0, or -errno /
+ * TG_EFULL when it cannot be found or does not fit. */
+int tool_sibling(const char *name, char *buf, size_t size);
+
+struct tool_proc {
+        pid_t pid;     /* 0 when not running */
+        char dir[64];  /* private temp dir (port file, logs) */
+        char log[128]; /* the child's stdout+stderr */
+        int port;      /* from the port file, if one was asked for */
+};
+
+/* Creates p->dir (mkdtemp) and zeroes the rest. 0 or -errno. */
+int tool_proc_init(struct tool_proc *p, const char *prefix);
+
+/* Starts argv (argv[0] a path) with stdout and stderr in p->log. If
+ * port_file is not NULL, waits up to timeout_s for the child to write its
+ * port there. 0, TG_EIO (exited or no port in time; the child is stopped),
+ * or -errno. */
+int tool_proc_start(struct tool_proc *p, char *const argv[], const char *port_file,
+                    double timeout_s);
+
+/* SIGTERM, wait up to 5 s, then SIGKILL; always reaps. NULL/not started ok. */
+void tool_proc_stop(struct tool_proc *p);
+
+/* Stops and removes the temp dir's files (port, log, anything listed in
+ * extra, NULL-terminated names inside dir) and the dir itself. */
+void tool_proc_release(struct tool_proc *p, const char *const *extra);
+
+/* One HTTP request on a fresh connection (no keep-alive, no libcurl retry).
+ * headers: NULL-terminated "Name: value" strings or NULL. body: NULL for
+ * none. timeout_ms <= 0: no timeout at all (libcurl's default, the "no
+ * timeout" scenario). On return *ret_status is the HTTP status or 0 when no
+ * answer came; *ret_ms the elapsed time; body (if not NULL) receives up to
+ * body_size-1 bytes, NUL-terminated. Returns 0 on an answer, TG_ETRANSPORT
+ * (timeout, reset, refused: *ret_timed_out says which), TG_ENOMEM. */
+struct tool_http_result {
+        long status;
+        double ms;
+        int timed_out;
+        int no_answer; /* connection closed without an answer */
+};
+int tool_http(const char *method, const char *url, const char *const *headers, const char *body,
+              long timeout_ms, char *resp, size_t resp_size, struct tool_http_result *ret_result);
+
+#endif
