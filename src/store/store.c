@@ -201,7 +201,9 @@ static bool request_ok(const struct refund_request *req)
 
 /* ---- open / close ------------------------------------------------------ */
 
-/* mysql://user:pass@host/db -> mysql://user:***@host/db; other urls as-is. */
+/* mysql://user:pass@host/db -> mysql://user:***@host/db; other urls as-is.
+ * The user part ends at the LAST '@', as store_mysql.c parses it, so that a
+ * password holding '@', '/' or '?' is masked whole. */
 static void mask_url(const char *url, char *dst, size_t dst_size)
 {
         const char *auth = strstr(url, "://");
@@ -209,10 +211,10 @@ static void mask_url(const char *url, char *dst, size_t dst_size)
         size_t head;
 
         store_copy_text(dst, dst_size, url);
-        if (!auth)
+        if (!auth || strncmp(url, "mysql://", 8) != 0)
                 return;
         auth += 3;
-        at = strchr(auth, '@');
+        at = strrchr(auth, '@');
         if (!at)
                 return;
         colon = memchr(auth, ':', (size_t)(at - auth));
@@ -241,8 +243,15 @@ int store_open(const char *url, struct store **ret_store)
                         return TG_EINVAL;
                 r = store_sqlite_open(path, &store);
         } else if (strncmp(url, mysql_scheme, sizeof(mysql_scheme) - 1) == 0) {
-                /* The MariaDB/MySQL backend (store_mysql.c) is not written yet. */
-                r = TG_EUNSUPPORTED;
+#ifdef TG_HAVE_MARIADB
+                const char *where = url + sizeof(mysql_scheme) - 1;
+
+                if (where[0] == '\0')
+                        return TG_EINVAL;
+                r = store_mysql_open(where, &store);
+#else
+                r = TG_EUNSUPPORTED; /* built without MariaDB Connector/C */
+#endif
         } else {
                 r = TG_EINVAL;
         }

@@ -75,6 +75,9 @@ struct store_ops {
  * sqlite://PATH; "user:pass@host:port/db" for mysql://). 0 or a TG_E* code;
  * *ret_store is freed with its ops->close. */
 int store_sqlite_open(const char *where, struct store **ret_store);
+#ifdef TG_HAVE_MARIADB
+int store_mysql_open(const char *where, struct store **ret_store);
+#endif
 
 /* ---- shared helpers (store.c) ---------------------------------------- */
 
