@@ -15,6 +15,11 @@ import tgtest
 
 TOKEN = "test-token-0123456789"
 
+# When set, a callable that returns the store url of a Tollgate created
+# without store_url= (test_exit_mariadb.py points it at a fresh MariaDB
+# database per test). None: a SQLite file in the Tollgate's temp dir.
+default_store_url = None
+
 
 class Tollgate:
     def __init__(self, stub_url, store_url=None, **sections):
@@ -24,6 +29,8 @@ class Tollgate:
         with open(self.token_file, "w") as f:
             f.write(TOKEN + "\n")
         self.db = os.path.join(self.dir, "tg.db")
+        if store_url is None and default_store_url is not None:
+            store_url = default_store_url()
         self.store_url = store_url or "sqlite://" + self.db
         self.api_port = tgtest.free_port()
         self.api = "http://127.0.0.1:%d" % self.api_port
