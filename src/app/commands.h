@@ -11,5 +11,6 @@ int cmd_serve(int argc, char **argv);
 int cmd_dispatch(int argc, char **argv);
 int cmd_api(int argc, char **argv);
 int cmd_jitter(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 #endif

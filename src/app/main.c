@@ -46,6 +46,7 @@ static const char usage[] =
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
+    "  plan                     backlog drain arithmetic (and --simulate through the exit)\n"
     "\n"
     "Run 'tollgate <command> --help' for a command's options.\n";
 
@@ -188,6 +189,7 @@ static const struct command commands[] = {
     {"dispatch", cmd_dispatch},
     {"api", cmd_api},
     {"jitter", cmd_jitter},
+    {"plan", cmd_plan},
 };
 
 int main(int argc, char **argv)

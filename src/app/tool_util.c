@@ -7,14 +7,18 @@
  */
 #include "app/tool_util.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -179,24 +183,49 @@ void tool_proc_stop(struct tool_proc *p)
         p->pid = 0;
 }
 
-void tool_proc_release(struct tool_proc *p, const char *const *extra)
+void tool_proc_release(struct tool_proc *p)
 {
-        char path[256];
-
         if (!p)
                 return;
         tool_proc_stop(p);
         if (!p->dir[0])
                 return;
-        unlink(p->log);
-        snprintf(path, sizeof(path), "%s/port", p->dir);
-        unlink(path);
-        for (size_t i = 0; extra && extra[i]; i++) {
-                snprintf(path, sizeof(path), "%s/%s", p->dir, extra[i]);
-                unlink(path);
+        /* The dir is ours (mkdtemp) and flat: remove every file in it. */
+        DIR *d = opendir(p->dir);
+        if (d) {
+                const struct dirent *e;
+                while ((e = readdir(d)) != NULL) {
+                        char path[512];
+                        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                                continue;
+                        snprintf(path, sizeof(path), "%s/%s", p->dir, e->d_name);
+                        unlink(path);
+                }
+                closedir(d);
         }
         rmdir(p->dir);
         p->dir[0] = '\0';
+}
+
+int tool_free_port(void)
+{
+        struct sockaddr_in a;
+        socklen_t len = sizeof(a);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return -errno;
+        memset(&a, 0, sizeof(a));
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+            getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+                int e = errno;
+                close(fd);
+                return -e;
+        }
+        close(fd);
+        return ntohs(a.sin_port);
 }
 
 struct sink {

@@ -51,9 +51,14 @@ int tool_proc_start(struct tool_proc *p, char *const argv[], const char *port_fi
 /* SIGTERM, wait up to 5 s, then SIGKILL; always reaps. NULL/not started ok. */
 void tool_proc_stop(struct tool_proc *p);
 
-/* Stops and removes the temp dir's files (port, log, anything listed in
- * extra, NULL-terminated names inside dir) and the dir itself. */
-void tool_proc_release(struct tool_proc *p, const char *const *extra);
+/* Stops the child, removes every file in p->dir (the tools keep it flat)
+ * and the dir itself. NULL and never-started are fine. */
+void tool_proc_release(struct tool_proc *p);
+
+/* A loopback TCP port that was free a moment ago (a small race the tools
+ * accept: a taken port makes the child fail to start, which is reported).
+ * The port, or -errno. */
+int tool_free_port(void);
 
 /* One HTTP request on a fresh connection (no keep-alive, no libcurl retry).
  * headers: NULL-terminated "Name: value" strings or NULL. body: NULL for
