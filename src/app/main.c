@@ -47,6 +47,7 @@ static const char usage[] =
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
     "  plan                     backlog drain arithmetic (and --simulate through the exit)\n"
+    "  demo resilience          timeouts, backoff with jitter, idempotency, against the stub\n"
     "\n"
     "Run 'tollgate <command> --help' for a command's options.\n";
 
