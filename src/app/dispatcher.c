@@ -463,6 +463,15 @@ static int acquire(struct disp *d)
                 int r = store_owner_acquire(d->store, &d->epoch);
                 if (r == 0)
                         break;
+                if (r == TG_EIO || r == TG_EBUSY) {
+                        /* The database cannot answer right now (restarting,
+                         * connection refused): wait it out as a standby. */
+                        log_emit(LOG_WARN, "owner_acquire_failed",
+                                 json_pack("{s:s}", "error", tg_strerror(r)));
+                        if (!wait_unless_stopped(d, 4 * STANDBY_RETRY_NS))
+                                return 1;
+                        continue;
+                }
                 if (r != TG_ELOCKED)
                         return r;
                 if (d->opt->no_wait) {
@@ -574,6 +583,31 @@ static void disp_release(struct disp *d)
         free(d->calls);
 }
 
+/* The owner lock is gone (its session dropped: a database restart, a killed
+ * connection) and every open call has settled: wait as a standby would and
+ * take the exit again under a new epoch, with the takeover wait and
+ * recovery. The pacer is kept: the next slot still counts from our last
+ * actual start. 0, or what acquire()/take_over() returned. */
+static int rejoin(struct disp *d)
+{
+        log_emit(LOG_WARN, "rejoin", json_pack("{s:I}", "lost_epoch", (json_int_t)d->epoch));
+        for (;;) {
+                store_owner_release(d->store);
+                d->lost = false;
+                int r = acquire(d);
+                if (r == 0)
+                        r = take_over(d);
+                if (r != TG_EIO && r != TG_EBUSY) {
+                        if (r != 0 && r != 1)
+                                d->lost = true; /* could not: exit 1 */
+                        return r;
+                }
+                log_emit(LOG_WARN, "rejoin_failed", json_pack("{s:s}", "error", tg_strerror(r)));
+                if (!wait_unless_stopped(d, 4 * STANDBY_RETRY_NS))
+                        return 1;
+        }
+}
+
 int dispatcher_run(const struct tg_config *config, const struct dispatcher_options *options)
 {
         struct disp d;
@@ -604,8 +638,13 @@ int dispatcher_run(const struct tg_config *config, const struct dispatcher_optio
                 tg_mono_ns now = clock_mono_now();
                 tg_wall_ms wall = clock_wall_now();
                 settle_finished(&d);
-                if ((stopping(&d) || d.lost) && transport_open(d.transport) == 0)
-                        break;
+                if ((stopping(&d) || d.lost) && transport_open(d.transport) == 0) {
+                        /* Lost the exit but not asked to stop: stand by and
+                         * take it again once it is free. */
+                        if (stopping(&d) || rejoin(&d) != 0)
+                                break;
+                        continue;
+                }
                 housekeeping(&d, now, wall);
                 try_start(&d, now, wall);
                 if (transport_poll(d.transport, next_wait_ms(&d, clock_mono_now())) < 0)
