@@ -1,0 +1,138 @@
+"""Integration tests of the teaching tools (issue 8): `tollgate jitter`
+(seed 004), `tollgate plan` and `plan --simulate` (seed 000), and
+`tollgate demo resilience` (seed 002). The tools are run as a user would;
+their output is checked against the seeds' numbers (arithmetic exactly,
+simulations within stated margins), and nothing they start may outlive them.
+"""
+
+import glob
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgtest  # noqa: E402
+
+
+def run(*args, timeout=60):
+    p = subprocess.run([tgtest.binary("tollgate")] + list(args), capture_output=True,
+                       text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def leftovers(prefix):
+    return glob.glob("/tmp/%s-*" % prefix)
+
+
+class JitterTest(unittest.TestCase):
+    def test_credit_union(self):
+        rc, out, err = run("jitter", "--example", "credit-union")
+        self.assertEqual(rc, 0, err)
+        rounds = {int(m.group(1)): m.group(0) for m in
+                  re.finditer(r"^\s+(\d)\s+0-\d+ min.*$", out, re.M)}
+        self.assertEqual(sorted(rounds), [1, 2, 3, 4], out)
+        for k, hi in zip((1, 2, 3, 4), (10, 20, 40, 80)):
+            self.assertIn("0-%d min" % hi, rounds[k])
+            self.assertIn("all 37 at %d min" % hi, rounds[k])  # no jitter: 37 at once
+        # Round 4 with full jitter, seed 1: 37 over 80 min, at most 3 in a minute.
+        peak4 = int(re.search(r"37 in [\d.]+-[\d.]+\s+(\d+) at", rounds[4]).group(1))
+        self.assertLessEqual(peak4, 3, rounds[4])
+        self.assertIn("capacity: 6 per bucket", out)
+        self.assertIn("no cap: round 4 waits up to 80 min", out)
+        self.assertIn("tail wait", out)
+        m = re.search(r"round 4\s+(\d+) / (\d+) / (\d+)\s+\(at most 2 in \d+% of seeds; "
+                      r"within capacity 6 in (\d+)%", out)
+        self.assertIsNotNone(m, out)
+        self.assertLessEqual(int(m.group(1)), 3)  # median busiest minute of round 4
+        self.assertEqual(int(m.group(4)), 100)    # always within the 6 lines
+
+    def test_table_and_svg(self):
+        svg = os.path.join(tgtest.tempfile.mkdtemp(prefix="tgtools-"), "a.svg")
+        rc, out, err = run("jitter", "--example", "table", "--jitter", "none", "--svg", svg)
+        self.assertEqual(rc, 0, err)
+        for k, hi in zip(range(1, 6), (1, 2, 4, 8, 16)):
+            self.assertRegex(out, r"\n\s+%d\s+0-%d s\s+all 5 at %d s" % (k, hi, hi))
+        with open(svg) as f:
+            self.assertTrue(f.read().startswith("<svg"))
+        os.unlink(svg)
+        os.rmdir(os.path.dirname(svg))
+
+    def test_bad_flags(self):
+        rc, _, err = run("jitter", "--jitter", "sometimes")
+        self.assertEqual(rc, 2)
+        self.assertIn("--jitter", err)
+        rc, _, err = run("jitter", "--bucket", "0.000001", "--rounds", "30")
+        self.assertNotEqual(rc, 0)
+
+
+class PlanTest(unittest.TestCase):
+    def test_seed_figures(self):
+        rc, out, err = run("plan", "--backlog", "240", "--arrivals", "2",
+                           "--calls-per-second", "5", "--calls-per-close", "1")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("240 / 3 = 80 s", out)
+        rc, out, _ = run("plan", "--example", "seed-2calls")
+        self.assertIn("240 / 0.5 = 480 s", out)
+        rc, out, _ = run("plan", "--example", "exercise")
+        self.assertIn("600 / 2 = 300 s", out)
+        self.assertIn("= 8 closes/s = 16 calls/s", out)
+        self.assertIn("dominant: calls per close", out)
+
+    def test_never_drains(self):
+        rc, out, _ = run("plan", "--backlog", "240", "--arrivals", "3",
+                         "--calls-per-second", "5", "--calls-per-close", "2")
+        self.assertEqual(rc, 0)
+        self.assertIn("NEVER DRAINS", out)
+
+    def test_simulate_compressed(self):
+        # 60 queued, 2/s arriving, 5 calls/s: 20 s analytic; x0.2 -> 4 s.
+        before = set(leftovers("tg-plan"))
+        rc, out, err = run("plan", "--backlog", "60", "--arrivals", "2",
+                           "--calls-per-second", "5", "--simulate", "--time-scale", "0.2",
+                           timeout=60)
+        self.assertEqual(rc, 0, out + err)
+        m = re.search(r"time to drain\s+([\d.]+)\s+([\d.]+) s", out.split("Simulation")[1])
+        self.assertIsNotNone(m, out)
+        analytic, measured = float(m.group(1)), float(m.group(2))
+        self.assertAlmostEqual(analytic, 4.0, places=6)
+        # The exit never exceeds its rate and pick-up adds a little: allow
+        # -10% .. +50% + 1 s on a noisy machine.
+        self.assertGreater(measured, analytic * 0.9, out)
+        self.assertLess(measured, analytic * 1.5 + 1, out)
+        self.assertEqual(set(leftovers("tg-plan")), before, "temp dirs left behind")
+
+
+def resilience_routed():
+    try:
+        rc, out, _ = run("demo", "resilience", "--help", timeout=10)
+    except RuntimeError:
+        return False
+    return rc == 0 and "four scenarios" in out
+
+
+class DemoResilienceTest(unittest.TestCase):
+    @unittest.skipUnless(resilience_routed(),
+                         "cmd_demo does not forward 'resilience' to cmd_demo_resilience yet")
+    def test_four_scenarios(self):
+        before = set(leftovers("tg-demo-stub"))
+        rc, out, err = run("demo", "resilience", timeout=60)
+        self.assertEqual(rc, 0, out + err)
+        m = re.search(r"^summary: (.*)$", out, re.M)
+        self.assertIsNotNone(m, out)
+        s = dict(kv.split("=") for kv in m.group(1).split())
+        self.assertGreaterEqual(float(s["no_timeout_ms"]), 115)       # waited the 120 ms
+        self.assertGreaterEqual(float(s["timeout_ms"]), 25)           # ~30 ms timeout
+        self.assertLess(float(s["timeout_ms"]), 110)                  # well before 120 ms
+        self.assertEqual(int(s["timeout_open_connections"]), 0)       # connection released
+        self.assertEqual(int(s["executions_without_key"]), 2)
+        self.assertEqual(int(s["executions_with_key"]), 1)
+        self.assertGreaterEqual(int(s["backoff_attempts"]), 3)
+        for word in ("問題", "證據", "觸發條件", "影響", "驗證", "結果", "修正"):
+            self.assertEqual(out.count(word), 4, word)
+        self.assertEqual(set(leftovers("tg-demo-stub")), before, "stub dir left behind")
+
+
+if __name__ == "__main__":
+    tgtest.main_unittest()
