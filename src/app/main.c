@@ -43,6 +43,7 @@ static const char usage[] =
     "  serve --config FILE      intake/admin HTTP API and the dispatcher in one process\n"
     "  dispatch --config FILE   the dispatcher alone [--no-wait]\n"
     "  api --config FILE        the intake/admin API alone (any number may run)\n"
+    "  demo [--quick]           the exit through the seed's incident, against the stub\n"
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
@@ -189,6 +190,7 @@ static const struct command commands[] = {
     {"serve", cmd_serve},
     {"dispatch", cmd_dispatch},
     {"api", cmd_api},
+    {"demo", cmd_demo},
     {"jitter", cmd_jitter},
     {"plan", cmd_plan},
 };

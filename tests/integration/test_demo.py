@@ -1,0 +1,44 @@
+"""The README's first command, `tollgate demo --quick`, runs end to end:
+stub through the incident, tollgate on SQLite, refunds fed at 4/s, and a
+summary with no double refund, nothing left open, spacing kept."""
+
+import os
+import re
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgtest  # noqa: E402
+
+
+class DemoTest(unittest.TestCase):
+    def test_quick_demo_summary(self):
+        p = subprocess.run([tgtest.binary("tollgate"), "demo", "--quick", "--plain"],
+                           capture_output=True, text=True, timeout=240)
+        out = p.stdout
+        self.assertEqual(p.returncode, 0, out + p.stderr)
+
+        def figure(label):
+            m = re.search(r"^\s*%s\s+([0-9.]+)" % re.escape(label), out, re.M)
+            self.assertIsNotNone(m, "no %r line in:\n%s" % (label, out))
+            return float(m.group(1))
+
+        fed = figure("refunds fed")
+        self.assertGreater(fed, 50)
+        self.assertEqual(figure("refunds executed twice"), 0)
+        self.assertEqual(figure("still open"), 0)
+        self.assertEqual(figure("succeeded") + figure("rejected") +
+                         figure("in manual review"), fed)
+        self.assertGreaterEqual(figure("minimum start spacing"), 200.0)
+        self.assertLessEqual(figure("POSTs per operation"), 3)
+        # the incident really happened: the slow phase left unknowns to query
+        self.assertIn("provider=slow", out)
+        self.assertGreater(int(re.search(r"queries (\d+)", out).group(1)), 0)
+        # nothing left running
+        left = subprocess.run(["pgrep", "-f", "tg-demo"], capture_output=True, text=True)
+        self.assertEqual(left.stdout.strip(), "", "demo left processes running")
+
+
+if __name__ == "__main__":
+    tgtest.main_unittest()
