@@ -345,7 +345,7 @@ int cmd_demo_resilience(int argc, char **argv)
                                 " binary\n");
                 return 1;
         }
-        if (tool_proc_init(&d.stub, "tg-demo-stub") < 0)
+        if (tool_proc_init(&d.stub, "tg-resil-stub") < 0)
                 return 1;
         snprintf(port_file, sizeof(port_file), "%s/port", d.stub.dir);
         char *const argv_stub[] = {stub_bin,  "--listen", "127.0.0.1:0", "--port-file",

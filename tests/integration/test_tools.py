@@ -116,7 +116,7 @@ class DemoResilienceTest(unittest.TestCase):
     @unittest.skipUnless(resilience_routed(),
                          "cmd_demo does not forward 'resilience' to cmd_demo_resilience yet")
     def test_four_scenarios(self):
-        before = set(leftovers("tg-demo-stub"))
+        before = set(leftovers("tg-resil-stub"))
         rc, out, err = run("demo", "resilience", timeout=60)
         self.assertEqual(rc, 0, out + err)
         m = re.search(r"^summary: (.*)$", out, re.M)
@@ -131,7 +131,7 @@ class DemoResilienceTest(unittest.TestCase):
         self.assertGreaterEqual(int(s["backoff_attempts"]), 3)
         for word in ("問題", "證據", "觸發條件", "影響", "驗證", "結果", "修正"):
             self.assertEqual(out.count(word), 4, word)
-        self.assertEqual(set(leftovers("tg-demo-stub")), before, "stub dir left behind")
+        self.assertEqual(set(leftovers("tg-resil-stub")), before, "stub dir left behind")
 
 
 if __name__ == "__main__":
