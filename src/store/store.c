@@ -458,3 +458,33 @@ int store_settle_external(struct store *store, const char *operation_id, enum op
                 return TG_EINVAL;
         return store->ops->settle_external(store, operation_id, outcome, refund_id, source, now);
 }
+
+int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after)
+{
+        if (!store || !sample || !buf_ok(sample->figures, sizeof(sample->figures)))
+                return TG_EINVAL;
+        if (!store->ops->sample_put)
+                return TG_EUNSUPPORTED;
+        return store->ops->sample_put(store, sample, keep_after);
+}
+
+int store_list_samples(struct store *store, tg_wall_ms since, unsigned limit, store_sample_fn fn,
+                       void *userdata)
+{
+        if (!store || !fn)
+                return TG_EINVAL;
+        if (limit == 0)
+                return 0;
+        if (!store->ops->list_samples)
+                return TG_EUNSUPPORTED;
+        return store->ops->list_samples(store, since, limit, fn, userdata);
+}
+
+int store_last_sample(struct store *store, struct exit_sample *ret_sample)
+{
+        if (!store || !ret_sample)
+                return TG_EINVAL;
+        if (!store->ops->last_sample)
+                return TG_EUNSUPPORTED;
+        return store->ops->last_sample(store, ret_sample);
+}

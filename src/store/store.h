@@ -264,4 +264,40 @@ int store_operator_resolve(struct store *store, const char *operation_id, const 
 int store_settle_external(struct store *store, const char *operation_id, enum op_state outcome,
                           const char *refund_id, const char *source, tg_wall_ms now);
 
+/* ---- exit samples: the running exit's per-second figures ------------------ */
+
+#define STORE_FIGURES_MAX 4096
+
+/* One second of the exit, written by the owning dispatcher once a second and
+ * read by any API process (GET /metrics, GET /v1/stats, admission control).
+ * Samples are operational data, not history: they may be pruned. */
+struct exit_sample {
+        tg_wall_ms at; /* end of the second it covers */
+        int64_t epoch;
+        unsigned in_flight;
+        unsigned starts;    /* calls started during the second */
+        unsigned call_ends; /* calls that ended during it */
+        unsigned op_closes; /* operations that reached a final state or manual in it */
+        bool held;          /* a provider-wide hold was in force */
+        /* Oldest accepted_at among open operations (pending, in_flight,
+         * retry_wait, unknown) at `at`; TG_WALL_NEVER if none. Ignored by
+         * store_sample_put(): the store reads it from the backlog itself. */
+        tg_wall_ms oldest_open_accepted_at;
+        /* Opaque text the writer keeps with the sample (the dispatcher's
+         * cumulative counters as JSON); "" when none. NUL-terminated. */
+        char figures[STORE_FIGURES_MAX];
+};
+
+/* Stores one sample (a sample with the same `at` is replaced) and prunes
+ * samples with at < keep_after. One short transaction. */
+int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after);
+
+typedef int (*store_sample_fn)(const struct exit_sample *sample, void *userdata);
+/* Samples with at > since, oldest first, at most limit. A non-zero return
+ * from fn stops the walk and is returned. */
+int store_list_samples(struct store *store, tg_wall_ms since, unsigned limit, store_sample_fn fn,
+                       void *userdata);
+/* The newest sample; TG_ENOTFOUND when none was ever written. */
+int store_last_sample(struct store *store, struct exit_sample *ret_sample);
+
 #endif

@@ -69,6 +69,12 @@ struct store_ops {
                                 enum op_state outcome, tg_wall_ms now, struct op_record *ret_op);
         int (*settle_external)(struct store *store, const char *operation_id, enum op_state outcome,
                                const char *refund_id, const char *source, tg_wall_ms now);
+        /* exit samples; optional (NULL: TG_EUNSUPPORTED) */
+        int (*sample_put)(struct store *store, const struct exit_sample *sample,
+                          tg_wall_ms keep_after);
+        int (*list_samples)(struct store *store, tg_wall_ms since, unsigned limit,
+                            store_sample_fn fn, void *userdata);
+        int (*last_sample)(struct store *store, struct exit_sample *ret_sample);
 };
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for

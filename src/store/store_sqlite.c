@@ -137,6 +137,18 @@ static const char *const migrations[] = {
     "  BEGIN SELECT RAISE(ABORT, 'audit is append-only'); END;",
     /* 2: the key-retention sweep walks only re-sends, by key age */
     "CREATE INDEX ops_retry_key ON operations(key_first_used) WHERE state = 'retry_wait';",
+    /* 3: the running exit's per-second samples (operational data, pruned) */
+    "CREATE TABLE exit_samples ("
+    "  at INTEGER PRIMARY KEY,"
+    "  epoch INTEGER NOT NULL,"
+    "  in_flight INTEGER NOT NULL,"
+    "  starts INTEGER NOT NULL,"
+    "  call_ends INTEGER NOT NULL,"
+    "  op_closes INTEGER NOT NULL,"
+    "  held INTEGER NOT NULL CHECK (held IN (0, 1)),"
+    "  oldest_open INTEGER,"
+    "  figures TEXT NOT NULL DEFAULT ''"
+    ");",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -153,7 +165,8 @@ static const char *const migrations[] = {
         "in_flight_at_start, ended, end_mono, end_wall, sent, cls, http_status, latency_us, "      \
         "error"
 
-#define AUDIT_COLS "id, op_id, at, action, operator_name, reason, detail"
+#define AUDIT_COLS  "id, op_id, at, action, operator_name, reason, detail"
+#define SAMPLE_COLS "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures"
 
 #define AGAIN_STATES "state IN ('retry_wait','unknown')"
 #define WAIT_STATES  "state IN ('pending','retry_wait','unknown')"
@@ -194,6 +207,10 @@ enum stmt_id {
         ST_LIST_MANUAL,
         ST_LIST_AUDIT,
         ST_AUDIT_INSERT,
+        ST_SAMPLE_PUT,
+        ST_SAMPLE_PRUNE,
+        ST_SAMPLE_LIST,
+        ST_SAMPLE_LAST,
         ST_COUNT
 };
 
@@ -280,6 +297,19 @@ static const char *const stmt_sql[ST_COUNT] = {
                       "ORDER BY id LIMIT ?3",
     [ST_AUDIT_INSERT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    /* The oldest open operation is read here, in the same statement: one
+     * index probe per open state (manual is not open for the exit). */
+    [ST_SAMPLE_PUT] = "INSERT OR REPLACE INTO exit_samples (" SAMPLE_COLS ") "
+                      "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM ("
+                      "SELECT min(accepted_at) AS m FROM operations WHERE state = 'pending' "
+                      "UNION ALL SELECT min(accepted_at) FROM operations WHERE state = 'in_flight' "
+                      "UNION ALL SELECT min(accepted_at) FROM operations "
+                      "WHERE state = 'retry_wait' UNION ALL SELECT min(accepted_at) "
+                      "FROM operations WHERE state = 'unknown')), ?8",
+    [ST_SAMPLE_PRUNE] = "DELETE FROM exit_samples WHERE at < ?1",
+    [ST_SAMPLE_LIST] = "SELECT " SAMPLE_COLS " FROM exit_samples WHERE at > ?1 ORDER BY at "
+                       "LIMIT ?2",
+    [ST_SAMPLE_LAST] = "SELECT " SAMPLE_COLS " FROM exit_samples ORDER BY at DESC LIMIT 1",
 };
 
 struct sqlite_store {
@@ -1738,6 +1768,133 @@ fail:
         return r;
 }
 
+/* ---- exit samples ------------------------------------------------------------------ */
+
+static void read_sample(sqlite3_stmt *st, struct exit_sample *ret)
+{
+        int64_t v;
+
+        memset(ret, 0, sizeof(*ret));
+        ret->at = sqlite3_column_int64(st, 0);
+        ret->epoch = sqlite3_column_int64(st, 1);
+        v = sqlite3_column_int64(st, 2);
+        ret->in_flight = v < 0 || v > UINT_MAX ? 0 : (unsigned)v;
+        v = sqlite3_column_int64(st, 3);
+        ret->starts = v < 0 || v > UINT_MAX ? 0 : (unsigned)v;
+        v = sqlite3_column_int64(st, 4);
+        ret->call_ends = v < 0 || v > UINT_MAX ? 0 : (unsigned)v;
+        v = sqlite3_column_int64(st, 5);
+        ret->op_closes = v < 0 || v > UINT_MAX ? 0 : (unsigned)v;
+        ret->held = sqlite3_column_int64(st, 6) != 0;
+        ret->oldest_open_accepted_at =
+            sqlite3_column_type(st, 7) == SQLITE_NULL ? TG_WALL_NEVER : sqlite3_column_int64(st, 7);
+        col_copy(st, 8, ret->figures, sizeof(ret->figures));
+}
+
+static int sqlite_sample_put(struct store *store, const struct exit_sample *sample,
+                             tg_wall_ms keep_after)
+{
+        struct sqlite_store *s = S(store);
+        sqlite3_stmt *st;
+        int r = tx_begin(s, true);
+
+        if (r < 0)
+                return r;
+        r = stmt_get(s, ST_SAMPLE_PUT, &st);
+        if (r < 0)
+                goto fail;
+        if (bind_i64(st, 1, sample->at) || bind_i64(st, 2, sample->epoch) ||
+            bind_i64(st, 3, sample->in_flight) || bind_i64(st, 4, sample->starts) ||
+            bind_i64(st, 5, sample->call_ends) || bind_i64(st, 6, sample->op_closes) ||
+            bind_i64(st, 7, sample->held ? 1 : 0) ||
+            bind_text(st, 8, sample->figures, sizeof(sample->figures) - 1)) {
+                stmt_done(st);
+                r = TG_ESTORE;
+                goto fail;
+        }
+        r = stmt_run(st);
+        if (r < 0)
+                goto fail;
+        r = stmt_get(s, ST_SAMPLE_PRUNE, &st);
+        if (r < 0)
+                goto fail;
+        if (bind_i64(st, 1, keep_after)) {
+                stmt_done(st);
+                r = TG_ESTORE;
+                goto fail;
+        }
+        r = stmt_run(st);
+        if (r < 0)
+                goto fail;
+        return tx_commit(s);
+fail:
+        tx_rollback(s);
+        return r;
+}
+
+static int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned limit,
+                               store_sample_fn fn, void *userdata)
+{
+        struct sqlite_store *s = S(store);
+        struct exit_sample *buf = calloc(PAGE_ROWS, sizeof(*buf));
+        int r = 0;
+
+        if (!buf)
+                return TG_ENOMEM;
+        while (limit > 0) {
+                int want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
+                sqlite3_stmt *st;
+                int n = 0, rc;
+
+                r = stmt_get(s, ST_SAMPLE_LIST, &st);
+                if (r < 0)
+                        break;
+                if (bind_i64(st, 1, since) || bind_i64(st, 2, want)) {
+                        stmt_done(st);
+                        r = TG_ESTORE;
+                        break;
+                }
+                while (r == 0 && n < want) {
+                        rc = sqlite3_step(st);
+                        if (rc == SQLITE_DONE)
+                                break;
+                        if (rc == SQLITE_ROW)
+                                read_sample(st, &buf[n++]);
+                        else
+                                r = map_rc(rc);
+                }
+                stmt_done(st);
+                if (r < 0)
+                        break;
+                for (int i = 0; i < n && r == 0; i++)
+                        r = fn(&buf[i], userdata);
+                if (r != 0 || n < want)
+                        break;
+                since = buf[n - 1].at;
+                limit -= (unsigned)n;
+        }
+        free(buf);
+        return r;
+}
+
+static int sqlite_last_sample(struct store *store, struct exit_sample *ret_sample)
+{
+        struct sqlite_store *s = S(store);
+        sqlite3_stmt *st;
+        int r = stmt_get(s, ST_SAMPLE_LAST, &st);
+        int rc;
+
+        if (r < 0)
+                return r;
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW)
+                read_sample(st, ret_sample);
+        else
+                r = rc == SQLITE_DONE ? TG_ENOTFOUND : map_rc(rc);
+        stmt_done(st);
+        return r;
+}
+
 static const struct store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sqlite_close,
@@ -1760,4 +1917,7 @@ static const struct store_ops sqlite_ops = {
     .operator_resend = sqlite_operator_resend,
     .operator_resolve = sqlite_operator_resolve,
     .settle_external = sqlite_settle_external,
+    .sample_put = sqlite_sample_put,
+    .list_samples = sqlite_list_samples,
+    .last_sample = sqlite_last_sample,
 };
