@@ -158,6 +158,13 @@ static const struct key_def keys[] = {
 
     CUSTOM_KEY("classify", "rule", set_rule),
 
+    BOOL_KEY("admission", "enabled", admission.enabled),
+    INT_KEY("admission", "max_wait_s", KEY_I64, admission.max_wait_ms, 1, MAX_DURATION_S, 1000),
+    INT_KEY("admission", "max_backlog", KEY_I64, admission.max_backlog, 1, 1000000000000LL, 1),
+    INT_KEY("admission", "window_s", KEY_I64, admission.window_ms, 5, 3600, 1000),
+
+    INT_KEY("stats", "series_minutes", KEY_UINT, stats_series_minutes, 1, 60, 1),
+
     CUSTOM_KEY("log", "level", set_log_level),
 };
 
@@ -203,6 +210,8 @@ void config_defaults(struct tg_config *ret_config)
         c->retry_after_cap_ms = 3600LL * 1000;
 
         c->rule_count = 0;
+        admission_config_default(&c->admission);
+        c->stats_series_minutes = 15;
         snprintf(c->log_level, sizeof(c->log_level), "%s", "info");
 }
 

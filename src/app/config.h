@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/admission.h"
 #include "core/classify.h"
 #include "core/pacer.h"
 #include "core/policy.h"
@@ -61,6 +62,12 @@ struct tg_config {
         /* [classify] rule = ... (repeatable), added over the defaults */
         struct classify_rule rules[TG_CONFIG_MAX_RULES];
         unsigned rule_count;
+
+        /* [admission] new refunds refused (503) when the backlog cannot close in time */
+        struct admission_config admission;
+
+        /* [stats] */
+        unsigned stats_series_minutes; /* per-second series of GET /v1/stats (15) */
 
         /* [log] */
         char log_level[16]; /* debug, info, warn, error (info) */

@@ -1,0 +1,88 @@
+/*
+ * admission — the projected-wait estimate of admission.h. Pure arithmetic on
+ * figures the caller measured; no clock, no I/O.
+ *
+ * projected = (backlog + 1) * calls_per_close / rate
+ *   calls_per_close = starts / closes in the window (>= 1; 1 with no closes
+ *                     and no starts; starts with no close at all count as
+ *                     starts + 1 per close, so a stuck provider raises it);
+ *   rate            = starts / busy second when at least ADMISSION_MIN_BUSY_S
+ *                     busy seconds were seen, never above the ceiling; else
+ *                     the ceiling. A held exit (provider said 503) shows up
+ *                     as a low measured rate.
+ */
+#include "core/admission.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#include "core/tg_error.h"
+
+#define PROJECTED_CAP_MS  1e12
+#define RETRY_AFTER_MAX_S 3600
+#define RATE_FLOOR        1e-3 /* starts/s: below this the wait is "very long" */
+
+void admission_config_default(struct admission_config *ret_config)
+{
+        ret_config->enabled = true;
+        ret_config->max_wait_ms = 300 * 1000;
+        ret_config->max_backlog = 100000;
+        ret_config->window_ms = 60 * 1000;
+}
+
+static int64_t clamp_retry(double seconds)
+{
+        if (!(seconds >= 1.0))
+                return 1;
+        if (seconds > RETRY_AFTER_MAX_S)
+                return RETRY_AFTER_MAX_S;
+        return (int64_t)ceil(seconds);
+}
+
+int admission_decide(const struct admission_config *config, const struct admission_figures *fig,
+                     struct admission_decision *ret_decision)
+{
+        struct admission_decision d = {.admit = true, .why = "ok"};
+        double per_close, rate, projected_ms;
+
+        if (!config || !fig || !ret_decision || !(fig->starts_per_second > 0))
+                return TG_EINVAL;
+        if (fig->closes > 0)
+                per_close = (double)fig->starts / (double)fig->closes;
+        else if (fig->busy_seconds >= ADMISSION_MIN_BUSY_S)
+                per_close = (double)fig->starts + 1.0; /* nothing closes: a stuck provider */
+        else
+                per_close = 1.0; /* too little seen yet */
+        if (per_close < 1.0)
+                per_close = 1.0;
+        rate = fig->starts_per_second;
+        if (fig->busy_seconds >= ADMISSION_MIN_BUSY_S) {
+                double measured = (double)fig->starts / (double)fig->busy_seconds;
+                if (measured < rate)
+                        rate = measured;
+        }
+        if (rate < RATE_FLOOR)
+                rate = RATE_FLOOR;
+        projected_ms = ((double)fig->backlog + 1.0) * per_close / rate * 1000.0;
+        if (projected_ms > PROJECTED_CAP_MS)
+                projected_ms = PROJECTED_CAP_MS;
+        d.calls_per_close = per_close;
+        d.rate = rate;
+        d.projected_ms = (int64_t)projected_ms;
+        if (!config->enabled) {
+                d.why = "disabled";
+        } else if (fig->backlog >= (uint64_t)config->max_backlog) {
+                d.admit = false;
+                d.why = "max_backlog";
+                d.retry_after_s =
+                    clamp_retry(((double)(fig->backlog - (uint64_t)config->max_backlog) + 1.0) *
+                                per_close / rate);
+        } else if (d.projected_ms > config->max_wait_ms) {
+                d.admit = false;
+                d.why = "max_wait";
+                d.retry_after_s =
+                    clamp_retry((projected_ms - (double)config->max_wait_ms) / 1000.0);
+        }
+        *ret_decision = d;
+        return 0;
+}

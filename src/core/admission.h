@@ -1,0 +1,56 @@
+/*
+ * admission — should a NEW refund be accepted now? Pure: the caller measures
+ * and passes the figures in. The estimate is the one the seed asks for: the
+ * backlog ahead of the new refund, times the calls an operation has needed
+ * per close lately, divided by the rate the exit has really been starting
+ * calls at (never more than its configured ceiling). When that projected wait
+ * is past max_wait_ms, or the backlog is at max_backlog, the refund is
+ * refused with a Retry-After; nothing else changes. Already accepted
+ * operations are never part of this decision: they are never refused.
+ *
+ * Invariants: the projected wait never uses a rate above the configured
+ * starts_per_second (the exit cannot go faster), calls per close is at least
+ * 1, and a measurement from too few busy seconds falls back to the ceiling
+ * (a freshly started system is not refused for lack of history).
+ */
+#ifndef TG_ADMISSION_H
+#define TG_ADMISSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct admission_config {
+        bool enabled;        /* default true */
+        int64_t max_wait_ms; /* projected wait limit (300 s) */
+        int64_t max_backlog; /* open operations limit (100000), >= 1 */
+        int64_t window_ms;   /* measurement window (60 s) */
+};
+
+void admission_config_default(struct admission_config *ret_config);
+
+/* What was measured over the window (per-second samples of the exit). */
+struct admission_figures {
+        uint64_t backlog;         /* open operations now: pending, in_flight, retry_wait, unknown */
+        double starts_per_second; /* configured ceiling of the exit (> 0) */
+        uint64_t starts;          /* calls started in the window */
+        uint64_t closes;          /* operations that reached a final answer or manual in it */
+        unsigned busy_seconds;    /* seconds in the window with work open */
+};
+
+/* Busy seconds needed before the measured start rate is trusted. */
+#define ADMISSION_MIN_BUSY_S 5
+
+struct admission_decision {
+        bool admit;
+        double calls_per_close;
+        double rate;           /* starts per second used for the estimate */
+        int64_t projected_ms;  /* wait of a new refund, capped at 1e12 */
+        int64_t retry_after_s; /* when refused: in [1, 3600] */
+        const char *why;       /* "ok", "max_backlog", "max_wait", "disabled" */
+};
+
+/* Fills *ret_decision. Returns 0, or TG_EINVAL (NULL, non-positive ceiling). */
+int admission_decide(const struct admission_config *config, const struct admission_figures *fig,
+                     struct admission_decision *ret_decision);
+
+#endif
