@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app/exit_stats.h"
 #include "app/log.h"
 #include "core/classify.h"
 #include "core/pacer.h"
@@ -72,6 +73,7 @@ struct disp {
         uint64_t seq;
         bool lost; /* fenced or lock lost: stop starting */
         const char *failpoint;
+        struct exit_stats *xstats; /* operators' figures (exit_stats.h); hooks marked "stats:" */
 };
 
 static bool stopping(const struct disp *d)
@@ -192,8 +194,9 @@ static void provider_signals(struct disp *d, const struct open_call *oc,
         if (oc->probe) {
                 bool healthy = !limited && !timed_out && res->reply.transport != TG_TR_NOT_SENT;
                 pacer_probe_done(d->pacer, healthy);
-                (void)held;
         }
+        if (held)
+                exit_stats_held(d->xstats); /* stats: a provider-wide hold */
 }
 
 static void settle_call(struct disp *d, struct open_call *oc, const struct transport_result *res)
@@ -267,6 +270,9 @@ static void settle_call(struct disp *d, struct open_call *oc, const struct trans
         } else {
                 log_emit(LOG_INFO, "call_end", f);
         }
+        /* stats: class, latency, and where the operation went */
+        exit_stats_ended(d->xstats, cls, res->latency_us, r == 0 ? sa.decision.next : OP_IN_FLIGHT,
+                         oc->op.attempts);
         pacer_finish(d->pacer);
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_finish(d->query_pacer);
@@ -381,6 +387,9 @@ static void try_start(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_start(d->query_pacer, oc->handoff, NULL);
         bool probe = false;
+        /* stats: ready = the later of the slot and the last empty claim */
+        tg_mono_ns slot = pacer_next_slot(d->pacer), empty = d->idle_until - IDLE_RECHECK_NS;
+        exit_stats_started(d->xstats, oc->call.kind, slot > empty ? slot : empty, oc->handoff);
         r = pacer_start(d->pacer, oc->handoff, &probe);
         /* may_start held at `now` and nothing in between can close the slot:
          * the slot only moves at a start, and starts happen only here. */
@@ -427,6 +436,10 @@ static void housekeeping(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
         if (now < d->next_sweep)
                 return;
         d->next_sweep = now + SWEEP_EVERY_NS;
+        /* stats: one exit sample a second for /metrics, /v1/stats, admission */
+        if (exit_stats_flush(d->xstats, d->store, d->epoch, pacer_in_flight(d->pacer),
+                             pacer_held(d->pacer, now), wall) < 0)
+                log_emit(LOG_DEBUG, "sample_failed", NULL);
         unsigned n = 0;
         if (store_sweep_deadlines(d->store, d->cfg->policy.key_retention_ms, wall, &n) == 0 &&
             n > 0)
@@ -565,6 +578,9 @@ static int disp_init(struct disp *d, const struct tg_config *cfg,
                 if (r < 0)
                         return r;
         }
+        r = exit_stats_new(clock_wall_now(), &d->xstats);
+        if (r < 0)
+                return r;
         d->ncalls = cfg->exit.max_in_flight;
         d->calls = calloc(d->ncalls, sizeof(*d->calls));
         return d->calls ? 0 : TG_ENOMEM;
@@ -576,6 +592,7 @@ static void disp_release(struct disp *d)
         classifier_free(d->classifier);
         pacer_free(d->pacer);
         pacer_free(d->query_pacer);
+        exit_stats_free(d->xstats);
         if (d->store) {
                 store_owner_release(d->store);
                 store_close(d->store);

@@ -1,0 +1,69 @@
+/*
+ * exit_stats — what the running exit counts about itself for operators:
+ * starts by kind, call ends by class, operations closed, call latency, slot
+ * lateness, attempts per closed operation and provider-wide holds. The
+ * dispatcher calls the exit_stats_*() hooks from its loop (one line each) and
+ * exit_stats_flush() once a second, which writes one exit sample to the store
+ * (store_sample_put): the per-second deltas in the sample's columns and the
+ * cumulative counters as JSON in its `figures` text. Any API process reads
+ * them back from the store, so /metrics works beside a dispatcher in another
+ * process.
+ *
+ * Counters are cumulative since this dispatcher started (a restart resets
+ * them, which Prometheus counters allow); the store's own counts (backlog by
+ * state, calls total) survive restarts and come from the store.
+ *
+ * Used from the dispatcher's thread only. Never logs.
+ */
+#ifndef TG_EXIT_STATS_H
+#define TG_EXIT_STATS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/classify.h"
+#include "core/policy.h"
+#include "core/tg_time.h"
+#include "store/store.h"
+
+/* Histogram upper bounds (the +Inf bucket is implicit). The API renders them
+ * as Prometheus `le` labels, so they are part of the metrics interface. */
+#define EXIT_LATENCY_BUCKETS 11
+extern const double exit_latency_bounds_s[EXIT_LATENCY_BUCKETS];
+#define EXIT_LATENESS_BUCKETS 10
+extern const double exit_lateness_bounds_s[EXIT_LATENESS_BUCKETS];
+#define EXIT_ATTEMPTS_BUCKETS 6
+extern const double exit_attempts_bounds[EXIT_ATTEMPTS_BUCKETS];
+
+/* Keep samples this long (GET /v1/stats shows at most the last hour). */
+#define EXIT_SAMPLES_KEEP_MS (3600LL * 1000)
+
+struct exit_stats;
+
+/* 0 or TG_ENOMEM. Free with exit_stats_free() (accepts NULL). */
+int exit_stats_new(tg_wall_ms now, struct exit_stats **ret_stats);
+void exit_stats_free(struct exit_stats *xs);
+
+/* A call was handed to the transport at `start`. `ready` is when the exit
+ * could first have started it: the later of its slot and the last time the
+ * store had nothing to claim (work arrived after that). Lateness is start -
+ * ready; it is not counted when ready is unknown (< 0). */
+void exit_stats_started(struct exit_stats *xs, enum tg_call_kind kind, tg_mono_ns ready,
+                        tg_mono_ns start);
+
+/* A call ended with class cls after latency_us; the operation (which has
+ * made `attempts` POSTs) went to `next` (OP_IN_FLIGHT when the settle did not
+ * commit). */
+void exit_stats_ended(struct exit_stats *xs, enum tg_class cls, int64_t latency_us,
+                      enum op_state next, unsigned attempts);
+
+/* The provider told the whole exit to hold (429/503, a run of timeouts). */
+void exit_stats_held(struct exit_stats *xs);
+
+/* Writes one sample for the second ending at `now` (figures as JSON) and
+ * prunes samples older than EXIT_SAMPLES_KEEP_MS. Returns the store's code;
+ * the per-second deltas are kept for the next try on failure. */
+int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, unsigned in_flight,
+                     bool held, tg_wall_ms now);
+
+#endif
