@@ -1,18 +1,29 @@
 /*
- * api — the intake and admin routes (see the header). Every answer is built
- * in api_handle(), which the HTTP server calls on its single thread; the
- * store this module opens is touched only there.
+ * api — the intake and admin routes (see the header): lifecycle,
+ * authentication, routing, intake, the call log and the request log. The
+ * other routes live in api_manual.c, api_metrics.c, api_events.c and
+ * api_admission.c (api_int.h). Every answer is built in api_handle(), which
+ * the HTTP server calls on its single thread; the store this module opens is
+ * touched only there.
  *
  * Invariants:
  *   - authentication comes before routing under /v1, so an unauthenticated
- *     client learns nothing about which routes or operations exist;
+ *     client learns nothing about which routes or operations exist; the one
+ *     exception is POST /v1/provider-events, which the provider cannot send
+ *     a bearer token with and which is authenticated by its HMAC signature
+ *     instead (api_events.c);
  *   - the bearer token is compared as SHA-256 digests with CRYPTO_memcmp, so
  *     the time taken does not depend on where a guess first differs;
  *   - POST /v1/refunds answers 202 only after store_accept() committed
  *     (commit before reply); every error path returns before store_accept(),
- *     or is store_accept() refusing, so nothing is stored on an error;
+ *     or is store_accept() refusing, so nothing is stored on an error; a
+ *     refund refused by admission control is refused before anything is
+ *     stored, and an operation already accepted is never refused;
  *   - error bodies carry a code from a fixed set and our own messages, never
- *     a store or library text.
+ *     a store or library text;
+ *   - every request is logged as one JSON line (request id, method, path,
+ *     status, duration, the operation when there is one): never a header
+ *     value, a query string or a body.
  */
 #include "app/api.h"
 
@@ -28,31 +39,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "app/api_parse.h"
+#include "app/api_int.h"
+#include "app/log.h"
+#include "app/render.h"
 #include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "store/store.h"
 
-#define DIGEST_LEN      32
-#define MAX_OP_CALLS    1000 /* calls listed per operation, at most */
 #define CALLS_LIMIT_DEF 100
 #define CALLS_LIMIT_MAX 1000
-#define REQUEST_ID_LEN  40
-#define JSON_TYPE       "application/json"
 
-struct api {
-        struct tg_config cfg;
-        struct store *store;
-        struct http_server *server;
-        bool need_token;
-        unsigned char token_digest[DIGEST_LEN];
-        char id_prefix[17];
-        uint64_t counter;
-};
+/* ---- shared helpers (api_int.h) ---------------------------------------------- */
 
-/* ---- small helpers -------------------------------------------------------- */
-
-static tg_wall_ms wall_now(void)
+tg_wall_ms api_wall_now(void)
 {
         struct timespec ts;
 
@@ -60,11 +59,19 @@ static tg_wall_ms wall_now(void)
         return (tg_wall_ms)ts.tv_sec * TG_MS_PER_S + ts.tv_nsec / TG_NS_PER_MS;
 }
 
-static int sha256(const void *data, size_t len, unsigned char out[DIGEST_LEN])
+static tg_mono_ns mono_now(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (tg_mono_ns)ts.tv_sec * TG_NS_PER_S + ts.tv_nsec;
+}
+
+static int sha256(const void *data, size_t len, unsigned char out[API_DIGEST_LEN])
 {
         unsigned int n = 0;
 
-        if (EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) != 1 || n != DIGEST_LEN)
+        if (EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) != 1 || n != API_DIGEST_LEN)
                 return TG_EINVAL;
         return 0;
 }
@@ -82,27 +89,26 @@ static void make_id_prefix(char out[17])
                 close(fd);
         }
         if (n != (ssize_t)sizeof(b)) {
-                uint64_t x = (uint64_t)wall_now() ^ ((uint64_t)getpid() << 32);
+                uint64_t x = (uint64_t)api_wall_now() ^ ((uint64_t)getpid() << 32);
                 memcpy(b, &x, sizeof(b));
         }
         for (size_t i = 0; i < sizeof(b); i++)
                 snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-static void next_request_id(struct api *api, char out[REQUEST_ID_LEN])
+static void next_request_id(struct api *api, char out[API_REQUEST_ID_LEN])
 {
         api->counter++;
-        snprintf(out, REQUEST_ID_LEN, "%s-%08llx", api->id_prefix,
+        snprintf(out, API_REQUEST_ID_LEN, "%s-%08llx", api->id_prefix,
                  (unsigned long long)api->counter);
 }
 
-static bool is_get(const struct http_request *req)
+bool api_is_get(const struct http_request *req)
 {
         return strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
 }
 
-/* Takes ownership of root; sets a JSON answer. */
-static int reply_json(struct http_response *res, int status, json_t *root)
+int api_reply_json(struct http_response *res, int status, json_t *root)
 {
         char *text;
 
@@ -112,20 +118,19 @@ static int reply_json(struct http_response *res, int status, json_t *root)
         json_decref(root);
         if (!text)
                 return TG_ENOMEM;
-        return http_response_take(res, status, JSON_TYPE, text, strlen(text));
+        return http_response_take(res, status, API_JSON_TYPE, text, strlen(text));
 }
 
-static int reply_error(struct http_response *res, const char *request_id,
-                       const struct api_error *err)
+int api_reply_error(struct http_response *res, const char *rid, const struct api_error *err)
 {
         char *body = NULL;
         size_t len = 0;
         int r;
 
-        r = api_error_json(err, request_id, &body, &len);
+        r = api_error_json(err, rid, &body, &len);
         if (r < 0)
                 return r;
-        r = http_response_take(res, err->status, JSON_TYPE, body, len);
+        r = http_response_take(res, err->status, API_JSON_TYPE, body, len);
         if (r < 0)
                 return r;
         if (err->status == 503)
@@ -133,17 +138,16 @@ static int reply_error(struct http_response *res, const char *request_id,
         return 0;
 }
 
-static int reply_code(struct http_response *res, const char *request_id, int status,
-                      const char *code, const char *field, const char *message)
+int api_reply_code(struct http_response *res, const char *rid, int status, const char *code,
+                   const char *field, const char *message)
 {
         struct api_error err;
 
         api_error_set(&err, status, code, field, message);
-        return reply_error(res, request_id, &err);
+        return api_reply_error(res, rid, &err);
 }
 
-/* The answer to a store failure. Never the store's own text. */
-static int reply_store_error(struct http_response *res, const char *request_id, int code)
+int api_reply_store_error(struct http_response *res, const char *rid, int code)
 {
         struct api_error err;
 
@@ -165,173 +169,20 @@ static int reply_store_error(struct http_response *res, const char *request_id, 
                 err.retryable = true;
                 break;
         }
-        return reply_error(res, request_id, &err);
+        return api_reply_error(res, rid, &err);
 }
 
-static int reply_method_not_allowed(struct http_response *res, const char *request_id,
-                                    const char *allow)
+int api_reply_method_not_allowed(struct http_response *res, const char *rid, const char *allow)
 {
-        int r = reply_code(res, request_id, 405, "method_not_allowed", NULL,
-                           "this method is not allowed here");
+        int r = api_reply_code(res, rid, 405, "method_not_allowed", NULL,
+                               "this method is not allowed here");
         if (r == 0)
                 http_response_add_header(res, "Allow", allow);
         return r;
 }
 
-/* ---- authentication --------------------------------------------------------- */
-
-static bool authorized(const struct api *api, const struct http_request *req)
-{
-        static const char scheme[] = "Bearer ";
-        unsigned char digest[DIGEST_LEN];
-        const char *h;
-        const char *token;
-
-        if (!api->need_token)
-                return true; /* loopback without a token file (config refused otherwise) */
-        h = http_request_header(req, "Authorization");
-        if (!h || strncasecmp(h, scheme, sizeof(scheme) - 1) != 0)
-                return false;
-        token = h + sizeof(scheme) - 1;
-        while (*token == ' ')
-                token++;
-        if (sha256(token, strlen(token), digest) < 0)
-                return false;
-        return CRYPTO_memcmp(digest, api->token_digest, DIGEST_LEN) == 0;
-}
-
-/* ---- JSON of records -------------------------------------------------------- */
-
-static json_t *text_or_null(const char *s)
-{
-        json_t *v = s[0] ? json_string(s) : NULL;
-        return v ? v : json_null();
-}
-
-static json_t *call_json(const struct call_record *call, bool with_op)
-{
-        json_t *o = json_pack(
-            "{s:I, s:s, s:i, s:s, s:I, s:o, s:o, s:o, s:o, s:o}", "id", (json_int_t)call->id,
-            "kind", tg_call_kind_name(call->kind), "attempt", (int)call->attempt, "request_id",
-            call->request_id, "start_wall", (json_int_t)call->start_wall, "end_wall",
-            call->ended ? json_integer(call->end_wall) : json_null(), "class",
-            call->ended ? json_string(tg_class_name(call->cls)) : json_null(), "http_status",
-            call->http_status ? json_integer(call->http_status) : json_null(), "latency_ms",
-            call->ended ? json_integer(call->latency_us / 1000) : json_null(), "error",
-            text_or_null(call->error));
-        if (!o)
-                return NULL;
-        /* What verify and the timeline need: monotonic start (the spacing the
-         * exit controls), in-flight at start, the owner epoch. */
-        json_object_set_new(o, "start_mono_ns", json_integer(call->start_mono));
-        json_object_set_new(o, "end_mono_ns",
-                            call->ended ? json_integer(call->end_mono) : json_null());
-        json_object_set_new(o, "in_flight", json_integer(call->in_flight_at_start));
-        json_object_set_new(o, "epoch", json_integer(call->epoch));
-        json_object_set_new(o, "sent", call->ended ? json_boolean(call->sent) : json_null());
-        if (with_op)
-                json_object_set_new(o, "operation_id", json_string(call->operation_id));
-        return o;
-}
-
-struct call_list {
-        json_t *array;
-        bool with_op;
-        unsigned max;
-        int64_t last_id;
-};
-
-static int add_call(const struct call_record *call, void *userdata)
-{
-        struct call_list *list = userdata;
-        json_t *o;
-
-        if (json_array_size(list->array) >= list->max)
-                return 1; /* bound reached: stop the walk */
-        o = call_json(call, list->with_op);
-        if (!o || json_array_append_new(list->array, o) < 0)
-                return TG_ENOMEM;
-        list->last_id = call->id;
-        return 0;
-}
-
-static json_t *op_json(const struct op_record *op, json_t *attempts)
-{
-        bool waiting = op->state == OP_RETRY_WAIT || op->state == OP_UNKNOWN;
-        char status_url[32 + TG_OP_ID_MAX];
-
-        snprintf(status_url, sizeof(status_url), "/v1/refunds/%s", op->req.operation_id);
-        return json_pack(
-            "{s:s, s:s, s:s, s:o, s:s, s:I, s:s, s:I, s:I, s:o, s:o, s:o}", "operation_id",
-            op->req.operation_id, "state", op_state_name(op->state), "status_url", status_url,
-            "attempts", attempts ? attempts : json_array(), "payment_id", op->req.payment_id,
-            "amount", (json_int_t)op->req.amount, "currency", op->req.currency, "accepted_at",
-            (json_int_t)op->accepted_at, "deadline_at", (json_int_t)op->deadline_at, "next_run_at",
-            waiting ? json_integer(op->next_run_at) : json_null(), "reason",
-            op->state == OP_MANUAL ? json_string(manual_reason_name(op->reason)) : json_null(),
-            "refund_id", text_or_null(op->refund_id));
-}
-
-/* ---- routes -------------------------------------------------------------------- */
-
-static int post_refund(struct api *api, const struct http_request *req, struct http_response *res,
-                       const char *rid)
-{
-        struct refund_request rr;
-        struct op_record op;
-        struct api_error err;
-        char status_url[32 + TG_OP_ID_MAX];
-        bool created = false;
-        int r;
-
-        if (req->body_len > api->cfg.api_max_body_bytes)
-                return reply_code(res, rid, 413, "body_too_large", NULL,
-                                  "the request body is too large");
-        if (api_parse_refund(req->body, req->body_len, &rr, &err) < 0)
-                return reply_error(res, rid, &err);
-
-        /* Commit before reply: store_accept() returns after its commit. */
-        r = store_accept(api->store, &rr, wall_now(), &api->cfg.policy, &created, &op);
-        if (r < 0)
-                return reply_store_error(res, rid, r);
-
-        snprintf(status_url, sizeof(status_url), "/v1/refunds/%s", op.req.operation_id);
-        r = reply_json(res, created ? 202 : 200,
-                       json_pack("{s:s, s:s, s:s}", "operation_id", op.req.operation_id, "state",
-                                 op_state_name(op.state), "status_url", status_url));
-        if (r == 0 && created)
-                http_response_add_header(res, "Location", status_url);
-        return r;
-}
-
-static int get_refund(struct api *api, const char *id, struct http_response *res, const char *rid)
-{
-        struct call_list list = {.with_op = false, .max = MAX_OP_CALLS};
-        struct op_record op;
-        int r;
-
-        /* An id that could never have been accepted cannot exist. */
-        if (refund_validate_operation_id(id, strlen(id), NULL) < 0)
-                return reply_code(res, rid, 404, "not_found", NULL, "no such operation");
-        r = store_get(api->store, id, &op);
-        if (r < 0)
-                return reply_store_error(res, rid, r);
-        list.array = json_array();
-        if (!list.array)
-                return TG_ENOMEM;
-        r = store_list_op_calls(api->store, op.id, add_call, &list);
-        if (r < 0) {
-                json_decref(list.array);
-                if (r == TG_ENOMEM)
-                        return r;
-                return reply_store_error(res, rid, r);
-        }
-        return reply_json(res, 200, op_json(&op, list.array));
-}
-
-/* A non-negative integer query argument; def when absent. */
-static int int_arg(const struct http_request *req, const char *name, int64_t def, int64_t lo,
-                   int64_t hi, int64_t *ret)
+int api_int_arg(const struct http_request *req, const char *name, int64_t def, int64_t lo,
+                int64_t hi, int64_t *ret)
 {
         char buf[32];
         char *end = NULL;
@@ -352,19 +203,142 @@ static int int_arg(const struct http_request *req, const char *name, int64_t def
         return 0;
 }
 
+void api_note_op(struct api *api, const char *operation_id)
+{
+        snprintf(api->log_op, sizeof(api->log_op), "%s", operation_id);
+}
+
+/* ---- authentication --------------------------------------------------------- */
+
+static bool authorized(const struct api *api, const struct http_request *req)
+{
+        static const char scheme[] = "Bearer ";
+        unsigned char digest[API_DIGEST_LEN];
+        const char *h;
+        const char *token;
+
+        if (!api->need_token)
+                return true; /* loopback without a token file (config refused otherwise) */
+        h = http_request_header(req, "Authorization");
+        if (!h || strncasecmp(h, scheme, sizeof(scheme) - 1) != 0)
+                return false;
+        token = h + sizeof(scheme) - 1;
+        while (*token == ' ')
+                token++;
+        if (sha256(token, strlen(token), digest) < 0)
+                return false;
+        return CRYPTO_memcmp(digest, api->token_digest, API_DIGEST_LEN) == 0;
+}
+
+static int reply_unauthorized(struct http_response *res, const char *rid)
+{
+        int r = api_reply_code(res, rid, 401, "unauthorized", NULL,
+                               "a valid Authorization: Bearer token is required");
+        if (r == 0)
+                http_response_add_header(res, "WWW-Authenticate", "Bearer");
+        return r;
+}
+
+/* ---- routes -------------------------------------------------------------------- */
+
+static int post_refund(struct api *api, const struct http_request *req, struct http_response *res,
+                       const char *rid)
+{
+        struct refund_request rr;
+        struct op_record op;
+        struct api_error err;
+        char status_url[32 + TG_OP_ID_MAX];
+        bool created = false;
+        int r;
+
+        if (req->body_len > api->cfg.api_max_body_bytes)
+                return api_reply_code(res, rid, 413, "body_too_large", NULL,
+                                      "the request body is too large");
+        if (api_parse_refund(req->body, req->body_len, &rr, &err) < 0)
+                return api_reply_error(res, rid, &err);
+        api_note_op(api, rr.operation_id);
+
+        /* Admission control applies to NEW work only: an operation already
+         * accepted is answered (200/409) whatever the backlog. */
+        r = store_get(api->store, rr.operation_id, &op);
+        if (r == TG_ENOTFOUND) {
+                bool admit = true;
+                r = api_admission_check(api, res, rid, &admit);
+                if (r < 0 || !admit)
+                        return r;
+        } else if (r < 0) {
+                return api_reply_store_error(res, rid, r);
+        }
+
+        /* Commit before reply: store_accept() returns after its commit. */
+        r = store_accept(api->store, &rr, api_wall_now(), &api->cfg.policy, &created, &op);
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        if (created)
+                api->adm.accepted_since++;
+
+        snprintf(status_url, sizeof(status_url), "/v1/refunds/%s", op.req.operation_id);
+        r = api_reply_json(res, created ? 202 : 200,
+                           json_pack("{s:s, s:s, s:s}", "operation_id", op.req.operation_id,
+                                     "state", op_state_name(op.state), "status_url", status_url));
+        if (r == 0 && created)
+                http_response_add_header(res, "Location", status_url);
+        return r;
+}
+
+static int get_refund(struct api *api, const char *id, struct http_response *res, const char *rid)
+{
+        struct op_record op;
+        json_t *o = NULL;
+        int r;
+
+        /* An id that could never have been accepted cannot exist. */
+        if (refund_validate_operation_id(id, strlen(id), NULL) < 0)
+                return api_reply_code(res, rid, 404, "not_found", NULL, "no such operation");
+        api_note_op(api, id);
+        r = store_get(api->store, id, &op);
+        if (r == 0)
+                r = render_op_full(api->store, &op, &o);
+        if (r == TG_ENOMEM)
+                return r;
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        return api_reply_json(res, 200, o);
+}
+
+struct call_list {
+        json_t *array;
+        unsigned max;
+        int64_t last_id;
+};
+
+static int add_call(const struct call_record *call, void *userdata)
+{
+        struct call_list *list = userdata;
+        json_t *o;
+
+        if (json_array_size(list->array) >= list->max)
+                return 1; /* bound reached: stop the walk */
+        o = render_call(call, true);
+        if (!o || json_array_append_new(list->array, o) < 0)
+                return TG_ENOMEM;
+        list->last_id = call->id;
+        return 0;
+}
+
 static int get_calls(struct api *api, const struct http_request *req, struct http_response *res,
                      const char *rid)
 {
-        struct call_list list = {.with_op = true};
+        struct call_list list = {0};
         int64_t since = 0, limit = 0;
         int r;
 
-        if (int_arg(req, "since", 0, 0, INT64_MAX, &since) < 0)
-                return reply_code(res, rid, 400, "invalid_parameter", "since",
-                                  "must be a call id (an integer >= 0)");
-        if (int_arg(req, "limit", CALLS_LIMIT_DEF, 1, CALLS_LIMIT_MAX, &limit) < 0)
-                return reply_code(res, rid, 400, "invalid_parameter", "limit",
-                                  "must be an integer in [1, 1000]");
+        if (api_int_arg(req, "since", 0, 0, INT64_MAX, &since) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "since",
+                                      "must be a call id (an integer >= 0)");
+        if (api_int_arg(req, "limit", CALLS_LIMIT_DEF, 1, CALLS_LIMIT_MAX, &limit) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "limit",
+                                      "must be an integer in [1, 1000]");
         list.max = (unsigned)limit;
         list.last_id = since;
         list.array = json_array();
@@ -375,9 +349,9 @@ static int get_calls(struct api *api, const struct http_request *req, struct htt
                 json_decref(list.array);
                 if (r == TG_ENOMEM)
                         return r;
-                return reply_store_error(res, rid, r);
+                return api_reply_store_error(res, rid, r);
         }
-        return reply_json(
+        return api_reply_json(
             res, 200,
             json_pack("{s:o, s:I}", "calls", list.array, "next_since", (json_int_t)list.last_id));
 }
@@ -388,13 +362,13 @@ static int problem_reply(const struct http_request *req, struct http_response *r
 
         switch (req->problem_status) {
         case 413:
-                return reply_code(res, rid, 413, "body_too_large", NULL, message);
+                return api_reply_code(res, rid, 413, "body_too_large", NULL, message);
         case 431:
-                return reply_code(res, rid, 431, "headers_too_large", NULL, message);
+                return api_reply_code(res, rid, 431, "headers_too_large", NULL, message);
         case 503:
-                return reply_code(res, rid, 503, "overloaded", NULL, message);
+                return api_reply_code(res, rid, 503, "overloaded", NULL, message);
         default:
-                return reply_code(res, rid, 400, "invalid_request", NULL, message);
+                return api_reply_code(res, rid, 400, "invalid_request", NULL, message);
         }
 }
 
@@ -402,53 +376,98 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                  const char *rid)
 {
         static const char refunds[] = "/v1/refunds";
+        static const char manual[] = "/v1/manual";
         const char *path = req->path ? req->path : "";
 
         if (req->problem_status)
                 return problem_reply(req, res, rid);
 
         if (strcmp(path, "/healthz") == 0) {
-                if (!is_get(req))
-                        return reply_method_not_allowed(res, rid, "GET");
-                return reply_json(res, 200, json_pack("{s:s}", "status", "ok"));
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return api_reply_json(res, 200, json_pack("{s:s}", "status", "ok"));
+        }
+        if (strcmp(path, "/metrics") == 0) {
+                if (api->cfg.api_metrics_need_token && !authorized(api, req))
+                        return reply_unauthorized(res, rid);
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return api_get_metrics(api, req, res, rid);
         }
         if (strcmp(path, "/v1") != 0 && strncmp(path, "/v1/", 4) != 0)
-                return reply_code(res, rid, 404, "not_found", NULL, "no such route");
+                return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 
-        if (!authorized(api, req)) {
-                int r = reply_code(res, rid, 401, "unauthorized", NULL,
-                                   "a valid Authorization: Bearer token is required");
-                if (r == 0)
-                        http_response_add_header(res, "WWW-Authenticate", "Bearer");
-                return r;
+        /* Signed by the provider, who has no bearer token: the signature is
+         * its authentication (checked before anything is read). */
+        if (strcmp(path, "/v1/provider-events") == 0) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return api_post_provider_event(api, req, res, rid);
         }
+
+        if (!authorized(api, req))
+                return reply_unauthorized(res, rid);
         if (strcmp(path, refunds) == 0) {
                 if (strcmp(req->method, "POST") != 0)
-                        return reply_method_not_allowed(res, rid, "POST");
+                        return api_reply_method_not_allowed(res, rid, "POST");
                 return post_refund(api, req, res, rid);
         }
         if (strncmp(path, refunds, sizeof(refunds) - 1) == 0 && path[sizeof(refunds) - 1] == '/') {
                 const char *id = path + sizeof(refunds);
                 if (strchr(id, '/'))
-                        return reply_code(res, rid, 404, "not_found", NULL, "no such route");
-                if (!is_get(req))
-                        return reply_method_not_allowed(res, rid, "GET");
+                        return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
                 return get_refund(api, id, res, rid);
         }
+        if (strncmp(path, manual, sizeof(manual) - 1) == 0 &&
+            (path[sizeof(manual) - 1] == '\0' || path[sizeof(manual) - 1] == '/'))
+                return api_route_manual(api, req, res, rid, path + sizeof(manual) - 1);
         if (strcmp(path, "/v1/calls") == 0) {
-                if (!is_get(req))
-                        return reply_method_not_allowed(res, rid, "GET");
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
                 return get_calls(api, req, res, rid);
         }
-        return reply_code(res, rid, 404, "not_found", NULL, "no such route");
+        if (strcmp(path, "/v1/stats") == 0) {
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return api_get_stats(api, req, res, rid);
+        }
+        return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
+}
+
+/* One JSON line per request. Only our own texts and the validated path:
+ * never a header, a query string or a body. */
+static void log_request(const struct api *api, const struct http_request *req,
+                        const struct http_response *res, const char *rid, tg_mono_ns took)
+{
+        json_t *f = json_object();
+        json_t *v;
+
+        if (!f)
+                return;
+        json_object_set_new(f, "request_id", json_string(rid));
+        /* The wrapper passes only a printable-ASCII path; a refused target
+         * (problem_status) is not echoed. */
+        v = req->problem_status ? NULL : json_string(req->path ? req->path : "");
+        json_object_set_new(f, "path", v ? v : json_null());
+        v = json_stringn(req->method, strnlen(req->method, 16));
+        json_object_set_new(f, "method", v ? v : json_null());
+        json_object_set_new(f, "status", json_integer(res->status));
+        json_object_set_new(f, "duration_ms", json_real((double)took / (double)TG_NS_PER_MS));
+        if (api->log_op[0])
+                json_object_set_new(f, "operation_id", json_string(api->log_op));
+        log_emit(res->status >= 500 ? LOG_WARN : LOG_INFO, "http_request", f);
 }
 
 int api_handle(struct api *api, const struct http_request *req, struct http_response *res)
 {
-        char rid[REQUEST_ID_LEN];
+        char rid[API_REQUEST_ID_LEN];
+        tg_mono_ns t0 = mono_now();
         int r;
 
         next_request_id(api, rid);
+        api->log_op[0] = '\0';
         r = route(api, req, res, rid);
         if (r < 0) {
                 /* Out of memory half-way: answer with a fixed body. */
@@ -457,12 +476,13 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
                                            "\"retryable\":true},\"request_id\":null}";
                 http_response_release(res);
                 http_response_init(res);
-                r = http_response_set(res, 500, JSON_TYPE, body, sizeof(body) - 1);
+                r = http_response_set(res, 500, API_JSON_TYPE, body, sizeof(body) - 1);
                 if (r < 0)
                         return r;
         }
         http_response_add_header(res, "X-Request-Id", rid);
         http_response_add_header(res, "Cache-Control", "no-store");
+        log_request(api, req, res, rid, mono_now() - t0);
         return 0;
 }
 
@@ -529,6 +549,12 @@ int api_start(const struct tg_config *cfg, struct api **ret_api)
         }
         *ret_api = api;
         return 0;
+}
+
+void api_set_standby_flag(struct api *api, const volatile sig_atomic_t *standby)
+{
+        if (api)
+                api->standby = standby;
 }
 
 uint16_t api_port(const struct api *api)

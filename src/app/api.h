@@ -4,10 +4,13 @@
  * from the HTTP server's thread (or, for tests, from the thread that calls
  * api_handle()), so it shares no connection with the dispatcher.
  *
- * Routes now: GET /healthz; POST /v1/refunds; GET /v1/refunds/{operation_id};
- * GET /v1/calls?since=ID&limit=N. Everything under /v1 needs
+ * Routes: GET /healthz; GET /metrics; POST /v1/refunds (with admission
+ * control); GET /v1/refunds/{operation_id}; GET /v1/calls?since=ID&limit=N;
+ * GET /v1/stats?minutes=N; GET /v1/manual, GET /v1/manual/{id}, POST
+ * /v1/manual/{id}/resend and /resolve; POST /v1/provider-events (signed).
+ * Everything under /v1 but the signed provider events needs
  * "Authorization: Bearer <token>" when a token is configured (compared in
- * constant time). Every error body is
+ * constant time); /metrics needs it when api.metrics_need_token is set. Every error body is
  *   {"error":{"code","message","field","retryable"},"request_id"}
  * and never carries SQL, a stack trace or a provider body. Every answer
  * carries an X-Request-Id header with the same id.
@@ -18,6 +21,7 @@
 #ifndef TG_API_H
 #define TG_API_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "app/config.h"
@@ -33,6 +37,11 @@ int api_new(const struct tg_config *cfg, struct api **ret_api);
 /* api_new() plus the HTTP server on cfg->api_listen_host:port. 0, or the
  * code of the failing step (TG_EIO: cannot bind). */
 int api_start(const struct tg_config *cfg, struct api **ret_api);
+
+/* serve: the local dispatcher's standby flag (1 while it waits behind
+ * another owner), for the role in /metrics. Must outlive the api. Set before
+ * requests arrive; NULL (the default) means no local dispatcher. */
+void api_set_standby_flag(struct api *api, const volatile sig_atomic_t *standby);
 
 /* The bound port (0 without a server). */
 uint16_t api_port(const struct api *api);

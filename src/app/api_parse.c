@@ -158,3 +158,152 @@ int api_error_json(const struct api_error *err, const char *request_id, char **r
         *ret_len = strlen(text);
         return 0;
 }
+
+/* ---- operator actions and provider events -------------------------------------- */
+
+/* One JSON object with no duplicate key; 400 otherwise. */
+static int load_object(const char *body, size_t len, json_t **ret_root, struct api_error *err)
+{
+        json_error_t jerr;
+        json_t *root;
+
+        if (!body || len == 0)
+                return invalid(err, 400, "invalid_json", NULL, "the body must be a JSON object");
+        root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root) {
+                if (json_error_code(&jerr) == json_error_duplicate_key)
+                        return invalid(err, 400, "invalid_json", NULL,
+                                       "the body has a duplicate key");
+                return invalid(err, 400, "invalid_json", NULL, "the body is not valid JSON");
+        }
+        if (!json_is_object(root)) {
+                json_decref(root);
+                return invalid(err, 400, "invalid_json", NULL, "the body must be a JSON object");
+        }
+        *ret_root = root;
+        return 0;
+}
+
+static int only_known(json_t *root, const char *const *known, size_t n, struct api_error *err)
+{
+        const char *key;
+        json_t *value;
+
+        json_object_foreach(root, key, value)
+        {
+                bool ok = false;
+                (void)value;
+                for (size_t i = 0; i < n; i++)
+                        ok = ok || strcmp(key, known[i]) == 0;
+                if (!ok) {
+                        invalid(err, 422, "unknown_field", NULL, "this field is not known here");
+                        copy_text(err->field, sizeof(err->field), key, strlen(key));
+                        return TG_EINVAL;
+                }
+        }
+        return 0;
+}
+
+/* A required operator text: 1..API_TEXT_MAX bytes, no control characters. */
+static int get_text(json_t *root, const char *name, char *dst, size_t size, struct api_error *err)
+{
+        const char *s;
+        size_t len;
+
+        if (get_string(root, name, &s, &len, err) < 0)
+                return TG_EINVAL;
+        if (len == 0 || len > API_TEXT_MAX)
+                return invalid(err, 422, "invalid_field", name, "must be 1 to 200 bytes");
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (c < 0x20 || c == 0x7f)
+                        return invalid(err, 422, "invalid_field", name,
+                                       "must not contain control characters");
+        }
+        copy_text(dst, size, s, len);
+        return 0;
+}
+
+int api_parse_operator_action(const char *body, size_t len, bool want_outcome,
+                              struct operator_action *ret_action, struct api_error *err)
+{
+        static const char *const resend_fields[] = {"operator", "reason"};
+        static const char *const resolve_fields[] = {"operator", "reason", "outcome"};
+        struct operator_action a;
+        json_t *root = NULL;
+        int r = load_object(body, len, &root, err);
+
+        if (r < 0)
+                return r;
+        memset(&a, 0, sizeof(a));
+        r = want_outcome ? only_known(root, resolve_fields, 3, err)
+                         : only_known(root, resend_fields, 2, err);
+        if (r == 0)
+                r = get_text(root, "operator", a.operator_name, sizeof(a.operator_name), err);
+        if (r == 0)
+                r = get_text(root, "reason", a.reason, sizeof(a.reason), err);
+        if (r == 0 && want_outcome) {
+                const char *o;
+                size_t olen;
+                r = get_string(root, "outcome", &o, &olen, err);
+                if (r == 0 && olen == 9 && memcmp(o, "succeeded", 9) == 0)
+                        a.outcome = OP_SUCCEEDED;
+                else if (r == 0 && olen == 6 && memcmp(o, "failed", 6) == 0)
+                        a.outcome = OP_REJECTED;
+                else if (r == 0)
+                        r = invalid(err, 422, "invalid_field", "outcome",
+                                    "must be \"succeeded\" or \"failed\"");
+        }
+        json_decref(root);
+        if (r == 0)
+                *ret_action = a;
+        return r;
+}
+
+int api_parse_provider_event(const char *body, size_t len, struct provider_event *ret_event,
+                             struct api_error *err)
+{
+        struct provider_event ev;
+        const char *s;
+        size_t slen;
+        json_t *root = NULL, *v;
+        int r = load_object(body, len, &root, err);
+
+        if (r < 0)
+                return r;
+        memset(&ev, 0, sizeof(ev));
+        r = get_string(root, "operation_id", &s, &slen, err);
+        if (r == 0 && refund_validate_operation_id(s, slen, NULL) < 0)
+                r = invalid(err, 422, "invalid_field", "operation_id",
+                            "is not a valid operation id");
+        if (r == 0)
+                copy_text(ev.operation_id, sizeof(ev.operation_id), s, slen);
+        if (r == 0)
+                r = get_string(root, "status", &s, &slen, err);
+        if (r == 0 && slen == 9 && memcmp(s, "succeeded", 9) == 0)
+                ev.outcome = OP_SUCCEEDED;
+        else if (r == 0 && slen == 6 && memcmp(s, "failed", 6) == 0)
+                ev.outcome = OP_REJECTED;
+        else if (r == 0)
+                r = invalid(err, 422, "invalid_field", "status",
+                            "must be \"succeeded\" or \"failed\"");
+        v = r == 0 ? json_object_get(root, "refund_id") : NULL;
+        if (v && !json_is_null(v)) {
+                if (!json_is_string(v) || json_string_length(v) >= sizeof(ev.refund_id))
+                        r = invalid(err, 422, "invalid_field", "refund_id",
+                                    "must be a string of at most 127 bytes");
+                for (size_t i = 0; r == 0 && i < json_string_length(v); i++) {
+                        unsigned char c = (unsigned char)json_string_value(v)[i];
+                        if (c <= 0x20 || c >= 0x7f)
+                                r = invalid(err, 422, "invalid_field", "refund_id",
+                                            "must be printable ASCII");
+                }
+                if (r == 0)
+                        copy_text(ev.refund_id, sizeof(ev.refund_id), json_string_value(v),
+                                  json_string_length(v));
+        }
+        json_decref(root);
+        if (r == 0)
+                *ret_event = ev;
+        return r;
+}

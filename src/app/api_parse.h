@@ -42,6 +42,31 @@ void api_error_set(struct api_error *err, int status, const char *code, const ch
 int api_parse_refund(const char *body, size_t len, struct refund_request *ret_req,
                      struct api_error *err);
 
+/* An operator's action on a manual operation (POST /v1/manual/{id}/resend
+ * and /resolve): {"operator","reason"} and, for resolve, "outcome":
+ * "succeeded" or "failed". operator and reason: 1-200 bytes of UTF-8 without
+ * control characters. Unknown fields -> 422 unknown_field. */
+#define API_TEXT_MAX 200
+struct operator_action {
+        char operator_name[API_TEXT_MAX + 1];
+        char reason[API_TEXT_MAX + 1];
+        enum op_state outcome; /* resolve: OP_SUCCEEDED or OP_REJECTED */
+};
+int api_parse_operator_action(const char *body, size_t len, bool want_outcome,
+                              struct operator_action *ret_action, struct api_error *err);
+
+/* A provider event (shared/PROVIDER.md, webhook): {"operation_id","status":
+ * "succeeded"|"failed","refund_id"}. The signature was checked before this
+ * is called; fields the contract may add later are ignored (they cannot
+ * change the meaning of the three read here). */
+struct provider_event {
+        char operation_id[TG_OP_ID_MAX + 1];
+        enum op_state outcome; /* OP_SUCCEEDED or OP_REJECTED */
+        char refund_id[128];
+};
+int api_parse_provider_event(const char *body, size_t len, struct provider_event *ret_event,
+                             struct api_error *err);
+
 /* The error body {"error":{"code","message","field","retryable"},
  * "request_id"} as a malloc()ed string; *ret_len its length. 0 or
  * TG_ENOMEM. */

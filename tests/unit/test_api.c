@@ -20,8 +20,15 @@
 #include <cmocka.h>
 
 #include "../../src/app/api.c"
+#include "../../src/app/api_admission.c"
+#include "../../src/app/api_events.c"
+#include "../../src/app/api_manual.c"
+#include "../../src/app/api_metrics.c"
 #include "../../src/app/api_parse.c"
 #include "../../src/app/config.c"
+#include "../../src/app/exit_stats.c"
+#include "../../src/app/log.c"
+#include "../../src/app/render.c"
 
 #define TOKEN "t0ken-for-tests"
 #define GOOD                                                                                       \
@@ -545,7 +552,7 @@ static void test_status_and_calls(void **state)
         memset(&args, 0, sizeof(args));
         args.group = STORE_GROUP_FIRST;
         args.epoch = epoch;
-        args.now = wall_now();
+        args.now = api_wall_now();
         args.start_mono = 1;
         args.in_flight_at_start = 1;
         snprintf(args.request_id, sizeof(args.request_id), "req-1");
