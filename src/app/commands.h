@@ -10,10 +10,15 @@
 int cmd_serve(int argc, char **argv);
 int cmd_dispatch(int argc, char **argv);
 int cmd_api(int argc, char **argv);
-int cmd_demo(int argc, char **argv);
 int cmd_jitter(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 /* `tollgate demo resilience`: cmd_demo passes argv after "resilience". */
 int cmd_demo_resilience(int argc, char **argv);
+
+int cmd_manual(int argc, char **argv);
+int cmd_calls(int argc, char **argv);
+int cmd_submit(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_reconcile(int argc, char **argv);
 
 #endif

@@ -43,7 +43,13 @@ static const char usage[] =
     "  serve --config FILE      intake/admin HTTP API and the dispatcher in one process\n"
     "  dispatch --config FILE   the dispatcher alone [--no-wait]\n"
     "  api --config FILE        the intake/admin API alone (any number may run)\n"
-    "  demo [--quick]           the exit through the seed's incident, against the stub\n"
+    "\n"
+    "Operating it (on the store of the config, or through its API):\n"
+    "  submit --config FILE ... submit one refund through the API\n"
+    "  status ID --config FILE  an operation's state, calls and audit (API)\n"
+    "  manual list|show|resend|resolve --config FILE   the manual review queue\n"
+    "  calls --config FILE [--since ID] [--format jsonl|csv]   the call log\n"
+    "  reconcile --config FILE --file F.csv   settle unknowns from a settlement file\n"
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
@@ -147,6 +153,8 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                         free(cfg);
                         return 1;
                 }
+                if (want_disp)
+                        api_set_standby_flag(api, &standby_flag);
                 log_emit(
                     LOG_INFO, "api_listening",
                     json_pack("{s:s, s:i}", "host", cfg->api_listen_host, "port", api_port(api)));
@@ -190,7 +198,11 @@ static const struct command commands[] = {
     {"serve", cmd_serve},
     {"dispatch", cmd_dispatch},
     {"api", cmd_api},
-    {"demo", cmd_demo},
+    {"submit", cmd_submit},
+    {"status", cmd_status},
+    {"manual", cmd_manual},
+    {"calls", cmd_calls},
+    {"reconcile", cmd_reconcile},
     {"jitter", cmd_jitter},
     {"plan", cmd_plan},
 };
