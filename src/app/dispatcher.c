@@ -444,6 +444,13 @@ static void housekeeping(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
         if (store_sweep_deadlines(d->store, d->cfg->policy.key_retention_ms, wall, &n) == 0 &&
             n > 0)
                 log_emit(LOG_WARN, "deadline_sweep", json_pack("{s:i}", "to_manual", (int)n));
+        /* outbox: refunds an application inserted in its own transaction,
+         * validated like an API intake (TG_EUNSUPPORTED on SQLite) */
+        unsigned taken = 0, invalid = 0;
+        if (store_outbox_intake(d->store, &d->cfg->policy, wall, &taken, &invalid) == 0 &&
+            taken + invalid > 0)
+                log_emit(LOG_INFO, "outbox_intake",
+                         json_pack("{s:i, s:i}", "taken", (int)taken, "invalid", (int)invalid));
         if (store_owner_check(d->store) < 0 && !d->lost) {
                 d->lost = true;
                 log_emit(LOG_ERROR, "owner_lost",

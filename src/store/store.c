@@ -459,6 +459,16 @@ int store_settle_external(struct store *store, const char *operation_id, enum op
         return store->ops->settle_external(store, operation_id, outcome, refund_id, source, now);
 }
 
+int store_outbox_intake(struct store *store, const struct policy_config *limits, tg_wall_ms now,
+                        unsigned *ret_taken, unsigned *ret_invalid)
+{
+        if (!store || !limits || !ret_taken || !ret_invalid)
+                return TG_EINVAL;
+        if (!store->ops->outbox_intake)
+                return TG_EUNSUPPORTED;
+        return store->ops->outbox_intake(store, limits, now, ret_taken, ret_invalid);
+}
+
 int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after)
 {
         if (!store || !sample || !buf_ok(sample->figures, sizeof(sample->figures)))

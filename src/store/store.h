@@ -264,6 +264,20 @@ int store_operator_resolve(struct store *store, const char *operation_id, const 
 int store_settle_external(struct store *store, const char *operation_id, enum op_state outcome,
                           const char *refund_id, const char *source, tg_wall_ms now);
 
+/* ---- outbox (docs/outbox.md) ---------------------------------------------- */
+
+/* Takes in refunds that an application inserted into the backlog table in
+ * its own transaction (state pending, attempt_limit 0): each is validated
+ * like an API intake (refund_validate.h); a valid one gets its budgets from
+ * limits (attempt_limit, query_limit, deadline_at = accepted_at +
+ * deadline_ms) and becomes claimable, an invalid one goes to manual with
+ * reason invalid and an audit row naming the problem, never skipped. One
+ * short transaction of at most a batch; rows another process is taking in are
+ * skipped. *ret_taken / *ret_invalid: how many. TG_EUNSUPPORTED on a backend
+ * without an outbox (SQLite). */
+int store_outbox_intake(struct store *store, const struct policy_config *limits, tg_wall_ms now,
+                        unsigned *ret_taken, unsigned *ret_invalid);
+
 /* ---- exit samples: the running exit's per-second figures ------------------ */
 
 #define STORE_FIGURES_MAX 4096

@@ -69,6 +69,9 @@ struct store_ops {
                                 enum op_state outcome, tg_wall_ms now, struct op_record *ret_op);
         int (*settle_external)(struct store *store, const char *operation_id, enum op_state outcome,
                                const char *refund_id, const char *source, tg_wall_ms now);
+        /* optional (NULL: TG_EUNSUPPORTED) */
+        int (*outbox_intake)(struct store *store, const struct policy_config *limits,
+                             tg_wall_ms now, unsigned *ret_taken, unsigned *ret_invalid);
         /* exit samples; optional (NULL: TG_EUNSUPPORTED) */
         int (*sample_put)(struct store *store, const struct exit_sample *sample,
                           tg_wall_ms keep_after);

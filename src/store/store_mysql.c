@@ -55,6 +55,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "store/store_backend.h"
 
@@ -2179,6 +2180,103 @@ static int mysql_settle_external(struct store *store, const char *operation_id,
         return run_tx(M(store), external_tx, &c, TX_RECHECKS);
 }
 
+/* ---- outbox ------------------------------------------------------------------------ */
+
+#define OUTBOX_BATCH 64
+
+struct outbox_ctx {
+        const struct policy_config *limits;
+        tg_wall_ms now;
+        unsigned taken, invalid;
+        struct op_record batch[OUTBOX_BATCH];
+};
+
+static int outbox_tx(struct mysql_store *s, void *ctx)
+{
+        struct outbox_ctx *c = ctx;
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        int n = 0;
+        int r;
+
+        c->taken = c->invalid = 0;
+        /* attempt_limit = 0: inserted by an application, not taken in yet.
+         * SKIP LOCKED: two dispatchers never take in the same row, and a
+         * row still inside its writer's open transaction is not visible. */
+        r = query(s, &res,
+                  "SELECT " OP_COLS " FROM operations FORCE INDEX (ops_state_accepted) "
+                  "WHERE state = 'pending' AND attempt_limit = 0 "
+                  "ORDER BY accepted_at, id LIMIT %I FOR UPDATE SKIP LOCKED",
+                  (int64_t)OUTBOX_BATCH);
+        if (r < 0)
+                return r;
+        while (r == 0 && n < OUTBOX_BATCH) {
+                row = mysql_fetch_row(res);
+                if (!row)
+                        break;
+                r = read_op(res, row, &c->batch[n++]);
+        }
+        mysql_free_result(res);
+        for (int i = 0; i < n && r == 0; i++) {
+                struct op_record *op = &c->batch[i];
+                struct refund_fields f = {
+                    .operation_id = op->req.operation_id,
+                    .operation_id_len = strlen(op->req.operation_id),
+                    .payment_id = op->req.payment_id,
+                    .payment_id_len = strlen(op->req.payment_id),
+                    .amount = op->req.amount,
+                    .currency = op->req.currency,
+                    .currency_len = strlen(op->req.currency),
+                };
+                struct refund_problem problem = {0};
+                char detail[TG_TEXT_MAX];
+
+                op->attempt_limit = c->limits->max_attempts;
+                op->query_limit = c->limits->max_queries;
+                op->deadline_at = op->accepted_at + c->limits->deadline_ms;
+                op->updated_at = c->now;
+                if (refund_validate(&f, &problem) == 0) {
+                        r = op_write(s, op);
+                        if (r == 0)
+                                c->taken++;
+                        continue;
+                }
+                /* invalid: to manual with the reason, never skipped */
+                op->state = OP_MANUAL;
+                op->reason = MANUAL_INVALID;
+                op->next_run_at = 0;
+                snprintf(detail, sizeof(detail), "outbox row refused: %s: %s",
+                         problem.field ? problem.field : "?",
+                         problem.message ? problem.message : "invalid");
+                r = op_write(s, op);
+                if (r == 0)
+                        r = audit_insert(s, op->id, c->now, "event", "tollgate", "invalid", detail);
+                if (r == 0)
+                        c->invalid++;
+        }
+        return r;
+}
+
+static int mysql_outbox_intake(struct store *store, const struct policy_config *limits,
+                               tg_wall_ms now, unsigned *ret_taken, unsigned *ret_invalid)
+{
+        struct outbox_ctx *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!c)
+                return TG_ENOMEM;
+        c->limits = limits;
+        c->now = now;
+        /* a re-run after an unknown COMMIT finds the rows it took in gone */
+        r = run_tx(M(store), outbox_tx, c, TX_RECHECKS);
+        if (r == 0) {
+                *ret_taken = c->taken;
+                *ret_invalid = c->invalid;
+        }
+        free(c);
+        return r;
+}
+
 static const struct store_ops mysql_ops = {
     .name = "mysql",
     .close = mysql_store_close,
@@ -2201,6 +2299,7 @@ static const struct store_ops mysql_ops = {
     .operator_resend = mysql_operator_resend,
     .operator_resolve = mysql_operator_resolve,
     .settle_external = mysql_settle_external,
+    .outbox_intake = mysql_outbox_intake,
 };
 
 #endif /* TG_HAVE_MARIADB */

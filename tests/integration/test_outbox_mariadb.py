@@ -1,0 +1,110 @@
+"""The outbox (issue 7, docs/outbox.md): an application inserts a refund into
+tollgate's backlog table inside its OWN transaction, next to its own business
+row, with a plain MariaDB client. A committed row is taken in and sent like
+an API intake; a rolled-back one never existed; an invalid one goes to manual
+review with reason "invalid", not skipped.
+
+Runs on the CI's MariaDB (TG_TEST_MYSQL_URL), in a fresh database; skipped
+when the variable is not set.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgtest  # noqa: E402
+from tgdaemon import Tollgate, log_events  # noqa: E402
+
+MYSQL_URL = os.environ.get("TG_TEST_MYSQL_URL", "")
+
+
+def client_argv(url):
+    """The stock `mariadb` client, as the application would use it; the
+    password goes through the environment, not argv."""
+    u = urllib.parse.urlsplit(url)
+    argv = ["mariadb", "--no-defaults", "-h", u.hostname, "-P", str(u.port or 3306),
+            "-u", urllib.parse.unquote(u.username), "-N", "-B", u.path.lstrip("/")]
+    env = dict(os.environ, MYSQL_PWD=urllib.parse.unquote(u.password or ""))
+    return argv, env
+
+
+def client(url, sql):
+    argv, env = client_argv(url)
+    r = subprocess.run(argv + ["-e", sql], capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise AssertionError("mariadb client failed: %s" % r.stderr)
+    return [line.split("\t") for line in r.stdout.splitlines()]
+
+
+@unittest.skipUnless(MYSQL_URL and shutil.which("mariadb"), "TG_TEST_MYSQL_URL not set")
+class OutboxTest(unittest.TestCase):
+    def test_commit_rollback_and_invalid(self):
+        url = "%s_outbox_%d" % (MYSQL_URL, os.getpid())
+        with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url, store_url=url) as tg:
+            tg.start("api")  # creates the database and the schema
+            client(url, "CREATE TABLE refund_requests (order_id VARCHAR(32) PRIMARY KEY, "
+                        "note VARCHAR(64)) ENGINE=InnoDB")
+            # The application's transaction: its own row and the backlog row
+            # commit or roll back together (docs/outbox.md's example).
+            client(url, """
+                START TRANSACTION;
+                INSERT INTO refund_requests VALUES ('order-1', 'customer asked');
+                INSERT INTO operations (operation_id, payment_id, amount, currency, source)
+                  VALUES ('order-1-refund', 'pay_1', 1500, 'TWD', 'outbox');
+                COMMIT;
+                START TRANSACTION;
+                INSERT INTO refund_requests VALUES ('order-2', 'changed our mind');
+                INSERT INTO operations (operation_id, payment_id, amount, currency, source)
+                  VALUES ('order-2-refund', 'pay_2', 900, 'TWD', 'outbox');
+                ROLLBACK;
+                START TRANSACTION;
+                INSERT INTO refund_requests VALUES ('order-3', 'bad row');
+                INSERT INTO operations (operation_id, payment_id, amount, currency, source)
+                  VALUES ('order-3-refund', 'pay 3', 700, 'twd', 'outbox');
+                COMMIT;""")
+            # A transaction left open meanwhile: its row is invisible, and
+            # blocks nothing, until it commits.
+            argv, env = client_argv(url)
+            holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                      text=True, env=env)
+            holder.stdin.write("START TRANSACTION;\n"
+                               "INSERT INTO refund_requests VALUES ('order-4', 'slow app');\n"
+                               "INSERT INTO operations (operation_id, payment_id, amount, "
+                               "currency, source) VALUES ('order-4-refund', 'pay_4', 300, "
+                               "'TWD', 'outbox');\n")
+            holder.stdin.flush()
+
+            d = tg.start("dispatch", wait_api=False)
+            final = tg.wait_final(["order-1-refund", "order-3-refund"], timeout=20)
+            self.assertEqual(final["order-1-refund"]["state"], "succeeded", final)
+            self.assertEqual(final["order-3-refund"]["state"], "manual", final)
+            self.assertEqual(final["order-3-refund"].get("reason"), "invalid", final)
+            status, _, _ = tg.status("order-2-refund")
+            self.assertEqual(status, 404)  # rolled back: never existed
+            self.assertEqual(tg.status("order-4-refund")[0], 404)  # not committed yet
+            holder.stdin.write("COMMIT;\n")
+            holder.stdin.close()
+            self.assertEqual(holder.wait(10), 0)
+            final = tg.wait_final(["order-4-refund"], timeout=20)
+            self.assertEqual(final["order-4-refund"]["state"], "succeeded", final)
+
+            keys = [a.get("idempotency_key") for a in stub.arrivals()
+                    if a["path"].startswith("/v1/")]
+            # each committed valid refund sent once; the others never
+            self.assertEqual(keys, ["order-1-refund", "order-4-refund"])
+            self.assertEqual(client(url, "SELECT order_id FROM refund_requests ORDER BY 1"),
+                             [["order-1"], ["order-3"], ["order-4"]])
+            # the invalid row is kept, with an audit row that names the problem
+            audit = client(url, "SELECT a.reason, a.detail FROM audit a JOIN operations o "
+                                "ON o.id = a.op_id WHERE o.operation_id = 'order-3-refund'")
+            self.assertEqual(audit[0][0], "invalid")
+            self.assertIn("payment_id", audit[0][1])
+            self.assertTrue(log_events(d, "outbox_intake"))
+
+
+if __name__ == "__main__":
+    tgtest.main_unittest()
