@@ -43,6 +43,8 @@ static const char usage[] =
     "  serve --config FILE      intake/admin HTTP API and the dispatcher in one process\n"
     "  dispatch --config FILE   the dispatcher alone [--no-wait]\n"
     "  api --config FILE        the intake/admin API alone (any number may run)\n"
+    "  verify --calls F --arrivals F   judge a run: matching, spacing, in-flight, keys\n"
+    "  report --calls F --arrivals F --out F.html   timeline report of a run (HTML)\n"
     "\n"
     "Operating it (on the store of the config, or through its API):\n"
     "  submit --config FILE ... submit one refund through the API\n"
@@ -198,6 +200,8 @@ static const struct command commands[] = {
     {"serve", cmd_serve},
     {"dispatch", cmd_dispatch},
     {"api", cmd_api},
+    {"verify", cmd_verify},
+    {"report", cmd_report},
     {"submit", cmd_submit},
     {"status", cmd_status},
     {"manual", cmd_manual},

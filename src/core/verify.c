@@ -207,7 +207,6 @@ struct run {
         size_t ncalls;
         const struct verify_arrival *arr;
         size_t narr;
-        const struct verify_execution *ledger;
         size_t nledger;
         struct verify_result *r;
         const struct verify_call **by_start; /* calls by start time */
@@ -984,7 +983,6 @@ int verify_run(const struct verify_limits *limits, const struct verify_call *cal
                           .ncalls = ncalls,
                           .arr = arrivals,
                           .narr = narrivals,
-                          .ledger = ledger,
                           .nledger = nledger,
                           .r = r,
                           .by_start = by_start,
