@@ -1,0 +1,308 @@
+/*
+ * bench_store_mysql — the MariaDB/MySQL store beside the SQLite one, through
+ * the store interface (the exit's own calls). Prints figures, never fails on
+ * a number.
+ *
+ *   bench_store_mysql URL [N [DIR]]
+ *       URL  a mysql:// url whose user may create databases named after it
+ *            (the bench uses "<db>_bench_<pid>", fresh);
+ *       N    the large backlog (default 1,000,000);
+ *       DIR  where the SQLite comparison database goes (default /tmp).
+ *
+ * Measures, on each backend in turn:
+ *   - durable accepts/s through store_accept (one commit each);
+ *   - claims/s and settles/s: LOOPS claim+settle pairs of the first group,
+ *     each call timed on its own (p50/p99, and calls per second of one
+ *     connection = 1 / mean);
+ * and on MariaDB only:
+ *   - claim latency (p50/p99) with N pending operations, the backlog filled
+ *     by one INSERT ... SELECT over MariaDB's sequence engine (rows of the
+ *     shape store_accept writes; the one place outside src/store that knows
+ *     the schema), and stats / next_due at that size.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#ifdef TG_HAVE_MARIADB
+#include <mysql.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/tg_error.h"
+#include "store/store.h"
+
+#define T0          1700000000000LL
+#define DAY_MS      86400000LL
+#define SAMPLE      2000 /* accepts */
+#define LOOPS       2000 /* claim+settle pairs */
+#define LARGE_LOOPS 1000
+
+static double now_s(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int r)
+{
+        fprintf(stderr, "bench_store_mysql: %s: %s\n", what, tg_strerror(r));
+        exit(1);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+        double x = *(const double *)a, y = *(const double *)b;
+
+        return (x > y) - (x < y);
+}
+
+static double pct(double *v, int n, double p)
+{
+        int i = (int)(p * (n - 1) + 0.5);
+
+        return v[i < 0 ? 0 : (i >= n ? n - 1 : i)];
+}
+
+static double mean(const double *v, int n)
+{
+        double sum = 0;
+
+        for (int i = 0; i < n; i++)
+                sum += v[i];
+        return n > 0 ? sum / n : 0;
+}
+
+static void accept_one(struct store *s, int64_t i, const struct policy_config *c)
+{
+        struct refund_request q;
+        struct op_record op;
+        bool created;
+        int r;
+
+        memset(&q, 0, sizeof(q));
+        snprintf(q.operation_id, sizeof(q.operation_id), "bench-%" PRId64, i);
+        snprintf(q.payment_id, sizeof(q.payment_id), "pay-%" PRId64, i);
+        q.amount = 1000 + i % 5000;
+        memcpy(q.currency, "TWD", 4);
+        r = store_accept(s, &q, T0 + i, c, &created, &op);
+        if (r < 0)
+                die("accept", r);
+}
+
+/* claim+settle pairs; claim and settle latencies (ms) into the arrays. */
+static int claim_settle(struct store *s, int64_t epoch, int loops, tg_wall_ms now, double *claims,
+                        double *settles)
+{
+        int n = 0;
+
+        for (int i = 0; i < loops; i++) {
+                struct claim_args a;
+                struct op_record op;
+                struct call_record call;
+                struct settle_args sa;
+                double t0, t1, t2;
+                int r;
+
+                memset(&a, 0, sizeof(a));
+                a.group = STORE_GROUP_FIRST;
+                a.epoch = epoch;
+                a.now = now + i;
+                a.start_mono = (tg_mono_ns)i * 1000;
+                a.in_flight_at_start = 1;
+                snprintf(a.request_id, sizeof(a.request_id), "bench-%d", i);
+                t0 = now_s();
+                r = store_claim(s, &a, &op, &call);
+                t1 = now_s();
+                if (r == TG_ENOTFOUND)
+                        break;
+                if (r < 0)
+                        die("claim", r);
+                memset(&sa, 0, sizeof(sa));
+                sa.call_id = call.id;
+                sa.op_id = op.id;
+                sa.epoch = epoch;
+                sa.sent = true;
+                sa.cls = TG_CLASS_SUCCEEDED;
+                sa.http_status = 201;
+                sa.end_mono = call.start_mono + 1000;
+                sa.now = a.now;
+                sa.decision.next = OP_SUCCEEDED;
+                r = store_settle(s, &sa);
+                t2 = now_s();
+                if (r < 0)
+                        die("settle", r);
+                claims[n] = (t1 - t0) * 1e3;
+                settles[n] = (t2 - t1) * 1e3;
+                n++;
+        }
+        return n;
+}
+
+static void print_lat(const char *name, double *v, int n)
+{
+        double m = mean(v, n);
+
+        qsort(v, (size_t)n, sizeof(*v), cmp_double);
+        printf("  %-8s %6d calls  p50 %7.3f ms  p99 %7.3f ms  mean %7.3f ms  = %7.0f /s\n", name, n,
+               pct(v, n, 0.50), pct(v, n, 0.99), m, m > 0 ? 1e3 / m : 0);
+}
+
+/* accepts/s, then claims/s and settles/s over what was accepted. */
+static void small_run(const char *label, const char *url)
+{
+        struct policy_config c;
+        struct store *s = NULL;
+        double *claims = calloc(LOOPS, sizeof(double));
+        double *settles = calloc(LOOPS, sizeof(double));
+        int64_t epoch = 0;
+        double t0, dt;
+        int r, n;
+
+        if (!claims || !settles)
+                die("calloc", TG_ENOMEM);
+        policy_config_default(&c);
+        c.deadline_ms = 30 * DAY_MS;
+        r = store_open(url, &s);
+        if (r < 0)
+                die("open", r);
+        printf("%s (%s)\n", label, store_url(s));
+        t0 = now_s();
+        for (int i = 0; i < SAMPLE; i++)
+                accept_one(s, i, &c);
+        dt = now_s() - t0;
+        printf("  accept   %6d calls  %.0f /s (one commit each)\n", SAMPLE, SAMPLE / dt);
+        r = store_owner_acquire(s, &epoch);
+        if (r < 0)
+                die("acquire", r);
+        n = claim_settle(s, epoch, LOOPS, T0 + SAMPLE, claims, settles);
+        print_lat("claim", claims, n);
+        print_lat("settle", settles, n);
+        store_close(s);
+        free(claims);
+        free(settles);
+}
+
+/* Fills N pending rows with one INSERT ... SELECT over seq_1_to_N. */
+static void bulk_fill(const char *url, int64_t total)
+{
+        char user[128] = "", pass[256] = "", host[256] = "", db[80] = "";
+        unsigned port = 3306;
+        char sql[1600];
+        MYSQL *m = mysql_init(NULL);
+        const char *p = url + strlen("mysql://");
+
+        /* user:pass@host:port/db, as the bench's own url (no escapes) */
+        if (sscanf(p, "%127[^:]:%255[^@]@%255[^:]:%u/%79s", user, pass, host, &port, db) != 5) {
+                fprintf(stderr, "bench_store_mysql: bulk fill needs user:pass@host:port/db\n");
+                exit(1);
+        }
+        if (!m || !mysql_real_connect(m, host, user, pass, db, port, NULL, 0)) {
+                fprintf(stderr, "bench_store_mysql: connect: %s\n", m ? mysql_error(m) : "?");
+                exit(1);
+        }
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO operations (operation_id, payment_id, amount, currency, state, "
+                 "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source) "
+                 "SELECT CONCAT('bulk-', seq), CONCAT('pay-', seq), 1000 + seq %% 5000, 'TWD', "
+                 "'pending', 3, 20, %lld + seq, %lld + seq + %lld, %lld + seq, 'api' "
+                 "FROM seq_1_to_%lld",
+                 (long long)(T0 + DAY_MS), (long long)(T0 + DAY_MS), (long long)(30 * DAY_MS),
+                 (long long)(T0 + DAY_MS), (long long)total);
+        if (mysql_query(m, sql) != 0) {
+                fprintf(stderr, "bench_store_mysql: bulk fill: %s\n", mysql_error(m));
+                exit(1);
+        }
+        mysql_close(m);
+}
+
+static void large_run(const char *url, int64_t total)
+{
+        struct store *s = NULL;
+        struct store_stats st;
+        double *claims = calloc(LARGE_LOOPS, sizeof(double));
+        double *settles = calloc(LARGE_LOOPS, sizeof(double));
+        int64_t epoch = 0;
+        tg_wall_ms next;
+        bool pending;
+        double t0, dt;
+        int r, n;
+
+        if (!claims || !settles)
+                die("calloc", TG_ENOMEM);
+        r = store_open(url, &s); /* creates the schema */
+        if (r < 0)
+                die("open", r);
+        t0 = now_s();
+        bulk_fill(url, total);
+        dt = now_s() - t0;
+        printf("mysql, %" PRId64 " pending (bulk fill %.1f s)\n", total, dt);
+        r = store_owner_acquire(s, &epoch);
+        if (r < 0)
+                die("acquire", r);
+        n = claim_settle(s, epoch, LARGE_LOOPS, T0 + 2 * DAY_MS, claims, settles);
+        print_lat("claim", claims, n);
+        print_lat("settle", settles, n);
+        t0 = now_s();
+        r = store_stats(s, &st);
+        dt = now_s() - t0;
+        if (r < 0)
+                die("stats", r);
+        printf("  stats    %.1f ms (counts by state + oldest open)\n", dt * 1e3);
+        t0 = now_s();
+        r = store_next_due(s, &next, &pending);
+        dt = now_s() - t0;
+        if (r < 0)
+                die("next_due", r);
+        printf("  next_due %.3f ms\n", dt * 1e3);
+        store_close(s);
+        free(claims);
+        free(settles);
+}
+
+int main(int argc, char **argv)
+{
+        const char *base = argc > 1 ? argv[1] : getenv("TG_TEST_MYSQL_URL");
+        const char *dir = argc > 3 ? argv[3] : "/tmp";
+        int64_t total = 1000000;
+        char url[600], sqlite_url[600];
+
+        if (!base || strncmp(base, "mysql://", 8) != 0) {
+                fprintf(stderr, "usage: bench_store_mysql mysql://user:pass@host:port/db "
+                                "[N [DIR]]\n");
+                return 2;
+        }
+        if (argc > 2) {
+                char *end;
+
+                total = strtoll(argv[2], &end, 10);
+                if (*end != '\0' || total < 1) {
+                        fprintf(stderr, "bench_store_mysql: N must be a positive number\n");
+                        return 2;
+                }
+        }
+        snprintf(sqlite_url, sizeof(sqlite_url), "sqlite://%s/tg-bench-mysql-%ld.db", dir,
+                 (long)getpid());
+        small_run("sqlite", sqlite_url);
+        snprintf(url, sizeof(url), "%s_bench_%ld_s", base, (long)getpid());
+        small_run("mysql", url);
+        snprintf(url, sizeof(url), "%s_bench_%ld_l", base, (long)getpid());
+        large_run(url, total);
+        printf("(databases *_bench_%ld_s and _l, and %s, are left for inspection)\n",
+               (long)getpid(), sqlite_url + strlen("sqlite://"));
+        return 0;
+}
+
+#else /* built without MariaDB Connector/C */
+
+int main(void)
+{
+        fprintf(stderr, "bench_store_mysql: built without MariaDB Connector/C\n");
+        return 2;
+}
+
+#endif
