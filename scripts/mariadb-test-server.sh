@@ -26,13 +26,18 @@ mariadb_test_server_start() {
     if mariadb --no-defaults -S "$MARIADB_TEST_DIR/sock" -uroot -e 'select 1' >/dev/null 2>&1; then
       break
     fi
+    # died at once (say, the port is taken by another run): stop waiting
+    kill -0 "$MARIADB_TEST_PID" 2>/dev/null || break
     sleep 0.2
   done
   mariadb --no-defaults -S "$MARIADB_TEST_DIR/sock" -uroot -e "
     CREATE USER IF NOT EXISTS 'tollgate'@'127.0.0.1' IDENTIFIED BY 'tollgate';
     GRANT ALL ON \`tollgate_test%\`.* TO 'tollgate'@'127.0.0.1';
     CREATE DATABASE IF NOT EXISTS tollgate_test;" || {
-      echo "mariadb-test-server: server did not come up, see $MARIADB_TEST_DIR/server.log" >&2; return 1; }
+      echo "mariadb-test-server: server did not come up on port $port:" >&2
+      tail -5 "$MARIADB_TEST_DIR/server.log" >&2
+      # the caller's EXIT trap is not set yet: leave nothing running
+      mariadb_test_server_stop; MARIADB_TEST_PID=""; MARIADB_TEST_DIR=""; return 1; }
   export TG_TEST_MYSQL_URL="mysql://tollgate:tollgate@127.0.0.1:$port/tollgate_test"
   export TG_TEST_MYSQL_SOCKET="$MARIADB_TEST_DIR/sock"
   echo "mariadb-test-server: up on 127.0.0.1:$port" >&2
