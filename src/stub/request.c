@@ -1,34 +1,32 @@
 /*
- * Validation of the stub's contract input, with a small strict JSON reader of
- * its own (RFC 8259: one top-level object, nested values skipped up to a depth
- * bound, strings UTF-8 checked, \u escapes decoded). It is hand-written rather
- * than jansson so that the fuzz target can include this file alone and fuzz
- * exactly the code that guards the stub. Invariants: never reads past
- * body[len), never writes past a field buffer (an over-long string marks its
- * field invalid instead), never allocates, and the result is all or nothing.
+ * Validation of the stub's contract input. The POST /v1/refunds body is read
+ * by jansson with the strictness of RFC 8259 plus two rules of ours: one
+ * top-level object and no member name twice. The four contract fields are
+ * then checked here, one rule and one static reason each.
+ *
+ * Invariants: never reads past body[len); the result is all or nothing
+ * (*ret is written only on success); every json_t jansson builds is released
+ * before returning; no I/O. jansson allocates while parsing (bounded by its
+ * own nesting limit and by the body size the HTTP layer admits).
  */
 #include "request.h"
 
 #include "core/tg_error.h"
 
+#include <jansson.h>
 #include <string.h>
 
-#define MAX_DEPTH 32
-#define NAME_MAX  32
-
-struct cursor {
-        const unsigned char *p;
-        const unsigned char *end;
-};
-
-/* A decoded JSON string: at most cap-1 bytes kept, too_long if more came. */
-struct jstr {
-        char *buf;
-        size_t cap;
-        size_t len;
-        bool too_long;
-        bool has_nul;
-};
+/*
+ * JSON_REJECT_DUPLICATES: a name twice, at any depth, is a 400.
+ * JSON_ALLOW_NUL: a \u0000 escape inside a string value is valid JSON, so it
+ * parses and the field check below refuses it (422), as for any control
+ * character; a NUL in a member name stays a parse error in jansson.
+ * Not JSON_DISABLE_EOF_CHECK (trailing data is an error), not
+ * JSON_DECODE_ANY (the root must be an object; checked before and after),
+ * and JSON_DECODE_INT_AS_REAL only to tell an over-long integer from bad
+ * syntax (amount must stay a JSON integer).
+ */
+#define LOAD_FLAGS (JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL)
 
 bool stub_key_valid(const char *key, size_t len)
 {
@@ -44,443 +42,187 @@ bool stub_key_valid(const char *key, size_t len)
         return true;
 }
 
-static void skip_ws(struct cursor *c)
+/* True when the first byte after JSON whitespace opens an object. */
+static bool starts_object(const char *body, size_t len)
 {
-        while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
-                c->p++;
-}
-
-static void jstr_put(struct jstr *s, unsigned char ch)
-{
-        if (ch == 0)
-                s->has_nul = true;
-        if (!s->buf)
-                return;
-        if (s->len + 1 < s->cap) {
-                s->buf[s->len++] = (char)ch;
-                s->buf[s->len] = '\0';
-        } else {
-                s->too_long = true;
+        for (size_t i = 0; i < len; i++) {
+                char ch = body[i];
+                if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
+                        return ch == '{';
         }
+        return false;
 }
 
-static void put_utf8(struct jstr *s, uint32_t cp)
+/*
+ * Our reason for a body jansson refused. Syntax errors are told apart by the
+ * start of jansson's own message; a wording jansson changes falls back to the
+ * generic reason, never to a different status.
+ */
+static int load_error(const json_error_t *err, const char **why)
 {
-        if (cp < 0x80) {
-                jstr_put(s, (unsigned char)cp);
-        } else if (cp < 0x800) {
-                jstr_put(s, (unsigned char)(0xc0 | (cp >> 6)));
-                jstr_put(s, (unsigned char)(0x80 | (cp & 0x3f)));
-        } else if (cp < 0x10000) {
-                jstr_put(s, (unsigned char)(0xe0 | (cp >> 12)));
-                jstr_put(s, (unsigned char)(0x80 | ((cp >> 6) & 0x3f)));
-                jstr_put(s, (unsigned char)(0x80 | (cp & 0x3f)));
-        } else {
-                jstr_put(s, (unsigned char)(0xf0 | (cp >> 18)));
-                jstr_put(s, (unsigned char)(0x80 | ((cp >> 12) & 0x3f)));
-                jstr_put(s, (unsigned char)(0x80 | ((cp >> 6) & 0x3f)));
-                jstr_put(s, (unsigned char)(0x80 | (cp & 0x3f)));
-        }
-}
+        static const struct {
+                const char *jansson;
+                const char *ours;
+        } syntax[] = {
+            {"string or '}' expected", "malformed JSON: member name"},
+            {"':' expected", "malformed JSON: expected ':'"},
+            {"'}' expected", "malformed JSON: expected ',' or '}'"},
+        };
 
-static int hex4(struct cursor *c, uint32_t *ret)
-{
-        uint32_t v = 0;
-        if (c->end - c->p < 4)
+        switch (json_error_code(err)) {
+        case json_error_out_of_memory:
+                *why = "out of memory";
+                return TG_ENOMEM;
+        case json_error_numeric_overflow:
+                /* Even as a double: no reading of the body gets past it. */
+                *why = "malformed JSON: number out of range";
                 return TG_EPARSE;
-        for (int i = 0; i < 4; i++) {
-                unsigned char h = c->p[i];
-                v <<= 4;
-                if (h >= '0' && h <= '9')
-                        v |= (uint32_t)(h - '0');
-                else if (h >= 'a' && h <= 'f')
-                        v |= (uint32_t)(h - 'a' + 10);
-                else if (h >= 'A' && h <= 'F')
-                        v |= (uint32_t)(h - 'A' + 10);
-                else
-                        return TG_EPARSE;
-        }
-        c->p += 4;
-        *ret = v;
-        return 0;
-}
-
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static size_t utf8_len(const unsigned char *p, const unsigned char *end)
-{
-        unsigned char b = p[0];
-        size_t n;
-        uint32_t cp, min;
-        if (b < 0x80)
-                return 1;
-        if ((b & 0xe0) == 0xc0) {
-                n = 2;
-                cp = b & 0x1f;
-                min = 0x80;
-        } else if ((b & 0xf0) == 0xe0) {
-                n = 3;
-                cp = b & 0x0f;
-                min = 0x800;
-        } else if ((b & 0xf8) == 0xf0) {
-                n = 4;
-                cp = b & 0x07;
-                min = 0x10000;
-        } else {
-                return 0;
-        }
-        if ((size_t)(end - p) < n)
-                return 0;
-        for (size_t i = 1; i < n; i++) {
-                if ((p[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                return 0;
-        return n;
-}
-
-/* Reads a string starting at the opening quote; s may have a NULL buf. */
-static int parse_string(struct cursor *c, struct jstr *s)
-{
-        if (c->p >= c->end || *c->p != '"')
+        case json_error_end_of_input_expected:
+                *why = "malformed JSON: trailing data";
                 return TG_EPARSE;
-        c->p++;
-        while (c->p < c->end) {
-                unsigned char ch = *c->p;
-                if (ch == '"') {
-                        c->p++;
-                        return 0;
-                }
-                if (ch < 0x20)
-                        return TG_EPARSE;
-                if (ch != '\\') {
-                        size_t n = utf8_len(c->p, c->end);
-                        if (n == 0)
-                                return TG_EPARSE;
-                        for (size_t i = 0; i < n; i++)
-                                jstr_put(s, c->p[i]);
-                        c->p += n;
-                        continue;
-                }
-                c->p++;
-                if (c->p >= c->end)
-                        return TG_EPARSE;
-                ch = *c->p++;
-                switch (ch) {
-                case '"':
-                case '\\':
-                case '/':
-                        jstr_put(s, ch);
-                        break;
-                case 'b':
-                        jstr_put(s, '\b');
-                        break;
-                case 'f':
-                        jstr_put(s, '\f');
-                        break;
-                case 'n':
-                        jstr_put(s, '\n');
-                        break;
-                case 'r':
-                        jstr_put(s, '\r');
-                        break;
-                case 't':
-                        jstr_put(s, '\t');
-                        break;
-                case 'u': {
-                        uint32_t cp, lo;
-                        if (hex4(c, &cp) < 0)
-                                return TG_EPARSE;
-                        if (cp >= 0xdc00 && cp <= 0xdfff)
-                                return TG_EPARSE;
-                        if (cp >= 0xd800 && cp <= 0xdbff) {
-                                if (c->end - c->p < 2 || c->p[0] != '\\' || c->p[1] != 'u')
-                                        return TG_EPARSE;
-                                c->p += 2;
-                                if (hex4(c, &lo) < 0 || lo < 0xdc00 || lo > 0xdfff)
-                                        return TG_EPARSE;
-                                cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                        }
-                        put_utf8(s, cp);
-                        break;
-                }
-                default:
-                        return TG_EPARSE;
-                }
+        case json_error_duplicate_key:
+                *why = "duplicate field";
+                return TG_EPARSE;
+        case json_error_null_byte_in_key:
+                *why = "malformed JSON: member name";
+                return TG_EPARSE;
+        default:
+                break;
+        }
+        *why = "malformed JSON: value";
+        for (size_t i = 0; i < sizeof(syntax) / sizeof(syntax[0]); i++) {
+                size_t n = strlen(syntax[i].jansson);
+                if (strncmp(err->text, syntax[i].jansson, n) == 0)
+                        *why = syntax[i].ours;
         }
         return TG_EPARSE;
 }
 
-/*
- * Reads a number with the strict JSON grammar. *ret_is_int tells whether it
- * had neither fraction nor exponent and fits in int64 (then *ret_int holds it).
- */
-static int parse_number(struct cursor *c, bool *ret_is_int, int64_t *ret_int)
+/* The string value of v and its length in bytes, or NULL if v is no string. */
+static const char *string_of(const json_t *v, size_t *ret_len)
 {
-        bool neg = false, is_int = true, overflow = false;
-        int64_t v = 0;
-        if (c->p < c->end && *c->p == '-') {
-                neg = true;
-                c->p++;
-        }
-        if (c->p >= c->end)
-                return TG_EPARSE;
-        if (*c->p == '0') {
-                c->p++;
-        } else if (*c->p >= '1' && *c->p <= '9') {
-                while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-                        int d = *c->p - '0';
-                        if (v > (INT64_MAX - d) / 10)
-                                overflow = true;
-                        else
-                                v = v * 10 + d;
-                        c->p++;
-                }
-        } else {
-                return TG_EPARSE;
-        }
-        if (c->p < c->end && *c->p == '.') {
-                is_int = false;
-                c->p++;
-                if (c->p >= c->end || *c->p < '0' || *c->p > '9')
-                        return TG_EPARSE;
-                while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
-                        c->p++;
-        }
-        if (c->p < c->end && (*c->p == 'e' || *c->p == 'E')) {
-                is_int = false;
-                c->p++;
-                if (c->p < c->end && (*c->p == '+' || *c->p == '-'))
-                        c->p++;
-                if (c->p >= c->end || *c->p < '0' || *c->p > '9')
-                        return TG_EPARSE;
-                while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
-                        c->p++;
-        }
-        *ret_is_int = is_int && !overflow;
-        *ret_int = neg ? -v : v;
-        return 0;
+        if (!json_is_string(v))
+                return NULL;
+        *ret_len = json_string_length(v);
+        return json_string_value(v);
 }
 
-static int literal(struct cursor *c, const char *word)
+/* 1..max bytes, none of them a control character (so no NUL either). */
+static bool text_ok(const char *s, size_t len, size_t max)
 {
-        size_t n = strlen(word);
-        if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0)
-                return TG_EPARSE;
-        c->p += n;
-        return 0;
-}
-
-/* Skips any JSON value; depth bounds the recursion. */
-static int skip_value(struct cursor *c, int depth)
-{
-        bool is_int;
-        int64_t iv;
-        if (depth > MAX_DEPTH)
-                return TG_EPARSE;
-        skip_ws(c);
-        if (c->p >= c->end)
-                return TG_EPARSE;
-        switch (*c->p) {
-        case '"':
-                return parse_string(c, &(struct jstr){0});
-        case 't':
-                return literal(c, "true");
-        case 'f':
-                return literal(c, "false");
-        case 'n':
-                return literal(c, "null");
-        case '[':
-        case '{': {
-                unsigned char close = *c->p == '[' ? ']' : '}';
-                bool object = close == '}';
-                c->p++;
-                skip_ws(c);
-                if (c->p < c->end && *c->p == close) {
-                        c->p++;
-                        return 0;
-                }
-                for (;;) {
-                        if (object) {
-                                skip_ws(c);
-                                if (parse_string(c, &(struct jstr){0}) < 0)
-                                        return TG_EPARSE;
-                                skip_ws(c);
-                                if (c->p >= c->end || *c->p != ':')
-                                        return TG_EPARSE;
-                                c->p++;
-                        }
-                        if (skip_value(c, depth + 1) < 0)
-                                return TG_EPARSE;
-                        skip_ws(c);
-                        if (c->p >= c->end)
-                                return TG_EPARSE;
-                        if (*c->p == ',') {
-                                c->p++;
-                                continue;
-                        }
-                        if (*c->p == close) {
-                                c->p++;
-                                return 0;
-                        }
-                        return TG_EPARSE;
-                }
-        }
-        default:
-                return parse_number(c, &is_int, &iv);
-        }
-}
-
-enum field { F_OPERATION, F_PAYMENT, F_AMOUNT, F_CURRENCY, F_COUNT };
-
-static const char *const field_names[F_COUNT] = {"operation_id", "payment_id", "amount",
-                                                 "currency"};
-
-/* What one field held: its JSON type and, for strings, the decoded text. */
-struct seen {
-        bool present;
-        bool is_string;
-        bool is_int;
-        int64_t ival;
-        struct jstr str;
-};
-
-static int parse_member_value(struct cursor *c, struct seen *f)
-{
-        skip_ws(c);
-        if (c->p >= c->end)
-                return TG_EPARSE;
-        f->present = true;
-        if (*c->p == '"') {
-                f->is_string = true;
-                return parse_string(c, &f->str);
-        }
-        if (*c->p == '-' || (*c->p >= '0' && *c->p <= '9'))
-                return parse_number(c, &f->is_int, &f->ival);
-        return skip_value(c, 1);
-}
-
-static bool text_ok(const struct jstr *s, size_t max)
-{
-        if (s->too_long || s->has_nul || s->len == 0 || s->len > max)
+        if (!s || len == 0 || len > max)
                 return false;
-        for (size_t i = 0; i < s->len; i++) {
-                unsigned char ch = (unsigned char)s->buf[i];
+        for (size_t i = 0; i < len; i++) {
+                unsigned char ch = (unsigned char)s[i];
                 if (ch < 0x20 || ch == 0x7f)
                         return false;
         }
         return true;
 }
 
-int stub_parse_refund_request(const char *body, size_t len, const char **why,
-                              struct stub_refund *ret)
+/* The checks on a parsed object; fills *ret only when all pass. */
+static int check_fields(const json_t *root, const char **why, struct stub_refund *ret)
 {
-        char op[STUB_KEY_MAX + 2], pay[STUB_FIELD_MAX + 2], cur[8];
-        struct seen f[F_COUNT];
-        struct cursor c = {(const unsigned char *)body, (const unsigned char *)body + len};
-        const char *dummy;
+        const json_t *op_v = json_object_get(root, "operation_id");
+        const json_t *pay_v = json_object_get(root, "payment_id");
+        const json_t *amount_v = json_object_get(root, "amount");
+        const json_t *cur_v = json_object_get(root, "currency");
+        size_t op_len = 0, pay_len = 0, cur_len = 0;
+        const char *op = string_of(op_v, &op_len);
+        const char *pay = string_of(pay_v, &pay_len);
+        const char *cur = string_of(cur_v, &cur_len);
+        json_int_t amount;
 
-        if (!why)
-                why = &dummy;
-        if (!body && len > 0)
+        if (!op_v || !pay_v || !amount_v || !cur_v) {
+                *why = "missing field";
                 return TG_EINVAL;
-        memset(f, 0, sizeof(f));
-        f[F_OPERATION].str = (struct jstr){op, sizeof(op), 0, false, false};
-        f[F_PAYMENT].str = (struct jstr){pay, sizeof(pay), 0, false, false};
-        f[F_CURRENCY].str = (struct jstr){cur, sizeof(cur), 0, false, false};
-        op[0] = pay[0] = cur[0] = '\0';
-
-        skip_ws(&c);
-        if (c.p >= c.end || *c.p != '{') {
-                *why = "body is not a JSON object";
-                return TG_EPARSE;
         }
-        c.p++;
-        skip_ws(&c);
-        if (c.p < c.end && *c.p == '}') {
-                c.p++;
-        } else {
-                for (;;) {
-                        char name[NAME_MAX];
-                        struct jstr n = {name, sizeof(name), 0, false, false};
-                        int which = -1;
-                        name[0] = '\0';
-                        skip_ws(&c);
-                        if (parse_string(&c, &n) < 0) {
-                                *why = "malformed JSON: member name";
-                                return TG_EPARSE;
-                        }
-                        skip_ws(&c);
-                        if (c.p >= c.end || *c.p != ':') {
-                                *why = "malformed JSON: expected ':'";
-                                return TG_EPARSE;
-                        }
-                        c.p++;
-                        for (int i = 0; i < F_COUNT && !n.too_long && !n.has_nul; i++) {
-                                if (strcmp(name, field_names[i]) == 0)
-                                        which = i;
-                        }
-                        if (which >= 0 && f[which].present) {
-                                *why = "duplicate field";
-                                return TG_EPARSE;
-                        }
-                        if (which >= 0 ? parse_member_value(&c, &f[which]) < 0
-                                       : skip_value(&c, 1) < 0) {
-                                *why = "malformed JSON: value";
-                                return TG_EPARSE;
-                        }
-                        skip_ws(&c);
-                        if (c.p < c.end && *c.p == ',') {
-                                c.p++;
-                                continue;
-                        }
-                        if (c.p < c.end && *c.p == '}') {
-                                c.p++;
-                                break;
-                        }
-                        *why = "malformed JSON: expected ',' or '}'";
-                        return TG_EPARSE;
-                }
-        }
-        skip_ws(&c);
-        if (c.p != c.end) {
-                *why = "malformed JSON: trailing data";
-                return TG_EPARSE;
-        }
-
-        for (int i = 0; i < F_COUNT; i++) {
-                if (!f[i].present) {
-                        *why = "missing field";
-                        return TG_EINVAL;
-                }
-        }
-        if (!f[F_OPERATION].is_string || !text_ok(&f[F_OPERATION].str, STUB_KEY_MAX) ||
-            !stub_key_valid(op, f[F_OPERATION].str.len)) {
+        /* stub_key_valid() admits no NUL, so strlen(op) == op_len below. */
+        if (!op || !stub_key_valid(op, op_len)) {
                 *why = "operation_id must be 1-128 chars of [A-Za-z0-9._:-]";
                 return TG_EINVAL;
         }
-        if (!f[F_PAYMENT].is_string || !text_ok(&f[F_PAYMENT].str, STUB_FIELD_MAX)) {
+        if (!text_ok(pay, pay_len, STUB_FIELD_MAX)) {
                 *why = "payment_id must be a string of 1-128 printable bytes";
                 return TG_EINVAL;
         }
-        if (f[F_AMOUNT].is_string || !f[F_AMOUNT].is_int || f[F_AMOUNT].ival <= 0 ||
-            f[F_AMOUNT].ival > STUB_AMOUNT_MAX) {
+        /* A JSON integer only: jansson makes 1500.0 and 15e2 a json_real. */
+        amount = json_is_integer(amount_v) ? json_integer_value(amount_v) : 0;
+        if (amount <= 0 || amount > STUB_AMOUNT_MAX) {
                 *why = "amount must be a positive integer in minor units";
                 return TG_EINVAL;
         }
-        if (!f[F_CURRENCY].is_string || f[F_CURRENCY].str.len != 3 || f[F_CURRENCY].str.too_long ||
+        if (!cur || cur_len != 3 ||
             !(cur[0] >= 'A' && cur[0] <= 'Z' && cur[1] >= 'A' && cur[1] <= 'Z' && cur[2] >= 'A' &&
               cur[2] <= 'Z')) {
                 *why = "currency must be three upper-case letters";
                 return TG_EINVAL;
         }
 
-        memcpy(ret->operation_id, op, f[F_OPERATION].str.len + 1);
-        memcpy(ret->payment_id, pay, f[F_PAYMENT].str.len + 1);
-        ret->amount = f[F_AMOUNT].ival;
-        memcpy(ret->currency, cur, 4);
+        memcpy(ret->operation_id, op, op_len);
+        ret->operation_id[op_len] = '\0';
+        memcpy(ret->payment_id, pay, pay_len);
+        ret->payment_id[pay_len] = '\0';
+        ret->amount = (int64_t)amount;
+        memcpy(ret->currency, cur, 3);
+        ret->currency[3] = '\0';
         return 0;
+}
+
+int stub_parse_refund_request(const char *body, size_t len, const char **why,
+                              struct stub_refund *ret)
+{
+        const char *dummy;
+        json_error_t err;
+        json_t *root;
+        int rc;
+
+        if (!why)
+                why = &dummy;
+        if (!body && len > 0) {
+                *why = "no body";
+                return TG_EINVAL;
+        }
+        if (!body || !starts_object(body, len)) {
+                *why = "body is not a JSON object";
+                return TG_EPARSE;
+        }
+        /*
+         * A raw NUL byte is never valid JSON, but jansson 2.14's json_loadb()
+         * skips one that follows a number or a literal ({"amount":1\0} loads),
+         * so it is refused here before jansson sees the body.
+         */
+        if (memchr(body, '\0', len)) {
+                *why = "malformed JSON: NUL byte";
+                return TG_EPARSE;
+        }
+        root = json_loadb(body, len, LOAD_FLAGS, &err);
+        if (!root && json_error_code(&err) == json_error_numeric_overflow) {
+                /*
+                 * jansson stops at the first integer beyond int64, before it
+                 * has read the rest. Read again with integers as doubles: if
+                 * that loads, the body is valid JSON with a number out of
+                 * range (422, as for any out-of-range amount); if not, it is
+                 * malformed (400) for the reason the second read gives.
+                 */
+                root = json_loadb(body, len, LOAD_FLAGS | JSON_DECODE_INT_AS_REAL, &err);
+                if (root) {
+                        json_decref(root);
+                        *why = "number out of range; amount must be a positive integer in "
+                               "minor units";
+                        return TG_EINVAL;
+                }
+        }
+        if (!root)
+                return load_error(&err, why);
+        if (json_is_object(root)) {
+                rc = check_fields(root, why, ret);
+        } else {
+                *why = "body is not a JSON object";
+                rc = TG_EPARSE;
+        }
+        json_decref(root);
+        return rc;
 }
 
 int stub_parse_query_path(const char *path, char ret_operation_id[STUB_KEY_MAX + 1])

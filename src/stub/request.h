@@ -1,8 +1,10 @@
 /*
  * Validation of what a client sends to the stub's contract endpoints
  * (shared/PROVIDER.md): the Idempotency-Key, the POST /v1/refunds body and the
- * GET /v1/refunds/{operation_id} path. Pure code: no I/O, no allocation, no
- * library beyond libc, so the fuzz target can include request.c on its own.
+ * GET /v1/refunds/{operation_id} path. Pure code: no I/O. The body is read
+ * with jansson, which allocates while parsing and is freed before return;
+ * the rest is libc only. The fuzz target includes request.c on its own and
+ * gets jansson from the libraries it links.
  */
 #ifndef STUB_REQUEST_H
 #define STUB_REQUEST_H
@@ -31,11 +33,15 @@ struct stub_refund {
 bool stub_key_valid(const char *key, size_t len);
 
 /*
- * Parses a POST /v1/refunds body of len bytes (need not be NUL-terminated).
- * Returns 0 and fills *ret; TG_EPARSE when the body is not one JSON object
- * (answer 400); TG_EINVAL when it is JSON but a field is missing, of the wrong
- * type or out of range (answer 422). On failure *why (if why is not NULL) is
- * set to a static text naming the problem and *ret is untouched.
+ * Parses a POST /v1/refunds body of len bytes (need not be NUL-terminated;
+ * the caller keeps it, nothing is retained). Returns 0 and fills *ret;
+ * TG_EPARSE when the body is not one JSON object (answer 400): bad syntax or
+ * UTF-8, a raw NUL byte, trailing data, a member name twice at any depth;
+ * TG_EINVAL when it is JSON but a field is missing, of the wrong type or out
+ * of range, amount being a JSON integer only (answer 422). TG_ENOMEM when
+ * jansson reports running out of memory (it may also report that as a syntax
+ * error, so TG_EPARSE). On failure *why (if why is not NULL) is set to a
+ * static text naming the problem and *ret is untouched.
  */
 int stub_parse_refund_request(const char *body, size_t len, const char **why,
                               struct stub_refund *ret);
