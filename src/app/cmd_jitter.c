@@ -254,7 +254,7 @@ static void print_rounds(const struct jitter_opts *o, const struct jitter_sim *s
                          const struct jitter_sim *flat)
 {
         const struct jitter_sim_config *c = &o->sim;
-        char b1[32], b2[32], b3[32], b4[32], win[64], none[64];
+        char b1[32], b2[32], b3[32], b4[32], win[128], none[128];
 
         printf("\nPer round (the seed's table: each round's retries from the moment its window"
                " opens)\n");
@@ -277,14 +277,14 @@ static void print_rounds(const struct jitter_opts *o, const struct jitter_sim *s
                                c->capacity && f.sent > c->capacity ? "over capacity" : "");
                         continue;
                 }
-                char drawn[64];
+                char drawn[128];
                 if (r.sent)
                         snprintf(drawn, sizeof(drawn), "%u in %s-%s", r.sent,
                                  fmt_t(o, r.min_wait_ms, b1, sizeof(b1)),
                                  fmt_t(o, r.max_wait_ms, b2, sizeof(b2)));
                 else
                         snprintf(drawn, sizeof(drawn), "none left");
-                char peak[48], gap[32] = "-";
+                char peak[96], gap[96] = "-";
                 snprintf(peak, sizeof(peak), "%u at %s", r.peak,
                          fmt_t(o, r.peak_at_ms, b4, sizeof(b4)));
                 if (r.sent > 1)

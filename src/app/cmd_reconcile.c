@@ -201,7 +201,7 @@ static int run(struct store *store, FILE *f, bool dry_run, struct tally *t)
         char *head = malloc(RECON_LINE_MAX + 2);
         char *names[RECON_COLS_MAX], *fields[RECON_COLS_MAX];
         unsigned long lineno = 0;
-        int col[3], nnames = 0, r = 0;
+        int col[3] = {-1, -1, -1}, nnames = 0, r = 0;
 
         if (!line || !head) {
                 r = 1;

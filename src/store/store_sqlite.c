@@ -1795,7 +1795,7 @@ static int sqlite_sample_put(struct store *store, const struct exit_sample *samp
                              tg_wall_ms keep_after)
 {
         struct sqlite_store *s = S(store);
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = tx_begin(s, true);
 
         if (r < 0)
@@ -1843,7 +1843,7 @@ static int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned l
                 return TG_ENOMEM;
         while (limit > 0) {
                 int want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
-                sqlite3_stmt *st;
+                sqlite3_stmt *st = NULL;
                 int n = 0, rc;
 
                 r = stmt_get(s, ST_SAMPLE_LIST, &st);
@@ -1880,7 +1880,7 @@ static int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned l
 static int sqlite_last_sample(struct store *store, struct exit_sample *ret_sample)
 {
         struct sqlite_store *s = S(store);
-        sqlite3_stmt *st;
+        sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_SAMPLE_LAST, &st);
         int rc;
 
