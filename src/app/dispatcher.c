@@ -37,10 +37,11 @@
 #include "net/transport.h"
 #include "store/store.h"
 
-#define IDLE_RECHECK_NS  (50 * TG_NS_PER_MS)   /* look for new work this often when idle */
-#define SWEEP_EVERY_NS   (1000 * TG_NS_PER_MS) /* deadline sweep and owner check */
-#define STANDBY_RETRY_NS (250 * TG_NS_PER_MS)
-#define SETTLE_TRIES     10
+#define IDLE_RECHECK_NS          (50 * TG_NS_PER_MS)   /* look for new work this often when idle */
+#define SWEEP_EVERY_NS           (1000 * TG_NS_PER_MS) /* deadline sweep and owner check */
+#define STANDBY_RETRY_NS         (250 * TG_NS_PER_MS)
+#define DISPATCH_BUSY_TIMEOUT_MS 200
+#define SETTLE_RETRY_NS          (200 * TG_NS_PER_MS) /* a store that failed a settle is asked again */
 
 struct open_call {
         bool used;
@@ -72,6 +73,14 @@ struct disp {
         tg_mono_ns next_sweep;
         uint64_t seq;
         bool lost; /* fenced or lock lost: stop starting */
+        /* Outcomes the store could not take yet (down, restarting, busy past
+         * its timeout). While any is here the exit starts nothing; they are
+         * retried until the store takes them. Bounded: at most one per open
+         * call, and no call starts while one waits. */
+        struct settle_args *unsettled;
+        unsigned n_unsettled;
+        uint64_t claim_failures; /* in a row */
+        tg_mono_ns next_settle_retry;
         const char *failpoint;
         struct exit_stats *xstats; /* operators' figures (exit_stats.h); hooks marked "stats:" */
 };
@@ -242,14 +251,17 @@ static void settle_call(struct disp *d, struct open_call *oc, const struct trans
         snprintf(sa.error, sizeof(sa.error), "%s", res->error);
         snprintf(sa.refund_id, sizeof(sa.refund_id), "%s", res->reply.refund_id);
 
-        /* Commit the outcome; a busy store is retried (the store's own busy
-         * timeout waits first). If it still fails, the row stays in_flight and
-         * the next owner reconciles it as unknown: never guessed. */
-        for (int i = 0; i < SETTLE_TRIES; i++) {
-                r = store_settle(d->store, &sa);
-                if (r != TG_EBUSY && r != TG_ESTORE)
-                        break;
-                sleep_ns(50 * TG_NS_PER_MS);
+        /* Commit the outcome. A store that cannot take it now keeps the
+         * outcome here and pauses the exit until it can (retry_unsettled);
+         * if this process dies meanwhile, the row is still in_flight and the
+         * next owner reconciles it as unknown: never guessed. */
+        r = store_settle(d->store, &sa);
+        if (r < 0 && r != TG_EFENCED && d->n_unsettled < d->ncalls) {
+                if (d->n_unsettled == 0)
+                        log_emit(LOG_ERROR, "exit_paused_store",
+                                 json_pack("{s:s}", "error", tg_strerror(r)));
+                d->unsettled[d->n_unsettled++] = sa;
+                d->next_settle_retry = now + SETTLE_RETRY_NS;
         }
         json_t *f = op_fields(&oc->op, &oc->call);
         json_object_set_new(f, "class", json_string(tg_class_name(cls)));
@@ -278,6 +290,29 @@ static void settle_call(struct disp *d, struct open_call *oc, const struct trans
                 pacer_finish(d->query_pacer);
         provider_signals(d, oc, res, ra, now);
         oc->used = false;
+}
+
+/* Asks the store again for outcomes it could not take. */
+static void retry_unsettled(struct disp *d, tg_mono_ns now)
+{
+        if (d->n_unsettled == 0 || now < d->next_settle_retry)
+                return;
+        unsigned kept = 0;
+        for (unsigned i = 0; i < d->n_unsettled; i++) {
+                int r = store_settle(d->store, &d->unsettled[i]);
+                if (r == TG_EFENCED) {
+                        d->lost = true;
+                        log_emit(
+                            LOG_ERROR, "settle_fenced",
+                            json_pack("{s:I}", "call_id", (json_int_t)d->unsettled[i].call_id));
+                } else if (r < 0) {
+                        d->unsettled[kept++] = d->unsettled[i];
+                }
+        }
+        d->n_unsettled = kept;
+        d->next_settle_retry = now + SETTLE_RETRY_NS;
+        if (kept == 0)
+                log_emit(LOG_INFO, "exit_resumed_store", NULL);
 }
 
 static void settle_finished(struct disp *d)
@@ -329,7 +364,8 @@ static int64_t call_timeout_ms(const struct disp *d, const struct op_record *op,
 
 static void try_start(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
 {
-        if (d->lost || stopping(d) || now < d->idle_until || !pacer_may_start(d->pacer, now))
+        if (d->lost || stopping(d) || d->n_unsettled > 0 || now < d->idle_until ||
+            !pacer_may_start(d->pacer, now))
                 return;
         struct open_call *oc = free_slot(d);
         if (!oc)
@@ -368,10 +404,16 @@ static void try_start(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
                 return;
         }
         if (r < 0) {
-                log_emit(LOG_WARN, "claim_failed", json_pack("{s:s}", "error", tg_strerror(r)));
+                /* Said once, then every few seconds while the store stays
+                 * down: the loop asks again every IDLE_RECHECK_NS. */
+                if (d->claim_failures++ % 100 == 0)
+                        log_emit(LOG_WARN, "claim_failed",
+                                 json_pack("{s:s, s:I}", "error", tg_strerror(r), "failures",
+                                           (json_int_t)d->claim_failures));
                 d->idle_until = now + IDLE_RECHECK_NS;
                 return;
         }
+        d->claim_failures = 0;
         /* An empty group yields its turn; after a claim the other group goes
          * next. */
         d->turn = used == STORE_GROUP_FIRST ? STORE_GROUP_AGAIN : STORE_GROUP_FIRST;
@@ -551,6 +593,9 @@ static int disp_init(struct disp *d, const struct tg_config *cfg,
         int r = store_open(cfg->store_url, &d->store);
         if (r < 0)
                 return r;
+        /* A locked store must not stall the loop that reads replies: wait
+         * briefly, then keep the outcome and retry (retry_unsettled). */
+        store_set_busy_timeout(d->store, DISPATCH_BUSY_TIMEOUT_MS);
         /* An empty pacer: nothing carried over from before, no catch-up. */
         r = pacer_new(&cfg->exit, &d->pacer);
         if (r < 0)
@@ -590,7 +635,8 @@ static int disp_init(struct disp *d, const struct tg_config *cfg,
                 return r;
         d->ncalls = cfg->exit.max_in_flight;
         d->calls = calloc(d->ncalls, sizeof(*d->calls));
-        return d->calls ? 0 : TG_ENOMEM;
+        d->unsettled = calloc(d->ncalls, sizeof(*d->unsettled));
+        return d->calls && d->unsettled ? 0 : TG_ENOMEM;
 }
 
 static void disp_release(struct disp *d)
@@ -605,6 +651,7 @@ static void disp_release(struct disp *d)
                 store_close(d->store);
         }
         free(d->calls);
+        free(d->unsettled);
 }
 
 /* The owner lock is gone (its session dropped: a database restart, a killed
@@ -614,7 +661,12 @@ static void disp_release(struct disp *d)
  * actual start. 0, or what acquire()/take_over() returned. */
 static int rejoin(struct disp *d)
 {
-        log_emit(LOG_WARN, "rejoin", json_pack("{s:I}", "lost_epoch", (json_int_t)d->epoch));
+        log_emit(LOG_WARN, "rejoin",
+                 json_pack("{s:I, s:i}", "lost_epoch", (json_int_t)d->epoch, "unsettled",
+                           (int)d->n_unsettled));
+        /* Outcomes the store never took stay in_flight under the lost epoch:
+         * the takeover below turns them into unknown, to be reconciled. */
+        d->n_unsettled = 0;
         for (;;) {
                 store_owner_release(d->store);
                 d->lost = false;
@@ -662,6 +714,7 @@ int dispatcher_run(const struct tg_config *config, const struct dispatcher_optio
                 tg_mono_ns now = clock_mono_now();
                 tg_wall_ms wall = clock_wall_now();
                 settle_finished(&d);
+                retry_unsettled(&d, now);
                 if ((stopping(&d) || d.lost) && transport_open(d.transport) == 0) {
                         /* Lost the exit but not asked to stop: stand by and
                          * take it again once it is free. */
@@ -675,7 +728,8 @@ int dispatcher_run(const struct tg_config *config, const struct dispatcher_optio
                         sleep_ns(10 * TG_NS_PER_MS);
         }
         bool lost = d.lost;
-        log_emit(LOG_INFO, "exit_closed", json_pack("{s:b}", "owner_lost", lost));
+        log_emit(LOG_INFO, "exit_closed",
+                 json_pack("{s:b, s:i}", "owner_lost", lost, "unsettled", (int)d.n_unsettled));
         disp_release(&d);
         return lost ? 1 : 0;
 }

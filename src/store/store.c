@@ -498,3 +498,12 @@ int store_last_sample(struct store *store, struct exit_sample *ret_sample)
                 return TG_EUNSUPPORTED;
         return store->ops->last_sample(store, ret_sample);
 }
+
+int store_set_busy_timeout(struct store *store, int64_t ms)
+{
+        if (!store || ms < 0 || ms > 3600 * 1000)
+                return TG_EINVAL;
+        if (!store->ops->set_busy_timeout)
+                return TG_EUNSUPPORTED;
+        return store->ops->set_busy_timeout(store, ms);
+}

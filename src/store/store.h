@@ -314,4 +314,10 @@ int store_list_samples(struct store *store, tg_wall_ms since, unsigned limit, st
 /* The newest sample; TG_ENOTFOUND when none was ever written. */
 int store_last_sample(struct store *store, struct exit_sample *ret_sample);
 
+/* How long one call waits for a lock held by another connection before it
+ * answers TG_EBUSY (default 5000 ms). The dispatcher keeps it short so that
+ * a locked store never stalls its event loop: it keeps reading replies and
+ * retries the store instead. 0 or TG_EUNSUPPORTED. */
+int store_set_busy_timeout(struct store *store, int64_t ms);
+
 #endif

@@ -78,6 +78,8 @@ struct store_ops {
         int (*list_samples)(struct store *store, tg_wall_ms since, unsigned limit,
                             store_sample_fn fn, void *userdata);
         int (*last_sample)(struct store *store, struct exit_sample *ret_sample);
+        /* optional (NULL: TG_EUNSUPPORTED) */
+        int (*set_busy_timeout)(struct store *store, int64_t ms);
 };
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for

@@ -717,6 +717,11 @@ static void sqlite_close(struct store *store)
         free(s);
 }
 
+static int sqlite_set_busy_timeout(struct store *store, int64_t ms)
+{
+        return sqlite3_busy_timeout(S(store)->db, (int)ms) == SQLITE_OK ? 0 : TG_ESTORE;
+}
+
 static const struct store_ops sqlite_ops;
 
 int store_sqlite_open(const char *where, struct store **ret_store)
@@ -1920,4 +1925,5 @@ static const struct store_ops sqlite_ops = {
     .sample_put = sqlite_sample_put,
     .list_samples = sqlite_list_samples,
     .last_sample = sqlite_last_sample,
+    .set_busy_timeout = sqlite_set_busy_timeout,
 };

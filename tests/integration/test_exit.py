@@ -281,6 +281,35 @@ class ExitTest(unittest.TestCase):
             self.assertGreaterEqual(min_gap(queries), 0.5 - 1e-9)
             self.assertGreaterEqual(min_gap(calls), 0.1 - 1e-9)
 
+    def test_store_outage_pauses_the_exit_and_loses_nothing(self):
+        # Another process holds SQLite's write lock for longer than the
+        # store's busy timeout (5 s) while calls are open: their outcomes
+        # cannot be committed. The exit keeps them, starts nothing new, and
+        # settles them once the store answers again, without a restart.
+        import sqlite3
+        with tgtest.start_stub("--mode", "slow:1000") as stub, Tollgate(stub.url) as tg:
+            p = tg.start("serve")
+            ops = ["out-%02d" % i for i in range(6)]
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+            tgtest.wait_until(lambda: len(stub.arrivals()) >= 2, what="calls open")
+            con = sqlite3.connect(tg.db, timeout=10, isolation_level=None)
+            con.execute("BEGIN IMMEDIATE")
+            locked_at = time.monotonic()
+            arrivals_locked = len(stub.arrivals())
+            time.sleep(7.5)
+            self.assertLessEqual(len(stub.arrivals()), arrivals_locked + 1,
+                                 "calls kept starting while the store was down")
+            con.execute("ROLLBACK")
+            con.close()
+            self.assertGreater(time.monotonic() - locked_at, 7)
+            final = tg.wait_final(ops, timeout=40)
+            self.assertTrue(all(r["state"] == "succeeded" for r in final.values()), final)
+            self.assertTrue(log_events(p, "exit_paused_store"), "the store never failed")
+            self.assertTrue(log_events(p, "exit_resumed_store"))
+            self.assert_one_to_one(stub, tg.calls())
+            self.assert_executed_once(stub, ops)
+
 
 if __name__ == "__main__":
     tgtest.main_unittest()
