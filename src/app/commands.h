@@ -12,6 +12,7 @@ int cmd_dispatch(int argc, char **argv);
 int cmd_api(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
 int cmd_jitter(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 /* `tollgate demo resilience`: cmd_demo passes argv after "resilience". */

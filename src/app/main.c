@@ -45,6 +45,7 @@ static const char usage[] =
     "  api --config FILE        the intake/admin API alone (any number may run)\n"
     "  verify --calls F --arrivals F   judge a run: matching, spacing, in-flight, keys\n"
     "  report --calls F --arrivals F --out F.html   timeline report of a run (HTML)\n"
+    "  demo [--quick]           the exit through the seed's incident, against the stub\n"
     "\n"
     "Operating it (on the store of the config, or through its API):\n"
     "  submit --config FILE ... submit one refund through the API\n"
@@ -209,6 +210,7 @@ static const struct command commands[] = {
     {"reconcile", cmd_reconcile},
     {"jitter", cmd_jitter},
     {"plan", cmd_plan},
+    {"demo", cmd_demo},
 };
 
 int main(int argc, char **argv)
