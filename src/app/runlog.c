@@ -167,7 +167,7 @@ static int add_call_json(struct runlog *log, json_t *o, const char *path, size_t
                             "%s:%zu: \"kind\" must be first, retry, query or manual", path, line);
         if (!op)
                 return fail(log, TG_EPARSE, "%s:%zu: \"operation_id\" missing", path, line);
-        int64_t attempt, in_flight, http;
+        int64_t attempt = 0, in_flight = 0, http = 0;
         if (get_int(log, o, "id", (int64_t)log->ncalls + 1, &c->id, path, line) < 0 ||
             get_int(log, o, "attempt", 0, &attempt, path, line) < 0 ||
             get_int(log, o, "epoch", 0, &c->epoch, path, line) < 0 ||
@@ -213,7 +213,7 @@ static int add_arrival_json(struct runlog *log, json_t *o, const char *path, siz
         if (!method)
                 return fail(log, TG_EPARSE, "%s:%zu: \"method\" missing", path, line);
         a->post = strcmp(method, "POST") == 0;
-        int64_t seq, phase;
+        int64_t seq = 0, phase = -1;
         if (get_int(log, o, "seq", (int64_t)log->narrivals + 1, &seq, path, line) < 0 ||
             get_int(log, o, "wall_ms", 0, &a->wall, path, line) < 0 ||
             get_int(log, o, "mono_ns", TG_MONO_NEVER, &a->mono, path, line) < 0 ||
