@@ -217,7 +217,8 @@ static int add_arrival_json(struct runlog *log, json_t *o, const char *path, siz
         if (get_int(log, o, "seq", (int64_t)log->narrivals + 1, &seq, path, line) < 0 ||
             get_int(log, o, "wall_ms", 0, &a->wall, path, line) < 0 ||
             get_int(log, o, "mono_ns", TG_MONO_NEVER, &a->mono, path, line) < 0 ||
-            get_int(log, o, "phase", -1, &phase, path, line) < 0)
+            get_int(log, o, "phase", -1, &phase, path, line) < 0 ||
+            get_int(log, o, "t_ns", -1, &a->t_ns, path, line) < 0)
                 return TG_EPARSE;
         if (a->mono == TG_MONO_NEVER) {
                 /* No monotonic time: the wall clock stands in (docs/verify.md). */

@@ -71,6 +71,7 @@ struct verify_arrival {
         uint64_t seq;
         tg_mono_ns mono; /* provider host's monotonic clock */
         tg_wall_ms wall;
+        int64_t t_ns;                    /* since the provider (stub) started; -1 unknown */
         bool post;                       /* POST (a refund); else a query (GET) */
         char key[VERIFY_ID_MAX];         /* Idempotency-Key, "" none */
         char request_id[VERIFY_RID_MAX]; /* X-Request-Id, "" none */
