@@ -126,13 +126,13 @@ static void phases_from_spec(struct series *s, const char *spec, double scale, d
                 while (*p == ' ' || *p == '\t')
                         p++;
                 char mode[40] = "";
-                char dur[32] = "";
                 size_t mlen = strcspn(p, " \t");
                 if (mlen && mlen < sizeof(mode) && *p != '#') {
                         memcpy(mode, p, mlen);
                         char *q = p + mlen;
                         while (*q == ' ' || *q == '\t')
                                 q++;
+                        char dur[32];
                         snprintf(dur, sizeof(dur), "%.*s", (int)strcspn(q, " \t#"), q);
                         double secs = INFINITY;
                         if (dur[0]) {
