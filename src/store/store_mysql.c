@@ -59,7 +59,7 @@
 #include "core/tg_error.h"
 #include "store/store_backend.h"
 
-#define SQL_MAX          8192
+#define SQL_MAX          16384 /* a sample's figures, every byte escaped, fit */
 #define PAGE_ROWS        64
 #define RECOVER_BATCH    64
 #define AGAIN_CANDIDATES 16
@@ -178,9 +178,22 @@ static const struct migration migrations[] = {
         "FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit is append-only'"},
     {1, "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
         "FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'audit is append-only'"},
+    /* 2: the running exit's per-second samples (operational data, pruned) */
+    {2, "CREATE TABLE IF NOT EXISTS exit_samples ("
+        "  at BIGINT NOT NULL PRIMARY KEY,"
+        "  epoch BIGINT NOT NULL,"
+        "  in_flight INT UNSIGNED NOT NULL,"
+        "  starts INT UNSIGNED NOT NULL,"
+        "  call_ends INT UNSIGNED NOT NULL,"
+        "  op_closes INT UNSIGNED NOT NULL,"
+        "  held TINYINT NOT NULL,"
+        "  oldest_open BIGINT NULL,"
+        "  figures VARBINARY(4095) NOT NULL DEFAULT '',"
+        "  CONSTRAINT samples_held CHECK (held IN (0, 1))"
+        ") ENGINE=InnoDB"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  1
+#define SCHEMA_VERSION  2
 
 #define OP_COLS                                                                                    \
         "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
@@ -198,6 +211,9 @@ static const struct migration migrations[] = {
 #define AUDIT_COLS  "id, op_id, at, action, operator_name, reason, detail"
 #define AUDIT_NCOLS 7
 
+#define SAMPLE_COLS  "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures"
+#define SAMPLE_NCOLS 9
+
 #define AGAIN_STATES "state IN ('retry_wait','unknown')"
 #define WAIT_STATES  "state IN ('pending','retry_wait','unknown')"
 /* A re-send whose key is too old to re-use (%I now, %I key retention). */
@@ -208,12 +224,13 @@ static const struct migration migrations[] = {
 /* ---- the handle -------------------------------------------------------- */
 
 struct mysql_store {
-        struct store base;   /* first: store.c sees only this */
-        MYSQL *db;           /* main connection; NULL while lost (reconnected lazily) */
-        MYSQL *lock_db;      /* the owner's lock session; NULL when not the owner */
-        int64_t epoch;       /* the epoch of our acquisition, 0 when not owner */
-        bool commit_unknown; /* the last COMMIT was lost in flight; ops re-check */
-        uint64_t affected;   /* rows changed by the last exec() */
+        struct store base;    /* first: store.c sees only this */
+        MYSQL *db;            /* main connection; NULL while lost (reconnected lazily) */
+        MYSQL *lock_db;       /* the owner's lock session; NULL when not the owner */
+        int64_t epoch;        /* the epoch of our acquisition, 0 when not owner */
+        bool commit_unknown;  /* the last COMMIT was lost in flight; ops re-check */
+        unsigned lock_wait_s; /* innodb_lock_wait_timeout of our sessions */
+        uint64_t affected;    /* rows changed by the last exec() */
         char host[256];
         char user[128];
         char password[256];
@@ -284,9 +301,11 @@ static int fail(struct mysql_store *s)
 
 /* ---- the SQL builder ----------------------------------------------------- */
 
-/* Formats into s->sql. %I int64_t, %U unsigned, %S a string, quoted and
- * escaped for the main connection, %s trusted SQL text (constants of this
- * file only), %% a percent sign. TG_ESTORE when it does not fit. */
+/* Formats into s->sql. %I int64_t, %U unsigned, %S a string (at most
+ * 2 * TG_TEXT_MAX bytes are used), %L a long string (at most
+ * STORE_FIGURES_MAX), both quoted and escaped for the main connection, %s
+ * trusted SQL text (constants of this file only), %% a percent sign.
+ * TG_ESTORE when it does not fit. */
 static int vsqlf(struct mysql_store *s, const char *fmt, va_list ap)
 {
         size_t n = 0;
@@ -318,10 +337,11 @@ static int vsqlf(struct mysql_store *s, const char *fmt, va_list ap)
                 case '%':
                         add = "%";
                         break;
-                case 'S': {
+                case 'S':
+                case 'L': {
                         const char *str = va_arg(ap, const char *);
 
-                        len = strnlen(str, TG_TEXT_MAX * 2);
+                        len = strnlen(str, *p == 'L' ? STORE_FIGURES_MAX : TG_TEXT_MAX * 2);
                         /* worst case: every byte escaped, two quotes, NUL */
                         if (!s->db || n + 2 * len + 3 >= SQL_MAX)
                                 return TG_ESTORE;
@@ -606,8 +626,8 @@ static int connect_one(const struct mysql_store *s, unsigned io_timeout, bool wi
          * short lock waits (a waiting claim holds up the exit). */
         snprintf(session, sizeof(session),
                  "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ENGINE_SUBSTITUTION',"
-                 " time_zone = '+00:00', innodb_lock_wait_timeout = %d, autocommit = 1",
-                 LOCK_WAIT_S);
+                 " time_zone = '+00:00', innodb_lock_wait_timeout = %u, autocommit = 1",
+                 s->lock_wait_s);
         if (mysql_query(db, session) != 0 ||
             mysql_query(db, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED") != 0) {
                 unsigned code = mysql_errno(db);
@@ -1070,6 +1090,7 @@ int store_mysql_open(const char *where, struct store **ret_store)
         if (!s)
                 return TG_ENOMEM;
         s->base.ops = &mysql_ops;
+        s->lock_wait_s = LOCK_WAIT_S;
         r = parse_where(s, where);
         if (r < 0)
                 goto fail;
@@ -2277,6 +2298,167 @@ static int mysql_outbox_intake(struct store *store, const struct policy_config *
         return r;
 }
 
+/* ---- exit samples ------------------------------------------------------------------ */
+
+static int read_sample(MYSQL_RES *res, MYSQL_ROW row, struct exit_sample *ret_sample)
+{
+        const unsigned long *lens = mysql_fetch_lengths(res);
+        bool ok = lens != NULL && mysql_num_fields(res) == SAMPLE_NCOLS;
+        struct exit_sample v;
+
+        if (!ok)
+                return TG_ESTORE;
+        memset(&v, 0, sizeof(v));
+        v.at = col_i64(row, 0, &ok);
+        v.epoch = col_i64(row, 1, &ok);
+        v.in_flight = col_uns(row, 2, &ok);
+        v.starts = col_uns(row, 3, &ok);
+        v.call_ends = col_uns(row, 4, &ok);
+        v.op_closes = col_uns(row, 5, &ok);
+        v.held = col_i64(row, 6, &ok) != 0;
+        v.oldest_open_accepted_at = row[7] ? col_i64(row, 7, &ok) : TG_WALL_NEVER;
+        col_copy(row, lens, 8, v.figures, sizeof(v.figures));
+        if (!ok)
+                return TG_ESTORE;
+        *ret_sample = v;
+        return 0;
+}
+
+struct sample_put_ctx {
+        const struct exit_sample *sample;
+        tg_wall_ms keep_after;
+};
+
+static int sample_put_tx(struct mysql_store *s, void *ctx)
+{
+        struct sample_put_ctx *c = ctx;
+        const struct exit_sample *x = c->sample;
+        /* The oldest open operation is read here, in the same statement: one
+         * index probe per open state (manual is not open for the exit). A
+         * sample with the same `at` is replaced. */
+        int r = exec(s,
+                     "REPLACE INTO exit_samples (" SAMPLE_COLS ") "
+                     "SELECT %I, %I, %U, %U, %U, %U, %I, (SELECT MIN(m) FROM ("
+                     "SELECT MIN(accepted_at) AS m FROM operations WHERE state = 'pending' "
+                     "UNION ALL SELECT MIN(accepted_at) FROM operations WHERE state = 'in_flight' "
+                     "UNION ALL SELECT MIN(accepted_at) FROM operations "
+                     "WHERE state = 'retry_wait' "
+                     "UNION ALL SELECT MIN(accepted_at) FROM operations WHERE state = 'unknown'"
+                     ") AS o), %L",
+                     x->at, x->epoch, x->in_flight, x->starts, x->call_ends, x->op_closes,
+                     (int64_t)(x->held ? 1 : 0), x->figures);
+
+        if (r == 0)
+                r = exec(s, "DELETE FROM exit_samples WHERE at < %I", c->keep_after);
+        return r;
+}
+
+static int mysql_sample_put(struct store *store, const struct exit_sample *sample,
+                            tg_wall_ms keep_after)
+{
+        struct sample_put_ctx c = {.sample = sample, .keep_after = keep_after};
+
+        /* idempotent: a re-run replaces the same row and prunes nothing new */
+        return run_tx(M(store), sample_put_tx, &c, TX_RECHECKS);
+}
+
+struct samples_page {
+        tg_wall_ms since;
+        int want;
+        int n;
+        struct exit_sample *buf;
+};
+
+static int samples_page_tx(struct mysql_store *s, void *ctx)
+{
+        struct samples_page *p = ctx;
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        int r = query(s, &res,
+                      "SELECT " SAMPLE_COLS " FROM exit_samples WHERE at > %I ORDER BY at "
+                      "LIMIT %I",
+                      p->since, (int64_t)p->want);
+
+        p->n = 0;
+        if (r < 0)
+                return r;
+        while (r == 0 && p->n < p->want) {
+                row = mysql_fetch_row(res);
+                if (!row)
+                        break;
+                r = read_sample(res, row, &p->buf[p->n++]);
+        }
+        mysql_free_result(res);
+        return r;
+}
+
+static int mysql_list_samples(struct store *store, tg_wall_ms since, unsigned limit,
+                              store_sample_fn fn, void *userdata)
+{
+        struct samples_page p = {.since = since};
+        int r = 0;
+
+        p.buf = calloc(PAGE_ROWS, sizeof(*p.buf));
+        if (!p.buf)
+                return TG_ENOMEM;
+        while (limit > 0) {
+                p.want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
+                r = run_tx(M(store), samples_page_tx, &p, TX_RECHECKS);
+                if (r < 0)
+                        break;
+                for (int i = 0; i < p.n && r == 0; i++)
+                        r = fn(&p.buf[i], userdata);
+                if (r != 0 || p.n < p.want)
+                        break;
+                p.since = p.buf[p.n - 1].at;
+                limit -= (unsigned)p.n;
+        }
+        free(p.buf);
+        return r;
+}
+
+static int last_sample_tx(struct mysql_store *s, void *ctx)
+{
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        int r = query(s, &res, "SELECT " SAMPLE_COLS " FROM exit_samples ORDER BY at DESC LIMIT 1");
+
+        if (r < 0)
+                return r;
+        row = mysql_fetch_row(res);
+        r = row ? read_sample(res, row, ctx) : TG_ENOTFOUND;
+        mysql_free_result(res);
+        return r;
+}
+
+static int mysql_last_sample(struct store *store, struct exit_sample *ret_sample)
+{
+        struct exit_sample *x = malloc(sizeof(*x));
+        int r;
+
+        if (!x)
+                return TG_ENOMEM;
+        r = run_tx(M(store), last_sample_tx, x, TX_RECHECKS);
+        if (r == 0)
+                *ret_sample = *x;
+        free(x);
+        return r;
+}
+
+/* MariaDB's lock waits are whole seconds (innodb_lock_wait_timeout): the
+ * wait is rounded up, at least 1 s. Kept for the sessions of later
+ * reconnects too. */
+static int mysql_set_busy_timeout(struct store *store, int64_t ms)
+{
+        struct mysql_store *s = M(store);
+        int64_t secs = (ms + 999) / 1000;
+
+        s->lock_wait_s = secs < 1 ? 1 : (unsigned)secs;
+        if (!s->db)
+                return 0; /* the next connection gets it */
+        return exec(s, "SET SESSION innodb_lock_wait_timeout = %U", s->lock_wait_s);
+}
+
 static const struct store_ops mysql_ops = {
     .name = "mysql",
     .close = mysql_store_close,
@@ -2300,6 +2482,10 @@ static const struct store_ops mysql_ops = {
     .operator_resolve = mysql_operator_resolve,
     .settle_external = mysql_settle_external,
     .outbox_intake = mysql_outbox_intake,
+    .sample_put = mysql_sample_put,
+    .list_samples = mysql_list_samples,
+    .last_sample = mysql_last_sample,
+    .set_busy_timeout = mysql_set_busy_timeout,
 };
 
 #endif /* TG_HAVE_MARIADB */

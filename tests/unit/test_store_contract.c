@@ -1097,6 +1097,127 @@ static void test_bad_urls(void **state)
         teardown_sqlite(NULL);
 }
 
+/* ---- exit samples ------------------------------------------------------------- */
+
+struct sample_seen {
+        unsigned n;
+        tg_wall_ms at[MAX_SEEN];
+        unsigned starts[MAX_SEEN];
+        unsigned stop_after; /* 0: never */
+};
+
+static int on_sample(const struct exit_sample *x, void *userdata)
+{
+        struct sample_seen *seen = userdata;
+
+        if (seen->n < MAX_SEEN) {
+                seen->at[seen->n] = x->at;
+                seen->starts[seen->n] = x->starts;
+        }
+        seen->n++;
+        return seen->stop_after && seen->n >= seen->stop_after ? 42 : 0;
+}
+
+static struct exit_sample *sample_at(tg_wall_ms at, unsigned starts)
+{
+        static struct exit_sample x;
+
+        memset(&x, 0, sizeof(x));
+        x.at = at;
+        x.epoch = 3;
+        x.in_flight = 2;
+        x.starts = starts;
+        x.call_ends = 4;
+        x.op_closes = 1;
+        x.held = true;
+        x.oldest_open_accepted_at = 12345; /* ignored: the store reads it itself */
+        snprintf(x.figures, sizeof(x.figures), "{\"starts\":%u}", starts);
+        return &x;
+}
+
+static void test_samples(void **state)
+{
+        struct store *s = open_store();
+        struct store *other = open_store();
+        int64_t epoch = acquire(s);
+        struct exit_sample *got = calloc(1, sizeof(*got));
+        struct sample_seen seen = {0};
+        struct op_record op;
+        struct call_record call;
+
+        (void)state;
+        assert_non_null(got);
+        assert_int_equal(store_last_sample(s, got), TG_ENOTFOUND);
+        assert_int_equal(store_set_busy_timeout(s, 200), 0);
+
+        /* nothing open: no oldest */
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 1000, 1), 0), 0);
+        assert_int_equal(store_last_sample(other, got), 0); /* committed */
+        assert_int_equal(got->at, T0 + 1000);
+        assert_int_equal(got->epoch, 3);
+        assert_int_equal(got->in_flight, 2);
+        assert_int_equal(got->starts, 1);
+        assert_int_equal(got->call_ends, 4);
+        assert_int_equal(got->op_closes, 1);
+        assert_true(got->held);
+        assert_int_equal(got->oldest_open_accepted_at, TG_WALL_NEVER);
+        assert_string_equal(got->figures, "{\"starts\":1}");
+
+        /* manual is not open; pending, in_flight, retry_wait, unknown are */
+        accept_new(s, "m1", T0 + 1);
+        accept_new(s, "o2", T0 + 2);
+        accept_new(s, "o3", T0 + 3);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 11, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "o2");
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 2000, 2), 0), 0);
+        assert_int_equal(store_last_sample(s, got), 0);
+        assert_int_equal(got->oldest_open_accepted_at, T0 + 2); /* o2, in_flight */
+
+        /* the same `at` replaces; a long figures text survives whole */
+        {
+                struct exit_sample *x = sample_at(T0 + 2000, 7);
+
+                memset(x->figures, 'f', sizeof(x->figures) - 1);
+                x->figures[0] = '\'';
+                x->figures[1] = '\\';
+                x->figures[sizeof(x->figures) - 1] = '\0';
+                assert_int_equal(store_sample_put(s, x, 0), 0);
+                assert_int_equal(store_last_sample(s, got), 0);
+                assert_int_equal(got->starts, 7);
+                assert_memory_equal(got->figures, x->figures, sizeof(x->figures));
+        }
+        assert_int_equal(store_list_samples(s, 0, 100, on_sample, &seen), 0);
+        assert_int_equal(seen.n, 2);
+
+        /* more samples, then list since/limit, oldest first */
+        for (unsigned i = 3; i <= 6; i++)
+                assert_int_equal(store_sample_put(s, sample_at(T0 + i * 1000, i), 0), 0);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_samples(s, T0 + 2000, 3, on_sample, &seen), 0);
+        assert_int_equal(seen.n, 3);
+        assert_int_equal(seen.at[0], T0 + 3000);
+        assert_int_equal(seen.at[2], T0 + 5000);
+        memset(&seen, 0, sizeof(seen));
+        seen.stop_after = 2;
+        assert_int_equal(store_list_samples(s, 0, 100, on_sample, &seen), 42);
+        assert_int_equal(seen.n, 2);
+
+        /* pruning: samples before keep_after go, in the same transaction */
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 7000, 8), T0 + 5000), 0);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_samples(other, 0, 100, on_sample, &seen), 0);
+        assert_int_equal(seen.n, 3);
+        assert_int_equal(seen.at[0], T0 + 5000);
+        assert_int_equal(seen.at[2], T0 + 7000);
+        assert_int_equal(store_last_sample(other, got), 0);
+        assert_int_equal(got->at, T0 + 7000);
+        assert_int_equal(got->starts, 8);
+        free(got);
+        store_close(other);
+        store_close(s);
+}
+
 /* ---- main --------------------------------------------------------------------- */
 
 #define CONTRACT_TESTS(setup, teardown)                                                            \
@@ -1118,7 +1239,8 @@ static void test_bad_urls(void **state)
             cmocka_unit_test_setup_teardown(test_settle_external, setup, teardown),                \
             cmocka_unit_test_setup_teardown(test_stats, setup, teardown),                          \
             cmocka_unit_test_setup_teardown(test_list_calls_since_limit, setup, teardown),         \
-            cmocka_unit_test_setup_teardown(test_callbacks_may_reenter, setup, teardown)
+            cmocka_unit_test_setup_teardown(test_callbacks_may_reenter, setup, teardown),          \
+            cmocka_unit_test_setup_teardown(test_samples, setup, teardown)
 
 int main(void)
 {
