@@ -37,6 +37,11 @@ class ExitOnMariaDBTest(test_exit.ExitTest):
     def tearDown(self):
         tgdaemon.default_store_url = None
 
+    def test_store_outage_pauses_the_exit_and_loses_nothing(self):
+        # That test holds SQLite's file lock; on MariaDB the same outage
+        # (a restart, killed sessions, a crash) is test_db_faults_mariadb.py.
+        self.skipTest("SQLite's write lock; MariaDB outages: test_db_faults_mariadb.py")
+
 
 if __name__ == "__main__":
     tgtest.main_unittest()
