@@ -382,6 +382,15 @@ enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend)
         }
 }
 
+/* The index of name in names[0..count), or -1. */
+static int name_index(const char *const *names, unsigned count, const char *name)
+{
+        for (unsigned i = 0; name && i < count; i++)
+                if (strcmp(name, names[i]) == 0)
+                        return (int)i;
+        return -1;
+}
+
 const char *op_state_name(enum op_state state)
 {
         if ((unsigned)state >= OP_STATE_COUNT)
@@ -391,15 +400,11 @@ const char *op_state_name(enum op_state state)
 
 int op_state_parse(const char *name, enum op_state *ret_state)
 {
-        if (!name || !ret_state)
+        int i = name_index(state_names, OP_STATE_COUNT, name);
+        if (i < 0 || !ret_state)
                 return TG_EINVAL;
-        for (unsigned i = 0; i < OP_STATE_COUNT; i++) {
-                if (strcmp(name, state_names[i]) == 0) {
-                        *ret_state = (enum op_state)i;
-                        return 0;
-                }
-        }
-        return TG_EINVAL;
+        *ret_state = (enum op_state)i;
+        return 0;
 }
 
 const char *manual_reason_name(enum manual_reason reason)
@@ -411,15 +416,11 @@ const char *manual_reason_name(enum manual_reason reason)
 
 int manual_reason_parse(const char *name, enum manual_reason *ret_reason)
 {
-        if (!name || !ret_reason)
+        int i = name_index(reason_names, MANUAL_REASON_COUNT, name);
+        if (i < 0 || !ret_reason)
                 return TG_EINVAL;
-        for (unsigned i = 0; i < MANUAL_REASON_COUNT; i++) {
-                if (strcmp(name, reason_names[i]) == 0) {
-                        *ret_reason = (enum manual_reason)i;
-                        return 0;
-                }
-        }
-        return TG_EINVAL;
+        *ret_reason = (enum manual_reason)i;
+        return 0;
 }
 
 const char *tg_call_kind_name(enum tg_call_kind kind)
@@ -431,13 +432,9 @@ const char *tg_call_kind_name(enum tg_call_kind kind)
 
 int tg_call_kind_parse(const char *name, enum tg_call_kind *ret_kind)
 {
-        if (!name || !ret_kind)
+        int i = name_index(kind_names, KIND_COUNT, name);
+        if (i < 0 || !ret_kind)
                 return TG_EINVAL;
-        for (unsigned i = 0; i < KIND_COUNT; i++) {
-                if (strcmp(name, kind_names[i]) == 0) {
-                        *ret_kind = (enum tg_call_kind)i;
-                        return 0;
-                }
-        }
-        return TG_EINVAL;
+        *ret_kind = (enum tg_call_kind)i;
+        return 0;
 }
