@@ -34,6 +34,7 @@
 
 #include "core/backoff.h"
 #include "core/tg_error.h"
+#include "store/store.h" /* STORE_SHARES_MAX */
 
 #define MAX_DURATION_S  (366LL * 24 * 3600)
 #define MAX_DURATION_MS (MAX_DURATION_S * 1000)
@@ -140,6 +141,7 @@ static const struct key_def keys[] = {
     DOUBLE_KEY("exit", "starts_per_second", exit.starts_per_second, 0, 1e9, true),
     INT_KEY("exit", "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1),
     DOUBLE_KEY("exit", "query_starts_per_second", exit_query_starts_per_second, 0, 1e9, false),
+    INT_KEY("exit", "shares", KEY_UINT, exit_shares, 1, STORE_SHARES_MAX, 1),
     INT_KEY("exit", "timeout_run_hold", KEY_UINT, exit_timeout_run_hold, 0, 100000, 1),
     INT_KEY("exit", "timeout_hold_ms", KEY_I64, exit_timeout_hold_ms, 0, MAX_DURATION_MS, 1),
     INT_KEY("exit", "default_hold_ms", KEY_I64, exit_default_hold_ms, 0, MAX_DURATION_MS, 1),
@@ -202,6 +204,7 @@ void config_defaults(struct tg_config *ret_config)
         c->exit.starts_per_second = 5.0;
         c->exit.max_in_flight = 10;
         c->exit_query_starts_per_second = 0.0;
+        c->exit_shares = 1;
         c->exit_timeout_run_hold = 5;
         c->exit_timeout_hold_ms = 1000;
         c->exit_default_hold_ms = 1000;
@@ -734,6 +737,16 @@ static int check_all(struct load *load)
                 snprintf(v, sizeof(v), "%g",
                          blame_high ? c->exit_query_starts_per_second : c->exit.starts_per_second);
                 return order_error(load, "exit", "query_starts_per_second", "starts_per_second", v);
+        }
+        /* Each share of the account gets max_in_flight / shares calls open
+         * (at least one, and together no more than the account's). */
+        if (c->exit_shares > c->exit.max_in_flight) {
+                static const struct key_def shares = {.section = "exit", .name = "shares"};
+
+                return key_error(load, &shares,
+                                 "must be <= exit.max_in_flight (%u): each share needs at least "
+                                 "one call in flight of the account's",
+                                 c->exit.max_in_flight);
         }
         if (policy_config_check(&c->policy) < 0)
                 return key_error(load, &retry, "the [retry] settings are inconsistent");

@@ -51,6 +51,8 @@ struct tg_config {
         /* [exit] */
         struct pacer_config exit;         /* starts_per_second 5, max_in_flight 10 */
         double exit_query_starts_per_second; /* 0 = no sub-quota for queries */
+        unsigned exit_shares;             /* the account quota above split into this many
+                                           * equal shares, one per running dispatcher (1) */
         unsigned exit_timeout_run_hold;   /* this many timeouts in a row hold the exit (5) */
         int64_t exit_timeout_hold_ms;     /* for how long (1000) */
         int64_t exit_default_hold_ms;     /* 429/503 without Retry-After (1000) */

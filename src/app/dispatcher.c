@@ -63,6 +63,13 @@ struct disp {
         struct transport *transport;
         struct classifier *classifier;
         struct tg_rng rng;
+        /* Our share of the account quota (store.h, "shares"): exit.shares
+         * dispatchers each pace to starts_per_second / shares with
+         * max_in_flight / shares open, so together they never exceed the
+         * account. With one share this is the whole account, as before. */
+        struct store_split split;      /* the account's, as configured */
+        struct pacer_config share_cfg; /* this dispatcher's part of it */
+        unsigned share;
         int64_t epoch;
         struct open_call *calls;
         unsigned ncalls;
@@ -503,7 +510,7 @@ static void housekeeping(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
 static int next_wait_ms(const struct disp *d, tg_mono_ns now)
 {
         tg_mono_ns wait = IDLE_RECHECK_NS;
-        if (!d->lost && !stopping(d) && pacer_in_flight(d->pacer) < d->cfg->exit.max_in_flight) {
+        if (!d->lost && !stopping(d) && pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
                 tg_mono_ns slot = pacer_next_slot(d->pacer);
                 if (slot != TG_MONO_NEVER) {
                         tg_mono_ns t = slot > d->idle_until ? slot : d->idle_until;
@@ -522,9 +529,30 @@ static int acquire(struct disp *d)
 {
         bool said = false;
         for (;;) {
-                int r = store_owner_acquire(d->store, &d->epoch);
+                /* A free share of the account, or the whole exit when
+                 * exit.shares = 1 (then the owner lock, as always). */
+                int r = store_share_acquire(d->store, &d->split, &d->share, &d->epoch);
                 if (r == 0)
                         break;
+                if (r == TG_ECONFLICT) {
+                        /* Another split is in force and a dispatcher under it
+                         * is alive: running beside it would let the two
+                         * configurations add up to more than the account. */
+                        struct store_split in = {0};
+                        store_split_get(d->store, &in);
+                        char msg[400];
+                        snprintf(msg, sizeof(msg),
+                                 "the store's account quota is split into %u share(s) of "
+                                 "%g starts/s (max_in_flight %u) and a dispatcher holding one "
+                                 "is running; this config says %u share(s) of %g starts/s "
+                                 "(max_in_flight %u). Refusing to start: give every dispatcher "
+                                 "of this account the same [exit] starts_per_second, "
+                                 "max_in_flight and shares, or stop the running ones first",
+                                 in.shares, in.starts_per_second, in.max_in_flight, d->split.shares,
+                                 d->split.starts_per_second, d->split.max_in_flight);
+                        log_emit(LOG_ERROR, "split_conflict", json_pack("{s:s}", "message", msg));
+                        return r;
+                }
                 if (r == TG_EIO || r == TG_EBUSY) {
                         /* The database cannot answer right now (restarting,
                          * connection refused): wait it out as a standby. */
@@ -546,8 +574,11 @@ static int acquire(struct disp *d)
                 if (!said) {
                         log_emit(LOG_INFO, "standby",
                                  json_pack("{s:s}", "message",
-                                           "another dispatcher owns the exit; waiting as a "
-                                           "standby until it is gone"));
+                                           d->split.shares > 1
+                                               ? "every share of the account is held; waiting "
+                                                 "as a standby until one is free"
+                                               : "another dispatcher owns the exit; waiting as a "
+                                                 "standby until it is gone"));
                         said = true;
                 }
                 if (d->opt->standby)
@@ -557,7 +588,9 @@ static int acquire(struct disp *d)
         }
         if (d->opt->standby)
                 *d->opt->standby = 0;
-        log_emit(LOG_INFO, "owner", json_pack("{s:I}", "epoch", (json_int_t)d->epoch));
+        log_emit(LOG_INFO, "owner",
+                 json_pack("{s:I, s:i, s:i}", "epoch", (json_int_t)d->epoch, "share", (int)d->share,
+                           "shares", (int)d->split.shares));
         return 0;
 }
 
@@ -596,13 +629,27 @@ static int disp_init(struct disp *d, const struct tg_config *cfg,
         /* A locked store must not stall the loop that reads replies: wait
          * briefly, then keep the outcome and retry (retry_unsettled). */
         store_set_busy_timeout(d->store, DISPATCH_BUSY_TIMEOUT_MS);
+        /* Our share: the account's rate and in-flight cap divided by
+         * exit.shares (config checked shares <= max_in_flight, so each share
+         * has at least one call and the shares' caps add up to at most the
+         * account's). Every quota below is a share's, the query sub-quota
+         * too. */
+        unsigned shares = cfg->exit_shares > 0 ? cfg->exit_shares : 1;
+        d->split.shares = shares;
+        d->split.starts_per_second = cfg->exit.starts_per_second;
+        d->split.max_in_flight = cfg->exit.max_in_flight;
+        d->share_cfg.starts_per_second = cfg->exit.starts_per_second / shares;
+        d->share_cfg.max_in_flight = cfg->exit.max_in_flight / shares;
+        if (d->share_cfg.max_in_flight < 1)
+                d->share_cfg.max_in_flight = 1;
         /* An empty pacer: nothing carried over from before, no catch-up. */
-        r = pacer_new(&cfg->exit, &d->pacer);
+        r = pacer_new(&d->share_cfg, &d->pacer);
         if (r < 0)
                 return r;
         if (cfg->exit_query_starts_per_second > 0) {
-                struct pacer_config q = {.starts_per_second = cfg->exit_query_starts_per_second,
-                                         .max_in_flight = cfg->exit.max_in_flight};
+                struct pacer_config q = {.starts_per_second =
+                                             cfg->exit_query_starts_per_second / shares,
+                                         .max_in_flight = d->share_cfg.max_in_flight};
                 r = pacer_new(&q, &d->query_pacer);
                 if (r < 0)
                         return r;
@@ -616,7 +663,7 @@ static int disp_init(struct disp *d, const struct tg_config *cfg,
             .attempt_header = cfg->provider_attempt_header,
             .connect_timeout_ms = cfg->provider_connect_timeout_ms,
             .max_response_bytes = cfg->provider_max_response_bytes,
-            .max_open = cfg->exit.max_in_flight,
+            .max_open = d->share_cfg.max_in_flight,
             .reuse_connections = cfg->provider_reuse_connections,
         };
         r = transport_new(&tc, &d->transport);
@@ -633,7 +680,7 @@ static int disp_init(struct disp *d, const struct tg_config *cfg,
         r = exit_stats_new(clock_wall_now(), &d->xstats);
         if (r < 0)
                 return r;
-        d->ncalls = cfg->exit.max_in_flight;
+        d->ncalls = d->share_cfg.max_in_flight;
         d->calls = calloc(d->ncalls, sizeof(*d->calls));
         d->unsettled = calloc(d->ncalls, sizeof(*d->unsettled));
         return d->calls && d->unsettled ? 0 : TG_ENOMEM;
@@ -707,9 +754,11 @@ int dispatcher_run(const struct tg_config *config, const struct dispatcher_optio
                 return r == 3 ? 3 : 1;
         }
         log_emit(LOG_INFO, "exit_open",
-                 json_pack("{s:f, s:i, s:I}", "starts_per_second", config->exit.starts_per_second,
-                           "max_in_flight", (int)config->exit.max_in_flight, "timeout_ms",
-                           (json_int_t)config->provider_timeout_ms));
+                 json_pack("{s:f, s:i, s:I, s:i, s:i}", "starts_per_second",
+                           d.share_cfg.starts_per_second, "max_in_flight",
+                           (int)d.share_cfg.max_in_flight, "timeout_ms",
+                           (json_int_t)config->provider_timeout_ms, "share", (int)d.share, "shares",
+                           (int)d.split.shares));
         for (;;) {
                 tg_mono_ns now = clock_mono_now();
                 tg_wall_ms wall = clock_wall_now();

@@ -300,11 +300,43 @@ int store_get(struct store *store, const char *operation_id, struct op_record *r
         return store->ops->get(store, operation_id, ret_op);
 }
 
+bool store_split_same(const struct store_split *a, const struct store_split *b)
+{
+        double d = a->starts_per_second - b->starts_per_second;
+        double m = a->starts_per_second > b->starts_per_second ? a->starts_per_second
+                                                               : b->starts_per_second;
+
+        if (d < 0)
+                d = -d;
+        return a->shares == b->shares && a->max_in_flight == b->max_in_flight && d <= m * 1e-9;
+}
+
+int store_share_acquire(struct store *store, const struct store_split *split, unsigned *ret_share,
+                        int64_t *ret_epoch)
+{
+        if (!store || !split || !ret_share || !ret_epoch)
+                return TG_EINVAL;
+        if (split->shares < 1 || split->shares > STORE_SHARES_MAX ||
+            !(split->starts_per_second > 0 && split->starts_per_second <= 1e9) ||
+            split->max_in_flight < split->shares)
+                return TG_EINVAL;
+        return store->ops->share_acquire(store, split, ret_share, ret_epoch);
+}
+
+int store_split_get(struct store *store, struct store_split *ret_split)
+{
+        if (!store || !ret_split)
+                return TG_EINVAL;
+        return store->ops->split_get(store, ret_split);
+}
+
 int store_owner_acquire(struct store *store, int64_t *ret_epoch)
 {
+        unsigned share = 0;
+
         if (!store || !ret_epoch)
                 return TG_EINVAL;
-        return store->ops->owner_acquire(store, ret_epoch);
+        return store->ops->share_acquire(store, NULL, &share, ret_epoch);
 }
 
 int store_owner_check(struct store *store)

@@ -14,7 +14,7 @@
  *     BEFORE the caller hands the request to the transport; a crash after it
  *     leaves the operation in_flight, which a new owner turns into unknown;
  *   - claims and settles carry the owner epoch and are refused (TG_EFENCED)
- *     once a newer owner has taken the exit;
+ *     once a newer owner has taken the exit (with shares: the same share);
  *   - one operation keeps one idempotency key (its operation_id) forever;
  *     nothing here ever deletes an operation, a call or an audit row.
  *
@@ -115,23 +115,64 @@ int store_get(struct store *store, const char *operation_id, struct op_record *r
 
 /* ---- ownership --------------------------------------------------------- */
 
-/* Tries to become the exit's owner without waiting: SQLite takes an
- * exclusive lock on a file beside the database for the life of the struct
- * store (closing other descriptors of that file does not drop it); MySQL
- * takes GET_LOCK on a dedicated connection. On success bumps the epoch in
- * the store and returns it. TG_ELOCKED while another process owns it. */
+/* The account quota is split into shares (docs/design.md, "More than one
+ * dispatcher"): share k of an N-share split may start starts_per_second / N
+ * calls a second with max_in_flight / N open, so that N dispatchers together
+ * never exceed the account. The store records the split in force; each
+ * share is owned like the whole exit used to be: by a lock held for the
+ * owner's life (share 0 is the owner lock of a one-share exit; share k > 0
+ * is SQLite "<db>.share<k>", MySQL GET_LOCK('tollgate_share_<db>_<k>')),
+ * and by an epoch. Epochs come from one counter for every share, so an epoch
+ * names one acquisition of one share; claims record the share they were
+ * made under. */
+#define STORE_SHARES_MAX 64
+
+struct store_split {
+        unsigned shares;          /* 1..STORE_SHARES_MAX */
+        double starts_per_second; /* the ACCOUNT's limit, > 0 */
+        unsigned max_in_flight;   /* the account's, >= shares */
+};
+
+/* Tries to take a free share of `split` without waiting, for the life of the
+ * struct store (or until store_owner_release()). The first dispatcher
+ * records the split. When the recorded split differs from `split`, it is
+ * replaced only if no share of it is held (every dispatcher under it is
+ * gone); otherwise TG_ECONFLICT and nothing changes (store_split_get() says
+ * what is in force). One-share splits never conflict with each other: the
+ * owner lock makes a second one-share dispatcher a standby (TG_ELOCKED), as
+ * before shares existed, and the holder's rate is recorded. Acquirers are
+ * serialized by a short lock of their own,
+ * so a split is never replaced under a live share. On success bumps the
+ * epoch counter, records it as the share's epoch, and returns share and
+ * epoch. TG_ELOCKED when every share is held (a standby waits and tries
+ * again); TG_EBUSY/TG_EIO when the store cannot answer now. */
+int store_share_acquire(struct store *store, const struct store_split *split, unsigned *ret_share,
+                        int64_t *ret_epoch);
+/* The split in force; TG_ENOTFOUND when none was ever recorded. */
+int store_split_get(struct store *store, struct store_split *ret_split);
+
+/* Tries to become the exit's only owner: share 0 of a one-share split,
+ * without recording a rate (the split's rate, if any, is kept). SQLite takes
+ * an exclusive lock on a file beside the database for the life of the
+ * struct store (closing other descriptors of that file does not drop it);
+ * MySQL takes GET_LOCK on a dedicated connection. On success bumps the epoch
+ * in the store and returns it. TG_ELOCKED while another process owns it;
+ * TG_ECONFLICT while a split of more than one share is in force. */
 int store_owner_acquire(struct store *store, int64_t *ret_epoch);
-/* Still the owner? (MySQL: the lock connection is alive.) 0 or TG_ELOCKED. */
+/* Still the owner of our share? (MySQL: the lock connection is alive.) 0 or
+ * TG_ELOCKED. */
 int store_owner_check(struct store *store);
-/* Gives ownership up. Safe to call when not the owner. */
+/* Gives ownership (our share) up. Safe to call when not the owner. */
 void store_owner_release(struct store *store);
-/* The current epoch in the store (0 if never owned). */
+/* The newest epoch handed out by the store, to any share (0 if never). */
 int store_owner_epoch(struct store *store, int64_t *ret_epoch);
 
 /* A new owner's recovery: every operation in_flight under an epoch older
- * than `epoch` becomes what policy_after_takeover() says (unknown, due now;
- * or manual past its deadline), and its open call rows are closed as
- * "outcome unknown (owner lost)". *ret_count: operations changed. */
+ * than `epoch` AND claimed under the same share as `epoch` (or under a share
+ * the split in force no longer has) becomes what policy_after_takeover()
+ * says (unknown, due now; or manual past its deadline), and its open call
+ * rows are closed as "outcome unknown (owner lost)". Operations in flight
+ * under other live shares are not touched. *ret_count: operations changed. */
 int store_recover(struct store *store, int64_t epoch, const struct policy_config *config,
                   tg_wall_ms now, unsigned *ret_count);
 

@@ -38,7 +38,11 @@ struct store_ops {
                       struct op_record *ret_op);
         int (*get)(struct store *store, const char *operation_id, struct op_record *ret_op);
 
-        int (*owner_acquire)(struct store *store, int64_t *ret_epoch);
+        /* split NULL: store_owner_acquire() (share 0 of a one-share split,
+         * rate not recorded) */
+        int (*share_acquire)(struct store *store, const struct store_split *split,
+                             unsigned *ret_share, int64_t *ret_epoch);
+        int (*split_get)(struct store *store, struct store_split *ret_split);
         int (*owner_check)(struct store *store);
         void (*owner_release)(struct store *store);
         int (*owner_epoch)(struct store *store, int64_t *ret_epoch);
@@ -111,5 +115,9 @@ void store_copy_text(char *dst, size_t dst_size, const char *src);
 
 /* True when the state is final (succeeded, rejected). */
 bool store_state_is_final(enum op_state state);
+
+/* Two splits are the same split (shares, in-flight, and the rate to a part
+ * in 1e9). */
+bool store_split_same(const struct store_split *a, const struct store_split *b);
 
 #endif

@@ -9,13 +9,18 @@
  * from the first line of password_file. The database is created when it does
  * not exist and the user may create it.
  *
- * Exit ownership is GET_LOCK('tollgate_owner_<db>', 0) held on a DEDICATED
- * connection for the owner's whole life: the server drops the lock when that
- * session ends (process killed, connection killed, server restarted), and a
- * paused process keeps its session and so its lock. Each acquisition bumps
- * owner.epoch; claims read the epoch under a shared row lock (a takeover's
- * bump waits for claims in progress and fences every later one), settles
- * check the epoch the operation was claimed under.
+ * Exit ownership is per share of the account quota (store.h): share 0 is
+ * GET_LOCK('tollgate_owner_<db>', 0), share k > 0 GET_LOCK('tollgate_share_
+ * <db>_<k>', 0), held on a DEDICATED connection for the owner's whole life:
+ * the server drops the lock when that session ends (process killed,
+ * connection killed, server restarted), and a paused process keeps its
+ * session and so its lock. Acquirers take 'tollgate_split_<db>' on that
+ * connection for the few statements that read (and maybe replace) the split
+ * and pick a share, so a split is never replaced under a live share. Each
+ * acquisition bumps owner.epoch (one counter for every share) and records it
+ * in exit_shares; claims look their epoch up there under a shared row lock
+ * (a takeover of that share waits for claims in progress and fences every
+ * later one), settles check the epoch the operation was claimed under.
  *
  * Invariants:
  *   - every public op is one short transaction on the main connection,
@@ -69,6 +74,7 @@
 #define IO_TIMEOUT       10 /* s, main connection reads and writes */
 #define LOCK_IO_TIMEOUT  3  /* s, the owner lock connection */
 #define LOCK_WAIT_S      3  /* innodb_lock_wait_timeout of our sessions */
+#define SPLIT_WAIT_S     2  /* acquirers' own lock; below LOCK_IO_TIMEOUT */
 #define MIGRATE_WAIT_S   30
 #define DB_NAME_MAX      64
 #define LOCK_NAME_MAX    64
@@ -191,9 +197,27 @@ static const struct migration migrations[] = {
         "  figures VARBINARY(4095) NOT NULL DEFAULT '',"
         "  CONSTRAINT samples_held CHECK (held IN (0, 1))"
         ") ENGINE=InnoDB"},
+    /* 3: shares of the account quota (more than one dispatcher). The split
+     * in force, each share's current epoch (the counter stays owner.epoch),
+     * and the share every claim was made under. */
+    {3, "CREATE TABLE IF NOT EXISTS exit_split ("
+        "  id TINYINT NOT NULL PRIMARY KEY,"
+        "  shares INT UNSIGNED NOT NULL,"
+        "  starts_per_second DOUBLE NOT NULL,"
+        "  max_in_flight INT UNSIGNED NOT NULL,"
+        "  CONSTRAINT split_one CHECK (id = 1)"
+        ") ENGINE=InnoDB"},
+    {3, "CREATE TABLE IF NOT EXISTS exit_shares ("
+        "  share INT UNSIGNED NOT NULL PRIMARY KEY,"
+        "  epoch BIGINT NOT NULL,"
+        "  KEY shares_epoch (epoch)"
+        ") ENGINE=InnoDB"},
+    {3, "INSERT IGNORE INTO exit_shares (share, epoch) SELECT 0, epoch FROM owner WHERE id = 1"},
+    {3, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS share INT UNSIGNED NOT NULL DEFAULT 0"},
+    {3, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS share INT UNSIGNED NOT NULL DEFAULT 0"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  2
+#define SCHEMA_VERSION  3
 
 #define OP_COLS                                                                                    \
         "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
@@ -237,7 +261,8 @@ struct mysql_store {
         char socket[256];
         char dbname[DB_NAME_MAX + 1];
         unsigned port;
-        char lock_name[LOCK_NAME_MAX + 1];
+        char lock_name[LOCK_NAME_MAX + 1]; /* of the share we hold (or last tried) */
+        unsigned share;                    /* the share we hold, when epoch > 0 */
         char sql[SQL_MAX];
 };
 
@@ -802,14 +827,64 @@ static int owner_epoch_read(struct mysql_store *s, bool share, int64_t *ret_epoc
         return r;
 }
 
-static int check_epoch(struct mysql_store *s, int64_t epoch)
+/* TG_EFENCED unless `epoch` is the current epoch of a share; that share in
+ * *ret_share. LOCK IN SHARE MODE: a takeover of the share waits for us. */
+static int check_epoch(struct mysql_store *s, int64_t epoch, unsigned *ret_share)
 {
-        int64_t current = 0;
-        int r = owner_epoch_read(s, true, &current);
+        MYSQL_RES *res;
+        bool null = false;
+        int64_t share = 0;
+        int r;
+
+        if (epoch <= 0)
+                return TG_EFENCED; /* shares never held have epoch 0 */
+        r = query(s, &res,
+                  "SELECT share FROM exit_shares WHERE epoch = %I ORDER BY share LIMIT 1 "
+                  "LOCK IN SHARE MODE",
+                  epoch);
+        if (r == 0)
+                r = one_i64(res, &share, &null);
+        if (r == TG_ENOTFOUND)
+                return TG_EFENCED;
+        if (r == 0 && (null || share < 0 || share >= STORE_SHARES_MAX))
+                r = TG_ESTORE;
+        if (r == 0 && ret_share)
+                *ret_share = (unsigned)share;
+        return r;
+}
+
+/* The split in force; TG_ENOTFOUND when none was recorded. */
+static int split_read(struct mysql_store *s, struct store_split *ret_split)
+{
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        struct store_split v = {0};
+        int r = query(s, &res,
+                      "SELECT shares, max_in_flight, starts_per_second FROM exit_split "
+                      "WHERE id = 1");
+        bool ok = true;
 
         if (r < 0)
                 return r;
-        return current == epoch ? 0 : TG_EFENCED;
+        row = mysql_fetch_row(res);
+        if (!row) {
+                mysql_free_result(res);
+                return TG_ENOTFOUND;
+        }
+        v.shares = col_uns(row, 0, &ok);
+        v.max_in_flight = col_uns(row, 1, &ok);
+        if (ok && row[2]) {
+                char *end;
+
+                errno = 0;
+                v.starts_per_second = strtod(row[2], &end);
+                ok = errno == 0 && end != row[2] && *end == '\0';
+        }
+        mysql_free_result(res);
+        if (!ok || v.shares < 1 || v.shares > STORE_SHARES_MAX)
+                return TG_ESTORE;
+        *ret_split = v;
+        return 0;
 }
 
 static int call_by(struct mysql_store *s, int64_t id, bool lock, struct call_record *ret_call)
@@ -1000,6 +1075,22 @@ static void lock_name_for(const char *prefix, const char *dbname, char *dst, siz
         }
 }
 
+/* GET_LOCK names are at most 64 characters: share 0 keeps the one-owner
+ * name; share k ends in "_<k>" after the (maybe hashed) database name. */
+static void share_lock_name(const struct mysql_store *s, unsigned share, char *dst, size_t size)
+{
+        char base[LOCK_NAME_MAX + 1];
+        size_t n;
+
+        if (share == 0) {
+                lock_name_for("tollgate_owner_", s->dbname, dst, size);
+                return;
+        }
+        lock_name_for("tollgate_share_", s->dbname, base, LOCK_NAME_MAX + 1 - 4);
+        n = strlen(base);
+        snprintf(dst, size, "%.*s_%u", (int)n, base, share % STORE_SHARES_MAX);
+}
+
 static int migrate_steps(struct mysql_store *s)
 {
         MYSQL_RES *res;
@@ -1094,7 +1185,7 @@ int store_mysql_open(const char *where, struct store **ret_store)
         r = parse_where(s, where);
         if (r < 0)
                 goto fail;
-        lock_name_for("tollgate_owner_", s->dbname, s->lock_name, sizeof(s->lock_name));
+        share_lock_name(s, 0, s->lock_name, sizeof(s->lock_name));
 
         r = connect_one(s, IO_TIMEOUT, true, &s->db);
         if (r == TG_ENOTFOUND) {
@@ -1209,6 +1300,8 @@ static int mysql_get(struct store *store, const char *operation_id, struct op_re
 
 struct epoch_ctx {
         bool bump;
+        unsigned share;                /* bump: the share taken */
+        const struct store_split *put; /* bump: record this split first (NULL: keep) */
         int64_t epoch;
 };
 
@@ -1217,10 +1310,52 @@ static int epoch_tx(struct mysql_store *s, void *ctx)
         struct epoch_ctx *c = ctx;
         int r = 0;
 
-        if (c->bump)
+        if (c->put) {
+                char rate[40];
+
+                /* a number we print ourselves: trusted text for %s */
+                snprintf(rate, sizeof(rate), "%.17g", c->put->starts_per_second);
+                r = exec(s,
+                         "REPLACE INTO exit_split (id, shares, starts_per_second, max_in_flight) "
+                         "VALUES (1, %U, %s, %U)",
+                         c->put->shares, rate, c->put->max_in_flight);
+        }
+        if (r == 0 && c->bump)
                 r = exec(s, "UPDATE owner SET epoch = epoch + 1 WHERE id = 1");
         if (r == 0)
                 r = owner_epoch_read(s, c->bump, &c->epoch);
+        if (r == 0 && c->bump)
+                r = exec(s,
+                         "INSERT INTO exit_shares (share, epoch) VALUES (%U, %I) "
+                         "ON DUPLICATE KEY UPDATE epoch = VALUES(epoch)",
+                         c->share, c->epoch);
+        return r;
+}
+
+/* One integer from the lock connection ("SELECT GET_LOCK(...)" and the
+ * like): 1, 0, or -1 for NULL. The names are ours ([A-Za-z0-9_]): no
+ * escaping is needed. */
+static int lock_ask(struct mysql_store *s, const char *fn, const char *name, int wait_s,
+                    int *ret_value)
+{
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        char sql[200];
+        int r = 0;
+
+        if (wait_s >= 0)
+                snprintf(sql, sizeof(sql), "SELECT %s('%s', %d)", fn, name, wait_s);
+        else
+                snprintf(sql, sizeof(sql), "SELECT %s('%s')", fn, name);
+        res = mysql_query(s->lock_db, sql) == 0 ? mysql_store_result(s->lock_db) : NULL;
+        if (!res)
+                return lost_code(mysql_errno(s->lock_db)) ? TG_EIO : TG_ESTORE;
+        row = mysql_fetch_row(res);
+        if (!row)
+                r = TG_ESTORE;
+        else
+                *ret_value = !row[0] ? -1 : strcmp(row[0], "1") == 0 ? 1 : 0;
+        mysql_free_result(res);
         return r;
 }
 
@@ -1252,50 +1387,142 @@ static int lock_held(struct mysql_store *s)
         return 0;
 }
 
-static int mysql_owner_acquire(struct store *store, int64_t *ret_epoch)
+struct split_ctx {
+        bool found;
+        struct store_split split;
+};
+
+static int split_tx(struct mysql_store *s, void *ctx)
+{
+        struct split_ctx *c = ctx;
+        int r = split_read(s, &c->split);
+
+        c->found = r == 0;
+        return r == TG_ENOTFOUND ? 0 : r;
+}
+
+/* With the acquirers' lock held: which shares may be taken (*ret_n) and
+ * which split to record first (*ret_put, NULL: none). TG_ECONFLICT when the
+ * split in force differs and a share of it is held. */
+static int split_decide(struct mysql_store *s, const struct store_split *want, unsigned *ret_n,
+                        const struct store_split **ret_put)
+{
+        struct split_ctx c = {0};
+        unsigned old_n;
+        int r = run_tx(s, split_tx, &c, TX_RECHECKS);
+
+        if (r < 0)
+                return r;
+        if (!want) { /* the one owner: any one-share split */
+                if (c.found && c.split.shares != 1)
+                        return TG_ECONFLICT;
+                *ret_n = 1;
+                *ret_put = NULL;
+                return 0;
+        }
+        if ((!c.found || c.split.shares == 1) && want->shares == 1) {
+                /* One share: whoever holds the owner lock is the only exit,
+                 * at its own rate, as before shares existed; a second one is
+                 * a standby, not a conflict. Ours is recorded once we hold
+                 * the lock. */
+                *ret_n = 1;
+                *ret_put = want;
+                return 0;
+        }
+        if (c.found && store_split_same(&c.split, want)) {
+                *ret_n = want->shares;
+                *ret_put = NULL;
+                return 0;
+        }
+        /* Another split (or none yet): it may be replaced only when nobody
+         * holds a share of it. Every acquirer holds our lock while it picks,
+         * so a share found free here stays free until we are done. */
+        old_n = c.found ? c.split.shares : 1;
+        for (unsigned k = 0; k < old_n; k++) {
+                char name[LOCK_NAME_MAX + 1];
+                int got = 0, dummy = 0;
+
+                share_lock_name(s, k, name, sizeof(name));
+                r = lock_ask(s, "GET_LOCK", name, 0, &got);
+                if (r == 0 && got == 1)
+                        r = lock_ask(s, "RELEASE_LOCK", name, -1, &dummy);
+                if (r < 0)
+                        return r;
+                if (got != 1)
+                        return TG_ECONFLICT;
+        }
+        *ret_n = want->shares;
+        *ret_put = want;
+        return 0;
+}
+
+static int mysql_share_acquire(struct store *store, const struct store_split *split,
+                               unsigned *ret_share, int64_t *ret_epoch)
 {
         struct mysql_store *s = M(store);
         struct epoch_ctx c = {.bump = true};
-        MYSQL_RES *res;
-        MYSQL_ROW row;
-        char sql[160];
+        char split_name[LOCK_NAME_MAX + 1];
+        unsigned n = 0;
+        int got = 0;
         int r;
 
-        if (s->lock_db && lock_held(s) == 0) {
+        if (s->lock_db && s->epoch > 0 && lock_held(s) == 0) {
                 /* Already ours: no second bump, which would fence our own claims. */
+                *ret_share = s->share;
                 *ret_epoch = s->epoch;
                 return 0;
         }
         s->epoch = 0;
+        conn_drop(&s->lock_db);
         r = connect_one(s, LOCK_IO_TIMEOUT, false, &s->lock_db);
         if (r < 0)
                 return r;
-        snprintf(sql, sizeof(sql), "SELECT GET_LOCK('%s', 0)", s->lock_name);
-        res = mysql_query(s->lock_db, sql) == 0 ? mysql_store_result(s->lock_db) : NULL;
-        if (!res) {
-                r = lost_code(mysql_errno(s->lock_db)) ? TG_EIO : TG_ESTORE;
-                goto fail;
+        lock_name_for("tollgate_split_", s->dbname, split_name, sizeof(split_name));
+        r = lock_ask(s, "GET_LOCK", split_name, SPLIT_WAIT_S, &got);
+        if (r == 0 && got != 1)
+                r = TG_EBUSY; /* another acquirer is slow: try again */
+        if (r == 0)
+                r = split_decide(s, split, &n, &c.put);
+        for (unsigned k = 0; r == 0 && k < n; k++) {
+                share_lock_name(s, k, s->lock_name, sizeof(s->lock_name));
+                r = lock_ask(s, "GET_LOCK", s->lock_name, 0, &got);
+                if (r == 0 && got == 1) {
+                        c.share = k;
+                        break;
+                }
+                if (r == 0 && k + 1 == n)
+                        r = TG_ELOCKED; /* every share is held */
         }
-        row = mysql_fetch_row(res);
-        if (!row || !row[0])
-                r = TG_ESTORE;
-        else if (strcmp(row[0], "1") != 0)
-                r = TG_ELOCKED; /* another session holds it */
-        mysql_free_result(res);
         if (r < 0)
                 goto fail;
         /* A bump is harmless to repeat (epochs only have to grow), so an
          * unknown COMMIT may be retried. */
         r = run_tx(s, epoch_tx, &c, TX_RECHECKS);
         if (r == 0)
+                r = lock_ask(s, "RELEASE_LOCK", split_name, -1, &got);
+        if (r == 0)
                 r = lock_held(s); /* still ours after the bump? */
         if (r < 0)
                 goto fail;
+        s->share = c.share;
         s->epoch = c.epoch;
+        *ret_share = c.share;
         *ret_epoch = c.epoch;
         return 0;
 fail:
-        conn_drop(&s->lock_db); /* drops the lock with the session */
+        conn_drop(&s->lock_db); /* drops the locks with the session */
+        return r;
+}
+
+static int mysql_split_get(struct store *store, struct store_split *ret_split)
+{
+        struct split_ctx c = {0};
+        int r = run_tx(M(store), split_tx, &c, TX_RECHECKS);
+
+        if (r == 0 && !c.found)
+                r = TG_ENOTFOUND;
+        if (r == 0)
+                *ret_split = c.split;
         return r;
 }
 
@@ -1312,6 +1539,7 @@ static void mysql_owner_release(struct store *store)
 
         conn_drop(&s->lock_db); /* the server releases the lock with the session */
         s->epoch = 0;
+        s->share = 0;
 }
 
 static int mysql_owner_epoch(struct store *store, int64_t *ret_epoch)
@@ -1326,6 +1554,8 @@ static int mysql_owner_epoch(struct store *store, int64_t *ret_epoch)
 
 struct recover_ctx {
         int64_t epoch;
+        unsigned share;  /* of `epoch` */
+        unsigned shares; /* in the split in force (1 when none) */
         const struct policy_config *config;
         tg_wall_ms now;
         unsigned count;
@@ -1335,9 +1565,16 @@ struct recover_ctx {
 static int recover_tx(struct mysql_store *s, void *ctx)
 {
         struct recover_ctx *c = ctx;
-        int r = check_epoch(s, c->epoch);
+        struct store_split split;
+        int r = check_epoch(s, c->epoch, &c->share);
 
         c->count = 0;
+        if (r == 0) {
+                r = split_read(s, &split);
+                c->shares = r == 0 ? split.shares : 1;
+                if (r == TG_ENOTFOUND)
+                        r = 0;
+        }
         /* Each pass moves its rows out of in_flight, so the loop ends. */
         while (r == 0) {
                 MYSQL_RES *res;
@@ -1346,8 +1583,11 @@ static int recover_tx(struct mysql_store *s, void *ctx)
 
                 r = query(s, &res,
                           "SELECT " OP_COLS " FROM operations FORCE INDEX (ops_state_accepted) "
-                          "WHERE state = 'in_flight' AND epoch < %I LIMIT %I FOR UPDATE",
-                          c->epoch, (int64_t)RECOVER_BATCH);
+                          "WHERE state = 'in_flight' AND "
+                          /* our share's older holders, or a share the split
+                           * no longer has: never another live share's rows */
+                          "((share = %U AND epoch < %I) OR share >= %U) LIMIT %I FOR UPDATE",
+                          c->share, c->epoch, c->shares, (int64_t)RECOVER_BATCH);
                 if (r < 0)
                         break;
                 while (r == 0 && n < RECOVER_BATCH) {
@@ -1550,6 +1790,7 @@ static int claim_tx(struct mysql_store *s, void *ctx)
         struct op_record op;
         struct call_record call;
         int64_t id = 0;
+        unsigned share = 0;
         int r;
 
         if (s->commit_unknown) {
@@ -1562,7 +1803,7 @@ static int claim_tx(struct mysql_store *s, void *ctx)
                 if (r != TG_ENOTFOUND)
                         return r; /* found (it committed), or a failure */
         }
-        r = check_epoch(s, args->epoch);
+        r = check_epoch(s, args->epoch, &share);
         if (r == 0)
                 r = pick(s, args, &id);
         if (r == 0)
@@ -1584,7 +1825,12 @@ static int claim_tx(struct mysql_store *s, void *ctx)
         op.state = OP_IN_FLIGHT;
         op.epoch = args->epoch;
         op.updated_at = args->now;
-        r = op_write(s, &op);
+        /* what a claim changes, and the share it is made under (recovery
+         * touches only its own share's rows) */
+        r = exec(s,
+                 "UPDATE operations SET state = 'in_flight', attempts = %U, queries = %U, "
+                 "key_first_used = %I, epoch = %I, share = %U, updated_at = %I WHERE id = %I",
+                 op.attempts, op.queries, op.key_first_used, op.epoch, share, op.updated_at, op.id);
         if (r < 0)
                 return r;
 
@@ -1599,11 +1845,11 @@ static int claim_tx(struct mysql_store *s, void *ctx)
         call.cls = TG_CLASS_UNKNOWN;
         r = exec(s,
                  "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, epoch, "
-                 "start_mono, start_wall, in_flight_at_start) "
-                 "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U)",
+                 "start_mono, start_wall, in_flight_at_start, share) "
+                 "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U, %U)",
                  call.op_id, call.operation_id, store_kind_text(call.kind), call.attempt,
                  call.request_id, call.epoch, call.start_mono, call.start_wall,
-                 call.in_flight_at_start);
+                 call.in_flight_at_start, share);
         if (r < 0)
                 return r;
         call.id = (int64_t)mysql_insert_id(s->db);
@@ -2464,7 +2710,8 @@ static const struct store_ops mysql_ops = {
     .close = mysql_store_close,
     .accept = mysql_accept,
     .get = mysql_get,
-    .owner_acquire = mysql_owner_acquire,
+    .share_acquire = mysql_share_acquire,
+    .split_get = mysql_split_get,
     .owner_check = mysql_owner_check,
     .owner_release = mysql_owner_release,
     .owner_epoch = mysql_owner_epoch,

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/tg_error.h"
@@ -149,6 +150,23 @@ static const char *const migrations[] = {
     "  oldest_open INTEGER,"
     "  figures TEXT NOT NULL DEFAULT ''"
     ");",
+    /* 4: shares of the account quota (more than one dispatcher): the split
+     * in force, each share's current epoch (the counter stays owner.epoch),
+     * and the share every claim was made under */
+    "CREATE TABLE exit_split ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  shares INTEGER NOT NULL,"
+    "  starts_per_second REAL NOT NULL,"
+    "  max_in_flight INTEGER NOT NULL"
+    ");"
+    "CREATE TABLE exit_shares ("
+    "  share INTEGER PRIMARY KEY,"
+    "  epoch INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX shares_epoch ON exit_shares(epoch);"
+    "INSERT INTO exit_shares (share, epoch) SELECT 0, epoch FROM owner WHERE id = 1;"
+    "ALTER TABLE operations ADD COLUMN share INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE calls ADD COLUMN share INTEGER NOT NULL DEFAULT 0;",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -211,6 +229,11 @@ enum stmt_id {
         ST_SAMPLE_PRUNE,
         ST_SAMPLE_LIST,
         ST_SAMPLE_LAST,
+        ST_SHARE_OF_EPOCH,
+        ST_SHARE_SET,
+        ST_SPLIT_GET,
+        ST_SPLIT_PUT,
+        ST_OP_CLAIM,
         ST_COUNT
 };
 
@@ -243,8 +266,8 @@ static const char *const stmt_sql[ST_COUNT] = {
                       "AND NOT " KEY_TOO_OLD " AND (?3 = 0 OR state = 'retry_wait') "
                       "ORDER BY accepted_at, id LIMIT 1",
     [ST_CALL_INSERT] = "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, "
-                       "epoch, start_mono, start_wall, in_flight_at_start) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                       "epoch, start_mono, start_wall, in_flight_at_start, share) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_CALL_BY_ID] = "SELECT " CALL_COLS " FROM calls WHERE id = ?1",
     [ST_CALL_SETTLE] = "UPDATE calls SET ended = 1, end_mono = ?2, end_wall = ?3, sent = ?4, "
                        "cls = ?5, http_status = ?6, latency_us = ?7, error = ?8, "
@@ -252,7 +275,10 @@ static const char *const stmt_sql[ST_COUNT] = {
                        "start_wall = CASE WHEN ?10 > 0 THEN ?10 ELSE start_wall END "
                        "WHERE id = ?1 AND ended = 0",
     [ST_RECOVER_PICK] = "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
-                        "WHERE state = 'in_flight' AND epoch < ?1 LIMIT ?2",
+                        "WHERE state = 'in_flight' AND "
+                        /* our share's older holders, or a share the split no
+                         * longer has: never another live share's rows */
+                        "((share = ?3 AND epoch < ?1) OR share >= ?4) LIMIT ?2",
     [ST_RECOVER_CALLS] = "UPDATE calls SET ended = 1, end_wall = ?2, cls = 'unknown', "
                          "error = 'outcome unknown (owner lost)' "
                          "WHERE op_id = ?1 AND ended = 0",
@@ -310,15 +336,26 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SAMPLE_LIST] = "SELECT " SAMPLE_COLS " FROM exit_samples WHERE at > ?1 ORDER BY at "
                        "LIMIT ?2",
     [ST_SAMPLE_LAST] = "SELECT " SAMPLE_COLS " FROM exit_samples ORDER BY at DESC LIMIT 1",
+    [ST_SHARE_OF_EPOCH] = "SELECT share FROM exit_shares WHERE epoch = ?1 ORDER BY share LIMIT 1",
+    [ST_SHARE_SET] = "INSERT INTO exit_shares (share, epoch) VALUES (?1, ?2) "
+                     "ON CONFLICT(share) DO UPDATE SET epoch = excluded.epoch",
+    [ST_SPLIT_GET] = "SELECT shares, max_in_flight, starts_per_second FROM exit_split WHERE id = 1",
+    [ST_SPLIT_PUT] = "INSERT OR REPLACE INTO exit_split (id, shares, starts_per_second, "
+                     "max_in_flight) VALUES (1, ?1, ?2, ?3)",
+    /* what a claim changes, and the share it is made under */
+    [ST_OP_CLAIM] = "UPDATE operations SET state = 'in_flight', attempts = ?2, queries = ?3, "
+                    "key_first_used = ?4, epoch = ?5, share = ?6, updated_at = ?7 WHERE id = ?1",
 };
 
 struct sqlite_store {
         struct store base; /* first: store.c sees only this */
         sqlite3 *db;
         sqlite3_stmt *stmts[ST_COUNT];
-        char *lock_path; /* "<db path>.owner" */
-        int lock_fd;     /* >= 0 while this handle owns the exit */
+        char *db_path;   /* as opened */
+        char *lock_path; /* of our share: "<db path>.owner" (share 0), ".share<k>" */
+        int lock_fd;     /* >= 0 while this handle owns a share of the exit */
         int64_t epoch;   /* the epoch of our acquisition, 0 when not owner */
+        unsigned share;  /* the share we hold, when lock_fd >= 0 */
         /* synchronous=NORMAL is in force (only for a settle); any other write
          * transaction puts FULL back first. */
         bool sync_normal, in_settle;
@@ -725,6 +762,7 @@ static void sqlite_close(struct store *store)
         if (s->lock_fd >= 0)
                 close(s->lock_fd);
         free(s->lock_path);
+        free(s->db_path);
         free(s);
 }
 
@@ -738,6 +776,7 @@ static const struct store_ops sqlite_ops;
 int store_sqlite_open(const char *where, struct store **ret_store)
 {
         static const char suffix[] = ".owner";
+        static const size_t lock_room = 16; /* ".owner", ".split", ".share63" */
         struct sqlite_store *s;
         size_t n = strnlen(where, PATH_MAX);
         int rc, r;
@@ -749,8 +788,9 @@ int store_sqlite_open(const char *where, struct store **ret_store)
                 return TG_ENOMEM;
         s->base.ops = &sqlite_ops;
         s->lock_fd = -1;
-        s->lock_path = malloc(n + sizeof(suffix));
-        if (!s->lock_path) {
+        s->lock_path = malloc(n + lock_room);
+        s->db_path = strndup(where, n);
+        if (!s->lock_path || !s->db_path) {
                 r = TG_ENOMEM;
                 goto fail;
         }
@@ -881,32 +921,179 @@ static bool lock_file_current(const struct sqlite_store *s, int fd)
         return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-static int sqlite_owner_acquire(struct store *store, int64_t *ret_epoch)
+/* "<db>.owner" for share 0 (the one-owner lock), "<db>.share<k>" for the
+ * others, "<db>.split" for the acquirers' own lock (share == UINT_MAX). */
+static void share_path(const struct sqlite_store *s, unsigned share, char *dst, size_t size)
 {
-        struct sqlite_store *s = S(store);
-        sqlite3_stmt *st = NULL;
-        int64_t epoch = 0;
-        char pid[32];
-        int fd, r, rc, n;
+        if (share == UINT_MAX)
+                snprintf(dst, size, "%s.split", s->db_path);
+        else if (share == 0)
+                snprintf(dst, size, "%s.owner", s->db_path);
+        else
+                snprintf(dst, size, "%s.share%u", s->db_path, share % STORE_SHARES_MAX);
+}
 
-        if (s->lock_fd >= 0) {
-                /* Already ours: no second bump, which would fence our own claims. */
-                *ret_epoch = s->epoch;
-                return 0;
-        }
-        fd = open(s->lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+/* Opens and locks the file without waiting: the descriptor, TG_ELOCKED, or
+ * an error. */
+static int lock_file(const char *path, int *ret_fd)
+{
+        struct stat a, b;
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        int r;
+
         if (fd < 0)
                 return TG_EIO;
         r = lock_fd_exclusive(fd);
-        if (r == 0 && !lock_file_current(s, fd))
-                r = TG_ELOCKED; /* the file was replaced between open and lock */
-        if (r < 0)
-                goto fail;
+        /* the file was replaced between open and lock? */
+        if (r == 0 && (fstat(fd, &a) < 0 || stat(path, &b) < 0 || a.st_dev != b.st_dev ||
+                       a.st_ino != b.st_ino))
+                r = TG_ELOCKED;
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
 
-        r = tx_begin(s, true);
+#define SPLIT_WAIT_MS 2000
+
+/* The acquirers' own lock, waited for a little: the holder is another
+ * acquirer picking its share, which takes a few statements. */
+static int split_lock(const struct sqlite_store *s, int *ret_fd)
+{
+        char path[PATH_MAX + 32];
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000L};
+
+        share_path(s, UINT_MAX, path, sizeof(path));
+        for (int waited = 0;; waited += 10) {
+                int r = lock_file(path, ret_fd);
+
+                if (r != TG_ELOCKED)
+                        return r;
+                if (waited >= SPLIT_WAIT_MS)
+                        return TG_EBUSY;
+                nanosleep(&ts, NULL);
+        }
+}
+
+static int split_read(struct sqlite_store *s, struct store_split *ret_split)
+{
+        sqlite3_stmt *st = NULL;
+        int r = stmt_get(s, ST_SPLIT_GET, &st);
+        int rc;
+
         if (r < 0)
-                goto fail;
-        r = stmt_get(s, ST_OWNER_BUMP, &st);
+                return r;
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+                int64_t n = sqlite3_column_int64(st, 0);
+                int64_t m = sqlite3_column_int64(st, 1);
+
+                if (n < 1 || n > STORE_SHARES_MAX || m < 1 || m > UINT_MAX) {
+                        r = TG_ESTORE;
+                } else {
+                        ret_split->shares = (unsigned)n;
+                        ret_split->max_in_flight = (unsigned)m;
+                        ret_split->starts_per_second = sqlite3_column_double(st, 2);
+                }
+        } else {
+                r = rc == SQLITE_DONE ? TG_ENOTFOUND : map_rc(rc);
+        }
+        stmt_done(st);
+        return r;
+}
+
+static int sqlite_split_get(struct store *store, struct store_split *ret_split)
+{
+        struct store_split v = {0};
+        int r = split_read(S(store), &v);
+
+        if (r == 0)
+                *ret_split = v;
+        return r;
+}
+
+/* With the acquirers' lock held: how many shares may be taken (*ret_n) and
+ * which split to record first (*ret_put, NULL: none). TG_ECONFLICT when the
+ * split in force differs and a share of it is held. */
+static int split_decide(struct sqlite_store *s, const struct store_split *want, unsigned *ret_n,
+                        const struct store_split **ret_put)
+{
+        struct store_split cur = {0};
+        unsigned old_n;
+        int r = split_read(s, &cur);
+        bool found = r == 0;
+
+        if (r < 0 && r != TG_ENOTFOUND)
+                return r;
+        if (!want) { /* the one owner: any one-share split */
+                if (found && cur.shares != 1)
+                        return TG_ECONFLICT;
+                *ret_n = 1;
+                *ret_put = NULL;
+                return 0;
+        }
+        if ((!found || cur.shares == 1) && want->shares == 1) {
+                /* One share: whoever holds the owner lock is the only exit,
+                 * at its own rate, as before shares existed; a second one is
+                 * a standby, not a conflict. Ours is recorded once we hold
+                 * the lock. */
+                *ret_n = 1;
+                *ret_put = want;
+                return 0;
+        }
+        if (found && store_split_same(&cur, want)) {
+                *ret_n = want->shares;
+                *ret_put = NULL;
+                return 0;
+        }
+        /* Another split (or none yet): it may be replaced only when nobody
+         * holds a share of it. Every acquirer holds the split lock while it
+         * picks, so a share found free here stays free until we are done. */
+        old_n = found ? cur.shares : 1;
+        for (unsigned k = 0; k < old_n; k++) {
+                char path[PATH_MAX + 32];
+                int fd = -1;
+
+                share_path(s, k, path, sizeof(path));
+                r = lock_file(path, &fd);
+                if (r == TG_ELOCKED)
+                        return TG_ECONFLICT;
+                if (r < 0)
+                        return r;
+                close(fd);
+        }
+        *ret_n = want->shares;
+        *ret_put = want;
+        return 0;
+}
+
+/* One transaction: record the split (when put), bump the epoch counter and
+ * make it the share's epoch. */
+static int share_bump(struct sqlite_store *s, const struct store_split *put, unsigned share,
+                      int64_t *ret_epoch)
+{
+        sqlite3_stmt *st = NULL;
+        int64_t epoch = 0;
+        int r = tx_begin(s, true);
+        int rc;
+
+        if (r < 0)
+                return r;
+        if (put) {
+                r = stmt_get(s, ST_SPLIT_PUT, &st);
+                if (r == 0 && (bind_i64(st, 1, put->shares) ||
+                               sqlite3_bind_double(st, 2, put->starts_per_second) != SQLITE_OK ||
+                               bind_i64(st, 3, put->max_in_flight))) {
+                        stmt_done(st);
+                        r = TG_ESTORE;
+                }
+                if (r == 0)
+                        r = stmt_run(st);
+        }
+        if (r == 0)
+                r = stmt_get(s, ST_OWNER_BUMP, &st);
         if (r == 0) {
                 rc = sqlite3_step(st);
                 if (rc == SQLITE_ROW)
@@ -918,47 +1105,132 @@ static int sqlite_owner_acquire(struct store *store, int64_t *ret_epoch)
                 else
                         stmt_done(st);
         }
+        if (r == 0)
+                r = stmt_get(s, ST_SHARE_SET, &st);
+        if (r == 0) {
+                if (bind_i64(st, 1, share) || bind_i64(st, 2, epoch)) {
+                        stmt_done(st);
+                        r = TG_ESTORE;
+                } else {
+                        r = stmt_run(st);
+                }
+        }
         if (r < 0) {
                 tx_rollback(s);
-                goto fail;
+                return r;
         }
         r = tx_commit(s);
-        if (r < 0)
-                goto fail;
+        if (r == 0)
+                *ret_epoch = epoch;
+        return r;
+}
+
+static int sqlite_share_acquire(struct store *store, const struct store_split *split,
+                                unsigned *ret_share, int64_t *ret_epoch)
+{
+        struct sqlite_store *s = S(store);
+        const struct store_split *put = NULL;
+        char path[PATH_MAX + 32];
+        int64_t epoch = 0;
+        unsigned n = 0, share = 0;
+        int split_fd = -1, fd = -1;
+        char pid[32];
+        int r, len;
+
+        if (s->lock_fd >= 0) {
+                /* Already ours: no second bump, which would fence our own claims. */
+                *ret_share = s->share;
+                *ret_epoch = s->epoch;
+                return 0;
+        }
+        r = split_lock(s, &split_fd);
+        if (r == 0)
+                r = split_decide(s, split, &n, &put);
+        for (unsigned k = 0; r == 0 && k < n; k++) {
+                share_path(s, k, path, sizeof(path));
+                r = lock_file(path, &fd);
+                if (r == 0) {
+                        share = k;
+                        break;
+                }
+                if (r == TG_ELOCKED && k + 1 < n)
+                        r = 0; /* held: the next one */
+        }
+        if (r == 0)
+                r = share_bump(s, put, share, &epoch);
+        if (split_fd >= 0)
+                close(split_fd); /* the next acquirer may pick now */
+        if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return r;
+        }
 
         /* For people: who holds it. A failure here changes nothing. */
-        n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
-        if (ftruncate(fd, 0) == 0 && n > 0) {
-                ssize_t w = pwrite(fd, pid, (size_t)n, 0);
+        len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+        if (ftruncate(fd, 0) == 0 && len > 0) {
+                ssize_t w = pwrite(fd, pid, (size_t)len, 0);
 
                 (void)w;
         }
-
+        snprintf(s->lock_path, strlen(s->db_path) + 16, "%s", path);
         s->lock_fd = fd;
+        s->share = share;
         s->epoch = epoch;
+        *ret_share = share;
         *ret_epoch = epoch;
         return 0;
-fail:
-        close(fd);
+}
+
+/* Inside a transaction: TG_EFENCED unless `epoch` is the current epoch of a
+ * share; that share in *ret_share (may be NULL). */
+static int check_epoch(struct sqlite_store *s, int64_t epoch, unsigned *ret_share)
+{
+        sqlite3_stmt *st = NULL;
+        int r, rc;
+
+        if (epoch <= 0)
+                return TG_EFENCED; /* shares never held have epoch 0 */
+        r = stmt_get(s, ST_SHARE_OF_EPOCH, &st);
+        if (r < 0)
+                return r;
+        if (bind_i64(st, 1, epoch)) {
+                stmt_done(st);
+                return TG_ESTORE;
+        }
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+                int64_t v = sqlite3_column_int64(st, 0);
+
+                if (v < 0 || v >= STORE_SHARES_MAX)
+                        r = TG_ESTORE;
+                else if (ret_share)
+                        *ret_share = (unsigned)v;
+        } else {
+                r = rc == SQLITE_DONE ? TG_EFENCED : map_rc(rc);
+        }
+        stmt_done(st);
         return r;
 }
 
 static int sqlite_owner_check(struct store *store)
 {
         struct sqlite_store *s = S(store);
-        int64_t epoch = 0;
+        unsigned share = 0;
         int r;
 
         if (s->lock_fd < 0 || !lock_file_current(s, s->lock_fd))
                 return TG_ELOCKED;
         /* The lock is what decides; the epoch only catches an owner that
-         * took over behind a replaced lock file. A database that cannot
-         * answer right now (busy) is not a lost lock: claims stay fenced by
-         * the epoch check inside their own transaction either way. */
-        r = owner_epoch_read(s, &epoch);
+         * took over our share behind a replaced lock file. A database that
+         * cannot answer right now (busy) is not a lost lock: claims stay
+         * fenced by the epoch check inside their own transaction either way. */
+        r = check_epoch(s, s->epoch, &share);
+        if (r == TG_EFENCED)
+                return TG_ELOCKED;
         if (r < 0)
                 return 0;
-        return epoch == s->epoch ? 0 : TG_ELOCKED;
+        return share == s->share ? 0 : TG_ELOCKED;
 }
 
 static void sqlite_owner_release(struct store *store)
@@ -969,22 +1241,12 @@ static void sqlite_owner_release(struct store *store)
                 close(s->lock_fd); /* drops the OFD lock */
         s->lock_fd = -1;
         s->epoch = 0;
+        s->share = 0;
 }
 
 static int sqlite_owner_epoch(struct store *store, int64_t *ret_epoch)
 {
         return owner_epoch_read(S(store), ret_epoch);
-}
-
-/* Inside a write transaction: TG_EFENCED unless `epoch` is the newest. */
-static int check_epoch(struct sqlite_store *s, int64_t epoch)
-{
-        int64_t current;
-        int r = owner_epoch_read(s, &current);
-
-        if (r < 0)
-                return r;
-        return current == epoch ? 0 : TG_EFENCED;
 }
 
 static int close_open_calls(struct sqlite_store *s, int64_t op_id, tg_wall_ms now)
@@ -1006,7 +1268,8 @@ static int sqlite_recover(struct store *store, int64_t epoch, const struct polic
 {
         struct sqlite_store *s = S(store);
         struct op_record *batch;
-        unsigned count = 0;
+        struct store_split split = {.shares = 1};
+        unsigned count = 0, share = 0;
         int r;
 
         batch = calloc(RECOVER_BATCH, sizeof(*batch));
@@ -1015,7 +1278,14 @@ static int sqlite_recover(struct store *store, int64_t epoch, const struct polic
         r = tx_begin(s, true);
         if (r < 0)
                 goto out;
-        r = check_epoch(s, epoch);
+        r = check_epoch(s, epoch, &share);
+        if (r == 0) {
+                r = split_read(s, &split);
+                if (r == TG_ENOTFOUND) { /* never recorded: one share */
+                        split.shares = 1;
+                        r = 0;
+                }
+        }
         /* Each pass moves its rows out of in_flight, so the loop ends. */
         while (r == 0) {
                 sqlite3_stmt *st = NULL;
@@ -1024,7 +1294,8 @@ static int sqlite_recover(struct store *store, int64_t epoch, const struct polic
                 r = stmt_get(s, ST_RECOVER_PICK, &st);
                 if (r < 0)
                         break;
-                if (bind_i64(st, 1, epoch) || bind_i64(st, 2, RECOVER_BATCH)) {
+                if (bind_i64(st, 1, epoch) || bind_i64(st, 2, RECOVER_BATCH) ||
+                    bind_i64(st, 3, share) || bind_i64(st, 4, split.shares)) {
                         stmt_done(st);
                         r = TG_ESTORE;
                         break;
@@ -1146,7 +1417,7 @@ static int pick(struct sqlite_store *s, const struct claim_args *args, int64_t *
         return r;
 }
 
-static int call_insert(struct sqlite_store *s, struct call_record *call)
+static int call_insert(struct sqlite_store *s, struct call_record *call, unsigned share)
 {
         sqlite3_stmt *st = NULL;
         int r = stmt_get(s, ST_CALL_INSERT, &st);
@@ -1158,7 +1429,7 @@ static int call_insert(struct sqlite_store *s, struct call_record *call)
             bind_i64(st, 4, call->attempt) ||
             bind_text(st, 5, call->request_id, TG_REQUEST_ID_MAX) || bind_i64(st, 6, call->epoch) ||
             bind_i64(st, 7, call->start_mono) || bind_i64(st, 8, call->start_wall) ||
-            bind_i64(st, 9, call->in_flight_at_start)) {
+            bind_i64(st, 9, call->in_flight_at_start) || bind_i64(st, 10, share)) {
                 stmt_done(st);
                 return TG_ESTORE;
         }
@@ -1174,12 +1445,14 @@ static int sqlite_claim(struct store *store, const struct claim_args *args,
         struct sqlite_store *s = S(store);
         struct op_record op;
         struct call_record call;
+        sqlite3_stmt *st = NULL;
         int64_t id = 0;
+        unsigned share = 0;
         int r = tx_begin(s, true);
 
         if (r < 0)
                 return r;
-        r = check_epoch(s, args->epoch);
+        r = check_epoch(s, args->epoch, &share);
         if (r == 0)
                 r = pick(s, args, &id);
         if (r == 0)
@@ -1201,7 +1474,19 @@ static int sqlite_claim(struct store *store, const struct claim_args *args,
         op.state = OP_IN_FLIGHT;
         op.epoch = args->epoch;
         op.updated_at = args->now;
-        r = op_write(s, &op);
+        /* what a claim changes, and the share it is made under (recovery
+         * touches only its own share's rows) */
+        r = stmt_get(s, ST_OP_CLAIM, &st);
+        if (r < 0)
+                goto fail;
+        if (bind_i64(st, 1, op.id) || bind_i64(st, 2, op.attempts) || bind_i64(st, 3, op.queries) ||
+            bind_i64(st, 4, op.key_first_used) || bind_i64(st, 5, op.epoch) ||
+            bind_i64(st, 6, share) || bind_i64(st, 7, op.updated_at)) {
+                stmt_done(st);
+                r = TG_ESTORE;
+                goto fail;
+        }
+        r = stmt_run(st);
         if (r < 0)
                 goto fail;
 
@@ -1214,7 +1499,7 @@ static int sqlite_claim(struct store *store, const struct claim_args *args,
         call.in_flight_at_start = args->in_flight_at_start;
         call.ended = false;
         call.cls = TG_CLASS_UNKNOWN;
-        r = call_insert(s, &call);
+        r = call_insert(s, &call, share);
         if (r < 0)
                 goto fail;
         /* record attempt before send: the call row ("sent, outcome unknown")
@@ -1938,7 +2223,8 @@ static const struct store_ops sqlite_ops = {
     .close = sqlite_close,
     .accept = sqlite_accept,
     .get = sqlite_get,
-    .owner_acquire = sqlite_owner_acquire,
+    .share_acquire = sqlite_share_acquire,
+    .split_get = sqlite_split_get,
     .owner_check = sqlite_owner_check,
     .owner_release = sqlite_owner_release,
     .owner_epoch = sqlite_owner_epoch,

@@ -50,7 +50,8 @@ static int setup_sqlite(void **state)
 
 static int teardown_sqlite(void **state)
 {
-        static const char *const files[] = {"t.db", "t.db-wal", "t.db-shm", "t.db.owner"};
+        static const char *const files[] = {"t.db",       "t.db-wal",    "t.db-shm",   "t.db.owner",
+                                            "t.db.split", "t.db.share1", "t.db.share2"};
         char path[400];
 
         (void)state;
@@ -1218,6 +1219,84 @@ static void test_samples(void **state)
         store_close(s);
 }
 
+/* ---- shares of the account quota ----------------------------------------------- */
+
+static void test_shares(void **state)
+{
+        struct store *a = open_store();
+        struct store *b = open_store();
+        struct store *c = open_store();
+        struct store *d = open_store();
+        struct store_split two = {.shares = 2, .starts_per_second = 10.0, .max_in_flight = 4};
+        struct store_split one = {.shares = 1, .starts_per_second = 10.0, .max_in_flight = 4};
+        struct store_split got;
+        struct policy_config cfg = limits();
+        struct op_record op1, op2, op;
+        struct call_record call1, call2, call;
+        struct settle_args sa;
+        unsigned ka = 9, kb = 9, kc = 9, kd = 9, n = 0;
+        int64_t ea = 0, eb = 0, ec = 0, ed = 0;
+
+        (void)state;
+        assert_int_equal(store_split_get(a, &got), TG_ENOTFOUND);
+        assert_int_equal(store_share_acquire(a, &two, &ka, &ea), 0);
+        assert_int_equal(store_share_acquire(b, &two, &kb, &eb), 0);
+        assert_true(ka < 2 && kb < 2 && ka != kb);
+        assert_true(eb > ea);
+        assert_int_equal(store_owner_check(a), 0);
+        assert_int_equal(store_owner_check(b), 0);
+        /* every share held: a standby */
+        assert_int_equal(store_share_acquire(c, &two, &kc, &ec), TG_ELOCKED);
+        assert_int_equal(kc, 9);
+        assert_int_equal(store_split_get(c, &got), 0);
+        assert_int_equal(got.shares, 2);
+        assert_int_equal(got.max_in_flight, 4);
+        assert_true(got.starts_per_second > 9.999 && got.starts_per_second < 10.001);
+        /* another split while shares of this one are held: refused */
+        assert_int_equal(store_share_acquire(d, &one, &kd, &ed), TG_ECONFLICT);
+        assert_int_equal(store_owner_acquire(d, &ed), TG_ECONFLICT);
+        assert_int_equal(ed, 0);
+
+        /* each share claims under its own epoch */
+        accept_new(a, "s1", T0);
+        accept_new(a, "s2", T0 + 1);
+        assert_int_equal(claim(a, STORE_GROUP_FIRST, ea, T0 + 10, &op1, &call1), 0);
+        assert_int_equal(claim(b, STORE_GROUP_FIRST, eb, T0 + 11, &op2, &call2), 0);
+        assert_string_equal(op1.req.operation_id, "s1");
+        assert_string_equal(op2.req.operation_id, "s2");
+
+        /* a's holder dies: c takes that share under a newer epoch and
+         * recovers only that share's in-flight operation */
+        store_close(a);
+        assert_int_equal(store_share_acquire(c, &two, &kc, &ec), 0);
+        assert_int_equal(kc, ka);
+        assert_true(ec > eb);
+        assert_int_equal(store_owner_check(b), 0); /* another share's takeover */
+        assert_int_equal(store_recover(c, ec, &cfg, T0 + 3000, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(get_op(c, "s1").state, OP_UNKNOWN);
+        assert_int_equal(get_op(c, "s2").state, OP_IN_FLIGHT);
+        /* the dead holder's epoch is fenced; the live share's is not */
+        accept_new(c, "s3", T0 + 2);
+        assert_int_equal(claim(c, STORE_GROUP_FIRST, ea, T0 + 3001, &op, &call), TG_EFENCED);
+        sa = settle_args_for(&op2, &call2, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 3002, 0);
+        assert_int_equal(store_settle(b, &sa), 0);
+        assert_int_equal(get_op(c, "s2").state, OP_SUCCEEDED);
+
+        /* once nobody holds a share, a new split replaces the old one */
+        store_owner_release(b);
+        store_owner_release(c);
+        assert_int_equal(store_share_acquire(d, &one, &kd, &ed), 0);
+        assert_int_equal(kd, 0);
+        assert_true(ed > ec);
+        assert_int_equal(store_split_get(b, &got), 0);
+        assert_int_equal(got.shares, 1);
+        assert_int_equal(store_share_acquire(b, &two, &kb, &eb), TG_ECONFLICT);
+        store_close(b);
+        store_close(c);
+        store_close(d);
+}
+
 /* ---- main --------------------------------------------------------------------- */
 
 #define CONTRACT_TESTS(setup, teardown)                                                            \
@@ -1240,7 +1319,8 @@ static void test_samples(void **state)
             cmocka_unit_test_setup_teardown(test_stats, setup, teardown),                          \
             cmocka_unit_test_setup_teardown(test_list_calls_since_limit, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_callbacks_may_reenter, setup, teardown),          \
-            cmocka_unit_test_setup_teardown(test_samples, setup, teardown)
+            cmocka_unit_test_setup_teardown(test_samples, setup, teardown),                        \
+            cmocka_unit_test_setup_teardown(test_shares, setup, teardown)
 
 int main(void)
 {
