@@ -27,51 +27,19 @@
 #include "app/log.h"
 #include "core/tg_error.h"
 
-#define MAC_LEN 32
-
-static int hex_value(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* "sha256=" and exactly 64 hex digits. 0 or TG_EPARSE. */
-static int parse_signature(const char *h, unsigned char out[MAC_LEN])
-{
-        static const char prefix[] = "sha256=";
-
-        if (!h || strncmp(h, prefix, sizeof(prefix) - 1) != 0)
-                return TG_EPARSE;
-        h += sizeof(prefix) - 1;
-        if (strlen(h) != 2 * MAC_LEN)
-                return TG_EPARSE;
-        for (size_t i = 0; i < MAC_LEN; i++) {
-                int hi = hex_value(h[2 * i]), lo = hex_value(h[2 * i + 1]);
-                if (hi < 0 || lo < 0)
-                        return TG_EPARSE;
-                out[i] = (unsigned char)(hi << 4 | lo);
-        }
-        return 0;
-}
-
 static bool signature_ok(const struct api *api, const struct http_request *req)
 {
-        unsigned char want[MAC_LEN], got[MAC_LEN];
+        unsigned char want[API_MAC_LEN], got[API_MAC_LEN];
         unsigned int n = 0;
         const char *secret = api->cfg.provider_webhook_secret;
 
-        if (parse_signature(http_request_header(req, "X-Signature"), got) < 0)
+        if (api_parse_signature(http_request_header(req, "X-Signature"), got) < 0)
                 return false;
         if (!HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)req->body,
                   req->body_len, want, &n) ||
-            n != MAC_LEN)
+            n != API_MAC_LEN)
                 return false;
-        return CRYPTO_memcmp(want, got, MAC_LEN) == 0;
+        return CRYPTO_memcmp(want, got, API_MAC_LEN) == 0;
 }
 
 int api_post_provider_event(struct api *api, const struct http_request *req,

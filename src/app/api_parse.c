@@ -1,5 +1,6 @@
 /*
- * api_parse — the JSON side of the intake (see the header for the rules).
+ * api_parse — the JSON side of the intake (see the header for the rules),
+ * and the webhook's signature header (the MAC is checked in api_events.c).
  * Every string a client sends is treated as hostile: lengths come from
  * jansson (never strlen on client data), and a client-supplied name echoed
  * in an error is cut at a UTF-8 boundary so the error body stays valid JSON.
@@ -306,4 +307,38 @@ int api_parse_provider_event(const char *body, size_t len, struct provider_event
         if (r == 0)
                 *ret_event = ev;
         return r;
+}
+
+/* ---- the webhook signature header ------------------------------------------------- */
+
+static int hex_value(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int api_parse_signature(const char *header, unsigned char ret_mac[API_MAC_LEN])
+{
+        static const char prefix[] = "sha256=";
+        unsigned char mac[API_MAC_LEN];
+        const char *h = header;
+
+        if (!h || strncmp(h, prefix, sizeof(prefix) - 1) != 0)
+                return TG_EPARSE;
+        h += sizeof(prefix) - 1;
+        if (strnlen(h, 2 * API_MAC_LEN + 1) != 2 * API_MAC_LEN)
+                return TG_EPARSE;
+        for (size_t i = 0; i < API_MAC_LEN; i++) {
+                int hi = hex_value(h[2 * i]), lo = hex_value(h[2 * i + 1]);
+                if (hi < 0 || lo < 0)
+                        return TG_EPARSE;
+                mac[i] = (unsigned char)(hi << 4 | lo);
+        }
+        memcpy(ret_mac, mac, sizeof(mac));
+        return 0;
 }

@@ -67,6 +67,13 @@ struct provider_event {
 int api_parse_provider_event(const char *body, size_t len, struct provider_event *ret_event,
                              struct api_error *err);
 
+/* The X-Signature header of a provider event: "sha256=" and exactly 64 hex
+ * digits (either case), nothing else. header may be NULL (missing). 0 and
+ * ret_mac filled with the 32 bytes; or TG_EPARSE and ret_mac untouched. The
+ * MAC itself is checked by the caller, in constant time. */
+#define API_MAC_LEN 32
+int api_parse_signature(const char *header, unsigned char ret_mac[API_MAC_LEN]);
+
 /* The error body {"error":{"code","message","field","retryable"},
  * "request_id"} as a malloc()ed string; *ret_len its length. 0 or
  * TG_ENOMEM. */
