@@ -2,7 +2,10 @@
  * Unit tests of the intake API: api_handle() driven directly with requests
  * built here, over a real SQLite store in a temporary directory. Covers
  * every answer code of the routes, hostile bodies and paths, the error body
- * shape, and that nothing is stored on any error.
+ * shape, and that nothing is stored on any error. The operating routes
+ * (manual actions, provider events, paging and stats arguments, /metrics)
+ * get the same treatment, and every refusal reads the operation and its
+ * audit rows back from the store to show nothing changed.
  *
  * api.c, api_parse.c and config.c live in src/app, which is linked into the
  * tollgate executable rather than a library, so they are compiled into this
@@ -90,10 +93,12 @@ static void exchange_free(struct exchange *ex)
         ex->json = NULL;
 }
 
-static struct exchange do_request(struct api *api, const char *method, const char *path,
-                                  const char *query, const char *auth, const char *body, size_t len)
+/* extra: one more header ({name, value}), or NULL. */
+static struct exchange do_request_h(struct api *api, const char *method, const char *path,
+                                    const char *query, const char *auth,
+                                    const struct http_header *extra, const char *body, size_t len)
 {
-        struct http_header headers[2];
+        struct http_header headers[4];
         struct http_request req;
         struct http_response res;
         struct exchange ex;
@@ -110,6 +115,10 @@ static struct exchange do_request(struct api *api, const char *method, const cha
         headers[n].name = "Content-Type";
         headers[n].value = "application/json";
         n++;
+        for (size_t i = 0; extra && extra[i].name; i++) {
+                assert_true(n < sizeof(headers) / sizeof(headers[0]));
+                headers[n++] = extra[i];
+        }
         memset(&req, 0, sizeof(req));
         req.method = method;
         req.path = path;
@@ -137,6 +146,12 @@ static struct exchange do_request(struct api *api, const char *method, const cha
         assert_true(ex.request_id[0] != '\0');
         http_response_release(&res);
         return ex;
+}
+
+static struct exchange do_request(struct api *api, const char *method, const char *path,
+                                  const char *query, const char *auth, const char *body, size_t len)
+{
+        return do_request_h(api, method, path, query, auth, NULL, body, len);
 }
 
 static struct exchange post(struct api *api, const char *body, size_t len)
@@ -622,6 +637,844 @@ static void test_request_ids_differ(void **state)
         exchange_free(&b);
 }
 
+/* ---- issue 5: manual review, provider events, stats, metrics ----------------------- */
+
+/* What an operator action or a provider event could change, read back from
+ * the store. */
+struct op_snap {
+        uint64_t ops;
+        enum op_state state;
+        enum manual_reason reason;
+        tg_wall_ms updated_at, next_run_at;
+        bool operator_resend;
+        char refund_id[128];
+        unsigned audits;
+};
+
+static int count_audit(const struct audit_record *a, void *userdata)
+{
+        (void)a;
+        (*(unsigned *)userdata)++;
+        return 0;
+}
+
+static struct op_snap snap(struct api *api, const char *id)
+{
+        struct op_snap sn;
+        struct op_record op;
+
+        memset(&sn, 0, sizeof(sn));
+        sn.ops = ops_stored(api);
+        assert_int_equal(store_get(api->store, id, &op), 0);
+        sn.state = op.state;
+        sn.reason = op.reason;
+        sn.updated_at = op.updated_at;
+        sn.next_run_at = op.next_run_at;
+        sn.operator_resend = op.operator_resend;
+        memcpy(sn.refund_id, op.refund_id, sizeof(sn.refund_id));
+        assert_int_equal(store_list_audit(api->store, op.id, count_audit, &sn.audits), 0);
+        return sn;
+}
+
+static void assert_unchanged(struct api *api, const char *id, const struct op_snap *before,
+                             const char *what)
+{
+        struct op_snap now = snap(api, id);
+
+        if (now.ops != before->ops || now.state != before->state || now.reason != before->reason ||
+            now.updated_at != before->updated_at || now.next_run_at != before->next_run_at ||
+            now.operator_resend != before->operator_resend ||
+            strcmp(now.refund_id, before->refund_id) != 0 || now.audits != before->audits)
+                fail_msg("%s: %s changed (state %s -> %s, audit rows %u -> %u)", what, id,
+                         op_state_name(before->state), op_state_name(now.state), before->audits,
+                         now.audits);
+}
+
+/* Accepts operation `id` through the API and moves it to manual (deadline),
+ * as the dispatcher's sweep would. */
+static void make_manual(struct api *api, const char *id)
+{
+        char body[256];
+        struct exchange ex;
+        unsigned n = 0;
+
+        snprintf(body, sizeof(body),
+                 "{\"operation_id\":\"%s\",\"payment_id\":\"pay\",\"amount\":5,"
+                 "\"currency\":\"EUR\"}",
+                 id);
+        ex = post(api, body, strlen(body));
+        assert_int_equal(ex.status, 202);
+        exchange_free(&ex);
+        assert_int_equal(
+            store_sweep_deadlines(api->store, 0, api_wall_now() + 24 * 3600 * 1000LL, &n), 0);
+        assert_int_equal(snap(api, id).state, OP_MANUAL);
+}
+
+static void make_pending(struct api *api, const char *id)
+{
+        char body[256];
+        struct exchange ex;
+
+        snprintf(body, sizeof(body),
+                 "{\"operation_id\":\"%s\",\"payment_id\":\"pay\",\"amount\":5,"
+                 "\"currency\":\"EUR\"}",
+                 id);
+        ex = post(api, body, strlen(body));
+        assert_int_equal(ex.status, 202);
+        exchange_free(&ex);
+}
+
+static struct exchange act_on(struct api *api, const char *id_and_action, const char *body,
+                              size_t len)
+{
+        char path[640];
+        int n = snprintf(path, sizeof(path), "/v1/manual/%s", id_and_action);
+
+        assert_true(n > 0 && (size_t)n < sizeof(path));
+        return do_request(api, "POST", path, NULL, "Bearer " TOKEN, body, len);
+}
+
+static void expect_case(struct exchange *ex, size_t i, const struct bad_body *c)
+{
+        const char *field = expect_error(ex, c->status, c->code);
+
+        if (c->field && (!field || strcmp(field, c->field) != 0))
+                fail_msg("case %zu: field %s, expected %s", i, field ? field : "null", c->field);
+        if (!c->field && field)
+                fail_msg("case %zu: field %s, expected null", i, field);
+        assert_false(
+            json_is_true(json_object_get(json_object_get(ex->json, "error"), "retryable")));
+}
+
+/* Hostile bodies to /resend and /resolve: each refused with the right code
+ * and field, and the operation is still in manual with no audit row added. */
+static void test_manual_action_bodies(void **state)
+{
+        struct fixture *fx = *state;
+        static const struct bad_body both[] = {
+            B("", 400, "invalid_json", NULL),
+            B("{", 400, "invalid_json", NULL),
+            B("[]", 400, "invalid_json", NULL),
+            B("\"operator\"", 400, "invalid_json", NULL),
+            B("{} {}", 400, "invalid_json", NULL),
+            B("{\"operator\":\"a\",\"operator\":\"b\",\"reason\":\"c\"}", 400, "invalid_json",
+              NULL),
+            B("{\"operator\":\"a\xff\",\"reason\":\"c\"}", 400, "invalid_json", NULL),
+            B("{\"operator\":\"a\xc3\",\"reason\":\"c\"}", 400, "invalid_json", NULL),
+            B("{\"operator\":\"\xed\xa0\x80\",\"reason\":\"c\"}", 400, "invalid_json", NULL),
+            B("{\"operator\":\"a\\u0000b\",\"reason\":\"c\"}", 400, "invalid_json", NULL),
+            B("{\"operator\":\"a\0b\",\"reason\":\"c\"}", 400, "invalid_json", NULL),
+            B("{\"operator\":\"a\",\"reason\":\"c\"}\0", 400, "invalid_json", NULL),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"n\":1e999}", 400, "invalid_json", NULL),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"n\":99999999999999999999999}", 400,
+              "invalid_json", NULL),
+            B("{\"reason\":\"c\"}", 422, "invalid_field", "operator"),
+            B("{\"operator\":\"a\"}", 422, "invalid_field", "reason"),
+            B("{}", 422, "invalid_field", "operator"),
+            B("{\"operator\":7,\"reason\":\"c\"}", 422, "invalid_field", "operator"),
+            B("{\"operator\":\"a\",\"reason\":null}", 422, "invalid_field", "reason"),
+            B("{\"operator\":[\"a\"],\"reason\":\"c\"}", 422, "invalid_field", "operator"),
+            B("{\"operator\":\"a\",\"reason\":{\"x\":1}}", 422, "invalid_field", "reason"),
+            B("{\"operator\":true,\"reason\":\"c\"}", 422, "invalid_field", "operator"),
+            B("{\"operator\":\"\",\"reason\":\"c\"}", 422, "invalid_field", "operator"),
+            B("{\"operator\":\"a\",\"reason\":\"\"}", 422, "invalid_field", "reason"),
+            B("{\"operator\":\"a\\nb\",\"reason\":\"c\"}", 422, "invalid_field", "operator"),
+            B("{\"operator\":\"a\",\"reason\":\"c\\u007f\"}", 422, "invalid_field", "reason"),
+            B("{\"operator\":\"a\",\"reason\":\"\\u001b[31m\"}", 422, "invalid_field", "reason"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"priority\":1}", 422, "unknown_field",
+              "priority"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"\":1}", 422, "unknown_field", NULL),
+        };
+        static const struct bad_body resend_only[] = {
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":\"failed\"}", 422, "unknown_field",
+              "outcome"),
+        };
+        static const struct bad_body resolve_only[] = {
+            B("{\"operator\":\"a\",\"reason\":\"c\"}", 422, "invalid_field", "outcome"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":\"SUCCEEDED\"}", 422,
+              "invalid_field", "outcome"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":\"rejected\"}", 422,
+              "invalid_field", "outcome"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":\"succeeded \"}", 422,
+              "invalid_field", "outcome"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":\"succeeded\\u0000\"}", 400,
+              "invalid_json", NULL),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":\"\"}", 422, "invalid_field",
+              "outcome"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":1}", 422, "invalid_field",
+              "outcome"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":null}", 422, "invalid_field",
+              "outcome"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":true}", 422, "invalid_field",
+              "outcome"),
+            B("{\"operator\":\"a\",\"reason\":\"c\",\"outcome\":\"failed\","
+              "\"outcome\":\"succeeded\"}",
+              400, "invalid_json", NULL),
+        };
+        struct op_snap before;
+        struct exchange ex;
+
+        make_manual(fx->api, "op-m");
+        before = snap(fx->api, "op-m");
+        for (size_t i = 0; i < sizeof(both) / sizeof(both[0]); i++) {
+                const struct bad_body *c = &both[i];
+                /* on resolve, a body that is otherwise valid still lacks outcome;
+                 * the first problem found is the one reported */
+                ex = act_on(fx->api, "op-m/resend", c->body, c->len);
+                expect_case(&ex, i, c);
+                exchange_free(&ex);
+                ex = act_on(fx->api, "op-m/resolve", c->body, c->len);
+                expect_error(&ex, c->status, c->code);
+                exchange_free(&ex);
+                assert_unchanged(fx->api, "op-m", &before, c->body);
+        }
+        for (size_t i = 0; i < sizeof(resend_only) / sizeof(resend_only[0]); i++) {
+                ex = act_on(fx->api, "op-m/resend", resend_only[i].body, resend_only[i].len);
+                expect_case(&ex, i, &resend_only[i]);
+                exchange_free(&ex);
+        }
+        for (size_t i = 0; i < sizeof(resolve_only) / sizeof(resolve_only[0]); i++) {
+                ex = act_on(fx->api, "op-m/resolve", resolve_only[i].body, resolve_only[i].len);
+                expect_case(&ex, i, &resolve_only[i]);
+                exchange_free(&ex);
+        }
+        assert_unchanged(fx->api, "op-m", &before, "outcome cases");
+}
+
+/* Giant texts: 201 bytes is refused, a body over api.max_body_bytes is 413,
+ * and neither touches the operation; 200 bytes of UTF-8 is taken verbatim. */
+static void test_manual_action_sizes(void **state)
+{
+        struct fixture *fx = *state;
+        char text[256], body[1200], *big;
+        struct op_snap before;
+        struct exchange ex;
+        json_t *audit, *last;
+
+        make_manual(fx->api, "op-m");
+        before = snap(fx->api, "op-m");
+
+        memset(text, 'o', sizeof(text));
+        text[201] = '\0';
+        snprintf(body, sizeof(body), "{\"operator\":\"%s\",\"reason\":\"r\"}", text);
+        ex = act_on(fx->api, "op-m/resend", body, strlen(body));
+        assert_string_equal(expect_error(&ex, 422, "invalid_field"), "operator");
+        exchange_free(&ex);
+        snprintf(body, sizeof(body),
+                 "{\"operator\":\"o\",\"reason\":\"%s\",\"outcome\":\"failed\"}", text);
+        ex = act_on(fx->api, "op-m/resolve", body, strlen(body));
+        assert_string_equal(expect_error(&ex, 422, "invalid_field"), "reason");
+        exchange_free(&ex);
+
+        big = malloc(8192);
+        assert_non_null(big);
+        memset(big, ' ', 8192);
+        memcpy(big, "{\"operator\":\"a\",\"reason\":\"b\"}", 29);
+        ex = act_on(fx->api, "op-m/resend", big, 8192);
+        expect_error(&ex, 413, "body_too_large");
+        exchange_free(&ex);
+        free(big);
+        assert_unchanged(fx->api, "op-m", &before, "giant texts");
+
+        /* 100 two-byte characters: 200 bytes, the most allowed */
+        for (size_t i = 0; i < 200; i += 2) {
+                text[i] = '\xc3';
+                text[i + 1] = '\xa9';
+        }
+        text[200] = '\0';
+        snprintf(body, sizeof(body), "{\"operator\":\"%s\",\"reason\":\"r \\u00e9\"}", text);
+        ex = act_on(fx->api, "op-m/resend", body, strlen(body));
+        assert_int_equal(ex.status, 202);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "state")), "retry_wait");
+        audit = json_object_get(ex.json, "audit");
+        last = json_array_get(audit, json_array_size(audit) - 1);
+        assert_non_null(last);
+        exchange_free(&ex);
+        assert_int_equal(snap(fx->api, "op-m").audits, before.audits + 1);
+}
+
+/* Ids that could never have been accepted, and routes that are not the two
+ * actions: 404 (or 405), and nothing anywhere changes. */
+static void test_manual_path_tricks(void **state)
+{
+        struct fixture *fx = *state;
+        static const char ok_resend[] = "{\"operator\":\"a\",\"reason\":\"b\"}";
+        static const char ok_resolve[] =
+            "{\"operator\":\"a\",\"reason\":\"b\",\"outcome\":\"succeeded\"}";
+        static const char *const ids[] = {
+            "../x",   "..",      ".",    "%2F",        "a%2Fb", "op-m%2F",
+            "%00",    "op-m%00", "a b",  "op\xc3\xa9", "",      "op-m/",
+            "op-m/x", "a/b",     "a\\b", "op-m?x=1",   "*",     "op-nope",
+        };
+        char long_id[200];
+        struct op_snap before;
+        struct exchange ex;
+        char path[512];
+
+        make_manual(fx->api, "op-m");
+        make_pending(fx->api, "op-p");
+        before = snap(fx->api, "op-m");
+        for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+                snprintf(path, sizeof(path), "%s/resend", ids[i]);
+                ex = act_on(fx->api, path, ok_resend, sizeof(ok_resend) - 1);
+                expect_error(&ex, 404, "not_found");
+                exchange_free(&ex);
+                snprintf(path, sizeof(path), "%s/resolve", ids[i]);
+                ex = act_on(fx->api, path, ok_resolve, sizeof(ok_resolve) - 1);
+                expect_error(&ex, 404, "not_found");
+                exchange_free(&ex);
+                if (ids[i][0] == '\0')
+                        continue; /* GET /v1/manual/ is the list... of nothing: see below */
+                snprintf(path, sizeof(path), "/v1/manual/%s", ids[i]);
+                ex = get(fx->api, path, NULL);
+                expect_error(&ex, 404, "not_found");
+                exchange_free(&ex);
+        }
+        /* 128 characters is a valid (unknown) id; 129 can never exist */
+        memset(long_id, 'a', sizeof(long_id));
+        memcpy(long_id + 128, "/resend", 8);
+        ex = act_on(fx->api, long_id, ok_resend, sizeof(ok_resend) - 1);
+        expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+        memset(long_id, 'a', sizeof(long_id));
+        memcpy(long_id + 129, "/resend", 8);
+        ex = act_on(fx->api, long_id, ok_resend, sizeof(ok_resend) - 1);
+        expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+        memset(long_id, 'a', sizeof(long_id));
+        long_id[sizeof(long_id) - 1] = '\0';
+        ex = act_on(fx->api, long_id, ok_resend, sizeof(ok_resend) - 1);
+        expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+
+        /* the action's name is exact */
+        static const char *const actions[] = {"op-m/RESEND",  "op-m/resend/", "op-m/resend/x",
+                                              "op-m//resend", "op-m/resendx", "op-m/delete"};
+        for (size_t i = 0; i < sizeof(actions) / sizeof(actions[0]); i++) {
+                ex = act_on(fx->api, actions[i], ok_resend, sizeof(ok_resend) - 1);
+                expect_error(&ex, 404, "not_found");
+                exchange_free(&ex);
+        }
+        ex = do_request(fx->api, "GET", "/v1/manual/op-m/resend", NULL, "Bearer " TOKEN, NULL, 0);
+        expect_error(&ex, 405, "method_not_allowed");
+        assert_string_equal(ex.allow, "POST");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "DELETE", "/v1/manual/op-m", NULL, "Bearer " TOKEN, NULL, 0);
+        expect_error(&ex, 405, "method_not_allowed");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "POST", "/v1/manual", NULL, "Bearer " TOKEN, ok_resend,
+                        sizeof(ok_resend) - 1);
+        expect_error(&ex, 405, "method_not_allowed");
+        exchange_free(&ex);
+        /* no token: 401 before the route is even looked at */
+        ex = do_request(fx->api, "POST", "/v1/manual/op-m/resend", NULL, NULL, ok_resend,
+                        sizeof(ok_resend) - 1);
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "POST", "/v1/manual/op-m/resolve", NULL, "Bearer nope", ok_resolve,
+                        sizeof(ok_resolve) - 1);
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-m", &before, "path tricks");
+
+        /* an operation not in manual is refused, not changed */
+        struct op_snap pending = snap(fx->api, "op-p");
+        ex = act_on(fx->api, "op-p/resend", ok_resend, sizeof(ok_resend) - 1);
+        expect_error(&ex, 409, "not_manual");
+        exchange_free(&ex);
+        ex = act_on(fx->api, "op-p/resolve", ok_resolve, sizeof(ok_resolve) - 1);
+        expect_error(&ex, 409, "not_manual");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-p", &pending, "not manual");
+        assert_unchanged(fx->api, "op-m", &before, "not manual");
+}
+
+/* The valid actions, once each: a resolve closes and is audited; a second
+ * action on a closed operation is refused and changes nothing. */
+static void test_manual_actions_once(void **state)
+{
+        struct fixture *fx = *state;
+        static const char resolve[] =
+            "{\"outcome\":\"failed\",\"reason\":\"provider says no\",\"operator\":\"zo\xc3\xab\"}";
+        static const char resend[] = "{\"operator\":\"a\",\"reason\":\"b\"}";
+        struct op_snap before, after;
+        struct exchange ex;
+        json_t *audit, *row;
+
+        make_manual(fx->api, "op-m");
+        before = snap(fx->api, "op-m");
+        ex = act_on(fx->api, "op-m/resolve", resolve, sizeof(resolve) - 1);
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "state")), "rejected");
+        audit = json_object_get(ex.json, "audit");
+        row = json_array_get(audit, json_array_size(audit) - 1);
+        assert_non_null(row);
+        /* the operator's UTF-8 name and reason, verbatim */
+        assert_string_equal(json_string_value(json_object_get(row, "action")), "resolve");
+        assert_string_equal(json_string_value(json_object_get(row, "operator")), "zo\xc3\xab");
+        assert_string_equal(json_string_value(json_object_get(row, "reason")), "provider says no");
+        exchange_free(&ex);
+        after = snap(fx->api, "op-m");
+        assert_int_equal(after.state, OP_REJECTED);
+        assert_int_equal(after.audits, before.audits + 1);
+        assert_int_equal(after.ops, before.ops);
+
+        ex = act_on(fx->api, "op-m/resolve", resolve, sizeof(resolve) - 1);
+        expect_error(&ex, 409, "not_manual");
+        exchange_free(&ex);
+        ex = act_on(fx->api, "op-m/resend", resend, sizeof(resend) - 1);
+        expect_error(&ex, 409, "not_manual");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-m", &after, "closed");
+}
+
+/* GET /v1/manual paging arguments: anything but an integer in range is 400
+ * with the parameter named; valid pages walk the list. */
+static void test_manual_list_params(void **state)
+{
+        struct fixture *fx = *state;
+        static const struct {
+                const char *query, *field;
+        } bad[] = {
+            {"limit=-1", "limit"},
+            {"limit=0", "limit"},
+            {"limit=201", "limit"},
+            {"limit=abc", "limit"},
+            {"limit=", "limit"},
+            {"limit=1.5", "limit"},
+            {"limit=1e2", "limit"},
+            {"limit=+5", "limit"},
+            {"limit=%2D1", "limit"},
+            {"limit=%00", "limit"},
+            {"limit=99999999999999999999", "limit"},
+            {"limit=9223372036854775807", "limit"},
+            {"limit=18446744073709551617", "limit"},
+            {"limit=5%00", "limit"},
+            {"limit=0x10", "limit"},
+            {"after=-1", "after"},
+            {"after=abc", "after"},
+            {"after=99999999999999999999", "after"},
+            {"after=1%20", "after"},
+            {"after=%", "after"},
+            {"reason=bogus", "reason"},
+            {"reason=", "reason"},
+            {"reason=none", "reason"},
+            {"reason=deadline%00", "reason"},
+            {"reason=DEADLINE", "reason"},
+        };
+        struct exchange ex;
+        int64_t next;
+
+        make_manual(fx->api, "op-m1");
+        make_manual(fx->api, "op-m2");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *field;
+                ex = get(fx->api, "/v1/manual", bad[i].query);
+                field = expect_error(&ex, 400, "invalid_parameter");
+                if (!field || strcmp(field, bad[i].field) != 0)
+                        fail_msg("%s: field %s", bad[i].query, field ? field : "null");
+                exchange_free(&ex);
+        }
+
+        ex = get(fx->api, "/v1/manual", "limit=1");
+        assert_int_equal(ex.status, 200);
+        assert_int_equal(json_array_size(json_object_get(ex.json, "items")), 1);
+        assert_string_equal(
+            json_string_value(json_object_get(json_array_get(json_object_get(ex.json, "items"), 0),
+                                              "operation_id")),
+            "op-m1");
+        assert_true(json_is_integer(json_object_get(ex.json, "next_after")));
+        next = json_integer_value(json_object_get(ex.json, "next_after"));
+        exchange_free(&ex);
+        char q[64];
+        snprintf(q, sizeof(q), "limit=200&after=%lld", (long long)next);
+        ex = get(fx->api, "/v1/manual", q);
+        assert_int_equal(ex.status, 200);
+        assert_int_equal(json_array_size(json_object_get(ex.json, "items")), 1);
+        assert_string_equal(
+            json_string_value(json_object_get(json_array_get(json_object_get(ex.json, "items"), 0),
+                                              "operation_id")),
+            "op-m2");
+        assert_true(json_is_null(json_object_get(ex.json, "next_after")));
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/manual", "after=9223372036854775807&reason=deadline");
+        assert_int_equal(ex.status, 200);
+        assert_int_equal(json_array_size(json_object_get(ex.json, "items")), 0);
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/manual", "reason=attempts_exhausted");
+        assert_int_equal(ex.status, 200);
+        assert_int_equal(json_array_size(json_object_get(ex.json, "items")), 0);
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/manual", "reason=deadline&unknown=1&limit=2");
+        assert_int_equal(ex.status, 200);
+        assert_int_equal(json_array_size(json_object_get(ex.json, "items")), 2);
+        exchange_free(&ex);
+}
+
+/* GET /v1/stats?minutes=N: N in [1, 60], else 400 naming minutes. */
+static void test_stats_params(void **state)
+{
+        struct fixture *fx = *state;
+        static const char *const bad[] = {
+            "minutes=0",   "minutes=-1", "minutes=61",
+            "minutes=abc", "minutes=",   "minutes=1.5",
+            "minutes=%00", "minutes=+1", "minutes=99999999999999999999",
+            "minutes=1e1", "minutes=5x",
+        };
+        struct exchange ex;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                const char *field;
+                ex = get(fx->api, "/v1/stats", bad[i]);
+                field = expect_error(&ex, 400, "invalid_parameter");
+                if (!field || strcmp(field, "minutes") != 0)
+                        fail_msg("%s: field %s", bad[i], field ? field : "null");
+                exchange_free(&ex);
+        }
+        static const char *const good[] = {NULL, "minutes=1", "minutes=60", "minutes=060"};
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+                ex = get(fx->api, "/v1/stats", good[i]);
+                assert_int_equal(ex.status, 200);
+                exchange_free(&ex);
+        }
+        ex = do_request(fx->api, "GET", "/v1/stats", NULL, NULL, NULL, 0);
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "POST", "/v1/stats", NULL, "Bearer " TOKEN, "{}", 2);
+        expect_error(&ex, 405, "method_not_allowed");
+        exchange_free(&ex);
+}
+
+/* GET /metrics: open by default, the bearer token when
+ * api.metrics_need_token is set. */
+static int raw_get(struct api *api, const char *method, const char *path, const char *auth,
+                   char *ret_type, size_t type_size, bool *ret_has_ops)
+{
+        struct http_header h = {"Authorization", auth};
+        struct http_request req;
+        struct http_response res;
+        int status;
+
+        memset(&req, 0, sizeof(req));
+        req.method = method;
+        req.path = path;
+        req.query = "";
+        req.headers = &h;
+        req.header_count = auth ? 1 : 0;
+        req.body = "";
+        http_response_init(&res);
+        assert_int_equal(api_handle(api, &req, &res), 0);
+        status = res.status;
+        snprintf(ret_type, type_size, "%s", res.content_type);
+        *ret_has_ops = false;
+        for (size_t i = 0; res.body && i + 20 <= res.body_len && !*ret_has_ops; i++)
+                *ret_has_ops = memcmp(res.body + i, "tollgate_operations{", 20) == 0;
+        http_response_release(&res);
+        return status;
+}
+
+static void test_metrics_token(void **state)
+{
+        struct fixture *fx = *state;
+        char type[128];
+        bool ops;
+
+        /* default: no token needed (a token, right or wrong, is ignored) */
+        assert_int_equal(raw_get(fx->api, "GET", "/metrics", NULL, type, sizeof(type), &ops), 200);
+        assert_non_null(strstr(type, "text/plain"));
+        assert_true(ops);
+        assert_int_equal(
+            raw_get(fx->api, "GET", "/metrics", "Bearer wrong", type, sizeof(type), &ops), 200);
+        assert_int_equal(raw_get(fx->api, "POST", "/metrics", NULL, type, sizeof(type), &ops), 405);
+        assert_int_equal(raw_get(fx->api, "GET", "/metrics/", NULL, type, sizeof(type), &ops), 404);
+        assert_int_equal(
+            raw_get(fx->api, "GET", "/v1/metrics", "Bearer " TOKEN, type, sizeof(type), &ops), 404);
+
+        fx->api->cfg.api_metrics_need_token = true;
+        static const char *const bad[] = {NULL, "", "Bearer", "Bearer wrong", "Bearer " TOKEN "x",
+                                          TOKEN};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(
+                    raw_get(fx->api, "GET", "/metrics", bad[i], type, sizeof(type), &ops), 401);
+                assert_false(ops);
+        }
+        /* method is checked after the token: nothing is revealed */
+        assert_int_equal(raw_get(fx->api, "POST", "/metrics", NULL, type, sizeof(type), &ops), 401);
+        assert_int_equal(
+            raw_get(fx->api, "GET", "/metrics", "Bearer " TOKEN, type, sizeof(type), &ops), 200);
+        assert_true(ops);
+        /* /healthz never needs it */
+        assert_int_equal(raw_get(fx->api, "GET", "/healthz", NULL, type, sizeof(type), &ops), 200);
+}
+
+/* ---- POST /v1/provider-events -------------------------------------------------------- */
+
+#define WEBHOOK_SECRET "whsec-for-tests"
+
+static void sign(const char *secret, const char *body, size_t len, char *out, size_t size)
+{
+        static const char digits[] = "0123456789abcdef";
+        unsigned char mac[API_MAC_LEN];
+        unsigned int n = 0;
+        char hex[2 * API_MAC_LEN + 1];
+
+        assert_non_null(HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)body,
+                             len, mac, &n));
+        assert_int_equal(n, API_MAC_LEN);
+        for (size_t i = 0; i < API_MAC_LEN; i++) {
+                hex[2 * i] = digits[mac[i] >> 4];
+                hex[2 * i + 1] = digits[mac[i] & 0xf];
+        }
+        hex[2 * API_MAC_LEN] = '\0';
+        snprintf(out, size, "sha256=%s", hex);
+}
+
+/* sig NULL: no X-Signature header. */
+static struct exchange event(struct api *api, const char *sig, const char *body, size_t len)
+{
+        struct http_header extra[] = {{"X-Signature", sig}, {NULL, NULL}};
+
+        return do_request_h(api, "POST", "/v1/provider-events", NULL, NULL, sig ? extra : NULL,
+                            body, len);
+}
+
+static struct exchange signed_event(struct api *api, const char *body)
+{
+        char sig[128];
+
+        sign(WEBHOOK_SECRET, body, strlen(body), sig, sizeof(sig));
+        return event(api, sig, body, strlen(body));
+}
+
+static void test_provider_event_signature(void **state)
+{
+        struct fixture *fx = *state;
+        static const char body[] =
+            "{\"operation_id\":\"op-m\",\"status\":\"succeeded\",\"refund_id\":\"re_1\"}";
+        static const char other[] =
+            "{\"operation_id\":\"op-m\",\"status\":\"failed\",\"refund_id\":\"re_1\"}";
+        char good[128], bad[256], other_sig[128], upper[128];
+        struct op_snap before;
+        struct exchange ex;
+
+        make_manual(fx->api, "op-m");
+        before = snap(fx->api, "op-m");
+        sign(WEBHOOK_SECRET, body, sizeof(body) - 1, good, sizeof(good));
+
+        /* no secret configured: the route does not exist, whatever is sent */
+        ex = event(fx->api, good, body, sizeof(body) - 1);
+        expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-m", &before, "no secret");
+
+        snprintf(fx->api->cfg.provider_webhook_secret, sizeof(fx->api->cfg.provider_webhook_secret),
+                 "%s", WEBHOOK_SECRET);
+        sign(WEBHOOK_SECRET, other, sizeof(other) - 1, other_sig, sizeof(other_sig));
+        sign("whsec-for-test", body, sizeof(body) - 1, bad, sizeof(bad)); /* another secret */
+        snprintf(upper, sizeof(upper), "SHA256=%s", good + 7);
+
+        const char *const forged[] = {
+            NULL,                                     /* no header */
+            "",        "sha256=", "sha256", good + 7, /* the hex without its prefix */
+            upper,                                    /* the prefix is lower case */
+            other_sig,                                /* a valid signature over another body */
+            bad,                                      /* another secret */
+        };
+        for (size_t i = 0; i < sizeof(forged) / sizeof(forged[0]); i++) {
+                ex = event(fx->api, forged[i], body, sizeof(body) - 1);
+                expect_error(&ex, 401, "bad_signature");
+                exchange_free(&ex);
+        }
+        /* variations of the right signature that are not it */
+        static const char *const shapes[] = {"sha1=%s",       "sha256=%.63s", "sha256=%s0",
+                                             "sha256= %s",    "sha256=%s ",   " sha256=%s",
+                                             "sha256=%s,v1=", "sha256:%s",    "sha256==%s"};
+        for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+                snprintf(bad, sizeof(bad), shapes[i], good + 7);
+                ex = event(fx->api, bad, body, sizeof(body) - 1);
+                expect_error(&ex, 401, "bad_signature");
+                exchange_free(&ex);
+        }
+        /* one digit off; a non-hex digit */
+        snprintf(bad, sizeof(bad), "%s", good);
+        bad[20] = bad[20] == '0' ? '1' : '0';
+        ex = event(fx->api, bad, body, sizeof(body) - 1);
+        expect_error(&ex, 401, "bad_signature");
+        exchange_free(&ex);
+        snprintf(bad, sizeof(bad), "%s", good);
+        bad[strlen(bad) - 1] = 'g';
+        ex = event(fx->api, bad, body, sizeof(body) - 1);
+        expect_error(&ex, 401, "bad_signature");
+        exchange_free(&ex);
+        /* the right signature over the body with one more byte (a trailing
+         * NUL, a newline) */
+        ex = event(fx->api, good, body, sizeof(body));
+        expect_error(&ex, 401, "bad_signature");
+        exchange_free(&ex);
+        /* the first X-Signature counts */
+        {
+                struct http_header two[] = {
+                    {"X-Signature", other_sig}, {"X-Signature", good}, {NULL, NULL}};
+                ex = do_request_h(fx->api, "POST", "/v1/provider-events", NULL, NULL, two, body,
+                                  sizeof(body) - 1);
+                expect_error(&ex, 401, "bad_signature");
+                exchange_free(&ex);
+        }
+        /* the bearer token is no substitute for a signature */
+        ex = do_request(fx->api, "POST", "/v1/provider-events", NULL, "Bearer " TOKEN, body,
+                        sizeof(body) - 1);
+        expect_error(&ex, 401, "bad_signature");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "GET", "/v1/provider-events", NULL, "Bearer " TOKEN, NULL, 0);
+        expect_error(&ex, 405, "method_not_allowed");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-m", &before, "forged events");
+
+        /* the error never echoes the signature or the body */
+        ex = event(fx->api, other_sig, body, sizeof(body) - 1);
+        char *dump = json_dumps(ex.json, JSON_COMPACT);
+        assert_non_null(dump);
+        assert_null(strstr(dump, other_sig + 7));
+        assert_null(strstr(dump, "re_1"));
+        free(dump);
+        exchange_free(&ex);
+
+        /* the real one: settles, audited once */
+        ex = event(fx->api, good, body, sizeof(body) - 1);
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "state")), "succeeded");
+        exchange_free(&ex);
+        struct op_snap settled = snap(fx->api, "op-m");
+        assert_int_equal(settled.state, OP_SUCCEEDED);
+        assert_string_equal(settled.refund_id, "re_1");
+        assert_int_equal(settled.audits, before.audits + 1);
+
+        /* replayed: 200, no second change, no second audit row */
+        for (int i = 0; i < 3; i++) {
+                ex = event(fx->api, good, body, sizeof(body) - 1);
+                assert_int_equal(ex.status, 200);
+                assert_string_equal(json_string_value(json_object_get(ex.json, "state")),
+                                    "succeeded");
+                exchange_free(&ex);
+        }
+        assert_unchanged(fx->api, "op-m", &settled, "replay");
+        /* a validly signed contrary event does not rewrite a final state */
+        ex = event(fx->api, other_sig, other, sizeof(other) - 1);
+        expect_error(&ex, 409, "state_conflict");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-m", &settled, "contrary event");
+}
+
+/* Signed, but not acceptable: bad bodies, unknown or unsettleable
+ * operations. Nothing is created or changed. */
+static void test_provider_event_bodies(void **state)
+{
+        struct fixture *fx = *state;
+        static const struct bad_body cases[] = {
+            B("", 400, "invalid_json", NULL),
+            B("{", 400, "invalid_json", NULL),
+            B("[]", 400, "invalid_json", NULL),
+            B("{\"operation_id\":\"op-m\",\"status\":\"failed\",\"status\":\"succeeded\"}", 400,
+              "invalid_json", NULL),
+            B("{\"operation_id\":\"op-m\xff\",\"status\":\"succeeded\"}", 400, "invalid_json",
+              NULL),
+            B("{\"operation_id\":\"op-m\\u0000\",\"status\":\"succeeded\"}", 400, "invalid_json",
+              NULL),
+            B("{\"operation_id\":\"op-m\",\"status\":\"succeeded\"}\0", 400, "invalid_json", NULL),
+            B("{\"operation_id\":\"op-m\",\"status\":\"succeeded\",\"amount\":1e999}", 400,
+              "invalid_json", NULL),
+            B("{\"status\":\"succeeded\"}", 422, "invalid_field", "operation_id"),
+            B("{\"operation_id\":7,\"status\":\"succeeded\"}", 422, "invalid_field",
+              "operation_id"),
+            B("{\"operation_id\":\"../x\",\"status\":\"succeeded\"}", 422, "invalid_field",
+              "operation_id"),
+            B("{\"operation_id\":\"a%2Fb\",\"status\":\"succeeded\"}", 422, "invalid_field",
+              "operation_id"),
+            B("{\"operation_id\":\"\",\"status\":\"succeeded\"}", 422, "invalid_field",
+              "operation_id"),
+            B("{\"operation_id\":\"op-m\"}", 422, "invalid_field", "status"),
+            B("{\"operation_id\":\"op-m\",\"status\":\"unknown\"}", 422, "invalid_field", "status"),
+            B("{\"operation_id\":\"op-m\",\"status\":\"SUCCEEDED\"}", 422, "invalid_field",
+              "status"),
+            B("{\"operation_id\":\"op-m\",\"status\":1}", 422, "invalid_field", "status"),
+            B("{\"operation_id\":\"op-m\",\"status\":\"succeeded\",\"refund_id\":5}", 422,
+              "invalid_field", "refund_id"),
+            B("{\"operation_id\":\"op-m\",\"status\":\"succeeded\",\"refund_id\":\"a b\"}", 422,
+              "invalid_field", "refund_id"),
+            B("{\"operation_id\":\"op-m\",\"status\":\"succeeded\",\"refund_id\":\"\\u00e9\"}", 422,
+              "invalid_field", "refund_id"),
+        };
+        char id[200], body[600];
+        struct op_snap before, pending;
+        struct exchange ex;
+
+        snprintf(fx->api->cfg.provider_webhook_secret, sizeof(fx->api->cfg.provider_webhook_secret),
+                 "%s", WEBHOOK_SECRET);
+        make_manual(fx->api, "op-m");
+        make_pending(fx->api, "op-p");
+        before = snap(fx->api, "op-m");
+        pending = snap(fx->api, "op-p");
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char sig[128];
+                sign(WEBHOOK_SECRET, cases[i].body, cases[i].len, sig, sizeof(sig));
+                ex = event(fx->api, sig, cases[i].body, cases[i].len);
+                expect_case(&ex, i, &cases[i]);
+                exchange_free(&ex);
+        }
+        /* a refund id of 128 bytes does not fit */
+        memset(id, 'r', sizeof(id));
+        id[128] = '\0';
+        snprintf(body, sizeof(body),
+                 "{\"operation_id\":\"op-m\",\"status\":\"succeeded\",\"refund_id\":\"%s\"}", id);
+        ex = signed_event(fx->api, body);
+        assert_string_equal(expect_error(&ex, 422, "invalid_field"), "refund_id");
+        exchange_free(&ex);
+        /* an operation id of 129 bytes can never exist */
+        memset(id, 'a', sizeof(id));
+        id[129] = '\0';
+        snprintf(body, sizeof(body), "{\"operation_id\":\"%s\",\"status\":\"succeeded\"}", id);
+        ex = signed_event(fx->api, body);
+        assert_string_equal(expect_error(&ex, 422, "invalid_field"), "operation_id");
+        exchange_free(&ex);
+        /* a signed body over api.max_body_bytes */
+        char *big = malloc(4096);
+        assert_non_null(big);
+        memset(big, ' ', 4096);
+        memcpy(big, "{\"operation_id\":\"op-m\",\"status\":\"succeeded\"}", 44);
+        big[4095] = '\0';
+        ex = signed_event(fx->api, big);
+        expect_error(&ex, 413, "body_too_large");
+        exchange_free(&ex);
+        free(big);
+
+        /* unknown operation ids: 404, nothing created */
+        ex = signed_event(fx->api, "{\"operation_id\":\"op-nope\",\"status\":\"succeeded\"}");
+        expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+        memset(id, 'a', sizeof(id));
+        id[128] = '\0';
+        snprintf(body, sizeof(body), "{\"operation_id\":\"%s\",\"status\":\"failed\"}", id);
+        ex = signed_event(fx->api, body);
+        expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+        assert_int_equal(store_get(fx->api->store, "op-nope", &(struct op_record){0}),
+                         TG_ENOTFOUND);
+        /* pending: nothing was ever sent, so no provider answer can be ours */
+        ex = signed_event(fx->api, "{\"operation_id\":\"op-p\",\"status\":\"succeeded\"}");
+        expect_error(&ex, 409, "state_conflict");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-m", &before, "bad events");
+        assert_unchanged(fx->api, "op-p", &pending, "bad events");
+
+        /* unknown fields are ignored; refund_id null is no refund id */
+        ex = signed_event(fx->api, "{\"operation_id\":\"op-m\",\"status\":\"failed\","
+                                   "\"refund_id\":null,\"at\":\"2024-01-01\",\"x\":{\"y\":[1]}}");
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "state")), "rejected");
+        exchange_free(&ex);
+        assert_string_equal(snap(fx->api, "op-m").refund_id, "");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -635,6 +1488,15 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_status_and_calls, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_token_configured, setup, teardown),
             cmocka_unit_test_setup_teardown(test_request_ids_differ, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_manual_action_bodies, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_manual_action_sizes, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_manual_path_tricks, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_manual_actions_once, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_manual_list_params, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_stats_params, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_metrics_token, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_provider_event_signature, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_provider_event_bodies, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
