@@ -14,11 +14,13 @@
  * loopback, to processes it started itself. It reads the call log and the
  * backlog straight from the store (read-only use of the store API).
  */
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,6 +182,71 @@ static double oldest_age_s(const struct store_stats *st)
         clock_gettime(CLOCK_REALTIME, &ts);
         int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
         return (double)(now_ms - st->oldest_open_accepted_at) / 1000.0;
+}
+
+/* Writes the stub's arrival record to path. 0 or a negative code. */
+static int save_arrivals(int stub_port, const char *path)
+{
+        const size_t size = 64u << 20;
+        char url[128];
+        char *resp = malloc(size);
+        struct tool_http_result res;
+        int r = TG_EIO;
+        if (!resp)
+                return TG_ENOMEM;
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/arrivals?since=0", stub_port);
+        if (tool_http("GET", url, NULL, NULL, 10000, resp, size, &res) == 0 && res.status == 200) {
+                FILE *f = fopen(path, "w");
+                if (f) {
+                        size_t n = strlen(resp);
+                        r = fwrite(resp, 1, n, f) == n ? 0 : TG_EIO;
+                        if (fclose(f) != 0)
+                                r = TG_EIO;
+                }
+        }
+        free(resp);
+        return r;
+}
+
+/* The run as one HTML page (tollgate report), written to the current
+ * directory so that it outlives the demo's temp files. 0 or a negative code. */
+static int write_report(const struct demo_opts *o, const char *config, int stub_port,
+                        const char *tmpdir, char *ret_path, size_t size)
+{
+        char self[1024], arrivals[512], scale[32], cwd[512];
+        int r = tool_sibling("tollgate", self, sizeof(self));
+        if (r < 0)
+                return r;
+        snprintf(arrivals, sizeof(arrivals), "%s/arrivals.jsonl", tmpdir);
+        r = save_arrivals(stub_port, arrivals);
+        if (r < 0)
+                return r;
+        if (!getcwd(cwd, sizeof(cwd)))
+                return TG_EIO;
+        snprintf(ret_path, size, "%s/tollgate-demo-report.html", cwd);
+        snprintf(scale, sizeof(scale), "%g", o->scale);
+        char *argv[] = {self,           "report",         "--config",
+                        (char *)config, "--arrivals",     arrivals,
+                        "--timeline",   (char *)timeline, "--time-scale",
+                        scale,          "--title",        "tollgate demo: the seed's incident",
+                        "--out",        ret_path,         NULL};
+        pid_t pid = fork();
+        if (pid < 0)
+                return TG_EIO;
+        if (pid == 0) {
+                int null = open("/dev/null", O_WRONLY);
+                if (null >= 0) {
+                        dup2(null, STDOUT_FILENO);
+                        dup2(null, STDERR_FILENO);
+                }
+                execv(self, argv);
+                _exit(127);
+        }
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0)
+                ;
+        unlink(arrivals);
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : TG_EIO;
 }
 
 static void bar(char *out, size_t size, uint64_t open, uint64_t total)
@@ -411,6 +478,10 @@ int cmd_demo(int argc, char **argv)
                (unsigned long long)st.by_state[OP_MANUAL], (unsigned long long)open, twice_text,
                v.min_gap_ns == INT64_MAX ? 0.0 : (double)v.min_gap_ns / 1e6,
                fed ? (double)v.posts / (double)fed : 0.0, v.queries);
+        char report[600];
+        if (!interrupted &&
+            write_report(&o, d.config, d.stub.port, d.tg.dir, report, sizeof(report)) == 0)
+                printf("  report                      %s\n", report);
         stop_all(&d);
         if (interrupted)
                 return 130;

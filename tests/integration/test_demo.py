@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -14,8 +15,9 @@ import tgtest  # noqa: E402
 
 class DemoTest(unittest.TestCase):
     def test_quick_demo_summary(self):
+        cwd = tempfile.mkdtemp(prefix="tgdemo-test-")
         p = subprocess.run([tgtest.binary("tollgate"), "demo", "--quick", "--plain"],
-                           capture_output=True, text=True, timeout=240)
+                           capture_output=True, text=True, timeout=240, cwd=cwd)
         out = p.stdout
         self.assertEqual(p.returncode, 0, out + p.stderr)
 
@@ -35,6 +37,13 @@ class DemoTest(unittest.TestCase):
         # the incident really happened: the slow phase left unknowns to query
         self.assertIn("provider=slow", out)
         self.assertGreater(int(re.search(r"queries (\d+)", out).group(1)), 0)
+        # the run as one HTML page, kept in the working directory
+        report = os.path.join(cwd, "tollgate-demo-report.html")
+        self.assertIn("report                      " + report, out)
+        with open(report) as f:
+            html = f.read()
+        self.assertIn("<svg", html)
+        self.assertIn("PASS", html)
         # nothing left running
         left = subprocess.run(["pgrep", "-f", "tg-demo"], capture_output=True, text=True)
         self.assertEqual(left.stdout.strip(), "", "demo left processes running")
