@@ -1627,7 +1627,8 @@ static int recover_tx(struct mysql_store *s, void *ctx)
                         if (r == 0)
                                 r = exec(s,
                                          "UPDATE calls SET ended = 1, end_wall = %I, "
-                                         "cls = 'unknown', error = 'outcome unknown (owner lost)' "
+                                         "cls = 'unknown', sent = 1, "
+                                         "error = 'outcome unknown (owner lost)' "
                                          "WHERE op_id = %I AND ended = 0",
                                          c->now, op->id);
                         if (r == 0)

@@ -279,8 +279,10 @@ static const char *const stmt_sql[ST_COUNT] = {
                         /* our share's older holders, or a share the split no
                          * longer has: never another live share's rows */
                         "((share = ?3 AND epoch < ?1) OR share >= ?4) LIMIT ?2",
+    /* sent = 1: the request may have left (it was claimed to be sent); the
+     * conservative answer, as for any call whose outcome is unknown */
     [ST_RECOVER_CALLS] = "UPDATE calls SET ended = 1, end_wall = ?2, cls = 'unknown', "
-                         "error = 'outcome unknown (owner lost)' "
+                         "sent = 1, error = 'outcome unknown (owner lost)' "
                          "WHERE op_id = ?1 AND ended = 0",
     [ST_SWEEP_AUDIT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
                        "SELECT id, ?1, 'event', 'tollgate', 'deadline', "
