@@ -2,8 +2,10 @@
  * Idempotency store and execution ledger, one record per operation in a
  * chained hash table under one mutex. Invariants: a record's key state is
  * NONE, RUNNING or DONE; executions only grow (reset aside); a DONE key
- * always has its first response stored and replays exactly those bytes;
- * the number of records never passes max_records.
+ * always has its first response stored and replays exactly those bytes
+ * (with 200 after an execution, with its own status after a failure); a
+ * failed key counts no execution; the number of records never passes
+ * max_records.
  */
 #include "ledger.h"
 
@@ -28,6 +30,8 @@ struct record {
         enum key_state key;
         tg_mono_ns key_created;
         char response[STUB_RESPONSE_MAX];
+        int replay_status;              /* what a replay of the DONE key answers */
+        char failure[STUB_FAILURE_MAX]; /* the DONE key ended failed: its code */
         uint64_t executions;
         char refund_ids[IDS_KEPT][STUB_REFUND_ID_MAX];
         tg_wall_ms first_executed_wall;
@@ -44,6 +48,7 @@ struct ledger {
         struct tg_rng rng;
         uint64_t executions;
         uint64_t max_executions;
+        uint64_t failures;
 };
 
 static uint32_t hash(const char *s)
@@ -128,6 +133,7 @@ static void clear(struct ledger *lg)
         lg->count = 0;
         lg->executions = 0;
         lg->max_executions = 0;
+        lg->failures = 0;
         tg_rng_seed(&lg->rng, lg->seed ^ 0x7265667564ULL);
 }
 
@@ -150,7 +156,7 @@ void ledger_reset(struct ledger *lg)
 }
 
 int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
-                 enum ledger_begin *ret_kind, char ret_body[STUB_RESPONSE_MAX])
+                 enum ledger_begin *ret_kind, int *ret_status, char ret_body[STUB_RESPONSE_MAX])
 {
         struct record *r;
         int rc = 0;
@@ -163,6 +169,7 @@ int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns no
         } else if (r && r->key == KEY_DONE) {
                 if (same_payload(&r->req, req)) {
                         *ret_kind = LEDGER_REPLAY;
+                        *ret_status = r->replay_status;
                         memcpy(ret_body, r->response, STUB_RESPONSE_MAX);
                 } else {
                         *ret_kind = LEDGER_REUSED;
@@ -176,6 +183,7 @@ int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns no
                         r->req = *req;
                         r->key = KEY_RUNNING;
                         r->key_created = now;
+                        r->failure[0] = '\0';
                         *ret_kind = LEDGER_NEW;
                 }
         }
@@ -228,6 +236,8 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
         /* The first stored response is what every replay of this key returns. */
         if (r->key != KEY_DONE) {
                 snprintf(r->response, sizeof(r->response), "%s", text);
+                r->replay_status = 200;
+                r->failure[0] = '\0';
                 r->req = *req;
                 r->key = KEY_DONE;
         }
@@ -239,15 +249,55 @@ out:
         return rc;
 }
 
+int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
+                const char *failure_code, int status, const char *body)
+{
+        struct record *r;
+        int rc = 0;
+
+        if (strlen(failure_code) >= STUB_FAILURE_MAX || strlen(body) >= STUB_RESPONSE_MAX)
+                return TG_EINVAL;
+        pthread_mutex_lock(&lg->lock);
+        r = find(lg, req->operation_id);
+        if (!r) {
+                /* Reset while this request was waiting: it still ends. */
+                r = create(lg, req);
+                if (!r) {
+                        rc = TG_EFULL;
+                        goto out;
+                }
+                r->key_created = now;
+        }
+        /* Only a running key ends here; a key that is DONE keeps its first
+         * response and outcome. */
+        if (r->key != KEY_DONE) {
+                snprintf(r->response, sizeof(r->response), "%s", body);
+                snprintf(r->failure, sizeof(r->failure), "%s", failure_code);
+                r->replay_status = status;
+                r->req = *req;
+                r->key = KEY_DONE;
+                lg->failures++;
+        }
+out:
+        pthread_mutex_unlock(&lg->lock);
+        return rc;
+}
+
 void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
-                  enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX])
+                  enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX],
+                  char ret_failure_code[STUB_FAILURE_MAX])
 {
         struct record *r;
         pthread_mutex_lock(&lg->lock);
         r = find(lg, operation_id);
         if (r)
                 age_key(lg, r, now);
-        if (!r || (r->executions == 0 && r->key != KEY_RUNNING)) {
+        if (r && r->key == KEY_DONE && r->failure[0]) {
+                /* The retained key ended failed: that is its outcome, even if
+                 * an older, expired use of the same key executed. */
+                *ret_status = LEDGER_FAILED;
+                memcpy(ret_failure_code, r->failure, STUB_FAILURE_MAX);
+        } else if (!r || (r->executions == 0 && r->key != KEY_RUNNING)) {
                 *ret_status = LEDGER_NOT_FOUND;
         } else if (r->executions == 0 || now < r->processing_until) {
                 *ret_status = LEDGER_PROCESSING;
@@ -290,6 +340,7 @@ void ledger_stats(struct ledger *lg, struct ledger_stats *ret_stats)
         s.operations = lg->count;
         s.executions = lg->executions;
         s.max_executions = lg->max_executions;
+        s.failures = lg->failures;
         for (size_t i = 0; i < BUCKETS; i++) {
                 for (struct record *r = lg->buckets[i]; r; r = r->next) {
                         if (r->key != KEY_NONE)
@@ -323,19 +374,21 @@ char *ledger_dump_json(struct ledger *lg, tg_mono_ns now)
                         size_t kept = r->executions < IDS_KEPT ? r->executions : IDS_KEPT;
                         for (size_t k = 0; ids && k < kept; k++)
                                 json_array_append_new(ids, json_string(r->refund_ids[k]));
-                        json_object_set_new(ops, r->req.operation_id,
-                                            json_pack("{s:I, s:o, s:s, s:I}", "executions",
-                                                      (json_int_t)r->executions, "refund_ids",
-                                                      ids ? ids : json_null(), "key",
-                                                      key_state_name(lg, r, now),
-                                                      "first_executed_wall_ms",
-                                                      (json_int_t)r->first_executed_wall));
+                        json_t *op =
+                            json_pack("{s:I, s:o, s:s, s:I}", "executions",
+                                      (json_int_t)r->executions, "refund_ids",
+                                      ids ? ids : json_null(), "key", key_state_name(lg, r, now),
+                                      "first_executed_wall_ms", (json_int_t)r->first_executed_wall);
+                        if (op && r->key == KEY_DONE && r->failure[0])
+                                json_object_set_new(op, "failure_code", json_string(r->failure));
+                        json_object_set_new(ops, r->req.operation_id, op);
                 }
         }
         json_object_set_new(root, "total_executions", json_integer((json_int_t)lg->executions));
         json_object_set_new(root, "max_executions_per_operation",
                             json_integer((json_int_t)lg->max_executions));
         json_object_set_new(root, "operations_count", json_integer((json_int_t)lg->count));
+        json_object_set_new(root, "total_failures", json_integer((json_int_t)lg->failures));
         pthread_mutex_unlock(&lg->lock);
         json_object_set(root, "operations", ops);
         text = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);

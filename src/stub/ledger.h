@@ -5,6 +5,11 @@
  * one record per operation because the contract makes the key the operation
  * id; expiring a key forgets the key, never the executions.
  *
+ * A key may also end failed (mode fail): the provider took the request and
+ * refused the refund for good. Nothing executed (no execution is counted),
+ * the failure code is kept for queries, and the stored response (the 500
+ * the client was given) is what a replay of the key returns.
+ *
  * Thread-safe: every function takes the ledger's own lock.
  */
 #ifndef STUB_LEDGER_H
@@ -28,13 +33,16 @@ enum ledger_begin {
         LEDGER_IN_USE, /* same key still running */
 };
 
-enum ledger_status { LEDGER_NOT_FOUND, LEDGER_PROCESSING, LEDGER_SUCCEEDED };
+enum ledger_status { LEDGER_NOT_FOUND, LEDGER_PROCESSING, LEDGER_SUCCEEDED, LEDGER_FAILED };
+
+#define STUB_FAILURE_MAX 64 /* a failure code with its NUL */
 
 /* Totals for /_stub/state. */
 struct ledger_stats {
         uint64_t operations;
         uint64_t executions;
         uint64_t max_executions; /* over all operations; 1 with proper idempotency */
+        uint64_t failures;       /* keys that ended failed (no execution) */
         uint64_t keys_retained;
 };
 
@@ -48,11 +56,13 @@ void ledger_free(struct ledger *lg);
 
 /*
  * Idempotency check for one POST at now. On LEDGER_REPLAY the stored body
- * (NUL-terminated, at most STUB_RESPONSE_MAX) is copied to ret_body. Returns 0,
- * or TG_EFULL when a new key would pass the bound.
+ * (NUL-terminated, at most STUB_RESPONSE_MAX) is copied to ret_body and the
+ * status a replay answers with to *ret_status (200 after an execution, the
+ * stored status after a failure). Returns 0, or TG_EFULL when a new key
+ * would pass the bound.
  */
 int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
-                 enum ledger_begin *ret_kind, char ret_body[STUB_RESPONSE_MAX]);
+                 enum ledger_begin *ret_kind, int *ret_status, char ret_body[STUB_RESPONSE_MAX]);
 
 /*
  * Executes the refund of a key begun with LEDGER_NEW (or re-creates it after a
@@ -63,9 +73,22 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
                    tg_wall_ms wall, tg_mono_ns processing, char ret_refund_id[STUB_REFUND_ID_MAX],
                    char ret_body[STUB_RESPONSE_MAX]);
 
-/* What a query for operation_id at now sees; ret_refund_id is set when succeeded. */
+/*
+ * Ends a key begun with LEDGER_NEW (or re-creates it after a reset) as failed
+ * with failure_code: counts no execution, and stores status and body (copied,
+ * at most STUB_RESPONSE_MAX - 1 bytes) as the key's first response. Returns 0,
+ * TG_EFULL, or TG_EINVAL for a body or code too long.
+ */
+int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
+                const char *failure_code, int status, const char *body);
+
+/*
+ * What a query for operation_id at now sees; ret_refund_id is set when
+ * succeeded, ret_failure_code (NUL-terminated) when failed.
+ */
 void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
-                  enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX]);
+                  enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX],
+                  char ret_failure_code[STUB_FAILURE_MAX]);
 
 /*
  * Forgets retained keys as if their retention had passed: one key, or all

@@ -54,7 +54,7 @@ static const char *const usage[] = {
     "  --max-records N         arrival entries kept; later ones only counted (1000000)\n"
     "  --max-keys N            operations the ledger holds (1000000)\n"
     "  --max-connections N     open connections (4096)\n"
-    "  --webhook-url URL       after each execution POST a signed event to URL\n"
+    "  --webhook-url URL       after each execution (or fail) POST a signed event to URL\n"
     "  --webhook-secret-file F HMAC-SHA256 secret (file content, one trailing newline\n"
     "                          stripped); required with --webhook-url\n"
     "  --webhook-delay-ms N    delay before each event is sent (0)\n"
@@ -72,13 +72,18 @@ static const char *const usage[] = {
     "                   R: N seconds, @N HTTP-date N seconds ahead, - no header\n"
     "  e500[:D]         (wait D ms,) execute, answer 500\n"
     "  processing[:P]   execute, answer 201; queries say \"processing\" for P ms\n"
+    "  fail[:CODE]      take the request, refuse the refund for good (nothing\n"
+    "                   executed), answer 500; queries answer 200 status failed with\n"
+    "                   failure_code CODE (insufficient_funds); a replay of the key\n"
+    "                   gets the first stored response, the same 500\n"
     "  refuse           close the listening socket: connects are refused, requests on\n"
     "                   already open connections are dropped; reopens after the phase\n"
     "  mix[:M=W,...]    per request a weighted draw (seeded, reproducible) of the\n"
     "                   modes above except refuse\n"
     "Replays, 409 and 422-reused answers go through the same mode (delayed by slow,\n"
     "dropped by drop, turned into 500 by e500). After drop/e500/slow the key's\n"
-    "stored response is the success body, replayed with 200.\n"
+    "stored response is the success body, replayed with 200; after fail it is the\n"
+    "500, replayed as it was (a failed key stays failed until it expires).\n"
     "\n",
     "Timeline: phases separated by ';' or new lines, each MODE[:PARAM] [DURATION];\n"
     "DURATION is N with ms, s, m or h (bare N = seconds). Only the last phase may omit\n"
@@ -311,7 +316,8 @@ static int parse_flags(int argc, char **argv, struct opts *o)
                                 return bad_flag(name, why);
                         if (c->query_spec.mode == STUB_REFUSE || c->query_spec.mode == STUB_MIX ||
                             c->query_spec.mode == STUB_REJECT ||
-                            c->query_spec.mode == STUB_PROCESSING)
+                            c->query_spec.mode == STUB_PROCESSING ||
+                            c->query_spec.mode == STUB_FAIL)
                                 return bad_flag(name, "must be fast, slow, drop, unavailable, "
                                                       "limited or e500");
                 } else if (strcmp(name, "--query-delay-ms") == 0) {

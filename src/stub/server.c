@@ -13,6 +13,8 @@
  *   (a status, or "dropped"); admin requests are never recorded.
  * - A refund executes only through ledger_execute() after ledger_begin()
  *   said LEDGER_NEW, so with proper idempotency no operation executes twice.
+ *   In mode fail the key ends through ledger_fail() instead: nothing
+ *   executes, the POST answers 500 and queries answer status failed.
  */
 #include "stub.h"
 
@@ -156,6 +158,8 @@ static void resolve(struct stub_server *srv, struct stub_mode_spec *s, bool quer
         }
         if (s->processing_ms < 0)
                 s->processing_ms = s->mode == STUB_PROCESSING ? srv->cfg.processing_ms : 0;
+        if (s->mode == STUB_FAIL && !s->failure_code[0])
+                snprintf(s->failure_code, sizeof(s->failure_code), "%s", STUB_FAILURE_CODE_DEFAULT);
         if (s->ra_form == STUB_RA_DEFAULT) {
                 s->ra_form = srv->cfg.ra_form;
                 s->ra_seconds = srv->cfg.ra_seconds;
@@ -179,7 +183,26 @@ static void finish(struct req *r)
         struct stub_server *srv = r->srv;
         tg_mono_ns now = stub_mono_now();
 
-        if (r->kind == K_REFUND && r->execute) {
+        if (r->kind == K_REFUND && r->execute && r->spec.mode == STUB_FAIL) {
+                /* Taken, then refused for good at the provider: no money
+                 * moves. The client is told 500 (an unknown outcome); the
+                 * failure is what queries (and the event) say. */
+                char *body = error_body("internal_error", "injected failure (fail)", false);
+                int rc = body ? ledger_fail(srv->ledger, &r->refund, now, r->spec.failure_code, 500,
+                                            body)
+                              : TG_ENOMEM;
+                if (rc < 0) {
+                        free(body);
+                        answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
+                } else {
+                        free(r->answer);
+                        r->status = 500;
+                        r->answer = body;
+                        if (srv->webhook)
+                                webhook_enqueue(srv->webhook, r->refund.operation_id, "failed", "",
+                                                now);
+                }
+        } else if (r->kind == K_REFUND && r->execute) {
                 char id[STUB_REFUND_ID_MAX], body[STUB_RESPONSE_MAX];
                 int rc = ledger_execute(srv->ledger, &r->refund, now, stub_wall_now(),
                                         r->spec.processing_ms * TG_NS_PER_MS, id, body);
@@ -194,15 +217,18 @@ static void finish(struct req *r)
                 }
         } else if (r->kind == K_QUERY && r->lookup) {
                 enum ledger_status st;
-                char id[STUB_REFUND_ID_MAX];
+                char id[STUB_REFUND_ID_MAX], failure[STUB_FAILURE_MAX];
                 json_t *o = NULL;
-                ledger_query(srv->ledger, r->query_op, now, &st, id);
+                ledger_query(srv->ledger, r->query_op, now, &st, id, failure);
                 if (st == LEDGER_NOT_FOUND) {
                         answer_error(r, 404, "not_found", "no refund for this operation", false);
                 } else {
                         if (st == LEDGER_PROCESSING)
                                 o = json_pack("{s:s, s:s}", "operation_id", r->query_op, "status",
                                               "processing");
+                        else if (st == LEDGER_FAILED)
+                                o = json_pack("{s:s, s:s, s:s}", "operation_id", r->query_op,
+                                              "status", "failed", "failure_code", failure);
                         else
                                 o = json_pack("{s:s, s:s, s:s}", "operation_id", r->query_op,
                                               "refund_id", id, "status", "succeeded");
@@ -304,7 +330,7 @@ static enum MHD_Result handle_refund(struct req *r)
         const char *why = NULL;
         char stored[STUB_RESPONSE_MAX], msg[160];
         enum ledger_begin kind;
-        int rc;
+        int rc, replay_status = 200;
 
         switch (r->spec.mode) {
         case STUB_REFUSE:
@@ -350,7 +376,7 @@ static enum MHD_Result handle_refund(struct req *r)
                 answer_error(r, 422, "invalid_request", "injected (reject)", false);
                 return answer_after_delay(r);
         }
-        rc = ledger_begin(srv->ledger, &r->refund, stub_mono_now(), &kind, stored);
+        rc = ledger_begin(srv->ledger, &r->refund, stub_mono_now(), &kind, &replay_status, stored);
         if (rc < 0) {
                 answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
                 return send_answer(r);
@@ -360,7 +386,9 @@ static enum MHD_Result handle_refund(struct req *r)
                 r->execute = true;
                 break;
         case LEDGER_REPLAY:
-                answer_text(r, 200, stored);
+                /* The first stored response: the success body with 200, or
+                 * the 500 a failed key was given (docs in --help). */
+                answer_text(r, replay_status, stored);
                 break;
         case LEDGER_REUSED:
                 answer_error(r, 422, "idempotency_key_reused",
@@ -453,6 +481,7 @@ static char *state_json(struct stub_server *srv)
         json_object_set_new(o, "executions", json_integer((json_int_t)ls.executions));
         json_object_set_new(o, "max_executions_per_operation",
                             json_integer((json_int_t)ls.max_executions));
+        json_object_set_new(o, "failures", json_integer((json_int_t)ls.failures));
         json_object_set_new(o, "keys_retained", json_integer((json_int_t)ls.keys_retained));
         json_object_set_new(o, "key_retention_s", json_integer(srv->cfg.key_retention_s));
         if (srv->webhook) {
@@ -555,7 +584,8 @@ static void admin_mode(struct req *r)
                                     &query) < 0)
                         goto bad;
                 if (query.mode == STUB_REFUSE || query.mode == STUB_MIX ||
-                    query.mode == STUB_REJECT || query.mode == STUB_PROCESSING) {
+                    query.mode == STUB_REJECT || query.mode == STUB_PROCESSING ||
+                    query.mode == STUB_FAIL) {
                         why = "query_mode must be fast, slow, drop, unavailable, limited or e500";
                         goto bad;
                 }

@@ -15,8 +15,8 @@
 #include <string.h>
 
 static const char *const mode_names[STUB_MODE_COUNT] = {
-    "fast",    "slow", "drop",       "reject", "unavailable",
-    "limited", "e500", "processing", "refuse", "mix"};
+    "fast", "slow",       "drop", "reject", "unavailable", "limited",
+    "e500", "processing", "fail", "refuse", "mix"};
 
 const char *stub_mode_name(enum stub_mode mode)
 {
@@ -88,7 +88,7 @@ int stub_mix_parse(const char *text, size_t len, const char **why, int ret_weigh
                 trim(&name, &nlen);
                 if (stub_mode_from_name(name, nlen, &m) < 0 || m == STUB_REFUSE || m == STUB_MIX) {
                         *why = "mix member must be one of fast, slow, drop, reject, "
-                               "unavailable, limited, e500, processing";
+                               "unavailable, limited, e500, processing, fail";
                         return TG_EINVAL;
                 }
                 const char *num = eq + 1;
@@ -126,6 +126,21 @@ enum stub_mode stub_mix_draw(const int weights[STUB_MODE_COUNT], struct tg_rng *
         return STUB_FAST;
 }
 
+/* A provider failure code: it is echoed into JSON and a mode's text, so a
+ * short plain token. */
+static bool failure_code_valid(const char *s, size_t len)
+{
+        if (len == 0 || len > STUB_FAILURE_CODE_MAX)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '.' || c == '-'))
+                        return false;
+        }
+        return true;
+}
+
 static void spec_defaults(struct stub_mode_spec *s, enum stub_mode m)
 {
         memset(s, 0, sizeof(*s));
@@ -154,7 +169,7 @@ int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_
         }
         if (stub_mode_from_name(text, nlen, &m) < 0) {
                 *why = "unknown mode (fast, slow, drop, reject, unavailable, limited, e500, "
-                       "processing, refuse, mix)";
+                       "processing, fail, refuse, mix)";
                 return TG_EINVAL;
         }
         spec_defaults(&s, m);
@@ -194,6 +209,14 @@ int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_
                                 *why = "Retry-After must be N, @N (HTTP-date N s ahead) or -";
                                 return TG_EINVAL;
                         }
+                        break;
+                case STUB_FAIL:
+                        if (!failure_code_valid(param, plen)) {
+                                *why = "failure code must be 1-63 chars of [A-Za-z0-9_.-]";
+                                return TG_EINVAL;
+                        }
+                        memcpy(s.failure_code, param, plen);
+                        s.failure_code[plen] = '\0';
                         break;
                 case STUB_MIX:
                         if (stub_mix_parse(param, plen, why, s.weights) < 0)
@@ -372,6 +395,12 @@ void stub_mode_format(const struct stub_mode_spec *s, char *buf, size_t cap)
                 if (s->ra_form != STUB_RA_DEFAULT) {
                         snprintf(buf, cap, "%s:%s%lld", name, s->ra_form == STUB_RA_DATE ? "@" : "",
                                  (long long)s->ra_seconds);
+                        return;
+                }
+                break;
+        case STUB_FAIL:
+                if (s->failure_code[0]) {
+                        snprintf(buf, cap, "%s:%s", name, s->failure_code);
                         return;
                 }
                 break;

@@ -29,10 +29,15 @@ enum stub_mode {
         STUB_LIMITED,
         STUB_E500,
         STUB_PROCESSING,
+        STUB_FAIL,
         STUB_REFUSE,
         STUB_MIX,
         STUB_MODE_COUNT
 };
+
+/* fail: the failure code a query reports when the mode gives none. */
+#define STUB_FAILURE_CODE_DEFAULT "insufficient_funds"
+#define STUB_FAILURE_CODE_MAX     63
 
 /* Retry-After forms: a number of seconds, an HTTP-date that many seconds ahead, none. */
 enum stub_ra { STUB_RA_DEFAULT = 0, STUB_RA_SECONDS, STUB_RA_DATE, STUB_RA_NONE };
@@ -49,6 +54,9 @@ struct stub_mode_spec {
         int64_t ra_seconds;
         bool has_weights; /* mix: weights given inline */
         int weights[STUB_MODE_COUNT];
+        /* fail: the provider's failure code, 1..STUB_FAILURE_CODE_MAX chars
+         * of [A-Za-z0-9_.-]; "" means the default. */
+        char failure_code[STUB_FAILURE_CODE_MAX + 1];
 };
 
 struct stub_phase {

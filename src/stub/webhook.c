@@ -69,8 +69,12 @@ static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
 /* Sends one event; returns the HTTP status, or -1 on a transport error. */
 static long send_event(struct webhook *wh, CURL *curl, const struct event *ev)
 {
-        json_t *o = json_pack("{s:s, s:s, s:s}", "operation_id", ev->operation_id, "status",
-                              ev->status, "refund_id", ev->refund_id);
+        /* A failed refund has no refund id: the member is left out. */
+        json_t *o =
+            ev->refund_id[0]
+                ? json_pack("{s:s, s:s, s:s}", "operation_id", ev->operation_id, "status",
+                            ev->status, "refund_id", ev->refund_id)
+                : json_pack("{s:s, s:s}", "operation_id", ev->operation_id, "status", ev->status);
         char *body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         char hex[65], sig[96];
         struct curl_slist *headers = NULL;

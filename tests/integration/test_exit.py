@@ -95,6 +95,33 @@ class ExitTest(unittest.TestCase):
             self.assertEqual(set(keys.values()), {1})
             self.assert_executed_once(stub, ops)
 
+    def test_refund_failed_at_the_provider_is_rejected_after_one_query(self):
+        # The provider takes the POST, refuses the refund for good and answers
+        # 500: the outcome is unknown, so the exit asks with the same key
+        # (never re-sends) and the query's "failed" makes the operation
+        # rejected. No money moved: zero executions at the provider.
+        with tgtest.start_stub("--mode", "fail:card_expired", "--query-mode", "fast") as stub, \
+                Tollgate(stub.url) as tg:
+            tg.start("serve")
+            self.assertEqual(tg.submit("fail-1")[0], 202)
+            final = tg.wait_final(["fail-1"], timeout=30)["fail-1"]
+            self.assertEqual(final["state"], "rejected", final)
+            self.assertEqual((final["attempts_made"], final["queries_made"]), (1, 1), final)
+            self.assertIsNone(final["refund_id"])
+            calls = tg.calls()
+            self.assertEqual([(c["kind"] == "query", c["http_status"], c["class"])
+                              for c in calls],
+                             [(False, 500, "unknown"), (True, 200, "rejected")], calls)
+            self.assertEqual(calls[0]["attempt"], 1)
+            arrivals = self.assert_one_to_one(stub, calls)
+            self.assertEqual([(a["method"], a["idempotency_key"], a["answer"], a["executed"])
+                              for a in arrivals],
+                             [("POST", "fail-1", 500, False), ("GET", "fail-1", 200, False)])
+            ledger = stub.ledger()
+            self.assertEqual(ledger["total_executions"], 0)
+            self.assertEqual(ledger["operations"]["fail-1"]["failure_code"], "card_expired")
+            self.assertEqual(stub.query("fail-1")[2]["status"], "failed")
+
     def test_drop_on_keepalive_has_no_hidden_resend(self):
         # Keep-alive on: some POSTs land on a reused connection that the
         # provider then drops after executing. libcurl would silently re-send

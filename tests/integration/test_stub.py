@@ -71,6 +71,8 @@ class Flags(unittest.TestCase):
                            (["--mix", "fast=x"], "--mix"),
                            (["--listen", "localhost"], "--listen"),
                            (["--query-mode", "refuse"], "--query-mode"),
+                           (["--query-mode", "fail"], "--query-mode"),
+                           (["--mode", "fail:bad code"], "--mode"),
                            (["--webhook-url", "http://127.0.0.1:1/x"], "--webhook-url")]:
             out = subprocess.run([tgtest.binary("tollgate-stub")] + argv, capture_output=True,
                                  text=True, timeout=10)
@@ -195,6 +197,64 @@ class Modes(unittest.TestCase):
         self.assertEqual(self.last()["executed"], True)
         self.assertEqual(s.executions("op-500"), 1)
         self.assertEqual(s.query("op-500")[2]["status"], "succeeded")
+
+    def test_fail_takes_the_request_refuses_the_refund_and_answers_500(self):
+        # The provider took it and refused the refund for good: no money
+        # moved, the client saw 500 (an unknown outcome), a query says why.
+        s = self.stub
+        s.set_mode(mode="fail")
+        status, _, body = s.refund("op-fail")
+        self.assertEqual(status, 500)
+        self.assertEqual(body["error"]["code"], "internal_error")
+        rec = self.last()
+        self.assertEqual((rec["mode"], rec["answer"], rec["executed"]),
+                         ("fail:insufficient_funds", 500, False))
+        self.assertEqual(s.executions("op-fail"), 0)
+        status, _, q = s.query("op-fail")
+        self.assertEqual(status, 200)
+        self.assertEqual(q, {"operation_id": "op-fail", "status": "failed",
+                             "failure_code": "insufficient_funds"})
+        # A replay gets the first stored response (the same 500, byte for
+        # byte) in any mode, and executes nothing; another payload is 422.
+        s.set_mode(mode="fast")
+        status, _, again = s.refund("op-fail")
+        self.assertEqual((status, again), (500, body))
+        self.assertEqual(s.refund("op-fail", amount=999)[2]["error"]["code"],
+                         "idempotency_key_reused")
+        self.assertEqual(self.last()["executed"], False)
+        self.assertEqual(s.executions("op-fail"), 0)
+        self.assertEqual(s.query("op-fail")[2]["status"], "failed")
+        ledger = s.ledger()
+        self.assertEqual(ledger["operations"]["op-fail"]["failure_code"], "insufficient_funds")
+        self.assertEqual((ledger["total_executions"], ledger["total_failures"]), (0, 1))
+        self.assertEqual(s.state()["failures"], 1)
+        # The code is the mode's parameter; fail's failure is per key.
+        s.set_mode(mode="fail:card_expired")
+        self.assertEqual(s.refund("op-fail2")[0], 500)
+        self.assertEqual(self.last()["mode"], "fail:card_expired")
+        self.assertEqual(s.query("op-fail2")[2]["failure_code"], "card_expired")
+        self.assertEqual(s.refund("op-fail3")[0], 500)
+        self.assertEqual(s.state()["mode"], "fail:card_expired")
+        # Once the key expires the provider has no record: 404, and the same
+        # key is new again (executed by fast this time).
+        s.admin("POST", "expire-keys", {"key": "op-fail"})
+        self.assertEqual(s.query("op-fail")[0], 404)
+        s.set_mode(mode="fast")
+        self.assertEqual(s.refund("op-fail")[0], 201)
+        self.assertEqual(s.query("op-fail")[2]["status"], "succeeded")
+        self.assertEqual(s.executions("op-fail"), 1)
+        self.assertNotIn("failure_code", s.ledger()["operations"]["op-fail"])
+
+    def test_fail_modes_bad_parameters_and_queries(self):
+        s = self.stub
+        for bad in ["fail:", "fail:no spaces", "fail:" + "x" * 64, "fail:a/b"]:
+            status, _, body = s.request("POST", "/_stub/mode", {"mode": bad})
+            self.assertEqual(status, 400, bad)
+        status, _, body = s.request("POST", "/_stub/mode", {"query_mode": "fail"})
+        self.assertEqual(status, 400)
+        self.assertEqual(s.set_mode(mode="mix", mix="fail=1")["mode"], "mix:fail=1")
+        self.assertEqual(s.refund("op-mf")[0], 500)
+        self.assertEqual(self.last()["mode"], "mix/fail:insufficient_funds")
 
     def test_reject_executes_nothing(self):
         s = self.stub
@@ -537,6 +597,15 @@ class Webhook(unittest.TestCase):
             time.sleep(0.3)
             self.assertEqual(len(rx.snapshot()), 1)
             self.assertEqual(s.state()["webhook"]["sent"], 1)
+            # A refund the provider refused for good is told as failed,
+            # without a refund id.
+            s.set_mode(mode="fail:card_expired", webhook_drop_rate=0.0)
+            self.assertEqual(s.refund("op-wh3")[0], 500)
+            ev = tgtest.wait_until(lambda: rx.snapshot()[1:], timeout=5, what="failed event")[0]
+            want = "sha256=" + hmac.new(secret, ev["body"], hashlib.sha256).hexdigest()
+            self.assertTrue(hmac.compare_digest(ev["headers"]["x-signature"], want))
+            self.assertEqual(json.loads(ev["body"]), {"operation_id": "op-wh3",
+                                                      "status": "failed"})
 
 
 if __name__ == "__main__":
