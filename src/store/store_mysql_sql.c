@@ -1,0 +1,473 @@
+/*
+ * store_mysql_sql — the MariaDB backend's way to the server: error mapping,
+ * the SQL builder, column values and row decoders, connections and the
+ * transaction runner.
+ *
+ * Values go into SQL text through one builder (sqlf) that escapes every
+ * string with mysql_real_escape_string on a connection whose sql_mode
+ * store_mysql_connect_one sets; integers are printed. There is no other way
+ * into a query. A deadlock or lock wait timeout retries the whole
+ * transaction (a few times, with a short pause); a lost connection is
+ * reconnected and the transaction retried once, but only where that is safe:
+ * a failure before COMMIT was sent, or an op that re-checks what an unknown
+ * COMMIT did.
+ */
+#ifdef TG_HAVE_MARIADB /* the whole file: CMake defines it with libmariadb */
+
+#include <errmsg.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/tg_error.h"
+#include "store/mysql_int.h"
+
+#define BUSY_TRIES      8 /* deadlock / lock wait timeout: whole-transaction retries */
+#define LOST_TRIES      1 /* lost connection: reconnect and retry once */
+#define CONNECT_TIMEOUT 3 /* s */
+
+/* ---- errors ------------------------------------------------------------ */
+
+bool store_mysql_lost_code(unsigned code)
+{
+        switch (code) {
+        case CR_CONNECTION_ERROR:
+        case CR_CONN_HOST_ERROR:
+        case CR_SERVER_GONE_ERROR:
+        case CR_SERVER_LOST:
+        case CR_SERVER_LOST_EXTENDED:
+        case CR_COMMANDS_OUT_OF_SYNC:
+        case ER_CONNECTION_KILLED:
+        case ER_SERVER_SHUTDOWN:
+        case 4031: /* MySQL 8: ER_CLIENT_INTERACTION_TIMEOUT */
+                return true;
+        default:
+                return false;
+        }
+}
+
+void store_mysql_conn_drop(MYSQL **db)
+{
+        if (*db)
+                mysql_close(*db);
+        *db = NULL;
+}
+
+/* Maps the last error of the main connection; a lost connection is closed
+ * (s->db = NULL) so that the next transaction reconnects. */
+int store_mysql_fail(struct mysql_store *s)
+{
+        unsigned code = s->db ? mysql_errno(s->db) : CR_SERVER_GONE_ERROR;
+
+        if (store_mysql_lost_code(code)) {
+                store_mysql_conn_drop(&s->db);
+                return TG_EIO;
+        }
+        switch (code) {
+        case 0:
+                return TG_ESTORE;
+        case ER_LOCK_DEADLOCK:
+        case ER_LOCK_WAIT_TIMEOUT:
+        case ER_QUERY_INTERRUPTED:
+                return TG_EBUSY;
+        case ER_DUP_ENTRY:
+                return TG_ECONFLICT;
+        case CR_OUT_OF_MEMORY:
+                return TG_ENOMEM;
+        default:
+                return TG_ESTORE;
+        }
+}
+
+/* ---- the SQL builder ----------------------------------------------------- */
+
+/* Formats into s->sql. %I int64_t, %U unsigned, %S a string (at most
+ * 2 * TG_TEXT_MAX bytes are used), %L a long string (at most
+ * STORE_FIGURES_MAX), both quoted and escaped for the main connection, %s
+ * trusted SQL text (constants of this file only), %% a percent sign.
+ * TG_ESTORE when it does not fit. */
+static int vsqlf(struct mysql_store *s, const char *fmt, va_list ap)
+{
+        size_t n = 0;
+
+        for (const char *p = fmt; *p; p++) {
+                char num[32];
+                const char *add = NULL;
+                size_t len;
+
+                if (*p != '%') {
+                        if (n + 1 >= SQL_MAX)
+                                return TG_ESTORE;
+                        s->sql[n++] = *p;
+                        continue;
+                }
+                p++;
+                switch (*p) {
+                case 'I':
+                        snprintf(num, sizeof(num), "%" PRId64, va_arg(ap, int64_t));
+                        add = num;
+                        break;
+                case 'U':
+                        snprintf(num, sizeof(num), "%u", va_arg(ap, unsigned));
+                        add = num;
+                        break;
+                case 's':
+                        add = va_arg(ap, const char *);
+                        break;
+                case '%':
+                        add = "%";
+                        break;
+                case 'S':
+                case 'L': {
+                        const char *str = va_arg(ap, const char *);
+
+                        len = strnlen(str, *p == 'L' ? STORE_FIGURES_MAX : TG_TEXT_MAX * 2);
+                        /* worst case: every byte escaped, two quotes, NUL */
+                        if (!s->db || n + 2 * len + 3 >= SQL_MAX)
+                                return TG_ESTORE;
+                        s->sql[n++] = '\'';
+                        n += mysql_real_escape_string(s->db, s->sql + n, str, (unsigned long)len);
+                        s->sql[n++] = '\'';
+                        continue;
+                }
+                default:
+                        return TG_ESTORE; /* a bug in a format of this file */
+                }
+                len = strlen(add);
+                if (n + len >= SQL_MAX)
+                        return TG_ESTORE;
+                memcpy(s->sql + n, add, len);
+                n += len;
+        }
+        s->sql[n] = '\0';
+        return 0;
+}
+
+static int run_sql(struct mysql_store *s)
+{
+        if (!s->db)
+                return TG_EIO;
+        if (mysql_real_query(s->db, s->sql, (unsigned long)strlen(s->sql)) != 0)
+                return store_mysql_fail(s);
+        return 0;
+}
+
+/* Runs a statement whose rows (if any) do not matter; s->affected is set. */
+int store_mysql_exec(struct mysql_store *s, const char *fmt, ...)
+{
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vsqlf(s, fmt, ap);
+        va_end(ap);
+        if (r == 0)
+                r = run_sql(s);
+        if (r < 0)
+                return r;
+        if (mysql_field_count(s->db) > 0) {
+                MYSQL_RES *res = mysql_store_result(s->db);
+
+                if (!res)
+                        return store_mysql_fail(s);
+                mysql_free_result(res);
+        }
+        s->affected = (uint64_t)mysql_affected_rows(s->db);
+        return 0;
+}
+
+/* Runs a query and buffers its whole result (our pages are small). */
+int store_mysql_query(struct mysql_store *s, MYSQL_RES **ret_res, const char *fmt, ...)
+{
+        MYSQL_RES *res;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vsqlf(s, fmt, ap);
+        va_end(ap);
+        if (r == 0)
+                r = run_sql(s);
+        if (r < 0)
+                return r;
+        res = mysql_store_result(s->db);
+        if (!res)
+                return store_mysql_fail(s);
+        *ret_res = res;
+        return 0;
+}
+
+/* ---- values ------------------------------------------------------------ */
+
+bool store_mysql_parse_i64(const char *text, int64_t *ret)
+{
+        char *end;
+        long long v;
+
+        if (!text)
+                return false;
+        errno = 0;
+        v = strtoll(text, &end, 10);
+        if (errno != 0 || end == text || *end != '\0')
+                return false;
+        *ret = (int64_t)v;
+        return true;
+}
+
+int64_t store_mysql_col_i64(MYSQL_ROW row, int col, bool *ok)
+{
+        int64_t v = 0;
+
+        if (!store_mysql_parse_i64(row[col], &v))
+                *ok = false;
+        return v;
+}
+
+unsigned store_mysql_col_uns(MYSQL_ROW row, int col, bool *ok)
+{
+        int64_t v = store_mysql_col_i64(row, col, ok);
+
+        if (v < 0 || v > (int64_t)UINT_MAX) {
+                *ok = false;
+                return 0;
+        }
+        return (unsigned)v;
+}
+
+void store_mysql_col_copy(MYSQL_ROW row, const unsigned long *lens, int col, char *dst, size_t size)
+{
+        size_t n = row[col] ? lens[col] : 0;
+
+        if (n >= size)
+                n = size - 1;
+        if (n > 0)
+                memcpy(dst, row[col], n);
+        dst[n] = '\0';
+        /* a NUL inside a value would end it early here; that is all it can do */
+}
+
+const char *store_mysql_col_text(MYSQL_ROW row, int col)
+{
+        return row[col] ? row[col] : "";
+}
+
+int store_mysql_read_op(MYSQL_RES *res, MYSQL_ROW row, struct op_record *ret_op)
+{
+        const unsigned long *lens = mysql_fetch_lengths(res);
+        struct op_record op;
+        bool ok = lens != NULL && mysql_num_fields(res) == OP_NCOLS;
+
+        if (!ok)
+                return TG_ESTORE;
+        memset(&op, 0, sizeof(op));
+        op.id = store_mysql_col_i64(row, 0, &ok);
+        store_mysql_col_copy(row, lens, 1, op.req.operation_id, sizeof(op.req.operation_id));
+        store_mysql_col_copy(row, lens, 2, op.req.payment_id, sizeof(op.req.payment_id));
+        op.req.amount = store_mysql_col_i64(row, 3, &ok);
+        store_mysql_col_copy(row, lens, 4, op.req.currency, sizeof(op.req.currency));
+        ok = ok && store_state_parse(store_mysql_col_text(row, 5), &op.state) == 0;
+        ok = ok && store_reason_parse(store_mysql_col_text(row, 6), &op.reason) == 0;
+        op.attempts = store_mysql_col_uns(row, 7, &ok);
+        op.attempt_limit = store_mysql_col_uns(row, 8, &ok);
+        op.queries = store_mysql_col_uns(row, 9, &ok);
+        op.query_limit = store_mysql_col_uns(row, 10, &ok);
+        op.accepted_at = store_mysql_col_i64(row, 11, &ok);
+        op.deadline_at = store_mysql_col_i64(row, 12, &ok);
+        op.key_first_used = store_mysql_col_i64(row, 13, &ok);
+        op.next_run_at = store_mysql_col_i64(row, 14, &ok);
+        op.updated_at = store_mysql_col_i64(row, 15, &ok);
+        op.last_wait_ms = store_mysql_col_i64(row, 16, &ok);
+        op.operator_resend = store_mysql_col_i64(row, 17, &ok) != 0;
+        op.epoch = store_mysql_col_i64(row, 18, &ok);
+        store_mysql_col_copy(row, lens, 19, op.refund_id, sizeof(op.refund_id));
+        op.last_http_status = (int)store_mysql_col_i64(row, 20, &ok);
+        ok = ok && store_class_parse(store_mysql_col_text(row, 21), &op.last_class) == 0;
+        store_mysql_col_copy(row, lens, 22, op.source, sizeof(op.source));
+        if (!ok)
+                return TG_ESTORE;
+        *ret_op = op;
+        return 0;
+}
+
+int store_mysql_read_call(MYSQL_RES *res, MYSQL_ROW row, struct call_record *ret_call)
+{
+        const unsigned long *lens = mysql_fetch_lengths(res);
+        struct call_record c;
+        bool ok = lens != NULL && mysql_num_fields(res) == CALL_NCOLS;
+
+        if (!ok)
+                return TG_ESTORE;
+        memset(&c, 0, sizeof(c));
+        c.id = store_mysql_col_i64(row, 0, &ok);
+        c.op_id = store_mysql_col_i64(row, 1, &ok);
+        store_mysql_col_copy(row, lens, 2, c.operation_id, sizeof(c.operation_id));
+        ok = ok && store_kind_parse(store_mysql_col_text(row, 3), &c.kind) == 0;
+        c.attempt = store_mysql_col_uns(row, 4, &ok);
+        store_mysql_col_copy(row, lens, 5, c.request_id, sizeof(c.request_id));
+        c.epoch = store_mysql_col_i64(row, 6, &ok);
+        c.start_mono = store_mysql_col_i64(row, 7, &ok);
+        c.start_wall = store_mysql_col_i64(row, 8, &ok);
+        c.in_flight_at_start = store_mysql_col_uns(row, 9, &ok);
+        c.ended = store_mysql_col_i64(row, 10, &ok) != 0;
+        c.end_mono = store_mysql_col_i64(row, 11, &ok);
+        c.end_wall = store_mysql_col_i64(row, 12, &ok);
+        c.sent = store_mysql_col_i64(row, 13, &ok) != 0;
+        ok = ok && store_class_parse(store_mysql_col_text(row, 14), &c.cls) == 0;
+        c.http_status = (int)store_mysql_col_i64(row, 15, &ok);
+        c.latency_us = store_mysql_col_i64(row, 16, &ok);
+        store_mysql_col_copy(row, lens, 17, c.error, sizeof(c.error));
+        if (!ok)
+                return TG_ESTORE;
+        *ret_call = c;
+        return 0;
+}
+
+/* One integer from a one-row, one-column result; TG_ENOTFOUND for no row,
+ * *ret_null for SQL NULL. */
+int store_mysql_one_i64(MYSQL_RES *res, int64_t *ret_value, bool *ret_null)
+{
+        MYSQL_ROW row = mysql_fetch_row(res);
+        int64_t v = 0;
+        int r = 0;
+
+        *ret_null = false;
+        if (!row)
+                r = TG_ENOTFOUND;
+        else if (!row[0])
+                *ret_null = true;
+        else if (store_mysql_parse_i64(row[0], &v))
+                *ret_value = v;
+        else
+                r = TG_ESTORE;
+        mysql_free_result(res);
+        return r;
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+/* A fresh session with our options: no auto-reconnect (a silent reconnect
+ * would lose a transaction and a lock without telling us), bounded waits. */
+int store_mysql_connect_one(const struct mysql_store *s, unsigned io_timeout, bool with_db,
+                            MYSQL **ret_db)
+{
+        unsigned connect_timeout = CONNECT_TIMEOUT;
+        my_bool reconnect = 0;
+        MYSQL *db = mysql_init(NULL);
+        char session[256];
+
+        if (!db)
+                return TG_ENOMEM;
+        mysql_options(db, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+        mysql_options(db, MYSQL_OPT_READ_TIMEOUT, &io_timeout);
+        mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &io_timeout);
+        mysql_options(db, MYSQL_OPT_RECONNECT, &reconnect);
+        mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+        if (!mysql_real_connect(db, s->host[0] ? s->host : NULL, s->user,
+                                s->password[0] ? s->password : NULL, NULL, s->port,
+                                s->socket[0] ? s->socket : NULL, 0)) {
+                unsigned code = mysql_errno(db);
+
+                mysql_close(db);
+                /* refused or unreachable: the server is away, try later */
+                return store_mysql_lost_code(code) ? TG_EIO : TG_ESTORE;
+        }
+        /* Our own session settings: strict (nothing truncated silently), no
+         * backslash games (the escaping below assumes the default), UTC,
+         * short lock waits (a waiting claim holds up the exit). */
+        snprintf(session, sizeof(session),
+                 "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ENGINE_SUBSTITUTION',"
+                 " time_zone = '+00:00', innodb_lock_wait_timeout = %u, autocommit = 1",
+                 s->lock_wait_s);
+        if (mysql_query(db, session) != 0 ||
+            mysql_query(db, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED") != 0) {
+                unsigned code = mysql_errno(db);
+
+                mysql_close(db);
+                return store_mysql_lost_code(code) ? TG_EIO : TG_ESTORE;
+        }
+        if (with_db && mysql_select_db(db, s->dbname) != 0) {
+                unsigned code = mysql_errno(db);
+
+                mysql_close(db);
+                if (code == ER_BAD_DB_ERROR)
+                        return TG_ENOTFOUND;
+                return store_mysql_lost_code(code) ? TG_EIO : TG_ESTORE;
+        }
+        *ret_db = db;
+        return 0;
+}
+
+static int conn_ensure(struct mysql_store *s)
+{
+        if (s->db)
+                return 0;
+        return store_mysql_connect_one(s, IO_TIMEOUT, true, &s->db);
+}
+
+/* ---- transactions --------------------------------------------------------- */
+
+static void pause_ms(long ms)
+{
+        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+}
+
+/* Runs fn inside one transaction: START TRANSACTION, fn, COMMIT; a failing
+ * fn is rolled back. Retries a deadlock or lock wait timeout (the whole
+ * transaction, a few times) and a lost connection (once, after
+ * reconnecting) when the transaction surely did not commit, or when fn
+ * re-checks (TX_RECHECKS). Returns fn's code or a TG_E* code. */
+int store_mysql_run_tx(struct mysql_store *s, tx_fn fn, void *ctx, unsigned flags)
+{
+        unsigned busy = 0, lost = 0;
+        int r;
+
+        s->commit_unknown = false;
+        for (;;) {
+                bool committing = false;
+
+                r = conn_ensure(s);
+                if (r == 0)
+                        r = store_mysql_exec(s, "START TRANSACTION");
+                if (r == 0)
+                        r = fn(s, ctx);
+                if (r == 0) {
+                        committing = true;
+                        r = store_mysql_exec(s, "COMMIT");
+                }
+                if (r == 0)
+                        break;
+                if (s->db && !committing)
+                        (void)store_mysql_exec(s, "ROLLBACK");
+                if (r == TG_EBUSY && busy < BUSY_TRIES) {
+                        /* InnoDB rolled back (deadlock) or we did (lock wait
+                         * timeout): the transaction never happened */
+                        busy++;
+                        pause_ms(5L << (busy < 6 ? busy : 6));
+                        continue;
+                }
+                if (r == TG_EIO && !s->db && lost < LOST_TRIES) {
+                        if (committing) {
+                                if (!(flags & TX_RECHECKS))
+                                        break; /* outcome unknown: say so */
+                                s->commit_unknown = true;
+                        }
+                        lost++;
+                        continue;
+                }
+                break;
+        }
+        s->commit_unknown = false;
+        return r;
+}
+
+#endif /* TG_HAVE_MARIADB */
