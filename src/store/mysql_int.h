@@ -143,6 +143,8 @@ int store_mysql_last_sample(struct store *store, struct exit_sample *ret_sample)
 int store_mysql_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void *userdata);
 int store_mysql_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
                            void *userdata);
+int store_mysql_list_state(struct store *store, enum op_state state, int64_t after_id,
+                           unsigned limit, store_op_fn fn, void *userdata);
 int store_mysql_list_manual(struct store *store, int64_t after_id, unsigned limit, store_op_fn fn,
                             void *userdata);
 int store_mysql_list_op_calls(struct store *store, int64_t op_id, store_call_fn fn, void *userdata);

@@ -51,6 +51,7 @@ enum stmt_id {
         ST_SAMPLE_PRUNE,
         ST_SAMPLE_LIST,
         ST_SAMPLE_LAST,
+        ST_LIST_STATE,
         ST_SHARE_OF_EPOCH,
         ST_SHARE_SET,
         ST_SPLIT_GET,
@@ -139,6 +140,8 @@ int sqlite_list_calls(struct store *store, int64_t since_id, unsigned limit, sto
                       void *userdata);
 int sqlite_list_manual(struct store *store, int64_t after_id, unsigned limit, store_op_fn fn,
                        void *userdata);
+int sqlite_list_state(struct store *store, enum op_state state, int64_t after_id, unsigned limit,
+                      store_op_fn fn, void *userdata);
 int sqlite_list_op_calls(struct store *store, int64_t op_id, store_call_fn fn, void *userdata);
 int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned limit, store_sample_fn fn,
                         void *userdata);

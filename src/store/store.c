@@ -448,6 +448,18 @@ int store_list_manual(struct store *store, int64_t after_id, unsigned limit, sto
         return store->ops->list_manual(store, after_id, limit, fn, userdata);
 }
 
+int store_list_state(struct store *store, enum op_state state, int64_t after_id, unsigned limit,
+                     store_op_fn fn, void *userdata)
+{
+        if (!store || !fn || (int)state < 0 || state >= OP_STATE_COUNT)
+                return TG_EINVAL;
+        if (!store->ops->list_state)
+                return TG_EUNSUPPORTED;
+        if (limit == 0)
+                return 0;
+        return store->ops->list_state(store, state, after_id, limit, fn, userdata);
+}
+
 int store_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void *userdata)
 {
         if (!store || !fn)

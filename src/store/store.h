@@ -271,6 +271,13 @@ int store_stats(struct store *store, struct store_stats *ret_stats);
 int store_list_manual(struct store *store, int64_t after_id, unsigned limit, store_op_fn fn,
                       void *userdata);
 
+/* Operations in `state` with id > after_id, in id order, at most limit: page
+ * with after_id = the last id seen. Meant for the small states (unknown,
+ * retry_wait, manual): a backend may sort the state's rows. A non-zero return
+ * from fn stops the walk and is returned. */
+int store_list_state(struct store *store, enum op_state state, int64_t after_id, unsigned limit,
+                     store_op_fn fn, void *userdata);
+
 struct audit_record {
         int64_t id;
         int64_t op_id;

@@ -63,6 +63,8 @@ struct store_ops {
 
         int (*list_manual)(struct store *store, int64_t after_id, unsigned limit, store_op_fn fn,
                            void *userdata);
+        int (*list_state)(struct store *store, enum op_state state, int64_t after_id,
+                          unsigned limit, store_op_fn fn, void *userdata);
         int (*list_audit)(struct store *store, int64_t op_id, store_audit_fn fn, void *userdata);
         int (*operator_resend)(struct store *store, const char *operation_id,
                                const char *operator_name, const char *reason,

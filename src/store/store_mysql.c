@@ -524,6 +524,7 @@ static const struct store_ops mysql_ops = {
     .list_op_calls = store_mysql_list_op_calls,
     .stats = store_mysql_stats,
     .list_manual = store_mysql_list_manual,
+    .list_state = store_mysql_list_state,
     .list_audit = store_mysql_list_audit,
     .operator_resend = store_mysql_operator_resend,
     .operator_resolve = store_mysql_operator_resolve,

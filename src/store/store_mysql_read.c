@@ -250,6 +250,64 @@ int store_mysql_list_manual(struct store *store, int64_t after_id, unsigned limi
         return r;
 }
 
+struct state_page {
+        const char *state;
+        int64_t after_id;
+        int want;
+        int n;
+        struct op_record *buf;
+};
+
+/* id order within one state: sorts the state's rows (small states only). */
+static int state_page_tx(struct mysql_store *s, void *ctx)
+{
+        struct state_page *p = ctx;
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        int r = store_mysql_query(s, &res,
+                                  "SELECT " OP_COLS " FROM operations WHERE state = %S AND id > %I "
+                                  "ORDER BY id LIMIT %I",
+                                  p->state, p->after_id, (int64_t)p->want);
+
+        p->n = 0;
+        if (r < 0)
+                return r;
+        while (r == 0 && p->n < p->want) {
+                row = mysql_fetch_row(res);
+                if (!row)
+                        break;
+                r = store_mysql_read_op(res, row, &p->buf[p->n++]);
+        }
+        mysql_free_result(res);
+        return r;
+}
+
+int store_mysql_list_state(struct store *store, enum op_state state, int64_t after_id,
+                           unsigned limit, store_op_fn fn, void *userdata)
+{
+        struct state_page p = {.state = store_state_text(state), .after_id = after_id};
+        int r = 0;
+
+        p.buf = calloc(PAGE_ROWS, sizeof(*p.buf));
+        if (!p.buf)
+                return TG_ENOMEM;
+        while (limit > 0) {
+                p.want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
+                r = store_mysql_run_tx(M(store), state_page_tx, &p, TX_RECHECKS);
+                if (r < 0)
+                        break;
+                /* the callback runs outside the transaction: it may call the store */
+                for (int i = 0; i < p.n && r == 0; i++)
+                        r = fn(&p.buf[i], userdata);
+                if (r != 0 || p.n < p.want)
+                        break;
+                p.after_id = p.buf[p.n - 1].id;
+                limit -= (unsigned)p.n;
+        }
+        free(p.buf);
+        return r;
+}
+
 struct audit_page {
         int64_t op_id;
         int64_t since;

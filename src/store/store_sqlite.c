@@ -290,6 +290,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_SAMPLE_LIST] = "SELECT " SAMPLE_COLS " FROM exit_samples WHERE at > ?1 ORDER BY at "
                        "LIMIT ?2",
     [ST_SAMPLE_LAST] = "SELECT " SAMPLE_COLS " FROM exit_samples ORDER BY at DESC LIMIT 1",
+    /* id order within one state: sorts the state's rows (small states only) */
+    [ST_LIST_STATE] = "SELECT " OP_COLS " FROM operations WHERE state = ?1 AND id > ?2 "
+                      "ORDER BY id LIMIT ?3",
     [ST_SHARE_OF_EPOCH] = "SELECT share FROM exit_shares WHERE epoch = ?1 ORDER BY share LIMIT 1",
     [ST_SHARE_SET] = "INSERT INTO exit_shares (share, epoch) VALUES (?1, ?2) "
                      "ON CONFLICT(share) DO UPDATE SET epoch = excluded.epoch",
@@ -571,6 +574,7 @@ static const struct store_ops sqlite_ops = {
     .list_op_calls = sqlite_list_op_calls,
     .stats = sqlite_stats,
     .list_manual = sqlite_list_manual,
+    .list_state = sqlite_list_state,
     .list_audit = sqlite_list_audit,
     .operator_resend = sqlite_operator_resend,
     .operator_resolve = sqlite_operator_resolve,

@@ -225,6 +225,54 @@ int sqlite_list_manual(struct store *store, int64_t after_id, unsigned limit, st
         return r;
 }
 
+int sqlite_list_state(struct store *store, enum op_state state, int64_t after_id, unsigned limit,
+                      store_op_fn fn, void *userdata)
+{
+        struct sqlite_store *s = S(store);
+        struct op_record *buf = calloc(PAGE_ROWS, sizeof(*buf));
+        const char *name = store_state_text(state);
+        int r = 0;
+
+        if (!buf)
+                return TG_ENOMEM;
+        while (limit > 0) {
+                int want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
+                sqlite3_stmt *st = NULL;
+                int n = 0, rc;
+
+                r = sqlite_stmt_get(s, ST_LIST_STATE, &st);
+                if (r < 0)
+                        break;
+                if (sqlite_bind_text(st, 1, name, strlen(name)) ||
+                    sqlite_bind_i64(st, 2, after_id) || sqlite_bind_i64(st, 3, want)) {
+                        sqlite_stmt_done(st);
+                        r = TG_ESTORE;
+                        break;
+                }
+                while (r == 0 && n < want) {
+                        rc = sqlite3_step(st);
+                        if (rc == SQLITE_DONE)
+                                break;
+                        if (rc == SQLITE_ROW)
+                                r = sqlite_read_op(st, &buf[n++]);
+                        else
+                                r = sqlite_map_rc(rc);
+                }
+                sqlite_stmt_done(st);
+                if (r < 0)
+                        break;
+                /* the callback runs with no statement open: it may call the store */
+                for (int i = 0; i < n && r == 0; i++)
+                        r = fn(&buf[i], userdata);
+                if (r != 0 || n < want)
+                        break;
+                after_id = buf[n - 1].id;
+                limit -= (unsigned)n;
+        }
+        free(buf);
+        return r;
+}
+
 int sqlite_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void *userdata)
 {
         struct sqlite_store *s = S(store);

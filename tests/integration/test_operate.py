@@ -278,7 +278,7 @@ class OperateTest(unittest.TestCase):
             with Tollgate(stub.url, retry=dict(FAST_RETRY, query_interval_ms=200),
                           exit=FAST_EXIT, provider={"webhook_secret_file": secret_file}) as tg:
                 tg.start("serve")
-                ops = ["wh-a", "wh-b", "wh-c", "wh-d"]
+                ops = ["wh-a", "wh-b", "wh-c", "wh-d", "wh-e"]  # the file misses wh-e
                 for op in ops:
                     self.assertEqual(tg.submit(op)[0], 202)
                 tg.wait_final(ops, timeout=20, states=("unknown", "retry_wait"))
@@ -340,15 +340,39 @@ class OperateTest(unittest.TestCase):
                 self.assertEqual(rc, 1, err)
                 self.assertEqual(tg.status("wh-b")[2]["state"] in ("unknown", "retry_wait"),
                                  True)
+                # Ours the file does not name: only wh-e (wh-b and wh-c would be
+                # settled, wh-d's row is invalid but names it, wh-a is final).
+                lines = [json.loads(line) for line in out.splitlines()]
+                missing = [r for r in lines if r.get("result") == "missing_from_file"]
+                self.assertEqual([m["operation_id"] for m in missing], ["wh-e"], out)
+                self.assertIn(missing[0]["ours"], ("unknown", "retry_wait", "manual"))
+                self.assertGreaterEqual(missing[0]["attempts"], 1)
+                self.assertEqual((lines[-1]["missing"], lines[-1]["missing_check"],
+                                  lines[-1]["dry_run"]), (1, "complete", True), out)
+                rc, out, err = cli(tg, "reconcile", "--config", tg.config, "--file", path,
+                                   "--dry-run", "--max-missing", "0")
+                self.assertEqual(rc, 1, err)
+                lines = [json.loads(line) for line in out.splitlines()]
+                self.assertEqual(lines[-1]["missing"], 1)
+                self.assertFalse(any(r.get("result") == "missing_from_file" for r in lines))
+                self.assertEqual(cli(tg, "reconcile", "--config", tg.config, "--file", path,
+                                     "--max-missing", "-1")[0], 2)
                 rc, out, err = cli(tg, "reconcile", "--config", tg.config, "--file", path)
                 self.assertEqual(rc, 1, err)
                 lines = [json.loads(line) for line in out.splitlines()]
                 summary = lines[-1]
-                self.assertEqual((summary["rows"], summary["settled"], summary["unmatched"]),
-                                 (6, 2, 4), out)
+                self.assertEqual((summary["rows"], summary["settled"], summary["unmatched"],
+                                  summary["missing"]), (6, 2, 4, 1), out)
                 results = sorted(r["result"] for r in lines[:-1])
                 self.assertEqual(results, ["invalid_row", "invalid_row", "mismatch",
-                                           "no_such_operation"])
+                                           "missing_from_file", "no_such_operation"])
+                # Once the file names it, nothing is missing.
+                with open(path, "a") as f:
+                    f.write("2024-01-01,wh-e,succeeded,re_e\n")
+                rc, out, err = cli(tg, "reconcile", "--config", tg.config, "--file", path)
+                lines = [json.loads(line) for line in out.splitlines()]
+                self.assertEqual(lines[-1]["missing"], 0, out)
+                self.assertEqual(tg.status("wh-e")[2]["state"], "succeeded")
                 self.assertEqual(tg.status("wh-b")[2]["state"], "succeeded")
                 self.assertEqual(tg.status("wh-c")[2]["state"], "rejected")
                 self.assertEqual(cli(tg, "reconcile", "--config", tg.config, "--file",

@@ -1219,6 +1219,90 @@ static void test_samples(void **state)
         store_close(s);
 }
 
+/* ---- operations by state ------------------------------------------------------------ */
+
+struct state_walk {
+        enum op_state want;
+        unsigned n;
+        int64_t last_id;
+        int64_t tenth_id;
+        bool ordered, in_state;
+        unsigned stop_after;
+};
+
+static int on_state_op(const struct op_record *op, void *userdata)
+{
+        struct state_walk *w = userdata;
+
+        if (w->n > 0 && op->id <= w->last_id)
+                w->ordered = false;
+        if (op->state != w->want)
+                w->in_state = false;
+        w->last_id = op->id;
+        w->n++;
+        if (w->n == 10)
+                w->tenth_id = op->id;
+        return w->stop_after && w->n >= w->stop_after ? 42 : 0;
+}
+
+static struct state_walk walk_state(struct store *s, enum op_state state, int64_t after,
+                                    unsigned limit, int want_rc)
+{
+        struct state_walk w = {.want = state, .ordered = true, .in_state = true};
+
+        assert_int_equal(store_list_state(s, state, after, limit, on_state_op, &w), want_rc);
+        assert_true(w.ordered);
+        assert_true(w.in_state);
+        return w;
+}
+
+static void test_list_state(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct state_walk w;
+        char id[32];
+
+        (void)state;
+        /* 140 sent: every other one unknown, the rest waiting to retry (more
+         * than a backend's page of each), then two pending */
+        for (int i = 0; i < 140; i++) {
+                snprintf(id, sizeof(id), "st-%03d", i);
+                accept_new(s, id, T0 + i);
+        }
+        for (int i = 0; i < 140; i++)
+                drive(s, STORE_GROUP_FIRST, epoch, T0 + 1000 + i,
+                      i % 2 ? TG_CLASS_RETRYABLE : TG_CLASS_UNKNOWN,
+                      i % 2 ? OP_RETRY_WAIT : OP_UNKNOWN, T0 + 100000000);
+        accept_new(s, "st-p1", T0 + 2000);
+        accept_new(s, "st-p2", T0 + 2001);
+
+        w = walk_state(s, OP_UNKNOWN, 0, 1000, 0);
+        assert_int_equal(w.n, 70);
+        w = walk_state(s, OP_RETRY_WAIT, 0, 1000, 0);
+        assert_int_equal(w.n, 70);
+        w = walk_state(s, OP_PENDING, 0, 1000, 0);
+        assert_int_equal(w.n, 2);
+        w = walk_state(s, OP_SUCCEEDED, 0, 1000, 0);
+        assert_int_equal(w.n, 0);
+        /* paging: at most limit, then on from the last id seen */
+        w = walk_state(s, OP_UNKNOWN, 0, 10, 0);
+        assert_int_equal(w.n, 10);
+        w = walk_state(s, OP_UNKNOWN, w.last_id, 1000, 0);
+        assert_int_equal(w.n, 60);
+        /* fn stops the walk with its code */
+        {
+                struct state_walk stop = {
+                    .want = OP_UNKNOWN, .ordered = true, .in_state = true, .stop_after = 3};
+                assert_int_equal(store_list_state(s, OP_UNKNOWN, 0, 1000, on_state_op, &stop), 42);
+                assert_int_equal(stop.n, 3);
+        }
+        assert_int_equal(store_list_state(s, (enum op_state)OP_STATE_COUNT, 0, 10, on_state_op, &w),
+                         TG_EINVAL);
+        assert_int_equal(store_list_state(s, OP_UNKNOWN, 0, 10, NULL, NULL), TG_EINVAL);
+        store_close(s);
+}
+
 /* ---- shares of the account quota ----------------------------------------------- */
 
 static void test_shares(void **state)
@@ -1320,6 +1404,7 @@ static void test_shares(void **state)
             cmocka_unit_test_setup_teardown(test_list_calls_since_limit, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_callbacks_may_reenter, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_samples, setup, teardown),                        \
+            cmocka_unit_test_setup_teardown(test_list_state, setup, teardown),                     \
             cmocka_unit_test_setup_teardown(test_shares, setup, teardown)
 
 int main(void)
