@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "app/api_int.h"
+#include "app/exit_stats.h"
 #include "app/log.h"
 #include "core/tg_error.h"
 
@@ -63,8 +64,9 @@ int api_admission_figures(struct api *api, tg_wall_ms now, struct api_admission_
         w = calloc(1, sizeof(*w));
         if (!w)
                 return TG_ENOMEM;
-        r = store_list_samples(api->store, now - window_ms, (unsigned)(window_ms / 1000) + 10,
-                               add_sample, w);
+        /* Seconds of the account (every share summed), not rows. */
+        r = exit_stats_read_seconds(api->store, now - window_ms, (unsigned)(window_ms / 1000) + 10,
+                                    add_sample, w);
         if (r < 0) {
                 free(w);
                 return r;

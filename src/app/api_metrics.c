@@ -11,7 +11,10 @@
  *     counters (starts by kind, call ends by class, closes by outcome, the
  *     latency, slot lateness and attempts histograms). They are shown only
  *     while the sample is fresh (the owner is alive); a dispatcher restart
- *     resets those counters, as Prometheus counters may.
+ *     resets those counters, as Prometheus counters may. With [exit]
+ *     shares = N the figures are the account's: each live share's newest
+ *     sample merged (exit_stats_read_now), and the series one point a
+ *     second summed over the shares (exit_stats_read_seconds).
  *
  * Invariants: every family has one HELP and one TYPE line before its
  * samples; histogram buckets are cumulative, end with le="+Inf" equal to
@@ -173,12 +176,14 @@ static int snapshot_read(struct api *api, struct snapshot *ret)
         s.sample = calloc(1, sizeof(*s.sample));
         if (!s.sample)
                 return TG_ENOMEM;
-        r = store_last_sample(api->store, s.sample);
+        /* The account: every share's newest fresh sample, merged. */
+        r = exit_stats_read_now(api->store, s.now, OWNER_FRESH_MS, s.sample, &s.fresh);
         if (r < 0 && r != TG_ENOTFOUND) {
                 free(s.sample);
                 return r;
         }
-        s.fresh = r == 0 && s.now - s.sample->at <= OWNER_FRESH_MS;
+        if (r == TG_ENOTFOUND)
+                s.fresh = false;
         s.oldest_open_s = s.st.oldest_open_accepted_at == TG_WALL_NEVER
                               ? -1.0
                               : (double)(s.now - s.st.oldest_open_accepted_at) / 1000.0;
@@ -344,8 +349,9 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
                 r = TG_ENOMEM;
                 goto fail;
         }
-        r = store_list_samples(api->store, s.now - minutes * 60 * 1000, (unsigned)minutes * 60 + 10,
-                               add_point, &se);
+        /* One point a second for the account: the shares' samples summed. */
+        r = exit_stats_read_seconds(api->store, s.now - minutes * 60 * 1000,
+                                    (unsigned)minutes * 60 + 10, add_point, &se);
         if (r < 0)
                 goto fail;
         for (int i = 0; i < OP_STATE_COUNT; i++)

@@ -486,7 +486,7 @@ static void housekeeping(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
                 return;
         d->next_sweep = now + SWEEP_EVERY_NS;
         /* stats: one exit sample a second for /metrics, /v1/stats, admission */
-        if (exit_stats_flush(d->xstats, d->store, d->epoch, pacer_in_flight(d->pacer),
+        if (exit_stats_flush(d->xstats, d->store, d->epoch, d->share, pacer_in_flight(d->pacer),
                              pacer_held(d->pacer, now), wall) < 0)
                 log_emit(LOG_DEBUG, "sample_failed", NULL);
         unsigned n = 0;

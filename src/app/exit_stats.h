@@ -13,7 +13,15 @@
  * them, which Prometheus counters allow); the store's own counts (backlog by
  * state, calls total) survive restarts and come from the store.
  *
- * Used from the dispatcher's thread only. Never logs.
+ * With [exit] shares = N each dispatcher writes the samples of its own share
+ * (the store keys them by at and share). The readers below give the
+ * ACCOUNT's view: the shares' samples of one wall-clock second merged, so
+ * in-flight and counts add up, the oldest open operation is the oldest of
+ * any, and the exit is held if any share is held. With one share they give
+ * exactly that share's samples.
+ *
+ * The exit_stats object is used from the dispatcher's thread only; the
+ * readers are plain functions of a store. Never logs.
  */
 #ifndef TG_EXIT_STATS_H
 #define TG_EXIT_STATS_H
@@ -60,10 +68,31 @@ void exit_stats_ended(struct exit_stats *xs, enum tg_class cls, int64_t latency_
 /* The provider told the whole exit to hold (429/503, a run of timeouts). */
 void exit_stats_held(struct exit_stats *xs);
 
-/* Writes one sample for the second ending at `now` (figures as JSON) and
- * prunes samples older than EXIT_SAMPLES_KEEP_MS. Returns the store's code;
- * the per-second deltas are kept for the next try on failure. */
-int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, unsigned in_flight,
-                     bool held, tg_wall_ms now);
+/* Writes one sample of `share` for the second ending at `now` (figures as
+ * JSON) and prunes samples older than EXIT_SAMPLES_KEEP_MS. Returns the
+ * store's code; the per-second deltas are kept for the next try on failure. */
+int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, unsigned share,
+                     unsigned in_flight, bool held, tg_wall_ms now);
+
+/* The account's seconds with a sample at > since, oldest first, at most
+ * `seconds` of them: for each wall-clock second (at / 1000) the samples of
+ * every share in it merged into one: starts, call_ends, op_closes and
+ * in_flight summed, held if any, oldest_open_accepted_at the oldest, at and
+ * epoch the newest, share the number of samples merged, figures "". A share
+ * with two samples in one second (a wall clock step) counts its counts twice
+ * but its in-flight once (the newer). Paged through store_list_samples(), so
+ * memory does not grow with N. A non-zero return from fn stops the walk and
+ * is returned; a store error is returned as is. */
+int exit_stats_read_seconds(struct store *store, tg_wall_ms since, unsigned seconds,
+                            store_sample_fn fn, void *userdata);
+
+/* The account now: the newest sample of every share with at >= now -
+ * fresh_ms, merged as above, with the cumulative figures summed (counters
+ * and histogram buckets add up, "since" is the earliest; one share's figures
+ * are copied as they are); *ret_fresh = true. When no share wrote that
+ * recently: the newest sample of any share as it is, *ret_fresh = false.
+ * TG_ENOTFOUND when no sample was ever written; else 0 or the store's code. */
+int exit_stats_read_now(struct store *store, tg_wall_ms now, int64_t fresh_ms,
+                        struct exit_sample *ret_sample, bool *ret_fresh);
 
 #endif

@@ -37,8 +37,9 @@
 #define AUDIT_COLS  "id, op_id, at, action, operator_name, reason, detail"
 #define AUDIT_NCOLS 7
 
-#define SAMPLE_COLS  "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures"
-#define SAMPLE_NCOLS 9
+#define SAMPLE_COLS                                                                                \
+        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share"
+#define SAMPLE_NCOLS 10
 
 /* ---- the handle -------------------------------------------------------- */
 

@@ -330,12 +330,14 @@ int store_outbox_intake(struct store *store, const struct policy_config *limits,
 
 #define STORE_FIGURES_MAX 4096
 
-/* One second of the exit, written by the owning dispatcher once a second and
- * read by any API process (GET /metrics, GET /v1/stats, admission control).
- * Samples are operational data, not history: they may be pruned. */
+/* One second of the exit, written by each dispatcher once a second for its
+ * share and read by any API process (GET /metrics, GET /v1/stats, admission
+ * control), which merges the shares (app/exit_stats.h). Samples are
+ * operational data, not history: they may be pruned. */
 struct exit_sample {
         tg_wall_ms at; /* end of the second it covers */
         int64_t epoch;
+        unsigned share; /* the writer's share of the account (0 with one share) */
         unsigned in_flight;
         unsigned starts;    /* calls started during the second */
         unsigned call_ends; /* calls that ended during it */
@@ -350,16 +352,18 @@ struct exit_sample {
         char figures[STORE_FIGURES_MAX];
 };
 
-/* Stores one sample (a sample with the same `at` is replaced) and prunes
- * samples with at < keep_after. One short transaction. */
+/* Stores one sample (a sample with the same `at` AND share is replaced;
+ * other shares' samples are kept) and prunes samples with at < keep_after.
+ * One short transaction. */
 int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after);
 
 typedef int (*store_sample_fn)(const struct exit_sample *sample, void *userdata);
-/* Samples with at > since, oldest first, at most limit. A non-zero return
- * from fn stops the walk and is returned. */
+/* Samples of every share with at > since, oldest first (by at, then share),
+ * at most limit. A non-zero return from fn stops the walk and is returned. */
 int store_list_samples(struct store *store, tg_wall_ms since, unsigned limit, store_sample_fn fn,
                        void *userdata);
-/* The newest sample; TG_ENOTFOUND when none was ever written. */
+/* The newest sample of any share (the highest share among equal `at`);
+ * TG_ENOTFOUND when none was ever written. */
 int store_last_sample(struct store *store, struct exit_sample *ret_sample);
 
 /* How long one call waits for a lock held by another connection before it

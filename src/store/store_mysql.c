@@ -203,9 +203,14 @@ static const struct migration migrations[] = {
     {3, "INSERT IGNORE INTO exit_shares (share, epoch) SELECT 0, epoch FROM owner WHERE id = 1"},
     {3, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS share INT UNSIGNED NOT NULL DEFAULT 0"},
     {3, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS share INT UNSIGNED NOT NULL DEFAULT 0"},
+    /* 4: exit samples per share: every dispatcher writes its own second, so
+     * the key is (at, share); the rows so far were share 0's. Both steps may
+     * run again (a step interrupted before the version bump). */
+    {4, "ALTER TABLE exit_samples ADD COLUMN IF NOT EXISTS share INT UNSIGNED NOT NULL DEFAULT 0"},
+    {4, "ALTER TABLE exit_samples DROP PRIMARY KEY, ADD PRIMARY KEY (at, share)"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  3
+#define SCHEMA_VERSION  4
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

@@ -539,6 +539,7 @@ static int read_sample(MYSQL_RES *res, MYSQL_ROW row, struct exit_sample *ret_sa
         v.held = store_mysql_col_i64(row, 6, &ok) != 0;
         v.oldest_open_accepted_at = row[7] ? store_mysql_col_i64(row, 7, &ok) : TG_WALL_NEVER;
         store_mysql_col_copy(row, lens, 8, v.figures, sizeof(v.figures));
+        v.share = store_mysql_col_uns(row, 9, &ok);
         if (!ok)
                 return TG_ESTORE;
         *ret_sample = v;
@@ -556,7 +557,7 @@ static int sample_put_tx(struct mysql_store *s, void *ctx)
         const struct exit_sample *x = c->sample;
         /* The oldest open operation is read here, in the same statement: one
          * index probe per open state (manual is not open for the exit). A
-         * sample with the same `at` is replaced. */
+         * sample with the same `at` and share is replaced. */
         int r = store_mysql_exec(
             s,
             "REPLACE INTO exit_samples (" SAMPLE_COLS ") "
@@ -566,9 +567,9 @@ static int sample_put_tx(struct mysql_store *s, void *ctx)
             "UNION ALL SELECT MIN(accepted_at) FROM operations "
             "WHERE state = 'retry_wait' "
             "UNION ALL SELECT MIN(accepted_at) FROM operations WHERE state = 'unknown'"
-            ") AS o), %L",
+            ") AS o), %L, %U",
             x->at, x->epoch, x->in_flight, x->starts, x->call_ends, x->op_closes,
-            (int64_t)(x->held ? 1 : 0), x->figures);
+            (int64_t)(x->held ? 1 : 0), x->figures, x->share);
 
         if (r == 0)
                 r = store_mysql_exec(s, "DELETE FROM exit_samples WHERE at < %I", c->keep_after);
@@ -586,6 +587,7 @@ int store_mysql_sample_put(struct store *store, const struct exit_sample *sample
 
 struct samples_page {
         tg_wall_ms since;
+        int64_t last_share; /* of the last row seen; past every share at first */
         int want;
         int n;
         struct exit_sample *buf;
@@ -596,11 +598,11 @@ static int samples_page_tx(struct mysql_store *s, void *ctx)
         struct samples_page *p = ctx;
         MYSQL_RES *res;
         MYSQL_ROW row;
-        int r =
-            store_mysql_query(s, &res,
-                              "SELECT " SAMPLE_COLS " FROM exit_samples WHERE at > %I ORDER BY at "
-                              "LIMIT %I",
-                              p->since, (int64_t)p->want);
+        int r = store_mysql_query(s, &res,
+                                  "SELECT " SAMPLE_COLS " FROM exit_samples "
+                                  "WHERE at > %I OR (at = %I AND share > %I) ORDER BY at, share "
+                                  "LIMIT %I",
+                                  p->since, p->since, p->last_share, (int64_t)p->want);
 
         p->n = 0;
         if (r < 0)
@@ -618,7 +620,7 @@ static int samples_page_tx(struct mysql_store *s, void *ctx)
 int store_mysql_list_samples(struct store *store, tg_wall_ms since, unsigned limit,
                              store_sample_fn fn, void *userdata)
 {
-        struct samples_page p = {.since = since};
+        struct samples_page p = {.since = since, .last_share = INT64_MAX};
         int r = 0;
 
         p.buf = calloc(PAGE_ROWS, sizeof(*p.buf));
@@ -634,6 +636,7 @@ int store_mysql_list_samples(struct store *store, tg_wall_ms since, unsigned lim
                 if (r != 0 || p.n < p.want)
                         break;
                 p.since = p.buf[p.n - 1].at;
+                p.last_share = p.buf[p.n - 1].share;
                 limit -= (unsigned)p.n;
         }
         free(p.buf);
@@ -644,8 +647,9 @@ static int last_sample_tx(struct mysql_store *s, void *ctx)
 {
         MYSQL_RES *res;
         MYSQL_ROW row;
-        int r = store_mysql_query(
-            s, &res, "SELECT " SAMPLE_COLS " FROM exit_samples ORDER BY at DESC LIMIT 1");
+        int r = store_mysql_query(s, &res,
+                                  "SELECT " SAMPLE_COLS
+                                  " FROM exit_samples ORDER BY at DESC, share DESC LIMIT 1");
 
         if (r < 0)
                 return r;

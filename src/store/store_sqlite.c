@@ -163,6 +163,26 @@ static const char *const migrations[] = {
     "INSERT INTO exit_shares (share, epoch) SELECT 0, epoch FROM owner WHERE id = 1;"
     "ALTER TABLE operations ADD COLUMN share INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE calls ADD COLUMN share INTEGER NOT NULL DEFAULT 0;",
+    /* 5: exit samples per share: every dispatcher writes its own second, so
+     * the key is (at, share); the rows so far were share 0's */
+    "CREATE TABLE exit_samples_5 ("
+    "  at INTEGER NOT NULL,"
+    "  share INTEGER NOT NULL DEFAULT 0,"
+    "  epoch INTEGER NOT NULL,"
+    "  in_flight INTEGER NOT NULL,"
+    "  starts INTEGER NOT NULL,"
+    "  call_ends INTEGER NOT NULL,"
+    "  op_closes INTEGER NOT NULL,"
+    "  held INTEGER NOT NULL CHECK (held IN (0, 1)),"
+    "  oldest_open INTEGER,"
+    "  figures TEXT NOT NULL DEFAULT '',"
+    "  PRIMARY KEY (at, share)"
+    ");"
+    "INSERT INTO exit_samples_5 (at, share, epoch, in_flight, starts, call_ends, op_closes,"
+    "  held, oldest_open, figures) SELECT at, 0, epoch, in_flight, starts, call_ends,"
+    "  op_closes, held, oldest_open, figures FROM exit_samples;"
+    "DROP TABLE exit_samples;"
+    "ALTER TABLE exit_samples_5 RENAME TO exit_samples;",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -179,8 +199,9 @@ static const char *const migrations[] = {
         "in_flight_at_start, ended, end_mono, end_wall, sent, cls, http_status, latency_us, "      \
         "error"
 
-#define AUDIT_COLS  "id, op_id, at, action, operator_name, reason, detail"
-#define SAMPLE_COLS "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures"
+#define AUDIT_COLS "id, op_id, at, action, operator_name, reason, detail"
+#define SAMPLE_COLS                                                                                \
+        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share"
 
 #define AGAIN_STATES "state IN ('retry_wait','unknown')"
 #define WAIT_STATES  "state IN ('pending','retry_wait','unknown')"
@@ -285,11 +306,14 @@ static const char *const stmt_sql[ST_COUNT] = {
                       "UNION ALL SELECT min(accepted_at) FROM operations WHERE state = 'in_flight' "
                       "UNION ALL SELECT min(accepted_at) FROM operations "
                       "WHERE state = 'retry_wait' UNION ALL SELECT min(accepted_at) "
-                      "FROM operations WHERE state = 'unknown')), ?8",
+                      "FROM operations WHERE state = 'unknown')), ?8, ?9",
     [ST_SAMPLE_PRUNE] = "DELETE FROM exit_samples WHERE at < ?1",
-    [ST_SAMPLE_LIST] = "SELECT " SAMPLE_COLS " FROM exit_samples WHERE at > ?1 ORDER BY at "
-                       "LIMIT ?2",
-    [ST_SAMPLE_LAST] = "SELECT " SAMPLE_COLS " FROM exit_samples ORDER BY at DESC LIMIT 1",
+    /* ?1 at, ?3 share of the last row seen: a page starts after it (the
+     * first page with ?3 past every share: at > ?1) */
+    [ST_SAMPLE_LIST] = "SELECT " SAMPLE_COLS " FROM exit_samples "
+                       "WHERE at > ?1 OR (at = ?1 AND share > ?3) ORDER BY at, share LIMIT ?2",
+    [ST_SAMPLE_LAST] = "SELECT " SAMPLE_COLS " FROM exit_samples "
+                       "ORDER BY at DESC, share DESC LIMIT 1",
     /* id order within one state: sorts the state's rows (small states only) */
     [ST_LIST_STATE] = "SELECT " OP_COLS " FROM operations WHERE state = ?1 AND id > ?2 "
                       "ORDER BY id LIMIT ?3",

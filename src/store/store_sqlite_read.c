@@ -469,6 +469,8 @@ static void read_sample(sqlite3_stmt *st, struct exit_sample *ret)
         ret->oldest_open_accepted_at =
             sqlite3_column_type(st, 7) == SQLITE_NULL ? TG_WALL_NEVER : sqlite3_column_int64(st, 7);
         sqlite_col_copy(st, 8, ret->figures, sizeof(ret->figures));
+        v = sqlite3_column_int64(st, 9);
+        ret->share = v < 0 || v > UINT_MAX ? 0 : (unsigned)v;
 }
 
 int sqlite_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after)
@@ -487,7 +489,8 @@ int sqlite_sample_put(struct store *store, const struct exit_sample *sample, tg_
             sqlite_bind_i64(st, 5, sample->call_ends) ||
             sqlite_bind_i64(st, 6, sample->op_closes) ||
             sqlite_bind_i64(st, 7, sample->held ? 1 : 0) ||
-            sqlite_bind_text(st, 8, sample->figures, sizeof(sample->figures) - 1)) {
+            sqlite_bind_text(st, 8, sample->figures, sizeof(sample->figures) - 1) ||
+            sqlite_bind_i64(st, 9, sample->share)) {
                 sqlite_stmt_done(st);
                 r = TG_ESTORE;
                 goto fail;
@@ -517,6 +520,7 @@ int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned limit, s
 {
         struct sqlite_store *s = S(store);
         struct exit_sample *buf = calloc(PAGE_ROWS, sizeof(*buf));
+        int64_t last_share = INT64_MAX; /* first page: at > since only */
         int r = 0;
 
         if (!buf)
@@ -529,7 +533,8 @@ int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned limit, s
                 r = sqlite_stmt_get(s, ST_SAMPLE_LIST, &st);
                 if (r < 0)
                         break;
-                if (sqlite_bind_i64(st, 1, since) || sqlite_bind_i64(st, 2, want)) {
+                if (sqlite_bind_i64(st, 1, since) || sqlite_bind_i64(st, 2, want) ||
+                    sqlite_bind_i64(st, 3, last_share)) {
                         sqlite_stmt_done(st);
                         r = TG_ESTORE;
                         break;
@@ -551,6 +556,7 @@ int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned limit, s
                 if (r != 0 || n < want)
                         break;
                 since = buf[n - 1].at;
+                last_share = buf[n - 1].share;
                 limit -= (unsigned)n;
         }
         free(buf);

@@ -142,6 +142,67 @@ class SharesTest(unittest.TestCase):
                     self.assertEqual(epochs[0], d1_epoch,
                                      "%s sent under two live shares: %r" % (op, epochs))
 
+    def test_account_view_sums_the_shares(self):
+        # Each dispatcher writes the samples of its own share; /metrics and
+        # /v1/stats show the account: in-flight and counts add up. A slow
+        # provider keeps each share at its cap of 2 open calls, so the
+        # account shows 4 (one share's figures would show 2).
+        with tgtest.start_stub("--mode", "slow:1500") as stub, \
+                Tollgate(stub.url, store_url=self.store_url(), exit=self.exit_conf(),
+                         provider={"timeout_ms": 5000}) as tg:
+            tg.start("api")
+            d1 = tg.start("dispatch", wait_api=False)
+            d2 = tg.start("dispatch", wait_api=False)
+            tgtest.wait_until(lambda: log_events(d1, "owner") and log_events(d2, "owner"),
+                              timeout=15, what="two share owners")
+            ops = ["view-%03d" % i for i in range(24)]
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+
+            def stats():
+                st, _, body = tgtest.http_json("GET", tg.api + "/v1/stats?minutes=5", None,
+                                               tg.headers())
+                self.assertEqual(st, 200, body)
+                return body
+
+            def metric(text, name):
+                for line in text.splitlines():
+                    if line.startswith(name + " "):
+                        return float(line.split()[1])
+                return None
+
+            def four_open():
+                body = stats()
+                st, _, raw = tgtest.http_request("GET", tg.api + "/metrics", None,
+                                                 tg.headers())
+                m = metric(raw.decode(), "tollgate_in_flight")
+                return body["in_flight"] == 4 and m == 4 and body
+            body = tgtest.wait_until(four_open, timeout=20, interval=0.2,
+                                     what="the account's in-flight (2 shares x 2)")
+            self.assertTrue(body["exit"]["owner_alive"])
+            self.assertFalse(body["exit"]["held"])
+
+            tg.wait_final(ops, timeout=60)
+            time.sleep(2.5)  # every share flushed its last second
+            body = stats()
+            points = body["series"]["points"]
+            seconds = [p["at"] // 1000 for p in points]
+            self.assertEqual(len(seconds), len(set(seconds)), "two points for one second")
+            self.assertEqual(max(p["in_flight"] for p in points), 4)
+            calls = tg.calls()
+            self.assertEqual(sum(p["starts"] for p in points), len(calls))
+            fig = body["exit"]["figures"]
+            self.assertEqual(sum(fig["starts"].values()), len(calls))
+            self.assertEqual(fig["closes"]["succeeded"], len(ops))
+            self.assertEqual(fig["latency_s"]["count"], len(calls))
+            self.assertEqual(sum(fig["latency_s"]["buckets"]), len(calls))
+            st, _, raw = tgtest.http_request("GET", tg.api + "/metrics", None, tg.headers())
+            text = raw.decode()
+            started = sum(float(line.split()[1]) for line in text.splitlines()
+                          if line.startswith("tollgate_calls_started_total{"))
+            self.assertEqual(started, len(calls))
+            self.assertEqual(metric(text, "tollgate_call_latency_seconds_count"), len(calls))
+
 
 @unittest.skipUnless(MYSQL_URL, "TG_TEST_MYSQL_URL not set (see scripts/mariadb-test-server.sh)")
 class SharesOnMariaDBTest(SharesTest):

@@ -1219,6 +1219,94 @@ static void test_samples(void **state)
         store_close(s);
 }
 
+/* Samples of several shares: the key is (at, share). */
+struct share_walk {
+        unsigned n;
+        tg_wall_ms last_at;
+        int64_t last_share;
+        bool ordered; /* by at, then share, no row twice */
+        unsigned starts_sum;
+};
+
+static int on_share_sample(const struct exit_sample *x, void *userdata)
+{
+        struct share_walk *w = userdata;
+
+        if (w->n > 0 && !(x->at > w->last_at || (x->at == w->last_at && x->share > w->last_share)))
+                w->ordered = false;
+        w->last_at = x->at;
+        w->last_share = x->share;
+        w->starts_sum += x->starts;
+        w->n++;
+        return 0;
+}
+
+static void test_samples_per_share(void **state)
+{
+        struct store *s = open_store();
+        struct store *other = open_store();
+        struct exit_sample *got = calloc(1, sizeof(*got));
+        struct exit_sample *x;
+        struct share_walk w = {.ordered = true};
+
+        (void)state;
+        assert_non_null(got);
+        /* two shares in the same second, even at the same ms: both kept */
+        x = sample_at(T0 + 1000, 3);
+        x->share = 0;
+        assert_int_equal(store_sample_put(s, x, 0), 0);
+        x = sample_at(T0 + 1000, 4);
+        x->share = 1;
+        assert_int_equal(store_sample_put(s, x, 0), 0);
+        assert_int_equal(store_list_samples(other, 0, 100, on_share_sample, &w), 0);
+        assert_int_equal(w.n, 2);
+        assert_true(w.ordered);
+        assert_int_equal(w.starts_sum, 7);
+        /* the same (at, share) replaces only that share's sample */
+        x = sample_at(T0 + 1000, 9);
+        x->share = 1;
+        assert_int_equal(store_sample_put(s, x, 0), 0);
+        memset(&w, 0, sizeof(w));
+        w.ordered = true;
+        assert_int_equal(store_list_samples(other, 0, 100, on_share_sample, &w), 0);
+        assert_int_equal(w.n, 2);
+        assert_int_equal(w.starts_sum, 12);
+        /* the newest: the highest share among equal at */
+        assert_int_equal(store_last_sample(other, got), 0);
+        assert_int_equal(got->at, T0 + 1000);
+        assert_int_equal(got->share, 1);
+        assert_int_equal(got->starts, 9);
+        /* more shares at one `at` than a backend's page: none lost or
+         * repeated where a page ends, and limit still counts rows */
+        for (unsigned k = 0; k < 70; k++) {
+                x = sample_at(T0 + 2000, 1);
+                x->share = k;
+                assert_int_equal(store_sample_put(s, x, 0), 0);
+        }
+        memset(&w, 0, sizeof(w));
+        w.ordered = true;
+        assert_int_equal(store_list_samples(other, T0 + 1000, 1000, on_share_sample, &w), 0);
+        assert_int_equal(w.n, 70);
+        assert_true(w.ordered);
+        memset(&w, 0, sizeof(w));
+        w.ordered = true;
+        assert_int_equal(store_list_samples(other, 0, 66, on_share_sample, &w), 0);
+        assert_int_equal(w.n, 66);
+        assert_true(w.ordered);
+        assert_int_equal(store_last_sample(other, got), 0);
+        assert_int_equal(got->share, 69);
+        /* pruning goes by at, every share */
+        x = sample_at(T0 + 3000, 1);
+        assert_int_equal(store_sample_put(s, x, T0 + 2000), 0);
+        memset(&w, 0, sizeof(w));
+        w.ordered = true;
+        assert_int_equal(store_list_samples(other, 0, 1000, on_share_sample, &w), 0);
+        assert_int_equal(w.n, 71);
+        free(got);
+        store_close(other);
+        store_close(s);
+}
+
 /* ---- operations by state ------------------------------------------------------------ */
 
 struct state_walk {
@@ -1404,6 +1492,7 @@ static void test_shares(void **state)
             cmocka_unit_test_setup_teardown(test_list_calls_since_limit, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_callbacks_may_reenter, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_samples, setup, teardown),                        \
+            cmocka_unit_test_setup_teardown(test_samples_per_share, setup, teardown),              \
             cmocka_unit_test_setup_teardown(test_list_state, setup, teardown),                     \
             cmocka_unit_test_setup_teardown(test_shares, setup, teardown)
 
