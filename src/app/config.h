@@ -17,7 +17,7 @@
 #include "core/pacer.h"
 #include "core/policy.h"
 
-#define TG_PATH_MAX 1024
+#define TG_PATH_MAX         1024
 #define TG_CONFIG_MAX_RULES 64
 
 struct tg_config {
@@ -27,18 +27,18 @@ struct tg_config {
         /* [api] */
         char api_listen_host[256];
         int api_listen_port;
-        char api_token[256];          /* contents of token_file ("" = none) */
+        char api_token[256]; /* contents of token_file ("" = none) */
         char api_token_file[TG_PATH_MAX];
-        size_t api_max_body_bytes;    /* default 16384 */
-        unsigned api_max_connections; /* default 256 */
+        size_t api_max_body_bytes;         /* default 16384 */
+        unsigned api_max_connections;      /* default 256 */
         unsigned api_connection_timeout_s; /* default 10 */
-        bool api_metrics_need_token;  /* default false */
+        bool api_metrics_need_token;       /* default false */
 
         /* [provider] */
         char provider_base_url[TG_PATH_MAX];
-        char provider_refunds_path[256]; /* default /v1/refunds */
-        char provider_query_path[256];   /* default /v1/refunds/{operation_id} */
-        char provider_key_header[64];    /* default Idempotency-Key */
+        char provider_refunds_path[256];     /* default /v1/refunds */
+        char provider_query_path[256];       /* default /v1/refunds/{operation_id} */
+        char provider_key_header[64];        /* default Idempotency-Key */
         char provider_request_id_header[64]; /* default X-Request-Id */
         char provider_attempt_header[64];    /* default X-Attempt */
         int64_t provider_connect_timeout_ms; /* default 1000 */
@@ -49,17 +49,17 @@ struct tg_config {
         char provider_webhook_secret_file[TG_PATH_MAX]; /* "" = no webhook */
 
         /* [exit] */
-        struct pacer_config exit;         /* starts_per_second 5, max_in_flight 10 */
+        struct pacer_config exit;            /* starts_per_second 5, max_in_flight 10 */
         double exit_query_starts_per_second; /* 0 = no sub-quota for queries */
-        unsigned exit_shares;             /* the account quota above split into this many
+        unsigned exit_shares;                /* the account quota above split into this many
                                            * equal shares, one per running dispatcher (1) */
-        unsigned exit_timeout_run_hold;   /* this many timeouts in a row hold the exit (5) */
-        int64_t exit_timeout_hold_ms;     /* for how long (1000) */
-        int64_t exit_default_hold_ms;     /* 429/503 without Retry-After (1000) */
+        unsigned exit_timeout_run_hold;      /* this many timeouts in a row hold the exit (5) */
+        int64_t exit_timeout_hold_ms;        /* for how long (1000) */
+        int64_t exit_default_hold_ms;        /* 429/503 without Retry-After (1000) */
 
         /* [retry] (and budgets) */
-        struct policy_config policy;   /* max_attempts, deadline, queries, retention, backoff */
-        int64_t retry_after_cap_ms;    /* default 3600000 */
+        struct policy_config policy; /* max_attempts, deadline, queries, retention, backoff */
+        int64_t retry_after_cap_ms;  /* default 3600000 */
 
         /* [classify] rule = ... (repeatable), added over the defaults */
         struct classify_rule rules[TG_CONFIG_MAX_RULES];

@@ -198,18 +198,10 @@ struct command {
 
 /* Every subcommand, in the order of the usage text. */
 static const struct command commands[] = {
-    {"serve", cmd_serve},
-    {"dispatch", cmd_dispatch},
-    {"api", cmd_api},
-    {"verify", cmd_verify},
-    {"report", cmd_report},
-    {"submit", cmd_submit},
-    {"status", cmd_status},
-    {"manual", cmd_manual},
-    {"calls", cmd_calls},
-    {"reconcile", cmd_reconcile},
-    {"jitter", cmd_jitter},
-    {"plan", cmd_plan},
+    {"serve", cmd_serve},         {"dispatch", cmd_dispatch}, {"api", cmd_api},
+    {"verify", cmd_verify},       {"report", cmd_report},     {"submit", cmd_submit},
+    {"status", cmd_status},       {"manual", cmd_manual},     {"calls", cmd_calls},
+    {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
     {"demo", cmd_demo},
 };
 

@@ -52,8 +52,8 @@ enum classify_request {
  * absent; they are truncated to fit, never overflowed. */
 struct provider_reply {
         enum tg_transport_result transport;
-        int http_status;    /* 0 when no response */
-        bool body_is_json;  /* body parsed as a JSON object */
+        int http_status;     /* 0 when no response */
+        bool body_is_json;   /* body parsed as a JSON object */
         char error_code[64]; /* body .error.code */
         char status[32];     /* body .status: succeeded, failed, processing, ... */
         char refund_id[128]; /* body .refund_id */

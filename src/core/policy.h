@@ -72,11 +72,11 @@ int policy_config_check(const struct policy_config *config);
 
 /* The operation as stored, at the moment its call ended. */
 struct policy_op {
-        enum op_state state;       /* the state before the call (in_flight) */
-        unsigned attempts;         /* POSTs made, including the one that just ended */
-        unsigned attempt_limit;    /* POSTs allowed in all */
-        unsigned queries;          /* queries made, including the one that just ended */
-        unsigned query_limit;      /* queries allowed in all */
+        enum op_state state;    /* the state before the call (in_flight) */
+        unsigned attempts;      /* POSTs made, including the one that just ended */
+        unsigned attempt_limit; /* POSTs allowed in all */
+        unsigned queries;       /* queries made, including the one that just ended */
+        unsigned query_limit;   /* queries allowed in all */
         tg_wall_ms accepted_at;
         tg_wall_ms deadline_at;    /* no automatic call after this */
         tg_wall_ms key_first_used; /* first POST with this key (key age counts from here) */
