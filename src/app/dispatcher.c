@@ -443,8 +443,11 @@ static void try_start(struct disp *d, tg_mono_ns now, tg_wall_ms wall)
         /* may_start held at `now` and nothing in between can close the slot:
          * the slot only moves at a start, and starts happen only here. */
         if (r < 0) {
+                /* A programmer error, not a condition to work around: stop
+                 * before anything is sent. The claim is committed, so the
+                 * next owner reconciles the operation as unknown. */
                 log_emit(LOG_ERROR, "pacer_refused_after_claim", op_fields(&oc->op, &oc->call));
-                pacer_start(d->pacer, oc->handoff + pacer_interval(d->pacer), &probe);
+                abort();
         }
         oc->probe = probe;
 
