@@ -6,10 +6,12 @@ temp dir (the SQLite store lives there too) and can start `serve`,
 Tollgate (same store, same config): that is how ownership is tested.
 """
 
+import itertools
 import os
 import signal
 import tempfile
 import time
+import unittest
 
 import tgtest
 
@@ -19,6 +21,24 @@ TOKEN = "test-token-0123456789"
 # without store_url= (test_exit_mariadb.py points it at a fresh MariaDB
 # database per test). None: a SQLite file in the Tollgate's temp dir.
 default_store_url = None
+
+# TG_TEST_STORE=mysql runs a test file against MariaDB (a fresh database per
+# Tollgate on the server of TG_TEST_MYSQL_URL); CTest registers the
+# acceptance scenarios a second time that way. Without a server such a test
+# is skipped, and says why.
+_serial = itertools.count(1)
+
+
+def _fresh_mysql_url():
+    url = os.environ.get("TG_TEST_MYSQL_URL", "")
+    if not url:
+        raise unittest.SkipTest("TG_TEST_STORE=mysql but TG_TEST_MYSQL_URL is not set "
+                                "(see scripts/mariadb-test-server.sh)")
+    return "%s_acc_%d_%d" % (url, os.getpid(), next(_serial))
+
+
+if os.environ.get("TG_TEST_STORE") == "mysql":
+    default_store_url = _fresh_mysql_url
 
 
 class Tollgate:
