@@ -255,7 +255,16 @@ static void settle_call(struct disp *d, struct open_call *oc, const struct trans
         sa.latency_us = res->latency_us;
         sa.handoff_mono = oc->handoff;
         sa.handoff_wall = oc->handoff_wall;
-        snprintf(sa.error, sizeof(sa.error), "%s", res->error);
+        /* What the provider said, for the operator: its codes only, never
+         * its body. */
+        if (res->error[0])
+                snprintf(sa.error, sizeof(sa.error), "%s", res->error);
+        else if (res->reply.failure_code[0])
+                snprintf(sa.error, sizeof(sa.error), "provider failure_code %s",
+                         res->reply.failure_code);
+        else if (res->reply.error_code[0])
+                snprintf(sa.error, sizeof(sa.error), "provider error.code %s",
+                         res->reply.error_code);
         snprintf(sa.refund_id, sizeof(sa.refund_id), "%s", res->reply.refund_id);
 
         /* Commit the outcome. A store that cannot take it now keeps the

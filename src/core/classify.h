@@ -52,11 +52,12 @@ enum classify_request {
  * absent; they are truncated to fit, never overflowed. */
 struct provider_reply {
         enum tg_transport_result transport;
-        int http_status;     /* 0 when no response */
-        bool body_is_json;   /* body parsed as a JSON object */
-        char error_code[64]; /* body .error.code */
-        char status[32];     /* body .status: succeeded, failed, processing, ... */
-        char refund_id[128]; /* body .refund_id */
+        int http_status;       /* 0 when no response */
+        bool body_is_json;     /* body parsed as a JSON object */
+        char error_code[64];   /* body .error.code */
+        char status[32];       /* body .status: succeeded, failed, processing, ... */
+        char refund_id[128];   /* body .refund_id */
+        char failure_code[64]; /* body .failure_code (a query's "failed") */
 };
 
 /* One rule: matches request kind, a status range, and optionally the error

@@ -27,6 +27,7 @@ static void reset_body(struct provider_reply *reply)
         reply->error_code[0] = '\0';
         reply->status[0] = '\0';
         reply->refund_id[0] = '\0';
+        reply->failure_code[0] = '\0';
 }
 
 /* Copies a string member; any other type leaves dst "". */
@@ -56,6 +57,8 @@ int provider_reply_parse_body(const char *body, size_t len, struct provider_repl
                 copy_string(reply->status, sizeof(reply->status), json_object_get(root, "status"));
                 copy_string(reply->refund_id, sizeof(reply->refund_id),
                             json_object_get(root, "refund_id"));
+                copy_string(reply->failure_code, sizeof(reply->failure_code),
+                            json_object_get(root, "failure_code"));
                 json_t *err = json_object_get(root, "error");
                 if (json_is_object(err))
                         copy_string(reply->error_code, sizeof(reply->error_code),

@@ -113,6 +113,8 @@ class ExitTest(unittest.TestCase):
                               for c in calls],
                              [(False, 500, "unknown"), (True, 200, "rejected")], calls)
             self.assertEqual(calls[0]["attempt"], 1)
+            # the provider's reason reaches the operator (its code, not its body)
+            self.assertEqual(calls[1]["error"], "provider failure_code card_expired")
             arrivals = self.assert_one_to_one(stub, calls)
             self.assertEqual([(a["method"], a["idempotency_key"], a["answer"], a["executed"])
                               for a in arrivals],

@@ -30,6 +30,7 @@ static struct provider_reply stale_reply(void)
         classify_copy_field(r.error_code, sizeof(r.error_code), "stale", 5);
         classify_copy_field(r.status, sizeof(r.status), "succeeded", 9);
         classify_copy_field(r.refund_id, sizeof(r.refund_id), "re_stale", 8);
+        classify_copy_field(r.failure_code, sizeof(r.failure_code), "stale", 5);
         return r;
 }
 
@@ -49,6 +50,7 @@ static void assert_not_json(const struct provider_reply *r)
         assert_string_equal(r->error_code, "");
         assert_string_equal(r->status, "");
         assert_string_equal(r->refund_id, "");
+        assert_string_equal(r->failure_code, "");
 }
 
 static void test_contract_bodies(void **state)
@@ -66,6 +68,7 @@ static void test_contract_bodies(void **state)
         assert_true(r.body_is_json);
         assert_string_equal(r.status, "failed");
         assert_string_equal(r.refund_id, "");
+        assert_string_equal(r.failure_code, "x");
 
         r = parse("{\"operation_id\":\"op-1\",\"status\":\"processing\"}");
         assert_string_equal(r.status, "processing");
