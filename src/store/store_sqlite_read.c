@@ -35,8 +35,38 @@ static void read_audit(sqlite3_stmt *st, struct audit_record *ret_audit)
 
 /* ---- reading: page by page, callbacks outside any statement -------------------- */
 
-/* Fills up to `max` calls from a bound ST_LIST_CALLS / ST_LIST_OP_CALLS. */
-static int fetch_calls(sqlite3_stmt *st, struct call_record *buf, int max, int *ret_n)
+/* Row readers in one shape, for fetch_rows(). */
+typedef int (*row_reader)(sqlite3_stmt *st, void *ret_row);
+
+static int call_row(sqlite3_stmt *st, void *ret_row)
+{
+        return sqlite_read_call(st, ret_row);
+}
+
+static int op_row(sqlite3_stmt *st, void *ret_row)
+{
+        return sqlite_read_op(st, ret_row);
+}
+
+static void read_sample(sqlite3_stmt *st, struct exit_sample *ret);
+
+static int audit_row(sqlite3_stmt *st, void *ret_row)
+{
+        read_audit(st, ret_row);
+        return 0;
+}
+
+static int sample_row(sqlite3_stmt *st, void *ret_row)
+{
+        read_sample(st, ret_row);
+        return 0;
+}
+
+/* Steps a bound list statement into up to max rows of buf (elements of
+ * `size` bytes), then finishes the statement, so that callbacks run with no
+ * statement open. *ret_n: rows read. 0 or a negative code. */
+static int fetch_rows(sqlite3_stmt *st, void *buf, size_t size, int max, row_reader read,
+                      int *ret_n)
 {
         int n = 0, r = 0, rc;
 
@@ -48,7 +78,7 @@ static int fetch_calls(sqlite3_stmt *st, struct call_record *buf, int max, int *
                         r = sqlite_map_rc(rc);
                         break;
                 }
-                r = sqlite_read_call(st, &buf[n]);
+                r = read(st, (char *)buf + (size_t)n * size);
                 if (r < 0)
                         break;
                 n++;
@@ -87,7 +117,7 @@ static int walk_calls(struct sqlite_store *s, int64_t op_id, int64_t since_id, u
                         r = TG_ESTORE;
                         break;
                 }
-                r = fetch_calls(st, buf, want, &n);
+                r = fetch_rows(st, buf, sizeof(*buf), want, call_row, &n);
                 if (r < 0)
                         break;
                 for (int i = 0; i < n && r == 0; i++)
@@ -190,7 +220,7 @@ int sqlite_list_manual(struct store *store, int64_t after_id, unsigned limit, st
         while (limit > 0) {
                 int want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
                 sqlite3_stmt *st = NULL;
-                int n = 0, rc;
+                int n = 0;
 
                 r = sqlite_stmt_get(s, ST_LIST_MANUAL, &st);
                 if (r < 0)
@@ -201,16 +231,7 @@ int sqlite_list_manual(struct store *store, int64_t after_id, unsigned limit, st
                         r = TG_ESTORE;
                         break;
                 }
-                while (r == 0 && n < want) {
-                        rc = sqlite3_step(st);
-                        if (rc == SQLITE_DONE)
-                                break;
-                        if (rc == SQLITE_ROW)
-                                r = sqlite_read_op(st, &buf[n++]);
-                        else
-                                r = sqlite_map_rc(rc);
-                }
-                sqlite_stmt_done(st);
+                r = fetch_rows(st, buf, sizeof(*buf), want, op_row, &n);
                 if (r < 0)
                         break;
                 for (int i = 0; i < n && r == 0; i++)
@@ -238,7 +259,7 @@ int sqlite_list_state(struct store *store, enum op_state state, int64_t after_id
         while (limit > 0) {
                 int want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
                 sqlite3_stmt *st = NULL;
-                int n = 0, rc;
+                int n = 0;
 
                 r = sqlite_stmt_get(s, ST_LIST_STATE, &st);
                 if (r < 0)
@@ -249,16 +270,7 @@ int sqlite_list_state(struct store *store, enum op_state state, int64_t after_id
                         r = TG_ESTORE;
                         break;
                 }
-                while (r == 0 && n < want) {
-                        rc = sqlite3_step(st);
-                        if (rc == SQLITE_DONE)
-                                break;
-                        if (rc == SQLITE_ROW)
-                                r = sqlite_read_op(st, &buf[n++]);
-                        else
-                                r = sqlite_map_rc(rc);
-                }
-                sqlite_stmt_done(st);
+                r = fetch_rows(st, buf, sizeof(*buf), want, op_row, &n);
                 if (r < 0)
                         break;
                 /* the callback runs with no statement open: it may call the store */
@@ -284,7 +296,7 @@ int sqlite_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, voi
                 return TG_ENOMEM;
         for (;;) {
                 sqlite3_stmt *st = NULL;
-                int n = 0, rc;
+                int n = 0;
 
                 r = sqlite_stmt_get(s, ST_LIST_AUDIT, &st);
                 if (r < 0)
@@ -295,16 +307,7 @@ int sqlite_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, voi
                         r = TG_ESTORE;
                         break;
                 }
-                while (r == 0 && n < PAGE_ROWS) {
-                        rc = sqlite3_step(st);
-                        if (rc == SQLITE_DONE)
-                                break;
-                        if (rc == SQLITE_ROW)
-                                read_audit(st, &buf[n++]);
-                        else
-                                r = sqlite_map_rc(rc);
-                }
-                sqlite_stmt_done(st);
+                r = fetch_rows(st, buf, sizeof(*buf), PAGE_ROWS, audit_row, &n);
                 if (r < 0)
                         break;
                 for (int i = 0; i < n && r == 0; i++)
@@ -528,7 +531,7 @@ int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned limit, s
         while (limit > 0) {
                 int want = limit < PAGE_ROWS ? (int)limit : PAGE_ROWS;
                 sqlite3_stmt *st = NULL;
-                int n = 0, rc;
+                int n = 0;
 
                 r = sqlite_stmt_get(s, ST_SAMPLE_LIST, &st);
                 if (r < 0)
@@ -539,16 +542,7 @@ int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned limit, s
                         r = TG_ESTORE;
                         break;
                 }
-                while (r == 0 && n < want) {
-                        rc = sqlite3_step(st);
-                        if (rc == SQLITE_DONE)
-                                break;
-                        if (rc == SQLITE_ROW)
-                                read_sample(st, &buf[n++]);
-                        else
-                                r = sqlite_map_rc(rc);
-                }
-                sqlite_stmt_done(st);
+                r = fetch_rows(st, buf, sizeof(*buf), want, sample_row, &n);
                 if (r < 0)
                         break;
                 for (int i = 0; i < n && r == 0; i++)
