@@ -21,8 +21,8 @@
 #include <time.h>
 
 #include "core/tg_error.h"
-#include "net/clock.h"
 #include "net/provider_reply.h"
+#include "platform/clock.h"
 
 struct call {
         CURL *easy;

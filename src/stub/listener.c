@@ -7,6 +7,7 @@
 #include "listener.h"
 
 #include "core/tg_error.h"
+#include "platform/clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,13 +90,11 @@ static void *run(void *arg)
         struct listener *l = arg;
         while (!atomic_load(&l->stop)) {
                 tg_mono_ns now, next = TG_MONO_NEVER;
-                struct timespec ts;
                 struct pollfd pfd[2];
                 int timeout_ms, nfds = 1;
                 bool want;
 
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                now = (tg_mono_ns)ts.tv_sec * TG_NS_PER_S + ts.tv_nsec;
+                now = clock_mono_now();
                 want = l->want(l->cls, now, &next);
                 if (want && l->fd < 0) {
                         int fd = open_socket(l);

@@ -18,10 +18,10 @@
  */
 #include "stub.h"
 
-#include "clock.h"
 #include "core/tg_error.h"
 #include "ledger.h"
 #include "listener.h"
+#include "platform/clock.h"
 #include "record.h"
 #include "request.h"
 #include "timer.h"
@@ -129,7 +129,7 @@ static void set_retry_after(struct req *r)
         if (s->ra_form == STUB_RA_NONE) {
                 r->retry_after[0] = '\0';
         } else if (s->ra_form == STUB_RA_DATE) {
-                time_t t = (time_t)(stub_wall_now() / TG_MS_PER_S + s->ra_seconds);
+                time_t t = (time_t)(clock_wall_now() / TG_MS_PER_S + s->ra_seconds);
                 struct tm tm;
                 gmtime_r(&t, &tm);
                 strftime(r->retry_after, sizeof(r->retry_after), "%a, %d %b %Y %H:%M:%S GMT", &tm);
@@ -181,7 +181,7 @@ static void mode_at(struct stub_server *srv, tg_mono_ns now, struct stub_mode_sp
 static void finish(struct req *r)
 {
         struct stub_server *srv = r->srv;
-        tg_mono_ns now = stub_mono_now();
+        tg_mono_ns now = clock_mono_now();
 
         if (r->kind == K_REFUND && r->execute && r->spec.mode == STUB_FAIL) {
                 /* Taken, then refused for good at the provider: no money
@@ -204,7 +204,7 @@ static void finish(struct req *r)
                 }
         } else if (r->kind == K_REFUND && r->execute) {
                 char id[STUB_REFUND_ID_MAX], body[STUB_RESPONSE_MAX];
-                int rc = ledger_execute(srv->ledger, &r->refund, now, stub_wall_now(),
+                int rc = ledger_execute(srv->ledger, &r->refund, now, clock_wall_now(),
                                         r->spec.processing_ms * TG_NS_PER_MS, id, body);
                 if (rc < 0) {
                         answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
@@ -303,7 +303,7 @@ static enum MHD_Result send_answer(struct req *r)
 static enum MHD_Result answer_after_delay(struct req *r)
 {
         tg_mono_ns due = r->arrival + r->spec.delay_ms * TG_NS_PER_MS;
-        if (r->spec.delay_ms <= 0 || due <= stub_mono_now()) {
+        if (r->spec.delay_ms <= 0 || due <= clock_mono_now()) {
                 finish(r);
                 return send_answer(r);
         }
@@ -376,7 +376,7 @@ static enum MHD_Result handle_refund(struct req *r)
                 answer_error(r, 422, "invalid_request", "injected (reject)", false);
                 return answer_after_delay(r);
         }
-        rc = ledger_begin(srv->ledger, &r->refund, stub_mono_now(), &kind, &replay_status, stored);
+        rc = ledger_begin(srv->ledger, &r->refund, clock_mono_now(), &kind, &replay_status, stored);
         if (rc < 0) {
                 answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
                 return send_answer(r);
@@ -440,7 +440,7 @@ static json_t *spec_json(const struct stub_mode_spec *s)
 
 static char *state_json(struct stub_server *srv)
 {
-        tg_mono_ns now = stub_mono_now(), end;
+        tg_mono_ns now = clock_mono_now(), end;
         struct stub_mode_spec spec;
         struct ledger_stats ls;
         uint64_t total, overflow;
@@ -611,7 +611,7 @@ static void admin_mode(struct req *r)
         pthread_mutex_lock(&srv->ctl);
         if (tl->n > 0) {
                 srv->timeline = *tl;
-                srv->timeline_start = stub_mono_now();
+                srv->timeline_start = clock_mono_now();
         }
         if (have_query)
                 srv->query_spec = query;
@@ -691,7 +691,7 @@ static enum MHD_Result handle_admin(struct req *r)
         } else if (strcmp(p, "ledger") == 0 && get) {
                 free(r->answer);
                 r->status = 200;
-                r->answer = ledger_dump_json(srv->ledger, stub_mono_now());
+                r->answer = ledger_dump_json(srv->ledger, clock_mono_now());
         } else if (strcmp(p, "state") == 0 && get) {
                 free(r->answer);
                 r->status = 200;
@@ -821,7 +821,7 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
                 return NULL;
         r->srv = srv;
         r->conn = conn;
-        r->arrival = stub_mono_now();
+        r->arrival = clock_mono_now();
         snprintf(r->method, sizeof(r->method), "%s", method);
         snprintf(r->path, sizeof(r->path), "%s", url);
         r->kind = classify(r);
@@ -860,7 +860,7 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
         a = (struct record_arrival){
             .mono = r->arrival,
             .elapsed = r->arrival - srv->started,
-            .wall = stub_wall_now(),
+            .wall = clock_wall_now(),
             .method = method,
             .path = url,
             .idempotency_key =
@@ -959,7 +959,7 @@ int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
         if (!srv)
                 return TG_ENOMEM;
         srv->cfg = *cfg;
-        srv->started = stub_mono_now();
+        srv->started = clock_mono_now();
         pthread_mutex_init(&srv->ctl, NULL);
         srv->timeline = cfg->timeline;
         srv->timeline_start = srv->started;

@@ -7,8 +7,8 @@
  */
 #include "timer.h"
 
-#include "clock.h"
 #include "core/tg_error.h"
+#include "platform/clock.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -82,9 +82,9 @@ static void *run(void *arg)
                         pthread_cond_wait(&t->cond, &t->lock);
                         continue;
                 }
-                now = stub_mono_now();
+                now = clock_mono_now();
                 if (t->heap[0].due > now) {
-                        struct timespec ts = stub_mono_timespec(t->heap[0].due);
+                        struct timespec ts = clock_mono_timespec(t->heap[0].due);
                         pthread_cond_timedwait(&t->cond, &t->lock, &ts);
                         continue;
                 }

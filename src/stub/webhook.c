@@ -6,10 +6,10 @@
  */
 #include "webhook.h"
 
-#include "clock.h"
 #include "core/rng.h"
 #include "core/tg_error.h"
 #include "ledger.h"
+#include "platform/clock.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -112,8 +112,8 @@ static void *run(void *arg)
                         continue;
                 }
                 struct event ev = wh->queue[wh->head];
-                if (ev.due > stub_mono_now()) {
-                        struct timespec ts = stub_mono_timespec(ev.due);
+                if (ev.due > clock_mono_now()) {
+                        struct timespec ts = clock_mono_timespec(ev.due);
                         pthread_cond_timedwait(&wh->cond, &wh->lock, &ts);
                         continue;
                 }

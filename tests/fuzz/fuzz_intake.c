@@ -4,15 +4,15 @@
  * Checks what must hold for every input: an accepted request satisfies
  * refund_validate, and a refusal is a 400/422 with a code and a valid JSON
  * error body.
- *
- * api_parse.c lives in src/app (linked into the executable, not a library),
- * so it is compiled in here directly.
  */
+#include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/app/api_parse.c"
+#include "core/refund_validate.h"
+#include "core/tg_error.h"
+#include "daemon/api_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

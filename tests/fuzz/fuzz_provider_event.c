@@ -6,15 +6,15 @@
  * rejected, and a refund id of printable ASCII inside its buffer; a refusal
  * is a 400/422 with a code, a valid JSON error body, and leaves the caller's
  * event untouched.
- *
- * api_parse.c lives in src/app (linked into the executable, not a library),
- * so it is compiled in here directly, as in fuzz_intake.c.
  */
+#include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/app/api_parse.c"
+#include "core/refund_validate.h"
+#include "core/tg_error.h"
+#include "daemon/api_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,11 +9,9 @@
  * body's HMAC (in either case). When the input starts with '!', the header
  * is built from the body's real HMAC, with the case of each digit chosen by
  * the input, so the accepting path is fuzzed too.
- *
- * api_parse.c lives in src/app (linked into the executable, not a library),
- * so it is compiled in here directly, as in fuzz_intake.c.
  */
 #include <ctype.h>
+#include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -22,7 +20,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../../src/app/api_parse.c"
+#include "core/refund_validate.h"
+#include "core/tg_error.h"
+#include "daemon/api_parse.h"
 
 #define SECRET     "fuzz-webhook-secret"
 #define HEADER_MAX 256

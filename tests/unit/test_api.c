@@ -6,10 +6,6 @@
  * (manual actions, provider events, paging and stats arguments, /metrics)
  * get the same treatment, and every refusal reads the operation and its
  * audit rows back from the store to show nothing changed.
- *
- * api.c, api_parse.c and config.c live in src/app, which is linked into the
- * tollgate executable rather than a library, so they are compiled into this
- * test directly.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,17 +17,15 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 
-#include "../../src/app/api.c"
-#include "../../src/app/api_admission.c"
-#include "../../src/app/api_events.c"
-#include "../../src/app/api_manual.c"
-#include "../../src/app/api_metrics.c"
-#include "../../src/app/api_parse.c"
-#include "../../src/app/config.c"
-#include "../../src/app/exit_stats.c"
-#include "../../src/app/log.c"
-#include "../../src/app/render.c"
+#include "core/tg_error.h"
+#include "daemon/api.h"
+#include "daemon/api_int.h"
+#include "daemon/config.h"
+#include "store/store.h"
 
 #define TOKEN "t0ken-for-tests"
 #define GOOD                                                                                       \

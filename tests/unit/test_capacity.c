@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "core/capacity.h"
 #include "core/tg_error.h"
+#include "tools/capacity.h"
 
 #define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9)
 

@@ -2,10 +2,8 @@
  * Unit tests of config: the defaults, every key with a good and a bad value,
  * unknown sections and keys, secrets read from files, the loopback rule, and
  * the promise that a failed load leaves the caller's struct untouched.
- *
- * config.c lives in src/app, which is linked into the tollgate executable
- * rather than a library, so it is compiled into this test directly.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,7 +16,8 @@
 
 #include <cmocka.h>
 
-#include "../../src/app/config.c"
+#include "core/tg_error.h"
+#include "daemon/config.h"
 
 static char dir[64];
 static char cfg_path[128];

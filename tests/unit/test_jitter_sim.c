@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "core/jitter_sim.h"
 #include "core/tg_error.h"
+#include "tools/jitter_sim.h"
 
 static struct jitter_sim_config table(enum backoff_jitter jitter)
 {

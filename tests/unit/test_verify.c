@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "core/tg_error.h"
-#include "core/verify.h"
+#include "tools/verify.h"
 
 #define MAXN     64
 #define MS       TG_NS_PER_MS

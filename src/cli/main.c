@@ -1,0 +1,220 @@
+/*
+ * tollgate — the command line: the daemon (serve, dispatch, api) and the
+ * operator commands. Every command has --help; bad flags or a bad config
+ * exit non-zero with a message naming the problem, before anything starts.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "core/tg_error.h"
+#include "daemon/api.h"
+#include "daemon/config.h"
+#include "daemon/dispatcher.h"
+#include "daemon/log.h"
+
+static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t standby_flag;
+
+static void on_signal(int sig)
+{
+        (void)sig;
+        stop_flag = 1;
+}
+
+static void install_signals(void)
+{
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+}
+
+static const char usage[] =
+    "usage: tollgate <command> [options]\n"
+    "\n"
+    "The daemon:\n"
+    "  serve --config FILE      intake/admin HTTP API and the dispatcher in one process\n"
+    "  dispatch --config FILE   the dispatcher alone [--no-wait]\n"
+    "  api --config FILE        the intake/admin API alone (any number may run)\n"
+    "  verify --calls F --arrivals F   judge a run: matching, spacing, in-flight, keys\n"
+    "  report --calls F --arrivals F --out F.html   timeline report of a run (HTML)\n"
+    "  demo [--quick]           the exit through the seed's incident, against the stub\n"
+    "\n"
+    "Operating it (on the store of the config, or through its API):\n"
+    "  submit --config FILE ... submit one refund through the API\n"
+    "  status ID --config FILE  an operation's state, calls and audit (API)\n"
+    "  manual list|show|resend|resolve --config FILE   the manual review queue\n"
+    "  calls --config FILE [--since ID] [--format jsonl|csv]   the call log\n"
+    "  reconcile --config FILE --file F.csv   settle unknowns from a settlement file\n"
+    "\n"
+    "Teaching tools (the seeds' worked examples, on your own numbers):\n"
+    "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
+    "  plan                     backlog drain arithmetic (and --simulate through the exit)\n"
+    "  demo resilience          timeouts, backoff with jitter, idempotency, against the stub\n"
+    "\n"
+    "Run 'tollgate <command> --help' for a command's options.\n";
+
+struct common_opts {
+        const char *config;
+        int no_wait;
+};
+
+static int parse_common(const char *cmd, int argc, char **argv, struct common_opts *o,
+                        const char *help, int allow_no_wait)
+{
+        memset(o, 0, sizeof(*o));
+        for (int i = 0; i < argc; i++) {
+                const char *a = argv[i];
+                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+                        fputs(help, stdout);
+                        exit(0);
+                } else if (strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) {
+                        if (i + 1 >= argc) {
+                                fprintf(stderr, "tollgate %s: --config needs a FILE\n", cmd);
+                                return 2;
+                        }
+                        o->config = argv[++i];
+                } else if (strncmp(a, "--config=", 9) == 0) {
+                        o->config = a + 9;
+                } else if (allow_no_wait && strcmp(a, "--no-wait") == 0) {
+                        o->no_wait = 1;
+                } else {
+                        fprintf(stderr, "tollgate %s: unknown option '%s' (try --help)\n", cmd, a);
+                        return 2;
+                }
+        }
+        if (!o->config) {
+                fprintf(stderr, "tollgate %s: --config FILE is required\n", cmd);
+                return 2;
+        }
+        return 0;
+}
+
+static int load_config(const char *cmd, const char *path, struct tg_config *cfg)
+{
+        char err[512];
+        int r = config_load(path, cfg, err, sizeof(err));
+        if (r < 0) {
+                fprintf(stderr, "tollgate %s: %s: %s\n", cmd, path, err);
+                return 2;
+        }
+        enum log_level lvl;
+        if (log_level_parse(cfg->log_level, &lvl) == 0)
+                log_set_level(lvl);
+        return 0;
+}
+
+static const char serve_help[] =
+    "usage: tollgate serve --config FILE\n"
+    "Runs the intake/admin HTTP API and the dispatcher in one process. The API\n"
+    "answers even while the dispatcher waits as a standby behind another owner.\n"
+    "SIGTERM/SIGINT: stop starting calls, wait for open ones, exit 0.\n";
+static const char dispatch_help[] =
+    "usage: tollgate dispatch --config FILE [--no-wait]\n"
+    "Runs the dispatcher alone. If another dispatcher owns the exit for this\n"
+    "store, waits as a standby (and says so in its log) until the owner is gone.\n"
+    "  --no-wait   exit with status 3 instead of waiting\n";
+static const char api_help[] =
+    "usage: tollgate api --config FILE\n"
+    "Runs the intake/admin HTTP API alone; any number may run beside one\n"
+    "dispatcher on the same store.\n";
+
+static int cmd_daemon(const char *cmd, int argc, char **argv)
+{
+        bool want_api = strcmp(cmd, "dispatch") != 0;
+        bool want_disp = strcmp(cmd, "api") != 0;
+        const char *help = strcmp(cmd, "serve") == 0      ? serve_help
+                           : strcmp(cmd, "dispatch") == 0 ? dispatch_help
+                                                          : api_help;
+        struct common_opts o;
+        int r = parse_common(cmd, argc, argv, &o, help, want_disp && !want_api);
+        if (r)
+                return r;
+        struct tg_config *cfg = malloc(sizeof(*cfg));
+        if (!cfg)
+                return 1;
+        r = load_config(cmd, o.config, cfg);
+        if (r) {
+                free(cfg);
+                return r;
+        }
+        log_set_component(cmd);
+        install_signals();
+        struct api *api = NULL;
+        if (want_api) {
+                r = api_start(cfg, &api);
+                if (r < 0) {
+                        fprintf(stderr, "tollgate %s: cannot start the API on %s:%d: %s\n", cmd,
+                                cfg->api_listen_host, cfg->api_listen_port, tg_strerror(r));
+                        free(cfg);
+                        return 1;
+                }
+                if (want_disp)
+                        api_set_standby_flag(api, &standby_flag);
+                log_emit(
+                    LOG_INFO, "api_listening",
+                    json_pack("{s:s, s:i}", "host", cfg->api_listen_host, "port", api_port(api)));
+        }
+        int rc = 0;
+        if (want_disp) {
+                struct dispatcher_options dopt = {
+                    .no_wait = o.no_wait, .stop = &stop_flag, .standby = &standby_flag};
+                rc = dispatcher_run(cfg, &dopt);
+        } else {
+                while (!stop_flag)
+                        pause();
+        }
+        api_stop(api);
+        free(cfg);
+        return rc;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+        return cmd_daemon("serve", argc, argv);
+}
+
+int cmd_dispatch(int argc, char **argv)
+{
+        return cmd_daemon("dispatch", argc, argv);
+}
+
+int cmd_api(int argc, char **argv)
+{
+        return cmd_daemon("api", argc, argv);
+}
+
+struct command {
+        const char *name;
+        int (*run)(int argc, char **argv);
+};
+
+/* Every subcommand, in the order of the usage text. */
+static const struct command commands[] = {
+    {"serve", cmd_serve},         {"dispatch", cmd_dispatch}, {"api", cmd_api},
+    {"verify", cmd_verify},       {"report", cmd_report},     {"submit", cmd_submit},
+    {"status", cmd_status},       {"manual", cmd_manual},     {"calls", cmd_calls},
+    {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
+    {"demo", cmd_demo},
+};
+
+int main(int argc, char **argv)
+{
+        if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+            strcmp(argv[1], "help") == 0) {
+                fputs(usage, argc < 2 ? stderr : stdout);
+                return argc < 2 ? 2 : 0;
+        }
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                if (strcmp(argv[1], commands[i].name) == 0)
+                        return commands[i].run(argc - 2, argv + 2);
+        fprintf(stderr, "tollgate: unknown command '%s' (try --help)\n", argv[1]);
+        return 2;
+}

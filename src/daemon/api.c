@@ -1,0 +1,564 @@
+/*
+ * api — the intake and admin routes (see the header): lifecycle,
+ * authentication, routing, intake, the call log and the request log. The
+ * other routes live in api_manual.c, api_metrics.c, api_events.c and
+ * api_admission.c (api_int.h). Every answer is built in api_handle(), which
+ * the HTTP server calls on its single thread; the store this module opens is
+ * touched only there.
+ *
+ * Invariants:
+ *   - authentication comes before routing under /v1, so an unauthenticated
+ *     client learns nothing about which routes or operations exist; the one
+ *     exception is POST /v1/provider-events, which the provider cannot send
+ *     a bearer token with and which is authenticated by its HMAC signature
+ *     instead (api_events.c);
+ *   - the bearer token is compared as SHA-256 digests with CRYPTO_memcmp, so
+ *     the time taken does not depend on where a guess first differs;
+ *   - POST /v1/refunds answers 202 only after store_accept() committed
+ *     (commit before reply); every error path returns before store_accept(),
+ *     or is store_accept() refusing, so nothing is stored on an error; a
+ *     refund refused by admission control is refused before anything is
+ *     stored, and an operation already accepted is never refused;
+ *   - error bodies carry a code from a fixed set and our own messages, never
+ *     a store or library text;
+ *   - every request is logged as one JSON line (request id, method, path,
+ *     status, duration, the operation when there is one): never a header
+ *     value, a query string or a body.
+ */
+#include "daemon/api.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/refund_validate.h"
+#include "core/tg_error.h"
+#include "daemon/api_int.h"
+#include "daemon/log.h"
+#include "daemon/render.h"
+#include "platform/clock.h"
+#include "store/store.h"
+
+#define CALLS_LIMIT_DEF 100
+#define CALLS_LIMIT_MAX 1000
+
+/* ---- shared helpers (api_int.h) ---------------------------------------------- */
+
+tg_wall_ms api_wall_now(void)
+{
+        return clock_wall_now();
+}
+
+static int sha256(const void *data, size_t len, unsigned char out[API_DIGEST_LEN])
+{
+        unsigned int n = 0;
+
+        if (EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) != 1 || n != API_DIGEST_LEN)
+                return TG_EINVAL;
+        return 0;
+}
+
+/* A per-process random prefix, so ids from two api processes never clash;
+ * not a secret. */
+static void make_id_prefix(char out[17])
+{
+        unsigned char b[8];
+        ssize_t n = -1;
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+        if (fd >= 0) {
+                n = read(fd, b, sizeof(b));
+                close(fd);
+        }
+        if (n != (ssize_t)sizeof(b)) {
+                uint64_t x = (uint64_t)api_wall_now() ^ ((uint64_t)getpid() << 32);
+                memcpy(b, &x, sizeof(b));
+        }
+        for (size_t i = 0; i < sizeof(b); i++)
+                snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+static void next_request_id(struct api *api, char out[API_REQUEST_ID_LEN])
+{
+        api->counter++;
+        snprintf(out, API_REQUEST_ID_LEN, "%s-%08llx", api->id_prefix,
+                 (unsigned long long)api->counter);
+}
+
+bool api_is_get(const struct http_request *req)
+{
+        return strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
+}
+
+int api_reply_json(struct http_response *res, int status, json_t *root)
+{
+        char *text;
+
+        if (!root)
+                return TG_ENOMEM;
+        text = json_dumps(root, JSON_COMPACT);
+        json_decref(root);
+        if (!text)
+                return TG_ENOMEM;
+        return http_response_take(res, status, API_JSON_TYPE, text, strlen(text));
+}
+
+int api_reply_error(struct http_response *res, const char *rid, const struct api_error *err)
+{
+        char *body = NULL;
+        size_t len = 0;
+        int r;
+
+        r = api_error_json(err, rid, &body, &len);
+        if (r < 0)
+                return r;
+        r = http_response_take(res, err->status, API_JSON_TYPE, body, len);
+        if (r < 0)
+                return r;
+        if (err->status == 503)
+                http_response_add_header(res, "Retry-After", "1");
+        return 0;
+}
+
+int api_reply_code(struct http_response *res, const char *rid, int status, const char *code,
+                   const char *field, const char *message)
+{
+        struct api_error err;
+
+        api_error_set(&err, status, code, field, message);
+        return api_reply_error(res, rid, &err);
+}
+
+int api_reply_store_error(struct http_response *res, const char *rid, int code)
+{
+        struct api_error err;
+
+        switch (code) {
+        case TG_EBUSY:
+                api_error_set(&err, 503, "store_busy", NULL,
+                              "the store is busy, try again shortly");
+                err.retryable = true;
+                break;
+        case TG_ENOTFOUND:
+                api_error_set(&err, 404, "not_found", NULL, "no such operation");
+                break;
+        case TG_ECONFLICT:
+                api_error_set(&err, 409, "idempotency_conflict", "operation_id",
+                              "this operation_id was accepted with a different request");
+                break;
+        default:
+                api_error_set(&err, 500, "internal", NULL, "internal error");
+                err.retryable = true;
+                break;
+        }
+        return api_reply_error(res, rid, &err);
+}
+
+int api_reply_method_not_allowed(struct http_response *res, const char *rid, const char *allow)
+{
+        int r = api_reply_code(res, rid, 405, "method_not_allowed", NULL,
+                               "this method is not allowed here");
+        if (r == 0)
+                http_response_add_header(res, "Allow", allow);
+        return r;
+}
+
+int api_int_arg(const struct http_request *req, const char *name, int64_t def, int64_t lo,
+                int64_t hi, int64_t *ret)
+{
+        char buf[32];
+        char *end = NULL;
+        long long v;
+        int r = http_request_arg(req, name, buf, sizeof(buf));
+
+        if (r == TG_ENOTFOUND) {
+                *ret = def;
+                return 0;
+        }
+        if (r < 0 || buf[0] < '0' || buf[0] > '9')
+                return TG_EINVAL;
+        errno = 0;
+        v = strtoll(buf, &end, 10);
+        if (errno != 0 || *end != '\0' || v < lo || v > hi)
+                return TG_EINVAL;
+        *ret = (int64_t)v;
+        return 0;
+}
+
+void api_note_op(struct api *api, const char *operation_id)
+{
+        snprintf(api->log_op, sizeof(api->log_op), "%s", operation_id);
+}
+
+/* ---- authentication --------------------------------------------------------- */
+
+static bool authorized(const struct api *api, const struct http_request *req)
+{
+        static const char scheme[] = "Bearer ";
+        unsigned char digest[API_DIGEST_LEN];
+        const char *h;
+        const char *token;
+
+        if (!api->need_token)
+                return true; /* loopback without a token file (config refused otherwise) */
+        h = http_request_header(req, "Authorization");
+        if (!h || strncasecmp(h, scheme, sizeof(scheme) - 1) != 0)
+                return false;
+        token = h + sizeof(scheme) - 1;
+        while (*token == ' ')
+                token++;
+        if (sha256(token, strlen(token), digest) < 0)
+                return false;
+        return CRYPTO_memcmp(digest, api->token_digest, API_DIGEST_LEN) == 0;
+}
+
+static int reply_unauthorized(struct http_response *res, const char *rid)
+{
+        int r = api_reply_code(res, rid, 401, "unauthorized", NULL,
+                               "a valid Authorization: Bearer token is required");
+        if (r == 0)
+                http_response_add_header(res, "WWW-Authenticate", "Bearer");
+        return r;
+}
+
+/* ---- routes -------------------------------------------------------------------- */
+
+static int post_refund(struct api *api, const struct http_request *req, struct http_response *res,
+                       const char *rid)
+{
+        struct refund_request rr;
+        struct op_record op;
+        struct api_error err;
+        char status_url[32 + TG_OP_ID_MAX];
+        bool created = false;
+        int r;
+
+        if (req->body_len > api->cfg.api_max_body_bytes)
+                return api_reply_code(res, rid, 413, "body_too_large", NULL,
+                                      "the request body is too large");
+        if (api_parse_refund(req->body, req->body_len, &rr, &err) < 0)
+                return api_reply_error(res, rid, &err);
+        api_note_op(api, rr.operation_id);
+
+        /* Admission control applies to NEW work only: an operation already
+         * accepted is answered (200/409) whatever the backlog. */
+        r = store_get(api->store, rr.operation_id, &op);
+        if (r == TG_ENOTFOUND) {
+                bool admit = true;
+                r = api_admission_check(api, res, rid, &admit);
+                if (r < 0 || !admit)
+                        return r;
+        } else if (r < 0) {
+                return api_reply_store_error(res, rid, r);
+        }
+
+        /* Commit before reply: store_accept() returns after its commit. */
+        r = store_accept(api->store, &rr, api_wall_now(), &api->cfg.policy, &created, &op);
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        if (created)
+                api->adm.accepted_since++;
+
+        snprintf(status_url, sizeof(status_url), "/v1/refunds/%s", op.req.operation_id);
+        r = api_reply_json(res, created ? 202 : 200,
+                           json_pack("{s:s, s:s, s:s}", "operation_id", op.req.operation_id,
+                                     "state", op_state_name(op.state), "status_url", status_url));
+        if (r == 0 && created)
+                http_response_add_header(res, "Location", status_url);
+        return r;
+}
+
+static int get_refund(struct api *api, const char *id, struct http_response *res, const char *rid)
+{
+        struct op_record op;
+        json_t *o = NULL;
+        int r;
+
+        /* An id that could never have been accepted cannot exist. */
+        if (refund_validate_operation_id(id, strlen(id), NULL) < 0)
+                return api_reply_code(res, rid, 404, "not_found", NULL, "no such operation");
+        api_note_op(api, id);
+        r = store_get(api->store, id, &op);
+        if (r == 0)
+                r = render_op_full(api->store, &op, &o);
+        if (r == TG_ENOMEM)
+                return r;
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        return api_reply_json(res, 200, o);
+}
+
+struct call_list {
+        json_t *array;
+        unsigned max;
+        int64_t last_id;
+};
+
+static int add_call(const struct call_record *call, void *userdata)
+{
+        struct call_list *list = userdata;
+        json_t *o;
+
+        if (json_array_size(list->array) >= list->max)
+                return 1; /* bound reached: stop the walk */
+        o = render_call(call, true);
+        if (!o || json_array_append_new(list->array, o) < 0)
+                return TG_ENOMEM;
+        list->last_id = call->id;
+        return 0;
+}
+
+static int get_calls(struct api *api, const struct http_request *req, struct http_response *res,
+                     const char *rid)
+{
+        struct call_list list = {0};
+        int64_t since = 0, limit = 0;
+        int r;
+
+        if (api_int_arg(req, "since", 0, 0, INT64_MAX, &since) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "since",
+                                      "must be a call id (an integer >= 0)");
+        if (api_int_arg(req, "limit", CALLS_LIMIT_DEF, 1, CALLS_LIMIT_MAX, &limit) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "limit",
+                                      "must be an integer in [1, 1000]");
+        list.max = (unsigned)limit;
+        list.last_id = since;
+        list.array = json_array();
+        if (!list.array)
+                return TG_ENOMEM;
+        r = store_list_calls(api->store, since, (unsigned)limit, add_call, &list);
+        if (r < 0) {
+                json_decref(list.array);
+                if (r == TG_ENOMEM)
+                        return r;
+                return api_reply_store_error(res, rid, r);
+        }
+        return api_reply_json(
+            res, 200,
+            json_pack("{s:o, s:I}", "calls", list.array, "next_since", (json_int_t)list.last_id));
+}
+
+static int problem_reply(const struct http_request *req, struct http_response *res, const char *rid)
+{
+        const char *message = req->problem ? req->problem : "bad request";
+
+        switch (req->problem_status) {
+        case 413:
+                return api_reply_code(res, rid, 413, "body_too_large", NULL, message);
+        case 431:
+                return api_reply_code(res, rid, 431, "headers_too_large", NULL, message);
+        case 503:
+                return api_reply_code(res, rid, 503, "overloaded", NULL, message);
+        default:
+                return api_reply_code(res, rid, 400, "invalid_request", NULL, message);
+        }
+}
+
+static int route(struct api *api, const struct http_request *req, struct http_response *res,
+                 const char *rid)
+{
+        static const char refunds[] = "/v1/refunds";
+        static const char manual[] = "/v1/manual";
+        const char *path = req->path ? req->path : "";
+
+        if (req->problem_status)
+                return problem_reply(req, res, rid);
+
+        if (strcmp(path, "/healthz") == 0) {
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return api_reply_json(res, 200, json_pack("{s:s}", "status", "ok"));
+        }
+        if (strcmp(path, "/metrics") == 0) {
+                if (api->cfg.api_metrics_need_token && !authorized(api, req))
+                        return reply_unauthorized(res, rid);
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return api_get_metrics(api, req, res, rid);
+        }
+        if (strcmp(path, "/v1") != 0 && strncmp(path, "/v1/", 4) != 0)
+                return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
+
+        /* Signed by the provider, who has no bearer token: the signature is
+         * its authentication (checked before anything is read). */
+        if (strcmp(path, "/v1/provider-events") == 0) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return api_post_provider_event(api, req, res, rid);
+        }
+
+        if (!authorized(api, req))
+                return reply_unauthorized(res, rid);
+        if (strcmp(path, refunds) == 0) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return post_refund(api, req, res, rid);
+        }
+        if (strncmp(path, refunds, sizeof(refunds) - 1) == 0 && path[sizeof(refunds) - 1] == '/') {
+                const char *id = path + sizeof(refunds);
+                if (strchr(id, '/'))
+                        return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return get_refund(api, id, res, rid);
+        }
+        if (strncmp(path, manual, sizeof(manual) - 1) == 0 &&
+            (path[sizeof(manual) - 1] == '\0' || path[sizeof(manual) - 1] == '/'))
+                return api_route_manual(api, req, res, rid, path + sizeof(manual) - 1);
+        if (strcmp(path, "/v1/calls") == 0) {
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return get_calls(api, req, res, rid);
+        }
+        if (strcmp(path, "/v1/stats") == 0) {
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return api_get_stats(api, req, res, rid);
+        }
+        return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
+}
+
+/* One JSON line per request. Only our own texts and the validated path:
+ * never a header, a query string or a body. */
+static void log_request(const struct api *api, const struct http_request *req,
+                        const struct http_response *res, const char *rid, tg_mono_ns took)
+{
+        json_t *f = json_object();
+        json_t *v;
+
+        if (!f)
+                return;
+        json_object_set_new(f, "request_id", json_string(rid));
+        /* The wrapper passes only a printable-ASCII path; a refused target
+         * (problem_status) is not echoed. */
+        v = req->problem_status ? NULL : json_string(req->path ? req->path : "");
+        json_object_set_new(f, "path", v ? v : json_null());
+        v = json_stringn(req->method, strnlen(req->method, 16));
+        json_object_set_new(f, "method", v ? v : json_null());
+        json_object_set_new(f, "status", json_integer(res->status));
+        json_object_set_new(f, "duration_ms", json_real((double)took / (double)TG_NS_PER_MS));
+        if (api->log_op[0])
+                json_object_set_new(f, "operation_id", json_string(api->log_op));
+        log_emit(res->status >= 500 ? LOG_WARN : LOG_INFO, "http_request", f);
+}
+
+int api_handle(struct api *api, const struct http_request *req, struct http_response *res)
+{
+        char rid[API_REQUEST_ID_LEN];
+        tg_mono_ns t0 = clock_mono_now();
+        int r;
+
+        next_request_id(api, rid);
+        api->log_op[0] = '\0';
+        r = route(api, req, res, rid);
+        if (r < 0) {
+                /* Out of memory half-way: answer with a fixed body. */
+                static const char body[] = "{\"error\":{\"code\":\"internal\",\"message\":"
+                                           "\"internal error\",\"field\":null,"
+                                           "\"retryable\":true},\"request_id\":null}";
+                http_response_release(res);
+                http_response_init(res);
+                r = http_response_set(res, 500, API_JSON_TYPE, body, sizeof(body) - 1);
+                if (r < 0)
+                        return r;
+        }
+        http_response_add_header(res, "X-Request-Id", rid);
+        http_response_add_header(res, "Cache-Control", "no-store");
+        log_request(api, req, res, rid, clock_mono_now() - t0);
+        return 0;
+}
+
+/* ---- lifecycle --------------------------------------------------------------------- */
+
+static int on_request(const struct http_request *req, struct http_response *res, void *userdata)
+{
+        return api_handle(userdata, req, res);
+}
+
+int api_new(const struct tg_config *cfg, struct api **ret_api)
+{
+        struct api *api;
+        int r;
+
+        if (!cfg || !ret_api)
+                return TG_EINVAL;
+        api = calloc(1, sizeof(*api));
+        if (!api)
+                return TG_ENOMEM;
+        api->cfg = *cfg;
+        api->need_token = cfg->api_token[0] != '\0';
+        if (api->need_token) {
+                r = sha256(cfg->api_token, strlen(cfg->api_token), api->token_digest);
+                if (r < 0)
+                        goto fail;
+        }
+        make_id_prefix(api->id_prefix);
+        r = store_open(cfg->store_url, &api->store);
+        if (r < 0)
+                goto fail;
+        *ret_api = api;
+        return 0;
+fail:
+        explicit_bzero(api, sizeof(*api));
+        free(api);
+        return r;
+}
+
+int api_start(const struct tg_config *cfg, struct api **ret_api)
+{
+        struct http_server_config hc;
+        struct api *api = NULL;
+        int r;
+
+        if (!cfg || !ret_api)
+                return TG_EINVAL;
+        if (cfg->api_listen_port < 0 || cfg->api_listen_port > 65535)
+                return TG_EINVAL;
+        r = api_new(cfg, &api);
+        if (r < 0)
+                return r;
+        memset(&hc, 0, sizeof(hc));
+        hc.host = api->cfg.api_listen_host;
+        hc.port = (uint16_t)cfg->api_listen_port;
+        hc.max_connections = cfg->api_max_connections;
+        hc.connection_timeout_s = cfg->api_connection_timeout_s;
+        hc.max_body_bytes = cfg->api_max_body_bytes;
+        hc.max_header_bytes = 0; /* MHD's 32 KiB per connection */
+        r = http_server_start(&hc, on_request, api, &api->server);
+        if (r < 0) {
+                api_stop(api);
+                return r;
+        }
+        *ret_api = api;
+        return 0;
+}
+
+void api_set_standby_flag(struct api *api, const volatile sig_atomic_t *standby)
+{
+        if (api)
+                api->standby = standby;
+}
+
+uint16_t api_port(const struct api *api)
+{
+        return api ? http_server_port(api->server) : 0;
+}
+
+void api_stop(struct api *api)
+{
+        if (!api)
+                return;
+        /* The server thread is joined before the store it uses is closed. */
+        http_server_stop(api->server);
+        store_close(api->store);
+        explicit_bzero(api, sizeof(*api));
+        free(api);
+}

@@ -1,0 +1,58 @@
+/*
+ * api — tollgate's intake and admin HTTP API (shared/INTERFACE.md) on top of
+ * http_server and the store. The api opens its OWN struct store, used only
+ * from the HTTP server's thread (or, for tests, from the thread that calls
+ * api_handle()), so it shares no connection with the dispatcher.
+ *
+ * Routes: GET /healthz; GET /metrics; POST /v1/refunds (with admission
+ * control); GET /v1/refunds/{operation_id}; GET /v1/calls?since=ID&limit=N;
+ * GET /v1/stats?minutes=N; GET /v1/manual, GET /v1/manual/{id}, POST
+ * /v1/manual/{id}/resend and /resolve; POST /v1/provider-events (signed).
+ * Everything under /v1 but the signed provider events needs
+ * "Authorization: Bearer <token>" when a token is configured (compared in
+ * constant time); /metrics needs it when api.metrics_need_token is set. Every error body is
+ *   {"error":{"code","message","field","retryable"},"request_id"}
+ * and never carries SQL, a stack trace or a provider body. Every answer
+ * carries an X-Request-Id header with the same id.
+ *
+ * Durability: POST /v1/refunds answers 202 only after store_accept()
+ * committed; on any error nothing is stored.
+ */
+#ifndef TG_API_H
+#define TG_API_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "daemon/config.h"
+#include "net/http_server.h"
+
+struct api;
+
+/* Opens the store of cfg->store_url and prepares the routes, without a
+ * server: for tests that drive api_handle() directly. cfg is copied.
+ * 0 or a store_open()/TG_ENOMEM code. Free with api_stop(). */
+int api_new(const struct tg_config *cfg, struct api **ret_api);
+
+/* api_new() plus the HTTP server on cfg->api_listen_host:port. 0, or the
+ * code of the failing step (TG_EIO: cannot bind). */
+int api_start(const struct tg_config *cfg, struct api **ret_api);
+
+/* serve: the local dispatcher's standby flag (1 while it waits behind
+ * another owner), for the role in /metrics. Must outlive the api. Set before
+ * requests arrive; NULL (the default) means no local dispatcher. */
+void api_set_standby_flag(struct api *api, const volatile sig_atomic_t *standby);
+
+/* The bound port (0 without a server). */
+uint16_t api_port(const struct api *api);
+
+/* Stops the server (joining its thread), closes the store, frees. Accepts
+ * NULL. */
+void api_stop(struct api *api);
+
+/* Answers one request: the server's handler, callable directly by tests.
+ * Always fills *res (an error status is an answer); returns 0, or TG_ENOMEM
+ * when not even an error body could be built. */
+int api_handle(struct api *api, const struct http_request *req, struct http_response *res);
+
+#endif

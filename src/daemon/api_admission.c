@@ -1,0 +1,140 @@
+/*
+ * api_admission — admission control in front of POST /v1/refunds. The
+ * figures come from the store: the open backlog (store_stats) and the exit
+ * samples of the last admission.window_s (starts, operations closed, busy
+ * seconds), re-read at most once a second; refunds this process accepted
+ * since the last read are added to the backlog so that a burst inside one
+ * second is counted. The decision itself is core/admission.c.
+ *
+ * Invariants: nothing is stored for a refused refund (this runs before
+ * store_accept); an operation already accepted never reaches this check
+ * (post_refund looks it up first); a store failure while measuring admits
+ * rather than refuses (the refund is then kept, never lost).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tg_error.h"
+#include "daemon/api_int.h"
+#include "daemon/exit_stats.h"
+#include "daemon/log.h"
+
+#define CACHE_MS       1000
+#define OWNER_FRESH_MS 3000
+
+struct window {
+        uint64_t starts, closes;
+        unsigned busy;
+        tg_wall_ms last_at;
+        bool last_held;
+        bool any;
+};
+
+static int add_sample(const struct exit_sample *s, void *userdata)
+{
+        struct window *w = userdata;
+
+        w->starts += s->starts;
+        w->closes += s->op_closes;
+        if (s->in_flight > 0 || s->oldest_open_accepted_at != TG_WALL_NEVER)
+                w->busy++;
+        w->last_at = s->at;
+        w->last_held = s->held;
+        w->any = true;
+        return 0;
+}
+
+int api_admission_figures(struct api *api, tg_wall_ms now, struct api_admission_cache *ret)
+{
+        struct api_admission_cache *c = &api->adm;
+        struct store_stats st;
+        struct window *w;
+        int64_t window_ms = api->cfg.admission.window_ms;
+        int r;
+
+        if (c->read_at > 0 && now >= c->read_at && now - c->read_at < CACHE_MS) {
+                *ret = *c;
+                ret->fig.backlog += c->accepted_since;
+                return 0;
+        }
+        r = store_stats(api->store, &st);
+        if (r < 0)
+                return r;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return TG_ENOMEM;
+        /* Seconds of the account (every share summed), not rows. */
+        r = exit_stats_read_seconds(api->store, now - window_ms, (unsigned)(window_ms / 1000) + 10,
+                                    add_sample, w);
+        if (r < 0) {
+                free(w);
+                return r;
+        }
+        memset(&c->fig, 0, sizeof(c->fig));
+        c->fig.backlog = st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +
+                         st.by_state[OP_RETRY_WAIT] + st.by_state[OP_UNKNOWN];
+        c->fig.starts_per_second = api->cfg.exit.starts_per_second;
+        c->fig.starts = w->starts;
+        c->fig.closes = w->closes;
+        c->fig.busy_seconds = w->busy;
+        c->owner_fresh = w->any && now - w->last_at <= OWNER_FRESH_MS;
+        c->held = c->owner_fresh && w->last_held;
+        c->read_at = now;
+        c->accepted_since = 0;
+        free(w);
+        *ret = *c;
+        return 0;
+}
+
+int api_admission_check(struct api *api, struct http_response *res, const char *rid,
+                        bool *ret_admit)
+{
+        struct api_admission_cache fig;
+        struct admission_decision d;
+        char retry[24];
+        char *text;
+        json_t *body;
+        int r;
+
+        *ret_admit = true;
+        if (!api->cfg.admission.enabled)
+                return 0;
+        r = api_admission_figures(api, api_wall_now(), &fig);
+        if (r == TG_ENOMEM)
+                return r;
+        if (r < 0 || admission_decide(&api->cfg.admission, &fig.fig, &d) < 0 || d.admit)
+                return 0;
+
+        *ret_admit = false;
+        log_emit(LOG_WARN, "admission_refused",
+                 json_pack("{s:s, s:s, s:I, s:I, s:f, s:f, s:I}", "request_id", rid, "why", d.why,
+                           "backlog", (json_int_t)fig.fig.backlog, "projected_wait_ms",
+                           (json_int_t)d.projected_ms, "calls_per_close", d.calls_per_close,
+                           "starts_per_second", d.rate, "retry_after_s",
+                           (json_int_t)d.retry_after_s));
+        body = json_pack(
+            "{s:{s:s, s:s, s:n, s:b}, s:s, s:I, s:f, s:I, s:s}", "error", "code", "over_capacity",
+            "message",
+            strcmp(d.why, "max_backlog") == 0
+                ? "the backlog is at its limit; nothing was stored: send the same request "
+                  "again after Retry-After seconds (GET /v1/stats shows the backlog)"
+                : "the backlog cannot reach a final answer within the promised time; nothing was "
+                  "stored: send the same request again after Retry-After seconds "
+                  "(GET /v1/stats shows the backlog)",
+            "field", "retryable", 1, "request_id", rid, "retry_after_s",
+            (json_int_t)d.retry_after_s, "projected_wait_s", (double)d.projected_ms / 1000.0,
+            "backlog", (json_int_t)fig.fig.backlog, "check_back", "/v1/stats");
+        if (!body)
+                return TG_ENOMEM;
+        text = json_dumps(body, JSON_COMPACT);
+        json_decref(body);
+        if (!text)
+                return TG_ENOMEM;
+        r = http_response_take(res, 503, API_JSON_TYPE, text, strlen(text));
+        if (r < 0)
+                return r;
+        snprintf(retry, sizeof(retry), "%lld", (long long)d.retry_after_s);
+        http_response_add_header(res, "Retry-After", retry);
+        return 0;
+}

@@ -1,0 +1,87 @@
+/*
+ * api_int — private to the api*.c files: the api struct and the helpers the
+ * route files share. Nothing outside src/app/api*.c includes it.
+ *
+ * The route files: api.c (lifecycle, auth, routing, intake, calls, the
+ * request log), api_manual.c (manual review), api_metrics.c (/metrics and
+ * /v1/stats), api_events.c (signed provider events), api_admission.c
+ * (admission control before intake).
+ */
+#ifndef TG_API_INT_H
+#define TG_API_INT_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/admission.h"
+#include "daemon/api.h"
+#include "daemon/api_parse.h"
+#include "store/store.h"
+
+#define API_DIGEST_LEN     32
+#define API_REQUEST_ID_LEN 40
+#define API_JSON_TYPE      "application/json"
+
+/* The admission figures of the last window, re-read at most once a second. */
+struct api_admission_cache {
+        tg_wall_ms read_at; /* 0: never */
+        struct admission_figures fig;
+        bool owner_fresh; /* a dispatcher wrote a sample lately */
+        bool held;
+        uint64_t accepted_since; /* refunds this process accepted since read_at */
+};
+
+struct api {
+        struct tg_config cfg;
+        struct store *store;
+        struct http_server *server;
+        bool need_token;
+        unsigned char token_digest[API_DIGEST_LEN];
+        char id_prefix[17];
+        uint64_t counter;
+        /* serve: the local dispatcher's standby flag (NULL: api alone) */
+        const volatile sig_atomic_t *standby;
+        struct api_admission_cache adm;
+        /* the operation the current request is about, for its log line */
+        char log_op[TG_OP_ID_MAX + 1];
+};
+
+tg_wall_ms api_wall_now(void);
+bool api_is_get(const struct http_request *req);
+/* Takes ownership of root (NULL: TG_ENOMEM); sets a JSON answer. */
+int api_reply_json(struct http_response *res, int status, json_t *root);
+int api_reply_error(struct http_response *res, const char *rid, const struct api_error *err);
+int api_reply_code(struct http_response *res, const char *rid, int status, const char *code,
+                   const char *field, const char *message);
+/* The answer to a store failure; never the store's own text. */
+int api_reply_store_error(struct http_response *res, const char *rid, int code);
+int api_reply_method_not_allowed(struct http_response *res, const char *rid, const char *allow);
+/* A non-negative integer query argument in [lo, hi]; def when absent. 0 or
+ * TG_EINVAL. */
+int api_int_arg(const struct http_request *req, const char *name, int64_t def, int64_t lo,
+                int64_t hi, int64_t *ret);
+/* Remembers the operation a request is about (for its log line). */
+void api_note_op(struct api *api, const char *operation_id);
+
+/* api_manual.c: everything under /v1/manual; rest is the path after it. */
+int api_route_manual(struct api *api, const struct http_request *req, struct http_response *res,
+                     const char *rid, const char *rest);
+/* api_metrics.c */
+int api_get_metrics(struct api *api, const struct http_request *req, struct http_response *res,
+                    const char *rid);
+int api_get_stats(struct api *api, const struct http_request *req, struct http_response *res,
+                  const char *rid);
+/* api_events.c: POST /v1/provider-events (authenticated by its signature) */
+int api_post_provider_event(struct api *api, const struct http_request *req,
+                            struct http_response *res, const char *rid);
+/* api_admission.c: 0 and *ret_admit = true to go on; false: res holds the
+ * 503 answer. A store failure while measuring admits (the store's own error
+ * will then show at accept, or the refund is accepted: never lost). */
+int api_admission_check(struct api *api, struct http_response *res, const char *rid,
+                        bool *ret_admit);
+/* The figures admission and /v1/stats share (cached for a second). */
+int api_admission_figures(struct api *api, tg_wall_ms now, struct api_admission_cache *ret);
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * api_manual — the manual review routes:
+ *   GET  /v1/manual?reason=R&after=CURSOR&limit=N   oldest accepted first
+ *   GET  /v1/manual/{operation_id}                 one operation, any state
+ *   POST /v1/manual/{operation_id}/resend   {"operator","reason"}
+ *   POST /v1/manual/{operation_id}/resolve  {"operator","reason","outcome"}
+ * Every item carries its reason, its whole call history ("attempts") and its
+ * audit rows. A re-send is queued for the same exit with the same key (the
+ * store refuses it past key retention); a resolve closes it by hand. Both are
+ * written with their audit row in one store transaction: nothing is deleted
+ * and no action goes unaudited.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/refund_validate.h"
+#include "core/tg_error.h"
+#include "daemon/api_int.h"
+#include "daemon/log.h"
+#include "daemon/render.h"
+
+#define MANUAL_LIMIT_DEF 50
+#define MANUAL_LIMIT_MAX 200
+#define MANUAL_SCAN_MAX  100000 /* manual rows walked for one filtered page, at most */
+
+struct manual_page {
+        struct op_record *ops;
+        unsigned n, max;
+        bool filter;
+        enum manual_reason reason;
+        int64_t last_id;
+};
+
+static int collect(const struct op_record *op, void *userdata)
+{
+        struct manual_page *p = userdata;
+
+        p->last_id = op->id;
+        if (p->filter && op->reason != p->reason)
+                return 0;
+        p->ops[p->n++] = *op;
+        return p->n >= p->max ? 1 : 0;
+}
+
+static int list_manual(struct api *api, const struct http_request *req, struct http_response *res,
+                       const char *rid)
+{
+        struct manual_page page = {0};
+        char reason[32];
+        int64_t after = 0, limit = 0;
+        json_t *items = NULL;
+        int r;
+
+        if (api_int_arg(req, "after", 0, 0, INT64_MAX, &after) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "after",
+                                      "must be a cursor (next_after of the previous page)");
+        if (api_int_arg(req, "limit", MANUAL_LIMIT_DEF, 1, MANUAL_LIMIT_MAX, &limit) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "limit",
+                                      "must be an integer in [1, 200]");
+        r = http_request_arg(req, "reason", reason, sizeof(reason));
+        if (r == 0) {
+                if (manual_reason_parse(reason, &page.reason) < 0 || page.reason == MANUAL_NONE)
+                        return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
+                                              "must be a manual reason (see the README)");
+                page.filter = true;
+        } else if (r != TG_ENOTFOUND) {
+                return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
+                                      "must be a manual reason (see the README)");
+        }
+        page.max = (unsigned)limit;
+        page.ops = calloc(page.max, sizeof(*page.ops));
+        if (!page.ops)
+                return TG_ENOMEM;
+        page.last_id = after;
+        r = store_list_manual(api->store, after, page.filter ? MANUAL_SCAN_MAX : page.max, collect,
+                              &page);
+        if (r < 0)
+                goto out;
+        items = json_array();
+        if (!items) {
+                r = TG_ENOMEM;
+                goto out;
+        }
+        for (unsigned i = 0; i < page.n; i++) {
+                json_t *o = NULL;
+                r = render_op_full(api->store, &page.ops[i], &o);
+                if (r < 0)
+                        goto out;
+                json_array_append_new(items, o);
+        }
+        r = api_reply_json(
+            res, 200,
+            json_pack("{s:o, s:i, s:o}", "items", items, "count", (int)page.n, "next_after",
+                      page.n == page.max ? json_integer(page.last_id) : json_null()));
+        items = NULL;
+out:
+        json_decref(items);
+        free(page.ops);
+        if (r < 0 && r != TG_ENOMEM)
+                return api_reply_store_error(res, rid, r);
+        return r;
+}
+
+static int show(struct api *api, const char *id, struct http_response *res, const char *rid)
+{
+        struct op_record op;
+        json_t *o = NULL;
+        int r = store_get(api->store, id, &op);
+
+        if (r == 0)
+                r = render_op_full(api->store, &op, &o);
+        if (r == TG_ENOMEM)
+                return r;
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        return api_reply_json(res, 200, o);
+}
+
+static int act(struct api *api, const struct http_request *req, const char *id, bool resolve,
+               struct http_response *res, const char *rid)
+{
+        struct operator_action a;
+        struct api_error err;
+        struct op_record op;
+        json_t *o = NULL;
+        int r;
+
+        if (req->body_len > api->cfg.api_max_body_bytes)
+                return api_reply_code(res, rid, 413, "body_too_large", NULL,
+                                      "the request body is too large");
+        if (api_parse_operator_action(req->body, req->body_len, resolve, &a, &err) < 0)
+                return api_reply_error(res, rid, &err);
+        /* The change and its audit row commit together, before the reply. */
+        if (resolve)
+                r = store_operator_resolve(api->store, id, a.operator_name, a.reason, a.outcome,
+                                           api_wall_now(), &op);
+        else
+                r = store_operator_resend(api->store, id, a.operator_name, a.reason,
+                                          &api->cfg.policy, api_wall_now(), &op);
+        if (r == TG_ESTATE)
+                return api_reply_code(res, rid, 409, "not_manual", NULL,
+                                      "the operation is not waiting for manual review");
+        if (r == TG_ERANGE)
+                return api_reply_code(res, rid, 409, "key_past_retention", NULL,
+                                      "the idempotency key is past its retention: a re-send "
+                                      "could refund twice; check with the provider and resolve");
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        log_emit(LOG_INFO, resolve ? "operator_resolve" : "operator_resend",
+                 json_pack("{s:s, s:s, s:s, s:s}", "operation_id", id, "operator", a.operator_name,
+                           "state", op_state_name(op.state), "request_id", rid));
+        r = render_op_full(api->store, &op, &o);
+        if (r == TG_ENOMEM)
+                return r;
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        return api_reply_json(res, resolve ? 200 : 202, o);
+}
+
+int api_route_manual(struct api *api, const struct http_request *req, struct http_response *res,
+                     const char *rid, const char *rest)
+{
+        char id[TG_OP_ID_MAX + 1];
+        const char *slash;
+        size_t len;
+
+        if (rest[0] == '\0') {
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return list_manual(api, req, res, rid);
+        }
+        rest++; /* the '/' */
+        slash = strchr(rest, '/');
+        len = slash ? (size_t)(slash - rest) : strlen(rest);
+        /* An id that could never have been accepted cannot exist. */
+        if (len == 0 || len > TG_OP_ID_MAX || refund_validate_operation_id(rest, len, NULL) < 0)
+                return api_reply_code(res, rid, 404, "not_found", NULL, "no such operation");
+        memcpy(id, rest, len);
+        id[len] = '\0';
+        api_note_op(api, id);
+        if (!slash) {
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return show(api, id, res, rid);
+        }
+        if (strcmp(slash, "/resend") == 0 || strcmp(slash, "/resolve") == 0) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return act(api, req, id, strcmp(slash, "/resolve") == 0, res, rid);
+        }
+        return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
+}

@@ -1,0 +1,395 @@
+/*
+ * api_metrics — GET /metrics (Prometheus text exposition format 0.0.4) and
+ * GET /v1/stats (the same figures as JSON, plus a per-second series).
+ *
+ * Two sources, both read from the store so that any API process can answer
+ * beside a dispatcher in another process:
+ *   - the store's own counts (backlog by state, oldest open operation, call
+ *     log size, owner epoch): durable, exact at the moment of the request;
+ *   - the newest exit sample, written once a second by the owning
+ *     dispatcher (app/exit_stats.h): in-flight, holds, and its cumulative
+ *     counters (starts by kind, call ends by class, closes by outcome, the
+ *     latency, slot lateness and attempts histograms). They are shown only
+ *     while the sample is fresh (the owner is alive); a dispatcher restart
+ *     resets those counters, as Prometheus counters may. With [exit]
+ *     shares = N the figures are the account's: each live share's newest
+ *     sample merged (exit_stats_read_now), and the series one point a
+ *     second summed over the shares (exit_stats_read_seconds).
+ *
+ * Invariants: every family has one HELP and one TYPE line before its
+ * samples; histogram buckets are cumulative, end with le="+Inf" equal to
+ * _count; the whole page has a bound (METRICS_MAX) and a page that would
+ * pass it is an internal error, never a truncated page.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tg_error.h"
+#include "daemon/api_int.h"
+#include "daemon/exit_stats.h"
+
+#define METRICS_MAX    (256 * 1024)
+#define OWNER_FRESH_MS 3000
+#define PROM_TYPE      "text/plain; version=0.0.4; charset=utf-8"
+
+struct mbuf {
+        char *p;
+        size_t len, cap;
+        bool failed;
+};
+
+static void mb_printf(struct mbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void mb_printf(struct mbuf *b, const char *fmt, ...)
+{
+        va_list ap;
+        int n;
+
+        if (b->failed)
+                return;
+        for (;;) {
+                size_t room = b->cap - b->len;
+                va_start(ap, fmt);
+                n = vsnprintf(b->p + b->len, room, fmt, ap);
+                va_end(ap);
+                if (n < 0) {
+                        b->failed = true;
+                        return;
+                }
+                if ((size_t)n < room) {
+                        b->len += (size_t)n;
+                        return;
+                }
+                size_t want = b->cap * 2;
+                while (want - b->len <= (size_t)n)
+                        want *= 2;
+                if (want > METRICS_MAX) {
+                        b->failed = true;
+                        return;
+                }
+                char *q = realloc(b->p, want);
+                if (!q) {
+                        b->failed = true;
+                        return;
+                }
+                b->p = q;
+                b->cap = want;
+        }
+}
+
+static void family(struct mbuf *b, const char *name, const char *type, const char *help)
+{
+        mb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The figures of a fresh owner sample, or NULL. Caller decrefs. */
+static json_t *owner_figures(const struct exit_sample *s, bool fresh)
+{
+        json_t *f;
+
+        if (!fresh || !s->figures[0])
+                return NULL;
+        f = json_loads(s->figures, 0, NULL);
+        if (f && !json_is_object(f)) {
+                json_decref(f);
+                return NULL;
+        }
+        return f;
+}
+
+static uint64_t fig_u64(json_t *obj, const char *key)
+{
+        json_t *v = json_object_get(obj, key);
+        json_int_t i = json_is_integer(v) ? json_integer_value(v) : 0;
+        return i > 0 ? (uint64_t)i : 0;
+}
+
+static void histogram(struct mbuf *b, const char *name, const char *help, json_t *h,
+                      const double *bounds, unsigned n)
+{
+        json_t *buckets = json_object_get(h, "buckets");
+        uint64_t cum = 0, count = fig_u64(h, "count");
+        json_t *sum = json_object_get(h, "sum");
+
+        if (!json_is_array(buckets) || json_array_size(buckets) != n + 1)
+                return;
+        family(b, name, "histogram", help);
+        for (unsigned i = 0; i < n; i++) {
+                json_t *v = json_array_get(buckets, i);
+                cum += json_is_integer(v) && json_integer_value(v) > 0
+                           ? (uint64_t)json_integer_value(v)
+                           : 0;
+                mb_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i],
+                          (unsigned long long)cum);
+        }
+        mb_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)count);
+        mb_printf(b, "%s_sum %.9g\n", name, json_is_number(sum) ? json_number_value(sum) : 0.0);
+        mb_printf(b, "%s_count %llu\n", name, (unsigned long long)count);
+}
+
+static void counters(struct mbuf *b, const char *name, const char *label, const char *help,
+                     json_t *obj)
+{
+        const char *key;
+        json_t *v;
+
+        if (!json_is_object(obj))
+                return;
+        family(b, name, "counter", help);
+        json_object_foreach(obj, key, v)
+        {
+                json_int_t i = json_is_integer(v) ? json_integer_value(v) : 0;
+                mb_printf(b, "%s{%s=\"%s\"} %lld\n", name, label, key, (long long)(i > 0 ? i : 0));
+        }
+}
+
+static const char *role_name(const struct api *api)
+{
+        if (!api->standby)
+                return "none";
+        return *api->standby ? "standby" : "owner";
+}
+
+/* Everything both routes read. */
+struct snapshot {
+        tg_wall_ms now;
+        struct store_stats st;
+        struct exit_sample *sample; /* heap; at == 0 when none */
+        bool fresh;
+        double oldest_open_s;    /* < 0: nothing open */
+        double oldest_pending_s; /* < 0: nothing pending; NAN: unknown */
+};
+
+static int snapshot_read(struct api *api, struct snapshot *ret)
+{
+        struct snapshot s;
+        int r;
+
+        memset(&s, 0, sizeof(s));
+        s.now = api_wall_now();
+        r = store_stats(api->store, &s.st);
+        if (r < 0)
+                return r;
+        s.sample = calloc(1, sizeof(*s.sample));
+        if (!s.sample)
+                return TG_ENOMEM;
+        /* The account: every share's newest fresh sample, merged. */
+        r = exit_stats_read_now(api->store, s.now, OWNER_FRESH_MS, s.sample, &s.fresh);
+        if (r < 0 && r != TG_ENOTFOUND) {
+                free(s.sample);
+                return r;
+        }
+        if (r == TG_ENOTFOUND)
+                s.fresh = false;
+        s.oldest_open_s = s.st.oldest_open_accepted_at == TG_WALL_NEVER
+                              ? -1.0
+                              : (double)(s.now - s.st.oldest_open_accepted_at) / 1000.0;
+        /* With nothing in manual the store's oldest open IS the oldest
+         * pending; otherwise the owner's sample says (excluding manual). */
+        if (s.st.by_state[OP_MANUAL] == 0)
+                s.oldest_pending_s = s.oldest_open_s;
+        else if (s.fresh)
+                s.oldest_pending_s =
+                    s.sample->oldest_open_accepted_at == TG_WALL_NEVER
+                        ? -1.0
+                        : (double)(s.now - s.sample->oldest_open_accepted_at) / 1000.0;
+        else
+                s.oldest_pending_s = NAN;
+        if (s.oldest_open_s < -1.0)
+                s.oldest_open_s = 0;
+        *ret = s;
+        return 0;
+}
+
+int api_get_metrics(struct api *api, const struct http_request *req, struct http_response *res,
+                    const char *rid)
+{
+        struct snapshot s;
+        struct mbuf b = {0};
+        json_t *fig;
+        int r;
+
+        (void)req;
+        r = snapshot_read(api, &s);
+        if (r == TG_ENOMEM)
+                return r;
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        b.cap = 16 * 1024;
+        b.p = malloc(b.cap);
+        if (!b.p) {
+                free(s.sample);
+                return TG_ENOMEM;
+        }
+        b.p[0] = '\0';
+        fig = owner_figures(s.sample, s.fresh);
+
+        family(&b, "tollgate_operations", "gauge", "Operations now in each state (the backlog).");
+        for (int i = 0; i < OP_STATE_COUNT; i++)
+                mb_printf(&b, "tollgate_operations{state=\"%s\"} %llu\n",
+                          op_state_name((enum op_state)i), (unsigned long long)s.st.by_state[i]);
+        family(&b, "tollgate_in_flight", "gauge", "Calls open at the provider now.");
+        mb_printf(
+            &b, "tollgate_in_flight %llu\n",
+            (unsigned long long)(s.fresh ? s.sample->in_flight : s.st.by_state[OP_IN_FLIGHT]));
+        family(&b, "tollgate_oldest_open_age_seconds", "gauge",
+               "Age of the oldest operation without a final answer, manual included.");
+        mb_printf(&b, "tollgate_oldest_open_age_seconds %.3f\n",
+                  s.oldest_open_s < 0 ? 0.0 : s.oldest_open_s);
+        if (!isnan(s.oldest_pending_s)) {
+                family(&b, "tollgate_oldest_pending_age_seconds", "gauge",
+                       "Age of the oldest operation the exit still works on (not manual).");
+                mb_printf(&b, "tollgate_oldest_pending_age_seconds %.3f\n",
+                          s.oldest_pending_s < 0 ? 0.0 : s.oldest_pending_s);
+        }
+        family(&b, "tollgate_calls_total", "counter", "Calls in the call log (all time).");
+        mb_printf(&b, "tollgate_calls_total %llu\n", (unsigned long long)s.st.calls_total);
+        family(&b, "tollgate_owner_epoch", "gauge", "Epoch of the exit's current owner.");
+        mb_printf(&b, "tollgate_owner_epoch %lld\n", (long long)s.st.epoch);
+        family(&b, "tollgate_exit_owner_alive", "gauge",
+               "1 when the owning dispatcher wrote a sample in the last 3 s.");
+        mb_printf(&b, "tollgate_exit_owner_alive %d\n", s.fresh ? 1 : 0);
+        family(&b, "tollgate_role", "gauge",
+               "This process's dispatcher role: owner, standby or none (API only).");
+        mb_printf(&b, "tollgate_role{role=\"%s\"} 1\n", role_name(api));
+        if (s.fresh) {
+                family(&b, "tollgate_exit_held", "gauge",
+                       "1 while a provider-wide hold (429/503, timeouts) stops every start.");
+                mb_printf(&b, "tollgate_exit_held %d\n", s.sample->held ? 1 : 0);
+        }
+        if (fig) {
+                counters(&b, "tollgate_calls_started_total", "kind",
+                         "Calls started by the exit, by kind (since the owner started).",
+                         json_object_get(fig, "starts"));
+                counters(&b, "tollgate_calls_closed_total", "class",
+                         "Calls ended, by outcome class (since the owner started).",
+                         json_object_get(fig, "ends"));
+                counters(&b, "tollgate_operations_closed_total", "outcome",
+                         "Operations the exit brought to succeeded, rejected or manual.",
+                         json_object_get(fig, "closes"));
+                family(&b, "tollgate_exit_holds_total", "counter",
+                       "Provider-wide holds the exit obeyed (since the owner started).");
+                mb_printf(&b, "tollgate_exit_holds_total %llu\n",
+                          (unsigned long long)fig_u64(fig, "holds"));
+                histogram(&b, "tollgate_call_latency_seconds",
+                          "Time from handing a call to the transport to its outcome.",
+                          json_object_get(fig, "latency_s"), exit_latency_bounds_s,
+                          EXIT_LATENCY_BUCKETS);
+                histogram(&b, "tollgate_slot_lateness_seconds",
+                          "How late a start came after its slot, once work was waiting.",
+                          json_object_get(fig, "lateness_s"), exit_lateness_bounds_s,
+                          EXIT_LATENESS_BUCKETS);
+                histogram(&b, "tollgate_operation_attempts",
+                          "POSTs an operation had made when the exit closed it.",
+                          json_object_get(fig, "attempts"), exit_attempts_bounds,
+                          EXIT_ATTEMPTS_BUCKETS);
+        }
+        json_decref(fig);
+        free(s.sample);
+        if (b.failed) {
+                free(b.p);
+                return TG_ENOMEM;
+        }
+        return http_response_take(res, 200, PROM_TYPE, b.p, b.len);
+}
+
+/* ---- /v1/stats ---------------------------------------------------------------------- */
+
+struct series {
+        json_t *points;
+};
+
+static int add_point(const struct exit_sample *s, void *userdata)
+{
+        struct series *se = userdata;
+        json_t *p =
+            json_pack("{s:I, s:i, s:i, s:i, s:i, s:o, s:b}", "at", (json_int_t)s->at, "starts",
+                      (int)s->starts, "call_ends", (int)s->call_ends, "op_closes",
+                      (int)s->op_closes, "in_flight", (int)s->in_flight, "oldest_age_s",
+                      s->oldest_open_accepted_at == TG_WALL_NEVER
+                          ? json_real(0.0)
+                          : json_real((double)(s->at - s->oldest_open_accepted_at) / 1000.0),
+                      "held", s->held);
+        if (!p || json_array_append_new(se->points, p) < 0)
+                return TG_ENOMEM;
+        return 0;
+}
+
+int api_get_stats(struct api *api, const struct http_request *req, struct http_response *res,
+                  const char *rid)
+{
+        struct snapshot s;
+        struct series se = {0};
+        struct api_admission_cache adm;
+        struct admission_decision d;
+        json_t *backlog, *root, *fig;
+        int64_t minutes = 0;
+        int r;
+
+        if (api_int_arg(req, "minutes", api->cfg.stats_series_minutes, 1, 60, &minutes) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "minutes",
+                                      "must be an integer in [1, 60]");
+        memset(&s, 0, sizeof(s));
+        backlog = NULL;
+        r = snapshot_read(api, &s);
+        if (r < 0) {
+                if (r == TG_ENOMEM)
+                        return r;
+                return api_reply_store_error(res, rid, r);
+        }
+        r = api_admission_figures(api, s.now, &adm);
+        if (r < 0)
+                goto fail;
+        se.points = json_array();
+        backlog = json_object();
+        if (!se.points || !backlog) {
+                r = TG_ENOMEM;
+                goto fail;
+        }
+        /* One point a second for the account: the shares' samples summed. */
+        r = exit_stats_read_seconds(api->store, s.now - minutes * 60 * 1000,
+                                    (unsigned)minutes * 60 + 10, add_point, &se);
+        if (r < 0)
+                goto fail;
+        for (int i = 0; i < OP_STATE_COUNT; i++)
+                json_object_set_new(backlog, op_state_name((enum op_state)i),
+                                    json_integer((json_int_t)s.st.by_state[i]));
+        if (admission_decide(&api->cfg.admission, &adm.fig, &d) < 0)
+                memset(&d, 0, sizeof(d));
+        fig = owner_figures(s.sample, s.fresh);
+        root = json_pack(
+            "{s:I, s:o, s:I, s:f, s:o, s:I, s:I, s:s, "
+            "s:{s:b, s:b, s:o, s:o}, "
+            "s:{s:b, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:b}, "
+            "s:{s:I, s:i, s:o}}",
+            "now", (json_int_t)s.now, "backlog", backlog, "in_flight",
+            (json_int_t)(s.fresh ? s.sample->in_flight : s.st.by_state[OP_IN_FLIGHT]),
+            "oldest_open_age_s", s.oldest_open_s < 0 ? 0.0 : s.oldest_open_s,
+            "oldest_pending_age_s",
+            isnan(s.oldest_pending_s) ? json_null()
+                                      : json_real(s.oldest_pending_s < 0 ? 0 : s.oldest_pending_s),
+            "calls_total", (json_int_t)s.st.calls_total, "owner_epoch", (json_int_t)s.st.epoch,
+            "role", role_name(api), "exit", "owner_alive", s.fresh, "held",
+            s.fresh && s.sample->held, "figures", fig ? fig : json_null(), "sample_at",
+            s.sample->at ? json_integer(s.sample->at) : json_null(), "admission", "enabled",
+            api->cfg.admission.enabled, "max_wait_s",
+            (json_int_t)(api->cfg.admission.max_wait_ms / 1000), "max_backlog",
+            (json_int_t)api->cfg.admission.max_backlog, "window_s",
+            (json_int_t)(api->cfg.admission.window_ms / 1000), "backlog",
+            (json_int_t)adm.fig.backlog, "calls_per_close", d.calls_per_close, "starts_per_second",
+            d.rate, "projected_wait_s", (double)d.projected_ms / 1000.0, "would_admit",
+            d.admit || !api->cfg.admission.enabled, "series", "minutes", (json_int_t)minutes,
+            "step_s", 1, "points", se.points);
+        free(s.sample);
+        return api_reply_json(res, 200, root);
+fail:
+        json_decref(se.points);
+        json_decref(backlog);
+        free(s.sample);
+        if (r == TG_ENOMEM)
+                return r;
+        return api_reply_store_error(res, rid, r);
+}

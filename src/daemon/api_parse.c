@@ -1,0 +1,344 @@
+/*
+ * api_parse — the JSON side of the intake (see the header for the rules),
+ * and the webhook's signature header (the MAC is checked in api_events.c).
+ * Every string a client sends is treated as hostile: lengths come from
+ * jansson (never strlen on client data), and a client-supplied name echoed
+ * in an error is cut at a UTF-8 boundary so the error body stays valid JSON.
+ */
+#include "daemon/api_parse.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/refund_validate.h"
+#include "core/tg_error.h"
+
+static void copy_text(char *dst, size_t size, const char *src, size_t len)
+{
+        if (len >= size) {
+                len = size - 1;
+                /* Do not cut a UTF-8 sequence in half. */
+                while (len > 0 && ((unsigned char)src[len] & 0xc0) == 0x80)
+                        len--;
+        }
+        memcpy(dst, src, len);
+        dst[len] = '\0';
+}
+
+void api_error_set(struct api_error *err, int status, const char *code, const char *field,
+                   const char *message)
+{
+        memset(err, 0, sizeof(*err));
+        err->status = status;
+        copy_text(err->code, sizeof(err->code), code, strlen(code));
+        if (field)
+                copy_text(err->field, sizeof(err->field), field, strlen(field));
+        copy_text(err->message, sizeof(err->message), message, strlen(message));
+        err->retryable = false;
+}
+
+static int invalid(struct api_error *err, int status, const char *code, const char *field,
+                   const char *message)
+{
+        api_error_set(err, status, code, field, message);
+        return TG_EINVAL;
+}
+
+static const char *const known_fields[] = {"operation_id", "payment_id", "amount", "currency"};
+
+/* A string member, with its length. */
+static int get_string(json_t *obj, const char *name, const char **ret_s, size_t *ret_len,
+                      struct api_error *err)
+{
+        json_t *v = json_object_get(obj, name);
+
+        if (!v)
+                return invalid(err, 422, "invalid_field", name, "is required");
+        if (!json_is_string(v))
+                return invalid(err, 422, "invalid_field", name, "must be a string");
+        *ret_s = json_string_value(v);
+        *ret_len = json_string_length(v);
+        return 0;
+}
+
+int api_parse_refund(const char *body, size_t len, struct refund_request *ret_req,
+                     struct api_error *err)
+{
+        struct refund_fields f;
+        struct refund_problem problem;
+        struct refund_request req;
+        json_error_t jerr;
+        const char *key;
+        json_t *root, *value;
+        int r = TG_EINVAL;
+
+        if (!body || len == 0)
+                return invalid(err, 400, "invalid_json", NULL, "the body must be a JSON object");
+        root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root) {
+                if (json_error_code(&jerr) == json_error_numeric_overflow)
+                        return invalid(err, 422, "invalid_field", NULL, "a number is out of range");
+                if (json_error_code(&jerr) == json_error_duplicate_key)
+                        return invalid(err, 400, "invalid_json", NULL,
+                                       "the body has a duplicate key");
+                return invalid(err, 400, "invalid_json", NULL, "the body is not valid JSON");
+        }
+        if (!json_is_object(root)) {
+                invalid(err, 400, "invalid_json", NULL, "the body must be a JSON object");
+                goto out;
+        }
+        json_object_foreach(root, key, value)
+        {
+                bool known = false;
+                (void)value;
+                for (size_t i = 0; i < sizeof(known_fields) / sizeof(known_fields[0]); i++)
+                        known = known || strcmp(key, known_fields[i]) == 0;
+                if (!known) {
+                        /* jansson keys are valid UTF-8 without NUL bytes. */
+                        invalid(err, 422, "unknown_field", NULL,
+                                "this field is not part of a refund request");
+                        copy_text(err->field, sizeof(err->field), key, strlen(key));
+                        goto out;
+                }
+        }
+
+        memset(&f, 0, sizeof(f));
+        if (get_string(root, "operation_id", &f.operation_id, &f.operation_id_len, err) < 0 ||
+            get_string(root, "payment_id", &f.payment_id, &f.payment_id_len, err) < 0)
+                goto out;
+        value = json_object_get(root, "amount");
+        if (!value) {
+                invalid(err, 422, "invalid_field", "amount", "is required");
+                goto out;
+        }
+        /* jansson keeps integers and reals apart: 100.0 and 1e2 are reals. */
+        if (!json_is_integer(value)) {
+                invalid(err, 422, "invalid_field", "amount",
+                        "must be an integer in minor units (no fraction, no exponent)");
+                goto out;
+        }
+        f.amount = (int64_t)json_integer_value(value);
+        if (get_string(root, "currency", &f.currency, &f.currency_len, err) < 0)
+                goto out;
+        if (refund_validate(&f, &problem) < 0) {
+                invalid(err, 422, "invalid_field", problem.field, problem.message);
+                goto out;
+        }
+
+        /* Lengths were checked by refund_validate against these buffers. */
+        memset(&req, 0, sizeof(req));
+        memcpy(req.operation_id, f.operation_id, f.operation_id_len);
+        memcpy(req.payment_id, f.payment_id, f.payment_id_len);
+        req.amount = f.amount;
+        memcpy(req.currency, f.currency, f.currency_len);
+        *ret_req = req;
+        r = 0;
+out:
+        json_decref(root);
+        return r;
+}
+
+int api_error_json(const struct api_error *err, const char *request_id, char **ret_body,
+                   size_t *ret_len)
+{
+        json_t *root;
+        char *text;
+
+        root =
+            json_pack("{s:{s:s, s:s, s:o, s:b}, s:s?}", "error", "code", err->code, "message",
+                      err->message, "field", err->field[0] ? json_string(err->field) : json_null(),
+                      "retryable", err->retryable, "request_id", request_id);
+        if (!root)
+                return TG_ENOMEM;
+        text = json_dumps(root, JSON_COMPACT);
+        json_decref(root);
+        if (!text)
+                return TG_ENOMEM;
+        *ret_body = text;
+        *ret_len = strlen(text);
+        return 0;
+}
+
+/* ---- operator actions and provider events -------------------------------------- */
+
+/* One JSON object with no duplicate key; 400 otherwise. */
+static int load_object(const char *body, size_t len, json_t **ret_root, struct api_error *err)
+{
+        json_error_t jerr;
+        json_t *root;
+
+        if (!body || len == 0)
+                return invalid(err, 400, "invalid_json", NULL, "the body must be a JSON object");
+        root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+        if (!root) {
+                if (json_error_code(&jerr) == json_error_duplicate_key)
+                        return invalid(err, 400, "invalid_json", NULL,
+                                       "the body has a duplicate key");
+                return invalid(err, 400, "invalid_json", NULL, "the body is not valid JSON");
+        }
+        if (!json_is_object(root)) {
+                json_decref(root);
+                return invalid(err, 400, "invalid_json", NULL, "the body must be a JSON object");
+        }
+        *ret_root = root;
+        return 0;
+}
+
+static int only_known(json_t *root, const char *const *known, size_t n, struct api_error *err)
+{
+        const char *key;
+        json_t *value;
+
+        json_object_foreach(root, key, value)
+        {
+                bool ok = false;
+                (void)value;
+                for (size_t i = 0; i < n; i++)
+                        ok = ok || strcmp(key, known[i]) == 0;
+                if (!ok) {
+                        invalid(err, 422, "unknown_field", NULL, "this field is not known here");
+                        copy_text(err->field, sizeof(err->field), key, strlen(key));
+                        return TG_EINVAL;
+                }
+        }
+        return 0;
+}
+
+/* A required operator text: 1..API_TEXT_MAX bytes, no control characters. */
+static int get_text(json_t *root, const char *name, char *dst, size_t size, struct api_error *err)
+{
+        const char *s;
+        size_t len;
+
+        if (get_string(root, name, &s, &len, err) < 0)
+                return TG_EINVAL;
+        if (len == 0 || len > API_TEXT_MAX)
+                return invalid(err, 422, "invalid_field", name, "must be 1 to 200 bytes");
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (c < 0x20 || c == 0x7f)
+                        return invalid(err, 422, "invalid_field", name,
+                                       "must not contain control characters");
+        }
+        copy_text(dst, size, s, len);
+        return 0;
+}
+
+int api_parse_operator_action(const char *body, size_t len, bool want_outcome,
+                              struct operator_action *ret_action, struct api_error *err)
+{
+        static const char *const resend_fields[] = {"operator", "reason"};
+        static const char *const resolve_fields[] = {"operator", "reason", "outcome"};
+        struct operator_action a;
+        json_t *root = NULL;
+        int r = load_object(body, len, &root, err);
+
+        if (r < 0)
+                return r;
+        memset(&a, 0, sizeof(a));
+        r = want_outcome ? only_known(root, resolve_fields, 3, err)
+                         : only_known(root, resend_fields, 2, err);
+        if (r == 0)
+                r = get_text(root, "operator", a.operator_name, sizeof(a.operator_name), err);
+        if (r == 0)
+                r = get_text(root, "reason", a.reason, sizeof(a.reason), err);
+        if (r == 0 && want_outcome) {
+                const char *o;
+                size_t olen;
+                r = get_string(root, "outcome", &o, &olen, err);
+                if (r == 0 && olen == 9 && memcmp(o, "succeeded", 9) == 0)
+                        a.outcome = OP_SUCCEEDED;
+                else if (r == 0 && olen == 6 && memcmp(o, "failed", 6) == 0)
+                        a.outcome = OP_REJECTED;
+                else if (r == 0)
+                        r = invalid(err, 422, "invalid_field", "outcome",
+                                    "must be \"succeeded\" or \"failed\"");
+        }
+        json_decref(root);
+        if (r == 0)
+                *ret_action = a;
+        return r;
+}
+
+int api_parse_provider_event(const char *body, size_t len, struct provider_event *ret_event,
+                             struct api_error *err)
+{
+        struct provider_event ev;
+        const char *s;
+        size_t slen;
+        json_t *root = NULL, *v;
+        int r = load_object(body, len, &root, err);
+
+        if (r < 0)
+                return r;
+        memset(&ev, 0, sizeof(ev));
+        r = get_string(root, "operation_id", &s, &slen, err);
+        if (r == 0 && refund_validate_operation_id(s, slen, NULL) < 0)
+                r = invalid(err, 422, "invalid_field", "operation_id",
+                            "is not a valid operation id");
+        if (r == 0)
+                copy_text(ev.operation_id, sizeof(ev.operation_id), s, slen);
+        if (r == 0)
+                r = get_string(root, "status", &s, &slen, err);
+        if (r == 0 && slen == 9 && memcmp(s, "succeeded", 9) == 0)
+                ev.outcome = OP_SUCCEEDED;
+        else if (r == 0 && slen == 6 && memcmp(s, "failed", 6) == 0)
+                ev.outcome = OP_REJECTED;
+        else if (r == 0)
+                r = invalid(err, 422, "invalid_field", "status",
+                            "must be \"succeeded\" or \"failed\"");
+        v = r == 0 ? json_object_get(root, "refund_id") : NULL;
+        if (v && !json_is_null(v)) {
+                if (!json_is_string(v) || json_string_length(v) >= sizeof(ev.refund_id))
+                        r = invalid(err, 422, "invalid_field", "refund_id",
+                                    "must be a string of at most 127 bytes");
+                for (size_t i = 0; r == 0 && i < json_string_length(v); i++) {
+                        unsigned char c = (unsigned char)json_string_value(v)[i];
+                        if (c <= 0x20 || c >= 0x7f)
+                                r = invalid(err, 422, "invalid_field", "refund_id",
+                                            "must be printable ASCII");
+                }
+                if (r == 0)
+                        copy_text(ev.refund_id, sizeof(ev.refund_id), json_string_value(v),
+                                  json_string_length(v));
+        }
+        json_decref(root);
+        if (r == 0)
+                *ret_event = ev;
+        return r;
+}
+
+/* ---- the webhook signature header ------------------------------------------------- */
+
+static int hex_value(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int api_parse_signature(const char *header, unsigned char ret_mac[API_MAC_LEN])
+{
+        static const char prefix[] = "sha256=";
+        unsigned char mac[API_MAC_LEN];
+        const char *h = header;
+
+        if (!h || strncmp(h, prefix, sizeof(prefix) - 1) != 0)
+                return TG_EPARSE;
+        h += sizeof(prefix) - 1;
+        if (strnlen(h, 2 * API_MAC_LEN + 1) != 2 * API_MAC_LEN)
+                return TG_EPARSE;
+        for (size_t i = 0; i < API_MAC_LEN; i++) {
+                int hi = hex_value(h[2 * i]), lo = hex_value(h[2 * i + 1]);
+                if (hi < 0 || lo < 0)
+                        return TG_EPARSE;
+                mac[i] = (unsigned char)(hi << 4 | lo);
+        }
+        memcpy(ret_mac, mac, sizeof(mac));
+        return 0;
+}

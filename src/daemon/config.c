@@ -1,0 +1,844 @@
+/*
+ * config — loads tollgate's INI file (inih) over the defaults and validates
+ * it. The table `keys` below is the whole schema: every section.key, its type
+ * and its range; a key that is not in it, or a section with no keys in it,
+ * is an error naming it. Numbers are read with strtoll/strtod and must use
+ * the whole value and sit inside the range; an error names the key, the
+ * problem and the line ("exit.starts_per_second: must be a number in
+ * (0, 1e+09], got \"fast\" (line 12)").
+ *
+ * Invariants:
+ *   - the caller's struct is written only when the whole file is valid
+ *     (everything is built in a private copy first);
+ *   - secrets (api.token_file, provider.webhook_secret_file contents) are
+ *     read only from the files named here and never appear in a message;
+ *   - a relative sqlite:// path is kept as written, so it is relative to the
+ *     current directory of the process, not to the config file;
+ *   - a non-loopback api.listen requires api.token_file.
+ *
+ * Limits: inih reads lines into a buffer of ini_max_line (200) bytes; a longer
+ * line is refused with its line number rather than cut. A key set twice is an
+ * error, except the repeatable classify.rule.
+ */
+#include "daemon/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/backoff.h"
+#include "core/tg_error.h"
+#include "store/store.h" /* STORE_SHARES_MAX */
+
+#define MAX_DURATION_S  (366LL * 24 * 3600)
+#define MAX_DURATION_MS (MAX_DURATION_S * 1000)
+#define SECRET_FILE_MAX 4096 /* bytes read from a secret file at most */
+#define VALUE_QUOTE_MAX 64   /* bytes of a bad value quoted in a message */
+
+enum key_type {
+        KEY_STRING, /* char[size] */
+        KEY_I64,    /* int64_t, value * scale */
+        KEY_UINT,   /* unsigned */
+        KEY_SIZE,   /* size_t */
+        KEY_DOUBLE, /* double */
+        KEY_BOOL,   /* bool: true/false, yes/no, on/off, 1/0 */
+        KEY_CUSTOM, /* handled by a function */
+};
+
+struct load;
+
+struct key_def {
+        const char *section;
+        const char *name;
+        enum key_type type;
+        size_t offset;   /* into struct tg_config */
+        size_t size;     /* KEY_STRING: the buffer size */
+        int64_t lo, hi;  /* integer range, as written in the file */
+        int64_t scale;   /* KEY_I64: stored value = written value * scale */
+        double dlo, dhi; /* KEY_DOUBLE: range; dlo excluded when dlo_open */
+        bool dlo_open;
+        int (*custom)(struct load *load, const struct key_def *key, const char *value);
+};
+
+/* The state of one load, passed to the inih handler. */
+struct load {
+        struct tg_config config;
+        bool seen[128]; /* by index into keys[]: a key may be set once */
+        bool failed;
+        int err_line;  /* line of the first error */
+        char err[512]; /* the first error */
+        FILE *file;
+        int line; /* lines read so far: the handler runs for the last one */
+};
+
+#define OFF(member) offsetof(struct tg_config, member)
+
+static int set_listen(struct load *load, const struct key_def *key, const char *value);
+static int set_token_file(struct load *load, const struct key_def *key, const char *value);
+static int set_webhook_file(struct load *load, const struct key_def *key, const char *value);
+static int set_store_url(struct load *load, const struct key_def *key, const char *value);
+static int set_base_url(struct load *load, const struct key_def *key, const char *value);
+static int set_path(struct load *load, const struct key_def *key, const char *value);
+static int set_header_name(struct load *load, const struct key_def *key, const char *value);
+static int set_jitter(struct load *load, const struct key_def *key, const char *value);
+static int set_rule(struct load *load, const struct key_def *key, const char *value);
+static int set_log_level(struct load *load, const struct key_def *key, const char *value);
+
+#define SIZEOF(member) sizeof(((struct tg_config *)0)->member)
+#define INT_KEY(sec, key, t, member, min, max, mult)                                               \
+        {                                                                                          \
+                .section = sec, .name = key, .type = t, .offset = OFF(member), .lo = min,          \
+                .hi = max, .scale = mult                                                           \
+        }
+#define DOUBLE_KEY(sec, key, member, min, max, open)                                               \
+        {                                                                                          \
+                .section = sec, .name = key, .type = KEY_DOUBLE, .offset = OFF(member),            \
+                .dlo = min, .dhi = max, .dlo_open = open                                           \
+        }
+#define STRING_KEY(sec, key, member, fn)                                                           \
+        {                                                                                          \
+                .section = sec, .name = key, .type = KEY_CUSTOM, .offset = OFF(member),            \
+                .size = SIZEOF(member), .custom = fn                                               \
+        }
+#define BOOL_KEY(sec, key, member)                                                                 \
+        {                                                                                          \
+                .section = sec, .name = key, .type = KEY_BOOL, .offset = OFF(member)               \
+        }
+#define CUSTOM_KEY(sec, key, fn)                                                                   \
+        {                                                                                          \
+                .section = sec, .name = key, .type = KEY_CUSTOM, .custom = fn                      \
+        }
+
+static const struct key_def keys[] = {
+    CUSTOM_KEY("store", "url", set_store_url),
+
+    CUSTOM_KEY("api", "listen", set_listen),
+    CUSTOM_KEY("api", "token_file", set_token_file),
+    INT_KEY("api", "max_body_bytes", KEY_SIZE, api_max_body_bytes, 64, 16 * 1024 * 1024, 1),
+    INT_KEY("api", "max_connections", KEY_UINT, api_max_connections, 1, 100000, 1),
+    INT_KEY("api", "connection_timeout_s", KEY_UINT, api_connection_timeout_s, 1, 3600, 1),
+    BOOL_KEY("api", "metrics_need_token", api_metrics_need_token),
+
+    STRING_KEY("provider", "base_url", provider_base_url, set_base_url),
+    STRING_KEY("provider", "refunds_path", provider_refunds_path, set_path),
+    STRING_KEY("provider", "query_path", provider_query_path, set_path),
+    STRING_KEY("provider", "key_header", provider_key_header, set_header_name),
+    STRING_KEY("provider", "request_id_header", provider_request_id_header, set_header_name),
+    STRING_KEY("provider", "attempt_header", provider_attempt_header, set_header_name),
+    INT_KEY("provider", "connect_timeout_ms", KEY_I64, provider_connect_timeout_ms, 1, 600000, 1),
+    INT_KEY("provider", "timeout_ms", KEY_I64, provider_timeout_ms, 1, 3600000, 1),
+    INT_KEY("provider", "max_response_bytes", KEY_SIZE, provider_max_response_bytes, 1024,
+            64 * 1024 * 1024, 1),
+    CUSTOM_KEY("provider", "webhook_secret_file", set_webhook_file),
+    BOOL_KEY("provider", "reuse_connections", provider_reuse_connections),
+
+    DOUBLE_KEY("exit", "starts_per_second", exit.starts_per_second, 0, 1e9, true),
+    INT_KEY("exit", "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1),
+    DOUBLE_KEY("exit", "query_starts_per_second", exit_query_starts_per_second, 0, 1e9, false),
+    INT_KEY("exit", "shares", KEY_UINT, exit_shares, 1, STORE_SHARES_MAX, 1),
+    INT_KEY("exit", "timeout_run_hold", KEY_UINT, exit_timeout_run_hold, 0, 100000, 1),
+    INT_KEY("exit", "timeout_hold_ms", KEY_I64, exit_timeout_hold_ms, 0, MAX_DURATION_MS, 1),
+    INT_KEY("exit", "default_hold_ms", KEY_I64, exit_default_hold_ms, 0, MAX_DURATION_MS, 1),
+
+    INT_KEY("retry", "max_attempts", KEY_UINT, policy.max_attempts, 1, 1000, 1),
+    INT_KEY("retry", "deadline_s", KEY_I64, policy.deadline_ms, 1, MAX_DURATION_S, 1000),
+    INT_KEY("retry", "max_queries", KEY_UINT, policy.max_queries, 0, 100000, 1),
+    INT_KEY("retry", "query_interval_ms", KEY_I64, policy.query_interval_ms, 1, MAX_DURATION_MS, 1),
+    INT_KEY("retry", "key_retention_s", KEY_I64, policy.key_retention_ms, 1, MAX_DURATION_S, 1000),
+    INT_KEY("retry", "backoff_base_ms", KEY_I64, policy.backoff.base_ms, 1, MAX_DURATION_MS, 1),
+    DOUBLE_KEY("retry", "backoff_factor", policy.backoff.factor, 1, 100, false),
+    INT_KEY("retry", "backoff_min_ms", KEY_I64, policy.backoff.min_ms, 0, MAX_DURATION_MS, 1),
+    INT_KEY("retry", "backoff_cap_ms", KEY_I64, policy.backoff.cap_ms, 1, MAX_DURATION_MS, 1),
+    CUSTOM_KEY("retry", "jitter", set_jitter),
+    INT_KEY("retry", "retry_after_cap_s", KEY_I64, retry_after_cap_ms, 0, MAX_DURATION_S, 1000),
+
+    CUSTOM_KEY("classify", "rule", set_rule),
+
+    BOOL_KEY("admission", "enabled", admission.enabled),
+    INT_KEY("admission", "max_wait_s", KEY_I64, admission.max_wait_ms, 1, MAX_DURATION_S, 1000),
+    INT_KEY("admission", "max_backlog", KEY_I64, admission.max_backlog, 1, 1000000000000LL, 1),
+    INT_KEY("admission", "window_s", KEY_I64, admission.window_ms, 5, 3600, 1000),
+
+    INT_KEY("stats", "series_minutes", KEY_UINT, stats_series_minutes, 1, 60, 1),
+
+    CUSTOM_KEY("log", "level", set_log_level),
+};
+
+_Static_assert(sizeof(keys) / sizeof(keys[0]) <= 128, "struct load.seen is too small");
+
+void config_defaults(struct tg_config *ret_config)
+{
+        struct tg_config *c = ret_config;
+
+        memset(c, 0, sizeof(*c));
+        snprintf(c->store_url, sizeof(c->store_url), "%s", "sqlite://tollgate.db");
+
+        snprintf(c->api_listen_host, sizeof(c->api_listen_host), "%s", "127.0.0.1");
+        c->api_listen_port = 8080;
+        c->api_max_body_bytes = 16384;
+        c->api_max_connections = 256;
+        c->api_connection_timeout_s = 10;
+        c->api_metrics_need_token = false;
+
+        snprintf(c->provider_base_url, sizeof(c->provider_base_url), "%s", "http://127.0.0.1:9090");
+        snprintf(c->provider_refunds_path, sizeof(c->provider_refunds_path), "%s", "/v1/refunds");
+        snprintf(c->provider_query_path, sizeof(c->provider_query_path), "%s",
+                 "/v1/refunds/{operation_id}");
+        snprintf(c->provider_key_header, sizeof(c->provider_key_header), "%s", "Idempotency-Key");
+        snprintf(c->provider_request_id_header, sizeof(c->provider_request_id_header), "%s",
+                 "X-Request-Id");
+        snprintf(c->provider_attempt_header, sizeof(c->provider_attempt_header), "%s", "X-Attempt");
+        c->provider_connect_timeout_ms = 1000;
+        c->provider_timeout_ms = 3000;
+        c->provider_max_response_bytes = 65536;
+        /* A fresh connection per call: libcurl re-sends a request on a reused
+         * connection that turns out dead (DESIGN.md, transport boundary). */
+        c->provider_reuse_connections = false;
+
+        c->exit.starts_per_second = 5.0;
+        c->exit.max_in_flight = 10;
+        c->exit_query_starts_per_second = 0.0;
+        c->exit_shares = 1;
+        c->exit_timeout_run_hold = 5;
+        c->exit_timeout_hold_ms = 1000;
+        c->exit_default_hold_ms = 1000;
+
+        policy_config_default(&c->policy);
+        c->retry_after_cap_ms = 3600LL * 1000;
+
+        c->rule_count = 0;
+        admission_config_default(&c->admission);
+        c->stats_series_minutes = 15;
+        snprintf(c->log_level, sizeof(c->log_level), "%s", "info");
+}
+
+/* ---- messages ------------------------------------------------------------ */
+
+/* Records the first error as "section.key: problem". Later errors are
+ * dropped: inih keeps parsing after a failed line, and the first one is the
+ * one the operator needs. Always returns 0 (the inih "failed" value). */
+static int key_error(struct load *load, const struct key_def *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int key_error(struct load *load, const struct key_def *key, const char *fmt, ...)
+{
+        va_list ap;
+        int n;
+
+        if (load->failed)
+                return 0;
+        load->failed = true;
+        load->err_line = load->line;
+        n = snprintf(load->err, sizeof(load->err), "%s.%s: ", key->section, key->name);
+        if (n < 0 || (size_t)n >= sizeof(load->err))
+                return 0;
+        va_start(ap, fmt);
+        vsnprintf(load->err + n, sizeof(load->err) - (size_t)n, fmt, ap);
+        va_end(ap);
+        return 0;
+}
+
+/* A bounded, printable copy of a value for a message: control bytes become
+ * '?', and long values are cut with "...". */
+static const char *quote(const char *value, char *buf, size_t size)
+{
+        size_t n = 0;
+
+        for (; value[n] && n + 4 < size && n < VALUE_QUOTE_MAX; n++) {
+                unsigned char c = (unsigned char)value[n];
+                buf[n] = (c < 0x20 || c == 0x7f || c == '"') ? '?' : (char)c;
+        }
+        buf[n] = '\0';
+        if (value[n] && n + 4 <= size)
+                snprintf(buf + n, size - n, "...");
+        return buf;
+}
+
+/* ---- typed values -------------------------------------------------------- */
+
+/* A whole-string base-10 integer. No leading space (inih strips it), no
+ * trailing junk, no overflow. */
+static int parse_i64(const char *value, int64_t *ret)
+{
+        char *end = NULL;
+        long long v;
+
+        if (value[0] == '\0' || value[0] == ' ' || value[0] == '\t')
+                return TG_EPARSE;
+        errno = 0;
+        v = strtoll(value, &end, 10);
+        if (errno == ERANGE)
+                return TG_ERANGE;
+        if (errno != 0 || end == value || *end != '\0')
+                return TG_EPARSE;
+        *ret = (int64_t)v;
+        return 0;
+}
+
+static int parse_double(const char *value, double *ret)
+{
+        char *end = NULL;
+        double v;
+
+        if (value[0] == '\0' || value[0] == ' ' || value[0] == '\t')
+                return TG_EPARSE;
+        errno = 0;
+        v = strtod(value, &end);
+        if (end == value || *end != '\0' || !isfinite(v))
+                return TG_EPARSE;
+        if (errno == ERANGE)
+                return TG_ERANGE;
+        *ret = v;
+        return 0;
+}
+
+static int parse_bool(const char *value, bool *ret)
+{
+        static const char *const yes[] = {"true", "yes", "on", "1"};
+        static const char *const no[] = {"false", "no", "off", "0"};
+
+        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+                if (strcasecmp(value, yes[i]) == 0) {
+                        *ret = true;
+                        return 0;
+                }
+                if (strcasecmp(value, no[i]) == 0) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return TG_EPARSE;
+}
+
+static int set_integer(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        int64_t v = 0;
+        void *dst = (char *)&load->config + key->offset;
+
+        if (parse_i64(value, &v) < 0 || v < key->lo || v > key->hi)
+                return key_error(load, key, "must be an integer in [%lld, %lld], got \"%s\"",
+                                 (long long)key->lo, (long long)key->hi,
+                                 quote(value, q, sizeof(q)));
+        switch (key->type) {
+        case KEY_I64: {
+                /* The range keeps v * scale far inside int64_t. */
+                int64_t stored = v * key->scale;
+                memcpy(dst, &stored, sizeof(stored));
+                break;
+        }
+        case KEY_UINT: {
+                unsigned stored = (unsigned)v;
+                memcpy(dst, &stored, sizeof(stored));
+                break;
+        }
+        case KEY_SIZE: {
+                size_t stored = (size_t)v;
+                memcpy(dst, &stored, sizeof(stored));
+                break;
+        }
+        default:
+                return key_error(load, key, "internal: not an integer key");
+        }
+        return 1;
+}
+
+static int set_double(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        double v = 0;
+        bool low_ok;
+
+        if (parse_double(value, &v) < 0)
+                return key_error(load, key, "must be a number in %c%g, %g], got \"%s\"",
+                                 key->dlo_open ? '(' : '[', key->dlo, key->dhi,
+                                 quote(value, q, sizeof(q)));
+        low_ok = key->dlo_open ? v > key->dlo : v >= key->dlo;
+        if (!low_ok || v > key->dhi)
+                return key_error(load, key, "must be a number in %c%g, %g], got \"%s\"",
+                                 key->dlo_open ? '(' : '[', key->dlo, key->dhi,
+                                 quote(value, q, sizeof(q)));
+        memcpy((char *)&load->config + key->offset, &v, sizeof(v));
+        return 1;
+}
+
+/* Copies value into a char[size] field of the config; too long is an
+ * error, never a silent cut. */
+static int set_string_at(struct load *load, const struct key_def *key, char *dst, size_t size,
+                         const char *value)
+{
+        size_t len = strlen(value);
+
+        if (len >= size)
+                return key_error(load, key, "too long (at most %zu bytes)", size - 1);
+        memcpy(dst, value, len + 1);
+        return 1;
+}
+
+static int set_store_url(struct load *load, const struct key_def *key, const char *value)
+{
+        if (strncmp(value, "sqlite://", 9) == 0) {
+                if (value[9] == '\0')
+                        return key_error(load, key, "sqlite:// needs a file path");
+        } else if (strncmp(value, "mysql://", 8) == 0) {
+                if (value[8] == '\0')
+                        return key_error(load, key, "mysql:// needs user:pass@host:port/db");
+        } else {
+                /* Not quoted: a mysql url without the scheme could still
+                 * carry a password. */
+                return key_error(load, key, "must start with sqlite:// or mysql://");
+        }
+        return set_string_at(load, key, load->config.store_url, sizeof(load->config.store_url),
+                             value);
+}
+
+/* host:port, [v6]:port. The port may be 0 (any free port, for tests). */
+static int set_listen(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        char host[sizeof(load->config.api_listen_host)];
+        const char *colon;
+        const char *hstart = value;
+        size_t hlen;
+        int64_t port = 0;
+
+        if (value[0] == '[') {
+                const char *close = strchr(value, ']');
+                if (!close || close[1] != ':')
+                        goto bad;
+                hstart = value + 1;
+                hlen = (size_t)(close - hstart);
+                colon = close + 1;
+        } else {
+                colon = strrchr(value, ':');
+                if (!colon || memchr(value, ':', (size_t)(colon - value)))
+                        goto bad; /* no port, or an unbracketed IPv6 address */
+                hlen = (size_t)(colon - value);
+        }
+        if (hlen == 0 || hlen >= sizeof(host))
+                goto bad;
+        memcpy(host, hstart, hlen);
+        host[hlen] = '\0';
+        for (size_t i = 0; i < hlen; i++) {
+                unsigned char c = (unsigned char)host[i];
+                if (c <= 0x20 || c >= 0x7f || c == '/' || c == '[' || c == ']')
+                        goto bad;
+        }
+        if (parse_i64(colon + 1, &port) < 0 || port < 0 || port > 65535)
+                return key_error(load, key, "port must be an integer in [0, 65535], got \"%s\"",
+                                 quote(value, q, sizeof(q)));
+        memcpy(load->config.api_listen_host, host, hlen + 1);
+        load->config.api_listen_port = (int)port;
+        return 1;
+bad:
+        return key_error(load, key, "must be host:port or [ipv6]:port, got \"%s\"",
+                         quote(value, q, sizeof(q)));
+}
+
+/* Reads a secret from path into dst[size]: trailing CR/LF/space/tab are
+ * trimmed, and what is left must be non-empty printable ASCII without
+ * spaces (it travels in an HTTP header). Never quotes the contents. */
+static int read_secret(struct load *load, const struct key_def *key, const char *path, char *dst,
+                       size_t size)
+{
+        char buf[SECRET_FILE_MAX + 1];
+        size_t n;
+        FILE *f;
+
+        if (path[0] == '\0')
+                return key_error(load, key, "must name a file");
+        f = fopen(path, "rb");
+        if (!f)
+                return key_error(load, key, "cannot read %s: %s", path, strerror(errno));
+        n = fread(buf, 1, sizeof(buf), f);
+        if (ferror(f)) {
+                int e = errno;
+                fclose(f);
+                return key_error(load, key, "cannot read %s: %s", path, strerror(e));
+        }
+        fclose(f);
+        if (n > SECRET_FILE_MAX)
+                return key_error(load, key, "%s: file too large for a secret", path);
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
+                         buf[n - 1] == '\t'))
+                n--;
+        if (n == 0)
+                return key_error(load, key, "%s is empty", path);
+        if (n >= size)
+                return key_error(load, key, "%s: secret longer than %zu bytes", path, size - 1);
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)buf[i];
+                if (c < 0x21 || c > 0x7e)
+                        return key_error(load, key,
+                                         "%s: secret must be printable ASCII without spaces", path);
+        }
+        memcpy(dst, buf, n);
+        dst[n] = '\0';
+        /* Wipe the stack copy: it is a secret. */
+        explicit_bzero(buf, sizeof(buf));
+        return 1;
+}
+
+static int set_token_file(struct load *load, const struct key_def *key, const char *value)
+{
+        struct tg_config *c = &load->config;
+
+        if (set_string_at(load, key, c->api_token_file, sizeof(c->api_token_file), value) == 0)
+                return 0;
+        return read_secret(load, key, value, c->api_token, sizeof(c->api_token));
+}
+
+static int set_webhook_file(struct load *load, const struct key_def *key, const char *value)
+{
+        struct tg_config *c = &load->config;
+
+        if (set_string_at(load, key, c->provider_webhook_secret_file,
+                          sizeof(c->provider_webhook_secret_file), value) == 0)
+                return 0;
+        return read_secret(load, key, value, c->provider_webhook_secret,
+                           sizeof(c->provider_webhook_secret));
+}
+
+static int set_base_url(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        const char *rest;
+
+        if (strncmp(value, "http://", 7) == 0)
+                rest = value + 7;
+        else if (strncmp(value, "https://", 8) == 0)
+                rest = value + 8;
+        else
+                return key_error(load, key, "must start with http:// or https://, got \"%s\"",
+                                 quote(value, q, sizeof(q)));
+        if (rest[0] == '\0' || rest[0] == '/')
+                return key_error(load, key, "needs a host, got \"%s\"", quote(value, q, sizeof(q)));
+        for (const char *p = value; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c <= 0x20 || c >= 0x7f)
+                        return key_error(load, key, "must not contain spaces or control bytes");
+        }
+        return set_string_at(load, key, (char *)&load->config + key->offset, key->size, value);
+}
+
+static int set_path(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+
+        if (value[0] != '/')
+                return key_error(load, key, "must start with /, got \"%s\"",
+                                 quote(value, q, sizeof(q)));
+        for (const char *p = value; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c <= 0x20 || c >= 0x7f)
+                        return key_error(load, key, "must not contain spaces or control bytes");
+        }
+        if (strcmp(key->name, "query_path") == 0 && !strstr(value, "{operation_id}"))
+                return key_error(load, key, "must contain {operation_id}, got \"%s\"",
+                                 quote(value, q, sizeof(q)));
+        return set_string_at(load, key, (char *)&load->config + key->offset, key->size, value);
+}
+
+/* An HTTP header name: an RFC 9110 token. */
+static int set_header_name(struct load *load, const struct key_def *key, const char *value)
+{
+        static const char extra[] = "!#$%&'*+-.^_`|~";
+        char q[VALUE_QUOTE_MAX + 8];
+
+        if (value[0] == '\0')
+                return key_error(load, key, "must not be empty");
+        for (const char *p = value; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                          (c >= '0' && c <= '9') || (c != '\0' && strchr(extra, c));
+                if (!ok)
+                        return key_error(load, key, "not a valid HTTP header name: \"%s\"",
+                                         quote(value, q, sizeof(q)));
+        }
+        return set_string_at(load, key, (char *)&load->config + key->offset, key->size, value);
+}
+
+static int set_jitter(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        enum backoff_jitter jitter;
+
+        if (backoff_jitter_parse(value, &jitter) < 0)
+                return key_error(load, key, "must be none, full, equal or decorrelated, got \"%s\"",
+                                 quote(value, q, sizeof(q)));
+        load->config.policy.backoff.jitter = jitter;
+        return 1;
+}
+
+static int set_rule(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        struct classify_rule rule;
+
+        if (load->config.rule_count >= TG_CONFIG_MAX_RULES)
+                return key_error(load, key, "at most %d rules", TG_CONFIG_MAX_RULES);
+        if (classify_rule_parse(value, &rule) < 0)
+                return key_error(load, key,
+                                 "must be \"<post|query> <status>[-<status>] [code=...] "
+                                 "[status=...] => <class>\", got \"%s\"",
+                                 quote(value, q, sizeof(q)));
+        load->config.rules[load->config.rule_count++] = rule;
+        return 1;
+}
+
+static int set_log_level(struct load *load, const struct key_def *key, const char *value)
+{
+        static const char *const levels[] = {"debug", "info", "warn", "error"};
+        char q[VALUE_QUOTE_MAX + 8];
+
+        for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+                if (strcmp(value, levels[i]) == 0) {
+                        snprintf(load->config.log_level, sizeof(load->config.log_level), "%s",
+                                 levels[i]);
+                        return 1;
+                }
+        }
+        return key_error(load, key, "must be debug, info, warn or error, got \"%s\"",
+                         quote(value, q, sizeof(q)));
+}
+
+/* ---- the inih handler ---------------------------------------------------- */
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+        struct load *load = user;
+        struct key_def unknown = {.section = section, .name = name, .type = KEY_CUSTOM};
+        bool section_known = false;
+
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                const struct key_def *key = &keys[i];
+                if (strcmp(key->section, section) != 0)
+                        continue;
+                section_known = true;
+                if (strcmp(key->name, name) != 0)
+                        continue;
+                if (load->seen[i] && key->custom != set_rule)
+                        return key_error(load, key, "set more than once");
+                load->seen[i] = true;
+                switch (key->type) {
+                case KEY_STRING:
+                        return set_string_at(load, key, (char *)&load->config + key->offset,
+                                             key->size, value);
+                case KEY_I64:
+                case KEY_UINT:
+                case KEY_SIZE:
+                        return set_integer(load, key, value);
+                case KEY_DOUBLE:
+                        return set_double(load, key, value);
+                case KEY_BOOL: {
+                        char q[VALUE_QUOTE_MAX + 8];
+                        bool b;
+                        if (parse_bool(value, &b) < 0)
+                                return key_error(load, key, "must be true or false, got \"%s\"",
+                                                 quote(value, q, sizeof(q)));
+                        memcpy((char *)&load->config + key->offset, &b, sizeof(b));
+                        return 1;
+                }
+                case KEY_CUSTOM:
+                        return key->custom(load, key, value);
+                }
+        }
+        if (section[0] == '\0')
+                return key_error(load, &unknown, "key outside any [section]");
+        if (!section_known)
+                return key_error(load, &unknown, "unknown section [%s]", section);
+        return key_error(load, &unknown, "unknown key");
+}
+
+/* ---- checks across keys --------------------------------------------------- */
+
+static bool is_loopback(const char *host)
+{
+        struct in_addr v4;
+        struct in6_addr v6;
+
+        if (strcasecmp(host, "localhost") == 0)
+                return true;
+        if (inet_pton(AF_INET, host, &v4) == 1)
+                return (ntohl(v4.s_addr) >> 24) == 127;
+        if (inet_pton(AF_INET6, host, &v6) == 1)
+                return IN6_IS_ADDR_LOOPBACK(&v6);
+        return false;
+}
+
+/* Was section.name set in the file? */
+static bool was_set(const struct load *load, const char *section, const char *name)
+{
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
+                        return load->seen[i];
+        }
+        return false;
+}
+
+/* A pair that must keep low <= high is broken: blame the key the operator
+ * wrote (the high one when only it was set, else the low one). */
+static int order_error(struct load *load, const char *section, const char *low, const char *high,
+                       const char *value_text)
+{
+        struct key_def key = {.section = section, .type = KEY_CUSTOM};
+
+        if (was_set(load, section, high) && !was_set(load, section, low)) {
+                key.name = high;
+                return key_error(load, &key, "must be >= %s.%s (%s)", section, low, value_text);
+        }
+        key.name = low;
+        return key_error(load, &key, "must be <= %s.%s (%s)", section, high, value_text);
+}
+
+static int check_all(struct load *load)
+{
+        static const struct key_def token = {.section = "api", .name = "token_file"};
+        static const struct key_def retry = {.section = "retry", .name = "max_attempts"};
+        struct tg_config *c = &load->config;
+        char v[64];
+
+        if (c->api_token[0] == '\0' && !is_loopback(c->api_listen_host))
+                return key_error(load, &token, "required when api.listen is not loopback");
+        if (c->provider_connect_timeout_ms > c->provider_timeout_ms) {
+                bool blame_high = was_set(load, "provider", "timeout_ms") &&
+                                  !was_set(load, "provider", "connect_timeout_ms");
+                snprintf(v, sizeof(v), "%lld",
+                         (long long)(blame_high ? c->provider_connect_timeout_ms
+                                                : c->provider_timeout_ms));
+                return order_error(load, "provider", "connect_timeout_ms", "timeout_ms", v);
+        }
+        if (c->policy.backoff.base_ms > c->policy.backoff.cap_ms) {
+                bool blame_high = was_set(load, "retry", "backoff_cap_ms") &&
+                                  !was_set(load, "retry", "backoff_base_ms");
+                snprintf(
+                    v, sizeof(v), "%lld",
+                    (long long)(blame_high ? c->policy.backoff.base_ms : c->policy.backoff.cap_ms));
+                return order_error(load, "retry", "backoff_base_ms", "backoff_cap_ms", v);
+        }
+        if (c->policy.backoff.min_ms > c->policy.backoff.cap_ms) {
+                bool blame_high = was_set(load, "retry", "backoff_cap_ms") &&
+                                  !was_set(load, "retry", "backoff_min_ms");
+                snprintf(
+                    v, sizeof(v), "%lld",
+                    (long long)(blame_high ? c->policy.backoff.min_ms : c->policy.backoff.cap_ms));
+                return order_error(load, "retry", "backoff_min_ms", "backoff_cap_ms", v);
+        }
+        /* A sub-quota narrows the account total, never adds to it. */
+        if (c->exit_query_starts_per_second > c->exit.starts_per_second) {
+                bool blame_high = was_set(load, "exit", "starts_per_second") &&
+                                  !was_set(load, "exit", "query_starts_per_second");
+                snprintf(v, sizeof(v), "%g",
+                         blame_high ? c->exit_query_starts_per_second : c->exit.starts_per_second);
+                return order_error(load, "exit", "query_starts_per_second", "starts_per_second", v);
+        }
+        /* Each share of the account gets max_in_flight / shares calls open
+         * (at least one, and together no more than the account's). */
+        if (c->exit_shares > c->exit.max_in_flight) {
+                static const struct key_def shares = {.section = "exit", .name = "shares"};
+
+                return key_error(load, &shares,
+                                 "must be <= exit.max_in_flight (%u): each share needs at least "
+                                 "one call in flight of the account's",
+                                 c->exit.max_in_flight);
+        }
+        if (policy_config_check(&c->policy) < 0)
+                return key_error(load, &retry, "the [retry] settings are inconsistent");
+        return 1;
+}
+
+/* The inih reader: fgets that counts lines (so that an error can name its
+ * line) and refuses a line longer than inih's buffer instead of letting inih
+ * read its tail as a line of its own. */
+static char *read_line(char *str, int num, void *stream)
+{
+        struct load *load = stream;
+        char *got = fgets(str, num, load->file);
+        size_t len;
+
+        if (!got)
+                return NULL;
+        load->line++;
+        len = strlen(got);
+        if (len > 0 && got[len - 1] != '\n' && !feof(load->file)) {
+                int c;
+                while ((c = fgetc(load->file)) != EOF && c != '\n')
+                        ;
+                if (!load->failed) {
+                        load->failed = true;
+                        load->err_line = load->line;
+                        snprintf(load->err, sizeof(load->err), "config: line longer than %d bytes",
+                                 num - 2);
+                }
+                /* inih sees an empty line: the error above is what counts. */
+                str[0] = '\n';
+                str[1] = '\0';
+        }
+        return got;
+}
+
+int config_load(const char *path, struct tg_config *ret_config, char *err, size_t err_size)
+{
+        struct load *load;
+        int line;
+        int r = 0;
+
+        if (!path || !ret_config)
+                return TG_EINVAL;
+        /* Heap, not stack: the struct carries 64 rules and several paths. */
+        load = calloc(1, sizeof(*load));
+        if (!load)
+                return TG_ENOMEM;
+        load->file = fopen(path, "r");
+        if (!load->file) {
+                r = -errno;
+                if (err && err_size)
+                        snprintf(err, err_size, "config: cannot open %s: %s", path,
+                                 strerror(errno));
+                free(load);
+                return r;
+        }
+        config_defaults(&load->config);
+        line = ini_parse_stream(read_line, load, on_key, load);
+        if (ferror(load->file) && !load->failed) {
+                load->failed = true;
+                snprintf(load->err, sizeof(load->err), "config: cannot read %s", path);
+        }
+        fclose(load->file);
+        load->file = NULL;
+
+        if (line > 0 && (!load->failed || line < load->err_line)) {
+                /* inih's own refusal (no '=', unclosed '[') came first. */
+                load->err_line = line;
+                snprintf(load->err, sizeof(load->err),
+                         "config: not a [section] or key = value line");
+                load->failed = true;
+        } else if (line < 0 && !load->failed) {
+                load->failed = true;
+                snprintf(load->err, sizeof(load->err), "config: cannot parse %s", path);
+        }
+        if (!load->failed && check_all(load) == 0)
+                load->err_line = 0;
+        if (load->failed) {
+                if (err && err_size) {
+                        if (load->err_line > 0)
+                                snprintf(err, err_size, "%s (line %d)", load->err, load->err_line);
+                        else
+                                snprintf(err, err_size, "%s", load->err);
+                }
+                r = TG_ECONFIG;
+                goto out;
+        }
+        *ret_config = load->config;
+out:
+        /* The copy holds secrets. */
+        explicit_bzero(load, sizeof(*load));
+        free(load);
+        return r;
+}

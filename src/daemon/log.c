@@ -1,0 +1,80 @@
+/*
+ * log — one JSON object a line on stderr. Lines are written with a single
+ * write-sized fputs under a lock so that the API thread and the dispatcher
+ * never interleave inside a line.
+ */
+#include "daemon/log.h"
+#include "platform/clock.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/tg_error.h"
+
+static enum log_level min_level = LOG_INFO;
+static const char *component_name = "tollgate";
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+int log_level_parse(const char *name, enum log_level *ret_level)
+{
+        for (size_t i = 0; i < sizeof(level_names) / sizeof(level_names[0]); i++) {
+                if (strcmp(name, level_names[i]) == 0) {
+                        *ret_level = (enum log_level)i;
+                        return 0;
+                }
+        }
+        return TG_EINVAL;
+}
+
+void log_set_level(enum log_level level)
+{
+        min_level = level;
+}
+
+void log_set_component(const char *component)
+{
+        component_name = component;
+}
+
+void log_emit(enum log_level level, const char *event, json_t *fields)
+{
+        if (level < min_level) {
+                json_decref(fields);
+                return;
+        }
+        json_t *line = json_object();
+        if (!line) {
+                json_decref(fields);
+                return;
+        }
+        tg_wall_ms wall = clock_wall_now();
+        time_t secs = (time_t)(wall / TG_MS_PER_S);
+        struct tm tm;
+        gmtime_r(&secs, &tm);
+        char stamp[40];
+        char date[24];
+        strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(stamp, sizeof(stamp), "%s.%03ldZ", date, (long)(wall % TG_MS_PER_S));
+        json_object_set_new(line, "ts", json_string(stamp));
+        json_object_set_new(line, "level", json_string(level_names[level]));
+        json_object_set_new(line, "component", json_string(component_name));
+        json_object_set_new(line, "event", json_string(event));
+        if (fields && json_is_object(fields))
+                json_object_update(line, fields);
+        json_decref(fields);
+        char *text = json_dumps(line, JSON_COMPACT);
+        json_decref(line);
+        if (!text)
+                return;
+        pthread_mutex_lock(&log_lock);
+        fputs(text, stderr);
+        fputc('\n', stderr);
+        fflush(stderr);
+        pthread_mutex_unlock(&log_lock);
+        free(text);
+}

@@ -1,0 +1,41 @@
+/*
+ * clock — CLOCK_MONOTONIC and CLOCK_REALTIME in tollgate's two time types,
+ * and sleeps that survive signals.
+ */
+#include "platform/clock.h"
+
+#include <errno.h>
+
+tg_mono_ns clock_mono_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (tg_mono_ns)ts.tv_sec * TG_NS_PER_S + ts.tv_nsec;
+}
+
+tg_wall_ms clock_wall_now(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (tg_wall_ms)ts.tv_sec * TG_MS_PER_S + ts.tv_nsec / TG_NS_PER_MS;
+}
+
+void clock_sleep_ns(tg_mono_ns ns)
+{
+        if (ns <= 0)
+                return;
+        struct timespec ts = {.tv_sec = (time_t)(ns / TG_NS_PER_S),
+                              .tv_nsec = (long)(ns % TG_NS_PER_S)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+}
+
+struct timespec clock_mono_timespec(tg_mono_ns t)
+{
+        struct timespec ts;
+        if (t < 0)
+                t = 0;
+        ts.tv_sec = (time_t)(t / TG_NS_PER_S);
+        ts.tv_nsec = (long)(t % TG_NS_PER_S);
+        return ts;
+}

@@ -1,0 +1,560 @@
+/*
+ * tollgate jitter — seed 004 (exponential backoff and jitter) as a command:
+ * N clients fail together and retry over R rounds; prints the seed's window
+ * table with and without jitter, arrivals per bucket against a stated
+ * capacity, the tail wait and the seed's warnings (no cap, no give-up, tail
+ * wait), and optionally an SVG histogram of the arrivals drawn here by hand.
+ * The simulation itself is core/jitter_sim (pure, seeded); this file only
+ * parses flags, runs it (twice when a jitter mode is chosen: once without
+ * jitter for the comparison column) and formats. Presets reproduce the
+ * seed's two worked examples: --example table (5 clients, windows 0-1 ...
+ * 0-16 s) and --example credit-union (37 calls, 10/20/40/80-minute windows,
+ * 6 lines).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/backoff.h"
+#include "core/tg_error.h"
+#include "tools/jitter_sim.h"
+#include "tools/tool_util.h"
+#include "tools/tools.h"
+
+#define HIST_ROWS 40 /* text histogram rows at most */
+#define BAR_WIDTH 50
+
+static const char jitter_help[] =
+    "usage: tollgate jitter [options]\n"
+    "Simulates N clients that failed together retrying over R rounds of exponential\n"
+    "windows (seed 004). Round k's window is [min, min(cap, base * factor^(k-1))];\n"
+    "the jitter mode picks each client's wait in it. Worst case: no retry succeeds\n"
+    "before the last round, so every client is counted in every round.\n"
+    "\n"
+    "  --clients N        clients that failed together (5)\n"
+    "  --rounds R         retry rounds (5)\n"
+    "  --base T           upper edge of round 1's window (1)\n"
+    "  --factor F         window growth per round (2)\n"
+    "  --min T            lower edge of every window (0)\n"
+    "  --cap T            per-round cap on the window (none)\n"
+    "  --give-up T        total give-up time from the first failure (none)\n"
+    "  --jitter MODE      none, full, equal or decorrelated (full)\n"
+    "  --bucket T         width of a counting bucket (1)\n"
+    "  --capacity C       arrivals per bucket the far side can take (not stated)\n"
+    "  --seed N           seed of the draws (1)\n"
+    "  --unit s|min       unit of every T above and of the output (s)\n"
+    "  --svg FILE         also write an SVG histogram of the arrivals\n"
+    "  --runs N           also repeat over seeds seed..seed+N-1 and print how the\n"
+    "                     peaks spread (1: only this seed; credit-union sets 1000)\n"
+    "  --example NAME     a seed preset, flags after it override:\n"
+    "                     table         5 clients, rounds 1-5, windows 0-1 ... 0-16 s\n"
+    "                     credit-union  37 calls, 4 rounds of 10/20/40/80 min, 6 lines\n";
+
+struct jitter_opts {
+        struct jitter_sim_config sim;
+        double unit_ms;
+        const char *unit;
+        const char *svg;
+        const char *example;
+        unsigned runs; /* seeds to repeat over for the distribution (1 = just this seed) */
+};
+
+static void defaults(struct jitter_opts *o)
+{
+        memset(o, 0, sizeof(*o));
+        o->sim.clients = 5;
+        o->sim.rounds = 5;
+        o->sim.base_ms = 1000;
+        o->sim.factor = 2.0;
+        o->sim.jitter = BACKOFF_JITTER_FULL;
+        o->sim.bucket_ms = 1000;
+        o->sim.seed = 1;
+        o->unit_ms = 1000.0;
+        o->unit = "s";
+        o->runs = 1;
+}
+
+static int apply_example(struct jitter_opts *o, const char *name)
+{
+        defaults(o);
+        o->example = name;
+        if (strcmp(name, "table") == 0)
+                return 0;
+        if (strcmp(name, "credit-union") == 0) {
+                o->unit_ms = 60000.0;
+                o->unit = "min";
+                o->sim.clients = 37;
+                o->sim.rounds = 4;
+                o->sim.base_ms = 10 * 60000;
+                o->sim.bucket_ms = 60000;
+                o->sim.capacity = 6;
+                o->runs = 1000;
+                return 0;
+        }
+        return TG_EINVAL;
+}
+
+/* Times given on the command line, kept as text until the unit is known. */
+struct time_flags {
+        const char *base, *min, *cap, *give_up, *bucket;
+};
+
+static int to_ms(const char *flag, const char *text, double unit_ms, int64_t *ret_ms)
+{
+        double v;
+        if (tool_parse_double(text, 0, 1e15, &v) < 0) {
+                fprintf(stderr, "tollgate jitter: %s: not a number >= 0: '%s'\n", flag, text);
+                return 2;
+        }
+        *ret_ms = (int64_t)(v * unit_ms + 0.5);
+        return 0;
+}
+
+static int parse(int argc, char **argv, struct jitter_opts *o)
+{
+        struct time_flags t = {0};
+        unsigned long u;
+        double d;
+
+        defaults(o);
+        /* An example first, so flags after (or before) it override it. */
+        for (int i = 0; i + 1 < argc; i++) {
+                if (strcmp(argv[i], "--example") == 0 && apply_example(o, argv[i + 1]) < 0) {
+                        fprintf(stderr,
+                                "tollgate jitter: --example: '%s' is not table or "
+                                "credit-union\n",
+                                argv[i + 1]);
+                        return 2;
+                }
+        }
+        for (int i = 0; i < argc; i++) {
+                const char *a = argv[i];
+                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+                        fputs(jitter_help, stdout);
+                        exit(0);
+                }
+                if (i + 1 >= argc || strncmp(a, "--", 2) != 0) {
+                        fprintf(stderr,
+                                "tollgate jitter: unknown option or missing value '%s'"
+                                " (try --help)\n",
+                                a);
+                        return 2;
+                }
+                const char *v = argv[++i];
+                int bad = 0;
+                if (strcmp(a, "--example") == 0) {
+                        continue;
+                } else if (strcmp(a, "--clients") == 0) {
+                        bad = tool_parse_uint(v, 1, JITTER_SIM_MAX_CLIENTS, &u);
+                        o->sim.clients = (unsigned)u;
+                } else if (strcmp(a, "--rounds") == 0) {
+                        bad = tool_parse_uint(v, 1, JITTER_SIM_MAX_ROUNDS, &u);
+                        o->sim.rounds = (unsigned)u;
+                } else if (strcmp(a, "--capacity") == 0) {
+                        bad = tool_parse_uint(v, 0, 1000000000, &u);
+                        o->sim.capacity = (unsigned)u;
+                } else if (strcmp(a, "--runs") == 0) {
+                        bad = tool_parse_uint(v, 1, 100000, &u);
+                        o->runs = (unsigned)u;
+                } else if (strcmp(a, "--seed") == 0) {
+                        bad = tool_parse_uint(v, 0, (unsigned long)-1, &u);
+                        o->sim.seed = u;
+                } else if (strcmp(a, "--factor") == 0) {
+                        bad = tool_parse_double(v, 1.0, 1000.0, &d);
+                        o->sim.factor = d;
+                } else if (strcmp(a, "--jitter") == 0) {
+                        bad = backoff_jitter_parse(v, &o->sim.jitter);
+                } else if (strcmp(a, "--unit") == 0) {
+                        if (strcmp(v, "s") == 0) {
+                                o->unit_ms = 1000.0;
+                                o->unit = "s";
+                        } else if (strcmp(v, "min") == 0) {
+                                o->unit_ms = 60000.0;
+                                o->unit = "min";
+                        } else {
+                                bad = 1;
+                        }
+                } else if (strcmp(a, "--svg") == 0) {
+                        o->svg = v;
+                } else if (strcmp(a, "--base") == 0) {
+                        t.base = v;
+                } else if (strcmp(a, "--min") == 0) {
+                        t.min = v;
+                } else if (strcmp(a, "--cap") == 0) {
+                        t.cap = v;
+                } else if (strcmp(a, "--give-up") == 0) {
+                        t.give_up = v;
+                } else if (strcmp(a, "--bucket") == 0) {
+                        t.bucket = v;
+                } else {
+                        fprintf(stderr, "tollgate jitter: unknown option '%s' (try --help)\n", a);
+                        return 2;
+                }
+                if (bad) {
+                        fprintf(stderr, "tollgate jitter: %s: bad value '%s' (try --help)\n", a, v);
+                        return 2;
+                }
+        }
+        /* Without an example, the default base and bucket are one unit. */
+        if (!o->example) {
+                if (!t.base)
+                        o->sim.base_ms = (int64_t)o->unit_ms;
+                if (!t.bucket)
+                        o->sim.bucket_ms = (int64_t)o->unit_ms;
+        }
+        if ((t.base && to_ms("--base", t.base, o->unit_ms, &o->sim.base_ms)) ||
+            (t.min && to_ms("--min", t.min, o->unit_ms, &o->sim.min_ms)) ||
+            (t.cap && to_ms("--cap", t.cap, o->unit_ms, &o->sim.cap_ms)) ||
+            (t.give_up && to_ms("--give-up", t.give_up, o->unit_ms, &o->sim.give_up_ms)) ||
+            (t.bucket && to_ms("--bucket", t.bucket, o->unit_ms, &o->sim.bucket_ms)))
+                return 2;
+        if (jitter_sim_config_check(&o->sim) < 0) {
+                fprintf(stderr, "tollgate jitter: inconsistent options: need base > 0, bucket > 0,"
+                                " cap 0 (none) or >= base\n");
+                return 2;
+        }
+        return 0;
+}
+
+/* A time in the display unit: whole numbers plainly, else one or two
+ * decimals. */
+static const char *fmt_t(const struct jitter_opts *o, int64_t ms, char *buf, size_t size)
+{
+        double v = (double)ms / o->unit_ms;
+        if (v == (double)(int64_t)v)
+                snprintf(buf, size, "%" PRId64, (int64_t)v);
+        else
+                snprintf(buf, size, v < 10 ? "%.2f" : "%.1f", v);
+        return buf;
+}
+
+static void print_header(const struct jitter_opts *o)
+{
+        const struct jitter_sim_config *c = &o->sim;
+        char b1[32], b2[32], b3[32], b4[32];
+
+        printf("tollgate jitter: %u clients fail together, then retry over %u rounds\n", c->clients,
+               c->rounds);
+        printf("  windows: [%s, %s x %g^(k-1)] %s, cap %s, give-up %s; jitter %s; seed %" PRIu64
+               "\n",
+               fmt_t(o, c->min_ms, b1, sizeof(b1)), fmt_t(o, c->base_ms, b2, sizeof(b2)), c->factor,
+               o->unit, c->cap_ms ? fmt_t(o, c->cap_ms, b3, sizeof(b3)) : "none",
+               c->give_up_ms ? fmt_t(o, c->give_up_ms, b4, sizeof(b4)) : "none",
+               backoff_jitter_name(c->jitter), c->seed);
+        if (c->capacity)
+                printf("  bucket: %s %s; capacity: %u per bucket\n",
+                       fmt_t(o, c->bucket_ms, b1, sizeof(b1)), o->unit, c->capacity);
+        else
+                printf("  bucket: %s %s; capacity: not stated (--capacity)\n",
+                       fmt_t(o, c->bucket_ms, b1, sizeof(b1)), o->unit);
+}
+
+static void print_rounds(const struct jitter_opts *o, const struct jitter_sim *sim,
+                         const struct jitter_sim *flat)
+{
+        const struct jitter_sim_config *c = &o->sim;
+        char b1[32], b2[32], b3[32], b4[32], win[128], none[128];
+
+        printf("\nPer round (the seed's table: each round's retries from the moment its window"
+               " opens)\n");
+        printf("round  window          no jitter                   %-29s %-11s mean gap\n",
+               c->jitter == BACKOFF_JITTER_NONE ? "" : "waits drawn (jitter)",
+               c->jitter == BACKOFF_JITTER_NONE ? "" : "peak/bucket");
+        for (unsigned k = 1; k <= c->rounds; k++) {
+                struct jitter_sim_round r, f;
+                jitter_sim_round(sim, k, &r);
+                jitter_sim_round(flat, k, &f);
+                snprintf(win, sizeof(win), "%s-%s %s", fmt_t(o, r.lo_ms, b1, sizeof(b1)),
+                         fmt_t(o, r.hi_ms, b2, sizeof(b2)), o->unit);
+                if (f.sent)
+                        snprintf(none, sizeof(none), "all %u at %s %s", f.sent,
+                                 fmt_t(o, f.max_wait_ms, b3, sizeof(b3)), o->unit);
+                else
+                        snprintf(none, sizeof(none), "none left");
+                if (c->jitter == BACKOFF_JITTER_NONE) {
+                        printf("%5u  %-15s %-27s %s\n", k, win, none,
+                               c->capacity && f.sent > c->capacity ? "over capacity" : "");
+                        continue;
+                }
+                char drawn[128];
+                if (r.sent)
+                        snprintf(drawn, sizeof(drawn), "%u in %s-%s", r.sent,
+                                 fmt_t(o, r.min_wait_ms, b1, sizeof(b1)),
+                                 fmt_t(o, r.max_wait_ms, b2, sizeof(b2)));
+                else
+                        snprintf(drawn, sizeof(drawn), "none left");
+                char peak[96], gap[96] = "-";
+                snprintf(peak, sizeof(peak), "%u at %s", r.peak,
+                         fmt_t(o, r.peak_at_ms, b4, sizeof(b4)));
+                if (r.sent > 1)
+                        snprintf(gap, sizeof(gap), "%s %s",
+                                 fmt_t(o, (r.max_wait_ms - r.min_wait_ms) / (r.sent - 1), b3,
+                                       sizeof(b3)),
+                                 o->unit);
+                printf("%5u  %-15s %-27s %-29s %-11s %s%s\n", k, win, none, drawn, peak, gap,
+                       c->capacity && r.peak > c->capacity ? "  over capacity" : "");
+        }
+}
+
+static void print_timeline(const struct jitter_opts *o, const struct jitter_sim *sim,
+                           const struct jitter_sim *flat)
+{
+        const struct jitter_sim_config *c = &o->sim;
+        struct jitter_sim_summary s, fs;
+        char b1[32], b2[32], b3[32];
+
+        jitter_sim_summary(sim, &s);
+        jitter_sim_summary(flat, &fs);
+        printf("\nTimeline (each client's rounds one after another, from the first failure)\n");
+        printf("  retries sent: %" PRIu64 "; gave up early: %u\n", s.retries, s.gave_up);
+        printf("  without jitter: peak %u per bucket (all at once, at %s", fs.peak,
+               fmt_t(o, fs.peak_at_ms, b1, sizeof(b1)));
+        printf(" %s and every later round)\n", o->unit);
+        if (c->jitter != BACKOFF_JITTER_NONE)
+                printf("  with %s jitter: peak %u per bucket at %s %s\n",
+                       backoff_jitter_name(c->jitter), s.peak,
+                       fmt_t(o, s.peak_at_ms, b1, sizeof(b1)), o->unit);
+        if (c->capacity)
+                printf("  capacity %u per bucket: %zu of %zu buckets over it%s\n", c->capacity,
+                       s.over_capacity, s.buckets, s.over_capacity ? "" : " (every bucket fits)");
+        printf("  tail: last retry at %s %s; mean last retry at %s %s; longest single wait %s"
+               " %s\n",
+               fmt_t(o, s.tail_ms, b1, sizeof(b1)), o->unit,
+               fmt_t(o, s.mean_last_ms, b2, sizeof(b2)), o->unit,
+               fmt_t(o, s.longest_wait_ms, b3, sizeof(b3)), o->unit);
+
+        /* A text histogram: rows of consecutive buckets, each showing its
+         * busiest bucket. */
+        size_t per_row = (s.buckets + HIST_ROWS - 1) / HIST_ROWS;
+        unsigned top = s.peak > c->capacity ? s.peak : c->capacity;
+        if (top == 0)
+                return;
+        printf("\n  arrivals per bucket (%s jitter; '|' marks capacity%s)\n",
+               backoff_jitter_name(c->jitter),
+               per_row > 1 ? "; a row shows its busiest bucket" : "");
+        for (size_t start = 0; start < s.buckets; start += per_row) {
+                unsigned n = 0;
+                for (size_t j = start; j < start + per_row && j < s.buckets; j++) {
+                        unsigned v = jitter_sim_bucket(sim, j);
+                        n = v > n ? v : n;
+                }
+                int bar = (int)((double)n * BAR_WIDTH / top + 0.5);
+                int capcol = c->capacity ? (int)((double)c->capacity * BAR_WIDTH / top + 0.5) : -1;
+                char line[BAR_WIDTH + 2];
+                for (int x = 0; x <= BAR_WIDTH; x++)
+                        line[x] = x < bar ? '#' : (x == capcol ? '|' : ' ');
+                line[BAR_WIDTH + 1] = '\0';
+                printf("  %7s %-4s %s %u\n",
+                       fmt_t(o, (int64_t)start * c->bucket_ms, b1, sizeof(b1)), o->unit, line, n);
+        }
+}
+
+static void print_warnings(const struct jitter_opts *o, const struct jitter_sim *sim)
+{
+        const struct jitter_sim_config *c = &o->sim;
+        struct jitter_sim_summary s;
+        struct jitter_sim_round last;
+        char b1[32];
+
+        jitter_sim_summary(sim, &s);
+        jitter_sim_round(sim, c->rounds, &last);
+        printf("\nWarnings\n");
+        if (!c->cap_ms) {
+                char b2[32], b3[32];
+                struct backoff_config b = {.base_ms = c->base_ms,
+                                           .factor = c->factor,
+                                           .min_ms = 0,
+                                           .cap_ms = INT64_MAX / 128,
+                                           .jitter = BACKOFF_JITTER_NONE};
+                int64_t lo, h10 = 0, h15 = 0;
+                backoff_window(&b, 10, &lo, &h10);
+                backoff_window(&b, 15, &lo, &h15);
+                printf("  no cap: round %u waits up to %s %s (round 10 would wait %s %s, round 15 "
+                       "%s %s)\n",
+                       c->rounds, fmt_t(o, last.hi_ms, b1, sizeof(b1)), o->unit,
+                       fmt_t(o, h10, b2, sizeof(b2)), o->unit, fmt_t(o, h15, b3, sizeof(b3)),
+                       o->unit);
+        }
+        if (!c->give_up_ms)
+                printf("  no give-up time: clients stop only after round %u; the exponent, not"
+                       " you, decides when\n",
+                       c->rounds);
+        printf("  tail wait %s %s: the slowest client's last retry comes that long after the"
+               " first failure\n",
+               fmt_t(o, s.tail_ms, b1, sizeof(b1)), o->unit);
+        if (c->capacity && s.round_peak_max > c->capacity)
+                printf("  over capacity: some round puts %u in one bucket (capacity %u)\n",
+                       s.round_peak_max, c->capacity);
+        if (c->jitter == BACKOFF_JITTER_NONE && c->clients > 1)
+                printf("  no jitter: all %u clients come back in the same instant every round\n",
+                       c->clients);
+}
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+        unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+        return (x > y) - (x < y);
+}
+
+/* Peaks are random: repeat over o->runs seeds and print their spread, so a
+ * reader sees whether this seed's peak is typical. */
+static int print_runs(const struct jitter_opts *o)
+{
+        const struct jitter_sim_config *c = &o->sim;
+        unsigned n = o->runs, rounds = c->rounds;
+        unsigned *peaks = calloc((size_t)n * (rounds + 1), sizeof(*peaks));
+
+        if (!peaks)
+                return 1;
+        for (unsigned i = 0; i < n; i++) {
+                struct jitter_sim_config one = *c;
+                struct jitter_sim *sim = NULL;
+                struct jitter_sim_summary s;
+                one.seed = c->seed + i;
+                if (jitter_sim_run(&one, &sim) < 0) {
+                        free(peaks);
+                        return 1;
+                }
+                for (unsigned k = 1; k <= rounds; k++) {
+                        struct jitter_sim_round r;
+                        jitter_sim_round(sim, k, &r);
+                        peaks[(size_t)(k - 1) * n + i] = r.peak;
+                }
+                jitter_sim_summary(sim, &s);
+                peaks[(size_t)rounds * n + i] = s.peak;
+                jitter_sim_free(sim);
+        }
+        printf("\nOver %u seeds (%" PRIu64 "..%" PRIu64 "): peak per bucket, median / 90th "
+               "percentile / max\n",
+               n, c->seed, c->seed + n - 1);
+        for (unsigned k = 1; k <= rounds + 1; k++) {
+                unsigned *v = peaks + (size_t)(k - 1) * n;
+                qsort(v, n, sizeof(*v), cmp_unsigned);
+                unsigned at2 = 0;
+                for (unsigned i = 0; i < n; i++)
+                        at2 += v[i] <= 2;
+                if (k <= rounds)
+                        printf("  round %-3u  ", k);
+                else
+                        printf("  timeline   ");
+                printf("%u / %u / %u   (at most 2 in %.0f%% of seeds", v[n / 2],
+                       v[(size_t)((n - 1) * 0.9)], v[n - 1], 100.0 * at2 / n);
+                if (c->capacity) {
+                        unsigned fit = 0;
+                        for (unsigned i = 0; i < n; i++)
+                                fit += v[i] <= c->capacity;
+                        printf("; within capacity %u in %.0f%%", c->capacity, 100.0 * fit / n);
+                }
+                printf(")\n");
+        }
+        free(peaks);
+        return 0;
+}
+
+static int write_svg(const struct jitter_opts *o, const struct jitter_sim *sim,
+                     const struct jitter_sim *flat)
+{
+        const struct jitter_sim_config *c = &o->sim;
+        struct jitter_sim_summary s, fs;
+        const double w = 800, h = 300, left = 50, bottom = 40, top = 30;
+        char b1[32];
+
+        jitter_sim_summary(sim, &s);
+        jitter_sim_summary(flat, &fs);
+        size_t n = s.buckets > fs.buckets ? s.buckets : fs.buckets;
+        unsigned ymax = s.peak;
+        if (fs.peak > ymax)
+                ymax = fs.peak;
+        if (c->capacity > ymax)
+                ymax = c->capacity;
+        if (ymax == 0)
+                ymax = 1;
+        FILE *f = fopen(o->svg, "w");
+        if (!f) {
+                perror(o->svg);
+                return 1;
+        }
+        double bw = (w - left - 10) / (double)n;
+        double ph = h - bottom - top;
+        fprintf(f,
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                "font-family=\"sans-serif\" font-size=\"12\">\n"
+                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+                "<text x=\"%.0f\" y=\"18\">%u clients, %u rounds: arrivals per %s %s "
+                "(grey: no jitter, blue: %s jitter)</text>\n",
+                w, h, left, c->clients, c->rounds, fmt_t(o, c->bucket_ms, b1, sizeof(b1)), o->unit,
+                backoff_jitter_name(c->jitter));
+        for (size_t j = 0; j < n; j++) {
+                unsigned a = jitter_sim_bucket(flat, j), b = jitter_sim_bucket(sim, j);
+                double x = left + (double)j * bw;
+                if (a)
+                        fprintf(f,
+                                "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                                "fill=\"none\" stroke=\"#999\"/>\n",
+                                x, top + ph - ph * a / ymax, bw, ph * a / ymax);
+                if (b && c->jitter != BACKOFF_JITTER_NONE)
+                        fprintf(f,
+                                "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                                "fill=\"#3672b0\"/>\n",
+                                x, top + ph - ph * b / ymax, bw, ph * b / ymax);
+        }
+        if (c->capacity) {
+                double y = top + ph - ph * c->capacity / ymax;
+                fprintf(f,
+                        "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#c00\" "
+                        "stroke-dasharray=\"6 4\"/>\n<text x=\"%.0f\" y=\"%.2f\" "
+                        "fill=\"#c00\">capacity %u</text>\n",
+                        left, w - 10, y, y, w - 110, y - 4, c->capacity);
+        }
+        fprintf(f,
+                "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n"
+                "<text x=\"%.0f\" y=\"%.0f\">0</text><text x=\"%.0f\" y=\"%.0f\" "
+                "text-anchor=\"end\">%s %s</text>\n"
+                "<text x=\"5\" y=\"%.0f\">%u</text><text x=\"5\" y=\"%.0f\">0</text>\n</svg>\n",
+                left, w - 10, top + ph, top + ph, left, top + ph + 16, w - 10, top + ph + 16,
+                fmt_t(o, (int64_t)n * c->bucket_ms, b1, sizeof(b1)), o->unit, top + 10, ymax,
+                top + ph);
+        if (fclose(f) != 0) {
+                perror(o->svg);
+                return 1;
+        }
+        printf("\nSVG histogram written to %s\n", o->svg);
+        return 0;
+}
+
+int cmd_jitter(int argc, char **argv)
+{
+        struct jitter_opts o;
+        struct jitter_sim *sim = NULL, *flat = NULL;
+        int rc = parse(argc, argv, &o);
+        if (rc)
+                return rc;
+
+        struct jitter_sim_config none = o.sim;
+        none.jitter = BACKOFF_JITTER_NONE;
+        int r = jitter_sim_run(&o.sim, &sim);
+        if (r == 0)
+                r = jitter_sim_run(&none, &flat);
+        if (r < 0) {
+                fprintf(stderr, "tollgate jitter: %s%s\n", tg_strerror(r),
+                        r == TG_ERANGE ? ": too many buckets; use a wider --bucket" : "");
+                jitter_sim_free(sim);
+                return r == TG_ERANGE ? 2 : 1;
+        }
+        print_header(&o);
+        if (o.example && strcmp(o.example, "credit-union") == 0)
+                printf("  old schedule (fixed 10-minute interval): calls at minutes 0, 10, 20, 30;"
+                       " all %u phones ring at once each time\n",
+                       o.sim.clients);
+        print_rounds(&o, sim, flat);
+        print_timeline(&o, sim, flat);
+        if (o.runs > 1 && o.sim.jitter != BACKOFF_JITTER_NONE)
+                rc = print_runs(&o);
+        print_warnings(&o, sim);
+        if (o.svg && rc == 0)
+                rc = write_svg(&o, sim, flat);
+        jitter_sim_free(sim);
+        jitter_sim_free(flat);
+        return rc;
+}

@@ -1,0 +1,586 @@
+/*
+ * tollgate report — one self-contained HTML page of a run: starts/s and
+ * closes/s on one timeline (the seed's first picture), in flight, the oldest
+ * open operation's age, the backlog by state, the provider's phases as
+ * bands behind every chart, and the verify findings. The SVG is drawn here;
+ * the page has no script and fetches nothing.
+ *
+ * Everything is derived from the call log and the arrival record (what is
+ * approximated is said on the page and in docs/verify.md). The time axis
+ * is wall time from the first record, in bins of at least one second and at
+ * most MAX_BINS bins, so the page stays small whatever the run's length.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tg_error.h"
+#include "tools/runlog.h"
+#include "tools/tools.h"
+#include "tools/verify.h"
+#include "tools/verify_out.h"
+
+#define MAX_BINS   600
+#define MAX_PHASES 64
+#define W          960
+#define H          200
+#define PAD_L      56
+#define PAD_R      12
+#define PAD_T      12
+#define PAD_B      26
+
+enum bstate { B_IN_FLIGHT, B_RETRY_WAIT, B_UNKNOWN, B_STATES };
+static const char *const bstate_name[B_STATES] = {"in_flight", "retry_wait", "unknown"};
+static const char *const bstate_color[B_STATES] = {"#d95f02", "#7570b3", "#e7298a"};
+
+struct phase {
+        double from_s, to_s; /* relative to t0 */
+        char label[48];
+};
+
+struct series {
+        size_t nbins;
+        double bin_s;
+        tg_wall_ms t0, t1;
+        double *starts, *closes, *in_flight, *oldest_age;
+        double *state[B_STATES];
+        struct phase phases[MAX_PHASES];
+        size_t nphases;
+};
+
+static const char report_help[] =
+    "usage: tollgate report [--calls FILE | --config FILE] --arrivals FILE --out FILE.html\n"
+    "                       [--ledger FILE] [--timeline SPEC --time-scale F] [--title T]\n"
+    "                       [verify's limits: --rate R --max-in-flight N --max-attempts N ...]\n"
+    "Writes one self-contained HTML page of the run: starts/s and closes/s on one\n"
+    "timeline, in flight, oldest open age, backlog by state, the provider's phases\n"
+    "(from --timeline, the stub's spec, or the arrivals' phase fields) and the\n"
+    "verify findings. Inputs as for 'tollgate verify' (docs/verify.md).\n"
+    "Exit status: 0 written (whatever the findings), 2 usage or input error.\n";
+
+static bool is_final(const char *cls)
+{
+        return strcmp(cls, "succeeded") == 0 || strcmp(cls, "rejected") == 0 ||
+               strcmp(cls, "key_reused") == 0;
+}
+
+static int bin_of(const struct series *s, tg_wall_ms t)
+{
+        double b = (double)(t - s->t0) / 1000.0 / s->bin_s;
+        if (b < 0)
+                return 0;
+        if (b >= (double)s->nbins)
+                return (int)s->nbins - 1;
+        return (int)b;
+}
+
+/* Adds v to [from, to) in the difference array d. */
+static void add_range(const struct series *s, double *d, tg_wall_ms from, tg_wall_ms to, double v)
+{
+        if (to <= from)
+                return;
+        int a = bin_of(s, from), b = bin_of(s, to);
+        d[a] += v;
+        if (to < s->t1)
+                d[b] -= v;
+}
+
+static void prefix(double *d, size_t n)
+{
+        for (size_t i = 1; i < n; i++)
+                d[i] += d[i - 1];
+}
+
+static int cmp_call_op_start(const void *a, const void *b)
+{
+        const struct verify_call *x = *(const struct verify_call *const *)a;
+        const struct verify_call *y = *(const struct verify_call *const *)b;
+        int c = strcmp(x->operation_id, y->operation_id);
+        if (c)
+                return c;
+        return (x->start_wall > y->start_wall) - (x->start_wall < y->start_wall);
+}
+
+struct op_span {
+        tg_wall_ms first, close; /* close: TG_WALL_NEVER when still open */
+};
+
+static int cmp_span(const void *a, const void *b)
+{
+        const struct op_span *x = a, *y = b;
+        return (x->first > y->first) - (x->first < y->first);
+}
+
+/* "MODE[:P] DUR; ..." (the stub's --timeline) into phases from stub start. */
+static void phases_from_spec(struct series *s, const char *spec, double scale, double start_s)
+{
+        char buf[2048];
+        snprintf(buf, sizeof(buf), "%s", spec);
+        double at = start_s;
+        char *p = buf;
+        while (*p && s->nphases < MAX_PHASES) {
+                char *end = p + strcspn(p, ";\n");
+                char save = *end;
+                *end = '\0';
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                char mode[40] = "";
+                size_t mlen = strcspn(p, " \t");
+                if (mlen && mlen < sizeof(mode) && *p != '#') {
+                        memcpy(mode, p, mlen);
+                        char *q = p + mlen;
+                        while (*q == ' ' || *q == '\t')
+                                q++;
+                        char dur[32];
+                        snprintf(dur, sizeof(dur), "%.*s", (int)strcspn(q, " \t#"), q);
+                        double secs = INFINITY;
+                        if (dur[0]) {
+                                char *u;
+                                double v = strtod(dur, &u);
+                                if (strcmp(u, "ms") == 0)
+                                        v /= 1000;
+                                else if (strcmp(u, "m") == 0)
+                                        v *= 60;
+                                else if (strcmp(u, "h") == 0)
+                                        v *= 3600;
+                                secs = v * scale;
+                        }
+                        struct phase *ph = &s->phases[s->nphases++];
+                        ph->from_s = at;
+                        ph->to_s = at + secs;
+                        snprintf(ph->label, sizeof(ph->label), "%s", mode);
+                        at += secs;
+                }
+                if (!save)
+                        break;
+                p = end + 1;
+        }
+}
+
+/* Bands from the arrivals' phase numbers: first to last arrival of each. */
+static void phases_from_arrivals(struct series *s, const struct runlog *log)
+{
+        for (size_t i = 0; i < log->narrivals; i++) {
+                const struct verify_arrival *a = &log->arrivals[i];
+                if (a->phase < 0 || !a->post)
+                        continue;
+                double t = (double)(a->wall - s->t0) / 1000.0;
+                struct phase *ph = NULL;
+                for (size_t k = 0; k < s->nphases; k++)
+                        if (strcmp(s->phases[k].label + 8, a->mode) == 0 &&
+                            atol(s->phases[k].label + 1) == a->phase)
+                                ph = &s->phases[k];
+                if (!ph) {
+                        if (s->nphases >= MAX_PHASES)
+                                continue;
+                        ph = &s->phases[s->nphases++];
+                        snprintf(ph->label, sizeof(ph->label), "#%-6ld %s", a->phase, a->mode);
+                        ph->from_s = ph->to_s = t;
+                }
+                if (t < ph->from_s)
+                        ph->from_s = t;
+                if (t > ph->to_s)
+                        ph->to_s = t;
+        }
+}
+
+static int build_series(const struct runlog *log, const struct verify_args *a, struct series *s)
+{
+        memset(s, 0, sizeof(*s));
+        s->t0 = TG_WALL_NEVER;
+        s->t1 = 0;
+        for (size_t i = 0; i < log->ncalls; i++) {
+                const struct verify_call *c = &log->calls[i];
+                if (c->start_wall < s->t0)
+                        s->t0 = c->start_wall;
+                tg_wall_ms e = c->end_wall != TG_WALL_NEVER ? c->end_wall : c->start_wall;
+                if (e > s->t1)
+                        s->t1 = e;
+        }
+        for (size_t i = 0; i < log->narrivals; i++) {
+                if (log->arrivals[i].wall < s->t0)
+                        s->t0 = log->arrivals[i].wall;
+                if (log->arrivals[i].wall > s->t1)
+                        s->t1 = log->arrivals[i].wall;
+        }
+        if (s->t0 == TG_WALL_NEVER)
+                return TG_EINVAL;
+        s->t1 += 1000;
+        double span = (double)(s->t1 - s->t0) / 1000.0;
+        s->bin_s = span / MAX_BINS > 1.0 ? ceil(span / MAX_BINS) : 1.0;
+        s->nbins = (size_t)ceil(span / s->bin_s);
+        if (s->nbins < 2)
+                s->nbins = 2;
+        double **all[] = {&s->starts,   &s->closes,   &s->in_flight, &s->oldest_age,
+                          &s->state[0], &s->state[1], &s->state[2]};
+        for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+                *all[i] = calloc(s->nbins, sizeof(double));
+                if (!*all[i])
+                        return TG_ENOMEM;
+        }
+
+        const struct verify_call **v = malloc((log->ncalls + 1) * sizeof(*v));
+        struct op_span *spans = malloc((log->ncalls + 1) * sizeof(*spans));
+        if (!v || !spans) {
+                free(v);
+                free(spans);
+                return TG_ENOMEM;
+        }
+        for (size_t i = 0; i < log->ncalls; i++) {
+                v[i] = &log->calls[i];
+                const struct verify_call *c = v[i];
+                tg_wall_ms e = c->end_wall != TG_WALL_NEVER ? c->end_wall : s->t1;
+                s->starts[bin_of(s, c->start_wall)] += 1;
+                add_range(s, s->in_flight, c->start_wall, e, 1);
+        }
+        qsort(v, log->ncalls, sizeof(*v), cmp_call_op_start);
+        size_t nspans = 0;
+        for (size_t i = 0; i < log->ncalls;) {
+                size_t end = i;
+                while (end < log->ncalls && strcmp(v[end]->operation_id, v[i]->operation_id) == 0)
+                        end++;
+                struct op_span *sp = &spans[nspans++];
+                sp->first = v[i]->start_wall;
+                sp->close = TG_WALL_NEVER;
+                for (size_t k = i; k < end; k++) {
+                        const struct verify_call *c = v[k];
+                        tg_wall_ms e = c->end_wall != TG_WALL_NEVER ? c->end_wall : s->t1;
+                        add_range(s, s->state[B_IN_FLIGHT], c->start_wall, e, 1);
+                        if (c->cls[0] && is_final(c->cls)) {
+                                sp->close = e;
+                                s->closes[bin_of(s, e)] += 1;
+                                break;
+                        }
+                        tg_wall_ms next = k + 1 < end ? v[k + 1]->start_wall : s->t1;
+                        bool retry =
+                            strcmp(c->cls, "retryable") == 0 || strcmp(c->cls, "not_sent") == 0;
+                        add_range(s, s->state[retry ? B_RETRY_WAIT : B_UNKNOWN], e, next, 1);
+                }
+                i = end;
+        }
+        free(v);
+        prefix(s->in_flight, s->nbins);
+        for (int k = 0; k < B_STATES; k++)
+                prefix(s->state[k], s->nbins);
+        for (size_t b = 0; b < s->nbins; b++) {
+                s->starts[b] /= s->bin_s;
+                s->closes[b] /= s->bin_s;
+        }
+        /* Oldest open operation at the end of each bin: the first, by first
+         * call, not yet closed; everything before it closed earlier. */
+        qsort(spans, nspans, sizeof(*spans), cmp_span);
+        size_t p = 0;
+        for (size_t b = 0; b < s->nbins; b++) {
+                tg_wall_ms t = s->t0 + (tg_wall_ms)((double)(b + 1) * s->bin_s * 1000.0);
+                while (p < nspans && spans[p].close <= t)
+                        p++;
+                size_t q = p;
+                while (q < nspans && spans[q].first <= t && spans[q].close <= t)
+                        q++;
+                s->oldest_age[b] =
+                    q < nspans && spans[q].first <= t ? (double)(t - spans[q].first) / 1000.0 : 0;
+        }
+        free(spans);
+
+        if (a->timeline) {
+                double start_s = 0;
+                for (size_t i = 0; i < log->narrivals; i++) {
+                        const struct verify_arrival *ar = &log->arrivals[i];
+                        if (ar->t_ns >= 0) {
+                                start_s =
+                                    (double)(ar->wall - s->t0) / 1000.0 - (double)ar->t_ns / 1e9;
+                                break;
+                        }
+                }
+                phases_from_spec(s, a->timeline, a->time_scale, start_s);
+        } else {
+                phases_from_arrivals(s, log);
+        }
+        return 0;
+}
+
+static void series_free(struct series *s)
+{
+        free(s->starts);
+        free(s->closes);
+        free(s->in_flight);
+        free(s->oldest_age);
+        for (int k = 0; k < B_STATES; k++)
+                free(s->state[k]);
+}
+
+static void html_text(FILE *f, const char *t)
+{
+        for (; *t; t++) {
+                switch (*t) {
+                case '<':
+                        fputs("&lt;", f);
+                        break;
+                case '>':
+                        fputs("&gt;", f);
+                        break;
+                case '&':
+                        fputs("&amp;", f);
+                        break;
+                case '"':
+                        fputs("&quot;", f);
+                        break;
+                default:
+                        fputc(*t, f);
+                }
+        }
+}
+
+static double nice_max(double v)
+{
+        if (v <= 0)
+                return 1;
+        double m = pow(10, floor(log10(v)));
+        for (int k = 1; k <= 10; k++)
+                if (k * m >= v)
+                        return k * m;
+        return 10 * m;
+}
+
+static double px_x(const struct series *s, double sec)
+{
+        double span = (double)s->nbins * s->bin_s;
+        return PAD_L + (W - PAD_L - PAD_R) * (sec / span);
+}
+
+static double px_y(double v, double ymax)
+{
+        return PAD_T + (H - PAD_T - PAD_B) * (1.0 - v / ymax);
+}
+
+static void chart_open(FILE *f, const struct series *s, const char *title, double ymax,
+                       const char *unit)
+{
+        static const char *const band[] = {"#f2f2f2", "#e3ecf7"};
+        double span = (double)s->nbins * s->bin_s;
+        fprintf(f, "<h3>");
+        html_text(f, title);
+        fprintf(f,
+                "</h3>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"10\">\n",
+                W, H, W, H);
+        for (size_t i = 0; i < s->nphases; i++) {
+                const struct phase *ph = &s->phases[i];
+                double a = ph->from_s < 0 ? 0 : ph->from_s;
+                double b = ph->to_s > span || isinf(ph->to_s) ? span : ph->to_s;
+                if (b <= a && ph->to_s != ph->from_s)
+                        continue;
+                if (b <= a)
+                        b = a + s->bin_s;
+                fprintf(f, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>",
+                        px_x(s, a), PAD_T, px_x(s, b) - px_x(s, a), H - PAD_T - PAD_B, band[i % 2]);
+                fprintf(f, "<text x=\"%.1f\" y=\"%d\" fill=\"#555\">", px_x(s, a) + 2, PAD_T + 10);
+                html_text(f, ph->label);
+                fprintf(f, "</text>\n");
+        }
+        for (int g = 0; g <= 4; g++) {
+                double v = ymax * g / 4;
+                fprintf(f, "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#ccc\"/>",
+                        PAD_L, W - PAD_R, px_y(v, ymax), px_y(v, ymax));
+                fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g%s</text>\n", PAD_L - 4,
+                        px_y(v, ymax) + 3, v, g == 4 ? unit : "");
+        }
+        double step = nice_max(span / 10);
+        for (double t = 0; t <= span; t += step)
+                fprintf(f, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%gs</text>",
+                        px_x(s, t), H - 8, t);
+        fprintf(f, "\n");
+}
+
+static void polyline(FILE *f, const struct series *s, const double *y, double ymax,
+                     const char *color, bool dashed)
+{
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s points=\"", color,
+                dashed ? " stroke-dasharray=\"4 2\"" : "");
+        for (size_t b = 0; b < s->nbins; b++)
+                fprintf(f, "%.1f,%.1f ", px_x(s, ((double)b + 0.5) * s->bin_s), px_y(y[b], ymax));
+        fprintf(f, "\"/>\n");
+}
+
+static void legend(FILE *f, int i, const char *color, const char *label)
+{
+        fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>",
+                W - PAD_R - 150, PAD_T + 4 + 14 * i, color);
+        fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text>\n", W - PAD_R - 136, PAD_T + 13 + 14 * i,
+                label);
+}
+
+static double max_of(const double *v, size_t n)
+{
+        double m = 0;
+        for (size_t i = 0; i < n; i++)
+                if (v[i] > m)
+                        m = v[i];
+        return m;
+}
+
+static void write_html(FILE *f, const struct verify_args *a, const struct runlog *log,
+                       const struct series *s, const struct verify_result *res)
+{
+        const struct verify_summary *sum = verify_summary(res);
+        char text[8192];
+        const char *title = a->title ? a->title : "tollgate run report";
+        fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                   "<title>");
+        html_text(f, title);
+        fprintf(f,
+                "</title><style>body{font-family:sans-serif;max-width:%dpx;margin:1em auto;"
+                "color:#222}pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}"
+                ".pass{color:#1b7f3b}.fail{color:#b00020}dt{font-weight:bold}dd{margin:0 0 "
+                ".4em 1em;white-space:pre-wrap}section{border-top:1px solid #ccc}</style>"
+                "</head><body>\n<h1>",
+                W + 20);
+        html_text(f, title);
+        fprintf(f,
+                "</h1>\n<p>%zu calls, %zu provider arrivals; time axis: seconds from the first "
+                "record, bins of %g s. verify: <b class=\"%s\">%s</b> (%zu violations, %zu "
+                "notes).</p>\n",
+                log->ncalls, log->narrivals, s->bin_s, sum->violations ? "fail" : "pass",
+                sum->violations ? "FAIL" : "PASS", sum->violations, sum->notes);
+
+        double ym = nice_max(fmax(max_of(s->starts, s->nbins), max_of(s->closes, s->nbins)));
+        ym = fmax(ym, nice_max(a->lim.rate));
+        chart_open(f, s, "Starts/s and closes/s on one timeline", ym, "/s");
+        fprintf(f,
+                "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
+                "stroke-dasharray=\"2 3\"/>",
+                PAD_L, W - PAD_R, px_y(a->lim.rate, ym), px_y(a->lim.rate, ym));
+        polyline(f, s, s->starts, ym, "#1f77b4", false);
+        polyline(f, s, s->closes, ym, "#2ca02c", false);
+        legend(f, 0, "#1f77b4", "starts/s (call log)");
+        legend(f, 1, "#2ca02c", "closes/s (final answer)");
+        legend(f, 2, "#999", "configured rate");
+        fprintf(f, "</svg>\n");
+
+        ym = nice_max(fmax(max_of(s->in_flight, s->nbins), a->lim.max_in_flight));
+        chart_open(f, s, "In flight (calls open, from start/end times)", ym, "");
+        fprintf(f,
+                "<line x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#b00020\" "
+                "stroke-dasharray=\"2 3\"/>",
+                PAD_L, W - PAD_R, px_y(a->lim.max_in_flight, ym), px_y(a->lim.max_in_flight, ym));
+        polyline(f, s, s->in_flight, ym, "#d95f02", false);
+        legend(f, 0, "#d95f02", "in flight");
+        legend(f, 1, "#b00020", "cap");
+        fprintf(f, "</svg>\n");
+
+        ym = nice_max(max_of(s->oldest_age, s->nbins));
+        chart_open(f, s, "Oldest open operation's age (s, counted from its first call)", ym, "s");
+        polyline(f, s, s->oldest_age, ym, "#8c564b", false);
+        fprintf(f, "</svg>\n");
+
+        double *stack = calloc(s->nbins, sizeof(double));
+        if (stack) {
+                for (size_t b = 0; b < s->nbins; b++)
+                        for (int k = 0; k < B_STATES; k++)
+                                stack[b] += s->state[k][b];
+                ym = nice_max(max_of(stack, s->nbins));
+                chart_open(f, s, "Open operations by state (stacked, from the call log)", ym, "");
+                memset(stack, 0, s->nbins * sizeof(double));
+                for (int k = 0; k < B_STATES; k++) {
+                        fprintf(f, "<polygon fill=\"%s\" fill-opacity=\"0.75\" points=\"",
+                                bstate_color[k]);
+                        for (size_t b = 0; b < s->nbins; b++)
+                                fprintf(f, "%.1f,%.1f ", px_x(s, ((double)b + 0.5) * s->bin_s),
+                                        px_y(stack[b] + s->state[k][b], ym));
+                        for (size_t b = s->nbins; b-- > 0;)
+                                fprintf(f, "%.1f,%.1f ", px_x(s, ((double)b + 0.5) * s->bin_s),
+                                        px_y(stack[b], ym));
+                        fprintf(f, "\"/>\n");
+                        for (size_t b = 0; b < s->nbins; b++)
+                                stack[b] += s->state[k][b];
+                        legend(f, k, bstate_color[k], bstate_name[k]);
+                }
+                fprintf(f, "</svg>\n");
+                free(stack);
+        }
+        fprintf(f,
+                "<p><small>Derived from the call log: an operation counts from its first call "
+                "(acceptance time is not in the call log, so time spent pending before it is "
+                "not shown); it closes at the end of its first call with a final class; "
+                "between calls it is <i>retry_wait</i> after retryable/not_sent, else "
+                "<i>unknown</i>; after its last non-final call it stays open to the end "
+                "(manual or still waiting). Phase bands: %s.</small></p>\n",
+                a->timeline ? "the given timeline, placed from the stub's start"
+                            : "from the arrivals' phase numbers (first to last arrival)");
+
+        verify_summary_text(&a->lim, sum, text, sizeof(text));
+        fprintf(f, "<h2>tollgate verify</h2>\n<pre>");
+        html_text(f, text);
+        fprintf(f, "</pre>\n");
+        for (size_t i = 0; i < verify_finding_count(res); i++) {
+                const struct verify_finding *fd = verify_finding_at(res, i);
+                fprintf(f, "<section><h3 class=\"%s\">%zu. [%s] ", fd->violation ? "fail" : "pass",
+                        i + 1, fd->violation ? "violation" : "note");
+                html_text(f, fd->check);
+                fprintf(f, "</h3><dl>");
+                const char *lab[] = {"Problem (問題)", "Evidence (證據)", "Trigger (觸發條件)",
+                                     "Impact (影響)",  "Verify (驗證)",   "Result (結果)",
+                                     "Fix (修正)"};
+                const char *val[] = {fd->problem, fd->evidence, fd->trigger, fd->impact,
+                                     fd->verify,  fd->result,   fd->fix};
+                for (int k = 0; k < 7; k++) {
+                        fprintf(f, "<dt>%s</dt><dd>", lab[k]);
+                        html_text(f, val[k]);
+                        fprintf(f, "</dd>");
+                }
+                fprintf(f, "</dl></section>\n");
+        }
+        if (verify_finding_count(res) == 0)
+                fprintf(f, "<p>No findings.</p>\n");
+        fprintf(f, "</body></html>\n");
+}
+
+int cmd_report(int argc, char **argv)
+{
+        struct verify_args a;
+        struct runlog log;
+        struct verify_result *res = NULL;
+        struct series s;
+        int r = verify_parse_args("report", argc, argv, report_help, true, &a);
+        if (r)
+                return r;
+        if (!a.out) {
+                fprintf(stderr, "tollgate report: --out FILE.html is required\n");
+                return 2;
+        }
+        r = verify_load("report", &a, &log);
+        if (r)
+                return r;
+        r = verify_judge("report", &a, &log, &res);
+        if (r) {
+                runlog_release(&log);
+                return r;
+        }
+        int br = build_series(&log, &a, &s);
+        if (br < 0) {
+                fprintf(stderr, "tollgate report: %s\n",
+                        br == TG_EINVAL ? "no records to draw" : tg_strerror(br));
+                r = 2;
+                goto out;
+        }
+        FILE *f = fopen(a.out, "w");
+        if (!f) {
+                perror(a.out);
+                r = 2;
+                goto out;
+        }
+        write_html(f, &a, &log, &s, res);
+        if (fclose(f) != 0) {
+                perror(a.out);
+                r = 2;
+        } else {
+                printf("tollgate report: wrote %s (verify: %s)\n", a.out,
+                       verify_summary(res)->violations ? "FAIL" : "PASS");
+        }
+out:
+        series_free(&s);
+        verify_result_free(res);
+        runlog_release(&log);
+        return r;
+}

@@ -1,0 +1,488 @@
+/*
+ * demo — the README's first command: tollgate doing its job through the
+ * seed's incident. It starts tollgate-stub with the incident's timeline
+ * (fast, then slow past the call timeout, then commit-then-drop, then
+ * recovery) and `tollgate serve` on a fresh embedded SQLite store, feeds
+ * refunds at a steady rate through the intake API, and draws a live view of
+ * the backlog, starts/s, closes/s, in-flight, the oldest pending age and the
+ * provider's phase. It ends with a summary — every refund settled or in
+ * manual review, refunds executed twice, the minimum start spacing, POSTs per
+ * operation — and stops everything it started.
+ *
+ * The demo talks to the provider stand-in only through tollgate's exit; its
+ * own HTTP goes to tollgate's API and to the stub's /_stub admin routes, on
+ * loopback, to processes it started itself. It reads the call log and the
+ * backlog straight from the store (read-only use of the store API).
+ */
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/policy.h"
+#include "core/tg_error.h"
+#include "platform/clock.h"
+#include "store/store.h"
+#include "tools/tool_util.h"
+#include "tools/tools.h"
+
+#define TOKEN "demo-token-not-a-secret"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig)
+{
+        (void)sig;
+        interrupted = 1;
+}
+
+struct demo_opts {
+        bool quick;
+        bool plain;   /* no terminal redraw: one line every few seconds */
+        double rate;  /* refunds fed per second */
+        double scale; /* stub time scale */
+        double feed_s;
+};
+
+/* The incident, at full length (the stub compresses it by --time-scale). */
+static const char timeline[] = "fast 20s; slow:3500 40s; drop 20s; fast";
+
+static const char demo_help[] =
+    "usage: tollgate demo [--quick] [--plain]\n"
+    "       tollgate demo resilience [--help]\n"
+    "\n"
+    "Runs tollgate against its provider stand-in through the seed's incident: fast,\n"
+    "then slow past the 3 s call timeout, then executing and dropping the answer,\n"
+    "then recovered. Refunds arrive at 4/s (the exit allows 5 calls/s); the view\n"
+    "shows the backlog, starts/s, closes/s, in-flight, the oldest pending age and\n"
+    "the provider's phase, then a summary. About two minutes; --quick compresses\n"
+    "the incident to about 45 s. Leaves nothing running.\n"
+    "  --quick   the short version\n"
+    "  --plain   no live redraw (a line every 2 s), for logs and CI\n";
+
+struct view {
+        int64_t last_call_id;
+        unsigned long starts, closes, posts, queries;
+        int64_t min_gap_ns;
+        tg_mono_ns last_start;
+};
+
+static int on_call(const struct call_record *c, void *userdata)
+{
+        struct view *v = userdata;
+        v->last_call_id = c->id;
+        v->starts++;
+        if (c->kind == TG_KIND_QUERY)
+                v->queries++;
+        else
+                v->posts++;
+        if (v->last_start && c->start_mono - v->last_start < v->min_gap_ns)
+                v->min_gap_ns = c->start_mono - v->last_start;
+        v->last_start = c->start_mono;
+        return 0;
+}
+
+static int write_config(const char *dir, int api_port, int stub_port, char *ret_path, size_t size)
+{
+        char token[256];
+        snprintf(token, sizeof(token), "%s/token", dir);
+        FILE *f = fopen(token, "w");
+        if (!f)
+                return TG_EIO;
+        fputs(TOKEN "\n", f);
+        fclose(f);
+        snprintf(ret_path, size, "%s/tollgate.ini", dir);
+        f = fopen(ret_path, "w");
+        if (!f)
+                return TG_EIO;
+        fprintf(f,
+                "[store]\nurl = sqlite://%s/tollgate.db\n"
+                "[api]\nlisten = 127.0.0.1:%d\ntoken_file = %s\n"
+                "[provider]\nbase_url = http://127.0.0.1:%d\ntimeout_ms = 3000\n"
+                "[exit]\nstarts_per_second = 5\nmax_in_flight = 10\n"
+                "[log]\nlevel = warn\n",
+                dir, api_port, token, stub_port);
+        fclose(f);
+        return 0;
+}
+
+static int submit(int api_port, unsigned n)
+{
+        char url[128], body[256];
+        const char *headers[] = {"Authorization: Bearer " TOKEN, "Content-Type: application/json",
+                                 NULL};
+        struct tool_http_result res;
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/refunds", api_port);
+        snprintf(body, sizeof(body),
+                 "{\"operation_id\":\"demo-%05u\",\"payment_id\":\"pay-%05u\","
+                 "\"amount\":%u,\"currency\":\"TWD\"}",
+                 n, n, 100 + n % 900);
+        int r = tool_http("POST", url, headers, body, 2000, NULL, 0, &res);
+        if (r < 0)
+                return r;
+        return res.status == 202 || res.status == 200 ? 0 : TG_EIO;
+}
+
+/* The stub's current mode ("fast", "slow:3500", ...), or "?" */
+static void stub_mode(int stub_port, char *out, size_t size)
+{
+        char url[128], resp[4096];
+        struct tool_http_result res;
+        snprintf(out, size, "?");
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/state", stub_port);
+        if (tool_http("GET", url, NULL, NULL, 1000, resp, sizeof(resp), &res) < 0 ||
+            res.status != 200)
+                return;
+        json_t *o = json_loads(resp, 0, NULL);
+        const char *m = o ? json_string_value(json_object_get(o, "mode")) : NULL;
+        if (m)
+                snprintf(out, size, "%s", m);
+        json_decref(o);
+}
+
+/* How many operations the provider executed more than once (-1: unknown). */
+static long executed_twice(int stub_port)
+{
+        char url[128];
+        const size_t size = 8u << 20;
+        char *resp = malloc(size);
+        struct tool_http_result res;
+        long twice = -1;
+        if (!resp)
+                return -1;
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/ledger", stub_port);
+        if (tool_http("GET", url, NULL, NULL, 5000, resp, size, &res) == 0 && res.status == 200) {
+                json_t *o = json_loads(resp, 0, NULL);
+                json_t *ops = o ? json_object_get(o, "operations") : NULL;
+                const char *key;
+                json_t *op;
+                if (json_is_object(ops)) {
+                        twice = 0;
+                        json_object_foreach(ops, key, op)
+                        {
+                                if (json_integer_value(json_object_get(op, "executions")) > 1)
+                                        twice++;
+                        }
+                }
+                json_decref(o);
+        }
+        free(resp);
+        return twice;
+}
+
+static double oldest_age_s(const struct store_stats *st)
+{
+        if (st->oldest_open_accepted_at == TG_WALL_NEVER || st->oldest_open_accepted_at <= 0)
+                return 0;
+        int64_t now_ms = clock_wall_now();
+        return (double)(now_ms - st->oldest_open_accepted_at) / 1000.0;
+}
+
+/* Writes the stub's arrival record to path. 0 or a negative code. */
+static int save_arrivals(int stub_port, const char *path)
+{
+        const size_t size = 64u << 20;
+        char url[128];
+        char *resp = malloc(size);
+        struct tool_http_result res;
+        int r = TG_EIO;
+        if (!resp)
+                return TG_ENOMEM;
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/arrivals?since=0", stub_port);
+        if (tool_http("GET", url, NULL, NULL, 10000, resp, size, &res) == 0 && res.status == 200) {
+                FILE *f = fopen(path, "w");
+                if (f) {
+                        size_t n = strlen(resp);
+                        r = fwrite(resp, 1, n, f) == n ? 0 : TG_EIO;
+                        if (fclose(f) != 0)
+                                r = TG_EIO;
+                }
+        }
+        free(resp);
+        return r;
+}
+
+/* The run as one HTML page (tollgate report), written to the current
+ * directory so that it outlives the demo's temp files. 0 or a negative code. */
+static int write_report(const struct demo_opts *o, const char *config, int stub_port,
+                        const char *tmpdir, char *ret_path, size_t size)
+{
+        char self[1024], arrivals[512], scale[32], cwd[512];
+        int r = tool_sibling("tollgate", self, sizeof(self));
+        if (r < 0)
+                return r;
+        snprintf(arrivals, sizeof(arrivals), "%s/arrivals.jsonl", tmpdir);
+        r = save_arrivals(stub_port, arrivals);
+        if (r < 0)
+                return r;
+        if (!getcwd(cwd, sizeof(cwd)))
+                return TG_EIO;
+        snprintf(ret_path, size, "%s/tollgate-demo-report.html", cwd);
+        snprintf(scale, sizeof(scale), "%g", o->scale);
+        char *argv[] = {self,           "report",         "--config",
+                        (char *)config, "--arrivals",     arrivals,
+                        "--timeline",   (char *)timeline, "--time-scale",
+                        scale,          "--title",        "tollgate demo: the seed's incident",
+                        "--out",        ret_path,         NULL};
+        pid_t pid = fork();
+        if (pid < 0)
+                return TG_EIO;
+        if (pid == 0) {
+                int null = open("/dev/null", O_WRONLY);
+                if (null >= 0) {
+                        dup2(null, STDOUT_FILENO);
+                        dup2(null, STDERR_FILENO);
+                }
+                execv(self, argv);
+                _exit(127);
+        }
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0)
+                ;
+        unlink(arrivals);
+        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : TG_EIO;
+}
+
+static void bar(char *out, size_t size, uint64_t open, uint64_t total)
+{
+        const int width = 30;
+        int done = total ? (int)((double)(total - open) / (double)total * width) : width;
+        size_t k = 0;
+        out[k++] = '[';
+        for (int i = 0; i < width && k + 2 < size; i++)
+                out[k++] = i < done ? '#' : '.';
+        out[k++] = ']';
+        out[k] = '\0';
+}
+
+static void draw(const struct demo_opts *o, double t, const struct store_stats *st,
+                 unsigned long fed, unsigned starts_s, unsigned closes_s, unsigned in_flight,
+                 double oldest_s, const char *mode)
+{
+        uint64_t open = st->by_state[OP_PENDING] + st->by_state[OP_IN_FLIGHT] +
+                        st->by_state[OP_RETRY_WAIT] + st->by_state[OP_UNKNOWN];
+        char b[40];
+        bar(b, sizeof(b), open, fed);
+        if (o->plain) {
+                printf("t=%5.1fs fed=%lu open=%llu starts/s=%u closes/s=%u in_flight=%u "
+                       "oldest=%.1fs provider=%s\n",
+                       t, fed, (unsigned long long)open, starts_s, closes_s, in_flight, oldest_s,
+                       mode);
+        } else {
+                printf("\033[H\033[J"
+                       "tollgate demo — one exit through the seed's incident\n\n"
+                       "  provider phase   %-16s  t = %5.1f s\n"
+                       "  backlog          %s %llu open of %lu fed\n"
+                       "  starts/s         %-3u (exit allows 5)\n"
+                       "  closes/s         %-3u\n"
+                       "  in flight        %-3u (cap 10)\n"
+                       "  oldest pending   %.1f s\n"
+                       "  succeeded %llu  unknown %llu  retry_wait %llu  manual %llu\n",
+                       mode, t, b, (unsigned long long)open, fed, starts_s, closes_s, in_flight,
+                       oldest_s, (unsigned long long)st->by_state[OP_SUCCEEDED],
+                       (unsigned long long)st->by_state[OP_UNKNOWN],
+                       (unsigned long long)st->by_state[OP_RETRY_WAIT],
+                       (unsigned long long)st->by_state[OP_MANUAL]);
+        }
+        fflush(stdout);
+}
+
+static int parse_opts(int argc, char **argv, struct demo_opts *o)
+{
+        memset(o, 0, sizeof(*o));
+        o->plain = !isatty(STDOUT_FILENO);
+        for (int i = 0; i < argc; i++) {
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        fputs(demo_help, stdout);
+                        exit(0);
+                } else if (strcmp(argv[i], "--quick") == 0) {
+                        o->quick = true;
+                } else if (strcmp(argv[i], "--plain") == 0) {
+                        o->plain = true;
+                } else {
+                        fprintf(stderr, "tollgate demo: unknown option '%s' (try --help)\n",
+                                argv[i]);
+                        return 2;
+                }
+        }
+        o->rate = 4.0;
+        o->scale = o->quick ? 0.35 : 1.0;
+        /* Feed through the incident and a little of the recovery. */
+        o->feed_s = (20 + 40 + 20 + 10) * o->scale;
+        return 0;
+}
+
+struct demo_run {
+        struct tool_proc stub, tg;
+        struct store *store;
+        char config[512];
+};
+
+static int start_all(struct demo_run *d, const struct demo_opts *o)
+{
+        char stub_bin[1024], self[1024], port_file[256], scale[32], record[256];
+        int r = tool_sibling("tollgate-stub", stub_bin, sizeof(stub_bin));
+        if (r == 0)
+                r = tool_sibling("tollgate", self, sizeof(self));
+        if (r < 0) {
+                fprintf(stderr, "tollgate demo: cannot find tollgate-stub next to tollgate\n");
+                return r;
+        }
+        if (tool_proc_init(&d->stub, "tg-demo-stub") < 0 || tool_proc_init(&d->tg, "tg-demo") < 0)
+                return TG_EIO;
+        snprintf(port_file, sizeof(port_file), "%s/port", d->stub.dir);
+        snprintf(scale, sizeof(scale), "%g", o->scale);
+        snprintf(record, sizeof(record), "%s/arrivals.jsonl", d->stub.dir);
+        char *stub_argv[] = {stub_bin,  "--listen",     "127.0.0.1:0",    "--port-file",
+                             port_file, "--timeline",   (char *)timeline, "--time-scale",
+                             scale,     "--query-mode", "fast",           NULL};
+        r = tool_proc_start(&d->stub, stub_argv, port_file, 10);
+        if (r < 0) {
+                fprintf(stderr, "tollgate demo: the stub did not start (log: %s)\n", d->stub.log);
+                return r;
+        }
+        int api_port = tool_free_port();
+        if (api_port < 0)
+                return api_port;
+        d->tg.port = api_port;
+        r = write_config(d->tg.dir, api_port, d->stub.port, d->config, sizeof(d->config));
+        if (r < 0)
+                return r;
+        char *tg_argv[] = {self, "serve", "--config", d->config, NULL};
+        r = tool_proc_start(&d->tg, tg_argv, NULL, 0);
+        if (r < 0)
+                return r;
+        char url[128];
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", api_port);
+        for (int i = 0; i < 100; i++) {
+                struct tool_http_result res;
+                if (tool_http("GET", url, NULL, NULL, 500, NULL, 0, &res) == 0 && res.status == 200)
+                        break;
+                tool_sleep(0.1);
+        }
+        char store_url[600];
+        snprintf(store_url, sizeof(store_url), "sqlite://%s/tollgate.db", d->tg.dir);
+        return store_open(store_url, &d->store);
+}
+
+static void stop_all(struct demo_run *d)
+{
+        store_close(d->store);
+        d->store = NULL;
+        tool_proc_release(&d->tg);
+        tool_proc_release(&d->stub);
+}
+
+int cmd_demo(int argc, char **argv)
+{
+        if (argc > 0 && strcmp(argv[0], "resilience") == 0)
+                return cmd_demo_resilience(argc - 1, argv + 1);
+        struct demo_opts o;
+        int r = parse_opts(argc, argv, &o);
+        if (r)
+                return r;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_interrupt;
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        struct demo_run d;
+        memset(&d, 0, sizeof(d));
+        r = start_all(&d, &o);
+        if (r < 0) {
+                fprintf(stderr, "tollgate demo: could not start: %s\n", tg_strerror(r));
+                stop_all(&d);
+                return 1;
+        }
+        printf("tollgate demo: provider stand-in on 127.0.0.1:%d (timeline \"%s\" x %g), "
+               "tollgate API on 127.0.0.1:%d\n",
+               d.stub.port, timeline, o.scale, d.tg.port);
+
+        struct view v;
+        memset(&v, 0, sizeof(v));
+        v.min_gap_ns = INT64_MAX;
+        double t0 = tool_now(), next_feed = t0, next_draw = t0, next_second = t0 + 1;
+        unsigned long fed = 0, failed_feeds = 0, starts_prev = 0;
+        unsigned starts_s = 0, closes_s = 0;
+        uint64_t final_prev = 0;
+        double settle_limit = o.feed_s + 60; /* the deadline would go further; we stop here */
+        struct store_stats st;
+        memset(&st, 0, sizeof(st));
+        char mode[64] = "?";
+        for (;;) {
+                double now = tool_now(), t = now - t0;
+                if (interrupted)
+                        break;
+                if (t < o.feed_s && now >= next_feed) {
+                        if (submit(d.tg.port, (unsigned)fed) == 0)
+                                fed++;
+                        else
+                                failed_feeds++;
+                        next_feed += 1.0 / o.rate;
+                }
+                if (now >= next_second) {
+                        store_list_calls(d.store, v.last_call_id, 100000, on_call, &v);
+                        if (store_stats(d.store, &st) == 0) {
+                                uint64_t fin = st.by_state[OP_SUCCEEDED] +
+                                               st.by_state[OP_REJECTED] + st.by_state[OP_MANUAL];
+                                closes_s = (unsigned)(fin - final_prev);
+                                final_prev = fin;
+                        }
+                        starts_s = (unsigned)(v.starts - starts_prev);
+                        starts_prev = v.starts;
+                        stub_mode(d.stub.port, mode, sizeof(mode));
+                        next_second += 1;
+                }
+                if (now >= next_draw) {
+                        draw(&o, t, &st, fed, starts_s, closes_s,
+                             (unsigned)st.by_state[OP_IN_FLIGHT], oldest_age_s(&st), mode);
+                        next_draw += o.plain ? 2.0 : 0.25;
+                }
+                uint64_t open = st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +
+                                st.by_state[OP_RETRY_WAIT] + st.by_state[OP_UNKNOWN];
+                if (t >= o.feed_s && open == 0 && st.by_state[OP_SUCCEEDED] > 0)
+                        break;
+                if (t >= settle_limit)
+                        break;
+                tool_sleep(0.02);
+        }
+        store_list_calls(d.store, v.last_call_id, 100000, on_call, &v);
+        store_stats(d.store, &st);
+        long twice = executed_twice(d.stub.port);
+        uint64_t open = st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +
+                        st.by_state[OP_RETRY_WAIT] + st.by_state[OP_UNKNOWN];
+        char twice_text[32];
+        if (twice < 0)
+                snprintf(twice_text, sizeof(twice_text), "unknown (ledger unreadable)");
+        else
+                snprintf(twice_text, sizeof(twice_text), "%ld", twice);
+        printf("\nsummary\n"
+               "  refunds fed                 %lu (%lu refused by intake)\n"
+               "  succeeded                   %llu\n"
+               "  rejected                    %llu\n"
+               "  in manual review            %llu\n"
+               "  still open                  %llu\n"
+               "  refunds executed twice      %s\n"
+               "  minimum start spacing       %.1f ms (exit allows one start per 200 ms)\n"
+               "  POSTs per operation         %.2f (at most 3), queries %lu\n",
+               fed, failed_feeds, (unsigned long long)st.by_state[OP_SUCCEEDED],
+               (unsigned long long)st.by_state[OP_REJECTED],
+               (unsigned long long)st.by_state[OP_MANUAL], (unsigned long long)open, twice_text,
+               v.min_gap_ns == INT64_MAX ? 0.0 : (double)v.min_gap_ns / 1e6,
+               fed ? (double)v.posts / (double)fed : 0.0, v.queries);
+        char report[600];
+        if (!interrupted &&
+            write_report(&o, d.config, d.stub.port, d.tg.dir, report, sizeof(report)) == 0)
+                printf("  report                      %s\n", report);
+        stop_all(&d);
+        if (interrupted)
+                return 130;
+        return (twice == 0 && open == 0 && fed > 0) ? 0 : 1;
+}

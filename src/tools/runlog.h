@@ -1,0 +1,48 @@
+/*
+ * runlog — reads the records of one run of the exit into the arrays that
+ * core/verify judges and that the report draws: tollgate's call log (JSON
+ * lines, or an API page {"calls":[...]} per line, or straight from the
+ * store), the provider's arrival log (JSON lines, format in docs/verify.md)
+ * and the provider's execution ledger.
+ *
+ * Bounded: at most max_records calls and arrivals (a clear error past it),
+ * lines of at most RUNLOG_LINE_MAX bytes. Ownership: the arrays belong to
+ * the struct runlog, which the caller initialises with runlog_init() and
+ * releases with runlog_release().
+ */
+#ifndef TG_RUNLOG_H
+#define TG_RUNLOG_H
+
+#include <stddef.h>
+
+#include "tools/verify.h"
+
+#define RUNLOG_LINE_MAX (1024 * 1024)
+
+/* Caller storage; members are read freely, written only through runlog_*. */
+struct runlog {
+        struct verify_call *calls;
+        size_t ncalls, cap_calls;
+        struct verify_arrival *arrivals;
+        size_t narrivals, cap_arrivals;
+        struct verify_execution *ledger;
+        size_t nledger, cap_ledger;
+        size_t max_records;
+        char err[512]; /* the last error, for the user */
+};
+
+void runlog_init(struct runlog *log, size_t max_records);
+void runlog_release(struct runlog *log);
+
+/* Each returns 0, or a negative code with log->err naming the file, the
+ * line and the problem (TG_EIO unreadable, TG_EPARSE bad record, TG_EFULL
+ * past max_records, TG_ENOMEM). */
+int runlog_read_calls(struct runlog *log, const char *path);
+int runlog_read_arrivals(struct runlog *log, const char *path);
+/* The stub's GET /_stub/ledger answer ({"operations":{KEY:{"executions":N}}})
+ * or JSON lines {"key":KEY,"executions":N}. */
+int runlog_read_ledger(struct runlog *log, const char *path);
+/* Every call of the store at url (store_list_calls). */
+int runlog_read_store(struct runlog *log, const char *store_url);
+
+#endif

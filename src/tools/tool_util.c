@@ -1,0 +1,302 @@
+/*
+ * tool_util — flag parsing, sibling processes and one-shot HTTP for the
+ * teaching tools (see the header). Invariants: a started child is always
+ * reaped by tool_proc_stop(); an HTTP request here never reuses a
+ * connection and never lets libcurl re-send (CURLOPT_FORBID_REUSE, a fresh
+ * easy handle per request), so what the demo counts is what was sent.
+ */
+#include "tools/tool_util.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/tg_error.h"
+#include "platform/clock.h"
+
+int tool_parse_double(const char *s, double lo, double hi, double *ret_value)
+{
+        char *end = NULL;
+
+        if (!s || !*s)
+                return TG_EINVAL;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno || !end || *end || !isfinite(v) || v < lo || v > hi)
+                return TG_EINVAL;
+        *ret_value = v;
+        return 0;
+}
+
+int tool_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *ret_value)
+{
+        char *end = NULL;
+
+        if (!s || !*s || *s == '-' || *s == '+')
+                return TG_EINVAL;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || !end || *end || v < lo || v > hi)
+                return TG_EINVAL;
+        *ret_value = v;
+        return 0;
+}
+
+double tool_now(void)
+{
+        return (double)clock_mono_now() / (double)TG_NS_PER_S;
+}
+
+void tool_sleep(double seconds)
+{
+        if (seconds <= 0)
+                return;
+        struct timespec ts = {.tv_sec = (time_t)seconds,
+                              .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+}
+
+int tool_sibling(const char *name, char *buf, size_t size)
+{
+        char self[1024];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+        if (n <= 0)
+                return -errno;
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        if (!slash)
+                return TG_ENOTFOUND;
+        *slash = '\0';
+        int w = snprintf(buf, size, "%s/%s", self, name);
+        if (w < 0 || (size_t)w >= size)
+                return TG_EFULL;
+        if (access(buf, X_OK) != 0)
+                return -errno;
+        return 0;
+}
+
+int tool_proc_init(struct tool_proc *p, const char *prefix)
+{
+        memset(p, 0, sizeof(*p));
+        snprintf(p->dir, sizeof(p->dir), "/tmp/%s-XXXXXX", prefix);
+        if (!mkdtemp(p->dir)) {
+                int e = errno;
+                p->dir[0] = '\0';
+                return -e;
+        }
+        snprintf(p->log, sizeof(p->log), "%s/log", p->dir);
+        return 0;
+}
+
+static int read_port(const char *path)
+{
+        char buf[32];
+        FILE *f = fopen(path, "r");
+        if (!f)
+                return 0;
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        unsigned long port;
+        char *nl = strchr(buf, '\n');
+        if (nl)
+                *nl = '\0';
+        if (tool_parse_uint(buf, 1, 65535, &port) < 0)
+                return 0;
+        return (int)port;
+}
+
+int tool_proc_start(struct tool_proc *p, char *const argv[], const char *port_file,
+                    double timeout_s)
+{
+        int fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(fd);
+                return -e;
+        }
+        if (pid == 0) {
+                int devnull = open("/dev/null", O_RDONLY);
+                if (devnull >= 0)
+                        dup2(devnull, 0);
+                dup2(fd, 1);
+                dup2(fd, 2);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        close(fd);
+        p->pid = pid;
+        if (!port_file)
+                return 0;
+        double deadline = tool_now() + timeout_s;
+        while (tool_now() < deadline) {
+                int status;
+                if (waitpid(pid, &status, WNOHANG) == pid) {
+                        p->pid = 0;
+                        return TG_EIO;
+                }
+                p->port = read_port(port_file);
+                if (p->port > 0)
+                        return 0;
+                tool_sleep(0.01);
+        }
+        tool_proc_stop(p);
+        return TG_EIO;
+}
+
+void tool_proc_stop(struct tool_proc *p)
+{
+        if (!p || p->pid <= 0)
+                return;
+        kill(p->pid, SIGTERM);
+        double deadline = tool_now() + 5.0;
+        int status;
+        while (waitpid(p->pid, &status, WNOHANG) == 0) {
+                if (tool_now() > deadline) {
+                        kill(p->pid, SIGKILL);
+                        waitpid(p->pid, &status, 0);
+                        break;
+                }
+                tool_sleep(0.01);
+        }
+        p->pid = 0;
+}
+
+void tool_proc_release(struct tool_proc *p)
+{
+        if (!p)
+                return;
+        tool_proc_stop(p);
+        if (!p->dir[0])
+                return;
+        /* The dir is ours (mkdtemp) and flat: remove every file in it. */
+        DIR *d = opendir(p->dir);
+        if (d) {
+                const struct dirent *e;
+                while ((e = readdir(d)) != NULL) {
+                        char path[512];
+                        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                                continue;
+                        snprintf(path, sizeof(path), "%s/%s", p->dir, e->d_name);
+                        unlink(path);
+                }
+                closedir(d);
+        }
+        rmdir(p->dir);
+        p->dir[0] = '\0';
+}
+
+int tool_free_port(void)
+{
+        struct sockaddr_in a;
+        socklen_t len = sizeof(a);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        if (fd < 0)
+                return -errno;
+        memset(&a, 0, sizeof(a));
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+            getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+                int e = errno;
+                close(fd);
+                return -e;
+        }
+        close(fd);
+        return ntohs(a.sin_port);
+}
+
+struct sink {
+        char *buf;
+        size_t size;
+        size_t len;
+};
+
+static size_t on_body(char *data, size_t one, size_t n, void *userdata)
+{
+        struct sink *s = userdata;
+        size_t bytes = one * n;
+        if (s->buf && s->size > 0) {
+                size_t room = s->size - 1 - s->len;
+                size_t take = bytes < room ? bytes : room;
+                memcpy(s->buf + s->len, data, take);
+                s->len += take;
+                s->buf[s->len] = '\0';
+        }
+        return bytes;
+}
+
+int tool_http(const char *method, const char *url, const char *const *headers, const char *body,
+              long timeout_ms, char *resp, size_t resp_size, struct tool_http_result *ret_result)
+{
+        struct tool_http_result res = {0};
+        struct curl_slist *list = NULL;
+        struct sink sink = {.buf = resp, .size = resp_size, .len = 0};
+        CURL *h = curl_easy_init();
+
+        if (!h)
+                return TG_ENOMEM;
+        if (resp && resp_size)
+                resp[0] = '\0';
+        for (size_t i = 0; headers && headers[i]; i++) {
+                struct curl_slist *next = curl_slist_append(list, headers[i]);
+                if (!next) {
+                        curl_slist_free_all(list);
+                        curl_easy_cleanup(h);
+                        return TG_ENOMEM;
+                }
+                list = next;
+        }
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        if (body) {
+                curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+                curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        }
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
+        curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+        curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
+        if (timeout_ms > 0)
+                curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+
+        double t0 = tool_now();
+        CURLcode cc = curl_easy_perform(h);
+        res.ms = (tool_now() - t0) * 1000.0;
+        int r = 0;
+        if (cc == CURLE_OK) {
+                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res.status);
+        } else {
+                res.timed_out = cc == CURLE_OPERATION_TIMEDOUT;
+                res.no_answer =
+                    cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR || cc == CURLE_PARTIAL_FILE;
+                r = TG_ETRANSPORT;
+        }
+        curl_slist_free_all(list);
+        curl_easy_cleanup(h);
+        *ret_result = res;
+        return r;
+}
