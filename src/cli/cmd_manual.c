@@ -61,8 +61,7 @@ static int print_json(json_t *o)
 struct manual_rows {
         struct op_record *ops;
         unsigned n, max;
-        bool filter;
-        enum manual_reason reason;
+        enum manual_reason reason; /* MANUAL_NONE: any; the store filters */
         int64_t last_id;
 };
 
@@ -71,8 +70,6 @@ static int manual_row(const struct op_record *op, void *userdata)
         struct manual_rows *m = userdata;
 
         m->last_id = op->id;
-        if (m->filter && op->reason != m->reason)
-                return 0;
         m->ops[m->n++] = *op;
         return m->n >= m->max ? 1 : 0;
 }
@@ -99,7 +96,6 @@ static int do_list(struct store *store, const char *reason, const char *limit_s,
                                 reason);
                         return 2;
                 }
-                m.filter = true;
         }
         m.max = (unsigned)limit;
         m.ops = calloc(m.max, sizeof(*m.ops));
@@ -109,7 +105,7 @@ static int do_list(struct store *store, const char *reason, const char *limit_s,
                 json_decref(items);
                 return 1;
         }
-        r = store_list_manual(store, after, m.filter ? UINT32_MAX : m.max, manual_row, &m);
+        r = store_list_manual(store, after, m.reason, m.max, manual_row, &m);
         for (unsigned i = 0; r >= 0 && i < m.n; i++) {
                 json_t *o = NULL;
                 r = render_op_full(store, &m.ops[i], &o);

@@ -56,8 +56,7 @@ static const char *const reason_names[MANUAL_REASON_COUNT] = {
     [MANUAL_INVALID] = "invalid",
 };
 
-#define KIND_COUNT 4
-static const char *const kind_names[KIND_COUNT] = {
+static const char *const kind_names[TG_KIND_COUNT] = {
     [TG_KIND_FIRST] = "first",
     [TG_KIND_RETRY] = "retry",
     [TG_KIND_QUERY] = "query",
@@ -382,6 +381,404 @@ enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend)
         }
 }
 
+/* ---- the transition table ---------------------------------------------------- */
+
+#define B(state) POLICY_STATE_BIT(state)
+#define FINAL    (B(OP_SUCCEEDED) | B(OP_REJECTED))
+
+/* transitions[from][event]: the states the event may lead to. The one place a
+ * transition is written; every function below checks its result against it
+ * (apply()), and the header's table is this one in words. */
+static const unsigned transitions[OP_STATE_COUNT][OP_EVENT_COUNT] = {
+    [OP_PENDING] =
+        {
+            [OP_EV_CLAIM] = B(OP_IN_FLIGHT),
+            [OP_EV_DEADLINE] = B(OP_MANUAL),
+            [OP_EV_OUTBOX] = B(OP_PENDING) | B(OP_MANUAL),
+        },
+    [OP_IN_FLIGHT] =
+        {
+            [OP_EV_CALL_END] = FINAL | B(OP_RETRY_WAIT) | B(OP_UNKNOWN) | B(OP_MANUAL),
+            [OP_EV_TAKEOVER] = B(OP_UNKNOWN) | B(OP_MANUAL),
+        },
+    [OP_RETRY_WAIT] =
+        {
+            [OP_EV_CLAIM] = B(OP_IN_FLIGHT),
+            [OP_EV_DEADLINE] = B(OP_MANUAL),
+            [OP_EV_KEY_RETENTION] = B(OP_MANUAL),
+            [OP_EV_EXTERNAL] = FINAL,
+        },
+    [OP_UNKNOWN] =
+        {
+            [OP_EV_CLAIM] = B(OP_IN_FLIGHT),
+            [OP_EV_DEADLINE] = B(OP_MANUAL),
+            [OP_EV_EXTERNAL] = FINAL,
+        },
+    [OP_SUCCEEDED] = {[OP_EV_EXTERNAL] = B(OP_SUCCEEDED)},
+    [OP_REJECTED] = {[OP_EV_EXTERNAL] = B(OP_REJECTED)},
+    [OP_MANUAL] =
+        {
+            [OP_EV_RESEND] = B(OP_RETRY_WAIT),
+            [OP_EV_RESOLVE] = FINAL,
+            [OP_EV_EXTERNAL] = FINAL,
+        },
+};
+
+static const char *const event_names[OP_EVENT_COUNT] = {
+    [OP_EV_CLAIM] = "claim",
+    [OP_EV_CALL_END] = "call_end",
+    [OP_EV_TAKEOVER] = "takeover",
+    [OP_EV_DEADLINE] = "deadline",
+    [OP_EV_KEY_RETENTION] = "key_retention",
+    [OP_EV_RESEND] = "resend",
+    [OP_EV_RESOLVE] = "resolve",
+    [OP_EV_EXTERNAL] = "external",
+    [OP_EV_OUTBOX] = "outbox",
+};
+
+static bool state_ok(enum op_state state)
+{
+        return (unsigned)state < OP_STATE_COUNT;
+}
+
+unsigned policy_targets(enum op_state from, enum op_event event)
+{
+        if (!state_ok(from) || (unsigned)event >= OP_EVENT_COUNT)
+                return 0;
+        return transitions[from][event];
+}
+
+unsigned policy_sources(enum op_event event)
+{
+        unsigned set = 0;
+
+        for (unsigned s = 0; s < OP_STATE_COUNT; s++)
+                if (policy_targets((enum op_state)s, event) != 0)
+                        set |= B(s);
+        return set;
+}
+
+const char *op_event_name(enum op_event event)
+{
+        if ((unsigned)event >= OP_EVENT_COUNT)
+                return "invalid";
+        return event_names[event];
+}
+
+static bool in_set(unsigned set, enum op_state state)
+{
+        return state_ok(state) && (set & B(state)) != 0;
+}
+
+/* Moves op along `event` to the decision's state, if the table allows it:
+ * the state, its next run, its reason, the wait chosen, the time. An
+ * operator's re-send marks the next POST as theirs; any other transition
+ * clears that mark (the re-send was made, or will never be). */
+static int apply(struct op_record *op, enum op_event event, const struct policy_decision *d,
+                 tg_wall_ms now)
+{
+        if (!in_set(policy_targets(op->state, event), d->next))
+                return TG_ESTATE;
+        op->state = d->next;
+        op->next_run_at = d->next_run_at;
+        op->reason = d->reason;
+        if (d->wait_ms > 0)
+                op->last_wait_ms = d->wait_ms;
+        op->operator_resend = event == OP_EV_RESEND;
+        op->updated_at = now;
+        return 0;
+}
+
+unsigned policy_group_states(enum policy_group group)
+{
+        unsigned claimable = policy_sources(OP_EV_CLAIM);
+
+        if (group == POLICY_GROUP_FIRST)
+                return claimable & B(OP_PENDING);
+        return claimable & ~B(OP_PENDING);
+}
+
+unsigned policy_kind_states(enum tg_call_kind kind)
+{
+        unsigned claimable = policy_sources(OP_EV_CLAIM), set = 0;
+
+        for (unsigned st = 0; st < OP_STATE_COUNT; st++)
+                if ((claimable & B(st)) && policy_next_kind((enum op_state)st, 0) == kind)
+                        set |= B(st);
+        return set;
+}
+
+bool policy_key_too_old(const struct op_record *op, tg_wall_ms now, int64_t key_retention_ms)
+{
+        if (key_retention_ms <= 0 || !in_set(policy_sources(OP_EV_KEY_RETENTION), op->state))
+                return false;
+        return op->attempts > 0 && op->key_first_used > 0 &&
+               op->key_first_used <= sub_ms(now, key_retention_ms);
+}
+
+bool policy_is_due(const struct op_record *op, const struct policy_pick *pick)
+{
+        if (!in_set(policy_group_states(pick->group), op->state) || op->attempt_limit == 0 ||
+            op->deadline_at <= pick->now)
+                return false;
+        if (pick->group == POLICY_GROUP_FIRST)
+                return true;
+        if (op->next_run_at > pick->now ||
+            policy_key_too_old(op, pick->now, pick->key_retention_ms))
+                return false;
+        return pick->queries_allowed || !in_set(policy_kind_states(TG_KIND_QUERY), op->state);
+}
+
+int policy_claim(const struct op_record *op, int64_t epoch, unsigned share, tg_wall_ms now,
+                 struct op_record *ret_op, enum tg_call_kind *ret_kind, unsigned *ret_attempt)
+{
+        static const struct policy_decision in_flight = {.next = OP_IN_FLIGHT};
+        struct op_record next = *op;
+        enum tg_call_kind kind = policy_next_kind(op->state, op->operator_resend);
+        unsigned attempt;
+        int r;
+
+        if (!in_set(policy_sources(OP_EV_CLAIM), op->state))
+                return TG_ESTATE;
+        if (kind == TG_KIND_QUERY) {
+                if (next.queries == UINT_MAX)
+                        return TG_ERANGE;
+                attempt = ++next.queries;
+        } else {
+                if (next.attempts == UINT_MAX)
+                        return TG_ERANGE;
+                attempt = ++next.attempts;
+                if (next.key_first_used == 0)
+                        next.key_first_used = now; /* the key's age counts from its first use */
+        }
+        /* the claim keeps the operation's schedule and reason as they were:
+         * they are the record of why it was due */
+        struct policy_decision d = in_flight;
+        d.next_run_at = op->next_run_at;
+        d.reason = op->reason;
+        bool resend = op->operator_resend;
+        r = apply(&next, OP_EV_CLAIM, &d, now);
+        if (r < 0)
+                return r;
+        next.operator_resend = resend; /* cleared when that call ends */
+        next.epoch = epoch;
+        next.share = share;
+        *ret_op = next;
+        *ret_kind = kind;
+        *ret_attempt = attempt;
+        return 0;
+}
+
+void policy_call_outcome(const struct policy_config *config, const struct op_record *op,
+                         const struct policy_event *event, struct tg_rng *rng,
+                         struct policy_decision *ret_decision)
+{
+        struct policy_op view;
+        struct policy_decision d;
+
+        policy_view(op, &view);
+        if (policy_after_call(config, &view, event, rng, &d) < 0) {
+                /* Cannot happen for classes classify() returns; keep the
+                 * operation reconcilable rather than guess. */
+                decide(&d, OP_UNKNOWN, add_ms(event->now, config->query_interval_ms), MANUAL_NONE,
+                       0);
+        }
+        *ret_decision = d;
+}
+
+int policy_end_call(const struct op_record *op, const struct policy_decision *decision,
+                    const struct policy_call_end *end, tg_wall_ms now, struct op_record *ret_op)
+{
+        struct op_record next = *op;
+        int r = apply(&next, OP_EV_CALL_END, decision, now);
+
+        if (r < 0)
+                return r;
+        if (end->refund_id && end->refund_id[0] != '\0') {
+                size_t n = strnlen(end->refund_id, sizeof(next.refund_id) - 1);
+
+                memcpy(next.refund_id, end->refund_id, n);
+                next.refund_id[n] = '\0';
+        }
+        next.last_http_status = end->http_status;
+        next.last_class = end->cls;
+        *ret_op = next;
+        return 0;
+}
+
+int policy_takeover(const struct policy_config *config, const struct op_record *op, tg_wall_ms now,
+                    struct op_record *ret_op)
+{
+        struct op_record next = *op;
+        struct policy_op view;
+        struct policy_decision d;
+        int r;
+
+        policy_view(op, &view);
+        r = policy_after_takeover(config, &view, now, &d);
+        if (r == 0)
+                r = apply(&next, OP_EV_TAKEOVER, &d, now);
+        if (r < 0)
+                return r;
+        *ret_op = next;
+        return 0;
+}
+
+int policy_sweep(const struct op_record *op, tg_wall_ms now, int64_t key_retention_ms,
+                 enum op_event *ret_event, struct op_record *ret_op)
+{
+        struct op_record next = *op;
+        struct policy_decision d;
+        enum op_event event;
+        int r;
+
+        if (in_set(policy_sources(OP_EV_DEADLINE), op->state) && op->deadline_at > 0 &&
+            op->deadline_at < now) {
+                event = OP_EV_DEADLINE;
+                decide_manual(&d, MANUAL_DEADLINE);
+        } else if (policy_key_too_old(op, now, key_retention_ms)) {
+                event = OP_EV_KEY_RETENTION;
+                decide_manual(&d, MANUAL_KEY_RETENTION);
+        } else {
+                return TG_EAGAIN;
+        }
+        r = apply(&next, event, &d, now);
+        if (r < 0)
+                return r;
+        *ret_event = event;
+        *ret_op = next;
+        return 0;
+}
+
+int policy_resend(const struct policy_config *config, const struct op_record *op, tg_wall_ms now,
+                  struct op_record *ret_op)
+{
+        struct op_record next = *op;
+        struct policy_op view, granted;
+        struct policy_decision d;
+        int r;
+
+        policy_view(op, &view);
+        r = policy_operator_resend(config, &view, now, &granted, &d);
+        if (r == 0)
+                r = apply(&next, OP_EV_RESEND, &d, now);
+        if (r < 0)
+                return r;
+        next.attempt_limit = granted.attempt_limit;
+        next.query_limit = granted.query_limit;
+        next.deadline_at = granted.deadline_at;
+        *ret_op = next;
+        return 0;
+}
+
+int policy_resolve(const struct op_record *op, enum op_state outcome, tg_wall_ms now,
+                   struct op_record *ret_op)
+{
+        struct op_record next = *op;
+        struct policy_decision d;
+        int r;
+
+        if (outcome != OP_SUCCEEDED && outcome != OP_REJECTED)
+                return TG_EINVAL;
+        /* the manual reason stays: it is why a person had to decide */
+        decide(&d, outcome, 0, op->reason, 0);
+        r = apply(&next, OP_EV_RESOLVE, &d, now);
+        if (r < 0)
+                return r;
+        *ret_op = next;
+        return 0;
+}
+
+int policy_external(const struct op_record *op, enum op_state outcome, const char *refund_id,
+                    tg_wall_ms now, struct op_record *ret_op, bool *ret_changed)
+{
+        struct op_record next = *op;
+        struct policy_decision d;
+        int r;
+
+        if (outcome != OP_SUCCEEDED && outcome != OP_REJECTED)
+                return TG_EINVAL;
+        decide(&d, outcome, 0, op->reason, 0);
+        r = apply(&next, OP_EV_EXTERNAL, &d, now);
+        if (r < 0)
+                return r;
+        if (op->state == outcome) {
+                *ret_op = *op; /* a repeat of the final answer we hold */
+                *ret_changed = false;
+                return 0;
+        }
+        if (refund_id && refund_id[0] != '\0') {
+                size_t n = strnlen(refund_id, sizeof(next.refund_id) - 1);
+
+                memcpy(next.refund_id, refund_id, n);
+                next.refund_id[n] = '\0';
+        }
+        *ret_op = next;
+        *ret_changed = true;
+        return 0;
+}
+
+void policy_accept(const struct policy_config *config, const struct refund_request *req,
+                   tg_wall_ms now, struct op_record *ret_op)
+{
+        struct op_record op;
+
+        memset(&op, 0, sizeof(op));
+        op.req = *req;
+        op.state = OP_PENDING;
+        op.reason = MANUAL_NONE;
+        op.attempt_limit = config->max_attempts;
+        op.query_limit = config->max_queries;
+        op.accepted_at = now;
+        op.deadline_at = add_ms(now, config->deadline_ms);
+        op.updated_at = now;
+        op.last_class = TG_CLASS_UNKNOWN;
+        memcpy(op.source, "api", 4);
+        *ret_op = op;
+}
+
+int policy_outbox(const struct policy_config *config, const struct op_record *op, bool valid,
+                  tg_wall_ms now, struct op_record *ret_op)
+{
+        struct op_record next = *op;
+        struct policy_decision d;
+        int r;
+
+        if (valid)
+                decide(&d, OP_PENDING, op->next_run_at, op->reason, 0);
+        else
+                decide_manual(&d, MANUAL_INVALID);
+        r = apply(&next, OP_EV_OUTBOX, &d, now);
+        if (r < 0)
+                return r;
+        next.attempt_limit = config->max_attempts;
+        next.query_limit = config->max_queries;
+        next.deadline_at = add_ms(op->accepted_at, config->deadline_ms);
+        *ret_op = next;
+        return 0;
+}
+
+void policy_view(const struct op_record *op, struct policy_op *ret_view)
+{
+        struct policy_op v = {
+            .state = op->state,
+            .attempts = op->attempts,
+            .attempt_limit = op->attempt_limit,
+            .queries = op->queries,
+            .query_limit = op->query_limit,
+            .accepted_at = op->accepted_at,
+            .deadline_at = op->deadline_at,
+            .key_first_used = op->key_first_used,
+            .last_wait_ms = op->last_wait_ms,
+        };
+        *ret_view = v;
+}
+
+bool policy_state_is_final(enum op_state state)
+{
+        return state == OP_SUCCEEDED || state == OP_REJECTED;
+}
+
 /* The index of name in names[0..count), or -1. */
 static int name_index(const char *const *names, unsigned count, const char *name)
 {
@@ -425,14 +822,14 @@ int manual_reason_parse(const char *name, enum manual_reason *ret_reason)
 
 const char *tg_call_kind_name(enum tg_call_kind kind)
 {
-        if ((unsigned)kind >= KIND_COUNT)
+        if ((unsigned)kind >= TG_KIND_COUNT)
                 return "invalid";
         return kind_names[kind];
 }
 
 int tg_call_kind_parse(const char *name, enum tg_call_kind *ret_kind)
 {
-        int i = name_index(kind_names, KIND_COUNT, name);
+        int i = name_index(kind_names, TG_KIND_COUNT, name);
         if (i < 0 || !ret_kind)
                 return TG_EINVAL;
         *ret_kind = (enum tg_call_kind)i;

@@ -1,15 +1,31 @@
 /*
- * policy — the operation state machine of DESIGN.md, pure. Given an
- * operation as stored, what the call that just ended said (as a tg_class),
- * and now, it decides the next state and when the operation may next pass the
- * exit. It never guesses: an unknown outcome is reconciled by querying with
- * the same key; only a query's not_found (inside key retention) allows a
- * re-send, with the same key, as the next attempt.
+ * policy — the operation state machine of DESIGN.md, pure, and the ONE place
+ * where a state transition is written. Every change of an operation's state,
+ * wherever it is triggered (the exit's claim and settle, a new owner's
+ * recovery, the deadline and key-retention sweeps, an operator's re-send or
+ * resolve, a provider answer that came by webhook or settlement file, an
+ * outbox row taken in), is one event of the table below, decided and applied
+ * by a function of this module as a function of (operation, call, now,
+ * config). The store only loads, locks and writes rows; the SQL predicates it
+ * evaluates to find due or expired operations are checked against
+ * policy_is_due() and policy_sweep() by the store contract test, on every
+ * backend.
  *
- *   pending -> in_flight -> succeeded | rejected | retry_wait | unknown | manual
- *   retry_wait --(due)--> in_flight (POST, same key)
- *   unknown    --(due)--> in_flight (query, same key)
- *   manual     --(operator re-send)--> retry_wait, kind manual
+ *   event          from                         to
+ *   claim          pending, retry_wait, unknown in_flight (first; retry or manual; query)
+ *   call_end       in_flight                    succeeded, rejected, retry_wait, unknown, manual
+ *   takeover       in_flight                    unknown, manual
+ *   deadline       pending, retry_wait, unknown manual
+ *   key_retention  retry_wait                   manual
+ *   resend         manual                       retry_wait (operator, same key)
+ *   resolve        manual                       succeeded, rejected (operator)
+ *   external       retry_wait, unknown, manual  succeeded, rejected
+ *                  succeeded / rejected         the same (a repeat: no change)
+ *   outbox         pending                      pending (taken in), manual (invalid)
+ *
+ * It never guesses: an unknown outcome is reconciled by querying with the
+ * same key; only a query's not_found (inside key retention) allows a re-send,
+ * with the same key, as the next attempt.
  *
  * Budgets: attempt_limit POSTs (3), deadline_at (acceptance + 15 min), a query
  * budget with its own spacing, and key retention (23 h from the key's first
@@ -21,42 +37,14 @@
 #ifndef TG_POLICY_H
 #define TG_POLICY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/backoff.h"
 #include "core/classify.h"
+#include "core/operation.h"
 #include "core/rng.h"
 #include "core/tg_time.h"
-
-enum op_state {
-        OP_PENDING,
-        OP_IN_FLIGHT,
-        OP_RETRY_WAIT,
-        OP_UNKNOWN,
-        OP_SUCCEEDED,
-        OP_REJECTED,
-        OP_MANUAL,
-};
-#define OP_STATE_COUNT 7
-
-enum manual_reason {
-        MANUAL_NONE,
-        MANUAL_ATTEMPTS_EXHAUSTED, /* attempt_limit POSTs made, still no answer */
-        MANUAL_DEADLINE,           /* no final answer by deadline_at */
-        MANUAL_QUERY_BUDGET,       /* query_limit queries made, still no answer */
-        MANUAL_KEY_REUSED,         /* provider: same key, other payload */
-        MANUAL_KEY_RETENTION,      /* a re-send would fall past key retention */
-        MANUAL_INVALID,            /* an outbox row that failed validation */
-};
-#define MANUAL_REASON_COUNT 7
-
-/* Kinds of call, as the call log records them. */
-enum tg_call_kind {
-        TG_KIND_FIRST,
-        TG_KIND_RETRY,
-        TG_KIND_QUERY,
-        TG_KIND_MANUAL,
-};
 
 struct policy_config {
         unsigned max_attempts;     /* POSTs per operation, first included (3) */
@@ -149,5 +137,141 @@ const char *manual_reason_name(enum manual_reason reason);
 int manual_reason_parse(const char *name, enum manual_reason *ret_reason);
 const char *tg_call_kind_name(enum tg_call_kind kind);
 int tg_call_kind_parse(const char *name, enum tg_call_kind *ret_kind);
+
+/* ---- the transition table ------------------------------------------------- */
+
+enum op_event {
+        OP_EV_CLAIM,         /* the exit starts the operation's next call */
+        OP_EV_CALL_END,      /* that call ended; its class decides */
+        OP_EV_TAKEOVER,      /* a new owner found it in flight (outcome never recorded) */
+        OP_EV_DEADLINE,      /* its deadline passed while it waited for the exit */
+        OP_EV_KEY_RETENTION, /* its key aged past retention before a re-send */
+        OP_EV_RESEND,        /* an operator re-sends it, with the same key */
+        OP_EV_RESOLVE,       /* an operator closes it by hand */
+        OP_EV_EXTERNAL,      /* the provider's answer came another way */
+        OP_EV_OUTBOX,        /* an application's outbox row is taken in, or refused */
+};
+#define OP_EVENT_COUNT 9
+
+#define POLICY_STATE_BIT(state) (1u << (unsigned)(state))
+
+/* The states `event` may lead to from `from`, as a set of POLICY_STATE_BIT()s;
+ * 0 when the event is not allowed in that state. */
+unsigned policy_targets(enum op_state from, enum op_event event);
+/* The states in which `event` is allowed, as a set of POLICY_STATE_BIT()s. */
+unsigned policy_sources(enum op_event event);
+const char *op_event_name(enum op_event event);
+
+/* ---- what the exit picks ---------------------------------------------------- */
+
+/* The exit's two groups (DESIGN.md): first attempts, and everything that was
+ * sent before (retries, queries, operator re-sends). Both are the claim
+ * event's source states, split by whether the key was ever used. */
+enum policy_group {
+        POLICY_GROUP_FIRST,
+        POLICY_GROUP_AGAIN,
+};
+/* The states of a group, as a set of POLICY_STATE_BIT()s. */
+unsigned policy_group_states(enum policy_group group);
+/* The claimable states whose next call is of `kind` (an operator's re-send
+ * aside), as a set of POLICY_STATE_BIT()s: the query states are those a
+ * spent query sub-quota holds back. */
+unsigned policy_kind_states(enum tg_call_kind kind);
+
+struct policy_pick {
+        enum policy_group group;
+        tg_wall_ms now;
+        int64_t key_retention_ms; /* a re-send whose key is this old is not due; 0: no check */
+        bool queries_allowed;     /* false: the query sub-quota is spent */
+};
+
+/* May the exit start this operation's next call now? In its group's states,
+ * taken in (attempt_limit > 0), before its deadline, due (next_run_at <= now)
+ * for the again group, not a re-send with a key past retention, and not a
+ * query while queries are not allowed. The stores' pick queries are this
+ * predicate in SQL (checked by the store contract test). */
+bool policy_is_due(const struct op_record *op, const struct policy_pick *pick);
+
+/* A re-send (retry_wait after a first POST) whose key is at least
+ * key_retention_ms old at `now`; false when key_retention_ms <= 0. */
+bool policy_key_too_old(const struct op_record *op, tg_wall_ms now, int64_t key_retention_ms);
+
+/* The claim: the exit starts the operation's next call under (epoch, share).
+ * The kind follows the state (pending: first; retry_wait: retry, or manual
+ * for an operator's re-send; unknown: query); a POST counts an attempt and
+ * starts the key's age on the first one, a query counts a query; the
+ * operation is in_flight. 0, or TG_ESTATE when the state has no claim. */
+int policy_claim(const struct op_record *op, int64_t epoch, unsigned share, tg_wall_ms now,
+                 struct op_record *ret_op, enum tg_call_kind *ret_kind, unsigned *ret_attempt);
+
+/* ---- what follows ------------------------------------------------------------- */
+
+/* policy_after_call() for an operation as stored, which never fails: an
+ * impossible input (a class classify() never gives for that request) keeps
+ * the operation reconcilable instead of guessing: unknown, asked again after
+ * the query interval. */
+void policy_call_outcome(const struct policy_config *config, const struct op_record *op,
+                         const struct policy_event *event, struct tg_rng *rng,
+                         struct policy_decision *ret_decision);
+
+/* What the call that just ended said, beyond its class. */
+struct policy_call_end {
+        enum tg_class cls;
+        int http_status;
+        const char *refund_id; /* the provider's refund id, "" or NULL if none */
+};
+
+/* Applies a call_end decision (policy_call_outcome) to the in_flight
+ * operation. 0, or TG_ESTATE when the table does not allow it. */
+int policy_end_call(const struct op_record *op, const struct policy_decision *decision,
+                    const struct policy_call_end *end, tg_wall_ms now, struct op_record *ret_op);
+
+/* A new owner's recovery of an in_flight operation: policy_after_takeover()
+ * decided and applied. 0 or TG_ESTATE. */
+int policy_takeover(const struct policy_config *config, const struct op_record *op, tg_wall_ms now,
+                    struct op_record *ret_op);
+
+/* The sweeps: an operation waiting for the exit whose deadline has passed
+ * (deadline_at < now; an outbox row not yet taken in has none), or else a
+ * re-send whose key is too old (policy_key_too_old), goes to manual. 0 with
+ * *ret_event (OP_EV_DEADLINE or OP_EV_KEY_RETENTION) and *ret_op
+ * filled; TG_EAGAIN when neither applies. */
+int policy_sweep(const struct op_record *op, tg_wall_ms now, int64_t key_retention_ms,
+                 enum op_event *ret_event, struct op_record *ret_op);
+
+/* policy_operator_resend() applied: TG_ESTATE unless manual, TG_ERANGE past
+ * key retention. */
+int policy_resend(const struct policy_config *config, const struct op_record *op, tg_wall_ms now,
+                  struct op_record *ret_op);
+
+/* An operator closes a manual operation by hand as succeeded or rejected;
+ * its manual reason is kept for the record. TG_EINVAL for another outcome,
+ * TG_ESTATE unless manual. */
+int policy_resolve(const struct op_record *op, enum op_state outcome, tg_wall_ms now,
+                   struct op_record *ret_op);
+
+/* A provider answer that did not come from a call (signed webhook,
+ * settlement file): succeeded or rejected, with the refund id if any. An
+ * operation already in that final state is left as it is (*ret_changed =
+ * false). TG_ESTATE for one in flight (its call decides), pending (never
+ * sent: no answer can be ours) or final with the other outcome. */
+int policy_external(const struct op_record *op, enum op_state outcome, const char *refund_id,
+                    tg_wall_ms now, struct op_record *ret_op, bool *ret_changed);
+
+/* A new operation from the intake: pending, with its budgets. */
+void policy_accept(const struct policy_config *config, const struct refund_request *req,
+                   tg_wall_ms now, struct op_record *ret_op);
+
+/* An outbox row (pending, attempt_limit 0) taken in: its budgets from
+ * config, counted from its accepted_at; an invalid one goes to manual
+ * (MANUAL_INVALID). TG_ESTATE unless pending. */
+int policy_outbox(const struct policy_config *config, const struct op_record *op, bool valid,
+                  tg_wall_ms now, struct op_record *ret_op);
+
+/* The policy's view of an operation (the inputs of the decisions above). */
+void policy_view(const struct op_record *op, struct policy_op *ret_view);
+
+/* True when the state is final (succeeded, rejected). */
+bool policy_state_is_final(enum op_state state);
 
 #endif

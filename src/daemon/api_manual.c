@@ -22,13 +22,11 @@
 
 #define MANUAL_LIMIT_DEF 50
 #define MANUAL_LIMIT_MAX 200
-#define MANUAL_SCAN_MAX  100000 /* manual rows walked for one filtered page, at most */
 
 struct manual_page {
         struct op_record *ops;
         unsigned n, max;
-        bool filter;
-        enum manual_reason reason;
+        enum manual_reason reason; /* MANUAL_NONE: any; the store filters */
         int64_t last_id;
 };
 
@@ -37,8 +35,6 @@ static int collect(const struct op_record *op, void *userdata)
         struct manual_page *p = userdata;
 
         p->last_id = op->id;
-        if (p->filter && op->reason != p->reason)
-                return 0;
         p->ops[p->n++] = *op;
         return p->n >= p->max ? 1 : 0;
 }
@@ -62,19 +58,17 @@ static int list_manual(struct api *api, const struct http_request *req, struct h
         if (r == 0) {
                 if (manual_reason_parse(reason, &page.reason) < 0 || page.reason == MANUAL_NONE)
                         return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
-                                              "must be a manual reason (see the README)");
-                page.filter = true;
+                                              "must be a manual reason (see docs/operating.md)");
         } else if (r != TG_ENOTFOUND) {
                 return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
-                                      "must be a manual reason (see the README)");
+                                      "must be a manual reason (see docs/operating.md)");
         }
         page.max = (unsigned)limit;
         page.ops = calloc(page.max, sizeof(*page.ops));
         if (!page.ops)
                 return TG_ENOMEM;
         page.last_id = after;
-        r = store_list_manual(api->store, after, page.filter ? MANUAL_SCAN_MAX : page.max, collect,
-                              &page);
+        r = store_list_manual(api->store, after, page.reason, page.max, collect, &page);
         if (r < 0)
                 goto out;
         items = json_array();

@@ -1,7 +1,7 @@
 /*
  * sqlite_int — private to the SQLite backend (src/store/store_sqlite*.c): the
- * handle, the prepared-statement ids, and the helpers that more than one of
- * its files uses (sqlite_ prefix; file-local helpers stay static). Nothing
+ * handle, the prepared-statement ids, and the helpers and primitives its
+ * files share (sqlite_ prefix; file-local helpers stay static). Nothing
  * outside those files includes it. The backend's invariants are stated at the
  * top of store_sqlite.c.
  */
@@ -26,52 +26,56 @@ enum stmt_id {
         ST_OP_WRITE,
         ST_OWNER_EPOCH,
         ST_OWNER_BUMP,
-        ST_PICK_FIRST,
-        ST_PICK_AGAIN,
         ST_CALL_INSERT,
         ST_CALL_BY_ID,
-        ST_CALL_SETTLE,
-        ST_RECOVER_PICK,
-        ST_RECOVER_CALLS,
-        ST_SWEEP_AUDIT,
-        ST_SWEEP,
-        ST_SWEEP_KEY_AUDIT,
-        ST_SWEEP_KEY,
-        ST_NEXT_DUE,
-        ST_ANY_PENDING,
-        ST_LIST_CALLS,
-        ST_LIST_OP_CALLS,
+        ST_CALL_BY_REQUEST,
+        ST_CALL_CLOSE,
+        ST_PAGE_CALLS,
+        ST_PAGE_OP_CALLS,
+        ST_PAGE_AUDIT,
+        ST_PAGE_STATE,
+        ST_PAGE_MANUAL,
+        ST_PAGE_SAMPLES,
         ST_COUNT_BY_STATE,
         ST_OLDEST_OPEN,
         ST_CALLS_TOTAL,
-        ST_LIST_MANUAL,
-        ST_LIST_AUDIT,
         ST_AUDIT_INSERT,
         ST_SAMPLE_PUT,
         ST_SAMPLE_PRUNE,
-        ST_SAMPLE_LIST,
         ST_SAMPLE_LAST,
-        ST_LIST_STATE,
         ST_SHARE_OF_EPOCH,
         ST_SHARE_SET,
         ST_SPLIT_GET,
         ST_SPLIT_PUT,
-        ST_OP_CLAIM,
+        /* made at open from the transition table (store_sqlite.c) */
+        ST_PICK_FIRST,
+        ST_DYN_FIRST = ST_PICK_FIRST,
+        ST_PICK_AGAIN,
+        ST_NEXT_DUE,
+        ST_ANY_PENDING,
+        ST_BATCH_DEADLINE,
+        ST_BATCH_KEY_AGE,
+        ST_BATCH_RECOVER,
         ST_COUNT
 };
+#define ST_DYN_COUNT   (ST_COUNT - ST_DYN_FIRST)
+#define STATES_SQL_MAX 128 /* "state IN (...)" of every state fits */
+
+/* ".owner", ".split", ".share63" */
+#define SQLITE_LOCK_SUFFIX_MAX 16
 
 struct sqlite_store {
-        struct store base; /* first: store.c sees only this */
+        struct store base; /* first: the neutral layer sees only this */
         sqlite3 *db;
         sqlite3_stmt *stmts[ST_COUNT];
+        char dyn_sql[ST_DYN_COUNT][1024];
         char *db_path;   /* as opened */
-        char *lock_path; /* of our share: "<db path>.owner" (share 0), ".share<k>" */
-        int lock_fd;     /* >= 0 while this handle owns a share of the exit */
-        int64_t epoch;   /* the epoch of our acquisition, 0 when not owner */
-        unsigned share;  /* the share we hold, when lock_fd >= 0 */
-        /* synchronous=NORMAL is in force (only for a settle); any other write
-         * transaction puts FULL back first. */
-        bool sync_normal, in_settle;
+        char *lock_path; /* of the share lock taken last: "<db>.owner" (share 0), ".share<k>" */
+        int lock_fd;     /* >= 0 while this handle holds a share lock */
+        int split_fd;    /* >= 0 while this handle holds the acquirers' lock */
+        /* synchronous=NORMAL is in force (only for an outcome); any other
+         * write transaction puts FULL back first. */
+        bool sync_normal;
 };
 
 static inline struct sqlite_store *S(struct store *store)
@@ -79,7 +83,7 @@ static inline struct sqlite_store *S(struct store *store)
         return (struct sqlite_store *)store;
 }
 
-/* ---- statements, transactions, columns (store_sqlite.c) ------------------- */
+/* ---- statements and columns (store_sqlite.c) ------------------------------ */
 
 /* Binders return true on failure so that they chain with ||; a bound text
  * must outlive the statement's next reset. */
@@ -92,68 +96,39 @@ int sqlite_map_rc(int rc);
 void sqlite_stmt_done(sqlite3_stmt *st);
 int sqlite_stmt_get(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **ret_stmt);
 int sqlite_stmt_run(sqlite3_stmt *st);
-int sqlite_tx_begin(struct sqlite_store *s, bool write);
-int sqlite_tx_commit(struct sqlite_store *s);
-void sqlite_tx_rollback(struct sqlite_store *s);
 
-/* ---- rows: operations, calls, audit (store_sqlite_exit.c) ----------------- */
+/* ---- primitives (store_backend.h), by file --------------------------------- */
 
-int sqlite_audit_insert(struct sqlite_store *s, int64_t op_id, tg_wall_ms at, const char *action,
-                        const char *operator_name, const char *reason, const char *detail);
-int sqlite_op_by_key(struct sqlite_store *s, const char *operation_id, struct op_record *ret_op);
-int sqlite_op_write(struct sqlite_store *s, const struct op_record *op);
-int sqlite_read_call(sqlite3_stmt *st, struct call_record *ret_call);
-int sqlite_read_op(sqlite3_stmt *st, struct op_record *ret_op);
-
-/* ---- epochs (store_sqlite_owner.c) ---------------------------------------- */
-
-int sqlite_check_epoch(struct sqlite_store *s, int64_t epoch, unsigned *ret_share);
-int sqlite_owner_epoch_read(struct sqlite_store *s, int64_t *ret_epoch);
-
-/* ---- the vtable's ops, by file (store_sqlite.c puts them together) -------- */
-
-/* store_sqlite_owner.c */
-int sqlite_owner_check(struct store *store);
-int sqlite_owner_epoch(struct store *store, int64_t *ret_epoch);
-void sqlite_owner_release(struct store *store);
-int sqlite_recover(struct store *store, int64_t epoch, const struct policy_config *config,
-                   tg_wall_ms now, unsigned *ret_count);
-int sqlite_share_acquire(struct store *store, const struct store_split *split, unsigned *ret_share,
-                         int64_t *ret_epoch);
-int sqlite_split_get(struct store *store, struct store_split *ret_split);
-
-/* store_sqlite_exit.c */
-int sqlite_accept(struct store *store, const struct refund_request *req, tg_wall_ms now,
-                  const struct policy_config *limits, bool *ret_created, struct op_record *ret_op);
-int sqlite_claim(struct store *store, const struct claim_args *args, struct op_record *ret_op,
-                 struct call_record *ret_call);
-int sqlite_get(struct store *store, const char *operation_id, struct op_record *ret_op);
-int sqlite_next_due(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);
-int sqlite_settle(struct store *store, const struct settle_args *a);
-int sqlite_sweep_deadlines(struct store *store, int64_t key_retention_ms, tg_wall_ms now,
-                           unsigned *ret_count);
-
-/* store_sqlite_read.c */
-int sqlite_last_sample(struct store *store, struct exit_sample *ret_sample);
-int sqlite_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void *userdata);
-int sqlite_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
-                      void *userdata);
-int sqlite_list_manual(struct store *store, int64_t after_id, unsigned limit, store_op_fn fn,
-                       void *userdata);
-int sqlite_list_state(struct store *store, enum op_state state, int64_t after_id, unsigned limit,
-                      store_op_fn fn, void *userdata);
-int sqlite_list_op_calls(struct store *store, int64_t op_id, store_call_fn fn, void *userdata);
-int sqlite_list_samples(struct store *store, tg_wall_ms since, unsigned limit, store_sample_fn fn,
-                        void *userdata);
-int sqlite_operator_resend(struct store *store, const char *operation_id, const char *operator_name,
-                           const char *reason, const struct policy_config *config, tg_wall_ms now,
-                           struct op_record *ret_op);
-int sqlite_operator_resolve(struct store *store, const char *operation_id,
-                            const char *operator_name, const char *reason, enum op_state outcome,
-                            tg_wall_ms now, struct op_record *ret_op);
-int sqlite_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after);
-int sqlite_settle_external(struct store *store, const char *operation_id, enum op_state outcome,
-                           const char *refund_id, const char *source, tg_wall_ms now);
+/* store_sqlite_rows.c */
+int sqlite_op_get(struct store *store, const char *key, int64_t id, bool lock,
+                  struct op_record *ret_op);
+int sqlite_op_insert(struct store *store, const struct op_record *op, int64_t *ret_id);
+int sqlite_op_put(struct store *store, const struct op_record *op);
+int sqlite_op_pick(struct store *store, const struct store_pick *pick, int64_t *ret_id);
+int sqlite_op_batch(struct store *store, const struct store_batch *batch, unsigned max,
+                    struct op_record *buf, unsigned *ret_n);
+int sqlite_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);
+int sqlite_call_insert(struct store *store, struct call_record *call);
+int sqlite_call_get(struct store *store, int64_t id, bool lock, struct call_record *ret_call);
+int sqlite_call_find(struct store *store, const char *request_id, int64_t epoch,
+                     struct call_record *ret_call);
+int sqlite_call_close(struct store *store, const struct call_record *call);
+int sqlite_audit_insert(struct store *store, const struct audit_record *audit);
+int sqlite_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
+                unsigned *ret_n);
 int sqlite_stats(struct store *store, struct store_stats *ret_stats);
+int sqlite_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after);
+int sqlite_sample_last(struct store *store, struct exit_sample *ret_sample);
+
+/* store_sqlite_lock.c */
+int sqlite_lock_take(struct store *store, enum store_lock lock, unsigned share, int64_t wait_ms);
+void sqlite_lock_drop(struct store *store, enum store_lock lock, unsigned share);
+void sqlite_lock_drop_all(struct store *store);
+int sqlite_lock_held(struct store *store);
+int sqlite_epoch_read(struct store *store, int64_t *ret_epoch);
+int sqlite_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share);
+int sqlite_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);
+int sqlite_split_read(struct store *store, struct store_split *ret_split);
+int sqlite_split_put(struct store *store, const struct store_split *split);
 
 #endif

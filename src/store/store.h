@@ -28,41 +28,11 @@
 #include <stdint.h>
 
 #include "core/classify.h"
+#include "core/operation.h"
 #include "core/policy.h"
 #include "core/tg_time.h"
 
-#define TG_OP_ID_MAX      128 /* idempotency key: 1-128 chars of [A-Za-z0-9._:-] */
-#define TG_PAYMENT_ID_MAX 128
-#define TG_REQUEST_ID_MAX 64
-#define TG_TEXT_MAX       256 /* operator, reason, error texts */
-
 struct store;
-
-/* What a client asked for. Validated by the caller (intake) before accept. */
-struct refund_request {
-        char operation_id[TG_OP_ID_MAX + 1];
-        char payment_id[TG_PAYMENT_ID_MAX + 1];
-        int64_t amount; /* minor units, > 0 */
-        char currency[4];
-};
-
-/* An operation as stored. */
-struct op_record {
-        int64_t id; /* row id */
-        struct refund_request req;
-        enum op_state state;
-        enum manual_reason reason;
-        unsigned attempts, attempt_limit;
-        unsigned queries, query_limit;
-        tg_wall_ms accepted_at, deadline_at, key_first_used, next_run_at, updated_at;
-        int64_t last_wait_ms;
-        bool operator_resend; /* the next POST is an operator re-send (kind manual) */
-        int64_t epoch;        /* owner epoch of the last claim */
-        char refund_id[128];
-        int last_http_status;     /* of the last call, 0 if none */
-        enum tg_class last_class; /* of the last call; meaningful when calls > 0 */
-        char source[16];          /* "api" or "outbox" */
-};
 
 /* One row of the call log: one call that reached the transport. */
 struct call_record {
@@ -73,6 +43,7 @@ struct call_record {
         unsigned attempt; /* POST number (1..), or query number for queries */
         char request_id[TG_REQUEST_ID_MAX + 1];
         int64_t epoch;
+        unsigned share;        /* of the account quota, the claim's */
         tg_mono_ns start_mono; /* handed to the transport */
         tg_wall_ms start_wall;
         unsigned in_flight_at_start; /* calls open including this one */
@@ -178,9 +149,10 @@ int store_recover(struct store *store, int64_t epoch, const struct policy_config
 
 /* ---- the exit ---------------------------------------------------------- */
 
+/* The exit's two groups (core/policy.h). */
 enum store_group {
-        STORE_GROUP_FIRST, /* pending */
-        STORE_GROUP_AGAIN, /* due retry_wait, unknown (query), operator re-send */
+        STORE_GROUP_FIRST = POLICY_GROUP_FIRST, /* pending */
+        STORE_GROUP_AGAIN = POLICY_GROUP_AGAIN, /* due retry_wait, unknown (query), re-send */
 };
 
 struct claim_args {
@@ -199,10 +171,10 @@ struct claim_args {
         bool no_queries;
 };
 
-/* One short transaction: picks the oldest-accepted due operation of the
- * group, marks it in_flight under `epoch`, counts the attempt (POST) or query,
- * sets key_first_used on the first POST, and inserts the call row as "sent,
- * outcome unknown". Commits before returning: record attempt before send.
+/* One short transaction: picks the oldest-accepted operation of the group
+ * that policy_is_due() says is due, applies policy_claim() under `epoch` (and
+ * the share it names), and inserts the call row as "sent, outcome unknown".
+ * Commits before returning: record attempt before send.
  * Returns 0, TG_ENOTFOUND (nothing due in the group), TG_EFENCED (a newer
  * owner exists). */
 int store_claim(struct store *store, const struct claim_args *args, struct op_record *ret_op,
@@ -228,15 +200,15 @@ struct settle_args {
         struct policy_decision decision;
 };
 
-/* One short transaction: closes the call row and moves the operation to the
- * decision's state. TG_EFENCED if the operation is no longer in_flight under
- * this epoch (nothing changed). */
+/* One short transaction: closes the call row and applies the decision
+ * (policy_end_call()). TG_EFENCED if the operation is no longer in_flight
+ * under this epoch (nothing changed). */
 int store_settle(struct store *store, const struct settle_args *args);
 
-/* Moves every due-or-waiting operation (pending, retry_wait, unknown) whose
- * deadline_at < now to manual (deadline), and every re-send (retry_wait after
- * a first POST) whose key is key_retention_ms old or older to manual
- * (key_retention; 0 = no key-age check). Audited. *ret_count: how many. */
+/* The sweeps (policy_sweep()): every operation waiting for the exit whose
+ * deadline has passed, and every re-send whose key is key_retention_ms old
+ * or older (0 = no key-age check), goes to manual, audited. Short
+ * transactions of a bounded batch each. *ret_count: how many. */
 int store_sweep_deadlines(struct store *store, int64_t key_retention_ms, tg_wall_ms now,
                           unsigned *ret_count);
 
@@ -266,10 +238,10 @@ int store_stats(struct store *store, struct store_stats *ret_stats);
 
 /* ---- manual review and audit (append-only) ------------------------------- */
 
-/* Operations in manual, oldest accepted first, with id > after_id; at most
- * limit. */
-int store_list_manual(struct store *store, int64_t after_id, unsigned limit, store_op_fn fn,
-                      void *userdata);
+/* Operations in manual, oldest accepted first, with id > after_id, for one
+ * reason (MANUAL_NONE: any), at most limit. */
+int store_list_manual(struct store *store, int64_t after_id, enum manual_reason reason,
+                      unsigned limit, store_op_fn fn, void *userdata);
 
 /* Operations in `state` with id > after_id, in id order, at most limit: page
  * with after_id = the last id seen. Meant for the small states (unknown,
@@ -290,25 +262,25 @@ struct audit_record {
 typedef int (*store_audit_fn)(const struct audit_record *audit, void *userdata);
 int store_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void *userdata);
 
-/* An operator re-send: refused with TG_ESTATE unless manual, TG_ERANGE past
- * key retention (policy_operator_resend decides); otherwise the operation
- * becomes retry_wait, due now, kind manual, and an audit row is written in the
- * same transaction. */
+/* An operator re-send (policy_resend()): refused with TG_ESTATE unless
+ * manual, TG_ERANGE past key retention; otherwise the operation becomes
+ * retry_wait, due now, kind manual, and an audit row is written in the same
+ * transaction. */
 int store_operator_resend(struct store *store, const char *operation_id, const char *operator_name,
                           const char *reason, const struct policy_config *config, tg_wall_ms now,
                           struct op_record *ret_op);
 
-/* An operator closes a manual operation by hand: outcome succeeded or
- * rejected ("failed"). TG_ESTATE unless manual. Audited. */
+/* An operator closes a manual operation by hand (policy_resolve()): outcome
+ * succeeded or rejected ("failed"). TG_ESTATE unless manual. Audited. */
 int store_operator_resolve(struct store *store, const char *operation_id, const char *operator_name,
                            const char *reason, enum op_state outcome, tg_wall_ms now,
                            struct op_record *ret_op);
 
 /* A provider answer that did not come from a call (signed webhook,
- * settlement file): settles an unknown (or retry_wait/manual) operation to
- * succeeded or rejected, audited with `source`. TG_ESTATE if the operation is
- * in_flight or already final with another outcome; 0 and no change if already
- * in that final state. */
+ * settlement file; policy_external()): settles an unknown (or
+ * retry_wait/manual) operation to succeeded or rejected, audited with
+ * `source`. TG_ESTATE if the operation is pending, in_flight or already final
+ * with another outcome; 0 and no change if already in that final state. */
 int store_settle_external(struct store *store, const char *operation_id, enum op_state outcome,
                           const char *refund_id, const char *source, tg_wall_ms now);
 

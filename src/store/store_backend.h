@@ -1,22 +1,35 @@
 /*
- * store_backend — what a store backend implements, and the helpers that every
- * backend shares. Private to src/store: nothing outside this folder includes
- * it.
+ * store_backend — what a store backend implements: a narrow set of
+ * primitives (transactions, rows, picks, locks, pages), over which the
+ * backend-neutral half of the store (store.c, store_exit.c, store_owner.c,
+ * store_read.c) writes every operation of store.h ONCE: accept, claim,
+ * settle, recovery, the sweeps, operator actions, share acquisition, the
+ * paging walks. Private to src/store: nothing outside this folder includes it
+ * (but the store contract test, which drives these primitives directly to
+ * check the backends' SQL predicates against core/policy.h).
  *
  * A backend allocates its own handle with `struct store` as its FIRST member
- * and hands it back from its open function; store.c forwards every public
- * call through store->ops and owns nothing else but the url text for logs.
- * Every op below has exactly the contract of the store.h function of the
- * same name: the dispatch layer checks NULL pointers and plain argument
- * ranges before calling, so a backend may assume them valid.
+ * and hands it back from its open function. Every primitive except tx(),
+ * lock_*(), set_busy_timeout() and close() runs inside a transaction opened
+ * by tx(); a backend may assume its arguments were checked by the neutral
+ * layer (non-NULL, enums in range, strings terminated within their bounds).
+ * Primitives return 0 or a TG_E* code and write ret_* outputs only on
+ * success; no backend code, SQL or message leaves them.
  *
- * On-disk (and on-wire) names of states, kinds, classes and manual reasons
- * are fixed here, not borrowed from the core's display names: they are part
- * of the stored format (an outbox writer inserts 'pending'), versioned with
- * the schema, and must not change when a log text does.
+ * What a third backend (PostgreSQL, say) implements is exactly this table:
+ * see docs/architecture.md, "Adding a backend".
+ *
+ * On-disk names of states, kinds, classes and manual reasons are fixed in
+ * store.c, not borrowed from the core's display names: they are part of the
+ * stored format (an outbox writer inserts 'pending'), versioned with the
+ * schema, and must not change when a log text does.
  */
 #ifndef TG_STORE_BACKEND_H
 #define TG_STORE_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "store/store.h"
 
@@ -27,65 +40,176 @@ struct store_ops;
 struct store {
         const struct store_ops *ops;
         char url_masked[STORE_URL_MAX]; /* filled by store.c after open */
+        /* Exit ownership, kept by store_owner.c: the share this handle holds
+         * and the epoch of that acquisition (0: not an owner). The backend
+         * keeps the lock itself (a file descriptor, a database session). */
+        int64_t epoch;
+        unsigned share;
+};
+
+/* ---- transactions ------------------------------------------------------- */
+
+enum store_tx {
+        STORE_TX_READ,    /* reads only */
+        STORE_TX_WRITE,   /* writes, durable at commit (acceptances, attempts, audit) */
+        STORE_TX_OUTCOME, /* writes an outcome: may commit with weaker durability
+                           * (SQLite synchronous=NORMAL): if a power loss takes it
+                           * back, the operation is in_flight again and the next
+                           * owner reconciles it as unknown with the same key */
+};
+
+enum {
+        /* fn may run again after a COMMIT whose outcome is unknown (a lost
+         * server connection): it asks tx_commit_unknown() and checks what
+         * the lost COMMIT did. Without it such an outcome is returned as
+         * TG_EIO. */
+        STORE_TX_RECHECKS = 1,
+};
+
+/* The body of a transaction. It may run more than once (a deadlock, a lock
+ * wait timeout, a reconnect before COMMIT was sent): it must reset its
+ * outputs at the start and keep nothing else between runs. */
+typedef int (*store_tx_fn)(struct store *store, void *ctx);
+
+/* ---- picks and batches: the SQL forms of core/policy.h's predicates ------ */
+
+/* The oldest-accepted operation that policy_is_due() says is due for the
+ * group (op_pick, locked for this transaction; a row another transaction
+ * holds is skipped, never waited for). */
+struct store_pick {
+        enum store_group group;
+        tg_wall_ms now;
+        int64_t key_retention_ms; /* > 0; the neutral layer maps "off" to a year */
+        bool queries_allowed;
+};
+
+enum store_batch_kind {
+        /* policy_sweep()'s deadline half: the deadline event's source states,
+         * 0 < deadline_at < now */
+        STORE_BATCH_DEADLINE,
+        /* its key half: policy_key_too_old(now, key_retention_ms) */
+        STORE_BATCH_KEY_AGE,
+        /* a new owner's recovery: in_flight, claimed under `share` before
+         * `epoch`, or under a share >= `shares` (one the split no longer has) */
+        STORE_BATCH_RECOVER,
+        /* outbox rows not taken in yet: pending, attempt_limit = 0 */
+        STORE_BATCH_OUTBOX,
+};
+
+struct store_batch {
+        enum store_batch_kind kind;
+        tg_wall_ms now;
+        int64_t key_retention_ms;
+        int64_t epoch;
+        unsigned share, shares;
+};
+
+/* ---- pages: one walk (store_read.c), six queries ---------------------------- */
+
+enum store_page_kind {
+        STORE_PAGE_CALLS,    /* calls with id > cur_id, by id */
+        STORE_PAGE_OP_CALLS, /* calls of op_id with id > cur_id, by id */
+        STORE_PAGE_AUDIT,    /* audit rows of op_id with id > cur_id, by id */
+        STORE_PAGE_STATE,    /* operations in `state` with id > cur_id, by id */
+        STORE_PAGE_MANUAL,   /* manual operations with id > after_id, of `reason` (MANUAL_NONE:
+                              * any), after (cur_at, cur_id) by (accepted_at, id) */
+        STORE_PAGE_SAMPLES,  /* samples after (cur_at, cur_share) by (at, share) */
+};
+
+/* A page query and its cursor: the last row seen (the neutral walk moves it
+ * after every page). Rows are struct call_record, audit_record, op_record or
+ * exit_sample by kind. */
+struct store_page {
+        enum store_page_kind kind;
+        int64_t op_id;
+        enum op_state state;
+        enum manual_reason reason;
+        int64_t after_id;
+        int64_t cur_id;
+        int64_t cur_at;
+        int64_t cur_share;
+};
+
+/* ---- locks ---------------------------------------------------------------- */
+
+enum store_lock {
+        STORE_LOCK_SPLIT, /* the acquirers' own lock, held while one picks its share */
+        STORE_LOCK_SHARE, /* share k's owner lock (share 0: the one-owner lock) */
 };
 
 struct store_ops {
         const char *name; /* "sqlite", "mysql" */
         void (*close)(struct store *store);
 
-        int (*accept)(struct store *store, const struct refund_request *req, tg_wall_ms now,
-                      const struct policy_config *limits, bool *ret_created,
+        /* Runs fn in one transaction (begin, fn, commit; rolled back when fn
+         * fails) with the backend's retry rules. Returns fn's code or TG_E*. */
+        int (*tx)(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn,
+                  void *ctx);
+        /* Inside fn: this run follows a COMMIT whose outcome is unknown. */
+        bool (*tx_commit_unknown)(const struct store *store);
+
+        /* operations: by operation_id (key != NULL) or row id; `lock` holds
+         * the row for the transaction. TG_ENOTFOUND. */
+        int (*op_get)(struct store *store, const char *key, int64_t id, bool lock,
                       struct op_record *ret_op);
-        int (*get)(struct store *store, const char *operation_id, struct op_record *ret_op);
+        /* a new row from op (id ignored); TG_ECONFLICT when the key exists */
+        int (*op_insert)(struct store *store, const struct op_record *op, int64_t *ret_id);
+        /* every mutable column of op, by op->id (payload, accepted_at and
+         * source never change) */
+        int (*op_put)(struct store *store, const struct op_record *op);
+        int (*op_pick)(struct store *store, const struct store_pick *pick, int64_t *ret_id);
+        /* up to max rows of a batch query, locked; *ret_n rows in buf */
+        int (*op_batch)(struct store *store, const struct store_batch *batch, unsigned max,
+                        struct op_record *buf, unsigned *ret_n);
+        /* earliest next_run_at of the again group's states (TG_WALL_NEVER if
+         * none), and whether any operation is pending */
+        int (*due_summary)(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);
 
-        /* split NULL: store_owner_acquire() (share 0 of a one-share split,
-         * rate not recorded) */
-        int (*share_acquire)(struct store *store, const struct store_split *split,
-                             unsigned *ret_share, int64_t *ret_epoch);
-        int (*split_get)(struct store *store, struct store_split *ret_split);
-        int (*owner_check)(struct store *store);
-        void (*owner_release)(struct store *store);
-        int (*owner_epoch)(struct store *store, int64_t *ret_epoch);
-        int (*recover)(struct store *store, int64_t epoch, const struct policy_config *config,
-                       tg_wall_ms now, unsigned *ret_count);
+        /* the call log: a new row (call->id set), one by id (`lock`), the row
+         * a claim wrote for (request_id, epoch), closing an open row
+         * (TG_EFENCED unless exactly that open row changed) */
+        int (*call_insert)(struct store *store, struct call_record *call);
+        int (*call_get)(struct store *store, int64_t id, bool lock, struct call_record *ret_call);
+        int (*call_find)(struct store *store, const char *request_id, int64_t epoch,
+                         struct call_record *ret_call);
+        int (*call_close)(struct store *store, const struct call_record *call);
+        int (*audit_insert)(struct store *store, const struct audit_record *audit);
 
-        int (*claim)(struct store *store, const struct claim_args *args, struct op_record *ret_op,
-                     struct call_record *ret_call);
-        int (*settle)(struct store *store, const struct settle_args *args);
-        int (*sweep_deadlines)(struct store *store, int64_t key_retention_ms, tg_wall_ms now,
-                               unsigned *ret_count);
-        int (*next_due)(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);
+        /* ownership locks, held by the handle outside any transaction: take
+         * (waiting at most wait_ms; TG_ELOCKED when another holds it), drop
+         * (a lock not held is fine), drop_all, and whether the share lock
+         * taken last is still ours (TG_ELOCKED if not). Taking a share lock
+         * may leave the holder's pid in it for people to read. */
+        int (*lock_take)(struct store *store, enum store_lock lock, unsigned share,
+                         int64_t wait_ms);
+        void (*lock_drop)(struct store *store, enum store_lock lock, unsigned share);
+        void (*lock_drop_all)(struct store *store);
+        int (*lock_held)(struct store *store);
 
-        int (*list_calls)(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
-                          void *userdata);
-        int (*list_op_calls)(struct store *store, int64_t op_id, store_call_fn fn, void *userdata);
+        /* epochs and the split, inside a transaction: the newest epoch handed
+         * out; the share whose current epoch is `epoch` (TG_EFENCED if none;
+         * a backend with row locks holds that row shared, so a takeover of
+         * the share waits for the transaction); a bump of the counter
+         * recorded as `share`'s epoch; the split in force (TG_ENOTFOUND). */
+        int (*epoch_read)(struct store *store, int64_t *ret_epoch);
+        int (*epoch_share)(struct store *store, int64_t epoch, unsigned *ret_share);
+        int (*epoch_bump)(struct store *store, unsigned share, int64_t *ret_epoch);
+        int (*split_read)(struct store *store, struct store_split *ret_split);
+        int (*split_put)(struct store *store, const struct store_split *split);
+
+        /* reading, inside a transaction */
+        int (*page)(struct store *store, const struct store_page *page, unsigned want, void *buf,
+                    unsigned *ret_n);
         int (*stats)(struct store *store, struct store_stats *ret_stats);
-
-        int (*list_manual)(struct store *store, int64_t after_id, unsigned limit, store_op_fn fn,
-                           void *userdata);
-        int (*list_state)(struct store *store, enum op_state state, int64_t after_id,
-                          unsigned limit, store_op_fn fn, void *userdata);
-        int (*list_audit)(struct store *store, int64_t op_id, store_audit_fn fn, void *userdata);
-        int (*operator_resend)(struct store *store, const char *operation_id,
-                               const char *operator_name, const char *reason,
-                               const struct policy_config *config, tg_wall_ms now,
-                               struct op_record *ret_op);
-        int (*operator_resolve)(struct store *store, const char *operation_id,
-                                const char *operator_name, const char *reason,
-                                enum op_state outcome, tg_wall_ms now, struct op_record *ret_op);
-        int (*settle_external)(struct store *store, const char *operation_id, enum op_state outcome,
-                               const char *refund_id, const char *source, tg_wall_ms now);
-        /* optional (NULL: TG_EUNSUPPORTED) */
-        int (*outbox_intake)(struct store *store, const struct policy_config *limits,
-                             tg_wall_ms now, unsigned *ret_taken, unsigned *ret_invalid);
-        /* exit samples; optional (NULL: TG_EUNSUPPORTED) */
         int (*sample_put)(struct store *store, const struct exit_sample *sample,
                           tg_wall_ms keep_after);
-        int (*list_samples)(struct store *store, tg_wall_ms since, unsigned limit,
-                            store_sample_fn fn, void *userdata);
-        int (*last_sample)(struct store *store, struct exit_sample *ret_sample);
+        int (*sample_last)(struct store *store, struct exit_sample *ret_sample);
+
         /* optional (NULL: TG_EUNSUPPORTED) */
         int (*set_busy_timeout)(struct store *store, int64_t ms);
+        /* outbox rows exist on this backend (an application shares its
+         * database); without it store_outbox_intake() is TG_EUNSUPPORTED */
+        bool has_outbox;
 };
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
@@ -109,14 +233,23 @@ int store_class_parse(const char *text, enum tg_class *ret_cls);
 const char *store_reason_text(enum manual_reason reason);
 int store_reason_parse(const char *text, enum manual_reason *ret_reason);
 
-/* The policy's view of a stored operation. */
-void store_policy_op(const struct op_record *op, struct policy_op *ret_pop);
+/* `state IN ('a','b')` for a set of POLICY_STATE_BIT()s, in state order, into
+ * dst: the state lists of the backends' picks and batches are made from the
+ * transition table (core/policy.h), never written by hand. */
+void store_state_list_sql(unsigned states, char *dst, size_t size);
+
+/* Argument checks of the neutral layer: a string of 1..max bytes terminated
+ * within max+1 (text), a string of 0..size-1 bytes in a buffer of `size`
+ * (buf). */
+bool store_text_ok(const char *s, size_t max);
+bool store_buf_ok(const char *s, size_t size);
+
+/* Inside a transaction: one audit row (store_exit.c). */
+int store_audit_add(struct store *store, int64_t op_id, tg_wall_ms at, const char *action,
+                    const char *operator_name, const char *reason, const char *detail);
 
 /* Bounded copy: at most dst_size-1 bytes of src, always terminated. */
 void store_copy_text(char *dst, size_t dst_size, const char *src);
-
-/* True when the state is final (succeeded, rejected). */
-bool store_state_is_final(enum op_state state);
 
 /* Two splits are the same split (shares, in-flight, and the rate to a part
  * in 1e9). */

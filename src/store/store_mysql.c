@@ -46,10 +46,11 @@
  *
  * This file holds the url, open, the migrations, close and the vtable;
  * store_mysql_sql.c the SQL builder, values, connections and transactions;
- * store_mysql_owner.c the ownership; store_mysql_exit.c intake, the exit
- * and the outbox; store_mysql_read.c the lists, stats, manual review,
- * operator actions and exit samples. What they share is declared in
- * mysql_int.h.
+ * store_mysql_rows.c the row, pick, page, stats and sample
+ * primitives; store_mysql_lock.c ownership locks, epochs and the split. The
+ * operations of store.h are written once, over these primitives, in
+ * store_exit.c, store_owner.c and store_read.c. What the backend's files
+ * share is declared in mysql_int.h.
  */
 #ifdef TG_HAVE_MARIADB /* the whole file: CMake defines it with libmariadb */
 
@@ -440,6 +441,91 @@ static int migrate(struct mysql_store *s)
         return r;
 }
 
+/* ---- the queries made from the transition table ------------------------- */
+
+#define STATES_SQL_MAX 128 /* "state IN (...)" of every state fits */
+
+/* The picks and batches of store_mysql_rows.c, as formats for the SQL
+ * builder: the state lists are the transition table's (core/policy.h), the
+ * rest is policy_is_due(), policy_sweep() and the recovery's batch in SQL. */
+static int make_queries(struct mysql_store *s)
+{
+        char first[STATES_SQL_MAX], again[STATES_SQL_MAX], query[STATES_SQL_MAX];
+        char waiting[STATES_SQL_MAX], resend[STATES_SQL_MAX], flight[STATES_SQL_MAX];
+        char outbox[STATES_SQL_MAX], key_old[3 * STATES_SQL_MAX], due[6 * STATES_SQL_MAX];
+        int n[MQ_COUNT];
+
+        store_state_list_sql(policy_group_states(POLICY_GROUP_FIRST), first, sizeof(first));
+        store_state_list_sql(policy_group_states(POLICY_GROUP_AGAIN), again, sizeof(again));
+        store_state_list_sql(policy_kind_states(TG_KIND_QUERY), query, sizeof(query));
+        store_state_list_sql(policy_sources(OP_EV_DEADLINE), waiting, sizeof(waiting));
+        store_state_list_sql(policy_sources(OP_EV_KEY_RETENTION), resend, sizeof(resend));
+        store_state_list_sql(policy_sources(OP_EV_TAKEOVER), flight, sizeof(flight));
+        store_state_list_sql(policy_sources(OP_EV_OUTBOX), outbox, sizeof(outbox));
+        /* policy_key_too_old(): %I now, %I key retention */
+        snprintf(key_old, sizeof(key_old),
+                 "(%s AND attempts > 0 AND key_first_used > 0 AND key_first_used <= %%I - %%I)",
+                 resend);
+        /* the again group's policy_is_due(): %I now (twice), then key_old's
+         * two, then %I 1 when queries are allowed */
+        snprintf(due, sizeof(due),
+                 "%s AND attempt_limit > 0 AND next_run_at <= %%I AND deadline_at > %%I "
+                 "AND NOT %s AND (%%I = 1 OR NOT %s)",
+                 again, key_old, query);
+#define Q(id) s->q[id], sizeof(s->q[id])
+        n[MQ_PICK_FIRST] = snprintf(Q(MQ_PICK_FIRST),
+                                    "SELECT id FROM operations FORCE INDEX (ops_state_accepted) "
+                                    "WHERE %s AND attempt_limit > 0 AND deadline_at > %%I "
+                                    "ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                                    first);
+        n[MQ_EARLIEST_DUE] = snprintf(Q(MQ_EARLIEST_DUE),
+                                      "SELECT MIN(next_run_at) FROM operations "
+                                      "FORCE INDEX (ops_state_due) WHERE %s",
+                                      again);
+        n[MQ_AGAIN_CANDIDATES] = snprintf(Q(MQ_AGAIN_CANDIDATES),
+                                          "SELECT id FROM operations FORCE INDEX (ops_state_due) "
+                                          "WHERE %s ORDER BY accepted_at, id LIMIT %%I",
+                                          due);
+        n[MQ_AGAIN_LOCK] = snprintf(Q(MQ_AGAIN_LOCK),
+                                    "SELECT id FROM operations WHERE id = %%I AND %s "
+                                    "FOR UPDATE SKIP LOCKED",
+                                    due);
+        n[MQ_ANY_PENDING] =
+            snprintf(Q(MQ_ANY_PENDING), "SELECT EXISTS (SELECT 1 FROM operations WHERE %s)", first);
+        n[MQ_BATCH_DEADLINE] = snprintf(Q(MQ_BATCH_DEADLINE),
+                                        "SELECT " OP_COLS " FROM operations "
+                                        "FORCE INDEX (ops_state_deadline) WHERE %s "
+                                        "AND deadline_at > 0 AND deadline_at < %%I LIMIT %%I "
+                                        "FOR UPDATE",
+                                        waiting);
+        n[MQ_BATCH_KEY_AGE] = snprintf(Q(MQ_BATCH_KEY_AGE),
+                                       "SELECT " OP_COLS " FROM operations "
+                                       "FORCE INDEX (ops_state_key) WHERE %s LIMIT %%I FOR UPDATE",
+                                       key_old);
+        /* our share's older holders, or a share the split no longer has:
+         * never another live share's rows */
+        n[MQ_BATCH_RECOVER] = snprintf(Q(MQ_BATCH_RECOVER),
+                                       "SELECT " OP_COLS " FROM operations "
+                                       "FORCE INDEX (ops_state_accepted) WHERE %s AND "
+                                       "((share = %%U AND epoch < %%I) OR share >= %%U) "
+                                       "LIMIT %%I FOR UPDATE",
+                                       flight);
+        /* attempt_limit = 0: inserted by an application, not taken in yet.
+         * SKIP LOCKED: two dispatchers never take in the same row, and a
+         * row still inside its writer's open transaction is not visible. */
+        n[MQ_BATCH_OUTBOX] = snprintf(Q(MQ_BATCH_OUTBOX),
+                                      "SELECT " OP_COLS " FROM operations "
+                                      "FORCE INDEX (ops_state_accepted) WHERE %s AND "
+                                      "attempt_limit = 0 ORDER BY accepted_at, id LIMIT %%I "
+                                      "FOR UPDATE SKIP LOCKED",
+                                      outbox);
+#undef Q
+        for (int i = 0; i < MQ_COUNT; i++)
+                if (n[i] < 0 || (size_t)n[i] >= sizeof(s->q[i]))
+                        return TG_ESTORE;
+        return 0;
+}
+
 static void mysql_store_close(struct store *store)
 {
         struct mysql_store *s = M(store);
@@ -469,9 +555,10 @@ int store_mysql_open(const char *where, struct store **ret_store)
         s->base.ops = &mysql_ops;
         s->lock_wait_s = LOCK_WAIT_S;
         r = parse_where(s, where);
+        if (r == 0)
+                r = make_queries(s);
         if (r < 0)
                 goto fail;
-        store_mysql_share_lock_name(s, 0, s->lock_name, sizeof(s->lock_name));
 
         r = store_mysql_connect_one(s, IO_TIMEOUT, true, &s->db);
         if (r == TG_ENOTFOUND) {
@@ -513,32 +600,34 @@ static int mysql_set_busy_timeout(struct store *store, int64_t ms)
 static const struct store_ops mysql_ops = {
     .name = "mysql",
     .close = mysql_store_close,
-    .accept = store_mysql_accept,
-    .get = store_mysql_get,
-    .share_acquire = store_mysql_share_acquire,
-    .split_get = store_mysql_split_get,
-    .owner_check = store_mysql_owner_check,
-    .owner_release = store_mysql_owner_release,
-    .owner_epoch = store_mysql_owner_epoch,
-    .recover = store_mysql_recover,
-    .claim = store_mysql_claim,
-    .settle = store_mysql_settle,
-    .sweep_deadlines = store_mysql_sweep_deadlines,
-    .next_due = store_mysql_next_due,
-    .list_calls = store_mysql_list_calls,
-    .list_op_calls = store_mysql_list_op_calls,
+    .tx = store_mysql_tx,
+    .tx_commit_unknown = store_mysql_tx_commit_unknown,
+    .op_get = store_mysql_op_get,
+    .op_insert = store_mysql_op_insert,
+    .op_put = store_mysql_op_put,
+    .op_pick = store_mysql_op_pick,
+    .op_batch = store_mysql_op_batch,
+    .due_summary = store_mysql_due_summary,
+    .call_insert = store_mysql_call_insert,
+    .call_get = store_mysql_call_get,
+    .call_find = store_mysql_call_find,
+    .call_close = store_mysql_call_close,
+    .audit_insert = store_mysql_audit_insert,
+    .lock_take = store_mysql_lock_take,
+    .lock_drop = store_mysql_lock_drop,
+    .lock_drop_all = store_mysql_lock_drop_all,
+    .lock_held = store_mysql_lock_held,
+    .epoch_read = store_mysql_epoch_read,
+    .epoch_share = store_mysql_epoch_share,
+    .epoch_bump = store_mysql_epoch_bump,
+    .split_read = store_mysql_split_read,
+    .split_put = store_mysql_split_put,
+    .page = store_mysql_page,
     .stats = store_mysql_stats,
-    .list_manual = store_mysql_list_manual,
-    .list_state = store_mysql_list_state,
-    .list_audit = store_mysql_list_audit,
-    .operator_resend = store_mysql_operator_resend,
-    .operator_resolve = store_mysql_operator_resolve,
-    .settle_external = store_mysql_settle_external,
-    .outbox_intake = store_mysql_outbox_intake,
     .sample_put = store_mysql_sample_put,
-    .list_samples = store_mysql_list_samples,
-    .last_sample = store_mysql_last_sample,
+    .sample_last = store_mysql_sample_last,
     .set_busy_timeout = mysql_set_busy_timeout,
+    .has_outbox = true,
 };
 
 #endif /* TG_HAVE_MARIADB */

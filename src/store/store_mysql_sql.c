@@ -258,77 +258,6 @@ const char *store_mysql_col_text(MYSQL_ROW row, int col)
         return row[col] ? row[col] : "";
 }
 
-int store_mysql_read_op(MYSQL_RES *res, MYSQL_ROW row, struct op_record *ret_op)
-{
-        const unsigned long *lens = mysql_fetch_lengths(res);
-        struct op_record op;
-        bool ok = lens != NULL && mysql_num_fields(res) == OP_NCOLS;
-
-        if (!ok)
-                return TG_ESTORE;
-        memset(&op, 0, sizeof(op));
-        op.id = store_mysql_col_i64(row, 0, &ok);
-        store_mysql_col_copy(row, lens, 1, op.req.operation_id, sizeof(op.req.operation_id));
-        store_mysql_col_copy(row, lens, 2, op.req.payment_id, sizeof(op.req.payment_id));
-        op.req.amount = store_mysql_col_i64(row, 3, &ok);
-        store_mysql_col_copy(row, lens, 4, op.req.currency, sizeof(op.req.currency));
-        ok = ok && store_state_parse(store_mysql_col_text(row, 5), &op.state) == 0;
-        ok = ok && store_reason_parse(store_mysql_col_text(row, 6), &op.reason) == 0;
-        op.attempts = store_mysql_col_uns(row, 7, &ok);
-        op.attempt_limit = store_mysql_col_uns(row, 8, &ok);
-        op.queries = store_mysql_col_uns(row, 9, &ok);
-        op.query_limit = store_mysql_col_uns(row, 10, &ok);
-        op.accepted_at = store_mysql_col_i64(row, 11, &ok);
-        op.deadline_at = store_mysql_col_i64(row, 12, &ok);
-        op.key_first_used = store_mysql_col_i64(row, 13, &ok);
-        op.next_run_at = store_mysql_col_i64(row, 14, &ok);
-        op.updated_at = store_mysql_col_i64(row, 15, &ok);
-        op.last_wait_ms = store_mysql_col_i64(row, 16, &ok);
-        op.operator_resend = store_mysql_col_i64(row, 17, &ok) != 0;
-        op.epoch = store_mysql_col_i64(row, 18, &ok);
-        store_mysql_col_copy(row, lens, 19, op.refund_id, sizeof(op.refund_id));
-        op.last_http_status = (int)store_mysql_col_i64(row, 20, &ok);
-        ok = ok && store_class_parse(store_mysql_col_text(row, 21), &op.last_class) == 0;
-        store_mysql_col_copy(row, lens, 22, op.source, sizeof(op.source));
-        if (!ok)
-                return TG_ESTORE;
-        *ret_op = op;
-        return 0;
-}
-
-int store_mysql_read_call(MYSQL_RES *res, MYSQL_ROW row, struct call_record *ret_call)
-{
-        const unsigned long *lens = mysql_fetch_lengths(res);
-        struct call_record c;
-        bool ok = lens != NULL && mysql_num_fields(res) == CALL_NCOLS;
-
-        if (!ok)
-                return TG_ESTORE;
-        memset(&c, 0, sizeof(c));
-        c.id = store_mysql_col_i64(row, 0, &ok);
-        c.op_id = store_mysql_col_i64(row, 1, &ok);
-        store_mysql_col_copy(row, lens, 2, c.operation_id, sizeof(c.operation_id));
-        ok = ok && store_kind_parse(store_mysql_col_text(row, 3), &c.kind) == 0;
-        c.attempt = store_mysql_col_uns(row, 4, &ok);
-        store_mysql_col_copy(row, lens, 5, c.request_id, sizeof(c.request_id));
-        c.epoch = store_mysql_col_i64(row, 6, &ok);
-        c.start_mono = store_mysql_col_i64(row, 7, &ok);
-        c.start_wall = store_mysql_col_i64(row, 8, &ok);
-        c.in_flight_at_start = store_mysql_col_uns(row, 9, &ok);
-        c.ended = store_mysql_col_i64(row, 10, &ok) != 0;
-        c.end_mono = store_mysql_col_i64(row, 11, &ok);
-        c.end_wall = store_mysql_col_i64(row, 12, &ok);
-        c.sent = store_mysql_col_i64(row, 13, &ok) != 0;
-        ok = ok && store_class_parse(store_mysql_col_text(row, 14), &c.cls) == 0;
-        c.http_status = (int)store_mysql_col_i64(row, 15, &ok);
-        c.latency_us = store_mysql_col_i64(row, 16, &ok);
-        store_mysql_col_copy(row, lens, 17, c.error, sizeof(c.error));
-        if (!ok)
-                return TG_ESTORE;
-        *ret_call = c;
-        return 0;
-}
-
 /* One integer from a one-row, one-column result; TG_ENOTFOUND for no row,
  * *ret_null for SQL NULL. */
 int store_mysql_one_i64(MYSQL_RES *res, int64_t *ret_value, bool *ret_null)
@@ -425,9 +354,12 @@ static void pause_ms(long ms)
  * fn is rolled back. Retries a deadlock or lock wait timeout (the whole
  * transaction, a few times) and a lost connection (once, after
  * reconnecting) when the transaction surely did not commit, or when fn
- * re-checks (TX_RECHECKS). Returns fn's code or a TG_E* code. */
-int store_mysql_run_tx(struct mysql_store *s, tx_fn fn, void *ctx, unsigned flags)
+ * re-checks (STORE_TX_RECHECKS). Every kind commits durably (InnoDB's own
+ * flush settings decide). Returns fn's code or a TG_E* code. */
+int store_mysql_tx(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn,
+                   void *ctx)
 {
+        struct mysql_store *s = M(store);
         unsigned busy = 0, lost = 0;
         int r;
 
@@ -439,7 +371,7 @@ int store_mysql_run_tx(struct mysql_store *s, tx_fn fn, void *ctx, unsigned flag
                 if (r == 0)
                         r = store_mysql_exec(s, "START TRANSACTION");
                 if (r == 0)
-                        r = fn(s, ctx);
+                        r = fn(store, ctx);
                 if (r == 0) {
                         committing = true;
                         r = store_mysql_exec(s, "COMMIT");
@@ -457,7 +389,7 @@ int store_mysql_run_tx(struct mysql_store *s, tx_fn fn, void *ctx, unsigned flag
                 }
                 if (r == TG_EIO && !s->db && lost < LOST_TRIES) {
                         if (committing) {
-                                if (!(flags & TX_RECHECKS))
+                                if (!(flags & STORE_TX_RECHECKS))
                                         break; /* outcome unknown: say so */
                                 s->commit_unknown = true;
                         }
@@ -467,7 +399,13 @@ int store_mysql_run_tx(struct mysql_store *s, tx_fn fn, void *ctx, unsigned flag
                 break;
         }
         s->commit_unknown = false;
+        (void)kind;
         return r;
+}
+
+bool store_mysql_tx_commit_unknown(const struct store *store)
+{
+        return ((const struct mysql_store *)store)->commit_unknown;
 }
 
 #endif /* TG_HAVE_MARIADB */

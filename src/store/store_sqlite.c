@@ -1,33 +1,30 @@
 /*
  * store_sqlite — the embedded store backend: one SQLite file in WAL mode with
- * synchronous=FULL (a commit that returned survives power loss), a busy
- * timeout, foreign keys, and a versioned schema (PRAGMA user_version, one
- * migration per step, each in its own transaction).
+ * synchronous=FULL (a commit that returned survives power loss; an outcome
+ * may commit with NORMAL, see STORE_TX_OUTCOME), a busy timeout, foreign
+ * keys, and a versioned schema (PRAGMA user_version, one migration per step,
+ * each in its own transaction).
  *
- * Exit ownership is an open-file-description lock (F_OFD_SETLK, or flock()
- * where OFD locks do not exist) on "<db path>.owner", held by the struct
- * store until release or close. Unlike a POSIX record lock it conflicts with
- * a second handle of the same process, and closing some other descriptor of
- * the file does not drop it. Each acquisition bumps owner.epoch in the
- * database; claims check that epoch inside their transaction, settles check
- * the epoch the operation was claimed under.
+ * It implements the primitives of store_backend.h and nothing else: the
+ * operations of store.h are written once, over them, in store_exit.c,
+ * store_owner.c and store_read.c.
  *
  * Invariants:
- *   - every public op is one short transaction (BEGIN IMMEDIATE when it
- *     writes), committed or rolled back before it returns; list callbacks run
- *     between pages, never inside a statement or transaction, so a callback
- *     may call back into the store;
+ *   - tx() runs its body in BEGIN (IMMEDIATE when it writes) ... COMMIT and
+ *     rolls back on failure; nothing is held between calls;
  *   - operations, calls and audit rows are never deleted and audit rows are
  *     never updated (triggers refuse it);
+ *   - the state lists of the picks and batches are made from the transition
+ *     table at open (store_state_list_sql), and every pick names the index
+ *     it must use (INDEXED BY), so a list that no longer matches an index's
+ *     WHERE fails at prepare instead of scanning;
  *   - nothing SQLite-specific (codes, messages, SQL) leaves the backend's
- *     files (store_sqlite*.c): every failure is mapped to a TG_E* code;
- *   - ret_* outputs are written only on success.
+ *     files (store_sqlite*.c): every failure is mapped to a TG_E* code.
  *
- * This file holds open, the pragmas, the migrations, the statement cache,
- * transactions and the vtable; store_sqlite_owner.c the ownership,
- * store_sqlite_exit.c intake and the exit, store_sqlite_read.c the lists,
- * stats, manual review, operator actions and exit samples. What they share
- * is declared in sqlite_int.h.
+ * This file holds open, the pragmas, the migrations, the statements,
+ * transactions and the vtable; store_sqlite_rows.c the row, pick, page,
+ * stats and sample primitives; store_sqlite_lock.c ownership locks, epochs
+ * and the split. What they share is declared in sqlite_int.h.
  */
 #include <limits.h>
 #include <sqlite3.h>
@@ -192,25 +189,28 @@ static const char *const migrations[] = {
         "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
-        "last_http_status, last_class, source"
+        "last_http_status, last_class, source, share"
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
         "in_flight_at_start, ended, end_mono, end_wall, sent, cls, http_status, latency_us, "      \
-        "error"
+        "error, share"
 
 #define AUDIT_COLS "id, op_id, at, action, operator_name, reason, detail"
 #define SAMPLE_COLS                                                                                \
         "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share"
 
-#define AGAIN_STATES "state IN ('retry_wait','unknown')"
-#define WAIT_STATES  "state IN ('pending','retry_wait','unknown')"
-/* A re-send whose key is too old to re-use (?1 now, ?2 key retention). */
-#define KEY_TOO_OLD                                                                                \
-        "(state = 'retry_wait' AND attempts > 0 AND key_first_used > 0 AND "                       \
-        "key_first_used <= ?1 - ?2)"
+/* One index probe per open state, for the oldest open operation. */
+#define OLDEST_OF(state) "SELECT min(accepted_at) AS m FROM operations WHERE state = '" state "'"
+/* the open states (manual is not open for the exit) */
+#define OPEN_OLDEST                                                                                \
+        OLDEST_OF("pending")                                                                       \
+        " UNION ALL " OLDEST_OF("in_flight") " UNION ALL " OLDEST_OF(                              \
+            "retry_wait") " UNION ALL " OLDEST_OF("unknown")
 
-static const char *const stmt_sql[ST_COUNT] = {
+/* Statements whose text does not depend on the transition table. The others
+ * (picks, batches, the due summary) are made at open: sqlite_open_sql(). */
+static const char *const fixed_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN",
     [ST_BEGIN_IMMEDIATE] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
@@ -218,115 +218,132 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_OP_BY_KEY] = "SELECT " OP_COLS " FROM operations WHERE operation_id = ?1",
     [ST_OP_BY_ID] = "SELECT " OP_COLS " FROM operations WHERE id = ?1",
     [ST_OP_INSERT] = "INSERT INTO operations (operation_id, payment_id, amount, currency, "
-                     "state, attempt_limit, query_limit, accepted_at, deadline_at, "
-                     "updated_at, source) "
-                     "VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, ?8, ?7, 'api')",
+                     "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
+                     "updated_at, source, last_class) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     /* Every mutable column; the payload, accepted_at and source never change. */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "
                     "attempt_limit = ?5, queries = ?6, query_limit = ?7, deadline_at = ?8, "
                     "key_first_used = ?9, next_run_at = ?10, updated_at = ?11, "
                     "last_wait_ms = ?12, operator_resend = ?13, epoch = ?14, "
-                    "refund_id = ?15, last_http_status = ?16, last_class = ?17 "
+                    "refund_id = ?15, last_http_status = ?16, last_class = ?17, share = ?18 "
                     "WHERE id = ?1",
     [ST_OWNER_EPOCH] = "SELECT epoch FROM owner WHERE id = 1",
     [ST_OWNER_BUMP] = "UPDATE owner SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
-    /* INDEXED BY pins the plans that stay fast at 1,000,000 rows. */
-    [ST_PICK_FIRST] = "SELECT id FROM operations INDEXED BY ops_state_accepted "
-                      "WHERE state = 'pending' AND deadline_at > ?1 "
-                      "ORDER BY accepted_at, id LIMIT 1",
-    [ST_PICK_AGAIN] = "SELECT id FROM operations INDEXED BY ops_again_accepted "
-                      "WHERE " AGAIN_STATES " AND next_run_at <= ?1 AND deadline_at > ?1 "
-                      "AND NOT " KEY_TOO_OLD " AND (?3 = 0 OR state = 'retry_wait') "
-                      "ORDER BY accepted_at, id LIMIT 1",
     [ST_CALL_INSERT] = "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, "
                        "epoch, start_mono, start_wall, in_flight_at_start, share) "
                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_CALL_BY_ID] = "SELECT " CALL_COLS " FROM calls WHERE id = ?1",
-    [ST_CALL_SETTLE] = "UPDATE calls SET ended = 1, end_mono = ?2, end_wall = ?3, sent = ?4, "
-                       "cls = ?5, http_status = ?6, latency_us = ?7, error = ?8, "
-                       "start_mono = CASE WHEN ?9 > 0 THEN ?9 ELSE start_mono END, "
-                       "start_wall = CASE WHEN ?10 > 0 THEN ?10 ELSE start_wall END "
-                       "WHERE id = ?1 AND ended = 0",
-    [ST_RECOVER_PICK] = "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
-                        "WHERE state = 'in_flight' AND "
-                        /* our share's older holders, or a share the split no
-                         * longer has: never another live share's rows */
-                        "((share = ?3 AND epoch < ?1) OR share >= ?4) LIMIT ?2",
-    /* sent = 1: the request may have left (it was claimed to be sent); the
-     * conservative answer, as for any call whose outcome is unknown */
-    [ST_RECOVER_CALLS] = "UPDATE calls SET ended = 1, end_wall = ?2, cls = 'unknown', "
-                         "sent = 1, error = 'outcome unknown (owner lost)' "
-                         "WHERE op_id = ?1 AND ended = 0",
-    [ST_SWEEP_AUDIT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
-                       "SELECT id, ?1, 'event', 'tollgate', 'deadline', "
-                       "'deadline passed while ' || state || ': to manual' "
-                       "FROM operations INDEXED BY ops_open_deadline "
-                       "WHERE " WAIT_STATES " AND deadline_at < ?1",
-    [ST_SWEEP] = "UPDATE operations INDEXED BY ops_open_deadline "
-                 "SET state = 'manual', reason = 'deadline', next_run_at = 0, "
-                 "operator_resend = 0, updated_at = ?1 "
-                 "WHERE " WAIT_STATES " AND deadline_at < ?1",
-    [ST_SWEEP_KEY_AUDIT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
-                           "SELECT id, ?1, 'event', 'tollgate', 'key_retention', "
-                           "'idempotency key past retention before its re-send: to manual' "
-                           "FROM operations INDEXED BY ops_retry_key WHERE " KEY_TOO_OLD,
-    [ST_SWEEP_KEY] = "UPDATE operations INDEXED BY ops_retry_key "
-                     "SET state = 'manual', reason = 'key_retention', next_run_at = 0, "
-                     "operator_resend = 0, updated_at = ?1 WHERE " KEY_TOO_OLD,
-    [ST_NEXT_DUE] = "SELECT min(next_run_at) FROM operations INDEXED BY ops_again_due "
-                    "WHERE " AGAIN_STATES,
-    [ST_ANY_PENDING] = "SELECT EXISTS (SELECT 1 FROM operations WHERE state = 'pending')",
-    [ST_LIST_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE id > ?1 ORDER BY id LIMIT ?2",
-    [ST_LIST_OP_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE op_id = ?1 AND id > ?2 "
+    [ST_CALL_BY_REQUEST] = "SELECT " CALL_COLS " FROM calls WHERE request_id = ?1 AND epoch = ?2",
+    [ST_CALL_CLOSE] = "UPDATE calls SET ended = 1, end_mono = ?2, end_wall = ?3, sent = ?4, "
+                      "cls = ?5, http_status = ?6, latency_us = ?7, error = ?8, "
+                      "start_mono = ?9, start_wall = ?10 WHERE id = ?1 AND ended = 0",
+    [ST_PAGE_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE id > ?1 ORDER BY id LIMIT ?2",
+    [ST_PAGE_OP_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE op_id = ?1 AND id > ?2 "
                          "ORDER BY id LIMIT ?3",
-    [ST_COUNT_BY_STATE] = "SELECT state, count(*) FROM operations GROUP BY state",
-    /* One index probe per open state rather than a scan of them all. */
-    [ST_OLDEST_OPEN] =
-        "SELECT min(m) FROM ("
-        "SELECT min(accepted_at) AS m FROM operations WHERE state = 'pending' UNION ALL "
-        "SELECT min(accepted_at) FROM operations WHERE state = 'in_flight' UNION ALL "
-        "SELECT min(accepted_at) FROM operations WHERE state = 'retry_wait' UNION ALL "
-        "SELECT min(accepted_at) FROM operations WHERE state = 'unknown' UNION ALL "
-        "SELECT min(accepted_at) FROM operations WHERE state = 'manual')",
-    /* Calls are never deleted (trigger) and a rolled-back insert frees its
-         * id again, so the largest id is the count, without a scan. */
-    [ST_CALLS_TOTAL] = "SELECT coalesce(max(id), 0) FROM calls",
-    [ST_LIST_MANUAL] = "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
-                       "WHERE state = 'manual' AND id > ?1 AND (accepted_at, id) > (?2, ?3) "
-                       "ORDER BY accepted_at, id LIMIT ?4",
-    [ST_LIST_AUDIT] = "SELECT " AUDIT_COLS " FROM audit WHERE op_id = ?1 AND id > ?2 "
+    [ST_PAGE_AUDIT] = "SELECT " AUDIT_COLS " FROM audit WHERE op_id = ?1 AND id > ?2 "
                       "ORDER BY id LIMIT ?3",
+    /* id order within one state: sorts the state's rows (small states only) */
+    [ST_PAGE_STATE] = "SELECT " OP_COLS " FROM operations WHERE state = ?1 AND id > ?2 "
+                      "ORDER BY id LIMIT ?3",
+    /* ?5 '' for any reason */
+    [ST_PAGE_MANUAL] = "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
+                       "WHERE state = 'manual' AND id > ?1 AND (accepted_at, id) > (?2, ?3) "
+                       "AND (?5 = '' OR reason = ?5) ORDER BY accepted_at, id LIMIT ?4",
+    /* ?1 at, ?3 share of the last row seen: a page starts after it (the
+     * first page with ?3 past every share: at > ?1) */
+    [ST_PAGE_SAMPLES] = "SELECT " SAMPLE_COLS " FROM exit_samples "
+                        "WHERE at > ?1 OR (at = ?1 AND share > ?3) ORDER BY at, share LIMIT ?2",
+    [ST_COUNT_BY_STATE] = "SELECT state, count(*) FROM operations GROUP BY state",
+    [ST_OLDEST_OPEN] = "SELECT min(m) FROM (" OPEN_OLDEST " UNION ALL " OLDEST_OF("manual") ")",
+    /* Calls are never deleted (trigger) and a rolled-back insert frees its
+     * id again, so the largest id is the count, without a scan. */
+    [ST_CALLS_TOTAL] = "SELECT coalesce(max(id), 0) FROM calls",
     [ST_AUDIT_INSERT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     /* The oldest open operation is read here, in the same statement: one
      * index probe per open state (manual is not open for the exit). */
-    [ST_SAMPLE_PUT] = "INSERT OR REPLACE INTO exit_samples (" SAMPLE_COLS ") "
-                      "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM ("
-                      "SELECT min(accepted_at) AS m FROM operations WHERE state = 'pending' "
-                      "UNION ALL SELECT min(accepted_at) FROM operations WHERE state = 'in_flight' "
-                      "UNION ALL SELECT min(accepted_at) FROM operations "
-                      "WHERE state = 'retry_wait' UNION ALL SELECT min(accepted_at) "
-                      "FROM operations WHERE state = 'unknown')), ?8, ?9",
+    [ST_SAMPLE_PUT] =
+        "INSERT OR REPLACE INTO exit_samples (" SAMPLE_COLS ") "
+        "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM (" OPEN_OLDEST ")), ?8, ?9",
     [ST_SAMPLE_PRUNE] = "DELETE FROM exit_samples WHERE at < ?1",
-    /* ?1 at, ?3 share of the last row seen: a page starts after it (the
-     * first page with ?3 past every share: at > ?1) */
-    [ST_SAMPLE_LIST] = "SELECT " SAMPLE_COLS " FROM exit_samples "
-                       "WHERE at > ?1 OR (at = ?1 AND share > ?3) ORDER BY at, share LIMIT ?2",
     [ST_SAMPLE_LAST] = "SELECT " SAMPLE_COLS " FROM exit_samples "
                        "ORDER BY at DESC, share DESC LIMIT 1",
-    /* id order within one state: sorts the state's rows (small states only) */
-    [ST_LIST_STATE] = "SELECT " OP_COLS " FROM operations WHERE state = ?1 AND id > ?2 "
-                      "ORDER BY id LIMIT ?3",
     [ST_SHARE_OF_EPOCH] = "SELECT share FROM exit_shares WHERE epoch = ?1 ORDER BY share LIMIT 1",
     [ST_SHARE_SET] = "INSERT INTO exit_shares (share, epoch) VALUES (?1, ?2) "
                      "ON CONFLICT(share) DO UPDATE SET epoch = excluded.epoch",
     [ST_SPLIT_GET] = "SELECT shares, max_in_flight, starts_per_second FROM exit_split WHERE id = 1",
     [ST_SPLIT_PUT] = "INSERT OR REPLACE INTO exit_split (id, shares, starts_per_second, "
                      "max_in_flight) VALUES (1, ?1, ?2, ?3)",
-    /* what a claim changes, and the share it is made under */
-    [ST_OP_CLAIM] = "UPDATE operations SET state = 'in_flight', attempts = ?2, queries = ?3, "
-                    "key_first_used = ?4, epoch = ?5, share = ?6, updated_at = ?7 WHERE id = ?1",
 };
+
+/* The statements made from the transition table (core/policy.h): the state
+ * lists are the table's, the rest is the predicate of policy_is_due(),
+ * policy_sweep() and the recovery's batch in SQL. INDEXED BY pins the plans
+ * that stay fast at 1,000,000 rows. Called once at open. */
+static int make_table_sql(struct sqlite_store *s)
+{
+        char first[STATES_SQL_MAX], again[STATES_SQL_MAX], query[STATES_SQL_MAX];
+        char waiting[STATES_SQL_MAX], resend[STATES_SQL_MAX], flight[STATES_SQL_MAX];
+        char outbox[STATES_SQL_MAX], key_old[3 * STATES_SQL_MAX];
+        int n[ST_DYN_COUNT];
+
+#define DYN(id) s->dyn_sql[(id)-ST_DYN_FIRST], sizeof(s->dyn_sql[0])
+
+        store_state_list_sql(policy_group_states(POLICY_GROUP_FIRST), first, sizeof(first));
+        store_state_list_sql(policy_group_states(POLICY_GROUP_AGAIN), again, sizeof(again));
+        store_state_list_sql(policy_kind_states(TG_KIND_QUERY), query, sizeof(query));
+        store_state_list_sql(policy_sources(OP_EV_DEADLINE), waiting, sizeof(waiting));
+        store_state_list_sql(policy_sources(OP_EV_KEY_RETENTION), resend, sizeof(resend));
+        store_state_list_sql(policy_sources(OP_EV_TAKEOVER), flight, sizeof(flight));
+        store_state_list_sql(policy_sources(OP_EV_OUTBOX), outbox, sizeof(outbox));
+        (void)outbox; /* no outbox rows in an embedded store */
+        /* policy_key_too_old(): ?1 now, ?2 key retention */
+        snprintf(key_old, sizeof(key_old),
+                 "(%s AND attempts > 0 AND key_first_used > 0 AND key_first_used <= ?1 - ?2)",
+                 resend);
+        n[ST_PICK_FIRST - ST_DYN_FIRST] =
+            snprintf(DYN(ST_PICK_FIRST),
+                     "SELECT id FROM operations INDEXED BY ops_state_accepted "
+                     "WHERE %s AND attempt_limit > 0 AND deadline_at > ?1 "
+                     "ORDER BY accepted_at, id LIMIT 1",
+                     first);
+        /* ?3 = 1: queries allowed */
+        n[ST_PICK_AGAIN - ST_DYN_FIRST] =
+            snprintf(DYN(ST_PICK_AGAIN),
+                     "SELECT id FROM operations INDEXED BY ops_again_accepted "
+                     "WHERE %s AND attempt_limit > 0 AND next_run_at <= ?1 AND deadline_at > ?1 "
+                     "AND NOT %s AND (?3 = 1 OR NOT %s) ORDER BY accepted_at, id LIMIT 1",
+                     again, key_old, query);
+        n[ST_NEXT_DUE - ST_DYN_FIRST] = snprintf(
+            DYN(ST_NEXT_DUE),
+            "SELECT min(next_run_at) FROM operations INDEXED BY ops_again_due WHERE %s", again);
+        n[ST_ANY_PENDING - ST_DYN_FIRST] = snprintf(
+            DYN(ST_ANY_PENDING), "SELECT EXISTS (SELECT 1 FROM operations WHERE %s)", first);
+        n[ST_BATCH_DEADLINE - ST_DYN_FIRST] =
+            snprintf(DYN(ST_BATCH_DEADLINE),
+                     "SELECT " OP_COLS " FROM operations INDEXED BY ops_open_deadline "
+                     "WHERE %s AND deadline_at > 0 AND deadline_at < ?1 LIMIT ?3",
+                     waiting);
+        n[ST_BATCH_KEY_AGE - ST_DYN_FIRST] =
+            snprintf(DYN(ST_BATCH_KEY_AGE),
+                     "SELECT " OP_COLS " FROM operations INDEXED BY ops_retry_key "
+                     "WHERE %s LIMIT ?3",
+                     key_old);
+        /* our share's older holders, or a share the split no longer has:
+         * never another live share's rows (?1 epoch, ?2 limit, ?3 share,
+         * ?4 shares) */
+        n[ST_BATCH_RECOVER - ST_DYN_FIRST] =
+            snprintf(DYN(ST_BATCH_RECOVER),
+                     "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
+                     "WHERE %s AND ((share = ?3 AND epoch < ?1) OR share >= ?4) LIMIT ?2",
+                     flight);
+#undef DYN
+        for (int i = 0; i < ST_DYN_COUNT; i++)
+                if (n[i] < 0 || (size_t)n[i] >= sizeof(s->dyn_sql[i]))
+                        return TG_ESTORE;
+        return 0;
+}
 
 /* ---- small helpers ----------------------------------------------------- */
 
@@ -357,7 +374,9 @@ int sqlite_map_rc(int rc)
 int sqlite_stmt_get(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **ret_stmt)
 {
         if (!s->stmts[id]) {
-                int rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+                const char *sql =
+                    id >= ST_DYN_FIRST ? s->dyn_sql[id - ST_DYN_FIRST] : fixed_sql[id];
+                int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
                                             &s->stmts[id], NULL);
 
                 if (rc != SQLITE_OK) {
@@ -397,32 +416,6 @@ static int run_simple(struct sqlite_store *s, enum stmt_id id)
         return sqlite_stmt_run(st);
 }
 
-int sqlite_tx_begin(struct sqlite_store *s, bool write)
-{
-        if (write && s->sync_normal && !s->in_settle) {
-                int r = sqlite_exec_sql(s, "PRAGMA synchronous = FULL;");
-                if (r < 0)
-                        return r; /* never write an attempt or an acceptance below FULL */
-                s->sync_normal = false;
-        }
-        return run_simple(s, write ? ST_BEGIN_IMMEDIATE : ST_BEGIN);
-}
-
-int sqlite_tx_commit(struct sqlite_store *s)
-{
-        int r = run_simple(s, ST_COMMIT);
-
-        if (r < 0 && !sqlite3_get_autocommit(s->db))
-                (void)run_simple(s, ST_ROLLBACK);
-        return r;
-}
-
-void sqlite_tx_rollback(struct sqlite_store *s)
-{
-        if (!sqlite3_get_autocommit(s->db))
-                (void)run_simple(s, ST_ROLLBACK);
-}
-
 /* Binders return true on failure so that they chain with ||. */
 bool sqlite_bind_i64(sqlite3_stmt *st, int idx, int64_t v)
 {
@@ -448,7 +441,6 @@ void sqlite_col_copy(sqlite3_stmt *st, int col, char *dst, size_t dst_size)
 {
         store_copy_text(dst, dst_size, sqlite_col_text(st, col));
 }
-/* ---- open / migrate / close ---------------------------------------------- */
 
 int sqlite_exec_sql(struct sqlite_store *s, const char *sql)
 {
@@ -456,6 +448,61 @@ int sqlite_exec_sql(struct sqlite_store *s, const char *sql)
 
         return sqlite_map_rc(rc);
 }
+
+/* ---- transactions -------------------------------------------------------- */
+
+static void rollback(struct sqlite_store *s)
+{
+        if (!sqlite3_get_autocommit(s->db))
+                (void)run_simple(s, ST_ROLLBACK);
+}
+
+/* An outcome is committed with synchronous=NORMAL: WAL keeps it across a
+ * crash of the process, and if a power loss takes it back, the operation is
+ * in_flight again and the next owner reconciles it as unknown with the same
+ * key (invariant 3 needs the ATTEMPT on disk before the send, and that
+ * commit, in a claim, stays FULL). Halves the fsyncs of a call. Any other
+ * write transaction puts FULL back first. No retries: a busy database
+ * answers TG_EBUSY after the busy timeout, and the caller asks again. */
+static int sqlite_tx(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn,
+                     void *ctx)
+{
+        struct sqlite_store *s = S(store);
+        bool write = kind != STORE_TX_READ;
+        int r;
+
+        (void)flags; /* a COMMIT's outcome is never unknown here */
+        if (kind == STORE_TX_OUTCOME) {
+                r = sqlite_exec_sql(s, "PRAGMA synchronous = NORMAL;");
+                if (r < 0)
+                        return r;
+                s->sync_normal = true;
+        } else if (write && s->sync_normal) {
+                r = sqlite_exec_sql(s, "PRAGMA synchronous = FULL;");
+                if (r < 0)
+                        return r; /* never write an attempt or an acceptance below FULL */
+                s->sync_normal = false;
+        }
+        r = run_simple(s, write ? ST_BEGIN_IMMEDIATE : ST_BEGIN);
+        if (r == 0) {
+                r = fn(store, ctx);
+                if (r < 0)
+                        rollback(s);
+                else if ((r = run_simple(s, ST_COMMIT)) < 0)
+                        rollback(s);
+        }
+        if (kind == STORE_TX_OUTCOME && sqlite_exec_sql(s, "PRAGMA synchronous = FULL;") == 0)
+                s->sync_normal = false; /* else the next write transaction retries */
+        return r;
+}
+
+static bool sqlite_tx_commit_unknown(const struct store *store)
+{
+        (void)store;
+        return false;
+}
+
+/* ---- open / migrate / close ---------------------------------------------- */
 
 static int user_version(struct sqlite_store *s, int *ret_version)
 {
@@ -500,7 +547,7 @@ static int migrate(struct sqlite_store *s)
                 if (r == 0)
                         r = sqlite_exec_sql(s, "COMMIT");
                 if (r < 0) {
-                        sqlite_tx_rollback(s);
+                        rollback(s);
                         return r;
                 }
         }
@@ -515,8 +562,7 @@ static void sqlite_close(struct store *store)
         for (int i = 0; i < ST_COUNT; i++)
                 sqlite3_finalize(s->stmts[i]);
         sqlite3_close(s->db);
-        if (s->lock_fd >= 0)
-                close(s->lock_fd);
+        sqlite_lock_drop_all(store);
         free(s->lock_path);
         free(s->db_path);
         free(s);
@@ -531,8 +577,6 @@ static const struct store_ops sqlite_ops;
 
 int store_sqlite_open(const char *where, struct store **ret_store)
 {
-        static const char suffix[] = ".owner";
-        static const size_t lock_room = 16; /* ".owner", ".split", ".share63" */
         struct sqlite_store *s;
         size_t n = strnlen(where, PATH_MAX);
         int rc, r;
@@ -544,15 +588,17 @@ int store_sqlite_open(const char *where, struct store **ret_store)
                 return TG_ENOMEM;
         s->base.ops = &sqlite_ops;
         s->lock_fd = -1;
-        s->lock_path = malloc(n + lock_room);
+        s->split_fd = -1;
+        s->lock_path = malloc(n + SQLITE_LOCK_SUFFIX_MAX);
         s->db_path = strndup(where, n);
         if (!s->lock_path || !s->db_path) {
                 r = TG_ENOMEM;
                 goto fail;
         }
-        memcpy(s->lock_path, where, n);
-        memcpy(s->lock_path + n, suffix, sizeof(suffix));
-
+        s->lock_path[0] = '\0';
+        r = make_table_sql(s);
+        if (r < 0)
+                goto fail;
         rc = sqlite3_open_v2(
             where, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
         if (rc != SQLITE_OK) {
@@ -582,29 +628,32 @@ fail:
 static const struct store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sqlite_close,
-    .accept = sqlite_accept,
-    .get = sqlite_get,
-    .share_acquire = sqlite_share_acquire,
-    .split_get = sqlite_split_get,
-    .owner_check = sqlite_owner_check,
-    .owner_release = sqlite_owner_release,
-    .owner_epoch = sqlite_owner_epoch,
-    .recover = sqlite_recover,
-    .claim = sqlite_claim,
-    .settle = sqlite_settle,
-    .sweep_deadlines = sqlite_sweep_deadlines,
-    .next_due = sqlite_next_due,
-    .list_calls = sqlite_list_calls,
-    .list_op_calls = sqlite_list_op_calls,
+    .tx = sqlite_tx,
+    .tx_commit_unknown = sqlite_tx_commit_unknown,
+    .op_get = sqlite_op_get,
+    .op_insert = sqlite_op_insert,
+    .op_put = sqlite_op_put,
+    .op_pick = sqlite_op_pick,
+    .op_batch = sqlite_op_batch,
+    .due_summary = sqlite_due_summary,
+    .call_insert = sqlite_call_insert,
+    .call_get = sqlite_call_get,
+    .call_find = sqlite_call_find,
+    .call_close = sqlite_call_close,
+    .audit_insert = sqlite_audit_insert,
+    .lock_take = sqlite_lock_take,
+    .lock_drop = sqlite_lock_drop,
+    .lock_drop_all = sqlite_lock_drop_all,
+    .lock_held = sqlite_lock_held,
+    .epoch_read = sqlite_epoch_read,
+    .epoch_share = sqlite_epoch_share,
+    .epoch_bump = sqlite_epoch_bump,
+    .split_read = sqlite_split_read,
+    .split_put = sqlite_split_put,
+    .page = sqlite_page,
     .stats = sqlite_stats,
-    .list_manual = sqlite_list_manual,
-    .list_state = sqlite_list_state,
-    .list_audit = sqlite_list_audit,
-    .operator_resend = sqlite_operator_resend,
-    .operator_resolve = sqlite_operator_resolve,
-    .settle_external = sqlite_settle_external,
     .sample_put = sqlite_sample_put,
-    .list_samples = sqlite_list_samples,
-    .last_sample = sqlite_last_sample,
+    .sample_last = sqlite_sample_last,
     .set_busy_timeout = sqlite_set_busy_timeout,
+    .has_outbox = false,
 };

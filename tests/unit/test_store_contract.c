@@ -877,16 +877,16 @@ static void test_manual_resend_resolve(void **state)
         assert_int_equal(m1.state, OP_MANUAL);
         assert_int_equal(m1.reason, MANUAL_ATTEMPTS_EXHAUSTED);
 
-        assert_int_equal(store_list_manual(s, 0, 10, on_op, &seen), 0);
+        assert_int_equal(store_list_manual(s, 0, MANUAL_NONE, 10, on_op, &seen), 0);
         assert_int_equal(seen.n, 2);
         assert_string_equal(seen.op_ids[0], "m1");
         assert_string_equal(seen.op_ids[1], "m2");
         memset(&seen, 0, sizeof(seen));
-        assert_int_equal(store_list_manual(s, m1.id, 10, on_op, &seen), 0);
+        assert_int_equal(store_list_manual(s, m1.id, MANUAL_NONE, 10, on_op, &seen), 0);
         assert_int_equal(seen.n, 1);
         assert_string_equal(seen.op_ids[0], "m2");
         memset(&seen, 0, sizeof(seen));
-        assert_int_equal(store_list_manual(s, 0, 1, on_op, &seen), 0);
+        assert_int_equal(store_list_manual(s, 0, MANUAL_NONE, 1, on_op, &seen), 0);
         assert_int_equal(seen.n, 1);
 
         /* refused unless manual; refused past key retention */
@@ -942,7 +942,7 @@ static void test_manual_resend_resolve(void **state)
         assert_string_equal(seen.audits[seen.n - 1].action, "resolve");
         assert_string_equal(seen.audits[seen.n - 1].operator_name, "bo");
         memset(&seen, 0, sizeof(seen));
-        assert_int_equal(store_list_manual(s, 0, 10, on_op, &seen), 0);
+        assert_int_equal(store_list_manual(s, 0, MANUAL_NONE, 10, on_op, &seen), 0);
         assert_int_equal(seen.n, 0);
         store_close(s);
 }

@@ -1,0 +1,83 @@
+/*
+ * operation — one refund operation as tollgate keeps it: the request a client
+ * made and everything the exit has learned and decided about it since. The
+ * state machine (core/policy.h) reads and changes these records; the store
+ * (store/store.h) only loads, locks and writes them. Plain data, on the
+ * stack or in arrays; members are written by policy_* functions and by the
+ * store's row readers, read by anyone.
+ */
+#ifndef TG_OPERATION_H
+#define TG_OPERATION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/classify.h"
+#include "core/tg_time.h"
+
+#define TG_OP_ID_MAX      128 /* idempotency key: 1-128 chars of [A-Za-z0-9._:-] */
+#define TG_PAYMENT_ID_MAX 128
+#define TG_REQUEST_ID_MAX 64
+#define TG_TEXT_MAX       256 /* operator, reason, error texts */
+#define TG_REFUND_ID_MAX  128 /* the provider's refund id, with its NUL */
+
+enum op_state {
+        OP_PENDING,
+        OP_IN_FLIGHT,
+        OP_RETRY_WAIT,
+        OP_UNKNOWN,
+        OP_SUCCEEDED,
+        OP_REJECTED,
+        OP_MANUAL,
+};
+#define OP_STATE_COUNT 7
+
+enum manual_reason {
+        MANUAL_NONE,
+        MANUAL_ATTEMPTS_EXHAUSTED, /* attempt_limit POSTs made, still no answer */
+        MANUAL_DEADLINE,           /* no final answer by deadline_at */
+        MANUAL_QUERY_BUDGET,       /* query_limit queries made, still no answer */
+        MANUAL_KEY_REUSED,         /* provider: same key, other payload */
+        MANUAL_KEY_RETENTION,      /* a re-send would fall past key retention */
+        MANUAL_INVALID,            /* an outbox row that failed validation */
+};
+#define MANUAL_REASON_COUNT 7
+
+/* Kinds of call, as the call log records them. */
+enum tg_call_kind {
+        TG_KIND_FIRST,
+        TG_KIND_RETRY,
+        TG_KIND_QUERY,
+        TG_KIND_MANUAL,
+};
+#define TG_KIND_COUNT 4
+
+/* What a client asked for. Validated (core/refund_validate.h) before it is
+ * accepted. */
+struct refund_request {
+        char operation_id[TG_OP_ID_MAX + 1];
+        char payment_id[TG_PAYMENT_ID_MAX + 1];
+        int64_t amount; /* minor units, > 0 */
+        char currency[4];
+};
+
+/* An operation as stored. */
+struct op_record {
+        int64_t id; /* row id */
+        struct refund_request req;
+        enum op_state state;
+        enum manual_reason reason;
+        unsigned attempts, attempt_limit;
+        unsigned queries, query_limit;
+        tg_wall_ms accepted_at, deadline_at, key_first_used, next_run_at, updated_at;
+        int64_t last_wait_ms;
+        bool operator_resend; /* the next POST is an operator re-send (kind manual) */
+        int64_t epoch;        /* owner epoch of the last claim */
+        unsigned share;       /* the share of the account quota the last claim was made under */
+        char refund_id[TG_REFUND_ID_MAX];
+        int last_http_status;     /* of the last call, 0 if none */
+        enum tg_class last_class; /* of the last call; meaningful when calls > 0 */
+        char source[16];          /* "api" or "outbox" */
+};
+
+#endif

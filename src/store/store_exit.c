@@ -1,0 +1,638 @@
+/*
+ * store_exit — intake, the exit, the sweeps and the operators' actions,
+ * written once for every backend over the primitives of store_backend.h.
+ * Each function is one short transaction (the sweeps: one per bounded
+ * batch), committed or rolled back before it returns; what changes in an
+ * operation is decided and applied by core/policy.h, here only loaded,
+ * locked and written, with the audit rows that go with it.
+ *
+ * Durability order: accept commits before the caller answers 202 (commit
+ * before reply); claim commits the attempt and its call row "sent, outcome
+ * unknown" before the caller hands the request to the transport (record
+ * attempt before send); settle commits an outcome with the weaker durability
+ * a lost outcome allows (the operation is then in_flight again and is
+ * reconciled as unknown). Claims check the owner epoch inside their
+ * transaction, settles the epoch the operation was claimed under.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/refund_validate.h"
+#include "core/tg_error.h"
+#include "store/store_backend.h"
+
+#define SWEEP_BATCH  256 /* operations moved to manual per sweep transaction */
+#define OUTBOX_BATCH 64  /* outbox rows taken in per transaction */
+
+/* A key age no key reaches: the pick's form of "no key-age check". */
+#define KEY_AGE_OFF (INT64_MAX / 4)
+
+int store_audit_add(struct store *s, int64_t op_id, tg_wall_ms at, const char *action,
+                    const char *operator_name, const char *reason, const char *detail)
+{
+        struct audit_record a;
+
+        memset(&a, 0, sizeof(a));
+        a.op_id = op_id;
+        a.at = at;
+        store_copy_text(a.action, sizeof(a.action), action);
+        store_copy_text(a.operator_name, sizeof(a.operator_name), operator_name);
+        store_copy_text(a.reason, sizeof(a.reason), reason);
+        store_copy_text(a.detail, sizeof(a.detail), detail);
+        return s->ops->audit_insert(s, &a);
+}
+
+/* An audit "event" when the exit itself moves an operation to manual, so
+ * that every manual item has a traceable history. */
+static int audit_to_manual(struct store *s, const struct op_record *op, tg_wall_ms now,
+                           const char *how)
+{
+        char detail[TG_TEXT_MAX];
+
+        snprintf(detail, sizeof(detail), "%s: to manual after %u POSTs, %u queries", how,
+                 op->attempts, op->queries);
+        return store_audit_add(s, op->id, now, "event", "tollgate", store_reason_text(op->reason),
+                               detail);
+}
+
+/* ---- intake ------------------------------------------------------------------ */
+
+static bool same_request(const struct refund_request *a, const struct refund_request *b)
+{
+        return strcmp(a->payment_id, b->payment_id) == 0 && a->amount == b->amount &&
+               strcmp(a->currency, b->currency) == 0;
+}
+
+struct accept_ctx {
+        const struct refund_request *req;
+        tg_wall_ms now;
+        const struct policy_config *limits;
+        bool created;
+        struct op_record op;
+};
+
+static int accept_tx(struct store *s, void *ctx)
+{
+        struct accept_ctx *c = ctx;
+        struct op_record op;
+        int64_t id = 0;
+        int r = s->ops->op_get(s, c->req->operation_id, 0, false, &c->op);
+
+        c->created = false;
+        if (r == 0) {
+                if (!same_request(&c->op.req, c->req))
+                        return TG_ECONFLICT; /* same key, other body: nothing stored */
+                /* our own insert whose COMMIT answer was lost */
+                c->created = s->ops->tx_commit_unknown(s) && c->op.accepted_at == c->now &&
+                             strcmp(c->op.source, "api") == 0;
+                return 0;
+        }
+        if (r != TG_ENOTFOUND)
+                return r;
+        policy_accept(c->limits, c->req, c->now, &op);
+        r = s->ops->op_insert(s, &op, &id);
+        if (r == TG_ECONFLICT)
+                return TG_EBUSY; /* a concurrent accept of the same key: look again */
+        if (r == 0)
+                r = s->ops->op_get(s, NULL, id, false, &c->op);
+        c->created = r == 0;
+        return r;
+}
+
+int store_accept(struct store *store, const struct refund_request *req, tg_wall_ms now,
+                 const struct policy_config *limits, bool *ret_created, struct op_record *ret_op)
+{
+        struct accept_ctx c = {.req = req, .now = now, .limits = limits};
+        int r;
+
+        if (!store || !req || !limits || !ret_created || !ret_op ||
+            !store_text_ok(req->operation_id, TG_OP_ID_MAX) ||
+            !store_text_ok(req->payment_id, TG_PAYMENT_ID_MAX) || req->amount <= 0 ||
+            !store_text_ok(req->currency, sizeof(req->currency) - 1))
+                return TG_EINVAL;
+        /* commit before reply: the caller answers 202 only after this */
+        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, accept_tx, &c);
+        if (r < 0)
+                return r;
+        *ret_created = c.created;
+        *ret_op = c.op;
+        return 0;
+}
+
+struct get_ctx {
+        const char *key;
+        struct op_record op;
+};
+
+static int get_tx(struct store *s, void *ctx)
+{
+        struct get_ctx *c = ctx;
+
+        return s->ops->op_get(s, c->key, 0, false, &c->op);
+}
+
+int store_get(struct store *store, const char *operation_id, struct op_record *ret_op)
+{
+        struct get_ctx c = {.key = operation_id};
+        int r;
+
+        if (!store || !ret_op || !store_text_ok(operation_id, TG_OP_ID_MAX))
+                return TG_EINVAL;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, get_tx, &c);
+        if (r == 0)
+                *ret_op = c.op;
+        return r;
+}
+
+/* ---- the exit ---------------------------------------------------------------- */
+
+struct claim_ctx {
+        const struct claim_args *args;
+        struct op_record op;
+        struct call_record call;
+};
+
+/* After a COMMIT whose answer was lost: did the claim happen? Its call row
+ * carries our request_id. */
+static int claim_recheck(struct store *s, struct claim_ctx *c)
+{
+        int r = s->ops->call_find(s, c->args->request_id, c->args->epoch, &c->call);
+
+        if (r == 0)
+                r = s->ops->op_get(s, NULL, c->call.op_id, false, &c->op);
+        return r;
+}
+
+static int claim_tx(struct store *s, void *ctx)
+{
+        struct claim_ctx *c = ctx;
+        const struct claim_args *a = c->args;
+        struct store_pick pick = {
+            .group = a->group,
+            .now = a->now,
+            .key_retention_ms = a->key_retention_ms > 0 ? a->key_retention_ms : KEY_AGE_OFF,
+            .queries_allowed = !a->no_queries,
+        };
+        struct op_record op;
+        struct call_record call;
+        enum tg_call_kind kind;
+        unsigned share = 0, attempt = 0;
+        int64_t id = 0;
+        int r;
+
+        if (s->ops->tx_commit_unknown(s)) {
+                /* Never claim twice for one request: without a request id
+                 * the lost claim cannot be found, so say the outcome is
+                 * unknown (the next owner's recovery settles it). */
+                if (!a->request_id[0])
+                        return TG_EIO;
+                r = claim_recheck(s, c);
+                if (r != TG_ENOTFOUND)
+                        return r; /* found (it committed), or a failure */
+        }
+        r = s->ops->epoch_share(s, a->epoch, &share);
+        if (r == 0)
+                r = s->ops->op_pick(s, &pick, &id);
+        if (r == 0)
+                r = s->ops->op_get(s, NULL, id, false, &op); /* locked by the pick */
+        if (r == 0)
+                r = policy_claim(&op, a->epoch, share, a->now, &c->op, &kind, &attempt);
+        if (r == 0)
+                r = s->ops->op_put(s, &c->op);
+        if (r < 0)
+                return r;
+        memset(&call, 0, sizeof(call));
+        call.op_id = op.id;
+        store_copy_text(call.operation_id, sizeof(call.operation_id), op.req.operation_id);
+        call.kind = kind;
+        call.attempt = attempt;
+        store_copy_text(call.request_id, sizeof(call.request_id), a->request_id);
+        call.epoch = a->epoch;
+        call.share = share;
+        call.start_mono = a->start_mono;
+        call.start_wall = a->now;
+        call.in_flight_at_start = a->in_flight_at_start;
+        call.ended = false;
+        call.cls = TG_CLASS_UNKNOWN;
+        r = s->ops->call_insert(s, &call);
+        if (r == 0)
+                c->call = call;
+        return r;
+}
+
+int store_claim(struct store *store, const struct claim_args *args, struct op_record *ret_op,
+                struct call_record *ret_call)
+{
+        struct claim_ctx c = {.args = args};
+        int r;
+
+        if (!store || !args || !ret_op || !ret_call)
+                return TG_EINVAL;
+        if (args->group != STORE_GROUP_FIRST && args->group != STORE_GROUP_AGAIN)
+                return TG_EINVAL;
+        if (!store_buf_ok(args->request_id, sizeof(args->request_id)))
+                return TG_EINVAL;
+        /* record attempt before send: the call row ("sent, outcome unknown")
+         * and the counted attempt are committed before this returns */
+        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, claim_tx, &c);
+        if (r < 0)
+                return r;
+        *ret_op = c.op;
+        *ret_call = c.call;
+        return 0;
+}
+
+static int settle_tx(struct store *s, void *ctx)
+{
+        const struct settle_args *a = ctx;
+        struct policy_call_end end = {
+            .cls = a->cls, .http_status = a->http_status, .refund_id = a->refund_id};
+        struct op_record op, next;
+        struct call_record call;
+        int r = s->ops->op_get(s, NULL, a->op_id, true, &op);
+
+        if (r == 0)
+                r = s->ops->call_get(s, a->call_id, true, &call);
+        if (r == 0 && call.op_id != op.id)
+                r = TG_EINVAL;
+        if (r < 0)
+                return r;
+        /* our own settle whose COMMIT answer was lost: done already */
+        if (s->ops->tx_commit_unknown(s) && call.ended && call.epoch == a->epoch &&
+            call.end_mono == a->end_mono && op.epoch == a->epoch && op.state == a->decision.next)
+                return 0;
+        if (op.state != OP_IN_FLIGHT || op.epoch != a->epoch)
+                return TG_EFENCED; /* recovered (and maybe claimed) by a newer owner */
+        if (call.ended || call.epoch != a->epoch)
+                return TG_EFENCED;
+        call.ended = true;
+        call.end_mono = a->end_mono;
+        call.end_wall = a->now;
+        call.sent = a->sent;
+        call.cls = a->cls;
+        call.http_status = a->http_status;
+        call.latency_us = a->latency_us;
+        store_copy_text(call.error, sizeof(call.error), a->error);
+        /* when the request was really handed to the transport, a moment
+         * after the claim committed */
+        if (a->handoff_mono > 0)
+                call.start_mono = a->handoff_mono;
+        if (a->handoff_wall > 0)
+                call.start_wall = a->handoff_wall;
+        r = s->ops->call_close(s, &call);
+        if (r == 0)
+                r = policy_end_call(&op, &a->decision, &end, a->now, &next);
+        if (r == 0)
+                r = s->ops->op_put(s, &next);
+        if (r == 0 && next.state == OP_MANUAL)
+                r = audit_to_manual(s, &next, a->now, store_class_text(a->cls));
+        return r;
+}
+
+int store_settle(struct store *store, const struct settle_args *args)
+{
+        enum op_state next;
+
+        if (!store || !args)
+                return TG_EINVAL;
+        next = args->decision.next;
+        if ((unsigned)next >= OP_STATE_COUNT || next == OP_PENDING || next == OP_IN_FLIGHT)
+                return TG_EINVAL;
+        if ((unsigned)args->cls >= TG_CLASS_COUNT ||
+            (unsigned)args->decision.reason >= MANUAL_REASON_COUNT)
+                return TG_EINVAL;
+        if (!store_buf_ok(args->error, sizeof(args->error)) ||
+            !store_buf_ok(args->refund_id, sizeof(args->refund_id)))
+                return TG_EINVAL;
+        return store->ops->tx(store, STORE_TX_OUTCOME, STORE_TX_RECHECKS, settle_tx, (void *)args);
+}
+
+/* ---- the sweeps -------------------------------------------------------------- */
+
+struct sweep_ctx {
+        struct store_batch batch;
+        unsigned count; /* moved in this transaction */
+        struct op_record buf[SWEEP_BATCH];
+};
+
+static int sweep_tx(struct store *s, void *ctx)
+{
+        struct sweep_ctx *c = ctx;
+        unsigned n = 0;
+        int r = s->ops->op_batch(s, &c->batch, SWEEP_BATCH, c->buf, &n);
+
+        c->count = 0;
+        for (unsigned i = 0; i < n && r == 0; i++) {
+                const struct op_record *op = &c->buf[i];
+                struct op_record next;
+                enum op_event event;
+                char detail[TG_TEXT_MAX];
+
+                r = policy_sweep(op, c->batch.now, c->batch.key_retention_ms, &event, &next);
+                if (r == TG_EAGAIN)
+                        r = TG_ESTORE; /* the backend's predicate and the table disagree */
+                if (r < 0)
+                        break;
+                if (event == OP_EV_DEADLINE)
+                        snprintf(detail, sizeof(detail), "deadline passed while %s: to manual",
+                                 store_state_text(op->state));
+                else
+                        snprintf(detail, sizeof(detail), "%s",
+                                 "idempotency key past retention before its re-send: to manual");
+                r = s->ops->op_put(s, &next);
+                if (r == 0)
+                        r = store_audit_add(s, next.id, c->batch.now, "event", "tollgate",
+                                            store_reason_text(next.reason), detail);
+                if (r == 0)
+                        c->count++;
+        }
+        return r;
+}
+
+int store_sweep_deadlines(struct store *store, int64_t key_retention_ms, tg_wall_ms now,
+                          unsigned *ret_count)
+{
+        static const enum store_batch_kind kinds[] = {STORE_BATCH_DEADLINE, STORE_BATCH_KEY_AGE};
+        struct sweep_ctx *c;
+        unsigned total = 0;
+        int r = 0;
+
+        if (!store || !ret_count)
+                return TG_EINVAL;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return TG_ENOMEM;
+        /* the deadline first: an operation past both goes to manual for it */
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]) && r == 0; k++) {
+                if (kinds[k] == STORE_BATCH_KEY_AGE && key_retention_ms <= 0)
+                        break;
+                memset(&c->batch, 0, sizeof(c->batch));
+                c->batch.kind = kinds[k];
+                c->batch.now = now;
+                c->batch.key_retention_ms = key_retention_ms;
+                do {
+                        /* a re-run after an unknown COMMIT finds what it moved gone */
+                        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, sweep_tx, c);
+                        if (r == 0)
+                                total += c->count;
+                } while (r == 0 && c->count == SWEEP_BATCH);
+        }
+        free(c);
+        if (r == 0)
+                *ret_count = total;
+        return r;
+}
+
+struct due_ctx {
+        tg_wall_ms next;
+        bool pending;
+};
+
+static int due_tx(struct store *s, void *ctx)
+{
+        struct due_ctx *c = ctx;
+
+        return s->ops->due_summary(s, &c->next, &c->pending);
+}
+
+int store_next_due(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending)
+{
+        struct due_ctx c = {.next = TG_WALL_NEVER};
+        int r;
+
+        if (!store || !ret_next_run_at || !ret_pending)
+                return TG_EINVAL;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, due_tx, &c);
+        if (r < 0)
+                return r;
+        *ret_next_run_at = c.next;
+        *ret_pending = c.pending;
+        return 0;
+}
+
+/* ---- operators and the provider's other answers ------------------------------ */
+
+struct action_ctx {
+        const char *operation_id;
+        const char *operator_name;
+        const char *reason;
+        const struct policy_config *config;
+        enum op_state outcome;
+        const char *refund_id;
+        const char *source;
+        tg_wall_ms now;
+        struct op_record op;
+};
+
+static int resend_tx(struct store *s, void *ctx)
+{
+        struct action_ctx *c = ctx;
+        struct op_record op, next;
+        char detail[TG_TEXT_MAX];
+        int r = s->ops->op_get(s, c->operation_id, 0, true, &op);
+
+        /* TG_ESTATE unless manual, TG_ERANGE past key retention */
+        if (r == 0)
+                r = policy_resend(c->config, &op, c->now, &next);
+        if (r == 0)
+                r = s->ops->op_put(s, &next);
+        if (r < 0)
+                return r;
+        snprintf(detail, sizeof(detail),
+                 "re-send with the same key as POST %u of %u; due %" PRId64 ", deadline %" PRId64,
+                 next.attempts + 1, next.attempt_limit, next.next_run_at, next.deadline_at);
+        r = store_audit_add(s, next.id, c->now, "resend", c->operator_name, c->reason, detail);
+        if (r == 0)
+                c->op = next;
+        return r;
+}
+
+int store_operator_resend(struct store *store, const char *operation_id, const char *operator_name,
+                          const char *reason, const struct policy_config *config, tg_wall_ms now,
+                          struct op_record *ret_op)
+{
+        struct action_ctx c = {.operation_id = operation_id,
+                               .operator_name = operator_name,
+                               .reason = reason,
+                               .config = config,
+                               .now = now};
+        int r;
+
+        if (!store || !config || !ret_op || !store_text_ok(operation_id, TG_OP_ID_MAX) ||
+            !store_text_ok(operator_name, TG_TEXT_MAX - 1) || !store_buf_ok(reason, TG_TEXT_MAX))
+                return TG_EINVAL;
+        /* not re-run after an unknown COMMIT: a second re-send would be a
+         * second audited decision */
+        r = store->ops->tx(store, STORE_TX_WRITE, 0, resend_tx, &c);
+        if (r == 0)
+                *ret_op = c.op;
+        return r;
+}
+
+static int resolve_tx(struct store *s, void *ctx)
+{
+        struct action_ctx *c = ctx;
+        struct op_record op, next;
+        char detail[TG_TEXT_MAX];
+        int r = s->ops->op_get(s, c->operation_id, 0, true, &op);
+
+        if (r == 0)
+                r = policy_resolve(&op, c->outcome, c->now, &next);
+        if (r < 0)
+                return r;
+        snprintf(detail, sizeof(detail), "resolved by hand as %s (was manual: %s)",
+                 store_state_text(c->outcome), store_reason_text(op.reason));
+        r = s->ops->op_put(s, &next);
+        if (r == 0)
+                r = store_audit_add(s, next.id, c->now, "resolve", c->operator_name, c->reason,
+                                    detail);
+        if (r == 0)
+                c->op = next;
+        return r;
+}
+
+int store_operator_resolve(struct store *store, const char *operation_id, const char *operator_name,
+                           const char *reason, enum op_state outcome, tg_wall_ms now,
+                           struct op_record *ret_op)
+{
+        struct action_ctx c = {.operation_id = operation_id,
+                               .operator_name = operator_name,
+                               .reason = reason,
+                               .outcome = outcome,
+                               .now = now};
+        int r;
+
+        if (!store || !ret_op || !store_text_ok(operation_id, TG_OP_ID_MAX) ||
+            !store_text_ok(operator_name, TG_TEXT_MAX - 1) || !store_buf_ok(reason, TG_TEXT_MAX))
+                return TG_EINVAL;
+        if (outcome != OP_SUCCEEDED && outcome != OP_REJECTED)
+                return TG_EINVAL;
+        r = store->ops->tx(store, STORE_TX_WRITE, 0, resolve_tx, &c);
+        if (r == 0)
+                *ret_op = c.op;
+        return r;
+}
+
+static int external_tx(struct store *s, void *ctx)
+{
+        struct action_ctx *c = ctx;
+        struct op_record op, next;
+        char detail[TG_TEXT_MAX];
+        bool changed = false;
+        int r = s->ops->op_get(s, c->operation_id, 0, true, &op);
+
+        /* in_flight: the exit's own call decides; final: never rewritten;
+         * pending: nothing was ever sent, so no provider answer can be ours */
+        if (r == 0)
+                r = policy_external(&op, c->outcome, c->refund_id, c->now, &next, &changed);
+        if (r < 0 || !changed)
+                return r; /* already so: nothing to change */
+        snprintf(detail, sizeof(detail), "%s -> %s%s%s", store_state_text(op.state),
+                 store_state_text(c->outcome), c->refund_id && c->refund_id[0] ? ", refund " : "",
+                 c->refund_id ? c->refund_id : "");
+        r = s->ops->op_put(s, &next);
+        if (r == 0)
+                r = store_audit_add(s, next.id, c->now, "external", c->source, "provider answer",
+                                    detail);
+        return r;
+}
+
+int store_settle_external(struct store *store, const char *operation_id, enum op_state outcome,
+                          const char *refund_id, const char *source, tg_wall_ms now)
+{
+        struct action_ctx c = {.operation_id = operation_id,
+                               .outcome = outcome,
+                               .refund_id = refund_id,
+                               .source = source,
+                               .now = now};
+
+        if (!store || !store_text_ok(operation_id, TG_OP_ID_MAX) ||
+            !store_text_ok(source, TG_TEXT_MAX - 1))
+                return TG_EINVAL;
+        if (refund_id && !store_buf_ok(refund_id, TG_REFUND_ID_MAX))
+                return TG_EINVAL;
+        if (outcome != OP_SUCCEEDED && outcome != OP_REJECTED)
+                return TG_EINVAL;
+        /* idempotent: a re-run finds the outcome already there */
+        return store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, external_tx, &c);
+}
+
+/* ---- outbox (docs/outbox.md) ------------------------------------------------- */
+
+struct outbox_ctx {
+        const struct policy_config *limits;
+        tg_wall_ms now;
+        unsigned taken, invalid;
+        struct op_record batch[OUTBOX_BATCH];
+};
+
+static int outbox_tx(struct store *s, void *ctx)
+{
+        struct outbox_ctx *c = ctx;
+        struct store_batch q = {.kind = STORE_BATCH_OUTBOX, .now = c->now};
+        unsigned n = 0;
+        int r = s->ops->op_batch(s, &q, OUTBOX_BATCH, c->batch, &n);
+
+        c->taken = c->invalid = 0;
+        for (unsigned i = 0; i < n && r == 0; i++) {
+                const struct op_record *op = &c->batch[i];
+                struct refund_fields f = {
+                    .operation_id = op->req.operation_id,
+                    .operation_id_len = strlen(op->req.operation_id),
+                    .payment_id = op->req.payment_id,
+                    .payment_id_len = strlen(op->req.payment_id),
+                    .amount = op->req.amount,
+                    .currency = op->req.currency,
+                    .currency_len = strlen(op->req.currency),
+                };
+                struct refund_problem problem = {0};
+                bool valid = refund_validate(&f, &problem) == 0;
+                struct op_record next;
+                char detail[TG_TEXT_MAX];
+
+                r = policy_outbox(c->limits, op, valid, c->now, &next);
+                if (r == 0)
+                        r = s->ops->op_put(s, &next);
+                if (r < 0)
+                        break;
+                if (valid) {
+                        c->taken++;
+                        continue;
+                }
+                /* invalid: to manual with the reason, never skipped */
+                snprintf(detail, sizeof(detail), "outbox row refused: %s: %s",
+                         problem.field ? problem.field : "?",
+                         problem.message ? problem.message : "invalid");
+                r = store_audit_add(s, next.id, c->now, "event", "tollgate", "invalid", detail);
+                if (r == 0)
+                        c->invalid++;
+        }
+        return r;
+}
+
+int store_outbox_intake(struct store *store, const struct policy_config *limits, tg_wall_ms now,
+                        unsigned *ret_taken, unsigned *ret_invalid)
+{
+        struct outbox_ctx *c;
+        int r;
+
+        if (!store || !limits || !ret_taken || !ret_invalid)
+                return TG_EINVAL;
+        if (!store->ops->has_outbox)
+                return TG_EUNSUPPORTED;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return TG_ENOMEM;
+        c->limits = limits;
+        c->now = now;
+        /* a re-run after an unknown COMMIT finds the rows it took in gone */
+        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, outbox_tx, c);
+        if (r == 0) {
+                *ret_taken = c->taken;
+                *ret_invalid = c->invalid;
+        }
+        free(c);
+        return r;
+}

@@ -1,0 +1,266 @@
+/*
+ * store_read — the reading side of the store, written once for every
+ * backend: the call log, the calls and audit trail of one operation, the
+ * manual queue, one state's operations and the exit's samples are all walked
+ * by ONE paging loop over the backend's page primitive, plus stats and the
+ * samples' writes.
+ *
+ * Each page is its own short read transaction; callbacks run between pages,
+ * outside any transaction and statement, so a callback may call back into
+ * the store. A non-zero return from a callback stops the walk and is
+ * returned.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tg_error.h"
+#include "store/store_backend.h"
+
+#define PAGE_ROWS 64 /* rows fetched per page */
+
+/* The caller's callback, of the type its list function takes. */
+union row_fn {
+        store_call_fn call;
+        store_op_fn op;
+        store_audit_fn audit;
+        store_sample_fn sample;
+};
+
+/* What one walk needs besides its query: the size of a row, how to hand a
+ * row to the caller, and how to move the cursor past a row. */
+struct walk {
+        size_t row_size;
+        int (*deliver)(const void *row, const union row_fn *fn, void *userdata);
+        void (*advance)(struct store_page *page, const void *row);
+        union row_fn fn;
+        void *userdata;
+};
+
+struct page_ctx {
+        const struct store_page *page;
+        unsigned want, n;
+        void *buf;
+};
+
+static int page_tx(struct store *s, void *ctx)
+{
+        struct page_ctx *c = ctx;
+
+        c->n = 0;
+        return s->ops->page(s, c->page, c->want, c->buf, &c->n);
+}
+
+static int walk(struct store *s, struct store_page *page, uint64_t limit, const struct walk *w)
+{
+        char *buf = calloc(PAGE_ROWS, w->row_size);
+        struct page_ctx c = {.page = page, .buf = buf};
+        int r = 0;
+
+        if (!buf)
+                return TG_ENOMEM;
+        while (limit > 0) {
+                c.want = limit < PAGE_ROWS ? (unsigned)limit : PAGE_ROWS;
+                r = s->ops->tx(s, STORE_TX_READ, STORE_TX_RECHECKS, page_tx, &c);
+                if (r < 0)
+                        break;
+                /* the callbacks run with no transaction open */
+                for (unsigned i = 0; i < c.n && r == 0; i++)
+                        r = w->deliver(buf + i * w->row_size, &w->fn, w->userdata);
+                if (r != 0 || c.n < c.want)
+                        break;
+                w->advance(page, buf + (c.n - 1) * w->row_size);
+                limit -= c.n;
+        }
+        free(buf);
+        return r;
+}
+
+/* ---- rows of each kind ------------------------------------------------------------ */
+
+static int deliver_call(const void *row, const union row_fn *fn, void *userdata)
+{
+        return fn->call(row, userdata);
+}
+
+static int deliver_op(const void *row, const union row_fn *fn, void *userdata)
+{
+        return fn->op(row, userdata);
+}
+
+static int deliver_audit(const void *row, const union row_fn *fn, void *userdata)
+{
+        return fn->audit(row, userdata);
+}
+
+static int deliver_sample(const void *row, const union row_fn *fn, void *userdata)
+{
+        return fn->sample(row, userdata);
+}
+
+static void after_call(struct store_page *page, const void *row)
+{
+        page->cur_id = ((const struct call_record *)row)->id;
+}
+
+static void after_audit(struct store_page *page, const void *row)
+{
+        page->cur_id = ((const struct audit_record *)row)->id;
+}
+
+static void after_op(struct store_page *page, const void *row)
+{
+        const struct op_record *op = row;
+
+        page->cur_id = op->id;
+        page->cur_at = op->accepted_at;
+}
+
+static void after_sample(struct store_page *page, const void *row)
+{
+        const struct exit_sample *x = row;
+
+        page->cur_at = x->at;
+        page->cur_share = x->share;
+}
+
+int store_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
+                     void *userdata)
+{
+        struct store_page page = {.kind = STORE_PAGE_CALLS, .cur_id = since_id};
+        struct walk w = {sizeof(struct call_record), deliver_call, after_call, {0}, userdata};
+
+        if (!store || !fn)
+                return TG_EINVAL;
+        w.fn.call = fn;
+        return walk(store, &page, limit, &w);
+}
+
+int store_list_op_calls(struct store *store, int64_t op_id, store_call_fn fn, void *userdata)
+{
+        struct store_page page = {.kind = STORE_PAGE_OP_CALLS, .op_id = op_id};
+        struct walk w = {sizeof(struct call_record), deliver_call, after_call, {0}, userdata};
+
+        if (!store || !fn)
+                return TG_EINVAL;
+        if (op_id <= 0)
+                return 0;
+        w.fn.call = fn;
+        return walk(store, &page, UINT64_MAX, &w);
+}
+
+int store_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void *userdata)
+{
+        struct store_page page = {.kind = STORE_PAGE_AUDIT, .op_id = op_id};
+        struct walk w = {sizeof(struct audit_record), deliver_audit, after_audit, {0}, userdata};
+
+        if (!store || !fn)
+                return TG_EINVAL;
+        w.fn.audit = fn;
+        return walk(store, &page, UINT64_MAX, &w);
+}
+
+int store_list_manual(struct store *store, int64_t after_id, enum manual_reason reason,
+                      unsigned limit, store_op_fn fn, void *userdata)
+{
+        struct store_page page = {.kind = STORE_PAGE_MANUAL,
+                                  .reason = reason,
+                                  .after_id = after_id,
+                                  .cur_id = INT64_MIN,
+                                  .cur_at = INT64_MIN};
+        struct walk w = {sizeof(struct op_record), deliver_op, after_op, {0}, userdata};
+
+        if (!store || !fn || (unsigned)reason >= MANUAL_REASON_COUNT)
+                return TG_EINVAL;
+        w.fn.op = fn;
+        return walk(store, &page, limit, &w);
+}
+
+int store_list_state(struct store *store, enum op_state state, int64_t after_id, unsigned limit,
+                     store_op_fn fn, void *userdata)
+{
+        struct store_page page = {.kind = STORE_PAGE_STATE, .state = state, .cur_id = after_id};
+        struct walk w = {sizeof(struct op_record), deliver_op, after_op, {0}, userdata};
+
+        if (!store || !fn || (unsigned)state >= OP_STATE_COUNT)
+                return TG_EINVAL;
+        w.fn.op = fn;
+        return walk(store, &page, limit, &w);
+}
+
+int store_list_samples(struct store *store, tg_wall_ms since, unsigned limit, store_sample_fn fn,
+                       void *userdata)
+{
+        /* the first page: at > since (a share past every share) */
+        struct store_page page = {
+            .kind = STORE_PAGE_SAMPLES, .cur_at = since, .cur_share = INT64_MAX};
+        struct walk w = {sizeof(struct exit_sample), deliver_sample, after_sample, {0}, userdata};
+
+        if (!store || !fn)
+                return TG_EINVAL;
+        w.fn.sample = fn;
+        return walk(store, &page, limit, &w);
+}
+
+/* ---- stats and samples -------------------------------------------------------------- */
+
+static int stats_tx(struct store *s, void *ctx)
+{
+        return s->ops->stats(s, ctx);
+}
+
+int store_stats(struct store *store, struct store_stats *ret_stats)
+{
+        struct store_stats st;
+        int r;
+
+        if (!store || !ret_stats)
+                return TG_EINVAL;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, stats_tx, &st);
+        if (r == 0)
+                *ret_stats = st;
+        return r;
+}
+
+struct sample_put_ctx {
+        const struct exit_sample *sample;
+        tg_wall_ms keep_after;
+};
+
+static int sample_put_tx(struct store *s, void *ctx)
+{
+        struct sample_put_ctx *c = ctx;
+
+        return s->ops->sample_put(s, c->sample, c->keep_after);
+}
+
+int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after)
+{
+        struct sample_put_ctx c = {.sample = sample, .keep_after = keep_after};
+
+        if (!store || !sample || !store_buf_ok(sample->figures, sizeof(sample->figures)))
+                return TG_EINVAL;
+        /* idempotent: a re-run replaces the same row and prunes nothing new */
+        return store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, sample_put_tx, &c);
+}
+
+static int sample_last_tx(struct store *s, void *ctx)
+{
+        return s->ops->sample_last(s, ctx);
+}
+
+int store_last_sample(struct store *store, struct exit_sample *ret_sample)
+{
+        struct exit_sample *x;
+        int r;
+
+        if (!store || !ret_sample)
+                return TG_EINVAL;
+        x = malloc(sizeof(*x)); /* a sample carries 4 KiB of figures */
+        if (!x)
+                return TG_ENOMEM;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, sample_last_tx, x);
+        if (r == 0)
+                *ret_sample = *x;
+        free(x);
+        return r;
+}
