@@ -27,6 +27,7 @@
 
 #include "core/tg_error.h"
 #include "store/store.h"
+#include "store/store_backend.h" /* the primitives, for the predicate test */
 
 #define T0 1700000000000LL /* a wall time, ms */
 
@@ -1471,6 +1472,316 @@ static void test_shares(void **state)
 
 /* ---- main --------------------------------------------------------------------- */
 
+/* ---- the backends' SQL against the transition table ------------------------------- */
+
+/* The stores find due and expired operations with SQL; core/policy.h says
+ * which ones they are. Over a grid of operations in every state, with every
+ * combination that matters (deadline passed / not / none, due / not yet, key
+ * old / young / never used, sent / not, taken in / not), each backend's pick
+ * order, batches and due summary must give exactly what policy_is_due(),
+ * policy_sweep() and the recovery rule give. */
+
+#define GRID_MAX 512
+#define GRID_NOW (T0 + 10LL * 24 * 3600 * 1000)
+
+struct grid {
+        struct op_record ops[GRID_MAX];
+        unsigned n;
+};
+
+struct put_ctx {
+        struct op_record *op;
+};
+
+static int put_tx(struct store *s, void *ctx)
+{
+        struct op_record *op = ((struct put_ctx *)ctx)->op;
+        int r = s->ops->op_insert(s, op, &op->id);
+
+        return r == 0 ? s->ops->op_put(s, op) : r;
+}
+
+static void grid_add(struct store *s, struct grid *g, const struct op_record *op)
+{
+        struct put_ctx c;
+
+        assert_true(g->n < GRID_MAX);
+        g->ops[g->n] = *op;
+        c.op = &g->ops[g->n];
+        assert_int_equal(s->ops->tx(s, STORE_TX_WRITE, 0, put_tx, &c), 0);
+        g->n++;
+}
+
+static void grid_fill(struct store *s, struct grid *g, int64_t retention)
+{
+        const struct policy_config c = limits();
+        unsigned k = 0;
+
+        memset(g, 0, sizeof(*g));
+        for (int st = 0; st < OP_STATE_COUNT; st++)
+                for (int bits = 0; bits < 72; bits++) {
+                        struct refund_request r;
+                        struct op_record op;
+                        char id[32];
+                        int dl = bits % 3, due = (bits / 3) % 2, key = (bits / 6) % 3;
+                        int sent = (bits / 18) % 2, taken = (bits / 36) % 2;
+
+                        snprintf(id, sizeof(id), "g-%d-%d", st, bits);
+                        r = req(id, "pay-g", 100);
+                        policy_accept(&c, &r, T0 + (int64_t)(k++) * 7, &op);
+                        op.state = (enum op_state)st;
+                        op.reason = st == OP_MANUAL ? MANUAL_DEADLINE : MANUAL_NONE;
+                        op.deadline_at = dl == 0 ? GRID_NOW - 1 : dl == 1 ? GRID_NOW + 1 : 0;
+                        op.next_run_at = due ? GRID_NOW : GRID_NOW + 1;
+                        op.key_first_used = key == 0   ? GRID_NOW - retention
+                                            : key == 1 ? GRID_NOW - retention + 1
+                                                       : 0;
+                        op.attempts = sent ? 1 : 0;
+                        op.attempt_limit = taken ? 3 : 0;
+                        grid_add(s, g, &op);
+                }
+}
+
+struct pick_all_ctx {
+        struct store_pick pick;
+        int64_t ids[GRID_MAX];
+        unsigned n;
+};
+
+/* Picks until nothing is due, taking each picked one out of the way, then
+ * rolls everything back: the whole pick order of the backend. */
+static int pick_all_tx(struct store *s, void *ctx)
+{
+        struct pick_all_ctx *c = ctx;
+        int r;
+
+        c->n = 0;
+        for (;;) {
+                struct op_record op;
+                int64_t id = 0;
+
+                r = s->ops->op_pick(s, &c->pick, &id);
+                if (r == TG_ENOTFOUND)
+                        break;
+                if (r == 0)
+                        r = s->ops->op_get(s, NULL, id, true, &op);
+                if (r < 0)
+                        return r;
+                if (c->n >= GRID_MAX)
+                        return TG_ERANGE;
+                c->ids[c->n++] = id;
+                op.state = OP_SUCCEEDED; /* out of the way, for this transaction */
+                r = s->ops->op_put(s, &op);
+                if (r < 0)
+                        return r;
+        }
+        return TG_EAGAIN; /* roll back */
+}
+
+struct batch_all_ctx {
+        struct store_batch batch;
+        struct op_record rows[GRID_MAX];
+        unsigned n;
+};
+
+static int batch_tx(struct store *s, void *ctx)
+{
+        struct batch_all_ctx *c = ctx;
+
+        c->n = 0;
+        return s->ops->op_batch(s, &c->batch, GRID_MAX, c->rows, &c->n);
+}
+
+struct due_all_ctx {
+        tg_wall_ms next;
+        bool pending;
+};
+
+static int due_all_tx(struct store *s, void *ctx)
+{
+        struct due_all_ctx *c = ctx;
+
+        return s->ops->due_summary(s, &c->next, &c->pending);
+}
+
+static bool in_ids(const int64_t *ids, unsigned n, int64_t id)
+{
+        for (unsigned i = 0; i < n; i++)
+                if (ids[i] == id)
+                        return true;
+        return false;
+}
+
+static void test_sql_agrees_with_table(void **state)
+{
+        const int64_t retention = 3600 * 1000;
+        struct store *s = open_store();
+        struct grid *g = calloc(1, sizeof(*g));
+        struct pick_all_ctx *pc = calloc(1, sizeof(*pc));
+        struct batch_all_ctx *bc = calloc(1, sizeof(*bc));
+        struct due_all_ctx dc;
+        tg_wall_ms next = TG_WALL_NEVER;
+        bool pending = false;
+
+        (void)state;
+        assert_non_null(g);
+        assert_non_null(pc);
+        assert_non_null(bc);
+        grid_fill(s, g, retention);
+
+        /* picks: every group, with queries allowed or not, key check on or off */
+        for (int group = 0; group < 2; group++)
+                for (int q = 0; q < 2; q++)
+                        for (int key = 0; key < 2; key++) {
+                                unsigned want = 0, j = 0;
+
+                                memset(pc, 0, sizeof(*pc));
+                                pc->pick.group = group ? STORE_GROUP_AGAIN : STORE_GROUP_FIRST;
+                                pc->pick.now = GRID_NOW;
+                                pc->pick.key_retention_ms = key ? retention : INT64_MAX / 4;
+                                pc->pick.queries_allowed = q;
+                                assert_int_equal(s->ops->tx(s, STORE_TX_WRITE, 0, pick_all_tx, pc),
+                                                 TG_EAGAIN);
+                                /* the grid is in acceptance order: the due ones, in
+                                 * that order, are the pick order */
+                                for (unsigned i = 0; i < g->n; i++) {
+                                        struct policy_pick p = {
+                                            .group = (enum policy_group)pc->pick.group,
+                                            .now = GRID_NOW,
+                                            .key_retention_ms = pc->pick.key_retention_ms,
+                                            .queries_allowed = q};
+
+                                        if (!policy_is_due(&g->ops[i], &p))
+                                                continue;
+                                        want++;
+                                        if (j >= pc->n || pc->ids[j] != g->ops[i].id)
+                                                fail_msg("pick group %d q %d key %d: op %s due by "
+                                                         "the table is not picked %u-th",
+                                                         group, q, key, g->ops[i].req.operation_id,
+                                                         j + 1);
+                                        j++;
+                                }
+                                if (pc->n != want)
+                                        fail_msg("pick group %d q %d key %d: %u picked, %u due",
+                                                 group, q, key, pc->n, want);
+                        }
+
+        /* the sweeps' batches */
+        for (int kind = 0; kind < 2; kind++) {
+                int64_t got[GRID_MAX];
+                unsigned want = 0;
+
+                memset(bc, 0, sizeof(*bc));
+                bc->batch.kind = kind ? STORE_BATCH_KEY_AGE : STORE_BATCH_DEADLINE;
+                bc->batch.now = GRID_NOW;
+                bc->batch.key_retention_ms = retention;
+                assert_int_equal(s->ops->tx(s, STORE_TX_READ, 0, batch_tx, bc), 0);
+                for (unsigned i = 0; i < bc->n; i++)
+                        got[i] = bc->rows[i].id;
+                for (unsigned i = 0; i < g->n; i++) {
+                        const struct op_record *op = &g->ops[i];
+                        bool expired =
+                            (policy_sources(OP_EV_DEADLINE) & POLICY_STATE_BIT(op->state)) &&
+                            op->deadline_at > 0 && op->deadline_at < GRID_NOW;
+                        bool hit = kind ? policy_key_too_old(op, GRID_NOW, retention) : expired;
+                        struct op_record swept;
+                        enum op_event ev;
+
+                        if (in_ids(got, bc->n, op->id) != hit)
+                                fail_msg("%s batch and the table disagree on %s (%s)",
+                                         kind ? "key-age" : "deadline", op->req.operation_id,
+                                         op_state_name(op->state));
+                        want += hit;
+                        /* and what the sweep does with it is the table's */
+                        if (hit)
+                                assert_int_equal(policy_sweep(op, GRID_NOW, retention, &ev, &swept),
+                                                 0);
+                }
+                assert_int_equal(bc->n, want);
+        }
+
+        /* the due summary */
+        for (unsigned i = 0; i < g->n; i++) {
+                const struct op_record *op = &g->ops[i];
+
+                if ((policy_group_states(POLICY_GROUP_AGAIN) & POLICY_STATE_BIT(op->state)) &&
+                    op->next_run_at < next)
+                        next = op->next_run_at;
+                if (policy_group_states(POLICY_GROUP_FIRST) & POLICY_STATE_BIT(op->state))
+                        pending = true;
+        }
+        memset(&dc, 0, sizeof(dc));
+        assert_int_equal(s->ops->tx(s, STORE_TX_READ, 0, due_all_tx, &dc), 0);
+        assert_int_equal(dc.next, next);
+        assert_int_equal(dc.pending, pending);
+
+        free(bc);
+        free(pc);
+        free(g);
+        store_close(s);
+}
+
+/* The recovery's batch: in flight, claimed under our share before our epoch,
+ * or under a share the split no longer has; never another live share's. */
+static void test_recover_batch_agrees(void **state)
+{
+        const struct policy_config c = limits();
+        struct store *s = open_store();
+        struct grid *g = calloc(1, sizeof(*g));
+        struct batch_all_ctx *bc = calloc(1, sizeof(*bc));
+        unsigned k = 0;
+
+        (void)state;
+        assert_non_null(g);
+        assert_non_null(bc);
+        for (int st = 0; st < OP_STATE_COUNT; st++)
+                for (int64_t epoch = 1; epoch <= 3; epoch++)
+                        for (unsigned share = 0; share < 3; share++) {
+                                struct refund_request r;
+                                struct op_record op;
+                                char id[32];
+
+                                snprintf(id, sizeof(id), "r-%d-%lld-%u", st, (long long)epoch,
+                                         share);
+                                r = req(id, "pay-r", 100);
+                                policy_accept(&c, &r, T0 + (int64_t)(k++), &op);
+                                op.state = (enum op_state)st;
+                                op.reason = st == OP_MANUAL ? MANUAL_DEADLINE : MANUAL_NONE;
+                                op.attempts = 1;
+                                op.epoch = epoch;
+                                op.share = share;
+                                grid_add(s, g, &op);
+                        }
+        for (unsigned shares = 1; shares <= 3; shares++)
+                for (unsigned share = 0; share < shares; share++) {
+                        int64_t got[GRID_MAX];
+
+                        memset(bc, 0, sizeof(*bc));
+                        bc->batch.kind = STORE_BATCH_RECOVER;
+                        bc->batch.epoch = 3;
+                        bc->batch.share = share;
+                        bc->batch.shares = shares;
+                        assert_int_equal(s->ops->tx(s, STORE_TX_READ, 0, batch_tx, bc), 0);
+                        for (unsigned i = 0; i < bc->n; i++)
+                                got[i] = bc->rows[i].id;
+                        for (unsigned i = 0; i < g->n; i++) {
+                                const struct op_record *op = &g->ops[i];
+                                bool hit =
+                                    (policy_sources(OP_EV_TAKEOVER) &
+                                     POLICY_STATE_BIT(op->state)) &&
+                                    ((op->share == share && op->epoch < 3) || op->share >= shares);
+
+                                if (in_ids(got, bc->n, op->id) != hit)
+                                        fail_msg("recover batch (share %u of %u) and the rule "
+                                                 "disagree on %s",
+                                                 share, shares, op->req.operation_id);
+                        }
+                }
+        free(bc);
+        free(g);
+        store_close(s);
+}
+
 #define CONTRACT_TESTS(setup, teardown)                                                            \
         cmocka_unit_test_setup_teardown(test_accept_new_same_conflict, setup, teardown),           \
             cmocka_unit_test_setup_teardown(test_claim_first_oldest_and_committed, setup,          \
@@ -1494,7 +1805,9 @@ static void test_shares(void **state)
             cmocka_unit_test_setup_teardown(test_samples, setup, teardown),                        \
             cmocka_unit_test_setup_teardown(test_samples_per_share, setup, teardown),              \
             cmocka_unit_test_setup_teardown(test_list_state, setup, teardown),                     \
-            cmocka_unit_test_setup_teardown(test_shares, setup, teardown)
+            cmocka_unit_test_setup_teardown(test_shares, setup, teardown),                         \
+            cmocka_unit_test_setup_teardown(test_sql_agrees_with_table, setup, teardown),          \
+            cmocka_unit_test_setup_teardown(test_recover_batch_agrees, setup, teardown)
 
 int main(void)
 {
