@@ -1,12 +1,16 @@
 /*
- * dispatcher — the exit. One loop, one owner: it takes the store's owner lock
- * (waiting as a standby while another process holds it), waits out one call
- * timeout after a takeover, turns the old owner's in_flight rows into
- * unknown, and then starts calls only when the pacer's slot has come AND
+ * dispatcher — the exit. One loop, one owner: it becomes the owner of the
+ * exit or of a share of it (daemon/ownership.h: standby, takeover wait,
+ * recovery), then starts calls only when the pacer's slot has come AND
  * in-flight is under the cap — claiming (and committing) each attempt right
  * before handing it to the transport. Outcomes are classified, decided by the
  * policy and settled in short transactions. No transaction or connection is
  * held while it waits.
+ *
+ * It touches the world only through a struct exit_env (daemon/exit_env.h):
+ * the daemon runs it on the real clocks, transport and store
+ * (dispatcher_run); tests drive it turn by turn on a fake clock and
+ * transport (dispatcher_new / dispatcher_open / dispatcher_turn).
  */
 #ifndef TG_DISPATCHER_H
 #define TG_DISPATCHER_H
@@ -14,7 +18,9 @@
 #include <signal.h>
 #include <stdbool.h>
 
+#include "core/pacer.h"
 #include "daemon/config.h"
+#include "daemon/exit_env.h"
 
 struct dispatcher_options {
         bool no_wait;                   /* another owner: exit instead of standby */
@@ -22,9 +28,36 @@ struct dispatcher_options {
         volatile sig_atomic_t *standby; /* out: 1 while waiting as standby (may be NULL) */
 };
 
-/* Runs until *stop is set (then stops starting, waits for open calls up to
- * their timeout, settles them and releases ownership). Returns 0 on a clean
- * stop, 3 when --no-wait found another owner, 1 on a fatal error (logged). */
+struct dispatcher;
+
+/* This dispatcher's part of the account: starts_per_second / exit.shares
+ * and max_in_flight / exit.shares (at least one call). */
+void dispatcher_share_config(const struct tg_config *config, struct pacer_config *ret_share);
+
+/* A dispatcher over `env` (borrowed: it must outlive the dispatcher). 0 or a
+ * TG_E* code; free with dispatcher_free() (accepts NULL). */
+int dispatcher_new(const struct tg_config *config, const struct dispatcher_options *options,
+                   const struct exit_env *env, struct dispatcher **ret_dispatcher);
+/* Gives ownership up (the store stays open: it is the env's). */
+void dispatcher_free(struct dispatcher *dispatcher);
+
+/* Becomes an owner (ownership_acquire) and takes over. 0; 1 (stopped while
+ * waiting); 3 (--no-wait and another owner); a negative code (logged). */
+int dispatcher_open(struct dispatcher *dispatcher);
+
+/* One turn of the loop: reads the clock once, settles every finished call,
+ * does the once-a-second housekeeping, starts at most one call, then waits
+ * for I/O until the next thing that can happen. Returns 0 to go on, 1 when
+ * the loop is over (a stop was asked for and every call has settled, or the
+ * exit was lost and could not be taken again). */
+int dispatcher_turn(struct dispatcher *dispatcher);
+
+/* True when the exit was lost (fenced, lock gone) and not taken again. */
+bool dispatcher_lost(const struct dispatcher *dispatcher);
+
+/* The daemon's dispatcher: the real environment, open, turns until the end.
+ * Returns 0 on a clean stop, 3 when --no-wait found another owner, 1 on a
+ * fatal error (logged). */
 int dispatcher_run(const struct tg_config *config, const struct dispatcher_options *options);
 
 #endif

@@ -1,0 +1,55 @@
+/*
+ * holds — the provider-wide signals of DESIGN.md, pure: what a call that
+ * just ended says about the whole account. A 429 or 503 (with its
+ * Retry-After, else a default) holds every start of the exit; a run of
+ * timeouts after send holds it for a while too; the first start after a hold
+ * is a probe, and its result (healthy, or not) is reported to the pacer. The
+ * pacer (core/pacer.h) keeps the hold and the probe; this module decides
+ * when there is one.
+ */
+#ifndef TG_HOLDS_H
+#define TG_HOLDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/classify.h"
+
+struct holds_config {
+        int64_t default_hold_ms;   /* a 429/503 without Retry-After (1000) */
+        unsigned timeout_run_hold; /* this many timeouts in a row hold the exit; 0: never (5) */
+        int64_t timeout_hold_ms;   /* for how long (1000) */
+};
+
+/* What the holds remember between calls. Plain data; start zeroed. */
+struct holds_state {
+        unsigned timeouts_in_row;
+};
+
+/* The call that just ended. */
+struct holds_call {
+        enum tg_transport_result transport;
+        int http_status;
+        int64_t retry_after_ms; /* < 0: none */
+        bool probe;             /* the probe that follows a hold */
+};
+
+enum holds_why {
+        HOLDS_NONE,
+        HOLDS_LIMITED,  /* the provider said 429/503 */
+        HOLDS_TIMEOUTS, /* a run of timeouts after send */
+};
+
+struct holds_decision {
+        enum holds_why why;       /* HOLDS_NONE: no new hold */
+        int64_t hold_ms;          /* how long every start waits, from now */
+        unsigned timeouts_in_row; /* the run that made a HOLDS_TIMEOUTS hold */
+        bool probe_done;          /* the call was the probe: report probe_healthy */
+        bool probe_healthy;
+};
+
+/* Decides what the call says about the account and updates *state. */
+void holds_after_call(const struct holds_config *config, struct holds_state *state,
+                      const struct holds_call *call, struct holds_decision *ret_decision);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * exit_call — one call's request id, body, timeout and settle. See
+ * exit_call.h.
+ */
+#include "daemon/exit_call.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/tg_error.h"
+
+void exit_call_request_id(char *dst, size_t size, int64_t epoch, uint64_t seq, uint32_t random)
+{
+        snprintf(dst, size, "tg-%lld-%llu-%04x", (long long)epoch, (unsigned long long)seq,
+                 (unsigned)(random & 0xffff));
+}
+
+int exit_call_body(const struct op_record *op, char **ret_body)
+{
+        json_t *o = json_pack("{s:s, s:s, s:I, s:s}", "operation_id", op->req.operation_id,
+                              "payment_id", op->req.payment_id, "amount",
+                              (json_int_t)op->req.amount, "currency", op->req.currency);
+        char *s;
+
+        if (!o)
+                return TG_ENOMEM;
+        s = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (!s)
+                return TG_ENOMEM;
+        *ret_body = s;
+        return 0;
+}
+
+int64_t exit_call_timeout_ms(int64_t timeout_ms, const struct op_record *op, tg_wall_ms wall)
+{
+        int64_t t = timeout_ms;
+        int64_t left = op->deadline_at - wall;
+
+        if (left < t)
+                t = left;
+        return t < 1 ? 1 : t;
+}
+
+void exit_call_settle_args(const struct exit_call_end *e, struct settle_args *ret_args)
+{
+        const struct transport_result *res = e->result;
+        struct settle_args sa;
+
+        memset(&sa, 0, sizeof(sa));
+        sa.call_id = e->call->id;
+        sa.op_id = e->op->id;
+        sa.epoch = e->epoch;
+        sa.sent = res->sent;
+        sa.cls = e->cls;
+        sa.http_status = res->reply.http_status;
+        sa.end_mono = e->end_mono;
+        sa.now = e->end_wall;
+        sa.latency_us = res->latency_us;
+        sa.handoff_mono = e->handoff_mono;
+        sa.handoff_wall = e->handoff_wall;
+        sa.decision = *e->decision;
+        /* What the provider said, for the operator: its codes only, never
+         * its body. */
+        if (res->error[0])
+                snprintf(sa.error, sizeof(sa.error), "%s", res->error);
+        else if (res->reply.failure_code[0])
+                snprintf(sa.error, sizeof(sa.error), "provider failure_code %s",
+                         res->reply.failure_code);
+        else if (res->reply.error_code[0])
+                snprintf(sa.error, sizeof(sa.error), "provider error.code %s",
+                         res->reply.error_code);
+        snprintf(sa.refund_id, sizeof(sa.refund_id), "%s", res->reply.refund_id);
+        *ret_args = sa;
+}

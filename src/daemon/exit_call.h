@@ -1,0 +1,47 @@
+/*
+ * exit_call — what one call of the exit is made of, apart from the loop that
+ * starts it: its request id, its body, its timeout, and the settle that
+ * records what came back. The dispatcher (dispatcher.c) decides when; this
+ * module says what.
+ */
+#ifndef TG_EXIT_CALL_H
+#define TG_EXIT_CALL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/policy.h"
+#include "net/transport.h"
+#include "store/store.h"
+
+/* "tg-<epoch>-<seq>-<4 hex>": unique per call of one owner (X-Request-Id;
+ * never part of idempotency). */
+void exit_call_request_id(char *dst, size_t size, int64_t epoch, uint64_t seq, uint32_t random);
+
+/* The refund POST body (shared/PROVIDER.md). 0 or TG_ENOMEM; the caller
+ * frees *ret_body. */
+int exit_call_body(const struct op_record *op, char **ret_body);
+
+/* The smaller of timeout_ms and what remains of the operation's deadline at
+ * `wall`, never below 1 ms (the sweep handles the past). */
+int64_t exit_call_timeout_ms(int64_t timeout_ms, const struct op_record *op, tg_wall_ms wall);
+
+/* What to tell the store when a call ends: the call and operation claimed
+ * under `epoch`, what the transport saw, its class and the policy's
+ * decision; end times and the hand-off moment. What the provider said goes
+ * into the call log as its codes only, never its body. */
+struct exit_call_end {
+        const struct op_record *op;
+        const struct call_record *call;
+        int64_t epoch;
+        const struct transport_result *result;
+        enum tg_class cls;
+        const struct policy_decision *decision;
+        tg_mono_ns end_mono;
+        tg_wall_ms end_wall;
+        tg_mono_ns handoff_mono;
+        tg_wall_ms handoff_wall;
+};
+void exit_call_settle_args(const struct exit_call_end *end, struct settle_args *ret_args);
+
+#endif

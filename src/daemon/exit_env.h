@@ -1,0 +1,54 @@
+/*
+ * exit_env — everything the dispatcher touches outside itself, in one small
+ * struct: the clocks, the waits, the transport and the store. The daemon
+ * runs the dispatcher on the real ones (exit_env_real: platform/clock.h,
+ * net/transport.h, the configured store); tests/unit/test_dispatcher.c runs
+ * the same dispatcher on a fake clock and transport in virtual time, over a
+ * real store. Nothing in the dispatcher reads a clock, sleeps or does I/O but
+ * through this struct.
+ */
+#ifndef TG_EXIT_ENV_H
+#define TG_EXIT_ENV_H
+
+#include <stdint.h>
+
+#include "core/tg_time.h"
+#include "net/transport.h"
+
+struct tg_config;
+struct store;
+
+/* The moment a request was handed to the transport. */
+struct exit_handoff {
+        tg_mono_ns mono;
+        tg_wall_ms wall;
+};
+
+struct exit_env {
+        void *ctx; /* passed to every function below */
+        tg_mono_ns (*mono_now)(void *ctx);
+        tg_wall_ms (*wall_now)(void *ctx);
+        /* a wait that is not I/O: a standby's retry, the takeover wait */
+        void (*sleep)(void *ctx, tg_mono_ns ns);
+        /* the transport (net/transport.h's contract): start a call now
+         * (*ret_handoff: when it was handed over, filled even when the start
+         * failed), wait for I/O until the monotonic time `until` at most, pop
+         * a finished call (TG_ENOTFOUND: none), count the open ones */
+        int (*start)(void *ctx, const struct transport_call *call,
+                     struct exit_handoff *ret_handoff);
+        int (*poll)(void *ctx, tg_mono_ns until);
+        int (*next_done)(void *ctx, struct transport_result *ret_result);
+        unsigned (*open_calls)(void *ctx);
+        /* the store, opened by whoever made the env and closed by it */
+        struct store *store;
+        uint64_t seed; /* of the dispatcher's random source (backoff jitter, request ids) */
+};
+
+/* The real environment for `config`: the system clocks, a libcurl transport
+ * for at most max_open calls, the configured store (busy timeout set short,
+ * so a locked store never stalls the loop). 0 or a TG_E* code; free it with
+ * exit_env_free() (accepts NULL and a half-built one). */
+int exit_env_real(const struct tg_config *config, unsigned max_open, struct exit_env **ret_env);
+void exit_env_free(struct exit_env *env);
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * ownership — acquiring, taking over and rejoining the exit. See
+ * ownership.h.
+ */
+#include "daemon/ownership.h"
+
+#include <stdio.h>
+
+#include "core/tg_error.h"
+#include "daemon/log.h"
+
+#define STANDBY_RETRY_NS (250 * TG_NS_PER_MS)
+#define WAIT_STEP_NS     (100 * TG_NS_PER_MS) /* a stop is noticed within this */
+
+static bool stopping(const struct ownership *o)
+{
+        return *o->stop != 0;
+}
+
+bool ownership_wait(const struct ownership *o, tg_mono_ns ns)
+{
+        const struct exit_env *env = o->env;
+        tg_mono_ns end = env->mono_now(env->ctx) + ns;
+
+        for (;;) {
+                if (stopping(o))
+                        return false;
+                tg_mono_ns left = end - env->mono_now(env->ctx);
+                if (left <= 0)
+                        return true;
+                env->sleep(env->ctx, left < WAIT_STEP_NS ? left : WAIT_STEP_NS);
+        }
+}
+
+static void log_split_conflict(const struct ownership *o)
+{
+        /* Another split is in force and a dispatcher under it is alive:
+         * running beside it would let the two configurations add up to more
+         * than the account. */
+        struct store_split in = {0};
+        char msg[400];
+
+        store_split_get(o->env->store, &in);
+        snprintf(msg, sizeof(msg),
+                 "the store's account quota is split into %u share(s) of "
+                 "%g starts/s (max_in_flight %u) and a dispatcher holding one "
+                 "is running; this config says %u share(s) of %g starts/s "
+                 "(max_in_flight %u). Refusing to start: give every dispatcher "
+                 "of this account the same [exit] starts_per_second, "
+                 "max_in_flight and shares, or stop the running ones first",
+                 in.shares, in.starts_per_second, in.max_in_flight, o->split.shares,
+                 o->split.starts_per_second, o->split.max_in_flight);
+        log_emit(LOG_ERROR, "split_conflict", json_pack("{s:s}", "message", msg));
+}
+
+int ownership_acquire(struct ownership *o)
+{
+        bool said = false;
+
+        for (;;) {
+                /* A free share of the account, or the whole exit when
+                 * exit.shares = 1 (then the owner lock, as always). */
+                int r = store_share_acquire(o->env->store, &o->split, &o->share, &o->epoch);
+
+                if (r == 0)
+                        break;
+                if (r == TG_ECONFLICT) {
+                        log_split_conflict(o);
+                        return r;
+                }
+                if (r == TG_EIO || r == TG_EBUSY) {
+                        /* The database cannot answer right now (restarting,
+                         * connection refused): wait it out as a standby. */
+                        log_emit(LOG_WARN, "owner_acquire_failed",
+                                 json_pack("{s:s}", "error", tg_strerror(r)));
+                        if (!ownership_wait(o, 4 * STANDBY_RETRY_NS))
+                                return 1;
+                        continue;
+                }
+                if (r != TG_ELOCKED)
+                        return r;
+                if (o->no_wait) {
+                        log_emit(LOG_ERROR, "owner_busy",
+                                 json_pack("{s:s}", "message",
+                                           "another dispatcher owns the exit for this store; "
+                                           "--no-wait given, exiting"));
+                        return 3;
+                }
+                if (!said) {
+                        log_emit(LOG_INFO, "standby",
+                                 json_pack("{s:s}", "message",
+                                           o->split.shares > 1
+                                               ? "every share of the account is held; waiting "
+                                                 "as a standby until one is free"
+                                               : "another dispatcher owns the exit; waiting as a "
+                                                 "standby until it is gone"));
+                        said = true;
+                }
+                if (o->standby)
+                        *o->standby = 1;
+                if (!ownership_wait(o, STANDBY_RETRY_NS))
+                        return 1;
+        }
+        if (o->standby)
+                *o->standby = 0;
+        log_emit(LOG_INFO, "owner",
+                 json_pack("{s:I, s:i, s:i}", "epoch", (json_int_t)o->epoch, "share", (int)o->share,
+                           "shares", (int)o->split.shares));
+        return 0;
+}
+
+int ownership_take_over(struct ownership *o)
+{
+        unsigned n = 0;
+        int r;
+
+        if (o->epoch > 1) {
+                /* The previous owner's calls may still be open at the
+                 * provider: wait out one full call timeout before sending.
+                 * (This clears our own waiting budget only; it does not prove
+                 * the provider stopped: unknowns are still reconciled.) */
+                log_emit(LOG_INFO, "takeover_wait",
+                         json_pack("{s:I}", "wait_ms", (json_int_t)o->provider_timeout_ms));
+                if (!ownership_wait(o, o->provider_timeout_ms * TG_NS_PER_MS))
+                        return 1;
+        }
+        r = store_recover(o->env->store, o->epoch, o->policy, o->env->wall_now(o->env->ctx), &n);
+        if (r < 0)
+                return r;
+        if (n > 0)
+                log_emit(LOG_WARN, "recovered_in_flight", json_pack("{s:i}", "to_unknown", (int)n));
+        return 0;
+}
+
+int ownership_rejoin(struct ownership *o)
+{
+        for (;;) {
+                int r;
+
+                store_owner_release(o->env->store);
+                r = ownership_acquire(o);
+                if (r == 0)
+                        r = ownership_take_over(o);
+                if (r != TG_EIO && r != TG_EBUSY)
+                        return r;
+                log_emit(LOG_WARN, "rejoin_failed", json_pack("{s:s}", "error", tg_strerror(r)));
+                if (!ownership_wait(o, 4 * STANDBY_RETRY_NS))
+                        return 1;
+        }
+}

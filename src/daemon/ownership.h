@@ -1,0 +1,58 @@
+/*
+ * ownership — how a dispatcher comes to own the exit (or a share of it) and
+ * what it does first (DESIGN.md, "Ownership of the exit"): take a free share
+ * of the account, or wait as a standby while every share is held (unless
+ * --no-wait); refuse to run beside a dispatcher of another split; after a
+ * takeover, wait out one full call timeout (the previous owner's calls may
+ * still be open at the provider) and turn the previous owner's in_flight
+ * operations into unknown, to be reconciled. A dispatcher that lost its lock
+ * (a database restart) rejoins the same way under a new epoch.
+ *
+ * Every wait goes through the exit's environment and ends early when a stop
+ * is asked for.
+ */
+#ifndef TG_OWNERSHIP_H
+#define TG_OWNERSHIP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/policy.h"
+#include "daemon/exit_env.h"
+#include "store/store.h"
+
+struct ownership {
+        /* in: set by the caller, kept for the owner's life */
+        const struct exit_env *env;
+        struct store_split split; /* the account's, as configured */
+        int64_t provider_timeout_ms;
+        const struct policy_config *policy;
+        bool no_wait;
+        volatile sig_atomic_t *stop;    /* set by a signal handler */
+        volatile sig_atomic_t *standby; /* out: 1 while waiting as a standby (may be NULL) */
+        /* out: the share held and the epoch of its acquisition */
+        unsigned share;
+        int64_t epoch;
+};
+
+/* Becomes an owner, waiting as a standby unless no_wait. 0; 1 (stopped while
+ * waiting); 3 (no_wait and another owner); TG_ECONFLICT (another split is in
+ * force, logged); or another negative code. */
+int ownership_acquire(struct ownership *o);
+
+/* After acquire: the takeover wait (when the exit had an owner before) and
+ * recovery of the previous owner's in_flight operations. 0, 1 (stopped while
+ * waiting) or a negative code. */
+int ownership_take_over(struct ownership *o);
+
+/* The lock was lost and every open call has settled: release, wait as a
+ * standby would, acquire and take over again, riding out a store that
+ * cannot answer now. 0, 1 (stopped), or the failure of acquire/take_over. */
+int ownership_rejoin(struct ownership *o);
+
+/* Waits up to ns through the environment; false when a stop was asked for
+ * meanwhile. */
+bool ownership_wait(const struct ownership *o, tg_mono_ns ns);
+
+#endif
