@@ -1,0 +1,120 @@
+/*
+ * Tests of core/holds: what a call that ended says about the whole account.
+ * 429 and 503 hold for their Retry-After or the default; other statuses do
+ * not; a run of timeouts after send holds once it reaches its length and
+ * starts counting again; a complete answer ends a run, a reset or an unsent
+ * call does not; a probe is healthy unless limited, timed out or unsent.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "core/holds.h"
+
+static const struct holds_config cfg = {
+    .default_hold_ms = 1000, .timeout_run_hold = 3, .timeout_hold_ms = 2500};
+
+static struct holds_decision after(struct holds_state *st, enum tg_transport_result tr, int status,
+                                   int64_t retry_after_ms, bool probe)
+{
+        struct holds_call c = {.transport = tr,
+                               .http_status = status,
+                               .retry_after_ms = retry_after_ms,
+                               .probe = probe};
+        struct holds_decision d;
+
+        holds_after_call(&cfg, st, &c, &d);
+        return d;
+}
+
+static void test_limited(void **state)
+{
+        struct holds_state st = {0};
+        struct holds_decision d;
+
+        (void)state;
+        d = after(&st, TG_TR_COMPLETE, 503, 7000, false);
+        assert_int_equal(d.why, HOLDS_LIMITED);
+        assert_int_equal(d.hold_ms, 7000);
+        d = after(&st, TG_TR_COMPLETE, 429, -1, false);
+        assert_int_equal(d.why, HOLDS_LIMITED);
+        assert_int_equal(d.hold_ms, 1000); /* no Retry-After: the default */
+        d = after(&st, TG_TR_COMPLETE, 429, 0, false);
+        assert_int_equal(d.hold_ms, 0); /* "Retry-After: 0" is an answer too */
+        for (int s = 100; s < 600; s++) {
+                if (s == 429 || s == 503)
+                        continue;
+                d = after(&st, TG_TR_COMPLETE, s, 5000, false);
+                assert_int_equal(d.why, HOLDS_NONE);
+        }
+        /* a 503 that never fully arrived is not the provider speaking */
+        d = after(&st, TG_TR_RESET, 503, 5000, false);
+        assert_int_equal(d.why, HOLDS_NONE);
+}
+
+static void test_timeout_runs(void **state)
+{
+        struct holds_state st = {0};
+        struct holds_decision d;
+
+        (void)state;
+        d = after(&st, TG_TR_TIMEOUT_AFTER_SEND, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_NONE);
+        d = after(&st, TG_TR_RESET, 0, -1, false); /* neither ends nor counts */
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        d = after(&st, TG_TR_TIMEOUT_AFTER_SEND, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_NONE);
+        d = after(&st, TG_TR_TIMEOUT_AFTER_SEND, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_TIMEOUTS);
+        assert_int_equal(d.hold_ms, 2500);
+        assert_int_equal(d.timeouts_in_row, 3);
+        assert_int_equal(st.timeouts_in_row, 0); /* a new run starts */
+        after(&st, TG_TR_TIMEOUT_AFTER_SEND, 0, -1, false);
+        after(&st, TG_TR_TIMEOUT_AFTER_SEND, 0, -1, false);
+        after(&st, TG_TR_COMPLETE, 201, -1, false); /* an answer ends the run */
+        d = after(&st, TG_TR_TIMEOUT_AFTER_SEND, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_NONE);
+        assert_int_equal(st.timeouts_in_row, 1);
+        /* a run length of 0 never holds */
+        struct holds_config never = cfg;
+        struct holds_state st2 = {0};
+        struct holds_call c = {.transport = TG_TR_TIMEOUT_AFTER_SEND, .retry_after_ms = -1};
+        never.timeout_run_hold = 0;
+        for (int i = 0; i < 100; i++) {
+                holds_after_call(&never, &st2, &c, &d);
+                assert_int_equal(d.why, HOLDS_NONE);
+        }
+}
+
+static void test_probe(void **state)
+{
+        struct holds_state st = {0};
+        struct holds_decision d;
+
+        (void)state;
+        d = after(&st, TG_TR_COMPLETE, 201, -1, true);
+        assert_true(d.probe_done && d.probe_healthy);
+        d = after(&st, TG_TR_COMPLETE, 422, -1, true); /* a refusal is still an answer */
+        assert_true(d.probe_done && d.probe_healthy);
+        d = after(&st, TG_TR_COMPLETE, 503, -1, true);
+        assert_true(d.probe_done && !d.probe_healthy);
+        d = after(&st, TG_TR_TIMEOUT_AFTER_SEND, 0, -1, true);
+        assert_true(d.probe_done && !d.probe_healthy);
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, true);
+        assert_true(d.probe_done && !d.probe_healthy);
+        d = after(&st, TG_TR_COMPLETE, 201, -1, false);
+        assert_false(d.probe_done);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test(test_limited),
+            cmocka_unit_test(test_timeout_runs),
+            cmocka_unit_test(test_probe),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
