@@ -87,48 +87,20 @@ static inline struct sqlite_store *S(struct store *store)
 
 /* Binders return true on failure so that they chain with ||; a bound text
  * must outlive the statement's next reset. */
-bool sqlite_bind_i64(sqlite3_stmt *st, int idx, int64_t v);
-bool sqlite_bind_text(sqlite3_stmt *st, int idx, const char *text, size_t bound);
-void sqlite_col_copy(sqlite3_stmt *st, int col, char *dst, size_t dst_size);
-const char *sqlite_col_text(sqlite3_stmt *st, int col);
-int sqlite_exec_sql(struct sqlite_store *s, const char *sql);
-int sqlite_map_rc(int rc);
-void sqlite_stmt_done(sqlite3_stmt *st);
-int sqlite_stmt_get(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **ret_stmt);
-int sqlite_stmt_run(sqlite3_stmt *st);
+bool store_sqlite_bind_i64(sqlite3_stmt *st, int idx, int64_t v);
+bool store_sqlite_bind_text(sqlite3_stmt *st, int idx, const char *text, size_t bound);
+void store_sqlite_col_copy(sqlite3_stmt *st, int col, char *dst, size_t dst_size);
+const char *store_sqlite_col_text(sqlite3_stmt *st, int col);
+int store_sqlite_exec_sql(struct sqlite_store *s, const char *sql);
+int store_sqlite_map_rc(int rc);
+void store_sqlite_stmt_done(sqlite3_stmt *st);
+int store_sqlite_stmt_get(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **ret_stmt);
+int store_sqlite_stmt_run(sqlite3_stmt *st);
 
-/* ---- primitives (store_backend.h), by file --------------------------------- */
+/* ---- primitives (store_backend.h) ----------------------------------------- */
 
-/* store_sqlite_rows.c */
-int sqlite_op_get(struct store *store, const char *key, int64_t id, bool lock,
-                  struct op_record *ret_op);
-int sqlite_op_insert(struct store *store, const struct op_record *op, int64_t *ret_id);
-int sqlite_op_put(struct store *store, const struct op_record *op);
-int sqlite_op_pick(struct store *store, const struct store_pick *pick, int64_t *ret_id);
-int sqlite_op_batch(struct store *store, const struct store_batch *batch, unsigned max,
-                    struct op_record *buf, unsigned *ret_n);
-int sqlite_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);
-int sqlite_call_insert(struct store *store, struct call_record *call);
-int sqlite_call_get(struct store *store, int64_t id, bool lock, struct call_record *ret_call);
-int sqlite_call_find(struct store *store, const char *request_id, int64_t epoch,
-                     struct call_record *ret_call);
-int sqlite_call_close(struct store *store, const struct call_record *call);
-int sqlite_audit_insert(struct store *store, const struct audit_record *audit);
-int sqlite_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
-                unsigned *ret_n);
-int sqlite_stats(struct store *store, struct store_stats *ret_stats);
-int sqlite_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after);
-int sqlite_sample_last(struct store *store, struct exit_sample *ret_sample);
-
-/* store_sqlite_lock.c */
-int sqlite_lock_take(struct store *store, enum store_lock lock, unsigned share, int64_t wait_ms);
-void sqlite_lock_drop(struct store *store, enum store_lock lock, unsigned share);
-void sqlite_lock_drop_all(struct store *store);
-int sqlite_lock_held(struct store *store);
-int sqlite_epoch_read(struct store *store, int64_t *ret_epoch);
-int sqlite_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share);
-int sqlite_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);
-int sqlite_split_read(struct store *store, struct store_split *ret_split);
-int sqlite_split_put(struct store *store, const struct store_split *split);
+/* store_sqlite.c: tx; store_sqlite_rows.c: ops, calls, audit, pages, stats,
+ * samples; store_sqlite_lock.c: locks, epochs, the split. */
+STORE_BACKEND_DECLARE(store_sqlite);
 
 #endif

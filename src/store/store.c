@@ -73,69 +73,25 @@ static int parse_name(const char *const *texts, size_t count, const char *text, 
         return TG_EPARSE;
 }
 
-const char *store_state_text(enum op_state state)
-{
-        return name_of(state_texts, OP_STATE_COUNT, (int)state);
-}
+/* store_<what>_text() and store_<what>_parse() for one table of names. */
+#define STORED_NAMES(what, type, texts, count)                                                     \
+        const char *store_##what##_text(type value)                                                \
+        {                                                                                          \
+                return name_of(texts, count, (int)value);                                          \
+        }                                                                                          \
+        int store_##what##_parse(const char *text, type *ret_value)                                \
+        {                                                                                          \
+                int v = 0;                                                                         \
+                int r = parse_name(texts, count, text, &v);                                        \
+                if (r == 0)                                                                        \
+                        *ret_value = (type)v;                                                      \
+                return r;                                                                          \
+        }
 
-int store_state_parse(const char *text, enum op_state *ret_state)
-{
-        int v;
-        int r = parse_name(state_texts, OP_STATE_COUNT, text, &v);
-
-        if (r < 0)
-                return r;
-        *ret_state = (enum op_state)v;
-        return 0;
-}
-
-const char *store_kind_text(enum tg_call_kind kind)
-{
-        return name_of(kind_texts, KIND_COUNT, (int)kind);
-}
-
-int store_kind_parse(const char *text, enum tg_call_kind *ret_kind)
-{
-        int v;
-        int r = parse_name(kind_texts, KIND_COUNT, text, &v);
-
-        if (r < 0)
-                return r;
-        *ret_kind = (enum tg_call_kind)v;
-        return 0;
-}
-
-const char *store_class_text(enum tg_class cls)
-{
-        return name_of(class_texts, TG_CLASS_COUNT, (int)cls);
-}
-
-int store_class_parse(const char *text, enum tg_class *ret_cls)
-{
-        int v;
-        int r = parse_name(class_texts, TG_CLASS_COUNT, text, &v);
-
-        if (r < 0)
-                return r;
-        *ret_cls = (enum tg_class)v;
-        return 0;
-}
-
-const char *store_reason_text(enum manual_reason reason)
-{
-        return name_of(reason_texts, MANUAL_REASON_COUNT, (int)reason);
-}
-
-int store_reason_parse(const char *text, enum manual_reason *ret_reason)
-{
-        int v;
-        int r = parse_name(reason_texts, MANUAL_REASON_COUNT, text, &v);
-
-        if (r < 0)
-                return r;
-        *ret_reason = (enum manual_reason)v;
-        return 0;
-}
+STORED_NAMES(state, enum op_state, state_texts, OP_STATE_COUNT)
+STORED_NAMES(kind, enum tg_call_kind, kind_texts, KIND_COUNT)
+STORED_NAMES(class, enum tg_class, class_texts, TG_CLASS_COUNT)
+STORED_NAMES(reason, enum manual_reason, reason_texts, MANUAL_REASON_COUNT)
 
 void store_state_list_sql(unsigned states, char *dst, size_t size)
 {

@@ -212,6 +212,58 @@ struct store_ops {
         bool has_outbox;
 };
 
+/* A backend names its primitives <prefix>_<primitive> (store_sqlite_op_get,
+ * store_mysql_op_get, ...): STORE_BACKEND_DECLARE(prefix) declares them all
+ * in the backend's private header, STORE_BACKEND_OPS(prefix) fills them into
+ * its struct store_ops, so the list above is written once. */
+#define STORE_BACKEND_DECLARE(p)                                                                   \
+        int p##_tx(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn,        \
+                   void *ctx);                                                                     \
+        bool p##_tx_commit_unknown(const struct store *store);                                     \
+        int p##_op_get(struct store *store, const char *key, int64_t id, bool lock,                \
+                       struct op_record *ret_op);                                                  \
+        int p##_op_insert(struct store *store, const struct op_record *op, int64_t *ret_id);       \
+        int p##_op_put(struct store *store, const struct op_record *op);                           \
+        int p##_op_pick(struct store *store, const struct store_pick *pick, int64_t *ret_id);      \
+        int p##_op_batch(struct store *store, const struct store_batch *batch, unsigned max,       \
+                         struct op_record *buf, unsigned *ret_n);                                  \
+        int p##_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);  \
+        int p##_call_insert(struct store *store, struct call_record *call);                        \
+        int p##_call_get(struct store *store, int64_t id, bool lock,                               \
+                         struct call_record *ret_call);                                            \
+        int p##_call_find(struct store *store, const char *request_id, int64_t epoch,              \
+                          struct call_record *ret_call);                                           \
+        int p##_call_close(struct store *store, const struct call_record *call);                   \
+        int p##_audit_insert(struct store *store, const struct audit_record *audit);               \
+        int p##_lock_take(struct store *store, enum store_lock lock, unsigned share,               \
+                          int64_t wait_ms);                                                        \
+        void p##_lock_drop(struct store *store, enum store_lock lock, unsigned share);             \
+        void p##_lock_drop_all(struct store *store);                                               \
+        int p##_lock_held(struct store *store);                                                    \
+        int p##_epoch_read(struct store *store, int64_t *ret_epoch);                               \
+        int p##_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share);              \
+        int p##_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);               \
+        int p##_split_read(struct store *store, struct store_split *ret_split);                    \
+        int p##_split_put(struct store *store, const struct store_split *split);                   \
+        int p##_page(struct store *store, const struct store_page *page, unsigned want, void *buf, \
+                     unsigned *ret_n);                                                             \
+        int p##_stats(struct store *store, struct store_stats *ret_stats);                         \
+        int p##_sample_put(struct store *store, const struct exit_sample *sample,                  \
+                           tg_wall_ms keep_after);                                                 \
+        int p##_sample_last(struct store *store, struct exit_sample *ret_sample)
+
+#define STORE_BACKEND_OPS(p)                                                                       \
+        .tx = p##_tx, .tx_commit_unknown = p##_tx_commit_unknown, .op_get = p##_op_get,            \
+        .op_insert = p##_op_insert, .op_put = p##_op_put, .op_pick = p##_op_pick,                  \
+        .op_batch = p##_op_batch, .due_summary = p##_due_summary, .call_insert = p##_call_insert,  \
+        .call_get = p##_call_get, .call_find = p##_call_find, .call_close = p##_call_close,        \
+        .audit_insert = p##_audit_insert, .lock_take = p##_lock_take, .lock_drop = p##_lock_drop,  \
+        .lock_drop_all = p##_lock_drop_all, .lock_held = p##_lock_held,                            \
+        .epoch_read = p##_epoch_read, .epoch_share = p##_epoch_share,                              \
+        .epoch_bump = p##_epoch_bump, .split_read = p##_split_read, .split_put = p##_split_put,    \
+        .page = p##_page, .stats = p##_stats, .sample_put = p##_sample_put,                        \
+        .sample_last = p##_sample_last
+
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://). 0 or a TG_E* code;
  * *ret_store is freed with its ops->close. */

@@ -526,7 +526,7 @@ static int make_queries(struct mysql_store *s)
         return 0;
 }
 
-static void mysql_store_close(struct store *store)
+static void store_mysql_close(struct store *store)
 {
         struct mysql_store *s = M(store);
 
@@ -539,7 +539,7 @@ static void mysql_store_close(struct store *store)
         free(s);
 }
 
-static const struct store_ops mysql_ops;
+static const struct store_ops store_mysql_ops;
 
 int store_mysql_open(const char *where, struct store **ret_store)
 {
@@ -552,7 +552,7 @@ int store_mysql_open(const char *where, struct store **ret_store)
         s = calloc(1, sizeof(*s));
         if (!s)
                 return TG_ENOMEM;
-        s->base.ops = &mysql_ops;
+        s->base.ops = &store_mysql_ops;
         s->lock_wait_s = LOCK_WAIT_S;
         r = parse_where(s, where);
         if (r == 0)
@@ -579,14 +579,14 @@ int store_mysql_open(const char *where, struct store **ret_store)
         *ret_store = &s->base;
         return 0;
 fail:
-        mysql_store_close(&s->base);
+        store_mysql_close(&s->base);
         return r;
 }
 
 /* MariaDB's lock waits are whole seconds (innodb_lock_wait_timeout): the
  * wait is rounded up, at least 1 s. Kept for the sessions of later
  * reconnects too. */
-static int mysql_set_busy_timeout(struct store *store, int64_t ms)
+static int store_mysql_set_busy_timeout(struct store *store, int64_t ms)
 {
         struct mysql_store *s = M(store);
         int64_t secs = (ms + 999) / 1000;
@@ -597,36 +597,11 @@ static int mysql_set_busy_timeout(struct store *store, int64_t ms)
         return store_mysql_exec(s, "SET SESSION innodb_lock_wait_timeout = %U", s->lock_wait_s);
 }
 
-static const struct store_ops mysql_ops = {
+static const struct store_ops store_mysql_ops = {
     .name = "mysql",
-    .close = mysql_store_close,
-    .tx = store_mysql_tx,
-    .tx_commit_unknown = store_mysql_tx_commit_unknown,
-    .op_get = store_mysql_op_get,
-    .op_insert = store_mysql_op_insert,
-    .op_put = store_mysql_op_put,
-    .op_pick = store_mysql_op_pick,
-    .op_batch = store_mysql_op_batch,
-    .due_summary = store_mysql_due_summary,
-    .call_insert = store_mysql_call_insert,
-    .call_get = store_mysql_call_get,
-    .call_find = store_mysql_call_find,
-    .call_close = store_mysql_call_close,
-    .audit_insert = store_mysql_audit_insert,
-    .lock_take = store_mysql_lock_take,
-    .lock_drop = store_mysql_lock_drop,
-    .lock_drop_all = store_mysql_lock_drop_all,
-    .lock_held = store_mysql_lock_held,
-    .epoch_read = store_mysql_epoch_read,
-    .epoch_share = store_mysql_epoch_share,
-    .epoch_bump = store_mysql_epoch_bump,
-    .split_read = store_mysql_split_read,
-    .split_put = store_mysql_split_put,
-    .page = store_mysql_page,
-    .stats = store_mysql_stats,
-    .sample_put = store_mysql_sample_put,
-    .sample_last = store_mysql_sample_last,
-    .set_busy_timeout = mysql_set_busy_timeout,
+    .close = store_mysql_close,
+    STORE_BACKEND_OPS(store_mysql),
+    .set_busy_timeout = store_mysql_set_busy_timeout,
     .has_outbox = true,
 };
 

@@ -209,7 +209,7 @@ static const char *const migrations[] = {
             "retry_wait") " UNION ALL " OLDEST_OF("unknown")
 
 /* Statements whose text does not depend on the transition table. The others
- * (picks, batches, the due summary) are made at open: sqlite_open_sql(). */
+ * (picks, batches, the due summary) are made at open: make_table_sql(). */
 static const char *const fixed_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN",
     [ST_BEGIN_IMMEDIATE] = "BEGIN IMMEDIATE",
@@ -347,7 +347,7 @@ static int make_table_sql(struct sqlite_store *s)
 
 /* ---- small helpers ----------------------------------------------------- */
 
-int sqlite_map_rc(int rc)
+int store_sqlite_map_rc(int rc)
 {
         switch (rc & 0xff) {
         case SQLITE_OK:
@@ -371,7 +371,7 @@ int sqlite_map_rc(int rc)
         }
 }
 
-int sqlite_stmt_get(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **ret_stmt)
+int store_sqlite_stmt_get(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **ret_stmt)
 {
         if (!s->stmts[id]) {
                 const char *sql =
@@ -381,72 +381,72 @@ int sqlite_stmt_get(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **ret_
 
                 if (rc != SQLITE_OK) {
                         s->stmts[id] = NULL;
-                        return sqlite_map_rc(rc);
+                        return store_sqlite_map_rc(rc);
                 }
         }
         *ret_stmt = s->stmts[id];
         return 0;
 }
 
-void sqlite_stmt_done(sqlite3_stmt *st)
+void store_sqlite_stmt_done(sqlite3_stmt *st)
 {
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
 }
 
 /* Runs a statement that returns no rows (or whose rows do not matter). */
-int sqlite_stmt_run(sqlite3_stmt *st)
+int store_sqlite_stmt_run(sqlite3_stmt *st)
 {
         int rc;
 
         do {
                 rc = sqlite3_step(st);
         } while (rc == SQLITE_ROW);
-        sqlite_stmt_done(st);
-        return rc == SQLITE_DONE ? 0 : sqlite_map_rc(rc);
+        store_sqlite_stmt_done(st);
+        return rc == SQLITE_DONE ? 0 : store_sqlite_map_rc(rc);
 }
 
 static int run_simple(struct sqlite_store *s, enum stmt_id id)
 {
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, id, &st);
+        int r = store_sqlite_stmt_get(s, id, &st);
 
         if (r < 0)
                 return r;
-        return sqlite_stmt_run(st);
+        return store_sqlite_stmt_run(st);
 }
 
 /* Binders return true on failure so that they chain with ||. */
-bool sqlite_bind_i64(sqlite3_stmt *st, int idx, int64_t v)
+bool store_sqlite_bind_i64(sqlite3_stmt *st, int idx, int64_t v)
 {
         return sqlite3_bind_int64(st, idx, v) != SQLITE_OK;
 }
 
 /* Binds a string that outlives the statement's next reset. */
-bool sqlite_bind_text(sqlite3_stmt *st, int idx, const char *text, size_t bound)
+bool store_sqlite_bind_text(sqlite3_stmt *st, int idx, const char *text, size_t bound)
 {
         size_t n = strnlen(text, bound);
 
         return sqlite3_bind_text(st, idx, text, (int)n, SQLITE_STATIC) != SQLITE_OK;
 }
 
-const char *sqlite_col_text(sqlite3_stmt *st, int col)
+const char *store_sqlite_col_text(sqlite3_stmt *st, int col)
 {
         const unsigned char *t = sqlite3_column_text(st, col);
 
         return t ? (const char *)t : "";
 }
 
-void sqlite_col_copy(sqlite3_stmt *st, int col, char *dst, size_t dst_size)
+void store_sqlite_col_copy(sqlite3_stmt *st, int col, char *dst, size_t dst_size)
 {
-        store_copy_text(dst, dst_size, sqlite_col_text(st, col));
+        store_copy_text(dst, dst_size, store_sqlite_col_text(st, col));
 }
 
-int sqlite_exec_sql(struct sqlite_store *s, const char *sql)
+int store_sqlite_exec_sql(struct sqlite_store *s, const char *sql)
 {
         int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 
-        return sqlite_map_rc(rc);
+        return store_sqlite_map_rc(rc);
 }
 
 /* ---- transactions -------------------------------------------------------- */
@@ -464,8 +464,8 @@ static void rollback(struct sqlite_store *s)
  * commit, in a claim, stays FULL). Halves the fsyncs of a call. Any other
  * write transaction puts FULL back first. No retries: a busy database
  * answers TG_EBUSY after the busy timeout, and the caller asks again. */
-static int sqlite_tx(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn,
-                     void *ctx)
+int store_sqlite_tx(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn,
+                    void *ctx)
 {
         struct sqlite_store *s = S(store);
         bool write = kind != STORE_TX_READ;
@@ -473,12 +473,12 @@ static int sqlite_tx(struct store *store, enum store_tx kind, unsigned flags, st
 
         (void)flags; /* a COMMIT's outcome is never unknown here */
         if (kind == STORE_TX_OUTCOME) {
-                r = sqlite_exec_sql(s, "PRAGMA synchronous = NORMAL;");
+                r = store_sqlite_exec_sql(s, "PRAGMA synchronous = NORMAL;");
                 if (r < 0)
                         return r;
                 s->sync_normal = true;
         } else if (write && s->sync_normal) {
-                r = sqlite_exec_sql(s, "PRAGMA synchronous = FULL;");
+                r = store_sqlite_exec_sql(s, "PRAGMA synchronous = FULL;");
                 if (r < 0)
                         return r; /* never write an attempt or an acceptance below FULL */
                 s->sync_normal = false;
@@ -491,12 +491,12 @@ static int sqlite_tx(struct store *store, enum store_tx kind, unsigned flags, st
                 else if ((r = run_simple(s, ST_COMMIT)) < 0)
                         rollback(s);
         }
-        if (kind == STORE_TX_OUTCOME && sqlite_exec_sql(s, "PRAGMA synchronous = FULL;") == 0)
+        if (kind == STORE_TX_OUTCOME && store_sqlite_exec_sql(s, "PRAGMA synchronous = FULL;") == 0)
                 s->sync_normal = false; /* else the next write transaction retries */
         return r;
 }
 
-static bool sqlite_tx_commit_unknown(const struct store *store)
+bool store_sqlite_tx_commit_unknown(const struct store *store)
 {
         (void)store;
         return false;
@@ -511,12 +511,12 @@ static int user_version(struct sqlite_store *s, int *ret_version)
         int r = 0;
 
         if (rc != SQLITE_OK)
-                return sqlite_map_rc(rc);
+                return store_sqlite_map_rc(rc);
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 *ret_version = sqlite3_column_int(st, 0);
         else
-                r = rc == SQLITE_DONE ? TG_ESTORE : sqlite_map_rc(rc);
+                r = rc == SQLITE_DONE ? TG_ESTORE : store_sqlite_map_rc(rc);
         sqlite3_finalize(st);
         return r;
 }
@@ -529,7 +529,7 @@ static int migrate(struct sqlite_store *s)
         for (;;) {
                 char bump[64];
                 int version = 0;
-                int r = sqlite_exec_sql(s, "BEGIN IMMEDIATE");
+                int r = store_sqlite_exec_sql(s, "BEGIN IMMEDIATE");
 
                 if (r < 0)
                         return r;
@@ -537,15 +537,15 @@ static int migrate(struct sqlite_store *s)
                 if (r == 0 && version > MIGRATION_COUNT)
                         r = TG_ESTORE; /* written by a newer tollgate */
                 if (r < 0 || version == MIGRATION_COUNT) {
-                        sqlite_exec_sql(s, r < 0 ? "ROLLBACK" : "COMMIT");
+                        store_sqlite_exec_sql(s, r < 0 ? "ROLLBACK" : "COMMIT");
                         return r;
                 }
                 snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", version + 1);
-                r = sqlite_exec_sql(s, migrations[version]);
+                r = store_sqlite_exec_sql(s, migrations[version]);
                 if (r == 0)
-                        r = sqlite_exec_sql(s, bump);
+                        r = store_sqlite_exec_sql(s, bump);
                 if (r == 0)
-                        r = sqlite_exec_sql(s, "COMMIT");
+                        r = store_sqlite_exec_sql(s, "COMMIT");
                 if (r < 0) {
                         rollback(s);
                         return r;
@@ -553,7 +553,7 @@ static int migrate(struct sqlite_store *s)
         }
 }
 
-static void sqlite_close(struct store *store)
+static void store_sqlite_close(struct store *store)
 {
         struct sqlite_store *s = S(store);
 
@@ -562,18 +562,18 @@ static void sqlite_close(struct store *store)
         for (int i = 0; i < ST_COUNT; i++)
                 sqlite3_finalize(s->stmts[i]);
         sqlite3_close(s->db);
-        sqlite_lock_drop_all(store);
+        store_sqlite_lock_drop_all(store);
         free(s->lock_path);
         free(s->db_path);
         free(s);
 }
 
-static int sqlite_set_busy_timeout(struct store *store, int64_t ms)
+static int store_sqlite_set_busy_timeout(struct store *store, int64_t ms)
 {
         return sqlite3_busy_timeout(S(store)->db, (int)ms) == SQLITE_OK ? 0 : TG_ESTORE;
 }
 
-static const struct store_ops sqlite_ops;
+static const struct store_ops store_sqlite_ops;
 
 int store_sqlite_open(const char *where, struct store **ret_store)
 {
@@ -586,7 +586,7 @@ int store_sqlite_open(const char *where, struct store **ret_store)
         s = calloc(1, sizeof(*s));
         if (!s)
                 return TG_ENOMEM;
-        s->base.ops = &sqlite_ops;
+        s->base.ops = &store_sqlite_ops;
         s->lock_fd = -1;
         s->split_fd = -1;
         s->lock_path = malloc(n + SQLITE_LOCK_SUFFIX_MAX);
@@ -602,17 +602,17 @@ int store_sqlite_open(const char *where, struct store **ret_store)
         rc = sqlite3_open_v2(
             where, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
         if (rc != SQLITE_OK) {
-                r = sqlite_map_rc(rc);
+                r = store_sqlite_map_rc(rc);
                 goto fail;
         }
         sqlite3_extended_result_codes(s->db, 1);
         sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
         /* WAL: readers never block the writer; synchronous=FULL: a commit
          * that returned is on disk (commit before reply). */
-        r = sqlite_exec_sql(s, "PRAGMA journal_mode = WAL;"
-                               "PRAGMA synchronous = FULL;"
-                               "PRAGMA foreign_keys = ON;"
-                               "PRAGMA trusted_schema = OFF;");
+        r = store_sqlite_exec_sql(s, "PRAGMA journal_mode = WAL;"
+                                     "PRAGMA synchronous = FULL;"
+                                     "PRAGMA foreign_keys = ON;"
+                                     "PRAGMA trusted_schema = OFF;");
         if (r < 0)
                 goto fail;
         r = migrate(s);
@@ -621,39 +621,14 @@ int store_sqlite_open(const char *where, struct store **ret_store)
         *ret_store = &s->base;
         return 0;
 fail:
-        sqlite_close(&s->base);
+        store_sqlite_close(&s->base);
         return r;
 }
 
-static const struct store_ops sqlite_ops = {
+static const struct store_ops store_sqlite_ops = {
     .name = "sqlite",
-    .close = sqlite_close,
-    .tx = sqlite_tx,
-    .tx_commit_unknown = sqlite_tx_commit_unknown,
-    .op_get = sqlite_op_get,
-    .op_insert = sqlite_op_insert,
-    .op_put = sqlite_op_put,
-    .op_pick = sqlite_op_pick,
-    .op_batch = sqlite_op_batch,
-    .due_summary = sqlite_due_summary,
-    .call_insert = sqlite_call_insert,
-    .call_get = sqlite_call_get,
-    .call_find = sqlite_call_find,
-    .call_close = sqlite_call_close,
-    .audit_insert = sqlite_audit_insert,
-    .lock_take = sqlite_lock_take,
-    .lock_drop = sqlite_lock_drop,
-    .lock_drop_all = sqlite_lock_drop_all,
-    .lock_held = sqlite_lock_held,
-    .epoch_read = sqlite_epoch_read,
-    .epoch_share = sqlite_epoch_share,
-    .epoch_bump = sqlite_epoch_bump,
-    .split_read = sqlite_split_read,
-    .split_put = sqlite_split_put,
-    .page = sqlite_page,
-    .stats = sqlite_stats,
-    .sample_put = sqlite_sample_put,
-    .sample_last = sqlite_sample_last,
-    .set_busy_timeout = sqlite_set_busy_timeout,
+    .close = store_sqlite_close,
+    STORE_BACKEND_OPS(store_sqlite),
+    .set_busy_timeout = store_sqlite_set_busy_timeout,
     .has_outbox = false,
 };

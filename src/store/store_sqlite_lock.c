@@ -108,7 +108,8 @@ static void write_pid(int fd)
         }
 }
 
-int sqlite_lock_take(struct store *store, enum store_lock lock, unsigned share, int64_t wait_ms)
+int store_sqlite_lock_take(struct store *store, enum store_lock lock, unsigned share,
+                           int64_t wait_ms)
 {
         struct sqlite_store *s = S(store);
         char path[PATH_MAX + SQLITE_LOCK_SUFFIX_MAX];
@@ -138,7 +139,7 @@ int sqlite_lock_take(struct store *store, enum store_lock lock, unsigned share, 
         return 0;
 }
 
-void sqlite_lock_drop(struct store *store, enum store_lock lock, unsigned share)
+void store_sqlite_lock_drop(struct store *store, enum store_lock lock, unsigned share)
 {
         struct sqlite_store *s = S(store);
         int *fd = lock == STORE_LOCK_SPLIT ? &s->split_fd : &s->lock_fd;
@@ -149,13 +150,13 @@ void sqlite_lock_drop(struct store *store, enum store_lock lock, unsigned share)
         *fd = -1;
 }
 
-void sqlite_lock_drop_all(struct store *store)
+void store_sqlite_lock_drop_all(struct store *store)
 {
-        sqlite_lock_drop(store, STORE_LOCK_SPLIT, 0);
-        sqlite_lock_drop(store, STORE_LOCK_SHARE, 0);
+        store_sqlite_lock_drop(store, STORE_LOCK_SPLIT, 0);
+        store_sqlite_lock_drop(store, STORE_LOCK_SHARE, 0);
 }
 
-int sqlite_lock_held(struct store *store)
+int store_sqlite_lock_held(struct store *store)
 {
         struct sqlite_store *s = S(store);
 
@@ -171,36 +172,36 @@ int sqlite_lock_held(struct store *store)
 static int one_i64(struct sqlite_store *s, enum stmt_id id, int64_t a1, int64_t *ret)
 {
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, id, &st);
+        int r = store_sqlite_stmt_get(s, id, &st);
         int rc;
 
         if (r < 0)
                 return r;
-        if (a1 != INT64_MIN && sqlite_bind_i64(st, 1, a1)) {
-                sqlite_stmt_done(st);
+        if (a1 != INT64_MIN && store_sqlite_bind_i64(st, 1, a1)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
         rc = sqlite3_step(st);
         if (rc == SQLITE_ROW)
                 *ret = sqlite3_column_int64(st, 0);
         else
-                r = rc == SQLITE_DONE ? TG_ENOTFOUND : sqlite_map_rc(rc);
+                r = rc == SQLITE_DONE ? TG_ENOTFOUND : store_sqlite_map_rc(rc);
         /* run to the end: a RETURNING statement finishes its write there */
         if (r == 0)
-                r = sqlite_stmt_run(st);
+                r = store_sqlite_stmt_run(st);
         else
-                sqlite_stmt_done(st);
+                store_sqlite_stmt_done(st);
         return r;
 }
 
-int sqlite_epoch_read(struct store *store, int64_t *ret_epoch)
+int store_sqlite_epoch_read(struct store *store, int64_t *ret_epoch)
 {
         int r = one_i64(S(store), ST_OWNER_EPOCH, INT64_MIN, ret_epoch);
 
         return r == TG_ENOTFOUND ? TG_ESTORE : r;
 }
 
-int sqlite_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share)
+int store_sqlite_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share)
 {
         int64_t v = 0;
         int r;
@@ -217,7 +218,7 @@ int sqlite_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share)
         return r;
 }
 
-int sqlite_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch)
+int store_sqlite_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
@@ -227,24 +228,24 @@ int sqlite_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch)
         if (r == TG_ENOTFOUND)
                 r = TG_ESTORE;
         if (r == 0)
-                r = sqlite_stmt_get(s, ST_SHARE_SET, &st);
+                r = store_sqlite_stmt_get(s, ST_SHARE_SET, &st);
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, share) || sqlite_bind_i64(st, 2, epoch)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_i64(st, 1, share) || store_sqlite_bind_i64(st, 2, epoch)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        r = sqlite_stmt_run(st);
+        r = store_sqlite_stmt_run(st);
         if (r == 0)
                 *ret_epoch = epoch;
         return r;
 }
 
-int sqlite_split_read(struct store *store, struct store_split *ret_split)
+int store_sqlite_split_read(struct store *store, struct store_split *ret_split)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_SPLIT_GET, &st);
+        int r = store_sqlite_stmt_get(s, ST_SPLIT_GET, &st);
         int rc;
 
         if (r < 0)
@@ -262,25 +263,25 @@ int sqlite_split_read(struct store *store, struct store_split *ret_split)
                         ret_split->starts_per_second = sqlite3_column_double(st, 2);
                 }
         } else {
-                r = rc == SQLITE_DONE ? TG_ENOTFOUND : sqlite_map_rc(rc);
+                r = rc == SQLITE_DONE ? TG_ENOTFOUND : store_sqlite_map_rc(rc);
         }
-        sqlite_stmt_done(st);
+        store_sqlite_stmt_done(st);
         return r;
 }
 
-int sqlite_split_put(struct store *store, const struct store_split *split)
+int store_sqlite_split_put(struct store *store, const struct store_split *split)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_SPLIT_PUT, &st);
+        int r = store_sqlite_stmt_get(s, ST_SPLIT_PUT, &st);
 
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, split->shares) ||
+        if (store_sqlite_bind_i64(st, 1, split->shares) ||
             sqlite3_bind_double(st, 2, split->starts_per_second) != SQLITE_OK ||
-            sqlite_bind_i64(st, 3, split->max_in_flight)) {
-                sqlite_stmt_done(st);
+            store_sqlite_bind_i64(st, 3, split->max_in_flight)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        return sqlite_stmt_run(st);
+        return store_sqlite_stmt_run(st);
 }

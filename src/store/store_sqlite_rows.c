@@ -2,7 +2,7 @@
  * store_sqlite_rows — the SQLite backend's row primitives (store_backend.h):
  * operations, calls and audit rows, the picks and batches that find due or
  * expired operations, the pages of the reading walks, stats and the exit's
- * samples. Every one runs inside a transaction opened by sqlite_tx(), whose
+ * samples. Every one runs inside a transaction opened by store_sqlite_tx(), whose
  * BEGIN IMMEDIATE already holds the database's write lock, so a "locked"
  * read needs nothing more here.
  */
@@ -32,12 +32,12 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
 
         memset(&op, 0, sizeof(op));
         op.id = sqlite3_column_int64(st, 0);
-        sqlite_col_copy(st, 1, op.req.operation_id, sizeof(op.req.operation_id));
-        sqlite_col_copy(st, 2, op.req.payment_id, sizeof(op.req.payment_id));
+        store_sqlite_col_copy(st, 1, op.req.operation_id, sizeof(op.req.operation_id));
+        store_sqlite_col_copy(st, 2, op.req.payment_id, sizeof(op.req.payment_id));
         op.req.amount = sqlite3_column_int64(st, 3);
-        sqlite_col_copy(st, 4, op.req.currency, sizeof(op.req.currency));
-        ok = ok && store_state_parse(sqlite_col_text(st, 5), &op.state) == 0;
-        ok = ok && store_reason_parse(sqlite_col_text(st, 6), &op.reason) == 0;
+        store_sqlite_col_copy(st, 4, op.req.currency, sizeof(op.req.currency));
+        ok = ok && store_state_parse(store_sqlite_col_text(st, 5), &op.state) == 0;
+        ok = ok && store_reason_parse(store_sqlite_col_text(st, 6), &op.reason) == 0;
         ok = ok && col_unsigned(st, 7, &op.attempts);
         ok = ok && col_unsigned(st, 8, &op.attempt_limit);
         ok = ok && col_unsigned(st, 9, &op.queries);
@@ -50,10 +50,10 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
         op.last_wait_ms = sqlite3_column_int64(st, 16);
         op.operator_resend = sqlite3_column_int64(st, 17) != 0;
         op.epoch = sqlite3_column_int64(st, 18);
-        sqlite_col_copy(st, 19, op.refund_id, sizeof(op.refund_id));
+        store_sqlite_col_copy(st, 19, op.refund_id, sizeof(op.refund_id));
         op.last_http_status = sqlite3_column_int(st, 20);
-        ok = ok && store_class_parse(sqlite_col_text(st, 21), &op.last_class) == 0;
-        sqlite_col_copy(st, 22, op.source, sizeof(op.source));
+        ok = ok && store_class_parse(store_sqlite_col_text(st, 21), &op.last_class) == 0;
+        store_sqlite_col_copy(st, 22, op.source, sizeof(op.source));
         ok = ok && col_unsigned(st, 23, &op.share);
         if (!ok)
                 return TG_ESTORE;
@@ -69,10 +69,10 @@ static int read_call(sqlite3_stmt *st, void *ret_row)
         memset(&c, 0, sizeof(c));
         c.id = sqlite3_column_int64(st, 0);
         c.op_id = sqlite3_column_int64(st, 1);
-        sqlite_col_copy(st, 2, c.operation_id, sizeof(c.operation_id));
-        ok = ok && store_kind_parse(sqlite_col_text(st, 3), &c.kind) == 0;
+        store_sqlite_col_copy(st, 2, c.operation_id, sizeof(c.operation_id));
+        ok = ok && store_kind_parse(store_sqlite_col_text(st, 3), &c.kind) == 0;
         ok = ok && col_unsigned(st, 4, &c.attempt);
-        sqlite_col_copy(st, 5, c.request_id, sizeof(c.request_id));
+        store_sqlite_col_copy(st, 5, c.request_id, sizeof(c.request_id));
         c.epoch = sqlite3_column_int64(st, 6);
         c.start_mono = sqlite3_column_int64(st, 7);
         c.start_wall = sqlite3_column_int64(st, 8);
@@ -81,10 +81,10 @@ static int read_call(sqlite3_stmt *st, void *ret_row)
         c.end_mono = sqlite3_column_int64(st, 11);
         c.end_wall = sqlite3_column_int64(st, 12);
         c.sent = sqlite3_column_int64(st, 13) != 0;
-        ok = ok && store_class_parse(sqlite_col_text(st, 14), &c.cls) == 0;
+        ok = ok && store_class_parse(store_sqlite_col_text(st, 14), &c.cls) == 0;
         c.http_status = sqlite3_column_int(st, 15);
         c.latency_us = sqlite3_column_int64(st, 16);
-        sqlite_col_copy(st, 17, c.error, sizeof(c.error));
+        store_sqlite_col_copy(st, 17, c.error, sizeof(c.error));
         ok = ok && col_unsigned(st, 18, &c.share);
         if (!ok)
                 return TG_ESTORE;
@@ -100,10 +100,10 @@ static int read_audit(sqlite3_stmt *st, void *ret_row)
         a.id = sqlite3_column_int64(st, 0);
         a.op_id = sqlite3_column_int64(st, 1);
         a.at = sqlite3_column_int64(st, 2);
-        sqlite_col_copy(st, 3, a.action, sizeof(a.action));
-        sqlite_col_copy(st, 4, a.operator_name, sizeof(a.operator_name));
-        sqlite_col_copy(st, 5, a.reason, sizeof(a.reason));
-        sqlite_col_copy(st, 6, a.detail, sizeof(a.detail));
+        store_sqlite_col_copy(st, 3, a.action, sizeof(a.action));
+        store_sqlite_col_copy(st, 4, a.operator_name, sizeof(a.operator_name));
+        store_sqlite_col_copy(st, 5, a.reason, sizeof(a.reason));
+        store_sqlite_col_copy(st, 6, a.detail, sizeof(a.detail));
         memcpy(ret_row, &a, sizeof(a));
         return 0;
 }
@@ -129,7 +129,7 @@ static int read_sample(sqlite3_stmt *st, void *ret_row)
         x->held = sqlite3_column_int64(st, 6) != 0;
         x->oldest_open_accepted_at =
             sqlite3_column_type(st, 7) == SQLITE_NULL ? TG_WALL_NEVER : sqlite3_column_int64(st, 7);
-        sqlite_col_copy(st, 8, x->figures, sizeof(x->figures));
+        store_sqlite_col_copy(st, 8, x->figures, sizeof(x->figures));
         x->share = col_count(st, 9);
         return 0;
 }
@@ -149,7 +149,7 @@ static int fetch_rows(sqlite3_stmt *st, void *buf, size_t size, unsigned max, ro
                 if (rc == SQLITE_DONE)
                         break;
                 if (rc != SQLITE_ROW) {
-                        r = sqlite_map_rc(rc);
+                        r = store_sqlite_map_rc(rc);
                         break;
                 }
                 r = read(st, (char *)buf + (size_t)n * size);
@@ -157,7 +157,7 @@ static int fetch_rows(sqlite3_stmt *st, void *buf, size_t size, unsigned max, ro
                         break;
                 n++;
         }
-        sqlite_stmt_done(st);
+        store_sqlite_stmt_done(st);
         if (r == 0)
                 *ret_n = n;
         return r;
@@ -184,84 +184,92 @@ static int fetch_i64(sqlite3_stmt *st, int64_t *ret, bool *ret_null)
                 *ret_null = sqlite3_column_type(st, 0) == SQLITE_NULL;
                 *ret = sqlite3_column_int64(st, 0);
         } else {
-                r = rc == SQLITE_DONE ? TG_ENOTFOUND : sqlite_map_rc(rc);
+                r = rc == SQLITE_DONE ? TG_ENOTFOUND : store_sqlite_map_rc(rc);
         }
-        sqlite_stmt_done(st);
+        store_sqlite_stmt_done(st);
         return r;
 }
 
 /* ---- operations ------------------------------------------------------------------ */
 
-int sqlite_op_get(struct store *store, const char *key, int64_t id, bool lock,
-                  struct op_record *ret_op)
+int store_sqlite_op_get(struct store *store, const char *key, int64_t id, bool lock,
+                        struct op_record *ret_op)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, key ? ST_OP_BY_KEY : ST_OP_BY_ID, &st);
+        int r = store_sqlite_stmt_get(s, key ? ST_OP_BY_KEY : ST_OP_BY_ID, &st);
 
         (void)lock; /* BEGIN IMMEDIATE holds the database */
         if (r < 0)
                 return r;
-        if (key ? sqlite_bind_text(st, 1, key, TG_OP_ID_MAX) : sqlite_bind_i64(st, 1, id)) {
-                sqlite_stmt_done(st);
+        if (key ? store_sqlite_bind_text(st, 1, key, TG_OP_ID_MAX)
+                : store_sqlite_bind_i64(st, 1, id)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
         return fetch_one(st, ret_op, sizeof(*ret_op), read_op);
 }
 
-int sqlite_op_insert(struct store *store, const struct op_record *op, int64_t *ret_id)
+int store_sqlite_op_insert(struct store *store, const struct op_record *op, int64_t *ret_id)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_OP_INSERT, &st);
+        int r = store_sqlite_stmt_get(s, ST_OP_INSERT, &st);
 
         if (r < 0)
                 return r;
-        if (sqlite_bind_text(st, 1, op->req.operation_id, TG_OP_ID_MAX) ||
-            sqlite_bind_text(st, 2, op->req.payment_id, TG_PAYMENT_ID_MAX) ||
-            sqlite_bind_i64(st, 3, op->req.amount) ||
-            sqlite_bind_text(st, 4, op->req.currency, sizeof(op->req.currency) - 1) ||
-            sqlite_bind_text(st, 5, store_state_text(op->state), TG_TEXT_MAX) ||
-            sqlite_bind_text(st, 6, store_reason_text(op->reason), TG_TEXT_MAX) ||
-            sqlite_bind_i64(st, 7, op->attempt_limit) || sqlite_bind_i64(st, 8, op->query_limit) ||
-            sqlite_bind_i64(st, 9, op->accepted_at) || sqlite_bind_i64(st, 10, op->deadline_at) ||
-            sqlite_bind_i64(st, 11, op->updated_at) ||
-            sqlite_bind_text(st, 12, op->source, sizeof(op->source) - 1) ||
-            sqlite_bind_text(st, 13, store_class_text(op->last_class), TG_TEXT_MAX)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_text(st, 1, op->req.operation_id, TG_OP_ID_MAX) ||
+            store_sqlite_bind_text(st, 2, op->req.payment_id, TG_PAYMENT_ID_MAX) ||
+            store_sqlite_bind_i64(st, 3, op->req.amount) ||
+            store_sqlite_bind_text(st, 4, op->req.currency, sizeof(op->req.currency) - 1) ||
+            store_sqlite_bind_text(st, 5, store_state_text(op->state), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 6, store_reason_text(op->reason), TG_TEXT_MAX) ||
+            store_sqlite_bind_i64(st, 7, op->attempt_limit) ||
+            store_sqlite_bind_i64(st, 8, op->query_limit) ||
+            store_sqlite_bind_i64(st, 9, op->accepted_at) ||
+            store_sqlite_bind_i64(st, 10, op->deadline_at) ||
+            store_sqlite_bind_i64(st, 11, op->updated_at) ||
+            store_sqlite_bind_text(st, 12, op->source, sizeof(op->source) - 1) ||
+            store_sqlite_bind_text(st, 13, store_class_text(op->last_class), TG_TEXT_MAX)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        r = sqlite_stmt_run(st);
+        r = store_sqlite_stmt_run(st);
         if (r == 0)
                 *ret_id = sqlite3_last_insert_rowid(s->db);
         return r;
 }
 
-int sqlite_op_put(struct store *store, const struct op_record *op)
+int store_sqlite_op_put(struct store *store, const struct op_record *op)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_OP_WRITE, &st);
+        int r = store_sqlite_stmt_get(s, ST_OP_WRITE, &st);
 
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, op->id) ||
-            sqlite_bind_text(st, 2, store_state_text(op->state), TG_TEXT_MAX) ||
-            sqlite_bind_text(st, 3, store_reason_text(op->reason), TG_TEXT_MAX) ||
-            sqlite_bind_i64(st, 4, op->attempts) || sqlite_bind_i64(st, 5, op->attempt_limit) ||
-            sqlite_bind_i64(st, 6, op->queries) || sqlite_bind_i64(st, 7, op->query_limit) ||
-            sqlite_bind_i64(st, 8, op->deadline_at) || sqlite_bind_i64(st, 9, op->key_first_used) ||
-            sqlite_bind_i64(st, 10, op->next_run_at) || sqlite_bind_i64(st, 11, op->updated_at) ||
-            sqlite_bind_i64(st, 12, op->last_wait_ms) ||
-            sqlite_bind_i64(st, 13, op->operator_resend) || sqlite_bind_i64(st, 14, op->epoch) ||
-            sqlite_bind_text(st, 15, op->refund_id, sizeof(op->refund_id) - 1) ||
-            sqlite_bind_i64(st, 16, op->last_http_status) ||
-            sqlite_bind_text(st, 17, store_class_text(op->last_class), TG_TEXT_MAX) ||
-            sqlite_bind_i64(st, 18, op->share)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_i64(st, 1, op->id) ||
+            store_sqlite_bind_text(st, 2, store_state_text(op->state), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 3, store_reason_text(op->reason), TG_TEXT_MAX) ||
+            store_sqlite_bind_i64(st, 4, op->attempts) ||
+            store_sqlite_bind_i64(st, 5, op->attempt_limit) ||
+            store_sqlite_bind_i64(st, 6, op->queries) ||
+            store_sqlite_bind_i64(st, 7, op->query_limit) ||
+            store_sqlite_bind_i64(st, 8, op->deadline_at) ||
+            store_sqlite_bind_i64(st, 9, op->key_first_used) ||
+            store_sqlite_bind_i64(st, 10, op->next_run_at) ||
+            store_sqlite_bind_i64(st, 11, op->updated_at) ||
+            store_sqlite_bind_i64(st, 12, op->last_wait_ms) ||
+            store_sqlite_bind_i64(st, 13, op->operator_resend) ||
+            store_sqlite_bind_i64(st, 14, op->epoch) ||
+            store_sqlite_bind_text(st, 15, op->refund_id, sizeof(op->refund_id) - 1) ||
+            store_sqlite_bind_i64(st, 16, op->last_http_status) ||
+            store_sqlite_bind_text(st, 17, store_class_text(op->last_class), TG_TEXT_MAX) ||
+            store_sqlite_bind_i64(st, 18, op->share)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        r = sqlite_stmt_run(st);
+        r = store_sqlite_stmt_run(st);
         if (r == 0 && sqlite3_changes(s->db) != 1)
                 r = TG_ESTORE;
         return r;
@@ -271,18 +279,18 @@ static int run_i64(struct sqlite_store *s, enum stmt_id id, int64_t a1, int64_t 
                    bool *ret_null)
 {
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, id, &st);
+        int r = store_sqlite_stmt_get(s, id, &st);
 
         if (r < 0)
                 return r;
-        if (a1 != INT64_MIN && sqlite_bind_i64(st, 1, a1)) {
-                sqlite_stmt_done(st);
+        if (a1 != INT64_MIN && store_sqlite_bind_i64(st, 1, a1)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
         return fetch_i64(st, ret, ret_null);
 }
 
-int sqlite_op_pick(struct store *store, const struct store_pick *pick, int64_t *ret_id)
+int store_sqlite_op_pick(struct store *store, const struct store_pick *pick, int64_t *ret_id)
 {
         struct sqlite_store *s = S(store);
         bool again = pick->group == STORE_GROUP_AGAIN;
@@ -302,13 +310,13 @@ int sqlite_op_pick(struct store *store, const struct store_pick *pick, int64_t *
                 if (null || next > pick->now)
                         return TG_ENOTFOUND;
         }
-        r = sqlite_stmt_get(s, again ? ST_PICK_AGAIN : ST_PICK_FIRST, &st);
+        r = store_sqlite_stmt_get(s, again ? ST_PICK_AGAIN : ST_PICK_FIRST, &st);
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, pick->now) ||
-            (again && (sqlite_bind_i64(st, 2, pick->key_retention_ms) ||
-                       sqlite_bind_i64(st, 3, pick->queries_allowed ? 1 : 0)))) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_i64(st, 1, pick->now) ||
+            (again && (store_sqlite_bind_i64(st, 2, pick->key_retention_ms) ||
+                       store_sqlite_bind_i64(st, 3, pick->queries_allowed ? 1 : 0)))) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
         r = fetch_i64(st, &id, &null);
@@ -317,8 +325,8 @@ int sqlite_op_pick(struct store *store, const struct store_pick *pick, int64_t *
         return r;
 }
 
-int sqlite_op_batch(struct store *store, const struct store_batch *batch, unsigned max,
-                    struct op_record *buf, unsigned *ret_n)
+int store_sqlite_op_batch(struct store *store, const struct store_batch *batch, unsigned max,
+                          struct op_record *buf, unsigned *ret_n)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
@@ -328,22 +336,24 @@ int sqlite_op_batch(struct store *store, const struct store_batch *batch, unsign
         switch (batch->kind) {
         case STORE_BATCH_DEADLINE:
         case STORE_BATCH_KEY_AGE:
-                r = sqlite_stmt_get(
+                r = store_sqlite_stmt_get(
                     s, batch->kind == STORE_BATCH_DEADLINE ? ST_BATCH_DEADLINE : ST_BATCH_KEY_AGE,
                     &st);
                 if (r < 0)
                         return r;
                 /* ?2 is unused by the deadline's statement: binding it is harmless */
-                bad = sqlite_bind_i64(st, 1, batch->now) ||
-                      sqlite_bind_i64(st, 2, batch->key_retention_ms) ||
-                      sqlite_bind_i64(st, 3, max);
+                bad = store_sqlite_bind_i64(st, 1, batch->now) ||
+                      store_sqlite_bind_i64(st, 2, batch->key_retention_ms) ||
+                      store_sqlite_bind_i64(st, 3, max);
                 break;
         case STORE_BATCH_RECOVER:
-                r = sqlite_stmt_get(s, ST_BATCH_RECOVER, &st);
+                r = store_sqlite_stmt_get(s, ST_BATCH_RECOVER, &st);
                 if (r < 0)
                         return r;
-                bad = sqlite_bind_i64(st, 1, batch->epoch) || sqlite_bind_i64(st, 2, max) ||
-                      sqlite_bind_i64(st, 3, batch->share) || sqlite_bind_i64(st, 4, batch->shares);
+                bad = store_sqlite_bind_i64(st, 1, batch->epoch) ||
+                      store_sqlite_bind_i64(st, 2, max) ||
+                      store_sqlite_bind_i64(st, 3, batch->share) ||
+                      store_sqlite_bind_i64(st, 4, batch->shares);
                 break;
         case STORE_BATCH_OUTBOX:
         default:
@@ -351,13 +361,13 @@ int sqlite_op_batch(struct store *store, const struct store_batch *batch, unsign
                 return 0;
         }
         if (bad) {
-                sqlite_stmt_done(st);
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
         return fetch_rows(st, buf, sizeof(*buf), max, read_op, ret_n);
 }
 
-int sqlite_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending)
+int store_sqlite_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending)
 {
         struct sqlite_store *s = S(store);
         int64_t next = 0, any = 0;
@@ -375,111 +385,114 @@ int sqlite_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool *r
 
 /* ---- calls and audit ---------------------------------------------------------------- */
 
-int sqlite_call_insert(struct store *store, struct call_record *call)
+int store_sqlite_call_insert(struct store *store, struct call_record *call)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_CALL_INSERT, &st);
+        int r = store_sqlite_stmt_get(s, ST_CALL_INSERT, &st);
 
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, call->op_id) ||
-            sqlite_bind_text(st, 2, call->operation_id, TG_OP_ID_MAX) ||
-            sqlite_bind_text(st, 3, store_kind_text(call->kind), TG_TEXT_MAX) ||
-            sqlite_bind_i64(st, 4, call->attempt) ||
-            sqlite_bind_text(st, 5, call->request_id, TG_REQUEST_ID_MAX) ||
-            sqlite_bind_i64(st, 6, call->epoch) || sqlite_bind_i64(st, 7, call->start_mono) ||
-            sqlite_bind_i64(st, 8, call->start_wall) ||
-            sqlite_bind_i64(st, 9, call->in_flight_at_start) ||
-            sqlite_bind_i64(st, 10, call->share)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_i64(st, 1, call->op_id) ||
+            store_sqlite_bind_text(st, 2, call->operation_id, TG_OP_ID_MAX) ||
+            store_sqlite_bind_text(st, 3, store_kind_text(call->kind), TG_TEXT_MAX) ||
+            store_sqlite_bind_i64(st, 4, call->attempt) ||
+            store_sqlite_bind_text(st, 5, call->request_id, TG_REQUEST_ID_MAX) ||
+            store_sqlite_bind_i64(st, 6, call->epoch) ||
+            store_sqlite_bind_i64(st, 7, call->start_mono) ||
+            store_sqlite_bind_i64(st, 8, call->start_wall) ||
+            store_sqlite_bind_i64(st, 9, call->in_flight_at_start) ||
+            store_sqlite_bind_i64(st, 10, call->share)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        r = sqlite_stmt_run(st);
+        r = store_sqlite_stmt_run(st);
         if (r == 0)
                 call->id = sqlite3_last_insert_rowid(s->db);
         return r;
 }
 
-int sqlite_call_get(struct store *store, int64_t id, bool lock, struct call_record *ret_call)
+int store_sqlite_call_get(struct store *store, int64_t id, bool lock, struct call_record *ret_call)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_CALL_BY_ID, &st);
+        int r = store_sqlite_stmt_get(s, ST_CALL_BY_ID, &st);
 
         (void)lock;
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, id)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_i64(st, 1, id)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
         return fetch_one(st, ret_call, sizeof(*ret_call), read_call);
 }
 
-int sqlite_call_find(struct store *store, const char *request_id, int64_t epoch,
-                     struct call_record *ret_call)
+int store_sqlite_call_find(struct store *store, const char *request_id, int64_t epoch,
+                           struct call_record *ret_call)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_CALL_BY_REQUEST, &st);
+        int r = store_sqlite_stmt_get(s, ST_CALL_BY_REQUEST, &st);
 
         if (r < 0)
                 return r;
-        if (sqlite_bind_text(st, 1, request_id, TG_REQUEST_ID_MAX) ||
-            sqlite_bind_i64(st, 2, epoch)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_text(st, 1, request_id, TG_REQUEST_ID_MAX) ||
+            store_sqlite_bind_i64(st, 2, epoch)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
         return fetch_one(st, ret_call, sizeof(*ret_call), read_call);
 }
 
-int sqlite_call_close(struct store *store, const struct call_record *c)
+int store_sqlite_call_close(struct store *store, const struct call_record *c)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_CALL_CLOSE, &st);
+        int r = store_sqlite_stmt_get(s, ST_CALL_CLOSE, &st);
 
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, c->id) || sqlite_bind_i64(st, 2, c->end_mono) ||
-            sqlite_bind_i64(st, 3, c->end_wall) || sqlite_bind_i64(st, 4, c->sent) ||
-            sqlite_bind_text(st, 5, store_class_text(c->cls), TG_TEXT_MAX) ||
-            sqlite_bind_i64(st, 6, c->http_status) || sqlite_bind_i64(st, 7, c->latency_us) ||
-            sqlite_bind_text(st, 8, c->error, sizeof(c->error) - 1) ||
-            sqlite_bind_i64(st, 9, c->start_mono) || sqlite_bind_i64(st, 10, c->start_wall)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_i64(st, 1, c->id) || store_sqlite_bind_i64(st, 2, c->end_mono) ||
+            store_sqlite_bind_i64(st, 3, c->end_wall) || store_sqlite_bind_i64(st, 4, c->sent) ||
+            store_sqlite_bind_text(st, 5, store_class_text(c->cls), TG_TEXT_MAX) ||
+            store_sqlite_bind_i64(st, 6, c->http_status) ||
+            store_sqlite_bind_i64(st, 7, c->latency_us) ||
+            store_sqlite_bind_text(st, 8, c->error, sizeof(c->error) - 1) ||
+            store_sqlite_bind_i64(st, 9, c->start_mono) ||
+            store_sqlite_bind_i64(st, 10, c->start_wall)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        r = sqlite_stmt_run(st);
+        r = store_sqlite_stmt_run(st);
         if (r == 0 && sqlite3_changes(s->db) != 1)
                 r = TG_EFENCED;
         return r;
 }
 
-int sqlite_audit_insert(struct store *store, const struct audit_record *a)
+int store_sqlite_audit_insert(struct store *store, const struct audit_record *a)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_AUDIT_INSERT, &st);
+        int r = store_sqlite_stmt_get(s, ST_AUDIT_INSERT, &st);
 
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, a->op_id) || sqlite_bind_i64(st, 2, a->at) ||
-            sqlite_bind_text(st, 3, a->action, sizeof(a->action) - 1) ||
-            sqlite_bind_text(st, 4, a->operator_name, sizeof(a->operator_name) - 1) ||
-            sqlite_bind_text(st, 5, a->reason, sizeof(a->reason) - 1) ||
-            sqlite_bind_text(st, 6, a->detail, sizeof(a->detail) - 1)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_i64(st, 1, a->op_id) || store_sqlite_bind_i64(st, 2, a->at) ||
+            store_sqlite_bind_text(st, 3, a->action, sizeof(a->action) - 1) ||
+            store_sqlite_bind_text(st, 4, a->operator_name, sizeof(a->operator_name) - 1) ||
+            store_sqlite_bind_text(st, 5, a->reason, sizeof(a->reason) - 1) ||
+            store_sqlite_bind_text(st, 6, a->detail, sizeof(a->detail) - 1)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        return sqlite_stmt_run(st);
+        return store_sqlite_stmt_run(st);
 }
 
 /* ---- pages ---------------------------------------------------------------------------- */
 
-int sqlite_page(struct store *store, const struct store_page *p, unsigned want, void *buf,
-                unsigned *ret_n)
+int store_sqlite_page(struct store *store, const struct store_page *p, unsigned want, void *buf,
+                      unsigned *ret_n)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
@@ -491,41 +504,45 @@ int sqlite_page(struct store *store, const struct store_page *p, unsigned want, 
 
         switch (p->kind) {
         case STORE_PAGE_CALLS:
-                r = sqlite_stmt_get(s, ST_PAGE_CALLS, &st);
-                bad = r == 0 && (sqlite_bind_i64(st, 1, p->cur_id) || sqlite_bind_i64(st, 2, want));
+                r = store_sqlite_stmt_get(s, ST_PAGE_CALLS, &st);
+                bad = r == 0 && (store_sqlite_bind_i64(st, 1, p->cur_id) ||
+                                 store_sqlite_bind_i64(st, 2, want));
                 read = read_call;
                 size = sizeof(struct call_record);
                 break;
         case STORE_PAGE_OP_CALLS:
         case STORE_PAGE_AUDIT:
-                r = sqlite_stmt_get(
+                r = store_sqlite_stmt_get(
                     s, p->kind == STORE_PAGE_AUDIT ? ST_PAGE_AUDIT : ST_PAGE_OP_CALLS, &st);
-                bad = r == 0 && (sqlite_bind_i64(st, 1, p->op_id) ||
-                                 sqlite_bind_i64(st, 2, p->cur_id) || sqlite_bind_i64(st, 3, want));
+                bad = r == 0 && (store_sqlite_bind_i64(st, 1, p->op_id) ||
+                                 store_sqlite_bind_i64(st, 2, p->cur_id) ||
+                                 store_sqlite_bind_i64(st, 3, want));
                 read = p->kind == STORE_PAGE_AUDIT ? read_audit : read_call;
                 size = p->kind == STORE_PAGE_AUDIT ? sizeof(struct audit_record)
                                                    : sizeof(struct call_record);
                 break;
         case STORE_PAGE_STATE:
                 text = store_state_text(p->state);
-                r = sqlite_stmt_get(s, ST_PAGE_STATE, &st);
-                bad = r == 0 && (sqlite_bind_text(st, 1, text, strlen(text)) ||
-                                 sqlite_bind_i64(st, 2, p->cur_id) || sqlite_bind_i64(st, 3, want));
+                r = store_sqlite_stmt_get(s, ST_PAGE_STATE, &st);
+                bad = r == 0 && (store_sqlite_bind_text(st, 1, text, strlen(text)) ||
+                                 store_sqlite_bind_i64(st, 2, p->cur_id) ||
+                                 store_sqlite_bind_i64(st, 3, want));
                 break;
         case STORE_PAGE_MANUAL:
                 text = p->reason == MANUAL_NONE ? "" : store_reason_text(p->reason);
-                r = sqlite_stmt_get(s, ST_PAGE_MANUAL, &st);
-                bad = r == 0 &&
-                      (sqlite_bind_i64(st, 1, p->after_id) || sqlite_bind_i64(st, 2, p->cur_at) ||
-                       sqlite_bind_i64(st, 3, p->cur_id) || sqlite_bind_i64(st, 4, want) ||
-                       sqlite_bind_text(st, 5, text, strlen(text)));
+                r = store_sqlite_stmt_get(s, ST_PAGE_MANUAL, &st);
+                bad = r == 0 && (store_sqlite_bind_i64(st, 1, p->after_id) ||
+                                 store_sqlite_bind_i64(st, 2, p->cur_at) ||
+                                 store_sqlite_bind_i64(st, 3, p->cur_id) ||
+                                 store_sqlite_bind_i64(st, 4, want) ||
+                                 store_sqlite_bind_text(st, 5, text, strlen(text)));
                 break;
         case STORE_PAGE_SAMPLES:
         default:
-                r = sqlite_stmt_get(s, ST_PAGE_SAMPLES, &st);
-                bad =
-                    r == 0 && (sqlite_bind_i64(st, 1, p->cur_at) || sqlite_bind_i64(st, 2, want) ||
-                               sqlite_bind_i64(st, 3, p->cur_share));
+                r = store_sqlite_stmt_get(s, ST_PAGE_SAMPLES, &st);
+                bad = r == 0 && (store_sqlite_bind_i64(st, 1, p->cur_at) ||
+                                 store_sqlite_bind_i64(st, 2, want) ||
+                                 store_sqlite_bind_i64(st, 3, p->cur_share));
                 read = read_sample;
                 size = sizeof(struct exit_sample);
                 break;
@@ -533,7 +550,7 @@ int sqlite_page(struct store *store, const struct store_page *p, unsigned want, 
         if (r < 0)
                 return r;
         if (bad) {
-                sqlite_stmt_done(st);
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
         return fetch_rows(st, buf, size, want, read, ret_n);
@@ -541,7 +558,7 @@ int sqlite_page(struct store *store, const struct store_page *p, unsigned want, 
 
 /* ---- stats and samples ------------------------------------------------------------------ */
 
-int sqlite_stats(struct store *store, struct store_stats *ret_stats)
+int store_sqlite_stats(struct store *store, struct store_stats *ret_stats)
 {
         struct sqlite_store *s = S(store);
         struct store_stats stats;
@@ -552,7 +569,7 @@ int sqlite_stats(struct store *store, struct store_stats *ret_stats)
 
         memset(&stats, 0, sizeof(stats));
         stats.oldest_open_accepted_at = TG_WALL_NEVER;
-        r = sqlite_stmt_get(s, ST_COUNT_BY_STATE, &st);
+        r = store_sqlite_stmt_get(s, ST_COUNT_BY_STATE, &st);
         while (r == 0) {
                 enum op_state state;
 
@@ -560,14 +577,14 @@ int sqlite_stats(struct store *store, struct store_stats *ret_stats)
                 if (rc == SQLITE_DONE)
                         break;
                 if (rc != SQLITE_ROW)
-                        r = sqlite_map_rc(rc);
-                else if (store_state_parse(sqlite_col_text(st, 0), &state) < 0)
+                        r = store_sqlite_map_rc(rc);
+                else if (store_state_parse(store_sqlite_col_text(st, 0), &state) < 0)
                         r = TG_ESTORE;
                 else
                         stats.by_state[state] = (uint64_t)sqlite3_column_int64(st, 1);
         }
         if (st)
-                sqlite_stmt_done(st);
+                store_sqlite_stmt_done(st);
         if (r == 0)
                 r = run_i64(s, ST_OLDEST_OPEN, INT64_MIN, &v, &null);
         if (r == 0 && !null)
@@ -577,47 +594,48 @@ int sqlite_stats(struct store *store, struct store_stats *ret_stats)
         if (r == 0)
                 stats.calls_total = null ? 0 : (uint64_t)v;
         if (r == 0)
-                r = sqlite_epoch_read(store, &stats.epoch);
+                r = store_sqlite_epoch_read(store, &stats.epoch);
         if (r == 0)
                 *ret_stats = stats;
         return r;
 }
 
-int sqlite_sample_put(struct store *store, const struct exit_sample *x, tg_wall_ms keep_after)
+int store_sqlite_sample_put(struct store *store, const struct exit_sample *x, tg_wall_ms keep_after)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_SAMPLE_PUT, &st);
+        int r = store_sqlite_stmt_get(s, ST_SAMPLE_PUT, &st);
 
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, x->at) || sqlite_bind_i64(st, 2, x->epoch) ||
-            sqlite_bind_i64(st, 3, x->in_flight) || sqlite_bind_i64(st, 4, x->starts) ||
-            sqlite_bind_i64(st, 5, x->call_ends) || sqlite_bind_i64(st, 6, x->op_closes) ||
-            sqlite_bind_i64(st, 7, x->held ? 1 : 0) ||
-            sqlite_bind_text(st, 8, x->figures, sizeof(x->figures) - 1) ||
-            sqlite_bind_i64(st, 9, x->share)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_i64(st, 1, x->at) || store_sqlite_bind_i64(st, 2, x->epoch) ||
+            store_sqlite_bind_i64(st, 3, x->in_flight) || store_sqlite_bind_i64(st, 4, x->starts) ||
+            store_sqlite_bind_i64(st, 5, x->call_ends) ||
+            store_sqlite_bind_i64(st, 6, x->op_closes) ||
+            store_sqlite_bind_i64(st, 7, x->held ? 1 : 0) ||
+            store_sqlite_bind_text(st, 8, x->figures, sizeof(x->figures) - 1) ||
+            store_sqlite_bind_i64(st, 9, x->share)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        r = sqlite_stmt_run(st);
+        r = store_sqlite_stmt_run(st);
         if (r < 0)
                 return r;
-        r = sqlite_stmt_get(s, ST_SAMPLE_PRUNE, &st);
+        r = store_sqlite_stmt_get(s, ST_SAMPLE_PRUNE, &st);
         if (r < 0)
                 return r;
-        if (sqlite_bind_i64(st, 1, keep_after)) {
-                sqlite_stmt_done(st);
+        if (store_sqlite_bind_i64(st, 1, keep_after)) {
+                store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        return sqlite_stmt_run(st);
+        return store_sqlite_stmt_run(st);
 }
 
-int sqlite_sample_last(struct store *store, struct exit_sample *ret_sample)
+int store_sqlite_sample_last(struct store *store, struct exit_sample *ret_sample)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        int r = sqlite_stmt_get(s, ST_SAMPLE_LAST, &st);
+        int r = store_sqlite_stmt_get(s, ST_SAMPLE_LAST, &st);
 
         if (r < 0)
                 return r;
