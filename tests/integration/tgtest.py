@@ -18,6 +18,8 @@ test needs:
   http.client.RemoteDisconnected, socket.timeout).
 - wait_port_file, wait_until, free_port, EventReceiver (a tiny HTTP server
   that records what is POSTed to it, for webhooks).
+- main_unittest(): runs a test file; exits 77 (ctest: Skipped) when every
+  test in it was skipped.
 """
 
 import http.client
@@ -302,10 +304,30 @@ class EventReceiver:
         return False
 
 
+# CTest's SKIP_RETURN_CODE for the integration tests (tests/CMakeLists.txt):
+# the automake convention, so ctest shows "Skipped", never "Passed", for a
+# file that ran nothing (a MariaDB test without TG_TEST_MYSQL_URL).
+SKIP_RETURN_CODE = 77
+
+
 def main_unittest():
-    """Runs the calling module's unittest tests; exit code for CTest."""
+    """Runs the calling module's unittest tests; exits with CTest's code:
+    1 when a test failed or none was found, SKIP_RETURN_CODE when every test
+    was skipped, 0 when the tests passed (some may have been skipped, as
+    long as at least one ran)."""
     import unittest
-    unittest.main(module="__main__", verbosity=2)
+    prog = unittest.main(module="__main__", verbosity=2, exit=False)
+    result = prog.result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.testsRun == 0:
+        print("no tests ran", file=sys.stderr)
+        sys.exit(1)
+    if len(result.skipped) == result.testsRun:
+        print("every test skipped: exit %d (ctest: Skipped)" % SKIP_RETURN_CODE,
+              file=sys.stderr)
+        sys.exit(SKIP_RETURN_CODE)
+    sys.exit(0)
 
 
 if __name__ == "__main__":
