@@ -25,7 +25,6 @@ import collections
 import os
 import signal
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -181,13 +180,28 @@ class SharesTest(unittest.TestCase):
             self.assertFalse(body["exit"]["held"])
 
             tg.wait_final(ops, timeout=60)
-            time.sleep(2.5)  # every share flushed its last second
+            calls = tg.calls()
+
+            # Each share writes one sample a second, so its last calls reach
+            # the account's figures up to a second after they ended: wait
+            # until the figures hold every call and close of the call log
+            # (they only grow; the exact counts are asserted below).
+            def flushed():
+                body = stats()
+                fig = body["exit"]["figures"]
+                if not fig:
+                    return False
+                return (sum(p["starts"] for p in body["series"]["points"]) >= len(calls) and
+                        sum(fig["starts"].values()) >= len(calls) and
+                        fig["closes"].get("succeeded", 0) >= len(ops) and
+                        fig["latency_s"]["count"] >= len(calls))
+            tgtest.wait_until(flushed, timeout=15, interval=0.2,
+                              what="every share's last seconds in the account's figures")
             body = stats()
             points = body["series"]["points"]
             seconds = [p["at"] // 1000 for p in points]
             self.assertEqual(len(seconds), len(set(seconds)), "two points for one second")
             self.assertEqual(max(p["in_flight"] for p in points), 4)
-            calls = tg.calls()
             self.assertEqual(sum(p["starts"] for p in points), len(calls))
             fig = body["exit"]["figures"]
             self.assertEqual(sum(fig["starts"].values()), len(calls))
