@@ -17,7 +17,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgtest  # noqa: E402
-from tgdaemon import Tollgate, log_events, min_gap  # noqa: E402
+from tgdaemon import Tollgate, log_events, min_gap, sleep_until  # noqa: E402
 
 INTERVAL = 0.2  # 5 starts/s
 
@@ -173,8 +173,15 @@ class ExitTest(unittest.TestCase):
             for op in ops:
                 self.assertEqual(tg.submit(op)[0], 202)
             for _ in range(5):
+                # The scenario: a kill -9 at a random moment 1.2 .. 2.5 s
+                # after the start. The dispatcher must own the exit by then
+                # (on a loaded machine it may not yet), else its kill proves
+                # nothing; so wait for its "owner" line, then for the moment.
+                kill_at = time.monotonic() + rng.uniform(1.2, 2.5)
                 d = tg.start("dispatch", wait_api=False)
-                time.sleep(rng.uniform(1.2, 2.5))
+                tgtest.wait_until(lambda: log_events(d, "owner"), timeout=15,
+                                  what="dispatcher owns the exit")
+                sleep_until(kill_at)
                 d.send_signal(signal.SIGKILL)
                 d.popen.wait()
             tg.start("dispatch", wait_api=False)
@@ -206,13 +213,14 @@ class ExitTest(unittest.TestCase):
                 self.assertEqual(tg.submit(op)[0], 202)
             tgtest.wait_until(lambda: len(stub.arrivals()) >= 2, what="first sends")
             a.send_signal(signal.SIGSTOP)
-            time.sleep(0.3)
+            tgtest.wait_stopped(a)
+            tgtest.wait_until(stub.idle, what="a's calls on the wire landed")
             b = tg.start("dispatch", wait_api=False)
             tgtest.wait_until(lambda: log_events(b, "standby"), what="b in standby")
             for op in ops[10:]:
                 self.assertEqual(tg.submit(op)[0], 202)
             before = len(stub.arrivals())
-            time.sleep(2.5)
+            time.sleep(2.5)  # the scenario: time passes and nobody may send
             self.assertEqual(len(stub.arrivals()), before, "someone sent while the owner "
                              "was paused")
             # --no-wait reports the owner and exits non-zero.
@@ -222,6 +230,8 @@ class ExitTest(unittest.TestCase):
             # Resumed: still one exit.
             a.send_signal(signal.SIGCONT)
             tgtest.wait_until(lambda: len(stub.arrivals()) > before + 2, what="a resumed")
+            # The scenario: time passes (two of the standby's 250 ms tries)
+            # and the standby must not take the exit from a live owner.
             time.sleep(0.5)
             self.assertEqual(log_events(b, "owner"), [], "the standby took the exit while "
                              "the owner lived")
@@ -326,7 +336,10 @@ class ExitTest(unittest.TestCase):
             con.execute("BEGIN IMMEDIATE")
             locked_at = time.monotonic()
             arrivals_locked = len(stub.arrivals())
-            time.sleep(7.5)
+            time.sleep(7.5)  # the scenario: the store stays locked this long
+            # ... and the exit saw it fail while it was down (not only after).
+            tgtest.wait_until(lambda: log_events(p, "exit_paused_store"), timeout=10,
+                              what="the exit paused on the store")
             self.assertLessEqual(len(stub.arrivals()), arrivals_locked + 1,
                                  "calls kept starting while the store was down")
             con.execute("ROLLBACK")

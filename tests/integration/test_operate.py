@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -256,7 +255,15 @@ class OperateTest(unittest.TestCase):
                                "--payment-id", "pay_1", "--amount", "1500", "--currency", "TWD")
             self.assertEqual(rc, 3, (out, err))
             tg.wait_final(accepted, timeout=30)
-            time.sleep(1.2)  # past the cached figures
+            # The API re-reads its admission figures at most once a second;
+            # /v1/stats shows those same figures: wait until they have seen
+            # the drained backlog and would admit.
+            def figures_drained():
+                st, _, s = self.api(tg, "GET", "/v1/stats")
+                self.assertEqual(st, 200, s)
+                return s["admission"]["backlog"] == 0 and s["admission"]["would_admit"]
+            tgtest.wait_until(figures_drained, timeout=10,
+                              what="admission figures show the drained backlog")
             rc, out, err = cli(tg, "submit", "--config", tg.config, "--operation-id", op,
                                "--payment-id", "pay_1", "--amount", "1500", "--currency", "TWD")
             self.assertEqual(rc, 0, (out, err))
@@ -282,7 +289,14 @@ class OperateTest(unittest.TestCase):
                 for op in ops:
                     self.assertEqual(tg.submit(op)[0], 202)
                 tg.wait_final(ops, timeout=20, states=("unknown", "retry_wait"))
-                time.sleep(0.3)
+                # The exit has asked the provider about every one and been
+                # refused (query mode unavailable): from here only the
+                # webhook or the settlement file can tell it the outcome.
+                def asked_about_all():
+                    asked = {a["path"].rsplit("/", 1)[-1] for a in stub.arrivals()
+                             if a["method"] == "GET" and a["answer"] == 503}
+                    return set(ops) <= asked
+                tgtest.wait_until(asked_about_all, timeout=10, what="a query for each")
                 ev = json.dumps({"operation_id": "wh-a", "status": "failed",
                                  "refund_id": "re_forged"}).encode()
                 forged = [None, "sha256=" + "0" * 64, "sha256=zz", "md5=abc",

@@ -1,211 +1,27 @@
-"""More than one dispatcher (issue 7): the account quota split into shares.
+"""The shares' end-to-end tests (test_shares.py) on the MariaDB store (issue 7).
 
-Two `tollgate dispatch` processes on one store, [exit] shares = 2 of an
-account of 10 starts/s, against one stub. Judged from outside:
-  - the provider never receives more than the account's limit in any 1 s
-    window by arrival time (two independent pacers: at most limit + 1);
-  - each dispatcher's own starts (one epoch = one share holding) are spaced
-    at least 1 / (limit / 2);
-  - no operation is sent by both: every arrival's request id is in the call
-    log once, every operation executed once at the provider, and an
-    operation's calls span more than one epoch only where its first epoch
-    was the killed dispatcher's (a takeover);
-  - a third dispatcher waits as a standby while both shares are held, and
-    takes the share of the one that is killed;
-  - a dispatcher whose [exit] split disagrees with the one in force refuses
-    to start while a share of it is held.
-
-Runs on MariaDB (TG_TEST_MYSQL_URL, a fresh database per test) and, because
-it is cheap, on SQLite (OFD locks on <db>.owner / <db>.share1).
+Every test of SharesTest runs again with store.url pointing at a fresh
+MariaDB database of its own ("<db of TG_TEST_MYSQL_URL>_sh_<pid>_<n>"):
+shares held by GET_LOCK on live sessions instead of file locks. Skipped,
+and said so (exit 77: ctest shows Skipped), when TG_TEST_MYSQL_URL is not
+set (scripts/test.sh sets it from scripts/mariadb-test-server.sh).
 """
 
-import collections
 import itertools
 import os
-import signal
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgtest  # noqa: E402
-from tgdaemon import Tollgate, log_events  # noqa: E402
+import test_shares  # noqa: E402  (imported as a module: SharesTest itself is not re-run here)
 
 MYSQL_URL = os.environ.get("TG_TEST_MYSQL_URL", "")
 _serial = itertools.count(1)
 
-LIMIT = 10.0  # the account's starts per second
-SHARES = 2
-SHARE_INTERVAL = SHARES / LIMIT
-
-
-def max_in_window(times_ns, window_ns=1_000_000_000):
-    """The most arrivals in any window [t, t + 1 s) starting at an arrival."""
-    times = sorted(times_ns)
-    best, j = 0, 0
-    for i, t in enumerate(times):
-        while j < len(times) and times[j] < t + window_ns:
-            j += 1
-        best = max(best, j - i)
-    return best
-
-
-class SharesTest(unittest.TestCase):
-    store = "sqlite"
-
-    def store_url(self):
-        return None  # a SQLite file in the Tollgate's dir
-
-    def exit_conf(self, shares=SHARES):
-        return {"starts_per_second": LIMIT, "max_in_flight": 4, "shares": shares}
-
-    def test_two_dispatchers_share_the_account(self):
-        with tgtest.start_stub("--mode", "fast") as stub, \
-                Tollgate(stub.url, store_url=self.store_url(), exit=self.exit_conf(),
-                         provider={"timeout_ms": 1000}) as tg:
-            tg.start("api")
-            d1 = tg.start("dispatch", wait_api=False)
-            d2 = tg.start("dispatch", wait_api=False)
-            owners = tgtest.wait_until(
-                lambda: (log_events(d1, "owner") and log_events(d2, "owner")) and
-                [log_events(d1, "owner")[0], log_events(d2, "owner")[0]],
-                timeout=15, what="two share owners")
-            self.assertEqual(sorted(o["share"] for o in owners), [0, 1])
-            self.assertEqual({o["shares"] for o in owners}, {SHARES})
-            d1_share, d1_epoch = owners[0]["share"], owners[0]["epoch"]
-
-            ops = ["sh-%03d" % i for i in range(60)]
-            for op in ops[:40]:
-                self.assertEqual(tg.submit(op)[0], 202)
-
-            # Both shares held: a third dispatcher is a standby.
-            d3 = tg.start("dispatch", wait_api=False)
-            tgtest.wait_until(lambda: log_events(d3, "standby"), timeout=10, what="d3 standby")
-
-            # Another split while these shares live: refused, clearly.
-            with Tollgate(stub.url, store_url=tg.store_url,
-                          exit=self.exit_conf(shares=1)) as other:
-                bad = other.start("dispatch", wait_api=False)
-                self.assertEqual(bad.popen.wait(15), 1)
-                self.assertIn("split_conflict", bad.stderr_text())
-                self.assertIn("Refusing to start", bad.stderr_text())
-
-            tgtest.wait_until(lambda: len(stub.arrivals()) >= 15, timeout=15,
-                              what="both sending")
-            self.assertEqual(log_events(d3, "owner"), [], "standby owned a share while both "
-                             "were held")
-            d1.send_signal(signal.SIGKILL)
-            d1.popen.wait()
-            for op in ops[40:]:
-                self.assertEqual(tg.submit(op)[0], 202)
-            tgtest.wait_until(lambda: log_events(d3, "owner"), timeout=15,
-                              what="d3 takes the free share")
-            self.assertEqual(log_events(d3, "owner")[0]["share"], d1_share)
-
-            final = tg.wait_final(ops, timeout=40)
-            self.assertTrue(all(r["state"] == "succeeded" for r in final.values()))
-            calls = tg.calls()
-            arrivals = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
-
-            # 1. the account's limit, by arrival time, allowing for two pacers
-            worst = max_in_window([a["mono_ns"] for a in arrivals])
-            print("shares[%s]: %d arrivals, at most %d in any 1 s window (limit %g)"
-                  % (self.store, len(arrivals), worst, LIMIT), file=sys.stderr)
-            self.assertLessEqual(worst, int(LIMIT) + 1)
-
-            # 2. each share holding paces to its share
-            by_epoch = collections.defaultdict(list)
-            for c in calls:
-                by_epoch[c["epoch"]].append(c["start_mono_ns"])
-            self.assertGreaterEqual(len(by_epoch), 3)
-            for epoch, starts in by_epoch.items():
-                starts.sort()
-                gaps = [b - a for a, b in zip(starts, starts[1:])]
-                if gaps:
-                    self.assertGreaterEqual(min(gaps), SHARE_INTERVAL * 1e9 - 1,
-                                            "epoch %d started closer than its share" % epoch)
-
-            # 3. nobody sends an operation the other one sent
-            arr = collections.Counter(a["request_id"] for a in arrivals)
-            log = collections.Counter(c["request_id"] for c in calls)
-            for rid, n in arr.items():
-                self.assertEqual(n, 1, "request id %r arrived %d times" % (rid, n))
-                self.assertEqual(log[rid], 1, "arrival %r not logged once" % rid)
-            ledger = stub.ledger()["operations"]
-            for op in ops:
-                self.assertEqual(ledger[op]["executions"], 1, op)
-            per_op = collections.defaultdict(list)
-            for c in sorted(calls, key=lambda c: c["id"]):
-                per_op[c["operation_id"]].append(c["epoch"])
-            for op, epochs in per_op.items():
-                if len(set(epochs)) > 1:
-                    self.assertEqual(epochs[0], d1_epoch,
-                                     "%s sent under two live shares: %r" % (op, epochs))
-
-    def test_account_view_sums_the_shares(self):
-        # Each dispatcher writes the samples of its own share; /metrics and
-        # /v1/stats show the account: in-flight and counts add up. A slow
-        # provider keeps each share at its cap of 2 open calls, so the
-        # account shows 4 (one share's figures would show 2).
-        with tgtest.start_stub("--mode", "slow:1500") as stub, \
-                Tollgate(stub.url, store_url=self.store_url(), exit=self.exit_conf(),
-                         provider={"timeout_ms": 5000}) as tg:
-            tg.start("api")
-            d1 = tg.start("dispatch", wait_api=False)
-            d2 = tg.start("dispatch", wait_api=False)
-            tgtest.wait_until(lambda: log_events(d1, "owner") and log_events(d2, "owner"),
-                              timeout=15, what="two share owners")
-            ops = ["view-%03d" % i for i in range(24)]
-            for op in ops:
-                self.assertEqual(tg.submit(op)[0], 202)
-
-            def stats():
-                st, _, body = tgtest.http_json("GET", tg.api + "/v1/stats?minutes=5", None,
-                                               tg.headers())
-                self.assertEqual(st, 200, body)
-                return body
-
-            def metric(text, name):
-                for line in text.splitlines():
-                    if line.startswith(name + " "):
-                        return float(line.split()[1])
-                return None
-
-            def four_open():
-                body = stats()
-                st, _, raw = tgtest.http_request("GET", tg.api + "/metrics", None,
-                                                 tg.headers())
-                m = metric(raw.decode(), "tollgate_in_flight")
-                return body["in_flight"] == 4 and m == 4 and body
-            body = tgtest.wait_until(four_open, timeout=20, interval=0.2,
-                                     what="the account's in-flight (2 shares x 2)")
-            self.assertTrue(body["exit"]["owner_alive"])
-            self.assertFalse(body["exit"]["held"])
-
-            tg.wait_final(ops, timeout=60)
-            time.sleep(2.5)  # every share flushed its last second
-            body = stats()
-            points = body["series"]["points"]
-            seconds = [p["at"] // 1000 for p in points]
-            self.assertEqual(len(seconds), len(set(seconds)), "two points for one second")
-            self.assertEqual(max(p["in_flight"] for p in points), 4)
-            calls = tg.calls()
-            self.assertEqual(sum(p["starts"] for p in points), len(calls))
-            fig = body["exit"]["figures"]
-            self.assertEqual(sum(fig["starts"].values()), len(calls))
-            self.assertEqual(fig["closes"]["succeeded"], len(ops))
-            self.assertEqual(fig["latency_s"]["count"], len(calls))
-            self.assertEqual(sum(fig["latency_s"]["buckets"]), len(calls))
-            st, _, raw = tgtest.http_request("GET", tg.api + "/metrics", None, tg.headers())
-            text = raw.decode()
-            started = sum(float(line.split()[1]) for line in text.splitlines()
-                          if line.startswith("tollgate_calls_started_total{"))
-            self.assertEqual(started, len(calls))
-            self.assertEqual(metric(text, "tollgate_call_latency_seconds_count"), len(calls))
-
 
 @unittest.skipUnless(MYSQL_URL, "TG_TEST_MYSQL_URL not set (see scripts/mariadb-test-server.sh)")
-class SharesOnMariaDBTest(SharesTest):
+class SharesOnMariaDBTest(test_shares.SharesTest):
     store = "mariadb"
 
     def store_url(self):

@@ -122,7 +122,9 @@ class Idempotency(unittest.TestCase):
         results = {}
         t = threading.Thread(target=lambda: results.update(first=s.refund("op-slow")))
         t.start()
-        time.sleep(0.3)
+        # The first holds the key once the stub says it is processing.
+        tgtest.wait_until(lambda: s.query("op-slow")[2].get("status") == "processing",
+                          what="the first request holds the key")
         s.set_mode(mode="fast")  # the second answer comes at once
         status, _, body = s.refund("op-slow")
         self.assertEqual(status, 409)
@@ -160,7 +162,7 @@ class Retention(unittest.TestCase):
         with start_stub("--key-retention-s", "1") as s:
             self.assertEqual(s.refund("op-ret")[0], 201)
             self.assertEqual(s.refund("op-ret")[0], 200)
-            time.sleep(1.2)
+            time.sleep(1.2)  # the scenario: the 1 s retention passes
             self.assertEqual(s.refund("op-ret")[0], 201)
             self.assertEqual(s.executions("op-ret"), 2)
             self.assertEqual(s.state()["key_retention_s"], 1)
@@ -297,7 +299,7 @@ class Modes(unittest.TestCase):
         s.set_mode(mode="processing:800")
         self.assertEqual(s.refund("op-p")[0], 201)
         self.assertEqual(s.query("op-p")[2]["status"], "processing")
-        time.sleep(1.0)
+        time.sleep(1.0)  # the scenario: past the 800 ms processing window
         self.assertEqual(s.query("op-p")[2]["status"], "succeeded")
 
     def test_slow_executes_even_when_the_client_gave_up(self):
@@ -406,7 +408,7 @@ class Timeline(unittest.TestCase):
                 status = s.refund("op-t%d" % i)[0]
                 seen.append((time.monotonic() - t0, status))
                 i += 1
-                time.sleep(0.04)
+                time.sleep(0.04)  # the scenario: paced requests through the phases
             # The stub's own view is exact: the mode of each arrival follows its t_ns.
             bounds = [(1.0e9, "fast", 0), (1.7e9, "unavailable:3", 1), (2.3e9, "reject", 2),
                       (float("inf"), "fast", 3)]
@@ -427,7 +429,7 @@ class Timeline(unittest.TestCase):
             st = s.set_mode(timeline="unavailable 400ms; fast")
             self.assertEqual(st["mode"], "unavailable")
             self.assertEqual(s.refund("op-m2")[0], 503)
-            time.sleep(0.5)
+            time.sleep(0.5)  # the scenario: past the 400 ms phase
             self.assertEqual(s.refund("op-m2")[0], 201)
             self.assertEqual(s.state()["mode"], "fast")
 
@@ -444,7 +446,7 @@ class Timeline(unittest.TestCase):
             st = s.state()
             self.assertEqual(st["timeline"], "reject 500ms; unavailable:2 500ms; fast")
             self.assertEqual(s.refund("op-s1")[0], 422)
-            time.sleep(1.2)
+            time.sleep(1.2)  # the scenario: past both scaled phases (1 s)
             self.assertEqual(s.refund("op-s1")[0], 201)
 
     def test_refuse_then_recover_on_the_same_port(self):
@@ -453,7 +455,7 @@ class Timeline(unittest.TestCase):
             kept = http.client.HTTPConnection("127.0.0.1", s.port, timeout=5)
             kept.request("GET", "/v1/refunds/op-f0")
             self.assertEqual(kept.getresponse().read() and 200, 200)
-            time.sleep(0.8)
+            time.sleep(0.8)  # the scenario: into the refuse phase (0.5 .. 1.5 s)
             with self.assertRaises(ConnectionRefusedError):
                 s.refund("op-f1", timeout=2)
             # A connection accepted before the refuse gets no answer either.
@@ -462,10 +464,10 @@ class Timeline(unittest.TestCase):
                 kept.request("GET", "/v1/refunds/op-f0")
                 kept.getresponse()
             kept.close()
-            time.sleep(0.3)
+            time.sleep(0.3)  # the scenario: later in the refuse phase, still refused
             with self.assertRaises(ConnectionRefusedError):
                 s.request("GET", "/_stub/state", timeout=2)
-            time.sleep(0.75)  # now past 1.5 s
+            time.sleep(0.75)  # the scenario: now past 1.5 s, fast again
             self.assertEqual(s.refund("op-f1")[0], 201)
             self.assertEqual(s.executions("op-f1"), 1)
             self.assertTrue(s.state()["listening"])
@@ -594,7 +596,7 @@ class Webhook(unittest.TestCase):
             self.assertEqual(s.refund("op-wh2")[0], 201)
             tgtest.wait_until(lambda: s.state()["webhook"]["dropped"] == 1, timeout=5,
                               what="dropped event")
-            time.sleep(0.3)
+            time.sleep(0.3)  # the scenario: time passes and no late event comes
             self.assertEqual(len(rx.snapshot()), 1)
             self.assertEqual(s.state()["webhook"]["sent"], 1)
             # A refund the provider refused for good is told as failed,

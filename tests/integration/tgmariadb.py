@@ -78,7 +78,7 @@ class PrivateMariaDB:
 
     def restart(self, sig=signal.SIGTERM, down_s=0.0):
         self.stop(sig)
-        time.sleep(down_s)
+        time.sleep(down_s)  # the scenario: the server stays down this long
         self.start()
 
     def sql(self, text):

@@ -16,8 +16,12 @@ test needs:
   JSON (http_request gives the raw bytes). Connection errors are raised as
   the usual OSError subclasses (ConnectionRefusedError,
   http.client.RemoteDisconnected, socket.timeout).
+- wait_stopped(proc): every thread of a SIGSTOPped process is stopped;
+  Stub.idle(): nothing open at the stub, every arrival answered.
 - wait_port_file, wait_until, free_port, EventReceiver (a tiny HTTP server
   that records what is POSTed to it, for webhooks).
+- main_unittest(): runs a test file; exits 77 (ctest: Skipped) when every
+  test in it was skipped.
 """
 
 import http.client
@@ -69,6 +73,31 @@ def wait_until(predicate, timeout=10.0, interval=0.02, what="condition"):
         if time.monotonic() > deadline:
             raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
         time.sleep(interval)
+
+
+def is_stopped(pid):
+    """True when every thread of pid is stopped (SIGSTOP delivered: state T
+    in /proc/<pid>/task/*/stat). kill() returns before the signal has
+    stopped a multi-threaded process; this is the moment it has."""
+    task = "/proc/%d/task" % pid
+    try:
+        tids = os.listdir(task)
+    except OSError as e:
+        raise RuntimeError("process %d is gone: %s" % (pid, e))
+    for tid in tids:
+        try:
+            with open(os.path.join(task, tid, "stat")) as f:
+                stat = f.read()
+        except OSError:
+            continue  # a thread that just ended
+        if stat[stat.rindex(")") + 2] not in "Tt":
+            return False
+    return True
+
+
+def wait_stopped(proc, timeout=10.0):
+    """Waits until a process sent SIGSTOP is stopped (every thread)."""
+    wait_until(lambda: is_stopped(proc.pid), timeout, what="pid %d stopped" % proc.pid)
 
 
 def wait_port_file(path, proc=None, timeout=10.0):
@@ -244,6 +273,14 @@ class Stub(Proc):
             raise AssertionError("/_stub/arrivals -> %s" % status)
         return json_lines(raw.decode())
 
+    def idle(self):
+        """True when no request is open at the stub and every arrival it
+        recorded has been answered (or dropped): the calls that were on the
+        wire have landed."""
+        if self.state()["open_requests"] != 0:
+            return False
+        return all(a["answer"] is not None for a in self.arrivals())
+
     def executions(self, key):
         op = self.ledger()["operations"].get(key)
         return op["executions"] if op else 0
@@ -302,10 +339,30 @@ class EventReceiver:
         return False
 
 
+# CTest's SKIP_RETURN_CODE for the integration tests (tests/CMakeLists.txt):
+# the automake convention, so ctest shows "Skipped", never "Passed", for a
+# file that ran nothing (a MariaDB test without TG_TEST_MYSQL_URL).
+SKIP_RETURN_CODE = 77
+
+
 def main_unittest():
-    """Runs the calling module's unittest tests; exit code for CTest."""
+    """Runs the calling module's unittest tests; exits with CTest's code:
+    1 when a test failed or none was found, SKIP_RETURN_CODE when every test
+    was skipped, 0 when the tests passed (some may have been skipped, as
+    long as at least one ran)."""
     import unittest
-    unittest.main(module="__main__", verbosity=2)
+    prog = unittest.main(module="__main__", verbosity=2, exit=False)
+    result = prog.result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.testsRun == 0:
+        print("no tests ran", file=sys.stderr)
+        sys.exit(1)
+    if len(result.skipped) == result.testsRun:
+        print("every test skipped: exit %d (ctest: Skipped)" % SKIP_RETURN_CODE,
+              file=sys.stderr)
+        sys.exit(SKIP_RETURN_CODE)
+    sys.exit(0)
 
 
 if __name__ == "__main__":

@@ -15,19 +15,10 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include "core/backoff.h"
 #include "core/rng.h"
 #include "core/tg_error.h"
-
-#define CHECK(cond, ...)                                                                           \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        print_error("check failed: %s (%s:%d)\n  ", #cond, __FILE__, __LINE__);    \
-                        print_error(__VA_ARGS__);                                                  \
-                        print_error("\n");                                                         \
-                        fail();                                                                    \
-                }                                                                                  \
-        } while (0)
 
 #define DRAWS 100000
 

@@ -14,10 +14,13 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include "core/tg_error.h"
 #include "tools/capacity.h"
 
-#define NEAR(a, b) assert_true(fabs((a) - (b)) < 1e-9)
+/* Equal within 1e-9; a failure names the field and both values. */
+#define NEAR(a, b)                                                                                 \
+        CHECK(fabs((a) - (b)) < 1e-9, "%s = %.17g, want %.17g", #a, (double)(a), (double)(b))
 
 static struct capacity_plan plan_of(double backlog, double arrivals, double calls, double per,
                                     double target)

@@ -18,21 +18,13 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include "core/pacer.h"
 #include "core/rng.h"
 #include "core/tg_error.h"
 
-/* cmocka's range asserts are unsigned; these keep int64 values signed and
- * say which seed and step failed. */
-#define CHECK(cond, ...)                                                                           \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        print_error("check failed: %s (%s:%d)\n  ", #cond, __FILE__, __LINE__);    \
-                        print_error(__VA_ARGS__);                                                  \
-                        print_error("\n");                                                         \
-                        fail();                                                                    \
-                }                                                                                  \
-        } while (0)
+/* CHECK (check.h), not cmocka's range asserts: those are unsigned; CHECK
+ * keeps int64 values signed and says which seed and step failed. */
 
 /* A rate as an exact fraction, and the double the pacer is configured with. */
 struct rate {

@@ -17,18 +17,9 @@
 
 #include <cmocka.h>
 
+#include "check.h"
 #include "core/retry_after.h"
 #include "core/tg_error.h"
-
-#define CHECK(cond, ...)                                                                           \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        print_error("check failed: %s (%s:%d)\n  ", #cond, __FILE__, __LINE__);    \
-                        print_error(__VA_ARGS__);                                                  \
-                        print_error("\n");                                                         \
-                        fail();                                                                    \
-                }                                                                                  \
-        } while (0)
 
 #define CAP       RETRY_AFTER_DEFAULT_CAP_MS
 #define RFC_DATE  "Sun, 06 Nov 1994 08:49:37 GMT"

@@ -36,7 +36,7 @@ class PauseNoCatchUp(unittest.TestCase):
                               what="15 starts before the pause")
             d.send_signal(signal.SIGSTOP)
             paused = time.monotonic()
-            time.sleep(3.0)
+            time.sleep(3.0)  # the scenario: the pause (30 missed slots)
             before = len(stub.arrivals())
             resumed_ns = time.monotonic_ns()
             d.send_signal(signal.SIGCONT)

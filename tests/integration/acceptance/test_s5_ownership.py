@@ -38,14 +38,15 @@ class Ownership(unittest.TestCase):
                 self.assertEqual(tg.submit(op)[0], 202)
             tgtest.wait_until(lambda: len(stub.arrivals()) >= 3, what="old owner sending")
             old.send_signal(signal.SIGSTOP)
-            time.sleep(0.5)  # let calls already on the wire land
+            tgtest.wait_stopped(old)
+            tgtest.wait_until(stub.idle, what="calls already on the wire landed")
             new = tgtest.Proc([v2, "dispatch", "--config", tg.config])
             tg.procs.append(new)
             tgtest.wait_until(lambda: log_events(new, "standby"), what="new version standby")
             for op in ops[20:]:
                 self.assertEqual(tg.submit(op)[0], 202)
             before = len(stub.arrivals())
-            time.sleep(2.0)
+            time.sleep(2.0)  # the scenario: the pause lasts; nobody may send
             self.assertEqual(len(stub.arrivals()), before,
                              "a start while the owner was paused: two exits")
             # Released: the old one continues, the new one still waits.
