@@ -19,5 +19,6 @@ int cmd_calls(int argc, char **argv);
 int cmd_submit(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 
 #endif

@@ -53,6 +53,7 @@ static const char usage[] =
     "  manual list|show|resend|resolve --config FILE   the manual review queue\n"
     "  calls --config FILE [--since ID] [--format jsonl|csv]   the call log\n"
     "  reconcile --config FILE --file F.csv   settle unknowns from a settlement file\n"
+    "  config defaults [--format ini|markdown]   every config key, its default and meaning\n"
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
@@ -202,7 +203,7 @@ static const struct command commands[] = {
     {"verify", cmd_verify},       {"report", cmd_report},     {"submit", cmd_submit},
     {"status", cmd_status},       {"manual", cmd_manual},     {"calls", cmd_calls},
     {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
-    {"demo", cmd_demo},
+    {"demo", cmd_demo},           {"config", cmd_config},
 };
 
 int main(int argc, char **argv)

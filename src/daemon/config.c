@@ -58,12 +58,16 @@ struct key_def {
         const char *name;
         enum key_type type;
         size_t offset;   /* into struct tg_config */
-        size_t size;     /* KEY_STRING: the buffer size */
+        size_t size;     /* KEY_STRING, and KEY_CUSTOM on a string: the buffer size */
         int64_t lo, hi;  /* integer range, as written in the file */
         int64_t scale;   /* KEY_I64: stored value = written value * scale */
         double dlo, dhi; /* KEY_DOUBLE: range; dlo excluded when dlo_open */
         bool dlo_open;
         int (*custom)(struct load *load, const struct key_def *key, const char *value);
+        /* KEY_CUSTOM that is not one string: writes the value as the file
+         * would hold it (the default shown by config_describe()). */
+        void (*show)(const struct tg_config *config, char *buf, size_t size);
+        const char *help; /* what the key means, for config_describe() */
 };
 
 /* The state of one load, passed to the inih handler. */
@@ -89,85 +93,175 @@ static int set_header_name(struct load *load, const struct key_def *key, const c
 static int set_jitter(struct load *load, const struct key_def *key, const char *value);
 static int set_rule(struct load *load, const struct key_def *key, const char *value);
 static int set_log_level(struct load *load, const struct key_def *key, const char *value);
+static void show_listen(const struct tg_config *config, char *buf, size_t size);
+static void show_jitter(const struct tg_config *config, char *buf, size_t size);
 
 #define SIZEOF(member) sizeof(((struct tg_config *)0)->member)
-#define INT_KEY(sec, key, t, member, min, max, mult)                                               \
+#define INT_KEY(sec, key, t, member, min, max, mult, text)                                         \
         {                                                                                          \
                 .section = sec, .name = key, .type = t, .offset = OFF(member), .lo = min,          \
-                .hi = max, .scale = mult                                                           \
+                .hi = max, .scale = mult, .help = text                                             \
         }
-#define DOUBLE_KEY(sec, key, member, min, max, open)                                               \
+#define DOUBLE_KEY(sec, key, member, min, max, open, text)                                         \
         {                                                                                          \
                 .section = sec, .name = key, .type = KEY_DOUBLE, .offset = OFF(member),            \
-                .dlo = min, .dhi = max, .dlo_open = open                                           \
+                .dlo = min, .dhi = max, .dlo_open = open, .help = text                             \
         }
-#define STRING_KEY(sec, key, member, fn)                                                           \
+#define STRING_KEY(sec, key, member, fn, text)                                                     \
         {                                                                                          \
                 .section = sec, .name = key, .type = KEY_CUSTOM, .offset = OFF(member),            \
-                .size = SIZEOF(member), .custom = fn                                               \
+                .size = SIZEOF(member), .custom = fn, .help = text                                 \
         }
-#define BOOL_KEY(sec, key, member)                                                                 \
+#define BOOL_KEY(sec, key, member, text)                                                           \
         {                                                                                          \
-                .section = sec, .name = key, .type = KEY_BOOL, .offset = OFF(member)               \
+                .section = sec, .name = key, .type = KEY_BOOL, .offset = OFF(member), .help = text \
         }
-#define CUSTOM_KEY(sec, key, fn)                                                                   \
+#define CUSTOM_KEY(sec, key, fn, shown, text)                                                      \
         {                                                                                          \
-                .section = sec, .name = key, .type = KEY_CUSTOM, .custom = fn                      \
+                .section = sec, .name = key, .type = KEY_CUSTOM, .custom = fn, .show = shown,      \
+                .help = text                                                                       \
         }
 
+/* The whole schema, in the order config_describe() prints it. A default is
+ * never written here: config_describe() reads it from config_defaults(). */
 static const struct key_def keys[] = {
-    CUSTOM_KEY("store", "url", set_store_url),
+    STRING_KEY("store", "url", store_url, set_store_url,
+               "Where the backlog lives: `sqlite://PATH` (embedded, WAL) or "
+               "`mysql://user:pass@host:port/db` (MariaDB/MySQL; see docs/outbox.md). A relative "
+               "sqlite path is relative to the current directory of the process, not to this "
+               "file. Never quoted in a message: it may carry a password."),
 
-    CUSTOM_KEY("api", "listen", set_listen),
-    CUSTOM_KEY("api", "token_file", set_token_file),
-    INT_KEY("api", "max_body_bytes", KEY_SIZE, api_max_body_bytes, 64, 16 * 1024 * 1024, 1),
-    INT_KEY("api", "max_connections", KEY_UINT, api_max_connections, 1, 100000, 1),
-    INT_KEY("api", "connection_timeout_s", KEY_UINT, api_connection_timeout_s, 1, 3600, 1),
-    BOOL_KEY("api", "metrics_need_token", api_metrics_need_token),
+    CUSTOM_KEY("api", "listen", set_listen, show_listen,
+               "Where the intake/admin API listens: `host:port` or `[ipv6]:port` (port 0: any "
+               "free port). An address that is not loopback requires `api.token_file`."),
+    STRING_KEY("api", "token_file", api_token_file, set_token_file,
+               "A file holding the bearer token: every `/v1` route then needs `Authorization: "
+               "Bearer <contents>`, and the CLI sends it. Trailing newlines and spaces are "
+               "trimmed; the rest must be printable ASCII without spaces. Unset: no token."),
+    INT_KEY("api", "max_body_bytes", KEY_SIZE, api_max_body_bytes, 64, 16 * 1024 * 1024, 1,
+            "Largest request body the API reads; a larger one is refused with 413."),
+    INT_KEY("api", "max_connections", KEY_UINT, api_max_connections, 1, 100000, 1,
+            "Connections the API holds open at once."),
+    INT_KEY("api", "connection_timeout_s", KEY_UINT, api_connection_timeout_s, 1, 3600, 1,
+            "An idle API connection is closed after this many seconds."),
+    BOOL_KEY("api", "metrics_need_token", api_metrics_need_token,
+             "`GET /metrics` needs the bearer token too (false: open, like `/healthz`)."),
 
-    STRING_KEY("provider", "base_url", provider_base_url, set_base_url),
-    STRING_KEY("provider", "refunds_path", provider_refunds_path, set_path),
-    STRING_KEY("provider", "query_path", provider_query_path, set_path),
-    STRING_KEY("provider", "key_header", provider_key_header, set_header_name),
-    STRING_KEY("provider", "request_id_header", provider_request_id_header, set_header_name),
-    STRING_KEY("provider", "attempt_header", provider_attempt_header, set_header_name),
-    INT_KEY("provider", "connect_timeout_ms", KEY_I64, provider_connect_timeout_ms, 1, 600000, 1),
-    INT_KEY("provider", "timeout_ms", KEY_I64, provider_timeout_ms, 1, 3600000, 1),
+    STRING_KEY("provider", "base_url", provider_base_url, set_base_url,
+               "The provider, `http://` or `https://`; the two paths below are appended to it."),
+    STRING_KEY("provider", "refunds_path", provider_refunds_path, set_path,
+               "Path of the POST that asks for a refund (PROVIDER.md's by default: a real "
+               "provider's contract may differ)."),
+    STRING_KEY("provider", "query_path", provider_query_path, set_path,
+               "Path of the GET that asks what became of a refund; `{operation_id}` is replaced "
+               "by the operation's id (its idempotency key)."),
+    STRING_KEY("provider", "key_header", provider_key_header, set_header_name,
+               "Header carrying the idempotency key, which is the `operation_id`: one key per "
+               "operation, forever."),
+    STRING_KEY("provider", "request_id_header", provider_request_id_header, set_header_name,
+               "Header carrying the call's request id, unique per call (`tollgate verify` "
+               "matches the provider's arrivals by it)."),
+    STRING_KEY("provider", "attempt_header", provider_attempt_header, set_header_name,
+               "Header carrying the operation's attempt number (informational)."),
+    INT_KEY("provider", "connect_timeout_ms", KEY_I64, provider_connect_timeout_ms, 1, 600000, 1,
+            "Connect timeout; must be <= `provider.timeout_ms`. A call that never connected "
+            "sent nothing (`not_sent`)."),
+    INT_KEY("provider", "timeout_ms", KEY_I64, provider_timeout_ms, 1, 3600000, 1,
+            "The whole call: DNS, connect, send, wait, read (cut to what is left of the "
+            "operation's deadline). A call that times out after sending is `unknown` and is "
+            "reconciled by a query with the same key. A new owner of the exit waits this long "
+            "before it sends."),
     INT_KEY("provider", "max_response_bytes", KEY_SIZE, provider_max_response_bytes, 1024,
-            64 * 1024 * 1024, 1),
-    CUSTOM_KEY("provider", "webhook_secret_file", set_webhook_file),
-    BOOL_KEY("provider", "reuse_connections", provider_reuse_connections),
+            64 * 1024 * 1024, 1,
+            "Largest response body read; past it the body is dropped and the call is "
+            "classified by its status alone."),
+    STRING_KEY("provider", "webhook_secret_file", provider_webhook_secret_file, set_webhook_file,
+               "A file holding the HMAC-SHA256 secret of the provider's webhook, `POST "
+               "/v1/provider-events` (signed `X-Signature: sha256=<hex>`). Unset: the route "
+               "does not exist."),
+    BOOL_KEY("provider", "reuse_connections", provider_reuse_connections,
+             "Keep-alive connections to the provider (false: a fresh connection per call, "
+             "closed after it). The guard against a second send of one call holds either way."),
 
-    DOUBLE_KEY("exit", "starts_per_second", exit.starts_per_second, 0, 1e9, true),
-    INT_KEY("exit", "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1),
-    DOUBLE_KEY("exit", "query_starts_per_second", exit_query_starts_per_second, 0, 1e9, false),
-    INT_KEY("exit", "shares", KEY_UINT, exit_shares, 1, STORE_SHARES_MAX, 1),
-    INT_KEY("exit", "timeout_run_hold", KEY_UINT, exit_timeout_run_hold, 0, 100000, 1),
-    INT_KEY("exit", "timeout_hold_ms", KEY_I64, exit_timeout_hold_ms, 0, MAX_DURATION_MS, 1),
-    INT_KEY("exit", "default_hold_ms", KEY_I64, exit_default_hold_ms, 0, MAX_DURATION_MS, 1),
+    DOUBLE_KEY("exit", "starts_per_second", exit.starts_per_second, 0, 1e9, true,
+               "The account's start rate, every kind of call included: two starts are never "
+               "closer than 1/rate, counted from each actual start, and idle time earns no "
+               "credit. With `exit.shares`, each dispatcher paces to rate / shares."),
+    INT_KEY("exit", "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1,
+            "Calls open at the provider at most (the account's; each share gets "
+            "max_in_flight / shares)."),
+    DOUBLE_KEY("exit", "query_starts_per_second", exit_query_starts_per_second, 0, 1e9, false,
+               "A sub-quota for reconciliation queries inside `exit.starts_per_second` (must be "
+               "<= it: it never adds to it). 0: off."),
+    INT_KEY("exit", "shares", KEY_UINT, exit_shares, 1, STORE_SHARES_MAX, 1,
+            "The account's quota split into this many equal shares, one per running "
+            "dispatcher (must be <= `exit.max_in_flight`). Give every dispatcher of one "
+            "account the same `[exit]`; see docs/operating.md."),
+    INT_KEY("exit", "timeout_run_hold", KEY_UINT, exit_timeout_run_hold, 0, 100000, 1,
+            "This many timeouts in a row hold every start for `exit.timeout_hold_ms`; 0: "
+            "never."),
+    INT_KEY("exit", "timeout_hold_ms", KEY_I64, exit_timeout_hold_ms, 0, MAX_DURATION_MS, 1,
+            "How long a run of timeouts holds the exit. After any hold exactly one probe goes "
+            "first."),
+    INT_KEY("exit", "default_hold_ms", KEY_I64, exit_default_hold_ms, 0, MAX_DURATION_MS, 1,
+            "How long a 429 or 503 without Retry-After holds every start."),
 
-    INT_KEY("retry", "max_attempts", KEY_UINT, policy.max_attempts, 1, 1000, 1),
-    INT_KEY("retry", "deadline_s", KEY_I64, policy.deadline_ms, 1, MAX_DURATION_S, 1000),
-    INT_KEY("retry", "max_queries", KEY_UINT, policy.max_queries, 0, 100000, 1),
-    INT_KEY("retry", "query_interval_ms", KEY_I64, policy.query_interval_ms, 1, MAX_DURATION_MS, 1),
-    INT_KEY("retry", "key_retention_s", KEY_I64, policy.key_retention_ms, 1, MAX_DURATION_S, 1000),
-    INT_KEY("retry", "backoff_base_ms", KEY_I64, policy.backoff.base_ms, 1, MAX_DURATION_MS, 1),
-    DOUBLE_KEY("retry", "backoff_factor", policy.backoff.factor, 1, 100, false),
-    INT_KEY("retry", "backoff_min_ms", KEY_I64, policy.backoff.min_ms, 0, MAX_DURATION_MS, 1),
-    INT_KEY("retry", "backoff_cap_ms", KEY_I64, policy.backoff.cap_ms, 1, MAX_DURATION_MS, 1),
-    CUSTOM_KEY("retry", "jitter", set_jitter),
-    INT_KEY("retry", "retry_after_cap_s", KEY_I64, retry_after_cap_ms, 0, MAX_DURATION_S, 1000),
+    INT_KEY("retry", "max_attempts", KEY_UINT, policy.max_attempts, 1, 1000, 1,
+            "POSTs per operation, the first included; then manual review "
+            "(`attempts_exhausted`)."),
+    INT_KEY("retry", "deadline_s", KEY_I64, policy.deadline_ms, 1, MAX_DURATION_S, 1000,
+            "From acceptance to a final answer; no automatic call after it, the operation goes "
+            "to manual review (`deadline`)."),
+    INT_KEY("retry", "max_queries", KEY_UINT, policy.max_queries, 0, 100000, 1,
+            "Reconciliation queries per operation; then manual review (`query_budget`). 0: an "
+            "unknown goes straight to manual review."),
+    INT_KEY("retry", "query_interval_ms", KEY_I64, policy.query_interval_ms, 1, MAX_DURATION_MS, 1,
+            "Spacing of one operation's queries."),
+    INT_KEY("retry", "key_retention_s", KEY_I64, policy.key_retention_ms, 1, MAX_DURATION_S, 1000,
+            "Never re-send a key older than this (from its first POST): past the provider's "
+            "retention (PROVIDER.md: 24 h) it may be taken as new and refunded twice. Such an "
+            "operation goes to manual review (`key_retention`)."),
+    INT_KEY("retry", "backoff_base_ms", KEY_I64, policy.backoff.base_ms, 1, MAX_DURATION_MS, 1,
+            "Upper edge of the first retry's window. Retry n waits in [min(min, hi), hi] with "
+            "hi = min(cap, base x factor^(n-1))."),
+    DOUBLE_KEY("retry", "backoff_factor", policy.backoff.factor, 1, 100, false,
+               "Growth of the window per retry."),
+    INT_KEY("retry", "backoff_min_ms", KEY_I64, policy.backoff.min_ms, 0, MAX_DURATION_MS, 1,
+            "Lower edge of every window; must be <= `retry.backoff_cap_ms`."),
+    INT_KEY("retry", "backoff_cap_ms", KEY_I64, policy.backoff.cap_ms, 1, MAX_DURATION_MS, 1,
+            "Per-retry cap on the window's upper edge; must be >= `retry.backoff_base_ms`."),
+    CUSTOM_KEY("retry", "jitter", set_jitter, show_jitter,
+               "How a wait is drawn in its window: `none` (the upper edge: every client at the "
+               "same instant), `full` (uniform), `equal` (upper/2 + uniform up to upper/2) or "
+               "`decorrelated`. A Retry-After is a floor that jitter never shortens."),
+    INT_KEY("retry", "retry_after_cap_s", KEY_I64, retry_after_cap_ms, 0, MAX_DURATION_S, 1000,
+            "A longer Retry-After (seconds or an HTTP date) is cut to this."),
 
-    CUSTOM_KEY("classify", "rule", set_rule),
+    CUSTOM_KEY("classify", "rule", set_rule, NULL,
+               "A rule added over PROVIDER.md's built-in table, which it takes precedence over; "
+               "repeatable (at most 64): `<post|query> <status>[-<status>] [code=<error_code>] "
+               "[status=<body_status>] => <class>`, e.g. `post 409 code=idempotency_key_in_use "
+               "=> unknown`. Classes: succeeded, rejected, key_reused, retryable, unknown, "
+               "not_sent, processing, not_found, no_answer."),
 
-    BOOL_KEY("admission", "enabled", admission.enabled),
-    INT_KEY("admission", "max_wait_s", KEY_I64, admission.max_wait_ms, 1, MAX_DURATION_S, 1000),
-    INT_KEY("admission", "max_backlog", KEY_I64, admission.max_backlog, 1, 1000000000000LL, 1),
-    INT_KEY("admission", "window_s", KEY_I64, admission.window_ms, 5, 3600, 1000),
+    BOOL_KEY("admission", "enabled", admission.enabled,
+             "Refuse NEW refunds (503 `over_capacity`, with Retry-After) when the backlog ahead "
+             "cannot close in time; an accepted refund is never refused. See "
+             "docs/operating.md."),
+    INT_KEY("admission", "max_wait_s", KEY_I64, admission.max_wait_ms, 1, MAX_DURATION_S, 1000,
+            "Refuse when the projected wait, (open backlog + 1) x calls per close / start "
+            "rate, is above this."),
+    INT_KEY("admission", "max_backlog", KEY_I64, admission.max_backlog, 1, 1000000000000LL, 1,
+            "Refuse when this many operations are open."),
+    INT_KEY("admission", "window_s", KEY_I64, admission.window_ms, 5, 3600, 1000,
+            "The start rate and calls per close are measured over this window."),
 
-    INT_KEY("stats", "series_minutes", KEY_UINT, stats_series_minutes, 1, 60, 1),
+    INT_KEY("stats", "series_minutes", KEY_UINT, stats_series_minutes, 1, 60, 1,
+            "Minutes of per-second points in `GET /v1/stats` (`?minutes=` asks for another "
+            "length)."),
 
-    CUSTOM_KEY("log", "level", set_log_level),
+    STRING_KEY("log", "level", log_level, set_log_level,
+               "`debug`, `info`, `warn` or `error`. The logs are JSON lines on stderr."),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) <= 128, "struct load.seen is too small");
@@ -841,4 +935,266 @@ out:
         explicit_bzero(load, sizeof(*load));
         free(load);
         return r;
+}
+
+/* ---- the schema written out (config_describe) ----------------------------- */
+
+#define DOC_WIDTH 78 /* INI comment lines: well inside inih's line buffer */
+
+static const char ini_intro[] =
+    "# tollgate's configuration: every key, set to its default.\n"
+    "# Printed by `tollgate config defaults`; docs/config.md is the same as tables.\n"
+    "# A key left out keeps its default, so a file needs only the keys it changes.\n"
+    "# A line starting with # or ; is a comment; after a value only \" ;\" starts one.\n";
+
+static const char md_intro[] =
+    "# Configuration reference\n"
+    "\n"
+    "<!-- Generated by `tollgate config defaults --format markdown` from the key table\n"
+    "     in src/daemon/config.c; do not edit by hand. -->\n"
+    "\n"
+    "`tollgate serve`, `dispatch` and `api` (and the operator commands) read one INI file,\n"
+    "`--config FILE`. Every key has a default, so a file needs only the keys it changes;\n"
+    "`tollgate config defaults` prints every key at its default as a commented INI file.\n"
+    "\n"
+    "- A bad file stops the program before anything starts, with a message naming the\n"
+    "  `section.key`, the problem and the line, e.g. `exit.starts_per_second: must be a\n"
+    "  number in (0, 1e+09], got \"fast\" (line 12)`. An unknown section or key, a key set\n"
+    "  twice (except `classify.rule`) and a line longer than 198 bytes are errors too.\n"
+    "- Numbers are base 10, use the whole value and must sit inside the key's range.\n"
+    "  Booleans are `true`/`false`, `yes`/`no`, `on`/`off` or `1`/`0`.\n"
+    "- A line starting with `#` or `;` is a comment; after a value only ` ;` (a space, then\n"
+    "  a semicolon) starts one: `# ...` after a value is part of the value.\n"
+    "- Secrets (the API token, the webhook secret, a database password) are read only from\n"
+    "  this file or the files it names, and never appear in a log line or a message.\n"
+    "- Relative paths (a `sqlite://` file, `token_file`, `webhook_secret_file`) are relative\n"
+    "  to the current directory of the process, not to the config file.\n";
+
+static void show_listen(const struct tg_config *config, char *buf, size_t size)
+{
+        /* An IPv6 host is written back in brackets, as set_listen reads it. */
+        bool v6 = strchr(config->api_listen_host, ':') != NULL;
+
+        snprintf(buf, size, "%s%s%s:%d", v6 ? "[" : "", config->api_listen_host, v6 ? "]" : "",
+                 config->api_listen_port);
+}
+
+static void show_jitter(const struct tg_config *config, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s", backoff_jitter_name(config->policy.backoff.jitter));
+}
+
+/* The shortest %g that reads back as the same double. */
+static void show_double(double v, char *buf, size_t size)
+{
+        for (int digits = 1; digits <= 17; digits++) {
+                snprintf(buf, size, "%.*g", digits, v);
+                if (strtod(buf, NULL) == v)
+                        return;
+        }
+}
+
+/* The value of key in config, written as the file holds it; "" when the key
+ * has none (an unset secret file, no rule added). 0, or TG_EINVAL when the
+ * value cannot be written in the key's unit (a default of 1500 ms on a key
+ * written in seconds). */
+static int show_value(const struct key_def *key, const struct tg_config *config, char *buf,
+                      size_t size)
+{
+        const char *at = (const char *)config + key->offset;
+
+        buf[0] = '\0';
+        switch (key->type) {
+        case KEY_I64: {
+                int64_t v;
+                memcpy(&v, at, sizeof(v));
+                if (v % key->scale != 0)
+                        return TG_EINVAL;
+                snprintf(buf, size, "%lld", (long long)(v / key->scale));
+                return 0;
+        }
+        case KEY_UINT: {
+                unsigned v;
+                memcpy(&v, at, sizeof(v));
+                snprintf(buf, size, "%u", v);
+                return 0;
+        }
+        case KEY_SIZE: {
+                size_t v;
+                memcpy(&v, at, sizeof(v));
+                snprintf(buf, size, "%zu", v);
+                return 0;
+        }
+        case KEY_DOUBLE: {
+                double v;
+                memcpy(&v, at, sizeof(v));
+                show_double(v, buf, size);
+                return 0;
+        }
+        case KEY_BOOL: {
+                bool v;
+                memcpy(&v, at, sizeof(v));
+                snprintf(buf, size, "%s", v ? "true" : "false");
+                return 0;
+        }
+        case KEY_STRING:
+                snprintf(buf, size, "%s", at);
+                return 0;
+        case KEY_CUSTOM:
+                if (key->show)
+                        key->show(config, buf, size);
+                else if (key->size > 0)
+                        snprintf(buf, size, "%s", at); /* a string field */
+                return 0;
+        }
+        return TG_EINVAL;
+}
+
+/* The range a number must sit in, in the words of the load errors; "" for
+ * keys that are not numbers. */
+static void show_range(const struct key_def *key, char *buf, size_t size)
+{
+        switch (key->type) {
+        case KEY_I64:
+        case KEY_UINT:
+        case KEY_SIZE:
+                snprintf(buf, size, "an integer in [%lld, %lld]", (long long)key->lo,
+                         (long long)key->hi);
+                break;
+        case KEY_DOUBLE:
+                snprintf(buf, size, "a number in %c%g, %g]", key->dlo_open ? '(' : '[', key->dlo,
+                         key->dhi);
+                break;
+        default:
+                buf[0] = '\0';
+                break;
+        }
+}
+
+/* text as "# " comment lines of at most DOC_WIDTH columns, cut at spaces. */
+static void put_comment(FILE *out, const char *text)
+{
+        const size_t width = DOC_WIDTH - 2;
+        const char *p = text;
+
+        while (*p) {
+                size_t len = strlen(p);
+                size_t cut = len;
+
+                if (len > width) {
+                        cut = width;
+                        while (cut > 0 && p[cut] != ' ')
+                                cut--;
+                        if (cut == 0) /* one word longer than a line: keep it whole */
+                                cut = strcspn(p, " ");
+                }
+                fprintf(out, "# %.*s\n", (int)cut, p);
+                p += cut;
+                while (*p == ' ')
+                        p++;
+        }
+}
+
+/* text in a Markdown table cell: a '|' would end the cell. */
+static void put_cell(FILE *out, const char *text)
+{
+        for (const char *p = text; *p; p++) {
+                if (*p == '|')
+                        fputc('\\', out);
+                fputc(*p, out);
+        }
+}
+
+static void describe_ini(FILE *out, const struct key_def *key, const char *value, const char *range)
+{
+        char text[128];
+
+        fputc('\n', out);
+        put_comment(out, key->help);
+        if (range[0]) {
+                snprintf(text, sizeof(text), "Range: %s.", range);
+                put_comment(out, text);
+        }
+        /* A key without a default stays commented out: an empty value would
+         * not load (a secret file must name a file). */
+        if (value[0])
+                fprintf(out, "%s = %s\n", key->name, value);
+        else
+                fprintf(out, "# %s =\n", key->name);
+}
+
+static void describe_markdown(FILE *out, const struct key_def *key, const char *value,
+                              const char *range)
+{
+        fprintf(out, "| `%s` | ", key->name);
+        if (value[0]) {
+                fputc('`', out);
+                put_cell(out, value);
+                fputc('`', out);
+        } else {
+                fputs("(none)", out);
+        }
+        fputs(" | ", out);
+        put_cell(out, key->help);
+        if (range[0])
+                fprintf(out, " Range: %s.", range);
+        fputs(" |\n", out);
+}
+
+int config_describe(FILE *out, enum config_doc_format fmt)
+{
+        struct tg_config *defaults;
+        const char *section = NULL;
+        int r = 0;
+
+        if (!out || (fmt != CONFIG_DOC_INI && fmt != CONFIG_DOC_MARKDOWN))
+                return TG_EINVAL;
+        /* Heap, not stack: the struct carries 64 rules and several paths. */
+        defaults = malloc(sizeof(*defaults));
+        if (!defaults)
+                return TG_ENOMEM;
+        config_defaults(defaults);
+        fputs(fmt == CONFIG_DOC_INI ? ini_intro : md_intro, out);
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                const struct key_def *key = &keys[i];
+                char value[TG_PATH_MAX + 8], range[96];
+
+                if (!key->help || !key->help[0]) {
+                        r = TG_EINVAL; /* every key is documented */
+                        goto out;
+                }
+                r = show_value(key, defaults, value, sizeof(value));
+                if (r < 0)
+                        goto out;
+                show_range(key, range, sizeof(range));
+                if (!section || strcmp(section, key->section) != 0) {
+                        section = key->section;
+                        if (fmt == CONFIG_DOC_INI)
+                                fprintf(out, "\n[%s]\n", section);
+                        else
+                                fprintf(out,
+                                        "\n## `[%s]`\n\n| key | default | meaning |\n"
+                                        "|---|---|---|\n",
+                                        section);
+                }
+                if (fmt == CONFIG_DOC_INI)
+                        describe_ini(out, key, value, range);
+                else
+                        describe_markdown(out, key, value, range);
+        }
+out:
+        free(defaults);
+        if (r == 0 && (fflush(out) != 0 || ferror(out)))
+                r = TG_EIO;
+        return r;
+}
+
+int config_key_at(size_t i, const char **ret_section, const char **ret_name, const char **ret_help)
+{
+        if (i >= sizeof(keys) / sizeof(keys[0]))
+                return TG_ERANGE;
+        *ret_section = keys[i].section;
+        *ret_name = keys[i].name;
+        *ret_help = keys[i].help;
+        return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/admission.h"
 #include "core/classify.h"
@@ -83,5 +84,22 @@ void config_defaults(struct tg_config *ret_config);
  * naming the key into err (e.g. "exit.starts_per_second: must be a number
  * > 0, got \"fast\""); *ret_config is then untouched. */
 int config_load(const char *path, struct tg_config *ret_config, char *err, size_t err_size);
+
+/* The schema written out for people: every key with its default (read from
+ * config_defaults(), never written down twice) and its help text. */
+enum config_doc_format {
+        CONFIG_DOC_INI,      /* an INI file of every key at its default, help as comments;
+                              * config_load() reads it back as the defaults */
+        CONFIG_DOC_MARKDOWN, /* docs/config.md: one table per section */
+};
+
+/* Writes the schema to out, sections and keys in the schema's order. 0, or
+ * TG_EINVAL (an unknown format, a key without help, or a default the file
+ * cannot express), TG_ENOMEM, or TG_EIO (writing failed). */
+int config_describe(FILE *out, enum config_doc_format fmt);
+
+/* Key i of the schema (from 0): its section, name and help text, static
+ * strings. 0, or TG_ERANGE past the last key (the out params untouched). */
+int config_key_at(size_t i, const char **ret_section, const char **ret_name, const char **ret_help);
 
 #endif

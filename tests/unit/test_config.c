@@ -1,7 +1,9 @@
 /*
  * Unit tests of config: the defaults, every key with a good and a bad value,
- * unknown sections and keys, secrets read from files, the loopback rule, and
- * the promise that a failed load leaves the caller's struct untouched.
+ * unknown sections and keys, secrets read from files, the loopback rule, the
+ * promise that a failed load leaves the caller's struct untouched, and the
+ * schema written out (every key documented; the INI form loads as the
+ * defaults).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -493,14 +495,145 @@ static void test_loopback_rule(void **state)
         assert_string_equal(c.api_listen_host, "0.0.0.0");
 }
 
+/* The schema as text: config_describe() into a malloc()ed string. */
+static char *describe(enum config_doc_format fmt)
+{
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+
+        assert_non_null(f);
+        assert_int_equal(config_describe(f, fmt), 0);
+        fclose(f);
+        assert_non_null(text);
+        return text;
+}
+
+static void test_schema_documented(void **state)
+{
+        (void)state;
+        const char *section, *name, *help;
+        const char *left[32]; /* sections already left behind */
+        size_t nleft = 0, n = 0;
+        char *ini, *md;
+        char want[160];
+
+        /* first by name: a key without help also makes config_describe() fail */
+        for (size_t i = 0; config_key_at(i, &section, &name, &help) == 0; i++) {
+                if (!help || strlen(help) < 10)
+                        fail_msg("%s.%s has no help text", section, name);
+                if (help[strlen(help) - 1] != '.')
+                        fail_msg("%s.%s: help text should end with a full stop", section, name);
+        }
+        ini = describe(CONFIG_DOC_INI);
+        md = describe(CONFIG_DOC_MARKDOWN);
+        for (size_t i = 0; config_key_at(i, &section, &name, &help) == 0; i++) {
+                const char *s2, *n2, *h2;
+                n++;
+                /* each section is one run of keys: one [section] and one table */
+                for (size_t j = 0; j < nleft; j++)
+                        if (strcmp(left[j], section) == 0)
+                                fail_msg("[%s] comes back after another section", section);
+                if (config_key_at(i + 1, &s2, &n2, &h2) == 0 && strcmp(s2, section) != 0) {
+                        assert_true(nleft < sizeof(left) / sizeof(left[0]));
+                        left[nleft++] = section;
+                }
+                for (size_t j = 0; j < i; j++) {
+                        assert_int_equal(config_key_at(j, &s2, &n2, &h2), 0);
+                        if (strcmp(s2, section) == 0 && strcmp(n2, name) == 0)
+                                fail_msg("%s.%s is in the table twice", section, name);
+                }
+                /* every key is in both outputs, set or commented out */
+                snprintf(want, sizeof(want), "\n%s = ", name);
+                if (!strstr(ini, want)) {
+                        snprintf(want, sizeof(want), "\n# %s =\n", name);
+                        if (!strstr(ini, want))
+                                fail_msg("%s.%s is missing from the INI output", section, name);
+                }
+                snprintf(want, sizeof(want), "\n| `%s` | ", name);
+                if (!strstr(md, want))
+                        fail_msg("%s.%s is missing from the Markdown output", section, name);
+                snprintf(want, sizeof(want), "\n## `[%s]`\n", section);
+                assert_non_null(strstr(md, want));
+        }
+        assert_true(n > 40);
+        assert_int_equal(config_key_at(n, &section, &name, &help), TG_ERANGE);
+
+        /* INI lines stay well inside inih's line buffer */
+        for (const char *p = ini; *p;) {
+                size_t len = strcspn(p, "\n");
+                if (len > 100)
+                        fail_msg("INI line longer than 100 bytes: %.*s", (int)len, p);
+                p += len + (p[len] == '\n');
+        }
+        free(ini);
+        free(md);
+}
+
+static void test_describe_ini_loads_as_defaults(void **state)
+{
+        (void)state;
+        struct tg_config c, d;
+        char err[512];
+        FILE *f = fopen(cfg_path, "w");
+
+        assert_non_null(f);
+        assert_int_equal(config_describe(f, CONFIG_DOC_INI), 0);
+        fclose(f);
+        memset(&c, 0, sizeof(c));
+        if (config_load(cfg_path, &c, err, sizeof(err)) != 0)
+                fail_msg("the generated INI does not load: %s", err);
+        config_defaults(&d);
+        assert_memory_equal(&c, &d, sizeof(c));
+
+        /* the rule example of the help text is a rule */
+        expect_ok("classify", "rule", "post 409 code=idempotency_key_in_use => unknown", &c);
+        assert_int_equal(c.rule_count, 1);
+}
+
+static void test_describe_markdown(void **state)
+{
+        (void)state;
+        char *md = describe(CONFIG_DOC_MARKDOWN);
+
+        /* defaults read from config_defaults(), in the key's written unit */
+        assert_non_null(strstr(md, "| `starts_per_second` | `5` | "));
+        assert_non_null(strstr(md, "| `deadline_s` | `900` | "));
+        assert_non_null(strstr(md, "| `key_retention_s` | `82800` | "));
+        assert_non_null(strstr(md, "| `listen` | `127.0.0.1:8080` | "));
+        assert_non_null(strstr(md, "| `jitter` | `full` | "));
+        assert_non_null(strstr(md, "| `token_file` | (none) | "));
+        /* a '|' inside a cell is escaped, or the table breaks */
+        assert_non_null(strstr(md, "<post\\|query>"));
+        assert_null(strstr(md, "<post|query>"));
+        free(md);
+
+        assert_int_equal(config_describe(NULL, CONFIG_DOC_INI), TG_EINVAL);
+        assert_int_equal(config_describe(stdout, (enum config_doc_format)99), TG_EINVAL);
+        /* a failed write is an error, not a short document */
+        FILE *full = fopen("/dev/full", "w");
+        if (full) {
+                assert_int_equal(config_describe(full, CONFIG_DOC_MARKDOWN), TG_EIO);
+                fclose(full);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_defaults),           cmocka_unit_test(test_interface_example),
-            cmocka_unit_test(test_every_key_good),     cmocka_unit_test(test_every_key_bad),
-            cmocka_unit_test(test_cross_key_messages), cmocka_unit_test(test_unknown_and_syntax),
-            cmocka_unit_test(test_long_line),          cmocka_unit_test(test_missing_file),
-            cmocka_unit_test(test_token_file),         cmocka_unit_test(test_loopback_rule),
+            cmocka_unit_test(test_defaults),
+            cmocka_unit_test(test_interface_example),
+            cmocka_unit_test(test_every_key_good),
+            cmocka_unit_test(test_every_key_bad),
+            cmocka_unit_test(test_cross_key_messages),
+            cmocka_unit_test(test_unknown_and_syntax),
+            cmocka_unit_test(test_long_line),
+            cmocka_unit_test(test_missing_file),
+            cmocka_unit_test(test_token_file),
+            cmocka_unit_test(test_loopback_rule),
+            cmocka_unit_test(test_schema_documented),
+            cmocka_unit_test(test_describe_ini_loads_as_defaults),
+            cmocka_unit_test(test_describe_markdown),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
