@@ -39,7 +39,7 @@ if [ "$QUICK" -eq 0 ]; then
 fi
 
 echo "== format check"
-mapfile -t files < <(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'bench/*.c' 2>/dev/null || find src tests bench -name '*.[ch]')
+mapfile -t files < <(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 2>/dev/null || find src tests bench -name '*.[ch]')
 if [ ${#files[@]} -gt 0 ]; then
   clang-format --dry-run --Werror "${files[@]}"
 fi

@@ -1,6 +1,6 @@
 /*
  * refund_validate — the shape rules of a refund request, pure. The intake
- * (src/app/api) parses JSON into plain fields and asks this module whether
+ * (src/daemon/api) parses JSON into plain fields and asks this module whether
  * they make a refund request; the store never sees a request that failed
  * here. Strings are passed with their length so that an embedded NUL byte is
  * caught instead of silently truncating the value.

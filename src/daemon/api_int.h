@@ -1,6 +1,6 @@
 /*
  * api_int — private to the api*.c files: the api struct and the helpers the
- * route files share. Nothing outside src/app/api*.c includes it.
+ * route files share. Nothing outside src/daemon/api*.c includes it.
  *
  * The route files: api.c (lifecycle, auth, routing, intake, calls, the
  * request log), api_manual.c (manual review), api_metrics.c (/metrics and

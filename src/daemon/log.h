@@ -1,6 +1,6 @@
 /*
  * log — structured logs: one JSON object a line on stderr, with a timestamp,
- * a level and an event name, plus the caller's fields. Only src/app logs.
+ * a level and an event name, plus the caller's fields. Only src/daemon (and the commands above it) logs.
  * Never pass secrets or full provider bodies in fields.
  */
 #ifndef TG_LOG_H

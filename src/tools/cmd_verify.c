@@ -1,6 +1,6 @@
 /*
  * tollgate verify — judges one run of the exit from its records (call log,
- * provider arrivals, optional ledger) with core/verify and prints the
+ * provider arrivals, optional ledger) with tools/verify and prints the
  * figures and the findings, as text for a person or as JSON for a script.
  * Exit status: 0 no violation, 1 at least one violation, 2 usage or input
  * error. The record formats are in docs/verify.md.

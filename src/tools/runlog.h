@@ -1,6 +1,6 @@
 /*
  * runlog — reads the records of one run of the exit into the arrays that
- * core/verify judges and that the report draws: tollgate's call log (JSON
+ * tools/verify judges and that the report draws: tollgate's call log (JSON
  * lines, or an API page {"calls":[...]} per line, or straight from the
  * store), the provider's arrival log (JSON lines, format in docs/verify.md)
  * and the provider's execution ledger.

@@ -1,6 +1,6 @@
 /*
  * verify_out — what `tollgate verify` and `tollgate report` share: their
- * flags, loading the records (runlog) and judging them (core/verify), and
+ * flags, loading the records (runlog) and judging them (tools/verify), and
  * the result as text figures or as JSON.
  */
 #ifndef TG_VERIFY_OUT_H

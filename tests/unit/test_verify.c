@@ -1,5 +1,5 @@
 /*
- * Unit tests for src/core/verify.c: a clean run passes with no violation,
+ * Unit tests for src/tools/verify.c: a clean run passes with no violation,
  * and each rule of the exit, broken on purpose in an otherwise clean run,
  * produces exactly its finding with the evidence an on-call engineer needs
  * (hidden re-send, bypass, spacing pair, burst, in-flight logged and
