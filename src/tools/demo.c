@@ -26,6 +26,7 @@
 
 #include "core/policy.h"
 #include "core/tg_error.h"
+#include "net/http_client.h"
 #include "platform/clock.h"
 #include "store/store.h"
 #include "tools/tool_util.h"
@@ -116,13 +117,16 @@ static int submit(int api_port, unsigned n)
         char url[128], body[256];
         const char *headers[] = {"Authorization: Bearer " TOKEN, "Content-Type: application/json",
                                  NULL};
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/refunds", api_port);
         snprintf(body, sizeof(body),
                  "{\"operation_id\":\"demo-%05u\",\"payment_id\":\"pay-%05u\","
                  "\"amount\":%u,\"currency\":\"TWD\"}",
                  n, n, 100 + n % 900);
-        int r = tool_http("POST", url, headers, body, 2000, NULL, 0, &res);
+        int r = http_client_request(
+            &(struct http_client_request){
+                .method = "POST", .url = url, .headers = headers, .body = body, .timeout_ms = 2000},
+            &res);
         if (r < 0)
                 return r;
         return res.status == 202 || res.status == 200 ? 0 : TG_EIO;
@@ -132,10 +136,15 @@ static int submit(int api_port, unsigned n)
 static void stub_mode(int stub_port, char *out, size_t size)
 {
         char url[128], resp[4096];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         snprintf(out, size, "?");
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/state", stub_port);
-        if (tool_http("GET", url, NULL, NULL, 1000, resp, sizeof(resp), &res) < 0 ||
+        if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                              .url = url,
+                                                              .timeout_ms = 1000,
+                                                              .resp = resp,
+                                                              .resp_size = sizeof(resp)},
+                                &res) < 0 ||
             res.status != 200)
                 return;
         json_t *o = json_loads(resp, 0, NULL);
@@ -151,12 +160,18 @@ static long executed_twice(int stub_port)
         char url[128];
         const size_t size = 8u << 20;
         char *resp = malloc(size);
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         long twice = -1;
         if (!resp)
                 return -1;
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/ledger", stub_port);
-        if (tool_http("GET", url, NULL, NULL, 5000, resp, size, &res) == 0 && res.status == 200) {
+        if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                              .url = url,
+                                                              .timeout_ms = 5000,
+                                                              .resp = resp,
+                                                              .resp_size = size},
+                                &res) == 0 &&
+            res.status == 200) {
                 json_t *o = json_loads(resp, 0, NULL);
                 json_t *ops = o ? json_object_get(o, "operations") : NULL;
                 const char *key;
@@ -189,12 +204,18 @@ static int save_arrivals(int stub_port, const char *path)
         const size_t size = 64u << 20;
         char url[128];
         char *resp = malloc(size);
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         int r = TG_EIO;
         if (!resp)
                 return TG_ENOMEM;
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/arrivals?since=0", stub_port);
-        if (tool_http("GET", url, NULL, NULL, 10000, resp, size, &res) == 0 && res.status == 200) {
+        if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                              .url = url,
+                                                              .timeout_ms = 10000,
+                                                              .resp = resp,
+                                                              .resp_size = size},
+                                &res) == 0 &&
+            res.status == 200) {
                 FILE *f = fopen(path, "w");
                 if (f) {
                         size_t n = strlen(resp);
@@ -360,8 +381,12 @@ static int start_all(struct demo_run *d, const struct demo_opts *o)
         char url[128];
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", api_port);
         for (int i = 0; i < 100; i++) {
-                struct tool_http_result res;
-                if (tool_http("GET", url, NULL, NULL, 500, NULL, 0, &res) == 0 && res.status == 200)
+                struct http_client_result res = {0};
+                if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                                      .url = url,
+                                                                      .timeout_ms = 500},
+                                        &res) == 0 &&
+                    res.status == 200)
                         break;
                 tool_sleep(0.1);
         }

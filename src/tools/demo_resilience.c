@@ -27,6 +27,7 @@
 #include "core/backoff.h"
 #include "core/rng.h"
 #include "core/tg_error.h"
+#include "net/http_client.h"
 #include "tools/tool_util.h"
 #include "tools/tools.h"
 
@@ -68,17 +69,23 @@ static void finding(const char *problem, const char *evidence, const char *trigg
 static int set_mode(struct demo *d, const char *mode)
 {
         char url[96], body[128];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         static const char *const hdrs[] = {"Content-Type: application/json", NULL};
         snprintf(url, sizeof(url), "%s/_stub/mode", d->url);
         snprintf(body, sizeof(body), "{\"mode\":\"%s\"}", mode);
-        if (tool_http("POST", url, hdrs, body, 2000, NULL, 0, &res) < 0 || res.status != 200)
+        if (http_client_request(&(struct http_client_request){.method = "POST",
+                                                              .url = url,
+                                                              .headers = hdrs,
+                                                              .body = body,
+                                                              .timeout_ms = 2000},
+                                &res) < 0 ||
+            res.status != 200)
                 return TG_EIO;
         return 0;
 }
 
 static int refund(struct demo *d, const char *key, const char *operation, long timeout_ms,
-                  struct tool_http_result *ret)
+                  struct http_client_result *ret)
 {
         char url[96], body[256], key_header[160];
         snprintf(url, sizeof(url), "%s/v1/refunds", d->url);
@@ -88,7 +95,12 @@ static int refund(struct demo *d, const char *key, const char *operation, long t
                  "\"currency\":\"TWD\"}",
                  operation, operation);
         const char *const hdrs[] = {"Content-Type: application/json", key_header, NULL};
-        return tool_http("POST", url, hdrs, body, timeout_ms, NULL, 0, ret);
+        return http_client_request(&(struct http_client_request){.method = "POST",
+                                                                 .url = url,
+                                                                 .headers = hdrs,
+                                                                 .body = body,
+                                                                 .timeout_ms = timeout_ms},
+                                   ret);
 }
 
 /* Executions the stub's ledger holds for a key (0 if none), or < 0. */
@@ -97,12 +109,16 @@ static int executions(struct demo *d, const char *key)
         char url[96];
         size_t cap = 1 << 16;
         char *buf = malloc(cap);
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         int n = TG_EIO;
         if (!buf)
                 return TG_ENOMEM;
         snprintf(url, sizeof(url), "%s/_stub/ledger", d->url);
-        if (tool_http("GET", url, NULL, NULL, 2000, buf, cap, &res) == 0 && res.status == 200) {
+        if (http_client_request(
+                &(struct http_client_request){
+                    .method = "GET", .url = url, .timeout_ms = 2000, .resp = buf, .resp_size = cap},
+                &res) == 0 &&
+            res.status == 200) {
                 json_t *root = json_loads(buf, 0, NULL);
                 json_t *op = json_object_get(json_object_get(root, "operations"), key);
                 n = op ? (int)json_integer_value(json_object_get(op, "executions")) : 0;
@@ -116,10 +132,15 @@ static int executions(struct demo *d, const char *key)
 static int open_connections(struct demo *d)
 {
         char url[96], buf[2048];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         int n = -1;
         snprintf(url, sizeof(url), "%s/_stub/state", d->url);
-        if (tool_http("GET", url, NULL, NULL, 2000, buf, sizeof(buf), &res) == 0) {
+        if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                              .url = url,
+                                                              .timeout_ms = 2000,
+                                                              .resp = buf,
+                                                              .resp_size = sizeof(buf)},
+                                &res) == 0) {
                 json_t *root = json_loads(buf, 0, NULL);
                 n = (int)json_integer_value(json_object_get(root, "open_connections")) - 1;
                 json_decref(root);
@@ -129,19 +150,20 @@ static int open_connections(struct demo *d)
 
 static int scenario_no_timeout(struct demo *d, double *ret_ms)
 {
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         char ev[256], result[256];
         printf("(a) No timeout: the dependency decides how long we wait\n");
         if (set_mode(d, "slow:120") < 0)
                 return TG_EIO;
         int r = refund(d, "demo-a", "demo-a", 0, &res);
         printf("  without timeout: outcome=%s status=%ld elapsed=%.0fms\n\n",
-               r == 0 ? "SUCCESS" : "ERROR", res.status, res.ms);
+               r == 0 ? "SUCCESS" : "ERROR", res.status, res.elapsed_ms);
         snprintf(ev, sizeof(ev),
                  "a POST with no timeout set waited %.0f ms for a stub told to"
                  " take %d ms",
-                 res.ms, SLOW_MS);
-        snprintf(result, sizeof(result), "waited %.0f ms, the dependency's full delay", res.ms);
+                 res.elapsed_ms, SLOW_MS);
+        snprintf(result, sizeof(result), "waited %.0f ms, the dependency's full delay",
+                 res.elapsed_ms);
         finding("a call to the provider has no timeout", ev,
                 "the provider slows down (here 120 ms; in production seconds, or forever)",
                 "every slow call holds a connection, a socket and its memory; when calls "
@@ -149,18 +171,18 @@ static int scenario_no_timeout(struct demo *d, double *ret_ms)
                 result,
                 "set a whole-call timeout (tollgate: provider.timeout_ms, 3000 by default, "
                 "capped by the operation's remaining deadline)");
-        *ret_ms = res.ms;
+        *ret_ms = res.elapsed_ms;
         return r;
 }
 
 static int scenario_timeout(struct demo *d, double *ret_ms, int *ret_open, int *ret_exec)
 {
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         char ev[320], result[256];
         printf("(b) A 30 ms timeout: we stop waiting, and release the connection\n");
         refund(d, "demo-b", "demo-b", TIMEOUT_MS, &res);
         double t_end = tool_now();
-        /* Our side closed the socket in tool_http(); the stub notices when
+        /* Our side closed the socket in http_client_request(); the stub notices when
          * it next touches the connection. Watch for up to 500 ms. */
         int open = open_connections(d);
         while (open > 0 && tool_now() - t_end < 0.5) {
@@ -169,7 +191,7 @@ static int scenario_timeout(struct demo *d, double *ret_ms, int *ret_open, int *
         }
         double open_ms = (tool_now() - t_end) * 1000;
         printf("  with timeout: outcome=%s elapsed=%.0fms (timeout %d ms)\n",
-               res.timed_out ? "TIMEOUT" : "NOT A TIMEOUT", res.ms, TIMEOUT_MS);
+               res.timed_out ? "TIMEOUT" : "NOT A TIMEOUT", res.elapsed_ms, TIMEOUT_MS);
         printf("  our connection closed at once; open connections at the stub %.0f ms later "
                "(besides this check): %d\n",
                open_ms, open);
@@ -179,11 +201,11 @@ static int scenario_timeout(struct demo *d, double *ret_ms, int *ret_open, int *
         snprintf(ev, sizeof(ev),
                  "the caller gave up after %.0f ms and closed its connection (%d left open at "
                  "the stub); the stub still executed the refund %d time(s)",
-                 res.ms, open, execs);
+                 res.elapsed_ms, open, execs);
         snprintf(result, sizeof(result),
                  "%s at %.0f ms for a 30 ms timeout; the far side was not"
                  " stopped",
-                 res.timed_out ? "timed out" : "did NOT time out", res.ms);
+                 res.timed_out ? "timed out" : "did NOT time out", res.elapsed_ms);
         finding("a timeout that only stops waiting is mistaken for \"nothing happened\"", ev,
                 "the provider is slower than the timeout",
                 "the refund may have executed although the caller saw an error; retrying "
@@ -191,7 +213,7 @@ static int scenario_timeout(struct demo *d, double *ret_ms, int *ret_open, int *
                 result,
                 "time out AND release the connection (done here), record the outcome as "
                 "unknown, and reconcile with the same key (tollgate: state unknown, query)");
-        *ret_ms = res.ms;
+        *ret_ms = res.elapsed_ms;
         *ret_open = open;
         *ret_exec = execs;
         return res.timed_out ? 0 : TG_EIO;
@@ -206,7 +228,7 @@ static int scenario_backoff(struct demo *d, int *ret_tries)
                                    .give_up_ms = 2000,
                                    .jitter = BACKOFF_JITTER_FULL};
         struct tg_rng rng;
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         char ev[512], result[256];
         size_t len = 0;
         int64_t prev = 0, elapsed = 0;
@@ -267,7 +289,7 @@ static int scenario_backoff(struct demo *d, int *ret_tries)
 
 static int scenario_lost_answer(struct demo *d, int *ret_without, int *ret_with)
 {
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         char ev[320], result[256];
 
         printf("(d) A refund whose answer is lost, retried with and without idempotency\n");

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "core/tg_error.h"
+#include "net/http_client.h"
 #include "tools/tool_util.h"
 
 #define PAGE       1000
@@ -51,7 +52,7 @@ struct run {
 static int submit(struct run *r, const char *prefix, size_t i)
 {
         char url[128], body[256];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         static const char *const hdrs[] = {"Content-Type: application/json", NULL};
 
         snprintf(url, sizeof(url), "%s/v1/refunds", r->api);
@@ -60,7 +61,12 @@ static int submit(struct run *r, const char *prefix, size_t i)
                  "\"currency\":\"TWD\"}",
                  prefix, i, i);
         for (int tries = 0; tries < 100; tries++) {
-                if (tool_http("POST", url, hdrs, body, 5000, NULL, 0, &res) < 0)
+                if (http_client_request(&(struct http_client_request){.method = "POST",
+                                                                      .url = url,
+                                                                      .headers = hdrs,
+                                                                      .body = body,
+                                                                      .timeout_ms = 5000},
+                                        &res) < 0)
                         return TG_ETRANSPORT;
                 if (res.status == 202 || res.status == 200)
                         break;
@@ -84,7 +90,7 @@ static int poll_calls(struct run *r, double *ret_first_start)
         char url[160];
         size_t cap = 1 << 20;
         char *buf = malloc(cap);
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         int rc = 0;
 
         if (!buf)
@@ -92,7 +98,12 @@ static int poll_calls(struct run *r, double *ret_first_start)
         for (;;) {
                 snprintf(url, sizeof(url), "%s/v1/calls?since=%lld&limit=%d", r->api, r->since,
                          PAGE);
-                if (tool_http("GET", url, NULL, NULL, 5000, buf, cap, &res) < 0 ||
+                if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                                      .url = url,
+                                                                      .timeout_ms = 5000,
+                                                                      .resp = buf,
+                                                                      .resp_size = cap},
+                                        &res) < 0 ||
                     res.status != 200) {
                         rc = TG_EIO;
                         break;
@@ -172,9 +183,12 @@ static int write_config(const char *dir, int api_port, int stub_port, double sta
 static int healthy(const char *api)
 {
         char url[96];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         snprintf(url, sizeof(url), "%s/healthz", api);
-        return tool_http("GET", url, NULL, NULL, 1000, NULL, 0, &res) == 0 && res.status == 200;
+        return http_client_request(
+                   &(struct http_client_request){.method = "GET", .url = url, .timeout_ms = 1000},
+                   &res) == 0 &&
+               res.status == 200;
 }
 
 static void tail_log(const char *what, const struct tool_proc *p)
