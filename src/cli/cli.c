@@ -5,7 +5,6 @@
  */
 #include "cli/cli.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,59 +17,6 @@
 #define HTTP_BODY_MAX   (16u * 1024 * 1024)
 #define HTTP_TIMEOUT_MS 30000L
 
-int cli_parse(const char *cmd, int argc, char **argv, const struct cli_opt *opts, size_t nopts,
-              const char *help, const char **positional, size_t max_positional, size_t *ret_npos)
-{
-        size_t npos = 0;
-
-        for (int i = 0; i < argc; i++) {
-                const char *a = argv[i];
-                bool matched = false;
-
-                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-                        fputs(help, stdout);
-                        exit(0);
-                }
-                if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-                        if (npos >= max_positional) {
-                                fprintf(stderr,
-                                        "tollgate %s: unexpected argument '%s' (try --help)\n", cmd,
-                                        a);
-                                return 2;
-                        }
-                        positional[npos++] = a;
-                        continue;
-                }
-                for (size_t k = 0; k < nopts && !matched; k++) {
-                        size_t n = strlen(opts[k].name);
-                        if (strncmp(a, opts[k].name, n) != 0)
-                                continue;
-                        if (a[n] == '\0') {
-                                matched = true;
-                                if (!opts[k].takes_value) {
-                                        *opts[k].value = "1";
-                                } else if (i + 1 >= argc) {
-                                        fprintf(stderr, "tollgate %s: %s needs a value\n", cmd,
-                                                opts[k].name);
-                                        return 2;
-                                } else {
-                                        *opts[k].value = argv[++i];
-                                }
-                        } else if (a[n] == '=' && opts[k].takes_value) {
-                                matched = true;
-                                *opts[k].value = a + n + 1;
-                        }
-                }
-                if (!matched) {
-                        fprintf(stderr, "tollgate %s: unknown option '%s' (try --help)\n", cmd, a);
-                        return 2;
-                }
-        }
-        if (ret_npos)
-                *ret_npos = npos;
-        return 0;
-}
-
 int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg)
 {
         char err[512];
@@ -78,11 +24,11 @@ int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg)
 
         if (!path) {
                 fprintf(stderr, "tollgate %s: --config FILE is required\n", cmd);
-                return 2;
+                return TG_ECONFIG;
         }
         if (config_load(path, cfg, err, sizeof(err)) < 0) {
                 fprintf(stderr, "tollgate %s: %s: %s\n", cmd, path, err);
-                return 2;
+                return TG_ECONFIG;
         }
         if (log_level_parse(cfg->log_level, &lvl) == 0)
                 log_set_level(lvl);
@@ -95,23 +41,8 @@ int cli_open_store(const char *cmd, const struct tg_config *cfg, struct store **
 
         if (r < 0) {
                 fprintf(stderr, "tollgate %s: cannot open the store: %s\n", cmd, tg_strerror(r));
-                return 1;
+                return r == TG_EINVAL || r == TG_ECONFIG ? TG_ESTORE : r;
         }
-        return 0;
-}
-
-int cli_parse_i64(const char *s, long long lo, long long hi, long long *ret_value)
-{
-        char *end = NULL;
-        long long v;
-
-        if (!s || s[0] == '\0' || s[0] == ' ' || s[0] == '+')
-                return TG_EINVAL;
-        errno = 0;
-        v = strtoll(s, &end, 10);
-        if (errno != 0 || *end != '\0' || v < lo || v > hi)
-                return TG_EINVAL;
-        *ret_value = v;
         return 0;
 }
 

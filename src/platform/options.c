@@ -72,9 +72,13 @@ int options_spec_check(const struct options_spec *spec)
         return 0;
 }
 
-int options_exit_status(int parse_result)
+int options_exit_status(int result)
 {
-        return parse_result == OPTIONS_HELP ? 0 : 2;
+        if (result == 0 || result == OPTIONS_HELP)
+                return 0;
+        if (result == TG_EINVAL || result == TG_ECONFIG)
+                return 2;
+        return result < 0 ? 1 : result;
 }
 
 /* ---- help ----------------------------------------------------------------- */

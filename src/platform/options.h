@@ -103,8 +103,13 @@ void options_help(const struct options_spec *spec, FILE *out);
  * required. */
 int options_spec_check(const struct options_spec *spec);
 
-/* The exit status a command returns for an options_parse() result other
- * than 0: 0 after --help, 2 (usage error) otherwise. */
-int options_exit_status(int parse_result);
+/*
+ * The documented exit status of a command's result code, for its entry
+ * point: 0 and OPTIONS_HELP give 0; TG_EINVAL and TG_ECONFIG (bad usage,
+ * bad input or a bad config: a message was printed) give 2; any other
+ * negative code gives 1 (the command failed). A positive status of the
+ * command's own (submit's 3) is returned as it is.
+ */
+int options_exit_status(int result);
 
 #endif

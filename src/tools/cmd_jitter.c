@@ -525,6 +525,8 @@ static int write_svg(const struct jitter_opts *o, const struct jitter_sim *sim,
 
 int cmd_jitter(int argc, char **argv)
 {
+        argc--; /* argv from the command's name on: skip it (until the options table) */
+        argv++;
         struct jitter_opts o;
         struct jitter_sim *sim = NULL, *flat = NULL;
         int rc = parse(argc, argv, &o);

@@ -241,6 +241,8 @@ static void plan_print(const struct capacity_input *in, const struct capacity_pl
 
 int cmd_plan(int argc, char **argv)
 {
+        argc--; /* argv from the command's name on: skip it (until the options table) */
+        argv++;
         struct plan_opts o;
         struct capacity_plan p;
         int rc = parse(argc, argv, &o);

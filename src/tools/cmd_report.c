@@ -538,6 +538,8 @@ static void write_html(FILE *f, const struct verify_args *a, const struct runlog
 
 int cmd_report(int argc, char **argv)
 {
+        argc--; /* argv from the command's name on: skip it (until the options table) */
+        argv++;
         struct verify_args a;
         struct runlog log;
         struct verify_result *res = NULL;

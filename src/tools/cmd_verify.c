@@ -226,6 +226,8 @@ static void print_text(FILE *out, const struct verify_args *a, const struct veri
 
 int cmd_verify(int argc, char **argv)
 {
+        argc--; /* argv from the command's name on: skip it (until the options table) */
+        argv++;
         struct verify_args a;
         struct runlog log;
         struct verify_result *res = NULL;

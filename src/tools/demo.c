@@ -405,8 +405,10 @@ static void stop_all(struct demo_run *d)
 
 int cmd_demo(int argc, char **argv)
 {
+        argc--; /* argv from the command's name on: skip it (until the options table) */
+        argv++;
         if (argc > 0 && strcmp(argv[0], "resilience") == 0)
-                return cmd_demo_resilience(argc - 1, argv + 1);
+                return cmd_demo_resilience(argc, argv);
         struct demo_opts o;
         int r = parse_opts(argc, argv, &o);
         if (r)

@@ -341,6 +341,8 @@ static int scenario_lost_answer(struct demo *d, int *ret_without, int *ret_with)
 
 int cmd_demo_resilience(int argc, char **argv)
 {
+        argc--; /* argv from the command's name on: skip it (until the options table) */
+        argv++;
         struct demo d;
         char stub_bin[1024], port_file[128];
         unsigned long seed = 1;
