@@ -28,6 +28,7 @@
 #include "core/tg_error.h"
 #include "net/http_client.h"
 #include "platform/clock.h"
+#include "platform/options.h"
 #include "store/store.h"
 #include "tools/tool_util.h"
 #include "tools/tools.h"
@@ -53,18 +54,14 @@ struct demo_opts {
 /* The incident, at full length (the stub compresses it by --time-scale). */
 static const char timeline[] = "fast 20s; slow:3500 40s; drop 20s; fast";
 
-static const char demo_help[] =
-    "usage: tollgate demo [--quick] [--plain]\n"
-    "       tollgate demo resilience [--help]\n"
-    "\n"
-    "Runs tollgate against its provider stand-in through the seed's incident: fast,\n"
-    "then slow past the 3 s call timeout, then executing and dropping the answer,\n"
-    "then recovered. Refunds arrive at 4/s (the exit allows 5 calls/s); the view\n"
-    "shows the backlog, starts/s, closes/s, in-flight, the oldest pending age and\n"
-    "the provider's phase, then a summary. About two minutes; --quick compresses\n"
-    "the incident to about 45 s. Leaves nothing running.\n"
-    "  --quick   the short version\n"
-    "  --plain   no live redraw (a line every 2 s), for logs and CI\n";
+static const char demo_about[] =
+    "Runs tollgate against its provider stand-in through the seed's incident: fast, then slow "
+    "past the 3 s call timeout, then executing and dropping the answer, then recovered. Refunds "
+    "arrive at 4/s (the exit allows 5 calls/s); the view shows the backlog, starts/s, closes/s, "
+    "in-flight, the oldest pending age and the provider's phase, then a summary. About two "
+    "minutes; --quick compresses the incident to about 45 s. Leaves nothing running.";
+static const char demo_epilogue[] =
+    "Also: tollgate demo resilience [--help]   seed 002's four scenarios\n";
 
 struct view {
         int64_t last_call_id;
@@ -313,24 +310,28 @@ static void draw(const struct demo_opts *o, double t, const struct store_stats *
         fflush(stdout);
 }
 
+/* 0, OPTIONS_HELP, or TG_EINVAL (a message was printed). */
 static int parse_opts(int argc, char **argv, struct demo_opts *o)
 {
+        const struct opt opts[] = {
+            {.name = "quick", .flag = &o->quick, .help = "the short version"},
+            {.name = "plain",
+             .flag = &o->plain,
+             .help = "no live redraw (a line every 2 s), for logs and CI; the default when "
+                     "stdout is not a terminal"},
+        };
+        const struct options_spec spec = {.prog = "tollgate demo",
+                                          .description = demo_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0]),
+                                          .epilogue = demo_epilogue};
+        int r;
+
         memset(o, 0, sizeof(*o));
         o->plain = !isatty(STDOUT_FILENO);
-        for (int i = 0; i < argc; i++) {
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        fputs(demo_help, stdout);
-                        exit(0);
-                } else if (strcmp(argv[i], "--quick") == 0) {
-                        o->quick = true;
-                } else if (strcmp(argv[i], "--plain") == 0) {
-                        o->plain = true;
-                } else {
-                        fprintf(stderr, "tollgate demo: unknown option '%s' (try --help)\n",
-                                argv[i]);
-                        return 2;
-                }
-        }
+        r = options_parse(&spec, argc, argv, NULL, NULL);
+        if (r)
+                return r;
         o->rate = 4.0;
         o->scale = o->quick ? 0.35 : 1.0;
         /* Feed through the incident and a little of the recovery. */
@@ -405,14 +406,13 @@ static void stop_all(struct demo_run *d)
 
 int cmd_demo(int argc, char **argv)
 {
-        argc--; /* argv from the command's name on: skip it (until the options table) */
-        argv++;
-        if (argc > 0 && strcmp(argv[0], "resilience") == 0)
-                return cmd_demo_resilience(argc, argv);
+        /* The subcommand comes first: `demo resilience` has options of its own. */
+        if (argc > 1 && strcmp(argv[1], "resilience") == 0)
+                return cmd_demo_resilience(argc - 1, argv + 1);
         struct demo_opts o;
         int r = parse_opts(argc, argv, &o);
         if (r)
-                return r;
+                return options_exit_status(r);
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_interrupt;

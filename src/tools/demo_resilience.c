@@ -28,6 +28,7 @@
 #include "core/rng.h"
 #include "core/tg_error.h"
 #include "net/http_client.h"
+#include "platform/options.h"
 #include "tools/tool_util.h"
 #include "tools/tools.h"
 
@@ -36,17 +37,15 @@
 #define FAIL_FIRST  2 /* scenario (c): 503 for the first tries */
 #define MAX_RETRIES 6
 
-static const char demo_help[] =
-    "usage: tollgate demo resilience [--seed N]\n"
-    "Seed 002's four scenarios against a tollgate-stub started here on loopback:\n"
-    "  (a) no timeout: the caller waits the dependency's full 120 ms\n"
-    "  (b) a 30 ms timeout: the caller stops near 30 ms and releases the connection\n"
-    "  (c) exponential backoff with full jitter on 503 until success, each wait printed\n"
-    "  (d) a refund whose answer is lost: retried without an idempotency key (a fresh\n"
-    "      key per try) it executes twice; with one key, once (the stub's ledger)\n"
-    "Times are measured. This talks to the stub outside the exit on purpose; it never\n"
-    "targets anything but the stub it started.\n"
-    "  --seed N   seed of the backoff jitter in (c) (1)\n";
+static const char resilience_about[] =
+    "Seed 002's four scenarios against a tollgate-stub started here on loopback: (a) no timeout: "
+    "the caller waits the dependency's full 120 ms; (b) a 30 ms timeout: the caller stops near "
+    "30 ms and releases the connection; (c) exponential backoff with full jitter on 503 until "
+    "success, each wait printed; (d) a refund whose answer is lost: retried without an "
+    "idempotency key (a fresh key per try) it executes twice; with one key, once (the stub's "
+    "ledger).\n\n"
+    "Times are measured. This talks to the stub outside the exit on purpose; it never targets "
+    "anything but the stub it started.";
 
 struct demo {
         struct tool_proc stub;
@@ -341,27 +340,26 @@ static int scenario_lost_answer(struct demo *d, int *ret_without, int *ret_with)
 
 int cmd_demo_resilience(int argc, char **argv)
 {
-        argc--; /* argv from the command's name on: skip it (until the options table) */
-        argv++;
         struct demo d;
         char stub_bin[1024], port_file[128];
-        unsigned long seed = 1;
-        int rc = 1;
+        uint64_t seed = 1;
+        const struct opt opts[] = {
+            {.name = "seed",
+             .arg = "N",
+             .u64 = &seed,
+             .umin = 0,
+             .umax = UINT64_MAX,
+             .help = "seed of the backoff jitter in (c) (1)"},
+        };
+        const struct options_spec spec = {.prog = "tollgate demo resilience",
+                                          .description = resilience_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0])};
+        int rc = options_parse(&spec, argc, argv, NULL, NULL);
 
-        for (int i = 0; i < argc; i++) {
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        fputs(demo_help, stdout);
-                        return 0;
-                }
-                if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc &&
-                    tool_parse_uint(argv[i + 1], 0, (unsigned long)-1, &seed) == 0) {
-                        i++;
-                        continue;
-                }
-                fprintf(stderr, "tollgate demo resilience: bad option '%s' (try --help)\n",
-                        argv[i]);
-                return 2;
-        }
+        if (rc)
+                return options_exit_status(rc);
+        rc = 1;
         memset(&d, 0, sizeof(d));
         d.seed = seed;
         if (tool_sibling("tollgate-stub", stub_bin, sizeof(stub_bin)) < 0) {

@@ -217,7 +217,7 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
         double limit = opt->max_seconds > 0 ? opt->max_seconds
                        : analytic >= 0      ? fmin(600, 3 * analytic + 10)
                                             : 30;
-        int rc = 1;
+        int rc = TG_EIO;
 
         memset(&r, 0, sizeof(r));
         memset(&stub, 0, sizeof(stub));
@@ -228,13 +228,13 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
                 fprintf(stderr, "tollgate plan --simulate: too many operations for a simulation"
                                 " (backlog <= 100000, arrivals <= 1000000); use --time-scale"
                                 " or smaller numbers\n");
-                return 2;
+                return TG_EINVAL;
         }
         if (tool_sibling("tollgate", tollgate, sizeof(tollgate)) < 0 ||
             tool_sibling("tollgate-stub", stub_bin, sizeof(stub_bin)) < 0) {
                 fprintf(stderr, "tollgate plan --simulate: tollgate-stub not found next to this"
                                 " binary\n");
-                return 1;
+                return TG_ENOTFOUND;
         }
         r.cap_arr = (size_t)in->backlog + (size_t)(arr_rate * limit) + 16;
         r.cap_close = r.cap_arr;
@@ -335,7 +335,7 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
                        "open (analytic: %s)\n",
                        limit, r.n_arr, r.n_close, r.n_arr - r.n_close,
                        analytic < 0 ? "never drains" : "should have");
-                rc = analytic < 0 ? 0 : 1;
+                rc = analytic < 0 ? 0 : TG_EIO;
                 goto out;
         }
         double dur = t_drain - t0;

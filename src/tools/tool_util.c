@@ -1,5 +1,5 @@
 /*
- * tool_util — flag parsing and sibling processes for the teaching tools
+ * tool_util — clock helpers and sibling processes for the teaching tools
  * (see the header). Invariant: a started child is always reaped by
  * tool_proc_stop().
  */
@@ -9,7 +9,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,36 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/strnum.h"
 #include "core/tg_error.h"
 #include "platform/clock.h"
-
-int tool_parse_double(const char *s, double lo, double hi, double *ret_value)
-{
-        char *end = NULL;
-
-        if (!s || !*s)
-                return TG_EINVAL;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || !end || *end || !isfinite(v) || v < lo || v > hi)
-                return TG_EINVAL;
-        *ret_value = v;
-        return 0;
-}
-
-int tool_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *ret_value)
-{
-        char *end = NULL;
-
-        if (!s || !*s || *s == '-' || *s == '+')
-                return TG_EINVAL;
-        errno = 0;
-        unsigned long v = strtoul(s, &end, 10);
-        if (errno || !end || *end || v < lo || v > hi)
-                return TG_EINVAL;
-        *ret_value = v;
-        return 0;
-}
 
 double tool_now(void)
 {
@@ -102,11 +74,11 @@ static int read_port(const char *path)
         size_t n = fread(buf, 1, sizeof(buf) - 1, f);
         fclose(f);
         buf[n] = '\0';
-        unsigned long port;
+        uint64_t port;
         char *nl = strchr(buf, '\n');
         if (nl)
                 *nl = '\0';
-        if (tool_parse_uint(buf, 1, 65535, &port) < 0)
+        if (strnum_u64(buf, 1, 65535, &port) < 0)
                 return 0;
         return (int)port;
 }

@@ -1,7 +1,7 @@
 /*
- * tool_util — what the teaching tools (jitter, plan, demo resilience) share:
- * strict number parsing for their flags, and for the two that run real
- * processes, starting a sibling binary (found next to /proc/self/exe) on
+ * tool_util — what the teaching tools that run real processes (plan
+ * --simulate, demo, demo resilience) share: the monotonic clock in seconds,
+ * and starting a sibling binary (found next to /proc/self/exe) on
  * loopback, reading the port it wrote and stopping it. These tools are
  * teaching aids, not the exit: their HTTP (net/http_client.h) never goes
  * through the dispatcher's transport and only ever targets processes they
@@ -18,12 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Strict parses of a whole string: 0 or TG_EINVAL (empty, trailing junk,
- * out of [lo, hi], not finite). */
-int tool_parse_double(const char *s, double lo, double hi, double *ret_value);
-int tool_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *ret_value);
-
-/* Monotonic now, in seconds (app code may read clocks). */
+/* Monotonic now, in seconds, and a sleep (<= 0: none), both through
+ * platform/clock. */
 double tool_now(void);
 void tool_sleep(double seconds);
 
