@@ -6,6 +6,7 @@
  */
 #include "timeline.h"
 
+#include "core/strnum.h"
 #include "core/tg_error.h"
 
 #include <errno.h>
@@ -40,19 +41,12 @@ int stub_mode_from_name(const char *name, size_t len, enum stub_mode *ret_mode)
 static int parse_uint(const char *s, size_t len, int64_t max, int64_t *ret)
 {
         char tmp[32];
-        char *end;
-        long long v;
         if (len == 0 || len >= sizeof(tmp))
                 return TG_EINVAL;
         memcpy(tmp, s, len);
         tmp[len] = '\0';
-        if (tmp[0] < '0' || tmp[0] > '9')
+        if (tmp[0] == '-' || strnum_i64(tmp, 0, max, ret) < 0)
                 return TG_EINVAL;
-        errno = 0;
-        v = strtoll(tmp, &end, 10);
-        if (errno || *end != '\0' || v < 0 || v > max)
-                return TG_EINVAL;
-        *ret = v;
         return 0;
 }
 
