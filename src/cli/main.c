@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/tg_error.h"
 #include "daemon/api.h"
@@ -65,20 +66,6 @@ static const char usage[] =
     "\n"
     "Run 'tollgate <command> --help' for a command's options.\n";
 
-static int load_config(const char *cmd, const char *path, struct tg_config *cfg)
-{
-        char err[512];
-        int r = config_load(path, cfg, err, sizeof(err));
-        if (r < 0) {
-                fprintf(stderr, "tollgate %s: %s: %s\n", cmd, path, err);
-                return 2;
-        }
-        enum log_level lvl;
-        if (log_level_parse(cfg->log_level, &lvl) == 0)
-                log_set_level(lvl);
-        return 0;
-}
-
 static const char serve_about[] =
     "Runs the intake/admin HTTP API and the dispatcher in one process. The API answers even "
     "while the dispatcher waits as a standby behind another owner.\n\n"
@@ -125,10 +112,10 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         struct tg_config *cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
-        r = load_config(cmd, config, cfg);
+        r = cli_load_config(cmd, config, cfg);
         if (r) {
                 free(cfg);
-                return r;
+                return options_exit_status(r);
         }
         log_set_component(cmd);
         install_signals();
