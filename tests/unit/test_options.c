@@ -4,7 +4,8 @@
  * bad and out-of-range numbers, choices, flags given a value, required
  * options, positional arguments (in order, too many, after "--"), the last
  * of a repeated option winning, parsing twice in one process, the table
- * checks, and the generated help naming every option within 79 columns.
+ * checks, the generated help naming every option within 79 columns, and the
+ * mapping of result codes to exit statuses.
  * Output and messages are captured with open_memstream.
  */
 #include <setjmp.h>
@@ -469,6 +470,20 @@ static void test_spec_check(void **state)
 #undef BAD
 }
 
+static void test_exit_status(void **state)
+{
+        (void)state;
+
+        assert_int_equal(options_exit_status(0), 0);
+        assert_int_equal(options_exit_status(OPTIONS_HELP), 0);
+        assert_int_equal(options_exit_status(TG_EINVAL), 2);  /* usage, bad input */
+        assert_int_equal(options_exit_status(TG_ECONFIG), 2); /* bad config */
+        assert_int_equal(options_exit_status(TG_ESTORE), 1);  /* the command failed */
+        assert_int_equal(options_exit_status(TG_ENOMEM), 1);
+        assert_int_equal(options_exit_status(-2), 1); /* -ENOENT */
+        assert_int_equal(options_exit_status(3), 3);  /* a status of the command's own */
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -477,6 +492,7 @@ int main(void)
             cmocka_unit_test(test_bad_numbers), cmocka_unit_test(test_choices),
             cmocka_unit_test(test_required),    cmocka_unit_test(test_help),
             cmocka_unit_test(test_parse_twice), cmocka_unit_test(test_spec_check),
+            cmocka_unit_test(test_exit_status),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
