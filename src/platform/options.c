@@ -36,6 +36,11 @@ static int dest_count(const struct opt *o)
                (o->dbl != NULL) + (o->choice != NULL);
 }
 
+static bool is_alnum(char c)
+{
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
 static bool takes_value(const struct opt *o)
 {
         return o->flag == NULL;
@@ -50,8 +55,7 @@ int options_spec_check(const struct options_spec *spec)
                 if (!o->name || !o->name[0] || strcmp(o->name, "help") == 0 ||
                     strchr(o->name, '=') || !o->help || dest_count(o) != 1)
                         return TG_EINVAL;
-                if (o->short_name && (o->short_name == 'h' || o->short_name == ':' ||
-                                      o->short_name == '-' || o->short_name == '?'))
+                if (o->short_name && (o->short_name == 'h' || !is_alnum(o->short_name)))
                         return TG_EINVAL;
                 if (takes_value(o) && !o->choice && !o->arg)
                         return TG_EINVAL;

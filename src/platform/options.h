@@ -43,7 +43,7 @@
  */
 struct opt {
         const char *name; /* long name without "--": "config" */
-        char short_name;  /* 'c' for -c, 0 for none ('h' is --help's) */
+        char short_name;  /* 'c' for -c (a letter or digit), 0 for none ('h' is --help's) */
         const char *arg;  /* the value's name in help ("FILE"); NULL for a flag
                              and for choices (then "a|b|c") */
         const char *help; /* what it does and its default; wrapped when printed */
@@ -97,7 +97,8 @@ int options_parse_to(const struct options_spec *spec, int argc, char **argv, FIL
 void options_help(const struct options_spec *spec, FILE *out);
 
 /* 0 when the table is well formed, else TG_EINVAL: every option has a name
- * (not "help"), a help text and exactly one destination; value options
+ * (not "help"), a help text and exactly one destination; a short letter is
+ * a letter or digit other than 'h'; value options
  * have an argument name; ranges are ordered; choices are given for a choice
  * and only for it; no name or short letter is used twice; a flag is not
  * required. */

@@ -439,6 +439,8 @@ static void test_spec_check(void **state)
                                         {.name = "b", .short_name = 'q', .flag = &g, .help = "x"}};
         const struct opt short_h[] = {{.name = "a", .short_name = 'h', .flag = &f, .help = "x"}};
         const struct opt named_help[] = {{.name = "help", .flag = &f, .help = "x"}};
+        const struct opt short_colon[] = {
+            {.name = "a", .short_name = ':', .flag = &f, .help = "x"}};
         const struct opt required_flag[] = {
             {.name = "a", .flag = &f, .required = true, .help = "x"}};
         const struct opt bad_range[] = {
@@ -462,6 +464,7 @@ static void test_spec_check(void **state)
         BAD(dup_short);
         BAD(short_h);
         BAD(named_help);
+        BAD(short_colon);
         BAD(required_flag);
         BAD(bad_range);
         BAD(no_choices);
