@@ -1,8 +1,7 @@
 /*
- * cli — what the operator commands share: a small option parser (every
- * option named, values checked, errors that name the option), loading the
- * config, opening the store, and one HTTP call to the API with the
- * configured bearer token.
+ * cli — what the operator commands share: loading the config, opening the
+ * store, and one HTTP call to the API with the configured bearer token.
+ * Their options are read by platform/options.
  *
  * Which commands talk to what (README, "Operating tollgate"):
  *   - manual, calls, reconcile open the store of the config directly, so
@@ -11,38 +10,26 @@
  *   - submit and status go through the API (admission control, the same
  *     answers a client gets).
  * Exit codes: 0 ok, 1 failure, 2 usage or config error; a command may add
- * its own (documented in its --help).
+ * its own (documented in its --help). The helpers here return TG_E* codes;
+ * a command's entry point maps them (options_exit_status()).
  */
 #ifndef TG_CLI_H
 #define TG_CLI_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "daemon/config.h"
 #include "store/store.h"
 
-struct cli_opt {
-        const char *name;   /* "--since" */
-        bool takes_value;   /* else a flag: *value set to "1" */
-        const char **value; /* out; untouched when absent */
-};
-
-/* Parses argv against opts; positional arguments go to positional[] (at
- * most max_positional, *ret_npos their count). --help prints help and
- * exits 0. Returns 0 or 2 (a message naming the problem was printed). */
-int cli_parse(const char *cmd, int argc, char **argv, const struct cli_opt *opts, size_t nopts,
-              const char *help, const char **positional, size_t max_positional, size_t *ret_npos);
-
-/* Loads the config (2 and a message on failure). cfg is heap-sized: the
- * caller passes a malloc()ed struct. */
+/* Loads the config. 0, or TG_ECONFIG (no path, or a bad file: a message
+ * naming the problem was printed). cfg is heap-sized: the caller passes a
+ * malloc()ed struct. */
 int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg);
 
-/* Opens the config's store (1 and a message on failure). */
+/* Opens the config's store. 0, or a negative code other than TG_EINVAL
+ * and TG_ECONFIG (a message was printed), so that options_exit_status()
+ * makes it a failure (1), not a usage error. */
 int cli_open_store(const char *cmd, const struct tg_config *cfg, struct store **ret_store);
-
-/* A strict integer in [lo, hi]. 0 or TG_EINVAL. */
-int cli_parse_i64(const char *s, long long lo, long long hi, long long *ret_value);
 
 /* One request to the API of cfg (or to api_url when not NULL), with the
  * bearer token. body may be NULL. *ret_body is malloc()ed (NUL-terminated,

@@ -13,13 +13,14 @@
 #include "cli/commands.h"
 #include "core/tg_error.h"
 #include "daemon/render.h"
+#include "platform/options.h"
 
-static const char calls_help[] =
-    "usage: tollgate calls --config FILE [--since ID] [--limit N] [--format jsonl|csv]\n"
-    "Prints the outbound call log from the store: calls with id > ID (default 0),\n"
-    "oldest first, at most N (default: all). jsonl (default): one JSON object a\n"
-    "line, as GET /v1/calls; csv: a header line, then one row a call.\n"
-    "To follow the log, pass the last id printed as the next --since.\n";
+static const char calls_about[] =
+    "Prints the outbound call log from the store: calls with id > ID, oldest first. jsonl: one "
+    "JSON object a line, as GET /v1/calls; csv: a header line, then one row a call.\n\n"
+    "To follow the log, pass the last id printed as the next --since.";
+
+static const char *const formats[] = {"jsonl", "csv", NULL};
 
 struct calls_out {
         bool csv;
@@ -68,38 +69,46 @@ static int print_call(const struct call_record *c, void *userdata)
 
 int cmd_calls(int argc, char **argv)
 {
-        const char *config = NULL, *since_s = NULL, *limit_s = NULL, *format = NULL;
-        const struct cli_opt opts[] = {
-            {"--config", true, &config},
-            {"--since", true, &since_s},
-            {"--limit", true, &limit_s},
-            {"--format", true, &format},
+        const char *config = NULL;
+        int64_t since = 0, limit = UINT32_MAX;
+        int format = 0;
+        const struct opt opts[] = {
+            {.name = "config",
+             .short_name = 'c',
+             .arg = "FILE",
+             .string = &config,
+             .required = true,
+             .help = "the config file (its store is read)"},
+            {.name = "since",
+             .arg = "ID",
+             .i64 = &since,
+             .min = 0,
+             .max = INT64_MAX,
+             .help = "only calls with an id above ID (0)"},
+            {.name = "limit",
+             .arg = "N",
+             .i64 = &limit,
+             .min = 1,
+             .max = UINT32_MAX,
+             .help = "at most N calls (all)"},
+            {.name = "format",
+             .choice = &format,
+             .choices = formats,
+             .help = "jsonl (default) or csv"},
         };
+        const struct options_spec spec = {.prog = "tollgate calls",
+                                          .description = calls_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0])};
         struct calls_out out = {0};
-        long long since = 0, limit = UINT32_MAX;
         struct tg_config *cfg;
         struct store *store = NULL;
         int r;
 
-        r = cli_parse("calls", argc, argv, opts, sizeof(opts) / sizeof(opts[0]), calls_help, NULL,
-                      0, NULL);
+        r = options_parse(&spec, argc, argv, NULL, NULL);
         if (r)
-                return r;
-        if (since_s && cli_parse_i64(since_s, 0, INT64_MAX, &since) < 0) {
-                fprintf(stderr, "tollgate calls: --since must be a call id (an integer >= 0)\n");
-                return 2;
-        }
-        if (limit_s && cli_parse_i64(limit_s, 1, UINT32_MAX, &limit) < 0) {
-                fprintf(stderr, "tollgate calls: --limit must be an integer >= 1\n");
-                return 2;
-        }
-        if (format && strcmp(format, "csv") == 0)
-                out.csv = true;
-        else if (format && strcmp(format, "jsonl") != 0) {
-                fprintf(stderr, "tollgate calls: --format must be jsonl or csv, got '%s'\n",
-                        format);
-                return 2;
-        }
+                return options_exit_status(r);
+        out.csv = format == 1;
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
@@ -114,12 +123,14 @@ int cmd_calls(int argc, char **argv)
                 if (r < 0) {
                         fprintf(stderr, "tollgate calls: cannot read the call log: %s\n",
                                 tg_strerror(r));
-                        r = 1;
+                        r = TG_ESTORE;
+                } else {
+                        r = 0;
                 }
         }
         fflush(stdout);
         store_close(store);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
-        return r;
+        return options_exit_status(r);
 }

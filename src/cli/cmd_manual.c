@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
@@ -16,13 +15,15 @@
 #include "core/tg_error.h"
 #include "daemon/render.h"
 #include "platform/clock.h"
+#include "platform/options.h"
 
-static const char manual_help[] =
-    "usage: tollgate manual <list|show|resend|resolve> --config FILE [...]\n"
-    "The manual review queue: operations that ran out of their automatic budget\n"
-    "(attempts, deadline, query budget), whose key was reused with another payload\n"
-    "or is past retention. Works on the store directly; every action is audited.\n"
-    "\n"
+static const char manual_about[] =
+    "The manual review queue: operations that ran out of their automatic budget (attempts, "
+    "deadline, query budget), whose key was reused with another payload or is past retention. "
+    "Works on the store directly; every action is audited.";
+
+static const char manual_epilogue[] =
+    "Subcommands:\n"
     "  list [--reason R] [--limit N] [--after CURSOR]\n"
     "        oldest first, each with its calls and audit (JSON on stdout);\n"
     "        R: attempts_exhausted, deadline, query_budget, key_reused,\n"
@@ -38,6 +39,8 @@ static const char manual_help[] =
     "Exit status: 0 done, 1 failed (not found, not in manual, store error),\n"
     "2 usage or config error.\n";
 
+static const char *const outcomes[] = {"succeeded", "failed", NULL};
+
 static tg_wall_ms wall_now_ms(void)
 {
         return clock_wall_now();
@@ -48,11 +51,11 @@ static int print_json(json_t *o)
         char *text;
 
         if (!o)
-                return 1;
+                return TG_ENOMEM;
         text = json_dumps(o, JSON_INDENT(2));
         json_decref(o);
         if (!text)
-                return 1;
+                return TG_ENOMEM;
         puts(text);
         free(text);
         return 0;
@@ -74,27 +77,17 @@ static int manual_row(const struct op_record *op, void *userdata)
         return m->n >= m->max ? 1 : 0;
 }
 
-static int do_list(struct store *store, const char *reason, const char *limit_s,
-                   const char *after_s)
+static int do_list(struct store *store, const char *reason, int64_t limit, int64_t after)
 {
         struct manual_rows m = {0};
-        long long limit = 1000, after = 0;
         json_t *items;
         int r;
 
-        if (limit_s && cli_parse_i64(limit_s, 1, 100000, &limit) < 0) {
-                fprintf(stderr, "tollgate manual: --limit must be an integer in [1, 100000]\n");
-                return 2;
-        }
-        if (after_s && cli_parse_i64(after_s, 0, INT64_MAX, &after) < 0) {
-                fprintf(stderr, "tollgate manual: --after must be a cursor (an integer >= 0)\n");
-                return 2;
-        }
         if (reason) {
                 if (manual_reason_parse(reason, &m.reason) < 0 || m.reason == MANUAL_NONE) {
                         fprintf(stderr, "tollgate manual: --reason '%s' is not a manual reason\n",
                                 reason);
-                        return 2;
+                        return TG_EINVAL;
                 }
         }
         m.max = (unsigned)limit;
@@ -103,7 +96,7 @@ static int do_list(struct store *store, const char *reason, const char *limit_s,
         if (!m.ops || !items) {
                 free(m.ops);
                 json_decref(items);
-                return 1;
+                return TG_ENOMEM;
         }
         r = store_list_manual(store, after, m.reason, m.max, manual_row, &m);
         for (unsigned i = 0; r >= 0 && i < m.n; i++) {
@@ -117,7 +110,7 @@ static int do_list(struct store *store, const char *reason, const char *limit_s,
                 json_decref(items);
                 fprintf(stderr, "tollgate manual: cannot read the manual list: %s\n",
                         tg_strerror(r));
-                return 1;
+                return TG_ESTORE;
         }
         return print_json(json_pack("{s:o, s:i, s:o}", "items", items, "count", (int)m.n,
                                     "next_after",
@@ -128,11 +121,11 @@ static int check_id(const char *id)
 {
         if (!id) {
                 fprintf(stderr, "tollgate manual: an operation ID is required\n");
-                return 2;
+                return TG_EINVAL;
         }
         if (refund_validate_operation_id(id, strlen(id), NULL) < 0) {
                 fprintf(stderr, "tollgate manual: '%s' is not a valid operation id\n", id);
-                return 2;
+                return TG_EINVAL;
         }
         return 0;
 }
@@ -147,11 +140,11 @@ static int do_show(struct store *store, const char *id)
                 r = render_op_full(store, &op, &o);
         if (r == TG_ENOTFOUND) {
                 fprintf(stderr, "tollgate manual: no operation '%s'\n", id);
-                return 1;
+                return TG_ENOTFOUND;
         }
         if (r < 0) {
                 fprintf(stderr, "tollgate manual: cannot read '%s': %s\n", id, tg_strerror(r));
-                return 1;
+                return TG_ESTORE;
         }
         return print_json(o);
 }
@@ -162,59 +155,36 @@ static int check_text(const char *opt, const char *v)
 
         if (!v) {
                 fprintf(stderr, "tollgate manual: %s is required\n", opt);
-                return 2;
+                return TG_EINVAL;
         }
         n = strlen(v);
         if (n == 0 || n > 200) {
                 fprintf(stderr, "tollgate manual: %s must be 1 to 200 bytes\n", opt);
-                return 2;
+                return TG_EINVAL;
         }
         for (size_t i = 0; i < n; i++) {
                 unsigned char c = (unsigned char)v[i];
                 if (c < 0x20 || c == 0x7f) {
                         fprintf(stderr, "tollgate manual: %s must not contain control characters\n",
                                 opt);
-                        return 2;
+                        return TG_EINVAL;
                 }
         }
         return 0;
 }
 
 static int do_act(struct store *store, const struct tg_config *cfg, const char *id, bool resolve,
-                  const char *operator_name, const char *reason, const char *outcome_s)
+                  const char *operator_name, const char *reason, enum op_state outcome)
 {
-        enum op_state outcome = OP_SUCCEEDED;
         struct op_record op;
         int r;
 
-        r = check_text("--operator", operator_name);
-        if (r == 0)
-                r = check_text("--reason", reason);
-        if (r)
-                return r;
-        if (resolve) {
-                if (!outcome_s) {
-                        fprintf(stderr,
-                                "tollgate manual: --outcome succeeded|failed is required\n");
-                        return 2;
-                }
-                if (strcmp(outcome_s, "succeeded") == 0)
-                        outcome = OP_SUCCEEDED;
-                else if (strcmp(outcome_s, "failed") == 0)
-                        outcome = OP_REJECTED;
-                else {
-                        fprintf(
-                            stderr,
-                            "tollgate manual: --outcome must be succeeded or failed, got '%s'\n",
-                            outcome_s);
-                        return 2;
-                }
+        if (resolve)
                 r = store_operator_resolve(store, id, operator_name, reason, outcome, wall_now_ms(),
                                            &op);
-        } else {
+        else
                 r = store_operator_resend(store, id, operator_name, reason, &cfg->policy,
                                           wall_now_ms(), &op);
-        }
         if (r == TG_ENOTFOUND)
                 fprintf(stderr, "tollgate manual: no operation '%s'\n", id);
         else if (r == TG_ESTATE)
@@ -227,56 +197,109 @@ static int do_act(struct store *store, const struct tg_config *cfg, const char *
         else if (r < 0)
                 fprintf(stderr, "tollgate manual: cannot change '%s': %s\n", id, tg_strerror(r));
         if (r < 0)
-                return 1;
+                return TG_ESTORE;
         return do_show(store, id);
+}
+
+/* What the subcommand's options must be, before anything is opened. */
+static int check_usage(bool is_list, size_t nargs, const char **args, const char *operator_name,
+                       const char *reason, bool outcome_seen, bool is_resolve)
+{
+        int r;
+
+        if (is_list) {
+                if (nargs > 1 || operator_name || outcome_seen) {
+                        fprintf(stderr, "tollgate manual list: takes only --reason, --limit, "
+                                        "--after\n");
+                        return TG_EINVAL;
+                }
+                return 0;
+        }
+        r = check_id(nargs > 1 ? args[1] : NULL);
+        if (r < 0 || strcmp(args[0], "show") == 0)
+                return r;
+        r = check_text("--operator", operator_name);
+        if (r == 0)
+                r = check_text("--reason", reason);
+        if (r == 0 && is_resolve && !outcome_seen) {
+                fprintf(stderr, "tollgate manual: --outcome succeeded|failed is required\n");
+                r = TG_EINVAL;
+        }
+        return r;
 }
 
 int cmd_manual(int argc, char **argv)
 {
-        const char *config = NULL, *reason_filter = NULL, *limit = NULL, *after = NULL;
-        const char *operator_name = NULL, *reason = NULL, *outcome = NULL;
-        const struct cli_opt opts[] = {
-            {"--config", true, &config},
-            {"--reason", true, &reason},
-            {"--limit", true, &limit},
-            {"--after", true, &after},
-            {"--operator", true, &operator_name},
-            {"--outcome", true, &outcome},
+        const char *config = NULL, *reason = NULL, *operator_name = NULL;
+        int64_t limit = 1000, after = 0;
+        int outcome = 0;
+        bool outcome_seen = false;
+        /* In list, --reason filters; elsewhere it is the operator's reason. */
+        const struct opt opts[] = {
+            {.name = "config",
+             .short_name = 'c',
+             .arg = "FILE",
+             .string = &config,
+             .required = true,
+             .help = "the config file (its store is read and changed)"},
+            {.name = "reason",
+             .arg = "R",
+             .string = &reason,
+             .help = "list: only this manual reason; resend, resolve: why (1 to 200 bytes, "
+                     "audited)"},
+            {.name = "limit",
+             .arg = "N",
+             .i64 = &limit,
+             .min = 1,
+             .max = 100000,
+             .help = "list: at most N operations (1000)"},
+            {.name = "after",
+             .arg = "CURSOR",
+             .i64 = &after,
+             .min = 0,
+             .max = INT64_MAX,
+             .help = "list: start after this cursor (the next_after of the previous page)"},
+            {.name = "operator",
+             .arg = "NAME",
+             .string = &operator_name,
+             .help = "resend, resolve: who acts (1 to 200 bytes, audited)"},
+            {.name = "outcome",
+             .choice = &outcome,
+             .choices = outcomes,
+             .seen = &outcome_seen,
+             .help = "resolve: what the provider says happened"},
         };
-        const char *pos[2] = {NULL, NULL};
+        const struct options_spec spec = {.prog = "tollgate manual",
+                                          .synopsis = "<list|show|resend|resolve> [ID]",
+                                          .description = manual_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0]),
+                                          .max_args = 2,
+                                          .epilogue = manual_epilogue};
+        const char *args[2] = {NULL, NULL};
         struct tg_config *cfg;
         struct store *store = NULL;
-        size_t npos = 0;
+        size_t nargs = 0;
         int r;
 
-        r = cli_parse("manual", argc, argv, opts, sizeof(opts) / sizeof(opts[0]), manual_help, pos,
-                      2, &npos);
+        r = options_parse(&spec, argc, argv, args, &nargs);
         if (r)
-                return r;
-        if (npos == 0) {
+                return options_exit_status(r);
+        if (nargs == 0) {
                 fprintf(stderr, "tollgate manual: a subcommand is required: list, show, resend, "
                                 "resolve (try --help)\n");
                 return 2;
         }
-        bool is_list = strcmp(pos[0], "list") == 0, is_show = strcmp(pos[0], "show") == 0;
-        bool is_resend = strcmp(pos[0], "resend") == 0, is_resolve = strcmp(pos[0], "resolve") == 0;
+        bool is_list = strcmp(args[0], "list") == 0, is_show = strcmp(args[0], "show") == 0;
+        bool is_resend = strcmp(args[0], "resend") == 0,
+             is_resolve = strcmp(args[0], "resolve") == 0;
         if (!is_list && !is_show && !is_resend && !is_resolve) {
-                fprintf(stderr, "tollgate manual: unknown subcommand '%s' (try --help)\n", pos[0]);
+                fprintf(stderr, "tollgate manual: unknown subcommand '%s' (try --help)\n", args[0]);
                 return 2;
         }
-        /* In list, --reason filters; elsewhere it is the operator's reason. */
-        if (is_list) {
-                reason_filter = reason;
-                if (npos > 1 || operator_name || outcome) {
-                        fprintf(stderr, "tollgate manual list: takes only --reason, --limit, "
-                                        "--after\n");
-                        return 2;
-                }
-        } else {
-                r = check_id(npos > 1 ? pos[1] : NULL);
-                if (r)
-                        return r;
-        }
+        r = check_usage(is_list, nargs, args, operator_name, reason, outcome_seen, is_resolve);
+        if (r < 0)
+                return options_exit_status(r);
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
@@ -285,14 +308,15 @@ int cmd_manual(int argc, char **argv)
                 r = cli_open_store("manual", cfg, &store);
         if (r == 0) {
                 if (is_list)
-                        r = do_list(store, reason_filter, limit, after);
+                        r = do_list(store, reason, limit, after);
                 else if (is_show)
-                        r = do_show(store, pos[1]);
+                        r = do_show(store, args[1]);
                 else
-                        r = do_act(store, cfg, pos[1], is_resolve, operator_name, reason, outcome);
+                        r = do_act(store, cfg, args[1], is_resolve, operator_name, reason,
+                                   outcome == 0 ? OP_SUCCEEDED : OP_REJECTED);
         }
         store_close(store);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
-        return r;
+        return options_exit_status(r);
 }

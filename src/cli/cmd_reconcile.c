@@ -30,18 +30,17 @@
  * Then a summary line. Exit status: 0 every row matched and nothing is
  * missing, 1 otherwise (listed), 2 usage, config or unreadable file.
  */
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "platform/clock.h"
+#include "platform/options.h"
 
 #define RECON_LINE_MAX       4096
 #define RECON_COLS_MAX       64
@@ -49,16 +48,13 @@
 #define RECON_PAGE           500    /* store rows per page */
 #define RECON_MISSING_LISTED 1000   /* default of --max-missing */
 
-static const char reconcile_help[] =
-    "usage: tollgate reconcile --config FILE --file F.csv [--dry-run] [--max-missing N]\n"
-    "Settles unknown (and retry_wait/manual) operations from the provider's\n"
-    "settlement file and reports the rows that did not match, and our open\n"
-    "operations (unknown, retry_wait, manual with an unknown outcome; sent at\n"
-    "least once) that the file does not name.\n"
-    "The file: CSV with a header naming operation_id, status (succeeded|failed)\n"
-    "and optionally refund_id; other columns are ignored.\n"
-    "  --dry-run        report what would change, change nothing\n"
-    "  --max-missing N  list at most N missing operations (1000; all are counted)\n"
+static const char reconcile_about[] =
+    "Settles unknown (and retry_wait/manual) operations from the provider's settlement file and "
+    "reports the rows that did not match, and our open operations (unknown, retry_wait, manual "
+    "with an unknown outcome; sent at least once) that the file does not name.\n\n"
+    "The file: CSV with a header naming operation_id, status (succeeded|failed) and optionally "
+    "refund_id; other columns are ignored.";
+static const char reconcile_epilogue[] =
     "Output: one JSON line per row that did not match (no_such_operation,\n"
     "mismatch, in_flight, pending, invalid_row), one per missing operation\n"
     "(missing_from_file), then a summary line.\n"
@@ -328,7 +324,7 @@ static int run(struct store *store, FILE *f, bool dry_run, struct open_set *open
         int col[3] = {-1, -1, -1}, nnames = 0, r = 0;
 
         if (!line || !head) {
-                r = 1;
+                r = TG_ENOMEM;
                 goto out;
         }
         while (fgets(line, RECON_LINE_MAX + 2, f)) {
@@ -349,7 +345,7 @@ static int run(struct store *store, FILE *f, bool dry_run, struct open_set *open
                         if (long_line || has_nul || strlen(line) == 0) {
                                 fprintf(stderr, "tollgate reconcile: line 1 must be a CSV header "
                                                 "naming operation_id and status\n");
-                                r = 2;
+                                r = TG_EINVAL;
                                 goto out;
                         }
                         memcpy(head, line, len + 1);
@@ -360,7 +356,7 @@ static int run(struct store *store, FILE *f, bool dry_run, struct open_set *open
                         if (col[0] < 0 || col[1] < 0) {
                                 fprintf(stderr, "tollgate reconcile: the header must name the "
                                                 "columns operation_id and status\n");
-                                r = 2;
+                                r = TG_EINVAL;
                                 goto out;
                         }
                         continue;
@@ -382,10 +378,10 @@ static int run(struct store *store, FILE *f, bool dry_run, struct open_set *open
         }
         if (ferror(f)) {
                 fprintf(stderr, "tollgate reconcile: cannot read the file\n");
-                r = 2;
+                r = TG_EINVAL; /* documented: an unreadable file is a usage error (2) */
         } else if (nnames == 0) {
                 fprintf(stderr, "tollgate reconcile: the file is empty (no header)\n");
-                r = 2;
+                r = TG_EINVAL;
         }
 out:
         free(line);
@@ -439,46 +435,51 @@ static int report_missing(struct store *store, const struct open_set *open,
 
 int cmd_reconcile(int argc, char **argv)
 {
-        const char *config = NULL, *file = NULL, *dry = NULL, *max_missing = NULL;
-        const struct cli_opt opts[] = {
-            {"--config", true, &config},
-            {"--file", true, &file},
-            {"--dry-run", false, &dry},
-            {"--max-missing", true, &max_missing},
+        const char *config = NULL, *file = NULL;
+        bool dry = false;
+        uint64_t listed_max = RECON_MISSING_LISTED;
+        const struct opt opts[] = {
+            {.name = "config",
+             .short_name = 'c',
+             .arg = "FILE",
+             .string = &config,
+             .required = true,
+             .help = "the config file (its store is read and changed)"},
+            {.name = "file",
+             .arg = "F.csv",
+             .string = &file,
+             .required = true,
+             .help = "the provider's settlement file"},
+            {.name = "dry-run", .flag = &dry, .help = "report what would change, change nothing"},
+            {.name = "max-missing",
+             .arg = "N",
+             .u64 = &listed_max,
+             .umin = 0,
+             .umax = 1000000,
+             .help = "list at most N missing operations (1000; all are counted)"},
         };
+        const struct options_spec spec = {.prog = "tollgate reconcile",
+                                          .description = reconcile_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0]),
+                                          .epilogue = reconcile_epilogue};
         struct open_set open = {0};
-        unsigned long listed_max = RECON_MISSING_LISTED;
         struct tally t = {0};
         struct tg_config *cfg;
         struct store *store = NULL;
         FILE *f;
         int r;
 
-        r = cli_parse("reconcile", argc, argv, opts, sizeof(opts) / sizeof(opts[0]), reconcile_help,
-                      NULL, 0, NULL);
+        r = options_parse(&spec, argc, argv, NULL, NULL);
         if (r)
-                return r;
-        if (!file) {
-                fprintf(stderr, "tollgate reconcile: --file F.csv is required\n");
-                return 2;
-        }
-        if (max_missing) {
-                char *end;
-                errno = 0;
-                listed_max = strtoul(max_missing, &end, 10);
-                if (errno || end == max_missing || *end || max_missing[0] == '-' ||
-                    listed_max > 1000000) {
-                        fprintf(stderr, "tollgate reconcile: --max-missing must be 0..1000000\n");
-                        return 2;
-                }
-        }
+                return options_exit_status(r);
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
         r = cli_load_config("reconcile", config, cfg);
         if (r) {
                 free(cfg);
-                return r;
+                return options_exit_status(r);
         }
         f = fopen(file, "r");
         if (!f) {
@@ -491,13 +492,13 @@ int cmd_reconcile(int argc, char **argv)
          * by it, so never missing, dry run or not. */
         if (r == 0 && open_set_load(store, &open) < 0) {
                 fprintf(stderr, "tollgate reconcile: cannot list open operations\n");
-                r = 1;
+                r = TG_ESTORE;
         }
         if (r == 0)
-                r = run(store, f, dry != NULL, &open, &t);
-        if (r == 0 && report_missing(store, &open, listed_max, &t) < 0) {
+                r = run(store, f, dry, &open, &t);
+        if (r == 0 && report_missing(store, &open, (unsigned long)listed_max, &t) < 0) {
                 fprintf(stderr, "tollgate reconcile: cannot read open operations\n");
-                r = 1;
+                r = TG_ESTORE;
         }
         if (r == 0) {
                 printf("{\"summary\":true,\"rows\":%lu,\"settled\":%lu,\"already\":%lu,"
@@ -506,6 +507,8 @@ int cmd_reconcile(int argc, char **argv)
                        t.rows, t.settled, t.already, t.unmatched, t.missing,
                        open.incomplete ? "incomplete" : "complete", dry ? "true" : "false");
                 r = t.unmatched > 0 || t.missing > 0 || open.incomplete ? 1 : 0;
+        } else {
+                r = options_exit_status(r);
         }
         free(open.ops);
         fclose(f);

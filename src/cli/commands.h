@@ -1,7 +1,8 @@
 /*
- * commands — the subcommands of the tollgate binary. Each takes the
- * arguments after its own name and returns the process exit status
- * (0 ok, 1 failure, 2 usage or config error). main.c maps names to these in
+ * commands — the subcommands of the tollgate binary. Each takes argv from
+ * its own name on (argv[0] is "serve", "manual", ...: the options follow, as
+ * for a main()) and returns the process exit status (0 ok, 1 failure, 2
+ * usage or config error); it never calls exit(). main.c maps names to these in
  * one table; a new command adds its line there and its prototype here (or,
  * for a tool, in tools/tools.h).
  */

@@ -1,7 +1,10 @@
 /*
  * tollgate — the command line: the daemon (serve, dispatch, api) and the
- * operator commands. Every command has --help; bad flags or a bad config
- * exit non-zero with a message naming the problem, before anything starts.
+ * operator commands. Every command reads its options with platform/options
+ * (so every command has a generated --help, and a bad option or a bad
+ * config exits 2 with a message naming it, before anything starts). A
+ * command gets argv from its own name on, as main() does, and returns the
+ * exit status; only main() returns it to the system.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -9,12 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "cli/commands.h"
 #include "core/tg_error.h"
 #include "daemon/api.h"
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
 #include "daemon/log.h"
+#include "platform/options.h"
 
 static volatile sig_atomic_t stop_flag;
 static volatile sig_atomic_t standby_flag;
@@ -62,89 +67,56 @@ static const char usage[] =
     "\n"
     "Run 'tollgate <command> --help' for a command's options.\n";
 
-struct common_opts {
-        const char *config;
-        int no_wait;
-};
-
-static int parse_common(const char *cmd, int argc, char **argv, struct common_opts *o,
-                        const char *help, int allow_no_wait)
-{
-        memset(o, 0, sizeof(*o));
-        for (int i = 0; i < argc; i++) {
-                const char *a = argv[i];
-                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-                        fputs(help, stdout);
-                        exit(0);
-                } else if (strcmp(a, "--config") == 0 || strcmp(a, "-c") == 0) {
-                        if (i + 1 >= argc) {
-                                fprintf(stderr, "tollgate %s: --config needs a FILE\n", cmd);
-                                return 2;
-                        }
-                        o->config = argv[++i];
-                } else if (strncmp(a, "--config=", 9) == 0) {
-                        o->config = a + 9;
-                } else if (allow_no_wait && strcmp(a, "--no-wait") == 0) {
-                        o->no_wait = 1;
-                } else {
-                        fprintf(stderr, "tollgate %s: unknown option '%s' (try --help)\n", cmd, a);
-                        return 2;
-                }
-        }
-        if (!o->config) {
-                fprintf(stderr, "tollgate %s: --config FILE is required\n", cmd);
-                return 2;
-        }
-        return 0;
-}
-
-static int load_config(const char *cmd, const char *path, struct tg_config *cfg)
-{
-        char err[512];
-        int r = config_load(path, cfg, err, sizeof(err));
-        if (r < 0) {
-                fprintf(stderr, "tollgate %s: %s: %s\n", cmd, path, err);
-                return 2;
-        }
-        enum log_level lvl;
-        if (log_level_parse(cfg->log_level, &lvl) == 0)
-                log_set_level(lvl);
-        return 0;
-}
-
-static const char serve_help[] =
-    "usage: tollgate serve --config FILE\n"
-    "Runs the intake/admin HTTP API and the dispatcher in one process. The API\n"
-    "answers even while the dispatcher waits as a standby behind another owner.\n"
-    "SIGTERM/SIGINT: stop starting calls, wait for open ones, exit 0.\n";
-static const char dispatch_help[] =
-    "usage: tollgate dispatch --config FILE [--no-wait]\n"
-    "Runs the dispatcher alone. If another dispatcher owns the exit for this\n"
-    "store, waits as a standby (and says so in its log) until the owner is gone.\n"
-    "  --no-wait   exit with status 3 instead of waiting\n";
-static const char api_help[] =
-    "usage: tollgate api --config FILE\n"
-    "Runs the intake/admin HTTP API alone; any number may run beside one\n"
-    "dispatcher on the same store.\n";
+static const char serve_about[] =
+    "Runs the intake/admin HTTP API and the dispatcher in one process. The API answers even "
+    "while the dispatcher waits as a standby behind another owner.\n\n"
+    "SIGTERM/SIGINT: stop starting calls, wait for open ones, exit 0.";
+static const char dispatch_about[] =
+    "Runs the dispatcher alone. If another dispatcher owns the exit for this store, waits as a "
+    "standby (and says so in its log) until the owner is gone.\n\n"
+    "SIGTERM/SIGINT: stop starting calls, wait for open ones, exit 0.";
+static const char api_about[] = "Runs the intake/admin HTTP API alone; any number may run beside "
+                                "one dispatcher on the same store.";
 
 static int cmd_daemon(const char *cmd, int argc, char **argv)
 {
         bool want_api = strcmp(cmd, "dispatch") != 0;
         bool want_disp = strcmp(cmd, "api") != 0;
-        const char *help = strcmp(cmd, "serve") == 0      ? serve_help
-                           : strcmp(cmd, "dispatch") == 0 ? dispatch_help
-                                                          : api_help;
-        struct common_opts o;
-        int r = parse_common(cmd, argc, argv, &o, help, want_disp && !want_api);
+        const char *config = NULL;
+        bool no_wait = false;
+        const struct opt opts[] = {
+            {.name = "config",
+             .short_name = 'c',
+             .arg = "FILE",
+             .string = &config,
+             .required = true,
+             .help = "the config file (INI)"},
+            {.name = "no-wait",
+             .flag = &no_wait,
+             .help = "exit with status 3 instead of waiting as a standby"},
+        };
+        char prog[32];
+        struct options_spec spec = {
+            .prog = prog,
+            .description = strcmp(cmd, "serve") == 0      ? serve_about
+                           : strcmp(cmd, "dispatch") == 0 ? dispatch_about
+                                                          : api_about,
+            .opts = opts,
+            .nopts = want_disp && !want_api ? 2 : 1, /* --no-wait: dispatch only */
+        };
+        int r;
+
+        snprintf(prog, sizeof(prog), "tollgate %s", cmd);
+        r = options_parse(&spec, argc, argv, NULL, NULL);
         if (r)
-                return r;
+                return options_exit_status(r);
         struct tg_config *cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
-        r = load_config(cmd, o.config, cfg);
+        r = cli_load_config(cmd, config, cfg);
         if (r) {
                 free(cfg);
-                return r;
+                return options_exit_status(r);
         }
         log_set_component(cmd);
         install_signals();
@@ -166,7 +138,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         int rc = 0;
         if (want_disp) {
                 struct dispatcher_options dopt = {
-                    .no_wait = o.no_wait, .stop = &stop_flag, .standby = &standby_flag};
+                    .no_wait = no_wait, .stop = &stop_flag, .standby = &standby_flag};
                 rc = dispatcher_run(cfg, &dopt);
         } else {
                 while (!stop_flag)
@@ -215,7 +187,7 @@ int main(int argc, char **argv)
         }
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 if (strcmp(argv[1], commands[i].name) == 0)
-                        return commands[i].run(argc - 2, argv + 2);
+                        return commands[i].run(argc - 1, argv + 1);
         fprintf(stderr, "tollgate: unknown command '%s' (try --help)\n", argv[1]);
         return 2;
 }

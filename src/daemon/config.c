@@ -2,7 +2,7 @@
  * config — loads tollgate's INI file (inih) over the defaults and validates
  * it. The table `keys` below is the whole schema: every section.key, its type
  * and its range; a key that is not in it, or a section with no keys in it,
- * is an error naming it. Numbers are read with strtoll/strtod and must use
+ * is an error naming it. Numbers are read with core/strnum and must use
  * the whole value and sit inside the range; an error names the key, the
  * problem and the line ("exit.starts_per_second: must be a number in
  * (0, 1e+09], got \"fast\" (line 12)").
@@ -33,6 +33,7 @@
 #include <strings.h>
 
 #include "core/backoff.h"
+#include "core/strnum.h"
 #include "core/tg_error.h"
 #include "store/store.h" /* STORE_SHARES_MAX */
 
@@ -375,23 +376,6 @@ static int parse_i64(const char *value, int64_t *ret)
         return 0;
 }
 
-static int parse_double(const char *value, double *ret)
-{
-        char *end = NULL;
-        double v;
-
-        if (value[0] == '\0' || value[0] == ' ' || value[0] == '\t')
-                return TG_EPARSE;
-        errno = 0;
-        v = strtod(value, &end);
-        if (end == value || *end != '\0' || !isfinite(v))
-                return TG_EPARSE;
-        if (errno == ERANGE)
-                return TG_ERANGE;
-        *ret = v;
-        return 0;
-}
-
 static int parse_bool(const char *value, bool *ret)
 {
         static const char *const yes[] = {"true", "yes", "on", "1"};
@@ -416,7 +400,7 @@ static int set_integer(struct load *load, const struct key_def *key, const char 
         int64_t v = 0;
         void *dst = (char *)&load->config + key->offset;
 
-        if (parse_i64(value, &v) < 0 || v < key->lo || v > key->hi)
+        if (strnum_i64(value, key->lo, key->hi, &v) < 0)
                 return key_error(load, key, "must be an integer in [%lld, %lld], got \"%s\"",
                                  (long long)key->lo, (long long)key->hi,
                                  quote(value, q, sizeof(q)));
@@ -449,12 +433,12 @@ static int set_double(struct load *load, const struct key_def *key, const char *
         double v = 0;
         bool low_ok;
 
-        if (parse_double(value, &v) < 0)
+        if (strnum_double(value, key->dlo, key->dhi, &v) < 0)
                 return key_error(load, key, "must be a number in %c%g, %g], got \"%s\"",
                                  key->dlo_open ? '(' : '[', key->dlo, key->dhi,
                                  quote(value, q, sizeof(q)));
-        low_ok = key->dlo_open ? v > key->dlo : v >= key->dlo;
-        if (!low_ok || v > key->dhi)
+        low_ok = !key->dlo_open || v > key->dlo;
+        if (!low_ok)
                 return key_error(load, key, "must be a number in %c%g, %g], got \"%s\"",
                                  key->dlo_open ? '(' : '[', key->dlo, key->dhi,
                                  quote(value, q, sizeof(q)));

@@ -1,16 +1,17 @@
 /*
  * tollgate-stub: flags, signals and lifecycle of the provider stand-in. It
- * parses every flag before starting anything (a bad flag exits 2 naming the
- * flag), writes --port-file only once listening, and on SIGTERM/SIGINT stops
+ * reads every flag (platform/options, the table in parse_flags) before
+ * starting anything (a bad flag exits 2 naming the flag), writes --port-file only once listening, and on SIGTERM/SIGINT stops
  * the server and writes the arrival record (--record) before exiting 0.
  */
+#include "core/strnum.h"
 #include "core/tg_error.h"
+#include "platform/options.h"
 #include "stub.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,54 +21,27 @@
 #define SECRET_MAX (64 * 1024)
 #define FILE_MAX   (1024 * 1024)
 
-/* In parts: ISO C only promises string literals of 4095 bytes. */
-static const char *const usage[] = {
-    "usage: tollgate-stub [flags]\n"
-    "\n"
-    "The refund provider stand-in (shared/PROVIDER.md) with fault injection.\n"
+static const char stub_about[] =
+    "The refund provider stand-in (shared/PROVIDER.md) with fault injection. Every option is "
+    "read before anything starts; a bad one exits 2 naming it.";
+
+/* ISO C only promises string literals of 4095 bytes: this one is ~2800. */
+static const char stub_epilogue[] =
     "Contract: POST /v1/refunds, GET /v1/refunds/{operation_id}.\n"
-    "Admin:    GET /_stub/state, GET /_stub/ledger, GET /_stub/arrivals?since=N[&limit=M]\n"
-    "          (JSON lines, entries numbered > N), POST /_stub/mode, POST /_stub/reset,\n"
+    "Admin:    GET /_stub/state, GET /_stub/ledger,\n"
+    "          GET /_stub/arrivals?since=N[&limit=M] (JSON lines, entries numbered\n"
+    "          > N), POST /_stub/mode, POST /_stub/reset,\n"
     "          POST /_stub/expire-keys [{\"key\":\"...\"}].\n"
     "\n"
-    "Flags (--flag VALUE or --flag=VALUE):\n"
-    "  --listen HOST:PORT      listen address, numeric (default 127.0.0.1:9090; port 0 picks\n"
-    "                          a free port; [::1]:PORT for IPv6)\n"
-    "  --port-file FILE        write the actual port to FILE once listening\n"
-    "  --timeline SPEC|@FILE   scripted phases (format below); default: fast forever\n"
-    "  --time-scale F          multiply every phase duration by F (0.1 = ten minutes in one)\n"
-    "  --mode MODE[:PARAM]     one mode forever (instead of --timeline)\n"
-    "  --delay-ms N            default delay of slow (3000)\n"
-    "  --retry-after N|none    Retry-After of unavailable/limited, seconds (1)\n"
-    "  --retry-after-date      send Retry-After as an HTTP-date N seconds ahead\n"
-    "  --processing-ms N       default time queries answer \"processing\" in mode\n"
-    "                          processing (2000)\n"
-    "  --key-retention-s N     idempotency key retention, seconds (86400)\n"
-    "  --seed N                seed of mix draws, refund ids and webhook drops (1)\n"
-    "  --mix M=W,...           weights of mode mix (fast=70,slow=10,drop=5,e500=5,\n"
-    "                          unavailable=5,limited=5)\n"
-    "  --query-mode MODE       mode of GET queries, independent of POSTs: fast, slow,\n"
-    "                          drop, unavailable, limited, e500 (fast)\n"
-    "  --query-delay-ms N      default delay of query-mode slow (3000)\n"
-    "  --record FILE           write every arrival as JSON lines to FILE on exit\n"
-    "  --max-body N            largest POST body in bytes; larger gets 413 (65536)\n"
-    "  --max-records N         arrival entries kept; later ones only counted (1000000)\n"
-    "  --max-keys N            operations the ledger holds (1000000)\n"
-    "  --max-connections N     open connections (4096)\n"
-    "  --webhook-url URL       after each execution (or fail) POST a signed event to URL\n"
-    "  --webhook-secret-file F HMAC-SHA256 secret (file content, one trailing newline\n"
-    "                          stripped); required with --webhook-url\n"
-    "  --webhook-delay-ms N    delay before each event is sent (0)\n"
-    "  --webhook-drop-rate F   fraction of events never sent, 0..1 (0)\n"
-    "  --help                  this text\n"
-    "\n",
     "Modes (the mode applied to a POST is the one in force at its arrival):\n"
     "  fast             execute, answer 201 at once\n"
-    "  slow[:D]         wait D ms, then execute and answer (executes even if the client\n"
-    "                   gave up; a second request with the key meanwhile gets 409)\n"
+    "  slow[:D]         wait D ms, then execute and answer (executes even if the\n"
+    "                   client gave up; a second request with the key meanwhile\n"
+    "                   gets 409)\n"
     "  drop[:D]         (wait D ms,) execute, close the connection without an answer\n"
     "  reject           422 invalid_request, nothing executed\n"
-    "  unavailable[:R]  503 temporarily_unavailable with Retry-After, nothing executed\n"
+    "  unavailable[:R]  503 temporarily_unavailable with Retry-After, nothing\n"
+    "                   executed\n"
     "  limited[:R]      429 rate_limited with Retry-After, nothing executed\n"
     "                   R: N seconds, @N HTTP-date N seconds ahead, - no header\n"
     "  e500[:D]         (wait D ms,) execute, answer 500\n"
@@ -76,48 +50,36 @@ static const char *const usage[] = {
     "                   executed), answer 500; queries answer 200 status failed with\n"
     "                   failure_code CODE (insufficient_funds); a replay of the key\n"
     "                   gets the first stored response, the same 500\n"
-    "  refuse           close the listening socket: connects are refused, requests on\n"
-    "                   already open connections are dropped; reopens after the phase\n"
+    "  refuse           close the listening socket: connects are refused, requests\n"
+    "                   on already open connections are dropped; reopens after the\n"
+    "                   phase\n"
     "  mix[:M=W,...]    per request a weighted draw (seeded, reproducible) of the\n"
     "                   modes above except refuse\n"
     "Replays, 409 and 422-reused answers go through the same mode (delayed by slow,\n"
     "dropped by drop, turned into 500 by e500). After drop/e500/slow the key's\n"
     "stored response is the success body, replayed with 200; after fail it is the\n"
     "500, replayed as it was (a failed key stays failed until it expires).\n"
-    "\n",
+    "\n"
     "Timeline: phases separated by ';' or new lines, each MODE[:PARAM] [DURATION];\n"
-    "DURATION is N with ms, s, m or h (bare N = seconds). Only the last phase may omit\n"
-    "it (lasts forever); after the last timed phase the mode is fast. '#' comments.\n"
-    "Phases are timed from stub start on the monotonic clock; POST /_stub/mode with a\n"
-    "timeline restarts it from that moment. The seed's ten slow minutes:\n"
+    "DURATION is N with ms, s, m or h (bare N = seconds). Only the last phase may\n"
+    "omit it (lasts forever); after the last timed phase the mode is fast. '#'\n"
+    "comments. Phases are timed from stub start on the monotonic clock; POST\n"
+    "/_stub/mode with a timeline restarts it from that moment. The seed's ten slow\n"
+    "minutes:\n"
     "  tollgate-stub --timeline 'fast 1m; slow:3000 5m; drop 2m; reject 1m; fast'\n"
     "and the same compressed to one minute: add --time-scale 0.1.\n"
     "\n"
     "POST /_stub/mode body (all optional): {\"mode\":\"slow\", \"delay_ms\":3000,\n"
-    "  \"processing_ms\":N, \"retry_after\":N, \"retry_after_date\":true, "
-    "\"mix\":\"fast=9,drop=1\"}\n"
-    "  or {\"timeline\":\"drop 5s; fast\"}; plus {\"query_mode\":\"slow\", \"query_delay_ms\":N,\n"
-    "  \"webhook_delay_ms\":N, \"webhook_drop_rate\":F}. Answers the new state.\n",
-    NULL};
+    "  \"processing_ms\":N, \"retry_after\":N, \"retry_after_date\":true,\n"
+    "  \"mix\":\"fast=9,drop=1\"} or {\"timeline\":\"drop 5s; fast\"}; plus\n"
+    "  {\"query_mode\":\"slow\", \"query_delay_ms\":N, \"webhook_delay_ms\":N,\n"
+    "  \"webhook_drop_rate\":F}. Answers the new state.\n";
 
+/* One line naming the option and the problem; TG_EINVAL (exit status 2). */
 static int bad_flag(const char *flag, const char *why)
 {
         fprintf(stderr, "tollgate-stub: %s: %s (try --help)\n", flag, why);
-        return 2;
-}
-
-static int parse_i64(const char *s, int64_t min, int64_t max, int64_t *ret)
-{
-        char *end;
-        long long v;
-        if (!s || !*s)
-                return TG_EINVAL;
-        errno = 0;
-        v = strtoll(s, &end, 10);
-        if (errno || *end || v < min || v > max)
-                return TG_EINVAL;
-        *ret = v;
-        return 0;
+        return TG_EINVAL;
 }
 
 /* Reads a whole small file into a NUL-terminated malloc'd buffer. */
@@ -163,7 +125,7 @@ static int split_listen(const char *s, char *host, size_t cap, uint16_t *ret_por
                         return TG_EINVAL;
                 hlen = (size_t)(colon - s);
         }
-        if (hlen == 0 || hlen >= cap || parse_i64(colon + 1, 0, 65535, &port) < 0)
+        if (hlen == 0 || hlen >= cap || strnum_i64(colon + 1, 0, 65535, &port) < 0)
                 return TG_EINVAL;
         memcpy(host, s, hlen);
         host[hlen] = '\0';
@@ -221,12 +183,145 @@ struct opts {
         struct stub_config cfg;
 };
 
-/* Returns 0 to run, 1 after --help, 2 on a bad flag (message printed). */
+/* 0 to run, OPTIONS_HELP after --help, TG_EINVAL on a bad option (a message
+ * naming it was printed). */
 static int parse_flags(int argc, char **argv, struct opts *o)
 {
         struct stub_config *c = &o->cfg;
-        const char *why = NULL;
-        int64_t v;
+        const char *why = NULL, *listen = NULL, *retry_after = NULL, *mix = NULL;
+        const char *query_mode = NULL;
+        int64_t max_body = 64 * 1024, max_records = 1000000, max_keys = 1000000;
+        int64_t max_connections = 4096;
+        uint64_t seed = 1;
+        bool ra_date = false;
+        const struct opt opts[] = {
+            {.name = "listen",
+             .arg = "HOST:PORT",
+             .string = &listen,
+             .help = "listen address, numeric (default 127.0.0.1:9090; port 0 picks a free port; "
+                     "[::1]:PORT for IPv6)"},
+            {.name = "port-file",
+             .arg = "FILE",
+             .string = &o->port_file,
+             .help = "write the actual port to FILE once listening"},
+            {.name = "timeline",
+             .arg = "SPEC|@FILE",
+             .string = &o->timeline,
+             .help = "scripted phases (format below); default: fast forever"},
+            {.name = "time-scale",
+             .arg = "F",
+             .dbl = &c->time_scale,
+             .dmin = 0,
+             .dmax = 1e6,
+             .dmin_open = true,
+             .help = "multiply every phase duration by F (0.1 = ten minutes in one)"},
+            {.name = "mode",
+             .arg = "MODE[:PARAM]",
+             .string = &o->mode,
+             .help = "one mode forever (instead of --timeline)"},
+            {.name = "delay-ms",
+             .arg = "N",
+             .i64 = &c->delay_ms,
+             .min = 0,
+             .max = 86400000,
+             .help = "default delay of slow (3000)"},
+            {.name = "retry-after",
+             .arg = "N|none",
+             .string = &retry_after,
+             .help = "Retry-After of unavailable/limited, seconds 0..604800 (1)"},
+            {.name = "retry-after-date",
+             .flag = &ra_date,
+             .help = "send Retry-After as an HTTP-date N seconds ahead"},
+            {.name = "processing-ms",
+             .arg = "N",
+             .i64 = &c->processing_ms,
+             .min = 0,
+             .max = 86400000,
+             .help = "default time queries answer \"processing\" in mode processing (2000)"},
+            {.name = "key-retention-s",
+             .arg = "N",
+             .i64 = &c->key_retention_s,
+             .min = 1,
+             .max = 86400 * 365,
+             .help = "idempotency key retention, seconds (86400)"},
+            {.name = "seed",
+             .arg = "N",
+             .u64 = &seed,
+             .umin = 0,
+             .umax = INT64_MAX,
+             .help = "seed of mix draws, refund ids and webhook drops (1)"},
+            {.name = "mix",
+             .arg = "M=W,...",
+             .string = &mix,
+             .help = "weights of mode mix (fast=70,slow=10,drop=5,e500=5,unavailable=5,"
+                     "limited=5)"},
+            {.name = "query-mode",
+             .arg = "MODE",
+             .string = &query_mode,
+             .help = "mode of GET queries, independent of POSTs: fast, slow, drop, "
+                     "unavailable, limited, e500 (fast)"},
+            {.name = "query-delay-ms",
+             .arg = "N",
+             .i64 = &c->query_delay_ms,
+             .min = 0,
+             .max = 86400000,
+             .help = "default delay of query-mode slow (3000)"},
+            {.name = "record",
+             .arg = "FILE",
+             .string = &o->record,
+             .help = "write every arrival as JSON lines to FILE on exit"},
+            {.name = "max-body",
+             .arg = "N",
+             .i64 = &max_body,
+             .min = 1,
+             .max = 64 * 1024 * 1024,
+             .help = "largest POST body in bytes; larger gets 413 (65536)"},
+            {.name = "max-records",
+             .arg = "N",
+             .i64 = &max_records,
+             .min = 0,
+             .max = 100000000,
+             .help = "arrival entries kept; later ones only counted (1000000)"},
+            {.name = "max-keys",
+             .arg = "N",
+             .i64 = &max_keys,
+             .min = 1,
+             .max = 100000000,
+             .help = "operations the ledger holds (1000000)"},
+            {.name = "max-connections",
+             .arg = "N",
+             .i64 = &max_connections,
+             .min = 16,
+             .max = 1000000,
+             .help = "open connections (4096)"},
+            {.name = "webhook-url",
+             .arg = "URL",
+             .string = &c->webhook_url,
+             .help = "after each execution (or fail) POST a signed event to URL"},
+            {.name = "webhook-secret-file",
+             .arg = "F",
+             .string = &o->secret_file,
+             .help = "HMAC-SHA256 secret (file content, one trailing newline stripped); "
+                     "required with --webhook-url"},
+            {.name = "webhook-delay-ms",
+             .arg = "N",
+             .i64 = &c->webhook_delay_ms,
+             .min = 0,
+             .max = 86400000,
+             .help = "delay before each event is sent (0)"},
+            {.name = "webhook-drop-rate",
+             .arg = "F",
+             .dbl = &c->webhook_drop_rate,
+             .dmin = 0,
+             .dmax = 1,
+             .help = "fraction of events never sent, 0..1 (0)"},
+        };
+        const struct options_spec spec = {.prog = "tollgate-stub",
+                                          .description = stub_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0]),
+                                          .epilogue = stub_epilogue};
+        int r;
 
         snprintf(o->host, sizeof(o->host), "127.0.0.1");
         c->host = o->host;
@@ -237,129 +332,42 @@ static int parse_flags(int argc, char **argv, struct opts *o)
         c->ra_form = STUB_RA_SECONDS;
         c->processing_ms = 2000;
         c->key_retention_s = 86400;
-        c->seed = 1;
         c->query_delay_ms = 3000;
-        c->max_body = 64 * 1024;
-        c->max_records = 1000000;
-        c->max_keys = 1000000;
-        c->max_connections = 4096;
         stub_mix_parse("fast=70,slow=10,drop=5,e500=5,unavailable=5,limited=5", 54, &why,
                        c->mix_weights);
         stub_mode_parse("fast", 4, &why, &c->query_spec);
 
-        for (int i = 1; i < argc; i++) {
-                char name[64];
-                const char *arg = argv[i], *val = NULL;
-                const char *eq = strchr(arg, '=');
-                size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-                if (strncmp(arg, "--", 2) != 0 || nlen >= sizeof(name))
-                        return bad_flag(arg, "unknown argument");
-                memcpy(name, arg, nlen);
-                name[nlen] = '\0';
-                if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-                        for (size_t k = 0; usage[k]; k++)
-                                fputs(usage[k], stdout);
-                        return 1;
-                }
-                if (strcmp(name, "--retry-after-date") == 0) {
-                        if (eq)
-                                return bad_flag(name, "takes no value");
-                        c->ra_form = STUB_RA_DATE;
-                        continue;
-                }
-                if (eq) {
-                        val = eq + 1;
-                } else {
-                        if (i + 1 >= argc)
-                                return bad_flag(name, "needs a value");
-                        val = argv[++i];
-                }
-
-                if (strcmp(name, "--listen") == 0) {
-                        if (split_listen(val, o->host, sizeof(o->host), &c->port) < 0)
-                                return bad_flag(name, "must be HOST:PORT (numeric host)");
-                } else if (strcmp(name, "--port-file") == 0) {
-                        o->port_file = val;
-                } else if (strcmp(name, "--timeline") == 0) {
-                        o->timeline = val;
-                } else if (strcmp(name, "--time-scale") == 0) {
-                        char *end;
-                        double f = strtod(val, &end);
-                        if (!*val || *end || !isfinite(f) || f <= 0)
-                                return bad_flag(name, "must be a number > 0");
-                        c->time_scale = f;
-                } else if (strcmp(name, "--mode") == 0) {
-                        o->mode = val;
-                } else if (strcmp(name, "--delay-ms") == 0) {
-                        if (parse_i64(val, 0, 86400000, &c->delay_ms) < 0)
-                                return bad_flag(name, "must be milliseconds 0..86400000");
-                } else if (strcmp(name, "--retry-after") == 0) {
-                        if (strcmp(val, "none") == 0)
-                                c->ra_form = STUB_RA_NONE;
-                        else if (parse_i64(val, 0, 86400 * 7, &c->ra_seconds) < 0)
-                                return bad_flag(name, "must be seconds 0..604800 or none");
-                } else if (strcmp(name, "--processing-ms") == 0) {
-                        if (parse_i64(val, 0, 86400000, &c->processing_ms) < 0)
-                                return bad_flag(name, "must be milliseconds 0..86400000");
-                } else if (strcmp(name, "--key-retention-s") == 0) {
-                        if (parse_i64(val, 1, 86400 * 365, &c->key_retention_s) < 0)
-                                return bad_flag(name, "must be seconds 1..31536000");
-                } else if (strcmp(name, "--seed") == 0) {
-                        if (parse_i64(val, 0, INT64_MAX, &v) < 0)
-                                return bad_flag(name, "must be an integer >= 0");
-                        c->seed = (uint64_t)v;
-                } else if (strcmp(name, "--mix") == 0) {
-                        if (stub_mix_parse(val, strlen(val), &why, c->mix_weights) < 0)
-                                return bad_flag(name, why);
-                } else if (strcmp(name, "--query-mode") == 0) {
-                        if (stub_mode_parse(val, strlen(val), &why, &c->query_spec) < 0)
-                                return bad_flag(name, why);
-                        if (c->query_spec.mode == STUB_REFUSE || c->query_spec.mode == STUB_MIX ||
-                            c->query_spec.mode == STUB_REJECT ||
-                            c->query_spec.mode == STUB_PROCESSING ||
-                            c->query_spec.mode == STUB_FAIL)
-                                return bad_flag(name, "must be fast, slow, drop, unavailable, "
-                                                      "limited or e500");
-                } else if (strcmp(name, "--query-delay-ms") == 0) {
-                        if (parse_i64(val, 0, 86400000, &c->query_delay_ms) < 0)
-                                return bad_flag(name, "must be milliseconds 0..86400000");
-                } else if (strcmp(name, "--record") == 0) {
-                        o->record = val;
-                } else if (strcmp(name, "--max-body") == 0) {
-                        if (parse_i64(val, 1, 64 * 1024 * 1024, &v) < 0)
-                                return bad_flag(name, "must be bytes 1..67108864");
-                        c->max_body = (size_t)v;
-                } else if (strcmp(name, "--max-records") == 0) {
-                        if (parse_i64(val, 0, 100000000, &v) < 0)
-                                return bad_flag(name, "must be 0..100000000");
-                        c->max_records = (size_t)v;
-                } else if (strcmp(name, "--max-keys") == 0) {
-                        if (parse_i64(val, 1, 100000000, &v) < 0)
-                                return bad_flag(name, "must be 1..100000000");
-                        c->max_keys = (size_t)v;
-                } else if (strcmp(name, "--max-connections") == 0) {
-                        if (parse_i64(val, 16, 1000000, &v) < 0)
-                                return bad_flag(name, "must be 16..1000000");
-                        c->max_connections = (unsigned)v;
-                } else if (strcmp(name, "--webhook-url") == 0) {
-                        if (strncmp(val, "http://", 7) != 0 && strncmp(val, "https://", 8) != 0)
-                                return bad_flag(name, "must be an http:// or https:// URL");
-                        c->webhook_url = val;
-                } else if (strcmp(name, "--webhook-secret-file") == 0) {
-                        o->secret_file = val;
-                } else if (strcmp(name, "--webhook-delay-ms") == 0) {
-                        if (parse_i64(val, 0, 86400000, &c->webhook_delay_ms) < 0)
-                                return bad_flag(name, "must be milliseconds 0..86400000");
-                } else if (strcmp(name, "--webhook-drop-rate") == 0) {
-                        char *end;
-                        double f = strtod(val, &end);
-                        if (!*val || *end || !(f >= 0.0 && f <= 1.0))
-                                return bad_flag(name, "must be a number in [0, 1]");
-                        c->webhook_drop_rate = f;
-                } else {
-                        return bad_flag(name, "unknown flag");
-                }
+        r = options_parse(&spec, argc, argv, NULL, NULL);
+        if (r)
+                return r;
+        c->seed = seed;
+        c->max_body = (size_t)max_body;
+        c->max_records = (size_t)max_records;
+        c->max_keys = (size_t)max_keys;
+        c->max_connections = (unsigned)max_connections;
+        if (listen && split_listen(listen, o->host, sizeof(o->host), &c->port) < 0)
+                return bad_flag("--listen", "must be HOST:PORT (numeric host)");
+        /* Retry-After: none wins over --retry-after-date, whatever the order. */
+        if (ra_date)
+                c->ra_form = STUB_RA_DATE;
+        if (retry_after && strcmp(retry_after, "none") == 0)
+                c->ra_form = STUB_RA_NONE;
+        else if (retry_after && strnum_i64(retry_after, 0, 86400 * 7, &c->ra_seconds) < 0)
+                return bad_flag("--retry-after", "must be seconds 0..604800 or none");
+        if (mix && stub_mix_parse(mix, strlen(mix), &why, c->mix_weights) < 0)
+                return bad_flag("--mix", why);
+        if (query_mode) {
+                if (stub_mode_parse(query_mode, strlen(query_mode), &why, &c->query_spec) < 0)
+                        return bad_flag("--query-mode", why);
+                if (c->query_spec.mode == STUB_REFUSE || c->query_spec.mode == STUB_MIX ||
+                    c->query_spec.mode == STUB_REJECT || c->query_spec.mode == STUB_PROCESSING ||
+                    c->query_spec.mode == STUB_FAIL)
+                        return bad_flag("--query-mode", "must be fast, slow, drop, unavailable, "
+                                                        "limited or e500");
         }
+        if (c->webhook_url && strncmp(c->webhook_url, "http://", 7) != 0 &&
+            strncmp(c->webhook_url, "https://", 8) != 0)
+                return bad_flag("--webhook-url", "must be an http:// or https:// URL");
         return 0;
 }
 
@@ -380,7 +388,7 @@ static int finish_config(struct opts *o, char **ret_secret)
                         if (rc < 0) {
                                 fprintf(stderr, "tollgate-stub: --timeline: %s: %s\n",
                                         o->timeline + 1, tg_strerror(rc));
-                                return 2;
+                                return TG_EINVAL;
                         }
                 }
                 rc = stub_timeline_parse(text ? text : o->timeline, c->time_scale, &why,
@@ -408,7 +416,7 @@ static int finish_config(struct opts *o, char **ret_secret)
                         fprintf(stderr, "tollgate-stub: --webhook-secret-file: %s: %s\n",
                                 o->secret_file, rc < 0 ? tg_strerror(rc) : "too large");
                         free(rc < 0 ? NULL : text);
-                        return 2;
+                        return TG_EINVAL;
                 }
                 if (len > 0 && text[len - 1] == '\n')
                         text[--len] = '\0';
@@ -442,7 +450,7 @@ int main(int argc, char **argv)
                 rc = finish_config(o, &secret);
         if (rc != 0) {
                 free(o);
-                return rc == 1 ? 0 : rc;
+                return options_exit_status(rc);
         }
 
         /* Signals are taken by sigwait() below only: block them before any thread starts. */

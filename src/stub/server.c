@@ -18,6 +18,7 @@
  */
 #include "stub.h"
 
+#include "core/strnum.h"
 #include "core/tg_error.h"
 #include "ledger.h"
 #include "listener.h"
@@ -657,21 +658,14 @@ static void admin_arrivals(struct req *r)
 {
         const char *since = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "since");
         const char *limit = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, "limit");
-        unsigned long long s = 0, l = 1000000;
-        char *end;
-        if (since) {
-                s = strtoull(since, &end, 10);
-                if (!*since || *end || since[0] == '-') {
-                        answer_error(r, 400, "invalid_request", "since must be an integer", false);
-                        return;
-                }
+        uint64_t s = 0, l = 1000000;
+        if (since && strnum_u64(since, 0, UINT64_MAX, &s) < 0) {
+                answer_error(r, 400, "invalid_request", "since must be an integer", false);
+                return;
         }
-        if (limit) {
-                l = strtoull(limit, &end, 10);
-                if (!*limit || *end || limit[0] == '-') {
-                        answer_error(r, 400, "invalid_request", "limit must be an integer", false);
-                        return;
-                }
+        if (limit && strnum_u64(limit, 0, SIZE_MAX, &l) < 0) {
+                answer_error(r, 400, "invalid_request", "limit must be an integer", false);
+                return;
         }
         free(r->answer);
         r->status = 200;
@@ -1019,7 +1013,7 @@ void server_stop(struct stub_server *srv)
         if (srv->timer)
                 timer_stop(srv->timer, on_timer_cancel);
         for (int i = 0; i < 600 && srv->mhd && atomic_load(&srv->suspended) > 0; i++)
-                nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+                clock_sleep_ns(5 * TG_NS_PER_MS);
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd);
         srv->mhd = NULL;

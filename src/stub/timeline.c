@@ -6,9 +6,9 @@
  */
 #include "timeline.h"
 
+#include "core/strnum.h"
 #include "core/tg_error.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,19 +40,12 @@ int stub_mode_from_name(const char *name, size_t len, enum stub_mode *ret_mode)
 static int parse_uint(const char *s, size_t len, int64_t max, int64_t *ret)
 {
         char tmp[32];
-        char *end;
-        long long v;
         if (len == 0 || len >= sizeof(tmp))
                 return TG_EINVAL;
         memcpy(tmp, s, len);
         tmp[len] = '\0';
-        if (tmp[0] < '0' || tmp[0] > '9')
+        if (tmp[0] == '-' || strnum_i64(tmp, 0, max, ret) < 0)
                 return TG_EINVAL;
-        errno = 0;
-        v = strtoll(tmp, &end, 10);
-        if (errno || *end != '\0' || v < 0 || v > max)
-                return TG_EINVAL;
-        *ret = v;
         return 0;
 }
 
@@ -232,28 +225,33 @@ int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_
         return 0;
 }
 
+/* N, Ns, Nms, Nm or Nh: the number (core/strnum) and its unit, split at the
+ * trailing letters. */
 static int parse_duration(const char *s, size_t len, double scale, tg_mono_ns *ret)
 {
         char tmp[48];
-        char *end;
+        size_t unit = len;
+        const char *u;
         double v, mult;
         if (len == 0 || len >= sizeof(tmp))
                 return TG_EINVAL;
+        while (unit > 0 && s[unit - 1] >= 'a' && s[unit - 1] <= 'z')
+                unit--;
         memcpy(tmp, s, len);
         tmp[len] = '\0';
+        u = s + unit;
+        tmp[unit] = '\0';
         if (!((tmp[0] >= '0' && tmp[0] <= '9') || tmp[0] == '.'))
                 return TG_EINVAL;
-        errno = 0;
-        v = strtod(tmp, &end);
-        if (errno || end == tmp)
+        if (strnum_double(tmp, 0, 1e18, &v) < 0)
                 return TG_EINVAL;
-        if (strcmp(end, "ms") == 0)
+        if (len - unit == 2 && memcmp(u, "ms", 2) == 0)
                 mult = 1e6;
-        else if (strcmp(end, "s") == 0 || *end == '\0')
+        else if (len == unit || (len - unit == 1 && *u == 's'))
                 mult = 1e9;
-        else if (strcmp(end, "m") == 0)
+        else if (len - unit == 1 && *u == 'm')
                 mult = 60e9;
-        else if (strcmp(end, "h") == 0)
+        else if (len - unit == 1 && *u == 'h')
                 mult = 3600e9;
         else
                 return TG_EINVAL;

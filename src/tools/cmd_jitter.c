@@ -18,38 +18,29 @@
 
 #include "core/backoff.h"
 #include "core/tg_error.h"
+#include "platform/options.h"
 #include "tools/jitter_sim.h"
-#include "tools/tool_util.h"
 #include "tools/tools.h"
 
 #define HIST_ROWS 40 /* text histogram rows at most */
 #define BAR_WIDTH 50
 
-static const char jitter_help[] =
-    "usage: tollgate jitter [options]\n"
-    "Simulates N clients that failed together retrying over R rounds of exponential\n"
-    "windows (seed 004). Round k's window is [min, min(cap, base * factor^(k-1))];\n"
-    "the jitter mode picks each client's wait in it. Worst case: no retry succeeds\n"
-    "before the last round, so every client is counted in every round.\n"
-    "\n"
-    "  --clients N        clients that failed together (5)\n"
-    "  --rounds R         retry rounds (5)\n"
-    "  --base T           upper edge of round 1's window (1)\n"
-    "  --factor F         window growth per round (2)\n"
-    "  --min T            lower edge of every window (0)\n"
-    "  --cap T            per-round cap on the window (none)\n"
-    "  --give-up T        total give-up time from the first failure (none)\n"
-    "  --jitter MODE      none, full, equal or decorrelated (full)\n"
-    "  --bucket T         width of a counting bucket (1)\n"
-    "  --capacity C       arrivals per bucket the far side can take (not stated)\n"
-    "  --seed N           seed of the draws (1)\n"
-    "  --unit s|min       unit of every T above and of the output (s)\n"
-    "  --svg FILE         also write an SVG histogram of the arrivals\n"
-    "  --runs N           also repeat over seeds seed..seed+N-1 and print how the\n"
-    "                     peaks spread (1: only this seed; credit-union sets 1000)\n"
-    "  --example NAME     a seed preset, flags after it override:\n"
-    "                     table         5 clients, rounds 1-5, windows 0-1 ... 0-16 s\n"
-    "                     credit-union  37 calls, 4 rounds of 10/20/40/80 min, 6 lines\n";
+static const char jitter_about[] =
+    "Simulates N clients that failed together retrying over R rounds of exponential windows "
+    "(seed 004). Round k's window is [min, min(cap, base * factor^(k-1))]; the jitter mode picks "
+    "each client's wait in it. Worst case: no retry succeeds before the last round, so every "
+    "client is counted in every round.\n\n"
+    "Every T is in the --unit (s by default).";
+
+static const char jitter_epilogue[] =
+    "Examples (--example NAME; options given with it override it):\n"
+    "  table         5 clients, rounds 1-5, windows 0-1 ... 0-16 s\n"
+    "  credit-union  37 calls, 4 rounds of 10/20/40/80 min, 6 lines, 1000 runs\n";
+
+static const char *const jitter_modes[] = {"none", "full", "equal", "decorrelated", NULL};
+static const char *const units[] = {"s", "min", NULL};
+static const double unit_ms[] = {1000.0, 60000.0};
+static const char *const examples[] = {"table", "credit-union", NULL};
 
 struct jitter_opts {
         struct jitter_sim_config sim;
@@ -75,12 +66,11 @@ static void defaults(struct jitter_opts *o)
         o->runs = 1;
 }
 
-static int apply_example(struct jitter_opts *o, const char *name)
+/* name is one of examples[]. */
+static void apply_example(struct jitter_opts *o, const char *name)
 {
         defaults(o);
         o->example = name;
-        if (strcmp(name, "table") == 0)
-                return 0;
         if (strcmp(name, "credit-union") == 0) {
                 o->unit_ms = 60000.0;
                 o->unit = "min";
@@ -90,129 +80,178 @@ static int apply_example(struct jitter_opts *o, const char *name)
                 o->sim.bucket_ms = 60000;
                 o->sim.capacity = 6;
                 o->runs = 1000;
-                return 0;
         }
-        return TG_EINVAL;
 }
 
-/* Times given on the command line, kept as text until the unit is known. */
-struct time_flags {
-        const char *base, *min, *cap, *give_up, *bucket;
+/* The options as given; the example (if any) is applied first, then every
+ * option given overrides it, and times wait for the unit. */
+struct jitter_flags {
+        uint64_t clients, rounds, capacity, runs, seed;
+        double factor, base, min, cap, give_up, bucket;
+        int jitter, unit, example;
+        const char *svg;
+        bool clients_set, rounds_set, capacity_set, runs_set, seed_set, factor_set, jitter_set,
+            unit_set, base_set, min_set, cap_set, give_up_set, bucket_set, example_set;
 };
 
-static int to_ms(const char *flag, const char *text, double unit_ms, int64_t *ret_ms)
+static int64_t to_ms(double v, double unit)
 {
-        double v;
-        if (tool_parse_double(text, 0, 1e15, &v) < 0) {
-                fprintf(stderr, "tollgate jitter: %s: not a number >= 0: '%s'\n", flag, text);
-                return 2;
-        }
-        *ret_ms = (int64_t)(v * unit_ms + 0.5);
-        return 0;
+        return (int64_t)(v * unit + 0.5);
 }
 
+/* 0, OPTIONS_HELP, or TG_EINVAL (a message was printed). */
 static int parse(int argc, char **argv, struct jitter_opts *o)
 {
-        struct time_flags t = {0};
-        unsigned long u;
-        double d;
+        struct jitter_flags f = {0};
+        const struct opt opts[] = {
+            {.name = "clients",
+             .arg = "N",
+             .u64 = &f.clients,
+             .umin = 1,
+             .umax = JITTER_SIM_MAX_CLIENTS,
+             .seen = &f.clients_set,
+             .help = "clients that failed together (5)"},
+            {.name = "rounds",
+             .arg = "R",
+             .u64 = &f.rounds,
+             .umin = 1,
+             .umax = JITTER_SIM_MAX_ROUNDS,
+             .seen = &f.rounds_set,
+             .help = "retry rounds (5)"},
+            {.name = "base",
+             .arg = "T",
+             .dbl = &f.base,
+             .dmin = 0,
+             .dmax = 1e15,
+             .seen = &f.base_set,
+             .help = "upper edge of round 1's window (1)"},
+            {.name = "factor",
+             .arg = "F",
+             .dbl = &f.factor,
+             .dmin = 1,
+             .dmax = 1000,
+             .seen = &f.factor_set,
+             .help = "window growth per round (2)"},
+            {.name = "min",
+             .arg = "T",
+             .dbl = &f.min,
+             .dmin = 0,
+             .dmax = 1e15,
+             .seen = &f.min_set,
+             .help = "lower edge of every window (0)"},
+            {.name = "cap",
+             .arg = "T",
+             .dbl = &f.cap,
+             .dmin = 0,
+             .dmax = 1e15,
+             .seen = &f.cap_set,
+             .help = "per-round cap on the window (none)"},
+            {.name = "give-up",
+             .arg = "T",
+             .dbl = &f.give_up,
+             .dmin = 0,
+             .dmax = 1e15,
+             .seen = &f.give_up_set,
+             .help = "total give-up time from the first failure (none)"},
+            {.name = "jitter",
+             .choice = &f.jitter,
+             .choices = jitter_modes,
+             .seen = &f.jitter_set,
+             .help = "how each wait is drawn in its window (full)"},
+            {.name = "bucket",
+             .arg = "T",
+             .dbl = &f.bucket,
+             .dmin = 0,
+             .dmax = 1e15,
+             .seen = &f.bucket_set,
+             .help = "width of a counting bucket (1)"},
+            {.name = "capacity",
+             .arg = "C",
+             .u64 = &f.capacity,
+             .umin = 0,
+             .umax = 1000000000,
+             .seen = &f.capacity_set,
+             .help = "arrivals per bucket the far side can take (not stated)"},
+            {.name = "seed",
+             .arg = "N",
+             .u64 = &f.seed,
+             .umin = 0,
+             .umax = UINT64_MAX,
+             .seen = &f.seed_set,
+             .help = "seed of the draws (1)"},
+            {.name = "unit",
+             .choice = &f.unit,
+             .choices = units,
+             .seen = &f.unit_set,
+             .help = "unit of every T and of the output (s)"},
+            {.name = "svg",
+             .arg = "FILE",
+             .string = &f.svg,
+             .help = "also write an SVG histogram of the arrivals"},
+            {.name = "runs",
+             .arg = "N",
+             .u64 = &f.runs,
+             .umin = 1,
+             .umax = 100000,
+             .seen = &f.runs_set,
+             .help = "also repeat over seeds seed..seed+N-1 and print how the peaks spread (1: "
+                     "only this seed; credit-union sets 1000)"},
+            {.name = "example",
+             .choice = &f.example,
+             .choices = examples,
+             .seen = &f.example_set,
+             .help = "a seed preset (below)"},
+        };
+        const struct options_spec spec = {.prog = "tollgate jitter",
+                                          .description = jitter_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0]),
+                                          .epilogue = jitter_epilogue};
+        int r = options_parse(&spec, argc, argv, NULL, NULL);
 
+        if (r)
+                return r;
         defaults(o);
-        /* An example first, so flags after (or before) it override it. */
-        for (int i = 0; i + 1 < argc; i++) {
-                if (strcmp(argv[i], "--example") == 0 && apply_example(o, argv[i + 1]) < 0) {
-                        fprintf(stderr,
-                                "tollgate jitter: --example: '%s' is not table or "
-                                "credit-union\n",
-                                argv[i + 1]);
-                        return 2;
-                }
+        if (f.example_set)
+                apply_example(o, examples[f.example]);
+        if (f.clients_set)
+                o->sim.clients = (unsigned)f.clients;
+        if (f.rounds_set)
+                o->sim.rounds = (unsigned)f.rounds;
+        if (f.capacity_set)
+                o->sim.capacity = (unsigned)f.capacity;
+        if (f.runs_set)
+                o->runs = (unsigned)f.runs;
+        if (f.seed_set)
+                o->sim.seed = f.seed;
+        if (f.factor_set)
+                o->sim.factor = f.factor;
+        if (f.jitter_set)
+                backoff_jitter_parse(jitter_modes[f.jitter], &o->sim.jitter);
+        if (f.unit_set) {
+                o->unit_ms = unit_ms[f.unit];
+                o->unit = units[f.unit];
         }
-        for (int i = 0; i < argc; i++) {
-                const char *a = argv[i];
-                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-                        fputs(jitter_help, stdout);
-                        exit(0);
-                }
-                if (i + 1 >= argc || strncmp(a, "--", 2) != 0) {
-                        fprintf(stderr,
-                                "tollgate jitter: unknown option or missing value '%s'"
-                                " (try --help)\n",
-                                a);
-                        return 2;
-                }
-                const char *v = argv[++i];
-                int bad = 0;
-                if (strcmp(a, "--example") == 0) {
-                        continue;
-                } else if (strcmp(a, "--clients") == 0) {
-                        bad = tool_parse_uint(v, 1, JITTER_SIM_MAX_CLIENTS, &u);
-                        o->sim.clients = (unsigned)u;
-                } else if (strcmp(a, "--rounds") == 0) {
-                        bad = tool_parse_uint(v, 1, JITTER_SIM_MAX_ROUNDS, &u);
-                        o->sim.rounds = (unsigned)u;
-                } else if (strcmp(a, "--capacity") == 0) {
-                        bad = tool_parse_uint(v, 0, 1000000000, &u);
-                        o->sim.capacity = (unsigned)u;
-                } else if (strcmp(a, "--runs") == 0) {
-                        bad = tool_parse_uint(v, 1, 100000, &u);
-                        o->runs = (unsigned)u;
-                } else if (strcmp(a, "--seed") == 0) {
-                        bad = tool_parse_uint(v, 0, (unsigned long)-1, &u);
-                        o->sim.seed = u;
-                } else if (strcmp(a, "--factor") == 0) {
-                        bad = tool_parse_double(v, 1.0, 1000.0, &d);
-                        o->sim.factor = d;
-                } else if (strcmp(a, "--jitter") == 0) {
-                        bad = backoff_jitter_parse(v, &o->sim.jitter);
-                } else if (strcmp(a, "--unit") == 0) {
-                        if (strcmp(v, "s") == 0) {
-                                o->unit_ms = 1000.0;
-                                o->unit = "s";
-                        } else if (strcmp(v, "min") == 0) {
-                                o->unit_ms = 60000.0;
-                                o->unit = "min";
-                        } else {
-                                bad = 1;
-                        }
-                } else if (strcmp(a, "--svg") == 0) {
-                        o->svg = v;
-                } else if (strcmp(a, "--base") == 0) {
-                        t.base = v;
-                } else if (strcmp(a, "--min") == 0) {
-                        t.min = v;
-                } else if (strcmp(a, "--cap") == 0) {
-                        t.cap = v;
-                } else if (strcmp(a, "--give-up") == 0) {
-                        t.give_up = v;
-                } else if (strcmp(a, "--bucket") == 0) {
-                        t.bucket = v;
-                } else {
-                        fprintf(stderr, "tollgate jitter: unknown option '%s' (try --help)\n", a);
-                        return 2;
-                }
-                if (bad) {
-                        fprintf(stderr, "tollgate jitter: %s: bad value '%s' (try --help)\n", a, v);
-                        return 2;
-                }
-        }
+        o->svg = f.svg;
         /* Without an example, the default base and bucket are one unit. */
         if (!o->example) {
-                if (!t.base)
-                        o->sim.base_ms = (int64_t)o->unit_ms;
-                if (!t.bucket)
-                        o->sim.bucket_ms = (int64_t)o->unit_ms;
+                o->sim.base_ms = (int64_t)o->unit_ms;
+                o->sim.bucket_ms = (int64_t)o->unit_ms;
         }
-        if ((t.base && to_ms("--base", t.base, o->unit_ms, &o->sim.base_ms)) ||
-            (t.min && to_ms("--min", t.min, o->unit_ms, &o->sim.min_ms)) ||
-            (t.cap && to_ms("--cap", t.cap, o->unit_ms, &o->sim.cap_ms)) ||
-            (t.give_up && to_ms("--give-up", t.give_up, o->unit_ms, &o->sim.give_up_ms)) ||
-            (t.bucket && to_ms("--bucket", t.bucket, o->unit_ms, &o->sim.bucket_ms)))
-                return 2;
+        if (f.base_set)
+                o->sim.base_ms = to_ms(f.base, o->unit_ms);
+        if (f.min_set)
+                o->sim.min_ms = to_ms(f.min, o->unit_ms);
+        if (f.cap_set)
+                o->sim.cap_ms = to_ms(f.cap, o->unit_ms);
+        if (f.give_up_set)
+                o->sim.give_up_ms = to_ms(f.give_up, o->unit_ms);
+        if (f.bucket_set)
+                o->sim.bucket_ms = to_ms(f.bucket, o->unit_ms);
         if (jitter_sim_config_check(&o->sim) < 0) {
                 fprintf(stderr, "tollgate jitter: inconsistent options: need base > 0, bucket > 0,"
                                 " cap 0 (none) or >= base\n");
-                return 2;
+                return TG_EINVAL;
         }
         return 0;
 }
@@ -406,15 +445,16 @@ static int print_runs(const struct jitter_opts *o)
         unsigned *peaks = calloc((size_t)n * (rounds + 1), sizeof(*peaks));
 
         if (!peaks)
-                return 1;
+                return TG_ENOMEM;
         for (unsigned i = 0; i < n; i++) {
                 struct jitter_sim_config one = *c;
                 struct jitter_sim *sim = NULL;
                 struct jitter_sim_summary s;
                 one.seed = c->seed + i;
-                if (jitter_sim_run(&one, &sim) < 0) {
+                int rc = jitter_sim_run(&one, &sim);
+                if (rc < 0) {
                         free(peaks);
-                        return 1;
+                        return rc == TG_EINVAL ? TG_ENOMEM : rc;
                 }
                 for (unsigned k = 1; k <= rounds; k++) {
                         struct jitter_sim_round r;
@@ -473,7 +513,7 @@ static int write_svg(const struct jitter_opts *o, const struct jitter_sim *sim,
         FILE *f = fopen(o->svg, "w");
         if (!f) {
                 perror(o->svg);
-                return 1;
+                return TG_EIO;
         }
         double bw = (w - left - 10) / (double)n;
         double ph = h - bottom - top;
@@ -517,7 +557,7 @@ static int write_svg(const struct jitter_opts *o, const struct jitter_sim *sim,
                 top + ph);
         if (fclose(f) != 0) {
                 perror(o->svg);
-                return 1;
+                return TG_EIO;
         }
         printf("\nSVG histogram written to %s\n", o->svg);
         return 0;
@@ -529,7 +569,7 @@ int cmd_jitter(int argc, char **argv)
         struct jitter_sim *sim = NULL, *flat = NULL;
         int rc = parse(argc, argv, &o);
         if (rc)
-                return rc;
+                return options_exit_status(rc);
 
         struct jitter_sim_config none = o.sim;
         none.jitter = BACKOFF_JITTER_NONE;
@@ -556,5 +596,5 @@ int cmd_jitter(int argc, char **argv)
                 rc = write_svg(&o, sim, flat);
         jitter_sim_free(sim);
         jitter_sim_free(flat);
-        return rc;
+        return options_exit_status(rc);
 }

@@ -13,159 +13,192 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/tg_error.h"
+#include "platform/options.h"
 #include "tools/capacity.h"
 #include "tools/plan_sim.h"
-#include "tools/tool_util.h"
 #include "tools/tools.h"
 
-static const char plan_help[] =
-    "usage: tollgate plan [options]\n"
-    "Seed 000's drain arithmetic: how long a backlog takes to clear while new work\n"
-    "keeps arriving and every close costs calls from one provider quota.\n"
+static const char plan_about[] =
+    "Seed 000's drain arithmetic: how long a backlog takes to clear while new work keeps "
+    "arriving and every close costs calls from one provider quota.";
+
+static const char plan_epilogue[] =
+    "Examples (--example NAME; options given with it override it):\n"
+    "  seed         240 queued, 2/s, 5 closes/s -> 80 s\n"
+    "  seed-2calls  the same at 2 calls per close -> 480 s\n"
+    "  exercise     600 queued, 3/s, 10 calls/s, 2 per close, 120 s target\n"
     "\n"
-    "  --backlog N            operations queued now (240)\n"
-    "  --arrivals R           new operations per second (2)\n"
-    "  --calls-per-second C   provider calls per second allowed (5)\n"
-    "  --calls-per-close K    calls one close costs on average, retries and queries\n"
-    "                         counted (1)\n"
-    "  --attempts A --queries Q  instead of K: POSTs and queries per close (K = A + Q)\n"
-    "  --target T             wanted drain time in seconds (none)\n"
-    "  --max-in-flight N --call-time S  also model the local in-flight bound:\n"
-    "                         at most N / S calls per second (seed: 10 / 3 s = 3.33/s)\n"
-    "  --example NAME         seed figures: seed (240, 2/s, 5 closes/s -> 80 s),\n"
-    "                         seed-2calls (same, 2 calls per close -> 480 s),\n"
-    "                         exercise (600, 3/s, 10 calls/s, 2 per close, 120 s target)\n"
-    "\n"
-    "  --simulate             also run the numbers through the real dispatcher: starts\n"
-    "                         tollgate-stub (fast) and tollgate (api + dispatch) on\n"
-    "                         loopback with a temporary SQLite store, pre-loads the\n"
-    "                         backlog through the API, keeps submitting at the arrival\n"
-    "                         rate and measures until the backlog drains\n"
-    "  --time-scale F         with --simulate: compress time by F (0 < F <= 1). Rates\n"
-    "                         are divided by F, counts stay: 240 queued at 2/s with\n"
-    "                         5 calls/s and F = 0.1 runs as 240 at 20/s with 50 calls/s,\n"
-    "                         so every time (drain, target) is multiplied by F (1)\n"
-    "  --max-seconds S        with --simulate: give up measuring after S real seconds\n"
-    "                         (default: 3 x the analytic drain time + 10, at most 600)\n";
+    "--simulate starts tollgate-stub (fast) and tollgate (api + dispatch) on\n"
+    "loopback with a temporary SQLite store, pre-loads the backlog through the\n"
+    "API, keeps submitting at the arrival rate and measures until the backlog\n"
+    "drains. With --time-scale F rates are divided by F and counts stay: 240\n"
+    "queued at 2/s with 5 calls/s and F = 0.1 runs as 240 at 20/s with 50\n"
+    "calls/s, so every time (drain, target) is multiplied by F.\n";
+
+static const char *const examples[] = {"seed", "seed-2calls", "exercise", NULL};
 
 struct plan_opts {
         struct capacity_input in;
-        int simulate;
+        bool simulate;
         double time_scale;
         double max_seconds;
-        int have_parts;
-        double attempts, queries;
 };
 
-static void set_example(struct plan_opts *o, const char *name, int *ok)
+/* name is one of examples[]. */
+static void set_example(struct capacity_input *in, const char *name)
 {
-        *ok = 1;
-        if (strcmp(name, "seed") == 0) {
-                o->in.backlog = 240;
-                o->in.arrivals_per_s = 2;
-                o->in.calls_per_s = 5;
-                o->in.calls_per_close = 1;
-        } else if (strcmp(name, "seed-2calls") == 0) {
-                o->in.backlog = 240;
-                o->in.arrivals_per_s = 2;
-                o->in.calls_per_s = 5;
-                o->in.calls_per_close = 2;
+        in->backlog = 240;
+        in->arrivals_per_s = 2;
+        in->calls_per_s = 5;
+        in->calls_per_close = 1;
+        if (strcmp(name, "seed-2calls") == 0) {
+                in->calls_per_close = 2;
         } else if (strcmp(name, "exercise") == 0) {
-                o->in.backlog = 600;
-                o->in.arrivals_per_s = 3;
-                o->in.calls_per_s = 10;
-                o->in.calls_per_close = 2;
-                o->in.target_s = 120;
-        } else {
-                *ok = 0;
+                in->backlog = 600;
+                in->arrivals_per_s = 3;
+                in->calls_per_s = 10;
+                in->calls_per_close = 2;
+                in->target_s = 120;
         }
 }
 
+/* 0, OPTIONS_HELP, or TG_EINVAL (a message was printed). */
 static int parse(int argc, char **argv, struct plan_opts *o)
 {
+        /* The numbers as given: the example (if any) is applied first, then
+         * every number given overrides it. */
+        enum { BACKLOG, ARRIVALS, CPS, CPC, ATTEMPTS, QUERIES, TARGET, MIF, CALL_TIME, N_NUM };
+        double v[N_NUM] = {0};
+        bool set[N_NUM] = {false};
+        int example = 0;
+        bool example_set = false;
+        const struct opt opts[] = {
+            {.name = "backlog",
+             .arg = "N",
+             .dbl = &v[BACKLOG],
+             .seen = &set[BACKLOG],
+             .dmin = 0,
+             .dmax = 1e12,
+             .help = "operations queued now (240)"},
+            {.name = "arrivals",
+             .arg = "R",
+             .dbl = &v[ARRIVALS],
+             .seen = &set[ARRIVALS],
+             .dmin = 0,
+             .dmax = 1e12,
+             .help = "new operations per second (2)"},
+            {.name = "calls-per-second",
+             .arg = "C",
+             .dbl = &v[CPS],
+             .seen = &set[CPS],
+             .dmin = 0,
+             .dmax = 1e12,
+             .help = "provider calls per second allowed (5)"},
+            {.name = "calls-per-close",
+             .arg = "K",
+             .dbl = &v[CPC],
+             .seen = &set[CPC],
+             .dmin = 1,
+             .dmax = 1e12,
+             .help = "calls one close costs on average, retries and queries counted (1)"},
+            {.name = "attempts",
+             .arg = "A",
+             .dbl = &v[ATTEMPTS],
+             .seen = &set[ATTEMPTS],
+             .dmin = 0,
+             .dmax = 1e12,
+             .help = "instead of --calls-per-close: POSTs per close (K = A + Q)"},
+            {.name = "queries",
+             .arg = "Q",
+             .dbl = &v[QUERIES],
+             .seen = &set[QUERIES],
+             .dmin = 0,
+             .dmax = 1e12,
+             .help = "with --attempts: queries per close"},
+            {.name = "target",
+             .arg = "T",
+             .dbl = &v[TARGET],
+             .seen = &set[TARGET],
+             .dmin = 0,
+             .dmax = 1e12,
+             .help = "wanted drain time in seconds (none)"},
+            {.name = "max-in-flight",
+             .arg = "N",
+             .dbl = &v[MIF],
+             .seen = &set[MIF],
+             .dmin = 0,
+             .dmax = 1e12,
+             .help = "with --call-time, also model the local in-flight bound: at most N / S "
+                     "calls per second (seed: 10 / 3 s = 3.33/s)"},
+            {.name = "call-time",
+             .arg = "S",
+             .dbl = &v[CALL_TIME],
+             .seen = &set[CALL_TIME],
+             .dmin = 0,
+             .dmax = 1e12,
+             .help = "with --max-in-flight: mean seconds per call"},
+            {.name = "example",
+             .choice = &example,
+             .choices = examples,
+             .seen = &example_set,
+             .help = "seed figures (below)"},
+            {.name = "simulate",
+             .flag = &o->simulate,
+             .help = "also run the numbers through the real dispatcher (below)"},
+            {.name = "time-scale",
+             .arg = "F",
+             .dbl = &o->time_scale,
+             .dmin = 1e-6,
+             .dmax = 1,
+             .help = "with --simulate: compress time by F (1)"},
+            {.name = "max-seconds",
+             .arg = "S",
+             .dbl = &o->max_seconds,
+             .dmin = 0,
+             .dmax = 1e12,
+             .help = "with --simulate: give up measuring after S real seconds (default: 3 x "
+                     "the analytic drain time + 10, at most 600)"},
+        };
+        const struct options_spec spec = {.prog = "tollgate plan",
+                                          .description = plan_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0]),
+                                          .epilogue = plan_epilogue};
+        double *const field[N_NUM] = {
+            [BACKLOG] = &o->in.backlog,
+            [ARRIVALS] = &o->in.arrivals_per_s,
+            [CPS] = &o->in.calls_per_s,
+            [CPC] = &o->in.calls_per_close,
+            [TARGET] = &o->in.target_s,
+            [MIF] = &o->in.max_in_flight,
+            [CALL_TIME] = &o->in.call_s,
+            [ATTEMPTS] = NULL,
+            [QUERIES] = NULL,
+        };
+        struct capacity_plan p;
+        int r;
+
         memset(o, 0, sizeof(*o));
-        o->in.backlog = 240;
-        o->in.arrivals_per_s = 2;
-        o->in.calls_per_s = 5;
-        o->in.calls_per_close = 1;
         o->time_scale = 1;
-        for (int i = 0; i + 1 < argc; i++) {
-                int ok;
-                if (strcmp(argv[i], "--example") != 0)
-                        continue;
-                set_example(o, argv[i + 1], &ok);
-                if (!ok) {
-                        fprintf(stderr,
-                                "tollgate plan: --example: '%s' is not seed, seed-2calls or "
-                                "exercise\n",
-                                argv[i + 1]);
-                        return 2;
-                }
-        }
-        for (int i = 0; i < argc; i++) {
-                const char *a = argv[i];
-                double *dst = NULL, lo = 0, hi = 1e12;
-                if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-                        fputs(plan_help, stdout);
-                        exit(0);
-                }
-                if (strcmp(a, "--simulate") == 0) {
-                        o->simulate = 1;
-                        continue;
-                }
-                if (strcmp(a, "--backlog") == 0) {
-                        dst = &o->in.backlog;
-                } else if (strcmp(a, "--arrivals") == 0) {
-                        dst = &o->in.arrivals_per_s;
-                } else if (strcmp(a, "--calls-per-second") == 0) {
-                        dst = &o->in.calls_per_s;
-                } else if (strcmp(a, "--calls-per-close") == 0) {
-                        dst = &o->in.calls_per_close;
-                        lo = 1;
-                } else if (strcmp(a, "--attempts") == 0) {
-                        dst = &o->attempts;
-                        o->have_parts = 1;
-                } else if (strcmp(a, "--queries") == 0) {
-                        dst = &o->queries;
-                        o->have_parts = 1;
-                } else if (strcmp(a, "--target") == 0) {
-                        dst = &o->in.target_s;
-                } else if (strcmp(a, "--max-in-flight") == 0) {
-                        dst = &o->in.max_in_flight;
-                } else if (strcmp(a, "--call-time") == 0) {
-                        dst = &o->in.call_s;
-                } else if (strcmp(a, "--time-scale") == 0) {
-                        dst = &o->time_scale;
-                        lo = 1e-6;
-                        hi = 1;
-                } else if (strcmp(a, "--max-seconds") == 0) {
-                        dst = &o->max_seconds;
-                } else if (strcmp(a, "--example") == 0 && i + 1 < argc) {
-                        i++;
-                        continue;
-                } else {
-                        fprintf(stderr, "tollgate plan: unknown option '%s' (try --help)\n", a);
-                        return 2;
-                }
-                if (i + 1 >= argc || tool_parse_double(argv[i + 1], lo, hi, dst) < 0) {
-                        fprintf(stderr, "tollgate plan: %s needs a number in [%g, %g]\n", a, lo,
-                                hi);
-                        return 2;
-                }
-                i++;
-        }
-        if (o->have_parts) {
-                o->in.calls_per_close = o->attempts + o->queries;
+        r = options_parse(&spec, argc, argv, NULL, NULL);
+        if (r)
+                return r;
+        set_example(&o->in, example_set ? examples[example] : "seed");
+        for (int i = 0; i < N_NUM; i++)
+                if (set[i] && field[i])
+                        *field[i] = v[i];
+        if (set[ATTEMPTS] || set[QUERIES]) {
+                o->in.calls_per_close = v[ATTEMPTS] + v[QUERIES];
                 if (o->in.calls_per_close < 1) {
                         fprintf(stderr, "tollgate plan: --attempts + --queries must be >= 1\n");
-                        return 2;
+                        return TG_EINVAL;
                 }
         }
-        struct capacity_plan p;
         if (capacity_plan(&o->in, &p) < 0) {
                 fprintf(stderr, "tollgate plan: need --calls-per-second > 0, --calls-per-close"
                                 " >= 1, and --max-in-flight with --call-time (both or neither)\n");
-                return 2;
+                return TG_EINVAL;
         }
         return 0;
 }
@@ -243,13 +276,14 @@ int cmd_plan(int argc, char **argv)
 {
         struct plan_opts o;
         struct capacity_plan p;
-        int rc = parse(argc, argv, &o);
-        if (rc)
-                return rc;
+        int r = parse(argc, argv, &o);
+
+        if (r)
+                return options_exit_status(r);
         capacity_plan(&o.in, &p);
         plan_print(&o.in, &p);
         if (!o.simulate)
                 return 0;
         struct plan_sim_options so = {.time_scale = o.time_scale, .max_seconds = o.max_seconds};
-        return plan_simulate(&o.in, &p, &so);
+        return options_exit_status(plan_simulate(&o.in, &p, &so));
 }

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strnum.h"
 #include "core/tg_error.h"
+#include "platform/options.h"
 #include "tools/runlog.h"
 #include "tools/tools.h"
 #include "tools/verify.h"
@@ -36,7 +38,9 @@ static const char *const bstate_color[B_STATES] = {"#d95f02", "#7570b3", "#e7298
 
 struct phase {
         double from_s, to_s; /* relative to t0 */
-        char label[48];
+        char label[64];
+        long number; /* from the arrivals: the stub's phase number, else -1 */
+        char mode[40];
 };
 
 struct series {
@@ -49,14 +53,12 @@ struct series {
         size_t nphases;
 };
 
-static const char report_help[] =
-    "usage: tollgate report [--calls FILE | --config FILE] --arrivals FILE --out FILE.html\n"
-    "                       [--ledger FILE] [--timeline SPEC --time-scale F] [--title T]\n"
-    "                       [verify's limits: --rate R --max-in-flight N --max-attempts N ...]\n"
-    "Writes one self-contained HTML page of the run: starts/s and closes/s on one\n"
-    "timeline, in flight, oldest open age, backlog by state, the provider's phases\n"
-    "(from --timeline, the stub's spec, or the arrivals' phase fields) and the\n"
-    "verify findings. Inputs as for 'tollgate verify' (docs/verify.md).\n"
+static const char report_about[] =
+    "Writes one self-contained HTML page of the run: starts/s and closes/s on one timeline, in "
+    "flight, oldest open age, backlog by state, the provider's phases (from --timeline, the "
+    "stub's spec, or the arrivals' phase fields) and the verify findings. Inputs and limits as "
+    "for 'tollgate verify' (docs/verify.md).";
+static const char report_epilogue[] =
     "Exit status: 0 written (whatever the findings), 2 usage or input error.\n";
 
 static bool is_final(const char *cls)
@@ -112,6 +114,33 @@ static int cmp_span(const void *a, const void *b)
         return (x->first > y->first) - (x->first < y->first);
 }
 
+/* "20", "20s", "3500ms", "2m", "1h" in seconds; 0 for what is not one (the
+ * stub refuses such a timeline, so only a hand-written one gets here). */
+static double duration_s(const char *text)
+{
+        size_t len = strlen(text), unit = len;
+        char num[32];
+        const char *u;
+        double v;
+
+        while (unit > 0 && text[unit - 1] >= 'a' && text[unit - 1] <= 'z')
+                unit--;
+        u = text + unit;
+        if (unit >= sizeof(num))
+                return 0;
+        memcpy(num, text, unit);
+        num[unit] = '\0';
+        if (strnum_double(num, 0, 1e12, &v) < 0)
+                return 0;
+        if (strcmp(u, "ms") == 0)
+                return v / 1000;
+        if (strcmp(u, "m") == 0)
+                return v * 60;
+        if (strcmp(u, "h") == 0)
+                return v * 3600;
+        return strcmp(u, "s") == 0 || u[0] == '\0' ? v : 0;
+}
+
 /* "MODE[:P] DUR; ..." (the stub's --timeline) into phases from stub start. */
 static void phases_from_spec(struct series *s, const char *spec, double scale, double start_s)
 {
@@ -135,18 +164,11 @@ static void phases_from_spec(struct series *s, const char *spec, double scale, d
                         char dur[32];
                         snprintf(dur, sizeof(dur), "%.*s", (int)strcspn(q, " \t#"), q);
                         double secs = INFINITY;
-                        if (dur[0]) {
-                                char *u;
-                                double v = strtod(dur, &u);
-                                if (strcmp(u, "ms") == 0)
-                                        v /= 1000;
-                                else if (strcmp(u, "m") == 0)
-                                        v *= 60;
-                                else if (strcmp(u, "h") == 0)
-                                        v *= 3600;
-                                secs = v * scale;
-                        }
+                        if (dur[0])
+                                secs = duration_s(dur) * scale;
                         struct phase *ph = &s->phases[s->nphases++];
+                        ph->number = -1;
+                        ph->mode[0] = '\0';
                         ph->from_s = at;
                         ph->to_s = at + secs;
                         snprintf(ph->label, sizeof(ph->label), "%s", mode);
@@ -168,14 +190,16 @@ static void phases_from_arrivals(struct series *s, const struct runlog *log)
                 double t = (double)(a->wall - s->t0) / 1000.0;
                 struct phase *ph = NULL;
                 for (size_t k = 0; k < s->nphases; k++)
-                        if (strcmp(s->phases[k].label + 8, a->mode) == 0 &&
-                            atol(s->phases[k].label + 1) == a->phase)
+                        if (s->phases[k].number == a->phase &&
+                            strcmp(s->phases[k].mode, a->mode) == 0)
                                 ph = &s->phases[k];
                 if (!ph) {
                         if (s->nphases >= MAX_PHASES)
                                 continue;
                         ph = &s->phases[s->nphases++];
                         snprintf(ph->label, sizeof(ph->label), "#%-6ld %s", a->phase, a->mode);
+                        snprintf(ph->mode, sizeof(ph->mode), "%s", a->mode);
+                        ph->number = a->phase;
                         ph->from_s = ph->to_s = t;
                 }
                 if (t < ph->from_s)
@@ -542,20 +566,16 @@ int cmd_report(int argc, char **argv)
         struct runlog log;
         struct verify_result *res = NULL;
         struct series s;
-        int r = verify_parse_args("report", argc, argv, report_help, true, &a);
+        int r = verify_parse_args("report", argc, argv, report_about, report_epilogue, true, &a);
         if (r)
-                return r;
-        if (!a.out) {
-                fprintf(stderr, "tollgate report: --out FILE.html is required\n");
-                return 2;
-        }
+                return options_exit_status(r);
         r = verify_load("report", &a, &log);
         if (r)
-                return r;
+                return options_exit_status(r);
         r = verify_judge("report", &a, &log, &res);
         if (r) {
                 runlog_release(&log);
-                return r;
+                return options_exit_status(r);
         }
         int br = build_series(&log, &a, &s);
         if (br < 0) {

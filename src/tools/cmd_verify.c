@@ -12,133 +12,149 @@
 
 #include "core/tg_error.h"
 #include "daemon/config.h"
+#include "platform/options.h"
 #include "tools/runlog.h"
 #include "tools/tools.h"
 #include "tools/verify.h"
 #include "tools/verify_out.h"
 
-static const char verify_help[] =
-    "usage: tollgate verify [--calls FILE | --config FILE] --arrivals FILE [options]\n"
-    "Judges one run of the exit: every provider arrival matched to exactly one logged\n"
-    "start (by request id), start spacing and bursts at the transport boundary,\n"
-    "in-flight, one key / attempts / executions per operation, call kinds.\n"
-    "  --calls FILE          tollgate's call log, JSON lines (tollgate calls --format\n"
-    "                        jsonl, or GET /v1/calls pages one per line)\n"
-    "  --config FILE         read the call log from this config's store instead; also\n"
-    "                        the default rate, in-flight cap and attempts\n"
-    "  --arrivals FILE       the provider's arrival log, JSON lines (tollgate-stub\n"
-    "                        --record FILE or GET /_stub/arrivals; docs/verify.md)\n"
-    "  --ledger FILE         executions per key (GET /_stub/ledger, or JSON lines\n"
-    "                        {\"key\":K,\"executions\":N})\n"
-    "  --rate R              starts per second (default 5, or the config's)\n"
-    "  --max-in-flight N     (10)\n"
-    "  --max-attempts N      automatic POSTs per operation (3)\n"
-    "  --max-executions N    per key at the provider (1)\n"
-    "  --expect-kinds LIST   kinds that must appear, e.g. first,retry,query,manual\n"
-    "  --max-records N       refuse more calls or arrivals than N (2000000)\n"
-    "  --json                the result as one JSON object\n"
+static const char verify_about[] =
+    "Judges one run of the exit: every provider arrival matched to exactly one logged start (by "
+    "request id), start spacing and bursts at the transport boundary, in-flight, one key / "
+    "attempts / executions per operation, call kinds. The record formats are in "
+    "docs/verify.md.";
+static const char verify_epilogue[] =
     "Exit status: 0 no violation, 1 violations found, 2 usage or input error.\n";
 
-static int parse_num(const char *s, double lo, double hi, double *ret)
+int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
+                      const char *epilogue, bool report, struct verify_args *a)
 {
-        char *end;
-        if (!s || !*s)
-                return TG_EINVAL;
-        double v = strtod(s, &end);
-        if (*end || !(v >= lo && v <= hi))
-                return TG_EINVAL;
-        *ret = v;
-        return 0;
-}
+        const char *kinds = NULL;
+        uint64_t in_flight = 0, attempts = 0, executions = 0, records = 0;
+        bool executions_set = false, records_set = false;
+        /* verify's options, then report's own (the last four) */
+        const struct opt opts[] = {
+            {.name = "calls",
+             .arg = "FILE",
+             .string = &a->calls,
+             .help = "tollgate's call log, JSON lines (tollgate calls --format jsonl, or GET "
+                     "/v1/calls pages one per line)"},
+            {.name = "config",
+             .short_name = 'c',
+             .arg = "FILE",
+             .string = &a->config,
+             .help = "read the call log from this config's store instead; also the default "
+                     "rate, in-flight cap and attempts"},
+            {.name = "arrivals",
+             .arg = "FILE",
+             .string = &a->arrivals,
+             .required = true,
+             .help = "the provider's arrival log, JSON lines (tollgate-stub --record FILE or "
+                     "GET /_stub/arrivals; docs/verify.md)"},
+            {.name = "ledger",
+             .arg = "FILE",
+             .string = &a->ledger,
+             .help = "executions per key (GET /_stub/ledger, or JSON lines "
+                     "{\"key\":K,\"executions\":N})"},
+            {.name = "rate",
+             .arg = "R",
+             .dbl = &a->lim.rate,
+             .dmin = 1e-6,
+             .dmax = 1e9,
+             .seen = &a->rate_set,
+             .help = "starts per second (default 5, or the config's)"},
+            {.name = "max-in-flight",
+             .arg = "N",
+             .u64 = &in_flight,
+             .umin = 1,
+             .umax = 1000000000,
+             .seen = &a->in_flight_set,
+             .help = "calls open at once (10, or the config's)"},
+            {.name = "max-attempts",
+             .arg = "N",
+             .u64 = &attempts,
+             .umin = 1,
+             .umax = 1000000,
+             .seen = &a->attempts_set,
+             .help = "automatic POSTs per operation (3, or the config's)"},
+            {.name = "max-executions",
+             .arg = "N",
+             .u64 = &executions,
+             .umin = 0,
+             .umax = 1000000,
+             .seen = &executions_set,
+             .help = "per key at the provider (1)"},
+            {.name = "expect-kinds",
+             .arg = "LIST",
+             .string = &kinds,
+             .help = "kinds that must appear, e.g. first,retry,query,manual"},
+            {.name = "max-records",
+             .arg = "N",
+             .u64 = &records,
+             .umin = 1,
+             .umax = 1000000000,
+             .seen = &records_set,
+             .help = "refuse more calls or arrivals than N (2000000)"},
+            {.name = "json", .flag = &a->json, .help = "the result as one JSON object"},
+            {.name = "out",
+             .arg = "FILE.html",
+             .string = &a->out,
+             .required = true,
+             .help = "the page to write"},
+            {.name = "timeline",
+             .arg = "SPEC",
+             .string = &a->timeline,
+             .help = "the stub's --timeline, to draw the provider's phases (default: from the "
+                     "arrivals' phase fields)"},
+            {.name = "time-scale",
+             .arg = "F",
+             .dbl = &a->time_scale,
+             .dmin = 1e-6,
+             .dmax = 1e6,
+             .help = "the stub's --time-scale for --timeline (1)"},
+            {.name = "title", .arg = "T", .string = &a->title, .help = "the page's title"},
+        };
+        const size_t n_report = 4;
+        char prog[32];
+        const struct options_spec spec = {
+            .prog = prog,
+            .description = about,
+            .opts = opts,
+            .nopts = sizeof(opts) / sizeof(opts[0]) - (report ? 0 : n_report),
+            .epilogue = epilogue,
+        };
+        unsigned mask;
+        int r;
 
-int verify_parse_args(const char *cmd, int argc, char **argv, const char *help, bool report,
-                      struct verify_args *a)
-{
-        unsigned long kinds = 0;
-        bool kinds_set = false;
         memset(a, 0, sizeof(*a));
         verify_limits_default(&a->lim);
         a->time_scale = 1.0;
         a->allow_report = report;
-        for (int i = 0; i < argc; i++) {
-                const char *o = argv[i];
-                const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-                double n;
-                if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
-                        fputs(help, stdout);
-                        exit(0);
-                } else if (strcmp(o, "--json") == 0) {
-                        a->json = true;
-                        continue;
+        snprintf(prog, sizeof(prog), "tollgate %s", cmd);
+        r = options_parse(&spec, argc, argv, NULL, NULL);
+        if (r)
+                return r;
+        if (a->in_flight_set)
+                a->lim.max_in_flight = (unsigned)in_flight;
+        if (a->attempts_set)
+                a->lim.max_attempts = (unsigned)attempts;
+        if (executions_set)
+                a->lim.max_executions = (unsigned)executions;
+        if (records_set)
+                a->lim.max_records = (size_t)records;
+        if (kinds) {
+                if (verify_kinds_parse(kinds, &mask) < 0) {
+                        fprintf(stderr,
+                                "tollgate %s: --expect-kinds: not a list of call kinds: "
+                                "'%s'\n",
+                                cmd, kinds);
+                        return TG_EINVAL;
                 }
-                if (!v) {
-                        fprintf(stderr, "tollgate %s: %s needs a value (try --help)\n", cmd, o);
-                        return 2;
-                }
-                i++;
-                if (strcmp(o, "--calls") == 0) {
-                        a->calls = v;
-                } else if (strcmp(o, "--config") == 0) {
-                        a->config = v;
-                } else if (strcmp(o, "--arrivals") == 0) {
-                        a->arrivals = v;
-                } else if (strcmp(o, "--ledger") == 0) {
-                        a->ledger = v;
-                } else if (strcmp(o, "--out") == 0 && a->allow_report) {
-                        a->out = v;
-                } else if (strcmp(o, "--timeline") == 0 && a->allow_report) {
-                        a->timeline = v;
-                } else if (strcmp(o, "--time-scale") == 0 && a->allow_report) {
-                        if (parse_num(v, 1e-6, 1e6, &a->time_scale) < 0)
-                                goto bad;
-                } else if (strcmp(o, "--title") == 0 && a->allow_report) {
-                        a->title = v;
-                } else if (strcmp(o, "--rate") == 0) {
-                        if (parse_num(v, 1e-6, 1e9, &a->lim.rate) < 0)
-                                goto bad;
-                        a->rate_set = true;
-                } else if (strcmp(o, "--max-in-flight") == 0) {
-                        if (parse_num(v, 1, 1e9, &n) < 0 || n != (double)(unsigned)n)
-                                goto bad;
-                        a->lim.max_in_flight = (unsigned)n;
-                        a->in_flight_set = true;
-                } else if (strcmp(o, "--max-attempts") == 0) {
-                        if (parse_num(v, 1, 1e6, &n) < 0 || n != (double)(unsigned)n)
-                                goto bad;
-                        a->lim.max_attempts = (unsigned)n;
-                        a->attempts_set = true;
-                } else if (strcmp(o, "--max-executions") == 0) {
-                        if (parse_num(v, 0, 1e6, &n) < 0 || n != (double)(unsigned)n)
-                                goto bad;
-                        a->lim.max_executions = (unsigned)n;
-                } else if (strcmp(o, "--max-records") == 0) {
-                        if (parse_num(v, 1, 1e9, &n) < 0 || n != (double)(size_t)n)
-                                goto bad;
-                        a->lim.max_records = (size_t)n;
-                } else if (strcmp(o, "--expect-kinds") == 0) {
-                        unsigned m;
-                        if (verify_kinds_parse(v, &m) < 0)
-                                goto bad;
-                        kinds = m;
-                        kinds_set = true;
-                } else {
-                        fprintf(stderr, "tollgate %s: unknown option '%s' (try --help)\n", cmd, o);
-                        return 2;
-                }
-                continue;
-        bad:
-                fprintf(stderr, "tollgate %s: bad value '%s' for %s\n", cmd, v, o);
-                return 2;
+                a->lim.expect_kinds = mask;
         }
-        if (kinds_set)
-                a->lim.expect_kinds = (unsigned)kinds;
         if (!a->calls && !a->config) {
                 fprintf(stderr, "tollgate %s: --calls FILE or --config FILE is required\n", cmd);
-                return 2;
-        }
-        if (!a->arrivals) {
-                fprintf(stderr, "tollgate %s: --arrivals FILE is required\n", cmd);
-                return 2;
+                return TG_EINVAL;
         }
         return 0;
 }
@@ -151,12 +167,12 @@ int verify_load(const char *cmd, struct verify_args *a, struct runlog *log)
                 struct tg_config *cfg = malloc(sizeof(*cfg));
                 char err[512];
                 if (!cfg)
-                        return 1;
+                        return TG_ENOMEM;
                 r = config_load(a->config, cfg, err, sizeof(err));
                 if (r < 0) {
                         fprintf(stderr, "tollgate %s: %s: %s\n", cmd, a->config, err);
                         free(cfg);
-                        return 2;
+                        return TG_ECONFIG;
                 }
                 if (!a->rate_set)
                         a->lim.rate = cfg->exit.starts_per_second;
@@ -177,7 +193,7 @@ int verify_load(const char *cmd, struct verify_args *a, struct runlog *log)
         if (r < 0) {
                 fprintf(stderr, "tollgate %s: %s\n", cmd, log->err);
                 runlog_release(log);
-                return 2;
+                return TG_EINVAL; /* an unreadable input: 2 */
         }
         return 0;
 }
@@ -190,7 +206,7 @@ int verify_judge(const char *cmd, const struct verify_args *a, const struct runl
         if (r < 0) {
                 fprintf(stderr, "tollgate %s: %s\n", cmd,
                         r == TG_EFULL ? "more records than --max-records" : tg_strerror(r));
-                return 2;
+                return TG_EINVAL; /* documented as an input error: 2 */
         }
         return 0;
 }
@@ -229,16 +245,16 @@ int cmd_verify(int argc, char **argv)
         struct verify_args a;
         struct runlog log;
         struct verify_result *res = NULL;
-        int r = verify_parse_args("verify", argc, argv, verify_help, false, &a);
+        int r = verify_parse_args("verify", argc, argv, verify_about, verify_epilogue, false, &a);
         if (r)
-                return r;
+                return options_exit_status(r);
         r = verify_load("verify", &a, &log);
         if (r)
-                return r;
+                return options_exit_status(r);
         r = verify_judge("verify", &a, &log, &res);
         if (r) {
                 runlog_release(&log);
-                return r;
+                return options_exit_status(r);
         }
         const struct verify_summary *s = verify_summary(res);
         if (a.json) {

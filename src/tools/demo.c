@@ -26,7 +26,9 @@
 
 #include "core/policy.h"
 #include "core/tg_error.h"
+#include "net/http_client.h"
 #include "platform/clock.h"
+#include "platform/options.h"
 #include "store/store.h"
 #include "tools/tool_util.h"
 #include "tools/tools.h"
@@ -52,18 +54,14 @@ struct demo_opts {
 /* The incident, at full length (the stub compresses it by --time-scale). */
 static const char timeline[] = "fast 20s; slow:3500 40s; drop 20s; fast";
 
-static const char demo_help[] =
-    "usage: tollgate demo [--quick] [--plain]\n"
-    "       tollgate demo resilience [--help]\n"
-    "\n"
-    "Runs tollgate against its provider stand-in through the seed's incident: fast,\n"
-    "then slow past the 3 s call timeout, then executing and dropping the answer,\n"
-    "then recovered. Refunds arrive at 4/s (the exit allows 5 calls/s); the view\n"
-    "shows the backlog, starts/s, closes/s, in-flight, the oldest pending age and\n"
-    "the provider's phase, then a summary. About two minutes; --quick compresses\n"
-    "the incident to about 45 s. Leaves nothing running.\n"
-    "  --quick   the short version\n"
-    "  --plain   no live redraw (a line every 2 s), for logs and CI\n";
+static const char demo_about[] =
+    "Runs tollgate against its provider stand-in through the seed's incident: fast, then slow "
+    "past the 3 s call timeout, then executing and dropping the answer, then recovered. Refunds "
+    "arrive at 4/s (the exit allows 5 calls/s); the view shows the backlog, starts/s, closes/s, "
+    "in-flight, the oldest pending age and the provider's phase, then a summary. About two "
+    "minutes; --quick compresses the incident to about 45 s. Leaves nothing running.";
+static const char demo_epilogue[] =
+    "Also: tollgate demo resilience [--help]   seed 002's four scenarios\n";
 
 struct view {
         int64_t last_call_id;
@@ -116,13 +114,16 @@ static int submit(int api_port, unsigned n)
         char url[128], body[256];
         const char *headers[] = {"Authorization: Bearer " TOKEN, "Content-Type: application/json",
                                  NULL};
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/refunds", api_port);
         snprintf(body, sizeof(body),
                  "{\"operation_id\":\"demo-%05u\",\"payment_id\":\"pay-%05u\","
                  "\"amount\":%u,\"currency\":\"TWD\"}",
                  n, n, 100 + n % 900);
-        int r = tool_http("POST", url, headers, body, 2000, NULL, 0, &res);
+        int r = http_client_request(
+            &(struct http_client_request){
+                .method = "POST", .url = url, .headers = headers, .body = body, .timeout_ms = 2000},
+            &res);
         if (r < 0)
                 return r;
         return res.status == 202 || res.status == 200 ? 0 : TG_EIO;
@@ -132,10 +133,15 @@ static int submit(int api_port, unsigned n)
 static void stub_mode(int stub_port, char *out, size_t size)
 {
         char url[128], resp[4096];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         snprintf(out, size, "?");
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/state", stub_port);
-        if (tool_http("GET", url, NULL, NULL, 1000, resp, sizeof(resp), &res) < 0 ||
+        if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                              .url = url,
+                                                              .timeout_ms = 1000,
+                                                              .resp = resp,
+                                                              .resp_size = sizeof(resp)},
+                                &res) < 0 ||
             res.status != 200)
                 return;
         json_t *o = json_loads(resp, 0, NULL);
@@ -151,12 +157,18 @@ static long executed_twice(int stub_port)
         char url[128];
         const size_t size = 8u << 20;
         char *resp = malloc(size);
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         long twice = -1;
         if (!resp)
                 return -1;
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/ledger", stub_port);
-        if (tool_http("GET", url, NULL, NULL, 5000, resp, size, &res) == 0 && res.status == 200) {
+        if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                              .url = url,
+                                                              .timeout_ms = 5000,
+                                                              .resp = resp,
+                                                              .resp_size = size},
+                                &res) == 0 &&
+            res.status == 200) {
                 json_t *o = json_loads(resp, 0, NULL);
                 json_t *ops = o ? json_object_get(o, "operations") : NULL;
                 const char *key;
@@ -189,12 +201,18 @@ static int save_arrivals(int stub_port, const char *path)
         const size_t size = 64u << 20;
         char url[128];
         char *resp = malloc(size);
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         int r = TG_EIO;
         if (!resp)
                 return TG_ENOMEM;
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/arrivals?since=0", stub_port);
-        if (tool_http("GET", url, NULL, NULL, 10000, resp, size, &res) == 0 && res.status == 200) {
+        if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                              .url = url,
+                                                              .timeout_ms = 10000,
+                                                              .resp = resp,
+                                                              .resp_size = size},
+                                &res) == 0 &&
+            res.status == 200) {
                 FILE *f = fopen(path, "w");
                 if (f) {
                         size_t n = strlen(resp);
@@ -292,24 +310,28 @@ static void draw(const struct demo_opts *o, double t, const struct store_stats *
         fflush(stdout);
 }
 
+/* 0, OPTIONS_HELP, or TG_EINVAL (a message was printed). */
 static int parse_opts(int argc, char **argv, struct demo_opts *o)
 {
+        const struct opt opts[] = {
+            {.name = "quick", .flag = &o->quick, .help = "the short version"},
+            {.name = "plain",
+             .flag = &o->plain,
+             .help = "no live redraw (a line every 2 s), for logs and CI; the default when "
+                     "stdout is not a terminal"},
+        };
+        const struct options_spec spec = {.prog = "tollgate demo",
+                                          .description = demo_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0]),
+                                          .epilogue = demo_epilogue};
+        int r;
+
         memset(o, 0, sizeof(*o));
         o->plain = !isatty(STDOUT_FILENO);
-        for (int i = 0; i < argc; i++) {
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        fputs(demo_help, stdout);
-                        exit(0);
-                } else if (strcmp(argv[i], "--quick") == 0) {
-                        o->quick = true;
-                } else if (strcmp(argv[i], "--plain") == 0) {
-                        o->plain = true;
-                } else {
-                        fprintf(stderr, "tollgate demo: unknown option '%s' (try --help)\n",
-                                argv[i]);
-                        return 2;
-                }
-        }
+        r = options_parse(&spec, argc, argv, NULL, NULL);
+        if (r)
+                return r;
         o->rate = 4.0;
         o->scale = o->quick ? 0.35 : 1.0;
         /* Feed through the incident and a little of the recovery. */
@@ -360,8 +382,12 @@ static int start_all(struct demo_run *d, const struct demo_opts *o)
         char url[128];
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", api_port);
         for (int i = 0; i < 100; i++) {
-                struct tool_http_result res;
-                if (tool_http("GET", url, NULL, NULL, 500, NULL, 0, &res) == 0 && res.status == 200)
+                struct http_client_result res = {0};
+                if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                                      .url = url,
+                                                                      .timeout_ms = 500},
+                                        &res) == 0 &&
+                    res.status == 200)
                         break;
                 tool_sleep(0.1);
         }
@@ -380,12 +406,13 @@ static void stop_all(struct demo_run *d)
 
 int cmd_demo(int argc, char **argv)
 {
-        if (argc > 0 && strcmp(argv[0], "resilience") == 0)
+        /* The subcommand comes first: `demo resilience` has options of its own. */
+        if (argc > 1 && strcmp(argv[1], "resilience") == 0)
                 return cmd_demo_resilience(argc - 1, argv + 1);
         struct demo_opts o;
         int r = parse_opts(argc, argv, &o);
         if (r)
-                return r;
+                return options_exit_status(r);
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
         sa.sa_handler = on_interrupt;

@@ -27,6 +27,8 @@
 #include "core/backoff.h"
 #include "core/rng.h"
 #include "core/tg_error.h"
+#include "net/http_client.h"
+#include "platform/options.h"
 #include "tools/tool_util.h"
 #include "tools/tools.h"
 
@@ -35,17 +37,15 @@
 #define FAIL_FIRST  2 /* scenario (c): 503 for the first tries */
 #define MAX_RETRIES 6
 
-static const char demo_help[] =
-    "usage: tollgate demo resilience [--seed N]\n"
-    "Seed 002's four scenarios against a tollgate-stub started here on loopback:\n"
-    "  (a) no timeout: the caller waits the dependency's full 120 ms\n"
-    "  (b) a 30 ms timeout: the caller stops near 30 ms and releases the connection\n"
-    "  (c) exponential backoff with full jitter on 503 until success, each wait printed\n"
-    "  (d) a refund whose answer is lost: retried without an idempotency key (a fresh\n"
-    "      key per try) it executes twice; with one key, once (the stub's ledger)\n"
-    "Times are measured. This talks to the stub outside the exit on purpose; it never\n"
-    "targets anything but the stub it started.\n"
-    "  --seed N   seed of the backoff jitter in (c) (1)\n";
+static const char resilience_about[] =
+    "Seed 002's four scenarios against a tollgate-stub started here on loopback: (a) no timeout: "
+    "the caller waits the dependency's full 120 ms; (b) a 30 ms timeout: the caller stops near "
+    "30 ms and releases the connection; (c) exponential backoff with full jitter on 503 until "
+    "success, each wait printed; (d) a refund whose answer is lost: retried without an "
+    "idempotency key (a fresh key per try) it executes twice; with one key, once (the stub's "
+    "ledger).\n\n"
+    "Times are measured. This talks to the stub outside the exit on purpose; it never targets "
+    "anything but the stub it started.";
 
 struct demo {
         struct tool_proc stub;
@@ -68,17 +68,23 @@ static void finding(const char *problem, const char *evidence, const char *trigg
 static int set_mode(struct demo *d, const char *mode)
 {
         char url[96], body[128];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         static const char *const hdrs[] = {"Content-Type: application/json", NULL};
         snprintf(url, sizeof(url), "%s/_stub/mode", d->url);
         snprintf(body, sizeof(body), "{\"mode\":\"%s\"}", mode);
-        if (tool_http("POST", url, hdrs, body, 2000, NULL, 0, &res) < 0 || res.status != 200)
+        if (http_client_request(&(struct http_client_request){.method = "POST",
+                                                              .url = url,
+                                                              .headers = hdrs,
+                                                              .body = body,
+                                                              .timeout_ms = 2000},
+                                &res) < 0 ||
+            res.status != 200)
                 return TG_EIO;
         return 0;
 }
 
 static int refund(struct demo *d, const char *key, const char *operation, long timeout_ms,
-                  struct tool_http_result *ret)
+                  struct http_client_result *ret)
 {
         char url[96], body[256], key_header[160];
         snprintf(url, sizeof(url), "%s/v1/refunds", d->url);
@@ -88,7 +94,12 @@ static int refund(struct demo *d, const char *key, const char *operation, long t
                  "\"currency\":\"TWD\"}",
                  operation, operation);
         const char *const hdrs[] = {"Content-Type: application/json", key_header, NULL};
-        return tool_http("POST", url, hdrs, body, timeout_ms, NULL, 0, ret);
+        return http_client_request(&(struct http_client_request){.method = "POST",
+                                                                 .url = url,
+                                                                 .headers = hdrs,
+                                                                 .body = body,
+                                                                 .timeout_ms = timeout_ms},
+                                   ret);
 }
 
 /* Executions the stub's ledger holds for a key (0 if none), or < 0. */
@@ -97,12 +108,16 @@ static int executions(struct demo *d, const char *key)
         char url[96];
         size_t cap = 1 << 16;
         char *buf = malloc(cap);
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         int n = TG_EIO;
         if (!buf)
                 return TG_ENOMEM;
         snprintf(url, sizeof(url), "%s/_stub/ledger", d->url);
-        if (tool_http("GET", url, NULL, NULL, 2000, buf, cap, &res) == 0 && res.status == 200) {
+        if (http_client_request(
+                &(struct http_client_request){
+                    .method = "GET", .url = url, .timeout_ms = 2000, .resp = buf, .resp_size = cap},
+                &res) == 0 &&
+            res.status == 200) {
                 json_t *root = json_loads(buf, 0, NULL);
                 json_t *op = json_object_get(json_object_get(root, "operations"), key);
                 n = op ? (int)json_integer_value(json_object_get(op, "executions")) : 0;
@@ -116,10 +131,15 @@ static int executions(struct demo *d, const char *key)
 static int open_connections(struct demo *d)
 {
         char url[96], buf[2048];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         int n = -1;
         snprintf(url, sizeof(url), "%s/_stub/state", d->url);
-        if (tool_http("GET", url, NULL, NULL, 2000, buf, sizeof(buf), &res) == 0) {
+        if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                              .url = url,
+                                                              .timeout_ms = 2000,
+                                                              .resp = buf,
+                                                              .resp_size = sizeof(buf)},
+                                &res) == 0) {
                 json_t *root = json_loads(buf, 0, NULL);
                 n = (int)json_integer_value(json_object_get(root, "open_connections")) - 1;
                 json_decref(root);
@@ -129,19 +149,20 @@ static int open_connections(struct demo *d)
 
 static int scenario_no_timeout(struct demo *d, double *ret_ms)
 {
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         char ev[256], result[256];
         printf("(a) No timeout: the dependency decides how long we wait\n");
         if (set_mode(d, "slow:120") < 0)
                 return TG_EIO;
         int r = refund(d, "demo-a", "demo-a", 0, &res);
         printf("  without timeout: outcome=%s status=%ld elapsed=%.0fms\n\n",
-               r == 0 ? "SUCCESS" : "ERROR", res.status, res.ms);
+               r == 0 ? "SUCCESS" : "ERROR", res.status, res.elapsed_ms);
         snprintf(ev, sizeof(ev),
                  "a POST with no timeout set waited %.0f ms for a stub told to"
                  " take %d ms",
-                 res.ms, SLOW_MS);
-        snprintf(result, sizeof(result), "waited %.0f ms, the dependency's full delay", res.ms);
+                 res.elapsed_ms, SLOW_MS);
+        snprintf(result, sizeof(result), "waited %.0f ms, the dependency's full delay",
+                 res.elapsed_ms);
         finding("a call to the provider has no timeout", ev,
                 "the provider slows down (here 120 ms; in production seconds, or forever)",
                 "every slow call holds a connection, a socket and its memory; when calls "
@@ -149,18 +170,18 @@ static int scenario_no_timeout(struct demo *d, double *ret_ms)
                 result,
                 "set a whole-call timeout (tollgate: provider.timeout_ms, 3000 by default, "
                 "capped by the operation's remaining deadline)");
-        *ret_ms = res.ms;
+        *ret_ms = res.elapsed_ms;
         return r;
 }
 
 static int scenario_timeout(struct demo *d, double *ret_ms, int *ret_open, int *ret_exec)
 {
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         char ev[320], result[256];
         printf("(b) A 30 ms timeout: we stop waiting, and release the connection\n");
         refund(d, "demo-b", "demo-b", TIMEOUT_MS, &res);
         double t_end = tool_now();
-        /* Our side closed the socket in tool_http(); the stub notices when
+        /* Our side closed the socket in http_client_request(); the stub notices when
          * it next touches the connection. Watch for up to 500 ms. */
         int open = open_connections(d);
         while (open > 0 && tool_now() - t_end < 0.5) {
@@ -169,7 +190,7 @@ static int scenario_timeout(struct demo *d, double *ret_ms, int *ret_open, int *
         }
         double open_ms = (tool_now() - t_end) * 1000;
         printf("  with timeout: outcome=%s elapsed=%.0fms (timeout %d ms)\n",
-               res.timed_out ? "TIMEOUT" : "NOT A TIMEOUT", res.ms, TIMEOUT_MS);
+               res.timed_out ? "TIMEOUT" : "NOT A TIMEOUT", res.elapsed_ms, TIMEOUT_MS);
         printf("  our connection closed at once; open connections at the stub %.0f ms later "
                "(besides this check): %d\n",
                open_ms, open);
@@ -179,11 +200,11 @@ static int scenario_timeout(struct demo *d, double *ret_ms, int *ret_open, int *
         snprintf(ev, sizeof(ev),
                  "the caller gave up after %.0f ms and closed its connection (%d left open at "
                  "the stub); the stub still executed the refund %d time(s)",
-                 res.ms, open, execs);
+                 res.elapsed_ms, open, execs);
         snprintf(result, sizeof(result),
                  "%s at %.0f ms for a 30 ms timeout; the far side was not"
                  " stopped",
-                 res.timed_out ? "timed out" : "did NOT time out", res.ms);
+                 res.timed_out ? "timed out" : "did NOT time out", res.elapsed_ms);
         finding("a timeout that only stops waiting is mistaken for \"nothing happened\"", ev,
                 "the provider is slower than the timeout",
                 "the refund may have executed although the caller saw an error; retrying "
@@ -191,7 +212,7 @@ static int scenario_timeout(struct demo *d, double *ret_ms, int *ret_open, int *
                 result,
                 "time out AND release the connection (done here), record the outcome as "
                 "unknown, and reconcile with the same key (tollgate: state unknown, query)");
-        *ret_ms = res.ms;
+        *ret_ms = res.elapsed_ms;
         *ret_open = open;
         *ret_exec = execs;
         return res.timed_out ? 0 : TG_EIO;
@@ -206,7 +227,7 @@ static int scenario_backoff(struct demo *d, int *ret_tries)
                                    .give_up_ms = 2000,
                                    .jitter = BACKOFF_JITTER_FULL};
         struct tg_rng rng;
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         char ev[512], result[256];
         size_t len = 0;
         int64_t prev = 0, elapsed = 0;
@@ -267,7 +288,7 @@ static int scenario_backoff(struct demo *d, int *ret_tries)
 
 static int scenario_lost_answer(struct demo *d, int *ret_without, int *ret_with)
 {
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         char ev[320], result[256];
 
         printf("(d) A refund whose answer is lost, retried with and without idempotency\n");
@@ -321,23 +342,24 @@ int cmd_demo_resilience(int argc, char **argv)
 {
         struct demo d;
         char stub_bin[1024], port_file[128];
-        unsigned long seed = 1;
-        int rc = 1;
+        uint64_t seed = 1;
+        const struct opt opts[] = {
+            {.name = "seed",
+             .arg = "N",
+             .u64 = &seed,
+             .umin = 0,
+             .umax = UINT64_MAX,
+             .help = "seed of the backoff jitter in (c) (1)"},
+        };
+        const struct options_spec spec = {.prog = "tollgate demo resilience",
+                                          .description = resilience_about,
+                                          .opts = opts,
+                                          .nopts = sizeof(opts) / sizeof(opts[0])};
+        int rc = options_parse(&spec, argc, argv, NULL, NULL);
 
-        for (int i = 0; i < argc; i++) {
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        fputs(demo_help, stdout);
-                        return 0;
-                }
-                if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc &&
-                    tool_parse_uint(argv[i + 1], 0, (unsigned long)-1, &seed) == 0) {
-                        i++;
-                        continue;
-                }
-                fprintf(stderr, "tollgate demo resilience: bad option '%s' (try --help)\n",
-                        argv[i]);
-                return 2;
-        }
+        if (rc)
+                return options_exit_status(rc);
+        rc = 1;
         memset(&d, 0, sizeof(d));
         d.seed = seed;
         if (tool_sibling("tollgate-stub", stub_bin, sizeof(stub_bin)) < 0) {

@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "core/tg_error.h"
+#include "net/http_client.h"
 #include "tools/tool_util.h"
 
 #define PAGE       1000
@@ -51,7 +52,7 @@ struct run {
 static int submit(struct run *r, const char *prefix, size_t i)
 {
         char url[128], body[256];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         static const char *const hdrs[] = {"Content-Type: application/json", NULL};
 
         snprintf(url, sizeof(url), "%s/v1/refunds", r->api);
@@ -60,7 +61,12 @@ static int submit(struct run *r, const char *prefix, size_t i)
                  "\"currency\":\"TWD\"}",
                  prefix, i, i);
         for (int tries = 0; tries < 100; tries++) {
-                if (tool_http("POST", url, hdrs, body, 5000, NULL, 0, &res) < 0)
+                if (http_client_request(&(struct http_client_request){.method = "POST",
+                                                                      .url = url,
+                                                                      .headers = hdrs,
+                                                                      .body = body,
+                                                                      .timeout_ms = 5000},
+                                        &res) < 0)
                         return TG_ETRANSPORT;
                 if (res.status == 202 || res.status == 200)
                         break;
@@ -84,7 +90,7 @@ static int poll_calls(struct run *r, double *ret_first_start)
         char url[160];
         size_t cap = 1 << 20;
         char *buf = malloc(cap);
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         int rc = 0;
 
         if (!buf)
@@ -92,7 +98,12 @@ static int poll_calls(struct run *r, double *ret_first_start)
         for (;;) {
                 snprintf(url, sizeof(url), "%s/v1/calls?since=%lld&limit=%d", r->api, r->since,
                          PAGE);
-                if (tool_http("GET", url, NULL, NULL, 5000, buf, cap, &res) < 0 ||
+                if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                                      .url = url,
+                                                                      .timeout_ms = 5000,
+                                                                      .resp = buf,
+                                                                      .resp_size = cap},
+                                        &res) < 0 ||
                     res.status != 200) {
                         rc = TG_EIO;
                         break;
@@ -172,9 +183,12 @@ static int write_config(const char *dir, int api_port, int stub_port, double sta
 static int healthy(const char *api)
 {
         char url[96];
-        struct tool_http_result res;
+        struct http_client_result res = {0};
         snprintf(url, sizeof(url), "%s/healthz", api);
-        return tool_http("GET", url, NULL, NULL, 1000, NULL, 0, &res) == 0 && res.status == 200;
+        return http_client_request(
+                   &(struct http_client_request){.method = "GET", .url = url, .timeout_ms = 1000},
+                   &res) == 0 &&
+               res.status == 200;
 }
 
 static void tail_log(const char *what, const struct tool_proc *p)
@@ -203,7 +217,7 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
         double limit = opt->max_seconds > 0 ? opt->max_seconds
                        : analytic >= 0      ? fmin(600, 3 * analytic + 10)
                                             : 30;
-        int rc = 1;
+        int rc = TG_EIO;
 
         memset(&r, 0, sizeof(r));
         memset(&stub, 0, sizeof(stub));
@@ -214,13 +228,13 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
                 fprintf(stderr, "tollgate plan --simulate: too many operations for a simulation"
                                 " (backlog <= 100000, arrivals <= 1000000); use --time-scale"
                                 " or smaller numbers\n");
-                return 2;
+                return TG_EINVAL;
         }
         if (tool_sibling("tollgate", tollgate, sizeof(tollgate)) < 0 ||
             tool_sibling("tollgate-stub", stub_bin, sizeof(stub_bin)) < 0) {
                 fprintf(stderr, "tollgate plan --simulate: tollgate-stub not found next to this"
                                 " binary\n");
-                return 1;
+                return TG_ENOTFOUND;
         }
         r.cap_arr = (size_t)in->backlog + (size_t)(arr_rate * limit) + 16;
         r.cap_close = r.cap_arr;
@@ -321,7 +335,7 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
                        "open (analytic: %s)\n",
                        limit, r.n_arr, r.n_close, r.n_arr - r.n_close,
                        analytic < 0 ? "never drains" : "should have");
-                rc = analytic < 0 ? 0 : 1;
+                rc = analytic < 0 ? 0 : TG_EIO;
                 goto out;
         }
         double dur = t_drain - t0;

@@ -14,7 +14,10 @@ struct plan_sim_options {
         double max_seconds; /* real seconds to measure at most; 0 = derived */
 };
 
-/* Returns the exit status for the command (0 measured, 1 failure). */
+/* 0 measured (or, for a plan that never drains, shown not to drain);
+ * TG_EINVAL too many operations to simulate; TG_ENOTFOUND no tollgate-stub
+ * next to this binary; TG_EIO a process failed or the backlog did not
+ * drain when it should have. A message was printed in each case. */
 int plan_simulate(const struct capacity_input *input, const struct capacity_plan *plan,
                   const struct plan_sim_options *options);
 

@@ -1,18 +1,14 @@
 /*
- * tool_util — flag parsing, sibling processes and one-shot HTTP for the
- * teaching tools (see the header). Invariants: a started child is always
- * reaped by tool_proc_stop(); an HTTP request here never reuses a
- * connection and never lets libcurl re-send (CURLOPT_FORBID_REUSE, a fresh
- * easy handle per request), so what the demo counts is what was sent.
+ * tool_util — clock helpers and sibling processes for the teaching tools
+ * (see the header). Invariant: a started child is always reaped by
+ * tool_proc_stop().
  */
 #include "tools/tool_util.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,39 +16,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/strnum.h"
 #include "core/tg_error.h"
 #include "platform/clock.h"
-
-int tool_parse_double(const char *s, double lo, double hi, double *ret_value)
-{
-        char *end = NULL;
-
-        if (!s || !*s)
-                return TG_EINVAL;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || !end || *end || !isfinite(v) || v < lo || v > hi)
-                return TG_EINVAL;
-        *ret_value = v;
-        return 0;
-}
-
-int tool_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *ret_value)
-{
-        char *end = NULL;
-
-        if (!s || !*s || *s == '-' || *s == '+')
-                return TG_EINVAL;
-        errno = 0;
-        unsigned long v = strtoul(s, &end, 10);
-        if (errno || !end || *end || v < lo || v > hi)
-                return TG_EINVAL;
-        *ret_value = v;
-        return 0;
-}
 
 double tool_now(void)
 {
@@ -61,12 +29,7 @@ double tool_now(void)
 
 void tool_sleep(double seconds)
 {
-        if (seconds <= 0)
-                return;
-        struct timespec ts = {.tv_sec = (time_t)seconds,
-                              .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-                ;
+        clock_sleep_ns((tg_mono_ns)(seconds * (double)TG_NS_PER_S));
 }
 
 int tool_sibling(const char *name, char *buf, size_t size)
@@ -111,11 +74,11 @@ static int read_port(const char *path)
         size_t n = fread(buf, 1, sizeof(buf) - 1, f);
         fclose(f);
         buf[n] = '\0';
-        unsigned long port;
+        uint64_t port;
         char *nl = strchr(buf, '\n');
         if (nl)
                 *nl = '\0';
-        if (tool_parse_uint(buf, 1, 65535, &port) < 0)
+        if (strnum_u64(buf, 1, 65535, &port) < 0)
                 return 0;
         return (int)port;
 }
@@ -224,79 +187,4 @@ int tool_free_port(void)
         }
         close(fd);
         return ntohs(a.sin_port);
-}
-
-struct sink {
-        char *buf;
-        size_t size;
-        size_t len;
-};
-
-static size_t on_body(char *data, size_t one, size_t n, void *userdata)
-{
-        struct sink *s = userdata;
-        size_t bytes = one * n;
-        if (s->buf && s->size > 0) {
-                size_t room = s->size - 1 - s->len;
-                size_t take = bytes < room ? bytes : room;
-                memcpy(s->buf + s->len, data, take);
-                s->len += take;
-                s->buf[s->len] = '\0';
-        }
-        return bytes;
-}
-
-int tool_http(const char *method, const char *url, const char *const *headers, const char *body,
-              long timeout_ms, char *resp, size_t resp_size, struct tool_http_result *ret_result)
-{
-        struct tool_http_result res = {0};
-        struct curl_slist *list = NULL;
-        struct sink sink = {.buf = resp, .size = resp_size, .len = 0};
-        CURL *h = curl_easy_init();
-
-        if (!h)
-                return TG_ENOMEM;
-        if (resp && resp_size)
-                resp[0] = '\0';
-        for (size_t i = 0; headers && headers[i]; i++) {
-                struct curl_slist *next = curl_slist_append(list, headers[i]);
-                if (!next) {
-                        curl_slist_free_all(list);
-                        curl_easy_cleanup(h);
-                        return TG_ENOMEM;
-                }
-                list = next;
-        }
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-        if (body) {
-                curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-                curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-        }
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
-        curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
-        curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
-        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
-        if (timeout_ms > 0)
-                curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
-
-        double t0 = tool_now();
-        CURLcode cc = curl_easy_perform(h);
-        res.ms = (tool_now() - t0) * 1000.0;
-        int r = 0;
-        if (cc == CURLE_OK) {
-                curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &res.status);
-        } else {
-                res.timed_out = cc == CURLE_OPERATION_TIMEDOUT;
-                res.no_answer =
-                    cc == CURLE_GOT_NOTHING || cc == CURLE_RECV_ERROR || cc == CURLE_PARTIAL_FILE;
-                r = TG_ETRANSPORT;
-        }
-        curl_slist_free_all(list);
-        curl_easy_cleanup(h);
-        *ret_result = res;
-        return r;
 }

@@ -1,11 +1,11 @@
 /*
- * tool_util — what the teaching tools (jitter, plan, demo resilience) share:
- * strict number parsing for their flags, and for the two that run real
- * processes, starting a sibling binary (found next to /proc/self/exe) on
- * loopback, reading the port it wrote, stopping it, and one-shot HTTP
- * requests with libcurl's easy interface. These tools are teaching aids, not
- * the exit: their HTTP never goes through the dispatcher's transport and
- * only ever targets processes they started themselves on 127.0.0.1.
+ * tool_util — what the teaching tools that run real processes (plan
+ * --simulate, demo, demo resilience) share: the monotonic clock in seconds,
+ * and starting a sibling binary (found next to /proc/self/exe) on
+ * loopback, reading the port it wrote and stopping it. These tools are
+ * teaching aids, not the exit: their HTTP (net/http_client.h) never goes
+ * through the dispatcher's transport and only ever targets processes they
+ * started themselves on 127.0.0.1.
  *
  * Ownership: a struct tool_proc belongs to the caller; tool_proc_stop()
  * always reaps the child (SIGTERM, then SIGKILL after a grace period), so
@@ -18,12 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Strict parses of a whole string: 0 or TG_EINVAL (empty, trailing junk,
- * out of [lo, hi], not finite). */
-int tool_parse_double(const char *s, double lo, double hi, double *ret_value);
-int tool_parse_uint(const char *s, unsigned long lo, unsigned long hi, unsigned long *ret_value);
-
-/* Monotonic now, in seconds (app code may read clocks). */
+/* Monotonic now, in seconds, and a sleep (<= 0: none), both through
+ * platform/clock. */
 double tool_now(void);
 void tool_sleep(double seconds);
 
@@ -59,21 +55,5 @@ void tool_proc_release(struct tool_proc *p);
  * accept: a taken port makes the child fail to start, which is reported).
  * The port, or -errno. */
 int tool_free_port(void);
-
-/* One HTTP request on a fresh connection (no keep-alive, no libcurl retry).
- * headers: NULL-terminated "Name: value" strings or NULL. body: NULL for
- * none. timeout_ms <= 0: no timeout at all (libcurl's default, the "no
- * timeout" scenario). On return *ret_status is the HTTP status or 0 when no
- * answer came; *ret_ms the elapsed time; body (if not NULL) receives up to
- * body_size-1 bytes, NUL-terminated. Returns 0 on an answer, TG_ETRANSPORT
- * (timeout, reset, refused: *ret_timed_out says which), TG_ENOMEM. */
-struct tool_http_result {
-        long status;
-        double ms;
-        int timed_out;
-        int no_answer; /* connection closed without an answer */
-};
-int tool_http(const char *method, const char *url, const char *const *headers, const char *body,
-              long timeout_ms, char *resp, size_t resp_size, struct tool_http_result *ret_result);
 
 #endif

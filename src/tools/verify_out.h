@@ -24,10 +24,15 @@ struct verify_args {
         double time_scale;
 };
 
-/* Each returns 0, or the exit status to return (2: usage or input error),
- * having printed the problem on stderr. --help prints help and exits 0. */
-int verify_parse_args(const char *cmd, int argc, char **argv, const char *help, bool report,
-                      struct verify_args *ret_args);
+/* Reads verify's options (with report's when report is true) through
+ * platform/options; about and epilogue go into the generated --help.
+ * Returns 0, OPTIONS_HELP (the help was printed) or TG_EINVAL (a message
+ * was printed). */
+int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
+                      const char *epilogue, bool report, struct verify_args *ret_args);
+/* Each returns 0, or a negative code having printed the problem on stderr:
+ * TG_EINVAL (an input that cannot be read), TG_ECONFIG (a bad config),
+ * TG_ENOMEM; options_exit_status() maps them to 2, 2 and 1. */
 /* On success *ret_log is filled; release it with runlog_release(). */
 int verify_load(const char *cmd, struct verify_args *args, struct runlog *ret_log);
 int verify_judge(const char *cmd, const struct verify_args *args, const struct runlog *log,

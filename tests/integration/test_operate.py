@@ -134,6 +134,13 @@ class OperateTest(unittest.TestCase):
             rc, out, err = cli(tg, "manual", "list", "--config", tg.config)
             self.assertEqual(rc, 0, err)
             self.assertEqual(json.loads(out)["count"], 10)
+            # one option layer: --config=F, -c F, and options before the
+            # subcommand all read the same store
+            for argv in (("manual", "list", "--config=" + tg.config),
+                         ("manual", "--config", tg.config, "list"),
+                         ("manual", "list", "-c", tg.config)):
+                rc2, out2, err2 = cli(tg, *argv)
+                self.assertEqual((rc2, out2), (0, out), (argv, err2))
 
             # /metrics while in trouble: parses, and says what happened
             st, hdr, raw = tgtest.http_request("GET", tg.api + "/metrics")

@@ -6,6 +6,7 @@ simulations within stated margins), and nothing they start may outlive them.
 """
 
 import glob
+import json
 import os
 import re
 import subprocess
@@ -102,6 +103,107 @@ class PlanTest(unittest.TestCase):
         self.assertGreater(measured, analytic * 0.9, out)
         self.assertLess(measured, analytic * 1.5 + 1, out)
         self.assertEqual(set(leftovers("tg-plan")), before, "temp dirs left behind")
+
+
+class OptionsTest(unittest.TestCase):
+    """Every command reads its options through one layer (platform/options):
+    --name value and --name=value alike, help generated from the option
+    table, one-line errors naming the option, exit status 2."""
+
+    JITTER = ["--clients", "--rounds", "--base", "--factor", "--min", "--cap", "--give-up",
+              "--jitter", "--bucket", "--capacity", "--seed", "--unit", "--svg", "--runs",
+              "--example", "--help"]
+    STUB = ["--listen", "--port-file", "--timeline", "--time-scale", "--mode", "--delay-ms",
+            "--retry-after", "--retry-after-date", "--processing-ms", "--key-retention-s",
+            "--seed", "--mix", "--query-mode", "--query-delay-ms", "--record", "--max-body",
+            "--max-records", "--max-keys", "--max-connections", "--webhook-url",
+            "--webhook-secret-file", "--webhook-delay-ms", "--webhook-drop-rate", "--help"]
+
+    def test_equals_and_space_forms_agree(self):
+        rc, spaced, err = run("jitter", "--clients", "5", "--seed", "3", "--jitter", "equal")
+        self.assertEqual(rc, 0, err)
+        rc, joined, err = run("jitter", "--clients=5", "--seed=3", "--jitter=equal")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(joined, spaced)
+        self.assertIn("5 clients fail together", joined)
+        rc, other, _ = run("jitter", "--clients=6", "--seed=3", "--jitter=equal")
+        self.assertEqual(rc, 0)
+        self.assertNotEqual(other, joined)  # the value after '=' is really read
+
+    def test_config_equals_for_manual_list(self):
+        d = tgtest.tempfile.mkdtemp(prefix="tgtools-")
+        db = os.path.join(d, "opts.db")
+        ini = os.path.join(d, "opts.ini")
+        with open(ini, "w") as f:
+            f.write("[store]\nurl = sqlite://%s\n" % db)
+        try:
+            rc, joined, err = run("manual", "list", "--config=" + ini)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(json.loads(joined)["count"], 0)
+            self.assertTrue(os.path.exists(db), "the store of --config=F was not opened")
+            rc, spaced, err = run("manual", "list", "--config", ini)
+            self.assertEqual((rc, spaced), (0, joined), err)
+            rc, _, err = run("manual", "list", "--config=/nonexistent/opts.ini")
+            self.assertEqual(rc, 2)
+            self.assertIn("/nonexistent/opts.ini", err)
+        finally:
+            for name in os.listdir(d):
+                os.unlink(os.path.join(d, name))
+            os.rmdir(d)
+
+    def check_help(self, argv, usage, flags):
+        p = subprocess.run(argv + ["--help"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith("usage: " + usage), p.stdout[:200])
+        for flag in flags:
+            self.assertRegex(p.stdout, r"\n  (-\w, |    )%s\b" % re.escape(flag),
+                             "%s not listed in %s --help" % (flag, usage))
+        for line in p.stdout.splitlines():  # wrapped at 79, but a word is never cut
+            self.assertTrue(len(line) <= 79 or " " not in line.strip(), line)
+        return p.stdout
+
+    def test_help_lists_every_option(self):
+        self.check_help([tgtest.binary("tollgate-stub")], "tollgate-stub", self.STUB)
+        self.check_help([tgtest.binary("tollgate"), "jitter"], "tollgate jitter", self.JITTER)
+        out = self.check_help([tgtest.binary("tollgate"), "serve"], "tollgate serve",
+                              ["--config", "--help"])
+        self.assertIn("  -c, --config FILE", out)
+        self.assertIn("usage: tollgate serve --config FILE", out)
+        # -h is --help everywhere
+        for cmd in (["jitter"], ["plan"], ["verify"], ["report"], ["demo"],
+                    ["demo", "resilience"], ["calls"], ["reconcile"], ["dispatch"], ["api"]):
+            rc, out, err = run(*(cmd + ["-h"]))
+            self.assertEqual(rc, 0, err)
+            self.assertTrue(out.startswith("usage: tollgate " + " ".join(cmd)), out[:100])
+            self.assertIn("  -h, --help", out)
+
+    def test_errors_name_the_option(self):
+        for argv, want in [(["jitter", "--clients", "x"],
+                            "tollgate jitter: --clients: not an integer in 1..1000000: 'x'"),
+                           (["jitter", "--clients=0"], "--clients: not an integer"),
+                           (["jitter", "--clients"], "--clients: missing value N"),
+                           (["jitter", "--clien", "5"], "unknown option '--clien'"),
+                           (["jitter", "--unit", "h"], "--unit: not one of s, min: 'h'"),
+                           (["plan", "--time-scale=2"], "--time-scale: not a number in"),
+                           (["plan", "--bogus"], "unknown option '--bogus'"),
+                           (["verify", "--max-in-flight", "1.5", "--calls", "c",
+                             "--arrivals", "a"], "--max-in-flight: not an integer"),
+                           (["report", "--calls", "c", "--arrivals", "a"],
+                            "--out FILE.html is required"),
+                           (["demo", "--quick=yes"], "--quick takes no value"),
+                           (["demo", "resilience", "--seed", "-1"], "--seed: not an integer"),
+                           (["serve"], "--config FILE is required"),
+                           (["calls", "--config=x", "--format=xml"],
+                            "--format: not one of jsonl, csv: 'xml'")]:
+            rc, out, err = run(*argv)
+            self.assertEqual(rc, 2, (argv, err))
+            self.assertIn(want, err, argv)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+            self.assertEqual(out, "", argv)
+        p = subprocess.run([tgtest.binary("tollgate-stub"), "--max-keys=0"],
+                           capture_output=True, text=True, timeout=10)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--max-keys: not an integer in 1..100000000: '0'", p.stderr)
 
 
 class DemoResilienceTest(unittest.TestCase):
