@@ -3,8 +3,6 @@
  * configuration key with its default and its meaning, written from the one
  * key table in daemon/config.c (config_describe). The INI form is a config
  * file that loads as the defaults; the Markdown form is docs/config.md.
- *
- * The option parsing is local on purpose: two options, no shared parser.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,69 +10,44 @@
 #include "cli/commands.h"
 #include "core/tg_error.h"
 #include "daemon/config.h"
+#include "platform/options.h"
 
-static const char config_help[] =
-    "usage: tollgate config defaults [--format ini|markdown]\n"
-    "Prints every configuration key with its default and what it means.\n"
-    "  --format ini        an INI file of every key at its default, the meaning as\n"
-    "                      comments (the default format; loads as the defaults)\n"
-    "  --format markdown   one table per section (docs/config.md)\n";
-
-/* The format named by text; 0 or TG_EINVAL. */
-static int parse_format(const char *text, enum config_doc_format *ret_fmt)
-{
-        if (strcmp(text, "ini") == 0) {
-                *ret_fmt = CONFIG_DOC_INI;
-                return 0;
-        }
-        if (strcmp(text, "markdown") == 0) {
-                *ret_fmt = CONFIG_DOC_MARKDOWN;
-                return 0;
-        }
-        return TG_EINVAL;
-}
+static const char *const formats[] = {"ini", "markdown", NULL};
 
 int cmd_config(int argc, char **argv)
 {
-        enum config_doc_format fmt = CONFIG_DOC_INI;
-        const char *format = NULL;
-        int r;
+        int format = 0;
+        const struct opt opts[] = {
+            {.name = "format",
+             .help = "ini: an INI file of every key at its default, the meaning as comments "
+                     "(loads as the defaults; the default format); markdown: one table per "
+                     "section (docs/config.md)",
+             .choice = &format,
+             .choices = formats},
+        };
+        const struct options_spec spec = {
+            .prog = "tollgate config",
+            .synopsis = "defaults",
+            .description = "Prints every configuration key with its default and what it means.",
+            .opts = opts,
+            .nopts = sizeof(opts) / sizeof(opts[0]),
+            .max_args = 1,
+        };
+        const char *args[1] = {NULL};
+        size_t nargs = 0;
+        int r = options_parse(&spec, argc, argv, args, &nargs);
 
-        for (int i = 0; i < argc; i++) {
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-                        fputs(config_help, stdout);
-                        return 0;
-                }
-        }
-        if (argc < 1 || strcmp(argv[0], "defaults") != 0) {
-                if (argc < 1)
+        if (r != 0)
+                return options_exit_status(r);
+        if (nargs < 1 || strcmp(args[0], "defaults") != 0) {
+                if (nargs < 1)
                         fputs("tollgate config: which? (defaults)\n", stderr);
                 else
                         fprintf(stderr, "tollgate config: unknown subcommand '%s' (try --help)\n",
-                                argv[0]);
+                                args[0]);
                 return 2;
         }
-        for (int i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                if (strcmp(a, "--format") == 0) {
-                        if (i + 1 >= argc) {
-                                fputs("tollgate config: --format needs ini or markdown\n", stderr);
-                                return 2;
-                        }
-                        format = argv[++i];
-                } else if (strncmp(a, "--format=", 9) == 0) {
-                        format = a + 9;
-                } else {
-                        fprintf(stderr, "tollgate config: unknown option '%s' (try --help)\n", a);
-                        return 2;
-                }
-        }
-        if (format && parse_format(format, &fmt) < 0) {
-                fprintf(stderr, "tollgate config: --format must be ini or markdown, got '%s'\n",
-                        format);
-                return 2;
-        }
-        r = config_describe(stdout, fmt);
+        r = config_describe(stdout, format == 1 ? CONFIG_DOC_MARKDOWN : CONFIG_DOC_INI);
         if (r < 0) {
                 fprintf(stderr, "tollgate config: cannot write the defaults: %s\n", tg_strerror(r));
                 return 1;
