@@ -47,6 +47,7 @@ struct pacer {
         enum pacer_mode mode;
         tg_mono_ns hold_until; /* INT64_MIN unless mode != PACER_NORMAL */
         bool rehold;           /* a hold arrived while the probe was out */
+        bool pending;          /* last_start is a plan: its wire time is not known yet */
 };
 
 static tg_mono_ns add_sat(tg_mono_ns a, tg_mono_ns b)
@@ -115,7 +116,7 @@ tg_mono_ns pacer_interval(const struct pacer *pacer)
 
 tg_mono_ns pacer_next_slot(const struct pacer *pacer)
 {
-        if (pacer->mode == PACER_PROBE_OUT)
+        if (pacer->mode == PACER_PROBE_OUT || pacer->pending)
                 return TG_MONO_NEVER;
         tg_mono_ns slot = INT64_MIN;
         if (pacer->started)
@@ -158,6 +159,34 @@ int pacer_start(struct pacer *pacer, tg_mono_ns now, bool *ret_probe)
         if (ret_probe)
                 *ret_probe = probe;
         return 0;
+}
+
+int pacer_start_pending(struct pacer *pacer, tg_mono_ns at, bool *ret_probe)
+{
+        int r = pacer_start(pacer, at, ret_probe);
+
+        if (r == 0)
+                pacer->pending = true;
+        return r;
+}
+
+void pacer_sent(struct pacer *pacer, tg_mono_ns sent)
+{
+        if (!pacer->pending)
+                return; /* a report with nothing planned is stale: ignore it */
+        pacer->pending = false;
+        if (sent > pacer->last_start)
+                pacer->last_start = sent; /* a start is never earlier than its plan */
+}
+
+void pacer_unsent(struct pacer *pacer)
+{
+        pacer->pending = false;
+}
+
+bool pacer_pending(const struct pacer *pacer)
+{
+        return pacer->pending;
 }
 
 void pacer_finish(struct pacer *pacer)

@@ -13,6 +13,13 @@
  * counted from the probe's start. The rate is a ceiling, never exceeded to
  * catch up.
  *
+ * A start is the moment the request goes on the wire, which the caller
+ * learns a moment after it hands the request over (the connection is made
+ * first): pacer_start_pending() plans a start at a time, the transport holds
+ * the request until then, and pacer_sent() reports when it really went out
+ * (at or after the plan); until it is known, nothing else starts. A call that
+ * never got sent (pacer_unsent()) counts from its plan.
+ *
  * Time is a parameter (monotonic ns); the pacer never reads a clock.
  */
 #ifndef TG_PACER_H
@@ -41,7 +48,8 @@ tg_mono_ns pacer_interval(const struct pacer *pacer);
 
 /* Earliest time at which the next start may happen by spacing and holds
  * (not counting in-flight room). INT64_MIN if nothing limits it, i.e. no start
- * yet and no hold. TG_MONO_NEVER while a probe is out. */
+ * yet and no hold. TG_MONO_NEVER while a probe is out or a planned start's
+ * wire time is not known. */
 tg_mono_ns pacer_next_slot(const struct pacer *pacer);
 
 /* Calls open now (started and not finished). */
@@ -56,6 +64,23 @@ bool pacer_may_start(const struct pacer *pacer, tg_mono_ns now);
  * *ret_probe (may be NULL) is set to true when this start is the probe that
  * ends a hold; report its result with pacer_probe_done(). */
 int pacer_start(struct pacer *pacer, tg_mono_ns now, bool *ret_probe);
+
+/* Plans a start whose request goes on the wire at `at`, not earlier (the
+ * transport holds it until then): counted in flight now, and no other start
+ * is allowed until pacer_sent() or pacer_unsent() says what happened. 0 or
+ * TG_EAGAIN, as pacer_start(). */
+int pacer_start_pending(struct pacer *pacer, tg_mono_ns at, bool *ret_probe);
+
+/* The planned start went on the wire at `sent` (>= its plan): the next slot
+ * counts from it. */
+void pacer_sent(struct pacer *pacer, tg_mono_ns sent);
+
+/* The planned start never went on the wire: the next slot counts from the
+ * plan. */
+void pacer_unsent(struct pacer *pacer);
+
+/* True while a planned start's wire time is not known. */
+bool pacer_pending(const struct pacer *pacer);
 
 /* A started call has finished (any outcome). */
 void pacer_finish(struct pacer *pacer);

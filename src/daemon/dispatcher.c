@@ -7,15 +7,25 @@
  * next thing that can happen: the next slot, the next store check, or a reply.
  *
  * Order of a start (invariants 1-3):
- *   pacer_may_start(now)  -- slot has come AND in-flight < cap
- *   store_claim()         -- short txn: in_flight, attempt counted, call row
- *                            "sent, outcome unknown"; COMMIT (record before send)
- *   env->start()          -- handed to the transport at once, no queue between
- *   pacer_start(handoff)  -- the next slot counts from this actual start
- * Nothing waits between these steps, and no transaction is open while the
- * loop waits for a slot or a reply. The hand-off time is measured by the
- * environment at the transport boundary: the claim's commit takes time, and
- * a slot counted from the turn's clock would start the next call early.
+ *   slot = pacer_next_slot()        -- the earliest moment the next request may
+ *                                      go on the wire (never while the last
+ *                                      one's wire time is unknown)
+ *   now >= slot - lead, in-flight < cap
+ *   store_claim()                   -- short txn: in_flight, attempt counted,
+ *                                      call row "sent, outcome unknown";
+ *                                      COMMIT (record before send)
+ *   env->start(not_before = at)     -- handed to the transport at once: it
+ *                                      connects now and its pre-request hook
+ *                                      holds the request until at = max(slot,
+ *                                      now)
+ *   pacer_start_pending(at)         -- counted in flight; nothing else starts
+ *   ... the transport reports when the request went on the wire:
+ *   pacer_sent(sent)                -- the next slot counts from that real start
+ * The call is handed over `lead` ahead of its slot, the time its connection
+ * takes (measured from recent calls), so that the request goes out at the
+ * slot rather than a connect later; the provider sees starts at least 1/rate
+ * apart because the hook never lets one out before its slot. No transaction
+ * is open while the loop waits for a slot or a reply.
  */
 #include "daemon/dispatcher.h"
 
@@ -49,7 +59,20 @@ struct open_call {
         enum classify_request request;
         bool probe;
         struct exit_handoff handoff;
+        tg_mono_ns ready_at; /* the earliest it could have started (lateness) */
+        bool sent_known;     /* its sent report came */
+        tg_mono_ns sent;     /* on the wire (0: never) */
 };
+
+/* How far ahead of its slot a call is handed over: the longest of the last
+ * LEAD_SAMPLES connects plus LEAD_MARGIN, at most LEAD_MAX and half the
+ * interval. The hook holds an early request until its slot, so a lead too
+ * long costs a little loop time, never spacing; one too short makes that
+ * start a little late. */
+#define LEAD_SAMPLES 16
+#define LEAD_MARGIN  (100 * TG_NS_PER_US)
+#define LEAD_INITIAL (1 * TG_NS_PER_MS)
+#define LEAD_MAX     (5 * TG_NS_PER_MS)
 
 struct dispatcher {
         const struct tg_config *cfg;
@@ -86,7 +109,24 @@ struct dispatcher {
         tg_mono_ns next_settle_retry;
         const char *failpoint;
         struct exit_stats *xstats; /* operators' figures (exit_stats.h); hooks marked "stats:" */
+        tg_mono_ns connects[LEAD_SAMPLES]; /* recent hand-off to connection-ready times */
+        unsigned nconnects, connect_next;
 };
+
+static tg_mono_ns lead(const struct dispatcher *d)
+{
+        tg_mono_ns l = d->nconnects == 0 ? LEAD_INITIAL : 0;
+
+        for (unsigned i = 0; i < d->nconnects; i++)
+                if (d->connects[i] > l)
+                        l = d->connects[i];
+        l += LEAD_MARGIN;
+        if (l > LEAD_MAX)
+                l = LEAD_MAX;
+        if (l > pacer_interval(d->pacer) / 2)
+                l = pacer_interval(d->pacer) / 2;
+        return l;
+}
 
 static bool stopping(const struct dispatcher *d)
 {
@@ -155,6 +195,42 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
 
 /* ---- settling ------------------------------------------------------------------ */
 
+/* A call's request went on the wire at `at` (or never will): the next slot
+ * counts from that real start, and its connect teaches the lead. */
+static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg_mono_ns ready,
+                       tg_mono_ns at)
+{
+        if (oc->sent_known)
+                return;
+        oc->sent_known = true;
+        oc->sent = sent ? at : 0;
+        if (sent) {
+                pacer_sent(d->pacer, at);
+                if (ready >= oc->handoff.mono) {
+                        d->connects[d->connect_next] = ready - oc->handoff.mono;
+                        d->connect_next = (d->connect_next + 1) % LEAD_SAMPLES;
+                        if (d->nconnects < LEAD_SAMPLES)
+                                d->nconnects++;
+                }
+        } else {
+                pacer_unsent(d->pacer);
+        }
+        /* stats: lateness is the wire start (else the hand-off) after the
+         * earliest moment it could have been */
+        exit_stats_started(d->xstats, oc->call.kind, oc->ready_at, sent ? at : oc->handoff.mono);
+}
+
+static void process_sent(struct dispatcher *d)
+{
+        struct transport_sent s;
+
+        while (d->env->next_sent(d->env->ctx, &s) == 0) {
+                struct open_call *oc = find_call(d, s.cookie);
+                if (oc)
+                        sent_known(d, oc, s.sent, s.ready_mono, s.sent_mono);
+        }
+}
+
 static void settle_call(struct dispatcher *d, struct open_call *oc,
                         const struct transport_result *res, tg_mono_ns now, tg_wall_ms wall)
 {
@@ -165,6 +241,9 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
         int r;
 
         failpoint_hit(d->failpoint, "crash_before_settle", &oc->op);
+        /* a call that ended with no sent report popped (the transport
+         * refused it) */
+        sent_known(d, oc, res->sent && res->sent_mono > 0, res->ready_mono, res->sent_mono);
         if (res->retry_after[0] &&
             retry_after_parse(res->retry_after, strlen(res->retry_after), wall,
                               d->cfg->retry_after_cap_ms, transport_http_date, &v) == 0)
@@ -181,7 +260,8 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                                     .end_mono = now,
                                     .end_wall = wall,
                                     .handoff_mono = oc->handoff.mono,
-                                    .handoff_wall = oc->handoff.wall};
+                                    .handoff_wall = oc->handoff.wall,
+                                    .sent_mono = oc->sent};
         exit_call_settle_args(&end, &sa);
 
         /* Commit the outcome. A store that cannot take it now keeps the
@@ -252,6 +332,7 @@ static void settle_finished(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wal
 {
         struct transport_result res;
 
+        process_sent(d);
         while (d->env->next_done(d->env->ctx, &res) == 0) {
                 struct open_call *oc = find_call(d, res.cookie);
                 if (oc)
@@ -327,6 +408,15 @@ static void claim_missed(struct dispatcher *d, int r, tg_mono_ns now)
                                    (json_int_t)d->claim_failures));
 }
 
+/* When a call for `slot` is handed over: `lead` ahead of it (a slot of
+ * INT64_MIN, nothing yet, is now). */
+static tg_mono_ns handoff_time(const struct dispatcher *d, tg_mono_ns slot)
+{
+        tg_mono_ns l = lead(d);
+
+        return slot < INT64_MIN + l ? INT64_MIN : slot - l;
+}
+
 static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
         struct open_call *oc;
@@ -334,9 +424,15 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         bool probe = false;
         int r;
 
-        if (d->lost || stopping(d) || d->n_unsettled > 0 || now < d->idle_until ||
-            !pacer_may_start(d->pacer, now))
+        if (d->lost || stopping(d) || d->n_unsettled > 0 || now < d->idle_until)
                 return;
+        tg_mono_ns slot = pacer_next_slot(d->pacer);
+        if (slot == TG_MONO_NEVER || now < handoff_time(d, slot))
+                return;
+        /* the request goes on the wire at its slot, or now if that is past */
+        tg_mono_ns at = slot > now ? slot : now;
+        if (!pacer_may_start(d->pacer, at))
+                return; /* in flight at the cap */
         oc = free_slot(d);
         if (!oc)
                 return; /* cannot happen: slots == max_in_flight */
@@ -353,6 +449,11 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         oc->used = true;
         oc->cookie = ++d->next_cookie;
         oc->request = oc->call.kind == TG_KIND_QUERY ? CLASSIFY_QUERY : CLASSIFY_POST;
+        oc->sent_known = false;
+        oc->sent = 0;
+        /* stats: ready = the later of the slot and the last empty claim */
+        tg_mono_ns empty = d->idle_until - IDLE_RECHECK_NS;
+        oc->ready_at = slot > empty ? slot : empty;
         struct transport_call tc = {
             .request = oc->request,
             .operation_id = oc->op.req.operation_id,
@@ -360,22 +461,20 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
             .attempt = oc->call.attempt,
             .timeout_ms = exit_call_timeout_ms(d->cfg->provider_timeout_ms, &oc->op, wall),
             .cookie = oc->cookie,
+            .not_before = at,
         };
         int body_r = oc->request == CLASSIFY_POST ? exit_call_body(&oc->op, &body) : 0;
         tc.body = body;
-        /* stats: ready = the later of the slot and the last empty claim */
-        tg_mono_ns slot = pacer_next_slot(d->pacer), empty = d->idle_until - IDLE_RECHECK_NS;
         r = body_r < 0 ? body_r : d->env->start(d->env->ctx, &tc, &oc->handoff);
         free(body);
         if (body_r < 0)
                 oc->handoff = (struct exit_handoff){d->env->mono_now(d->env->ctx),
                                                     d->env->wall_now(d->env->ctx)};
-        exit_stats_started(d->xstats, oc->call.kind, slot > empty ? slot : empty, oc->handoff.mono);
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
-                pacer_start(d->query_pacer, oc->handoff.mono, NULL);
-        /* may_start held at `now` and nothing in between can close the slot:
+                pacer_start(d->query_pacer, at, NULL);
+        /* may_start held at `at` and nothing in between can close the slot:
          * the slot only moves at a start, and starts happen only here. */
-        if (pacer_start(d->pacer, oc->handoff.mono, &probe) < 0) {
+        if (pacer_start_pending(d->pacer, at, &probe) < 0) {
                 /* A programmer error, not a condition to work around: stop.
                  * The claim is committed, so the next owner reconciles the
                  * operation as unknown. */
@@ -435,7 +534,8 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
         if (!d->lost && !stopping(d) && pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
                 tg_mono_ns slot = pacer_next_slot(d->pacer);
                 if (slot != TG_MONO_NEVER) {
-                        tg_mono_ns t = slot > d->idle_until ? slot : d->idle_until;
+                        tg_mono_ns handoff = handoff_time(d, slot);
+                        tg_mono_ns t = handoff > d->idle_until ? handoff : d->idle_until;
                         if (t < until)
                                 until = t;
                 }

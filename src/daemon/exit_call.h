@@ -28,7 +28,8 @@ int64_t exit_call_timeout_ms(int64_t timeout_ms, const struct op_record *op, tg_
 
 /* What to tell the store when a call ends: the call and operation claimed
  * under `epoch`, what the transport saw, its class and the policy's
- * decision; end times and the hand-off moment. What the provider said goes
+ * decision; end times, the hand-off and the moment the request went on the
+ * wire (its wall time is the hand-off's plus the connect). What the provider said goes
  * into the call log as its codes only, never its body. */
 struct exit_call_end {
         const struct op_record *op;
@@ -41,6 +42,7 @@ struct exit_call_end {
         tg_wall_ms end_wall;
         tg_mono_ns handoff_mono;
         tg_wall_ms handoff_wall;
+        tg_mono_ns sent_mono; /* on the wire; 0: never sent */
 };
 void exit_call_settle_args(const struct exit_call_end *end, struct settle_args *ret_args);
 

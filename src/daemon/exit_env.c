@@ -75,6 +75,11 @@ static int real_next_done(void *ctx, struct transport_result *ret)
         return transport_next_done(((struct real *)ctx)->transport, ret);
 }
 
+static int real_next_sent(void *ctx, struct transport_sent *ret)
+{
+        return transport_next_sent(((struct real *)ctx)->transport, ret);
+}
+
 static unsigned real_open(void *ctx)
 {
         return transport_open(((struct real *)ctx)->transport);
@@ -107,6 +112,7 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct exit_en
             .start = real_start,
             .poll = real_poll,
             .next_done = real_next_done,
+            .next_sent = real_next_sent,
             .open_calls = real_open,
             .seed = (uint64_t)clock_mono_now() ^ ((uint64_t)getpid() << 32),
         };

@@ -38,6 +38,9 @@ struct exit_env {
                      struct exit_handoff *ret_handoff);
         int (*poll)(void *ctx, tg_mono_ns until);
         int (*next_done)(void *ctx, struct transport_result *ret_result);
+        /* pop a call's report that its request went on the wire (or never
+         * will); every started call gives one, before its result */
+        int (*next_sent)(void *ctx, struct transport_sent *ret_sent);
         unsigned (*open_calls)(void *ctx);
         /* the store, opened by whoever made the env and closed by it */
         struct store *store;

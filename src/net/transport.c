@@ -36,8 +36,10 @@ struct call {
         enum classify_request request;
         unsigned prereq_count;
         bool second_send;
-        tg_mono_ns started, sent_mono;
+        bool reported; /* its transport_sent report is queued */
+        tg_mono_ns started, ready_mono, sent_mono, not_before;
         size_t max_response;
+        struct transport *t;      /* for the pre-request hook's report */
         struct call *prev, *next; /* the transport's list of open calls */
 };
 
@@ -54,6 +56,10 @@ struct transport {
         /* finished results waiting to be popped: a ring of max_open entries */
         struct transport_result *done;
         unsigned done_head, done_count;
+        /* sent reports waiting to be popped: a ring of 2 * max_open entries
+         * (one per call, popped every turn) */
+        struct transport_sent *sent;
+        unsigned sent_head, sent_count;
 };
 
 static int global_init_once(void)
@@ -94,8 +100,9 @@ int transport_new(const struct transport_config *config, struct transport **ret_
         t->max_open = config->max_open;
         t->reuse = config->reuse_connections;
         t->done = calloc(config->max_open, sizeof(*t->done));
+        t->sent = calloc(2 * (size_t)config->max_open, sizeof(*t->sent));
         t->multi = curl_multi_init();
-        if (!t->base_url || !t->refunds_path || !t->query_path || !t->key_header ||
+        if (!t->sent || !t->base_url || !t->refunds_path || !t->query_path || !t->key_header ||
             !t->request_id_header || !t->attempt_header || !t->done || !t->multi) {
                 transport_free(t);
                 return TG_ENOMEM;
@@ -135,6 +142,7 @@ void transport_free(struct transport *t)
         if (t->multi)
                 curl_multi_cleanup(t->multi);
         free(t->done);
+        free(t->sent);
         free(t->base_url);
         free(t->refunds_path);
         free(t->query_path);
@@ -188,9 +196,34 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
         return n;
 }
 
-/* Called by libcurl right before a request is sent on a connection. The
- * second time for the same handle would be libcurl re-sending on its own:
- * refuse it (the call then ends as sent-without-answer: unknown). */
+/* Queues the call's one sent report. */
+static void report_sent(struct transport *t, struct call *c)
+{
+        struct transport_sent *s;
+
+        if (c->reported)
+                return;
+        c->reported = true;
+        if (t->sent_count >= 2 * t->max_open)
+                return; /* cannot happen: one report per call, popped every turn */
+        s = &t->sent[(t->sent_head + t->sent_count) % (2 * t->max_open)];
+        s->cookie = c->cookie;
+        s->sent = c->sent_mono != 0;
+        s->ready_mono = c->ready_mono;
+        s->sent_mono = c->sent_mono;
+        t->sent_count++;
+}
+
+/* The longest the pre-request hook holds a request for its slot. The caller
+ * hands calls over at most a few milliseconds early; this only bounds a
+ * caller's mistake. */
+#define MAX_HOLD_NS (1000 * TG_NS_PER_MS)
+
+/* Called by libcurl right before a request is sent on a connection (after
+ * the connect and any TLS handshake). The second time for the same handle
+ * would be libcurl re-sending on its own: refuse it (the call then ends as
+ * sent-without-answer: unknown). The first time, the request is held until
+ * its slot: it never goes on the wire earlier than not_before. */
 static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primary_port,
                      int local_port)
 {
@@ -204,7 +237,12 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
                 c->second_send = true;
                 return CURL_PREREQFUNC_ABORT;
         }
+        c->ready_mono = clock_mono_now();
+        tg_mono_ns wait = c->not_before - c->ready_mono;
+        if (c->not_before > 0 && wait > 0)
+                clock_sleep_ns(wait < MAX_HOLD_NS ? wait : MAX_HOLD_NS);
         c->sent_mono = clock_mono_now();
+        report_sent(c->t, c);
         return CURL_PREREQFUNC_OK;
 }
 
@@ -310,6 +348,8 @@ int transport_start(struct transport *t, const struct transport_call *call)
                 return TG_ENOMEM;
         c->cookie = call->cookie;
         c->request = call->request;
+        c->not_before = call->not_before;
+        c->t = t;
         c->max_response = t->max_response_bytes;
         c->easy = curl_easy_init();
         if (!c->easy) {
@@ -357,6 +397,8 @@ static void finish_call(struct transport *t, struct call *c, CURLcode code)
         memset(res, 0, sizeof(*res));
         res->cookie = c->cookie;
         res->sent = c->sent_mono != 0;
+        res->handoff_mono = c->started;
+        res->ready_mono = c->ready_mono;
         res->sent_mono = c->sent_mono;
         res->second_send_refused = c->second_send;
         res->latency_us = (clock_mono_now() - c->started) / TG_NS_PER_US;
@@ -376,6 +418,7 @@ static void finish_call(struct transport *t, struct call *c, CURLcode code)
                                           : "");
         }
         t->done_count++;
+        report_sent(t, c); /* ended before its hook fired: never sent */
         if (c->prev)
                 c->prev->next = c->next;
         else
@@ -405,7 +448,7 @@ int transport_poll(struct transport *t, int timeout_ms)
         if (curl_multi_perform(t->multi, &running) != CURLM_OK)
                 return TG_ETRANSPORT;
         collect(t);
-        if (t->done_count > 0)
+        if (t->done_count > 0 || t->sent_count > 0)
                 timeout_ms = 0;
         if (timeout_ms > 0) {
                 if (curl_multi_poll(t->multi, NULL, 0, timeout_ms, NULL) != CURLM_OK)
@@ -425,6 +468,16 @@ int transport_next_done(struct transport *t, struct transport_result *ret_result
         t->done_head = (t->done_head + 1) % t->max_open;
         t->done_count--;
         t->open--;
+        return 0;
+}
+
+int transport_next_sent(struct transport *t, struct transport_sent *ret_sent)
+{
+        if (t->sent_count == 0)
+                return TG_ENOTFOUND;
+        *ret_sent = t->sent[t->sent_head];
+        t->sent_head = (t->sent_head + 1) % (2 * t->max_open);
+        t->sent_count--;
         return 0;
 }
 

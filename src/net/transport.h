@@ -54,6 +54,11 @@ struct transport_call {
         unsigned attempt;
         int64_t timeout_ms; /* whole call: DNS, connect, send, wait, read */
         uint64_t cookie;    /* returned with the result */
+        /* The request does not go on the wire before this monotonic time:
+         * the connection is made at once, and the pre-request hook holds the
+         * request until then (0: no hold). The caller hands a call over a
+         * little ahead of its slot so that the connect is done by then. */
+        tg_mono_ns not_before;
 };
 
 /* Hands the request to libcurl now. Strings are copied. 0, TG_EFULL (max_open
@@ -68,7 +73,9 @@ struct transport_result {
         struct provider_reply reply; /* transport, http_status, parsed body fields */
         char retry_after[64];        /* raw Retry-After header value, "" if none */
         bool sent;                   /* the request may have left (pre-request hook fired) */
-        tg_mono_ns sent_mono;        /* when the hook fired (0 if not sent) */
+        tg_mono_ns handoff_mono;     /* when transport_start() took it */
+        tg_mono_ns ready_mono;       /* connection ready: the hook fired (0 if never) */
+        tg_mono_ns sent_mono;        /* when the request went on the wire (0 if not sent) */
         int64_t latency_us;          /* from transport_start to completion */
         bool second_send_refused;    /* libcurl tried to send this call twice */
         char error[256];             /* libcurl's words, "" on success */
@@ -76,6 +83,19 @@ struct transport_result {
 
 /* Pops one finished call. 0 (filled), TG_ENOTFOUND (none finished). */
 int transport_next_done(struct transport *transport, struct transport_result *ret_result);
+
+/* A call whose request went on the wire (or never will), reported as soon
+ * as it is known, before the call ends. */
+struct transport_sent {
+        uint64_t cookie;
+        bool sent;             /* false: it ended before any byte left */
+        tg_mono_ns ready_mono; /* the connection was ready (0 if never) */
+        tg_mono_ns sent_mono;  /* the request went out (0 if not sent) */
+};
+
+/* Pops one such report, in the order they happened. 0 (filled) or
+ * TG_ENOTFOUND. Every started call gives exactly one. */
+int transport_next_sent(struct transport *transport, struct transport_sent *ret_sent);
 
 /* Calls started and not yet popped. */
 unsigned transport_open(const struct transport *transport);

@@ -31,8 +31,8 @@
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
         "in_flight_at_start, ended, end_mono, end_wall, sent, cls, http_status, latency_us, "      \
-        "error, share"
-#define CALL_NCOLS 19
+        "error, share, handoff_mono, handoff_wall"
+#define CALL_NCOLS 21
 
 #define AUDIT_COLS  "id, op_id, at, action, operator_name, reason, detail"
 #define AUDIT_NCOLS 7

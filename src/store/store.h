@@ -44,8 +44,14 @@ struct call_record {
         char request_id[TG_REQUEST_ID_MAX + 1];
         int64_t epoch;
         unsigned share;        /* of the account quota, the claim's */
-        tg_mono_ns start_mono; /* handed to the transport */
+        /* the start: when the request went on the wire (the pre-request
+         * hook), or, for a call never sent, when it was handed over */
+        tg_mono_ns start_mono;
         tg_wall_ms start_wall;
+        /* when it was handed to the transport (0 until it ended): the
+         * connect took start - handoff */
+        tg_mono_ns handoff_mono;
+        tg_wall_ms handoff_wall;
         unsigned in_flight_at_start; /* calls open including this one */
         bool ended;                  /* false: sent, outcome unknown */
         tg_mono_ns end_mono;
@@ -192,11 +198,14 @@ struct settle_args {
         int64_t latency_us;
         char error[TG_TEXT_MAX];
         char refund_id[128];
-        /* When the request was really handed to the transport, a moment after
-         * the claim committed; replaces the claim's start time in the call
-         * log (0: keep it). */
+        /* When the request was handed to the transport, a moment after the
+         * claim committed, and when it went on the wire (0: never sent): the
+         * call log's start becomes the wire time (else the hand-off), and
+         * keeps the hand-off beside it (0: keep the claim's). */
         tg_mono_ns handoff_mono;
         tg_wall_ms handoff_wall;
+        tg_mono_ns sent_mono;
+        tg_wall_ms sent_wall;
         struct policy_decision decision;
 };
 

@@ -275,12 +275,19 @@ static int settle_tx(struct store *s, void *ctx)
         call.http_status = a->http_status;
         call.latency_us = a->latency_us;
         store_copy_text(call.error, sizeof(call.error), a->error);
-        /* when the request was really handed to the transport, a moment
-         * after the claim committed */
-        if (a->handoff_mono > 0)
+        /* the start is when the request went on the wire; a call never
+         * sent starts when it was handed to the transport, a moment after
+         * the claim committed */
+        if (a->handoff_mono > 0) {
+                call.handoff_mono = a->handoff_mono;
+                call.handoff_wall = a->handoff_wall;
                 call.start_mono = a->handoff_mono;
-        if (a->handoff_wall > 0)
                 call.start_wall = a->handoff_wall;
+        }
+        if (a->sent_mono > 0) {
+                call.start_mono = a->sent_mono;
+                call.start_wall = a->sent_wall;
+        }
         r = s->ops->call_close(s, &call);
         if (r == 0)
                 r = policy_end_call(&op, &a->decision, &end, a->now, &next);

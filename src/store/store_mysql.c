@@ -209,9 +209,13 @@ static const struct migration migrations[] = {
      * run again (a step interrupted before the version bump). */
     {4, "ALTER TABLE exit_samples ADD COLUMN IF NOT EXISTS share INT UNSIGNED NOT NULL DEFAULT 0"},
     {4, "ALTER TABLE exit_samples DROP PRIMARY KEY, ADD PRIMARY KEY (at, share)"},
+    /* 5: a call's start is when its request went on the wire; the hand-off
+     * to the transport is kept beside it (the difference is the connect) */
+    {5, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS handoff_mono BIGINT NOT NULL DEFAULT 0"},
+    {5, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS handoff_wall BIGINT NOT NULL DEFAULT 0"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  4
+#define SCHEMA_VERSION  5
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

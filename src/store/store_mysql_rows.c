@@ -84,6 +84,8 @@ static int read_call(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         c.latency_us = store_mysql_col_i64(row, 16, &ok);
         store_mysql_col_copy(row, lens, 17, c.error, sizeof(c.error));
         c.share = store_mysql_col_uns(row, 18, &ok);
+        c.handoff_mono = store_mysql_col_i64(row, 19, &ok);
+        c.handoff_wall = store_mysql_col_i64(row, 20, &ok);
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &c, sizeof(c));
@@ -387,10 +389,11 @@ int store_mysql_call_close(struct store *store, const struct call_record *c)
         int r = store_mysql_exec(
             s,
             "UPDATE calls SET ended = 1, end_mono = %I, end_wall = %I, sent = %I, cls = %S, "
-            "http_status = %I, latency_us = %I, error = %S, start_mono = %I, start_wall = %I "
-            "WHERE id = %I AND ended = 0",
+            "http_status = %I, latency_us = %I, error = %S, start_mono = %I, start_wall = %I, "
+            "handoff_mono = %I, handoff_wall = %I WHERE id = %I AND ended = 0",
             c->end_mono, c->end_wall, (int64_t)c->sent, store_class_text(c->cls),
-            (int64_t)c->http_status, c->latency_us, c->error, c->start_mono, c->start_wall, c->id);
+            (int64_t)c->http_status, c->latency_us, c->error, c->start_mono, c->start_wall,
+            c->handoff_mono, c->handoff_wall, c->id);
 
         if (r == 0 && s->affected != 1)
                 r = TG_EFENCED;

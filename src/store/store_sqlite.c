@@ -180,6 +180,10 @@ static const char *const migrations[] = {
     "  op_closes, held, oldest_open, figures FROM exit_samples;"
     "DROP TABLE exit_samples;"
     "ALTER TABLE exit_samples_5 RENAME TO exit_samples;",
+    /* 6: a call's start is when its request went on the wire; the hand-off
+     * to the transport is kept beside it (the difference is the connect) */
+    "ALTER TABLE calls ADD COLUMN handoff_mono INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE calls ADD COLUMN handoff_wall INTEGER NOT NULL DEFAULT 0;",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -194,7 +198,7 @@ static const char *const migrations[] = {
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
         "in_flight_at_start, ended, end_mono, end_wall, sent, cls, http_status, latency_us, "      \
-        "error, share"
+        "error, share, handoff_mono, handoff_wall"
 
 #define AUDIT_COLS "id, op_id, at, action, operator_name, reason, detail"
 #define SAMPLE_COLS                                                                                \
@@ -237,7 +241,8 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_CALL_BY_REQUEST] = "SELECT " CALL_COLS " FROM calls WHERE request_id = ?1 AND epoch = ?2",
     [ST_CALL_CLOSE] = "UPDATE calls SET ended = 1, end_mono = ?2, end_wall = ?3, sent = ?4, "
                       "cls = ?5, http_status = ?6, latency_us = ?7, error = ?8, "
-                      "start_mono = ?9, start_wall = ?10 WHERE id = ?1 AND ended = 0",
+                      "start_mono = ?9, start_wall = ?10, handoff_mono = ?11, "
+                      "handoff_wall = ?12 WHERE id = ?1 AND ended = 0",
     [ST_PAGE_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE id > ?1 ORDER BY id LIMIT ?2",
     [ST_PAGE_OP_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE op_id = ?1 AND id > ?2 "
                          "ORDER BY id LIMIT ?3",

@@ -86,6 +86,8 @@ static int read_call(sqlite3_stmt *st, void *ret_row)
         c.latency_us = sqlite3_column_int64(st, 16);
         store_sqlite_col_copy(st, 17, c.error, sizeof(c.error));
         ok = ok && col_unsigned(st, 18, &c.share);
+        c.handoff_mono = sqlite3_column_int64(st, 19);
+        c.handoff_wall = sqlite3_column_int64(st, 20);
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &c, sizeof(c));
@@ -460,7 +462,9 @@ int store_sqlite_call_close(struct store *store, const struct call_record *c)
             store_sqlite_bind_i64(st, 7, c->latency_us) ||
             store_sqlite_bind_text(st, 8, c->error, sizeof(c->error) - 1) ||
             store_sqlite_bind_i64(st, 9, c->start_mono) ||
-            store_sqlite_bind_i64(st, 10, c->start_wall)) {
+            store_sqlite_bind_i64(st, 10, c->start_wall) ||
+            store_sqlite_bind_i64(st, 11, c->handoff_mono) ||
+            store_sqlite_bind_i64(st, 12, c->handoff_wall)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }

@@ -45,7 +45,8 @@
 /* ---- the fake environment ------------------------------------------------------- */
 
 struct answer {
-        tg_mono_ns latency;
+        tg_mono_ns connect;                 /* hand-off to connection ready (default 300 us) */
+        tg_mono_ns latency;                 /* from the request on the wire to the end */
         enum tg_transport_result transport; /* TG_TR_COMPLETE, RESET, NOT_SENT */
         int http_status;
         const char *status;     /* body .status */
@@ -57,13 +58,15 @@ struct fake;
 typedef void (*provider_fn)(struct fake *f, const struct transport_call *call, struct answer *ret);
 
 struct fake_call {
-        bool open, done;
+        bool open, done, reported;
         tg_mono_ns done_at;
+        tg_mono_ns sent_at; /* on the wire (0: never) */
         struct transport_result result;
 };
 
 struct start_rec {
-        tg_mono_ns at;
+        tg_mono_ns at;      /* on the wire, as the provider sees it */
+        tg_mono_ns handoff; /* handed to the transport */
         enum classify_request request;
         char operation_id[TG_OP_ID_MAX + 1];
         unsigned attempt;
@@ -110,7 +113,10 @@ static int f_start(void *ctx, const struct transport_call *call, struct exit_han
 {
         struct fake *f = ctx;
         struct fake_call *c = NULL;
-        struct answer a = {.latency = 50 * MS, .transport = TG_TR_COMPLETE, .http_status = 201};
+        struct answer a = {.connect = 300 * TG_NS_PER_US,
+                           .latency = 50 * MS,
+                           .transport = TG_TR_COMPLETE,
+                           .http_status = 201};
         tg_mono_ns timeout = call->timeout_ms * MS;
 
         ret->mono = f->mono;
@@ -122,7 +128,7 @@ static int f_start(void *ctx, const struct transport_call *call, struct exit_han
                 return TG_EFULL;
         assert_true(f->n_starts < MAX_STARTS);
         struct start_rec *s = &f->starts[f->n_starts++];
-        s->at = f->mono;
+        s->handoff = f->mono;
         s->request = call->request;
         snprintf(s->operation_id, sizeof(s->operation_id), "%s", call->operation_id);
         s->attempt = call->attempt;
@@ -131,14 +137,28 @@ static int f_start(void *ctx, const struct transport_call *call, struct exit_han
         memset(c, 0, sizeof(*c));
         c->open = true;
         c->result.cookie = call->cookie;
+        c->result.handoff_mono = f->mono;
         c->result.sent = a.transport != TG_TR_NOT_SENT;
-        if (a.latency > timeout) { /* the whole-call timeout ends it */
+        /* like the real transport: connect now, hold the request until its
+         * not_before in the pre-request hook */
+        tg_mono_ns ready = f->mono + a.connect;
+        tg_mono_ns wire = ready > call->not_before ? ready : call->not_before;
+        if (c->result.sent) {
+                c->result.ready_mono = ready;
+                c->result.sent_mono = wire;
+                c->sent_at = wire;
+        }
+        s->at = c->result.sent ? wire : f->mono;
+        if (!c->result.sent) { /* refused: it ends after its connect */
+                c->done_at = ready;
+                c->result.reply.transport = TG_TR_NOT_SENT;
+        } else if (a.latency > timeout - (wire - f->mono)) { /* the whole-call timeout */
                 c->done_at = f->mono + timeout;
                 c->result.reply.transport = TG_TR_TIMEOUT_AFTER_SEND;
                 c->result.latency_us = timeout / 1000;
                 snprintf(c->result.error, sizeof(c->result.error), "timeout");
         } else {
-                c->done_at = f->mono + a.latency;
+                c->done_at = wire + a.latency;
                 c->result.reply.transport = a.transport;
                 c->result.latency_us = a.latency / 1000;
                 if (a.transport == TG_TR_COMPLETE) {
@@ -156,15 +176,20 @@ static int f_start(void *ctx, const struct transport_call *call, struct exit_han
         return 0;
 }
 
-/* Virtual time moves to `until`, or to the first reply before it. */
+/* Virtual time moves to `until`, or to the first event before it: a request
+ * going on the wire, or a reply. */
 static int f_poll(void *ctx, tg_mono_ns until)
 {
         struct fake *f = ctx;
         tg_mono_ns first = TG_MONO_NEVER;
 
-        for (unsigned i = 0; i < MAX_OPEN; i++)
-                if (f->calls[i].open && !f->calls[i].done && f->calls[i].done_at < first)
-                        first = f->calls[i].done_at;
+        for (unsigned i = 0; i < MAX_OPEN; i++) {
+                struct fake_call *c = &f->calls[i];
+                if (c->open && !c->done && c->done_at < first)
+                        first = c->done_at;
+                if (c->open && !c->reported && c->sent_at > 0 && c->sent_at < first)
+                        first = c->sent_at;
+        }
         if (first <= until)
                 until = first;
         if (until > f->mono)
@@ -173,6 +198,31 @@ static int f_poll(void *ctx, tg_mono_ns until)
                 if (f->calls[i].open && f->calls[i].done_at <= f->mono)
                         f->calls[i].done = true;
         return 0;
+}
+
+static int f_next_sent(void *ctx, struct transport_sent *ret)
+{
+        struct fake *f = ctx;
+
+        for (unsigned i = 0; i < MAX_OPEN; i++) {
+                struct fake_call *c = &f->calls[i];
+                if (!c->open || c->reported)
+                        continue;
+                if (c->sent_at > 0 && c->sent_at <= f->mono) {
+                        c->reported = true;
+                        *ret = (struct transport_sent){.cookie = c->result.cookie,
+                                                       .sent = true,
+                                                       .ready_mono = c->result.ready_mono,
+                                                       .sent_mono = c->sent_at};
+                        return 0;
+                }
+                if (c->sent_at == 0 && c->done) {
+                        c->reported = true;
+                        *ret = (struct transport_sent){.cookie = c->result.cookie};
+                        return 0;
+                }
+        }
+        return TG_ENOTFOUND;
 }
 
 static int f_next_done(void *ctx, struct transport_result *ret)
@@ -210,6 +260,7 @@ static void fake_init(struct fx *x, struct fake *f, provider_fn provider)
                                    .start = f_start,
                                    .poll = f_poll,
                                    .next_done = f_next_done,
+                                   .next_sent = f_next_sent,
                                    .open_calls = f_open,
                                    .seed = 7};
         f->mono = 1000 * MS;
@@ -386,6 +437,23 @@ static void always_slow(struct fake *f, const struct transport_call *call, struc
         a->status = "processing";
 }
 
+/* Connects that vary from call to call, 0.1 to 3 ms (a fresh connection per
+ * call to a provider some way off). */
+static void varying_connects(struct fake *f, const struct transport_call *call, struct answer *a)
+{
+        static const int us[] = {120, 2900, 450, 80, 1700, 3000, 95, 600, 2300, 150, 1000, 60};
+
+        fast(f, call, a);
+        a->connect = us[f->answered % (sizeof(us) / sizeof(us[0]))] * TG_NS_PER_US;
+}
+
+/* Connects longer than the interval (TLS far away): 40..70 ms at 20/s. */
+static void slow_connects(struct fake *f, const struct transport_call *call, struct answer *a)
+{
+        fast(f, call, a);
+        a->connect = (40 + (tg_mono_ns)(f->answered * 7 % 31)) * MS;
+}
+
 /* ---- scenarios ------------------------------------------------------------------- */
 
 static void test_fast_provider(void **state)
@@ -403,6 +471,47 @@ static void test_fast_provider(void **state)
         /* 30 starts 200 ms apart: about 6 s, never faster */
         assert_true(took >= 29 * 200 * MS);
         assert_true(took < 8 * TG_NS_PER_S);
+}
+
+/* The start is when the request goes on the wire: with connects that vary,
+ * the provider still sees starts at least 1/rate apart, and each comes close
+ * to its slot (the call is handed over ahead of it by the connect it will
+ * take). */
+static void test_wire_spacing_with_varying_connects(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        tg_mono_ns interval = 200 * MS, worst = 0;
+
+        open_dispatcher(x, varying_connects);
+        accept_n(x, 40, "wire");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 40);
+        check_spacing(f, 5.0, 10);
+        for (unsigned i = 1; i < f->n_starts; i++) {
+                tg_mono_ns late = f->starts[i].at - f->starts[i - 1].at - interval;
+                if (late > worst)
+                        worst = late;
+                /* handed over before its slot: the hook held it */
+                assert_true(f->starts[i].handoff < f->starts[i].at);
+        }
+        /* after the first few calls taught the lead, a start is late by less
+         * than the spread of the connects (3 ms), never early */
+        assert_true(worst < 3100 * TG_NS_PER_US);
+}
+
+/* Connects longer than the interval: the next start waits for the last
+ * one's wire time, so spacing at the provider still holds. */
+static void test_wire_spacing_with_slow_connects(void **state)
+{
+        struct fx *x = *state;
+
+        x->cfg.exit.starts_per_second = 20;
+        open_dispatcher(x, slow_connects);
+        accept_n(x, 20, "slowc");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 20);
+        check_spacing(&x->fake, 20.0, 10);
 }
 
 static void test_timeout_reconciled_with_same_key(void **state)
@@ -556,6 +665,9 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_fast_provider, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_wire_spacing_with_varying_connects, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),
             cmocka_unit_test_setup_teardown(test_timeout_reconciled_with_same_key, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reset_reconciled, setup, teardown),
             cmocka_unit_test_setup_teardown(test_503_holds_the_exit, setup, teardown),
