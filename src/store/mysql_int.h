@@ -103,7 +103,39 @@ int store_mysql_query(struct mysql_store *s, MYSQL_RES **ret_res, const char *fm
 
 /* store_mysql_sql.c: tx; store_mysql_rows.c: ops, calls, audit, pages, stats,
  * samples; store_mysql_lock.c: locks, epochs, the split. */
-STORE_BACKEND_DECLARE(store_mysql);
+int store_mysql_tx(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn,
+                   void *ctx);
+bool store_mysql_tx_commit_unknown(const struct store *store);
+int store_mysql_op_get(struct store *store, const char *key, int64_t id, bool lock,
+                       struct op_record *ret_op);
+int store_mysql_op_insert(struct store *store, const struct op_record *op, int64_t *ret_id);
+int store_mysql_op_put(struct store *store, const struct op_record *op);
+int store_mysql_op_pick(struct store *store, const struct store_pick *pick, int64_t *ret_id);
+int store_mysql_op_batch(struct store *store, const struct store_batch *batch, unsigned max,
+                         struct op_record *buf, unsigned *ret_n);
+int store_mysql_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);
+int store_mysql_call_insert(struct store *store, struct call_record *call);
+int store_mysql_call_get(struct store *store, int64_t id, bool lock, struct call_record *ret_call);
+int store_mysql_call_find(struct store *store, const char *request_id, int64_t epoch,
+                          struct call_record *ret_call);
+int store_mysql_call_close(struct store *store, const struct call_record *call);
+int store_mysql_audit_insert(struct store *store, const struct audit_record *audit);
+int store_mysql_lock_take(struct store *store, enum store_lock lock, unsigned share,
+                          int64_t wait_ms);
+void store_mysql_lock_drop(struct store *store, enum store_lock lock, unsigned share);
+void store_mysql_lock_drop_all(struct store *store);
+int store_mysql_lock_held(struct store *store);
+int store_mysql_epoch_read(struct store *store, int64_t *ret_epoch);
+int store_mysql_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share);
+int store_mysql_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);
+int store_mysql_split_read(struct store *store, struct store_split *ret_split);
+int store_mysql_split_put(struct store *store, const struct store_split *split);
+int store_mysql_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
+                     unsigned *ret_n);
+int store_mysql_stats(struct store *store, struct store_stats *ret_stats);
+int store_mysql_sample_put(struct store *store, const struct exit_sample *sample,
+                           tg_wall_ms keep_after);
+int store_mysql_sample_last(struct store *store, struct exit_sample *ret_sample);
 
 /* store_mysql_lock.c: GET_LOCK names fit in 64 characters */
 void store_mysql_lock_name_for(const char *prefix, const char *dbname, char *dst, size_t size);

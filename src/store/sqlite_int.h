@@ -101,6 +101,38 @@ int store_sqlite_stmt_run(sqlite3_stmt *st);
 
 /* store_sqlite.c: tx; store_sqlite_rows.c: ops, calls, audit, pages, stats,
  * samples; store_sqlite_lock.c: locks, epochs, the split. */
-STORE_BACKEND_DECLARE(store_sqlite);
+int store_sqlite_tx(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn,
+                    void *ctx);
+bool store_sqlite_tx_commit_unknown(const struct store *store);
+int store_sqlite_op_get(struct store *store, const char *key, int64_t id, bool lock,
+                        struct op_record *ret_op);
+int store_sqlite_op_insert(struct store *store, const struct op_record *op, int64_t *ret_id);
+int store_sqlite_op_put(struct store *store, const struct op_record *op);
+int store_sqlite_op_pick(struct store *store, const struct store_pick *pick, int64_t *ret_id);
+int store_sqlite_op_batch(struct store *store, const struct store_batch *batch, unsigned max,
+                          struct op_record *buf, unsigned *ret_n);
+int store_sqlite_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending);
+int store_sqlite_call_insert(struct store *store, struct call_record *call);
+int store_sqlite_call_get(struct store *store, int64_t id, bool lock, struct call_record *ret_call);
+int store_sqlite_call_find(struct store *store, const char *request_id, int64_t epoch,
+                           struct call_record *ret_call);
+int store_sqlite_call_close(struct store *store, const struct call_record *call);
+int store_sqlite_audit_insert(struct store *store, const struct audit_record *audit);
+int store_sqlite_lock_take(struct store *store, enum store_lock lock, unsigned share,
+                           int64_t wait_ms);
+void store_sqlite_lock_drop(struct store *store, enum store_lock lock, unsigned share);
+void store_sqlite_lock_drop_all(struct store *store);
+int store_sqlite_lock_held(struct store *store);
+int store_sqlite_epoch_read(struct store *store, int64_t *ret_epoch);
+int store_sqlite_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share);
+int store_sqlite_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);
+int store_sqlite_split_read(struct store *store, struct store_split *ret_split);
+int store_sqlite_split_put(struct store *store, const struct store_split *split);
+int store_sqlite_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
+                      unsigned *ret_n);
+int store_sqlite_stats(struct store *store, struct store_stats *ret_stats);
+int store_sqlite_sample_put(struct store *store, const struct exit_sample *sample,
+                            tg_wall_ms keep_after);
+int store_sqlite_sample_last(struct store *store, struct exit_sample *ret_sample);
 
 #endif
