@@ -34,6 +34,11 @@ struct pacer;
 struct pacer_config {
         double starts_per_second; /* > 0 and <= 1e9 */
         unsigned max_in_flight;   /* >= 1 */
+        /* Added to every spacing: what the path to the provider may take off
+         * a gap (network and the provider's own timing differ from request
+         * to request), so that the provider, measuring arrivals, still sees
+         * at least 1/rate. 0..1 s. */
+        tg_mono_ns spacing_margin_ns;
 };
 
 /* Creates a pacer with no start recorded yet (the first start may happen at

@@ -400,6 +400,7 @@ static const unsigned transitions[OP_STATE_COUNT][OP_EVENT_COUNT] = {
         {
             [OP_EV_CALL_END] = FINAL | B(OP_RETRY_WAIT) | B(OP_UNKNOWN) | B(OP_MANUAL),
             [OP_EV_TAKEOVER] = B(OP_UNKNOWN) | B(OP_MANUAL),
+            [OP_EV_RELEASE] = B(OP_PENDING) | B(OP_RETRY_WAIT) | B(OP_UNKNOWN),
         },
     [OP_RETRY_WAIT] =
         {
@@ -434,6 +435,7 @@ static const char *const event_names[OP_EVENT_COUNT] = {
     [OP_EV_RESOLVE] = "resolve",
     [OP_EV_EXTERNAL] = "external",
     [OP_EV_OUTBOX] = "outbox",
+    [OP_EV_RELEASE] = "release",
 };
 
 static bool state_ok(enum op_state state)
@@ -566,6 +568,35 @@ int policy_claim(const struct op_record *op, int64_t epoch, unsigned share, tg_w
         *ret_op = next;
         *ret_kind = kind;
         *ret_attempt = attempt;
+        return 0;
+}
+
+int policy_release(const struct op_record *op, enum tg_call_kind kind, tg_wall_ms now,
+                   struct op_record *ret_op)
+{
+        struct op_record next = *op;
+        struct policy_decision d;
+        int r;
+
+        /* the state the claim found it in, and its schedule and reason */
+        decide(&d,
+               kind == TG_KIND_FIRST   ? OP_PENDING
+               : kind == TG_KIND_QUERY ? OP_UNKNOWN
+                                       : OP_RETRY_WAIT,
+               op->next_run_at, op->reason, 0);
+        r = apply(&next, OP_EV_RELEASE, &d, now);
+        if (r < 0)
+                return r;
+        if (kind == TG_KIND_QUERY) {
+                if (next.queries > 0)
+                        next.queries--;
+        } else if (next.attempts > 0) {
+                next.attempts--;
+                if (next.attempts == 0)
+                        next.key_first_used = 0; /* the key was never used after all */
+        }
+        next.operator_resend = kind == TG_KIND_MANUAL; /* still the operator's re-send */
+        *ret_op = next;
         return 0;
 }
 

@@ -22,6 +22,8 @@
  *   external       retry_wait, unknown, manual  succeeded, rejected
  *                  succeeded / rejected         the same (a repeat: no change)
  *   outbox         pending                      pending (taken in), manual (invalid)
+ *   release        in_flight                    pending, retry_wait, unknown (as before
+ *                                               the claim: it never reached the transport)
  *
  * It never guesses: an unknown outcome is reconciled by querying with the
  * same key; only a query's not_found (inside key retention) allows a re-send,
@@ -150,8 +152,9 @@ enum op_event {
         OP_EV_RESOLVE,       /* an operator closes it by hand */
         OP_EV_EXTERNAL,      /* the provider's answer came another way */
         OP_EV_OUTBOX,        /* an application's outbox row is taken in, or refused */
+        OP_EV_RELEASE,       /* a claim made ahead of its slot is given back unsent */
 };
-#define OP_EVENT_COUNT 9
+#define OP_EVENT_COUNT 10
 
 #define POLICY_STATE_BIT(state) (1u << (unsigned)(state))
 
@@ -203,6 +206,15 @@ bool policy_key_too_old(const struct op_record *op, tg_wall_ms now, int64_t key_
  * operation is in_flight. 0, or TG_ESTATE when the state has no claim. */
 int policy_claim(const struct op_record *op, int64_t epoch, unsigned share, tg_wall_ms now,
                  struct op_record *ret_op, enum tg_call_kind *ret_kind, unsigned *ret_attempt);
+
+/* A claim made ahead of its slot and never handed to the transport (its
+ * deadline came first, a hold started, the exit stops): the operation goes
+ * back to what it was before the claim of a call of `kind` — pending for a
+ * first POST, retry_wait for a retry (and an operator's re-send, still
+ * theirs), unknown for a query — and the attempt or query is not counted.
+ * 0, or TG_ESTATE unless in_flight. */
+int policy_release(const struct op_record *op, enum tg_call_kind kind, tg_wall_ms now,
+                   struct op_record *ret_op);
 
 /* ---- what follows ------------------------------------------------------------- */
 

@@ -191,6 +191,12 @@ static const struct key_def keys[] = {
     INT_KEY("exit", "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1,
             "Calls open at the provider at most (the account's; each share gets "
             "max_in_flight / shares)."),
+    INT_KEY("exit", "spacing_margin_us", KEY_I64, exit.spacing_margin_ns, 0, 1000000, 1000,
+            "Added to every spacing between starts, for what the path to the provider may take "
+            "off a gap (network and the provider's own timing vary from request to request), so "
+            "that a provider measuring arrivals in whole milliseconds still sees at least "
+            "1/rate. It costs rate: the exit starts at most 1 / (1/rate + margin) a second. "
+            "See docs/bench.md for how the default was measured."),
     DOUBLE_KEY("exit", "query_starts_per_second", exit_query_starts_per_second, 0, 1e9, false,
                "A sub-quota for reconciliation queries inside `exit.starts_per_second` (must be "
                "<= it: it never adds to it). 0: off."),
@@ -298,6 +304,7 @@ void config_defaults(struct tg_config *ret_config)
 
         c->exit.starts_per_second = 5.0;
         c->exit.max_in_flight = 10;
+        c->exit.spacing_margin_ns = 200 * TG_NS_PER_US;
         c->exit_query_starts_per_second = 0.0;
         c->exit_shares = 1;
         c->exit_timeout_run_hold = 5;

@@ -74,6 +74,13 @@ struct open_call {
 #define LEAD_INITIAL (1 * TG_NS_PER_MS)
 #define LEAD_MAX     (5 * TG_NS_PER_MS)
 
+/* Claims are committed ahead of their slots (record before send does not
+ * require recording at the slot): READY_MAX at most, one transaction for
+ * the lot (group commit), as many as the claims' own commit time covers at
+ * the rate. */
+#define READY_MAX      32
+#define CLAIM_EST_INIT (2 * TG_NS_PER_MS) /* a claim's commit, until measured */
+
 struct dispatcher {
         const struct tg_config *cfg;
         const struct dispatcher_options *opt;
@@ -111,6 +118,11 @@ struct dispatcher {
         struct exit_stats *xstats; /* operators' figures (exit_stats.h); hooks marked "stats:" */
         tg_mono_ns connects[LEAD_SAMPLES]; /* recent hand-off to connection-ready times */
         unsigned nconnects, connect_next;
+        /* Claims committed ahead of their slots, oldest first; each is in
+         * flight in the store and not yet handed to the transport. */
+        struct open_call ready[READY_MAX];
+        unsigned nready;
+        tg_mono_ns claim_est; /* how long a claim's transaction takes (EWMA) */
 };
 
 static tg_mono_ns lead(const struct dispatcher *d)
@@ -162,6 +174,8 @@ static struct open_call *free_slot(struct dispatcher *d)
         return NULL;
 }
 
+static void release_ready(struct dispatcher *d, const char *why, tg_mono_ns now, tg_wall_ms wall);
+
 /* ---- what a call says about the account ------------------------------------- */
 
 static void apply_holds(struct dispatcher *d, const struct open_call *oc,
@@ -189,8 +203,11 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
         }
         if (h.probe_done)
                 pacer_probe_done(d->pacer, h.probe_healthy);
-        if (h.why != HOLDS_NONE)
+        if (h.why != HOLDS_NONE) {
                 exit_stats_held(d->xstats); /* stats: a provider-wide hold */
+                /* claims made ahead can no longer go out in time */
+                release_ready(d, "hold", now, d->env->wall_now(d->env->ctx));
+        }
 }
 
 /* ---- settling ------------------------------------------------------------------ */
@@ -355,36 +372,114 @@ static void settle_unsent(struct dispatcher *d, struct open_call *oc, int why, t
 
 /* ---- starting --------------------------------------------------------------------- */
 
-/* Claims the next operation, the groups taking turns (an empty group yields
- * its turn). 0 with *oc filled, or the claim's failure (TG_ENOTFOUND: no
- * work). */
-static int claim_next(struct dispatcher *d, struct open_call *oc, tg_mono_ns now, tg_wall_ms wall)
+/* How many claims to keep ready: enough to cover a claim's own commit at
+ * the rate (one at 5/s, a few at 1,000/s). */
+static unsigned ready_want(const struct dispatcher *d)
 {
-        enum store_group order[2] = {d->turn, d->turn == STORE_GROUP_FIRST ? STORE_GROUP_AGAIN
-                                                                           : STORE_GROUP_FIRST};
-        struct claim_args a;
-        int r = TG_ENOTFOUND;
+        tg_mono_ns interval = pacer_interval(d->pacer);
+        tg_mono_ns want = (2 * d->claim_est + interval - 1) / interval;
 
-        memset(&a, 0, sizeof(a));
-        a.epoch = d->own.epoch;
-        a.now = wall;
-        a.start_mono = now;
-        a.in_flight_at_start = pacer_in_flight(d->pacer) + 1;
-        a.key_retention_ms = d->cfg->policy.key_retention_ms;
-        /* Queries have a sub-quota that narrows the account's, never adds to
-         * it: when it is spent, the again group may only yield a re-send. */
-        a.no_queries = d->query_pacer && !pacer_may_start(d->query_pacer, now);
-        exit_call_request_id(a.request_id, sizeof(a.request_id), d->own.epoch, ++d->seq,
-                             (uint32_t)tg_rng_next(&d->rng));
-        for (int i = 0; i < 2 && r == TG_ENOTFOUND; i++) {
-                a.group = order[i];
-                r = store_claim(d->store, &a, &oc->op, &oc->call);
-                if (r == 0)
-                        /* after a claim the other group goes next */
-                        d->turn =
-                            order[i] == STORE_GROUP_FIRST ? STORE_GROUP_AGAIN : STORE_GROUP_FIRST;
+        return want < 1 ? 1 : want > READY_MAX ? READY_MAX : (unsigned)want;
+}
+
+/* Claims up to `n` operations in one transaction, the groups taking turns
+ * (an empty group yields its turn), onto the ready queue. 0, or the claim's
+ * failure (TG_ENOTFOUND: no work). */
+static int claim_ahead(struct dispatcher *d, unsigned n, tg_mono_ns now, tg_wall_ms wall)
+{
+        struct claim_args a[READY_MAX];
+        struct op_record ops[READY_MAX];
+        struct call_record calls[READY_MAX];
+        unsigned got = 0;
+        int r;
+
+        if (n > READY_MAX - d->nready)
+                n = READY_MAX - d->nready;
+        if (n == 0)
+                return 0;
+        memset(a, 0, sizeof(a[0]) * n);
+        for (unsigned i = 0; i < n; i++) {
+                a[i].group = d->turn;
+                a[i].epoch = d->own.epoch;
+                a[i].now = wall;
+                a[i].start_mono = now;
+                a[i].in_flight_at_start = pacer_in_flight(d->pacer) + 1 + d->nready + i;
+                a[i].key_retention_ms = d->cfg->policy.key_retention_ms;
+                /* Queries have a sub-quota that narrows the account's, never
+                 * adds to it: when it is spent the again group may only yield
+                 * a re-send, and one batch holds one query at most. */
+                a[i].no_queries =
+                    d->query_pacer && (i > 0 || !pacer_may_start(d->query_pacer, now));
+                exit_call_request_id(a[i].request_id, sizeof(a[i].request_id), d->own.epoch,
+                                     ++d->seq, (uint32_t)tg_rng_next(&d->rng));
         }
-        return r;
+        tg_mono_ns t0 = d->env->mono_now(d->env->ctx);
+        r = store_claim_batch(d->store, a, n, &d->turn, ops, calls, &got);
+        tg_mono_ns took = d->env->mono_now(d->env->ctx) - t0;
+        d->claim_est = (3 * d->claim_est + took) / 4;
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < got; i++) {
+                struct open_call *rc = &d->ready[d->nready++];
+
+                memset(rc, 0, sizeof(*rc));
+                rc->op = ops[i];
+                rc->call = calls[i];
+        }
+        return 0;
+}
+
+/* Gives a ready claim back to the store: the operation is as the claim
+ * found it (store_release). A claim the store no longer counts as ours (a
+ * newer owner) stays for that owner's recovery. */
+static void release_claim(struct dispatcher *d, const struct open_call *rc, const char *why,
+                          tg_mono_ns now, tg_wall_ms wall)
+{
+        int r = store_release(d->store, d->own.epoch, rc->op.id, rc->call.id, now, wall, why);
+        json_t *f = op_fields(&rc->op, &rc->call);
+
+        json_object_set_new(f, "why", json_string(why));
+        if (r < 0)
+                json_object_set_new(f, "store_error", json_string(tg_strerror(r)));
+        log_emit(r < 0 ? LOG_WARN : LOG_INFO, "claim_released", f);
+}
+
+/* Every ready claim goes back (a hold started, the exit stops or was lost). */
+static void release_ready(struct dispatcher *d, const char *why, tg_mono_ns now, tg_wall_ms wall)
+{
+        for (unsigned i = 0; i < d->nready; i++)
+                release_claim(d, &d->ready[i], why, now, wall);
+        d->nready = 0;
+}
+
+/* The oldest ready claim that may still be sent at `at` (wall time `wall`),
+ * into *oc; the ones that may not are released. 0, or TG_ENOTFOUND. */
+static int ready_pop(struct dispatcher *d, struct open_call *oc, tg_mono_ns at, tg_mono_ns now,
+                     tg_wall_ms wall)
+{
+        while (d->nready > 0) {
+                struct open_call rc = d->ready[0];
+                const char *why = NULL;
+
+                memmove(&d->ready[0], &d->ready[1], sizeof(d->ready[0]) * (d->nready - 1));
+                d->nready--;
+                if (rc.op.deadline_at <= wall)
+                        why = "deadline";
+                else if (rc.call.kind != TG_KIND_QUERY && rc.op.attempts > 1 &&
+                         d->cfg->policy.key_retention_ms > 0 &&
+                         rc.op.key_first_used + d->cfg->policy.key_retention_ms <= wall)
+                        why = "key_retention";
+                else if (rc.call.kind == TG_KIND_QUERY && d->query_pacer &&
+                         !pacer_may_start(d->query_pacer, at))
+                        why = "query sub-quota";
+                if (why) {
+                        release_claim(d, &rc, why, now, wall);
+                        continue;
+                }
+                *oc = rc;
+                return 0;
+        }
+        return TG_ENOTFOUND;
 }
 
 /* A claim that found nothing, or failed: say so (once in a while when the
@@ -424,7 +519,9 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         bool probe = false;
         int r;
 
-        if (d->lost || stopping(d) || d->n_unsettled > 0 || now < d->idle_until)
+        /* idle_until: the store had nothing to claim a moment ago; a claim
+         * made ahead is work all the same */
+        if (d->lost || stopping(d) || d->n_unsettled > 0 || (now < d->idle_until && !d->nready))
                 return;
         tg_mono_ns slot = pacer_next_slot(d->pacer);
         if (slot == TG_MONO_NEVER || now < handoff_time(d, slot))
@@ -436,7 +533,13 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         oc = free_slot(d);
         if (!oc)
                 return; /* cannot happen: slots == max_in_flight */
-        r = claim_next(d, oc, now, wall);
+        r = ready_pop(d, oc, at, now, wall);
+        if (r == TG_ENOTFOUND) {
+                /* nothing claimed ahead (idle until now): claim at the slot */
+                r = claim_ahead(d, 1, now, wall);
+                if (r == 0)
+                        r = ready_pop(d, oc, at, now, wall);
+        }
         if (r < 0) {
                 claim_missed(d, r, now);
                 return;
@@ -495,6 +598,28 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         log_emit(LOG_INFO, "call_start", f);
 }
 
+/* Claims ahead of the next slots while there is time before the next
+ * hand-off: the slot moment then costs a wake-up and a send. */
+static void refill(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
+{
+        tg_mono_ns slot = pacer_next_slot(d->pacer);
+        unsigned want = ready_want(d);
+        int r;
+
+        if (d->lost || stopping(d) || d->n_unsettled > 0 || now < d->idle_until ||
+            d->nready >= want || pacer_held(d->pacer, now))
+                return;
+        /* A call on its way to the wire (its connect in progress) comes
+         * first: claim once it is out, an interval before the next slot. */
+        if (pacer_pending(d->pacer) || slot == TG_MONO_NEVER)
+                return;
+        if (handoff_time(d, slot) - now < 2 * d->claim_est)
+                return;
+        r = claim_ahead(d, want - d->nready, now, wall);
+        if (r < 0)
+                claim_missed(d, r, now);
+}
+
 /* ---- housekeeping and waiting ------------------------------------------------------ */
 
 static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
@@ -535,7 +660,8 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
                 tg_mono_ns slot = pacer_next_slot(d->pacer);
                 if (slot != TG_MONO_NEVER) {
                         tg_mono_ns handoff = handoff_time(d, slot);
-                        tg_mono_ns t = handoff > d->idle_until ? handoff : d->idle_until;
+                        tg_mono_ns t =
+                            handoff > d->idle_until || d->nready ? handoff : d->idle_until;
                         if (t < until)
                                 until = t;
                 }
@@ -553,6 +679,8 @@ int dispatcher_turn(struct dispatcher *d)
 
         settle_finished(d, now, wall);
         retry_unsettled(d, now);
+        if (stopping(d) || d->lost)
+                release_ready(d, stopping(d) ? "stop" : "owner lost", now, wall);
         if ((stopping(d) || d->lost) && env->open_calls(env->ctx) == 0) {
                 /* Lost the exit but not asked to stop: stand by and take it
                  * again once it is free. */
@@ -577,6 +705,7 @@ int dispatcher_turn(struct dispatcher *d)
         }
         housekeeping(d, now, wall);
         try_start(d, now, wall);
+        refill(d, env->mono_now(env->ctx), env->wall_now(env->ctx));
         if (env->poll(env->ctx, wake_at(d, env->mono_now(env->ctx))) < 0)
                 env->sleep(env->ctx, STORE_DOWN_NS);
         return 0;
@@ -615,6 +744,7 @@ void dispatcher_share_config(const struct tg_config *cfg, struct pacer_config *r
          * one call and the shares' caps add up to at most the account's */
         ret_share->starts_per_second = cfg->exit.starts_per_second / shares;
         ret_share->max_in_flight = cfg->exit.max_in_flight / shares;
+        ret_share->spacing_margin_ns = cfg->exit.spacing_margin_ns;
         if (ret_share->max_in_flight < 1)
                 ret_share->max_in_flight = 1;
 }
@@ -633,6 +763,7 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         d->env = env;
         d->store = env->store;
         d->failpoint = failpoint_armed();
+        d->claim_est = CLAIM_EST_INIT;
         tg_rng_seed(&d->rng, env->seed);
         d->own = (struct ownership){
             .env = env,

@@ -35,9 +35,20 @@ json_t *render_call(const struct call_record *call, bool with_op)
             text_or_null(call->error));
         if (!o)
                 return NULL;
-        /* What verify and the timeline need: monotonic start (the spacing the
-         * exit controls), in-flight at start, the owner epoch. */
+        /* What verify and the timeline need: monotonic start (when the
+         * request went on the wire: the spacing the provider sees), the
+         * hand-off to the transport and the connect between them, in-flight
+         * at start, the owner epoch. */
         json_object_set_new(o, "start_mono_ns", json_integer(call->start_mono));
+        if (call->handoff_mono > 0) {
+                json_object_set_new(o, "handoff_mono_ns", json_integer(call->handoff_mono));
+                json_object_set_new(o, "handoff_wall", json_integer(call->handoff_wall));
+                json_object_set_new(
+                    o, "connect_us",
+                    call->sent && call->start_mono >= call->handoff_mono
+                        ? json_integer((call->start_mono - call->handoff_mono) / TG_NS_PER_US)
+                        : json_null());
+        }
         json_object_set_new(o, "end_mono_ns",
                             call->ended ? json_integer(call->end_mono) : json_null());
         json_object_set_new(o, "in_flight", json_integer(call->in_flight_at_start));

@@ -43,7 +43,7 @@ struct call_record {
         unsigned attempt; /* POST number (1..), or query number for queries */
         char request_id[TG_REQUEST_ID_MAX + 1];
         int64_t epoch;
-        unsigned share;        /* of the account quota, the claim's */
+        unsigned share; /* of the account quota, the claim's */
         /* the start: when the request went on the wire (the pre-request
          * hook), or, for a call never sent, when it was handed over */
         tg_mono_ns start_mono;
@@ -185,6 +185,24 @@ struct claim_args {
  * owner exists). */
 int store_claim(struct store *store, const struct claim_args *args, struct op_record *ret_op,
                 struct call_record *ret_call);
+
+/* Up to max claims in ONE transaction (group commit), the groups taking
+ * turns from *turn as single claims would (an empty group yields its turn):
+ * args[i] carries claim i's request id (and the same epoch for all). Commits
+ * before returning: record attempt before send, for every one. 0 with
+ * *ret_n >= 1 claims in ret_ops/ret_calls and *turn the group whose turn is
+ * next; TG_ENOTFOUND (nothing due), TG_EFENCED. */
+int store_claim_batch(struct store *store, const struct claim_args *args, unsigned max,
+                      enum store_group *turn, struct op_record *ret_ops,
+                      struct call_record *ret_calls, unsigned *ret_n);
+
+/* A claim made ahead of its slot, given back before it reached the
+ * transport (policy_release()): the operation is as the claim found it, the
+ * attempt not counted, and the call row is closed as never sent ("released
+ * before send: <why>"). TG_EFENCED if the operation or call is no longer
+ * ours (nothing changed). */
+int store_release(struct store *store, int64_t epoch, int64_t op_id, int64_t call_id,
+                  tg_mono_ns now_mono, tg_wall_ms now, const char *why);
 
 struct settle_args {
         int64_t call_id;

@@ -149,58 +149,39 @@ int store_get(struct store *store, const char *operation_id, struct op_record *r
 /* ---- the exit ---------------------------------------------------------------- */
 
 struct claim_ctx {
-        const struct claim_args *args;
-        struct op_record op;
-        struct call_record call;
+        const struct claim_args *args; /* one per claim */
+        unsigned max;
+        enum store_group turn; /* in: the group whose turn it is; out: the next */
+        bool alternate;        /* false: that group only (store_claim) */
+        struct op_record *ops;
+        struct call_record *calls;
+        unsigned n;
 };
 
-/* After a COMMIT whose answer was lost: did the claim happen? Its call row
- * carries our request_id. */
-static int claim_recheck(struct store *s, struct claim_ctx *c)
+/* Claims one due operation of `group` under a->epoch (already checked to
+ * name `share`): policy_claim() and the call row "sent, outcome unknown". */
+static int claim_one(struct store *s, const struct claim_args *a, enum store_group group,
+                     unsigned share, struct op_record *ret_op, struct call_record *ret_call)
 {
-        int r = s->ops->call_find(s, c->args->request_id, c->args->epoch, &c->call);
-
-        if (r == 0)
-                r = s->ops->op_get(s, NULL, c->call.op_id, false, &c->op);
-        return r;
-}
-
-static int claim_tx(struct store *s, void *ctx)
-{
-        struct claim_ctx *c = ctx;
-        const struct claim_args *a = c->args;
         struct store_pick pick = {
-            .group = a->group,
+            .group = group,
             .now = a->now,
             .key_retention_ms = a->key_retention_ms > 0 ? a->key_retention_ms : KEY_AGE_OFF,
             .queries_allowed = !a->no_queries,
         };
-        struct op_record op;
+        struct op_record op, next;
         struct call_record call;
         enum tg_call_kind kind;
-        unsigned share = 0, attempt = 0;
+        unsigned attempt = 0;
         int64_t id = 0;
-        int r;
+        int r = s->ops->op_pick(s, &pick, &id);
 
-        if (s->ops->tx_commit_unknown(s)) {
-                /* Never claim twice for one request: without a request id
-                 * the lost claim cannot be found, so say the outcome is
-                 * unknown (the next owner's recovery settles it). */
-                if (!a->request_id[0])
-                        return TG_EIO;
-                r = claim_recheck(s, c);
-                if (r != TG_ENOTFOUND)
-                        return r; /* found (it committed), or a failure */
-        }
-        r = s->ops->epoch_share(s, a->epoch, &share);
-        if (r == 0)
-                r = s->ops->op_pick(s, &pick, &id);
         if (r == 0)
                 r = s->ops->op_get(s, NULL, id, false, &op); /* locked by the pick */
         if (r == 0)
-                r = policy_claim(&op, a->epoch, share, a->now, &c->op, &kind, &attempt);
+                r = policy_claim(&op, a->epoch, share, a->now, &next, &kind, &attempt);
         if (r == 0)
-                r = s->ops->op_put(s, &c->op);
+                r = s->ops->op_put(s, &next);
         if (r < 0)
                 return r;
         memset(&call, 0, sizeof(call));
@@ -217,30 +198,130 @@ static int claim_tx(struct store *s, void *ctx)
         call.ended = false;
         call.cls = TG_CLASS_UNKNOWN;
         r = s->ops->call_insert(s, &call);
-        if (r == 0)
-                c->call = call;
+        if (r < 0)
+                return r;
+        *ret_op = next;
+        *ret_call = call;
+        return 0;
+}
+
+/* After a COMMIT whose answer was lost: did the claims happen? Their call
+ * rows carry our request ids (all of them committed, or none). */
+static int claim_recheck(struct store *s, struct claim_ctx *c)
+{
+        int r = 0;
+
+        for (c->n = 0; c->n < c->max; c->n++) {
+                r = s->ops->call_find(s, c->args[c->n].request_id, c->args[c->n].epoch,
+                                      &c->calls[c->n]);
+                if (r == 0)
+                        r = s->ops->op_get(s, NULL, c->calls[c->n].op_id, false, &c->ops[c->n]);
+                if (r < 0)
+                        break;
+        }
+        if (r == TG_ENOTFOUND && c->n > 0)
+                r = 0; /* fewer than asked were due */
         return r;
+}
+
+static int claim_tx(struct store *s, void *ctx)
+{
+        struct claim_ctx *c = ctx;
+        enum store_group turn = c->turn;
+        unsigned share = 0;
+        int r;
+
+        c->n = 0;
+        if (s->ops->tx_commit_unknown(s)) {
+                /* Never claim twice for one request: without a request id
+                 * the lost claim cannot be found, so say the outcome is
+                 * unknown (the next owner's recovery settles it). */
+                if (!c->args[0].request_id[0])
+                        return TG_EIO;
+                r = claim_recheck(s, c);
+                if (r != TG_ENOTFOUND)
+                        return r; /* found (it committed), or a failure */
+                c->n = 0;
+        }
+        r = s->ops->epoch_share(s, c->args[0].epoch, &share);
+        /* the groups take turns; an empty group yields its turn */
+        while (r == 0 && c->n < c->max) {
+                enum store_group other =
+                    turn == STORE_GROUP_FIRST ? STORE_GROUP_AGAIN : STORE_GROUP_FIRST;
+                const struct claim_args *a = &c->args[c->n];
+
+                r = claim_one(s, a, turn, share, &c->ops[c->n], &c->calls[c->n]);
+                if (r == TG_ENOTFOUND && c->alternate) {
+                        turn = other;
+                        r = claim_one(s, a, turn, share, &c->ops[c->n], &c->calls[c->n]);
+                }
+                if (r == 0) {
+                        c->n++;
+                        turn = turn == STORE_GROUP_FIRST ? STORE_GROUP_AGAIN : STORE_GROUP_FIRST;
+                }
+        }
+        if (r == TG_ENOTFOUND && c->n > 0)
+                r = 0; /* fewer due than asked for */
+        if (r == 0)
+                c->turn = turn;
+        return r;
+}
+
+static bool claim_args_ok(const struct claim_args *a)
+{
+        return (a->group == STORE_GROUP_FIRST || a->group == STORE_GROUP_AGAIN) &&
+               store_buf_ok(a->request_id, sizeof(a->request_id)) && a->epoch == a[0].epoch;
 }
 
 int store_claim(struct store *store, const struct claim_args *args, struct op_record *ret_op,
                 struct call_record *ret_call)
 {
-        struct claim_ctx c = {.args = args};
+        struct claim_ctx c = {.args = args, .max = 1, .ops = ret_op, .calls = ret_call};
+        struct op_record op;
+        struct call_record call;
         int r;
 
-        if (!store || !args || !ret_op || !ret_call)
+        if (!store || !args || !ret_op || !ret_call || !claim_args_ok(args))
                 return TG_EINVAL;
-        if (args->group != STORE_GROUP_FIRST && args->group != STORE_GROUP_AGAIN)
-                return TG_EINVAL;
-        if (!store_buf_ok(args->request_id, sizeof(args->request_id)))
-                return TG_EINVAL;
+        c.turn = args->group;
+        c.ops = &op;
+        c.calls = &call;
         /* record attempt before send: the call row ("sent, outcome unknown")
-         * and the counted attempt are committed before this returns */
+         * and the counted attempt are committed before this returns. One
+         * group only: the other is the caller's to ask. */
+        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, claim_tx, &c);
+        if (r == 0 && c.n == 0)
+                r = TG_ENOTFOUND;
+        if (r < 0)
+                return r;
+        *ret_op = op;
+        *ret_call = call;
+        return 0;
+}
+
+int store_claim_batch(struct store *store, const struct claim_args *args, unsigned max,
+                      enum store_group *turn, struct op_record *ret_ops,
+                      struct call_record *ret_calls, unsigned *ret_n)
+{
+        struct claim_ctx c = {
+            .args = args, .max = max, .ops = ret_ops, .calls = ret_calls, .alternate = true};
+        int r;
+
+        if (!store || !args || !turn || !ret_ops || !ret_calls || !ret_n || max == 0)
+                return TG_EINVAL;
+        for (unsigned i = 0; i < max; i++)
+                if (!claim_args_ok(&args[i]) || args[i].epoch != args[0].epoch)
+                        return TG_EINVAL;
+        c.turn = *turn;
+        /* record attempt before send, for every claim of the batch: one
+         * commit (group commit) */
         r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, claim_tx, &c);
         if (r < 0)
                 return r;
-        *ret_op = c.op;
-        *ret_call = c.call;
+        if (c.n == 0)
+                return TG_ENOTFOUND;
+        *turn = c.turn;
+        *ret_n = c.n;
         return 0;
 }
 
@@ -314,6 +395,61 @@ int store_settle(struct store *store, const struct settle_args *args)
             !store_buf_ok(args->refund_id, sizeof(args->refund_id)))
                 return TG_EINVAL;
         return store->ops->tx(store, STORE_TX_OUTCOME, STORE_TX_RECHECKS, settle_tx, (void *)args);
+}
+
+struct release_ctx {
+        int64_t epoch, op_id, call_id;
+        tg_mono_ns now_mono;
+        tg_wall_ms now;
+        const char *why;
+};
+
+static int release_tx(struct store *s, void *ctx)
+{
+        struct release_ctx *c = ctx;
+        struct op_record op, back;
+        struct call_record call;
+        int r = s->ops->op_get(s, NULL, c->op_id, true, &op);
+
+        if (r == 0)
+                r = s->ops->call_get(s, c->call_id, true, &call);
+        if (r == 0 && call.op_id != op.id)
+                r = TG_EINVAL;
+        if (r < 0)
+                return r;
+        /* our own release whose COMMIT answer was lost: done already */
+        if (s->ops->tx_commit_unknown(s) && call.ended && !call.sent && op.state != OP_IN_FLIGHT)
+                return 0;
+        if (op.state != OP_IN_FLIGHT || op.epoch != c->epoch || call.ended ||
+            call.epoch != c->epoch)
+                return TG_EFENCED;
+        r = policy_release(&op, call.kind, c->now, &back);
+        if (r == 0)
+                r = s->ops->op_put(s, &back);
+        if (r < 0)
+                return r;
+        call.ended = true;
+        call.sent = false;
+        call.cls = TG_CLASS_NOT_SENT;
+        call.end_mono = c->now_mono;
+        call.end_wall = c->now;
+        snprintf(call.error, sizeof(call.error), "released before send: %s", c->why);
+        return s->ops->call_close(s, &call);
+}
+
+int store_release(struct store *store, int64_t epoch, int64_t op_id, int64_t call_id,
+                  tg_mono_ns now_mono, tg_wall_ms now, const char *why)
+{
+        struct release_ctx c = {.epoch = epoch,
+                                .op_id = op_id,
+                                .call_id = call_id,
+                                .now_mono = now_mono,
+                                .now = now,
+                                .why = why};
+
+        if (!store || !why)
+                return TG_EINVAL;
+        return store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, release_tx, &c);
 }
 
 /* ---- the sweeps -------------------------------------------------------------- */

@@ -315,6 +315,15 @@ static int parse_flags(int argc, char **argv, struct opts *o)
              .dmin = 0,
              .dmax = 1,
              .help = "fraction of events never sent, 0..1 (0)"},
+            {.name = "limit-rate",
+             .arg = "R",
+             .dbl = &c->limit_rate,
+             .dmin = 0,
+             .dmax = 1000000,
+             .help = "a gateway's limiter in front: a request arriving fewer than 1000/R "
+                     "whole milliseconds after the last one let through is answered 429 "
+                     "rate_limited without Retry-After (mode \"limiter\" in the record); "
+                     "no burst (0: none)"},
         };
         const struct options_spec spec = {.prog = "tollgate-stub",
                                           .description = stub_about,

@@ -65,6 +65,8 @@ struct stub_server {
         tg_mono_ns timeline_start;
         struct stub_mode_spec query_spec;
         struct tg_rng mix_rng;
+        bool limit_seen;       /* the limiter let a request through */
+        int64_t limit_last_ms; /* its arrival, in whole ms of the monotonic clock */
 };
 
 /* One request, from its first handler call to MHD's completion callback. */
@@ -801,6 +803,23 @@ static enum kind classify(struct req *r)
         return K_OTHER;
 }
 
+/* The gateway's limiter (cfg.limit_rate), with ctl held: measures the gap
+ * from the last request it let through in whole milliseconds, as reverse
+ * proxies do, and refuses what comes closer than the rate allows (no burst).
+ * A refused request does not move the window. */
+static bool limited(struct stub_server *srv, tg_mono_ns arrival)
+{
+        int64_t ms = arrival / TG_NS_PER_MS;
+
+        if (srv->cfg.limit_rate <= 0)
+                return false;
+        if (srv->limit_seen && (double)(ms - srv->limit_last_ms) * srv->cfg.limit_rate < 1000.0)
+                return true;
+        srv->limit_seen = true;
+        srv->limit_last_ms = ms;
+        return false;
+}
+
 /* First handler call: the request's arrival. Fixes its mode and records it. */
 static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, const char *url,
                           const char *method)
@@ -830,6 +849,12 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
                 r->spec.mode = STUB_REFUSE;
                 resolve(srv, &r->spec, false);
                 snprintf(mode, sizeof(mode), "refuse");
+        } else if ((r->kind == K_REFUND || r->kind == K_QUERY) && limited(srv, r->arrival)) {
+                /* the gateway in front refuses it before the provider sees it */
+                memset(&r->spec, 0, sizeof(r->spec));
+                r->spec.mode = STUB_LIMITED;
+                r->spec.ra_form = STUB_RA_NONE;
+                snprintf(mode, sizeof(mode), "limiter");
         } else if (r->kind == K_REFUND) {
                 bool mixed;
                 mode_at(srv, r->arrival, &r->spec, &phase, &end);

@@ -40,6 +40,11 @@ struct stub_config {
         size_t webhook_secret_len;
         int64_t webhook_delay_ms;
         double webhook_drop_rate;
+        /* A gateway's limiter in front of the provider: a contract request
+         * arriving fewer than 1000 / limit_rate whole milliseconds after the
+         * last one it let through is answered 429 (no Retry-After), no burst.
+         * 0: none. */
+        double limit_rate;
 };
 
 struct stub_server;

@@ -56,7 +56,7 @@ struct verify_call {
         unsigned attempt;
         char request_id[VERIFY_RID_MAX];
         int64_t epoch;
-        tg_mono_ns start_mono; /* handed to the transport */
+        tg_mono_ns start_mono; /* on the wire (older logs: handed to the transport) */
         tg_mono_ns end_mono;   /* TG_MONO_NEVER: never closed */
         tg_wall_ms start_wall;
         tg_wall_ms end_wall; /* TG_WALL_NEVER: never closed */

@@ -492,6 +492,10 @@ static void test_wire_spacing_with_varying_connects(void **state)
                 tg_mono_ns late = f->starts[i].at - f->starts[i - 1].at - interval;
                 if (late > worst)
                         worst = late;
+                if (late > 3100 * TG_NS_PER_US)
+                        print_message("gap %u late %lld us (handoff %lld at %lld prev at %lld)\n",
+                                      i, (long long)(late / 1000), (long long)f->starts[i].handoff,
+                                      (long long)f->starts[i].at, (long long)f->starts[i - 1].at);
                 /* handed over before its slot: the hook held it */
                 assert_true(f->starts[i].handoff < f->starts[i].at);
         }
@@ -512,6 +516,63 @@ static void test_wire_spacing_with_slow_connects(void **state)
         run_until_settled(x, 60 * TG_NS_PER_S);
         assert_int_equal(count_state(x, OP_SUCCEEDED), 20);
         check_spacing(&x->fake, 20.0, 10);
+}
+
+/* The next claim is committed ahead of its slot: right after a start, the
+ * store already has the next operation in flight while the transport has
+ * one call; at its slot it goes out without a claim in between. A claim
+ * given back (the exit stops) leaves its operation as it was: pending, no
+ * attempt counted, and its call row closed as never sent. */
+static void test_claims_ahead_and_releases(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct op_record op;
+
+        open_dispatcher(x, fast);
+        accept_n(x, 3, "ahead");
+        while (f->n_starts == 0)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        assert_int_equal(dispatcher_turn(x->d), 0);
+        assert_int_equal(f_open(f), 1);
+        assert_int_equal(count_state(x, OP_IN_FLIGHT), 2); /* one sent, one claimed ahead */
+        while (f->n_starts < 2)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        check_spacing(f, 5.0, 10);
+        /* stop: the claim made for the third goes back */
+        x->stop = 1;
+        int r = 0;
+        for (int i = 0; i < 10000 && r == 0; i++)
+                r = dispatcher_turn(x->d);
+        assert_int_equal(r, 1);
+        assert_int_equal(f->n_starts, 2);
+        assert_int_equal(store_get(x->fake.env.store, "ahead-002", &op), 0);
+        assert_int_equal(op.state, OP_PENDING);
+        assert_int_equal(op.attempts, 0);
+        assert_int_equal(op.key_first_used, 0);
+}
+
+/* A claim made ahead whose operation's deadline passes before its slot is
+ * given back, not sent; the sweep then sends it to manual. */
+static void test_claim_released_at_deadline(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct op_record op;
+
+        x->cfg.exit.starts_per_second = 0.5; /* 2 s between starts */
+        x->cfg.policy.deadline_ms = 3000;
+        open_dispatcher(x, fast);
+        accept_n(x, 3, "late");
+        run_until_settled(x, 20 * TG_NS_PER_S);
+        /* the first goes at once, the second at +2 s; the third, claimed
+         * ahead for +4 s, is past its deadline by then */
+        assert_int_equal(f->n_starts, 2);
+        assert_int_equal(store_get(x->fake.env.store, "late-002", &op), 0);
+        assert_int_equal(op.state, OP_MANUAL);
+        assert_int_equal(op.reason, MANUAL_DEADLINE);
+        assert_int_equal(op.attempts, 0);
+        assert_int_equal(posts_of(f, "late-002"), 0);
 }
 
 static void test_timeout_reconciled_with_same_key(void **state)
@@ -668,6 +729,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_varying_connects, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_claims_ahead_and_releases, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_claim_released_at_deadline, setup, teardown),
             cmocka_unit_test_setup_teardown(test_timeout_reconciled_with_same_key, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reset_reconciled, setup, teardown),
             cmocka_unit_test_setup_teardown(test_503_holds_the_exit, setup, teardown),

@@ -677,6 +677,61 @@ static void test_property_random_configs(void **state)
         }
 }
 
+/* A planned start: counted in flight at once, nothing else starts until its
+ * wire time is known, and the next slot counts from the real send (never
+ * earlier than the plan); a call never sent counts from its plan; a report
+ * with nothing planned is ignored. */
+static void test_pending_wire_time(void **state)
+{
+        struct pacer *p = make(5.0, 10);
+        tg_mono_ns iv = pacer_interval(p);
+        bool probe = true;
+
+        (void)state;
+        assert_int_equal(pacer_start_pending(p, 1000, &probe), 0);
+        assert_false(probe);
+        assert_true(pacer_pending(p));
+        assert_int_equal(pacer_in_flight(p), 1);
+        assert_int_equal(pacer_next_slot(p), TG_MONO_NEVER);
+        assert_false(pacer_may_start(p, 1000 + 10 * iv));
+        assert_int_equal(pacer_start(p, 1000 + 10 * iv, NULL), TG_EAGAIN);
+        pacer_sent(p, 1000 + 300); /* connect took 300 ns past the plan */
+        assert_false(pacer_pending(p));
+        assert_int_equal(pacer_next_slot(p), 1000 + 300 + iv);
+        pacer_sent(p, 1000 + 999999); /* stale: ignored */
+        assert_int_equal(pacer_next_slot(p), 1000 + 300 + iv);
+
+        assert_int_equal(pacer_start_pending(p, 1000 + 300 + iv, NULL), 0);
+        pacer_sent(p, 5); /* a send reported before its plan counts as the plan */
+        assert_int_equal(pacer_next_slot(p), 1000 + 300 + 2 * iv);
+
+        assert_int_equal(pacer_start_pending(p, 1000 + 300 + 2 * iv, NULL), 0);
+        pacer_unsent(p); /* never sent: from the plan */
+        assert_int_equal(pacer_next_slot(p), 1000 + 300 + 3 * iv);
+        assert_int_equal(pacer_in_flight(p), 3);
+        pacer_free(p);
+}
+
+/* The margin lengthens every spacing; absurd margins are refused. */
+static void test_spacing_margin(void **state)
+{
+        struct pacer_config c = {.starts_per_second = 50.0, .max_in_flight = 2};
+        struct pacer *p = NULL;
+
+        (void)state;
+        c.spacing_margin_ns = 250 * TG_NS_PER_US;
+        assert_int_equal(pacer_new(&c, &p), 0);
+        assert_int_equal(pacer_interval(p), 20 * TG_NS_PER_MS + 250 * TG_NS_PER_US);
+        assert_int_equal(pacer_start(p, 0, NULL), 0);
+        assert_false(pacer_may_start(p, 20 * TG_NS_PER_MS + 249999));
+        assert_true(pacer_may_start(p, 20 * TG_NS_PER_MS + 250000));
+        pacer_free(p);
+        c.spacing_margin_ns = -1;
+        assert_int_equal(pacer_new(&c, &p), TG_EINVAL);
+        c.spacing_margin_ns = TG_NS_PER_S + 1;
+        assert_int_equal(pacer_new(&c, &p), TG_EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -698,6 +753,8 @@ int main(void)
             cmocka_unit_test(test_no_burst_after_idle),
             cmocka_unit_test(test_property_runs),
             cmocka_unit_test(test_property_random_configs),
+            cmocka_unit_test(test_pending_wire_time),
+            cmocka_unit_test(test_spacing_margin),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

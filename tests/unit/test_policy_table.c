@@ -194,6 +194,17 @@ static unsigned fire(enum op_state state, enum op_event event, struct outcome *o
                                                      &o->after, &changed);
                 }
                 break;
+        case OP_EV_RELEASE:
+                for (int k = 0; k < TG_KIND_COUNT; k++) {
+                        struct outcome *o = slot(out, &n);
+
+                        o->before = op_in(state);
+                        /* a claim keeps the schedule it was due by */
+                        if (k != TG_KIND_FIRST)
+                                o->before.next_run_at = T0 + 10;
+                        o->r = policy_release(&o->before, (enum tg_call_kind)k, T0 + 80, &o->after);
+                }
+                break;
         case OP_EV_OUTBOX:
         default:
                 for (int valid = 0; valid < 2; valid++) {
@@ -271,8 +282,9 @@ static void test_derived_sets(void **state)
                 assert_true((policy_targets(OP_SUCCEEDED, (enum op_event)e) & ~B(OP_SUCCEEDED)) ==
                             0);
                 assert_true((policy_targets(OP_REJECTED, (enum op_event)e) & ~B(OP_REJECTED)) == 0);
-                /* nothing ever goes back to pending but an outbox row taken in */
-                if (e != OP_EV_OUTBOX)
+                /* nothing ever goes back to pending but an outbox row taken in,
+                 * or a first POST's claim given back before it was sent */
+                if (e != OP_EV_OUTBOX && e != OP_EV_RELEASE)
                         for (int s = 0; s < OP_STATE_COUNT; s++)
                                 assert_false(policy_targets((enum op_state)s, (enum op_event)e) &
                                              B(OP_PENDING));
@@ -332,12 +344,51 @@ static void test_is_due_grid(void **state)
         assert_int_equal(cases, OP_STATE_COUNT * 2 * 64);
 }
 
+/* A claim given back before its slot leaves the operation as the claim
+ * found it: state, counts, key age, schedule, reason and an operator's
+ * re-send (only the time of the last change and the claim's epoch move). */
+static void test_release_undoes_the_claim(void **state)
+{
+        static const enum op_state claimable[] = {OP_PENDING, OP_RETRY_WAIT, OP_UNKNOWN};
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(claimable) / sizeof(claimable[0]); i++)
+                for (int resend = 0; resend < 2; resend++) {
+                        struct op_record before = op_in(claimable[i]), claimed, back;
+                        enum tg_call_kind kind;
+                        unsigned attempt;
+
+                        if (resend && claimable[i] != OP_RETRY_WAIT)
+                                continue;
+                        before.operator_resend = resend;
+                        assert_int_equal(
+                            policy_claim(&before, 4, 1, T0 + 90, &claimed, &kind, &attempt), 0);
+                        assert_int_equal(claimed.state, OP_IN_FLIGHT);
+                        assert_int_equal(policy_release(&claimed, kind, T0 + 95, &back), 0);
+                        assert_int_equal(back.state, before.state);
+                        assert_int_equal(back.attempts, before.attempts);
+                        assert_int_equal(back.queries, before.queries);
+                        assert_int_equal(back.key_first_used, before.key_first_used);
+                        assert_int_equal(back.next_run_at, before.next_run_at);
+                        assert_int_equal(back.reason, before.reason);
+                        assert_int_equal(back.operator_resend, before.operator_resend);
+                        assert_int_equal(back.attempt_limit, before.attempt_limit);
+                        assert_int_equal(back.deadline_at, before.deadline_at);
+                        /* the next claim of it is the same kind of call */
+                        assert_int_equal(policy_next_kind(back.state, back.operator_resend), kind);
+                }
+        /* not in flight: nothing to give back */
+        struct op_record p = op_in(OP_PENDING), out;
+        assert_int_equal(policy_release(&p, TG_KIND_FIRST, T0, &out), TG_ESTATE);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_every_state_every_event),
             cmocka_unit_test(test_derived_sets),
             cmocka_unit_test(test_is_due_grid),
+            cmocka_unit_test(test_release_undoes_the_claim),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
