@@ -250,14 +250,17 @@ static int claim_tx(struct store *s, void *ctx)
                     turn == STORE_GROUP_FIRST ? STORE_GROUP_AGAIN : STORE_GROUP_FIRST;
                 const struct claim_args *a = &c->args[c->n];
 
-                r = claim_one(s, a, turn, share, &c->ops[c->n], &c->calls[c->n]);
+                enum store_group g = turn;
+
+                r = claim_one(s, a, g, share, &c->ops[c->n], &c->calls[c->n]);
                 if (r == TG_ENOTFOUND && c->alternate) {
-                        turn = other;
-                        r = claim_one(s, a, turn, share, &c->ops[c->n], &c->calls[c->n]);
+                        g = other;
+                        r = claim_one(s, a, g, share, &c->ops[c->n], &c->calls[c->n]);
                 }
                 if (r == 0) {
                         c->n++;
-                        turn = turn == STORE_GROUP_FIRST ? STORE_GROUP_AGAIN : STORE_GROUP_FIRST;
+                        /* after a claim the other group goes next */
+                        turn = g == STORE_GROUP_FIRST ? STORE_GROUP_AGAIN : STORE_GROUP_FIRST;
                 }
         }
         if (r == TG_ENOTFOUND && c->n > 0)

@@ -1472,6 +1472,102 @@ static void test_shares(void **state)
 
 /* ---- main --------------------------------------------------------------------- */
 
+/* ---- claims ahead: batches and releases -------------------------------------------- */
+
+/* Several claims in one transaction take the groups in turn exactly as
+ * single claims would, each with its own request id and call row. */
+static void test_claim_batch(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct claim_args a[4];
+        struct op_record ops[4];
+        struct call_record calls[4];
+        enum store_group turn = STORE_GROUP_FIRST;
+        unsigned n = 0;
+
+        (void)state;
+        accept_new(s, "b-first-1", T0);
+        accept_new(s, "b-first-2", T0 + 1);
+        accept_new(s, "b-again", T0 + 2);
+        /* b-again: one POST, retryable, due now */
+        {
+                struct op_record op;
+                struct call_record call;
+                struct settle_args sa;
+
+                memset(a, 0, sizeof(a));
+                assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 3, &op, &call), 0);
+                assert_string_equal(op.req.operation_id, "b-first-1");
+                sa = settle_args_for(&op, &call, TG_CLASS_RETRYABLE, OP_RETRY_WAIT, T0 + 4, T0 + 5);
+                assert_int_equal(store_settle(s, &sa), 0);
+        }
+        memset(a, 0, sizeof(a));
+        for (int i = 0; i < 4; i++) {
+                a[i].group = STORE_GROUP_FIRST;
+                a[i].epoch = epoch;
+                a[i].now = T0 + 10;
+                a[i].in_flight_at_start = (unsigned)i + 1;
+                snprintf(a[i].request_id, sizeof(a[i].request_id), "batch-%d", i);
+        }
+        assert_int_equal(store_claim_batch(s, a, 4, &turn, ops, calls, &n), 0);
+        /* first group: b-first-2; then again: b-first-1 (its retry); then
+         * first: b-again; nothing left */
+        assert_int_equal(n, 3);
+        assert_string_equal(ops[0].req.operation_id, "b-first-2");
+        assert_string_equal(ops[1].req.operation_id, "b-first-1");
+        assert_int_equal(calls[1].kind, TG_KIND_RETRY);
+        assert_string_equal(ops[2].req.operation_id, "b-again");
+        for (unsigned i = 0; i < n; i++) {
+                assert_int_equal(ops[i].state, OP_IN_FLIGHT);
+                assert_string_equal(calls[i].request_id, a[i].request_id);
+                assert_int_equal(get_op(s, ops[i].req.operation_id).state, OP_IN_FLIGHT);
+        }
+        assert_int_equal(turn, STORE_GROUP_AGAIN);
+        assert_int_equal(store_claim_batch(s, a, 4, &turn, ops, calls, &n), TG_ENOTFOUND);
+        store_close(s);
+}
+
+/* A claim given back: the operation as the claim found it, the call row
+ * closed as never sent; a release by a fenced owner changes nothing. */
+static void test_release(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op, again;
+        struct call_record call, got;
+
+        (void)state;
+        accept_new(s, "rel", T0);
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 5, &op, &call), 0);
+        assert_int_equal(store_release(s, epoch + 7, op.id, call.id, 1, T0 + 6, "test"),
+                         TG_EFENCED);
+        assert_int_equal(get_op(s, "rel").state, OP_IN_FLIGHT);
+        assert_int_equal(store_release(s, epoch, op.id, call.id, 1, T0 + 6, "deadline"), 0);
+        again = get_op(s, "rel");
+        assert_int_equal(again.state, OP_PENDING);
+        assert_int_equal(again.attempts, 0);
+        assert_int_equal(again.key_first_used, 0);
+        {
+                struct seen seen = {0};
+
+                assert_int_equal(store_list_op_calls(s, op.id, on_call, &seen), 0);
+                assert_int_equal(seen.n, 1);
+                got = seen.calls[0];
+        }
+        assert_true(got.ended);
+        assert_false(got.sent);
+        assert_int_equal(got.cls, TG_CLASS_NOT_SENT);
+        assert_string_equal(got.error, "released before send: deadline");
+        /* released twice: the call is closed, not ours any more */
+        assert_int_equal(store_release(s, epoch, op.id, call.id, 1, T0 + 7, "again"), TG_EFENCED);
+        /* and it is claimed again as the same first attempt */
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 8, &op, &call), 0);
+        assert_int_equal(call.kind, TG_KIND_FIRST);
+        assert_int_equal(call.attempt, 1);
+        store_close(s);
+}
+
 /* ---- the backends' SQL against the transition table ------------------------------- */
 
 /* The stores find due and expired operations with SQL; core/policy.h says
@@ -1807,7 +1903,9 @@ static void test_recover_batch_agrees(void **state)
             cmocka_unit_test_setup_teardown(test_list_state, setup, teardown),                     \
             cmocka_unit_test_setup_teardown(test_shares, setup, teardown),                         \
             cmocka_unit_test_setup_teardown(test_sql_agrees_with_table, setup, teardown),          \
-            cmocka_unit_test_setup_teardown(test_recover_batch_agrees, setup, teardown)
+            cmocka_unit_test_setup_teardown(test_recover_batch_agrees, setup, teardown),           \
+            cmocka_unit_test_setup_teardown(test_claim_batch, setup, teardown),                    \
+            cmocka_unit_test_setup_teardown(test_release, setup, teardown)
 
 /* Without arguments: the SQLite half. With "mysql": the MariaDB half, which
  * exits 77 (ctest: skipped) without TG_TEST_MYSQL_URL or without the
