@@ -590,18 +590,31 @@ static void check_in_flight(struct run *run, const struct verify_call **by_epoch
 static void check_provider_spacing(struct run *run, const struct verify_arrival **arr_mono)
 {
         struct verify_summary *s = &run->r->sum;
-        double interval = 1e9 / run->lim->rate;
         const struct verify_call *prev = NULL;
         const struct verify_arrival *prev_a = NULL;
         bool any_delay = false;
 
+        /* The exit's own calls as the provider received them: each call's
+         * first arrival (an arrival with no logged start, or a second one of a
+         * start, is a violation of its own). Judged as a gateway's limiter
+         * measures: in whole milliseconds. */
+        const struct verify_arrival *last = NULL;
         s->min_arrival_gap_ns = TG_MONO_NEVER;
-        for (size_t i = 1; i < run->narr; i++) {
-                tg_mono_ns gap = arr_mono[i]->mono - arr_mono[i - 1]->mono;
-                if (gap < s->min_arrival_gap_ns)
-                        s->min_arrival_gap_ns = gap;
-                if ((double)gap + 1.0 < interval)
-                        s->arrival_gaps_below++;
+        for (size_t i = 0; i < run->narr; i++) {
+                const struct verify_arrival *a = arr_mono[i];
+                size_t ai = (size_t)(a - run->arr);
+                size_t ci = run->match[ai];
+                if (ci == NO_MATCH || run->arrival_of[ci] != ai)
+                        continue;
+                if (last) {
+                        tg_mono_ns gap = a->mono - last->mono;
+                        int64_t ms_gap = a->mono / TG_NS_PER_MS - last->mono / TG_NS_PER_MS;
+                        if (gap < s->min_arrival_gap_ns)
+                                s->min_arrival_gap_ns = gap;
+                        if ((double)ms_gap * run->lim->rate < 1000.0)
+                                s->arrival_gaps_below++;
+                }
+                last = a;
         }
         for (size_t i = 0; i < run->ncalls; i++) {
                 const struct verify_call *c = run->by_start[i];
@@ -629,15 +642,16 @@ static void check_provider_spacing(struct run *run, const struct verify_arrival 
                 prev = c;
                 prev_a = a;
         }
+        /* starts closer than 1/rate are the violation: their arrivals follow */
         if (s->arrival_gaps_below == 0 || s->spacing_violations > 0)
                 return;
-        struct verify_finding *f = finding_new(run->r, "receive_spacing", false);
+        struct verify_finding *f = finding_new(run->r, "receive_spacing", true);
         if (!f)
                 return;
         SET(problem,
-            "the provider received %zu pair(s) closer than 1/rate although every local "
-            "start was spaced",
-            s->arrival_gaps_below);
+            "the provider received %zu pair(s) closer than 1/rate, measured in whole "
+            "milliseconds as a gateway's limiter does%s",
+            s->arrival_gaps_below, ", although every start was spaced on the wire");
         SET(evidence,
             "  local minimum start gap %.3f ms; provider minimum receive gap %.3f ms; largest "
             "difference between a start gap and its receive gap %.3f ms; %zu pair(s) received "
@@ -645,14 +659,16 @@ static void check_provider_spacing(struct run *run, const struct verify_arrival 
             ms(s->min_start_gap_ns == TG_MONO_NEVER ? 0 : s->min_start_gap_ns),
             ms(s->min_arrival_gap_ns), ms(s->max_gap_diff_ns), s->reordered, ms(s->delay_min_ns),
             ms(s->delay_max_ns));
-        SET(trigger, "network and server scheduling delays differ from call to call");
-        SET(impact, "none for the exit; but judging pacing from the provider side would "
-                    "report a violation that did not happen (and miss one that did)");
-        SET(verify, "judge spacing on the call log's start_mono_ns, match arrivals by "
-                    "request id");
-        SET(result, "receive spacing is not start spacing");
-        SET(fix, "nothing to fix in the exit; do not use receive spacing as the pacing "
-                 "evidence");
+        SET(trigger, "network and server scheduling delays differ from call to call and took "
+                     "more off a gap than the exit's spacing margin");
+        SET(impact, "a provider limiting at the account's rate with no burst would have "
+                    "refused those calls (429), spending attempts and holding the exit");
+        SET(verify, "match arrivals to starts by request id; judge each receive gap in whole "
+                    "milliseconds against 1/rate");
+        SET(result, "the spacing promise did not hold at the provider's door");
+        SET(fix, "raise exit.spacing_margin_us above the path's variation (the largest "
+                 "difference between a start gap and its receive gap, above), or find what "
+                 "delays some requests on their way");
 }
 
 static void check_operations(struct run *run, const struct verify_call **by_op,

@@ -330,20 +330,45 @@ static void test_missing_kinds(void **state)
         assert_int_equal(m, 0);
 }
 
-static void test_receive_spacing_is_a_note(void **state)
+/* The promise is kept at the provider's door: arrivals closer than 1/rate
+ * (in whole milliseconds, as a gateway measures) are a violation even when
+ * every start was spaced on the wire. */
+static void test_receive_spacing_is_a_violation(void **state)
 {
         (void)state;
         /* Network delay bunches two arrivals 20 ms apart; starts are fine. */
         d.arr[8].mono = d.calls[8].start_mono + 185 * MS;
         struct verify_result *r = run();
         const struct verify_summary *s = verify_summary(r);
-        assert_int_equal(s->violations, 0);
+        assert_only_violation(r, "receive_spacing");
+        assert_int_equal(s->spacing_violations, 0);
         const struct verify_finding *f = find(r, "receive_spacing");
         assert_non_null(f);
-        assert_false(f->violation);
+        assert_true(f->violation);
         assert_int_equal(s->min_arrival_gap_ns, 200 * MS - 185 * MS + ARR_SKEW);
         assert_int_equal(s->max_gap_diff_ns, 183 * MS);
         assert_int_equal(s->min_start_gap_ns, 200 * MS);
+        verify_result_free(r);
+}
+
+/* Whole milliseconds: a receive gap of 199.6 ms that a gateway reads as 200
+ * passes; one it reads as 199 does not. */
+static void test_receive_gap_in_whole_milliseconds(void **state)
+{
+        (void)state;
+        /* call 8 arrives 200.4 ms after call 7 would have, minus 0.8 ms: the
+         * arrivals are 199.6 ms apart */
+        tg_mono_ns a7 = d.arr[7].mono;
+        d.arr[8].mono = (a7 / MS) * MS + 200 * MS + 100000 - 0;
+        d.arr[7].mono = (a7 / MS) * MS + 500000; /* x.5 ms */
+        /* 199.6 ms apart: floors x and x+200: passes */
+        struct verify_result *r = run();
+        assert_null(find(r, "receive_spacing"));
+        verify_result_free(r);
+        d.arr[7].mono = (a7 / MS) * MS + 100000;            /* x.1 ms */
+        d.arr[8].mono = (a7 / MS) * MS + 199 * MS + 900000; /* 199.8 ms later: floor gap 199 */
+        r = run();
+        assert_only_violation(r, "receive_spacing");
         verify_result_free(r);
 }
 
@@ -401,7 +426,8 @@ int main(void)
             cmocka_unit_test_setup(test_one_key_per_operation, setup),
             cmocka_unit_test_setup(test_executions, setup),
             cmocka_unit_test_setup(test_missing_kinds, setup),
-            cmocka_unit_test_setup(test_receive_spacing_is_a_note, setup),
+            cmocka_unit_test_setup(test_receive_spacing_is_a_violation, setup),
+            cmocka_unit_test_setup(test_receive_gap_in_whole_milliseconds, setup),
             cmocka_unit_test_setup(test_unseen_call_is_a_note, setup),
             cmocka_unit_test_setup(test_bound_and_truncation, setup),
         };
