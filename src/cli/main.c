@@ -20,6 +20,7 @@
 #include "daemon/dispatcher.h"
 #include "daemon/log.h"
 #include "platform/options.h"
+#include "platform/wake.h"
 
 static volatile sig_atomic_t stop_flag;
 static volatile sig_atomic_t standby_flag;
@@ -121,6 +122,9 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         log_set_component(cmd);
         install_signals();
         struct api *api = NULL;
+        struct wake *doorbell = NULL;
+        if (want_api && want_disp && wake_new(&doorbell) < 0)
+                doorbell = NULL; /* no doorbell: the exit looks for work by itself */
         if (want_api) {
                 r = api_start(cfg, &api);
                 if (r < 0) {
@@ -129,22 +133,27 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                         free(cfg);
                         return 1;
                 }
-                if (want_disp)
+                if (want_disp) {
                         api_set_standby_flag(api, &standby_flag);
+                        api_set_doorbell(api, doorbell);
+                }
                 log_emit(
                     LOG_INFO, "api_listening",
                     json_pack("{s:s, s:i}", "host", cfg->api_listen_host, "port", api_port(api)));
         }
         int rc = 0;
         if (want_disp) {
-                struct dispatcher_options dopt = {
-                    .no_wait = no_wait, .stop = &stop_flag, .standby = &standby_flag};
+                struct dispatcher_options dopt = {.no_wait = no_wait,
+                                                  .stop = &stop_flag,
+                                                  .standby = &standby_flag,
+                                                  .doorbell = doorbell};
                 rc = dispatcher_run(cfg, &dopt);
         } else {
                 while (!stop_flag)
                         pause();
         }
         api_stop(api);
+        wake_free(doorbell);
         free(cfg);
         return rc;
 }

@@ -45,6 +45,7 @@
 #include "daemon/log.h"
 #include "daemon/render.h"
 #include "platform/clock.h"
+#include "platform/wake.h"
 #include "store/store.h"
 
 #define CALLS_LIMIT_DEF 100
@@ -264,8 +265,10 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
         r = store_accept(api->store, &rr, api_wall_now(), &api->cfg.policy, &created, &op);
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
-        if (created)
+        if (created) {
                 api->adm.accepted_since++;
+                wake_ring(api->doorbell); /* the local exit has work now */
+        }
 
         snprintf(status_url, sizeof(status_url), "/v1/refunds/%s", op.req.operation_id);
         r = api_reply_json(res, created ? 202 : 200,
@@ -539,6 +542,12 @@ int api_start(const struct tg_config *cfg, struct api **ret_api)
         }
         *ret_api = api;
         return 0;
+}
+
+void api_set_doorbell(struct api *api, struct wake *doorbell)
+{
+        if (api)
+                api->doorbell = doorbell;
 }
 
 void api_set_standby_flag(struct api *api, const volatile sig_atomic_t *standby)

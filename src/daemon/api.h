@@ -44,6 +44,12 @@ int api_start(const struct tg_config *cfg, struct api **ret_api);
 void api_set_standby_flag(struct api *api, const volatile sig_atomic_t *standby);
 
 /* The bound port (0 without a server). */
+struct wake;
+
+/* serve: the local dispatcher's doorbell, rung after every new refund and
+ * operator re-send is committed (borrowed; NULL: none). Before requests. */
+void api_set_doorbell(struct api *api, struct wake *doorbell);
+
 uint16_t api_port(const struct api *api);
 
 /* Stops the server (joining its thread), closes the store, frees. Accepts

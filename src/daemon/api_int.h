@@ -43,6 +43,8 @@ struct api {
         uint64_t counter;
         /* serve: the local dispatcher's standby flag (NULL: api alone) */
         const volatile sig_atomic_t *standby;
+        /* serve: rung when work for the local dispatcher arrives (NULL: none) */
+        struct wake *doorbell;
         struct api_admission_cache adm;
         /* the operation the current request is about, for its log line */
         char log_op[TG_OP_ID_MAX + 1];

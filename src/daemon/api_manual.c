@@ -19,6 +19,7 @@
 #include "daemon/api_int.h"
 #include "daemon/log.h"
 #include "daemon/render.h"
+#include "platform/wake.h"
 
 #define MANUAL_LIMIT_DEF 50
 #define MANUAL_LIMIT_MAX 200
@@ -141,6 +142,8 @@ static int act(struct api *api, const struct http_request *req, const char *id, 
                                       "could refund twice; check with the provider and resolve");
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
+        if (!resolve)
+                wake_ring(api->doorbell); /* due now, through the local exit */
         log_emit(LOG_INFO, resolve ? "operator_resolve" : "operator_resend",
                  json_pack("{s:s, s:s, s:s, s:s}", "operation_id", id, "operator", a.operator_name,
                            "state", op_state_name(op.state), "request_id", rid));

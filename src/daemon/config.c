@@ -212,6 +212,11 @@ static const struct key_def keys[] = {
             "first."),
     INT_KEY("exit", "default_hold_ms", KEY_I64, exit_default_hold_ms, 0, MAX_DURATION_MS, 1,
             "How long a 429 or 503 without Retry-After holds every start."),
+    INT_KEY("exit", "idle_poll_max_ms", KEY_I64, exit_idle_poll_max_ms, 50, 60000, 1,
+            "An idle exit looks for new work at least this often. In `tollgate serve` the API "
+            "wakes the exit for every new refund and a due retry wakes it on time, so this only "
+            "bounds how late an outbox row is seen; a `tollgate dispatch` alone, which no API "
+            "can wake, backs off from 50 ms to this while it finds nothing."),
 
     INT_KEY("retry", "max_attempts", KEY_UINT, policy.max_attempts, 1, 1000, 1,
             "POSTs per operation, the first included; then manual review "
@@ -304,12 +309,13 @@ void config_defaults(struct tg_config *ret_config)
 
         c->exit.starts_per_second = 5.0;
         c->exit.max_in_flight = 10;
-        c->exit.spacing_margin_ns = 200 * TG_NS_PER_US;
+        c->exit.spacing_margin_ns = 1000 * TG_NS_PER_US;
         c->exit_query_starts_per_second = 0.0;
         c->exit_shares = 1;
         c->exit_timeout_run_hold = 5;
         c->exit_timeout_hold_ms = 1000;
         c->exit_default_hold_ms = 1000;
+        c->exit_idle_poll_max_ms = 1000;
 
         policy_config_default(&c->policy);
         c->retry_after_cap_ms = 3600LL * 1000;

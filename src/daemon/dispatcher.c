@@ -46,7 +46,7 @@
 #include "daemon/ownership.h"
 #include "store/store.h"
 
-#define IDLE_RECHECK_NS (50 * TG_NS_PER_MS)   /* look for new work this often when idle */
+#define IDLE_RECHECK_NS (50 * TG_NS_PER_MS)   /* the first look for new work after none */
 #define SWEEP_EVERY_NS  (1000 * TG_NS_PER_MS) /* deadline sweep and owner check */
 #define SETTLE_RETRY_NS (200 * TG_NS_PER_MS)  /* a store that failed a settle is asked again */
 #define STORE_DOWN_NS   (10 * TG_NS_PER_MS)   /* a transport failure: pause before the next turn */
@@ -122,7 +122,10 @@ struct dispatcher {
          * flight in the store and not yet handed to the transport. */
         struct open_call ready[READY_MAX];
         unsigned nready;
-        tg_mono_ns claim_est; /* how long a claim's transaction takes (EWMA) */
+        tg_mono_ns claim_est;  /* how long a claim's transaction takes (EWMA) */
+        tg_mono_ns idle_step;  /* without a doorbell: the next look for work, backing off */
+        tg_mono_ns idle_max;   /* exit.idle_poll_max_ms */
+        tg_mono_ns last_empty; /* the last claim that found nothing (stats: lateness) */
 };
 
 static tg_mono_ns lead(const struct dispatcher *d)
@@ -484,11 +487,37 @@ static int ready_pop(struct dispatcher *d, struct open_call *oc, tg_mono_ns at, 
 
 /* A claim that found nothing, or failed: say so (once in a while when the
  * store is down) and look again a little later. */
-static void claim_missed(struct dispatcher *d, int r, tg_mono_ns now)
+/* Nothing to claim: when to look again. A doorbell (serve: the API rings it
+ * for every new refund) lets an idle exit sleep until a retry the store
+ * says is due, or the longest idle wait; without one the look-again
+ * interval backs off from IDLE_RECHECK_NS to the longest. */
+static void idle(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
-        d->idle_until = now + IDLE_RECHECK_NS;
-        if (r == TG_ENOTFOUND)
+        tg_mono_ns wait = d->env->has_doorbell ? d->idle_max : d->idle_step;
+        tg_wall_ms next = TG_WALL_NEVER;
+        bool pending = false;
+
+        if (!d->env->has_doorbell)
+                d->idle_step = d->idle_step >= d->idle_max / 2 ? d->idle_max : 2 * d->idle_step;
+        if (store_next_due(d->store, &next, &pending) == 0 && next != TG_WALL_NEVER) {
+                tg_mono_ns due = (next - wall) * TG_NS_PER_MS;
+                if (due < wait)
+                        wait = due < TG_NS_PER_MS ? TG_NS_PER_MS : due;
+        }
+        /* the housekeeping second wakes the loop anyway: look then */
+        if (d->next_sweep > now && now + wait > d->next_sweep)
+                wait = d->next_sweep - now;
+        d->idle_until = now + wait;
+}
+
+static void claim_missed(struct dispatcher *d, int r, tg_mono_ns now, tg_wall_ms wall)
+{
+        if (r == TG_ENOTFOUND) {
+                d->last_empty = now;
+                idle(d, now, wall);
                 return;
+        }
+        d->idle_until = now + IDLE_RECHECK_NS;
         if (r == TG_EFENCED) {
                 d->lost = true;
                 log_emit(LOG_ERROR, "claim_fenced",
@@ -541,10 +570,11 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                         r = ready_pop(d, oc, at, now, wall);
         }
         if (r < 0) {
-                claim_missed(d, r, now);
+                claim_missed(d, r, now, wall);
                 return;
         }
         d->claim_failures = 0;
+        d->idle_step = IDLE_RECHECK_NS;
 
         /* The attempt is committed: record before send. */
         failpoint_hit(d->failpoint, "crash_after_claim", &oc->op);
@@ -555,7 +585,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         oc->sent_known = false;
         oc->sent = 0;
         /* stats: ready = the later of the slot and the last empty claim */
-        tg_mono_ns empty = d->idle_until - IDLE_RECHECK_NS;
+        tg_mono_ns empty = d->last_empty;
         oc->ready_at = slot > empty ? slot : empty;
         struct transport_call tc = {
             .request = oc->request,
@@ -617,7 +647,7 @@ static void refill(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                 return;
         r = claim_ahead(d, want - d->nready, now, wall);
         if (r < 0)
-                claim_missed(d, r, now);
+                claim_missed(d, r, now, wall);
 }
 
 /* ---- housekeeping and waiting ------------------------------------------------------ */
@@ -654,8 +684,12 @@ static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
  * wait earlier. */
 static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
 {
-        tg_mono_ns until = now + IDLE_RECHECK_NS;
+        /* the housekeeping second at the latest; a reply or the doorbell
+         * wakes the wait earlier */
+        tg_mono_ns until = d->next_sweep;
 
+        if (d->env->open_calls(d->env->ctx) > 0 && now + IDLE_RECHECK_NS < until)
+                until = now + IDLE_RECHECK_NS; /* a drain or a lost owner waits for replies */
         if (!d->lost && !stopping(d) && pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
                 tg_mono_ns slot = pacer_next_slot(d->pacer);
                 if (slot != TG_MONO_NEVER) {
@@ -674,6 +708,7 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
 int dispatcher_turn(struct dispatcher *d)
 {
         const struct exit_env *env = d->env;
+        int r;
         tg_mono_ns now = env->mono_now(env->ctx);
         tg_wall_ms wall = env->wall_now(env->ctx);
 
@@ -695,7 +730,7 @@ int dispatcher_turn(struct dispatcher *d)
                  * actual start. */
                 d->n_unsettled = 0;
                 d->lost = false;
-                int r = ownership_rejoin(&d->own);
+                r = ownership_rejoin(&d->own);
                 if (r != 0) {
                         if (r != 1)
                                 d->lost = true; /* could not: the loop ends with 1 */
@@ -706,8 +741,14 @@ int dispatcher_turn(struct dispatcher *d)
         housekeeping(d, now, wall);
         try_start(d, now, wall);
         refill(d, env->mono_now(env->ctx), env->wall_now(env->ctx));
-        if (env->poll(env->ctx, wake_at(d, env->mono_now(env->ctx))) < 0)
+        r = env->poll(env->ctx, wake_at(d, env->mono_now(env->ctx)));
+        if (r == 1) {
+                /* work arrived: look for it now */
+                d->idle_until = INT64_MIN;
+                d->idle_step = IDLE_RECHECK_NS;
+        } else if (r < 0) {
                 env->sleep(env->ctx, STORE_DOWN_NS);
+        }
         return 0;
 }
 
@@ -764,6 +805,11 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         d->store = env->store;
         d->failpoint = failpoint_armed();
         d->claim_est = CLAIM_EST_INIT;
+        d->last_empty = INT64_MIN;
+        d->idle_step = IDLE_RECHECK_NS;
+        d->idle_max = cfg->exit_idle_poll_max_ms * TG_NS_PER_MS;
+        if (d->idle_max < IDLE_RECHECK_NS)
+                d->idle_max = IDLE_RECHECK_NS;
         tg_rng_seed(&d->rng, env->seed);
         d->own = (struct ownership){
             .env = env,
@@ -834,7 +880,7 @@ int dispatcher_run(const struct tg_config *config, const struct dispatcher_optio
         int r;
 
         dispatcher_share_config(config, &share);
-        r = exit_env_real(config, share.max_in_flight, &env);
+        r = exit_env_real(config, share.max_in_flight, options->doorbell, &env);
         if (r == 0)
                 r = dispatcher_new(config, options, env, &d);
         if (r < 0) {

@@ -21,11 +21,13 @@
 #include "core/pacer.h"
 #include "daemon/config.h"
 #include "daemon/exit_env.h"
+#include "platform/wake.h"
 
 struct dispatcher_options {
         bool no_wait;                   /* another owner: exit instead of standby */
         volatile sig_atomic_t *stop;    /* set by a signal handler: drain and exit */
         volatile sig_atomic_t *standby; /* out: 1 while waiting as standby (may be NULL) */
+        struct wake *doorbell;          /* rung by the API for new work (serve); NULL: none */
 };
 
 struct dispatcher;

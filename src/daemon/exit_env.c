@@ -10,6 +10,7 @@
 #include "core/tg_error.h"
 #include "daemon/config.h"
 #include "platform/clock.h"
+#include "platform/wake.h"
 #include "store/store.h"
 
 /* A locked store must not stall the loop that reads replies: wait briefly,
@@ -24,6 +25,7 @@
 struct real {
         struct exit_env env;
         struct transport *transport;
+        struct wake *doorbell;
 };
 
 static tg_mono_ns real_mono(void *ctx)
@@ -57,17 +59,23 @@ static int real_poll(void *ctx, tg_mono_ns until)
 {
         struct real *x = ctx;
         tg_mono_ns wait = until - clock_mono_now();
+        int fd = wake_fd(x->doorbell);
         int r;
 
-        if (wait <= 0)
-                return transport_poll(x->transport, 0);
-        if (wait < PRECISE_WAIT_NS) {
-                r = transport_poll(x->transport, 0);
-                clock_sleep_ns(wait);
-                return r;
+        if (wait <= 0) {
+                r = transport_poll(x->transport, 0, fd);
+        } else if (wait < PRECISE_WAIT_NS) {
+                r = transport_poll(x->transport, 0, fd);
+                if (r == 0)
+                        clock_sleep_ns(wait);
+        } else {
+                /* Round up: waking a little late is fine, early is wasted. */
+                r = transport_poll(x->transport, (int)((wait + TG_NS_PER_MS - 1) / TG_NS_PER_MS),
+                                   fd);
         }
-        /* Round up: waking a little late is fine, early is wasted. */
-        return transport_poll(x->transport, (int)((wait + TG_NS_PER_MS - 1) / TG_NS_PER_MS));
+        if (r == 1 && !wake_drain(x->doorbell))
+                r = 0;
+        return r;
 }
 
 static int real_next_done(void *ctx, struct transport_result *ret)
@@ -85,7 +93,8 @@ static unsigned real_open(void *ctx)
         return transport_open(((struct real *)ctx)->transport);
 }
 
-int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct exit_env **ret_env)
+int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *doorbell,
+                  struct exit_env **ret_env)
 {
         struct real *x = calloc(1, sizeof(*x));
         struct transport_config tc = {
@@ -115,7 +124,9 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct exit_en
             .next_sent = real_next_sent,
             .open_calls = real_open,
             .seed = (uint64_t)clock_mono_now() ^ ((uint64_t)getpid() << 32),
+            .has_doorbell = doorbell != NULL,
         };
+        x->doorbell = doorbell;
         r = store_open(cfg->store_url, &x->env.store);
         if (r == 0)
                 store_set_busy_timeout(x->env.store, DISPATCH_BUSY_TIMEOUT_MS);

@@ -36,7 +36,7 @@ struct exit_env {
          * a finished call (TG_ENOTFOUND: none), count the open ones */
         int (*start)(void *ctx, const struct transport_call *call,
                      struct exit_handoff *ret_handoff);
-        int (*poll)(void *ctx, tg_mono_ns until);
+        int (*poll)(void *ctx, tg_mono_ns until); /* 1: the doorbell rang (work arrived) */
         int (*next_done)(void *ctx, struct transport_result *ret_result);
         /* pop a call's report that its request went on the wire (or never
          * will); every started call gives one, before its result */
@@ -45,13 +45,21 @@ struct exit_env {
         /* the store, opened by whoever made the env and closed by it */
         struct store *store;
         uint64_t seed; /* of the dispatcher's random source (backoff jitter, request ids) */
+        /* poll() returns 1 when another thread rang (serve: the API accepted
+         * a refund); without a doorbell an idle exit looks for work with a
+         * poll interval that backs off */
+        bool has_doorbell;
 };
+
+struct wake;
 
 /* The real environment for `config`: the system clocks, a libcurl transport
  * for at most max_open calls, the configured store (busy timeout set short,
- * so a locked store never stalls the loop). 0 or a TG_E* code; free it with
- * exit_env_free() (accepts NULL and a half-built one). */
-int exit_env_real(const struct tg_config *config, unsigned max_open, struct exit_env **ret_env);
+ * so a locked store never stalls the loop), and `doorbell` (borrowed; NULL:
+ * none) rung by another thread when work arrives. 0 or a TG_E* code; free it
+ * with exit_env_free() (accepts NULL and a half-built one). */
+int exit_env_real(const struct tg_config *config, unsigned max_open, struct wake *doorbell,
+                  struct exit_env **ret_env);
 void exit_env_free(struct exit_env *env);
 
 #endif

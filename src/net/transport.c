@@ -442,22 +442,24 @@ static void collect(struct transport *t)
         }
 }
 
-int transport_poll(struct transport *t, int timeout_ms)
+int transport_poll(struct transport *t, int timeout_ms, int wake_fd)
 {
+        struct curl_waitfd wake = {.fd = wake_fd, .events = CURL_WAIT_POLLIN};
         int running = 0;
         if (curl_multi_perform(t->multi, &running) != CURLM_OK)
                 return TG_ETRANSPORT;
         collect(t);
         if (t->done_count > 0 || t->sent_count > 0)
                 timeout_ms = 0;
-        if (timeout_ms > 0) {
-                if (curl_multi_poll(t->multi, NULL, 0, timeout_ms, NULL) != CURLM_OK)
+        if (timeout_ms > 0 || wake_fd >= 0) {
+                if (curl_multi_poll(t->multi, wake_fd >= 0 ? &wake : NULL, wake_fd >= 0 ? 1 : 0,
+                                    timeout_ms, NULL) != CURLM_OK)
                         return TG_ETRANSPORT;
                 if (curl_multi_perform(t->multi, &running) != CURLM_OK)
                         return TG_ETRANSPORT;
                 collect(t);
         }
-        return 0;
+        return wake_fd >= 0 && (wake.revents & CURL_WAIT_POLLIN) ? 1 : 0;
 }
 
 int transport_next_done(struct transport *t, struct transport_result *ret_result)

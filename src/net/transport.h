@@ -65,8 +65,10 @@ struct transport_call {
  * calls already open), TG_EINVAL, TG_ENOMEM, TG_ETRANSPORT. */
 int transport_start(struct transport *transport, const struct transport_call *call);
 
-/* Drives I/O, waiting at most timeout_ms for activity. 0 or TG_ETRANSPORT. */
-int transport_poll(struct transport *transport, int timeout_ms);
+/* Drives I/O, waiting at most timeout_ms for activity on the calls or for
+ * wake_fd (-1: none) to become readable. 0, 1 (wake_fd is readable: the
+ * caller drains it), or TG_ETRANSPORT. */
+int transport_poll(struct transport *transport, int timeout_ms, int wake_fd);
 
 struct transport_result {
         uint64_t cookie;

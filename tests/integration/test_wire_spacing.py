@@ -69,6 +69,26 @@ class WireSpacingTest(unittest.TestCase):
     def test_reused_connections(self):
         self.run_exit(reuse=True)
 
+    def test_serve_wakes_on_new_refund(self):
+        # An idle exit sleeps (about one wake-up a second), yet in `serve`
+        # the API rings it for every new refund: each starts within a few
+        # milliseconds of its 202, not at the next look for work.
+        import random
+        import time
+        with tgtest.start_stub("--mode", "fast") as stub, \
+                Tollgate(stub.url, exit={"idle_poll_max_ms": 5000}) as tg:
+            tg.start("serve")
+            delays = []
+            for i in range(4):
+                time.sleep(random.uniform(1.1, 1.9))  # idle between refunds (the scenario)
+                t0 = time.time()
+                status, _, body = tg.submit("wake-%d" % i)
+                self.assertEqual(status, 202, body)
+                tg.wait_final(["wake-%d" % i], timeout=10)
+                call = [c for c in tg.calls() if c["operation_id"] == "wake-%d" % i][0]
+                delays.append(call["start_wall"] / 1000.0 - t0)
+            self.assertLess(max(delays), 0.3, delays)
+
     def test_limiter_refuses_a_burst(self):
         # The limiter is real: two requests in the same millisecond window
         # are not both let through.

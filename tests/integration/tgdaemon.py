@@ -16,6 +16,7 @@ import unittest
 import tgtest
 
 TOKEN = "test-token-0123456789"
+TEST_SPACING_MARGIN_US = 3000
 
 # When set, a callable that returns the store url of a Tollgate created
 # without store_url= (test_exit_mariadb.py points it at a fresh MariaDB
@@ -58,6 +59,12 @@ class Tollgate:
             "store": {"url": self.store_url},
             "api": {"listen": "127.0.0.1:%d" % self.api_port, "token_file": self.token_file},
             "provider": {"base_url": stub_url},
+            # The stub shares CI's two cores with tollgate and the test: its
+            # own scheduling moves an arrival by up to ~3 ms (docs/bench.md,
+            # "spacing at the provider"), which the spacing margin must cover
+            # for the provider side of `tollgate verify` to hold. A test may
+            # set its own.
+            "exit": {"spacing_margin_us": TEST_SPACING_MARGIN_US},
         }
         for name, keys in sections.items():
             conf.setdefault(name, {}).update(keys)

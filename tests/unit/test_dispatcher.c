@@ -428,6 +428,14 @@ static void unavailable_once(struct fake *f, const struct transport_call *call, 
         }
 }
 
+/* The first call: 503 without Retry-After (a 1 s hold); everything else fast. */
+static void unavailable_once_bare(struct fake *f, const struct transport_call *call,
+                                  struct answer *a)
+{
+        unavailable_once(f, call, a);
+        a->retry_after = NULL;
+}
+
 /* Every POST times out (nothing known), queries say processing. */
 static void always_slow(struct fake *f, const struct transport_call *call, struct answer *a)
 {
@@ -573,6 +581,38 @@ static void test_claim_released_at_deadline(void **state)
         assert_int_equal(op.reason, MANUAL_DEADLINE);
         assert_int_equal(op.attempts, 0);
         assert_int_equal(posts_of(f, "late-002"), 0);
+}
+
+/* An idle exit costs nothing: with no work it wakes about once a second
+ * (housekeeping), not every 50 ms; a retry the store says is due at +7 s is
+ * started on time, not at the next idle look. */
+static void test_idle_costs_nothing(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        unsigned turns = 0;
+
+        x->cfg.policy.backoff.jitter = BACKOFF_JITTER_NONE;
+        open_dispatcher(x, unavailable_once_bare);
+        tg_mono_ns t0 = f->mono;
+        while (f->mono - t0 < 60 * TG_NS_PER_S) {
+                assert_int_equal(dispatcher_turn(x->d), 0);
+                turns++;
+        }
+        /* backing off from 50 ms to 1 s: a few dozen turns, not 1,200 */
+        assert_true(turns < 100);
+
+        /* one refund: 503 without Retry-After holds the exit 1 s, and its
+         * retry (no jitter) is due 2 s after the answer: the probe finds
+         * nothing due, and the exit wakes for the retry on time */
+        accept_n(x, 1, "idle");
+        t0 = f->mono;
+        while (f->n_starts < 2 && f->mono - t0 < 30 * TG_NS_PER_S)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        assert_int_equal(f->n_starts, 2);
+        tg_mono_ns refused_end = f->starts[0].at + 80 * MS;
+        assert_true(f->starts[1].at >= refused_end + 2000 * MS);
+        assert_true(f->starts[1].at < refused_end + 2000 * MS + 20 * MS);
 }
 
 static void test_timeout_reconciled_with_same_key(void **state)
@@ -730,6 +770,7 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claims_ahead_and_releases, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_idle_costs_nothing, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claim_released_at_deadline, setup, teardown),
             cmocka_unit_test_setup_teardown(test_timeout_reconciled_with_same_key, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reset_reconciled, setup, teardown),
