@@ -45,9 +45,12 @@ struct pacer {
         bool started;          /* a start has been recorded */
         tg_mono_ns last_start; /* valid when started */
         enum pacer_mode mode;
-        tg_mono_ns hold_until; /* INT64_MIN unless mode != PACER_NORMAL */
-        bool rehold;           /* a hold arrived while the probe was out */
-        bool pending;          /* last_start is a plan: its wire time is not known yet */
+        tg_mono_ns hold_until;    /* INT64_MIN unless mode != PACER_NORMAL */
+        bool rehold;              /* a hold arrived while the probe was out */
+        bool pending;             /* last_start is a plan: its wire time is not known yet */
+        tg_mono_ns rate_interval; /* from the rate (and margin), the interval without a grid */
+        tg_mono_ns grid_period;   /* > 0: starts only on the grid (shares) */
+        tg_mono_ns grid_phase;    /* in [0, grid_period) */
 };
 
 static tg_mono_ns add_sat(tg_mono_ns a, tg_mono_ns b)
@@ -95,6 +98,7 @@ int pacer_new(const struct pacer_config *config, struct pacer **ret_pacer)
         if (!p)
                 return TG_ENOMEM;
         p->interval = interval;
+        p->rate_interval = interval;
         p->max_in_flight = config->max_in_flight;
         p->in_flight = 0;
         p->started = false;
@@ -116,15 +120,44 @@ tg_mono_ns pacer_interval(const struct pacer *pacer)
         return pacer->interval;
 }
 
+tg_mono_ns pacer_align(const struct pacer *pacer, tg_mono_ns t)
+{
+        tg_mono_ns p = pacer->grid_period, off;
+
+        if (p <= 0 || t == TG_MONO_NEVER || t == INT64_MIN)
+                return t;
+        /* the first phase + k * p >= t, without overflow for times near 0 */
+        off = (t - pacer->grid_phase) % p;
+        if (off < 0)
+                off += p;
+        return off == 0 ? t : add_sat(t, p - off);
+}
+
+void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase)
+{
+        if (period <= 0) {
+                pacer->grid_period = 0;
+                pacer->interval = pacer->rate_interval;
+                return;
+        }
+        pacer->grid_period = period;
+        pacer->grid_phase = ((phase % period) + period) % period;
+        pacer->interval = period;
+}
+
 tg_mono_ns pacer_next_slot(const struct pacer *pacer)
 {
         if (pacer->mode == PACER_PROBE_OUT || pacer->pending)
                 return TG_MONO_NEVER;
         tg_mono_ns slot = INT64_MIN;
         if (pacer->started)
-                slot = add_sat(pacer->last_start, pacer->interval);
+                /* with a grid: this share's next point after its last start
+                 * (a point is a period after the one before, and the grid
+                 * keeps the other shares' points apart from it) */
+                slot = pacer->grid_period > 0 ? pacer_align(pacer, add_sat(pacer->last_start, 1))
+                                              : add_sat(pacer->last_start, pacer->interval);
         if (pacer->mode == PACER_HELD && pacer->hold_until > slot)
-                slot = pacer->hold_until;
+                slot = pacer_align(pacer, pacer->hold_until);
         return slot;
 }
 

@@ -90,6 +90,17 @@ bool pacer_pending(const struct pacer *pacer);
 /* A started call has finished (any outcome). */
 void pacer_finish(struct pacer *pacer);
 
+/* Several dispatchers share one account (shares): each may start only on
+ * its own points of a grid common to all of them, `period` apart (the
+ * account's spacing times the shares), at `phase` modulo the period, so that
+ * together they never start two calls closer than the account's spacing.
+ * The interval becomes the period. period <= 0 removes the grid. */
+void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase);
+
+/* The first point of the grid at or after t (t itself without a grid;
+ * TG_MONO_NEVER stays so). */
+tg_mono_ns pacer_align(const struct pacer *pacer, tg_mono_ns t);
+
 /* Holds every start until `until` (a later hold extends, an earlier one is
  * ignored); the first start after it is a probe. */
 void pacer_hold(struct pacer *pacer, tg_mono_ns until);

@@ -204,6 +204,13 @@ static const struct key_def keys[] = {
             "The account's quota split into this many equal shares, one per running "
             "dispatcher (must be <= `exit.max_in_flight`). Give every dispatcher of one "
             "account the same `[exit]`; see docs/operating.md."),
+    INT_KEY("exit", "clock_skew_ms", KEY_I64, exit_clock_skew_ms, 0, 1000, 1,
+            "With `exit.shares` > 1: a bound on how far apart the clocks of the dispatchers' "
+            "machines may be. The shares start only on their own points of one grid on the "
+            "wall clock, the account's spacing plus this apart, so that together they never "
+            "start two calls closer than the account's spacing; it costs rate: the account "
+            "starts at most 1 / (1/rate + margin + skew) a second. Keep the machines' clocks "
+            "synchronised (NTP) within it."),
     INT_KEY("exit", "timeout_run_hold", KEY_UINT, exit_timeout_run_hold, 0, 100000, 1,
             "This many timeouts in a row hold every start for `exit.timeout_hold_ms`; 0: "
             "never."),
@@ -312,6 +319,7 @@ void config_defaults(struct tg_config *ret_config)
         c->exit.spacing_margin_ns = 1000 * TG_NS_PER_US;
         c->exit_query_starts_per_second = 0.0;
         c->exit_shares = 1;
+        c->exit_clock_skew_ms = 1;
         c->exit_timeout_run_hold = 5;
         c->exit_timeout_hold_ms = 1000;
         c->exit_default_hold_ms = 1000;

@@ -52,6 +52,7 @@ struct tg_config {
         /* [exit] */
         struct pacer_config exit;            /* starts_per_second 5, max_in_flight 10 */
         double exit_query_starts_per_second; /* 0 = no sub-quota for queries */
+        int64_t exit_clock_skew_ms;          /* bound on the clock difference of shares' machines */
         unsigned exit_shares;                /* the account quota above split into this many
                                            * equal shares, one per running dispatcher (1) */
         unsigned exit_timeout_run_hold;      /* this many timeouts in a row hold the exit (5) */

@@ -126,6 +126,9 @@ struct dispatcher {
         tg_mono_ns idle_step;  /* without a doorbell: the next look for work, backing off */
         tg_mono_ns idle_max;   /* exit.idle_poll_max_ms */
         tg_mono_ns last_empty; /* the last claim that found nothing (stats: lateness) */
+        /* Shares: the account's spacing plus the clock skew bound, the
+         * distance between two points of the grid every share starts on. */
+        tg_mono_ns grid_step;
 };
 
 static tg_mono_ns lead(const struct dispatcher *d)
@@ -194,6 +197,10 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
         holds_after_call(&d->holds_cfg, &d->holds, &hc, &h);
         if (h.why == HOLDS_LIMITED) {
                 pacer_hold(d->pacer, now + h.hold_ms * TG_NS_PER_MS);
+                /* the provider spoke to the account: every share holds */
+                if (d->own.split.shares > 1 &&
+                    store_hold_raise(d->store, d->env->wall_now(d->env->ctx) + h.hold_ms) < 0)
+                        log_emit(LOG_WARN, "account_hold_not_shared", NULL);
                 f = op_fields(&oc->op, &oc->call);
                 json_object_set_new(f, "http_status", json_integer(hc.http_status));
                 json_object_set_new(f, "hold_ms", json_integer(h.hold_ms));
@@ -532,6 +539,36 @@ static void claim_missed(struct dispatcher *d, int r, tg_mono_ns now, tg_wall_ms
                                    (json_int_t)d->claim_failures));
 }
 
+/* Shares: this share's points of the grid on the wall clock that every share
+ * of the account keeps (share k owns the points k, k + N, k + 2N, ... of a
+ * grid grid_step apart), as monotonic times. Set after every acquisition and
+ * each second (the wall clock may be slewed). */
+static void set_grid(struct dispatcher *d)
+{
+        unsigned n = d->own.split.shares;
+        int64_t offset;
+
+        if (n <= 1 || d->grid_step <= 0)
+                return;
+        offset = d->env->wall_ns(d->env->ctx) - d->env->mono_now(d->env->ctx);
+        tg_mono_ns period = (tg_mono_ns)n * d->grid_step;
+        tg_mono_ns phase_wall = (tg_mono_ns)d->own.share * d->grid_step;
+        pacer_set_grid(d->pacer, period, (phase_wall - offset % period) % period);
+}
+
+/* Shares: a hold another share saw (429/503) holds this one too, learned
+ * from the store before each start. True when the account is held now. */
+static bool account_held(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
+{
+        tg_wall_ms until = 0;
+
+        if (d->own.split.shares <= 1 || store_hold_get(d->store, &until) < 0 || until <= wall)
+                return false;
+        pacer_hold(d->pacer, now + (until - wall) * TG_NS_PER_MS);
+        release_ready(d, "hold", now, wall);
+        return true;
+}
+
 /* When a call for `slot` is handed over: `lead` ahead of it (a slot of
  * INT64_MIN, nothing yet, is now). */
 static tg_mono_ns handoff_time(const struct dispatcher *d, tg_mono_ns slot)
@@ -553,10 +590,13 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         if (d->lost || stopping(d) || d->n_unsettled > 0 || (now < d->idle_until && !d->nready))
                 return;
         tg_mono_ns slot = pacer_next_slot(d->pacer);
-        if (slot == TG_MONO_NEVER || now < handoff_time(d, slot))
+        if (slot == TG_MONO_NEVER)
                 return;
-        /* the request goes on the wire at its slot, or now if that is past */
-        tg_mono_ns at = slot > now ? slot : now;
+        /* the request goes on the wire at its slot, or now if that is past
+         * (with shares: this share's next point of the grid) */
+        tg_mono_ns at = pacer_align(d->pacer, slot > now ? slot : now);
+        if (now < handoff_time(d, at) || account_held(d, now, wall))
+                return;
         if (!pacer_may_start(d->pacer, at))
                 return; /* in flight at the cap */
         oc = free_slot(d);
@@ -659,6 +699,7 @@ static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         if (now < d->next_sweep)
                 return;
         d->next_sweep = now + SWEEP_EVERY_NS;
+        set_grid(d);
         /* stats: one exit sample a second for /metrics, /v1/stats, admission */
         if (exit_stats_flush(d->xstats, d->store, d->own.epoch, d->own.share,
                              pacer_in_flight(d->pacer), pacer_held(d->pacer, now), wall) < 0)
@@ -693,7 +734,8 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
         if (!d->lost && !stopping(d) && pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
                 tg_mono_ns slot = pacer_next_slot(d->pacer);
                 if (slot != TG_MONO_NEVER) {
-                        tg_mono_ns handoff = handoff_time(d, slot);
+                        tg_mono_ns handoff =
+                            handoff_time(d, pacer_align(d->pacer, slot > now ? slot : now));
                         tg_mono_ns t =
                             handoff > d->idle_until || d->nready ? handoff : d->idle_until;
                         if (t < until)
@@ -731,6 +773,7 @@ int dispatcher_turn(struct dispatcher *d)
                 d->n_unsettled = 0;
                 d->lost = false;
                 r = ownership_rejoin(&d->own);
+                set_grid(d);
                 if (r != 0) {
                         if (r != 1)
                                 d->lost = true; /* could not: the loop ends with 1 */
@@ -768,6 +811,7 @@ int dispatcher_open(struct dispatcher *d)
                          json_pack("{s:s}", "error", tg_strerror(r)));
         if (r != 0)
                 return r;
+        set_grid(d);
         log_emit(LOG_INFO, "exit_open",
                  json_pack("{s:f, s:i, s:I, s:i, s:i}", "starts_per_second",
                            d->share_cfg.starts_per_second, "max_in_flight",
@@ -829,6 +873,17 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
          * pacer: nothing carried over from before, no catch-up. */
         dispatcher_share_config(cfg, &d->share_cfg);
         r = pacer_new(&d->share_cfg, &d->pacer);
+        if (r == 0 && shares > 1) {
+                /* the account's spacing (with its margin), plus the skew */
+                struct pacer_config acct = {.starts_per_second = cfg->exit.starts_per_second,
+                                            .max_in_flight = cfg->exit.max_in_flight,
+                                            .spacing_margin_ns = cfg->exit.spacing_margin_ns};
+                struct pacer *tmp = NULL;
+                r = pacer_new(&acct, &tmp);
+                if (r == 0)
+                        d->grid_step = pacer_interval(tmp) + cfg->exit_clock_skew_ms * TG_NS_PER_MS;
+                pacer_free(tmp);
+        }
         if (r == 0 && cfg->exit_query_starts_per_second > 0) {
                 struct pacer_config q = {.starts_per_second =
                                              cfg->exit_query_starts_per_second / shares,

@@ -40,6 +40,12 @@ static tg_wall_ms real_wall(void *ctx)
         return clock_wall_now();
 }
 
+static int64_t real_wall_ns(void *ctx)
+{
+        (void)ctx;
+        return clock_wall_ns();
+}
+
 static void real_sleep(void *ctx, tg_mono_ns ns)
 {
         (void)ctx;
@@ -117,6 +123,7 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
             .ctx = x,
             .mono_now = real_mono,
             .wall_now = real_wall,
+            .wall_ns = real_wall_ns,
             .sleep = real_sleep,
             .start = real_start,
             .poll = real_poll,

@@ -28,6 +28,7 @@ struct exit_env {
         void *ctx; /* passed to every function below */
         tg_mono_ns (*mono_now)(void *ctx);
         tg_wall_ms (*wall_now)(void *ctx);
+        int64_t (*wall_ns)(void *ctx); /* wall clock in ns: shares' common time base */
         /* a wait that is not I/O: a standby's retry, the takeover wait */
         void (*sleep)(void *ctx, tg_mono_ns ns);
         /* the transport (net/transport.h's contract): start a call now

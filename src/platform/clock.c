@@ -20,6 +20,13 @@ tg_wall_ms clock_wall_now(void)
         return (tg_wall_ms)ts.tv_sec * TG_MS_PER_S + ts.tv_nsec / TG_NS_PER_MS;
 }
 
+int64_t clock_wall_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t)ts.tv_sec * TG_NS_PER_S + ts.tv_nsec;
+}
+
 void clock_sleep_ns(tg_mono_ns ns)
 {
         if (ns <= 0)

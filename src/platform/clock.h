@@ -14,6 +14,7 @@
 
 tg_mono_ns clock_mono_now(void); /* CLOCK_MONOTONIC */
 tg_wall_ms clock_wall_now(void); /* CLOCK_REALTIME */
+int64_t clock_wall_ns(void);     /* CLOCK_REALTIME in ns: the time base shares agree on */
 
 /* Sleeps ns (<= 0: returns at once), resuming after a signal. */
 void clock_sleep_ns(tg_mono_ns ns);

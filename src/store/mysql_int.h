@@ -130,6 +130,8 @@ int store_mysql_epoch_share(struct store *store, int64_t epoch, unsigned *ret_sh
 int store_mysql_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);
 int store_mysql_split_read(struct store *store, struct store_split *ret_split);
 int store_mysql_split_put(struct store *store, const struct store_split *split);
+int store_mysql_hold_get(struct store *store, tg_wall_ms *ret_until);
+int store_mysql_hold_raise(struct store *store, tg_wall_ms until);
 int store_mysql_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
                      unsigned *ret_n);
 int store_mysql_stats(struct store *store, struct store_stats *ret_stats);

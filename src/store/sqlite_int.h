@@ -47,6 +47,8 @@ enum stmt_id {
         ST_SHARE_SET,
         ST_SPLIT_GET,
         ST_SPLIT_PUT,
+        ST_HOLD_GET,
+        ST_HOLD_RAISE,
         /* made at open from the transition table (store_sqlite.c) */
         ST_PICK_FIRST,
         ST_DYN_FIRST = ST_PICK_FIRST,
@@ -128,6 +130,8 @@ int store_sqlite_epoch_share(struct store *store, int64_t epoch, unsigned *ret_s
 int store_sqlite_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);
 int store_sqlite_split_read(struct store *store, struct store_split *ret_split);
 int store_sqlite_split_put(struct store *store, const struct store_split *split);
+int store_sqlite_hold_get(struct store *store, tg_wall_ms *ret_until);
+int store_sqlite_hold_raise(struct store *store, tg_wall_ms until);
 int store_sqlite_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
                       unsigned *ret_n);
 int store_sqlite_stats(struct store *store, struct store_stats *ret_stats);

@@ -141,6 +141,13 @@ int store_owner_acquire(struct store *store, int64_t *ret_epoch);
 int store_owner_check(struct store *store);
 /* Gives ownership (our share) up. Safe to call when not the owner. */
 void store_owner_release(struct store *store);
+/* A provider-wide hold (429/503 with Retry-After) that one share saw holds
+ * every share of the account: the share raises the account's hold to
+ * `until` (never lowers it), and every share reads it before its next
+ * start. *ret_until is 0 when no hold was ever set. */
+int store_hold_raise(struct store *store, tg_wall_ms until);
+int store_hold_get(struct store *store, tg_wall_ms *ret_until);
+
 /* The newest epoch handed out by the store, to any share (0 if never). */
 int store_owner_epoch(struct store *store, int64_t *ret_epoch);
 

@@ -196,6 +196,10 @@ struct store_ops {
         int (*epoch_bump)(struct store *store, unsigned share, int64_t *ret_epoch);
         int (*split_read)(struct store *store, struct store_split *ret_split);
         int (*split_put)(struct store *store, const struct store_split *split);
+        /* the account-wide hold: until when (wall ms; 0: never set), and
+         * raising it (never lowering) */
+        int (*hold_get)(struct store *store, tg_wall_ms *ret_until);
+        int (*hold_raise)(struct store *store, tg_wall_ms until);
 
         /* reading, inside a transaction */
         int (*page)(struct store *store, const struct store_page *page, unsigned want, void *buf,
@@ -226,8 +230,8 @@ struct store_ops {
         .lock_drop_all = p##_lock_drop_all, .lock_held = p##_lock_held,                            \
         .epoch_read = p##_epoch_read, .epoch_share = p##_epoch_share,                              \
         .epoch_bump = p##_epoch_bump, .split_read = p##_split_read, .split_put = p##_split_put,    \
-        .page = p##_page, .stats = p##_stats, .sample_put = p##_sample_put,                        \
-        .sample_last = p##_sample_last
+        .hold_get = p##_hold_get, .hold_raise = p##_hold_raise, .page = p##_page,                  \
+        .stats = p##_stats, .sample_put = p##_sample_put, .sample_last = p##_sample_last
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://). 0 or a TG_E* code;

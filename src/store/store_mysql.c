@@ -213,9 +213,15 @@ static const struct migration migrations[] = {
      * to the transport is kept beside it (the difference is the connect) */
     {5, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS handoff_mono BIGINT NOT NULL DEFAULT 0"},
     {5, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS handoff_wall BIGINT NOT NULL DEFAULT 0"},
+    /* 6: a provider-wide hold one share saw, for every share of the account */
+    {6, "CREATE TABLE IF NOT EXISTS exit_hold ("
+        "  id TINYINT NOT NULL PRIMARY KEY,"
+        "  until_wall BIGINT NOT NULL,"
+        "  CONSTRAINT hold_one CHECK (id = 1)"
+        ") ENGINE=InnoDB"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  5
+#define SCHEMA_VERSION  6
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

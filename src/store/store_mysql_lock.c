@@ -263,6 +263,33 @@ int store_mysql_split_read(struct store *store, struct store_split *ret_split)
         return 0;
 }
 
+int store_mysql_hold_get(struct store *store, tg_wall_ms *ret_until)
+{
+        MYSQL_RES *res;
+        bool null = false;
+        int64_t v = 0;
+        int r = store_mysql_query(M(store), &res, "SELECT until_wall FROM exit_hold WHERE id = 1");
+
+        if (r == 0)
+                r = store_mysql_one_i64(res, &v, &null);
+        if (r == TG_ENOTFOUND || null) {
+                v = 0;
+                r = 0;
+        }
+        if (r == 0)
+                *ret_until = v;
+        return r;
+}
+
+int store_mysql_hold_raise(struct store *store, tg_wall_ms until)
+{
+        return store_mysql_exec(M(store),
+                                "INSERT INTO exit_hold (id, until_wall) VALUES (1, %I) "
+                                "ON DUPLICATE KEY UPDATE until_wall = GREATEST(until_wall, "
+                                "VALUES(until_wall))",
+                                until);
+}
+
 int store_mysql_split_put(struct store *store, const struct store_split *split)
 {
         char rate[40];

@@ -253,6 +253,39 @@ int store_owner_epoch(struct store *store, int64_t *ret_epoch)
         return r;
 }
 
+/* ---- the account-wide hold ---------------------------------------------------- */
+
+static int hold_get_tx(struct store *s, void *ctx)
+{
+        return s->ops->hold_get(s, ctx);
+}
+
+int store_hold_get(struct store *store, tg_wall_ms *ret_until)
+{
+        tg_wall_ms until = 0;
+        int r;
+
+        if (!store || !ret_until)
+                return TG_EINVAL;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, hold_get_tx, &until);
+        if (r == 0)
+                *ret_until = until;
+        return r;
+}
+
+static int hold_raise_tx(struct store *s, void *ctx)
+{
+        return s->ops->hold_raise(s, *(const tg_wall_ms *)ctx);
+}
+
+int store_hold_raise(struct store *store, tg_wall_ms until)
+{
+        if (!store)
+                return TG_EINVAL;
+        /* a raise is harmless to repeat */
+        return store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, hold_raise_tx, &until);
+}
+
 /* ---- recovery ------------------------------------------------------------------ */
 
 /* Closes every open call row of one operation as "outcome unknown (owner

@@ -184,6 +184,11 @@ static const char *const migrations[] = {
      * to the transport is kept beside it (the difference is the connect) */
     "ALTER TABLE calls ADD COLUMN handoff_mono INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE calls ADD COLUMN handoff_wall INTEGER NOT NULL DEFAULT 0;",
+    /* 7: a provider-wide hold one share saw, for every share of the account */
+    "CREATE TABLE exit_hold ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  until_wall INTEGER NOT NULL"
+    ");",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -278,6 +283,10 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_SHARE_SET] = "INSERT INTO exit_shares (share, epoch) VALUES (?1, ?2) "
                      "ON CONFLICT(share) DO UPDATE SET epoch = excluded.epoch",
     [ST_SPLIT_GET] = "SELECT shares, max_in_flight, starts_per_second FROM exit_split WHERE id = 1",
+    [ST_HOLD_GET] = "SELECT until_wall FROM exit_hold WHERE id = 1",
+    [ST_HOLD_RAISE] =
+        "INSERT INTO exit_hold (id, until_wall) VALUES (1, ?1) "
+        "ON CONFLICT(id) DO UPDATE SET until_wall = max(until_wall, excluded.until_wall)",
     [ST_SPLIT_PUT] = "INSERT OR REPLACE INTO exit_split (id, shares, starts_per_second, "
                      "max_in_flight) VALUES (1, ?1, ?2, ?3)",
 };

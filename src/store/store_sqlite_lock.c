@@ -269,6 +269,35 @@ int store_sqlite_split_read(struct store *store, struct store_split *ret_split)
         return r;
 }
 
+int store_sqlite_hold_get(struct store *store, tg_wall_ms *ret_until)
+{
+        int64_t v = 0;
+        int r = one_i64(S(store), ST_HOLD_GET, INT64_MIN, &v);
+
+        if (r == TG_ENOTFOUND) {
+                v = 0;
+                r = 0;
+        }
+        if (r == 0)
+                *ret_until = v;
+        return r;
+}
+
+int store_sqlite_hold_raise(struct store *store, tg_wall_ms until)
+{
+        struct sqlite_store *s = S(store);
+        sqlite3_stmt *st = NULL;
+        int r = store_sqlite_stmt_get(s, ST_HOLD_RAISE, &st);
+
+        if (r < 0)
+                return r;
+        if (store_sqlite_bind_i64(st, 1, until)) {
+                store_sqlite_stmt_done(st);
+                return TG_ESTORE;
+        }
+        return store_sqlite_stmt_run(st);
+}
+
 int store_sqlite_split_put(struct store *store, const struct store_split *split)
 {
         struct sqlite_store *s = S(store);

@@ -93,6 +93,11 @@ static tg_wall_ms f_wall(void *ctx)
         return WALL0 + ((struct fake *)ctx)->mono / MS;
 }
 
+static int64_t f_wall_ns(void *ctx)
+{
+        return WALL0 * MS + ((struct fake *)ctx)->mono;
+}
+
 static void f_sleep(void *ctx, tg_mono_ns ns)
 {
         if (ns > 0)
@@ -256,6 +261,7 @@ static void fake_init(struct fx *x, struct fake *f, provider_fn provider)
         f->env = (struct exit_env){.ctx = f,
                                    .mono_now = f_mono,
                                    .wall_now = f_wall,
+                                   .wall_ns = f_wall_ns,
                                    .sleep = f_sleep,
                                    .start = f_start,
                                    .poll = f_poll,
@@ -489,7 +495,7 @@ static void test_wire_spacing_with_varying_connects(void **state)
 {
         struct fx *x = *state;
         struct fake *f = &x->fake;
-        tg_mono_ns interval = 200 * MS, worst = 0;
+        tg_mono_ns interval = 200 * MS + x->cfg.exit.spacing_margin_ns, worst = 0;
 
         open_dispatcher(x, varying_connects);
         accept_n(x, 40, "wire");

@@ -732,6 +732,54 @@ static void test_spacing_margin(void **state)
         assert_int_equal(pacer_new(&c, &p), TG_EINVAL);
 }
 
+/* Two shares on one grid: each starts only on its own points, so that the
+ * account's starts are never closer than the account's spacing, whatever
+ * each share does; a late start moves to the share's next point, a hold
+ * ends on a point. */
+static void test_grid_shares(void **state)
+{
+        const tg_mono_ns g = 100 * TG_NS_PER_MS; /* the account's spacing (+ skew) */
+        struct pacer *a = make(5.0, 4), *b = make(5.0, 4);
+        tg_mono_ns all[64];
+        unsigned n = 0;
+
+        (void)state;
+        pacer_set_grid(a, 2 * g, 0);
+        pacer_set_grid(b, 2 * g, g);
+        assert_int_equal(pacer_interval(a), 2 * g);
+        assert_int_equal(pacer_align(a, 1), 2 * g);
+        assert_int_equal(pacer_align(b, 1), g);
+        assert_int_equal(pacer_align(b, g), g);
+        assert_int_equal(pacer_align(a, TG_MONO_NEVER), TG_MONO_NEVER);
+        /* each starts as early as it may, some of them late by a little */
+        tg_mono_ns now = 5;
+        for (int i = 0; i < 20; i++) {
+                struct pacer *p = i % 2 ? b : a;
+                tg_mono_ns slot = pacer_next_slot(p);
+                tg_mono_ns at = pacer_align(p, slot > now ? slot : now);
+                tg_mono_ns late = i % 5 == 0 ? 3 * TG_NS_PER_MS : 0;
+
+                assert_int_equal(pacer_start_pending(p, at, NULL), 0);
+                pacer_sent(p, at + late);
+                pacer_finish(p);
+                all[n++] = at + late;
+                now = at;
+        }
+        for (unsigned i = 0; i < n; i++)
+                for (unsigned j = 0; j < n; j++)
+                        if (i != j && all[j] > all[i])
+                                /* within the late margin of a point */
+                                assert_true(all[j] - all[i] >= g - 3 * TG_NS_PER_MS);
+        /* a late start does not cost the share its next point */
+        assert_true(pacer_next_slot(a) - all[n - 2] <= 2 * g);
+        /* a hold ends on the share's own point */
+        pacer_hold(a, 7 * g + 1);
+        assert_int_equal(pacer_next_slot(a) % (2 * g), 0);
+        assert_true(pacer_next_slot(a) >= 7 * g + 1);
+        pacer_free(a);
+        pacer_free(b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -755,6 +803,7 @@ int main(void)
             cmocka_unit_test(test_property_random_configs),
             cmocka_unit_test(test_pending_wire_time),
             cmocka_unit_test(test_spacing_margin),
+            cmocka_unit_test(test_grid_shares),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

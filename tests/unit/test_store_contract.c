@@ -1568,6 +1568,28 @@ static void test_release(void **state)
         store_close(s);
 }
 
+/* The account-wide hold: raised, never lowered, seen by every handle. */
+static void test_account_hold(void **state)
+{
+        struct store *s = open_store(), *other = open_store();
+        tg_wall_ms until = -1;
+
+        (void)state;
+        assert_int_equal(store_hold_get(s, &until), 0);
+        assert_int_equal(until, 0);
+        assert_int_equal(store_hold_raise(s, T0 + 3000), 0);
+        assert_int_equal(store_hold_get(other, &until), 0);
+        assert_int_equal(until, T0 + 3000);
+        assert_int_equal(store_hold_raise(other, T0 + 1000), 0); /* never lowered */
+        assert_int_equal(store_hold_get(s, &until), 0);
+        assert_int_equal(until, T0 + 3000);
+        assert_int_equal(store_hold_raise(other, T0 + 9000), 0);
+        assert_int_equal(store_hold_get(s, &until), 0);
+        assert_int_equal(until, T0 + 9000);
+        store_close(other);
+        store_close(s);
+}
+
 /* ---- the backends' SQL against the transition table ------------------------------- */
 
 /* The stores find due and expired operations with SQL; core/policy.h says
@@ -1905,7 +1927,8 @@ static void test_recover_batch_agrees(void **state)
             cmocka_unit_test_setup_teardown(test_sql_agrees_with_table, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_recover_batch_agrees, setup, teardown),           \
             cmocka_unit_test_setup_teardown(test_claim_batch, setup, teardown),                    \
-            cmocka_unit_test_setup_teardown(test_release, setup, teardown)
+            cmocka_unit_test_setup_teardown(test_release, setup, teardown),                        \
+            cmocka_unit_test_setup_teardown(test_account_hold, setup, teardown)
 
 /* Without arguments: the SQLite half. With "mysql": the MariaDB half, which
  * exits 77 (ctest: skipped) without TG_TEST_MYSQL_URL or without the
