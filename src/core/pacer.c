@@ -51,6 +51,7 @@ struct pacer {
         tg_mono_ns rate_interval; /* from the rate (and margin), the interval without a grid */
         tg_mono_ns grid_period;   /* > 0: starts only on the grid (shares) */
         tg_mono_ns grid_phase;    /* in [0, grid_period) */
+        tg_mono_ns grid_late;     /* how long after its point a start may still go */
 };
 
 static tg_mono_ns add_sat(tg_mono_ns a, tg_mono_ns b)
@@ -89,10 +90,12 @@ int pacer_new(const struct pacer_config *config, struct pacer **ret_pacer)
         if (config->max_in_flight < 1)
                 return TG_EINVAL;
         tg_mono_ns interval = interval_from_rate(rate);
-        if (interval < 1 || config->spacing_margin_ns < 0 ||
+        if (interval < 1 || config->spacing_margin_ns < PACER_MARGIN_AUTO ||
             config->spacing_margin_ns > TG_NS_PER_S || interval > PACER_MAX_INTERVAL - TG_NS_PER_S)
                 return TG_EINVAL;
-        interval += config->spacing_margin_ns;
+        interval += config->spacing_margin_ns == PACER_MARGIN_AUTO
+                        ? interval / PACER_MARGIN_AUTO_PART
+                        : config->spacing_margin_ns;
 
         struct pacer *p = calloc(1, sizeof(*p));
         if (!p)
@@ -133,7 +136,7 @@ tg_mono_ns pacer_align(const struct pacer *pacer, tg_mono_ns t)
         return off == 0 ? t : add_sat(t, p - off);
 }
 
-void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase)
+void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase, tg_mono_ns late)
 {
         if (period <= 0) {
                 pacer->grid_period = 0;
@@ -142,7 +145,25 @@ void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase)
         }
         pacer->grid_period = period;
         pacer->grid_phase = ((phase % period) + period) % period;
+        pacer->grid_late = late < 0 ? 0 : late >= period ? period - 1 : late;
         pacer->interval = period;
+}
+
+tg_mono_ns pacer_start_at(const struct pacer *pacer, tg_mono_ns now)
+{
+        tg_mono_ns slot = pacer_next_slot(pacer), point;
+
+        if (slot == TG_MONO_NEVER || slot >= now)
+                return slot;
+        if (pacer->grid_period <= 0)
+                return now;
+        /* slot is a point of this share and now is past it: the point just
+         * passed (slot or a later one) if within the late budget */
+        point = pacer_align(pacer, now);
+        if (point == now)
+                return now;
+        point -= pacer->grid_period;
+        return now - point <= pacer->grid_late ? now : point + pacer->grid_period;
 }
 
 tg_mono_ns pacer_next_slot(const struct pacer *pacer)

@@ -74,6 +74,10 @@ struct open_call {
 #define LEAD_INITIAL (1 * TG_NS_PER_MS)
 #define LEAD_MAX     (5 * TG_NS_PER_MS)
 
+/* Shares: a start may go up to this long after its point of the grid (a
+ * tenth of the account's spacing at most); the grid's step includes it. */
+#define GRID_LATE_MAX (1 * TG_NS_PER_MS)
+
 /* Claims are committed ahead of their slots (record before send does not
  * require recording at the slot): READY_MAX at most, one transaction for
  * the lot (group commit), as many as the claims' own commit time covers at
@@ -129,6 +133,7 @@ struct dispatcher {
         /* Shares: the account's spacing plus the clock skew bound, the
          * distance between two points of the grid every share starts on. */
         tg_mono_ns grid_step;
+        tg_mono_ns grid_late; /* how late after its point a start may go */
 };
 
 static tg_mono_ns lead(const struct dispatcher *d)
@@ -553,7 +558,7 @@ static void set_grid(struct dispatcher *d)
         offset = d->env->wall_ns(d->env->ctx) - d->env->mono_now(d->env->ctx);
         tg_mono_ns period = (tg_mono_ns)n * d->grid_step;
         tg_mono_ns phase_wall = (tg_mono_ns)d->own.share * d->grid_step;
-        pacer_set_grid(d->pacer, period, (phase_wall - offset % period) % period);
+        pacer_set_grid(d->pacer, period, (phase_wall - offset % period) % period, d->grid_late);
 }
 
 /* Shares: a hold another share saw (429/503) holds this one too, learned
@@ -590,12 +595,11 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         if (d->lost || stopping(d) || d->n_unsettled > 0 || (now < d->idle_until && !d->nready))
                 return;
         tg_mono_ns slot = pacer_next_slot(d->pacer);
-        if (slot == TG_MONO_NEVER)
-                return;
         /* the request goes on the wire at its slot, or now if that is past
-         * (with shares: this share's next point of the grid) */
-        tg_mono_ns at = pacer_align(d->pacer, slot > now ? slot : now);
-        if (now < handoff_time(d, at) || account_held(d, now, wall))
+         * (with shares: on this share's point of the grid, or a little
+         * after it, else at its next point) */
+        tg_mono_ns at = pacer_start_at(d->pacer, now);
+        if (at == TG_MONO_NEVER || now < handoff_time(d, at) || account_held(d, now, wall))
                 return;
         if (!pacer_may_start(d->pacer, at))
                 return; /* in flight at the cap */
@@ -732,10 +736,9 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
         if (d->env->open_calls(d->env->ctx) > 0 && now + IDLE_RECHECK_NS < until)
                 until = now + IDLE_RECHECK_NS; /* a drain or a lost owner waits for replies */
         if (!d->lost && !stopping(d) && pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
-                tg_mono_ns slot = pacer_next_slot(d->pacer);
-                if (slot != TG_MONO_NEVER) {
-                        tg_mono_ns handoff =
-                            handoff_time(d, pacer_align(d->pacer, slot > now ? slot : now));
+                tg_mono_ns at = pacer_start_at(d->pacer, now);
+                if (at != TG_MONO_NEVER) {
+                        tg_mono_ns handoff = handoff_time(d, at);
                         tg_mono_ns t =
                             handoff > d->idle_until || d->nready ? handoff : d->idle_until;
                         if (t < until)
@@ -880,8 +883,14 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
                                             .spacing_margin_ns = cfg->exit.spacing_margin_ns};
                 struct pacer *tmp = NULL;
                 r = pacer_new(&acct, &tmp);
+                /* a start may come GRID_LATE_MAX after its point (a tenth
+                 * of the spacing at most): the step leaves room for it */
+                d->grid_late = r == 0 ? pacer_interval(tmp) / 10 : 0;
+                if (d->grid_late > GRID_LATE_MAX)
+                        d->grid_late = GRID_LATE_MAX;
                 if (r == 0)
-                        d->grid_step = pacer_interval(tmp) + cfg->exit_clock_skew_ms * TG_NS_PER_MS;
+                        d->grid_step = pacer_interval(tmp) + d->grid_late +
+                                       cfg->exit_clock_skew_ms * TG_NS_PER_MS;
                 pacer_free(tmp);
         }
         if (r == 0 && cfg->exit_query_starts_per_second > 0) {

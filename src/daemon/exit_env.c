@@ -17,9 +17,11 @@
  * then keep the outcome and retry (dispatcher.c, unsettled outcomes). */
 #define DISPATCH_BUSY_TIMEOUT_MS 200
 
-/* The transport's poll counts whole milliseconds; a wait shorter than this
- * is slept precisely after a non-blocking look at the sockets, so that at
- * high rates (a 1 ms interval) no start comes up to a millisecond late. */
+/* The transport's poll counts whole milliseconds: a longer wait polls the
+ * whole milliseconds but the last (it may wake early, never late), and a
+ * wait shorter than this is slept to the moment (clock_sleep_until) after a
+ * non-blocking look at the sockets: a hand-off comes when it is due, not up
+ * to a millisecond later. */
 #define PRECISE_WAIT_NS (2 * TG_NS_PER_MS)
 
 struct real {
@@ -73,11 +75,11 @@ static int real_poll(void *ctx, tg_mono_ns until)
         } else if (wait < PRECISE_WAIT_NS) {
                 r = transport_poll(x->transport, 0, fd);
                 if (r == 0)
-                        clock_sleep_ns(wait);
+                        clock_sleep_until(until);
         } else {
-                /* Round up: waking a little late is fine, early is wasted. */
-                r = transport_poll(x->transport, (int)((wait + TG_NS_PER_MS - 1) / TG_NS_PER_MS),
-                                   fd);
+                /* early by up to two milliseconds: the next turn waits the
+                 * rest precisely */
+                r = transport_poll(x->transport, (int)(wait / TG_NS_PER_MS) - 1, fd);
         }
         if (r == 1 && !wake_drain(x->doorbell))
                 r = 0;
@@ -103,6 +105,8 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
                   struct exit_env **ret_env)
 {
         struct real *x = calloc(1, sizeof(*x));
+        /* this thread runs the exit: its sleeps end on time (best effort) */
+        (void)clock_precise_timers();
         struct transport_config tc = {
             .base_url = cfg->provider_base_url,
             .refunds_path = cfg->provider_refunds_path,

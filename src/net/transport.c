@@ -240,7 +240,7 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
         c->ready_mono = clock_mono_now();
         tg_mono_ns wait = c->not_before - c->ready_mono;
         if (c->not_before > 0 && wait > 0)
-                clock_sleep_ns(wait < MAX_HOLD_NS ? wait : MAX_HOLD_NS);
+                clock_wait_until(c->ready_mono + (wait < MAX_HOLD_NS ? wait : MAX_HOLD_NS));
         c->sent_mono = clock_mono_now();
         report_sent(c->t, c);
         return CURL_PREREQFUNC_OK;

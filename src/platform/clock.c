@@ -5,6 +5,7 @@
 #include "platform/clock.h"
 
 #include <errno.h>
+#include <sys/prctl.h>
 
 tg_mono_ns clock_mono_now(void)
 {
@@ -45,4 +46,26 @@ struct timespec clock_mono_timespec(tg_mono_ns t)
         ts.tv_sec = (time_t)(t / TG_NS_PER_S);
         ts.tv_nsec = (long)(t % TG_NS_PER_S);
         return ts;
+}
+
+void clock_sleep_until(tg_mono_ns t)
+{
+        if (t <= clock_mono_now())
+                return;
+        struct timespec ts = clock_mono_timespec(t);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                ;
+}
+
+void clock_wait_until(tg_mono_ns t)
+{
+        clock_sleep_until(t - CLOCK_SPIN_NS);
+        while (clock_mono_now() < t)
+                ; /* the last few microseconds */
+}
+
+int clock_precise_timers(void)
+{
+        /* the smallest slack there is: 1 ns */
+        return prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) == 0 ? 0 : -1;
 }

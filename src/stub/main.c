@@ -71,7 +71,8 @@ static const char stub_epilogue[] =
     "\n"
     "POST /_stub/mode body (all optional): {\"mode\":\"slow\", \"delay_ms\":3000,\n"
     "  \"processing_ms\":N, \"retry_after\":N, \"retry_after_date\":true,\n"
-    "  \"mix\":\"fast=9,drop=1\"} or {\"timeline\":\"drop 5s; fast\"}; plus\n"
+    "  \"mix\":\"fast=9,drop=1\", \"count\":N (only the next N refund requests, then\n"
+    "  the timeline in force again)} or {\"timeline\":\"drop 5s; fast\"}; plus\n"
     "  {\"query_mode\":\"slow\", \"query_delay_ms\":N, \"webhook_delay_ms\":N,\n"
     "  \"webhook_drop_rate\":F}. Answers the new state.\n";
 

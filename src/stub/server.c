@@ -65,6 +65,10 @@ struct stub_server {
         tg_mono_ns timeline_start;
         struct stub_mode_spec query_spec;
         struct tg_rng mix_rng;
+        /* {"mode":..., "count":N}: the next N refund requests get `once`,
+         * then the timeline in force answers again */
+        struct stub_mode_spec once;
+        int64_t once_left;
         bool limit_seen;       /* the limiter let a request through */
         int64_t limit_last_ms; /* its arrival, in whole ms of the monotonic clock */
 };
@@ -522,7 +526,8 @@ static void admin_mode(struct req *r)
         json_t *o = json_loadb(r->body ? r->body : "", r->len, 0, &jerr);
         json_t *v;
         struct stub_timeline *tl = NULL;
-        struct stub_mode_spec query;
+        struct stub_mode_spec query, once = {0};
+        int64_t count = -1;
         bool have_query = false;
         int64_t wh_delay = -1;
         double wh_drop = -1.0;
@@ -578,7 +583,17 @@ static void admin_mode(struct req *r)
                                 goto bad;
                         s.has_weights = true;
                 }
-                stub_timeline_single(&s, tl);
+                if (!opt_int(o, "count", &count) || count == 0) {
+                        why = "count must be an integer >= 1";
+                        goto bad;
+                }
+                if (count > 0)
+                        once = s; /* the timeline in force stays */
+                else
+                        stub_timeline_single(&s, tl);
+        } else if (json_object_get(o, "count")) {
+                why = "count needs a mode";
+                goto bad;
         }
         v = json_object_get(o, "query_mode");
         if (v) {
@@ -615,6 +630,10 @@ static void admin_mode(struct req *r)
         if (tl->n > 0) {
                 srv->timeline = *tl;
                 srv->timeline_start = clock_mono_now();
+        }
+        if (count > 0) {
+                srv->once = once;
+                srv->once_left = count;
         }
         if (have_query)
                 srv->query_spec = query;
@@ -858,6 +877,10 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
         } else if (r->kind == K_REFUND) {
                 bool mixed;
                 mode_at(srv, r->arrival, &r->spec, &phase, &end);
+                if (srv->once_left > 0) {
+                        r->spec = srv->once;
+                        srv->once_left--;
+                }
                 mixed = r->spec.mode == STUB_MIX;
                 resolve(srv, &r->spec, false);
                 stub_mode_format(&r->spec, mode + (mixed ? 4 : 0), sizeof(mode) - (mixed ? 4 : 0));

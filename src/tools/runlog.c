@@ -188,6 +188,7 @@ static int add_call_json(struct runlog *log, json_t *o, const char *path, size_t
         copy_str(c->cls, sizeof(c->cls), get_str(o, "class"));
         json_t *sent = json_object_get(o, "sent");
         c->sent = json_is_boolean(sent) ? json_is_true(sent) : -1;
+        c->handoff_logged = json_is_integer(json_object_get(o, "handoff_mono_ns"));
         log->ncalls++;
         return 0;
 }

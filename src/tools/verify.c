@@ -136,6 +136,16 @@ static int cmp_arr_rid(const void *a, const void *b)
         return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* A call whose start is on record. In a log that records hand-offs (the
+ * start is when the request went on the wire, written when the call ends),
+ * a call without one was claimed ahead and never handed over (released), or
+ * its owner was lost before it ended: when it went out, if it did, is not
+ * known; its start_mono_ns is the claim's. Older logs: every call. */
+static bool call_started(const struct verify_call *c, bool wire_log)
+{
+        return !wire_log || c->handoff_logged;
+}
+
 static int cmp_call_start(const void *a, const void *b)
 {
         const struct verify_call *x = *(const struct verify_call *const *)a;
@@ -210,8 +220,9 @@ struct run {
         size_t nledger;
         struct verify_result *r;
         const struct verify_call **by_start; /* calls by start time */
-        size_t *match;                       /* arrival index -> call index or NO_MATCH */
-        size_t *arrival_of;                  /* call index -> first arrival index or NO_MATCH */
+        size_t nstarts;     /* the first nstarts of by_start: their start is on record */
+        size_t *match;      /* arrival index -> call index or NO_MATCH */
+        size_t *arrival_of; /* call index -> first arrival index or NO_MATCH */
 };
 
 static void check_matching(struct run *run, const struct verify_call **by_rid,
@@ -414,7 +425,7 @@ static void check_spacing(struct run *run)
         struct evidence ev;
 
         s->min_start_gap_ns = TG_MONO_NEVER;
-        for (size_t i = 1; i < run->ncalls; i++) {
+        for (size_t i = 1; i < run->nstarts; i++) {
                 tg_mono_ns gap = v[i]->start_mono - v[i - 1]->start_mono;
                 if (gap < s->min_start_gap_ns) {
                         s->min_start_gap_ns = gap;
@@ -469,7 +480,7 @@ static void check_bursts(struct run *run, const struct verify_arrival **arr_mono
                 vb->k = burst_k[b];
                 vb->window_ns = (tg_mono_ns)floor((double)vb->k * 1e9 / run->lim->rate);
                 size_t lo = 0;
-                for (size_t hi = 0; hi < run->ncalls; hi++) {
+                for (size_t hi = 0; hi < run->nstarts; hi++) {
                         while (v[hi]->start_mono - v[lo]->start_mono >= vb->window_ns)
                                 lo++;
                         if (hi - lo + 1 > vb->max_starts) {
@@ -496,7 +507,7 @@ static void check_bursts(struct run *run, const struct verify_arrival **arr_mono
                         vb->max_starts, ms(vb->window_ns), vb->k, vb->k, (long long)vb->at_call);
         }
         size_t lo = 0, best = 0;
-        for (size_t hi = 0; hi < run->ncalls; hi++) {
+        for (size_t hi = 0; hi < run->nstarts; hi++) {
                 while (v[hi]->start_mono - v[lo]->start_mono >= MINUTE_NS)
                         lo++;
                 if (hi - lo + 1 > best)
@@ -534,9 +545,9 @@ static void check_in_flight(struct run *run, const struct verify_call **by_epoch
         struct verify_finding *f = NULL;
         struct evidence ev;
 
-        for (size_t seg = 0; seg < run->ncalls;) {
+        for (size_t seg = 0; seg < run->nstarts;) {
                 size_t seg_end = seg;
-                while (seg_end < run->ncalls && by_epoch[seg_end]->epoch == by_epoch[seg]->epoch) {
+                while (seg_end < run->nstarts && by_epoch[seg_end]->epoch == by_epoch[seg]->epoch) {
                         const struct verify_call *c = by_epoch[seg_end];
                         tg_mono_ns e = c->end_mono < c->start_mono ? c->start_mono : c->end_mono;
                         ends[seg_end - seg] = e;
@@ -546,8 +557,6 @@ static void check_in_flight(struct run *run, const struct verify_call **by_epoch
                 size_t closed = 0;
                 for (size_t i = seg; i < seg_end; i++) {
                         const struct verify_call *c = by_epoch[i];
-                        if (c->end_mono == TG_MONO_NEVER)
-                                s->open_calls++;
                         if (c->in_flight > s->max_in_flight_logged)
                                 s->max_in_flight_logged = c->in_flight;
                         while (closed < seg_end - seg && ends[closed] <= c->start_mono)
@@ -616,7 +625,7 @@ static void check_provider_spacing(struct run *run, const struct verify_arrival 
                 }
                 last = a;
         }
-        for (size_t i = 0; i < run->ncalls; i++) {
+        for (size_t i = 0; i < run->nstarts; i++) {
                 const struct verify_call *c = run->by_start[i];
                 size_t ai = run->arrival_of[c - run->calls];
                 if (ai == NO_MATCH) {
@@ -896,6 +905,8 @@ static void check_kinds(struct run *run)
 static void note_open_calls(struct run *run)
 {
         struct verify_summary *s = &run->r->sum;
+        for (size_t i = 0; i < run->ncalls; i++)
+                s->open_calls += run->calls[i].end_mono == TG_MONO_NEVER;
         if (s->open_calls == 0)
                 return;
         struct verify_finding *f = finding_new(run->r, "calls_open", false);
@@ -918,6 +929,34 @@ static void note_open_calls(struct run *run)
         SET(verify, "the operations' states: unknown, then reconciled by a query");
         SET(result, "open calls count as in flight for their whole epoch here");
         SET(fix, "nothing if a later owner reconciled them");
+}
+
+static void note_unrecorded_starts(struct run *run)
+{
+        struct verify_summary *s = &run->r->sum;
+        if (s->unrecorded_starts == 0)
+                return;
+        struct verify_finding *f = finding_new(run->r, "start_unrecorded", false);
+        if (!f)
+                return;
+        struct evidence ev;
+        ev_init(&ev, f);
+        for (size_t i = run->nstarts; i < run->ncalls; i++) {
+                const struct verify_call *c = run->by_start[i];
+                ev_item(&ev, "  call %lld %s %s attempt %u epoch %lld%s\n", (long long)c->id,
+                        kind_name(c->kind), c->operation_id, c->attempt, (long long)c->epoch,
+                        c->sent == 0 ? " (not sent)" : "");
+        }
+        ev_done(&ev);
+        SET(problem, "%zu call(s) claimed ahead without a recorded start", s->unrecorded_starts);
+        SET(trigger, "a claim given back before it was sent, or an owner lost between a claim "
+                     "and the end of its call (killed, or still running)");
+        SET(impact, "when such a call went out, if it did, is not in the call log; the ones that "
+                    "did go out are in the provider's record");
+        SET(verify, "the provider's receive spacing (judged above) covers every call that "
+                    "arrived");
+        SET(result, "left out of the start spacing, burst and in-flight checks");
+        SET(fix, "nothing: a lost owner's calls are reconciled as unknown by the next one");
 }
 
 /* Violations first, then notes, each in the order found. */
@@ -978,8 +1017,16 @@ int verify_run(const struct verify_limits *limits, const struct verify_call *cal
         s->ledger_keys = nledger;
         s->ledger_given = ledger != NULL;
         s->interval_ns = (tg_mono_ns)ceil(1e9 / limits->rate);
+        /* the calls whose start is on record first, then the others */
+        bool wire_log = false;
+        for (size_t i = 0; i < ncalls && !wire_log; i++)
+                wire_log = calls[i].handoff_logged;
+        size_t nstarts = 0, nother = ncalls;
         for (size_t i = 0; i < ncalls; i++) {
-                by_start[i] = &calls[i];
+                if (call_started(&calls[i], wire_log))
+                        by_start[nstarts++] = &calls[i];
+                else
+                        by_start[--nother] = &calls[i];
                 by_other[i] = &calls[i];
                 arrival_of[i] = NO_MATCH;
                 if ((unsigned)calls[i].kind < VERIFY_KINDS)
@@ -992,7 +1039,9 @@ int verify_run(const struct verify_limits *limits, const struct verify_call *cal
         }
         for (size_t i = 0; i < nledger; i++)
                 led[i] = &ledger[i];
-        qsort(by_start, ncalls, sizeof(*by_start), cmp_call_start);
+        qsort(by_start, nstarts, sizeof(*by_start), cmp_call_start);
+        qsort(by_start + nstarts, ncalls - nstarts, sizeof(*by_start), cmp_call_start);
+        s->unrecorded_starts = ncalls - nstarts;
 
         struct run run = {.lim = limits,
                           .calls = calls,
@@ -1002,6 +1051,7 @@ int verify_run(const struct verify_limits *limits, const struct verify_call *cal
                           .nledger = nledger,
                           .r = r,
                           .by_start = by_start,
+                          .nstarts = nstarts,
                           .match = match,
                           .arrival_of = arrival_of};
 
@@ -1012,7 +1062,9 @@ int verify_run(const struct verify_limits *limits, const struct verify_call *cal
         qsort(arr_a, narrivals, sizeof(*arr_a), cmp_arr_mono);
         check_bursts(&run, arr_a);
         check_provider_spacing(&run, arr_a);
-        qsort(by_other, ncalls, sizeof(*by_other), cmp_call_epoch_start);
+        /* in flight: the calls whose start is on record, by epoch */
+        memcpy(by_other, by_start, ncalls * sizeof(*by_other));
+        qsort(by_other, nstarts, sizeof(*by_other), cmp_call_epoch_start);
         check_in_flight(&run, by_other, ends);
         qsort(by_other, ncalls, sizeof(*by_other), cmp_call_op);
         qsort(arr_b, narrivals, sizeof(*arr_b), cmp_arr_key);
@@ -1021,6 +1073,7 @@ int verify_run(const struct verify_limits *limits, const struct verify_call *cal
         check_executions(&run, arr_b, led);
         check_kinds(&run);
         note_open_calls(&run);
+        note_unrecorded_starts(&run);
         order_findings(r);
 
         *ret_result = r;

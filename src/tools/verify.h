@@ -62,6 +62,7 @@ struct verify_call {
         tg_wall_ms end_wall; /* TG_WALL_NEVER: never closed */
         unsigned in_flight;  /* as logged, this call included; 0: not logged */
         int sent;            /* 1 bytes left, 0 nothing sent, -1 unknown */
+        bool handoff_logged; /* handoff_mono_ns present: its start is on record */
         char cls[24];        /* tollgate's class name, "" when open */
         int http_status;     /* 0: none */
 };
@@ -127,6 +128,7 @@ struct verify_summary {
         size_t duplicate_arrivals; /* extra arrivals of one request id */
         size_t unseen_calls;       /* sent (or maybe sent) calls never seen */
         size_t open_calls;         /* never closed in the call log */
+        size_t unrecorded_starts;  /* claimed, start never recorded (not in start checks) */
         size_t kind_calls[VERIFY_KINDS];
         size_t kind_arrivals[VERIFY_KINDS]; /* matched arrivals by the call's kind */
         tg_mono_ns interval_ns;             /* 1e9 / rate, rounded up */

@@ -124,6 +124,8 @@ json_t *verify_result_json(const struct verify_limits *lim, const struct verify_
                             json_integer((json_int_t)s->duplicate_arrivals));
         json_object_set_new(sum, "unseen_calls", json_integer((json_int_t)s->unseen_calls));
         json_object_set_new(sum, "open_calls", json_integer((json_int_t)s->open_calls));
+        json_object_set_new(sum, "unrecorded_starts",
+                            json_integer((json_int_t)s->unrecorded_starts));
         for (unsigned k = 0; k < VERIFY_KINDS; k++) {
                 json_t *kk = json_pack("{s:I, s:I}", "calls", (json_int_t)s->kind_calls[k],
                                        "arrivals", (json_int_t)s->kind_arrivals[k]);

@@ -294,6 +294,23 @@ class Modes(unittest.TestCase):
         s.set_mode(mode="fast")
         self.assertEqual(s.refund("op-u")[0], 201)  # nothing was stored before
 
+    def test_mode_for_the_next_n_requests(self):
+        # {"count": N}: the mode answers the next N refund requests only,
+        # then the timeline in force (here slow:300) answers again.
+        s = self.stub
+        s.set_mode(mode="slow:300")
+        s.set_mode(mode="unavailable", retry_after=2, count=2)
+        self.assertEqual([s.refund("op-n%d" % i)[0] for i in range(2)], [503, 503])
+        t0 = time.monotonic()
+        self.assertEqual(s.refund("op-n2")[0], 201)
+        self.assertGreaterEqual(time.monotonic() - t0, 0.3)
+        self.assertEqual(s.state()["mode"], "slow:300")
+        for bad in ({"mode": "fast", "count": 0}, {"mode": "fast", "count": "2"},
+                    {"count": 3}):
+            status, _, body = s.request("POST", "/_stub/mode", bad)
+            self.assertEqual(status, 400, bad)
+            self.assertIn("count", body["error"]["message"])
+
     def test_processing_window_for_queries(self):
         s = self.stub
         s.set_mode(mode="processing:800")

@@ -162,9 +162,18 @@ def log_events(proc, event=None):
     return out
 
 
+def started(calls):
+    """The calls whose start is on record: handed to the transport, with the
+    moment they went on the wire. A claim made ahead and given back, or one
+    whose owner was lost (killed) before it ended, has no hand-off: when it
+    went out, if it did, is unknown, and its start_mono_ns is the claim's."""
+    return [c for c in calls if c.get("handoff_mono_ns") is not None]
+
+
 def starts(calls):
-    """Start times (s, monotonic) of calls, in start order."""
-    return sorted(c["start_mono_ns"] / 1e9 for c in calls)
+    """Start times (s, monotonic) of the calls whose start is on record, in
+    start order."""
+    return sorted(c["start_mono_ns"] / 1e9 for c in started(calls))
 
 
 def min_gap(calls):

@@ -726,7 +726,12 @@ static void test_spacing_margin(void **state)
         assert_false(pacer_may_start(p, 20 * TG_NS_PER_MS + 249999));
         assert_true(pacer_may_start(p, 20 * TG_NS_PER_MS + 250000));
         pacer_free(p);
-        c.spacing_margin_ns = -1;
+        /* auto: a thousandth of 1/rate */
+        c.spacing_margin_ns = PACER_MARGIN_AUTO;
+        assert_int_equal(pacer_new(&c, &p), 0);
+        assert_int_equal(pacer_interval(p), 20 * TG_NS_PER_MS + 20 * TG_NS_PER_US);
+        pacer_free(p);
+        c.spacing_margin_ns = -2;
         assert_int_equal(pacer_new(&c, &p), TG_EINVAL);
         c.spacing_margin_ns = TG_NS_PER_S + 1;
         assert_int_equal(pacer_new(&c, &p), TG_EINVAL);
@@ -744,8 +749,8 @@ static void test_grid_shares(void **state)
         unsigned n = 0;
 
         (void)state;
-        pacer_set_grid(a, 2 * g, 0);
-        pacer_set_grid(b, 2 * g, g);
+        pacer_set_grid(a, 2 * g, 0, 0);
+        pacer_set_grid(b, 2 * g, g, 0);
         assert_int_equal(pacer_interval(a), 2 * g);
         assert_int_equal(pacer_align(a, 1), 2 * g);
         assert_int_equal(pacer_align(b, 1), g);
@@ -780,6 +785,36 @@ static void test_grid_shares(void **state)
         pacer_free(b);
 }
 
+/* A wake-up comes a little after the point: the start goes at once when
+ * within the late budget, at the next point when later than that; a start
+ * late within the budget does not move the next point. */
+static void test_grid_late_budget(void **state)
+{
+        const tg_mono_ns g = 100 * TG_NS_PER_MS, late = TG_NS_PER_MS;
+        struct pacer *a = make(5.0, 4);
+
+        (void)state;
+        pacer_set_grid(a, 2 * g, 0, late);
+        /* nothing started yet: any moment is a slot, yet only on a point */
+        assert_int_equal(pacer_start_at(a, 2 * g + late), 2 * g + late);
+        assert_int_equal(pacer_start_at(a, 2 * g + late + 1), 4 * g);
+        assert_int_equal(pacer_start_at(a, 4 * g - 5), 4 * g);
+        assert_int_equal(pacer_start_at(a, 4 * g), 4 * g);
+        assert_int_equal(pacer_start_pending(a, 4 * g + 300 * 1000, NULL), 0);
+        pacer_sent(a, 4 * g + 700 * 1000); /* on the wire 0.7 ms late */
+        pacer_finish(a);
+        assert_int_equal(pacer_next_slot(a), 6 * g);
+        assert_int_equal(pacer_start_at(a, 5 * g), 6 * g);
+        assert_int_equal(pacer_start_at(a, 6 * g + 999 * 1000), 6 * g + 999 * 1000);
+        assert_int_equal(pacer_start_at(a, 6 * g + late + 1), 8 * g);
+        assert_int_equal(pacer_start_at(a, 9 * g), 10 * g);
+        /* without a grid: the slot, or now when it has passed */
+        pacer_set_grid(a, 0, 0, 0);
+        assert_int_equal(pacer_start_at(a, 5 * g), 4 * g + 700 * 1000 + pacer_interval(a));
+        assert_int_equal(pacer_start_at(a, 9 * g), 9 * g);
+        pacer_free(a);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -804,6 +839,7 @@ int main(void)
             cmocka_unit_test(test_pending_wire_time),
             cmocka_unit_test(test_spacing_margin),
             cmocka_unit_test(test_grid_shares),
+            cmocka_unit_test(test_grid_late_budget),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
