@@ -508,6 +508,13 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
         api->log_op[0] = '\0';
         api->log_trace[0] = '\0';
         r = route(api, req, res, rid);
+        /* A route refused before it read the operation: its trace is still
+         * in the store, and every line of an operation carries it. */
+        if (api->log_op[0] && !api->log_trace[0]) {
+                struct op_record op;
+                if (store_get(api->store, api->log_op, &op) == 0)
+                        api_note_trace(api, op.traceparent);
+        }
         if (r < 0) {
                 /* Out of memory half-way: answer with a fixed body. */
                 static const char body[] = "{\"error\":{\"code\":\"internal\",\"message\":"

@@ -336,7 +336,8 @@ class Record(unittest.TestCase):
             self.assertEqual([r["seq"] for r in recs], [1, 2, 3])
             a = recs[0]
             for field in ["seq", "mono_ns", "t_ns", "wall_ms", "method", "path",
-                          "idempotency_key", "request_id", "attempt", "conn_id", "open", "mode",
+                          "idempotency_key", "request_id", "attempt", "traceparent", "conn_id",
+                          "open", "mode",
                           "phase", "answer", "executed", "delivered"]:
                 self.assertIn(field, a)
             self.assertEqual((a["method"], a["path"], a["idempotency_key"], a["request_id"],
