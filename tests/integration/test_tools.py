@@ -229,6 +229,34 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(set(leftovers("tg-plan")), before, "temp dirs left behind")
 
 
+    def test_simulate_calls_per_close_for_real(self):
+        # 3 calls per close made by the stub (calls:3: a POST answered 500,
+        # a query "processing", a query succeeded), not by dividing the
+        # rate: 40 queued, 1/s arriving, 10 calls/s -> 3.33 closes/s,
+        # 17.1 s analytic; x0.2 -> 3.43 s.
+        before = set(leftovers("tg-plan"))
+        rc, out, err = run("plan", "--backlog", "40", "--arrivals", "1", "--calls-per-second",
+                           "10", "--calls-per-close", "3", "--simulate", "--time-scale", "0.2",
+                           timeout=60)
+        self.assertEqual(rc, 0, out + err)
+        sim = out.split("Simulation")[1]
+        self.assertIn("tollgate-stub (calls:3)", sim)
+        self.assertIn("exit at 50 starts/s", sim)  # the whole quota, not 50 / 3
+        m = re.search(r"time to drain\s+([\d.]+)\s+([\d.]+) s", sim)
+        analytic, measured = float(m.group(1)), float(m.group(2))
+        self.assertAlmostEqual(analytic, 40 / (50 / 3 - 5), places=3)
+        self.assertGreater(measured, analytic * 0.9, out)
+        self.assertLess(measured, analytic * 1.5 + 1, out)
+        m = re.search(r"calls per close\s+3\s+([\d.]+)", sim)
+        self.assertIsNotNone(m, sim)
+        self.assertGreaterEqual(float(m.group(1)), 2.9)  # measured from the call log
+        self.assertLess(float(m.group(1)), 3.3)
+        self.assertEqual(set(leftovers("tg-plan")), before, "temp dirs left behind")
+        rc, _, err = run("plan", "--calls-per-close", "1.5", "--simulate")
+        self.assertEqual(rc, 2)
+        self.assertIn("whole number", err)
+
+
 class OptionsTest(unittest.TestCase):
     """Every command reads its options through one layer (platform/options):
     --name value and --name=value alike, help generated from the option
