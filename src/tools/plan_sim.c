@@ -302,9 +302,12 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
                arr_rate, starts);
         if (k > 1)
                 printf(";\n  every close takes %u calls for real: the POST executes but answers"
-                       " 500 (unknown),\n  then %u quer%s \"processing\" and query %u"
-                       " succeeded, each through the exit",
-                       k, k - 2, k - 2 == 1 ? "y says" : "ies say", k - 1);
+                       " 500 (unknown),\n  then ",
+                       k);
+        if (k > 2)
+                printf("%u quer%s \"processing\" and ", k - 2, k - 2 == 1 ? "y says" : "ies say");
+        if (k > 1)
+                printf("query %u says succeeded, each call through the exit", k - 1);
         printf("\n");
         fflush(stdout);
 
