@@ -186,6 +186,7 @@ static int claim_tx(struct store *s, void *ctx)
         };
         struct op_record op;
         struct call_record call;
+        struct trace_context tc;
         enum tg_call_kind kind;
         unsigned share = 0, attempt = 0;
         int64_t id = 0;
@@ -208,9 +209,12 @@ static int claim_tx(struct store *s, void *ctx)
                 r = s->ops->op_get(s, NULL, id, false, &op); /* locked by the pick */
         if (r == 0)
                 r = policy_claim(&op, a->epoch, share, a->now, &c->op, &kind, &attempt);
-        /* an operation without a trace gets the one minted for this claim,
-         * and keeps it for every later call */
-        if (r == 0 && !c->op.traceparent[0])
+        /* an operation without a trace (an outbox row, a row older than trace
+         * context, a column an application filled with something else) gets
+         * the one minted for this claim, and keeps it for every later call */
+        if (r == 0 &&
+            traceparent_parse(c->op.traceparent,
+                              strnlen(c->op.traceparent, sizeof(c->op.traceparent)), &tc) < 0)
                 store_copy_text(c->op.traceparent, sizeof(c->op.traceparent), a->traceparent_new);
         if (r == 0)
                 r = s->ops->op_put(s, &c->op);

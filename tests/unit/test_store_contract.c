@@ -1170,6 +1170,15 @@ static void test_assign_manual_cases(void **state)
         store_close(s);
 }
 
+struct set_ctx {
+        const struct op_record *op;
+};
+
+static int set_tx(struct store *s, void *ctx)
+{
+        return s->ops->op_put(s, ((struct set_ctx *)ctx)->op);
+}
+
 static void test_trace_and_caller_deadline(void **state)
 {
         static const char tp[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -1200,7 +1209,7 @@ static void test_trace_and_caller_deadline(void **state)
         snprintf(r.traceparent, sizeof(r.traceparent), "00-nothex");
         assert_int_equal(store_accept(s, &r, T0, &c, &created, &op), TG_EINVAL);
 
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 3; i++) {
                 memset(&a, 0, sizeof(a));
                 a.group = STORE_GROUP_FIRST;
                 a.epoch = epoch;
@@ -1216,8 +1225,18 @@ static void test_trace_and_caller_deadline(void **state)
                         assert_memory_equal(call.trace_id, tp + 3, 32);
                 } else { /* the minted one, kept */
                         assert_string_equal(op.traceparent, minted);
-                        assert_string_equal(get_op(s, "t-2").traceparent, minted);
+                        assert_string_equal(get_op(s, op.req.operation_id).traceparent, minted);
                         assert_memory_equal(call.trace_id, minted + 3, 32);
+                }
+                if (i == 1) {
+                        /* a row whose traceparent column holds something else (an
+                         * application's outbox insert, say) gets one too */
+                        struct op_record junk = accept_new(s, "t-4", T0 + 2);
+                        struct set_ctx sc = {.op = &junk};
+
+                        snprintf(junk.traceparent, sizeof(junk.traceparent), "00-not-a-trace");
+                        assert_int_equal(s->ops->tx(s, STORE_TX_WRITE, 0, set_tx, &sc), 0);
+                        assert_string_equal(get_op(s, "t-4").traceparent, "00-not-a-trace");
                 }
                 struct seen seen = {0};
                 assert_int_equal(store_list_op_calls(s, op.id, on_call, &seen), 0);
