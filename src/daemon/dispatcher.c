@@ -103,6 +103,9 @@ static json_t *op_fields(const struct op_record *op, const struct call_record *c
                 json_object_set_new(f, "attempt", json_integer(call->attempt));
                 json_object_set_new(f, "call_id", json_integer(call->id));
         }
+        /* every line of an operation carries its trace (W3C trace id) */
+        if (op->traceparent[0])
+                json_object_set_new(f, "trace_id", json_stringn(op->traceparent + 3, 32));
         return f;
 }
 
@@ -149,8 +152,10 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
         }
         if (h.probe_done)
                 pacer_probe_done(d->pacer, h.probe_healthy);
-        if (h.why != HOLDS_NONE)
+        if (h.why != HOLDS_NONE) {
                 exit_stats_held(d->xstats); /* stats: a provider-wide hold */
+                exit_stats_waited(d->xstats, EXIT_WAIT_HOLD, h.hold_ms);
+        }
 }
 
 /* ---- settling ------------------------------------------------------------------ */
@@ -217,6 +222,10 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
         /* stats: class, latency, and where the operation went */
         exit_stats_ended(d->xstats, cls, res->latency_us, r == 0 ? decision.next : OP_IN_FLIGHT,
                          oc->op.attempts);
+        if (r == 0 && (decision.next == OP_RETRY_WAIT || decision.next == OP_UNKNOWN))
+                exit_stats_waited(
+                    d->xstats, decision.next == OP_RETRY_WAIT ? EXIT_WAIT_BACKOFF : EXIT_WAIT_QUERY,
+                    decision.wait_ms);
         pacer_finish(d->pacer);
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_finish(d->query_pacer);
@@ -295,6 +304,7 @@ static int claim_next(struct dispatcher *d, struct open_call *oc, tg_mono_ns now
         a.no_queries = d->query_pacer && !pacer_may_start(d->query_pacer, now);
         exit_call_request_id(a.request_id, sizeof(a.request_id), d->own.epoch, ++d->seq,
                              (uint32_t)tg_rng_next(&d->rng));
+        exit_call_trace_ids(&d->rng, a.span_id, a.traceparent_new);
         for (int i = 0; i < 2 && r == TG_ENOTFOUND; i++) {
                 a.group = order[i];
                 r = store_claim(d->store, &a, &oc->op, &oc->call);
@@ -353,6 +363,8 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         oc->used = true;
         oc->cookie = ++d->next_cookie;
         oc->request = oc->call.kind == TG_KIND_QUERY ? CLASSIFY_QUERY : CLASSIFY_POST;
+        char traceparent[TG_TRACEPARENT_MAX + 1];
+        exit_call_traceparent(&oc->op, &oc->call, traceparent);
         struct transport_call tc = {
             .request = oc->request,
             .operation_id = oc->op.req.operation_id,
@@ -360,6 +372,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
             .attempt = oc->call.attempt,
             .timeout_ms = exit_call_timeout_ms(d->cfg->provider_timeout_ms, &oc->op, wall),
             .cookie = oc->cookie,
+            .traceparent = traceparent,
         };
         int body_r = oc->request == CLASSIFY_POST ? exit_call_body(&oc->op, &body) : 0;
         tc.body = body;

@@ -21,6 +21,7 @@
 
 #include "core/refund_validate.h"
 #include "core/tg_error.h"
+#include "core/traceparent.h"
 #include "store/store_backend.h"
 
 #define SWEEP_BATCH  256 /* operations moved to manual per sweep transaction */
@@ -107,10 +108,18 @@ int store_accept(struct store *store, const struct refund_request *req, tg_wall_
         struct accept_ctx c = {.req = req, .now = now, .limits = limits};
         int r;
 
+        struct trace_context tc;
+
         if (!store || !req || !limits || !ret_created || !ret_op ||
             !store_text_ok(req->operation_id, TG_OP_ID_MAX) ||
             !store_text_ok(req->payment_id, TG_PAYMENT_ID_MAX) || req->amount <= 0 ||
-            !store_text_ok(req->currency, sizeof(req->currency) - 1))
+            !store_text_ok(req->currency, sizeof(req->currency) - 1) || req->deadline_at < 0 ||
+            !store_buf_ok(req->traceparent, sizeof(req->traceparent)))
+                return TG_EINVAL;
+        /* only a traceparent as tollgate writes it is stored */
+        if (req->traceparent[0] &&
+            (strlen(req->traceparent) != TG_TRACEPARENT_MAX ||
+             traceparent_parse(req->traceparent, TG_TRACEPARENT_MAX, &tc) < 0))
                 return TG_EINVAL;
         /* commit before reply: the caller answers 202 only after this */
         r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, accept_tx, &c);
@@ -177,6 +186,7 @@ static int claim_tx(struct store *s, void *ctx)
         };
         struct op_record op;
         struct call_record call;
+        struct trace_context tc;
         enum tg_call_kind kind;
         unsigned share = 0, attempt = 0;
         int64_t id = 0;
@@ -199,6 +209,13 @@ static int claim_tx(struct store *s, void *ctx)
                 r = s->ops->op_get(s, NULL, id, false, &op); /* locked by the pick */
         if (r == 0)
                 r = policy_claim(&op, a->epoch, share, a->now, &c->op, &kind, &attempt);
+        /* an operation without a trace (an outbox row, a row older than trace
+         * context, a column an application filled with something else) gets
+         * the one minted for this claim, and keeps it for every later call */
+        if (r == 0 &&
+            traceparent_parse(c->op.traceparent,
+                              strnlen(c->op.traceparent, sizeof(c->op.traceparent)), &tc) < 0)
+                store_copy_text(c->op.traceparent, sizeof(c->op.traceparent), a->traceparent_new);
         if (r == 0)
                 r = s->ops->op_put(s, &c->op);
         if (r < 0)
@@ -216,6 +233,12 @@ static int claim_tx(struct store *s, void *ctx)
         call.in_flight_at_start = a->in_flight_at_start;
         call.ended = false;
         call.cls = TG_CLASS_UNKNOWN;
+        if (c->op.traceparent[0] && a->span_id[0]) {
+                /* 00-<trace id>-...: the trace id at its fixed place */
+                memcpy(call.trace_id, c->op.traceparent + 3, TG_TRACE_ID_MAX);
+                call.trace_id[TG_TRACE_ID_MAX] = '\0';
+                store_copy_text(call.span_id, sizeof(call.span_id), a->span_id);
+        }
         r = s->ops->call_insert(s, &call);
         if (r == 0)
                 c->call = call;
@@ -232,7 +255,11 @@ int store_claim(struct store *store, const struct claim_args *args, struct op_re
                 return TG_EINVAL;
         if (args->group != STORE_GROUP_FIRST && args->group != STORE_GROUP_AGAIN)
                 return TG_EINVAL;
-        if (!store_buf_ok(args->request_id, sizeof(args->request_id)))
+        if (!store_buf_ok(args->request_id, sizeof(args->request_id)) ||
+            !store_buf_ok(args->span_id, sizeof(args->span_id)) ||
+            !store_buf_ok(args->traceparent_new, sizeof(args->traceparent_new)))
+                return TG_EINVAL;
+        if (args->traceparent_new[0] && strlen(args->traceparent_new) != TG_TRACEPARENT_MAX)
                 return TG_EINVAL;
         /* record attempt before send: the call row ("sent, outcome unknown")
          * and the counted attempt are committed before this returns */
@@ -422,7 +449,9 @@ struct action_ctx {
         enum op_state outcome;
         const char *refund_id;
         const char *source;
+        const char *assignee;
         tg_wall_ms now;
+        bool changed;
         struct op_record op;
 };
 
@@ -512,6 +541,103 @@ int store_operator_resolve(struct store *store, const char *operation_id, const 
         r = store->ops->tx(store, STORE_TX_WRITE, 0, resolve_tx, &c);
         if (r == 0)
                 *ret_op = c.op;
+        return r;
+}
+
+static int assign_tx(struct store *s, void *ctx)
+{
+        struct action_ctx *c = ctx;
+        struct op_record op, next;
+        char detail[TG_TEXT_MAX];
+        int r = s->ops->op_get(s, c->operation_id, 0, true, &op);
+
+        if (r == 0)
+                r = policy_assign(&op, c->assignee, c->now, &next);
+        if (r < 0)
+                return r;
+        c->op = op;
+        if (strcmp(op.assignee, next.assignee) == 0)
+                return 0; /* the same owner: nothing changes, nothing to audit */
+        if (next.assignee[0])
+                snprintf(detail, sizeof(detail), "assigned to %.100s (was %.100s)", next.assignee,
+                         op.assignee[0] ? op.assignee : "nobody");
+        else
+                snprintf(detail, sizeof(detail), "unassigned (was %.100s)", op.assignee);
+        r = s->ops->op_put(s, &next);
+        if (r == 0)
+                r = store_audit_add(s, next.id, c->now, "assign", c->operator_name, c->reason,
+                                    detail);
+        if (r == 0)
+                c->op = next;
+        return r;
+}
+
+int store_operator_assign(struct store *store, const char *operation_id, const char *operator_name,
+                          const char *assignee, const char *reason, tg_wall_ms now,
+                          struct op_record *ret_op)
+{
+        struct action_ctx c = {.operation_id = operation_id,
+                               .operator_name = operator_name,
+                               .reason = reason ? reason : "",
+                               .assignee = assignee ? assignee : "",
+                               .now = now};
+        int r;
+
+        if (!store || !ret_op || !store_text_ok(operation_id, TG_OP_ID_MAX) ||
+            !store_text_ok(operator_name, TG_TEXT_MAX - 1) ||
+            !store_buf_ok(c.reason, TG_TEXT_MAX) || !store_buf_ok(c.assignee, TG_TEXT_MAX))
+                return TG_EINVAL;
+        /* a re-run after an unknown COMMIT finds the owner already there */
+        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, assign_tx, &c);
+        if (r == 0)
+                *ret_op = c.op;
+        return r;
+}
+
+static int cancel_tx(struct store *s, void *ctx)
+{
+        struct action_ctx *c = ctx;
+        struct op_record op, next;
+        char detail[TG_TEXT_MAX];
+        int r = s->ops->op_get(s, c->operation_id, 0, true, &op);
+
+        /* the row lock (or SQLite's write lock) orders this against a
+         * claim: a claimed operation is in flight here and refused */
+        c->changed = false;
+        if (r == 0)
+                r = policy_cancel(&op, c->now, &next, &c->changed);
+        if (r < 0)
+                return r;
+        c->op = next;
+        if (!c->changed)
+                return 0;
+        snprintf(detail, sizeof(detail), "cancelled before any call was made (was %s)",
+                 store_state_text(op.state));
+        r = s->ops->op_put(s, &next);
+        if (r == 0)
+                r = store_audit_add(s, next.id, c->now, "cancel", c->operator_name, c->reason,
+                                    detail);
+        return r;
+}
+
+int store_cancel(struct store *store, const char *operation_id, const char *operator_name,
+                 const char *reason, tg_wall_ms now, struct op_record *ret_op, bool *ret_changed)
+{
+        struct action_ctx c = {.operation_id = operation_id,
+                               .operator_name = operator_name,
+                               .reason = reason ? reason : "",
+                               .now = now};
+        int r;
+
+        if (!store || !ret_op || !ret_changed || !store_text_ok(operation_id, TG_OP_ID_MAX) ||
+            !store_text_ok(operator_name, TG_TEXT_MAX - 1) || !store_buf_ok(c.reason, TG_TEXT_MAX))
+                return TG_EINVAL;
+        /* a re-run after an unknown COMMIT finds it cancelled: no change */
+        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, cancel_tx, &c);
+        if (r == 0) {
+                *ret_op = c.op;
+                *ret_changed = c.changed;
+        }
         return r;
 }
 
