@@ -63,7 +63,7 @@ static int print_call(const struct call_record *c, void *userdata)
                 printf("%lld", (long long)(c->latency_us / 1000));
         printf(",%s,%u,", c->ended ? (c->sent ? "true" : "false") : "", c->in_flight_at_start);
         csv_text(c->error);
-        putchar('\n');
+        printf(",%s,%s\n", c->trace_id, c->span_id); /* lower-case hex or empty */
         return 0;
 }
 
@@ -118,7 +118,7 @@ int cmd_calls(int argc, char **argv)
         if (r == 0) {
                 if (out.csv)
                         puts("id,operation_id,kind,attempt,request_id,epoch,start_wall,end_wall,"
-                             "class,http_status,latency_ms,sent,in_flight,error");
+                             "class,http_status,latency_ms,sent,in_flight,error,trace_id,span_id");
                 r = store_list_calls(store, since, (unsigned)limit, print_call, &out);
                 if (r < 0) {
                         fprintf(stderr, "tollgate calls: cannot read the call log: %s\n",

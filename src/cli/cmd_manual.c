@@ -1,9 +1,10 @@
 /*
- * cmd_manual — `tollgate manual list|show|resend|resolve`: the manual review
+ * cmd_manual — `tollgate manual list|show|resend|resolve|assign|unassign`: the manual review
  * queue from the command line, on the store of the config (no API needed).
  * Output is the same JSON as GET /v1/manual and GET /v1/manual/{id}
- * (app/render.h), one document on stdout. A re-send or resolve writes its
- * audit row in the same store transaction as the change; nothing is deleted.
+ * (app/render.h), one document on stdout. A re-send, resolve or (un)assign
+ * writes its audit row in the same store transaction as the change; nothing
+ * is deleted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +25,9 @@ static const char manual_about[] =
 
 static const char manual_epilogue[] =
     "Subcommands:\n"
-    "  list [--reason R] [--limit N] [--after CURSOR]\n"
-    "        oldest first, each with its calls and audit (JSON on stdout);\n"
+    "  list [--reason R] [--assignee NAME | --unassigned] [--limit N]\n"
+    "       [--after CURSOR]\n"
+    "        oldest first, each with its owner, calls and audit (JSON on stdout);\n"
     "        R: attempts_exhausted, deadline, query_budget, key_reused,\n"
     "        key_retention, invalid\n"
     "  show ID\n"
@@ -35,6 +37,10 @@ static const char manual_epilogue[] =
     "        key is past retention: a re-send could refund twice)\n"
     "  resolve ID --operator NAME --reason TEXT --outcome succeeded|failed\n"
     "        close it by hand, after checking with the provider\n"
+    "  assign ID --operator NAME --assignee NAME [--reason TEXT]\n"
+    "        give the case to someone (again: re-assign it)\n"
+    "  unassign ID --operator NAME [--reason TEXT]\n"
+    "        back to nobody\n"
     "\n"
     "Exit status: 0 done, 1 failed (not found, not in manual, store error),\n"
     "2 usage or config error.\n";
@@ -64,7 +70,7 @@ static int print_json(json_t *o)
 struct manual_rows {
         struct op_record *ops;
         unsigned n, max;
-        enum manual_reason reason; /* MANUAL_NONE: any; the store filters */
+        struct store_manual_filter filter; /* the store filters */
         int64_t last_id;
 };
 
@@ -77,14 +83,20 @@ static int manual_row(const struct op_record *op, void *userdata)
         return m->n >= m->max ? 1 : 0;
 }
 
-static int do_list(struct store *store, const char *reason, int64_t limit, int64_t after)
+static int do_list(struct store *store, const char *reason, const char *assignee, bool unassigned,
+                   int64_t limit, int64_t after)
 {
         struct manual_rows m = {0};
         json_t *items;
         int r;
 
+        m.filter.who = assignee     ? STORE_ASSIGNEE_IS
+                       : unassigned ? STORE_ASSIGNEE_NONE
+                                    : STORE_ASSIGNEE_ANY;
+        m.filter.assignee = assignee;
         if (reason) {
-                if (manual_reason_parse(reason, &m.reason) < 0 || m.reason == MANUAL_NONE) {
+                if (manual_reason_parse(reason, &m.filter.reason) < 0 ||
+                    m.filter.reason == MANUAL_NONE) {
                         fprintf(stderr, "tollgate manual: --reason '%s' is not a manual reason\n",
                                 reason);
                         return TG_EINVAL;
@@ -98,7 +110,7 @@ static int do_list(struct store *store, const char *reason, int64_t limit, int64
                 json_decref(items);
                 return TG_ENOMEM;
         }
-        r = store_list_manual(store, after, m.reason, m.max, manual_row, &m);
+        r = store_list_manual_filtered(store, after, &m.filter, m.max, manual_row, &m);
         for (unsigned i = 0; r >= 0 && i < m.n; i++) {
                 json_t *o = NULL;
                 r = render_op_full(store, &m.ops[i], &o);
@@ -201,27 +213,65 @@ static int do_act(struct store *store, const struct tg_config *cfg, const char *
         return do_show(store, id);
 }
 
-/* What the subcommand's options must be, before anything is opened. */
-static int check_usage(bool is_list, size_t nargs, const char **args, const char *operator_name,
-                       const char *reason, bool outcome_seen, bool is_resolve)
+static int do_assign(struct store *store, const char *id, const char *operator_name,
+                     const char *assignee, const char *reason)
 {
+        struct op_record op;
+        int r = store_operator_assign(store, id, operator_name, assignee, reason ? reason : "",
+                                      wall_now_ms(), &op);
+
+        if (r == TG_ENOTFOUND)
+                fprintf(stderr, "tollgate manual: no operation '%s'\n", id);
+        else if (r == TG_ESTATE)
+                fprintf(stderr, "tollgate manual: '%s' is not waiting for manual review\n", id);
+        else if (r < 0)
+                fprintf(stderr, "tollgate manual: cannot change '%s': %s\n", id, tg_strerror(r));
+        if (r < 0)
+                return TG_ESTORE;
+        return do_show(store, id);
+}
+
+/* What a subcommand was given, for check_usage(). */
+struct manual_usage {
+        const char *operator_name, *reason, *assignee;
+        bool outcome_seen, unassigned;
+};
+
+/* What the subcommand's options must be, before anything is opened. */
+static int check_usage(size_t nargs, const char **args, const struct manual_usage *u)
+{
+        bool is_resolve = strcmp(args[0], "resolve") == 0;
+        bool is_assign = strcmp(args[0], "assign") == 0;
+        bool is_unassign = strcmp(args[0], "unassign") == 0;
         int r;
 
-        if (is_list) {
-                if (nargs > 1 || operator_name || outcome_seen) {
-                        fprintf(stderr, "tollgate manual list: takes only --reason, --limit, "
-                                        "--after\n");
+        if (strcmp(args[0], "list") == 0) {
+                if (nargs > 1 || u->operator_name || u->outcome_seen ||
+                    (u->assignee && u->unassigned)) {
+                        fprintf(stderr, "tollgate manual list: takes only --reason, --assignee or "
+                                        "--unassigned, --limit, --after\n");
                         return TG_EINVAL;
                 }
-                return 0;
+                return u->assignee ? check_text("--assignee", u->assignee) : 0;
+        }
+        if (u->unassigned || (u->assignee && !is_assign)) {
+                fprintf(stderr,
+                        "tollgate manual %s: --assignee is for assign and list, "
+                        "--unassigned for list\n",
+                        args[0]);
+                return TG_EINVAL;
         }
         r = check_id(nargs > 1 ? args[1] : NULL);
         if (r < 0 || strcmp(args[0], "show") == 0)
                 return r;
-        r = check_text("--operator", operator_name);
+        r = check_text("--operator", u->operator_name);
+        if (r == 0 && is_assign)
+                r = check_text("--assignee", u->assignee);
+        if (r == 0 && (is_assign || is_unassign))
+                return u->reason ? check_text("--reason", u->reason) : 0;
         if (r == 0)
-                r = check_text("--reason", reason);
-        if (r == 0 && is_resolve && !outcome_seen) {
+                r = check_text("--reason", u->reason);
+        if (r == 0 && is_resolve && !u->outcome_seen) {
                 fprintf(stderr, "tollgate manual: --outcome succeeded|failed is required\n");
                 r = TG_EINVAL;
         }
@@ -230,10 +280,10 @@ static int check_usage(bool is_list, size_t nargs, const char **args, const char
 
 int cmd_manual(int argc, char **argv)
 {
-        const char *config = NULL, *reason = NULL, *operator_name = NULL;
+        const char *config = NULL, *reason = NULL, *operator_name = NULL, *assignee = NULL;
         int64_t limit = 1000, after = 0;
         int outcome = 0;
-        bool outcome_seen = false;
+        bool outcome_seen = false, unassigned = false;
         /* In list, --reason filters; elsewhere it is the operator's reason. */
         const struct opt opts[] = {
             {.name = "config",
@@ -268,9 +318,15 @@ int cmd_manual(int argc, char **argv)
              .choices = outcomes,
              .seen = &outcome_seen,
              .help = "resolve: what the provider says happened"},
+            {.name = "assignee",
+             .arg = "NAME",
+             .string = &assignee,
+             .help = "assign: who owns the case from now on; list: only that owner's cases"},
+            {.name = "unassigned", .flag = &unassigned, .help = "list: only the cases nobody owns"},
         };
         const struct options_spec spec = {.prog = "tollgate manual",
-                                          .synopsis = "<list|show|resend|resolve> [ID]",
+                                          .synopsis = "<list|show|resend|resolve|assign|unassign> "
+                                                      "[ID]",
                                           .description = manual_about,
                                           .opts = opts,
                                           .nopts = sizeof(opts) / sizeof(opts[0]),
@@ -287,17 +343,24 @@ int cmd_manual(int argc, char **argv)
                 return options_exit_status(r);
         if (nargs == 0) {
                 fprintf(stderr, "tollgate manual: a subcommand is required: list, show, resend, "
-                                "resolve (try --help)\n");
+                                "resolve, assign, unassign (try --help)\n");
                 return 2;
         }
         bool is_list = strcmp(args[0], "list") == 0, is_show = strcmp(args[0], "show") == 0;
         bool is_resend = strcmp(args[0], "resend") == 0,
              is_resolve = strcmp(args[0], "resolve") == 0;
-        if (!is_list && !is_show && !is_resend && !is_resolve) {
+        bool is_assign = strcmp(args[0], "assign") == 0,
+             is_unassign = strcmp(args[0], "unassign") == 0;
+        if (!is_list && !is_show && !is_resend && !is_resolve && !is_assign && !is_unassign) {
                 fprintf(stderr, "tollgate manual: unknown subcommand '%s' (try --help)\n", args[0]);
                 return 2;
         }
-        r = check_usage(is_list, nargs, args, operator_name, reason, outcome_seen, is_resolve);
+        const struct manual_usage u = {.operator_name = operator_name,
+                                       .reason = reason,
+                                       .assignee = assignee,
+                                       .outcome_seen = outcome_seen,
+                                       .unassigned = unassigned};
+        r = check_usage(nargs, args, &u);
         if (r < 0)
                 return options_exit_status(r);
         cfg = malloc(sizeof(*cfg));
@@ -308,9 +371,12 @@ int cmd_manual(int argc, char **argv)
                 r = cli_open_store("manual", cfg, &store);
         if (r == 0) {
                 if (is_list)
-                        r = do_list(store, reason, limit, after);
+                        r = do_list(store, reason, assignee, unassigned, limit, after);
                 else if (is_show)
                         r = do_show(store, args[1]);
+                else if (is_assign || is_unassign)
+                        r = do_assign(store, args[1], operator_name, is_assign ? assignee : NULL,
+                                      reason);
                 else
                         r = do_act(store, cfg, args[1], is_resolve, operator_name, reason,
                                    outcome == 0 ? OP_SUCCEEDED : OP_REJECTED);

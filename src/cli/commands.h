@@ -21,5 +21,6 @@ int cmd_submit(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
 
 #endif

@@ -56,7 +56,9 @@ static const char usage[] =
     "Operating it (on the store of the config, or through its API):\n"
     "  submit --config FILE ... submit one refund through the API\n"
     "  status ID --config FILE  an operation's state, calls and audit (API)\n"
-    "  manual list|show|resend|resolve --config FILE   the manual review queue\n"
+    "  cancel ID --config FILE  take back a refund no call was made for yet\n"
+    "  manual list|show|resend|resolve|assign|unassign --config FILE\n"
+    "                           the manual review queue and who owns each case\n"
     "  calls --config FILE [--since ID] [--format jsonl|csv]   the call log\n"
     "  reconcile --config FILE --file F.csv   settle unknowns from a settlement file\n"
     "  config defaults [--format ini|markdown]   every config key, its default and meaning\n"
@@ -184,7 +186,7 @@ static const struct command commands[] = {
     {"verify", cmd_verify},       {"report", cmd_report},     {"submit", cmd_submit},
     {"status", cmd_status},       {"manual", cmd_manual},     {"calls", cmd_calls},
     {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
-    {"demo", cmd_demo},           {"config", cmd_config},
+    {"demo", cmd_demo},           {"config", cmd_config},     {"cancel", cmd_cancel},
 };
 
 int main(int argc, char **argv)

@@ -21,6 +21,11 @@
 #define TG_TEXT_MAX       256 /* operator, reason, error texts */
 #define TG_REFUND_ID_MAX  128 /* the provider's refund id, with its NUL */
 
+/* W3C trace context (core/traceparent.h) */
+#define TG_TRACEPARENT_MAX 55 /* a version-00 traceparent: 2-32-16-2 hex and dashes */
+#define TG_TRACE_ID_MAX    32 /* its trace id, in hex */
+#define TG_SPAN_ID_MAX     16 /* a span (parent) id, in hex */
+
 enum op_state {
         OP_PENDING,
         OP_IN_FLIGHT,
@@ -29,8 +34,9 @@ enum op_state {
         OP_SUCCEEDED,
         OP_REJECTED,
         OP_MANUAL,
+        OP_CANCELLED, /* cancelled by its caller before any call was made (final) */
 };
-#define OP_STATE_COUNT 7
+#define OP_STATE_COUNT 8
 
 enum manual_reason {
         MANUAL_NONE,
@@ -59,6 +65,12 @@ struct refund_request {
         char payment_id[TG_PAYMENT_ID_MAX + 1];
         int64_t amount; /* minor units, > 0 */
         char currency[4];
+        /* Not part of the payload (a repeat with other values is the same
+         * request): the caller's own deadline, absolute, 0 for none (the
+         * intake bounds it by the policy's deadline); and the W3C
+         * traceparent the refund belongs to, "" for none. */
+        tg_wall_ms deadline_at;
+        char traceparent[TG_TRACEPARENT_MAX + 1];
 };
 
 /* An operation as stored. */
@@ -78,6 +90,14 @@ struct op_record {
         int last_http_status;     /* of the last call, 0 if none */
         enum tg_class last_class; /* of the last call; meaningful when calls > 0 */
         char source[16];          /* "api" or "outbox" */
+
+        /* Who owns the manual case (an operator's name); "" for nobody. */
+        char assignee[TG_TEXT_MAX];
+        /* The trace the operation's calls belong to (W3C traceparent: the
+         * caller's, or one tollgate started); "" until one is known (an
+         * outbox row gets one at its first claim). Never changes once set. */
+        char traceparent[TG_TRACEPARENT_MAX + 1];
+        tg_wall_ms caller_deadline_at; /* the deadline the caller gave, 0 for none */
 };
 
 #endif

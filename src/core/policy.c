@@ -43,7 +43,7 @@
 static const char *const state_names[OP_STATE_COUNT] = {
     [OP_PENDING] = "pending", [OP_IN_FLIGHT] = "in_flight", [OP_RETRY_WAIT] = "retry_wait",
     [OP_UNKNOWN] = "unknown", [OP_SUCCEEDED] = "succeeded", [OP_REJECTED] = "rejected",
-    [OP_MANUAL] = "manual",
+    [OP_MANUAL] = "manual",   [OP_CANCELLED] = "cancelled",
 };
 
 static const char *const reason_names[MANUAL_REASON_COUNT] = {
@@ -373,6 +373,7 @@ enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend)
         case OP_SUCCEEDED:
         case OP_REJECTED:
         case OP_MANUAL:
+        case OP_CANCELLED:
         default:
                 /* No call is due in the other states. Should one be asked
                  * for anyway, the answer is the one call that can never
@@ -395,6 +396,7 @@ static const unsigned transitions[OP_STATE_COUNT][OP_EVENT_COUNT] = {
             [OP_EV_CLAIM] = B(OP_IN_FLIGHT),
             [OP_EV_DEADLINE] = B(OP_MANUAL),
             [OP_EV_OUTBOX] = B(OP_PENDING) | B(OP_MANUAL),
+            [OP_EV_CANCEL] = B(OP_CANCELLED),
         },
     [OP_IN_FLIGHT] =
         {
@@ -408,6 +410,9 @@ static const unsigned transitions[OP_STATE_COUNT][OP_EVENT_COUNT] = {
             [OP_EV_DEADLINE] = B(OP_MANUAL),
             [OP_EV_KEY_RETENTION] = B(OP_MANUAL),
             [OP_EV_EXTERNAL] = FINAL,
+            /* only one never sent: an operator's re-send of a manual case
+             * that had made no call yet */
+            [OP_EV_CANCEL] = B(OP_CANCELLED),
         },
     [OP_UNKNOWN] =
         {
@@ -422,7 +427,10 @@ static const unsigned transitions[OP_STATE_COUNT][OP_EVENT_COUNT] = {
             [OP_EV_RESEND] = B(OP_RETRY_WAIT),
             [OP_EV_RESOLVE] = FINAL,
             [OP_EV_EXTERNAL] = FINAL,
+            [OP_EV_CANCEL] = B(OP_CANCELLED),
+            [OP_EV_ASSIGN] = B(OP_MANUAL),
         },
+    [OP_CANCELLED] = {[OP_EV_CANCEL] = B(OP_CANCELLED)},
 };
 
 static const char *const event_names[OP_EVENT_COUNT] = {
@@ -436,6 +444,8 @@ static const char *const event_names[OP_EVENT_COUNT] = {
     [OP_EV_EXTERNAL] = "external",
     [OP_EV_OUTBOX] = "outbox",
     [OP_EV_RELEASE] = "release",
+    [OP_EV_CANCEL] = "cancel",
+    [OP_EV_ASSIGN] = "assign",
 };
 
 static bool state_ok(enum op_state state)
@@ -762,10 +772,68 @@ void policy_accept(const struct policy_config *config, const struct refund_reque
         op.query_limit = config->max_queries;
         op.accepted_at = now;
         op.deadline_at = add_ms(now, config->deadline_ms);
+        /* The caller's deadline travels in, bounded by ours: no automatic
+         * call goes out after the earlier of the two. */
+        if (req->deadline_at > 0 && req->deadline_at < op.deadline_at) {
+                op.deadline_at = req->deadline_at;
+                op.caller_deadline_at = req->deadline_at;
+        }
         op.updated_at = now;
         op.last_class = TG_CLASS_UNKNOWN;
         memcpy(op.source, "api", 4);
+        memcpy(op.traceparent, req->traceparent, sizeof(op.traceparent));
+        op.traceparent[TG_TRACEPARENT_MAX] = '\0';
         *ret_op = op;
+}
+
+int policy_cancel(const struct op_record *op, tg_wall_ms now, struct op_record *ret_op,
+                  bool *ret_changed)
+{
+        struct op_record next = *op;
+        struct policy_decision d;
+        int r;
+
+        if (!in_set(policy_sources(OP_EV_CANCEL), op->state))
+                return TG_ESTATE;
+        if (op->state == OP_CANCELLED) {
+                *ret_op = *op; /* a repeat: cancelled already */
+                *ret_changed = false;
+                return 0;
+        }
+        /* A call that reached the transport may have executed a refund:
+         * only reconciliation can say, so it is never cancelled here. */
+        if (op->attempts > 0 || op->queries > 0 || op->key_first_used > 0)
+                return TG_ECONFLICT;
+        /* a manual case keeps its reason, as a resolve does: why it stopped */
+        decide(&d, OP_CANCELLED, 0, op->reason, 0);
+        r = apply(&next, OP_EV_CANCEL, &d, now);
+        if (r < 0)
+                return r;
+        *ret_op = next;
+        *ret_changed = true;
+        return 0;
+}
+
+int policy_assign(const struct op_record *op, const char *assignee, tg_wall_ms now,
+                  struct op_record *ret_op)
+{
+        struct op_record next = *op;
+        struct policy_decision d;
+        size_t n = assignee ? strnlen(assignee, sizeof(next.assignee)) : 0;
+        int r;
+
+        if (n >= sizeof(next.assignee))
+                return TG_EINVAL;
+        /* the case stays where it is, with its reason: only its owner changes */
+        decide(&d, op->state, op->next_run_at, op->reason, 0);
+        r = apply(&next, OP_EV_ASSIGN, &d, now);
+        if (r < 0)
+                return r;
+        if (n > 0)
+                memcpy(next.assignee, assignee, n);
+        next.assignee[n] = '\0';
+        *ret_op = next;
+        return 0;
 }
 
 int policy_outbox(const struct policy_config *config, const struct op_record *op, bool valid,
@@ -807,7 +875,7 @@ void policy_view(const struct op_record *op, struct policy_op *ret_view)
 
 bool policy_state_is_final(enum op_state state)
 {
-        return state == OP_SUCCEEDED || state == OP_REJECTED;
+        return state == OP_SUCCEEDED || state == OP_REJECTED || state == OP_CANCELLED;
 }
 
 /* The index of name in names[0..count), or -1. */

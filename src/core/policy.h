@@ -24,6 +24,9 @@
  *   outbox         pending                      pending (taken in), manual (invalid)
  *   release        in_flight                    pending, retry_wait, unknown (as before
  *                                               the claim: it never reached the transport)
+ *   cancel         pending, retry_wait, manual  cancelled (never sent: no call made yet)
+ *                  cancelled                    the same (a repeat: no change)
+ *   assign         manual                       manual (its owner changes)
  *
  * It never guesses: an unknown outcome is reconciled by querying with the
  * same key; only a query's not_found (inside key retention) allows a re-send,
@@ -153,8 +156,10 @@ enum op_event {
         OP_EV_EXTERNAL,      /* the provider's answer came another way */
         OP_EV_OUTBOX,        /* an application's outbox row is taken in, or refused */
         OP_EV_RELEASE,       /* a claim made ahead of its slot is given back unsent */
+        OP_EV_CANCEL,        /* its caller cancels it before any call was made */
+        OP_EV_ASSIGN,        /* an operator gives the manual case to someone (or nobody) */
 };
-#define OP_EVENT_COUNT 10
+#define OP_EVENT_COUNT 12
 
 #define POLICY_STATE_BIT(state) (1u << (unsigned)(state))
 
@@ -270,7 +275,10 @@ int policy_resolve(const struct op_record *op, enum op_state outcome, tg_wall_ms
 int policy_external(const struct op_record *op, enum op_state outcome, const char *refund_id,
                     tg_wall_ms now, struct op_record *ret_op, bool *ret_changed);
 
-/* A new operation from the intake: pending, with its budgets. */
+/* A new operation from the intake: pending, with its budgets. Its deadline
+ * is the earlier of now + deadline_ms and the caller's (req->deadline_at,
+ * when > 0; then kept as caller_deadline_at too), and its traceparent the
+ * request's. */
 void policy_accept(const struct policy_config *config, const struct refund_request *req,
                    tg_wall_ms now, struct op_record *ret_op);
 
@@ -280,10 +288,26 @@ void policy_accept(const struct policy_config *config, const struct refund_reque
 int policy_outbox(const struct policy_config *config, const struct op_record *op, bool valid,
                   tg_wall_ms now, struct op_record *ret_op);
 
+/* The caller cancels an operation that never reached the transport (no
+ * POST, no query: attempts, queries and key_first_used all 0): it becomes
+ * cancelled, final, and the exit never picks it. One already cancelled is
+ * left as it is (*ret_changed = false). TG_ESTATE where the table has no
+ * cancel (in flight, unknown, succeeded, rejected); TG_ECONFLICT where it
+ * has one but a call was made (a sent refund is reconciled, never cancelled
+ * on our side). */
+int policy_cancel(const struct op_record *op, tg_wall_ms now, struct op_record *ret_op,
+                  bool *ret_changed);
+
+/* An operator gives a manual case to `assignee` ("" or NULL: to nobody);
+ * its state and reason stay. TG_ESTATE unless manual, TG_EINVAL for a name
+ * that does not fit (TG_TEXT_MAX - 1 bytes). */
+int policy_assign(const struct op_record *op, const char *assignee, tg_wall_ms now,
+                  struct op_record *ret_op);
+
 /* The policy's view of an operation (the inputs of the decisions above). */
 void policy_view(const struct op_record *op, struct policy_op *ret_view);
 
-/* True when the state is final (succeeded, rejected). */
+/* True when the state is final (succeeded, rejected, cancelled). */
 bool policy_state_is_final(enum op_state state);
 
 #endif

@@ -41,6 +41,7 @@
 
 #include "core/refund_validate.h"
 #include "core/tg_error.h"
+#include "core/traceparent.h"
 #include "daemon/api_int.h"
 #include "daemon/log.h"
 #include "daemon/render.h"
@@ -68,8 +69,8 @@ static int sha256(const void *data, size_t len, unsigned char out[API_DIGEST_LEN
 }
 
 /* A per-process random prefix, so ids from two api processes never clash;
- * not a secret. */
-static void make_id_prefix(char out[17])
+ * not a secret. The same bytes seed the draws of new trace ids. */
+static void make_id_prefix(char out[17], struct tg_rng *ret_rng)
 {
         unsigned char b[8];
         ssize_t n = -1;
@@ -85,6 +86,9 @@ static void make_id_prefix(char out[17])
         }
         for (size_t i = 0; i < sizeof(b); i++)
                 snprintf(out + 2 * i, 3, "%02x", b[i]);
+        uint64_t seed = 0;
+        memcpy(&seed, b, sizeof(seed));
+        tg_rng_seed(ret_rng, seed ^ (uint64_t)clock_mono_now());
 }
 
 static void next_request_id(struct api *api, char out[API_REQUEST_ID_LEN])
@@ -199,6 +203,26 @@ void api_note_op(struct api *api, const char *operation_id)
         snprintf(api->log_op, sizeof(api->log_op), "%s", operation_id);
 }
 
+void api_note_trace(struct api *api, const char *traceparent)
+{
+        struct trace_context tc;
+
+        if (traceparent_parse(traceparent, strnlen(traceparent, TG_TRACEPARENT_MAX + 1), &tc) == 0)
+                memcpy(api->log_trace, tc.trace_id, sizeof(api->log_trace));
+}
+
+void api_intake_trace(struct api *api, const struct http_request *req,
+                      char out[TG_TRACEPARENT_MAX + 1])
+{
+        const char *h = http_request_header(req, "traceparent");
+        struct trace_context tc;
+
+        /* an invalid header is ignored, as the spec says: a new trace */
+        if (!h || traceparent_parse(h, strlen(h), &tc) < 0)
+                traceparent_new(&api->trace_rng, &tc);
+        traceparent_format(&tc, out);
+}
+
 /* ---- authentication --------------------------------------------------------- */
 
 static bool authorized(const struct api *api, const struct http_request *req)
@@ -245,9 +269,11 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
         if (req->body_len > api->cfg.api_max_body_bytes)
                 return api_reply_code(res, rid, 413, "body_too_large", NULL,
                                       "the request body is too large");
-        if (api_parse_refund(req->body, req->body_len, &rr, &err) < 0)
+        tg_wall_ms now = api_wall_now();
+        if (api_parse_refund(req->body, req->body_len, now, &rr, &err) < 0)
                 return api_reply_error(res, rid, &err);
         api_note_op(api, rr.operation_id);
+        api_intake_trace(api, req, rr.traceparent);
 
         /* Admission control applies to NEW work only: an operation already
          * accepted is answered (200/409) whatever the backlog. */
@@ -262,18 +288,22 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
         }
 
         /* Commit before reply: store_accept() returns after its commit. */
-        r = store_accept(api->store, &rr, api_wall_now(), &api->cfg.policy, &created, &op);
+        r = store_accept(api->store, &rr, now, &api->cfg.policy, &created, &op);
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
         if (created) {
                 api->adm.accepted_since++;
                 wake_ring(api->doorbell); /* the local exit has work now */
         }
+        api_note_trace(api, op.traceparent); /* the stored one: a repeat keeps the first */
 
         snprintf(status_url, sizeof(status_url), "/v1/refunds/%s", op.req.operation_id);
-        r = api_reply_json(res, created ? 202 : 200,
-                           json_pack("{s:s, s:s, s:s}", "operation_id", op.req.operation_id,
-                                     "state", op_state_name(op.state), "status_url", status_url));
+        r = api_reply_json(
+            res, created ? 202 : 200,
+            json_pack("{s:s, s:s, s:s, s:I, s:o}", "operation_id", op.req.operation_id, "state",
+                      op_state_name(op.state), "status_url", status_url, "deadline_at",
+                      (json_int_t)op.deadline_at, "trace_id",
+                      api->log_trace[0] ? json_string(api->log_trace) : json_null()));
         if (r == 0 && created)
                 http_response_add_header(res, "Location", status_url);
         return r;
@@ -290,6 +320,8 @@ static int get_refund(struct api *api, const char *id, struct http_response *res
                 return api_reply_code(res, rid, 404, "not_found", NULL, "no such operation");
         api_note_op(api, id);
         r = store_get(api->store, id, &op);
+        if (r == 0)
+                api_note_trace(api, op.traceparent);
         if (r == 0)
                 r = render_op_full(api->store, &op, &o);
         if (r == TG_ENOMEM)
@@ -407,7 +439,21 @@ static int route(struct api *api, const struct http_request *req, struct http_re
         }
         if (strncmp(path, refunds, sizeof(refunds) - 1) == 0 && path[sizeof(refunds) - 1] == '/') {
                 const char *id = path + sizeof(refunds);
-                if (strchr(id, '/'))
+                const char *slash = strchr(id, '/');
+                if (slash && strcmp(slash, "/cancel") == 0) {
+                        char key[TG_OP_ID_MAX + 1];
+                        size_t n = (size_t)(slash - id);
+                        if (strcmp(req->method, "POST") != 0)
+                                return api_reply_method_not_allowed(res, rid, "POST");
+                        if (n == 0 || n > TG_OP_ID_MAX ||
+                            refund_validate_operation_id(id, n, NULL) < 0)
+                                return api_reply_code(res, rid, 404, "not_found", NULL,
+                                                      "no such operation");
+                        memcpy(key, id, n);
+                        key[n] = '\0';
+                        return api_post_cancel(api, req, res, rid, key);
+                }
+                if (slash)
                         return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
                 if (!api_is_get(req))
                         return api_reply_method_not_allowed(res, rid, "GET");
@@ -450,6 +496,8 @@ static void log_request(const struct api *api, const struct http_request *req,
         json_object_set_new(f, "duration_ms", json_real((double)took / (double)TG_NS_PER_MS));
         if (api->log_op[0])
                 json_object_set_new(f, "operation_id", json_string(api->log_op));
+        if (api->log_trace[0])
+                json_object_set_new(f, "trace_id", json_string(api->log_trace));
         log_emit(res->status >= 500 ? LOG_WARN : LOG_INFO, "http_request", f);
 }
 
@@ -461,7 +509,15 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
 
         next_request_id(api, rid);
         api->log_op[0] = '\0';
+        api->log_trace[0] = '\0';
         r = route(api, req, res, rid);
+        /* A route refused before it read the operation: its trace is still
+         * in the store, and every line of an operation carries it. */
+        if (api->log_op[0] && !api->log_trace[0]) {
+                struct op_record op;
+                if (store_get(api->store, api->log_op, &op) == 0)
+                        api_note_trace(api, op.traceparent);
+        }
         if (r < 0) {
                 /* Out of memory half-way: answer with a fixed body. */
                 static const char body[] = "{\"error\":{\"code\":\"internal\",\"message\":"
@@ -503,7 +559,7 @@ int api_new(const struct tg_config *cfg, struct api **ret_api)
                 if (r < 0)
                         goto fail;
         }
-        make_id_prefix(api->id_prefix);
+        make_id_prefix(api->id_prefix, &api->trace_rng);
         r = store_open(cfg->store_url, &api->store);
         if (r < 0)
                 goto fail;

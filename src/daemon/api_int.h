@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/admission.h"
+#include "core/rng.h"
 #include "daemon/api.h"
 #include "daemon/api_parse.h"
 #include "store/store.h"
@@ -48,6 +49,11 @@ struct api {
         struct api_admission_cache adm;
         /* the operation the current request is about, for its log line */
         char log_op[TG_OP_ID_MAX + 1];
+        /* and its trace id (W3C), when known */
+        char log_trace[TG_TRACE_ID_MAX + 1];
+        /* draws the trace ids of refunds that arrive without a traceparent
+         * (seeded from /dev/urandom at start; not a secret) */
+        struct tg_rng trace_rng;
 };
 
 tg_wall_ms api_wall_now(void);
@@ -66,6 +72,17 @@ int api_int_arg(const struct http_request *req, const char *name, int64_t def, i
                 int64_t hi, int64_t *ret);
 /* Remembers the operation a request is about (for its log line). */
 void api_note_op(struct api *api, const char *operation_id);
+/* Remembers its trace (a stored traceparent; "" is nothing), for the same
+ * line: every log line of an operation carries its trace id. */
+void api_note_trace(struct api *api, const char *traceparent);
+/* The traceparent a new refund belongs to: the request's traceparent
+ * header when it is a valid W3C one, else a new trace started here. */
+void api_intake_trace(struct api *api, const struct http_request *req,
+                      char out[TG_TRACEPARENT_MAX + 1]);
+
+/* api_cancel.c: POST /v1/refunds/{id}/cancel (id validated by the caller) */
+int api_post_cancel(struct api *api, const struct http_request *req, struct http_response *res,
+                    const char *rid, const char *id);
 
 /* api_manual.c: everything under /v1/manual; rest is the path after it. */
 int api_route_manual(struct api *api, const struct http_request *req, struct http_response *res,

@@ -1,14 +1,17 @@
 /*
  * api_manual — the manual review routes:
- *   GET  /v1/manual?reason=R&after=CURSOR&limit=N   oldest accepted first
+ *   GET  /v1/manual?reason=R&assignee=NAME|unassigned=true&after=CURSOR&limit=N
+ *                                                  oldest accepted first
  *   GET  /v1/manual/{operation_id}                 one operation, any state
  *   POST /v1/manual/{operation_id}/resend   {"operator","reason"}
  *   POST /v1/manual/{operation_id}/resolve  {"operator","reason","outcome"}
- * Every item carries its reason, its whole call history ("attempts") and its
- * audit rows. A re-send is queued for the same exit with the same key (the
- * store refuses it past key retention); a resolve closes it by hand. Both are
- * written with their audit row in one store transaction: nothing is deleted
- * and no action goes unaudited.
+ *   POST /v1/manual/{operation_id}/assign   {"operator","assignee","reason"}
+ * Every item carries its reason, its owner ("assignee", null for nobody), its
+ * whole call history ("attempts") and its audit rows. A re-send is queued for
+ * the same exit with the same key (the store refuses it past key retention);
+ * a resolve closes it by hand; an assign gives the case to someone (null:
+ * back to nobody). Each is written with its audit row in one store
+ * transaction: nothing is deleted and no action goes unaudited.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +30,8 @@
 struct manual_page {
         struct op_record *ops;
         unsigned n, max;
-        enum manual_reason reason; /* MANUAL_NONE: any; the store filters */
+        struct store_manual_filter filter; /* the store filters */
+        char assignee[API_TEXT_MAX + 1];
         int64_t last_id;
 };
 
@@ -38,6 +42,35 @@ static int collect(const struct op_record *op, void *userdata)
         p->last_id = op->id;
         p->ops[p->n++] = *op;
         return p->n >= p->max ? 1 : 0;
+}
+
+/* ?assignee=NAME or ?unassigned=true into the page's filter: 0, or 1 / 2
+ * for a bad assignee / unassigned. */
+static int owner_filter(const struct http_request *req, struct manual_page *page)
+{
+        char flag[8];
+        int a = http_request_arg(req, "assignee", page->assignee, sizeof(page->assignee));
+        int u = http_request_arg(req, "unassigned", flag, sizeof(flag));
+
+        page->filter.who = STORE_ASSIGNEE_ANY;
+        if (a != 0 && a != TG_ENOTFOUND)
+                return 1;
+        if (a == 0) {
+                size_t n = strlen(page->assignee);
+                if (n == 0)
+                        return 1;
+                for (size_t i = 0; i < n; i++)
+                        if ((unsigned char)page->assignee[i] < 0x20 || page->assignee[i] == 0x7f)
+                                return 1;
+                page->filter.who = STORE_ASSIGNEE_IS;
+                page->filter.assignee = page->assignee;
+        }
+        if (u == TG_ENOTFOUND)
+                return 0;
+        if (u != 0 || strcmp(flag, "true") != 0 || a == 0)
+                return 2;
+        page->filter.who = STORE_ASSIGNEE_NONE;
+        return 0;
 }
 
 static int list_manual(struct api *api, const struct http_request *req, struct http_response *res,
@@ -57,19 +90,27 @@ static int list_manual(struct api *api, const struct http_request *req, struct h
                                       "must be an integer in [1, 200]");
         r = http_request_arg(req, "reason", reason, sizeof(reason));
         if (r == 0) {
-                if (manual_reason_parse(reason, &page.reason) < 0 || page.reason == MANUAL_NONE)
+                if (manual_reason_parse(reason, &page.filter.reason) < 0 ||
+                    page.filter.reason == MANUAL_NONE)
                         return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
                                               "must be a manual reason (see docs/operating.md)");
         } else if (r != TG_ENOTFOUND) {
                 return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
                                       "must be a manual reason (see docs/operating.md)");
         }
+        r = owner_filter(req, &page);
+        if (r == 1)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "assignee",
+                                      "must be an operator's name (1 to 200 bytes)");
+        if (r == 2)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "unassigned",
+                                      "must be true, and not given with assignee");
         page.max = (unsigned)limit;
         page.ops = calloc(page.max, sizeof(*page.ops));
         if (!page.ops)
                 return TG_ENOMEM;
         page.last_id = after;
-        r = store_list_manual(api->store, after, page.reason, page.max, collect, &page);
+        r = store_list_manual_filtered(api->store, after, &page.filter, page.max, collect, &page);
         if (r < 0)
                 goto out;
         items = json_array();
@@ -103,6 +144,8 @@ static int show(struct api *api, const char *id, struct http_response *res, cons
         json_t *o = NULL;
         int r = store_get(api->store, id, &op);
 
+        if (r == 0)
+                api_note_trace(api, op.traceparent);
         if (r == 0)
                 r = render_op_full(api->store, &op, &o);
         if (r == TG_ENOMEM)
@@ -144,15 +187,52 @@ static int act(struct api *api, const struct http_request *req, const char *id, 
                 return api_reply_store_error(res, rid, r);
         if (!resolve)
                 wake_ring(api->doorbell); /* due now, through the local exit */
+        api_note_trace(api, op.traceparent);
         log_emit(LOG_INFO, resolve ? "operator_resolve" : "operator_resend",
-                 json_pack("{s:s, s:s, s:s, s:s}", "operation_id", id, "operator", a.operator_name,
-                           "state", op_state_name(op.state), "request_id", rid));
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator",
+                           a.operator_name, "state", op_state_name(op.state), "request_id", rid,
+                           "trace_id", api->log_trace));
         r = render_op_full(api->store, &op, &o);
         if (r == TG_ENOMEM)
                 return r;
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
         return api_reply_json(res, resolve ? 200 : 202, o);
+}
+
+static int assign(struct api *api, const struct http_request *req, const char *id,
+                  struct http_response *res, const char *rid)
+{
+        struct assign_request a;
+        struct api_error err;
+        struct op_record op;
+        json_t *o = NULL;
+        int r;
+
+        if (req->body_len > api->cfg.api_max_body_bytes)
+                return api_reply_code(res, rid, 413, "body_too_large", NULL,
+                                      "the request body is too large");
+        if (api_parse_assign(req->body, req->body_len, &a, &err) < 0)
+                return api_reply_error(res, rid, &err);
+        /* The owner and its audit row commit together, before the reply. */
+        r = store_operator_assign(api->store, id, a.operator_name, a.assignee, a.reason,
+                                  api_wall_now(), &op);
+        if (r == TG_ESTATE)
+                return api_reply_code(res, rid, 409, "not_manual", NULL,
+                                      "the operation is not waiting for manual review");
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        api_note_trace(api, op.traceparent);
+        log_emit(LOG_INFO, "operator_assign",
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator",
+                           a.operator_name, "assignee", a.assignee, "request_id", rid, "trace_id",
+                           api->log_trace));
+        r = render_op_full(api->store, &op, &o);
+        if (r == TG_ENOMEM)
+                return r;
+        if (r < 0)
+                return api_reply_store_error(res, rid, r);
+        return api_reply_json(res, 200, o);
 }
 
 int api_route_manual(struct api *api, const struct http_request *req, struct http_response *res,
@@ -185,6 +265,11 @@ int api_route_manual(struct api *api, const struct http_request *req, struct htt
                 if (strcmp(req->method, "POST") != 0)
                         return api_reply_method_not_allowed(res, rid, "POST");
                 return act(api, req, id, strcmp(slash, "/resolve") == 0, res, rid);
+        }
+        if (strcmp(slash, "/assign") == 0) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return assign(api, req, id, res, rid);
         }
         return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 }

@@ -130,6 +130,42 @@ static void histogram(struct mbuf *b, const char *name, const char *help, json_t
         mb_printf(b, "%s_count %llu\n", name, (unsigned long long)count);
 }
 
+/* One histogram family with a label: each key of obj (a histogram's JSON)
+ * is one label value, in the order given. */
+static void histogram_by(struct mbuf *b, const char *name, const char *help, const char *label,
+                         json_t *obj, const char *const *keys, unsigned nkeys, const double *bounds,
+                         unsigned n)
+{
+        bool any = false;
+
+        for (unsigned k = 0; k < nkeys; k++) {
+                json_t *h = json_object_get(obj, keys[k]);
+                json_t *buckets = json_object_get(h, "buckets");
+                json_t *sum = json_object_get(h, "sum");
+                uint64_t cum = 0, count = fig_u64(h, "count");
+
+                if (!json_is_array(buckets) || json_array_size(buckets) != n + 1)
+                        continue;
+                if (!any)
+                        family(b, name, "histogram", help);
+                any = true;
+                for (unsigned i = 0; i < n; i++) {
+                        json_t *v = json_array_get(buckets, i);
+                        cum += json_is_integer(v) && json_integer_value(v) > 0
+                                   ? (uint64_t)json_integer_value(v)
+                                   : 0;
+                        mb_printf(b, "%s_bucket{%s=\"%s\",le=\"%g\"} %llu\n", name, label, keys[k],
+                                  bounds[i], (unsigned long long)cum);
+                }
+                mb_printf(b, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", name, label, keys[k],
+                          (unsigned long long)count);
+                mb_printf(b, "%s_sum{%s=\"%s\"} %.9g\n", name, label, keys[k],
+                          json_is_number(sum) ? json_number_value(sum) : 0.0);
+                mb_printf(b, "%s_count{%s=\"%s\"} %llu\n", name, label, keys[k],
+                          (unsigned long long)count);
+        }
+}
+
 static void counters(struct mbuf *b, const char *name, const char *label, const char *help,
                      json_t *obj)
 {
@@ -286,6 +322,15 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
                           "POSTs an operation had made when the exit closed it.",
                           json_object_get(fig, "attempts"), exit_attempts_bounds,
                           EXIT_ATTEMPTS_BUCKETS);
+                const char *waits[EXIT_WAIT_COUNT];
+                for (unsigned w = 0; w < EXIT_WAIT_COUNT; w++)
+                        waits[w] = exit_wait_name((enum exit_wait)w);
+                histogram_by(&b, "tollgate_retry_wait_seconds",
+                             "Waits between an operation's calls, by reason: backoff before a "
+                             "re-send, the interval before a reconciliation query, a "
+                             "provider-wide hold of every start.",
+                             "reason", json_object_get(fig, "waits_s"), waits, EXIT_WAIT_COUNT,
+                             exit_wait_bounds_s, EXIT_WAIT_BUCKETS);
         }
         json_decref(fig);
         free(s.sample);

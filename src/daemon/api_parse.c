@@ -8,10 +8,12 @@
 #include "daemon/api_parse.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/refund_validate.h"
+#include "core/rfc3339.h"
 #include "core/tg_error.h"
 
 static void copy_text(char *dst, size_t size, const char *src, size_t len)
@@ -45,7 +47,39 @@ static int invalid(struct api_error *err, int status, const char *code, const ch
         return TG_EINVAL;
 }
 
-static const char *const known_fields[] = {"operation_id", "payment_id", "amount", "currency"};
+static const char *const known_fields[] = {"operation_id", "payment_id", "amount",
+                                           "currency",     "deadline",   "budget_s"};
+
+#define BUDGET_MAX_S (366.0 * 24 * 3600) /* a longer budget is a typo */
+
+/* The caller's deadline, if any: "deadline" (RFC 3339) or "budget_s"
+ * (seconds from now). *ret_at is 0 when neither is given. */
+static int get_deadline(json_t *root, tg_wall_ms now, tg_wall_ms *ret_at, struct api_error *err)
+{
+        json_t *at = json_object_get(root, "deadline"), *budget = json_object_get(root, "budget_s");
+        tg_wall_ms t = 0;
+
+        if (at && budget)
+                return invalid(err, 422, "invalid_field", "budget_s",
+                               "give either deadline or budget_s, not both");
+        if (at) {
+                if (!json_is_string(at) ||
+                    rfc3339_parse(json_string_value(at), json_string_length(at), &t) < 0)
+                        return invalid(err, 422, "invalid_field", "deadline",
+                                       "must be an RFC 3339 time, e.g. \"2025-03-01T12:00:00Z\"");
+                if (t <= now)
+                        return invalid(err, 422, "invalid_field", "deadline",
+                                       "is not in the future");
+        } else if (budget) {
+                double v = json_is_number(budget) ? json_number_value(budget) : -1;
+                if (!(v > 0 && v <= BUDGET_MAX_S) || llround(v * 1000.0) < 1)
+                        return invalid(err, 422, "invalid_field", "budget_s",
+                                       "must be a number of seconds > 0, at most a year");
+                t = now + llround(v * 1000.0);
+        }
+        *ret_at = t;
+        return 0;
+}
 
 /* A string member, with its length. */
 static int get_string(json_t *obj, const char *name, const char **ret_s, size_t *ret_len,
@@ -62,9 +96,10 @@ static int get_string(json_t *obj, const char *name, const char **ret_s, size_t 
         return 0;
 }
 
-int api_parse_refund(const char *body, size_t len, struct refund_request *ret_req,
+int api_parse_refund(const char *body, size_t len, tg_wall_ms now, struct refund_request *ret_req,
                      struct api_error *err)
 {
+        tg_wall_ms deadline_at = 0;
         struct refund_fields f;
         struct refund_problem problem;
         struct refund_request req;
@@ -125,6 +160,8 @@ int api_parse_refund(const char *body, size_t len, struct refund_request *ret_re
                 invalid(err, 422, "invalid_field", problem.field, problem.message);
                 goto out;
         }
+        if (get_deadline(root, now, &deadline_at, err) < 0)
+                goto out;
 
         /* Lengths were checked by refund_validate against these buffers. */
         memset(&req, 0, sizeof(req));
@@ -132,6 +169,7 @@ int api_parse_refund(const char *body, size_t len, struct refund_request *ret_re
         memcpy(req.payment_id, f.payment_id, f.payment_id_len);
         req.amount = f.amount;
         memcpy(req.currency, f.currency, f.currency_len);
+        req.deadline_at = deadline_at;
         *ret_req = req;
         r = 0;
 out:
@@ -258,6 +296,71 @@ int api_parse_operator_action(const char *body, size_t len, bool want_outcome,
         json_decref(root);
         if (r == 0)
                 *ret_action = a;
+        return r;
+}
+
+/* An optional operator text: absent leaves dst "". */
+static int get_text_opt(json_t *root, const char *name, char *dst, size_t size,
+                        struct api_error *err)
+{
+        dst[0] = '\0';
+        if (!json_object_get(root, name))
+                return 0;
+        return get_text(root, name, dst, size, err);
+}
+
+int api_parse_cancel(const char *body, size_t len, struct cancel_request *ret_cancel,
+                     struct api_error *err)
+{
+        static const char *const fields[] = {"operator", "reason"};
+        struct cancel_request c;
+        json_t *root = NULL;
+        int r;
+
+        memset(&c, 0, sizeof(c));
+        if (!body || len == 0) {
+                *ret_cancel = c;
+                return 0;
+        }
+        r = load_object(body, len, &root, err);
+        if (r < 0)
+                return r;
+        r = only_known(root, fields, 2, err);
+        if (r == 0)
+                r = get_text_opt(root, "operator", c.operator_name, sizeof(c.operator_name), err);
+        if (r == 0)
+                r = get_text_opt(root, "reason", c.reason, sizeof(c.reason), err);
+        json_decref(root);
+        if (r == 0)
+                *ret_cancel = c;
+        return r;
+}
+
+int api_parse_assign(const char *body, size_t len, struct assign_request *ret_assign,
+                     struct api_error *err)
+{
+        static const char *const fields[] = {"operator", "assignee", "reason"};
+        struct assign_request a;
+        json_t *root = NULL, *who;
+        int r = load_object(body, len, &root, err);
+
+        if (r < 0)
+                return r;
+        memset(&a, 0, sizeof(a));
+        r = only_known(root, fields, 3, err);
+        if (r == 0)
+                r = get_text(root, "operator", a.operator_name, sizeof(a.operator_name), err);
+        who = r == 0 ? json_object_get(root, "assignee") : NULL;
+        if (r == 0 && !who)
+                r = invalid(err, 422, "invalid_field", "assignee",
+                            "is required (a name, or null for nobody)");
+        if (r == 0 && !json_is_null(who))
+                r = get_text(root, "assignee", a.assignee, sizeof(a.assignee), err);
+        if (r == 0)
+                r = get_text_opt(root, "reason", a.reason, sizeof(a.reason), err);
+        json_decref(root);
+        if (r == 0)
+                *ret_assign = a;
         return r;
 }
 

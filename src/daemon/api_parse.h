@@ -12,7 +12,12 @@
  *     "ammount" must not be silently ignored on a money path);
  *   - a missing field, a wrong type, a float or exponent amount, a number
  *     outside int64, or a value refund_validate refuses -> 422 invalid_field,
- *     with the field named.
+ *     with the field named;
+ *   - the caller's deadline travels in, optionally, as "deadline" (an RFC
+ *     3339 time, e.g. "2025-03-01T12:00:00Z") or "budget_s" (seconds from
+ *     now, a number > 0, at most a year); both at once, a deadline not in
+ *     the future or a budget out of range -> 422 invalid_field. The intake
+ *     bounds it by retry.deadline_s (policy_accept).
  */
 #ifndef TG_API_PARSE_H
 #define TG_API_PARSE_H
@@ -37,9 +42,31 @@ void api_error_set(struct api_error *err, int status, const char *code, const ch
                    const char *message);
 
 /* Parses and validates a refund request body of len bytes (need not be
- * NUL-terminated). 0 and *ret_req filled; or TG_EINVAL with *err filled and
- * *ret_req untouched. */
-int api_parse_refund(const char *body, size_t len, struct refund_request *ret_req,
+ * NUL-terminated), received at `now` (a budget counts from it). 0 and
+ * *ret_req filled (deadline_at 0 when the caller gave none, traceparent
+ * ""); or TG_EINVAL with *err filled and *ret_req untouched. */
+int api_parse_refund(const char *body, size_t len, tg_wall_ms now, struct refund_request *ret_req,
+                     struct api_error *err);
+
+/* The optional body of POST /v1/refunds/{id}/cancel: {"operator","reason"},
+ * each optional (1-200 bytes, no control characters). An empty body is no
+ * fields. Unknown fields -> 422 unknown_field. Absent texts are "". */
+struct cancel_request {
+        char operator_name[201];
+        char reason[201];
+};
+int api_parse_cancel(const char *body, size_t len, struct cancel_request *ret_cancel,
+                     struct api_error *err);
+
+/* POST /v1/manual/{id}/assign: {"operator","assignee","reason"}: operator
+ * required; assignee a name (1-200 bytes, no control characters) or null
+ * (to nobody), required; reason optional. */
+struct assign_request {
+        char operator_name[201];
+        char assignee[201]; /* "": to nobody */
+        char reason[201];
+};
+int api_parse_assign(const char *body, size_t len, struct assign_request *ret_assign,
                      struct api_error *err);
 
 /* An operator's action on a manual operation (POST /v1/manual/{id}/resend

@@ -166,6 +166,9 @@ static json_t *op_fields(const struct op_record *op, const struct call_record *c
                 json_object_set_new(f, "attempt", json_integer(call->attempt));
                 json_object_set_new(f, "call_id", json_integer(call->id));
         }
+        /* every line of an operation carries its trace (W3C trace id) */
+        if (op->traceparent[0])
+                json_object_set_new(f, "trace_id", json_stringn(op->traceparent + 3, 32));
         return f;
 }
 
@@ -222,6 +225,7 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
                 exit_stats_held(d->xstats); /* stats: a provider-wide hold */
                 /* claims made ahead can no longer go out in time */
                 release_ready(d, "hold", now, d->env->wall_now(d->env->ctx));
+                exit_stats_waited(d->xstats, EXIT_WAIT_HOLD, h.hold_ms);
         }
 }
 
@@ -329,6 +333,10 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
         /* stats: class, latency, and where the operation went */
         exit_stats_ended(d->xstats, cls, res->latency_us, r == 0 ? decision.next : OP_IN_FLIGHT,
                          oc->op.attempts);
+        if (r == 0 && (decision.next == OP_RETRY_WAIT || decision.next == OP_UNKNOWN))
+                exit_stats_waited(
+                    d->xstats, decision.next == OP_RETRY_WAIT ? EXIT_WAIT_BACKOFF : EXIT_WAIT_QUERY,
+                    decision.wait_ms);
         pacer_finish(d->pacer);
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_finish(d->query_pacer);
@@ -427,6 +435,7 @@ static int claim_ahead(struct dispatcher *d, unsigned n, tg_mono_ns now, tg_wall
                     d->query_pacer && (i > 0 || !pacer_may_start(d->query_pacer, now));
                 exit_call_request_id(a[i].request_id, sizeof(a[i].request_id), d->own.epoch,
                                      ++d->seq, (uint32_t)tg_rng_next(&d->rng));
+                exit_call_trace_ids(&d->rng, a[i].span_id, a[i].traceparent_new);
         }
         tg_mono_ns t0 = d->env->mono_now(d->env->ctx);
         r = store_claim_batch(d->store, a, n, &d->turn, ops, calls, &got);
@@ -631,6 +640,8 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         /* stats: ready = the later of the slot and the last empty claim */
         tg_mono_ns empty = d->last_empty;
         oc->ready_at = slot > empty ? slot : empty;
+        char traceparent[TG_TRACEPARENT_MAX + 1];
+        exit_call_traceparent(&oc->op, &oc->call, traceparent);
         struct transport_call tc = {
             .request = oc->request,
             .operation_id = oc->op.req.operation_id,
@@ -639,6 +650,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
             .timeout_ms = exit_call_timeout_ms(d->cfg->provider_timeout_ms, &oc->op, wall),
             .cookie = oc->cookie,
             .not_before = at,
+            .traceparent = traceparent,
         };
         int body_r = oc->request == CLASSIFY_POST ? exit_call_body(&oc->op, &body) : 0;
         tc.body = body;

@@ -10,11 +10,29 @@
 #include <string.h>
 
 #include "core/tg_error.h"
+#include "core/traceparent.h"
 
 void exit_call_request_id(char *dst, size_t size, int64_t epoch, uint64_t seq, uint32_t random)
 {
         snprintf(dst, size, "tg-%lld-%llu-%04x", (long long)epoch, (unsigned long long)seq,
                  (unsigned)(random & 0xffff));
+}
+
+void exit_call_trace_ids(struct tg_rng *rng, char ret_span_id[TG_SPAN_ID_MAX + 1],
+                         char ret_traceparent[TG_TRACEPARENT_MAX + 1])
+{
+        struct trace_context tc;
+
+        traceparent_span_id(rng, ret_span_id);
+        traceparent_new(rng, &tc);
+        traceparent_format(&tc, ret_traceparent);
+}
+
+void exit_call_traceparent(const struct op_record *op, const struct call_record *call,
+                           char out[TG_TRACEPARENT_MAX + 1])
+{
+        if (traceparent_child(op->traceparent, call->span_id, out) < 0)
+                out[0] = '\0';
 }
 
 int exit_call_body(const struct op_record *op, char **ret_body)

@@ -18,6 +18,18 @@
  * never part of idempotency). */
 void exit_call_request_id(char *dst, size_t size, int64_t epoch, uint64_t seq, uint32_t random);
 
+/* A call's trace ids, minted with its request id: its span id (16 hex),
+ * and the traceparent an operation without a trace starts with (a new
+ * trace, whose parent id is tollgate's own). */
+void exit_call_trace_ids(struct tg_rng *rng, char ret_span_id[TG_SPAN_ID_MAX + 1],
+                         char ret_traceparent[TG_TRACEPARENT_MAX + 1]);
+
+/* The traceparent header of a claimed call: the operation's trace with the
+ * call's span as parent. "" when either is missing (a call logged before
+ * trace context). */
+void exit_call_traceparent(const struct op_record *op, const struct call_record *call,
+                           char out[TG_TRACEPARENT_MAX + 1]);
+
 /* The refund POST body (shared/PROVIDER.md). 0 or TG_ENOMEM; the caller
  * frees *ret_body. */
 int exit_call_body(const struct op_record *op, char **ret_body);

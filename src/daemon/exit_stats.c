@@ -20,6 +20,16 @@ const double exit_latency_bounds_s[EXIT_LATENCY_BUCKETS] = {0.005, 0.01, 0.025, 
 const double exit_lateness_bounds_s[EXIT_LATENESS_BUCKETS] = {0.001, 0.005, 0.01, 0.025, 0.05,
                                                               0.1,   0.25,  0.5,  1.0,   5.0};
 const double exit_attempts_bounds[EXIT_ATTEMPTS_BUCKETS] = {1, 2, 3, 4, 5, 10};
+const double exit_wait_bounds_s[EXIT_WAIT_BUCKETS] = {0.1, 0.25, 0.5, 1,  2,   4,
+                                                      8,   15,   30,  60, 120, 300};
+
+static const char *const wait_names[EXIT_WAIT_COUNT] = {
+    [EXIT_WAIT_BACKOFF] = "backoff", [EXIT_WAIT_QUERY] = "query", [EXIT_WAIT_HOLD] = "hold"};
+
+const char *exit_wait_name(enum exit_wait reason)
+{
+        return (unsigned)reason < EXIT_WAIT_COUNT ? wait_names[reason] : "invalid";
+}
 
 #define KINDS 4
 
@@ -36,6 +46,7 @@ struct exit_stats {
         uint64_t closes[OP_STATE_COUNT];
         uint64_t holds;
         struct histo latency, lateness, attempts;
+        struct histo waits[EXIT_WAIT_COUNT];
         /* since the last sample */
         unsigned sec_starts, sec_ends, sec_closes;
 };
@@ -116,13 +127,25 @@ void exit_stats_held(struct exit_stats *xs)
                 xs->holds++;
 }
 
+void exit_stats_waited(struct exit_stats *xs, enum exit_wait reason, int64_t wait_ms)
+{
+        if (!xs || (unsigned)reason >= EXIT_WAIT_COUNT)
+                return;
+        histo_add(&xs->waits[reason], exit_wait_bounds_s, EXIT_WAIT_BUCKETS,
+                  (double)(wait_ms > 0 ? wait_ms : 0) / 1000.0);
+}
+
 static json_t *figures_json(const struct exit_stats *xs)
 {
         json_t *starts = json_object(), *ends = json_object(), *closes = json_object();
+        json_t *waits = json_object();
         json_t *o;
 
-        if (!starts || !ends || !closes)
+        if (!starts || !ends || !closes || !waits)
                 goto fail;
+        for (unsigned w = 0; w < EXIT_WAIT_COUNT; w++)
+                json_object_set_new(waits, wait_names[w],
+                                    histo_json(&xs->waits[w], EXIT_WAIT_BUCKETS));
         for (unsigned k = 0; k < KINDS; k++)
                 json_object_set_new(starts, tg_call_kind_name((enum tg_call_kind)k),
                                     json_integer((json_int_t)xs->starts[k]));
@@ -139,11 +162,16 @@ static json_t *figures_json(const struct exit_stats *xs)
                       histo_json(&xs->latency, EXIT_LATENCY_BUCKETS), "lateness_s",
                       histo_json(&xs->lateness, EXIT_LATENESS_BUCKETS), "attempts",
                       histo_json(&xs->attempts, EXIT_ATTEMPTS_BUCKETS));
+        if (o)
+                json_object_set_new(o, "waits_s", waits);
+        else
+                json_decref(waits);
         return o;
 fail:
         json_decref(starts);
         json_decref(ends);
         json_decref(closes);
+        json_decref(waits);
         return NULL;
 }
 

@@ -42,6 +42,19 @@ extern const double exit_latency_bounds_s[EXIT_LATENCY_BUCKETS];
 extern const double exit_lateness_bounds_s[EXIT_LATENESS_BUCKETS];
 #define EXIT_ATTEMPTS_BUCKETS 6
 extern const double exit_attempts_bounds[EXIT_ATTEMPTS_BUCKETS];
+#define EXIT_WAIT_BUCKETS 12
+extern const double exit_wait_bounds_s[EXIT_WAIT_BUCKETS];
+
+/* Why an operation waits between two of its calls (the `reason` label of
+ * tollgate_retry_wait_seconds). */
+enum exit_wait {
+        EXIT_WAIT_BACKOFF, /* a re-send's backoff with jitter (Retry-After its floor) */
+        EXIT_WAIT_QUERY,   /* an unknown outcome's interval before its next query */
+        EXIT_WAIT_HOLD,    /* a provider-wide hold (429/503, a run of timeouts): every start */
+};
+#define EXIT_WAIT_COUNT 3
+/* "backoff", "query", "hold" */
+const char *exit_wait_name(enum exit_wait reason);
 
 /* Keep samples this long (GET /v1/stats shows at most the last hour). */
 #define EXIT_SAMPLES_KEEP_MS (3600LL * 1000)
@@ -67,6 +80,10 @@ void exit_stats_ended(struct exit_stats *xs, enum tg_class cls, int64_t latency_
 
 /* The provider told the whole exit to hold (429/503, a run of timeouts). */
 void exit_stats_held(struct exit_stats *xs);
+
+/* A wait was decided: an operation's before its next call (backoff, query),
+ * or the whole exit's (hold), of wait_ms. */
+void exit_stats_waited(struct exit_stats *xs, enum exit_wait reason, int64_t wait_ms);
 
 /* Writes one sample of `share` for the second ending at `now` (figures as
  * JSON) and prunes samples older than EXIT_SAMPLES_KEEP_MS. Returns the

@@ -54,6 +54,9 @@ json_t *render_call(const struct call_record *call, bool with_op)
         json_object_set_new(o, "in_flight", json_integer(call->in_flight_at_start));
         json_object_set_new(o, "epoch", json_integer(call->epoch));
         json_object_set_new(o, "sent", call->ended ? json_boolean(call->sent) : json_null());
+        /* W3C trace context: the operation's trace, this call's span */
+        json_object_set_new(o, "trace_id", text_or_null(call->trace_id));
+        json_object_set_new(o, "span_id", text_or_null(call->span_id));
         if (with_op)
                 json_object_set_new(o, "operation_id", text_or_empty(call->operation_id));
         return o;
@@ -91,6 +94,15 @@ json_t *render_op(const struct op_record *op)
         json_object_set_new(o, "query_limit", json_integer(op->query_limit));
         json_object_set_new(o, "updated_at", json_integer(op->updated_at));
         json_object_set_new(o, "operator_resend", json_boolean(op->operator_resend));
+        /* who owns the manual case (kept after it is closed); null: nobody */
+        json_object_set_new(o, "assignee", text_or_null(op->assignee));
+        json_object_set_new(o, "caller_deadline_at",
+                            op->caller_deadline_at > 0 ? json_integer(op->caller_deadline_at)
+                                                       : json_null());
+        json_object_set_new(o, "traceparent", text_or_null(op->traceparent));
+        json_object_set_new(o, "trace_id",
+                            op->traceparent[0] ? json_stringn(op->traceparent + 3, TG_TRACE_ID_MAX)
+                                               : json_null());
         return o;
 }
 

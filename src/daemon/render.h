@@ -16,13 +16,16 @@
 #define RENDER_MAX_OP_CALLS 1000
 #define RENDER_MAX_AUDIT    1000
 
-/* One call log row; with_op adds operation_id. */
+/* One call log row (its trace_id and span_id included); with_op adds
+ * operation_id. */
 json_t *render_call(const struct call_record *call, bool with_op);
 /* One audit row. */
 json_t *render_audit(const struct audit_record *audit);
 /* An operation: operation_id, state, status_url, payment_id, amount,
  * currency, accepted_at, deadline_at, next_run_at, reason, refund_id,
- * attempts_made, attempt_limit, queries_made, query_limit, updated_at. */
+ * attempts_made, attempt_limit, queries_made, query_limit, updated_at,
+ * operator_resend, assignee (null: nobody), caller_deadline_at (null: none
+ * given), traceparent and trace_id (null: none yet). */
 json_t *render_op(const struct op_record *op);
 /* render_op() plus "attempts" (its calls, oldest first) and "audit" (its
  * audit rows, oldest first), read from the store. 0, TG_ENOMEM or the

@@ -296,6 +296,10 @@ static int setup_call(struct transport *t, struct call *c, const struct transpor
             add_header(&c->headers, t->request_id_header, call->request_id) < 0 ||
             add_header(&c->headers, t->attempt_header, num) < 0)
                 return TG_ENOMEM;
+        /* W3C trace context: the operation's trace, this call's span */
+        if (call->traceparent && call->traceparent[0] &&
+            add_header(&c->headers, "traceparent", call->traceparent) < 0)
+                return TG_ENOMEM;
         /* An empty "Expect:" removes libcurl's 100-continue dance. */
         struct curl_slist *l = curl_slist_append(c->headers, "Expect:");
         if (!l)

@@ -52,8 +52,9 @@ struct transport_call {
         const char *body;              /* POST body (JSON); NULL for queries */
         const char *request_id;
         unsigned attempt;
-        int64_t timeout_ms; /* whole call: DNS, connect, send, wait, read */
-        uint64_t cookie;    /* returned with the result */
+        int64_t timeout_ms;      /* whole call: DNS, connect, send, wait, read */
+        uint64_t cookie;         /* returned with the result */
+        const char *traceparent; /* sent as the W3C traceparent header; NULL/"": none */
         /* The request does not go on the wire before this monotonic time:
          * the connection is made at once, and the pre-request hook holds the
          * request until then (0: no hold). The caller hands a call over a

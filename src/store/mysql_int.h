@@ -25,14 +25,14 @@
         "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
-        "last_http_status, last_class, source, share"
-#define OP_NCOLS 24
+        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at"
+#define OP_NCOLS 27
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
         "in_flight_at_start, ended, end_mono, end_wall, sent, cls, http_status, latency_us, "      \
-        "error, share, handoff_mono, handoff_wall"
-#define CALL_NCOLS 21
+        "error, share, trace_id, span_id, handoff_mono, handoff_wall"
+#define CALL_NCOLS 23
 
 #define AUDIT_COLS  "id, op_id, at, action, operator_name, reason, detail"
 #define AUDIT_NCOLS 7

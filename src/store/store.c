@@ -24,7 +24,7 @@
 static const char *const state_texts[OP_STATE_COUNT] = {
     [OP_PENDING] = "pending", [OP_IN_FLIGHT] = "in_flight", [OP_RETRY_WAIT] = "retry_wait",
     [OP_UNKNOWN] = "unknown", [OP_SUCCEEDED] = "succeeded", [OP_REJECTED] = "rejected",
-    [OP_MANUAL] = "manual",
+    [OP_MANUAL] = "manual",   [OP_CANCELLED] = "cancelled",
 };
 
 static const char *const kind_texts[] = {

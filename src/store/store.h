@@ -61,6 +61,11 @@ struct call_record {
         int http_status;
         int64_t latency_us;
         char error[TG_TEXT_MAX];
+        /* W3C trace context of the call: the operation's trace id and the
+         * call's own span id (its traceparent's parent id at the provider);
+         * "" for calls logged before tollgate kept them. */
+        char trace_id[TG_TRACE_ID_MAX + 1];
+        char span_id[TG_SPAN_ID_MAX + 1];
 };
 
 /* Opens (creating and migrating as needed) the store named by url.
@@ -182,6 +187,12 @@ struct claim_args {
         /* The query sub-quota is spent: the again group skips unknowns (a
          * query) and may only yield a re-send. */
         bool no_queries;
+        /* The call's span id (16 hex, never all zeros), and the traceparent
+         * an operation without one (an outbox row, a row older than trace
+         * context) gets at this claim and keeps: minted by the caller with
+         * the request id. "" for neither. */
+        char span_id[TG_SPAN_ID_MAX + 1];
+        char traceparent_new[TG_TRACEPARENT_MAX + 1];
 };
 
 /* One short transaction: picks the oldest-accepted operation of the group
@@ -277,6 +288,24 @@ int store_stats(struct store *store, struct store_stats *ret_stats);
 int store_list_manual(struct store *store, int64_t after_id, enum manual_reason reason,
                       unsigned limit, store_op_fn fn, void *userdata);
 
+/* Who owns a manual case, as a filter of the manual list. */
+enum store_assignee {
+        STORE_ASSIGNEE_ANY,  /* owned by anybody or nobody */
+        STORE_ASSIGNEE_IS,   /* owned by the named operator */
+        STORE_ASSIGNEE_NONE, /* owned by nobody yet */
+};
+
+struct store_manual_filter {
+        enum manual_reason reason; /* MANUAL_NONE: any */
+        enum store_assignee who;
+        const char *assignee; /* STORE_ASSIGNEE_IS: the name (1..TG_TEXT_MAX-1 bytes) */
+};
+
+/* store_list_manual() with the whole filter (the store filters, by page). */
+int store_list_manual_filtered(struct store *store, int64_t after_id,
+                               const struct store_manual_filter *filter, unsigned limit,
+                               store_op_fn fn, void *userdata);
+
 /* Operations in `state` with id > after_id, in id order, at most limit: page
  * with after_id = the last id seen. Meant for the small states (unknown,
  * retry_wait, manual): a backend may sort the state's rows. A non-zero return
@@ -309,6 +338,23 @@ int store_operator_resend(struct store *store, const char *operation_id, const c
 int store_operator_resolve(struct store *store, const char *operation_id, const char *operator_name,
                            const char *reason, enum op_state outcome, tg_wall_ms now,
                            struct op_record *ret_op);
+
+/* An operator gives a manual case to `assignee` (NULL or "": to nobody;
+ * the same owner again changes nothing and writes no audit row), audited in
+ * the same transaction with the owner before and after (policy_assign()).
+ * TG_ESTATE unless manual, TG_ENOTFOUND. */
+int store_operator_assign(struct store *store, const char *operation_id, const char *operator_name,
+                          const char *assignee, const char *reason, tg_wall_ms now,
+                          struct op_record *ret_op);
+
+/* The caller cancels an operation that never reached the transport
+ * (policy_cancel()): it becomes cancelled, final, audited in the same
+ * transaction, so a claim either took it first (then this refuses) or never
+ * sees it. One already cancelled: 0 and *ret_changed = false. TG_ESTATE (in
+ * flight, unknown, succeeded, rejected), TG_ECONFLICT (a call was made: a
+ * sent refund is reconciled, never cancelled), TG_ENOTFOUND. */
+int store_cancel(struct store *store, const char *operation_id, const char *operator_name,
+                 const char *reason, tg_wall_ms now, struct op_record *ret_op, bool *ret_changed);
 
 /* A provider answer that did not come from a call (signed webhook,
  * settlement file; policy_external()): settles an unknown (or

@@ -112,7 +112,8 @@ enum store_page_kind {
         STORE_PAGE_AUDIT,    /* audit rows of op_id with id > cur_id, by id */
         STORE_PAGE_STATE,    /* operations in `state` with id > cur_id, by id */
         STORE_PAGE_MANUAL,   /* manual operations with id > after_id, of `reason` (MANUAL_NONE:
-                              * any), after (cur_at, cur_id) by (accepted_at, id) */
+                              * any), owned as `who` says (`assignee`), after
+                              * (cur_at, cur_id) by (accepted_at, id) */
         STORE_PAGE_SAMPLES,  /* samples after (cur_at, cur_share) by (at, share) */
 };
 
@@ -124,6 +125,8 @@ struct store_page {
         int64_t op_id;
         enum op_state state;
         enum manual_reason reason;
+        enum store_assignee who;
+        char assignee[TG_TEXT_MAX];
         int64_t after_id;
         int64_t cur_id;
         int64_t cur_at;

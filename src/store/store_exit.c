@@ -21,6 +21,7 @@
 
 #include "core/refund_validate.h"
 #include "core/tg_error.h"
+#include "core/traceparent.h"
 #include "store/store_backend.h"
 
 #define SWEEP_BATCH  256 /* operations moved to manual per sweep transaction */
@@ -107,10 +108,18 @@ int store_accept(struct store *store, const struct refund_request *req, tg_wall_
         struct accept_ctx c = {.req = req, .now = now, .limits = limits};
         int r;
 
+        struct trace_context tc;
+
         if (!store || !req || !limits || !ret_created || !ret_op ||
             !store_text_ok(req->operation_id, TG_OP_ID_MAX) ||
             !store_text_ok(req->payment_id, TG_PAYMENT_ID_MAX) || req->amount <= 0 ||
-            !store_text_ok(req->currency, sizeof(req->currency) - 1))
+            !store_text_ok(req->currency, sizeof(req->currency) - 1) || req->deadline_at < 0 ||
+            !store_buf_ok(req->traceparent, sizeof(req->traceparent)))
+                return TG_EINVAL;
+        /* only a traceparent as tollgate writes it is stored */
+        if (req->traceparent[0] &&
+            (strlen(req->traceparent) != TG_TRACEPARENT_MAX ||
+             traceparent_parse(req->traceparent, TG_TRACEPARENT_MAX, &tc) < 0))
                 return TG_EINVAL;
         /* commit before reply: the caller answers 202 only after this */
         r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, accept_tx, &c);
@@ -171,6 +180,7 @@ static int claim_one(struct store *s, const struct claim_args *a, enum store_gro
         };
         struct op_record op, next;
         struct call_record call;
+        struct trace_context tc;
         enum tg_call_kind kind;
         unsigned attempt = 0;
         int64_t id = 0;
@@ -180,6 +190,13 @@ static int claim_one(struct store *s, const struct claim_args *a, enum store_gro
                 r = s->ops->op_get(s, NULL, id, false, &op); /* locked by the pick */
         if (r == 0)
                 r = policy_claim(&op, a->epoch, share, a->now, &next, &kind, &attempt);
+        /* an operation without a trace (an outbox row, a row older than trace
+         * context, a column an application filled with something else) gets
+         * the one minted for this claim, and keeps it for every later call */
+        if (r == 0 &&
+            traceparent_parse(next.traceparent, strnlen(next.traceparent, sizeof(next.traceparent)),
+                              &tc) < 0)
+                store_copy_text(next.traceparent, sizeof(next.traceparent), a->traceparent_new);
         if (r == 0)
                 r = s->ops->op_put(s, &next);
         if (r < 0)
@@ -197,6 +214,12 @@ static int claim_one(struct store *s, const struct claim_args *a, enum store_gro
         call.in_flight_at_start = a->in_flight_at_start;
         call.ended = false;
         call.cls = TG_CLASS_UNKNOWN;
+        if (next.traceparent[0] && a->span_id[0]) {
+                /* 00-<trace id>-...: the trace id at its fixed place */
+                memcpy(call.trace_id, next.traceparent + 3, TG_TRACE_ID_MAX);
+                call.trace_id[TG_TRACE_ID_MAX] = '\0';
+                store_copy_text(call.span_id, sizeof(call.span_id), a->span_id);
+        }
         r = s->ops->call_insert(s, &call);
         if (r < 0)
                 return r;
@@ -270,10 +293,17 @@ static int claim_tx(struct store *s, void *ctx)
         return r;
 }
 
-static bool claim_args_ok(const struct claim_args *a)
+/* args[i] of a batch (the first's epoch is the batch's). */
+static bool claim_args_ok(const struct claim_args *args, unsigned i)
 {
+        const struct claim_args *a = &args[i];
+
         return (a->group == STORE_GROUP_FIRST || a->group == STORE_GROUP_AGAIN) &&
-               store_buf_ok(a->request_id, sizeof(a->request_id)) && a->epoch == a[0].epoch;
+               store_buf_ok(a->request_id, sizeof(a->request_id)) &&
+               store_buf_ok(a->span_id, sizeof(a->span_id)) &&
+               store_buf_ok(a->traceparent_new, sizeof(a->traceparent_new)) &&
+               (!a->traceparent_new[0] || strlen(a->traceparent_new) == TG_TRACEPARENT_MAX) &&
+               a->epoch == args[0].epoch;
 }
 
 int store_claim(struct store *store, const struct claim_args *args, struct op_record *ret_op,
@@ -284,7 +314,7 @@ int store_claim(struct store *store, const struct claim_args *args, struct op_re
         struct call_record call;
         int r;
 
-        if (!store || !args || !ret_op || !ret_call || !claim_args_ok(args))
+        if (!store || !args || !ret_op || !ret_call || !claim_args_ok(args, 0))
                 return TG_EINVAL;
         c.turn = args->group;
         c.ops = &op;
@@ -313,7 +343,7 @@ int store_claim_batch(struct store *store, const struct claim_args *args, unsign
         if (!store || !args || !turn || !ret_ops || !ret_calls || !ret_n || max == 0)
                 return TG_EINVAL;
         for (unsigned i = 0; i < max; i++)
-                if (!claim_args_ok(&args[i]) || args[i].epoch != args[0].epoch)
+                if (!claim_args_ok(args, i))
                         return TG_EINVAL;
         c.turn = *turn;
         /* record attempt before send, for every claim of the batch: one
@@ -568,7 +598,9 @@ struct action_ctx {
         enum op_state outcome;
         const char *refund_id;
         const char *source;
+        const char *assignee;
         tg_wall_ms now;
+        bool changed;
         struct op_record op;
 };
 
@@ -658,6 +690,103 @@ int store_operator_resolve(struct store *store, const char *operation_id, const 
         r = store->ops->tx(store, STORE_TX_WRITE, 0, resolve_tx, &c);
         if (r == 0)
                 *ret_op = c.op;
+        return r;
+}
+
+static int assign_tx(struct store *s, void *ctx)
+{
+        struct action_ctx *c = ctx;
+        struct op_record op, next;
+        char detail[TG_TEXT_MAX];
+        int r = s->ops->op_get(s, c->operation_id, 0, true, &op);
+
+        if (r == 0)
+                r = policy_assign(&op, c->assignee, c->now, &next);
+        if (r < 0)
+                return r;
+        c->op = op;
+        if (strcmp(op.assignee, next.assignee) == 0)
+                return 0; /* the same owner: nothing changes, nothing to audit */
+        if (next.assignee[0])
+                snprintf(detail, sizeof(detail), "assigned to %.100s (was %.100s)", next.assignee,
+                         op.assignee[0] ? op.assignee : "nobody");
+        else
+                snprintf(detail, sizeof(detail), "unassigned (was %.100s)", op.assignee);
+        r = s->ops->op_put(s, &next);
+        if (r == 0)
+                r = store_audit_add(s, next.id, c->now, "assign", c->operator_name, c->reason,
+                                    detail);
+        if (r == 0)
+                c->op = next;
+        return r;
+}
+
+int store_operator_assign(struct store *store, const char *operation_id, const char *operator_name,
+                          const char *assignee, const char *reason, tg_wall_ms now,
+                          struct op_record *ret_op)
+{
+        struct action_ctx c = {.operation_id = operation_id,
+                               .operator_name = operator_name,
+                               .reason = reason ? reason : "",
+                               .assignee = assignee ? assignee : "",
+                               .now = now};
+        int r;
+
+        if (!store || !ret_op || !store_text_ok(operation_id, TG_OP_ID_MAX) ||
+            !store_text_ok(operator_name, TG_TEXT_MAX - 1) ||
+            !store_buf_ok(c.reason, TG_TEXT_MAX) || !store_buf_ok(c.assignee, TG_TEXT_MAX))
+                return TG_EINVAL;
+        /* a re-run after an unknown COMMIT finds the owner already there */
+        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, assign_tx, &c);
+        if (r == 0)
+                *ret_op = c.op;
+        return r;
+}
+
+static int cancel_tx(struct store *s, void *ctx)
+{
+        struct action_ctx *c = ctx;
+        struct op_record op, next;
+        char detail[TG_TEXT_MAX];
+        int r = s->ops->op_get(s, c->operation_id, 0, true, &op);
+
+        /* the row lock (or SQLite's write lock) orders this against a
+         * claim: a claimed operation is in flight here and refused */
+        c->changed = false;
+        if (r == 0)
+                r = policy_cancel(&op, c->now, &next, &c->changed);
+        if (r < 0)
+                return r;
+        c->op = next;
+        if (!c->changed)
+                return 0;
+        snprintf(detail, sizeof(detail), "cancelled before any call was made (was %s)",
+                 store_state_text(op.state));
+        r = s->ops->op_put(s, &next);
+        if (r == 0)
+                r = store_audit_add(s, next.id, c->now, "cancel", c->operator_name, c->reason,
+                                    detail);
+        return r;
+}
+
+int store_cancel(struct store *store, const char *operation_id, const char *operator_name,
+                 const char *reason, tg_wall_ms now, struct op_record *ret_op, bool *ret_changed)
+{
+        struct action_ctx c = {.operation_id = operation_id,
+                               .operator_name = operator_name,
+                               .reason = reason ? reason : "",
+                               .now = now};
+        int r;
+
+        if (!store || !ret_op || !ret_changed || !store_text_ok(operation_id, TG_OP_ID_MAX) ||
+            !store_text_ok(operator_name, TG_TEXT_MAX - 1) || !store_buf_ok(c.reason, TG_TEXT_MAX))
+                return TG_EINVAL;
+        /* a re-run after an unknown COMMIT finds it cancelled: no change */
+        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, cancel_tx, &c);
+        if (r == 0) {
+                *ret_op = c.op;
+                *ret_changed = c.changed;
+        }
         return r;
 }
 

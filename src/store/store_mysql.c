@@ -209,19 +209,34 @@ static const struct migration migrations[] = {
      * run again (a step interrupted before the version bump). */
     {4, "ALTER TABLE exit_samples ADD COLUMN IF NOT EXISTS share INT UNSIGNED NOT NULL DEFAULT 0"},
     {4, "ALTER TABLE exit_samples DROP PRIMARY KEY, ADD PRIMARY KEY (at, share)"},
-    /* 5: a call's start is when its request went on the wire; the hand-off
-     * to the transport is kept beside it (the difference is the connect) */
-    {5, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS handoff_mono BIGINT NOT NULL DEFAULT 0"},
-    {5, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS handoff_wall BIGINT NOT NULL DEFAULT 0"},
-    /* 6: a provider-wide hold one share saw, for every share of the account */
-    {6, "CREATE TABLE IF NOT EXISTS exit_hold ("
+    /* 5: the cancelled state, the owner of a manual case, the operation's
+     * trace context and its caller's deadline; each call's trace and span
+     * ids. The state CHECK is dropped and added again (two statements, each
+     * safe to run again). */
+    {5, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS assignee VARBINARY(255) NOT NULL "
+        "DEFAULT '', ADD COLUMN IF NOT EXISTS traceparent VARCHAR(55) " TEXT_ASCII " NOT NULL "
+        "DEFAULT '', ADD COLUMN IF NOT EXISTS caller_deadline_at BIGINT NOT NULL DEFAULT 0"},
+    {5, "ALTER TABLE operations DROP CONSTRAINT IF EXISTS ops_state"},
+    {5, "ALTER TABLE operations ADD CONSTRAINT ops_state CHECK (state IN ('pending','in_flight',"
+        "'retry_wait','unknown','succeeded','rejected','manual','cancelled'))"},
+    {5, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS trace_id VARCHAR(32) " TEXT_ASCII " NOT NULL "
+        "DEFAULT '', ADD COLUMN IF NOT EXISTS span_id VARCHAR(16) " TEXT_ASCII " NOT NULL "
+        "DEFAULT ''"},
+    /* 6: a call's start is when its request went on the wire; the hand-off
+     * to the transport is kept beside it (the difference is the connect).
+     * Rows from before say -1 (not recorded); a claim writes 0 (not handed
+     * over yet) */
+    {6, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS handoff_mono BIGINT NOT NULL DEFAULT -1"},
+    {6, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS handoff_wall BIGINT NOT NULL DEFAULT -1"},
+    /* 7: a provider-wide hold one share saw, for every share of the account */
+    {7, "CREATE TABLE IF NOT EXISTS exit_hold ("
         "  id TINYINT NOT NULL PRIMARY KEY,"
         "  until_wall BIGINT NOT NULL,"
         "  CONSTRAINT hold_one CHECK (id = 1)"
         ") ENGINE=InnoDB"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  6
+#define SCHEMA_VERSION  7
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

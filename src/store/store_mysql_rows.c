@@ -50,6 +50,9 @@ static int read_op(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         ok = ok && store_class_parse(store_mysql_col_text(row, 21), &op.last_class) == 0;
         store_mysql_col_copy(row, lens, 22, op.source, sizeof(op.source));
         op.share = store_mysql_col_uns(row, 23, &ok);
+        store_mysql_col_copy(row, lens, 24, op.assignee, sizeof(op.assignee));
+        store_mysql_col_copy(row, lens, 25, op.traceparent, sizeof(op.traceparent));
+        op.caller_deadline_at = store_mysql_col_i64(row, 26, &ok);
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -84,8 +87,10 @@ static int read_call(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         c.latency_us = store_mysql_col_i64(row, 16, &ok);
         store_mysql_col_copy(row, lens, 17, c.error, sizeof(c.error));
         c.share = store_mysql_col_uns(row, 18, &ok);
-        c.handoff_mono = store_mysql_col_i64(row, 19, &ok);
-        c.handoff_wall = store_mysql_col_i64(row, 20, &ok);
+        store_mysql_col_copy(row, lens, 19, c.trace_id, sizeof(c.trace_id));
+        store_mysql_col_copy(row, lens, 20, c.span_id, sizeof(c.span_id));
+        c.handoff_mono = store_mysql_col_i64(row, 21, &ok);
+        c.handoff_wall = store_mysql_col_i64(row, 22, &ok);
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &c, sizeof(c));
@@ -199,11 +204,12 @@ int store_mysql_op_insert(struct store *store, const struct op_record *op, int64
             s,
             "INSERT INTO operations (operation_id, payment_id, amount, currency, state, reason, "
             "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source, "
-            "last_class) VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S)",
+            "last_class, traceparent, caller_deadline_at) "
+            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I)",
             op->req.operation_id, op->req.payment_id, op->req.amount, op->req.currency,
             store_state_text(op->state), store_reason_text(op->reason), op->attempt_limit,
             op->query_limit, op->accepted_at, op->deadline_at, op->updated_at, op->source,
-            store_class_text(op->last_class));
+            store_class_text(op->last_class), op->traceparent, op->caller_deadline_at);
 
         if (r == 0)
                 *ret_id = (int64_t)mysql_insert_id(s->db);
@@ -219,12 +225,13 @@ int store_mysql_op_put(struct store *store, const struct op_record *op)
             "attempt_limit = %U, queries = %U, query_limit = %U, deadline_at = %I, "
             "key_first_used = %I, next_run_at = %I, updated_at = %I, "
             "last_wait_ms = %I, operator_resend = %I, epoch = %I, refund_id = %S, "
-            "last_http_status = %I, last_class = %S, share = %U WHERE id = %I",
+            "last_http_status = %I, last_class = %S, share = %U, assignee = %S, "
+            "traceparent = %S WHERE id = %I",
             store_state_text(op->state), store_reason_text(op->reason), op->attempts,
             op->attempt_limit, op->queries, op->query_limit, op->deadline_at, op->key_first_used,
             op->next_run_at, op->updated_at, op->last_wait_ms, (int64_t)op->operator_resend,
             op->epoch, op->refund_id, (int64_t)op->last_http_status,
-            store_class_text(op->last_class), op->share, op->id);
+            store_class_text(op->last_class), op->share, op->assignee, op->traceparent, op->id);
 }
 
 /* One integer of a query; TG_ENOTFOUND for no row, *ret_null for NULL. */
@@ -349,10 +356,12 @@ int store_mysql_call_insert(struct store *store, struct call_record *c)
         int r = store_mysql_exec(
             s,
             "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, epoch, "
-            "start_mono, start_wall, in_flight_at_start, share) "
-            "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U, %U)",
+            "start_mono, start_wall, in_flight_at_start, share, trace_id, span_id, handoff_mono, "
+            "handoff_wall) "
+            "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U, %U, %S, %S, 0, 0)",
             c->op_id, c->operation_id, store_kind_text(c->kind), c->attempt, c->request_id,
-            c->epoch, c->start_mono, c->start_wall, c->in_flight_at_start, c->share);
+            c->epoch, c->start_mono, c->start_wall, c->in_flight_at_start, c->share, c->trace_id,
+            c->span_id);
 
         if (r == 0)
                 c->id = (int64_t)mysql_insert_id(s->db);
@@ -461,10 +470,12 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
                     "SELECT " OP_COLS " FROM operations FORCE INDEX (ops_state_accepted) "
                     "WHERE state = 'manual' AND id > %I AND "
                     "(accepted_at > %I OR (accepted_at = %I AND id > %I)) "
-                    "AND (%S = '' OR reason = %S) ORDER BY accepted_at, id LIMIT %I",
+                    "AND (%S = '' OR reason = %S) AND (%I = 0 OR (%I = 1 AND assignee = %S) "
+                    "OR (%I = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT %I",
                     p->after_id, p->cur_at, p->cur_at, p->cur_id,
                     p->reason == MANUAL_NONE ? "" : store_reason_text(p->reason),
-                    p->reason == MANUAL_NONE ? "" : store_reason_text(p->reason), n);
+                    p->reason == MANUAL_NONE ? "" : store_reason_text(p->reason), (int64_t)p->who,
+                    (int64_t)p->who, p->assignee, (int64_t)p->who, n);
                 break;
         case STORE_PAGE_SAMPLES:
         default:

@@ -159,20 +159,42 @@ int store_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void
         return walk(store, &page, UINT64_MAX, &w);
 }
 
-int store_list_manual(struct store *store, int64_t after_id, enum manual_reason reason,
-                      unsigned limit, store_op_fn fn, void *userdata)
+int store_list_manual_filtered(struct store *store, int64_t after_id,
+                               const struct store_manual_filter *filter, unsigned limit,
+                               store_op_fn fn, void *userdata)
 {
         struct store_page page = {.kind = STORE_PAGE_MANUAL,
-                                  .reason = reason,
                                   .after_id = after_id,
                                   .cur_id = INT64_MIN,
                                   .cur_at = INT64_MIN};
         struct walk w = {sizeof(struct op_record), deliver_op, after_op, {0}, userdata};
 
-        if (!store || !fn || (unsigned)reason >= MANUAL_REASON_COUNT)
+        if (!store || !fn || !filter || (unsigned)filter->reason >= MANUAL_REASON_COUNT)
                 return TG_EINVAL;
+        switch (filter->who) {
+        case STORE_ASSIGNEE_IS:
+                if (!store_text_ok(filter->assignee, TG_TEXT_MAX - 1))
+                        return TG_EINVAL;
+                store_copy_text(page.assignee, sizeof(page.assignee), filter->assignee);
+                break;
+        case STORE_ASSIGNEE_ANY:
+        case STORE_ASSIGNEE_NONE:
+                break;
+        default:
+                return TG_EINVAL;
+        }
+        page.reason = filter->reason;
+        page.who = filter->who;
         w.fn.op = fn;
         return walk(store, &page, limit, &w);
+}
+
+int store_list_manual(struct store *store, int64_t after_id, enum manual_reason reason,
+                      unsigned limit, store_op_fn fn, void *userdata)
+{
+        struct store_manual_filter f = {.reason = reason, .who = STORE_ASSIGNEE_ANY};
+
+        return store_list_manual_filtered(store, after_id, &f, limit, fn, userdata);
 }
 
 int store_list_state(struct store *store, enum op_state state, int64_t after_id, unsigned limit,

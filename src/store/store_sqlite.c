@@ -180,11 +180,71 @@ static const char *const migrations[] = {
     "  op_closes, held, oldest_open, figures FROM exit_samples;"
     "DROP TABLE exit_samples;"
     "ALTER TABLE exit_samples_5 RENAME TO exit_samples;",
-    /* 6: a call's start is when its request went on the wire; the hand-off
-     * to the transport is kept beside it (the difference is the connect) */
-    "ALTER TABLE calls ADD COLUMN handoff_mono INTEGER NOT NULL DEFAULT 0;"
-    "ALTER TABLE calls ADD COLUMN handoff_wall INTEGER NOT NULL DEFAULT 0;",
-    /* 7: a provider-wide hold one share saw, for every share of the account */
+    /* 6: the cancelled state (a CHECK changes only by rebuilding the table:
+     * new table, copy, drop, rename, then its indexes and trigger again;
+     * migrate() runs the steps with foreign keys off and checks them before
+     * each commit, as SQLite's ALTER TABLE page prescribes), the owner of a
+     * manual case, the operation's trace context and its caller's deadline;
+     * each call's trace and span ids. */
+    "CREATE TABLE operations_6 ("
+    "  id INTEGER PRIMARY KEY,"
+    "  operation_id TEXT NOT NULL UNIQUE,"
+    "  payment_id TEXT NOT NULL,"
+    "  amount INTEGER NOT NULL CHECK (amount > 0),"
+    "  currency TEXT NOT NULL,"
+    "  state TEXT NOT NULL CHECK (state IN ('pending','in_flight','retry_wait',"
+    "    'unknown','succeeded','rejected','manual','cancelled')),"
+    "  reason TEXT NOT NULL DEFAULT 'none',"
+    "  attempts INTEGER NOT NULL DEFAULT 0,"
+    "  attempt_limit INTEGER NOT NULL,"
+    "  queries INTEGER NOT NULL DEFAULT 0,"
+    "  query_limit INTEGER NOT NULL,"
+    "  accepted_at INTEGER NOT NULL,"
+    "  deadline_at INTEGER NOT NULL,"
+    "  key_first_used INTEGER NOT NULL DEFAULT 0,"
+    "  next_run_at INTEGER NOT NULL DEFAULT 0,"
+    "  updated_at INTEGER NOT NULL,"
+    "  last_wait_ms INTEGER NOT NULL DEFAULT 0,"
+    "  operator_resend INTEGER NOT NULL DEFAULT 0 CHECK (operator_resend IN (0, 1)),"
+    "  epoch INTEGER NOT NULL DEFAULT 0,"
+    "  refund_id TEXT NOT NULL DEFAULT '',"
+    "  last_http_status INTEGER NOT NULL DEFAULT 0,"
+    "  last_class TEXT NOT NULL DEFAULT 'unknown',"
+    "  source TEXT NOT NULL DEFAULT 'api',"
+    "  share INTEGER NOT NULL DEFAULT 0,"
+    "  assignee TEXT NOT NULL DEFAULT '',"
+    "  traceparent TEXT NOT NULL DEFAULT '',"
+    "  caller_deadline_at INTEGER NOT NULL DEFAULT 0"
+    ");"
+    "INSERT INTO operations_6 (id, operation_id, payment_id, amount, currency, state, reason,"
+    "  attempts, attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used,"
+    "  next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id,"
+    "  last_http_status, last_class, source, share)"
+    "  SELECT id, operation_id, payment_id, amount, currency, state, reason, attempts,"
+    "  attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used,"
+    "  next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id,"
+    "  last_http_status, last_class, source, share FROM operations;"
+    "DROP TABLE operations;"
+    "ALTER TABLE operations_6 RENAME TO operations;"
+    "CREATE INDEX ops_state_accepted ON operations(state, accepted_at);"
+    "CREATE INDEX ops_again_accepted ON operations(accepted_at, id, next_run_at, state)"
+    "  WHERE state IN ('retry_wait','unknown');"
+    "CREATE INDEX ops_again_due ON operations(next_run_at)"
+    "  WHERE state IN ('retry_wait','unknown');"
+    "CREATE INDEX ops_open_deadline ON operations(deadline_at)"
+    "  WHERE state IN ('pending','retry_wait','unknown');"
+    "CREATE INDEX ops_retry_key ON operations(key_first_used) WHERE state = 'retry_wait';"
+    "CREATE TRIGGER operations_no_delete BEFORE DELETE ON operations"
+    "  BEGIN SELECT RAISE(ABORT, 'operations are never deleted'); END;"
+    "ALTER TABLE calls ADD COLUMN trace_id TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE calls ADD COLUMN span_id TEXT NOT NULL DEFAULT '';",
+    /* 7: a call's start is when its request went on the wire; the hand-off
+     * to the transport is kept beside it (the difference is the connect).
+     * Rows from before say -1 (not recorded); a claim writes 0 (not handed
+     * over yet) */
+    "ALTER TABLE calls ADD COLUMN handoff_mono INTEGER NOT NULL DEFAULT -1;"
+    "ALTER TABLE calls ADD COLUMN handoff_wall INTEGER NOT NULL DEFAULT -1;",
+    /* 8: a provider-wide hold one share saw, for every share of the account */
     "CREATE TABLE exit_hold ("
     "  id INTEGER PRIMARY KEY CHECK (id = 1),"
     "  until_wall INTEGER NOT NULL"
@@ -198,12 +258,12 @@ static const char *const migrations[] = {
         "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
-        "last_http_status, last_class, source, share"
+        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at"
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
         "in_flight_at_start, ended, end_mono, end_wall, sent, cls, http_status, latency_us, "      \
-        "error, share, handoff_mono, handoff_wall"
+        "error, share, trace_id, span_id, handoff_mono, handoff_wall"
 
 #define AUDIT_COLS "id, op_id, at, action, operator_name, reason, detail"
 #define SAMPLE_COLS                                                                                \
@@ -228,20 +288,21 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_OP_BY_ID] = "SELECT " OP_COLS " FROM operations WHERE id = ?1",
     [ST_OP_INSERT] = "INSERT INTO operations (operation_id, payment_id, amount, currency, "
                      "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
-                     "updated_at, source, last_class) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                     "updated_at, source, last_class, traceparent, caller_deadline_at) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     /* Every mutable column; the payload, accepted_at and source never change. */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "
                     "attempt_limit = ?5, queries = ?6, query_limit = ?7, deadline_at = ?8, "
                     "key_first_used = ?9, next_run_at = ?10, updated_at = ?11, "
                     "last_wait_ms = ?12, operator_resend = ?13, epoch = ?14, "
-                    "refund_id = ?15, last_http_status = ?16, last_class = ?17, share = ?18 "
-                    "WHERE id = ?1",
+                    "refund_id = ?15, last_http_status = ?16, last_class = ?17, share = ?18, "
+                    "assignee = ?19, traceparent = ?20 WHERE id = ?1",
     [ST_OWNER_EPOCH] = "SELECT epoch FROM owner WHERE id = 1",
     [ST_OWNER_BUMP] = "UPDATE owner SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
     [ST_CALL_INSERT] = "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, "
-                       "epoch, start_mono, start_wall, in_flight_at_start, share) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                       "epoch, start_mono, start_wall, in_flight_at_start, share, trace_id, "
+                       "span_id, handoff_mono, handoff_wall) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, 0)",
     [ST_CALL_BY_ID] = "SELECT " CALL_COLS " FROM calls WHERE id = ?1",
     [ST_CALL_BY_REQUEST] = "SELECT " CALL_COLS " FROM calls WHERE request_id = ?1 AND epoch = ?2",
     [ST_CALL_CLOSE] = "UPDATE calls SET ended = 1, end_mono = ?2, end_wall = ?3, sent = ?4, "
@@ -256,10 +317,11 @@ static const char *const fixed_sql[ST_COUNT] = {
     /* id order within one state: sorts the state's rows (small states only) */
     [ST_PAGE_STATE] = "SELECT " OP_COLS " FROM operations WHERE state = ?1 AND id > ?2 "
                       "ORDER BY id LIMIT ?3",
-    /* ?5 '' for any reason */
+    /* ?5 '' for any reason; ?6 who owns it (enum store_assignee), ?7 the name */
     [ST_PAGE_MANUAL] = "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
                        "WHERE state = 'manual' AND id > ?1 AND (accepted_at, id) > (?2, ?3) "
-                       "AND (?5 = '' OR reason = ?5) ORDER BY accepted_at, id LIMIT ?4",
+                       "AND (?5 = '' OR reason = ?5) AND (?6 = 0 OR (?6 = 1 AND assignee = ?7) "
+                       "OR (?6 = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT ?4",
     /* ?1 at, ?3 share of the last row seen: a page starts after it (the
      * first page with ?3 past every share: at > ?1) */
     [ST_PAGE_SAMPLES] = "SELECT " SAMPLE_COLS " FROM exit_samples "
@@ -535,10 +597,25 @@ static int user_version(struct sqlite_store *s, int *ret_version)
         return r;
 }
 
+/* TG_ESTORE when PRAGMA foreign_key_check finds a row whose parent is gone. */
+static int foreign_keys_hold(struct sqlite_store *s)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, "PRAGMA foreign_key_check", -1, &st, NULL);
+
+        if (rc != SQLITE_OK)
+                return store_sqlite_map_rc(rc);
+        rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc == SQLITE_ROW)
+                return TG_ESTORE;
+        return rc == SQLITE_DONE ? 0 : store_sqlite_map_rc(rc);
+}
+
 /* Brings the schema to MIGRATION_COUNT, one transaction per step. The version
  * is re-read inside each write transaction, so two processes opening a new
  * file at once do not both run a step. */
-static int migrate(struct sqlite_store *s)
+static int migrate_steps(struct sqlite_store *s)
 {
         for (;;) {
                 char bump[64];
@@ -557,6 +634,8 @@ static int migrate(struct sqlite_store *s)
                 snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", version + 1);
                 r = store_sqlite_exec_sql(s, migrations[version]);
                 if (r == 0)
+                        r = foreign_keys_hold(s);
+                if (r == 0)
                         r = store_sqlite_exec_sql(s, bump);
                 if (r == 0)
                         r = store_sqlite_exec_sql(s, "COMMIT");
@@ -565,6 +644,22 @@ static int migrate(struct sqlite_store *s)
                         return r;
                 }
         }
+}
+
+/* A step may rebuild a table others reference (a CHECK changes only so):
+ * foreign keys are off while the steps run (the pragma is a no-op inside a
+ * transaction, so it is set around them) and every step is checked by
+ * foreign_keys_hold() before its commit. They are on again afterwards,
+ * whatever happened. */
+static int migrate(struct sqlite_store *s)
+{
+        int r = store_sqlite_exec_sql(s, "PRAGMA foreign_keys = OFF;");
+        int on;
+
+        if (r == 0)
+                r = migrate_steps(s);
+        on = store_sqlite_exec_sql(s, "PRAGMA foreign_keys = ON;");
+        return r < 0 ? r : on;
 }
 
 static void store_sqlite_close(struct store *store)

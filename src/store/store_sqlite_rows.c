@@ -55,6 +55,9 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
         ok = ok && store_class_parse(store_sqlite_col_text(st, 21), &op.last_class) == 0;
         store_sqlite_col_copy(st, 22, op.source, sizeof(op.source));
         ok = ok && col_unsigned(st, 23, &op.share);
+        store_sqlite_col_copy(st, 24, op.assignee, sizeof(op.assignee));
+        store_sqlite_col_copy(st, 25, op.traceparent, sizeof(op.traceparent));
+        op.caller_deadline_at = sqlite3_column_int64(st, 26);
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -86,8 +89,10 @@ static int read_call(sqlite3_stmt *st, void *ret_row)
         c.latency_us = sqlite3_column_int64(st, 16);
         store_sqlite_col_copy(st, 17, c.error, sizeof(c.error));
         ok = ok && col_unsigned(st, 18, &c.share);
-        c.handoff_mono = sqlite3_column_int64(st, 19);
-        c.handoff_wall = sqlite3_column_int64(st, 20);
+        store_sqlite_col_copy(st, 19, c.trace_id, sizeof(c.trace_id));
+        store_sqlite_col_copy(st, 20, c.span_id, sizeof(c.span_id));
+        c.handoff_mono = sqlite3_column_int64(st, 21);
+        c.handoff_wall = sqlite3_column_int64(st, 22);
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &c, sizeof(c));
@@ -232,7 +237,9 @@ int store_sqlite_op_insert(struct store *store, const struct op_record *op, int6
             store_sqlite_bind_i64(st, 10, op->deadline_at) ||
             store_sqlite_bind_i64(st, 11, op->updated_at) ||
             store_sqlite_bind_text(st, 12, op->source, sizeof(op->source) - 1) ||
-            store_sqlite_bind_text(st, 13, store_class_text(op->last_class), TG_TEXT_MAX)) {
+            store_sqlite_bind_text(st, 13, store_class_text(op->last_class), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 14, op->traceparent, sizeof(op->traceparent) - 1) ||
+            store_sqlite_bind_i64(st, 15, op->caller_deadline_at)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
@@ -267,7 +274,9 @@ int store_sqlite_op_put(struct store *store, const struct op_record *op)
             store_sqlite_bind_text(st, 15, op->refund_id, sizeof(op->refund_id) - 1) ||
             store_sqlite_bind_i64(st, 16, op->last_http_status) ||
             store_sqlite_bind_text(st, 17, store_class_text(op->last_class), TG_TEXT_MAX) ||
-            store_sqlite_bind_i64(st, 18, op->share)) {
+            store_sqlite_bind_i64(st, 18, op->share) ||
+            store_sqlite_bind_text(st, 19, op->assignee, sizeof(op->assignee) - 1) ||
+            store_sqlite_bind_text(st, 20, op->traceparent, sizeof(op->traceparent) - 1)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
@@ -404,7 +413,9 @@ int store_sqlite_call_insert(struct store *store, struct call_record *call)
             store_sqlite_bind_i64(st, 7, call->start_mono) ||
             store_sqlite_bind_i64(st, 8, call->start_wall) ||
             store_sqlite_bind_i64(st, 9, call->in_flight_at_start) ||
-            store_sqlite_bind_i64(st, 10, call->share)) {
+            store_sqlite_bind_i64(st, 10, call->share) ||
+            store_sqlite_bind_text(st, 11, call->trace_id, sizeof(call->trace_id) - 1) ||
+            store_sqlite_bind_text(st, 12, call->span_id, sizeof(call->span_id) - 1)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
@@ -535,11 +546,14 @@ int store_sqlite_page(struct store *store, const struct store_page *p, unsigned 
         case STORE_PAGE_MANUAL:
                 text = p->reason == MANUAL_NONE ? "" : store_reason_text(p->reason);
                 r = store_sqlite_stmt_get(s, ST_PAGE_MANUAL, &st);
-                bad = r == 0 && (store_sqlite_bind_i64(st, 1, p->after_id) ||
-                                 store_sqlite_bind_i64(st, 2, p->cur_at) ||
-                                 store_sqlite_bind_i64(st, 3, p->cur_id) ||
-                                 store_sqlite_bind_i64(st, 4, want) ||
-                                 store_sqlite_bind_text(st, 5, text, strlen(text)));
+                bad =
+                    r == 0 && (store_sqlite_bind_i64(st, 1, p->after_id) ||
+                               store_sqlite_bind_i64(st, 2, p->cur_at) ||
+                               store_sqlite_bind_i64(st, 3, p->cur_id) ||
+                               store_sqlite_bind_i64(st, 4, want) ||
+                               store_sqlite_bind_text(st, 5, text, strlen(text)) ||
+                               store_sqlite_bind_i64(st, 6, p->who) ||
+                               store_sqlite_bind_text(st, 7, p->assignee, sizeof(p->assignee) - 1));
                 break;
         case STORE_PAGE_SAMPLES:
         default:

@@ -36,6 +36,7 @@ struct record {
         char refund_ids[IDS_KEPT][STUB_REFUND_ID_MAX];
         tg_wall_ms first_executed_wall;
         tg_mono_ns processing_until;
+        unsigned processing_queries; /* queries still to answer "processing" */
 };
 
 struct ledger {
@@ -249,6 +250,17 @@ out:
         return rc;
 }
 
+void ledger_processing_queries(struct ledger *lg, const char *operation_id, unsigned n)
+{
+        struct record *r;
+
+        pthread_mutex_lock(&lg->lock);
+        r = find(lg, operation_id);
+        if (r)
+                r->processing_queries = n;
+        pthread_mutex_unlock(&lg->lock);
+}
+
 int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
                 const char *failure_code, int status, const char *body)
 {
@@ -300,6 +312,9 @@ void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
         } else if (!r || (r->executions == 0 && r->key != KEY_RUNNING)) {
                 *ret_status = LEDGER_NOT_FOUND;
         } else if (r->executions == 0 || now < r->processing_until) {
+                *ret_status = LEDGER_PROCESSING;
+        } else if (r->processing_queries > 0) {
+                r->processing_queries--;
                 *ret_status = LEDGER_PROCESSING;
         } else {
                 *ret_status = LEDGER_SUCCEEDED;

@@ -74,6 +74,13 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
                    char ret_body[STUB_RESPONSE_MAX]);
 
 /*
+ * The next n queries of an executed key answer "processing" whatever the
+ * time (mode calls: a refund that takes several calls to close). A key that
+ * does not exist is ignored.
+ */
+void ledger_processing_queries(struct ledger *lg, const char *operation_id, unsigned n);
+
+/*
  * Ends a key begun with LEDGER_NEW (or re-creates it after a reset) as failed
  * with failure_code: counts no execution, and stores status and body (copied,
  * at most STUB_RESPONSE_MAX - 1 bytes) as the key's first response. Returns 0,

@@ -46,6 +46,10 @@ static const char stub_epilogue[] =
     "                   R: N seconds, @N HTTP-date N seconds ahead, - no header\n"
     "  e500[:D]         (wait D ms,) execute, answer 500\n"
     "  processing[:P]   execute, answer 201; queries say \"processing\" for P ms\n"
+    "  calls[:K]        each refund closes at its K-th call (2): the POST executes\n"
+    "                   and answers 500 (K > 1), the next K-2 queries say\n"
+    "                   \"processing\", query K-1 says succeeded; so every close\n"
+    "                   takes K calls through the client's exit\n"
     "  fail[:CODE]      take the request, refuse the refund for good (nothing\n"
     "                   executed), answer 500; queries answer 200 status failed with\n"
     "                   failure_code CODE (insufficient_funds); a replay of the key\n"
@@ -371,7 +375,7 @@ static int parse_flags(int argc, char **argv, struct opts *o)
                         return bad_flag("--query-mode", why);
                 if (c->query_spec.mode == STUB_REFUSE || c->query_spec.mode == STUB_MIX ||
                     c->query_spec.mode == STUB_REJECT || c->query_spec.mode == STUB_PROCESSING ||
-                    c->query_spec.mode == STUB_FAIL)
+                    c->query_spec.mode == STUB_FAIL || c->query_spec.mode == STUB_CALLS)
                         return bad_flag("--query-mode", "must be fast, slow, drop, unavailable, "
                                                         "limited or e500");
         }

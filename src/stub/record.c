@@ -46,6 +46,7 @@ static void entry_free(struct entry *e)
         free((char *)e->a.idempotency_key);
         free((char *)e->a.request_id);
         free((char *)e->a.attempt);
+        free((char *)e->a.traceparent);
         free((char *)e->a.mode);
         free(e);
 }
@@ -99,6 +100,7 @@ uint64_t record_add(struct record_log *log, const struct record_arrival *a)
                 e->a.idempotency_key = copy(a->idempotency_key);
                 e->a.request_id = copy(a->request_id);
                 e->a.attempt = copy(a->attempt);
+                e->a.traceparent = copy(a->traceparent);
                 e->a.mode = copy(a->mode);
                 e->delivered = -1;
         }
@@ -167,6 +169,7 @@ static int append_entry(const struct entry *e, uint64_t seq, char **buf, size_t 
         json_object_set_new(o, "idempotency_key", str_or_null(e->a.idempotency_key));
         json_object_set_new(o, "request_id", str_or_null(e->a.request_id));
         json_object_set_new(o, "attempt", str_or_null(e->a.attempt));
+        json_object_set_new(o, "traceparent", str_or_null(e->a.traceparent));
         json_object_set_new(o, "conn_id", json_integer((json_int_t)e->a.conn_id));
         json_object_set_new(o, "open", json_integer((json_int_t)e->a.open_requests));
         json_object_set_new(o, "mode", str_or_null(e->a.mode));

@@ -29,6 +29,7 @@ struct record_arrival {
         const char *idempotency_key;
         const char *request_id;
         const char *attempt;
+        const char *traceparent; /* the W3C trace context the client sent */
         uint64_t conn_id;
         uint64_t open_requests; /* contract requests open at arrival, this one included */
         const char *mode;       /* mode applied, "MODE[:PARAM]" */

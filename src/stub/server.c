@@ -165,6 +165,8 @@ static void resolve(struct stub_server *srv, struct stub_mode_spec *s, bool quer
         }
         if (s->processing_ms < 0)
                 s->processing_ms = s->mode == STUB_PROCESSING ? srv->cfg.processing_ms : 0;
+        if (s->close_calls < 1)
+                s->close_calls = STUB_CALLS_DEFAULT;
         if (s->mode == STUB_FAIL && !s->failure_code[0])
                 snprintf(s->failure_code, sizeof(s->failure_code), "%s", STUB_FAILURE_CODE_DEFAULT);
         if (s->ra_form == STUB_RA_DEFAULT) {
@@ -218,6 +220,11 @@ static void finish(struct req *r)
                 } else {
                         r->executed = true;
                         answer_text(r, 201, body);
+                        /* calls:K: this POST is call 1 of K; queries 2..K-1
+                         * say processing, call K says succeeded */
+                        if (r->spec.mode == STUB_CALLS && r->spec.close_calls > 2)
+                                ledger_processing_queries(srv->ledger, r->refund.operation_id,
+                                                          (unsigned)r->spec.close_calls - 2);
                         if (srv->webhook)
                                 webhook_enqueue(srv->webhook, r->refund.operation_id, "succeeded",
                                                 id, now);
@@ -248,8 +255,13 @@ static void finish(struct req *r)
         /* The answer path's own faults, after any execution. */
         if (r->spec.mode == STUB_DROP || r->spec.mode == STUB_REFUSE)
                 r->drop = true;
-        else if (r->spec.mode == STUB_E500)
-                answer_error(r, 500, "internal_error", "injected failure (e500)", false);
+        else if (r->spec.mode == STUB_E500 ||
+                 (r->spec.mode == STUB_CALLS && r->kind == K_REFUND && r->spec.close_calls > 1))
+                answer_error(r, 500, "internal_error",
+                             r->spec.mode == STUB_E500 ? "injected failure (e500)"
+                                                       : "executed; the answer comes by query "
+                                                         "(calls)",
+                             false);
         /* Recorded now: a client that left meanwhile never sees it, but this
          * was the answer (and "delivered" will say false). */
         if (r->seq)
@@ -603,7 +615,7 @@ static void admin_mode(struct req *r)
                         goto bad;
                 if (query.mode == STUB_REFUSE || query.mode == STUB_MIX ||
                     query.mode == STUB_REJECT || query.mode == STUB_PROCESSING ||
-                    query.mode == STUB_FAIL) {
+                    query.mode == STUB_FAIL || query.mode == STUB_CALLS) {
                         why = "query_mode must be fast, slow, drop, unavailable, limited or e500";
                         goto bad;
                 }
@@ -909,6 +921,7 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
                 MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key"),
             .request_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id"),
             .attempt = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Attempt"),
+            .traceparent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),
             .conn_id = conn_id(conn),
             .open_requests = atomic_fetch_add(&srv->open_requests, 1) + 1,
             .mode = mode,

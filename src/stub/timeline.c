@@ -16,7 +16,7 @@
 
 static const char *const mode_names[STUB_MODE_COUNT] = {
     "fast", "slow",       "drop", "reject", "unavailable", "limited",
-    "e500", "processing", "fail", "refuse", "mix"};
+    "e500", "processing", "fail", "refuse", "calls",       "mix"};
 
 const char *stub_mode_name(enum stub_mode mode)
 {
@@ -81,7 +81,7 @@ int stub_mix_parse(const char *text, size_t len, const char **why, int ret_weigh
                 trim(&name, &nlen);
                 if (stub_mode_from_name(name, nlen, &m) < 0 || m == STUB_REFUSE || m == STUB_MIX) {
                         *why = "mix member must be one of fast, slow, drop, reject, "
-                               "unavailable, limited, e500, processing, fail";
+                               "unavailable, limited, e500, processing, fail, calls";
                         return TG_EINVAL;
                 }
                 const char *num = eq + 1;
@@ -142,6 +142,7 @@ static void spec_defaults(struct stub_mode_spec *s, enum stub_mode m)
         s->processing_ms = -1;
         s->ra_form = STUB_RA_DEFAULT;
         s->ra_seconds = -1;
+        s->close_calls = -1;
 }
 
 int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_mode_spec *ret_spec)
@@ -162,7 +163,7 @@ int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_
         }
         if (stub_mode_from_name(text, nlen, &m) < 0) {
                 *why = "unknown mode (fast, slow, drop, reject, unavailable, limited, e500, "
-                       "processing, fail, refuse, mix)";
+                       "processing, fail, refuse, calls, mix)";
                 return TG_EINVAL;
         }
         spec_defaults(&s, m);
@@ -210,6 +211,13 @@ int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_
                         }
                         memcpy(s.failure_code, param, plen);
                         s.failure_code[plen] = '\0';
+                        break;
+                case STUB_CALLS:
+                        if (parse_uint(param, plen, STUB_CALLS_MAX, &s.close_calls) < 0 ||
+                            s.close_calls < 1) {
+                                *why = "calls must be 1..100";
+                                return TG_EINVAL;
+                        }
                         break;
                 case STUB_MIX:
                         if (stub_mix_parse(param, plen, why, s.weights) < 0)
@@ -399,6 +407,12 @@ void stub_mode_format(const struct stub_mode_spec *s, char *buf, size_t cap)
         case STUB_FAIL:
                 if (s->failure_code[0]) {
                         snprintf(buf, cap, "%s:%s", name, s->failure_code);
+                        return;
+                }
+                break;
+        case STUB_CALLS:
+                if (s->close_calls > 0) {
+                        snprintf(buf, cap, "%s:%lld", name, (long long)s->close_calls);
                         return;
                 }
                 break;

@@ -31,6 +31,7 @@ enum stub_mode {
         STUB_PROCESSING,
         STUB_FAIL,
         STUB_REFUSE,
+        STUB_CALLS, /* each refund closes at its K-th call: POST 500, queries processing */
         STUB_MIX,
         STUB_MODE_COUNT
 };
@@ -57,7 +58,12 @@ struct stub_mode_spec {
         /* fail: the provider's failure code, 1..STUB_FAILURE_CODE_MAX chars
          * of [A-Za-z0-9_.-]; "" means the default. */
         char failure_code[STUB_FAILURE_CODE_MAX + 1];
+        /* calls: the call (POST or query) of a key that answers its final
+         * outcome, 1..STUB_CALLS_MAX; -1: STUB_CALLS_DEFAULT. */
+        int64_t close_calls;
 };
+#define STUB_CALLS_DEFAULT 2
+#define STUB_CALLS_MAX     100
 
 struct stub_phase {
         struct stub_mode_spec spec;

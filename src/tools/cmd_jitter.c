@@ -9,16 +9,20 @@
  * jitter for the comparison column) and formats. Presets reproduce the
  * seed's two worked examples: --example table (5 clients, windows 0-1 ...
  * 0-16 s) and --example credit-union (37 calls, 10/20/40/80-minute windows,
- * 6 lines).
+ * 6 lines, and its old fixed 10-minute schedule simulated beside them with
+ * --fixed). --calls FILE measures real records instead (tools/jitter_records:
+ * the seed's first self-check, the busiest second of last time's failures).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/backoff.h"
 #include "core/tg_error.h"
 #include "platform/options.h"
+#include "tools/jitter_records.h"
 #include "tools/jitter_sim.h"
 #include "tools/tools.h"
 
@@ -30,12 +34,23 @@ static const char jitter_about[] =
     "(seed 004). Round k's window is [min, min(cap, base * factor^(k-1))]; the jitter mode picks "
     "each client's wait in it. Worst case: no retry succeeds before the last round, so every "
     "client is counted in every round.\n\n"
-    "Every T is in the --unit (s by default).";
+    "Every T is in the --unit (s by default).\n\n"
+    "With --calls FILE it measures real records instead: a call log (tollgate calls, JSON lines "
+    "or csv) or a CSV of another system's failures with a time column; it shows the busiest "
+    "second and minute, the peak against --capacity (per second), and whether the records are "
+    "spread as jitter would spread them (against the same number thrown at random over the same "
+    "span, --runs draws from --seed).";
 
 static const char jitter_epilogue[] =
     "Examples (--example NAME; options given with it override it):\n"
     "  table         5 clients, rounds 1-5, windows 0-1 ... 0-16 s\n"
-    "  credit-union  37 calls, 4 rounds of 10/20/40/80 min, 6 lines, 1000 runs\n";
+    "  credit-union  37 calls, 4 rounds of 10/20/40/80 min, 6 lines, 1000 runs,\n"
+    "                and the old schedule: --fixed 10 --fixed-rounds 3\n"
+    "Records (--calls FILE; with --capacity, --seed, --runs only):\n"
+    "  JSON lines    {\"start_wall\": ms, \"kind\": \"first\"|\"retry\"|...} a line\n"
+    "  CSV           a header naming a time column (start_wall, time, timestamp,\n"
+    "                at, ts, failed_at): RFC 3339, or seconds (ms past 1e11)\n"
+    "                since the epoch; an optional kind column\n";
 
 static const char *const jitter_modes[] = {"none", "full", "equal", "decorrelated", NULL};
 static const char *const units[] = {"s", "min", NULL};
@@ -49,6 +64,12 @@ struct jitter_opts {
         const char *svg;
         const char *example;
         unsigned runs; /* seeds to repeat over for the distribution (1 = just this seed) */
+        /* The old schedule, simulated beside: every retry fixed_ms after the
+         * one before, no jitter, fixed_rounds of them; 0: none. */
+        int64_t fixed_ms;
+        unsigned fixed_rounds;
+        const char *calls; /* measure this file of records instead of simulating */
+        bool runs_set;
 };
 
 static void defaults(struct jitter_opts *o)
@@ -80,18 +101,23 @@ static void apply_example(struct jitter_opts *o, const char *name)
                 o->sim.bucket_ms = 60000;
                 o->sim.capacity = 6;
                 o->runs = 1000;
+                /* "calls at minutes 0, 10, 20, 30": the first call and
+                 * three retries, every 10 minutes */
+                o->fixed_ms = 10 * 60000;
+                o->fixed_rounds = 3;
         }
 }
 
 /* The options as given; the example (if any) is applied first, then every
  * option given overrides it, and times wait for the unit. */
 struct jitter_flags {
-        uint64_t clients, rounds, capacity, runs, seed;
-        double factor, base, min, cap, give_up, bucket;
+        uint64_t clients, rounds, capacity, runs, seed, fixed_rounds;
+        double factor, base, min, cap, give_up, bucket, fixed;
         int jitter, unit, example;
-        const char *svg;
+        const char *svg, *calls;
         bool clients_set, rounds_set, capacity_set, runs_set, seed_set, factor_set, jitter_set,
-            unit_set, base_set, min_set, cap_set, give_up_set, bucket_set, example_set;
+            unit_set, base_set, min_set, cap_set, give_up_set, bucket_set, example_set, fixed_set,
+            fixed_rounds_set;
 };
 
 static int64_t to_ms(double v, double unit)
@@ -201,6 +227,27 @@ static int parse(int argc, char **argv, struct jitter_opts *o)
              .choices = examples,
              .seen = &f.example_set,
              .help = "a seed preset (below)"},
+            {.name = "fixed",
+             .arg = "T",
+             .dbl = &f.fixed,
+             .dmin = 0,
+             .dmin_open = true,
+             .dmax = 1e15,
+             .seen = &f.fixed_set,
+             .help = "also simulate the old schedule: every retry T after the one before, no "
+                     "jitter (credit-union: 10 min)"},
+            {.name = "fixed-rounds",
+             .arg = "R",
+             .u64 = &f.fixed_rounds,
+             .umin = 1,
+             .umax = JITTER_SIM_MAX_ROUNDS,
+             .seen = &f.fixed_rounds_set,
+             .help = "retries of the old schedule (default --rounds; credit-union: 3)"},
+            {.name = "calls",
+             .arg = "FILE",
+             .string = &f.calls,
+             .help = "measure real records instead of simulating: a call log or a CSV of "
+                     "failures (below)"},
         };
         const struct options_spec spec = {.prog = "tollgate jitter",
                                           .description = jitter_about,
@@ -212,6 +259,21 @@ static int parse(int argc, char **argv, struct jitter_opts *o)
         if (r)
                 return r;
         defaults(o);
+        if (f.calls) {
+                /* Records, not a simulation: only what the measure reads. */
+                if (f.clients_set || f.rounds_set || f.base_set || f.factor_set || f.min_set ||
+                    f.cap_set || f.give_up_set || f.jitter_set || f.bucket_set || f.unit_set ||
+                    f.example_set || f.fixed_set || f.fixed_rounds_set || f.svg) {
+                        fprintf(stderr, "tollgate jitter: --calls measures records: it takes only "
+                                        "--capacity, --seed and --runs\n");
+                        return TG_EINVAL;
+                }
+                o->calls = f.calls;
+                o->sim.capacity = (unsigned)f.capacity;
+                o->sim.seed = f.seed_set ? f.seed : 1;
+                o->runs = f.runs_set ? (unsigned)f.runs : 1000;
+                return 0;
+        }
         if (f.example_set)
                 apply_example(o, examples[f.example]);
         if (f.clients_set)
@@ -248,6 +310,16 @@ static int parse(int argc, char **argv, struct jitter_opts *o)
                 o->sim.give_up_ms = to_ms(f.give_up, o->unit_ms);
         if (f.bucket_set)
                 o->sim.bucket_ms = to_ms(f.bucket, o->unit_ms);
+        if (f.fixed_set)
+                o->fixed_ms = to_ms(f.fixed, o->unit_ms);
+        if (f.fixed_rounds_set)
+                o->fixed_rounds = (unsigned)f.fixed_rounds;
+        if (o->fixed_ms > 0 && o->fixed_rounds == 0)
+                o->fixed_rounds = o->sim.rounds;
+        if (f.fixed_rounds_set && o->fixed_ms <= 0) {
+                fprintf(stderr, "tollgate jitter: --fixed-rounds needs --fixed T\n");
+                return TG_EINVAL;
+        }
         if (jitter_sim_config_check(&o->sim) < 0) {
                 fprintf(stderr, "tollgate jitter: inconsistent options: need base > 0, bucket > 0,"
                                 " cap 0 (none) or >= base\n");
@@ -563,6 +635,143 @@ static int write_svg(const struct jitter_opts *o, const struct jitter_sim *sim,
         return 0;
 }
 
+/* The old fixed schedule, simulated like the others: the same clients,
+ * every retry fixed_ms after the one before, no jitter. The first call (the
+ * failure at 0) is every client at once too. */
+static int print_fixed(const struct jitter_opts *o)
+{
+        struct jitter_sim_config c = o->sim;
+        struct jitter_sim *sim = NULL;
+        struct jitter_sim_summary s;
+        char b1[32], times[256];
+        size_t used = 0, busy = 1;
+        int r;
+
+        c.rounds = o->fixed_rounds;
+        c.base_ms = o->fixed_ms;
+        c.factor = 1.0;
+        c.min_ms = 0;
+        c.cap_ms = 0;
+        c.give_up_ms = 0;
+        c.jitter = BACKOFF_JITTER_NONE;
+        r = jitter_sim_config_check(&c);
+        if (r == 0)
+                r = jitter_sim_run(&c, &sim);
+        if (r < 0)
+                return r;
+        jitter_sim_summary(sim, &s);
+        used = (size_t)snprintf(times, sizeof(times), "0");
+        for (size_t j = 0; j < s.buckets && used < sizeof(times) - 40; j++) {
+                if (jitter_sim_bucket(sim, j) == 0)
+                        continue;
+                busy++;
+                used += (size_t)snprintf(times + used, sizeof(times) - used, ", %s",
+                                         fmt_t(o, (int64_t)j * c.bucket_ms, b1, sizeof(b1)));
+        }
+        unsigned over = c.capacity && c.clients > c.capacity; /* the first call */
+        over += c.capacity ? (unsigned)s.over_capacity : 0;
+        printf("  old schedule (fixed %s-%s interval, no jitter, simulated): calls at %s %s; "
+               "peak %u per bucket",
+               fmt_t(o, o->fixed_ms, b1, sizeof(b1)), o->unit, times, o->unit,
+               s.peak > c.clients ? s.peak : c.clients);
+        if (s.peak == c.clients)
+                printf(" (all %u at once each time)", c.clients);
+        if (c.capacity)
+                printf(", %u of %zu busy buckets over capacity %u", over, busy, c.capacity);
+        printf("\n");
+        jitter_sim_free(sim);
+        return 0;
+}
+
+/* A wall time as UTC RFC 3339, to the second. */
+static const char *fmt_wall(tg_wall_ms ms, char *buf, size_t size)
+{
+        time_t t = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+        struct tm tm;
+
+        if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                snprintf(buf, size, "%lld ms", (long long)ms);
+        return buf;
+}
+
+static void print_peak(const char *what, const struct jitter_records_peak *p, unsigned capacity)
+{
+        char b1[40], b2[40];
+
+        printf("\n%s: %zu\n", what, p->count);
+        if (p->count == 0)
+                return;
+        printf("  busiest second   %u at %s\n", p->second_peak,
+               fmt_wall(p->second_at, b1, sizeof(b1)));
+        printf("  busiest minute   %u at %s\n", p->minute_peak,
+               fmt_wall(p->minute_at, b2, sizeof(b2)));
+        if (capacity)
+                printf("  capacity %u/s     %zu of %zu busy seconds over it; peak %.2gx "
+                       "capacity\n",
+                       capacity, p->seconds_over, p->seconds_busy,
+                       (double)p->second_peak / (double)capacity);
+        printf("  spread           %s: the busiest second holds %u; the same %zu thrown at random "
+               "over the span put at most %u in one second (95th percentile of %u draws)\n",
+               p->count < 2   ? "too few to tell"
+               : p->clustered ? "CLUSTERED, they came back together (jitter did not spread "
+                                "them)"
+                              : "spread, no more bunched than random (as jitter spreads them)",
+               p->second_peak, p->count, p->random_p95_peak, p->random_trials);
+}
+
+static int measure_calls(const struct jitter_opts *o)
+{
+        FILE *f = fopen(o->calls, "r");
+        struct jitter_records *rec = NULL;
+        struct jitter_records_summary s;
+        const char *why = "";
+        size_t line = 0;
+        char b1[40], b2[40];
+        int r;
+
+        if (!f) {
+                fprintf(stderr, "tollgate jitter: --calls %s: cannot open it\n", o->calls);
+                return TG_EINVAL;
+        }
+        r = jitter_records_read(f, &rec, &line, &why);
+        fclose(f);
+        if (r == TG_EPARSE) {
+                fprintf(stderr, "tollgate jitter: %s line %zu: %s\n", o->calls, line, why);
+                return TG_EINVAL;
+        }
+        if (r < 0) {
+                fprintf(stderr, "tollgate jitter: %s: %s\n", o->calls,
+                        r == TG_ENOTFOUND ? "no records"
+                        : r == TG_ERANGE  ? "the records span more than 400 days"
+                        : r == TG_EFULL   ? "more records than the tool reads (5,000,000)"
+                                          : tg_strerror(r));
+                return r == TG_ENOMEM ? r : TG_EINVAL;
+        }
+        r = jitter_records_measure(rec, o->sim.capacity, o->runs, o->sim.seed, &s);
+        jitter_records_free(rec);
+        if (r < 0) {
+                fprintf(stderr, "tollgate jitter: %s\n", tg_strerror(r));
+                return r;
+        }
+        printf("tollgate jitter --calls %s: %zu records (%s), %s .. %s (%lld s)\n", o->calls,
+               s.all.count,
+               s.format == JITTER_RECORDS_CALL_LOG ? "a call log"
+               : s.has_kind                        ? "CSV with a kind column"
+                                                   : "CSV of failures",
+               fmt_wall(s.first_ms, b1, sizeof(b1)), fmt_wall(s.last_ms, b2, sizeof(b2)),
+               (long long)((s.last_ms - s.first_ms) / 1000));
+        if (o->sim.capacity)
+                printf("  capacity: %u per second (--capacity)\n", o->sim.capacity);
+        else
+                printf("  capacity: not stated (--capacity N: what the far side takes a "
+                       "second)\n");
+        print_peak("All records", &s.all, o->sim.capacity);
+        if (s.has_kind)
+                print_peak("Repeats (retries, queries, re-sends: every kind but first)", &s.repeats,
+                           o->sim.capacity);
+        return 0;
+}
+
 int cmd_jitter(int argc, char **argv)
 {
         struct jitter_opts o;
@@ -570,6 +779,8 @@ int cmd_jitter(int argc, char **argv)
         int rc = parse(argc, argv, &o);
         if (rc)
                 return options_exit_status(rc);
+        if (o.calls)
+                return options_exit_status(measure_calls(&o));
 
         struct jitter_sim_config none = o.sim;
         none.jitter = BACKOFF_JITTER_NONE;
@@ -583,10 +794,8 @@ int cmd_jitter(int argc, char **argv)
                 return r == TG_ERANGE ? 2 : 1;
         }
         print_header(&o);
-        if (o.example && strcmp(o.example, "credit-union") == 0)
-                printf("  old schedule (fixed 10-minute interval): calls at minutes 0, 10, 20, 30;"
-                       " all %u phones ring at once each time\n",
-                       o.sim.clients);
+        if (o.fixed_ms > 0)
+                rc = print_fixed(&o);
         print_rounds(&o, sim, flat);
         print_timeline(&o, sim, flat);
         if (o.runs > 1 && o.sim.jitter != BACKOFF_JITTER_NONE)

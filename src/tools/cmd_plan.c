@@ -29,12 +29,15 @@ static const char plan_epilogue[] =
     "  seed-2calls  the same at 2 calls per close -> 480 s\n"
     "  exercise     600 queued, 3/s, 10 calls/s, 2 per close, 120 s target\n"
     "\n"
-    "--simulate starts tollgate-stub (fast) and tollgate (api + dispatch) on\n"
-    "loopback with a temporary SQLite store, pre-loads the backlog through the\n"
-    "API, keeps submitting at the arrival rate and measures until the backlog\n"
-    "drains. With --time-scale F rates are divided by F and counts stay: 240\n"
-    "queued at 2/s with 5 calls/s and F = 0.1 runs as 240 at 20/s with 50\n"
-    "calls/s, so every time (drain, target) is multiplied by F.\n";
+    "--simulate starts tollgate-stub and tollgate (api + dispatch) on loopback\n"
+    "with a temporary SQLite store, pre-loads the backlog through the API,\n"
+    "keeps submitting at the arrival rate and measures until the backlog\n"
+    "drains. K calls per close (a whole number) are made for real: the stub\n"
+    "(mode calls:K) answers each POST 500 after executing it, then K-2 queries\n"
+    "\"processing\" and the next one succeeded, all through the exit. With\n"
+    "--time-scale F rates are divided by F and counts stay: 240 queued at 2/s\n"
+    "with 5 calls/s and F = 0.1 runs as 240 at 20/s with 50 calls/s, so every\n"
+    "time (drain, target, the query interval) is multiplied by F.\n";
 
 static const char *const examples[] = {"seed", "seed-2calls", "exercise", NULL};
 

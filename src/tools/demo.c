@@ -2,12 +2,13 @@
  * demo — the README's first command: tollgate doing its job through the
  * seed's incident. It starts tollgate-stub with the incident's timeline
  * (fast, then slow past the call timeout, then commit-then-drop, then
- * recovery) and `tollgate serve` on a fresh embedded SQLite store, feeds
+ * explicit rejects, then recovery: seed 000's acceptance order) and
+ * `tollgate serve` on a fresh embedded SQLite store, feeds
  * refunds at a steady rate through the intake API, and draws a live view of
  * the backlog, starts/s, closes/s, in-flight, the oldest pending age and the
  * provider's phase. It ends with a summary — every refund settled or in
- * manual review, refunds executed twice, the minimum start spacing, POSTs per
- * operation — and stops everything it started.
+ * manual review, refunds executed twice, the minimum start spacing, the
+ * most POSTs any one operation made — and stops everything it started.
  *
  * The demo talks to the provider stand-in only through tollgate's exit; its
  * own HTTP goes to tollgate's API and to the stub's /_stub admin routes, on
@@ -52,11 +53,12 @@ struct demo_opts {
 };
 
 /* The incident, at full length (the stub compresses it by --time-scale). */
-static const char timeline[] = "fast 20s; slow:3500 40s; drop 20s; fast";
+static const char timeline[] = "fast 20s; slow:3500 40s; drop 20s; reject 10s; fast";
 
 static const char demo_about[] =
     "Runs tollgate against its provider stand-in through the seed's incident: fast, then slow "
-    "past the 3 s call timeout, then executing and dropping the answer, then recovered. Refunds "
+    "past the 3 s call timeout, then executing and dropping the answer, then refusing refunds "
+    "outright (422), then recovered. Refunds "
     "arrive at 4/s (the exit allows 5 calls/s); the view shows the backlog, starts/s, closes/s, "
     "in-flight, the oldest pending age and the provider's phase, then a summary. About two "
     "minutes; --quick compresses the incident to about 45 s. Leaves nothing running.";
@@ -66,6 +68,7 @@ static const char demo_epilogue[] =
 struct view {
         int64_t last_call_id;
         unsigned long starts, closes, posts, queries;
+        unsigned posts_max; /* the most POSTs one operation made (a POST's attempt number) */
         int64_t min_gap_ns;
         tg_mono_ns last_start;
 };
@@ -75,10 +78,13 @@ static int on_call(const struct call_record *c, void *userdata)
         struct view *v = userdata;
         v->last_call_id = c->id;
         v->starts++;
-        if (c->kind == TG_KIND_QUERY)
+        if (c->kind == TG_KIND_QUERY) {
                 v->queries++;
-        else
+        } else {
                 v->posts++;
+                if (c->attempt > v->posts_max)
+                        v->posts_max = c->attempt;
+        }
         if (v->last_start && c->start_mono - v->last_start < v->min_gap_ns)
                 v->min_gap_ns = c->start_mono - v->last_start;
         v->last_start = c->start_mono;
@@ -335,7 +341,7 @@ static int parse_opts(int argc, char **argv, struct demo_opts *o)
         o->rate = 4.0;
         o->scale = o->quick ? 0.35 : 1.0;
         /* Feed through the incident and a little of the recovery. */
-        o->feed_s = (20 + 40 + 20 + 10) * o->scale;
+        o->feed_s = (20 + 40 + 20 + 10 + 10) * o->scale;
         return 0;
 }
 
@@ -498,11 +504,12 @@ int cmd_demo(int argc, char **argv)
                "  still open                  %llu\n"
                "  refunds executed twice      %s\n"
                "  minimum start spacing       %.1f ms (exit allows one start per 200 ms)\n"
-               "  POSTs per operation         %.2f (at most 3), queries %lu\n",
+               "  POSTs per operation         %u at most (the exit allows 3; %.2f on average), "
+               "queries %lu\n",
                fed, failed_feeds, (unsigned long long)st.by_state[OP_SUCCEEDED],
                (unsigned long long)st.by_state[OP_REJECTED],
                (unsigned long long)st.by_state[OP_MANUAL], (unsigned long long)open, twice_text,
-               v.min_gap_ns == INT64_MAX ? 0.0 : (double)v.min_gap_ns / 1e6,
+               v.min_gap_ns == INT64_MAX ? 0.0 : (double)v.min_gap_ns / 1e6, v.posts_max,
                fed ? (double)v.posts / (double)fed : 0.0, v.queries);
         char report[600];
         if (!interrupted &&

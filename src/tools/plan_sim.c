@@ -11,17 +11,24 @@
  * Time compression: with --time-scale F every rate is divided by F and
  * every count kept, so every time is multiplied by F (240 queued at 2/s with
  * 5 calls/s and F = 0.1 runs as 240 at 20/s with 50 calls/s: 8 s instead of
- * 80 s). The stub closes every refund with one call, so a plan with K calls
- * per close gives the exit calls_per_s / K starts per second: the same
- * closes/s, hence the same drain time; the report says so.
+ * 80 s); the query interval is scaled too.
+ *
+ * K calls per close are made for real, not imitated: the stub runs in mode
+ * calls:K, so every refund's POST executes but answers 500 (an unknown
+ * outcome), its next K-2 queries say "processing" and its (K-1)-th query
+ * says succeeded: each close takes K calls through the exit, which runs at
+ * the plan's whole calls/s. The report compares the measured calls per
+ * close and drain with the arithmetic. K must be a whole number (1..100).
  *
  * Measurement: the call log (GET /v1/calls) gives each call's start on the
  * shared monotonic clock and its latency; a close is a call classified
  * succeeded or rejected. "Drained" is the first close after which at most
- * max(1, arrivals in 100 ms) operations are open (accepted, not closed):
- * a new arrival is never picked the instant it lands (the dispatcher looks
- * for new work every 50 ms when idle). Bounds: arrivals and closes are kept
- * in arrays sized at start from the run's own limits.
+ * max(1, arrivals in 100 ms + the shortest close) operations are open
+ * (accepted, not closed): a new arrival is never picked the instant it
+ * lands (the dispatcher looks for new work every 50 ms when idle), and with
+ * K calls per close each one stays open at least K - 1 query intervals.
+ * Bounds: arrivals and closes are kept in arrays sized at start from the
+ * run's own limits.
  */
 #include "tools/plan_sim.h"
 
@@ -34,6 +41,9 @@
 #include "core/tg_error.h"
 #include "net/http_client.h"
 #include "tools/tool_util.h"
+
+#define CALLS_PER_CLOSE_MAX 100    /* the stub's calls:K bound */
+#define QUERY_INTERVAL_MS   2000.0 /* retry.query_interval_ms's default, scaled by F */
 
 #define PAGE       1000
 #define MAX_EVENTS 2000000 /* arrivals or closes kept, at most */
@@ -166,17 +176,22 @@ static double drain_time(struct run *r, double threshold)
 }
 
 static int write_config(const char *dir, int api_port, int stub_port, double starts,
-                        double in_flight, char *path, size_t size)
+                        double in_flight, unsigned k, double scale, char *path, size_t size)
 {
+        int64_t interval = (int64_t)(QUERY_INTERVAL_MS * scale + 0.5);
+
         snprintf(path, size, "%s/tollgate.ini", dir);
         FILE *f = fopen(path, "w");
         if (!f)
                 return TG_EIO;
+        /* every close takes k - 1 queries: the budget must hold them */
         fprintf(f,
                 "[store]\nurl = sqlite://%s/tg.db\n[api]\nlisten = 127.0.0.1:%d\n"
                 "[provider]\nbase_url = http://127.0.0.1:%d\n"
-                "[exit]\nstarts_per_second = %.6g\nmax_in_flight = %u\n[log]\nlevel = warn\n",
-                dir, api_port, stub_port, starts, (unsigned)in_flight);
+                "[exit]\nstarts_per_second = %.6g\nmax_in_flight = %u\n"
+                "[retry]\nquery_interval_ms = %lld\nmax_queries = %u\n[log]\nlevel = warn\n",
+                dir, api_port, stub_port, starts, (unsigned)in_flight,
+                (long long)(interval > 0 ? interval : 1), k > 10 ? k : 10);
         return fclose(f) == 0 ? 0 : TG_EIO;
 }
 
@@ -211,7 +226,9 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
         char tollgate[1024], stub_bin[1024], port_file[128], config[256];
         double F = opt->time_scale > 0 ? opt->time_scale : 1;
         double arr_rate = in->arrivals_per_s / F;
-        double starts = plan->effective_calls_per_s / in->calls_per_close / F;
+        double starts = plan->effective_calls_per_s / F;
+        unsigned k = (unsigned)in->calls_per_close;
+        char stub_mode[32];
         double in_flight = in->max_in_flight > 0 ? in->max_in_flight : 10;
         double analytic = plan->drains ? plan->drain_s * F : -1;
         double limit = opt->max_seconds > 0 ? opt->max_seconds
@@ -223,7 +240,18 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
         memset(&stub, 0, sizeof(stub));
         memset(&api, 0, sizeof(api));
         memset(&disp, 0, sizeof(disp));
-        printf("\nSimulation: the real dispatcher against tollgate-stub (fast) on loopback\n");
+        if ((double)k != in->calls_per_close || k < 1 || k > CALLS_PER_CLOSE_MAX) {
+                fprintf(stderr, "tollgate plan --simulate: --calls-per-close must be a whole number"
+                                " 1..100 to be made for real (the stub answers so that every"
+                                " close takes exactly that many calls)\n");
+                return TG_EINVAL;
+        }
+        if (k == 1)
+                snprintf(stub_mode, sizeof(stub_mode), "fast");
+        else
+                snprintf(stub_mode, sizeof(stub_mode), "calls:%u", k);
+        printf("\nSimulation: the real dispatcher against tollgate-stub (%s) on loopback\n",
+               stub_mode);
         if (in->backlog > 100000 || arr_rate * limit > 1000000) {
                 fprintf(stderr, "tollgate plan --simulate: too many operations for a simulation"
                                 " (backlog <= 100000, arrivals <= 1000000); use --time-scale"
@@ -246,14 +274,14 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
 
         snprintf(port_file, sizeof(port_file), "%s/port", stub.dir);
         char *const stub_argv[] = {stub_bin,  "--listen", "127.0.0.1:0", "--port-file",
-                                   port_file, "--mode",   "fast",        NULL};
+                                   port_file, "--mode",   stub_mode,     NULL};
         if (tool_proc_start(&stub, stub_argv, port_file, 10) < 0) {
                 tail_log("tollgate-stub", &stub);
                 goto out;
         }
         int api_port = tool_free_port();
-        if (api_port < 0 || write_config(api.dir, api_port, stub.port, starts, in_flight, config,
-                                         sizeof(config)) < 0)
+        if (api_port < 0 || write_config(api.dir, api_port, stub.port, starts, in_flight, k, F,
+                                         config, sizeof(config)) < 0)
                 goto out;
         snprintf(r.api, sizeof(r.api), "http://127.0.0.1:%d", api_port);
         char *const api_argv[] = {tollgate, "api", "--config", config, NULL};
@@ -272,10 +300,14 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
         printf("  time scale %g: rates / %g, counts unchanged, times x %g\n", F, F, F);
         printf("  running: %g pre-loaded, %.4g/s arriving, exit at %.4g starts/s", in->backlog,
                arr_rate, starts);
-        if (in->calls_per_close != 1)
-                printf(" (%.4g calls/s / %g calls per close: the stub closes each refund with"
-                       " one call, so the exit gets the plan's closes/s)",
-                       plan->effective_calls_per_s / F, in->calls_per_close);
+        if (k > 1)
+                printf(";\n  every close takes %u calls for real: the POST executes but answers"
+                       " 500 (unknown),\n  then ",
+                       k);
+        if (k > 2)
+                printf("%u quer%s \"processing\" and ", k - 2, k - 2 == 1 ? "y says" : "ies say");
+        if (k > 1)
+                printf("query %u says succeeded, each call through the exit", k - 1);
         printf("\n");
         fflush(stdout);
 
@@ -303,7 +335,8 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
         for (size_t i = 0; i < r.n_arr; i++)
                 r.arrivals[i] = t0; /* pre-loaded: present at the start */
 
-        double threshold = fmax(1, ceil(arr_rate * 0.1));
+        double shortest = (double)(k - 1) * QUERY_INTERVAL_MS * F / 1000.0;
+        double threshold = fmax(1, ceil(arr_rate * (0.1 + shortest)));
         size_t n_new = 0;
         double next_poll = tool_now(), drained_at = -1;
         while (tool_now() - t0 < limit) {
@@ -356,12 +389,14 @@ int plan_simulate(const struct capacity_input *in, const struct capacity_plan *p
         printf("  net drain/s         %-13.4g %.4g\n", plan->net_per_s / F, in->backlog / dur);
         printf("  exit starts/s       %-13.4g %.4g (all calls over the whole run)\n", starts,
                m_calls);
-        printf("  calls per close     %-13g %.3g (the stub closes each with one call)\n", 1.0,
-               r.n_close ? (double)r.calls / (double)r.n_close : 0.0);
+        printf("  calls per close     %-13g %.3g (every call in the log / every close)\n",
+               in->calls_per_close, r.n_close ? (double)r.calls / (double)r.n_close : 0.0);
         if (analytic > 0)
-                printf("  difference          %+.1f%% (dispatcher pick-up, API round trips and"
-                       " the call log's granularity)\n",
-                       100.0 * (dur - analytic) / analytic);
+                printf(
+                    "  difference          %+.1f%% (dispatcher pick-up, API round trips, the call"
+                    " log's granularity%s)\n",
+                    100.0 * (dur - analytic) / analytic,
+                    k > 1 ? " and the query interval each close waits" : "");
         if (r.refused)
                 printf("  note: the API refused %u submissions for capacity (503); they were"
                        " sent again\n",

@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t len = 0;
 
         memset(&err, 0, sizeof(err));
-        if (api_parse_refund((const char *)data, size, &req, &err) == 0) {
+        if (api_parse_refund((const char *)data, size, 1700000000000LL, &req, &err) == 0) {
                 struct refund_fields f = {
                     .operation_id = req.operation_id,
                     .operation_id_len = strlen(req.operation_id),

@@ -72,14 +72,21 @@ def parse_prometheus(text):
         if fam["type"] == "counter":
             assert all(v >= 0 for _, _, v in fam["samples"]), name
         if fam["type"] == "histogram":
-            buckets = [(s[1]["le"], s[2]) for s in fam["samples"] if s[0].endswith("_bucket")]
-            assert buckets and buckets[-1][0] == "+Inf", name
-            vals = [v for _, v in buckets]
-            assert vals == sorted(vals), "%s buckets not cumulative" % name
-            les = [float(le) for le, _ in buckets]
-            assert les == sorted(les), name
-            count = [s[2] for s in fam["samples"] if s[0] == name + "_count"]
-            assert count == [vals[-1]], "%s: +Inf bucket != _count" % name
+            # one histogram per label set (le aside), each complete on its own
+            series = {}
+            for sname, lab, v in fam["samples"]:
+                key = tuple(sorted((k, x) for k, x in lab.items() if k != "le"))
+                series.setdefault(key, []).append((sname, lab, v))
+            for key, samples in series.items():
+                buckets = [(s[1]["le"], s[2]) for s in samples if s[0].endswith("_bucket")]
+                assert buckets and buckets[-1][0] == "+Inf", (name, key)
+                vals = [v for _, v in buckets]
+                assert vals == sorted(vals), "%s %s buckets not cumulative" % (name, key)
+                les = [float(le) for le, _ in buckets]
+                assert les == sorted(les), (name, key)
+                count = [s[2] for s in samples if s[0] == name + "_count"]
+                assert count == [vals[-1]], "%s %s: +Inf bucket != _count" % (name, key)
+                assert [s[0] for s in samples].count(name + "_sum") == 1, (name, key)
     return fams
 
 
@@ -160,6 +167,20 @@ class OperateTest(unittest.TestCase):
             self.assertEqual(metric(fams, "tollgate_operation_attempts_bucket", le="3"), 10)
             self.assertGreaterEqual(metric(fams, "tollgate_exit_holds_total"), 1)
             self.assertEqual(metric(fams, "tollgate_call_latency_seconds_count"), 30)
+            # the waits between attempts, by reason (seed 002: retry counts,
+            # wait times, outcomes): 10 x 2 re-sends after a backoff, and the
+            # 503s held every start (a hold of default_hold_ms each)
+            self.assertEqual(metric(fams, "tollgate_retry_wait_seconds_count", reason="backoff"),
+                             20)
+            self.assertEqual(  # backoff_cap_ms = 100: every wait in the first buckets
+                metric(fams, "tollgate_retry_wait_seconds_bucket", reason="backoff", le="0.1"), 20)
+            self.assertEqual(fams["tollgate_retry_wait_seconds"]["type"], "histogram")
+            self.assertGreaterEqual(
+                metric(fams, "tollgate_retry_wait_seconds_count", reason="hold"), 1)
+            self.assertAlmostEqual(
+                metric(fams, "tollgate_retry_wait_seconds_sum", reason="hold"),
+                0.02 * metric(fams, "tollgate_retry_wait_seconds_count", reason="hold"), places=6)
+            self.assertEqual(metric(fams, "tollgate_retry_wait_seconds_count", reason="query"), 0)
             for fam in ("tollgate_in_flight", "tollgate_oldest_open_age_seconds",
                         "tollgate_owner_epoch", "tollgate_slot_lateness_seconds",
                         "tollgate_exit_held"):

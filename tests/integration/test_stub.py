@@ -200,6 +200,29 @@ class Modes(unittest.TestCase):
         self.assertEqual(s.executions("op-500"), 1)
         self.assertEqual(s.query("op-500")[2]["status"], "succeeded")
 
+    def test_calls_closes_each_refund_at_its_kth_call(self):
+        # calls:3: the POST executes and answers 500, one query says
+        # processing, the next says succeeded; every later one too
+        with start_stub("--mode", "calls:3") as s:
+            st, _, body = s.refund("op-k")
+            self.assertEqual((st, body["error"]["code"]), (500, "internal_error"))
+            self.assertEqual(s.executions("op-k"), 1)
+            self.assertEqual(s.query("op-k")[2]["status"], "processing")
+            st, _, body = s.query("op-k")
+            self.assertEqual((st, body["status"]), (200, "succeeded"))
+            self.assertEqual(s.query("op-k")[2]["status"], "succeeded")
+            s.set_mode(mode="calls:1")
+            self.assertEqual(s.refund("op-one")[0], 201)
+            s.set_mode(mode="calls")  # default K = 2
+            self.assertEqual(s.refund("op-two")[0], 500)
+            self.assertEqual(s.query("op-two")[2]["status"], "succeeded")
+            self.assertEqual(s.executions("op-two"), 1)
+        for bad in ("calls:0", "calls:101", "calls:x"):
+            p = subprocess.run([tgtest.binary("tollgate-stub"), "--mode", bad],
+                               capture_output=True, text=True, timeout=10)
+            self.assertEqual(p.returncode, 2, bad)
+            self.assertIn("--mode", p.stderr)
+
     def test_fail_takes_the_request_refuses_the_refund_and_answers_500(self):
         # The provider took it and refused the refund for good: no money
         # moved, the client saw 500 (an unknown outcome), a query says why.
@@ -353,7 +376,8 @@ class Record(unittest.TestCase):
             self.assertEqual([r["seq"] for r in recs], [1, 2, 3])
             a = recs[0]
             for field in ["seq", "mono_ns", "t_ns", "wall_ms", "method", "path",
-                          "idempotency_key", "request_id", "attempt", "conn_id", "open", "mode",
+                          "idempotency_key", "request_id", "attempt", "traceparent", "conn_id",
+                          "open", "mode",
                           "phase", "answer", "executed", "delivered"]:
                 self.assertIn(field, a)
             self.assertEqual((a["method"], a["path"], a["idempotency_key"], a["request_id"],

@@ -49,6 +49,23 @@ class JitterTest(unittest.TestCase):
         self.assertLessEqual(int(m.group(1)), 3)  # median busiest minute of round 4
         self.assertEqual(int(m.group(4)), 100)    # always within the 6 lines
 
+    def test_credit_union_old_schedule_simulated(self):
+        # The old schedule is simulated like the others: the same clients at
+        # a fixed 10-minute interval, no jitter (not a fixed sentence).
+        rc, out, err = run("jitter", "--example", "credit-union", "--runs", "1")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("old schedule (fixed 10-min interval, no jitter, simulated): calls at "
+                      "0, 10, 20, 30 min; peak 37 per bucket (all 37 at once each time), "
+                      "4 of 4 busy buckets over capacity 6", out)
+        rc, out, err = run("jitter", "--example", "credit-union", "--runs", "1", "--clients", "5",
+                           "--fixed", "15", "--fixed-rounds", "2")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("calls at 0, 15, 30 min; peak 5 per bucket (all 5 at once each time), "
+                      "0 of 3 busy buckets over capacity 6", out)
+        rc, _, err = run("jitter", "--fixed-rounds", "2")
+        self.assertEqual(rc, 2)
+        self.assertIn("--fixed-rounds needs --fixed", err)
+
     def test_table_and_svg(self):
         svg = os.path.join(tgtest.tempfile.mkdtemp(prefix="tgtools-"), "a.svg")
         rc, out, err = run("jitter", "--example", "table", "--jitter", "none", "--svg", svg)
@@ -66,6 +83,113 @@ class JitterTest(unittest.TestCase):
         self.assertIn("--jitter", err)
         rc, _, err = run("jitter", "--bucket", "0.000001", "--rounds", "30")
         self.assertNotEqual(rc, 0)
+
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+
+
+def peaks(out):
+    """{group: {"second": (n, at), "minute": (n, at), "spread": text, ...}} of --calls output."""
+    groups, cur = {}, None
+    for line in out.splitlines():
+        m = re.match(r"^(All records|Repeats) .*?: (\d+)$|^(All records): (\d+)$", line)
+        if m:
+            cur = groups.setdefault(m.group(1) or m.group(3), {})
+            cur["count"] = int(m.group(2) or m.group(4))
+            continue
+        m = re.match(r"^  busiest (second|minute)\s+(\d+) at (\S+)$", line)
+        if m and cur is not None:
+            cur[m.group(1)] = (int(m.group(2)), m.group(3))
+        m = re.match(r"^  capacity \d+/s\s+(\d+) of (\d+) busy seconds over it", line)
+        if m and cur is not None:
+            cur["over"] = (int(m.group(1)), int(m.group(2)))
+        m = re.match(r"^  spread\s+(\w+)", line)
+        if m and cur is not None:
+            cur["spread"] = m.group(1)
+    return groups
+
+
+class JitterCallsTest(unittest.TestCase):
+    """Seed 004's first self-check on real records: `tollgate jitter --calls`."""
+
+    def test_call_log_fixture(self):
+        # 40 first attempts one a second, 25 retries in one second
+        # (12:00:45), 10 queries, 5 firsts the next minute
+        f = os.path.join(FIXTURES, "jitter-calls.jsonl")
+        rc, out, err = run("jitter", "--calls", f, "--capacity", "5")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("80 records (a call log), 2025-03-01T12:00:00Z .. 2025-03-01T12:01:34Z",
+                      out)
+        g = peaks(out)
+        self.assertEqual(g["All records"]["count"], 80)
+        self.assertEqual(g["All records"]["second"], (25, "2025-03-01T12:00:45Z"))
+        self.assertEqual(g["All records"]["minute"], (75, "2025-03-01T12:00:00Z"))
+        self.assertEqual(g["All records"]["over"], (1, 56))
+        self.assertEqual(g["Repeats"]["count"], 35)
+        self.assertEqual(g["Repeats"]["second"], (25, "2025-03-01T12:00:45Z"))
+        self.assertEqual(g["Repeats"]["minute"], (35, "2025-03-01T12:00:00Z"))
+        self.assertEqual(g["Repeats"]["spread"], "CLUSTERED")
+        # the same log as `tollgate calls --format csv` would print it
+        d = tgtest.tempfile.mkdtemp(prefix="tgtools-")
+        csv_path = os.path.join(d, "calls.csv")
+        with open(f) as src, open(csv_path, "w") as dst:
+            dst.write("id,operation_id,kind,attempt,start_wall,class\n")
+            for line in src:
+                c = json.loads(line)
+                dst.write("%d,%s,%s,%d,%d,%s\n" % (c["id"], c["operation_id"], c["kind"],
+                                                    c["attempt"], c["start_wall"], c["class"]))
+        rc, out2, err = run("jitter", "--calls", csv_path, "--capacity", "5")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(peaks(out2), g)
+        os.unlink(csv_path)
+        os.rmdir(d)
+
+    def test_failure_csvs(self):
+        # another system's failures: the credit union's old schedule (37
+        # phones in one second, four times) against the same with jitter
+        rc, out, err = run("jitter", "--calls", os.path.join(FIXTURES, "jitter-failures-fixed.csv"),
+                           "--capacity", "6")
+        self.assertEqual(rc, 0, err)
+        g = peaks(out)["All records"]
+        self.assertEqual(g["count"], 148)
+        self.assertEqual(g["second"], (37, "2025-03-03T08:00:00Z"))  # 16:00 at +08:00
+        self.assertEqual(g["over"], (4, 4))
+        self.assertEqual(g["spread"], "CLUSTERED")
+        self.assertNotIn("Repeats", out)  # no kind column: every row is a failure
+        rc, out, err = run("jitter", "--calls",
+                           os.path.join(FIXTURES, "jitter-failures-jittered.csv"),
+                           "--capacity", "6")
+        self.assertEqual(rc, 0, err)
+        g = peaks(out)["All records"]
+        self.assertEqual(g["count"], 148)
+        self.assertLessEqual(g["second"][0], 2)
+        self.assertEqual(g["over"][0], 0)
+        self.assertEqual(g["spread"], "spread")
+
+    def test_bad_records(self):
+        d = tgtest.tempfile.mkdtemp(prefix="tgtools-")
+        cases = [("a.csv", "phone,when\np1,2025-03-03T16:00:00Z\n", "line 1: no time column"),
+                 ("b.csv", "time\n1740988800\nyesterday\n", "line 3: the time is not"),
+                 ("c.jsonl", '{"start_wall": 1}\n{"kind": "retry"}\n', "line 2: not a call log"),
+                 ("d.csv", 'time,x\n1740988800,"open\n', "line 2: not a CSV line"),
+                 ("e.csv", "time\n", "no records")]
+        try:
+            for name, text, want in cases:
+                path = os.path.join(d, name)
+                with open(path, "w") as f:
+                    f.write(text)
+                rc, out, err = run("jitter", "--calls", path)
+                self.assertEqual(rc, 2, (name, out, err))
+                self.assertIn(want, err, name)
+                os.unlink(path)
+            rc, _, err = run("jitter", "--calls", "/nonexistent.csv")
+            self.assertEqual(rc, 2)
+            rc, _, err = run("jitter", "--calls", os.path.join(FIXTURES, "jitter-calls.jsonl"),
+                             "--clients", "5")
+            self.assertEqual(rc, 2)
+            self.assertIn("--calls measures records", err)
+        finally:
+            os.rmdir(d)
 
 
 class PlanTest(unittest.TestCase):
@@ -105,6 +229,34 @@ class PlanTest(unittest.TestCase):
         self.assertEqual(set(leftovers("tg-plan")), before, "temp dirs left behind")
 
 
+    def test_simulate_calls_per_close_for_real(self):
+        # 3 calls per close made by the stub (calls:3: a POST answered 500,
+        # a query "processing", a query succeeded), not by dividing the
+        # rate: 40 queued, 1/s arriving, 10 calls/s -> 3.33 closes/s,
+        # 17.1 s analytic; x0.2 -> 3.43 s.
+        before = set(leftovers("tg-plan"))
+        rc, out, err = run("plan", "--backlog", "40", "--arrivals", "1", "--calls-per-second",
+                           "10", "--calls-per-close", "3", "--simulate", "--time-scale", "0.2",
+                           timeout=60)
+        self.assertEqual(rc, 0, out + err)
+        sim = out.split("Simulation")[1]
+        self.assertIn("tollgate-stub (calls:3)", sim)
+        self.assertIn("exit at 50 starts/s", sim)  # the whole quota, not 50 / 3
+        m = re.search(r"time to drain\s+([\d.]+)\s+([\d.]+) s", sim)
+        analytic, measured = float(m.group(1)), float(m.group(2))
+        self.assertAlmostEqual(analytic, 40 / (50 / 3 - 5), places=3)
+        self.assertGreater(measured, analytic * 0.9, out)
+        self.assertLess(measured, analytic * 1.5 + 1, out)
+        m = re.search(r"calls per close\s+3\s+([\d.]+)", sim)
+        self.assertIsNotNone(m, sim)
+        self.assertGreaterEqual(float(m.group(1)), 2.9)  # measured from the call log
+        self.assertLess(float(m.group(1)), 3.3)
+        self.assertEqual(set(leftovers("tg-plan")), before, "temp dirs left behind")
+        rc, _, err = run("plan", "--calls-per-close", "1.5", "--simulate")
+        self.assertEqual(rc, 2)
+        self.assertIn("whole number", err)
+
+
 class OptionsTest(unittest.TestCase):
     """Every command reads its options through one layer (platform/options):
     --name value and --name=value alike, help generated from the option
@@ -112,7 +264,7 @@ class OptionsTest(unittest.TestCase):
 
     JITTER = ["--clients", "--rounds", "--base", "--factor", "--min", "--cap", "--give-up",
               "--jitter", "--bucket", "--capacity", "--seed", "--unit", "--svg", "--runs",
-              "--example", "--help"]
+              "--example", "--fixed", "--fixed-rounds", "--calls", "--help"]
     STUB = ["--listen", "--port-file", "--timeline", "--time-scale", "--mode", "--delay-ms",
             "--retry-after", "--retry-after-date", "--processing-ms", "--key-retention-s",
             "--seed", "--mix", "--query-mode", "--query-delay-ms", "--record", "--max-body",

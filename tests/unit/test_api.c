@@ -1105,6 +1105,270 @@ static void test_manual_list_params(void **state)
         exchange_free(&ex);
 }
 
+/* The owner of a manual case: assign, re-assign, unassign through the API,
+ * each audited; refused bodies and states change nothing; the list filters
+ * by owner and shows it. */
+static void test_manual_assign(void **state)
+{
+        struct fixture *fx = *state;
+        static const struct bad_body bad[] = {
+            {"{\"operator\":\"lead\"}", 0, 422, "invalid_field", "assignee"},
+            {"{\"assignee\":\"bob\"}", 0, 422, "invalid_field", "operator"},
+            {"{\"operator\":\"lead\",\"assignee\":\"\"}", 0, 422, "invalid_field", "assignee"},
+            {"{\"operator\":\"lead\",\"assignee\":7}", 0, 422, "invalid_field", "assignee"},
+            {"{\"operator\":\"lead\",\"assignee\":\"b\\u0001\"}", 0, 422, "invalid_field",
+             "assignee"},
+            {"{\"operator\":\"lead\",\"assignee\":\"bob\",\"x\":1}", 0, 422, "unknown_field", "x"},
+            {"[]", 0, 400, "invalid_json", NULL},
+        };
+        static const char to_bob[] = "{\"operator\":\"lead\",\"assignee\":\"bob\"}";
+        static const char to_ann[] =
+            "{\"operator\":\"lead\",\"assignee\":\"ann\",\"reason\":\"bob is out\"}";
+        static const char to_none[] = "{\"operator\":\"lead\",\"assignee\":null}";
+        struct op_snap before;
+        struct exchange ex;
+
+        make_manual(fx->api, "op-a1");
+        make_manual(fx->api, "op-a2");
+        make_pending(fx->api, "op-live");
+        before = snap(fx->api, "op-a1");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                ex = act_on(fx->api, "op-a1/assign", bad[i].body, strlen(bad[i].body));
+                (void)bad[i].len; /* NUL-terminated here */
+                expect_case(&ex, i, &bad[i]);
+                exchange_free(&ex);
+        }
+        assert_unchanged(fx->api, "op-a1", &before, "bad assign bodies");
+        ex = act_on(fx->api, "op-live/assign", to_bob, sizeof(to_bob) - 1);
+        expect_error(&ex, 409, "not_manual");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "GET", "/v1/manual/op-a1/assign", NULL, "Bearer " TOKEN, NULL, 0);
+        expect_error(&ex, 405, "method_not_allowed");
+        exchange_free(&ex);
+
+        ex = act_on(fx->api, "op-a1/assign", to_bob, sizeof(to_bob) - 1);
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "assignee")), "bob");
+        assert_string_equal(json_string_value(json_object_get(ex.json, "state")), "manual");
+        exchange_free(&ex);
+        ex = act_on(fx->api, "op-a1/assign", to_ann, sizeof(to_ann) - 1);
+        assert_int_equal(ex.status, 200);
+        json_t *audit = json_object_get(ex.json, "audit");
+        json_t *row = json_array_get(audit, json_array_size(audit) - 1);
+        assert_string_equal(json_string_value(json_object_get(row, "action")), "assign");
+        assert_string_equal(json_string_value(json_object_get(row, "reason")), "bob is out");
+        assert_string_equal(json_string_value(json_object_get(row, "detail")),
+                            "assigned to ann (was bob)");
+        exchange_free(&ex);
+        assert_int_equal(snap(fx->api, "op-a1").audits, before.audits + 2);
+
+        /* the list: by owner, nobody's, and the owner in every item */
+        ex = get(fx->api, "/v1/manual", "assignee=ann");
+        assert_int_equal(ex.status, 200);
+        assert_int_equal(json_array_size(json_object_get(ex.json, "items")), 1);
+        assert_string_equal(json_string_value(json_object_get(
+                                json_array_get(json_object_get(ex.json, "items"), 0), "assignee")),
+                            "ann");
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/manual", "unassigned=true");
+        assert_int_equal(json_array_size(json_object_get(ex.json, "items")), 1);
+        json_t *item = json_array_get(json_object_get(ex.json, "items"), 0);
+        assert_string_equal(json_string_value(json_object_get(item, "operation_id")), "op-a2");
+        assert_true(json_is_null(json_object_get(item, "assignee")));
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/manual", "assignee=bob");
+        assert_int_equal(json_array_size(json_object_get(ex.json, "items")), 0);
+        exchange_free(&ex);
+        static const char *const bad_q[] = {"assignee=", "unassigned=1",
+                                            "unassigned=", "assignee=ann&unassigned=true",
+                                            "assignee=a%01"};
+        for (size_t i = 0; i < sizeof(bad_q) / sizeof(bad_q[0]); i++) {
+                ex = get(fx->api, "/v1/manual", bad_q[i]);
+                expect_error(&ex, 400, "invalid_parameter");
+                exchange_free(&ex);
+        }
+        ex = act_on(fx->api, "op-a1/assign", to_none, sizeof(to_none) - 1);
+        assert_int_equal(ex.status, 200);
+        assert_true(json_is_null(json_object_get(ex.json, "assignee")));
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/manual", "unassigned=true");
+        assert_int_equal(json_array_size(json_object_get(ex.json, "items")), 2);
+        exchange_free(&ex);
+}
+
+static struct exchange cancel(struct api *api, const char *id, const char *body)
+{
+        char path[256];
+
+        snprintf(path, sizeof(path), "/v1/refunds/%s/cancel", id);
+        return do_request(api, "POST", path, NULL, "Bearer " TOKEN, body, body ? strlen(body) : 0);
+}
+
+/* POST /v1/refunds/{id}/cancel: before any call, cancelled and audited;
+ * again, the same answer; after a call, 409 with the reason; never-accepted,
+ * 404; bad bodies change nothing. */
+static void test_cancel(void **state)
+{
+        struct fixture *fx = *state;
+        struct op_snap before;
+        struct exchange ex;
+        struct op_record op;
+        struct call_record call;
+        struct claim_args a;
+        int64_t epoch = 0;
+
+        make_pending(fx->api, "op-c1");
+        make_pending(fx->api, "op-c2");
+        before = snap(fx->api, "op-c1");
+        ex = cancel(fx->api, "op-c1", "{\"operator\":\"shop\",\"x\":1}");
+        expect_error(&ex, 422, "unknown_field");
+        exchange_free(&ex);
+        ex = cancel(fx->api, "op-c1", "{\"reason\":\"\"}");
+        expect_error(&ex, 422, "invalid_field");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-c1", &before, "bad cancel bodies");
+
+        ex = cancel(fx->api, "op-c1", "{\"operator\":\"shop\",\"reason\":\"order voided\"}");
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "state")), "cancelled");
+        json_t *audit = json_object_get(ex.json, "audit");
+        json_t *row = json_array_get(audit, json_array_size(audit) - 1);
+        assert_string_equal(json_string_value(json_object_get(row, "action")), "cancel");
+        assert_string_equal(json_string_value(json_object_get(row, "operator")), "shop");
+        assert_string_equal(json_string_value(json_object_get(row, "reason")), "order voided");
+        exchange_free(&ex);
+        struct op_snap after = snap(fx->api, "op-c1");
+        assert_int_equal(after.state, OP_CANCELLED);
+        assert_int_equal(after.audits, before.audits + 1);
+        /* again, with no body: the same answer, nothing new */
+        ex = cancel(fx->api, "op-c1", NULL);
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "state")), "cancelled");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-c1", &after, "cancelled again");
+
+        /* claimed by the exit (its attempt recorded as sent): 409 */
+        assert_int_equal(store_owner_acquire(fx->api->store, &epoch), 0);
+        memset(&a, 0, sizeof(a));
+        a.group = STORE_GROUP_FIRST;
+        a.epoch = epoch;
+        a.now = api_wall_now();
+        snprintf(a.request_id, sizeof(a.request_id), "req-c2");
+        assert_int_equal(store_claim(fx->api->store, &a, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "op-c2");
+        before = snap(fx->api, "op-c2");
+        ex = cancel(fx->api, "op-c2", NULL);
+        expect_error(&ex, 409, "already_sent");
+        exchange_free(&ex);
+        assert_unchanged(fx->api, "op-c2", &before, "cancel after the claim");
+        struct settle_args sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.call_id = call.id;
+        sa.op_id = op.id;
+        sa.epoch = epoch;
+        sa.sent = true;
+        sa.cls = TG_CLASS_SUCCEEDED;
+        sa.http_status = 201;
+        sa.now = api_wall_now();
+        sa.decision.next = OP_SUCCEEDED;
+        assert_int_equal(store_settle(fx->api->store, &sa), 0);
+        ex = cancel(fx->api, "op-c2", NULL);
+        expect_error(&ex, 409, "already_final");
+        exchange_free(&ex);
+
+        ex = cancel(fx->api, "op-never", NULL);
+        expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+        ex = cancel(fx->api, "..", NULL);
+        expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "GET", "/v1/refunds/op-c1/cancel", NULL, "Bearer " TOKEN, NULL, 0);
+        expect_error(&ex, 405, "method_not_allowed");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "POST", "/v1/refunds/op-c1/cancel", NULL, NULL, NULL, 0);
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "POST", "/v1/refunds/op-c1/other", NULL, "Bearer " TOKEN, NULL, 0);
+        expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+}
+
+/* The caller's deadline at intake: an RFC 3339 time or a budget, bounded by
+ * retry.deadline_s; bad ones are 422 and store nothing. A traceparent
+ * header is kept, else a trace is started. */
+static void test_intake_deadline_and_trace(void **state)
+{
+        struct fixture *fx = *state;
+        static const char *const bad[] = {
+            "\"deadline\":\"tomorrow\"",
+            "\"deadline\":\"2001-01-01T00:00:00Z\"",
+            "\"deadline\":1700000000",
+            "\"budget_s\":0",
+            "\"budget_s\":-5",
+            "\"budget_s\":\"30\"",
+            "\"budget_s\":1e12",
+            "\"budget_s\":0.0001",
+            "\"budget_s\":30,\"deadline\":\"2999-01-01T00:00:00Z\"",
+        };
+        static const struct http_header tp[] = {
+            {"traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+            {NULL, NULL}};
+        static const struct http_header junk[] = {{"traceparent", "00-nonsense"}, {NULL, NULL}};
+        char body[512];
+        struct exchange ex;
+        struct op_record op;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                snprintf(body, sizeof(body),
+                         "{\"operation_id\":\"op-d\",\"payment_id\":\"p\",\"amount\":5,"
+                         "\"currency\":\"EUR\",%s}",
+                         bad[i]);
+                ex = post(fx->api, body, strlen(body));
+                const char *field = expect_error(&ex, 422, "invalid_field");
+                if (!field || (strcmp(field, "deadline") != 0 && strcmp(field, "budget_s") != 0))
+                        fail_msg("%s: field %s", bad[i], field ? field : "null");
+                exchange_free(&ex);
+        }
+        assert_int_equal(ops_stored(fx->api), 0);
+
+        /* a budget: deadline now + 30 s, the caller's */
+        tg_wall_ms t0 = api_wall_now();
+        static const char budget[] = "{\"operation_id\":\"op-b\",\"payment_id\":\"p\",\"amount\":5,"
+                                     "\"currency\":\"EUR\",\"budget_s\":30.5}";
+        ex = do_request_h(fx->api, "POST", "/v1/refunds", NULL, "Bearer " TOKEN, tp, budget,
+                          sizeof(budget) - 1);
+        assert_int_equal(ex.status, 202);
+        tg_wall_ms at = json_integer_value(json_object_get(ex.json, "deadline_at"));
+        assert_true(at >= t0 + 30500 && at <= api_wall_now() + 30500);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "trace_id")),
+                            "4bf92f3577b34da6a3ce929d0e0e4736");
+        exchange_free(&ex);
+        assert_int_equal(store_get(fx->api->store, "op-b", &op), 0);
+        assert_int_equal(op.deadline_at, at);
+        assert_int_equal(op.caller_deadline_at, at);
+        assert_string_equal(op.traceparent, tp[0].value);
+
+        /* a deadline later than ours: ours (retry.deadline_s) wins */
+        static const char far[] = "{\"operation_id\":\"op-f\",\"payment_id\":\"p\",\"amount\":5,"
+                                  "\"currency\":\"EUR\",\"deadline\":\"2999-01-01T00:00:00Z\"}";
+        ex = do_request_h(fx->api, "POST", "/v1/refunds", NULL, "Bearer " TOKEN, junk, far,
+                          sizeof(far) - 1);
+        assert_int_equal(ex.status, 202);
+        exchange_free(&ex);
+        assert_int_equal(store_get(fx->api->store, "op-f", &op), 0);
+        assert_true(op.deadline_at <= api_wall_now() + fx->api->cfg.policy.deadline_ms);
+        assert_int_equal(op.caller_deadline_at, 0);
+        /* a junk traceparent is ignored: a new trace, valid */
+        assert_int_equal(strlen(op.traceparent), TG_TRACEPARENT_MAX);
+        assert_true(strcmp(op.traceparent + 3, tp[0].value + 3) != 0);
+        ex = get(fx->api, "/v1/refunds/op-f", NULL);
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "traceparent")),
+                            op.traceparent);
+        assert_true(json_is_null(json_object_get(ex.json, "caller_deadline_at")));
+        exchange_free(&ex);
+}
+
 /* GET /v1/stats?minutes=N: N in [1, 60], else 400 naming minutes. */
 static void test_stats_params(void **state)
 {
@@ -1487,6 +1751,9 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_manual_path_tricks, setup, teardown),
             cmocka_unit_test_setup_teardown(test_manual_actions_once, setup, teardown),
             cmocka_unit_test_setup_teardown(test_manual_list_params, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_manual_assign, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_intake_deadline_and_trace, setup, teardown),
             cmocka_unit_test_setup_teardown(test_stats_params, setup, teardown),
             cmocka_unit_test_setup_teardown(test_metrics_token, setup, teardown),
             cmocka_unit_test_setup_teardown(test_provider_event_signature, setup, teardown),

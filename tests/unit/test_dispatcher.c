@@ -16,7 +16,13 @@
  *     probe, then the configured rate;
  *   - a run of timeouts holds the exit;
  *   - a takeover: the new owner waits one call timeout, turns the old
- *     owner's in_flight operation into unknown and reconciles it by query.
+ *     owner's in_flight operation into unknown and reconciles it by query;
+ *   - the caller's deadline: each call's timeout is the smaller of
+ *     provider.timeout_ms and what is left of the deadline (read at the
+ *     transport, where it decides), and an operation past its caller's
+ *     deadline is not sent again;
+ *   - trace context: every call of an operation carries its trace with a
+ *     span of its own, in the header and in the call log.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +77,10 @@ struct start_rec {
         char operation_id[TG_OP_ID_MAX + 1];
         unsigned attempt;
         unsigned open_after; /* calls open at the transport, this one included */
+        int64_t timeout_ms;  /* the whole-call timeout the transport was given */
+        tg_wall_ms wall;     /* when, on the wall clock */
+        char traceparent[TG_TRACEPARENT_MAX + 1];
+        char request_id[TG_REQUEST_ID_MAX + 1];
 };
 
 struct fake {
@@ -137,6 +147,11 @@ static int f_start(void *ctx, const struct transport_call *call, struct exit_han
         s->request = call->request;
         snprintf(s->operation_id, sizeof(s->operation_id), "%s", call->operation_id);
         s->attempt = call->attempt;
+        s->timeout_ms = call->timeout_ms;
+        s->wall = f_wall(f);
+        snprintf(s->traceparent, sizeof(s->traceparent), "%s",
+                 call->traceparent ? call->traceparent : "");
+        snprintf(s->request_id, sizeof(s->request_id), "%s", call->request_id);
         f->provider(f, call, &a);
         f->answered++;
         memset(c, 0, sizeof(*c));
@@ -751,6 +766,172 @@ static void test_takeover_waits_and_reconciles(void **state)
         assert_string_equal(x->fake.starts[0].operation_id, "take-1");
 }
 
+/* Accepts one refund whose caller gave a deadline `budget_ms` from now (0:
+ * none) and a traceparent (NULL: none). */
+static struct op_record accept_one(struct fx *x, const char *id, int64_t budget_ms,
+                                   const char *traceparent)
+{
+        struct refund_request r;
+        struct op_record op;
+        bool created = false;
+
+        memset(&r, 0, sizeof(r));
+        snprintf(r.operation_id, sizeof(r.operation_id), "%s", id);
+        snprintf(r.payment_id, sizeof(r.payment_id), "pay-%s", id);
+        r.amount = 100;
+        memcpy(r.currency, "TWD", 4);
+        r.deadline_at = budget_ms > 0 ? f_wall(&x->fake) + budget_ms : 0;
+        if (traceparent)
+                snprintf(r.traceparent, sizeof(r.traceparent), "%s", traceparent);
+        assert_int_equal(
+            store_accept(x->fake.env.store, &r, f_wall(&x->fake), &x->cfg.policy, &created, &op),
+            0);
+        assert_true(created);
+        return op;
+}
+
+static const struct start_rec *start_of(const struct fake *f, const char *op, unsigned nth)
+{
+        for (unsigned i = 0; i < f->n_starts; i++)
+                if (strcmp(f->starts[i].operation_id, op) == 0 && nth-- == 0)
+                        return &f->starts[i];
+        return NULL;
+}
+
+static unsigned calls_of(const struct fake *f, const char *op)
+{
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < f->n_starts; i++)
+                n += strcmp(f->starts[i].operation_id, op) == 0;
+        return n;
+}
+
+static void test_caller_deadline_cuts_timeout(void **state)
+{
+        struct fx *x = *state;
+        const struct start_rec *s;
+        struct op_record op;
+
+        /* The provider executes every POST but answers after 5 s; queries
+         * say succeeded. */
+        open_dispatcher(x, slow_then_known);
+        struct op_record tight = accept_one(x, "dl-tight", 1200, NULL);
+        struct op_record loose = accept_one(x, "dl-loose", 60000, NULL);
+        struct op_record none = accept_one(x, "dl-none", 0, NULL);
+        assert_int_equal(tight.caller_deadline_at, tight.deadline_at);
+        assert_int_equal(none.caller_deadline_at, 0);
+        /* a caller's deadline past ours is cut to ours */
+        struct op_record far = accept_one(x, "dl-far", 24LL * 3600 * 1000, NULL);
+        assert_int_equal(far.deadline_at, far.accepted_at + x->cfg.policy.deadline_ms);
+        run_until_settled(x, 60 * TG_NS_PER_S);
+
+        /* each first call: min(timeout_ms, what is left of the deadline) at
+         * the moment it was handed to the transport */
+        s = start_of(&x->fake, "dl-tight", 0);
+        assert_non_null(s);
+        assert_int_equal(s->timeout_ms, tight.deadline_at - s->wall);
+        assert_true(s->timeout_ms < x->cfg.provider_timeout_ms);
+        s = start_of(&x->fake, "dl-loose", 0);
+        assert_int_equal(s->timeout_ms, x->cfg.provider_timeout_ms);
+        s = start_of(&x->fake, "dl-none", 0);
+        assert_int_equal(s->timeout_ms, x->cfg.provider_timeout_ms);
+
+        /* the tight one timed out at its deadline: past it nothing is sent
+         * again (no query, no re-send); a person decides */
+        assert_int_equal(calls_of(&x->fake, "dl-tight"), 1);
+        assert_int_equal(store_get(x->fake.env.store, "dl-tight", &op), 0);
+        assert_int_equal(op.state, OP_MANUAL);
+        assert_int_equal(op.reason, MANUAL_DEADLINE);
+        /* the others were reconciled by a query with their whole timeout */
+        assert_int_equal(store_get(x->fake.env.store, "dl-loose", &op), 0);
+        assert_int_equal(op.state, OP_SUCCEEDED);
+        assert_int_equal(calls_of(&x->fake, "dl-loose"), 2);
+        assert_int_equal(store_get(x->fake.env.store, "dl-none", &op), 0);
+        assert_int_equal(op.state, OP_SUCCEEDED);
+        (void)loose;
+}
+
+/* A deadline that leaves less than a call's timeout for a later call: the
+ * query gets only what is left. */
+static void test_deadline_cuts_a_later_call(void **state)
+{
+        struct fx *x = *state;
+        const struct start_rec *q;
+
+        x->cfg.policy.query_interval_ms = 500;
+        open_dispatcher(x, slow_then_known);
+        struct op_record op = accept_one(x, "dl-later", 4000, NULL);
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        /* POST: 3 s timeout (4 s left); the query 500 ms after: < 1 s left */
+        assert_int_equal(start_of(&x->fake, "dl-later", 0)->timeout_ms, x->cfg.provider_timeout_ms);
+        q = start_of(&x->fake, "dl-later", 1);
+        assert_non_null(q);
+        assert_int_equal(q->request, CLASSIFY_QUERY);
+        assert_int_equal(q->timeout_ms, op.deadline_at - q->wall);
+        assert_true(q->timeout_ms < 1000);
+}
+
+struct call_seen {
+        unsigned n;
+        struct call_record c[16];
+};
+
+static int see_call(const struct call_record *c, void *userdata)
+{
+        struct call_seen *s = userdata;
+
+        if (s->n < 16)
+                s->c[s->n++] = *c;
+        return 0;
+}
+
+static void test_trace_context(void **state)
+{
+        static const char caller[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        struct fx *x = *state;
+        struct call_seen seen = {0};
+
+        open_dispatcher(x, slow_then_known);
+        accept_one(x, "tr-caller", 0, caller);
+        accept_one(x, "tr-none", 0, NULL);
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(store_list_calls(x->fake.env.store, 0, 100, see_call, &seen), 0);
+        assert_int_equal(seen.n, 4); /* a POST and a query each */
+        for (unsigned i = 0; i < seen.n; i++) {
+                const struct call_record *c = &seen.c[i];
+                const struct start_rec *s = NULL;
+                struct op_record op;
+
+                for (unsigned k = 0; k < x->fake.n_starts; k++)
+                        if (strcmp(x->fake.starts[k].request_id, c->request_id) == 0)
+                                s = &x->fake.starts[k];
+                assert_non_null(s);
+                assert_int_equal(store_get(x->fake.env.store, c->operation_id, &op), 0);
+                /* the header: the operation's trace, this call's span */
+                assert_int_equal(strlen(s->traceparent), TG_TRACEPARENT_MAX);
+                assert_memory_equal(s->traceparent, op.traceparent, 36);
+                assert_string_equal(s->traceparent + 36 + 17, op.traceparent + 36 + 17);
+                assert_memory_equal(s->traceparent + 36, c->span_id, 16);
+                /* the call log: the same trace id and span id */
+                assert_memory_equal(c->trace_id, op.traceparent + 3, 32);
+                assert_int_equal(strlen(c->span_id), 16);
+                if (strcmp(c->operation_id, "tr-caller") == 0)
+                        assert_memory_equal(c->trace_id, caller + 3, 32); /* the caller's */
+        }
+        /* each call its own span; without a traceparent tollgate started one,
+         * kept for both calls */
+        assert_string_not_equal(seen.c[0].span_id, seen.c[2].span_id);
+        for (unsigned i = 0; i < seen.n; i++)
+                for (unsigned k = i + 1; k < seen.n; k++) {
+                        assert_string_not_equal(seen.c[i].span_id, seen.c[k].span_id);
+                        if (strcmp(seen.c[i].operation_id, seen.c[k].operation_id) == 0)
+                                assert_string_equal(seen.c[i].trace_id, seen.c[k].trace_id);
+                        else
+                                assert_string_not_equal(seen.c[i].trace_id, seen.c[k].trace_id);
+                }
+}
+
 static void test_stop_drains(void **state)
 {
         struct fx *x = *state;
@@ -787,6 +968,9 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_timeouts_hold_the_exit, setup, teardown),
             cmocka_unit_test_setup_teardown(test_takeover_waits_and_reconciles, setup, teardown),
             cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_caller_deadline_cuts_timeout, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_deadline_cuts_a_later_call, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_trace_context, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

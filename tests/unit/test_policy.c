@@ -958,7 +958,7 @@ static void test_names(void **state)
 {
         (void)state;
         const char *states[] = {"pending",   "in_flight", "retry_wait", "unknown",
-                                "succeeded", "rejected",  "manual"};
+                                "succeeded", "rejected",  "manual",     "cancelled"};
         for (int i = 0; i < OP_STATE_COUNT; i++) {
                 assert_string_equal(op_state_name((enum op_state)i), states[i]);
                 enum op_state st = (enum op_state)99;

@@ -3,7 +3,9 @@
  * through the function that owns the event, with the inputs that can change
  * its outcome (each class of a call's end, each outcome of an operator or a
  * provider answer, a valid and an invalid outbox row, budgets open and
- * spent, a deadline and a key age passed or not). For each (state, event):
+ * spent, a deadline and a key age passed or not, an operation sent or never
+ * sent for a cancel, an owner or none for an assign). For each (state,
+ * event):
  *   - an event the table does not allow changes nothing (TG_ESTATE, or
  *     TG_EAGAIN for a sweep that does not apply);
  *   - an allowed one lands in a state the table lists, with the record's
@@ -54,13 +56,15 @@ static struct op_record op_in(enum op_state state)
         op.req.amount = 100;
         memcpy(op.req.currency, "TWD", 4);
         op.state = state;
-        op.attempts = state == OP_PENDING ? 0 : 1;
+        bool never_sent = state == OP_PENDING || state == OP_CANCELLED;
+
+        op.attempts = never_sent ? 0 : 1;
         op.attempt_limit = 3;
         op.queries = state == OP_IN_FLIGHT ? 1 : 0;
         op.query_limit = 10;
         op.accepted_at = T0;
         op.deadline_at = T0 + 900000;
-        op.key_first_used = state == OP_PENDING ? 0 : T0 + 5;
+        op.key_first_used = never_sent ? 0 : T0 + 5;
         op.next_run_at = state == OP_RETRY_WAIT || state == OP_UNKNOWN ? T0 + 10 : 0;
         op.updated_at = T0;
         op.reason = state == OP_MANUAL ? MANUAL_ATTEMPTS_EXHAUSTED : MANUAL_NONE;
@@ -87,6 +91,14 @@ static void check_sane(const struct outcome *o, enum op_event event)
         if (event == OP_EV_CLAIM)
                 assert_int_equal(
                     (a->attempts - o->before.attempts) + (a->queries - o->before.queries), 1);
+        if (event == OP_EV_CANCEL && o->before.state != OP_CANCELLED) /* never sent only */
+                assert_true(o->before.attempts == 0 && o->before.queries == 0 &&
+                            o->before.key_first_used == 0);
+        if (event == OP_EV_ASSIGN) { /* the owner changes, nothing else */
+                assert_int_equal(a->state, o->before.state);
+                assert_int_equal(a->reason, o->before.reason);
+                assert_int_equal(a->attempts, o->before.attempts);
+        }
         assert_int_equal(a->id, o->before.id); /* the same operation, always */
         assert_string_equal(a->req.operation_id, o->before.req.operation_id); /* one key */
 }
@@ -205,6 +217,30 @@ static unsigned fire(enum op_state state, enum op_event event, struct outcome *o
                         o->r = policy_release(&o->before, (enum tg_call_kind)k, T0 + 80, &o->after);
                 }
                 break;
+        case OP_EV_CANCEL:
+                for (int sent = 0; sent < 2; sent++) {
+                        struct outcome *o = slot(out, &n);
+                        bool changed = false;
+
+                        o->before = op_in(state);
+                        o->before.attempts = sent ? 1 : 0;
+                        o->before.queries = 0;
+                        o->before.key_first_used = sent ? T0 + 5 : 0;
+                        o->r = policy_cancel(&o->before, T0 + 80, &o->after, &changed);
+                        if (o->r == 0 && changed != (o->before.state != OP_CANCELLED))
+                                fail_msg("cancel in %s: changed %d", op_state_name(state), changed);
+                }
+                break;
+        case OP_EV_ASSIGN:
+                for (int who = 0; who < 2; who++) {
+                        struct outcome *o = slot(out, &n);
+
+                        o->before = op_in(state);
+                        o->r = policy_assign(&o->before, who ? "alice" : "", T0 + 90, &o->after);
+                        if (o->r == 0)
+                                assert_string_equal(o->after.assignee, who ? "alice" : "");
+                }
+                break;
         case OP_EV_OUTBOX:
         default:
                 for (int valid = 0; valid < 2; valid++) {
@@ -242,11 +278,14 @@ static void test_every_state_every_event(void **state)
                                 }
                                 /* an allowed event refuses only what was asked
                                  * against the table (the other final outcome),
-                                 * a sweep that does not apply, or a re-send past
-                                 * key retention */
+                                 * a sweep that does not apply, a re-send past
+                                 * key retention, or a cancel of what was sent */
                                 if (o->r == TG_ESTATE && o->asked >= 0 && !(allowed & B(o->asked)))
                                         continue;
                                 if (o->r == TG_EAGAIN || o->r == TG_ERANGE)
+                                        continue;
+                                if (o->r == TG_ECONFLICT && e == OP_EV_CANCEL &&
+                                    o->before.attempts > 0)
                                         continue;
                                 assert_int_equal(o->r, 0);
                                 if (!(allowed & B(o->after.state)))
@@ -277,11 +316,19 @@ static void test_derived_sets(void **state)
         assert_int_equal(policy_sources(OP_EV_KEY_RETENTION), B(OP_RETRY_WAIT));
         assert_int_equal(policy_sources(OP_EV_TAKEOVER), B(OP_IN_FLIGHT));
         assert_int_equal(policy_sources(OP_EV_RESEND), B(OP_MANUAL));
+        assert_int_equal(policy_sources(OP_EV_CANCEL),
+                         B(OP_PENDING) | B(OP_RETRY_WAIT) | B(OP_MANUAL) | B(OP_CANCELLED));
+        assert_int_equal(policy_sources(OP_EV_ASSIGN), B(OP_MANUAL));
+        /* a cancelled operation is never picked, swept or recovered */
+        assert_false(policy_sources(OP_EV_CLAIM) & B(OP_CANCELLED));
+        assert_false(policy_sources(OP_EV_DEADLINE) & B(OP_CANCELLED));
         /* a final state only ever "changes" to itself */
         for (int e = 0; e < OP_EVENT_COUNT; e++) {
                 assert_true((policy_targets(OP_SUCCEEDED, (enum op_event)e) & ~B(OP_SUCCEEDED)) ==
                             0);
                 assert_true((policy_targets(OP_REJECTED, (enum op_event)e) & ~B(OP_REJECTED)) == 0);
+                assert_true((policy_targets(OP_CANCELLED, (enum op_event)e) & ~B(OP_CANCELLED)) ==
+                            0);
                 /* nothing ever goes back to pending but an outbox row taken in,
                  * or a first POST's claim given back before it was sent */
                 if (e != OP_EV_OUTBOX && e != OP_EV_RELEASE)

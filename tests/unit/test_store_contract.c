@@ -25,6 +25,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+#ifdef TG_HAVE_MARIADB
+#include <mysql.h>
+#include <mysqld_error.h>
+#endif
+
 #include "core/tg_error.h"
 #include "store/store.h"
 #include "store/store_backend.h" /* the primitives, for the predicate test */
@@ -988,6 +994,400 @@ static void test_settle_external(void **state)
         store_close(s);
 }
 
+static void test_cancel_before_any_call(void **state)
+{
+        struct store *s = open_store();
+        struct store *other = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op, got;
+        struct call_record call;
+        struct store_stats st;
+        struct seen seen = {0};
+        bool changed = false;
+
+        (void)state;
+        accept_new(s, "c-pending", T0);
+        accept_new(s, "c-claimed", T0 + 1);
+        accept_new(s, "c-sent", T0 + 2);
+        accept_new(s, "c-done", T0 + 3);
+        /* the first one is cancelled: final, audited, never picked */
+        assert_int_equal(
+            store_cancel(s, "c-pending", "shop", "customer withdrew", T0 + 10, &op, &changed), 0);
+        assert_true(changed);
+        assert_int_equal(op.state, OP_CANCELLED);
+        got = get_op(other, "c-pending"); /* committed before it returned */
+        assert_int_equal(got.state, OP_CANCELLED);
+        assert_int_equal(store_list_audit(s, got.id, on_audit, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.audits[0].action, "cancel");
+        assert_string_equal(seen.audits[0].operator_name, "shop");
+        assert_string_equal(seen.audits[0].reason, "customer withdrew");
+        /* again: no change, no second audit row */
+        assert_int_equal(store_cancel(s, "c-pending", "shop", "again", T0 + 11, &op, &changed), 0);
+        assert_false(changed);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_audit(s, got.id, on_audit, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        /* the exit never picks it: the next claim takes the next one */
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 20, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "c-claimed");
+        /* claimed (the attempt is recorded as sent): refused, unchanged */
+        assert_int_equal(store_cancel(other, "c-claimed", "shop", "late", T0 + 21, &got, &changed),
+                         TG_ESTATE);
+        assert_int_equal(get_op(s, "c-claimed").state, OP_IN_FLIGHT);
+        /* sent once and waiting to retry: refused as sent (TG_ECONFLICT) */
+        struct settle_args a =
+            settle_args_for(&op, &call, TG_CLASS_RETRYABLE, OP_RETRY_WAIT, T0 + 30, T0 + 5000);
+        assert_int_equal(store_settle(s, &a), 0);
+        assert_int_equal(store_cancel(s, "c-claimed", "shop", "late", T0 + 31, &got, &changed),
+                         TG_ECONFLICT);
+        assert_int_equal(get_op(s, "c-claimed").state, OP_RETRY_WAIT);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 40, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 5000);
+        assert_int_equal(store_cancel(s, "c-sent", "shop", "late", T0 + 41, &got, &changed),
+                         TG_ESTATE);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 50, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        assert_int_equal(store_cancel(s, "c-done", "shop", "late", T0 + 51, &got, &changed),
+                         TG_ESTATE);
+        assert_int_equal(store_cancel(s, "ghost", "shop", "x", T0 + 52, &got, &changed),
+                         TG_ENOTFOUND);
+        assert_int_equal(store_cancel(s, "c-done", "", "x", T0 + 52, &got, &changed), TG_EINVAL);
+        /* the backlog counts it in its own state */
+        assert_int_equal(store_stats(s, &st), 0);
+        assert_int_equal(st.by_state[OP_CANCELLED], 1);
+        store_close(other);
+        store_close(s);
+}
+
+/* A manual case whose first call never went (the deadline passed while it
+ * was pending) may be cancelled too. */
+static void test_cancel_manual_never_sent(void **state)
+{
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        struct op_record op;
+        unsigned n = 0;
+        bool changed = false;
+
+        (void)state;
+        accept_new(s, "late", T0);
+        assert_int_equal(store_sweep_deadlines(s, 0, T0 + c.deadline_ms + 1, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(get_op(s, "late").state, OP_MANUAL);
+        assert_int_equal(store_cancel(s, "late", "shop", "too late anyway", T0 + c.deadline_ms + 2,
+                                      &op, &changed),
+                         0);
+        assert_int_equal(op.state, OP_CANCELLED);
+        assert_int_equal(op.reason, MANUAL_DEADLINE); /* why it had stopped, kept */
+        store_close(s);
+}
+
+static int count_manual(struct store *s, enum manual_reason reason, enum store_assignee who,
+                        const char *name, struct seen *seen)
+{
+        struct store_manual_filter f = {.reason = reason, .who = who, .assignee = name};
+
+        memset(seen, 0, sizeof(*seen));
+        return store_list_manual_filtered(s, 0, &f, 10, on_op, seen);
+}
+
+static void test_assign_manual_cases(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op, got;
+        struct seen seen = {0};
+
+        (void)state;
+        for (int i = 0; i < 4; i++) {
+                char id[16];
+
+                snprintf(id, sizeof(id), "a-%d", i);
+                accept_new(s, id, T0 + i);
+                drive(s, STORE_GROUP_FIRST, epoch, T0 + 10 + i, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        }
+        accept_new(s, "a-live", T0 + 9);
+        /* assign, re-assign, unassign: each audited with before and after */
+        assert_int_equal(
+            store_operator_assign(s, "a-0", "lead", "alice", "first look", T0 + 20, &op), 0);
+        assert_string_equal(op.assignee, "alice");
+        assert_int_equal(op.state, OP_MANUAL);
+        assert_int_equal(op.reason, MANUAL_ATTEMPTS_EXHAUSTED);
+        assert_string_equal(get_op(s, "a-0").assignee, "alice");
+        assert_int_equal(
+            store_operator_assign(s, "a-0", "lead", "bob", "alice is out", T0 + 21, &op), 0);
+        assert_string_equal(op.assignee, "bob");
+        assert_int_equal(store_operator_assign(s, "a-0", "lead", "bob", "again", T0 + 22, &op), 0);
+        assert_int_equal(store_operator_assign(s, "a-1", "lead", "bob", NULL, T0 + 23, &op), 0);
+        assert_int_equal(store_operator_assign(s, "a-2", "lead", "alice", "", T0 + 24, &op), 0);
+        assert_int_equal(
+            store_operator_assign(s, "a-2", "lead", NULL, "back to the queue", T0 + 25, &op), 0);
+        assert_string_equal(op.assignee, "");
+        got = get_op(s, "a-0");
+        assert_int_equal(store_list_audit(s, got.id, on_audit, &seen), 0);
+        /* the exit's own "to manual" event, then two changes of owner; the
+         * same owner again wrote nothing */
+        assert_int_equal(seen.n, 3);
+        assert_string_equal(seen.audits[1].action, "assign");
+        assert_string_equal(seen.audits[1].operator_name, "lead");
+        assert_string_equal(seen.audits[1].detail, "assigned to alice (was nobody)");
+        assert_string_equal(seen.audits[2].detail, "assigned to bob (was alice)");
+        assert_string_equal(seen.audits[2].reason, "alice is out");
+        memset(&seen, 0, sizeof(seen));
+        got = get_op(s, "a-2");
+        assert_int_equal(store_list_audit(s, got.id, on_audit, &seen), 0);
+        assert_string_equal(seen.audits[seen.n - 1].detail, "unassigned (was alice)");
+        /* only a manual case has an owner */
+        assert_int_equal(store_operator_assign(s, "a-live", "lead", "bob", "x", T0 + 26, &op),
+                         TG_ESTATE);
+        assert_int_equal(store_operator_assign(s, "ghost", "lead", "bob", "x", T0 + 26, &op),
+                         TG_ENOTFOUND);
+
+        /* the manual list by owner, and by owner and reason */
+        assert_int_equal(count_manual(s, MANUAL_NONE, STORE_ASSIGNEE_IS, "bob", &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.op_ids[0], "a-0");
+        assert_string_equal(seen.op_ids[1], "a-1");
+        assert_int_equal(count_manual(s, MANUAL_NONE, STORE_ASSIGNEE_NONE, NULL, &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.op_ids[0], "a-2");
+        assert_string_equal(seen.op_ids[1], "a-3");
+        assert_int_equal(count_manual(s, MANUAL_NONE, STORE_ASSIGNEE_ANY, NULL, &seen), 0);
+        assert_int_equal(seen.n, 4);
+        assert_int_equal(
+            count_manual(s, MANUAL_ATTEMPTS_EXHAUSTED, STORE_ASSIGNEE_IS, "bob", &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_int_equal(count_manual(s, MANUAL_DEADLINE, STORE_ASSIGNEE_IS, "bob", &seen), 0);
+        assert_int_equal(seen.n, 0);
+        assert_int_equal(count_manual(s, MANUAL_NONE, STORE_ASSIGNEE_IS, "carol", &seen), 0);
+        assert_int_equal(seen.n, 0);
+        assert_int_equal(count_manual(s, MANUAL_NONE, STORE_ASSIGNEE_IS, "", &seen), TG_EINVAL);
+        /* the owner stays with the record after the case is resolved */
+        assert_int_equal(
+            store_operator_resolve(s, "a-1", "bob", "done", OP_SUCCEEDED, T0 + 30, &op), 0);
+        assert_string_equal(get_op(s, "a-1").assignee, "bob");
+        assert_int_equal(count_manual(s, MANUAL_NONE, STORE_ASSIGNEE_IS, "bob", &seen), 0);
+        assert_int_equal(seen.n, 1);
+        store_close(s);
+}
+
+struct set_ctx {
+        const struct op_record *op;
+};
+
+static int set_tx(struct store *s, void *ctx)
+{
+        return s->ops->op_put(s, ((struct set_ctx *)ctx)->op);
+}
+
+static void test_trace_and_caller_deadline(void **state)
+{
+        static const char tp[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        static const char minted[] = "00-0123456789abcdef0123456789abcdef-1111111111111111-01";
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        int64_t epoch = acquire(s);
+        struct refund_request r = req("t-1", "pay-1", 100);
+        struct op_record op;
+        struct call_record call;
+        struct claim_args a;
+        bool created = false;
+
+        (void)state;
+        r.deadline_at = T0 + 5000;
+        memcpy(r.traceparent, tp, sizeof(tp));
+        assert_int_equal(store_accept(s, &r, T0, &c, &created, &op), 0);
+        op = get_op(s, "t-1");
+        assert_string_equal(op.traceparent, tp);
+        assert_int_equal(op.caller_deadline_at, T0 + 5000);
+        assert_int_equal(op.deadline_at, T0 + 5000);
+        /* no traceparent: one is given at the first claim, and kept */
+        accept_new(s, "t-2", T0 + 1);
+        assert_string_equal(get_op(s, "t-2").traceparent, "");
+        assert_int_equal(get_op(s, "t-2").caller_deadline_at, 0);
+        /* a traceparent the store would not write itself is refused */
+        r = req("t-3", "pay-3", 100);
+        snprintf(r.traceparent, sizeof(r.traceparent), "00-nothex");
+        assert_int_equal(store_accept(s, &r, T0, &c, &created, &op), TG_EINVAL);
+
+        for (int i = 0; i < 3; i++) {
+                memset(&a, 0, sizeof(a));
+                a.group = STORE_GROUP_FIRST;
+                a.epoch = epoch;
+                a.now = T0 + 10 + i;
+                a.in_flight_at_start = 1;
+                snprintf(a.request_id, sizeof(a.request_id), "req-t-%d", i);
+                snprintf(a.span_id, sizeof(a.span_id), "%016x", 0xabc0 + i);
+                memcpy(a.traceparent_new, minted, sizeof(minted));
+                assert_int_equal(store_claim(s, &a, &op, &call), 0);
+                assert_string_equal(call.span_id, a.span_id);
+                if (i == 0) { /* the caller's trace */
+                        assert_string_equal(op.traceparent, tp);
+                        assert_memory_equal(call.trace_id, tp + 3, 32);
+                } else { /* the minted one, kept */
+                        assert_string_equal(op.traceparent, minted);
+                        assert_string_equal(get_op(s, op.req.operation_id).traceparent, minted);
+                        assert_memory_equal(call.trace_id, minted + 3, 32);
+                }
+                if (i == 1) {
+                        /* a row whose traceparent column holds something else (an
+                         * application's outbox insert, say) gets one too */
+                        struct op_record junk = accept_new(s, "t-4", T0 + 2);
+                        struct set_ctx sc = {.op = &junk};
+
+                        snprintf(junk.traceparent, sizeof(junk.traceparent), "00-not-a-trace");
+                        assert_int_equal(s->ops->tx(s, STORE_TX_WRITE, 0, set_tx, &sc), 0);
+                        assert_string_equal(get_op(s, "t-4").traceparent, "00-not-a-trace");
+                }
+                struct seen seen = {0};
+                assert_int_equal(store_list_op_calls(s, op.id, on_call, &seen), 0);
+                assert_int_equal(seen.n, 1);
+                assert_string_equal(seen.calls[0].trace_id, call.trace_id);
+                assert_string_equal(seen.calls[0].span_id, a.span_id);
+        }
+        store_close(s);
+}
+
+/* ---- nothing is deleted: the triggers, through a raw connection ----------------- */
+
+/* What one raw statement did: refused with the trigger's words, or not. */
+struct raw_result {
+        bool refused;
+        char message[256];
+};
+
+/* The texts the schema's triggers refuse with: a refusal for any other
+ * reason (a foreign key, say) does not count as the guard holding. */
+static const char msg_ops[] = "operations are never deleted";
+static const char msg_calls[] = "calls are never deleted";
+static const char msg_audit[] = "audit is append-only";
+
+static struct raw_result raw_sqlite(const char *sql)
+{
+        struct raw_result res = {0};
+        char path[400];
+        sqlite3 *db = NULL;
+        char *err = NULL;
+
+        snprintf(path, sizeof(path), "%s/t.db", fx_dir);
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        /* with foreign keys on, as the store runs: they must not be what refuses */
+        assert_int_equal(sqlite3_exec(db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL), SQLITE_OK);
+        int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+        res.refused = rc != SQLITE_OK;
+        snprintf(res.message, sizeof(res.message), "%s", err ? err : "");
+        if (res.refused)
+                assert_int_equal(rc, SQLITE_CONSTRAINT); /* RAISE(ABORT, ...) */
+        sqlite3_free(err);
+        sqlite3_close(db);
+        return res;
+}
+
+#ifdef TG_HAVE_MARIADB
+static struct raw_result raw_mysql(const char *sql)
+{
+        /* mysql://user:pass@host:port/db, as the fixture made it */
+        char user[64], pass[64], host[64], db[128];
+        unsigned port = 3306;
+        struct raw_result res = {0};
+        const char *p = fx_url + strlen("mysql://");
+        const char *colon = strchr(p, ':'), *at = strrchr(p, '@'), *slash;
+        MYSQL *m = mysql_init(NULL);
+
+        assert_non_null(m);
+        assert_true(colon && at && colon < at);
+        snprintf(user, sizeof(user), "%.*s", (int)(colon - p), p);
+        snprintf(pass, sizeof(pass), "%.*s", (int)(at - colon - 1), colon + 1);
+        slash = strchr(at, '/');
+        assert_non_null(slash);
+        colon = memchr(at, ':', (size_t)(slash - at));
+        snprintf(host, sizeof(host), "%.*s", (int)((colon ? colon : slash) - at - 1), at + 1);
+        if (colon)
+                port = (unsigned)strtoul(colon + 1, NULL, 10);
+        snprintf(db, sizeof(db), "%s", slash + 1);
+        assert_non_null(mysql_real_connect(m, host, user, pass, db, port, NULL, 0));
+        res.refused = mysql_query(m, sql) != 0;
+        snprintf(res.message, sizeof(res.message), "%s", mysql_error(m));
+        if (res.refused) /* SIGNAL SQLSTATE '45000': not a foreign key (1451) */
+                assert_int_equal(mysql_errno(m), ER_SIGNAL_EXCEPTION);
+        mysql_close(m);
+        return res;
+}
+#endif
+
+static struct raw_result raw(const char *sql)
+{
+#ifdef TG_HAVE_MARIADB
+        if (!fx_is_sqlite)
+                return raw_mysql(sql);
+#endif
+        return raw_sqlite(sql);
+}
+
+static void expect_refused(const char *sql, const char *why)
+{
+        struct raw_result r = raw(sql);
+
+        if (!r.refused)
+                fail_msg("not refused: %s", sql);
+        if (!strstr(r.message, why))
+                fail_msg("%s: refused, but not by its trigger: %s", sql, r.message);
+}
+
+static void test_protected_rows_never_deleted(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record m, fresh;
+        struct seen seen = {0};
+        char sql[256];
+
+        (void)state;
+        accept_new(s, "keep-1", T0);
+        m = drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        assert_int_equal(m.state, OP_MANUAL);
+        /* one with no calls and no audit rows: nothing but the trigger can
+         * refuse its delete (no foreign key points at it) */
+        fresh = accept_new(s, "keep-2", T0 + 1);
+        assert_int_equal(store_list_op_calls(s, m.id, on_call, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        int64_t call_id = seen.calls[0].id;
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_audit(s, m.id, on_audit, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        int64_t audit_id = seen.audits[0].id;
+
+        snprintf(sql, sizeof(sql), "DELETE FROM operations WHERE id = %lld", (long long)m.id);
+        expect_refused(sql, msg_ops);
+        snprintf(sql, sizeof(sql), "DELETE FROM operations WHERE id = %lld", (long long)fresh.id);
+        expect_refused(sql, msg_ops);
+        expect_refused("DELETE FROM operations", msg_ops);
+        snprintf(sql, sizeof(sql), "DELETE FROM calls WHERE id = %lld", (long long)call_id);
+        expect_refused(sql, msg_calls);
+        snprintf(sql, sizeof(sql), "DELETE FROM audit WHERE id = %lld", (long long)audit_id);
+        expect_refused(sql, msg_audit);
+        snprintf(sql, sizeof(sql), "UPDATE audit SET reason = 'rewritten' WHERE id = %lld",
+                 (long long)audit_id);
+        expect_refused(sql, msg_audit);
+
+        /* every row is still there, as it was */
+        assert_int_equal(get_op(s, "keep-1").state, OP_MANUAL);
+        assert_int_equal(get_op(s, "keep-2").state, OP_PENDING);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_op_calls(s, m.id, on_call, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_int_equal(seen.calls[0].id, call_id);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_audit(s, m.id, on_audit, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_int_equal(seen.audits[0].id, audit_id);
+        assert_string_not_equal(seen.audits[0].reason, "rewritten");
+        /* and the store still works on them */
+        assert_int_equal(
+            store_operator_resolve(s, "keep-1", "ana", "checked", OP_SUCCEEDED, T0 + 20, &m), 0);
+        store_close(s);
+}
+
 /* ---- reading ------------------------------------------------------------------ */
 
 static void test_stats(void **state)
@@ -1599,7 +1999,7 @@ static void test_account_hold(void **state)
  * order, batches and due summary must give exactly what policy_is_due(),
  * policy_sweep() and the recovery rule give. */
 
-#define GRID_MAX 512
+#define GRID_MAX 640 /* OP_STATE_COUNT x 72 */
 #define GRID_NOW (T0 + 10LL * 24 * 3600 * 1000)
 
 struct grid {
@@ -1917,6 +2317,11 @@ static void test_recover_batch_agrees(void **state)
             cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),                       \
             cmocka_unit_test_setup_teardown(test_manual_resend_resolve, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_settle_external, setup, teardown),                \
+            cmocka_unit_test_setup_teardown(test_cancel_before_any_call, setup, teardown),         \
+            cmocka_unit_test_setup_teardown(test_cancel_manual_never_sent, setup, teardown),       \
+            cmocka_unit_test_setup_teardown(test_assign_manual_cases, setup, teardown),            \
+            cmocka_unit_test_setup_teardown(test_trace_and_caller_deadline, setup, teardown),      \
+            cmocka_unit_test_setup_teardown(test_protected_rows_never_deleted, setup, teardown),   \
             cmocka_unit_test_setup_teardown(test_stats, setup, teardown),                          \
             cmocka_unit_test_setup_teardown(test_list_calls_since_limit, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_callbacks_may_reenter, setup, teardown),          \
