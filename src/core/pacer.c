@@ -90,12 +90,10 @@ int pacer_new(const struct pacer_config *config, struct pacer **ret_pacer)
         if (config->max_in_flight < 1)
                 return TG_EINVAL;
         tg_mono_ns interval = interval_from_rate(rate);
-        if (interval < 1 || config->spacing_margin_ns < PACER_MARGIN_AUTO ||
+        if (interval < 1 || config->spacing_margin_ns < 0 ||
             config->spacing_margin_ns > TG_NS_PER_S || interval > PACER_MAX_INTERVAL - TG_NS_PER_S)
                 return TG_EINVAL;
-        interval += config->spacing_margin_ns == PACER_MARGIN_AUTO
-                        ? interval / PACER_MARGIN_AUTO_PART
-                        : config->spacing_margin_ns;
+        interval += config->spacing_margin_ns;
 
         struct pacer *p = calloc(1, sizeof(*p));
         if (!p)

@@ -37,14 +37,9 @@ struct pacer_config {
         /* Added to every spacing: what the path to the provider may take off
          * a gap (network and the provider's own timing differ from request
          * to request), so that the provider, measuring arrivals, still sees
-         * at least 1/rate. 0..1 s, or PACER_MARGIN_AUTO: a thousandth of
-         * 1/rate (200 us at 5/s, 20 us at 50/s), which costs 0.1 % of the
-         * rate. */
+         * at least 1/rate. 0..1 s. */
         tg_mono_ns spacing_margin_ns;
 };
-
-#define PACER_MARGIN_AUTO      (-1)
-#define PACER_MARGIN_AUTO_PART 1000
 
 /* Creates a pacer with no start recorded yet (the first start may happen at
  * once). Returns 0, TG_EINVAL for a bad config, TG_ENOMEM. The caller owns

@@ -96,8 +96,6 @@ static int set_rule(struct load *load, const struct key_def *key, const char *va
 static int set_log_level(struct load *load, const struct key_def *key, const char *value);
 static void show_listen(const struct tg_config *config, char *buf, size_t size);
 static void show_jitter(const struct tg_config *config, char *buf, size_t size);
-static int set_margin(struct load *load, const struct key_def *key, const char *value);
-static void show_margin(const struct tg_config *config, char *buf, size_t size);
 
 #define SIZEOF(member) sizeof(((struct tg_config *)0)->member)
 #define INT_KEY(sec, key, t, member, min, max, mult, text)                                         \
@@ -193,15 +191,14 @@ static const struct key_def keys[] = {
     INT_KEY("exit", "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1,
             "Calls open at the provider at most (the account's; each share gets "
             "max_in_flight / shares)."),
-    CUSTOM_KEY("exit", "spacing_margin_us", set_margin, show_margin,
-               "Added to every spacing between starts, in microseconds (0..1000000), for what the "
-               "path to the provider may take off a gap (network and the provider's own timing "
-               "vary from request to request), so that a provider measuring arrivals in whole "
-               "milliseconds still sees at least 1/rate. It costs rate: the exit starts at most "
-               "1 / (1/rate + margin) a second. `auto`: a thousandth of 1/rate (200 us at 5/s, "
-               "20 us at 50/s: 0.1 % of the rate), what a quiet path varies by; `tollgate "
-               "verify` reports the variation of yours (docs/verify.md, `receive_spacing`). See "
-               "docs/bench.md for the measurement."),
+    INT_KEY("exit", "spacing_margin_us", KEY_I64, exit.spacing_margin_ns, 0, 1000000, 1000,
+            "Added to every spacing between starts, in microseconds, for what the path to the "
+            "provider may take off a gap (network and scheduling at both ends vary from request "
+            "to request), so that a provider measuring arrivals in whole milliseconds still sees "
+            "at least 1/rate. It costs rate: the exit starts at most 1 / (1/rate + margin) a "
+            "second (the default: 0.5 % at 5/s, 4.8 % at 50/s). `tollgate verify` reports your "
+            "path's variation (`receive_spacing`); docs/bench.md has how the default was "
+            "measured."),
     DOUBLE_KEY("exit", "query_starts_per_second", exit_query_starts_per_second, 0, 1e9, false,
                "A sub-quota for reconciliation queries inside `exit.starts_per_second` (must be "
                "<= it: it never adds to it). 0: off."),
@@ -321,7 +318,7 @@ void config_defaults(struct tg_config *ret_config)
 
         c->exit.starts_per_second = 5.0;
         c->exit.max_in_flight = 10;
-        c->exit.spacing_margin_ns = PACER_MARGIN_AUTO;
+        c->exit.spacing_margin_ns = 1000 * TG_NS_PER_US;
         c->exit_query_starts_per_second = 0.0;
         c->exit_shares = 1;
         c->exit_clock_skew_ms = 1;
@@ -694,33 +691,6 @@ static int set_rule(struct load *load, const struct key_def *key, const char *va
                                  quote(value, q, sizeof(q)));
         load->config.rules[load->config.rule_count++] = rule;
         return 1;
-}
-
-static int set_margin(struct load *load, const struct key_def *key, const char *value)
-{
-        char q[VALUE_QUOTE_MAX + 8];
-        int64_t v = 0;
-
-        if (strcmp(value, "auto") == 0) {
-                load->config.exit.spacing_margin_ns = PACER_MARGIN_AUTO;
-                return 1;
-        }
-        if (strnum_i64(value, 0, 1000000, &v) < 0)
-                return key_error(load, key,
-                                 "must be auto or an integer in [0, 1000000] (microseconds), got "
-                                 "\"%s\"",
-                                 quote(value, q, sizeof(q)));
-        load->config.exit.spacing_margin_ns = v * TG_NS_PER_US;
-        return 1;
-}
-
-static void show_margin(const struct tg_config *config, char *buf, size_t size)
-{
-        if (config->exit.spacing_margin_ns == PACER_MARGIN_AUTO)
-                snprintf(buf, size, "auto");
-        else
-                snprintf(buf, size, "%lld",
-                         (long long)(config->exit.spacing_margin_ns / TG_NS_PER_US));
 }
 
 static int set_log_level(struct load *load, const struct key_def *key, const char *value)

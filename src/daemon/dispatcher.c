@@ -59,9 +59,10 @@ struct open_call {
         enum classify_request request;
         bool probe;
         struct exit_handoff handoff;
-        tg_mono_ns ready_at; /* the earliest it could have started (lateness) */
-        bool sent_known;     /* its sent report came */
-        tg_mono_ns sent;     /* on the wire (0: never) */
+        unsigned in_flight_at_start; /* open calls at the hand-off, itself included */
+        tg_mono_ns ready_at;         /* the earliest it could have started (lateness) */
+        bool sent_known;             /* its sent report came */
+        tg_mono_ns sent;             /* on the wire (0: never) */
 };
 
 /* How far ahead of its slot a call is handed over: the longest of the last
@@ -297,7 +298,8 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                                     .end_wall = wall,
                                     .handoff_mono = oc->handoff.mono,
                                     .handoff_wall = oc->handoff.wall,
-                                    .sent_mono = oc->sent};
+                                    .sent_mono = oc->sent,
+                                    .in_flight_at_start = oc->in_flight_at_start};
         exit_call_settle_args(&end, &sa);
 
         /* Commit the outcome. A store that cannot take it now keeps the
@@ -671,6 +673,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                 abort();
         }
         oc->probe = probe;
+        oc->in_flight_at_start = pacer_in_flight(d->pacer);
         json_t *f = op_fields(&oc->op, &oc->call);
         json_object_set_new(f, "in_flight", json_integer(pacer_in_flight(d->pacer)));
         json_object_set_new(f, "timeout_ms", json_integer(tc.timeout_ms));

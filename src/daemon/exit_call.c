@@ -79,6 +79,7 @@ void exit_call_settle_args(const struct exit_call_end *e, struct settle_args *re
         sa.latency_us = res->latency_us;
         sa.handoff_mono = e->handoff_mono;
         sa.handoff_wall = e->handoff_wall;
+        sa.in_flight_at_start = e->in_flight_at_start;
         if (e->sent_mono > 0) {
                 sa.sent_mono = e->sent_mono;
                 sa.sent_wall = e->handoff_wall + (e->sent_mono - e->handoff_mono) / TG_NS_PER_MS;

@@ -54,7 +54,8 @@ struct exit_call_end {
         tg_wall_ms end_wall;
         tg_mono_ns handoff_mono;
         tg_wall_ms handoff_wall;
-        tg_mono_ns sent_mono; /* on the wire; 0: never sent */
+        tg_mono_ns sent_mono;        /* on the wire; 0: never sent */
+        unsigned in_flight_at_start; /* open calls at its hand-off, itself included */
 };
 void exit_call_settle_args(const struct exit_call_end *end, struct settle_args *ret_args);
 

@@ -48,12 +48,20 @@ json_t *render_call(const struct call_record *call, bool with_op)
                     call->sent && call->start_mono >= call->handoff_mono
                         ? json_integer((call->start_mono - call->handoff_mono) / TG_NS_PER_US)
                         : json_null());
+        } else if (call->handoff_mono == 0) {
+                /* claimed, not (or not yet known to be) handed over: the
+                 * start is the claim's; rows from before say nothing */
+                json_object_set_new(o, "handoff_mono_ns", json_null());
+                json_object_set_new(o, "handoff_wall", json_null());
+                json_object_set_new(o, "connect_us", json_null());
         }
         json_object_set_new(o, "end_mono_ns",
                             call->ended ? json_integer(call->end_mono) : json_null());
         json_object_set_new(o, "in_flight", json_integer(call->in_flight_at_start));
         json_object_set_new(o, "epoch", json_integer(call->epoch));
         json_object_set_new(o, "sent", call->ended ? json_boolean(call->sent) : json_null());
+        /* a claim given back before it reached the transport: not a call */
+        json_object_set_new(o, "released", json_boolean(store_call_released(call)));
         /* W3C trace context: the operation's trace, this call's span */
         json_object_set_new(o, "trace_id", text_or_null(call->trace_id));
         json_object_set_new(o, "span_id", text_or_null(call->span_id));
@@ -109,6 +117,7 @@ json_t *render_op(const struct op_record *op)
 struct render_list {
         json_t *array;
         unsigned max;
+        unsigned released; /* calls: claims given back, not listed */
 };
 
 static int render_add_call(const struct call_record *call, void *userdata)
@@ -116,6 +125,10 @@ static int render_add_call(const struct call_record *call, void *userdata)
         struct render_list *l = userdata;
         json_t *o;
 
+        if (store_call_released(call)) {
+                l->released++;
+                return 0;
+        }
         if (json_array_size(l->array) >= l->max)
                 return 1;
         o = render_call(call, false);
@@ -151,7 +164,9 @@ int render_op_full(struct store *store, const struct op_record *op, json_t **ret
                 r = store_list_audit(store, op->id, render_add_audit, &audit);
         if (r < 0)
                 goto fail;
+        /* the calls made; claims given back unsent are in the call log */
         json_object_set_new(o, "attempts", calls.array);
+        json_object_set_new(o, "released_claims", json_integer(calls.released));
         json_object_set_new(o, "audit", audit.array);
         *ret_json = o;
         return 0;

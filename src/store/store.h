@@ -48,8 +48,10 @@ struct call_record {
          * hook), or, for a call never sent, when it was handed over */
         tg_mono_ns start_mono;
         tg_wall_ms start_wall;
-        /* when it was handed to the transport (0 until it ended): the
-         * connect took start - handoff */
+        /* when it was handed to the transport, written when the call ends
+         * (the connect took start - handoff): 0 until then, and for good
+         * when the claim was given back unsent (store_call_released); -1 in
+         * rows logged before tollgate kept it */
         tg_mono_ns handoff_mono;
         tg_wall_ms handoff_wall;
         unsigned in_flight_at_start; /* calls open including this one */
@@ -67,6 +69,13 @@ struct call_record {
         char trace_id[TG_TRACE_ID_MAX + 1];
         char span_id[TG_SPAN_ID_MAX + 1];
 };
+
+/* A claim made ahead of its slot and given back before it reached the
+ * transport (store_release): a row of the call log that is not a call. */
+static inline bool store_call_released(const struct call_record *c)
+{
+        return c->ended && !c->sent && c->handoff_mono == 0;
+}
 
 /* Opens (creating and migrating as needed) the store named by url.
  * Returns 0, TG_EINVAL (bad url), TG_EUNSUPPORTED (backend not built),
@@ -242,6 +251,9 @@ struct settle_args {
         tg_wall_ms handoff_wall;
         tg_mono_ns sent_mono;
         tg_wall_ms sent_wall;
+        /* calls open when it was handed over, this one included (0: keep
+         * the claim's count: a claim is made ahead of its start) */
+        unsigned in_flight_at_start;
         struct policy_decision decision;
 };
 

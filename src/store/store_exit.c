@@ -402,6 +402,8 @@ static int settle_tx(struct store *s, void *ctx)
                 call.start_mono = a->sent_mono;
                 call.start_wall = a->sent_wall;
         }
+        if (a->in_flight_at_start > 0)
+                call.in_flight_at_start = a->in_flight_at_start;
         r = s->ops->call_close(s, &call);
         if (r == 0)
                 r = policy_end_call(&op, &a->decision, &end, a->now, &next);

@@ -399,10 +399,11 @@ int store_mysql_call_close(struct store *store, const struct call_record *c)
             s,
             "UPDATE calls SET ended = 1, end_mono = %I, end_wall = %I, sent = %I, cls = %S, "
             "http_status = %I, latency_us = %I, error = %S, start_mono = %I, start_wall = %I, "
-            "handoff_mono = %I, handoff_wall = %I WHERE id = %I AND ended = 0",
+            "handoff_mono = %I, handoff_wall = %I, in_flight_at_start = %U WHERE id = %I AND "
+            "ended = 0",
             c->end_mono, c->end_wall, (int64_t)c->sent, store_class_text(c->cls),
             (int64_t)c->http_status, c->latency_us, c->error, c->start_mono, c->start_wall,
-            c->handoff_mono, c->handoff_wall, c->id);
+            c->handoff_mono, c->handoff_wall, c->in_flight_at_start, c->id);
 
         if (r == 0 && s->affected != 1)
                 r = TG_EFENCED;

@@ -308,7 +308,7 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_CALL_CLOSE] = "UPDATE calls SET ended = 1, end_mono = ?2, end_wall = ?3, sent = ?4, "
                       "cls = ?5, http_status = ?6, latency_us = ?7, error = ?8, "
                       "start_mono = ?9, start_wall = ?10, handoff_mono = ?11, "
-                      "handoff_wall = ?12 WHERE id = ?1 AND ended = 0",
+                      "handoff_wall = ?12, in_flight_at_start = ?13 WHERE id = ?1 AND ended = 0",
     [ST_PAGE_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE id > ?1 ORDER BY id LIMIT ?2",
     [ST_PAGE_OP_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE op_id = ?1 AND id > ?2 "
                          "ORDER BY id LIMIT ?3",

@@ -475,7 +475,8 @@ int store_sqlite_call_close(struct store *store, const struct call_record *c)
             store_sqlite_bind_i64(st, 9, c->start_mono) ||
             store_sqlite_bind_i64(st, 10, c->start_wall) ||
             store_sqlite_bind_i64(st, 11, c->handoff_mono) ||
-            store_sqlite_bind_i64(st, 12, c->handoff_wall)) {
+            store_sqlite_bind_i64(st, 12, c->handoff_wall) ||
+            store_sqlite_bind_i64(st, 13, c->in_flight_at_start)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }

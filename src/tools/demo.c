@@ -65,12 +65,11 @@ static const char demo_about[] =
 static const char demo_epilogue[] =
     "Also: tollgate demo resilience [--help]   seed 002's four scenarios\n";
 
+/* The live view: calls as they are logged (a claim is logged when it is
+ * made, a little ahead of its start). */
 struct view {
         int64_t last_call_id;
-        unsigned long starts, closes, posts, queries;
-        unsigned posts_max; /* the most POSTs one operation made (a POST's attempt number) */
-        int64_t min_gap_ns;
-        tg_mono_ns last_start;
+        unsigned long starts;
 };
 
 static int on_call(const struct call_record *c, void *userdata)
@@ -78,17 +77,66 @@ static int on_call(const struct call_record *c, void *userdata)
         struct view *v = userdata;
         v->last_call_id = c->id;
         v->starts++;
-        if (c->kind == TG_KIND_QUERY) {
-                v->queries++;
-        } else {
-                v->posts++;
-                if (c->attempt > v->posts_max)
-                        v->posts_max = c->attempt;
-        }
-        if (v->last_start && c->start_mono - v->last_start < v->min_gap_ns)
-                v->min_gap_ns = c->start_mono - v->last_start;
-        v->last_start = c->start_mono;
         return 0;
+}
+
+/* The summary, from the whole call log once the run is over: the calls
+ * made (claims given back unsent are not calls) and their starts on the
+ * wire (a call's start is on record once it ended). */
+struct summary {
+        unsigned long posts, queries;
+        unsigned posts_max; /* the most POSTs one operation made (a POST's attempt number) */
+        tg_mono_ns *starts;
+        size_t nstarts, cap;
+        bool oom;
+};
+
+static int on_summary_call(const struct call_record *c, void *userdata)
+{
+        struct summary *s = userdata;
+
+        if (store_call_released(c))
+                return 0;
+        if (c->kind == TG_KIND_QUERY) {
+                s->queries++;
+        } else {
+                s->posts++;
+                if (c->attempt > s->posts_max)
+                        s->posts_max = c->attempt;
+        }
+        if (c->handoff_mono <= 0)
+                return 0;
+        if (s->nstarts == s->cap) {
+                size_t cap = s->cap ? 2 * s->cap : 256;
+                tg_mono_ns *more = realloc(s->starts, cap * sizeof(*more));
+                if (!more) {
+                        s->oom = true;
+                        return TG_ENOMEM;
+                }
+                s->starts = more;
+                s->cap = cap;
+        }
+        s->starts[s->nstarts++] = c->start_mono;
+        return 0;
+}
+
+static int cmp_mono(const void *a, const void *b)
+{
+        tg_mono_ns x = *(const tg_mono_ns *)a, y = *(const tg_mono_ns *)b;
+        return (x > y) - (x < y);
+}
+
+/* The smallest gap between two starts on the wire; INT64_MAX with fewer
+ * than two. */
+static int64_t min_start_gap(struct summary *s)
+{
+        int64_t gap = INT64_MAX;
+
+        qsort(s->starts, s->nstarts, sizeof(*s->starts), cmp_mono);
+        for (size_t i = 1; i < s->nstarts; i++)
+                if (s->starts[i] - s->starts[i - 1] < gap)
+                        gap = s->starts[i] - s->starts[i - 1];
+        return gap;
 }
 
 static int write_config(const char *dir, int api_port, int stub_port, char *ret_path, size_t size)
@@ -440,7 +488,6 @@ int cmd_demo(int argc, char **argv)
 
         struct view v;
         memset(&v, 0, sizeof(v));
-        v.min_gap_ns = INT64_MAX;
         double t0 = tool_now(), next_feed = t0, next_draw = t0, next_second = t0 + 1;
         unsigned long fed = 0, failed_feeds = 0, starts_prev = 0;
         unsigned starts_s = 0, closes_s = 0;
@@ -486,7 +533,12 @@ int cmd_demo(int argc, char **argv)
                         break;
                 tool_sleep(0.02);
         }
-        store_list_calls(d.store, v.last_call_id, 100000, on_call, &v);
+        struct summary sum;
+        memset(&sum, 0, sizeof(sum));
+        /* the demo's run is a few thousand calls at most */
+        if (store_list_calls(d.store, 0, 1000000, on_summary_call, &sum) < 0 || sum.oom)
+                fprintf(stderr, "tollgate demo: could not read the whole call log\n");
+        int64_t min_gap_ns = min_start_gap(&sum);
         store_stats(d.store, &st);
         long twice = executed_twice(d.stub.port);
         uint64_t open = st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +
@@ -509,8 +561,9 @@ int cmd_demo(int argc, char **argv)
                fed, failed_feeds, (unsigned long long)st.by_state[OP_SUCCEEDED],
                (unsigned long long)st.by_state[OP_REJECTED],
                (unsigned long long)st.by_state[OP_MANUAL], (unsigned long long)open, twice_text,
-               v.min_gap_ns == INT64_MAX ? 0.0 : (double)v.min_gap_ns / 1e6, v.posts_max,
-               fed ? (double)v.posts / (double)fed : 0.0, v.queries);
+               min_gap_ns == INT64_MAX ? 0.0 : (double)min_gap_ns / 1e6, sum.posts_max,
+               fed ? (double)sum.posts / (double)fed : 0.0, sum.queries);
+        free(sum.starts);
         char report[600];
         if (!interrupted &&
             write_report(&o, d.config, d.stub.port, d.tg.dir, report, sizeof(report)) == 0)

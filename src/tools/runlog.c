@@ -188,7 +188,8 @@ static int add_call_json(struct runlog *log, json_t *o, const char *path, size_t
         copy_str(c->cls, sizeof(c->cls), get_str(o, "class"));
         json_t *sent = json_object_get(o, "sent");
         c->sent = json_is_boolean(sent) ? json_is_true(sent) : -1;
-        c->handoff_logged = json_is_integer(json_object_get(o, "handoff_mono_ns"));
+        json_t *handoff = json_object_get(o, "handoff_mono_ns");
+        c->start_unrecorded = handoff && json_is_null(handoff);
         log->ncalls++;
         return 0;
 }
@@ -319,6 +320,7 @@ static int add_store_call(const struct call_record *cr, void *userdata)
         c->end_wall = cr->ended ? cr->end_wall : TG_WALL_NEVER;
         c->in_flight = cr->in_flight_at_start;
         c->sent = cr->ended ? (cr->sent ? 1 : 0) : -1;
+        c->start_unrecorded = cr->handoff_mono == 0; /* -1: a row from before */
         copy_str(c->cls, sizeof(c->cls), cr->ended ? tg_class_name(cr->cls) : "");
         c->http_status = cr->http_status;
         return 0;

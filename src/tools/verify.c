@@ -136,14 +136,14 @@ static int cmp_arr_rid(const void *a, const void *b)
         return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* A call whose start is on record. In a log that records hand-offs (the
- * start is when the request went on the wire, written when the call ends),
- * a call without one was claimed ahead and never handed over (released), or
- * its owner was lost before it ended: when it went out, if it did, is not
- * known; its start_mono_ns is the claim's. Older logs: every call. */
-static bool call_started(const struct verify_call *c, bool wire_log)
+/* A call whose start is on record. The start is when the request went on
+ * the wire, written with the hand-off when the call ends; a call without
+ * one was claimed ahead and never handed over (released), or its owner was
+ * lost before it ended: when it went out, if it did, is not known, and its
+ * start_mono_ns is the claim's. Older logs: every call. */
+static bool call_started(const struct verify_call *c)
 {
-        return !wire_log || c->handoff_logged;
+        return !c->start_unrecorded;
 }
 
 static int cmp_call_start(const void *a, const void *b)
@@ -1018,12 +1018,9 @@ int verify_run(const struct verify_limits *limits, const struct verify_call *cal
         s->ledger_given = ledger != NULL;
         s->interval_ns = (tg_mono_ns)ceil(1e9 / limits->rate);
         /* the calls whose start is on record first, then the others */
-        bool wire_log = false;
-        for (size_t i = 0; i < ncalls && !wire_log; i++)
-                wire_log = calls[i].handoff_logged;
         size_t nstarts = 0, nother = ncalls;
         for (size_t i = 0; i < ncalls; i++) {
-                if (call_started(&calls[i], wire_log))
+                if (call_started(&calls[i]))
                         by_start[nstarts++] = &calls[i];
                 else
                         by_start[--nother] = &calls[i];

@@ -62,9 +62,12 @@ struct verify_call {
         tg_wall_ms end_wall; /* TG_WALL_NEVER: never closed */
         unsigned in_flight;  /* as logged, this call included; 0: not logged */
         int sent;            /* 1 bytes left, 0 nothing sent, -1 unknown */
-        bool handoff_logged; /* handoff_mono_ns present: its start is on record */
-        char cls[24];        /* tollgate's class name, "" when open */
-        int http_status;     /* 0: none */
+        /* claimed, but no hand-off on record (handoff_mono_ns null): a claim
+         * given back, or its owner lost before the call ended; start_mono
+         * is the claim's. Older logs have no such field: false. */
+        bool start_unrecorded;
+        char cls[24];    /* tollgate's class name, "" when open */
+        int http_status; /* 0: none */
 };
 
 /* One request the provider received on a contract path. */

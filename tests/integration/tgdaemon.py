@@ -167,7 +167,7 @@ def started(calls):
     moment they went on the wire. A claim made ahead and given back, or one
     whose owner was lost (killed) before it ended, has no hand-off: when it
     went out, if it did, is unknown, and its start_mono_ns is the claim's."""
-    return [c for c in calls if c.get("handoff_mono_ns") is not None]
+    return [c for c in calls if "handoff_mono_ns" not in c or c["handoff_mono_ns"] is not None]
 
 
 def starts(calls):

@@ -510,10 +510,7 @@ static void test_wire_spacing_with_varying_connects(void **state)
 {
         struct fx *x = *state;
         struct fake *f = &x->fake;
-        tg_mono_ns margin = x->cfg.exit.spacing_margin_ns;
-        tg_mono_ns interval =
-                       200 * MS + (margin == PACER_MARGIN_AUTO ? 200 * TG_NS_PER_US : margin),
-                   worst = 0;
+        tg_mono_ns interval = 200 * MS + x->cfg.exit.spacing_margin_ns, worst = 0;
 
         open_dispatcher(x, varying_connects);
         accept_n(x, 40, "wire");
