@@ -241,8 +241,12 @@ static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg
                 return;
         oc->sent_known = true;
         oc->sent = sent ? at : 0;
+        /* the query sub-quota counts from the same real start */
+        bool query = d->query_pacer && oc->request == CLASSIFY_QUERY;
         if (sent) {
                 pacer_sent(d->pacer, at);
+                if (query)
+                        pacer_sent(d->query_pacer, at);
                 if (ready >= oc->handoff.mono) {
                         d->connects[d->connect_next] = ready - oc->handoff.mono;
                         d->connect_next = (d->connect_next + 1) % LEAD_SAMPLES;
@@ -251,6 +255,8 @@ static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg
                 }
         } else {
                 pacer_unsent(d->pacer);
+                if (query)
+                        pacer_unsent(d->query_pacer);
         }
         /* stats: lateness is the wire start (else the hand-off) after the
          * earliest moment it could have been */
@@ -662,7 +668,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                 oc->handoff = (struct exit_handoff){d->env->mono_now(d->env->ctx),
                                                     d->env->wall_now(d->env->ctx)};
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
-                pacer_start(d->query_pacer, at, NULL);
+                pacer_start_pending(d->query_pacer, at, NULL);
         /* may_start held at `at` and nothing in between can close the slot:
          * the slot only moves at a start, and starts happen only here. */
         if (pacer_start_pending(d->pacer, at, &probe) < 0) {

@@ -483,6 +483,16 @@ static void slow_connects(struct fake *f, const struct transport_call *call, str
         a->connect = (40 + (tg_mono_ns)(f->answered * 7 % 31)) * MS;
 }
 
+/* Every POST times out; queries say processing, through connects that
+ * vary (up to 3 ms). */
+static void slow_posts_varying_queries(struct fake *f, const struct transport_call *call,
+                                       struct answer *a)
+{
+        always_slow(f, call, a);
+        if (call->request == CLASSIFY_QUERY)
+                a->connect = (f->answered % 2 ? 3000 : 100) * TG_NS_PER_US;
+}
+
 /* ---- scenarios ------------------------------------------------------------------- */
 
 static void test_fast_provider(void **state)
@@ -634,6 +644,34 @@ static void test_idle_costs_nothing(void **state)
         tg_mono_ns refused_end = f->starts[0].at + 80 * MS;
         assert_true(f->starts[1].at >= refused_end + 2000 * MS);
         assert_true(f->starts[1].at < refused_end + 2000 * MS + 20 * MS);
+}
+
+/* The query sub-quota counts from each query's real start, as the account's
+ * rate does: with connects that vary, two queries never go on the wire
+ * closer than 1 / query_starts_per_second. */
+static void test_query_sub_quota_from_the_wire(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        tg_mono_ns last = INT64_MIN;
+        unsigned queries = 0;
+
+        x->cfg.exit.starts_per_second = 10;
+        x->cfg.exit_query_starts_per_second = 2;
+        x->cfg.policy.query_interval_ms = 200;
+        x->cfg.provider_timeout_ms = 1000;
+        open_dispatcher(x, slow_posts_varying_queries);
+        accept_n(x, 6, "subq");
+        run_until_settled(x, 20 * TG_NS_PER_S);
+        for (unsigned i = 0; i < f->n_starts; i++) {
+                if (f->starts[i].request != CLASSIFY_QUERY)
+                        continue;
+                if (last != INT64_MIN)
+                        assert_true(f->starts[i].at - last >= 500 * MS);
+                last = f->starts[i].at;
+                queries++;
+        }
+        assert_true(queries >= 10);
 }
 
 static void test_timeout_reconciled_with_same_key(void **state)
@@ -953,6 +991,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_fast_provider, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_query_sub_quota_from_the_wire, setup, teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_varying_connects, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),
