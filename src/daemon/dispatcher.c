@@ -224,8 +224,10 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
                 pacer_probe_done(d->pacer, h.probe_healthy);
         if (h.why != HOLDS_NONE) {
                 exit_stats_held(d->xstats); /* stats: a provider-wide hold */
-                /* claims made ahead can no longer go out in time */
-                release_ready(d, "hold", now, d->env->wall_now(d->env->ctx));
+                /* claims made ahead can no longer go out in time (a hold no
+                 * longer than a slot only delays the next one: it stays) */
+                if (h.hold_ms * TG_NS_PER_MS > pacer_interval(d->pacer))
+                        release_ready(d, "hold", now, d->env->wall_now(d->env->ctx));
                 exit_stats_waited(d->xstats, EXIT_WAIT_HOLD, h.hold_ms);
         }
 }
