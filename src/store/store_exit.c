@@ -200,7 +200,7 @@ static int claim_tx(struct store *s, void *ctx)
         if (r == 0)
                 r = policy_claim(&op, a->epoch, share, a->now, &c->op, &kind, &attempt);
         if (r == 0)
-                r = s->ops->op_put(s, &c->op);
+                r = store_op_put(s, &op, &c->op);
         if (r < 0)
                 return r;
         memset(&call, 0, sizeof(call));
@@ -217,6 +217,8 @@ static int claim_tx(struct store *s, void *ctx)
         call.ended = false;
         call.cls = TG_CLASS_UNKNOWN;
         r = s->ops->call_insert(s, &call);
+        if (r == 0) /* calls_total, in the same transaction as the row */
+                r = s->ops->counter_add(s, STORE_COUNTER_CALLS, 1);
         if (r == 0)
                 c->call = call;
         return r;
@@ -285,7 +287,7 @@ static int settle_tx(struct store *s, void *ctx)
         if (r == 0)
                 r = policy_end_call(&op, &a->decision, &end, a->now, &next);
         if (r == 0)
-                r = s->ops->op_put(s, &next);
+                r = store_op_put(s, &op, &next);
         if (r == 0 && next.state == OP_MANUAL)
                 r = audit_to_manual(s, &next, a->now, store_class_text(a->cls));
         return r;
@@ -341,7 +343,7 @@ static int sweep_tx(struct store *s, void *ctx)
                 else
                         snprintf(detail, sizeof(detail), "%s",
                                  "idempotency key past retention before its re-send: to manual");
-                r = s->ops->op_put(s, &next);
+                r = store_op_put(s, op, &next);
                 if (r == 0)
                         r = store_audit_add(s, next.id, c->batch.now, "event", "tollgate",
                                             store_reason_text(next.reason), detail);
@@ -437,7 +439,7 @@ static int resend_tx(struct store *s, void *ctx)
         if (r == 0)
                 r = policy_resend(c->config, &op, c->now, &next);
         if (r == 0)
-                r = s->ops->op_put(s, &next);
+                r = store_op_put(s, &op, &next);
         if (r < 0)
                 return r;
         snprintf(detail, sizeof(detail),
@@ -484,7 +486,7 @@ static int resolve_tx(struct store *s, void *ctx)
                 return r;
         snprintf(detail, sizeof(detail), "resolved by hand as %s (was manual: %s)",
                  store_state_text(c->outcome), store_reason_text(op.reason));
-        r = s->ops->op_put(s, &next);
+        r = store_op_put(s, &op, &next);
         if (r == 0)
                 r = store_audit_add(s, next.id, c->now, "resolve", c->operator_name, c->reason,
                                     detail);
@@ -532,7 +534,7 @@ static int external_tx(struct store *s, void *ctx)
         snprintf(detail, sizeof(detail), "%s -> %s%s%s", store_state_text(op.state),
                  store_state_text(c->outcome), c->refund_id && c->refund_id[0] ? ", refund " : "",
                  c->refund_id ? c->refund_id : "");
-        r = s->ops->op_put(s, &next);
+        r = store_op_put(s, &op, &next);
         if (r == 0)
                 r = store_audit_add(s, next.id, c->now, "external", c->source, "provider answer",
                                     detail);
@@ -594,7 +596,7 @@ static int outbox_tx(struct store *s, void *ctx)
 
                 r = policy_outbox(c->limits, op, valid, c->now, &next);
                 if (r == 0)
-                        r = s->ops->op_put(s, &next);
+                        r = store_op_put(s, op, &next);
                 if (r < 0)
                         break;
                 if (valid) {
