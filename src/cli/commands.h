@@ -21,5 +21,7 @@ int cmd_submit(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
 
 #endif

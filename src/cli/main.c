@@ -19,6 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
 #include "daemon/log.h"
+#include "platform/build_info.h"
 #include "platform/options.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -53,19 +54,23 @@ static const char usage[] =
     "  demo [--quick]           the exit through the seed's incident, against the stub\n"
     "\n"
     "Operating it (on the store of the config, or through its API):\n"
-    "  submit --config FILE ... submit one refund through the API\n"
+    "  submit --config FILE ...   submit one refund through the API\n"
     "  status ID --config FILE  an operation's state, calls and audit (API)\n"
     "  manual list|show|resend|resolve --config FILE   the manual review queue\n"
     "  calls --config FILE [--since ID] [--format jsonl|csv]   the call log\n"
     "  reconcile --config FILE --file F.csv   settle unknowns from a settlement file\n"
-    "  config defaults [--format ini|markdown]   every config key, its default and meaning\n"
+    "  config defaults [--format ini|markdown|scdoc]   every config key, its default, meaning\n"
+    "  config check --config FILE   every problem of a config file, with its line (0/1)\n"
+    "  prune --config FILE      delete final operations past retention.keep_days\n"
+    "  backup --config FILE --to FILE   an online, consistent copy of a SQLite store\n"
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
     "  plan                     backlog drain arithmetic (and --simulate through the exit)\n"
     "  demo resilience          timeouts, backoff with jitter, idempotency, against the stub\n"
     "\n"
-    "Run 'tollgate <command> --help' for a command's options.\n";
+    "Run 'tollgate <command> --help' for a command's options; 'tollgate --version'\n"
+    "prints the version and the git revision it was built from.\n";
 
 static const char serve_about[] =
     "Runs the intake/admin HTTP API and the dispatcher in one process. The API answers even "
@@ -175,11 +180,27 @@ static const struct command commands[] = {
     {"verify", cmd_verify},       {"report", cmd_report},     {"submit", cmd_submit},
     {"status", cmd_status},       {"manual", cmd_manual},     {"calls", cmd_calls},
     {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
-    {"demo", cmd_demo},           {"config", cmd_config},
+    {"demo", cmd_demo},           {"config", cmd_config},     {"prune", cmd_prune},
+    {"backup", cmd_backup},
 };
+
+/* `tollgate help commands`: the command table, one name a line (the man
+ * page is made from each one's --help). */
+static int list_commands(void)
+{
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                printf("%s\n", commands[i].name);
+        return fflush(stdout) == 0 ? 0 : 1;
+}
 
 int main(int argc, char **argv)
 {
+        if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+                printf("tollgate %s (git %s)\n", build_info_version(), build_info_revision());
+                return 0;
+        }
+        if (argc == 3 && strcmp(argv[1], "help") == 0 && strcmp(argv[2], "commands") == 0)
+                return list_commands();
         if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
             strcmp(argv[1], "help") == 0) {
                 fputs(usage, argc < 2 ? stderr : stdout);
