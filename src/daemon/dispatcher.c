@@ -215,8 +215,8 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                 log_emit(LOG_INFO, "call_end", f);
         }
         /* stats: class, latency, and where the operation went */
-        exit_stats_ended(d->xstats, cls, res->latency_us, r == 0 ? decision.next : OP_IN_FLIGHT,
-                         oc->op.attempts);
+        exit_stats_ended(d->xstats, oc->call.kind, cls, res->latency_us,
+                         r == 0 ? decision.next : OP_IN_FLIGHT, oc->op.attempts);
         pacer_finish(d->pacer);
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_finish(d->query_pacer);
@@ -423,6 +423,10 @@ static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                 log_emit(LOG_ERROR, "owner_lost",
                          json_pack("{s:I}", "epoch", (json_int_t)d->own.epoch));
         }
+        /* the service's once-a-second work (daemon/service.h: watchdog,
+         * readiness, retention), on this thread and this store */
+        if (d->opt->housekeeping)
+                d->opt->housekeeping(d->opt->hook_ctx, d->store, d->own.share, wall, d->lost);
 }
 
 /* The next thing that can happen, as a monotonic time: the next slot (when

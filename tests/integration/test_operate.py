@@ -72,14 +72,20 @@ def parse_prometheus(text):
         if fam["type"] == "counter":
             assert all(v >= 0 for _, _, v in fam["samples"]), name
         if fam["type"] == "histogram":
-            buckets = [(s[1]["le"], s[2]) for s in fam["samples"] if s[0].endswith("_bucket")]
-            assert buckets and buckets[-1][0] == "+Inf", name
-            vals = [v for _, v in buckets]
-            assert vals == sorted(vals), "%s buckets not cumulative" % name
-            les = [float(le) for le, _ in buckets]
-            assert les == sorted(les), name
-            count = [s[2] for s in fam["samples"] if s[0] == name + "_count"]
-            assert count == [vals[-1]], "%s: +Inf bucket != _count" % name
+            # one series per label set (le aside): tollgate_call_latency_by_kind_seconds{kind}
+            series = {}
+            for s in fam["samples"]:
+                key = tuple(sorted((k, v) for k, v in s[1].items() if k != "le"))
+                series.setdefault(key, []).append(s)
+            for key, samples in series.items():
+                buckets = [(s[1]["le"], s[2]) for s in samples if s[0].endswith("_bucket")]
+                assert buckets and buckets[-1][0] == "+Inf", (name, key)
+                vals = [v for _, v in buckets]
+                assert vals == sorted(vals), "%s%s buckets not cumulative" % (name, key)
+                les = [float(le) for le, _ in buckets]
+                assert les == sorted(les), (name, key)
+                count = [s[2] for s in samples if s[0] == name + "_count"]
+                assert count == [vals[-1]], "%s%s: +Inf bucket != _count" % (name, key)
     return fams
 
 
