@@ -267,6 +267,7 @@ int service_reload(struct service *svc)
 {
         struct tg_config *next;
         struct reload_note n;
+        bool refused;
         char err[600];
         int r;
 
@@ -290,9 +291,10 @@ int service_reload(struct service *svc)
         config_diff(svc->running, next, note_key, &n);
         take_live(svc->running, next);
         reload_components(svc);
-        log_emit(json_array_size(n.refused) ? LOG_WARN : LOG_INFO, "config_reloaded",
+        refused = json_array_size(n.refused) > 0;
+        api_count_reload(svc->api, refused ? "refused" : "applied");
+        log_emit(refused ? LOG_WARN : LOG_INFO, "config_reloaded",
                  json_pack("{s:o, s:o}", "applied", n.applied, "refused", n.refused));
-        api_count_reload(svc->api, json_array_size(n.refused) ? "refused" : "applied");
 out:
         notify("READY=1");
         pthread_mutex_unlock(&svc->lock);
