@@ -1,7 +1,7 @@
 # Install rules, man pages and the Debian packages (CPack). Included from the
 # top CMakeLists.txt; everything here works with BUILD_TESTING=OFF.
 #
-#   cmake --install build --prefix /usr     (or a DESTDIR) puts
+#   cmake -S . -B build -DCMAKE_INSTALL_PREFIX=/usr && cmake --install build puts
 #     bin/tollgate, bin/tollgate-stub
 #     etc/tollgate/tollgate.ini                     (/etc with prefix /usr)
 #     lib/systemd/system/tollgate.service
@@ -13,8 +13,10 @@
 
 install(TARGETS tollgate RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tollgate)
 install(TARGETS tollgate-stub RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT stub)
+# /etc with prefix /usr (GNUInstallDirs), else <prefix>/etc: configure with
+# -DCMAKE_INSTALL_PREFIX=/usr for a system install and for the packages.
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/tollgate.ini
-        DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/tollgate COMPONENT tollgate)
+        DESTINATION ${CMAKE_INSTALL_FULL_SYSCONFDIR}/tollgate COMPONENT tollgate)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/tollgate.service
         DESTINATION lib/systemd/system COMPONENT tollgate)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/operating.md ${PROJECT_SOURCE_DIR}/docs/config.md
@@ -82,7 +84,7 @@ set(CPACK_PACKAGE_VENDOR "tollgate")
 set(CPACK_PACKAGE_CONTACT "tollgate maintainers <dev@tollgate.invalid>")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "one exit for a refund provider's call quota")
-set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
+set(CPACK_PACKAGING_INSTALL_PREFIX "${CMAKE_INSTALL_PREFIX}")
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL tollgate stub)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
