@@ -404,9 +404,10 @@ static int get_ready(struct api *api, struct http_response *res, const char *rid
                 reason = "store_unreachable";
         }
         (void)rid;
-        r = api_reply_json(res, ready ? 200 : 503,
-                           json_pack("{s:s, s:s, s:s?}", "status", ready ? "ready" : "not_ready",
-                                     "role", role, "reason", ready ? NULL : reason));
+        json_t *o = json_pack("{s:s, s:s}", "status", ready ? "ready" : "not_ready", "role", role);
+        if (o && !ready)
+                json_object_set_new(o, "reason", json_string(reason ? reason : "unknown"));
+        r = api_reply_json(res, ready ? 200 : 503, o);
         if (r == 0 && !ready)
                 http_response_add_header(res, "Retry-After", "1");
         return r;
