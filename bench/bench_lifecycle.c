@@ -115,6 +115,32 @@ static double raw_time(struct raw *r, const char *sql)
         return (now_s() - t) * 1000.0;
 }
 
+/* One integer from a one-row query. */
+static long long raw_count(struct raw *r, const char *sql)
+{
+        long long n = -1;
+
+        if (!r->mysql) {
+                sqlite3_stmt *st = NULL;
+                if (sqlite3_prepare_v2(r->lite, sql, -1, &st, NULL) == SQLITE_OK &&
+                    sqlite3_step(st) == SQLITE_ROW)
+                        n = sqlite3_column_int64(st, 0);
+                sqlite3_finalize(st);
+                return n;
+        }
+#ifdef TG_HAVE_MARIADB
+        if (mysql_query(r->my, sql) == 0) {
+                MYSQL_RES *res = mysql_store_result(r->my);
+                MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
+                if (row && row[0])
+                        n = strtoll(row[0], NULL, 10);
+                if (res)
+                        mysql_free_result(res);
+        }
+#endif
+        return n;
+}
+
 static void raw_open(struct raw *r, const char *url)
 {
         memset(r, 0, sizeof(*r));
@@ -159,51 +185,54 @@ static void fill(struct raw *r, long long from, long long to)
         if (from >= to)
                 return;
         if (!r->mysql) {
-                snprintf(sql, sizeof(sql),
-                         "BEGIN IMMEDIATE;"
-                         "WITH RECURSIVE n(i) AS (SELECT %lld UNION ALL SELECT i + 1 FROM n"
-                         " WHERE i + 1 < %lld)"
-                         " INSERT INTO operations (operation_id, payment_id, amount, currency, state,"
-                         " attempts, attempt_limit, query_limit, accepted_at, deadline_at,"
-                         " key_first_used, updated_at, source, last_class)"
-                         " SELECT 'h-' || i, 'pay-' || i, 1000, 'TWD',"
-                         " CASE WHEN i %% 10 = 0 THEN 'rejected' ELSE 'succeeded' END, 1, 3, 10,"
-                         " %lld + i, %lld + i + 900000, %lld + i, %lld + i, 'api', 'succeeded'"
-                         " FROM n;"
-                         "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, epoch,"
-                         " start_mono, start_wall, in_flight_at_start, ended, end_wall, sent, cls,"
-                         " http_status, latency_us)"
-                         " SELECT id, operation_id, 'first', 1, 'r-' || id, 1, 0, accepted_at, 1, 1,"
-                         " accepted_at + 50, 1, 'succeeded', 201, 50000 FROM operations"
-                         " WHERE operation_id >= 'h-' AND id >= (SELECT coalesce(max(op_id), 0)"
-                         " + 1 FROM calls) AND operation_id LIKE 'h-%%';"
-                         "COMMIT;",
-                         from, to, T0, T0, T0, T0);
+                snprintf(
+                    sql, sizeof(sql),
+                    "BEGIN IMMEDIATE;"
+                    "WITH RECURSIVE n(i) AS (SELECT %lld UNION ALL SELECT i + 1 FROM n"
+                    " WHERE i + 1 < %lld)"
+                    " INSERT INTO operations (operation_id, payment_id, amount, currency, state,"
+                    " attempts, attempt_limit, query_limit, accepted_at, deadline_at,"
+                    " key_first_used, updated_at, source, last_class)"
+                    " SELECT 'h-' || i, 'pay-' || i, 1000, 'TWD',"
+                    " CASE WHEN i %% 10 = 0 THEN 'rejected' ELSE 'succeeded' END, 1, 3, 10,"
+                    " %lld + i, %lld + i + 900000, %lld + i, %lld + i, 'api', 'succeeded'"
+                    " FROM n;"
+                    "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, epoch,"
+                    " start_mono, start_wall, in_flight_at_start, ended, end_wall, sent, cls,"
+                    " http_status, latency_us)"
+                    " SELECT id, operation_id, 'first', 1, 'r-' || id, 1, 0, accepted_at, 1, 1,"
+                    " accepted_at + 50, 1, 'succeeded', 201, 50000 FROM operations"
+                    " WHERE operation_id >= 'h-' AND id >= (SELECT coalesce(max(op_id), 0)"
+                    " + 1 FROM calls) AND operation_id LIKE 'h-%%';"
+                    "COMMIT;",
+                    from, to, T0, T0, T0, T0);
                 raw_exec(r, sql);
                 return;
         }
         /* MariaDB: the sequence engine gives the numbers */
         for (long long a = from; a < to; a += 1000000) {
                 long long b = a + 1000000 < to ? a + 1000000 : to;
-                snprintf(sql, sizeof(sql),
-                         "INSERT INTO operations (operation_id, payment_id, amount, currency, state,"
-                         " attempts, attempt_limit, query_limit, accepted_at, deadline_at,"
-                         " key_first_used, updated_at, source, last_class)"
-                         " SELECT CONCAT('h-', seq), CONCAT('pay-', seq), 1000, 'TWD',"
-                         " IF(seq %% 10 = 0, 'rejected', 'succeeded'), 1, 3, 10, %lld + seq,"
-                         " %lld + seq + 900000, %lld + seq, %lld + seq, 'api', 'succeeded'"
-                         " FROM seq_%lld_to_%lld",
-                         T0, T0, T0, T0, a, b - 1);
+                snprintf(
+                    sql, sizeof(sql),
+                    "INSERT INTO operations (operation_id, payment_id, amount, currency, state,"
+                    " attempts, attempt_limit, query_limit, accepted_at, deadline_at,"
+                    " key_first_used, updated_at, source, last_class)"
+                    " SELECT CONCAT('h-', seq), CONCAT('pay-', seq), 1000, 'TWD',"
+                    " IF(seq %% 10 = 0, 'rejected', 'succeeded'), 1, 3, 10, %lld + seq,"
+                    " %lld + seq + 900000, %lld + seq, %lld + seq, 'api', 'succeeded'"
+                    " FROM seq_%lld_to_%lld",
+                    T0, T0, T0, T0, a, b - 1);
                 raw_exec(r, sql);
         }
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, epoch,"
-                 " start_mono, start_wall, in_flight_at_start, ended, end_wall, sent, cls,"
-                 " http_status, latency_us)"
-                 " SELECT o.id, o.operation_id, 'first', 1, CONCAT('r-', o.id), 1, 0, o.accepted_at,"
-                 " 1, 1, o.accepted_at + 50, 1, 'succeeded', 201, 50000 FROM operations o"
-                 " WHERE o.id > (SELECT COALESCE(MAX(op_id), 0) FROM calls)"
-                 " AND o.operation_id LIKE 'h-%%'");
+        snprintf(
+            sql, sizeof(sql),
+            "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, epoch,"
+            " start_mono, start_wall, in_flight_at_start, ended, end_wall, sent, cls,"
+            " http_status, latency_us)"
+            " SELECT o.id, o.operation_id, 'first', 1, CONCAT('r-', o.id), 1, 0, o.accepted_at,"
+            " 1, 1, o.accepted_at + 50, 1, 'succeeded', 201, 50000 FROM operations o"
+            " WHERE o.id > (SELECT COALESCE(MAX(op_id), 0) FROM calls)"
+            " AND o.operation_id LIKE 'h-%%'");
         raw_exec(r, sql);
 }
 
@@ -322,10 +351,12 @@ int main(int argc, char **argv)
                 r = store_stats(s, &st);
                 if (r < 0)
                         die("store_stats", r);
-                printf("after: manual %llu (expected 20), pending %llu (80), pruned_total %llu\n",
+                printf("after: manual %llu (expected 20), pending %llu (80), pruned_total %llu, "
+                       "audit rows %lld (20)\n",
                        (unsigned long long)st.by_state[OP_MANUAL],
                        (unsigned long long)st.by_state[OP_PENDING],
-                       (unsigned long long)st.pruned_operations);
+                       (unsigned long long)st.pruned_operations,
+                       raw_count(&raw, "SELECT COUNT(*) FROM audit"));
                 printf("after: GET /metrics %.2f ms\n", scrape_ms(api));
         }
         api_stop(api);
