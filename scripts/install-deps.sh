@@ -8,6 +8,9 @@ PKGS=(
   libcurl4-openssl-dev libsqlite3-dev sqlite3 libmariadb-dev mariadb-server mariadb-client
   libmicrohttpd-dev libjansson-dev libinih-dev libssl-dev libcmocka-dev
   python3 curl procps psmisc
+  # issue 13: sd_notify, man pages, packages, unit checks, alert rules, openapi check
+  libsystemd-dev help2man scdoc dpkg-dev file fakeroot systemd man-db
+  python3-yaml python3-jsonschema
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -15,12 +18,29 @@ for p in "${PKGS[@]}"; do
     missing+=("$p")
   fi
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
-echo "install-deps: installing ${missing[*]}" >&2
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# promtool (alert rules: check and unit tests) from Debian's prometheus
+# package, without installing the package: that would start a Prometheus
+# server on :9090 on a machine that runs systemd. Extracted into
+# .tools/bin (scripts/test.sh puts it on PATH).
+TOOLS="$(cd "$(dirname "$0")/.." && pwd)/.tools"
+if ! command -v promtool >/dev/null && [ ! -x "$TOOLS/bin/promtool" ]; then
+  echo "install-deps: promtool from Debian's prometheus package into $TOOLS/bin" >&2
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download prometheus >/dev/null 2>&1) || {
+    $SUDO apt-get update -qq
+    (cd "$tmp" && apt-get download prometheus >/dev/null)
+  }
+  dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/x"
+  mkdir -p "$TOOLS/bin"
+  install -m 755 "$tmp/x/usr/bin/promtool" "$TOOLS/bin/promtool"
+  rm -rf "$tmp"
+fi

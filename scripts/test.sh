@@ -3,7 +3,8 @@
 #   1. install missing Debian packages;
 #   2. Release build (-Werror) and every test (unit, fuzz corpus replay, integration);
 #   3. ASan+UBSan build and every test again;
-#   4. format check (clang-format) and static analysis (cppcheck) of src/.
+#   4. format check (clang-format) and static analysis (cppcheck) of src/;
+#   5. the .deb packages built, installed, run and removed (scripts/package-test.sh).
 # Usage: scripts/test.sh [--quick]   (--quick skips the sanitizer build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,4 +48,6 @@ fi
 echo "== static analysis (cppcheck)"
 cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
   --inline-suppr --suppress=missingIncludeSystem -I src src
+echo "== the Debian packages: build (BUILD_TESTING=OFF), install, run as the package's user, remove"
+./scripts/package-test.sh build-pkg
 echo "== all checks passed"

@@ -36,10 +36,14 @@ int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg)
 
 int cli_open_store(const char *cmd, const struct tg_config *cfg, struct store **ret_store)
 {
-        int r = store_open(cfg->store_url, ret_store);
+        char err[600];
+        /* an operator command never creates a store: a typo in the config
+         * must not leave an empty store behind and answer "nothing there" */
+        const struct store_open_opts opts = {.existing = true, .err = err, .err_size = sizeof(err)};
+        int r = store_open_ex(cfg->store_url, &opts, ret_store);
 
         if (r < 0) {
-                fprintf(stderr, "tollgate %s: cannot open the store: %s\n", cmd, tg_strerror(r));
+                fprintf(stderr, "tollgate %s: %s\n", cmd, err[0] ? err : tg_strerror(r));
                 return r == TG_EINVAL || r == TG_ECONFIG ? TG_ESTORE : r;
         }
         return 0;

@@ -26,8 +26,10 @@
  * malloc()ed struct. */
 int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg);
 
-/* Opens the config's store. 0, or a negative code other than TG_EINVAL
- * and TG_ECONFIG (a message was printed), so that options_exit_status()
+/* Opens the config's store, which must exist (an operator command never
+ * creates one: "no store at /abs/path"). 0, or a negative code other than
+ * TG_EINVAL and TG_ECONFIG (a message was printed: for MariaDB the host,
+ * port, database and the server's reason), so that options_exit_status()
  * makes it a failure (1), not a usage error. */
 int cli_open_store(const char *cmd, const struct tg_config *cfg, struct store **ret_store);
 

@@ -22,5 +22,7 @@ int cmd_status(int argc, char **argv);
 int cmd_reconcile(int argc, char **argv);
 int cmd_config(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
+int cmd_prune(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
 
 #endif

@@ -19,27 +19,29 @@
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
 #include "daemon/log.h"
+#include "daemon/service.h"
+#include "platform/build_info.h"
 #include "platform/options.h"
 #include "platform/wake.h"
 
+/* Set by the service's signal thread (daemon/service.h), read by the
+ * dispatcher's loop. */
 static volatile sig_atomic_t stop_flag;
 static volatile sig_atomic_t standby_flag;
 
-static void on_signal(int sig)
+/* dispatch alone: open the store once (creating and migrating it) before
+ * saying READY, so that a bad url fails here with its reason. */
+static int check_store(const char *cmd, const struct tg_config *cfg)
 {
-        (void)sig;
-        stop_flag = 1;
-}
+        char err[600];
+        const struct store_open_opts opts = {.err = err, .err_size = sizeof(err)};
+        struct store *store = NULL;
+        int r = store_open_ex(cfg->store_url, &opts, &store);
 
-static void install_signals(void)
-{
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        signal(SIGPIPE, SIG_IGN);
+        if (r < 0)
+                fprintf(stderr, "tollgate %s: %s\n", cmd, err[0] ? err : tg_strerror(r));
+        store_close(store);
+        return r;
 }
 
 static const char usage[] =
@@ -54,30 +56,39 @@ static const char usage[] =
     "  demo [--quick]           the exit through the seed's incident, against the stub\n"
     "\n"
     "Operating it (on the store of the config, or through its API):\n"
-    "  submit --config FILE ... submit one refund through the API\n"
+    "  submit --config FILE ...   submit one refund through the API\n"
     "  status ID --config FILE  an operation's state, calls and audit (API)\n"
     "  cancel ID --config FILE  take back a refund no call was made for yet\n"
     "  manual list|show|resend|resolve|assign|unassign --config FILE\n"
     "                           the manual review queue and who owns each case\n"
     "  calls --config FILE [--since ID] [--format jsonl|csv]   the call log\n"
     "  reconcile --config FILE --file F.csv   settle unknowns from a settlement file\n"
-    "  config defaults [--format ini|markdown]   every config key, its default and meaning\n"
+    "  config defaults [--format ini|markdown|scdoc]   every config key, its default, meaning\n"
+    "  config check --config FILE   every problem of a config file, with its line (0/1)\n"
+    "  prune --config FILE      delete final operations past retention.keep_days\n"
+    "  backup --config FILE --to FILE   an online, consistent copy of a SQLite store\n"
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
     "  plan                     backlog drain arithmetic (and --simulate through the exit)\n"
     "  demo resilience          timeouts, backoff with jitter, idempotency, against the stub\n"
     "\n"
-    "Run 'tollgate <command> --help' for a command's options.\n";
+    "Run 'tollgate <command> --help' for a command's options; 'tollgate --version'\n"
+    "prints the version and the git revision it was built from.\n";
 
 static const char serve_about[] =
     "Runs the intake/admin HTTP API and the dispatcher in one process. The API answers even "
     "while the dispatcher waits as a standby behind another owner.\n\n"
-    "SIGTERM/SIGINT: stop starting calls, wait for open ones, exit 0.";
+    "SIGTERM/SIGINT: stop starting calls, wait for open ones, exit 0. SIGHUP: read the config "
+    "again (what can change live changes; any other changed key is refused in the log and keeps "
+    "its value). GET /readyz answers 200 while this process owns the exit or is a standby.\n\n"
+    "Under systemd (Type=notify) it says READY=1 once the store is open and the API listens, "
+    "STOPPING=1 on a stop, and WATCHDOG=1 from the dispatcher's loop when WatchdogSec is set.";
 static const char dispatch_about[] =
     "Runs the dispatcher alone. If another dispatcher owns the exit for this store, waits as a "
     "standby (and says so in its log) until the owner is gone.\n\n"
-    "SIGTERM/SIGINT: stop starting calls, wait for open ones, exit 0.";
+    "SIGTERM/SIGINT: stop starting calls, wait for open ones, exit 0. SIGHUP: read the config "
+    "again, as for serve.";
 static const char api_about[] = "Runs the intake/admin HTTP API alone; any number may run beside "
                                 "one dispatcher on the same store.";
 
@@ -122,16 +133,33 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                 return options_exit_status(r);
         }
         log_set_component(cmd);
-        install_signals();
+        signal(SIGPIPE, SIG_IGN);
+        /* before any thread: the service's thread takes the signals */
+        struct service *svc = NULL;
+        const struct service_options so = {.command = cmd,
+                                           .config_path = config,
+                                           .config = cfg,
+                                           .stop = &stop_flag,
+                                           .standby = want_disp ? &standby_flag : NULL};
+        r = service_start(&so, &svc);
+        if (r < 0) {
+                fprintf(stderr, "tollgate %s: cannot start: %s\n", cmd, tg_strerror(r));
+                free(cfg);
+                return 1;
+        }
         struct api *api = NULL;
         struct wake *doorbell = NULL;
         if (want_api && want_disp && wake_new(&doorbell) < 0)
                 doorbell = NULL; /* no doorbell: the exit looks for work by itself */
         if (want_api) {
-                r = api_start(cfg, &api);
+                char err[600];
+                r = api_start_ex(cfg, err, sizeof(err), &api);
                 if (r < 0) {
                         fprintf(stderr, "tollgate %s: cannot start the API on %s:%d: %s\n", cmd,
-                                cfg->api_listen_host, cfg->api_listen_port, tg_strerror(r));
+                                cfg->api_listen_host, cfg->api_listen_port,
+                                err[0] ? err : tg_strerror(r));
+                        wake_free(doorbell);
+                        service_stop(svc);
                         free(cfg);
                         return 1;
                 }
@@ -139,23 +167,35 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                         api_set_standby_flag(api, &standby_flag);
                         api_set_doorbell(api, doorbell);
                 }
+                service_set_api(svc, api);
                 log_emit(
                     LOG_INFO, "api_listening",
                     json_pack("{s:s, s:i}", "host", cfg->api_listen_host, "port", api_port(api)));
+        } else if (check_store(cmd, cfg) < 0) {
+                service_stop(svc);
+                free(cfg);
+                return 1;
         }
+        service_ready(svc);
         int rc = 0;
         if (want_disp) {
                 struct dispatcher_options dopt = {.no_wait = no_wait,
                                                   .stop = &stop_flag,
                                                   .standby = &standby_flag,
-                                                  .doorbell = doorbell};
+                                                  .doorbell = doorbell,
+                                                  .housekeeping = service_housekeeping,
+                                                  .hook_ctx = svc};
                 rc = dispatcher_run(cfg, &dopt);
         } else {
-                while (!stop_flag)
-                        pause();
+                service_wait_stop(svc);
         }
+        /* the API goes first (a reload or a readiness question must not find
+         * it half gone), then the signal thread (STOPPING=1 when no signal
+         * said it) */
+        service_set_api(svc, NULL);
         api_stop(api);
         wake_free(doorbell);
+        service_stop(svc);
         free(cfg);
         return rc;
 }
@@ -187,10 +227,26 @@ static const struct command commands[] = {
     {"status", cmd_status},       {"manual", cmd_manual},     {"calls", cmd_calls},
     {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
     {"demo", cmd_demo},           {"config", cmd_config},     {"cancel", cmd_cancel},
+    {"prune", cmd_prune},         {"backup", cmd_backup},
 };
+
+/* `tollgate help commands`: the command table, one name a line (the man
+ * page is made from each one's --help). */
+static int list_commands(void)
+{
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+                printf("%s\n", commands[i].name);
+        return fflush(stdout) == 0 ? 0 : 1;
+}
 
 int main(int argc, char **argv)
 {
+        if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+                printf("tollgate %s (git %s)\n", build_info_version(), build_info_revision());
+                return 0;
+        }
+        if (argc == 3 && strcmp(argv[1], "help") == 0 && strcmp(argv[2], "commands") == 0)
+                return list_commands();
         if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
             strcmp(argv[1], "help") == 0) {
                 fputs(usage, argc < 2 ? stderr : stdout);

@@ -225,12 +225,34 @@ void api_intake_trace(struct api *api, const struct http_request *req,
 
 /* ---- authentication --------------------------------------------------------- */
 
+/* The digests of every token of cfg (api.token_file may hold several:
+ * rotation). 0 or TG_EINVAL. */
+static int set_tokens(struct api *api, const struct tg_config *cfg)
+{
+        unsigned n = cfg->api_token_count;
+
+        if (n == 0 && cfg->api_token[0])
+                n = 1; /* a config built by hand: api_token alone */
+        if (n > TG_API_TOKENS_MAX)
+                return TG_EINVAL;
+        for (unsigned i = 0; i < n; i++) {
+                const char *t = cfg->api_token_count ? cfg->api_tokens[i] : cfg->api_token;
+                int r = sha256(t, strlen(t), api->token_digests[i]);
+                if (r < 0)
+                        return r;
+        }
+        api->token_count = n;
+        api->need_token = n > 0;
+        return 0;
+}
+
 static bool authorized(const struct api *api, const struct http_request *req)
 {
         static const char scheme[] = "Bearer ";
         unsigned char digest[API_DIGEST_LEN];
         const char *h;
         const char *token;
+        int match = 0;
 
         if (!api->need_token)
                 return true; /* loopback without a token file (config refused otherwise) */
@@ -242,7 +264,10 @@ static bool authorized(const struct api *api, const struct http_request *req)
                 token++;
         if (sha256(token, strlen(token), digest) < 0)
                 return false;
-        return CRYPTO_memcmp(digest, api->token_digest, API_DIGEST_LEN) == 0;
+        /* every token compared, whichever matches: the time says nothing */
+        for (unsigned i = 0; i < api->token_count; i++)
+                match |= CRYPTO_memcmp(digest, api->token_digests[i], API_DIGEST_LEN) == 0;
+        return match != 0;
 }
 
 static int reply_unauthorized(struct http_response *res, const char *rid)
@@ -397,6 +422,32 @@ static int problem_reply(const struct http_request *req, struct http_response *r
         }
 }
 
+/* GET /readyz: 503 while the store does not answer (or its file moved
+ * away) or while this process is neither the owner of its share with a
+ * live loop nor a standby; 200 otherwise. A load balancer or HEALTHCHECK
+ * asks this; /healthz stays a liveness check. */
+static int get_ready(struct api *api, struct http_response *res, const char *rid)
+{
+        const char *role = "none", *reason = NULL;
+        bool ready = true;
+        int r = store_ping(api->store);
+
+        if (api->ready)
+                ready = api->ready(api->ready_ctx, &role, &reason);
+        if (r < 0) {
+                ready = false;
+                reason = "store_unreachable";
+        }
+        (void)rid;
+        json_t *o = json_pack("{s:s, s:s}", "status", ready ? "ready" : "not_ready", "role", role);
+        if (o && !ready)
+                json_object_set_new(o, "reason", json_string(reason ? reason : "unknown"));
+        r = api_reply_json(res, ready ? 200 : 503, o);
+        if (r == 0 && !ready)
+                http_response_add_header(res, "Retry-After", "1");
+        return r;
+}
+
 static int route(struct api *api, const struct http_request *req, struct http_response *res,
                  const char *rid)
 {
@@ -411,6 +462,11 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                 if (!api_is_get(req))
                         return api_reply_method_not_allowed(res, rid, "GET");
                 return api_reply_json(res, 200, json_pack("{s:s}", "status", "ok"));
+        }
+        if (strcmp(path, "/readyz") == 0) {
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return get_ready(api, res, rid);
         }
         if (strcmp(path, "/metrics") == 0) {
                 if (api->cfg.api_metrics_need_token && !authorized(api, req))
@@ -507,6 +563,7 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
         tg_mono_ns t0 = clock_mono_now();
         int r;
 
+        pthread_mutex_lock(&api->lock);
         next_request_id(api, rid);
         api->log_op[0] = '\0';
         api->log_trace[0] = '\0';
@@ -526,13 +583,73 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
                 http_response_release(res);
                 http_response_init(res);
                 r = http_response_set(res, 500, API_JSON_TYPE, body, sizeof(body) - 1);
-                if (r < 0)
+                if (r < 0) {
+                        pthread_mutex_unlock(&api->lock);
                         return r;
+                }
         }
         http_response_add_header(res, "X-Request-Id", rid);
         http_response_add_header(res, "Cache-Control", "no-store");
         log_request(api, req, res, rid, clock_mono_now() - t0);
+        if (res->status >= 100 && res->status < API_STATUS_MAX)
+                api->counters
+                    ->requests[req->problem_status ? API_ROUTE_OTHER : api_route_of(req->path)]
+                              [res->status]++;
+        pthread_mutex_unlock(&api->lock);
         return 0;
+}
+
+/* ---- routes as /metrics names them ----------------------------------------------- */
+
+static const char *const route_names[API_ROUTE_COUNT] = {
+    [API_ROUTE_HEALTHZ] = "/healthz",
+    [API_ROUTE_READYZ] = "/readyz",
+    [API_ROUTE_METRICS] = "/metrics",
+    [API_ROUTE_REFUNDS] = "/v1/refunds",
+    [API_ROUTE_REFUND] = "/v1/refunds/{operation_id}",
+    [API_ROUTE_CALLS] = "/v1/calls",
+    [API_ROUTE_STATS] = "/v1/stats",
+    [API_ROUTE_MANUAL] = "/v1/manual",
+    [API_ROUTE_MANUAL_ONE] = "/v1/manual/{operation_id}",
+    [API_ROUTE_MANUAL_RESEND] = "/v1/manual/{operation_id}/resend",
+    [API_ROUTE_MANUAL_RESOLVE] = "/v1/manual/{operation_id}/resolve",
+    [API_ROUTE_PROVIDER_EVENTS] = "/v1/provider-events",
+    [API_ROUTE_OTHER] = "other",
+};
+
+const char *api_route_name(enum api_route route)
+{
+        return (unsigned)route < API_ROUTE_COUNT ? route_names[route] : "other";
+}
+
+/* The template of a path: its fixed parts, one segment for an id. */
+enum api_route api_route_of(const char *path)
+{
+        static const char refunds[] = "/v1/refunds/", manual[] = "/v1/manual/";
+        const char *id, *slash;
+
+        if (!path)
+                return API_ROUTE_OTHER;
+        for (int i = 0; i < API_ROUTE_COUNT; i++)
+                if (!strchr(route_names[i], '{') && strcmp(path, route_names[i]) == 0)
+                        return (enum api_route)i;
+        if (strncmp(path, refunds, sizeof(refunds) - 1) == 0) {
+                id = path + sizeof(refunds) - 1;
+                return id[0] && !strchr(id, '/') ? API_ROUTE_REFUND : API_ROUTE_OTHER;
+        }
+        if (strncmp(path, manual, sizeof(manual) - 1) != 0)
+                return API_ROUTE_OTHER;
+        id = path + sizeof(manual) - 1;
+        slash = strchr(id, '/');
+        if (!id[0] || slash == id)
+                return API_ROUTE_OTHER;
+        if (!slash)
+                return API_ROUTE_MANUAL_ONE;
+        if (strcmp(slash, "/resend") == 0)
+                return API_ROUTE_MANUAL_RESEND;
+        if (strcmp(slash, "/resolve") == 0)
+                return API_ROUTE_MANUAL_RESOLVE;
+        return API_ROUTE_OTHER;
 }
 
 /* ---- lifecycle --------------------------------------------------------------------- */
@@ -542,7 +659,8 @@ static int on_request(const struct http_request *req, struct http_response *res,
         return api_handle(userdata, req, res);
 }
 
-int api_new(const struct tg_config *cfg, struct api **ret_api)
+static int api_new_ex(const struct tg_config *cfg, const struct store_open_opts *opts,
+                      struct api **ret_api)
 {
         struct api *api;
         int r;
@@ -553,35 +671,53 @@ int api_new(const struct tg_config *cfg, struct api **ret_api)
         if (!api)
                 return TG_ENOMEM;
         api->cfg = *cfg;
-        api->need_token = cfg->api_token[0] != '\0';
-        if (api->need_token) {
-                r = sha256(cfg->api_token, strlen(cfg->api_token), api->token_digest);
-                if (r < 0)
-                        goto fail;
+        pthread_mutex_init(&api->lock, NULL);
+        api->counters = calloc(1, sizeof(*api->counters));
+        if (!api->counters) {
+                r = TG_ENOMEM;
+                goto fail;
         }
+        r = set_tokens(api, cfg);
+        if (r < 0)
+                goto fail;
         make_id_prefix(api->id_prefix, &api->trace_rng);
-        r = store_open(cfg->store_url, &api->store);
+        r = store_open_ex(cfg->store_url, opts, &api->store);
         if (r < 0)
                 goto fail;
         *ret_api = api;
         return 0;
 fail:
+        free(api->counters);
+        pthread_mutex_destroy(&api->lock);
         explicit_bzero(api, sizeof(*api));
         free(api);
         return r;
 }
 
+int api_new(const struct tg_config *cfg, struct api **ret_api)
+{
+        return api_new_ex(cfg, NULL, ret_api);
+}
+
 int api_start(const struct tg_config *cfg, struct api **ret_api)
 {
+        return api_start_ex(cfg, NULL, 0, ret_api);
+}
+
+int api_start_ex(const struct tg_config *cfg, char *err, size_t err_size, struct api **ret_api)
+{
+        struct store_open_opts opts = {.err = err, .err_size = err_size};
         struct http_server_config hc;
         struct api *api = NULL;
         int r;
 
+        if (err && err_size)
+                err[0] = '\0';
         if (!cfg || !ret_api)
                 return TG_EINVAL;
         if (cfg->api_listen_port < 0 || cfg->api_listen_port > 65535)
                 return TG_EINVAL;
-        r = api_new(cfg, &api);
+        r = api_new_ex(cfg, &opts, &api);
         if (r < 0)
                 return r;
         memset(&hc, 0, sizeof(hc));
@@ -612,6 +748,53 @@ void api_set_standby_flag(struct api *api, const volatile sig_atomic_t *standby)
                 api->standby = standby;
 }
 
+void api_set_readiness(struct api *api, api_ready_fn fn, void *ctx)
+{
+        if (!api)
+                return;
+        api->ready = fn;
+        api->ready_ctx = ctx;
+}
+
+void api_reload(struct api *api, const struct tg_config *next)
+{
+        struct tg_config *c;
+
+        if (!api || !next)
+                return;
+        pthread_mutex_lock(&api->lock);
+        c = &api->cfg;
+        if (set_tokens(api, next) == 0) {
+                memcpy(c->api_token, next->api_token, sizeof(c->api_token));
+                memcpy(c->api_tokens, next->api_tokens, sizeof(c->api_tokens));
+                c->api_token_count = next->api_token_count;
+                memcpy(c->api_token_file, next->api_token_file, sizeof(c->api_token_file));
+        }
+        memcpy(c->provider_webhook_secret, next->provider_webhook_secret,
+               sizeof(c->provider_webhook_secret));
+        memcpy(c->provider_webhook_secret_file, next->provider_webhook_secret_file,
+               sizeof(c->provider_webhook_secret_file));
+        c->admission = next->admission;
+        c->api_metrics_need_token = next->api_metrics_need_token;
+        c->stats_series_minutes = next->stats_series_minutes;
+        c->retention_keep_ms = next->retention_keep_ms;
+        c->retention_prune_batch = next->retention_prune_batch;
+        memcpy(c->log_level, next->log_level, sizeof(c->log_level));
+        api->adm.read_at = 0; /* new thresholds: measure again */
+        pthread_mutex_unlock(&api->lock);
+}
+
+void api_count_reload(struct api *api, const char *result)
+{
+        int i = strcmp(result, "applied") == 0 ? 0 : strcmp(result, "refused") == 0 ? 1 : 2;
+
+        if (!api)
+                return;
+        pthread_mutex_lock(&api->lock);
+        api->counters->reloads[i]++;
+        pthread_mutex_unlock(&api->lock);
+}
+
 uint16_t api_port(const struct api *api)
 {
         return api ? http_server_port(api->server) : 0;
@@ -624,6 +807,8 @@ void api_stop(struct api *api)
         /* The server thread is joined before the store it uses is closed. */
         http_server_stop(api->server);
         store_close(api->store);
+        free(api->counters);
+        pthread_mutex_destroy(&api->lock);
         explicit_bzero(api, sizeof(*api));
         free(api);
 }

@@ -4,7 +4,9 @@
  * from the HTTP server's thread (or, for tests, from the thread that calls
  * api_handle()), so it shares no connection with the dispatcher.
  *
- * Routes: GET /healthz; GET /metrics; POST /v1/refunds (with admission
+ * Routes: GET /healthz (liveness: the process answers); GET /readyz
+ * (readiness: 200 when the store answers and this process is the owner or a
+ * healthy standby, else 503 saying why); GET /metrics; POST /v1/refunds (with admission
  * control); GET /v1/refunds/{operation_id}; GET /v1/calls?since=ID&limit=N;
  * GET /v1/stats?minutes=N; GET /v1/manual, GET /v1/manual/{id}, POST
  * /v1/manual/{id}/resend and /resolve; POST /v1/provider-events (signed).
@@ -37,11 +39,34 @@ int api_new(const struct tg_config *cfg, struct api **ret_api);
 /* api_new() plus the HTTP server on cfg->api_listen_host:port. 0, or the
  * code of the failing step (TG_EIO: cannot bind). */
 int api_start(const struct tg_config *cfg, struct api **ret_api);
+/* The same; a store that cannot be opened says why in err (may be NULL):
+ * the file, or MariaDB's host, port, database and reason. */
+int api_start_ex(const struct tg_config *cfg, char *err, size_t err_size, struct api **ret_api);
 
 /* serve: the local dispatcher's standby flag (1 while it waits behind
  * another owner), for the role in /metrics. Must outlive the api. Set before
  * requests arrive; NULL (the default) means no local dispatcher. */
 void api_set_standby_flag(struct api *api, const volatile sig_atomic_t *standby);
+
+/* serve/dispatch: whether this process is ready beyond its store (the
+ * owner of its share with a live loop, or a standby), for GET /readyz. fn
+ * runs on the API's thread; it says the role ("owner", "standby",
+ * "starting", "none") and, when not ready, why. NULL (the default): ready
+ * whenever the store answers (an API process). Set before requests arrive. */
+typedef bool (*api_ready_fn)(void *ctx, const char **ret_role, const char **ret_reason);
+void api_set_readiness(struct api *api, api_ready_fn fn, void *ctx);
+
+/* A SIGHUP reload (from another thread): takes from `next` what the API can
+ * change live — the tokens of api.token_file, the webhook secret, the
+ * admission thresholds, api.metrics_need_token, stats.series_minutes —
+ * between two requests (a request in progress finishes under the old
+ * values). Everything else of `next` is ignored: the caller refused it. */
+void api_reload(struct api *api, const struct tg_config *next);
+
+/* Reload outcomes for /metrics (tollgate_config_reloads_total{result}):
+ * "applied", "refused" (some keys kept their running value), "failed" (the
+ * file did not load). */
+void api_count_reload(struct api *api, const char *result);
 
 /* The bound port (0 without a server). */
 struct wake;

@@ -107,6 +107,7 @@ int api_admission_check(struct api *api, struct http_response *res, const char *
                 return 0;
 
         *ret_admit = false;
+        api->counters->admission_refused[strcmp(d.why, "max_backlog") == 0 ? 1 : 0]++;
         log_emit(LOG_WARN, "admission_refused",
                  json_pack("{s:s, s:s, s:I, s:I, s:f, s:f, s:I}", "request_id", rid, "why", d.why,
                            "backlog", (json_int_t)fig.fig.backlog, "projected_wait_ms",

@@ -11,6 +11,7 @@
 #define TG_API_INT_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,12 +35,44 @@ struct api_admission_cache {
         uint64_t accepted_since; /* refunds this process accepted since read_at */
 };
 
+/* Routes as /metrics names them (a template, never a raw path). */
+enum api_route {
+        API_ROUTE_HEALTHZ,
+        API_ROUTE_READYZ,
+        API_ROUTE_METRICS,
+        API_ROUTE_REFUNDS,
+        API_ROUTE_REFUND,
+        API_ROUTE_CALLS,
+        API_ROUTE_STATS,
+        API_ROUTE_MANUAL,
+        API_ROUTE_MANUAL_ONE,
+        API_ROUTE_MANUAL_RESEND,
+        API_ROUTE_MANUAL_RESOLVE,
+        API_ROUTE_PROVIDER_EVENTS,
+        API_ROUTE_OTHER,
+        API_ROUTE_COUNT
+};
+const char *api_route_name(enum api_route route);
+enum api_route api_route_of(const char *path);
+
+#define API_STATUS_MAX 600 /* HTTP status codes counted: 100..599 */
+
+/* What this API process counts for /metrics (since it started). Touched on
+ * the API's thread only, but for reload outcomes (under the api's lock). */
+struct api_counters {
+        uint64_t requests[API_ROUTE_COUNT][API_STATUS_MAX];
+        uint64_t admission_refused[2]; /* [0] max_wait, [1] max_backlog */
+        uint64_t reloads[3];           /* applied, refused, failed */
+};
+
 struct api {
         struct tg_config cfg;
         struct store *store;
         struct http_server *server;
         bool need_token;
-        unsigned char token_digest[API_DIGEST_LEN];
+        /* every token of api.token_file (rotation), as SHA-256 digests */
+        unsigned char token_digests[TG_API_TOKENS_MAX][API_DIGEST_LEN];
+        unsigned token_count;
         char id_prefix[17];
         uint64_t counter;
         /* serve: the local dispatcher's standby flag (NULL: api alone) */
@@ -54,6 +87,12 @@ struct api {
         /* draws the trace ids of refunds that arrive without a traceparent
          * (seeded from /dev/urandom at start; not a secret) */
         struct tg_rng trace_rng;
+        /* held for one request by api_handle() and by api_reload(): a reload
+         * lands between two requests */
+        pthread_mutex_t lock;
+        api_ready_fn ready;
+        void *ready_ctx;
+        struct api_counters *counters; /* heap: it is large */
 };
 
 tg_wall_ms api_wall_now(void);

@@ -30,6 +30,7 @@
 #include "core/tg_error.h"
 #include "daemon/api_int.h"
 #include "daemon/exit_stats.h"
+#include "platform/build_info.h"
 
 #define METRICS_MAX    (256 * 1024)
 #define OWNER_FRESH_MS 3000
@@ -130,8 +131,35 @@ static void histogram(struct mbuf *b, const char *name, const char *help, json_t
         mb_printf(b, "%s_count %llu\n", name, (unsigned long long)count);
 }
 
+/* One labelled series of a histogram family whose HELP and TYPE were
+ * written already. */
+static void histogram_series(struct mbuf *b, const char *name, const char *label, const char *value,
+                             json_t *h, const double *bounds, unsigned n)
+{
+        json_t *buckets = json_object_get(h, "buckets");
+        uint64_t cum = 0, count = fig_u64(h, "count");
+        json_t *sum = json_object_get(h, "sum");
+
+        if (!json_is_array(buckets) || json_array_size(buckets) != n + 1)
+                return;
+        for (unsigned i = 0; i < n; i++) {
+                json_t *v = json_array_get(buckets, i);
+                cum += json_is_integer(v) && json_integer_value(v) > 0
+                           ? (uint64_t)json_integer_value(v)
+                           : 0;
+                mb_printf(b, "%s_bucket{%s=\"%s\",le=\"%g\"} %llu\n", name, label, value, bounds[i],
+                          (unsigned long long)cum);
+        }
+        mb_printf(b, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", name, label, value,
+                  (unsigned long long)count);
+        mb_printf(b, "%s_sum{%s=\"%s\"} %.9g\n", name, label, value,
+                  json_is_number(sum) ? json_number_value(sum) : 0.0);
+        mb_printf(b, "%s_count{%s=\"%s\"} %llu\n", name, label, value, (unsigned long long)count);
+}
+
 /* One histogram family with a label: each key of obj (a histogram's JSON)
- * is one label value, in the order given. */
+ * is one label value, in the order given; the family is written when one
+ * of them has figures. */
 static void histogram_by(struct mbuf *b, const char *name, const char *help, const char *label,
                          json_t *obj, const char *const *keys, unsigned nkeys, const double *bounds,
                          unsigned n)
@@ -141,31 +169,100 @@ static void histogram_by(struct mbuf *b, const char *name, const char *help, con
         for (unsigned k = 0; k < nkeys; k++) {
                 json_t *h = json_object_get(obj, keys[k]);
                 json_t *buckets = json_object_get(h, "buckets");
-                json_t *sum = json_object_get(h, "sum");
-                uint64_t cum = 0, count = fig_u64(h, "count");
 
                 if (!json_is_array(buckets) || json_array_size(buckets) != n + 1)
                         continue;
                 if (!any)
                         family(b, name, "histogram", help);
                 any = true;
-                for (unsigned i = 0; i < n; i++) {
-                        json_t *v = json_array_get(buckets, i);
-                        cum += json_is_integer(v) && json_integer_value(v) > 0
-                                   ? (uint64_t)json_integer_value(v)
-                                   : 0;
-                        mb_printf(b, "%s_bucket{%s=\"%s\",le=\"%g\"} %llu\n", name, label, keys[k],
-                                  bounds[i], (unsigned long long)cum);
-                }
-                mb_printf(b, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", name, label, keys[k],
-                          (unsigned long long)count);
-                mb_printf(b, "%s_sum{%s=\"%s\"} %.9g\n", name, label, keys[k],
-                          json_is_number(sum) ? json_number_value(sum) : 0.0);
-                mb_printf(b, "%s_count{%s=\"%s\"} %llu\n", name, label, keys[k],
-                          (unsigned long long)count);
+                histogram_series(b, name, label, keys[k], h, bounds, n);
         }
 }
 
+/* What the process is and what it was told: a production team alerts on
+ * these against the exit's figures (a start rate near the configured one,
+ * a backlog near max_backlog, ...). */
+static void build_and_limits(struct mbuf *b, const struct api *api)
+{
+        const struct tg_config *c = &api->cfg;
+        const struct {
+                const char *name, *help;
+                double value;
+        } limits[] = {
+            {"tollgate_config_starts_per_second",
+             "exit.starts_per_second: the account's start rate.", c->exit.starts_per_second},
+            {"tollgate_config_max_in_flight",
+             "exit.max_in_flight: the account's calls open at most.",
+             (double)c->exit.max_in_flight},
+            {"tollgate_config_shares",
+             "exit.shares: dispatchers the account's quota is split into.", (double)c->exit_shares},
+            {"tollgate_config_query_starts_per_second",
+             "exit.query_starts_per_second: the queries' sub-quota (0: none).",
+             c->exit_query_starts_per_second},
+            {"tollgate_config_call_timeout_seconds",
+             "provider.timeout_ms: the whole call, seconds.",
+             (double)c->provider_timeout_ms / 1000.0},
+            {"tollgate_config_deadline_seconds",
+             "retry.deadline_s: acceptance to a final answer, or manual review.",
+             (double)c->policy.deadline_ms / 1000.0},
+            {"tollgate_config_max_attempts", "retry.max_attempts: POSTs per operation.",
+             (double)c->policy.max_attempts},
+            {"tollgate_config_key_retention_seconds",
+             "retry.key_retention_s: a key older than this is never re-sent.",
+             (double)c->policy.key_retention_ms / 1000.0},
+            {"tollgate_config_admission_enabled",
+             "admission.enabled: 1 when new refunds may be refused.",
+             c->admission.enabled ? 1.0 : 0.0},
+            {"tollgate_config_admission_max_wait_seconds",
+             "admission.max_wait_s: the projected wait past which new refunds are refused.",
+             (double)c->admission.max_wait_ms / 1000.0},
+            {"tollgate_config_admission_max_backlog",
+             "admission.max_backlog: open operations past which new refunds are refused.",
+             (double)c->admission.max_backlog},
+            {"tollgate_config_retention_days",
+             "retention.keep_days: final operations older than this are pruned (0: never).",
+             (double)c->retention_keep_ms / (24.0 * 3600 * 1000)},
+        };
+
+        family(b, "tollgate_build_info", "gauge",
+               "The version and git revision this process was built from (always 1).");
+        mb_printf(b, "tollgate_build_info{version=\"%s\",revision=\"%s\"} 1\n",
+                  build_info_version(), build_info_revision());
+        for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+                family(b, limits[i].name, "gauge", limits[i].help);
+                mb_printf(b, "%s %.9g\n", limits[i].name, limits[i].value);
+        }
+}
+
+/* This API process's own counters (since it started). */
+static void api_counters(struct mbuf *b, const struct api *api)
+{
+        static const char *const reload_results[3] = {"applied", "refused", "failed"};
+        const struct api_counters *k = api->counters;
+
+        family(b, "tollgate_api_requests_total", "counter",
+               "Requests this API process answered, by route template and status code.");
+        for (int r = 0; r < API_ROUTE_COUNT; r++)
+                for (int code = 100; code < API_STATUS_MAX; code++)
+                        if (k->requests[r][code])
+                                mb_printf(b,
+                                          "tollgate_api_requests_total{route=\"%s\",code=\"%d\"} "
+                                          "%llu\n",
+                                          api_route_name((enum api_route)r), code,
+                                          (unsigned long long)k->requests[r][code]);
+        family(b, "tollgate_admission_refusals_total", "counter",
+               "New refunds this API process refused (503 over_capacity), by the limit passed.");
+        mb_printf(b, "tollgate_admission_refusals_total{reason=\"max_wait\"} %llu\n",
+                  (unsigned long long)k->admission_refused[0]);
+        mb_printf(b, "tollgate_admission_refusals_total{reason=\"max_backlog\"} %llu\n",
+                  (unsigned long long)k->admission_refused[1]);
+        family(b, "tollgate_config_reloads_total", "counter",
+               "SIGHUP reloads: applied, refused (some keys need a restart and kept their "
+               "running value) or failed (the file did not load; nothing changed).");
+        for (int i = 0; i < 3; i++)
+                mb_printf(b, "tollgate_config_reloads_total{result=\"%s\"} %llu\n",
+                          reload_results[i], (unsigned long long)k->reloads[i]);
+}
 static void counters(struct mbuf *b, const char *name, const char *label, const char *help,
                      json_t *obj)
 {
@@ -281,8 +378,18 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
                 mb_printf(&b, "tollgate_oldest_pending_age_seconds %.3f\n",
                           s.oldest_pending_s < 0 ? 0.0 : s.oldest_pending_s);
         }
-        family(&b, "tollgate_calls_total", "counter", "Calls in the call log (all time).");
+        family(&b, "tollgate_calls_total", "counter",
+               "Calls the exit recorded (all time, pruned ones included).");
         mb_printf(&b, "tollgate_calls_total %llu\n", (unsigned long long)s.st.calls_total);
+        family(&b, "tollgate_operations_pruned_total", "counter",
+               "Final operations deleted by retention (all time).");
+        mb_printf(&b, "tollgate_operations_pruned_total %llu\n",
+                  (unsigned long long)s.st.pruned_operations);
+        family(&b, "tollgate_calls_pruned_total", "counter",
+               "Calls deleted with their operations by retention (all time).");
+        mb_printf(&b, "tollgate_calls_pruned_total %llu\n", (unsigned long long)s.st.pruned_calls);
+        build_and_limits(&b, api);
+        api_counters(&b, api);
         family(&b, "tollgate_owner_epoch", "gauge", "Epoch of the exit's current owner.");
         mb_printf(&b, "tollgate_owner_epoch %lld\n", (long long)s.st.epoch);
         family(&b, "tollgate_exit_owner_alive", "gauge",
@@ -314,6 +421,21 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
                           "Time from handing a call to the transport to its outcome.",
                           json_object_get(fig, "latency_s"), exit_latency_bounds_s,
                           EXIT_LATENCY_BUCKETS);
+                json_t *by_kind = json_object_get(fig, "latency_by_kind");
+                if (json_is_object(by_kind)) {
+                        const char *kind;
+                        json_t *h;
+
+                        family(&b, "tollgate_call_latency_by_kind_seconds", "histogram",
+                               "Time from handing a call to the transport to its outcome, by the "
+                               "call's kind (first, retry, query, manual).");
+                        json_object_foreach(by_kind, kind, h)
+                        {
+                                histogram_series(&b, "tollgate_call_latency_by_kind_seconds",
+                                                 "kind", kind, h, exit_latency_bounds_s,
+                                                 EXIT_LATENCY_BUCKETS);
+                        }
+                }
                 histogram(&b, "tollgate_slot_lateness_seconds",
                           "How late a start came after its slot, once work was waiting.",
                           json_object_get(fig, "lateness_s"), exit_lateness_bounds_s,

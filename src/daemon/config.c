@@ -11,10 +11,19 @@
  *   - the caller's struct is written only when the whole file is valid
  *     (everything is built in a private copy first);
  *   - secrets (api.token_file, provider.webhook_secret_file contents) are
- *     read only from the files named here and never appear in a message;
- *   - a relative sqlite:// path is kept as written, so it is relative to the
- *     current directory of the process, not to the config file;
+ *     read only from the files named here and never appear in a message; a
+ *     secret file (and a mysql url's password_file) that group or others
+ *     may read or write is refused, with the chmod that fixes it;
+ *   - relative paths (a sqlite:// file, the default store included, the
+ *     secret files, a mysql url's password_file) are resolved against the
+ *     config file's folder, so the same file means the same store whatever
+ *     the current directory of the process;
  *   - a non-loopback api.listen requires api.token_file.
+ *
+ * Every problem of a file is recorded with its line (config_check() lists
+ * them all; config_load() reports the first). An unknown key or section
+ * comes with the closest known name when one is near ("did you mean").
+ * After a value, " #" or " ;" starts a comment.
  *
  * Limits: inih reads lines into a buffer of ini_max_line (200) bytes; a longer
  * line is refused with its line number rather than cut. A key set twice is an
@@ -23,14 +32,18 @@
 #include "daemon/config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/backoff.h"
 #include "core/strnum.h"
@@ -41,6 +54,8 @@
 #define MAX_DURATION_MS (MAX_DURATION_S * 1000)
 #define SECRET_FILE_MAX 4096 /* bytes read from a secret file at most */
 #define VALUE_QUOTE_MAX 64   /* bytes of a bad value quoted in a message */
+#define LOAD_ERRORS_MAX 64   /* problems one load keeps (config_check lists them) */
+#define DAY_MS          (24LL * 3600 * 1000)
 
 enum key_type {
         KEY_STRING, /* char[size] */
@@ -71,15 +86,25 @@ struct key_def {
         const char *help; /* what the key means, for config_describe() */
 };
 
+struct load_error {
+        int line; /* 0: not tied to a line */
+        char text[400];
+};
+
 /* The state of one load, passed to the inih handler. */
 struct load {
         struct tg_config config;
-        bool seen[128]; /* by index into keys[]: a key may be set once */
+        bool seen[128];     /* by index into keys[]: a key may be set once */
+        int seen_line[128]; /* where it was set */
         bool failed;
+        bool checking; /* the checks across keys run: config_load's message has no line */
         int err_line;  /* line of the first error */
         char err[512]; /* the first error */
+        unsigned nerr; /* every error, for config_check() */
+        struct load_error errs[LOAD_ERRORS_MAX];
         FILE *file;
-        int line; /* lines read so far: the handler runs for the last one */
+        int line;              /* lines read so far: the handler runs for the last one */
+        char dir[TG_PATH_MAX]; /* the config file's folder, absolute */
 };
 
 #define OFF(member) offsetof(struct tg_config, member)
@@ -94,6 +119,8 @@ static int set_header_name(struct load *load, const struct key_def *key, const c
 static int set_jitter(struct load *load, const struct key_def *key, const char *value);
 static int set_rule(struct load *load, const struct key_def *key, const char *value);
 static int set_log_level(struct load *load, const struct key_def *key, const char *value);
+static int set_keep_days(struct load *load, const struct key_def *key, const char *value);
+static void show_keep_days(const struct tg_config *config, char *buf, size_t size);
 static void show_listen(const struct tg_config *config, char *buf, size_t size);
 static void show_jitter(const struct tg_config *config, char *buf, size_t size);
 
@@ -126,11 +153,12 @@ static void show_jitter(const struct tg_config *config, char *buf, size_t size);
 /* The whole schema, in the order config_describe() prints it. A default is
  * never written here: config_describe() reads it from config_defaults(). */
 static const struct key_def keys[] = {
-    STRING_KEY("store", "url", store_url, set_store_url,
-               "Where the backlog lives: `sqlite://PATH` (embedded, WAL) or "
-               "`mysql://user:pass@host:port/db` (MariaDB/MySQL; see docs/outbox.md). A relative "
-               "sqlite path is relative to the current directory of the process, not to this "
-               "file. Never quoted in a message: it may carry a password."),
+    STRING_KEY(
+        "store", "url", store_url, set_store_url,
+        "Where the backlog lives: `sqlite://PATH` (embedded, WAL) or "
+        "`mysql://user@host:port/db?password_file=PATH` (MariaDB/MySQL; see docs/outbox.md). "
+        "A relative path is relative to this file's folder. Never quoted in a message: "
+        "it may carry a password."),
 
     CUSTOM_KEY("api", "listen", set_listen, show_listen,
                "Where the intake/admin API listens: `host:port` or `[ipv6]:port` (port 0: any "
@@ -138,7 +166,8 @@ static const struct key_def keys[] = {
     STRING_KEY("api", "token_file", api_token_file, set_token_file,
                "A file holding the bearer token: every `/v1` route then needs `Authorization: "
                "Bearer <contents>`, and the CLI sends it. Trailing newlines and spaces are "
-               "trimmed; the rest must be printable ASCII without spaces. Unset: no token."),
+               "trimmed; the rest must be printable ASCII without spaces. Up to 4 tokens, one a "
+               "line, are all accepted (rotation; the CLI sends the first). Unset: no token."),
     INT_KEY("api", "max_body_bytes", KEY_SIZE, api_max_body_bytes, 64, 16 * 1024 * 1024, 1,
             "Largest request body the API reads; a larger one is refused with 413."),
     INT_KEY("api", "max_connections", KEY_UINT, api_max_connections, 1, 100000, 1,
@@ -283,6 +312,17 @@ static const struct key_def keys[] = {
 
     STRING_KEY("log", "level", log_level, set_log_level,
                "`debug`, `info`, `warn` or `error`. The logs are JSON lines on stderr."),
+
+    CUSTOM_KEY("retention", "keep_days", set_keep_days, show_keep_days,
+               "Operations that reached a final state (succeeded, rejected) more than this many "
+               "days ago are deleted with their calls, in bounded batches, by the dispatcher's "
+               "housekeeping and `tollgate prune`; 0: kept forever. An operation with an audit "
+               "trail (a manual-review case, a provider event) is never deleted. Must be longer "
+               "than any client may re-submit an operation_id (a deleted id is new again), and "
+               "longer than `retry.deadline_s` + `retry.key_retention_s`. See docs/design.md."),
+    INT_KEY("retention", "prune_batch", KEY_UINT, retention_prune_batch, 10, 10000, 1,
+            "Operations deleted per prune transaction (each a short transaction: the exit never "
+            "waits long behind one)."),
 };
 
 _Static_assert(sizeof(keys) / sizeof(keys[0]) <= 128, "struct load.seen is too small");
@@ -334,32 +374,72 @@ void config_defaults(struct tg_config *ret_config)
         admission_config_default(&c->admission);
         c->stats_series_minutes = 15;
         snprintf(c->log_level, sizeof(c->log_level), "%s", "info");
+        c->retention_keep_ms = 90 * DAY_MS;
+        c->retention_prune_batch = 500;
 }
 
 /* ---- messages ------------------------------------------------------------ */
 
-/* Records the first error as "section.key: problem". Later errors are
- * dropped: inih keeps parsing after a failed line, and the first one is the
- * one the operator needs. Always returns 0 (the inih "failed" value). */
+static int key_index(const char *section, const char *name);
+static int secret_open(struct load *load, const struct key_def *key, const char *path,
+                       FILE **ret_file);
+
+/* Records an error: the first one is what config_load() reports (inih keeps
+ * parsing after a failed line, and the first is the one the operator needs
+ * first); every one goes to the list config_check() prints. */
+static void add_error(struct load *load, int line, const char *text)
+{
+        if (!load->failed) {
+                load->failed = true;
+                load->err_line = load->checking ? 0 : line;
+                snprintf(load->err, sizeof(load->err), "%s", text);
+        }
+        if (load->nerr < LOAD_ERRORS_MAX) {
+                load->errs[load->nerr].line = line;
+                snprintf(load->errs[load->nerr].text, sizeof(load->errs[0].text), "%s", text);
+                load->nerr++;
+        }
+}
+
+/* Records an error "section.key: problem" at the line being read (in the
+ * checks across keys: where the key was set, if it was). Always returns 0
+ * (the inih "failed" value). */
 static int key_error(struct load *load, const struct key_def *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static int key_error(struct load *load, const struct key_def *key, const char *fmt, ...)
 {
+        char text[sizeof(load->errs[0].text)];
+        int i = key_index(key->section, key->name);
+        int line = load->line;
         va_list ap;
         int n;
 
-        if (load->failed)
-                return 0;
-        load->failed = true;
-        load->err_line = load->line;
-        n = snprintf(load->err, sizeof(load->err), "%s.%s: ", key->section, key->name);
-        if (n < 0 || (size_t)n >= sizeof(load->err))
+        if (load->checking)
+                line = i >= 0 && load->seen[i] ? load->seen_line[i] : 0;
+        n = snprintf(text, sizeof(text), "%s.%s: ", key->section, key->name);
+        if (n < 0 || (size_t)n >= sizeof(text))
                 return 0;
         va_start(ap, fmt);
-        vsnprintf(load->err + n, sizeof(load->err) - (size_t)n, fmt, ap);
+        vsnprintf(text + n, sizeof(text) - (size_t)n, fmt, ap);
         va_end(ap);
+        add_error(load, line, text);
         return 0;
+}
+
+/* ---- paths ----------------------------------------------------------------- */
+
+/* path as written, or joined to the config file's folder when relative.
+ * 0, or TG_ERANGE when the result does not fit. */
+static int resolve_path(const struct load *load, const char *path, char *dst, size_t size)
+{
+        int n;
+
+        if (path[0] == '/' || load->dir[0] == '\0')
+                n = snprintf(dst, size, "%s", path);
+        else
+                n = snprintf(dst, size, "%s/%s", load->dir, path);
+        return n < 0 || (size_t)n >= size ? TG_ERANGE : 0;
 }
 
 /* A bounded, printable copy of a value for a message: control bytes become
@@ -482,21 +562,143 @@ static int set_string_at(struct load *load, const struct key_def *key, char *dst
         return 1;
 }
 
+/* One %XX-encoded url parameter value, decoded into dst[size]. 0 or
+ * TG_EPARSE. */
+static int url_value_decode(const char *src, size_t n, char *dst, size_t size)
+{
+        size_t o = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                char c = src[i];
+                if (c == '%') {
+                        char hex[3] = {0};
+                        char *end = NULL;
+                        if (i + 2 >= n || !isxdigit((unsigned char)src[i + 1]) ||
+                            !isxdigit((unsigned char)src[i + 2]))
+                                return TG_EPARSE;
+                        hex[0] = src[i + 1];
+                        hex[1] = src[i + 2];
+                        c = (char)strtol(hex, &end, 16);
+                        if (c == '\0')
+                                return TG_EPARSE;
+                        i += 2;
+                }
+                if (o + 1 >= size)
+                        return TG_EPARSE;
+                dst[o++] = c;
+        }
+        dst[o] = '\0';
+        return 0;
+}
+
+/* Appends text to dst[size] at *at, %XX-encoding what a url parameter value
+ * cannot hold as it is. 0 or TG_ERANGE. */
+static int url_value_append(char *dst, size_t size, size_t *at, const char *text)
+{
+        for (const char *p = text; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                bool plain = isalnum(c) || strchr("/._-~+,:@", c);
+                int n = plain ? snprintf(dst + *at, size - *at, "%c", c)
+                              : snprintf(dst + *at, size - *at, "%%%02X", c);
+                if (n < 0 || (size_t)n >= size - *at)
+                        return TG_ERANGE;
+                *at += (size_t)n;
+        }
+        return 0;
+}
+
+/* mysql://...?password_file=P&socket=S: the parameters a url may have; the
+ * two paths resolved against the config's folder (written back encoded),
+ * and the password file checked like every secret file. The url is never
+ * quoted: it may carry a password. 1, or 0 (an error was recorded). */
+static int set_mysql_url(struct load *load, const struct key_def *key, const char *value)
+{
+        char url[sizeof(load->config.store_url)];
+        const char *at = strrchr(value, '@');
+        const char *q = strchr(at ? at : value, '?');
+        size_t len;
+
+        if (!q)
+                return set_string_at(load, key, load->config.store_url,
+                                     sizeof(load->config.store_url), value);
+        len = (size_t)(q - value) + 1;
+        if (len >= sizeof(url))
+                return key_error(load, key, "too long (at most %zu bytes)", sizeof(url) - 1);
+        memcpy(url, value, len);
+        url[len] = '\0';
+        for (const char *p = q + 1; *p;) {
+                size_t plen = strcspn(p, "&");
+                const char *eq = memchr(p, '=', plen);
+                char raw[TG_PATH_MAX], path[TG_PATH_MAX];
+                size_t nlen;
+
+                if (!eq)
+                        return key_error(load, key, "a mysql url parameter needs name=value");
+                nlen = (size_t)(eq - p);
+                if (len > 0 && url[len - 1] != '?') {
+                        if (len + 1 >= sizeof(url))
+                                return key_error(load, key, "too long");
+                        url[len++] = '&';
+                }
+                if (!((nlen == 13 && strncmp(p, "password_file", 13) == 0) ||
+                      (nlen == 6 && strncmp(p, "socket", 6) == 0)))
+                        return key_error(load, key,
+                                         "unknown mysql url parameter \"%.*s\" (known: "
+                                         "password_file, socket)",
+                                         (int)(nlen < 32 ? nlen : 32), p);
+                if (url_value_decode(eq + 1, plen - nlen - 1, raw, sizeof(raw)) < 0 ||
+                    raw[0] == '\0')
+                        return key_error(load, key, "%.*s: not a path", (int)nlen, p);
+                if (resolve_path(load, raw, path, sizeof(path)) < 0)
+                        return key_error(load, key, "%.*s: path too long", (int)nlen, p);
+                if (nlen == 13) {
+                        FILE *f = NULL;
+                        if (secret_open(load, key, path, &f) == 0)
+                                return 0;
+                        fclose(f);
+                }
+                if (len + nlen + 1 >= sizeof(url))
+                        return key_error(load, key, "too long");
+                memcpy(url + len, p, nlen + 1); /* name= */
+                len += nlen + 1;
+                url[len] = '\0';
+                if (url_value_append(url, sizeof(url), &len, path) < 0)
+                        return key_error(load, key, "too long");
+                p += plen;
+                if (*p == '&')
+                        p++;
+        }
+        return set_string_at(load, key, load->config.store_url, sizeof(load->config.store_url),
+                             url);
+}
+
 static int set_store_url(struct load *load, const struct key_def *key, const char *value)
 {
         if (strncmp(value, "sqlite://", 9) == 0) {
+                char path[TG_PATH_MAX];
+                char url[sizeof(load->config.store_url)];
+                int n;
+
                 if (value[9] == '\0')
                         return key_error(load, key, "sqlite:// needs a file path");
-        } else if (strncmp(value, "mysql://", 8) == 0) {
+                if (resolve_path(load, value + 9, path, sizeof(path)) < 0)
+                        return key_error(load, key, "too long (at most %zu bytes)",
+                                         sizeof(path) - 1);
+                n = snprintf(url, sizeof(url), "sqlite://%s", path);
+                if (n < 0 || (size_t)n >= sizeof(url))
+                        return key_error(load, key, "too long (at most %zu bytes)",
+                                         sizeof(url) - 1);
+                return set_string_at(load, key, load->config.store_url,
+                                     sizeof(load->config.store_url), url);
+        }
+        if (strncmp(value, "mysql://", 8) == 0) {
                 if (value[8] == '\0')
                         return key_error(load, key, "mysql:// needs user:pass@host:port/db");
-        } else {
-                /* Not quoted: a mysql url without the scheme could still
-                 * carry a password. */
-                return key_error(load, key, "must start with sqlite:// or mysql://");
+                return set_mysql_url(load, key, value);
         }
-        return set_string_at(load, key, load->config.store_url, sizeof(load->config.store_url),
-                             value);
+        /* Not quoted: a mysql url without the scheme could still carry a
+         * password. */
+        return key_error(load, key, "must start with sqlite:// or mysql://");
 }
 
 /* host:port, [v6]:port. The port may be 0 (any free port, for tests). */
@@ -542,67 +744,168 @@ bad:
                          quote(value, q, sizeof(q)));
 }
 
-/* Reads a secret from path into dst[size]: trailing CR/LF/space/tab are
- * trimmed, and what is left must be non-empty printable ASCII without
- * spaces (it travels in an HTTP header). Never quotes the contents. */
-static int read_secret(struct load *load, const struct key_def *key, const char *path, char *dst,
-                       size_t size)
+/* Opens a secret file for reading, refusing one that is not a regular file
+ * or that group or others may read or write: the message says the chmod
+ * that fixes it. *ret_file is the caller's to close. 1, or 0 (an error was
+ * recorded). Every secret file goes through here: the token, the webhook
+ * secret, a mysql url's password_file (and the provider's credentials). */
+static int secret_open(struct load *load, const struct key_def *key, const char *path,
+                       FILE **ret_file)
 {
-        char buf[SECRET_FILE_MAX + 1];
-        size_t n;
+        struct stat st;
         FILE *f;
 
         if (path[0] == '\0')
                 return key_error(load, key, "must name a file");
-        f = fopen(path, "rb");
+        f = fopen(path, "rbe");
         if (!f)
                 return key_error(load, key, "cannot read %s: %s", path, strerror(errno));
-        n = fread(buf, 1, sizeof(buf), f);
-        if (ferror(f)) {
+        if (fstat(fileno(f), &st) != 0) {
                 int e = errno;
                 fclose(f);
                 return key_error(load, key, "cannot read %s: %s", path, strerror(e));
         }
+        if (!S_ISREG(st.st_mode)) {
+                fclose(f);
+                return key_error(load, key, "cannot read %s: not a regular file", path);
+        }
+        if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+                fclose(f);
+                return key_error(load, key,
+                                 "%s holds a secret but group or others may read or write it "
+                                 "(mode %04o): run chmod 600 %s (the file owned by the user "
+                                 "tollgate runs as)",
+                                 path, (unsigned)(st.st_mode & 07777), path);
+        }
+        *ret_file = f;
+        return 1;
+}
+
+/* The whole of a secret file (through secret_open) into buf[SECRET_FILE_MAX
+ * + 1], *ret_len bytes. 1, or 0 (an error was recorded; buf wiped). */
+static int secret_read_all(struct load *load, const struct key_def *key, const char *path,
+                           char *buf, size_t *ret_len)
+{
+        FILE *f = NULL;
+        size_t n;
+
+        if (secret_open(load, key, path, &f) == 0)
+                return 0;
+        n = fread(buf, 1, SECRET_FILE_MAX + 1, f);
+        if (ferror(f)) {
+                int e = errno;
+                fclose(f);
+                explicit_bzero(buf, SECRET_FILE_MAX + 1);
+                return key_error(load, key, "cannot read %s: %s", path, strerror(e));
+        }
         fclose(f);
-        if (n > SECRET_FILE_MAX)
+        if (n > SECRET_FILE_MAX) {
+                explicit_bzero(buf, SECRET_FILE_MAX + 1);
                 return key_error(load, key, "%s: file too large for a secret", path);
-        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
-                         buf[n - 1] == '\t'))
+        }
+        *ret_len = n;
+        return 1;
+}
+
+/* One secret from text[0..n) into dst[size]: trailing CR/LF/space/tab are
+ * trimmed, and what is left must be non-empty printable ASCII without
+ * spaces (it travels in an HTTP header). Never quotes the contents. 1, or 0
+ * (an error was recorded). */
+static int secret_take(struct load *load, const struct key_def *key, const char *path,
+                       const char *text, size_t n, char *dst, size_t size)
+{
+        while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' ' ||
+                         text[n - 1] == '\t'))
                 n--;
         if (n == 0)
                 return key_error(load, key, "%s is empty", path);
         if (n >= size)
                 return key_error(load, key, "%s: secret longer than %zu bytes", path, size - 1);
         for (size_t i = 0; i < n; i++) {
-                unsigned char c = (unsigned char)buf[i];
+                unsigned char c = (unsigned char)text[i];
                 if (c < 0x21 || c > 0x7e)
                         return key_error(load, key,
                                          "%s: secret must be printable ASCII without spaces", path);
         }
-        memcpy(dst, buf, n);
+        memcpy(dst, text, n);
         dst[n] = '\0';
-        /* Wipe the stack copy: it is a secret. */
-        explicit_bzero(buf, sizeof(buf));
         return 1;
 }
 
+/* Reads a secret from path into dst[size]: secret_open's checks (a regular
+ * file nobody but its owner may read), then secret_take's. Never quotes the
+ * contents. 1, or 0 (an error was recorded). */
+static int read_secret(struct load *load, const struct key_def *key, const char *path, char *dst,
+                       size_t size)
+{
+        char buf[SECRET_FILE_MAX + 1];
+        size_t n = 0;
+        int r;
+
+        if (secret_read_all(load, key, path, buf, &n) == 0)
+                return 0;
+        r = secret_take(load, key, path, buf, n, dst, size);
+        /* Wipe the stack copy: it is a secret. */
+        explicit_bzero(buf, sizeof(buf));
+        return r;
+}
+
+/* api.token_file: one token a line (blank lines skipped), at most
+ * TG_API_TOKENS_MAX; every one is accepted, the first is the one the CLI
+ * sends. Two lines are how a token is rotated without a refused request:
+ * add the new one, reload, move the clients, drop the old one, reload. */
 static int set_token_file(struct load *load, const struct key_def *key, const char *value)
 {
         struct tg_config *c = &load->config;
+        char path[TG_PATH_MAX];
+        char buf[SECRET_FILE_MAX + 1];
+        size_t n = 0, at = 0;
+        int r = 1;
 
-        if (set_string_at(load, key, c->api_token_file, sizeof(c->api_token_file), value) == 0)
+        if (resolve_path(load, value, path, sizeof(path)) < 0)
+                return key_error(load, key, "too long (at most %zu bytes)", sizeof(path) - 1);
+        if (set_string_at(load, key, c->api_token_file, sizeof(c->api_token_file), path) == 0)
                 return 0;
-        return read_secret(load, key, value, c->api_token, sizeof(c->api_token));
+        if (secret_read_all(load, key, path, buf, &n) == 0)
+                return 0;
+        c->api_token_count = 0;
+        while (r && at < n) {
+                size_t len = 0, end;
+
+                while (at + len < n && buf[at + len] != '\n')
+                        len++;
+                end = len;
+                while (end > 0 && (buf[at + end - 1] == '\r' || buf[at + end - 1] == ' ' ||
+                                   buf[at + end - 1] == '\t'))
+                        end--;
+                if (end > 0 && c->api_token_count >= TG_API_TOKENS_MAX)
+                        r = key_error(load, key, "%s: at most %d tokens, one a line", path,
+                                      TG_API_TOKENS_MAX);
+                else if (end > 0)
+                        r = secret_take(load, key, path, buf + at, end,
+                                        c->api_tokens[c->api_token_count++],
+                                        sizeof(c->api_tokens[0]));
+                at += len + 1;
+        }
+        explicit_bzero(buf, sizeof(buf));
+        if (r && c->api_token_count == 0)
+                r = key_error(load, key, "%s is empty", path);
+        if (r)
+                memcpy(c->api_token, c->api_tokens[0], sizeof(c->api_token));
+        return r;
 }
 
 static int set_webhook_file(struct load *load, const struct key_def *key, const char *value)
 {
         struct tg_config *c = &load->config;
+        char path[TG_PATH_MAX];
 
+        if (resolve_path(load, value, path, sizeof(path)) < 0)
+                return key_error(load, key, "too long (at most %zu bytes)", sizeof(path) - 1);
         if (set_string_at(load, key, c->provider_webhook_secret_file,
-                          sizeof(c->provider_webhook_secret_file), value) == 0)
+                          sizeof(c->provider_webhook_secret_file), path) == 0)
                 return 0;
-        return read_secret(load, key, value, c->provider_webhook_secret,
+        return read_secret(load, key, path, c->provider_webhook_secret,
                            sizeof(c->provider_webhook_secret));
 }
 
@@ -709,7 +1012,117 @@ static int set_log_level(struct load *load, const struct key_def *key, const cha
                          quote(value, q, sizeof(q)));
 }
 
+static int set_keep_days(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        int64_t days = 0;
+
+        if (strnum_i64(value, 0, 36500, &days) < 0)
+                return key_error(load, key,
+                                 "must be an integer in [0, 36500] (0: keep forever), "
+                                 "got \"%s\"",
+                                 quote(value, q, sizeof(q)));
+        load->config.retention_keep_ms = days * DAY_MS;
+        return 1;
+}
+
+static void show_keep_days(const struct tg_config *config, char *buf, size_t size)
+{
+        snprintf(buf, size, "%lld", (long long)(config->retention_keep_ms / DAY_MS));
+}
+
 /* ---- the inih handler ---------------------------------------------------- */
+
+static int key_index(const char *section, const char *name)
+{
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
+                        return (int)i;
+        return -1;
+}
+
+/* Levenshtein distance of two short names (longer ones are far apart). */
+static size_t distance(const char *a, const char *b)
+{
+        size_t la = strlen(a), lb = strlen(b);
+        size_t row[65];
+
+        if (la > 64 || lb > 64)
+                return SIZE_MAX;
+        for (size_t j = 0; j <= lb; j++)
+                row[j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                size_t diag = row[0];
+                row[0] = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t up = row[j];
+                        size_t best = diag + (tolower((unsigned char)a[i - 1]) !=
+                                              tolower((unsigned char)b[j - 1]));
+                        if (row[j - 1] + 1 < best)
+                                best = row[j - 1] + 1;
+                        if (up + 1 < best)
+                                best = up + 1;
+                        row[j] = best;
+                        diag = up;
+                }
+        }
+        return row[lb];
+}
+
+/* Close enough to be a typo of what was meant. */
+static bool near(const char *typed, const char *known)
+{
+        size_t d = distance(typed, known);
+        size_t limit = strlen(known) / 3;
+
+        return d <= (limit > 2 ? limit : 2);
+}
+
+/* The message for a key the table does not have: the closest key of its
+ * section, else the same name in another section, when one is near. */
+static int unknown_key(struct load *load, const struct key_def *unknown)
+{
+        const struct key_def *best = NULL, *elsewhere = NULL;
+        size_t best_d = SIZE_MAX;
+
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                size_t d = distance(unknown->name, keys[i].name);
+                if (strcmp(keys[i].section, unknown->section) != 0) {
+                        if (d == 0 && !elsewhere)
+                                elsewhere = &keys[i];
+                        continue;
+                }
+                if (d < best_d && near(unknown->name, keys[i].name)) {
+                        best = &keys[i];
+                        best_d = d;
+                }
+        }
+        if (best)
+                return key_error(load, unknown, "unknown key; did you mean %s.%s?", best->section,
+                                 best->name);
+        if (elsewhere)
+                return key_error(load, unknown, "unknown key in [%s]; did you mean %s.%s?",
+                                 unknown->section, elsewhere->section, elsewhere->name);
+        return key_error(load, unknown, "unknown key");
+}
+
+static int unknown_section(struct load *load, const struct key_def *unknown)
+{
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                size_t d = distance(unknown->section, keys[i].section);
+                if (d < best_d && near(unknown->section, keys[i].section)) {
+                        best = keys[i].section;
+                        best_d = d;
+                }
+        }
+        if (best)
+                return key_error(load, unknown, "unknown section [%s]; did you mean [%s]?",
+                                 unknown->section, best);
+        return key_error(load, unknown, "unknown section [%s]", unknown->section);
+}
 
 static int on_key(void *user, const char *section, const char *name, const char *value)
 {
@@ -725,8 +1138,10 @@ static int on_key(void *user, const char *section, const char *name, const char 
                 if (strcmp(key->name, name) != 0)
                         continue;
                 if (load->seen[i] && key->custom != set_rule)
-                        return key_error(load, key, "set more than once");
+                        return key_error(load, key, "set more than once (first at line %d)",
+                                         load->seen_line[i]);
                 load->seen[i] = true;
+                load->seen_line[i] = load->line;
                 switch (key->type) {
                 case KEY_STRING:
                         return set_string_at(load, key, (char *)&load->config + key->offset,
@@ -753,8 +1168,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
         if (section[0] == '\0')
                 return key_error(load, &unknown, "key outside any [section]");
         if (!section_known)
-                return key_error(load, &unknown, "unknown section [%s]", section);
-        return key_error(load, &unknown, "unknown key");
+                return unknown_section(load, &unknown);
+        return unknown_key(load, &unknown);
 }
 
 /* ---- checks across keys --------------------------------------------------- */
@@ -776,11 +1191,9 @@ static bool is_loopback(const char *host)
 /* Was section.name set in the file? */
 static bool was_set(const struct load *load, const char *section, const char *name)
 {
-        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-                if (strcmp(keys[i].section, section) == 0 && strcmp(keys[i].name, name) == 0)
-                        return load->seen[i];
-        }
-        return false;
+        int i = key_index(section, name);
+
+        return i >= 0 && load->seen[i];
 }
 
 /* A pair that must keep low <= high is broken: blame the key the operator
@@ -798,22 +1211,26 @@ static int order_error(struct load *load, const char *section, const char *low, 
         return key_error(load, &key, "must be <= %s.%s (%s)", section, high, value_text);
 }
 
-static int check_all(struct load *load)
+/* Every check runs, so that config_check() lists every problem; each
+ * records its own error. Runs only on a file whose keys all read well:
+ * a refused key keeps its default, which would make a check here lie. */
+static void check_all(struct load *load)
 {
         static const struct key_def token = {.section = "api", .name = "token_file"};
         static const struct key_def retry = {.section = "retry", .name = "max_attempts"};
+        static const struct key_def keep = {.section = "retention", .name = "keep_days"};
         struct tg_config *c = &load->config;
         char v[64];
 
         if (c->api_token[0] == '\0' && !is_loopback(c->api_listen_host))
-                return key_error(load, &token, "required when api.listen is not loopback");
+                key_error(load, &token, "required when api.listen is not loopback");
         if (c->provider_connect_timeout_ms > c->provider_timeout_ms) {
                 bool blame_high = was_set(load, "provider", "timeout_ms") &&
                                   !was_set(load, "provider", "connect_timeout_ms");
                 snprintf(v, sizeof(v), "%lld",
                          (long long)(blame_high ? c->provider_connect_timeout_ms
                                                 : c->provider_timeout_ms));
-                return order_error(load, "provider", "connect_timeout_ms", "timeout_ms", v);
+                order_error(load, "provider", "connect_timeout_ms", "timeout_ms", v);
         }
         if (c->policy.backoff.base_ms > c->policy.backoff.cap_ms) {
                 bool blame_high = was_set(load, "retry", "backoff_cap_ms") &&
@@ -821,7 +1238,7 @@ static int check_all(struct load *load)
                 snprintf(
                     v, sizeof(v), "%lld",
                     (long long)(blame_high ? c->policy.backoff.base_ms : c->policy.backoff.cap_ms));
-                return order_error(load, "retry", "backoff_base_ms", "backoff_cap_ms", v);
+                order_error(load, "retry", "backoff_base_ms", "backoff_cap_ms", v);
         }
         if (c->policy.backoff.min_ms > c->policy.backoff.cap_ms) {
                 bool blame_high = was_set(load, "retry", "backoff_cap_ms") &&
@@ -829,7 +1246,7 @@ static int check_all(struct load *load)
                 snprintf(
                     v, sizeof(v), "%lld",
                     (long long)(blame_high ? c->policy.backoff.min_ms : c->policy.backoff.cap_ms));
-                return order_error(load, "retry", "backoff_min_ms", "backoff_cap_ms", v);
+                order_error(load, "retry", "backoff_min_ms", "backoff_cap_ms", v);
         }
         /* A sub-quota narrows the account total, never adds to it. */
         if (c->exit_query_starts_per_second > c->exit.starts_per_second) {
@@ -837,26 +1254,36 @@ static int check_all(struct load *load)
                                   !was_set(load, "exit", "query_starts_per_second");
                 snprintf(v, sizeof(v), "%g",
                          blame_high ? c->exit_query_starts_per_second : c->exit.starts_per_second);
-                return order_error(load, "exit", "query_starts_per_second", "starts_per_second", v);
+                order_error(load, "exit", "query_starts_per_second", "starts_per_second", v);
         }
         /* Each share of the account gets max_in_flight / shares calls open
          * (at least one, and together no more than the account's). */
         if (c->exit_shares > c->exit.max_in_flight) {
                 static const struct key_def shares = {.section = "exit", .name = "shares"};
 
-                return key_error(load, &shares,
-                                 "must be <= exit.max_in_flight (%u): each share needs at least "
-                                 "one call in flight of the account's",
-                                 c->exit.max_in_flight);
+                key_error(load, &shares,
+                          "must be <= exit.max_in_flight (%u): each share needs at least "
+                          "one call in flight of the account's",
+                          c->exit.max_in_flight);
         }
         if (policy_config_check(&c->policy) < 0)
-                return key_error(load, &retry, "the [retry] settings are inconsistent");
-        return 1;
+                key_error(load, &retry, "the [retry] settings are inconsistent");
+        /* A pruned operation's id is new again: while the provider may still
+         * hear of the operation (its deadline, then its key's retention), it
+         * must stay. */
+        if (c->retention_keep_ms > 0 &&
+            c->retention_keep_ms <= c->policy.deadline_ms + c->policy.key_retention_ms)
+                key_error(load, &keep,
+                          "must be 0 (keep forever) or longer than retry.deadline_s + "
+                          "retry.key_retention_s (%lld s)",
+                          (long long)((c->policy.deadline_ms + c->policy.key_retention_ms) / 1000));
 }
 
-/* The inih reader: fgets that counts lines (so that an error can name its
- * line) and refuses a line longer than inih's buffer instead of letting inih
- * read its tail as a line of its own. */
+/* inih reads lines through this: fgets that counts lines (so that an error
+ * can name its line), refuses a line longer than inih's buffer instead of
+ * letting inih read its tail as a line of its own, and cuts an inline
+ * comment: after a value, whitespace then '#' or ';' starts one (inih
+ * itself knows only " ;"). A line that starts with either is inih's. */
 static char *read_line(char *str, int num, void *stream)
 {
         struct load *load = stream;
@@ -868,27 +1295,142 @@ static char *read_line(char *str, int num, void *stream)
         load->line++;
         len = strlen(got);
         if (len > 0 && got[len - 1] != '\n' && !feof(load->file)) {
+                char text[64];
                 int c;
                 while ((c = fgetc(load->file)) != EOF && c != '\n')
                         ;
-                if (!load->failed) {
-                        load->failed = true;
-                        load->err_line = load->line;
-                        snprintf(load->err, sizeof(load->err), "config: line longer than %d bytes",
-                                 num - 2);
-                }
+                snprintf(text, sizeof(text), "config: line longer than %d bytes", num - 2);
+                add_error(load, load->line, text);
                 /* inih sees an empty line: the error above is what counts. */
+                str[0] = '\n';
+                str[1] = '\0';
+                return got;
+        }
+        size_t lead = strspn(str, " \t");
+        if (str[lead] == '#' || str[lead] == ';')
+                return got;
+        for (size_t i = lead + 1; str[i]; i++) {
+                if ((str[i] == '#' || str[i] == ';') && (str[i - 1] == ' ' || str[i - 1] == '\t')) {
+                        str[i] = '\n';
+                        str[i + 1] = '\0';
+                        break;
+                }
+        }
+        /* A line that is neither a [section] nor key = value: said here, so
+         * that every such line is listed (inih answers only its first), and
+         * inih is handed an empty line. */
+        size_t end = strcspn(str + lead, "\r\n");
+        while (end > 0 && (str[lead + end - 1] == ' ' || str[lead + end - 1] == '\t'))
+                end--;
+        bool section = str[lead] == '[' && memchr(str + lead, ']', end) != NULL;
+        bool pair =
+            str[lead] != '[' && (memchr(str + lead, '=', end) || memchr(str + lead, ':', end));
+        if (end > 0 && !section && !pair) {
+                add_error(load, load->line, "config: not a [section] or key = value line");
                 str[0] = '\n';
                 str[1] = '\0';
         }
         return got;
 }
 
+/* The folder of path, absolute (the path itself was opened). */
+static void config_folder(const char *path, char *dst, size_t size)
+{
+        char abs[PATH_MAX];
+        char *slash;
+
+        dst[0] = '\0';
+        if (!realpath(path, abs))
+                return; /* then relative paths stay as written */
+        slash = strrchr(abs, '/');
+        if (slash == abs)
+                slash[1] = '\0'; /* a file in / */
+        else if (slash)
+                *slash = '\0';
+        if (strlen(abs) < size) /* else relative paths stay as written */
+                memcpy(dst, abs, strlen(abs) + 1);
+}
+
+/* Reads path into load: every key, then (when they all read well) the
+ * checks across keys. 0, or -errno (the file cannot be opened: recorded). */
+static int load_run(const char *path, struct load *load)
+{
+        int line;
+
+        load->file = fopen(path, "re");
+        if (!load->file) {
+                char text[sizeof(load->errs[0].text)];
+                int e = errno;
+
+                snprintf(text, sizeof(text), "config: cannot open %s: %s", path, strerror(e));
+                add_error(load, 0, text);
+                return -e;
+        }
+        config_folder(path, load->dir, sizeof(load->dir));
+        config_defaults(&load->config);
+        snprintf(load->config.config_dir, sizeof(load->config.config_dir), "%s", load->dir);
+        line = ini_parse_stream(read_line, load, on_key, load);
+        if (ferror(load->file)) {
+                char text[sizeof(load->errs[0].text)];
+                snprintf(text, sizeof(text), "config: cannot read %s", path);
+                add_error(load, 0, text);
+        }
+        fclose(load->file);
+        load->file = NULL;
+        if (line > 0) {
+                /* inih answers the first line it or our handler refused: when
+                 * no error of ours is on it, it is inih's own refusal (no
+                 * '=', an unclosed '[') */
+                bool ours = false;
+                for (unsigned i = 0; i < load->nerr && !ours; i++)
+                        ours = load->errs[i].line == line;
+                if (!ours)
+                        add_error(load, line, "config: not a [section] or key = value line");
+        } else if (line < 0 && !load->failed) {
+                char text[sizeof(load->errs[0].text)];
+                snprintf(text, sizeof(text), "config: cannot parse %s", path);
+                add_error(load, 0, text);
+        }
+        /* The default store is a relative path too. */
+        if (!was_set(load, "store", "url")) {
+                static const struct key_def url = {.section = "store", .name = "url"};
+                char dflt[TG_PATH_MAX];
+
+                snprintf(dflt, sizeof(dflt), "%s", load->config.store_url);
+                set_store_url(load, &url, dflt);
+        }
+        if (!load->failed) {
+                load->checking = true;
+                check_all(load);
+                load->checking = false;
+        }
+        return 0;
+}
+
+/* The errors in line order (stable: equal lines keep their order; those
+ * without a line last). */
+static void sort_errors(struct load *load)
+{
+        for (unsigned i = 1; i < load->nerr; i++) {
+                struct load_error e = load->errs[i];
+                unsigned key = e.line > 0 ? (unsigned)e.line : UINT_MAX;
+                unsigned j = i;
+                while (j > 0) {
+                        const struct load_error *p = &load->errs[j - 1];
+                        unsigned pk = p->line > 0 ? (unsigned)p->line : UINT_MAX;
+                        if (pk <= key)
+                                break;
+                        load->errs[j] = load->errs[j - 1];
+                        j--;
+                }
+                load->errs[j] = e;
+        }
+}
+
 int config_load(const char *path, struct tg_config *ret_config, char *err, size_t err_size)
 {
         struct load *load;
-        int line;
-        int r = 0;
+        int r;
 
         if (!path || !ret_config)
                 return TG_EINVAL;
@@ -896,49 +1438,49 @@ int config_load(const char *path, struct tg_config *ret_config, char *err, size_
         load = calloc(1, sizeof(*load));
         if (!load)
                 return TG_ENOMEM;
-        load->file = fopen(path, "r");
-        if (!load->file) {
-                r = -errno;
-                if (err && err_size)
-                        snprintf(err, err_size, "config: cannot open %s: %s", path,
-                                 strerror(errno));
-                free(load);
-                return r;
+        r = load_run(path, load);
+        if (r == 0 && load->failed) {
+                r = TG_ECONFIG;
+                /* The first problem in the file (a check across keys has
+                 * no line of its own here, as it never had). */
+                if (!load->checking && load->nerr > 0 && load->err_line > 0) {
+                        sort_errors(load);
+                        load->err_line = load->errs[0].line;
+                        snprintf(load->err, sizeof(load->err), "%s", load->errs[0].text);
+                }
         }
-        config_defaults(&load->config);
-        line = ini_parse_stream(read_line, load, on_key, load);
-        if (ferror(load->file) && !load->failed) {
-                load->failed = true;
-                snprintf(load->err, sizeof(load->err), "config: cannot read %s", path);
-        }
-        fclose(load->file);
-        load->file = NULL;
-
-        if (line > 0 && (!load->failed || line < load->err_line)) {
-                /* inih's own refusal (no '=', unclosed '[') came first. */
-                load->err_line = line;
-                snprintf(load->err, sizeof(load->err),
-                         "config: not a [section] or key = value line");
-                load->failed = true;
-        } else if (line < 0 && !load->failed) {
-                load->failed = true;
-                snprintf(load->err, sizeof(load->err), "config: cannot parse %s", path);
-        }
-        if (!load->failed && check_all(load) == 0)
-                load->err_line = 0;
-        if (load->failed) {
+        if (r < 0) {
                 if (err && err_size) {
                         if (load->err_line > 0)
                                 snprintf(err, err_size, "%s (line %d)", load->err, load->err_line);
                         else
                                 snprintf(err, err_size, "%s", load->err);
                 }
-                r = TG_ECONFIG;
                 goto out;
         }
         *ret_config = load->config;
 out:
         /* The copy holds secrets. */
+        explicit_bzero(load, sizeof(*load));
+        free(load);
+        return r;
+}
+
+int config_check(const char *path, config_problem_fn fn, void *ctx, unsigned *ret_problems)
+{
+        struct load *load;
+        int r;
+
+        if (!path || !fn || !ret_problems)
+                return TG_EINVAL;
+        load = calloc(1, sizeof(*load));
+        if (!load)
+                return TG_ENOMEM;
+        r = load_run(path, load);
+        sort_errors(load);
+        for (unsigned i = 0; i < load->nerr; i++)
+                fn(ctx, load->errs[i].line, load->errs[i].text);
+        *ret_problems = load->nerr;
         explicit_bzero(load, sizeof(*load));
         free(load);
         return r;
@@ -952,7 +1494,8 @@ static const char ini_intro[] =
     "# tollgate's configuration: every key, set to its default.\n"
     "# Printed by `tollgate config defaults`; docs/config.md is the same as tables.\n"
     "# A key left out keeps its default, so a file needs only the keys it changes.\n"
-    "# A line starting with # or ; is a comment; after a value only \" ;\" starts one.\n";
+    "# A line starting with # or ; is a comment; after a value, \" #\" or \" ;\" starts one.\n"
+    "# Relative paths are relative to this file's folder.\n";
 
 static const char md_intro[] =
     "# Configuration reference\n"
@@ -970,12 +1513,20 @@ static const char md_intro[] =
     "  twice (except `classify.rule`) and a line longer than 198 bytes are errors too.\n"
     "- Numbers are base 10, use the whole value and must sit inside the key's range.\n"
     "  Booleans are `true`/`false`, `yes`/`no`, `on`/`off` or `1`/`0`.\n"
-    "- A line starting with `#` or `;` is a comment; after a value only ` ;` (a space, then\n"
-    "  a semicolon) starts one: `# ...` after a value is part of the value.\n"
-    "- Secrets (the API token, the webhook secret, a database password) are read only from\n"
-    "  this file or the files it names, and never appear in a log line or a message.\n"
-    "- Relative paths (a `sqlite://` file, `token_file`, `webhook_secret_file`) are relative\n"
-    "  to the current directory of the process, not to the config file.\n";
+    "- A line starting with `#` or `;` is a comment; after a value, ` #` or ` ;` (a space or\n"
+    "  a tab, then `#` or `;`) starts one.\n"
+    "- Secrets (the API token, the webhook secret, a database password) never need to be in\n"
+    "  this file: `token_file`, `webhook_secret_file` and a mysql url's `?password_file=` name\n"
+    "  files, read at load and never shown in a log line or a message. A secret file that\n"
+    "  group or others may read or write is refused (the message says `chmod 600 FILE`).\n"
+    "- Relative paths (a `sqlite://` file, the default store too, `token_file`,\n"
+    "  `webhook_secret_file`, a mysql url's `password_file` and `socket`) are relative to the\n"
+    "  config file's folder, whatever the current directory of the process.\n"
+    "- `tollgate config check --config FILE` lists every problem of a file with its line\n"
+    "  (an unknown key or section with the closest known name) and exits 1, or exits 0.\n"
+    "- On SIGHUP the daemon reads its file again: what can change live changes, the rest is\n"
+    "  refused with a log line naming the key and keeps running as it was\n"
+    "  ([operating.md](operating.md#reloading-the-config-sighup)).\n";
 
 static void show_listen(const struct tg_config *config, char *buf, size_t size)
 {
@@ -1130,6 +1681,72 @@ static void describe_ini(FILE *out, const struct key_def *key, const char *value
                 fprintf(out, "# %s =\n", key->name);
 }
 
+/* text for scdoc: its inline markup (*bold*, _under_) and a leading
+ * backslash would be read as markup; backticks become plain quotes. */
+static void put_scdoc(FILE *out, const char *text)
+{
+        for (const char *p = text; *p; p++) {
+                if (*p == '`')
+                        continue;
+                if (*p == '*' || *p == '_' || *p == '\\')
+                        fputc('\\', out);
+                fputc(*p, out);
+        }
+}
+
+static const char scdoc_intro[] =
+    "tollgate.ini(5)\n"
+    "\n"
+    "; Generated by `tollgate config defaults --format scdoc` from the key table in\n"
+    "; src/daemon/config.c; do not edit by hand.\n"
+    "\n"
+    "# NAME\n"
+    "\n"
+    "tollgate.ini - the configuration file of tollgate(1)\n"
+    "\n"
+    "# DESCRIPTION\n"
+    "\n"
+    "*tollgate serve*, *dispatch* and *api*, and the operator commands, read one INI file\n"
+    "given with *--config* FILE (the package installs /etc/tollgate/tollgate.ini). Every key\n"
+    "has a default, so a file needs only the keys it changes; *tollgate config defaults*\n"
+    "prints every key at its default, and *tollgate config check --config* FILE lists every\n"
+    "problem of a file with its line (exit status 0 or 1).\n"
+    "\n"
+    "A line starting with # or ; is a comment; after a value, a space or a tab then # or ;\n"
+    "starts one. Numbers are base 10 and must sit inside the key's range; booleans are\n"
+    "true/false, yes/no, on/off or 1/0. An unknown section or key, a key set twice (except\n"
+    "classify.rule) and a line longer than 198 bytes are errors.\n"
+    "\n"
+    "Relative paths are relative to the folder of the file. Secrets never need to be in the\n"
+    "file: api.token_file, provider.webhook_secret_file and a mysql url's ?password\\_file=\n"
+    "name files, and a secret file that group or others may read or write is refused.\n"
+    "\n"
+    "The daemon reads the file again on SIGHUP: log.level, api.token_file, the admission\n"
+    "thresholds, provider.webhook_secret_file and the retention change live; any other\n"
+    "changed key is refused with a log line naming it and keeps its running value.\n";
+
+static const char scdoc_outro[] = "\n# SEE ALSO\n\ntollgate(1), tollgate-stub(1)\n";
+
+static void describe_scdoc(FILE *out, const struct key_def *key, const char *value,
+                           const char *range)
+{
+        fputs("\n*", out);
+        put_scdoc(out, key->name);
+        fputs("* = ", out);
+        if (value[0])
+                put_scdoc(out, value);
+        else
+                fputs("(none)", out);
+        fputs("\n\t", out);
+        put_scdoc(out, key->help);
+        if (range[0]) {
+                fputs(" Range: ", out);
+                put_scdoc(out, range);
+                fputc('.', out);
+        }
+        fputc('\n', out);
+}
+
 static void describe_markdown(FILE *out, const struct key_def *key, const char *value,
                               const char *range)
 {
@@ -1154,14 +1771,18 @@ int config_describe(FILE *out, enum config_doc_format fmt)
         const char *section = NULL;
         int r = 0;
 
-        if (!out || (fmt != CONFIG_DOC_INI && fmt != CONFIG_DOC_MARKDOWN))
+        if (!out ||
+            (fmt != CONFIG_DOC_INI && fmt != CONFIG_DOC_MARKDOWN && fmt != CONFIG_DOC_SCDOC))
                 return TG_EINVAL;
         /* Heap, not stack: the struct carries 64 rules and several paths. */
         defaults = malloc(sizeof(*defaults));
         if (!defaults)
                 return TG_ENOMEM;
         config_defaults(defaults);
-        fputs(fmt == CONFIG_DOC_INI ? ini_intro : md_intro, out);
+        fputs(fmt == CONFIG_DOC_INI     ? ini_intro
+              : fmt == CONFIG_DOC_SCDOC ? scdoc_intro
+                                        : md_intro,
+              out);
         for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
                 const struct key_def *key = &keys[i];
                 char value[TG_PATH_MAX + 8], range[96];
@@ -1178,6 +1799,8 @@ int config_describe(FILE *out, enum config_doc_format fmt)
                         section = key->section;
                         if (fmt == CONFIG_DOC_INI)
                                 fprintf(out, "\n[%s]\n", section);
+                        else if (fmt == CONFIG_DOC_SCDOC)
+                                fprintf(out, "\n# [%s]\n", section);
                         else
                                 fprintf(out,
                                         "\n## `[%s]`\n\n| key | default | meaning |\n"
@@ -1186,9 +1809,13 @@ int config_describe(FILE *out, enum config_doc_format fmt)
                 }
                 if (fmt == CONFIG_DOC_INI)
                         describe_ini(out, key, value, range);
+                else if (fmt == CONFIG_DOC_SCDOC)
+                        describe_scdoc(out, key, value, range);
                 else
                         describe_markdown(out, key, value, range);
         }
+        if (fmt == CONFIG_DOC_SCDOC)
+                fputs(scdoc_outro, out);
 out:
         free(defaults);
         if (r == 0 && (fflush(out) != 0 || ferror(out)))
@@ -1204,4 +1831,40 @@ int config_key_at(size_t i, const char **ret_section, const char **ret_name, con
         *ret_name = keys[i].name;
         *ret_help = keys[i].help;
         return 0;
+}
+
+/* ---- what changed between two configs (a reload) ------------------------------ */
+
+unsigned config_diff(const struct tg_config *a, const struct tg_config *b, config_key_fn fn,
+                     void *ctx)
+{
+        char va[TG_PATH_MAX + 8], vb[TG_PATH_MAX + 8];
+        unsigned n = 0;
+
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+                const struct key_def *key = &keys[i];
+                bool differ;
+
+                if (key->custom == set_rule) {
+                        differ = a->rule_count != b->rule_count ||
+                                 memcmp(a->rules, b->rules, a->rule_count * sizeof(a->rules[0]));
+                } else {
+                        show_value(key, a, va, sizeof(va));
+                        show_value(key, b, vb, sizeof(vb));
+                        differ = strcmp(va, vb) != 0;
+                }
+                /* the same file name with other contents: a rotated secret */
+                if (key->custom == set_token_file)
+                        differ = differ || a->api_token_count != b->api_token_count ||
+                                 memcmp(a->api_tokens, b->api_tokens, sizeof(a->api_tokens)) != 0;
+                if (key->custom == set_webhook_file)
+                        differ = differ || strcmp(a->provider_webhook_secret,
+                                                  b->provider_webhook_secret) != 0;
+                if (differ) {
+                        n++;
+                        if (fn)
+                                fn(ctx, key->section, key->name);
+                }
+        }
+        return n;
 }

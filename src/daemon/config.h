@@ -20,6 +20,7 @@
 
 #define TG_PATH_MAX         1024
 #define TG_CONFIG_MAX_RULES 64
+#define TG_API_TOKENS_MAX   4 /* tokens in api.token_file at once (rotation) */
 
 struct tg_config {
         /* [store] */
@@ -76,6 +77,23 @@ struct tg_config {
 
         /* [log] */
         char log_level[16]; /* debug, info, warn, error (info) */
+
+        /* [retention] final operations (and their calls) older than this are
+         * pruned by the dispatcher's housekeeping and `tollgate prune`;
+         * 0: kept forever. Manual cases and the audit trail are never pruned. */
+        int64_t retention_keep_ms;      /* keep_days, default 90 days */
+        unsigned retention_prune_batch; /* operations per prune transaction (500) */
+
+        /* api.token_file may hold up to TG_API_TOKENS_MAX tokens, one a line,
+         * so that a token is rotated without a refused request: every one is
+         * accepted; api_token above is the first, the one the CLI sends. */
+        char api_tokens[TG_API_TOKENS_MAX][256];
+        unsigned api_token_count;
+
+        /* The config file's folder, absolute: relative paths in the file (a
+         * sqlite:// file, token_file, webhook_secret_file, a mysql url's
+         * password_file) and the default store were resolved against it. */
+        char config_dir[TG_PATH_MAX];
 };
 
 /* Fills every default. */
@@ -87,12 +105,31 @@ void config_defaults(struct tg_config *ret_config);
  * > 0, got \"fast\""); *ret_config is then untouched. */
 int config_load(const char *path, struct tg_config *ret_config, char *err, size_t err_size);
 
+/* Every problem of the file at path, in line order, each as one line
+ * "section.key: problem" (or "config: ...") with its line number (0: not
+ * tied to a line), handed to fn; *ret_problems says how many (0: the file
+ * loads). Unlike config_load(), it does not stop at the first problem, and
+ * an unknown key or section comes with a did-you-mean when one is close.
+ * 0, or -errno when the file cannot be read (a message naming it is handed
+ * to fn with line 0 and counted). */
+typedef void (*config_problem_fn)(void *ctx, int line, const char *message);
+int config_check(const char *path, config_problem_fn fn, void *ctx, unsigned *ret_problems);
+
+/* Which keys differ between two loaded configs (a SIGHUP reload): fn is
+ * called with the section and name of each, in the schema's order. A
+ * secret file's key differs when the file's contents do, even under the
+ * same name (the contents are never handed out). Returns how many differ. */
+typedef void (*config_key_fn)(void *ctx, const char *section, const char *name);
+unsigned config_diff(const struct tg_config *a, const struct tg_config *b, config_key_fn fn,
+                     void *ctx);
+
 /* The schema written out for people: every key with its default (read from
  * config_defaults(), never written down twice) and its help text. */
 enum config_doc_format {
         CONFIG_DOC_INI,      /* an INI file of every key at its default, help as comments;
                               * config_load() reads it back as the defaults */
         CONFIG_DOC_MARKDOWN, /* docs/config.md: one table per section */
+        CONFIG_DOC_SCDOC,    /* tollgate.ini(5), as scdoc(1) source */
 };
 
 /* Writes the schema to out, sections and keys in the schema's order. 0, or

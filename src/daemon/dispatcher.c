@@ -341,8 +341,8 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                 log_emit(LOG_INFO, "call_end", f);
         }
         /* stats: class, latency, and where the operation went */
-        exit_stats_ended(d->xstats, cls, res->latency_us, r == 0 ? decision.next : OP_IN_FLIGHT,
-                         oc->op.attempts);
+        exit_stats_ended(d->xstats, oc->call.kind, cls, res->latency_us,
+                         r == 0 ? decision.next : OP_IN_FLIGHT, oc->op.attempts);
         if (r == 0 && (decision.next == OP_RETRY_WAIT || decision.next == OP_UNKNOWN))
                 exit_stats_waited(
                     d->xstats, decision.next == OP_RETRY_WAIT ? EXIT_WAIT_BACKOFF : EXIT_WAIT_QUERY,
@@ -745,6 +745,10 @@ static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                 log_emit(LOG_ERROR, "owner_lost",
                          json_pack("{s:I}", "epoch", (json_int_t)d->own.epoch));
         }
+        /* the service's once-a-second work (daemon/service.h: watchdog,
+         * readiness, retention), on this thread and this store */
+        if (d->opt->housekeeping)
+                d->opt->housekeeping(d->opt->hook_ctx, d->store, d->own.share, wall, d->lost);
 }
 
 /* The next thing that can happen, as a monotonic time: the next slot (when

@@ -47,6 +47,7 @@ struct exit_stats {
         uint64_t holds;
         struct histo latency, lateness, attempts;
         struct histo waits[EXIT_WAIT_COUNT];
+        struct histo latency_by_kind[KINDS];
         /* since the last sample */
         unsigned sec_starts, sec_ends, sec_closes;
 };
@@ -103,16 +104,20 @@ void exit_stats_started(struct exit_stats *xs, enum tg_call_kind kind, tg_mono_n
         }
 }
 
-void exit_stats_ended(struct exit_stats *xs, enum tg_class cls, int64_t latency_us,
-                      enum op_state next, unsigned attempts)
+void exit_stats_ended(struct exit_stats *xs, enum tg_call_kind kind, enum tg_class cls,
+                      int64_t latency_us, enum op_state next, unsigned attempts)
 {
+        double s = (double)(latency_us > 0 ? latency_us : 0) / 1e6;
+
         if (!xs)
                 return;
         if ((unsigned)cls < TG_CLASS_COUNT)
                 xs->ends[cls]++;
         xs->sec_ends++;
-        histo_add(&xs->latency, exit_latency_bounds_s, EXIT_LATENCY_BUCKETS,
-                  (double)(latency_us > 0 ? latency_us : 0) / 1e6);
+        histo_add(&xs->latency, exit_latency_bounds_s, EXIT_LATENCY_BUCKETS, s);
+        if ((unsigned)kind < KINDS)
+                histo_add(&xs->latency_by_kind[kind], exit_latency_bounds_s, EXIT_LATENCY_BUCKETS,
+                          s);
         if (next == OP_SUCCEEDED || next == OP_REJECTED || next == OP_MANUAL) {
                 xs->closes[next]++;
                 xs->sec_closes++;
@@ -138,14 +143,17 @@ void exit_stats_waited(struct exit_stats *xs, enum exit_wait reason, int64_t wai
 static json_t *figures_json(const struct exit_stats *xs)
 {
         json_t *starts = json_object(), *ends = json_object(), *closes = json_object();
-        json_t *waits = json_object();
+        json_t *waits = json_object(), *by_kind = json_object();
         json_t *o;
 
-        if (!starts || !ends || !closes || !waits)
+        if (!starts || !ends || !closes || !waits || !by_kind)
                 goto fail;
         for (unsigned w = 0; w < EXIT_WAIT_COUNT; w++)
                 json_object_set_new(waits, wait_names[w],
                                     histo_json(&xs->waits[w], EXIT_WAIT_BUCKETS));
+        for (unsigned k = 0; k < KINDS; k++)
+                json_object_set_new(by_kind, tg_call_kind_name((enum tg_call_kind)k),
+                                    histo_json(&xs->latency_by_kind[k], EXIT_LATENCY_BUCKETS));
         for (unsigned k = 0; k < KINDS; k++)
                 json_object_set_new(starts, tg_call_kind_name((enum tg_call_kind)k),
                                     json_integer((json_int_t)xs->starts[k]));
@@ -156,18 +164,19 @@ static json_t *figures_json(const struct exit_stats *xs)
                             json_integer((json_int_t)xs->closes[OP_SUCCEEDED]));
         json_object_set_new(closes, "rejected", json_integer((json_int_t)xs->closes[OP_REJECTED]));
         json_object_set_new(closes, "manual", json_integer((json_int_t)xs->closes[OP_MANUAL]));
-        o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:o}", "since", (json_int_t)xs->since,
-                      "starts", starts, "ends", ends, "closes", closes, "holds",
-                      (json_int_t)xs->holds, "latency_s",
+        o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o}", "since",
+                      (json_int_t)xs->since, "starts", starts, "ends", ends, "closes", closes,
+                      "holds", (json_int_t)xs->holds, "latency_s",
                       histo_json(&xs->latency, EXIT_LATENCY_BUCKETS), "lateness_s",
                       histo_json(&xs->lateness, EXIT_LATENESS_BUCKETS), "attempts",
-                      histo_json(&xs->attempts, EXIT_ATTEMPTS_BUCKETS));
+                      histo_json(&xs->attempts, EXIT_ATTEMPTS_BUCKETS), "latency_by_kind", by_kind);
         if (o)
                 json_object_set_new(o, "waits_s", waits);
         else
                 json_decref(waits);
         return o;
 fail:
+        json_decref(by_kind);
         json_decref(starts);
         json_decref(ends);
         json_decref(closes);

@@ -72,11 +72,11 @@ void exit_stats_free(struct exit_stats *xs);
 void exit_stats_started(struct exit_stats *xs, enum tg_call_kind kind, tg_mono_ns ready,
                         tg_mono_ns start);
 
-/* A call ended with class cls after latency_us; the operation (which has
- * made `attempts` POSTs) went to `next` (OP_IN_FLIGHT when the settle did not
- * commit). */
-void exit_stats_ended(struct exit_stats *xs, enum tg_class cls, int64_t latency_us,
-                      enum op_state next, unsigned attempts);
+/* A call of `kind` ended with class cls after latency_us; the operation
+ * (which has made `attempts` POSTs) went to `next` (OP_IN_FLIGHT when the
+ * settle did not commit). The latency is counted overall and by kind. */
+void exit_stats_ended(struct exit_stats *xs, enum tg_call_kind kind, enum tg_class cls,
+                      int64_t latency_us, enum op_state next, unsigned attempts);
 
 /* The provider told the whole exit to hold (429/503, a run of timeouts). */
 void exit_stats_held(struct exit_stats *xs);

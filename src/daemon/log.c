@@ -7,14 +7,20 @@
 #include "platform/clock.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/tg_error.h"
 
-static enum log_level min_level = LOG_INFO;
+static _Atomic int min_level = LOG_INFO;
+static pthread_once_t journal_once = PTHREAD_ONCE_INIT;
+static bool to_journal; /* stderr is the journal's stream: prefix the priority */
 static const char *component_name = "tollgate";
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -33,7 +39,42 @@ int log_level_parse(const char *name, enum log_level *ret_level)
 
 void log_set_level(enum log_level level)
 {
-        min_level = level;
+        atomic_store(&min_level, (int)level);
+}
+
+enum log_level log_get_level(void)
+{
+        return (enum log_level)atomic_load(&min_level);
+}
+
+int log_syslog_priority(enum log_level level)
+{
+        static const int prio[] = {7, 6, 4, 3}; /* debug, info, warning, err */
+
+        return (unsigned)level < 4 ? prio[level] : 6;
+}
+
+/* systemd sets JOURNAL_STREAM=<dev>:<inode> of the stream it connected to
+ * stderr (and stdout); only when stderr is still that stream is a prefix
+ * right (a redirect in a wrapper script must get plain lines). */
+static void detect_journal(void)
+{
+        const char *env = getenv("JOURNAL_STREAM");
+        unsigned long long dev, ino;
+        char *end = NULL;
+        struct stat st;
+
+        if (!env || env[0] < '0' || env[0] > '9')
+                return;
+        dev = strtoull(env, &end, 10);
+        if (!end || *end != ':' || end[1] < '0' || end[1] > '9')
+                return;
+        ino = strtoull(end + 1, &end, 10);
+        if (!end || *end != '\0')
+                return;
+        if (fstat(STDERR_FILENO, &st) == 0 && (unsigned long long)st.st_dev == dev &&
+            (unsigned long long)st.st_ino == ino)
+                to_journal = true;
 }
 
 void log_set_component(const char *component)
@@ -43,7 +84,7 @@ void log_set_component(const char *component)
 
 void log_emit(enum log_level level, const char *event, json_t *fields)
 {
-        if (level < min_level) {
+        if ((int)level < atomic_load(&min_level)) {
                 json_decref(fields);
                 return;
         }
@@ -71,7 +112,10 @@ void log_emit(enum log_level level, const char *event, json_t *fields)
         json_decref(line);
         if (!text)
                 return;
+        pthread_once(&journal_once, detect_journal);
         pthread_mutex_lock(&log_lock);
+        if (to_journal)
+                fprintf(stderr, "<%d>", log_syslog_priority(level));
         fputs(text, stderr);
         fputc('\n', stderr);
         fflush(stderr);

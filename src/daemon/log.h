@@ -2,6 +2,13 @@
  * log — structured logs: one JSON object a line on stderr, with a timestamp,
  * a level and an event name, plus the caller's fields. Only src/daemon (and the commands above it) logs.
  * Never pass secrets or full provider bodies in fields.
+ *
+ * When stderr is the systemd journal (JOURNAL_STREAM names it), every line
+ * starts with its syslog priority, "<3>" for error, "<4>" warn, "<6>" info,
+ * "<7>" debug, which journald takes off and records as the priority: so
+ * `journalctl -u tollgate -p err` shows the errors. Anywhere else the lines
+ * are plain JSON. The level may change at any time (a reload) from any
+ * thread.
  */
 #ifndef TG_LOG_H
 #define TG_LOG_H
@@ -18,6 +25,9 @@ enum log_level {
 /* "debug", "info", "warn", "error"; 0 or TG_EINVAL. */
 int log_level_parse(const char *name, enum log_level *ret_level);
 void log_set_level(enum log_level level);
+enum log_level log_get_level(void);
+/* The syslog priority of a level (3, 4, 6, 7). */
+int log_syslog_priority(enum log_level level);
 /* Prefix every line with this component name ("dispatcher", "api", ...). */
 void log_set_component(const char *component);
 

@@ -75,6 +75,9 @@ struct mysql_store {
         char lock_name[LOCK_NAME_MAX + 1]; /* of the share lock taken last */
         char q[MQ_COUNT][1024];
         char sql[SQL_MAX];
+        /* the server's or the client library's last message (never holds the
+         * password: MariaDB does not echo it), for store_open_ex()'s error */
+        char last_error[256];
 };
 
 static inline struct mysql_store *M(struct store *store)
@@ -91,7 +94,7 @@ int64_t store_mysql_col_i64(MYSQL_ROW row, int col, bool *ok);
 const char *store_mysql_col_text(MYSQL_ROW row, int col);
 unsigned store_mysql_col_uns(MYSQL_ROW row, int col, bool *ok);
 void store_mysql_conn_drop(MYSQL **db);
-int store_mysql_connect_one(const struct mysql_store *s, unsigned io_timeout, bool with_db,
+int store_mysql_connect_one(struct mysql_store *s, unsigned io_timeout, bool with_db,
                             MYSQL **ret_db);
 int store_mysql_exec(struct mysql_store *s, const char *fmt, ...);
 int store_mysql_fail(struct mysql_store *s);
@@ -138,6 +141,14 @@ int store_mysql_stats(struct store *store, struct store_stats *ret_stats);
 int store_mysql_sample_put(struct store *store, const struct exit_sample *sample,
                            tg_wall_ms keep_after);
 int store_mysql_sample_last(struct store *store, struct exit_sample *ret_sample);
+
+/* store_mysql_life.c: counters and the prune (store_backend.h) */
+int store_mysql_counter_add(struct store *store, enum store_counter counter, int64_t delta);
+int store_mysql_prune_pick(struct store *store, enum op_state state, tg_wall_ms before,
+                           int64_t after_at, int64_t after_id, unsigned max, int64_t *ret_ids,
+                           int64_t *ret_at, unsigned *ret_n);
+int store_mysql_prune_delete(struct store *store, const int64_t *ids, unsigned n, tg_wall_ms before,
+                             uint64_t *ret_calls);
 
 /* store_mysql_lock.c: GET_LOCK names fit in 64 characters */
 void store_mysql_lock_name_for(const char *prefix, const char *dbname, char *dst, size_t size);

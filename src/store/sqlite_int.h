@@ -63,6 +63,17 @@ enum stmt_id {
 #define ST_DYN_COUNT   (ST_COUNT - ST_DYN_FIRST)
 #define STATES_SQL_MAX 128 /* "state IN (...)" of every state fits */
 
+/* store_sqlite_life.c's statements */
+enum life_stmt {
+        LIFE_COUNTER_ADD,
+        LIFE_PRUNE_PICK,
+        LIFE_PERMIT_PUT,
+        LIFE_PERMIT_DROP,
+        LIFE_CALLS_DELETE,
+        LIFE_OP_DELETE,
+        LIFE_COUNT
+};
+
 /* ".owner", ".split", ".share63" */
 #define SQLITE_LOCK_SUFFIX_MAX 16
 
@@ -78,6 +89,8 @@ struct sqlite_store {
         /* synchronous=NORMAL is in force (only for an outcome); any other
          * write transaction puts FULL back first. */
         bool sync_normal;
+        /* the lifecycle's statements (store_sqlite_life.c), prepared on use */
+        sqlite3_stmt *life[LIFE_COUNT];
 };
 
 static inline struct sqlite_store *S(struct store *store)
@@ -138,5 +151,15 @@ int store_sqlite_stats(struct store *store, struct store_stats *ret_stats);
 int store_sqlite_sample_put(struct store *store, const struct exit_sample *sample,
                             tg_wall_ms keep_after);
 int store_sqlite_sample_last(struct store *store, struct exit_sample *ret_sample);
+
+/* store_sqlite_life.c: counters, prune, moved, backup (store_backend.h) */
+int store_sqlite_counter_add(struct store *store, enum store_counter counter, int64_t delta);
+int store_sqlite_prune_pick(struct store *store, enum op_state state, tg_wall_ms before,
+                            int64_t after_at, int64_t after_id, unsigned max, int64_t *ret_ids,
+                            int64_t *ret_at, unsigned *ret_n);
+int store_sqlite_prune_delete(struct store *store, const int64_t *ids, unsigned n,
+                              tg_wall_ms before, uint64_t *ret_calls);
+bool store_sqlite_moved(struct store *store);
+int store_sqlite_backup(struct store *store, const char *path);
 
 #endif

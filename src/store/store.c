@@ -93,6 +93,19 @@ STORED_NAMES(kind, enum tg_call_kind, kind_texts, KIND_COUNT)
 STORED_NAMES(class, enum tg_class, class_texts, TG_CLASS_COUNT)
 STORED_NAMES(reason, enum manual_reason, reason_texts, MANUAL_REASON_COUNT)
 
+static const char *const counter_texts[STORE_COUNTER_COUNT] = {
+    [STORE_COUNTER_SUCCEEDED] = "succeeded",
+    [STORE_COUNTER_REJECTED] = "rejected",
+    [STORE_COUNTER_CALLS] = "calls",
+    [STORE_COUNTER_PRUNED_OPERATIONS] = "pruned_operations",
+    [STORE_COUNTER_PRUNED_CALLS] = "pruned_calls",
+};
+
+const char *store_counter_text(enum store_counter counter)
+{
+        return name_of(counter_texts, STORE_COUNTER_COUNT, (int)counter);
+}
+
 void store_state_list_sql(unsigned states, char *dst, size_t size)
 {
         size_t n = 0, count = 0;
@@ -178,39 +191,65 @@ static void mask_url(const char *url, char *dst, size_t dst_size)
         store_copy_text(dst + head + 3, dst_size - head - 3, at);
 }
 
-int store_open(const char *url, struct store **ret_store)
+/* The message of a failed open, when the backend left none. */
+static void open_error(const struct store_open_opts *o, const char *url, int r)
+{
+        char masked[STORE_URL_MAX];
+
+        if (!o->err || o->err_size == 0 || o->err[0])
+                return;
+        mask_url(url, masked, sizeof(masked));
+        if (r == TG_EINVAL)
+                snprintf(o->err, o->err_size,
+                         "%s: not a store url (sqlite://PATH or "
+                         "mysql://user@host:port/db)",
+                         masked);
+        else if (r == TG_EUNSUPPORTED)
+                snprintf(o->err, o->err_size, "%s: this build has no MariaDB support", masked);
+        else
+                snprintf(o->err, o->err_size, "%s: %s", masked, tg_strerror(r));
+}
+
+int store_open_ex(const char *url, const struct store_open_opts *opts, struct store **ret_store)
 {
         static const char sqlite_scheme[] = "sqlite://";
         static const char mysql_scheme[] = "mysql://";
+        const struct store_open_opts none = {0};
+        const struct store_open_opts *o = opts ? opts : &none;
         struct store *store = NULL;
         int r;
 
+        if (o->err && o->err_size)
+                o->err[0] = '\0';
         if (!url || !ret_store || strnlen(url, STORE_URL_MAX) >= STORE_URL_MAX)
                 return TG_EINVAL;
         if (strncmp(url, sqlite_scheme, sizeof(sqlite_scheme) - 1) == 0) {
                 const char *path = url + sizeof(sqlite_scheme) - 1;
 
-                if (path[0] == '\0')
-                        return TG_EINVAL;
-                r = store_sqlite_open(path, &store);
+                r = path[0] == '\0' ? TG_EINVAL : store_sqlite_open(path, o, &store);
         } else if (strncmp(url, mysql_scheme, sizeof(mysql_scheme) - 1) == 0) {
 #ifdef TG_HAVE_MARIADB
                 const char *where = url + sizeof(mysql_scheme) - 1;
 
-                if (where[0] == '\0')
-                        return TG_EINVAL;
-                r = store_mysql_open(where, &store);
+                r = where[0] == '\0' ? TG_EINVAL : store_mysql_open(where, o, &store);
 #else
                 r = TG_EUNSUPPORTED; /* built without MariaDB Connector/C */
 #endif
         } else {
                 r = TG_EINVAL;
         }
-        if (r < 0)
+        if (r < 0) {
+                open_error(o, url, r);
                 return r;
+        }
         mask_url(url, store->url_masked, sizeof(store->url_masked));
         *ret_store = store;
         return 0;
+}
+
+int store_open(const char *url, struct store **ret_store)
+{
+        return store_open_ex(url, NULL, ret_store);
 }
 
 void store_close(struct store *store)

@@ -16,7 +16,10 @@
  *   - claims and settles carry the owner epoch and are refused (TG_EFENCED)
  *     once a newer owner has taken the exit (with shares: the same share);
  *   - one operation keeps one idempotency key (its operation_id) forever;
- *     nothing here ever deletes an operation, a call or an audit row.
+ *     nothing here deletes an operation, a call or an audit row, but
+ *     store_prune(): final operations past retention with their calls, never
+ *     an operation with an audit trail, never an audit row (docs/design.md,
+ *     "Retention").
  *
  * Thread use: one struct store per thread.
  */
@@ -83,6 +86,19 @@ static inline bool store_call_released(const struct call_record *c)
 int store_open(const char *url, struct store **ret_store);
 /* Accepts NULL. */
 void store_close(struct store *store);
+
+/* store_open() with options: `existing` refuses to create what is not
+ * there (a read-only command must not leave an empty store behind a typo):
+ * TG_ENOTFOUND ("no store at /abs/path"); `err` (may be NULL) receives one
+ * line saying what went wrong, for people: the file, or for MariaDB the
+ * host, port, database, user and the server's own reason, the password
+ * masked. */
+struct store_open_opts {
+        bool existing;
+        char *err;
+        size_t err_size;
+};
+int store_open_ex(const char *url, const struct store_open_opts *opts, struct store **ret_store);
 
 /* The backend name ("sqlite" or "mysql"), and the url with any password
  * masked ("mysql://user:***@host/db"), for logs. Both live as long as the
@@ -285,13 +301,58 @@ int store_list_calls(struct store *store, int64_t since_id, unsigned limit, stor
 /* The calls of one operation, oldest first. */
 int store_list_op_calls(struct store *store, int64_t op_id, store_call_fn fn, void *userdata);
 
+/* What the store holds now. The counts of the final states and calls_total
+ * come from counters kept in the same transactions as the changes, so that
+ * reading them costs the same at 10 rows and at 10,000,000; the open states
+ * are counted from their index (the backlog, however large it is). */
 struct store_stats {
         uint64_t by_state[OP_STATE_COUNT];
         tg_wall_ms oldest_open_accepted_at; /* oldest non-final op; TG_WALL_NEVER if none */
-        uint64_t calls_total;
+        uint64_t calls_total;               /* calls ever recorded (pruned ones included) */
         int64_t epoch;
+        uint64_t pruned_operations; /* deleted by store_prune(), ever */
+        uint64_t pruned_calls;
 };
 int store_stats(struct store *store, struct store_stats *ret_stats);
+
+/* ---- lifecycle: retention, health, backup (store_life.c) ------------------ */
+
+/* Where a prune got to: the last (updated_at, id) passed of each final
+ * state. Zero it before the first call; keep it between calls so that rows
+ * that stay (an audit trail) are not scanned again. */
+struct store_prune_cursor {
+        int64_t at[2];
+        int64_t id[2];
+};
+
+struct store_prune_result {
+        uint64_t operations; /* deleted */
+        uint64_t calls;
+        bool more; /* stopped at max_batches with rows left to look at */
+};
+
+/* Deletes operations that reached a final state (succeeded, rejected) before
+ * `before` (their updated_at), with their calls, in transactions of at most
+ * `batch` operations, at most `max_batches` of them (0: until done). Never
+ * deletes an operation with an audit row (a manual-review case, a provider
+ * event: the audit trail stays whole, and its operation with it), nor the
+ * newest operation or the operation of the newest call (SQLite would hand
+ * their ids out again). The store's triggers refuse any other delete.
+ * Counters (store_stats) move in the same transactions. *ret_result says
+ * what was done, on a failure too (the batches before it are committed). */
+int store_prune(struct store *store, tg_wall_ms before, unsigned batch, unsigned max_batches,
+                struct store_prune_cursor *cursor, struct store_prune_result *ret_result);
+
+/* Can the store answer now? One short read transaction (MariaDB: a round
+ * trip to the server); SQLite also says TG_EIO when the database file was
+ * removed, renamed or replaced under the open handle. 0 or a TG_E* code. */
+int store_ping(struct store *store);
+
+/* An online, consistent copy of the whole store into a new file `path`
+ * (SQLite: VACUUM INTO, a snapshot of one read transaction; writers go on).
+ * TG_ECONFLICT when path exists, TG_EUNSUPPORTED on MariaDB
+ * (use mariadb-dump --single-transaction: docs/operating.md). */
+int store_backup(struct store *store, const char *path);
 
 /* ---- manual review and audit (append-only) ------------------------------- */
 

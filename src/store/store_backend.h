@@ -140,6 +140,17 @@ enum store_lock {
         STORE_LOCK_SHARE, /* share k's owner lock (share 0: the one-owner lock) */
 };
 
+/* Counters kept by the neutral layer in the same transaction as the change
+ * they count (store_op_put, the claim, store_prune). */
+enum store_counter {
+        STORE_COUNTER_SUCCEEDED, /* operations now in succeeded */
+        STORE_COUNTER_REJECTED,  /* operations now in rejected */
+        STORE_COUNTER_CALLS,     /* calls ever recorded */
+        STORE_COUNTER_PRUNED_OPERATIONS,
+        STORE_COUNTER_PRUNED_CALLS,
+        STORE_COUNTER_COUNT
+};
+
 struct store_ops {
         const char *name; /* "sqlite", "mysql" */
         void (*close)(struct store *store);
@@ -212,6 +223,24 @@ struct store_ops {
                           tg_wall_ms keep_after);
         int (*sample_last)(struct store *store, struct exit_sample *ret_sample);
 
+        /* lifecycle (store_life.c), inside a transaction: add delta to a
+         * counter; the final operations of `state` before `before`, after the
+         * cursor (at, id), that store_prune() may delete (no audit row, not
+         * the newest operation, not the newest call's), in (updated_at, id)
+         * order, at most max (ids and updated_at into buf); delete those
+         * operations and their calls (the permit that lets the triggers pass
+         * inserted and removed inside), *ret_calls: calls deleted */
+        int (*counter_add)(struct store *store, enum store_counter counter, int64_t delta);
+        int (*prune_pick)(struct store *store, enum op_state state, tg_wall_ms before,
+                          int64_t after_at, int64_t after_id, unsigned max, int64_t *ret_ids,
+                          int64_t *ret_at, unsigned *ret_n);
+        int (*prune_delete)(struct store *store, const int64_t *ids, unsigned n, tg_wall_ms before,
+                            uint64_t *ret_calls);
+        /* outside a transaction, optional: the database file is no longer
+         * the one opened (SQLite); a copy into a new file */
+        bool (*moved)(struct store *store);
+        int (*backup)(struct store *store, const char *path);
+
         /* optional (NULL: TG_EUNSUPPORTED) */
         int (*set_busy_timeout)(struct store *store, int64_t ms);
         /* outbox rows exist on this backend (an application shares its
@@ -237,11 +266,14 @@ struct store_ops {
         .stats = p##_stats, .sample_put = p##_sample_put, .sample_last = p##_sample_last
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
- * sqlite://PATH; "user:pass@host:port/db" for mysql://). 0 or a TG_E* code;
- * *ret_store is freed with its ops->close. */
-int store_sqlite_open(const char *where, struct store **ret_store);
+ * sqlite://PATH; "user:pass@host:port/db" for mysql://); opts as for
+ * store_open_ex() (never NULL here). 0 or a TG_E* code; *ret_store is freed
+ * with its ops->close. */
+int store_sqlite_open(const char *where, const struct store_open_opts *opts,
+                      struct store **ret_store);
 #ifdef TG_HAVE_MARIADB
-int store_mysql_open(const char *where, struct store **ret_store);
+int store_mysql_open(const char *where, const struct store_open_opts *opts,
+                     struct store **ret_store);
 #endif
 
 /* ---- shared helpers (store.c) ---------------------------------------- */
@@ -267,6 +299,15 @@ void store_state_list_sql(unsigned states, char *dst, size_t size);
  * (buf). */
 bool store_text_ok(const char *s, size_t max);
 bool store_buf_ok(const char *s, size_t size);
+
+/* The stored name of a counter ("succeeded", "calls", ...). */
+const char *store_counter_text(enum store_counter counter);
+
+/* Inside a transaction: writes op `after` (op_put), whose row was `before`,
+ * and moves the state counters when it enters or leaves a counted state
+ * (store_life.c). Every change of an operation's state goes through it. */
+int store_op_put(struct store *store, const struct op_record *before,
+                 const struct op_record *after);
 
 /* Inside a transaction: one audit row (store_exit.c). */
 int store_audit_add(struct store *store, int64_t op_id, tg_wall_ms at, const char *action,

@@ -198,7 +198,7 @@ static int claim_one(struct store *s, const struct claim_args *a, enum store_gro
                               &tc) < 0)
                 store_copy_text(next.traceparent, sizeof(next.traceparent), a->traceparent_new);
         if (r == 0)
-                r = s->ops->op_put(s, &next);
+                r = store_op_put(s, &op, &next);
         if (r < 0)
                 return r;
         memset(&call, 0, sizeof(call));
@@ -221,6 +221,8 @@ static int claim_one(struct store *s, const struct claim_args *a, enum store_gro
                 store_copy_text(call.span_id, sizeof(call.span_id), a->span_id);
         }
         r = s->ops->call_insert(s, &call);
+        if (r == 0) /* calls_total, in the same transaction as the row */
+                r = s->ops->counter_add(s, STORE_COUNTER_CALLS, 1);
         if (r < 0)
                 return r;
         *ret_op = next;
@@ -408,7 +410,7 @@ static int settle_tx(struct store *s, void *ctx)
         if (r == 0)
                 r = policy_end_call(&op, &a->decision, &end, a->now, &next);
         if (r == 0)
-                r = s->ops->op_put(s, &next);
+                r = store_op_put(s, &op, &next);
         if (r == 0 && next.state == OP_MANUAL)
                 r = audit_to_manual(s, &next, a->now, store_class_text(a->cls));
         return r;
@@ -460,7 +462,10 @@ static int release_tx(struct store *s, void *ctx)
                 return TG_EFENCED;
         r = policy_release(&op, call.kind, c->now, &back);
         if (r == 0)
-                r = s->ops->op_put(s, &back);
+                r = store_op_put(s, &op, &back);
+        /* a claim given back is not a call: calls_total counts calls */
+        if (r == 0)
+                r = s->ops->counter_add(s, STORE_COUNTER_CALLS, -1);
         if (r < 0)
                 return r;
         call.ended = true;
@@ -519,7 +524,7 @@ static int sweep_tx(struct store *s, void *ctx)
                 else
                         snprintf(detail, sizeof(detail), "%s",
                                  "idempotency key past retention before its re-send: to manual");
-                r = s->ops->op_put(s, &next);
+                r = store_op_put(s, op, &next);
                 if (r == 0)
                         r = store_audit_add(s, next.id, c->batch.now, "event", "tollgate",
                                             store_reason_text(next.reason), detail);
@@ -617,7 +622,7 @@ static int resend_tx(struct store *s, void *ctx)
         if (r == 0)
                 r = policy_resend(c->config, &op, c->now, &next);
         if (r == 0)
-                r = s->ops->op_put(s, &next);
+                r = store_op_put(s, &op, &next);
         if (r < 0)
                 return r;
         snprintf(detail, sizeof(detail),
@@ -664,7 +669,7 @@ static int resolve_tx(struct store *s, void *ctx)
                 return r;
         snprintf(detail, sizeof(detail), "resolved by hand as %s (was manual: %s)",
                  store_state_text(c->outcome), store_reason_text(op.reason));
-        r = s->ops->op_put(s, &next);
+        r = store_op_put(s, &op, &next);
         if (r == 0)
                 r = store_audit_add(s, next.id, c->now, "resolve", c->operator_name, c->reason,
                                     detail);
@@ -714,7 +719,7 @@ static int assign_tx(struct store *s, void *ctx)
                          op.assignee[0] ? op.assignee : "nobody");
         else
                 snprintf(detail, sizeof(detail), "unassigned (was %.100s)", op.assignee);
-        r = s->ops->op_put(s, &next);
+        r = store_op_put(s, &op, &next);
         if (r == 0)
                 r = store_audit_add(s, next.id, c->now, "assign", c->operator_name, c->reason,
                                     detail);
@@ -764,7 +769,7 @@ static int cancel_tx(struct store *s, void *ctx)
                 return 0;
         snprintf(detail, sizeof(detail), "cancelled before any call was made (was %s)",
                  store_state_text(op.state));
-        r = s->ops->op_put(s, &next);
+        r = store_op_put(s, &op, &next);
         if (r == 0)
                 r = store_audit_add(s, next.id, c->now, "cancel", c->operator_name, c->reason,
                                     detail);
@@ -809,7 +814,7 @@ static int external_tx(struct store *s, void *ctx)
         snprintf(detail, sizeof(detail), "%s -> %s%s%s", store_state_text(op.state),
                  store_state_text(c->outcome), c->refund_id && c->refund_id[0] ? ", refund " : "",
                  c->refund_id ? c->refund_id : "");
-        r = s->ops->op_put(s, &next);
+        r = store_op_put(s, &op, &next);
         if (r == 0)
                 r = store_audit_add(s, next.id, c->now, "external", c->source, "provider answer",
                                     detail);
@@ -871,7 +876,7 @@ static int outbox_tx(struct store *s, void *ctx)
 
                 r = policy_outbox(c->limits, op, valid, c->now, &next);
                 if (r == 0)
-                        r = s->ops->op_put(s, &next);
+                        r = store_op_put(s, op, &next);
                 if (r < 0)
                         break;
                 if (valid) {

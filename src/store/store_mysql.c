@@ -234,9 +234,48 @@ static const struct migration migrations[] = {
         "  until_wall BIGINT NOT NULL,"
         "  CONSTRAINT hold_one CHECK (id = 1)"
         ") ENGINE=InnoDB"},
+    /* 8: retention and counters (docs/design.md, "Retention"): the final
+     * states and the call log counted in the transactions that change them,
+     * so /metrics costs the same at any size; final operations past
+     * retention may be deleted with their calls, but only by a prune: the
+     * triggers let a DELETE through only while the prune's permit row
+     * exists (inside its own transaction: no other session sees it) and only
+     * for a final operation older than its cutoff, or a call of one. Audit
+     * rows stay undeletable; an operation with audit rows cannot go (its
+     * foreign key). */
+    {8, "CREATE TABLE IF NOT EXISTS counters ("
+        "  name VARCHAR(32) " TEXT_ASCII " NOT NULL PRIMARY KEY,"
+        "  n BIGINT NOT NULL"
+        ") ENGINE=InnoDB"},
+    {8, "INSERT IGNORE INTO counters (name, n) SELECT 'succeeded', COUNT(*) FROM operations "
+        "WHERE state = 'succeeded'"},
+    {8, "INSERT IGNORE INTO counters (name, n) SELECT 'rejected', COUNT(*) FROM operations "
+        "WHERE state = 'rejected'"},
+    {8, "INSERT IGNORE INTO counters (name, n) SELECT 'calls', COUNT(*) FROM calls"},
+    {8, "INSERT IGNORE INTO counters (name, n) VALUES ('pruned_operations', 0), "
+        "('pruned_calls', 0)"},
+    {8, "CREATE TABLE IF NOT EXISTS prune_permit ("
+        "  id TINYINT NOT NULL PRIMARY KEY,"
+        "  before_at BIGINT NOT NULL,"
+        "  CONSTRAINT permit_one CHECK (id = 1)"
+        ") ENGINE=InnoDB"},
+    {8, "ALTER TABLE operations ADD INDEX IF NOT EXISTS ops_state_updated (state, updated_at, id)"},
+    {8, "DROP TRIGGER IF EXISTS operations_no_delete"},
+    {8, "CREATE TRIGGER IF NOT EXISTS operations_no_delete BEFORE DELETE ON operations "
+        "FOR EACH ROW BEGIN IF NOT EXISTS (SELECT 1 FROM prune_permit p "
+        "WHERE OLD.state IN ('succeeded','rejected') AND OLD.updated_at < p.before_at) THEN "
+        "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'operations are deleted only by a prune'; "
+        "END IF; END"},
+    {8, "DROP TRIGGER IF EXISTS calls_no_delete"},
+    {8, "CREATE TRIGGER IF NOT EXISTS calls_no_delete BEFORE DELETE ON calls "
+        "FOR EACH ROW BEGIN IF NOT EXISTS (SELECT 1 FROM prune_permit p JOIN operations o "
+        "ON o.id = OLD.op_id WHERE o.state IN ('succeeded','rejected') "
+        "AND o.updated_at < p.before_at) THEN "
+        "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'calls are deleted only with their "
+        "operation'; END IF; END"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  7
+#define SCHEMA_VERSION  8
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;
@@ -383,8 +422,11 @@ static int parse_where(struct mysql_store *s, const char *where)
                 if (strcmp(p, "password_file") == 0) {
                         int r = read_password_file(eq + 1, s->password, sizeof(s->password));
 
-                        if (r < 0)
+                        if (r < 0) {
+                                snprintf(s->last_error, sizeof(s->last_error),
+                                         "cannot read the password_file %s", eq + 1);
                                 return r;
+                        }
                 } else if (strcmp(p, "socket") == 0) {
                         if (!copy_part(s->socket, sizeof(s->socket), eq + 1, strlen(eq + 1)))
                                 return TG_EINVAL;
@@ -566,9 +608,41 @@ static void store_mysql_close(struct store *store)
 
 static const struct store_ops store_mysql_ops;
 
-int store_mysql_open(const char *where, struct store **ret_store)
+/* Where the store is, for a message: host:port or the socket, the
+ * database and the user; never the password. */
+static void where_text(const struct mysql_store *s, char *dst, size_t size)
+{
+        if (s->socket[0])
+                snprintf(dst, size, "socket %s, database %s, user %s", s->socket, s->dbname,
+                         s->user);
+        else
+                snprintf(dst, size, "%s:%u, database %s, user %s", s->host, s->port, s->dbname,
+                         s->user);
+}
+
+/* The database holds tollgate's schema (a read-only command opens only an
+ * existing store). 0, TG_ENOTFOUND, or a failure. */
+static int schema_exists(struct mysql_store *s)
+{
+        MYSQL_RES *res;
+        int64_t n = 0;
+        bool null = false;
+        int r = store_mysql_query(s, &res,
+                                  "SELECT COUNT(*) FROM information_schema.tables "
+                                  "WHERE table_schema = DATABASE() AND table_name = 'operations'");
+
+        if (r == 0)
+                r = store_mysql_one_i64(res, &n, &null);
+        if (r == 0 && (null || n == 0))
+                r = TG_ENOTFOUND;
+        return r;
+}
+
+int store_mysql_open(const char *where, const struct store_open_opts *opts,
+                     struct store **ret_store)
 {
         struct mysql_store *s;
+        char place[700];
         int r;
 
         pthread_once(&library_once, library_init);
@@ -586,6 +660,15 @@ int store_mysql_open(const char *where, struct store **ret_store)
                 goto fail;
 
         r = store_mysql_connect_one(s, IO_TIMEOUT, true, &s->db);
+        if (r == 0 && opts->existing)
+                r = schema_exists(s);
+        if (r == TG_ENOTFOUND && opts->existing) {
+                where_text(s, place, sizeof(place));
+                if (opts->err && opts->err_size)
+                        snprintf(opts->err, opts->err_size,
+                                 "no store at MariaDB %s (no tollgate schema there)", place);
+                goto fail;
+        }
         if (r == TG_ENOTFOUND) {
                 /* no such database: create it (if the user may) */
                 r = store_mysql_connect_one(s, IO_TIMEOUT, false, &s->db);
@@ -604,6 +687,18 @@ int store_mysql_open(const char *where, struct store **ret_store)
         *ret_store = &s->base;
         return 0;
 fail:
+        if (opts->err && opts->err_size && !opts->err[0]) {
+                if (r != TG_EINVAL) {
+                        where_text(s, place, sizeof(place));
+                        snprintf(opts->err, opts->err_size,
+                                 "cannot open the MariaDB store at %s: %s", place,
+                                 s->last_error[0] ? s->last_error : tg_strerror(r));
+                } else {
+                        snprintf(opts->err, opts->err_size,
+                                 "not a mysql url: mysql://user[:password]@host[:port]/db"
+                                 "[?password_file=PATH&socket=PATH]");
+                }
+        }
         store_mysql_close(&s->base);
         return r;
 }
@@ -626,6 +721,9 @@ static const struct store_ops store_mysql_ops = {
     .name = "mysql",
     .close = store_mysql_close,
     STORE_BACKEND_OPS(store_mysql),
+    .counter_add = store_mysql_counter_add,
+    .prune_pick = store_mysql_prune_pick,
+    .prune_delete = store_mysql_prune_delete,
     .set_busy_timeout = store_mysql_set_busy_timeout,
     .has_outbox = true,
 };

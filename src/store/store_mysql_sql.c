@@ -66,6 +66,9 @@ int store_mysql_fail(struct mysql_store *s)
 {
         unsigned code = s->db ? mysql_errno(s->db) : CR_SERVER_GONE_ERROR;
 
+        if (s->db && code != 0)
+                snprintf(s->last_error, sizeof(s->last_error), "%s", mysql_error(s->db));
+
         if (store_mysql_lost_code(code)) {
                 store_mysql_conn_drop(&s->db);
                 return TG_EIO;
@@ -283,7 +286,7 @@ int store_mysql_one_i64(MYSQL_RES *res, int64_t *ret_value, bool *ret_null)
 
 /* A fresh session with our options: no auto-reconnect (a silent reconnect
  * would lose a transaction and a lock without telling us), bounded waits. */
-int store_mysql_connect_one(const struct mysql_store *s, unsigned io_timeout, bool with_db,
+int store_mysql_connect_one(struct mysql_store *s, unsigned io_timeout, bool with_db,
                             MYSQL **ret_db)
 {
         unsigned connect_timeout = CONNECT_TIMEOUT;
@@ -303,6 +306,7 @@ int store_mysql_connect_one(const struct mysql_store *s, unsigned io_timeout, bo
                                 s->socket[0] ? s->socket : NULL, 0)) {
                 unsigned code = mysql_errno(db);
 
+                snprintf(s->last_error, sizeof(s->last_error), "%s", mysql_error(db));
                 mysql_close(db);
                 /* refused or unreachable: the server is away, try later */
                 return store_mysql_lost_code(code) ? TG_EIO : TG_ESTORE;
@@ -318,12 +322,14 @@ int store_mysql_connect_one(const struct mysql_store *s, unsigned io_timeout, bo
             mysql_query(db, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED") != 0) {
                 unsigned code = mysql_errno(db);
 
+                snprintf(s->last_error, sizeof(s->last_error), "%s", mysql_error(db));
                 mysql_close(db);
                 return store_mysql_lost_code(code) ? TG_EIO : TG_ESTORE;
         }
         if (with_db && mysql_select_db(db, s->dbname) != 0) {
                 unsigned code = mysql_errno(db);
 
+                snprintf(s->last_error, sizeof(s->last_error), "%s", mysql_error(db));
                 mysql_close(db);
                 if (code == ER_BAD_DB_ERROR)
                         return TG_ENOTFOUND;

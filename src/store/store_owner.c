@@ -354,7 +354,7 @@ static int recover_tx(struct store *s, void *ctx)
 
                         r = policy_takeover(c->config, op, c->now, &next);
                         if (r == 0)
-                                r = s->ops->op_put(s, &next);
+                                r = store_op_put(s, op, &next);
                         if (r == 0)
                                 r = close_open_calls(s, op->id, c->now);
                         if (r < 0)

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/tg_error.h"
@@ -249,6 +250,37 @@ static const char *const migrations[] = {
     "  id INTEGER PRIMARY KEY CHECK (id = 1),"
     "  until_wall INTEGER NOT NULL"
     ");",
+    /* 9: retention and counters (docs/design.md, "Retention"). The final
+     * states and the call log are counted in the transactions that change
+     * them, so /metrics costs the same at any size; final operations past
+     * retention may be deleted, with their calls, but only by a prune: the
+     * triggers now let a DELETE through only while a prune's permit row
+     * exists (it exists only inside the prune's own transaction) and only
+     * for a final operation older than the permit's cutoff, or a call of
+     * one. Audit rows stay undeletable, and an operation with audit rows
+     * cannot go (its foreign key). */
+    "CREATE TABLE counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT INTO counters (name, n) SELECT 'succeeded', count(*) FROM operations"
+    "  WHERE state = 'succeeded';"
+    "INSERT INTO counters (name, n) SELECT 'rejected', count(*) FROM operations"
+    "  WHERE state = 'rejected';"
+    "INSERT INTO counters (name, n) SELECT 'calls', count(*) FROM calls;"
+    "INSERT INTO counters (name, n) VALUES ('pruned_operations', 0), ('pruned_calls', 0);"
+    "CREATE INDEX ops_state_updated ON operations(state, updated_at, id);"
+    "CREATE TABLE prune_permit ("
+    "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+    "  before_at INTEGER NOT NULL"
+    ");"
+    "DROP TRIGGER operations_no_delete;"
+    "CREATE TRIGGER operations_no_delete BEFORE DELETE ON operations"
+    "  WHEN NOT EXISTS (SELECT 1 FROM prune_permit p"
+    "    WHERE old.state IN ('succeeded','rejected') AND old.updated_at < p.before_at)"
+    "  BEGIN SELECT RAISE(ABORT, 'operations are deleted only by a prune'); END;"
+    "DROP TRIGGER calls_no_delete;"
+    "CREATE TRIGGER calls_no_delete BEFORE DELETE ON calls"
+    "  WHEN NOT EXISTS (SELECT 1 FROM prune_permit p, operations o WHERE o.id = old.op_id"
+    "    AND o.state IN ('succeeded','rejected') AND o.updated_at < p.before_at)"
+    "  BEGIN SELECT RAISE(ABORT, 'calls are deleted only with their operation'); END;",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -269,6 +301,16 @@ static const char *const migrations[] = {
 #define SAMPLE_COLS                                                                                \
         "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share"
 
+/* One state's rows, counted from the index ops_state_accepted. */
+#define COUNT_OF(state) "SELECT '" state "', count(*) FROM operations WHERE state = '" state "'"
+/* clang-format off */
+#define COUNT_BY_STATE                                                                             \
+        COUNT_OF("pending") " UNION ALL " COUNT_OF("in_flight") " UNION ALL "                      \
+        COUNT_OF("retry_wait") " UNION ALL " COUNT_OF("unknown") " UNION ALL "                     \
+        COUNT_OF("manual") " UNION ALL " COUNT_OF("cancelled") " UNION ALL "                       \
+        "SELECT name, n FROM counters WHERE name IN ('succeeded', 'rejected', "                    \
+        "'pruned_operations', 'pruned_calls')"
+/* clang-format on */
 /* One index probe per open state, for the oldest open operation. */
 #define OLDEST_OF(state) "SELECT min(accepted_at) AS m FROM operations WHERE state = '" state "'"
 /* the open states (manual is not open for the exit) */
@@ -326,11 +368,13 @@ static const char *const fixed_sql[ST_COUNT] = {
      * first page with ?3 past every share: at > ?1) */
     [ST_PAGE_SAMPLES] = "SELECT " SAMPLE_COLS " FROM exit_samples "
                         "WHERE at > ?1 OR (at = ?1 AND share > ?3) ORDER BY at, share LIMIT ?2",
-    [ST_COUNT_BY_STATE] = "SELECT state, count(*) FROM operations GROUP BY state",
+    /* The open states (and manual) from their index: the backlog; the
+     * final ones and the prune totals from the counters, so that the cost
+     * does not grow with history. */
+    [ST_COUNT_BY_STATE] = COUNT_BY_STATE,
     [ST_OLDEST_OPEN] = "SELECT min(m) FROM (" OPEN_OLDEST " UNION ALL " OLDEST_OF("manual") ")",
-    /* Calls are never deleted (trigger) and a rolled-back insert frees its
-     * id again, so the largest id is the count, without a scan. */
-    [ST_CALLS_TOTAL] = "SELECT coalesce(max(id), 0) FROM calls",
+    /* every call ever recorded: counted with its insert (a prune deletes rows) */
+    [ST_CALLS_TOTAL] = "SELECT n FROM counters WHERE name = 'calls'",
     [ST_AUDIT_INSERT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     /* The oldest open operation is read here, in the same statement: one
@@ -670,6 +714,8 @@ static void store_sqlite_close(struct store *store)
                 return;
         for (int i = 0; i < ST_COUNT; i++)
                 sqlite3_finalize(s->stmts[i]);
+        for (int i = 0; i < LIFE_COUNT; i++)
+                sqlite3_finalize(s->life[i]);
         sqlite3_close(s->db);
         store_sqlite_lock_drop_all(store);
         free(s->lock_path);
@@ -684,14 +730,28 @@ static int store_sqlite_set_busy_timeout(struct store *store, int64_t ms)
 
 static const struct store_ops store_sqlite_ops;
 
-int store_sqlite_open(const char *where, struct store **ret_store)
+int store_sqlite_open(const char *where, const struct store_open_opts *opts,
+                      struct store **ret_store)
 {
         struct sqlite_store *s;
         size_t n = strnlen(where, PATH_MAX);
+        struct stat st;
+        int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
         int rc, r;
 
         if (n == 0 || n >= PATH_MAX)
                 return TG_EINVAL;
+        if (opts->existing) {
+                /* a read-only command never leaves an empty store behind */
+                if (stat(where, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+                        if (opts->err && opts->err_size)
+                                snprintf(opts->err, opts->err_size, "no store at %s%s", where,
+                                         stat(where, &st) == 0 ? " (an empty file)" : "");
+                        return TG_ENOTFOUND;
+                }
+        } else {
+                flags |= SQLITE_OPEN_CREATE;
+        }
         s = calloc(1, sizeof(*s));
         if (!s)
                 return TG_ENOMEM;
@@ -708,10 +768,12 @@ int store_sqlite_open(const char *where, struct store **ret_store)
         r = make_table_sql(s);
         if (r < 0)
                 goto fail;
-        rc = sqlite3_open_v2(
-            where, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+        rc = sqlite3_open_v2(where, &s->db, flags, NULL);
         if (rc != SQLITE_OK) {
                 r = store_sqlite_map_rc(rc);
+                if (opts->err && opts->err_size)
+                        snprintf(opts->err, opts->err_size, "cannot open the SQLite store %s: %s",
+                                 where, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
                 goto fail;
         }
         sqlite3_extended_result_codes(s->db, 1);
@@ -725,11 +787,21 @@ int store_sqlite_open(const char *where, struct store **ret_store)
         if (r < 0)
                 goto fail;
         r = migrate(s);
-        if (r < 0)
+        if (r < 0) {
+                if (opts->err && opts->err_size)
+                        snprintf(opts->err, opts->err_size,
+                                 "cannot open the SQLite store %s: %s (schema%s)", where,
+                                 sqlite3_errmsg(s->db),
+                                 r == TG_ESTORE ? " of a newer tollgate, or not a tollgate store"
+                                                : "");
                 goto fail;
+        }
         *ret_store = &s->base;
         return 0;
 fail:
+        if (r < 0 && opts->err && opts->err_size && !opts->err[0])
+                snprintf(opts->err, opts->err_size, "cannot open the SQLite store %s: %s", where,
+                         s->db ? sqlite3_errmsg(s->db) : tg_strerror(r));
         store_sqlite_close(&s->base);
         return r;
 }
@@ -738,6 +810,11 @@ static const struct store_ops store_sqlite_ops = {
     .name = "sqlite",
     .close = store_sqlite_close,
     STORE_BACKEND_OPS(store_sqlite),
+    .counter_add = store_sqlite_counter_add,
+    .prune_pick = store_sqlite_prune_pick,
+    .prune_delete = store_sqlite_prune_delete,
+    .moved = store_sqlite_moved,
+    .backup = store_sqlite_backup,
     .set_busy_timeout = store_sqlite_set_busy_timeout,
     .has_outbox = false,
 };

@@ -595,12 +595,19 @@ int store_sqlite_stats(struct store *store, struct store_stats *ret_stats)
                 rc = sqlite3_step(st);
                 if (rc == SQLITE_DONE)
                         break;
+                const char *name = store_sqlite_col_text(st, 0);
+                uint64_t count = (uint64_t)sqlite3_column_int64(st, 1);
+
                 if (rc != SQLITE_ROW)
                         r = store_sqlite_map_rc(rc);
-                else if (store_state_parse(store_sqlite_col_text(st, 0), &state) < 0)
-                        r = TG_ESTORE;
+                else if (store_state_parse(name, &state) == 0)
+                        stats.by_state[state] = count;
+                else if (strcmp(name, store_counter_text(STORE_COUNTER_PRUNED_OPERATIONS)) == 0)
+                        stats.pruned_operations = count;
+                else if (strcmp(name, store_counter_text(STORE_COUNTER_PRUNED_CALLS)) == 0)
+                        stats.pruned_calls = count;
                 else
-                        stats.by_state[state] = (uint64_t)sqlite3_column_int64(st, 1);
+                        r = TG_ESTORE;
         }
         if (st)
                 store_sqlite_stmt_done(st);

@@ -6,6 +6,7 @@
  */
 #include "core/strnum.h"
 #include "core/tg_error.h"
+#include "platform/build_info.h"
 #include "platform/options.h"
 #include "stub.h"
 
@@ -458,6 +459,11 @@ int main(int argc, char **argv)
         if (!o) {
                 fputs("tollgate-stub: out of memory\n", stderr);
                 return 1;
+        }
+        if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+                printf("tollgate-stub %s (git %s)\n", build_info_version(), build_info_revision());
+                free(o);
+                return 0;
         }
         rc = parse_flags(argc, argv, o);
         if (rc == 0)

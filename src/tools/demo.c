@@ -143,9 +143,14 @@ static int write_config(const char *dir, int api_port, int stub_port, char *ret_
 {
         char token[256];
         snprintf(token, sizeof(token), "%s/token", dir);
-        FILE *f = fopen(token, "w");
-        if (!f)
+        /* a secret file nobody but its owner may read (config refuses others) */
+        int fd = open(token, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f) {
+                if (fd >= 0)
+                        close(fd);
                 return TG_EIO;
+        }
         fputs(TOKEN "\n", f);
         fclose(f);
         snprintf(ret_path, size, "%s/tollgate.ini", dir);

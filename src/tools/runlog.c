@@ -329,9 +329,12 @@ static int add_store_call(const struct call_record *cr, void *userdata)
 int runlog_read_store(struct runlog *log, const char *store_url)
 {
         struct store *store = NULL;
-        int r = store_open(store_url, &store);
+        char err[600];
+        /* reading a run never creates a store ("no store at ...") */
+        const struct store_open_opts opts = {.existing = true, .err = err, .err_size = sizeof(err)};
+        int r = store_open_ex(store_url, &opts, &store);
         if (r < 0)
-                return fail(log, r, "cannot open the store: %s", tg_strerror(r));
+                return fail(log, r, "cannot open the store: %s", err[0] ? err : tg_strerror(r));
         int64_t since = log->ncalls ? log->calls[log->ncalls - 1].id : 0;
         for (;;) {
                 size_t before = log->ncalls;

@@ -310,6 +310,7 @@ class OperateTest(unittest.TestCase):
             secret_file = os.path.join(stub.dir, "secret")
             with open(secret_file, "w") as f:
                 f.write(SECRET + "\n")
+            os.chmod(secret_file, 0o600)
             with Tollgate(stub.url, retry=dict(FAST_RETRY, query_interval_ms=200),
                           exit=FAST_EXIT, provider={"webhook_secret_file": secret_file}) as tg:
                 tg.start("serve")

@@ -47,7 +47,9 @@ class Tollgate:
         """sections: {"exit": {"starts_per_second": 5}, "retry": {...}, ...}"""
         self.dir = tempfile.mkdtemp(prefix="tollgate-it-")
         self.token_file = os.path.join(self.dir, "token")
-        with open(self.token_file, "w") as f:
+        # a secret file nobody but its owner may read (the config refuses others)
+        with open(os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
+                  "w") as f:
             f.write(TOKEN + "\n")
         self.db = os.path.join(self.dir, "tg.db")
         if store_url is None and default_store_url is not None:

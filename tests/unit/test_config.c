@@ -22,6 +22,7 @@
 #include "daemon/config.h"
 
 static char dir[64];
+static char real_dir[256]; /* dir as the loader sees it (realpath) */
 static char cfg_path[128];
 static char tok_path[128];
 
@@ -31,6 +32,10 @@ static int setup(void **state)
         snprintf(dir, sizeof(dir), "/tmp/tg-test-config-XXXXXX");
         if (!mkdtemp(dir))
                 return -1;
+        char real[4096];
+        if (!realpath(dir, real) || strlen(real) >= sizeof(real_dir))
+                return -1;
+        memcpy(real_dir, real, strlen(real) + 1);
         snprintf(cfg_path, sizeof(cfg_path), "%s/t.ini", dir);
         snprintf(tok_path, sizeof(tok_path), "%s/token", dir);
         return 0;
@@ -45,12 +50,23 @@ static int teardown(void **state)
         return 0;
 }
 
+/* Written 0600: a secret file that group or others may read is refused. */
 static void write_file(const char *path, const char *text)
 {
         FILE *f = fopen(path, "w");
         assert_non_null(f);
         fputs(text, f);
         fclose(f);
+        assert_int_equal(chmod(path, 0600), 0);
+}
+
+/* The defaults as a file in dir loads them: the config's folder and the
+ * default store (relative, so in that folder) come from where it is. */
+static void defaults_in_dir(struct tg_config *d)
+{
+        config_defaults(d);
+        snprintf(d->config_dir, sizeof(d->config_dir), "%s", real_dir);
+        snprintf(d->store_url, sizeof(d->store_url), "sqlite://%s/tollgate.db", real_dir);
 }
 
 /* Loads text; returns the code and leaves the message in err. */
@@ -120,7 +136,9 @@ static void test_defaults(void **state)
         assert_int_equal(d.rule_count, 0);
         assert_false(d.provider_reuse_connections);
 
-        /* an empty file and a comments-only file give the defaults */
+        /* an empty file and a comments-only file give the defaults (the
+         * default store in the file's folder) */
+        defaults_in_dir(&d);
         assert_int_equal(load_text("", &c, err, sizeof(err)), 0);
         assert_memory_equal(&c, &d, sizeof(c));
         assert_int_equal(load_text("; nothing\n# here\n[api]\n", &c, err, sizeof(err)), 0);
@@ -136,7 +154,7 @@ static void test_interface_example(void **state)
         write_file(tok_path, "s3cret-token\n");
         snprintf(text, sizeof(text),
                  "[store]\n"
-                 "url = sqlite://var/tollgate.db   ; relative to the cwd\n"
+                 "url = sqlite://var/tollgate.db   ; relative to this file's folder\n"
                  "\n[api]\nlisten = 127.0.0.1:8080\ntoken_file = %s\n"
                  "\n[provider]\nbase_url = http://127.0.0.1:9090\n"
                  "connect_timeout_ms = 1000\ntimeout_ms = 3000 ; whole call\n"
@@ -144,7 +162,8 @@ static void test_interface_example(void **state)
                  "\n[retry]\nmax_attempts = 3\ndeadline_s = 900\n",
                  tok_path);
         assert_int_equal(load_text(text, &c, err, sizeof(err)), 0);
-        assert_string_equal(c.store_url, "sqlite://var/tollgate.db");
+        snprintf(text, sizeof(text), "sqlite://%s/var/tollgate.db", real_dir);
+        assert_string_equal(c.store_url, text);
         assert_string_equal(c.api_token, "s3cret-token");
         assert_string_equal(c.api_token_file, tok_path);
         assert_int_equal(c.policy.deadline_ms, 900000);
@@ -369,10 +388,21 @@ static void test_unknown_and_syntax(void **state)
         assert_int_equal(
             load_text("[api]\nlisten = 127.0.0.1:1\nlisen = x\n", &c, err, sizeof(err)),
             TG_ECONFIG);
-        assert_string_equal(err, "api.lisen: unknown key (line 3)");
+        assert_string_equal(err, "api.lisen: unknown key; did you mean api.listen? (line 3)");
+        assert_int_equal(load_text("[api]\nwhatever = x\n", &c, err, sizeof(err)), TG_ECONFIG);
+        assert_string_equal(err, "api.whatever: unknown key (line 2)");
+        /* the right name in the wrong section */
+        assert_int_equal(load_text("[api]\ntimeout_ms = 5\n", &c, err, sizeof(err)), TG_ECONFIG);
+        assert_string_equal(err, "api.timeout_ms: unknown key in [api]; did you mean "
+                                 "provider.timeout_ms? (line 2)");
 
         assert_int_equal(load_text("[apii]\nlisten = x\n", &c, err, sizeof(err)), TG_ECONFIG);
-        assert_string_equal(err, "apii.listen: unknown section [apii] (line 2)");
+        assert_string_equal(err,
+                            "apii.listen: unknown section [apii]; did you mean [api]? (line 2)");
+        assert_int_equal(load_text("[nothing_like_it]\nlisten = x\n", &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_string_equal(err, "nothing_like_it.listen: unknown section [nothing_like_it] "
+                                 "(line 2)");
 
         assert_int_equal(load_text("listen = x\n", &c, err, sizeof(err)), TG_ECONFIG);
         assert_string_equal(err, ".listen: key outside any [section] (line 1)");
@@ -396,7 +426,8 @@ static void test_unknown_and_syntax(void **state)
         assert_int_equal(
             load_text("[exit]\nmax_in_flight = 1\nmax_in_flight = 2\n", &c, err, sizeof(err)),
             TG_ECONFIG);
-        assert_string_equal(err, "exit.max_in_flight: set more than once (line 3)");
+        assert_string_equal(err,
+                            "exit.max_in_flight: set more than once (first at line 2) (line 3)");
 
         /* a repeatable key */
         assert_int_equal(load_text("[classify]\nrule = post 500 => unknown\n"
@@ -583,7 +614,7 @@ static void test_describe_ini_loads_as_defaults(void **state)
         memset(&c, 0, sizeof(c));
         if (config_load(cfg_path, &c, err, sizeof(err)) != 0)
                 fail_msg("the generated INI does not load: %s", err);
-        config_defaults(&d);
+        defaults_in_dir(&d);
         assert_memory_equal(&c, &d, sizeof(c));
 
         /* the rule example of the help text is a rule */
@@ -618,6 +649,258 @@ static void test_describe_markdown(void **state)
         }
 }
 
+/* A secret file group or others may read or write is refused, naming the
+ * fix; so is a mysql url's password_file; 0600 and 0400 are fine. */
+static void test_secret_permissions(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[1024], text[512];
+        static const mode_t open_modes[] = {0644, 0640, 0604, 0660, 0620, 0602};
+
+        for (size_t i = 0; i < sizeof(open_modes) / sizeof(open_modes[0]); i++) {
+                write_file(tok_path, "tok\n");
+                assert_int_equal(chmod(tok_path, open_modes[i]), 0);
+                assert_int_equal(load_one("api", "token_file", tok_path, &c, err, sizeof(err)),
+                                 TG_ECONFIG);
+                assert_non_null(strstr(err, "api.token_file: "));
+                assert_non_null(strstr(err, "group or others"));
+                snprintf(text, sizeof(text), "chmod 600 %s", tok_path);
+                assert_non_null(strstr(err, text));
+                assert_null(strstr(err, "tok\n"));
+                assert_int_equal(
+                    load_one("provider", "webhook_secret_file", tok_path, &c, err, sizeof(err)),
+                    TG_ECONFIG);
+                assert_non_null(strstr(err, "chmod 600"));
+        }
+        write_file(tok_path, "tok\n");
+        assert_int_equal(chmod(tok_path, 0400), 0);
+        expect_ok("api", "token_file", tok_path, &c);
+        assert_int_equal(chmod(tok_path, 0600), 0);
+        expect_ok("api", "token_file", tok_path, &c);
+
+        /* mysql://...?password_file=: the same check, and the path made absolute */
+        snprintf(text, sizeof(text), "mysql://u@db:3306/tg?password_file=token");
+        expect_ok("store", "url", text, &c);
+        snprintf(text, sizeof(text), "mysql://u@db:3306/tg?password_file=%s/token", real_dir);
+        assert_string_equal(c.store_url, text);
+        assert_int_equal(chmod(tok_path, 0644), 0);
+        assert_int_equal(load_one("store", "url", "mysql://u@db:3306/tg?password_file=token", &c,
+                                  err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_non_null(strstr(err, "store.url: "));
+        assert_non_null(strstr(err, "chmod 600"));
+        assert_int_equal(chmod(tok_path, 0600), 0);
+        expect_bad("store", "url", "mysql://u@db:3306/tg?password_file=/nonexistent/pw");
+        expect_bad("store", "url", "mysql://u@db:3306/tg?pasword_file=token");
+        /* the url is never quoted (it may hold a password) */
+        assert_int_equal(
+            load_one("store", "url", "mysql://u:hunter2@db/tg?nope=1", &c, err, sizeof(err)),
+            TG_ECONFIG);
+        assert_null(strstr(err, "hunter2"));
+        /* a socket path is resolved too, a name with odd bytes written encoded */
+        expect_ok("store", "url", "mysql://u:p%40w@localhost/tg?socket=run/my%20sql.sock", &c);
+        snprintf(text, sizeof(text), "mysql://u:p%%40w@localhost/tg?socket=%s/run/my%%20sql.sock",
+                 real_dir);
+        assert_string_equal(c.store_url, text);
+}
+
+/* api.token_file holds up to four tokens, one a line: every one is kept,
+ * the first is the one the CLI sends. */
+static void test_token_lines(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512];
+
+        write_file(tok_path, "new-token\n\nold-token\r\n");
+        expect_ok("api", "token_file", tok_path, &c);
+        assert_int_equal(c.api_token_count, 2);
+        assert_string_equal(c.api_token, "new-token");
+        assert_string_equal(c.api_tokens[0], "new-token");
+        assert_string_equal(c.api_tokens[1], "old-token");
+        write_file(tok_path, "a\nb\nc\nd\ne\n");
+        assert_int_equal(load_one("api", "token_file", tok_path, &c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "at most 4 tokens"));
+        write_file(tok_path, "good\nnot good\n");
+        expect_bad("api", "token_file", tok_path);
+        /* relative to the config's folder */
+        write_file(tok_path, "rel\n");
+        expect_ok("api", "token_file", "token", &c);
+        assert_string_equal(c.api_token, "rel");
+}
+
+static void test_inline_comments(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512];
+
+        assert_int_equal(load_text("[exit] # the gate\nmax_in_flight = 4 # four\n"
+                                   "starts_per_second = 10\t; ten\nshares = 2;not a comment\n",
+                                   &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_string_equal(err, "exit.shares: must be an integer in [1, 64], got \"2;not a "
+                                 "comment\" (line 4)");
+        assert_int_equal(load_text("[exit] # the gate\nmax_in_flight = 4 # four\n"
+                                   "starts_per_second = 10\t; ten\n  # indented comment\n",
+                                   &c, err, sizeof(err)),
+                         0);
+        assert_int_equal(c.exit.max_in_flight, 4);
+        assert_true(c.exit.starts_per_second == 10.0);
+        /* a '#' inside a value, without a space before it, stays */
+        assert_int_equal(
+            load_text("[provider]\nquery_path = /r/{operation_id}#x\n", &c, err, sizeof(err)), 0);
+        assert_string_equal(c.provider_query_path, "/r/{operation_id}#x");
+}
+
+struct problems {
+        unsigned n;
+        int lines[16];
+        char text[16][256];
+};
+
+static void collect(void *ctx, int line, const char *message)
+{
+        struct problems *p = ctx;
+        if (p->n < 16) {
+                p->lines[p->n] = line;
+                snprintf(p->text[p->n], sizeof(p->text[0]), "%s", message);
+        }
+        p->n++;
+}
+
+/* config_check lists every problem, in line order, each with its line. */
+static void test_check_lists_every_problem(void **state)
+{
+        (void)state;
+        struct problems p;
+        unsigned n = 0;
+
+        memset(&p, 0, sizeof(p));
+        write_file(cfg_path, "[exit]\nmax_inflight = 4\nstarts_per_second = fast\n"
+                             "[provder]\nx = 1\n[retry]\nmax_attempts = 2\nmax_attempts = 3\n"
+                             "just words\n");
+        assert_int_equal(config_check(cfg_path, collect, &p, &n), 0);
+        assert_int_equal(n, 5);
+        assert_int_equal(p.n, 5);
+        assert_int_equal(p.lines[0], 2);
+        assert_string_equal(p.text[0], "exit.max_inflight: unknown key; did you mean "
+                                       "exit.max_in_flight?");
+        assert_int_equal(p.lines[1], 3);
+        assert_non_null(strstr(p.text[1], "exit.starts_per_second: "));
+        assert_int_equal(p.lines[2], 5);
+        assert_string_equal(p.text[2], "provder.x: unknown section [provder]; did you mean "
+                                       "[provider]?");
+        assert_int_equal(p.lines[3], 8);
+        assert_int_equal(p.lines[4], 9);
+        assert_string_equal(p.text[4], "config: not a [section] or key = value line");
+
+        /* the checks across keys carry the line of the key they blame */
+        memset(&p, 0, sizeof(p));
+        write_file(cfg_path, "[provider]\n\nconnect_timeout_ms = 5000\n[retention]\nkeep_days = 1\n"
+                             "[retry]\nkey_retention_s = 172800\n");
+        assert_int_equal(config_check(cfg_path, collect, &p, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(p.lines[0], 3);
+        assert_string_equal(p.text[0],
+                            "provider.connect_timeout_ms: must be <= provider.timeout_ms (3000)");
+        assert_int_equal(p.lines[1], 5);
+        assert_non_null(strstr(p.text[1], "retention.keep_days: must be 0 (keep forever) or "
+                                          "longer than"));
+
+        memset(&p, 0, sizeof(p));
+        write_file(cfg_path, "[retention]\nkeep_days = 0\n");
+        assert_int_equal(config_check(cfg_path, collect, &p, &n), 0);
+        assert_int_equal(n, 0);
+
+        memset(&p, 0, sizeof(p));
+        assert_true(config_check("/nonexistent/t.ini", collect, &p, &n) < 0);
+        assert_int_equal(n, 1);
+        assert_non_null(strstr(p.text[0], "/nonexistent/t.ini"));
+}
+
+struct names {
+        unsigned n;
+        char keys[8][64];
+};
+
+static void note_key(void *ctx, const char *section, const char *name)
+{
+        struct names *k = ctx;
+        if (k->n < 8)
+                snprintf(k->keys[k->n], sizeof(k->keys[0]), "%s.%s", section, name);
+        k->n++;
+}
+
+/* What a reload compares: keys by value, secret files by contents too. */
+static void test_diff(void **state)
+{
+        (void)state;
+        struct tg_config a, b;
+        struct names k;
+        char err[512], text[512];
+
+        write_file(tok_path, "one\n");
+        snprintf(text, sizeof(text), "[api]\ntoken_file = %s\n[log]\nlevel = info\n", tok_path);
+        assert_int_equal(load_text(text, &a, err, sizeof(err)), 0);
+        assert_int_equal(load_text(text, &b, err, sizeof(err)), 0);
+        assert_int_equal(config_diff(&a, &b, NULL, NULL), 0);
+        write_file(tok_path, "two\none\n");
+        snprintf(text, sizeof(text),
+                 "[api]\ntoken_file = %s\n[log]\nlevel = debug\n[exit]\nmax_in_flight = 3\n"
+                 "[classify]\nrule = post 500 => unknown\n",
+                 tok_path);
+        assert_int_equal(load_text(text, &b, err, sizeof(err)), 0);
+        memset(&k, 0, sizeof(k));
+        assert_int_equal(config_diff(&a, &b, note_key, &k), 4);
+        assert_string_equal(k.keys[0], "api.token_file");
+        assert_string_equal(k.keys[1], "exit.max_in_flight");
+        assert_string_equal(k.keys[2], "classify.rule");
+        assert_string_equal(k.keys[3], "log.level");
+}
+
+static void test_retention_keys(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512];
+
+        config_defaults(&c);
+        assert_int_equal(c.retention_keep_ms, 90LL * 24 * 3600 * 1000);
+        expect_ok("retention", "keep_days", "0", &c);
+        assert_int_equal(c.retention_keep_ms, 0);
+        expect_ok("retention", "keep_days", "3650", &c);
+        assert_int_equal(c.retention_keep_ms, 3650LL * 24 * 3600 * 1000);
+        expect_bad("retention", "keep_days", "-1");
+        expect_bad("retention", "keep_days", "36501");
+        expect_bad("retention", "keep_days", "1.5");
+        expect_ok("retention", "prune_batch", "1000", &c);
+        assert_int_equal(c.retention_prune_batch, 1000);
+        expect_bad("retention", "prune_batch", "1");
+        /* not shorter than an operation's life with the provider */
+        assert_int_equal(
+            load_text("[retry]\nkey_retention_s = 172800\n[retention]\nkeep_days = 2\n", &c, err,
+                      sizeof(err)),
+            TG_ECONFIG);
+        assert_non_null(strstr(err, "retention.keep_days: must be 0"));
+}
+
+static void test_describe_scdoc(void **state)
+{
+        (void)state;
+        char *doc = describe(CONFIG_DOC_SCDOC);
+
+        assert_int_equal(strncmp(doc, "tollgate.ini(5)\n", 16), 0);
+        assert_non_null(strstr(doc, "\n# [exit]\n"));
+        assert_non_null(strstr(doc, "\n*starts\\_per\\_second* = 5\n\t"));
+        assert_non_null(strstr(doc, "\n*keep\\_days* = 90\n\t"));
+        assert_non_null(strstr(doc, "\n# SEE ALSO\n"));
+        /* no stray markup: backticks are gone */
+        assert_null(strstr(doc, "`sqlite://"));
+        free(doc);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -634,6 +917,13 @@ int main(void)
             cmocka_unit_test(test_schema_documented),
             cmocka_unit_test(test_describe_ini_loads_as_defaults),
             cmocka_unit_test(test_describe_markdown),
+            cmocka_unit_test(test_secret_permissions),
+            cmocka_unit_test(test_token_lines),
+            cmocka_unit_test(test_inline_comments),
+            cmocka_unit_test(test_check_lists_every_problem),
+            cmocka_unit_test(test_diff),
+            cmocka_unit_test(test_retention_keys),
+            cmocka_unit_test(test_describe_scdoc),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

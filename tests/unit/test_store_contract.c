@@ -1257,8 +1257,10 @@ struct raw_result {
 
 /* The texts the schema's triggers refuse with: a refusal for any other
  * reason (a foreign key, say) does not count as the guard holding. */
-static const char msg_ops[] = "operations are never deleted";
-static const char msg_calls[] = "calls are never deleted";
+/* since retention (migration 9 / 8): deleted only by a prune, which these
+ * rows never qualify for (a manual case, a pending one, and no permit) */
+static const char msg_ops[] = "operations are deleted only by a prune";
+static const char msg_calls[] = "calls are deleted only with their operation";
 static const char msg_audit[] = "audit is append-only";
 
 static struct raw_result raw_sqlite(const char *sql)
@@ -2300,6 +2302,272 @@ static void test_recover_batch_agrees(void **state)
         store_close(s);
 }
 
+/* ---- lifecycle: counters, prune, ping, backup, open existing ------------------ */
+
+static int count_state(struct store *s, enum op_state state)
+{
+        struct seen seen = {0};
+        int64_t after = 0;
+        unsigned total = 0;
+
+        /* the rows themselves, paged: what the counters must agree with */
+        for (;;) {
+                memset(&seen, 0, sizeof(seen));
+                assert_int_equal(store_list_state(s, state, after, MAX_SEEN, on_op, &seen), 0);
+                total += seen.n;
+                if (seen.n < MAX_SEEN)
+                        return (int)total;
+                after = seen.ids[MAX_SEEN - 1];
+        }
+}
+
+static void assert_counts_match_rows(struct store *s)
+{
+        struct store_stats st;
+
+        assert_int_equal(store_stats(s, &st), 0);
+        for (int i = 0; i < OP_STATE_COUNT; i++)
+                if ((int)st.by_state[i] != count_state(s, (enum op_state)i))
+                        fail_msg("state %d: stats say %llu, the rows %d", i,
+                                 (unsigned long long)st.by_state[i],
+                                 count_state(s, (enum op_state)i));
+}
+
+/* The final states and calls_total come from counters kept in the same
+ * transactions as the changes; a prune deletes final operations past the
+ * cutoff with their calls, and never one with an audit trail, the newest
+ * operation or the newest call's; ids are never handed out again. */
+static void test_counters_and_prune(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct store_prune_cursor cur;
+        struct store_prune_result res;
+        struct store_stats st, before;
+        struct op_record op, p1, p2, p3, kept_audit, last, fresh;
+        struct seen seen = {0};
+        int64_t max_id;
+
+        (void)state;
+        accept_new(s, "p1", T0);
+        accept_new(s, "p2", T0 + 1);
+        accept_new(s, "p3", T0 + 2);
+        accept_new(s, "m1", T0 + 3);
+        accept_new(s, "open", T0 + 4);
+        accept_new(s, "young", T0 + 5);
+        last = accept_new(s, "last", T0 + 6);
+        p1 = drive(s, STORE_GROUP_FIRST, epoch, T0 + 100, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        p2 = drive(s, STORE_GROUP_FIRST, epoch, T0 + 200, TG_CLASS_REJECTED, OP_REJECTED, 0);
+        p3 = drive(s, STORE_GROUP_FIRST, epoch, T0 + 300, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        kept_audit = drive(s, STORE_GROUP_FIRST, epoch, T0 + 400, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        assert_int_equal(
+            store_operator_resolve(s, "m1", "ana", "checked", OP_SUCCEEDED, T0 + 500, &op), 0);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 600, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 10000);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 9000, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        /* "last" is the newest operation; it became final early (below the
+         * cutoff) but stays: SQLite would hand its id out again */
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 700, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        assert_int_equal(p1.state, OP_SUCCEEDED);
+        assert_int_equal(p2.state, OP_REJECTED);
+        assert_counts_match_rows(s);
+        assert_int_equal(store_stats(s, &before), 0);
+        assert_int_equal(before.by_state[OP_SUCCEEDED], 5);
+        assert_int_equal(before.by_state[OP_REJECTED], 1);
+        assert_int_equal(before.calls_total, 7);
+        assert_int_equal(before.pruned_operations, 0);
+        max_id = last.id;
+
+        /* one batch of one: something is left */
+        memset(&cur, 0, sizeof(cur));
+        assert_int_equal(store_prune(s, T0 + 5000, 1, 1, &cur, &res), 0);
+        assert_int_equal(res.operations, 1);
+        assert_true(res.more);
+        /* the rest */
+        assert_int_equal(store_prune(s, T0 + 5000, 100, 0, &cur, &res), 0);
+        assert_int_equal(res.operations, 2);
+        assert_int_equal(res.calls, 2);
+        assert_false(res.more);
+        assert_int_equal(store_get(s, "p1", &op), TG_ENOTFOUND);
+        assert_int_equal(store_get(s, "p2", &op), TG_ENOTFOUND);
+        assert_int_equal(store_get(s, "p3", &op), TG_ENOTFOUND);
+        assert_int_equal(get_op(s, "m1").state, OP_SUCCEEDED); /* its audit trail keeps it */
+        assert_int_equal(get_op(s, "open").state, OP_UNKNOWN);
+        assert_int_equal(get_op(s, "young").state, OP_SUCCEEDED); /* after the cutoff */
+        assert_int_equal(get_op(s, "last").state, OP_SUCCEEDED);  /* the newest */
+        assert_int_equal(store_list_op_calls(s, p1.id, on_call, &seen), 0);
+        assert_int_equal(seen.n, 0);
+        assert_int_equal(store_list_op_calls(s, p3.id, on_call, &seen), 0);
+        assert_int_equal(seen.n, 0);
+        assert_int_equal(store_list_audit(s, kept_audit.id, on_audit, &seen), 0);
+        assert_true(seen.n >= 2); /* to manual, resolved */
+        assert_int_equal(store_stats(s, &st), 0);
+        assert_int_equal(st.by_state[OP_SUCCEEDED], 3);
+        assert_int_equal(st.by_state[OP_REJECTED], 0);
+        assert_int_equal(st.calls_total, 7); /* all time */
+        assert_int_equal(st.pruned_operations, 3);
+        assert_int_equal(st.pruned_calls, 3);
+        assert_counts_match_rows(s);
+
+        /* again: nothing more, from a fresh cursor too */
+        assert_int_equal(store_prune(s, T0 + 5000, 100, 0, &cur, &res), 0);
+        assert_int_equal(res.operations, 0);
+        memset(&cur, 0, sizeof(cur));
+        assert_int_equal(store_prune(s, T0 + 5000, 100, 0, &cur, &res), 0);
+        assert_int_equal(res.operations, 0);
+
+        /* ids are never handed out again */
+        fresh = accept_new(s, "fresh", T0 + 20000);
+        assert_true(fresh.id > max_id);
+        assert_int_equal(store_prune(s, 0, 0, 0, &cur, &res), TG_EINVAL);
+        (void)p3;
+        store_close(s);
+}
+
+struct delete_ctx {
+        int64_t id;
+        tg_wall_ms before;
+};
+
+static int delete_tx(struct store *s, void *arg)
+{
+        struct delete_ctx *c = arg;
+        uint64_t calls = 0;
+
+        return s->ops->prune_delete(s, &c->id, 1, c->before, &calls);
+}
+
+/* The triggers: even with a prune's permit, an operation that is not final,
+ * or final after the permit's cutoff, is not deleted (nor its calls). */
+static void test_prune_triggers_refuse(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record open_op, young;
+        struct delete_ctx c;
+
+        (void)state;
+        accept_new(s, "o1", T0);
+        accept_new(s, "o2", T0 + 1);
+        accept_new(s, "o3", T0 + 2);
+        open_op = drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0);
+        young = drive(s, STORE_GROUP_FIRST, epoch, T0 + 5000, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        c.id = open_op.id;
+        c.before = T0 + 10000;
+        assert_true(s->ops->tx(s, STORE_TX_WRITE, 0, delete_tx, &c) < 0);
+        c.id = young.id;
+        c.before = T0 + 1000;
+        assert_true(s->ops->tx(s, STORE_TX_WRITE, 0, delete_tx, &c) < 0);
+        assert_int_equal(get_op(s, "o1").state, OP_UNKNOWN);
+        assert_int_equal(get_op(s, "o2").state, OP_SUCCEEDED);
+        assert_counts_match_rows(s);
+        store_close(s);
+}
+
+static void test_ping(void **state)
+{
+        struct store *s = open_store();
+        char from[400], to[400];
+
+        (void)state;
+        assert_int_equal(store_ping(s), 0);
+        if (fx_is_sqlite) {
+                /* the file moved away under the open handle: not the store
+                 * the config names any more */
+                snprintf(from, sizeof(from), "%s/t.db", fx_dir);
+                snprintf(to, sizeof(to), "%s/t.db.moved", fx_dir);
+                assert_int_equal(rename(from, to), 0);
+                assert_int_equal(store_ping(s), TG_EIO);
+                assert_int_equal(rename(to, from), 0);
+                assert_int_equal(store_ping(s), 0);
+        }
+        store_close(s);
+}
+
+/* A read-only command opens an existing store only: nothing is created. */
+static void test_open_existing(void **state)
+{
+        const struct store_open_opts existing = {.existing = true};
+        struct store_open_opts o = existing;
+        struct store *s = NULL;
+        char err[600];
+
+        (void)state;
+        o.err = err;
+        o.err_size = sizeof(err);
+        assert_int_equal(store_open_ex(fx_url, &o, &s), TG_ENOTFOUND);
+        assert_null(s);
+        assert_non_null(strstr(err, "no store at "));
+        /* still nothing there */
+        assert_int_equal(store_open_ex(fx_url, &o, &s), TG_ENOTFOUND);
+        s = open_store(); /* creates it */
+        store_close(s);
+        s = NULL;
+        assert_int_equal(store_open_ex(fx_url, &o, &s), 0);
+        assert_int_equal(store_ping(s), 0);
+        store_close(s);
+}
+
+/* An online backup is a store with everything in it (SQLite); MariaDB says
+ * it is unsupported (mariadb-dump). */
+static void test_backup(void **state)
+{
+        struct store *s = open_store();
+        struct store *b = NULL;
+        int64_t epoch = acquire(s);
+        struct store_stats st, bst;
+        char path[400], url[420];
+
+        (void)state;
+        accept_new(s, "b1", T0);
+        accept_new(s, "b2", T0 + 1);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        if (!fx_is_sqlite) {
+                assert_int_equal(store_backup(s, "/tmp/never"), TG_EUNSUPPORTED);
+                store_close(s);
+                return;
+        }
+        snprintf(path, sizeof(path), "%s/backup.db", fx_dir);
+        assert_int_equal(store_backup(s, path), 0);
+        assert_int_equal(store_backup(s, path), TG_ECONFLICT); /* never over a file */
+        snprintf(url, sizeof(url), "sqlite://%s", path);
+        assert_int_equal(store_open(url, &b), 0);
+        assert_int_equal(store_stats(s, &st), 0);
+        assert_int_equal(store_stats(b, &bst), 0);
+        assert_memory_equal(bst.by_state, st.by_state, sizeof(st.by_state));
+        assert_int_equal(bst.calls_total, st.calls_total);
+        assert_int_equal(get_op(b, "b1").state, OP_SUCCEEDED);
+        assert_int_equal(get_op(b, "b2").state, OP_PENDING);
+        store_close(b);
+        store_close(s);
+        unlink(path);
+}
+
+/* MariaDB errors say where and why, never the password. */
+static void test_mysql_open_errors(void **state)
+{
+        char url[700], err[600];
+        struct store_open_opts o = {.err = err, .err_size = sizeof(err)};
+        struct store *s = NULL;
+        const char *at = strrchr(fx_mysql, '@');
+        const char *colon = strchr(fx_mysql + 8, ':');
+
+        (void)state;
+        assert_false(fx_is_sqlite);
+        assert_true(at && colon && colon < at);
+        /* a wrong password */
+        snprintf(url, sizeof(url), "mysql://%.*s:WrongSecret%s", (int)(colon - fx_mysql - 8),
+                 fx_mysql + 8, at);
+        assert_true(store_open_ex(url, &o, &s) < 0);
+        assert_non_null(strstr(err, "Access denied"));
+        assert_non_null(strstr(err, "database "));
+        assert_null(strstr(err, "WrongSecret"));
+        /* nobody listening */
+        snprintf(url, sizeof(url), "mysql://u:Secret2@127.0.0.1:1/tg");
+        assert_true(store_open_ex(url, &o, &s) < 0);
+        assert_non_null(strstr(err, "127.0.0.1:1, database tg, user u"));
+        assert_null(strstr(err, "Secret2"));
+}
+
 #define CONTRACT_TESTS(setup, teardown)                                                            \
         cmocka_unit_test_setup_teardown(test_accept_new_same_conflict, setup, teardown),           \
             cmocka_unit_test_setup_teardown(test_claim_first_oldest_and_committed, setup,          \
@@ -2333,7 +2601,12 @@ static void test_recover_batch_agrees(void **state)
             cmocka_unit_test_setup_teardown(test_recover_batch_agrees, setup, teardown),           \
             cmocka_unit_test_setup_teardown(test_claim_batch, setup, teardown),                    \
             cmocka_unit_test_setup_teardown(test_release, setup, teardown),                        \
-            cmocka_unit_test_setup_teardown(test_account_hold, setup, teardown)
+            cmocka_unit_test_setup_teardown(test_account_hold, setup, teardown),                   \
+            cmocka_unit_test_setup_teardown(test_counters_and_prune, setup, teardown),             \
+            cmocka_unit_test_setup_teardown(test_prune_triggers_refuse, setup, teardown),          \
+            cmocka_unit_test_setup_teardown(test_ping, setup, teardown),                           \
+            cmocka_unit_test_setup_teardown(test_open_existing, setup, teardown),                  \
+            cmocka_unit_test_setup_teardown(test_backup, setup, teardown)
 
 /* Without arguments: the SQLite half. With "mysql": the MariaDB half, which
  * exits 77 (ctest: skipped) without TG_TEST_MYSQL_URL or without the
@@ -2346,6 +2619,7 @@ int main(int argc, char **argv)
         };
         const struct CMUnitTest mysql_tests[] = {
             CONTRACT_TESTS(setup_mysql, teardown_mysql),
+            cmocka_unit_test_setup_teardown(test_mysql_open_errors, setup_mysql, teardown_mysql),
         };
         const char *mysql = getenv("TG_TEST_MYSQL_URL");
         struct store *probe = NULL;

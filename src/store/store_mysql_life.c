@@ -1,0 +1,106 @@
+/*
+ * store_mysql_life — the MariaDB backend's lifecycle primitives
+ * (store_backend.h): counters and the prune's pick and delete. The rules
+ * they keep are the neutral layer's (store_life.c); the triggers of
+ * migration 5 refuse any delete but a prune's (where the server let us
+ * create triggers: see docs/outbox.md on grants).
+ */
+#ifdef TG_HAVE_MARIADB /* the whole file: CMake defines it with libmariadb */
+
+#include <mysql.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/tg_error.h"
+#include "store/mysql_int.h"
+
+int store_mysql_counter_add(struct store *store, enum store_counter counter, int64_t delta)
+{
+        struct mysql_store *s = M(store);
+        int r = store_mysql_exec(s, "UPDATE counters SET n = n + %I WHERE name = %S", delta,
+                                 store_counter_text(counter));
+
+        if (r == 0 && s->affected != 1)
+                r = TG_ESTORE; /* a counter row is missing: the schema is not ours */
+        return r;
+}
+
+int store_mysql_prune_pick(struct store *store, enum op_state state, tg_wall_ms before,
+                           int64_t after_at, int64_t after_id, unsigned max, int64_t *ret_ids,
+                           int64_t *ret_at, unsigned *ret_n)
+{
+        struct mysql_store *s = M(store);
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        unsigned n = 0;
+        /* the oldest final operations of one state after the cursor, in the
+         * order of ops_state_updated; never one with an audit trail, never
+         * the newest operation or the newest call's (as on SQLite) */
+        int r = store_mysql_query(
+            s, &res,
+            "SELECT id, updated_at FROM operations FORCE INDEX (ops_state_updated) "
+            "WHERE state = %S AND updated_at < %I "
+            "AND (updated_at > %I OR (updated_at = %I AND id > %I)) "
+            "AND id < (SELECT MAX(id) FROM operations) "
+            "AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.op_id = operations.id) "
+            "AND NOT EXISTS (SELECT 1 FROM calls c WHERE c.op_id = operations.id "
+            "  AND c.id = (SELECT MAX(id) FROM calls)) "
+            "ORDER BY updated_at, id LIMIT %I FOR UPDATE",
+            store_state_text(state), before, after_at, after_at, after_id, (int64_t)max);
+
+        if (r < 0)
+                return r;
+        while (r == 0 && n < max && (row = mysql_fetch_row(res)) != NULL) {
+                if (!store_mysql_parse_i64(row[0], &ret_ids[n]) ||
+                    !store_mysql_parse_i64(row[1], &ret_at[n]))
+                        r = TG_ESTORE;
+                else
+                        n++;
+        }
+        mysql_free_result(res);
+        if (r == 0)
+                *ret_n = n;
+        return r;
+}
+
+/* Ids per DELETE: the list fits the SQL builder's buffer (SQL_MAX). */
+#define DELETE_CHUNK 500
+
+int store_mysql_prune_delete(struct store *store, const int64_t *ids, unsigned n, tg_wall_ms before,
+                             uint64_t *ret_calls)
+{
+        struct mysql_store *s = M(store);
+        uint64_t calls = 0;
+        int r;
+
+        /* the permit the triggers look for: no other session ever sees it
+         * (deleted below, or rolled back with the transaction) */
+        r = store_mysql_exec(s, "INSERT INTO prune_permit (id, before_at) VALUES (1, %I)", before);
+        for (unsigned from = 0; r == 0 && from < n; from += DELETE_CHUNK) {
+                unsigned to = n - from > DELETE_CHUNK ? from + DELETE_CHUNK : n;
+                char list[DELETE_CHUNK * 21 + 1];
+                size_t at = 0;
+
+                for (unsigned i = from; i < to; i++) {
+                        int w = snprintf(list + at, sizeof(list) - at, "%s%lld",
+                                         i > from ? "," : "", (long long)ids[i]);
+                        if (w < 0 || (size_t)w >= sizeof(list) - at)
+                                return TG_EINVAL;
+                        at += (size_t)w;
+                }
+                r = store_mysql_exec(s, "DELETE FROM calls WHERE op_id IN (%s)", list);
+                if (r == 0) {
+                        calls += s->affected;
+                        r = store_mysql_exec(s, "DELETE FROM operations WHERE id IN (%s)", list);
+                }
+                if (r == 0 && s->affected != to - from)
+                        r = TG_ESTORE;
+        }
+        if (r == 0)
+                r = store_mysql_exec(s, "DELETE FROM prune_permit WHERE id = 1");
+        if (r == 0)
+                *ret_calls = calls;
+        return r;
+}
+
+#endif /* TG_HAVE_MARIADB */
