@@ -38,8 +38,9 @@
 #define AUDIT_NCOLS 7
 
 #define SAMPLE_COLS                                                                                \
-        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share"
-#define SAMPLE_NCOLS 10
+        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share, "  \
+        "n_pending, n_in_flight, n_retry_wait, n_unknown, n_manual"
+#define SAMPLE_NCOLS 15
 
 /* ---- the handle -------------------------------------------------------- */
 

@@ -209,9 +209,22 @@ static const struct migration migrations[] = {
      * run again (a step interrupted before the version bump). */
     {4, "ALTER TABLE exit_samples ADD COLUMN IF NOT EXISTS share INT UNSIGNED NOT NULL DEFAULT 0"},
     {4, "ALTER TABLE exit_samples DROP PRIMARY KEY, ADD PRIMARY KEY (at, share)"},
+    /* 5: the console's timeline: the backlog by state in every sample, and
+     * the API's admission refusals per second (both pruned like samples).
+     * Every step may run again. */
+    {5, "ALTER TABLE exit_samples"
+        "  ADD COLUMN IF NOT EXISTS n_pending INT UNSIGNED NOT NULL DEFAULT 0,"
+        "  ADD COLUMN IF NOT EXISTS n_in_flight INT UNSIGNED NOT NULL DEFAULT 0,"
+        "  ADD COLUMN IF NOT EXISTS n_retry_wait INT UNSIGNED NOT NULL DEFAULT 0,"
+        "  ADD COLUMN IF NOT EXISTS n_unknown INT UNSIGNED NOT NULL DEFAULT 0,"
+        "  ADD COLUMN IF NOT EXISTS n_manual INT UNSIGNED NOT NULL DEFAULT 0"},
+    {5, "CREATE TABLE IF NOT EXISTS admission_refusals ("
+        "  at BIGINT NOT NULL PRIMARY KEY,"
+        "  refused INT UNSIGNED NOT NULL"
+        ") ENGINE=InnoDB"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  4
+#define SCHEMA_VERSION  5
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;
