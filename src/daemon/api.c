@@ -44,6 +44,7 @@
 #include "daemon/api_int.h"
 #include "daemon/log.h"
 #include "daemon/render.h"
+#include "daemon/ui.h"
 #include "platform/clock.h"
 #include "store/store.h"
 
@@ -384,6 +385,9 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                         return api_reply_method_not_allowed(res, rid, "GET");
                 return api_get_metrics(api, req, res, rid);
         }
+        /* The console: its own sign-in (a session cookie), daemon/ui.h. */
+        if (ui_path(path))
+                return ui_route(api, req, res, rid);
         if (strcmp(path, "/v1") != 0 && strncmp(path, "/v1/", 4) != 0)
                 return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 
@@ -458,6 +462,7 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
 
         next_request_id(api, rid);
         api->log_op[0] = '\0';
+        api_refusals_flush(api, api_wall_now(), false);
         r = route(api, req, res, rid);
         if (r < 0) {
                 /* Out of memory half-way: answer with a fixed body. */
@@ -501,12 +506,18 @@ int api_new(const struct tg_config *cfg, struct api **ret_api)
                         goto fail;
         }
         make_id_prefix(api->id_prefix);
+        if (cfg->ui_enabled) {
+                r = ui_new(cfg, api->need_token, &api->ui);
+                if (r < 0)
+                        goto fail;
+        }
         r = store_open(cfg->store_url, &api->store);
         if (r < 0)
                 goto fail;
         *ret_api = api;
         return 0;
 fail:
+        ui_free(api->ui);
         explicit_bzero(api, sizeof(*api));
         free(api);
         return r;
@@ -558,6 +569,8 @@ void api_stop(struct api *api)
                 return;
         /* The server thread is joined before the store it uses is closed. */
         http_server_stop(api->server);
+        api_refusals_flush(api, api_wall_now(), true);
+        ui_free(api->ui);
         store_close(api->store);
         explicit_bzero(api, sizeof(*api));
         free(api);

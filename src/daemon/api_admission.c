@@ -87,6 +87,39 @@ int api_admission_figures(struct api *api, tg_wall_ms now, struct api_admission_
         return 0;
 }
 
+static tg_wall_ms second_start(tg_wall_ms t)
+{
+        return t - (t % 1000 + 1000) % 1000;
+}
+
+void api_refusals_flush(struct api *api, tg_wall_ms now, bool force)
+{
+        int64_t keep_ms = (int64_t)api->cfg.stats_keep_hours * 3600 * 1000;
+
+        if (api->refused == 0)
+                return;
+        if (!force && second_start(now) == api->refused_second &&
+            now - api->refused_flushed_at < 1000 && now >= api->refused_flushed_at)
+                return;
+        /* Counted even when the write fails: a refusal is not worth a retry
+         * loop on the intake path (the log line of each refusal remains). */
+        if (store_refusals_add(api->store, api->refused_second, api->refused, now - keep_ms) < 0)
+                log_emit(LOG_DEBUG, "refusals_not_recorded",
+                         json_pack("{s:i}", "refused", (int)api->refused));
+        api->refused = 0;
+        api->refused_flushed_at = now;
+}
+
+/* One more refusal, for the console's timeline and `tollgate report`. */
+static void count_refusal(struct api *api, tg_wall_ms now)
+{
+        if (api->refused > 0 && second_start(now) != api->refused_second)
+                api_refusals_flush(api, now, true);
+        api->refused_second = second_start(now);
+        api->refused++;
+        api_refusals_flush(api, now, false);
+}
+
 int api_admission_check(struct api *api, struct http_response *res, const char *rid,
                         bool *ret_admit)
 {
@@ -107,6 +140,7 @@ int api_admission_check(struct api *api, struct http_response *res, const char *
                 return 0;
 
         *ret_admit = false;
+        count_refusal(api, api_wall_now());
         log_emit(LOG_WARN, "admission_refused",
                  json_pack("{s:s, s:s, s:I, s:I, s:f, s:f, s:I}", "request_id", rid, "why", d.why,
                            "backlog", (json_int_t)fig.fig.backlog, "projected_wait_ms",
