@@ -1,26 +1,41 @@
 #!/usr/bin/env bash
-# Installs the Debian packages tollgate needs to build, test and run.
+# Installs the Debian packages tollgate needs to build, test and run, and the
+# console's npm packages (web/package-lock.json: uPlot, compiled into the
+# binary; puppeteer-core, which drives Debian's chromium in the browser
+# tests and never downloads a browser).
 # Idempotent and quick when everything is present: apt is only called for
-# packages that are missing.
+# packages that are missing, npm only when web/node_modules is out of date.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 PKGS=(
   build-essential cmake pkg-config clang clang-format cppcheck
   libcurl4-openssl-dev libsqlite3-dev sqlite3 libmariadb-dev mariadb-server mariadb-client
   libmicrohttpd-dev libjansson-dev libinih-dev libssl-dev libcmocka-dev
   python3 curl procps psmisc
+  chromium fonts-wqy-microhei
 )
+# node and npm: Debian's, unless a node is already installed (a NodeSource
+# node brings its own npm, which Debian's npm package would conflict with).
+if ! command -v node >/dev/null 2>&1; then PKGS+=(nodejs); fi
+if ! command -v npm >/dev/null 2>&1; then PKGS+=(npm); fi
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-echo "install-deps: installing ${missing[*]}" >&2
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# The console's npm packages, exactly as the lockfile pins them.
+if [ ! -f web/node_modules/.package-lock.json ] ||
+   [ web/package-lock.json -nt web/node_modules/.package-lock.json ]; then
+  echo "install-deps: npm ci in web/ (uPlot, puppeteer-core)" >&2
+  (cd web && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+fi

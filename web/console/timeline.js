@@ -154,7 +154,9 @@
             list.forEach(function (r) {
               var x0 = Math.max(left, u.valToPos(r[0], 'x', true));
               var x1 = Math.min(right, u.valToPos(r[1], 'x', true));
-              if (x1 > x0) ctx.fillRect(x0, top, Math.max(1, x1 - x0), h);
+              /* a run at the right edge (the newest second) still shows */
+              if (x1 - x0 < 4 && x0 <= right && x1 >= left) x0 = Math.max(left, x1 - 4);
+              if (x1 > x0) ctx.fillRect(x0, top, x1 - x0, h);
             });
           };
           fill(b.hold, COLORS.hold);
