@@ -265,7 +265,7 @@ static const struct key_def keys[] = {
     INT_KEY("stats", "keep_hours", KEY_UINT, stats_keep_hours, 1, 2160, 1,
             "Hours of the exit's per-second samples (and of the API's admission refusals) kept "
             "in the store: how far back the console's timeline and `tollgate report --config` "
-            "reach. Each dispatcher adds one small row a second (about 0.4 MB an hour on "
+            "reach. Each dispatcher adds one small row a second (about 0.25 MB an hour on "
             "SQLite)."),
 
     BOOL_KEY("ui", "enabled", ui_enabled,
