@@ -639,6 +639,49 @@ static void test_live_is_one_read(void **state)
         answer_free(&a);
 }
 
+struct refusals_sum {
+        unsigned seconds, refused;
+};
+
+static int sum_refusals(const struct refusal_second *r, void *userdata)
+{
+        struct refusals_sum *s = userdata;
+
+        s->seconds++;
+        s->refused += r->refused;
+        return 0;
+}
+
+/* Refunds refused by admission control are counted per second into the
+ * store (for the timeline's band), written at most about once a second. */
+static void test_refusals_counted(void **state)
+{
+        struct fixture *fx = *state;
+        struct refusals_sum sum = {0};
+        const char *hdr[] = {"Authorization", "Bearer " API_TOKEN, "Content-Type",
+                             "application/json", NULL};
+        char body[160];
+        int refused = 0;
+
+        fx->api->cfg.admission.max_backlog = 1;
+        for (int i = 0; i < 6; i++) {
+                struct answer a;
+                snprintf(body, sizeof(body),
+                         "{\"operation_id\":\"adm-%d\",\"payment_id\":\"p\",\"amount\":5,"
+                         "\"currency\":\"TWD\"}",
+                         i);
+                a = call(fx->api, "POST", "/v1/refunds", NULL, hdr, body);
+                if (a.status == 503)
+                        refused++;
+                answer_free(&a);
+        }
+        assert_int_equal(refused, 5); /* the first fills the backlog */
+        api_refusals_flush(fx->api, api_wall_now(), true);
+        assert_int_equal(store_list_refusals(fx->api->store, 0, 100, sum_refusals, &sum), 0);
+        assert_int_equal(sum.refused, 5);
+        assert_true(sum.seconds >= 1 && sum.seconds <= 2);
+}
+
 /* ---- the timeline from stored samples --------------------------------------------- */
 
 static void put_sample(struct store *s, tg_wall_ms at, unsigned share, int64_t epoch,
@@ -723,6 +766,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_sign_in_guards, setup, teardown),
             cmocka_unit_test_setup_teardown(test_actions, setup, teardown),
             cmocka_unit_test_setup_teardown(test_live_is_one_read, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_refusals_counted, setup, teardown),
             cmocka_unit_test_setup_teardown(test_timeline, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
