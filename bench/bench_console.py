@@ -154,8 +154,7 @@ def main():
     with tgtest.start_stub("--mode", "fast", "--max-records", str(4 * need + 100)) as stub, \
             Tollgate(stub.url, exit={"starts_per_second": a.rate, "max_in_flight": 10},
                      retry={"deadline_s": 86400}, admission={"enabled": "false"},
-                     api={"max_connections": 1024}, ui={"users_file": users},
-                     log={"level": "warn"}) as tg:
+                     api={"max_connections": 1024}, ui={"users_file": users}) as tg:
         proc = tg.start("serve")
         for i in range(need):
             st, _, body = tg.submit("c-%07d" % i)

@@ -451,7 +451,11 @@ static void log_request(const struct api *api, const struct http_request *req,
         json_object_set_new(f, "duration_ms", json_real((double)took / (double)TG_NS_PER_MS));
         if (api->log_op[0])
                 json_object_set_new(f, "operation_id", json_string(api->log_op));
-        log_emit(res->status >= 500 ? LOG_WARN : LOG_INFO, "http_request", f);
+        log_emit(res->status >= 500 ? LOG_WARN
+                 : res->status < 400 && !req->problem_status && ui_routine_path(req->path)
+                     ? LOG_DEBUG
+                     : LOG_INFO,
+                 "http_request", f);
 }
 
 int api_handle(struct api *api, const struct http_request *req, struct http_response *res)

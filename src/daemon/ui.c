@@ -86,6 +86,11 @@ void ui_free(struct ui *ui)
         free(ui);
 }
 
+bool ui_routine_path(const char *path)
+{
+        return path && (strcmp(path, "/ui/api/live") == 0 || strncmp(path, "/ui/assets/", 11) == 0);
+}
+
 bool ui_path(const char *path)
 {
         return path && strncmp(path, "/ui", 3) == 0 && (path[3] == '\0' || path[3] == '/');

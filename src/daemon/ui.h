@@ -43,6 +43,10 @@ void ui_free(struct ui *ui);
 /* True for "/ui" and everything under "/ui/". */
 bool ui_path(const char *path);
 
+/* The console's routine reads (the live poll, its files): logged at debug
+ * level, since every open dashboard makes one a second. */
+bool ui_routine_path(const char *path);
+
 /* Answers one request under /ui (the api's handler calls it). */
 int ui_route(struct api *api, const struct http_request *req, struct http_response *res,
              const char *rid);

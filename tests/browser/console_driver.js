@@ -223,7 +223,29 @@ async function viewer() {
   return out;
 }
 
-const steps = { timeline, desk, viewer };
+/* The page `tollgate report --config --from` wrote: it opens from a file,
+ * draws the same charts and bands, and asks nothing of any network. */
+async function report() {
+  const b = await launch();
+  const { page, log } = b;
+  const out = { requests: [] };
+  try {
+    page.on('request', (r) => out.requests.push(r.url().slice(0, 120)));
+    await page.goto('file://' + cfg.report, { waitUntil: 'load' });
+    await page.waitForSelector('#chart-backlog canvas');
+    out.points = await page.$eval('#timeline-info', (e) => Number(e.getAttribute('data-points')));
+    out.band_hold = await page.$eval('#band-hold', (e) => Number(e.getAttribute('data-count')));
+    out.canvases = await page.$$eval('.chart canvas', (cs) => cs.length);
+    await page.setViewport({ width: 1280, height: 1150 });
+    await shot(page, 'report');
+    out.errors = log.errors;
+  } finally {
+    await close(b);
+  }
+  return out;
+}
+
+const steps = { timeline, desk, viewer, report };
 
 (async () => {
   const step = steps[process.argv[2]];

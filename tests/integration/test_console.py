@@ -205,7 +205,31 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.assertEqual(body["state"], "manual")  # neither the viewer nor the CSRF-less POST
         self.assertEqual([a for a in body["audit"] if a["action"] != "event"], [], body["audit"])
 
-        for name in ("signin-operator", "timeline", "timeline-zh-TW", "status", "operations",
+        # the same timeline from the store alone, as one file (tollgate report)
+        page = os.path.join(self.tmp, "timeline.html")
+        for bad in (["--from", "yesterday"], ["--from", "-10m", "--to", "-20m"],
+                    ["--from", "-10m", "--arrivals", page]):
+            p = subprocess.run([tgtest.binary("tollgate"), "report", "--config", tg.config,
+                                "--out", page] + bad, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2, (bad, p.stdout, p.stderr))
+            self.assertIn("tollgate report: ", p.stderr)
+        p = subprocess.run([tgtest.binary("tollgate"), "report", "--config", tg.config,
+                            "--from", "-10m", "--out", page], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("from the store", p.stdout)
+        with open(page) as f:
+            html = f.read()
+        self.assertNotIn("src=", html)  # everything inside: nothing fetched
+        self.assertNotIn("href=", html)
+        cfg["report"] = page
+        out = self.driver("report", cfg)
+        self.assertEqual(out["errors"], [])
+        self.assertEqual([u for u in out["requests"] if not u.startswith("file://")], [])
+        self.assertEqual(out["canvases"], 4)
+        self.assertGreater(out["points"], 10)
+        self.assertGreaterEqual(out["band_hold"], 1)
+
+        for name in ("report", "signin-operator", "timeline", "timeline-zh-TW", "status", "operations",
                      "operation", "manual-desk", "manual-desk-resent", "manual-desk-viewer",
                      "timeline-whole-run"):
             self.assertTrue(os.path.getsize(os.path.join(self.shots, name + ".png")) > 5000, name)
