@@ -93,5 +93,10 @@ int api_admission_check(struct api *api, struct http_response *res, const char *
 void api_refusals_flush(struct api *api, tg_wall_ms now, bool force);
 /* The figures admission and /v1/stats share (cached for a second). */
 int api_admission_figures(struct api *api, tg_wall_ms now, struct api_admission_cache *ret);
+/* The same figures for an open backlog the caller already has (the console:
+ * from the newest sample), without counting the store's operations and
+ * without touching the cache above. */
+int api_admission_figures_for(struct api *api, tg_wall_ms now, uint64_t backlog,
+                              struct api_admission_cache *ret);
 
 #endif

@@ -145,8 +145,15 @@ static json_t *status_json(struct api *api, tg_wall_ms now, const struct ui_seri
         }
         json_decref(fig);
         have_split = store_split_get(api->store, &split) == 0;
-        if (api_admission_figures(api, now, &adm) < 0 ||
-            admission_decide(&api->cfg.admission, &adm.fig, &d) < 0) {
+        /* With a fresh sample its backlog is the account's: no count of every
+         * operation (O(rows)) twice a second for the dashboards. */
+        r = fresh ? api_admission_figures_for(
+                        api, now,
+                        (uint64_t)x->backlog[OP_PENDING] + x->backlog[OP_IN_FLIGHT] +
+                            x->backlog[OP_RETRY_WAIT] + x->backlog[OP_UNKNOWN],
+                        &adm)
+                  : api_admission_figures(api, now, &adm);
+        if (r < 0 || admission_decide(&api->cfg.admission, &adm.fig, &d) < 0) {
                 memset(&adm, 0, sizeof(adm));
                 memset(&d, 0, sizeof(d));
                 d.why = "unknown";
