@@ -45,6 +45,7 @@
 #include "daemon/api_int.h"
 #include "daemon/log.h"
 #include "daemon/render.h"
+#include "daemon/ui.h"
 #include "platform/clock.h"
 #include "platform/wake.h"
 #include "store/store.h"
@@ -475,6 +476,9 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                         return api_reply_method_not_allowed(res, rid, "GET");
                 return api_get_metrics(api, req, res, rid);
         }
+        /* The console: its own sign-in (a session cookie), daemon/ui.h. */
+        if (ui_path(path))
+                return ui_route(api, req, res, rid);
         if (strcmp(path, "/v1") != 0 && strncmp(path, "/v1/", 4) != 0)
                 return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 
@@ -554,7 +558,11 @@ static void log_request(const struct api *api, const struct http_request *req,
                 json_object_set_new(f, "operation_id", json_string(api->log_op));
         if (api->log_trace[0])
                 json_object_set_new(f, "trace_id", json_string(api->log_trace));
-        log_emit(res->status >= 500 ? LOG_WARN : LOG_INFO, "http_request", f);
+        log_emit(res->status >= 500 ? LOG_WARN
+                 : res->status < 400 && !req->problem_status && ui_routine_path(req->path)
+                     ? LOG_DEBUG
+                     : LOG_INFO,
+                 "http_request", f);
 }
 
 int api_handle(struct api *api, const struct http_request *req, struct http_response *res)
@@ -567,6 +575,7 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
         next_request_id(api, rid);
         api->log_op[0] = '\0';
         api->log_trace[0] = '\0';
+        api_refusals_flush(api, api_wall_now(), false);
         r = route(api, req, res, rid);
         /* A route refused before it read the operation: its trace is still
          * in the store, and every line of an operation carries it. */
@@ -681,6 +690,11 @@ static int api_new_ex(const struct tg_config *cfg, const struct store_open_opts 
         if (r < 0)
                 goto fail;
         make_id_prefix(api->id_prefix, &api->trace_rng);
+        if (cfg->ui_enabled) {
+                r = ui_new(cfg, api->need_token, &api->ui);
+                if (r < 0)
+                        goto fail;
+        }
         r = store_open_ex(cfg->store_url, opts, &api->store);
         if (r < 0)
                 goto fail;
@@ -689,6 +703,7 @@ static int api_new_ex(const struct tg_config *cfg, const struct store_open_opts 
 fail:
         free(api->counters);
         pthread_mutex_destroy(&api->lock);
+        ui_free(api->ui);
         explicit_bzero(api, sizeof(*api));
         free(api);
         return r;
@@ -806,6 +821,8 @@ void api_stop(struct api *api)
                 return;
         /* The server thread is joined before the store it uses is closed. */
         http_server_stop(api->server);
+        api_refusals_flush(api, api_wall_now(), true);
+        ui_free(api->ui);
         store_close(api->store);
         free(api->counters);
         pthread_mutex_destroy(&api->lock);

@@ -45,12 +45,41 @@ static int add_sample(const struct exit_sample *s, void *userdata)
         return 0;
 }
 
+/* The window's figures from the samples (every share summed, by second)
+ * into c, with `backlog` as the open backlog. */
+static int read_window(struct api *api, tg_wall_ms now, uint64_t backlog,
+                       struct api_admission_cache *c)
+{
+        int64_t window_ms = api->cfg.admission.window_ms;
+        struct window *w = calloc(1, sizeof(*w));
+        int r;
+
+        if (!w)
+                return TG_ENOMEM;
+        r = exit_stats_read_seconds(api->store, now - window_ms, (unsigned)(window_ms / 1000) + 10,
+                                    add_sample, w);
+        if (r < 0) {
+                free(w);
+                return r;
+        }
+        memset(&c->fig, 0, sizeof(c->fig));
+        c->fig.backlog = backlog;
+        c->fig.starts_per_second = api->cfg.exit.starts_per_second;
+        c->fig.starts = w->starts;
+        c->fig.closes = w->closes;
+        c->fig.busy_seconds = w->busy;
+        c->owner_fresh = w->any && now - w->last_at <= OWNER_FRESH_MS;
+        c->held = c->owner_fresh && w->last_held;
+        c->read_at = now;
+        c->accepted_since = 0;
+        free(w);
+        return 0;
+}
+
 int api_admission_figures(struct api *api, tg_wall_ms now, struct api_admission_cache *ret)
 {
         struct api_admission_cache *c = &api->adm;
         struct store_stats st;
-        struct window *w;
-        int64_t window_ms = api->cfg.admission.window_ms;
         int r;
 
         if (c->read_at > 0 && now >= c->read_at && now - c->read_at < CACHE_MS) {
@@ -61,30 +90,53 @@ int api_admission_figures(struct api *api, tg_wall_ms now, struct api_admission_
         r = store_stats(api->store, &st);
         if (r < 0)
                 return r;
-        w = calloc(1, sizeof(*w));
-        if (!w)
-                return TG_ENOMEM;
-        /* Seconds of the account (every share summed), not rows. */
-        r = exit_stats_read_seconds(api->store, now - window_ms, (unsigned)(window_ms / 1000) + 10,
-                                    add_sample, w);
-        if (r < 0) {
-                free(w);
-                return r;
-        }
-        memset(&c->fig, 0, sizeof(c->fig));
-        c->fig.backlog = st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +
-                         st.by_state[OP_RETRY_WAIT] + st.by_state[OP_UNKNOWN];
-        c->fig.starts_per_second = api->cfg.exit.starts_per_second;
-        c->fig.starts = w->starts;
-        c->fig.closes = w->closes;
-        c->fig.busy_seconds = w->busy;
-        c->owner_fresh = w->any && now - w->last_at <= OWNER_FRESH_MS;
-        c->held = c->owner_fresh && w->last_held;
-        c->read_at = now;
-        c->accepted_since = 0;
-        free(w);
-        *ret = *c;
-        return 0;
+        r = read_window(api, now,
+                        st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +
+                            st.by_state[OP_RETRY_WAIT] + st.by_state[OP_UNKNOWN],
+                        c);
+        if (r == 0)
+                *ret = *c;
+        return r;
+}
+
+int api_admission_figures_for(struct api *api, tg_wall_ms now, uint64_t backlog,
+                              struct api_admission_cache *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        return read_window(api, now, backlog, ret);
+}
+
+static tg_wall_ms second_start(tg_wall_ms t)
+{
+        return t - (t % 1000 + 1000) % 1000;
+}
+
+void api_refusals_flush(struct api *api, tg_wall_ms now, bool force)
+{
+        int64_t keep_ms = (int64_t)api->cfg.stats_keep_hours * 3600 * 1000;
+
+        if (api->refused == 0)
+                return;
+        if (!force && second_start(now) == api->refused_second &&
+            now - api->refused_flushed_at < 1000 && now >= api->refused_flushed_at)
+                return;
+        /* Counted even when the write fails: a refusal is not worth a retry
+         * loop on the intake path (the log line of each refusal remains). */
+        if (store_refusals_add(api->store, api->refused_second, api->refused, now - keep_ms) < 0)
+                log_emit(LOG_DEBUG, "refusals_not_recorded",
+                         json_pack("{s:i}", "refused", (int)api->refused));
+        api->refused = 0;
+        api->refused_flushed_at = now;
+}
+
+/* One more refusal, for the console's timeline and `tollgate report`. */
+static void count_refusal(struct api *api, tg_wall_ms now)
+{
+        if (api->refused > 0 && second_start(now) != api->refused_second)
+                api_refusals_flush(api, now, true);
+        api->refused_second = second_start(now);
+        api->refused++;
+        api_refusals_flush(api, now, false);
 }
 
 int api_admission_check(struct api *api, struct http_response *res, const char *rid,
@@ -108,6 +160,7 @@ int api_admission_check(struct api *api, struct http_response *res, const char *
 
         *ret_admit = false;
         api->counters->admission_refused[strcmp(d.why, "max_backlog") == 0 ? 1 : 0]++;
+        count_refusal(api, api_wall_now());
         log_emit(LOG_WARN, "admission_refused",
                  json_pack("{s:s, s:s, s:I, s:I, s:f, s:f, s:I}", "request_id", rid, "why", d.why,
                            "backlog", (json_int_t)fig.fig.backlog, "projected_wait_ms",

@@ -5,7 +5,8 @@
  * The route files: api.c (lifecycle, auth, routing, intake, calls, the
  * request log), api_manual.c (manual review), api_metrics.c (/metrics and
  * /v1/stats), api_events.c (signed provider events), api_admission.c
- * (admission control before intake).
+ * (admission control before intake, and the refusals it counts); the
+ * console's ui*.c (daemon/ui.h) include it too.
  */
 #ifndef TG_API_INT_H
 #define TG_API_INT_H
@@ -93,6 +94,12 @@ struct api {
         api_ready_fn ready;
         void *ready_ctx;
         struct api_counters *counters; /* heap: it is large */
+        /* the console (NULL: ui.enabled = false) */
+        struct ui *ui;
+        /* admission refusals not yet in the store: `refused` of the second
+         * starting at refused_second; written at most about once a second */
+        tg_wall_ms refused_second, refused_flushed_at;
+        unsigned refused;
 };
 
 tg_wall_ms api_wall_now(void);
@@ -139,7 +146,15 @@ int api_post_provider_event(struct api *api, const struct http_request *req,
  * will then show at accept, or the refund is accepted: never lost). */
 int api_admission_check(struct api *api, struct http_response *res, const char *rid,
                         bool *ret_admit);
+/* Writes the refusals counted so far to the store when their second is over
+ * or a second has passed since the last write (always with force). */
+void api_refusals_flush(struct api *api, tg_wall_ms now, bool force);
 /* The figures admission and /v1/stats share (cached for a second). */
 int api_admission_figures(struct api *api, tg_wall_ms now, struct api_admission_cache *ret);
+/* The same figures for an open backlog the caller already has (the console:
+ * from the newest sample), without counting the store's operations and
+ * without touching the cache above. */
+int api_admission_figures_for(struct api *api, tg_wall_ms now, uint64_t backlog,
+                              struct api_admission_cache *ret);
 
 #endif

@@ -48,6 +48,7 @@
 #include "core/backoff.h"
 #include "core/strnum.h"
 #include "core/tg_error.h"
+#include "daemon/ui_users.h"
 #include "store/store.h" /* STORE_SHARES_MAX */
 
 #define MAX_DURATION_S  (366LL * 24 * 3600)
@@ -121,6 +122,7 @@ static int set_rule(struct load *load, const struct key_def *key, const char *va
 static int set_log_level(struct load *load, const struct key_def *key, const char *value);
 static int set_keep_days(struct load *load, const struct key_def *key, const char *value);
 static void show_keep_days(const struct tg_config *config, char *buf, size_t size);
+static int set_users_file(struct load *load, const struct key_def *key, const char *value);
 static void show_listen(const struct tg_config *config, char *buf, size_t size);
 static void show_jitter(const struct tg_config *config, char *buf, size_t size);
 
@@ -309,6 +311,29 @@ static const struct key_def keys[] = {
     INT_KEY("stats", "series_minutes", KEY_UINT, stats_series_minutes, 1, 60, 1,
             "Minutes of per-second points in `GET /v1/stats` (`?minutes=` asks for another "
             "length)."),
+    INT_KEY("stats", "keep_hours", KEY_UINT, stats_keep_hours, 1, 2160, 1,
+            "Hours of the exit's per-second samples (and of the API's admission refusals) kept "
+            "in the store: how far back the console's timeline and `tollgate report --config` "
+            "reach. Each dispatcher adds one small row a second (about 0.25 MB an hour on "
+            "SQLite)."),
+
+    BOOL_KEY("ui", "enabled", ui_enabled,
+             "Serve the console (live timeline, operations, manual-review desk, exit status) "
+             "under `/ui/` on `api.listen`, when the binary was built with it (docs/operating.md, "
+             "\"The console\"). Signing in needs `api.token_file` or `ui.users_file`."),
+    STRING_KEY("ui", "users_file", ui_users_file, set_users_file,
+               "A file of console users, one a line: `NAME ROLE sha256:HEX` with ROLE "
+               "`operator` (may resend and resolve) or `viewer` (reads only) and the SHA-256 of "
+               "the person's token (`printf %s TOKEN | sha256sum`), never the token. The audit "
+               "trail names who acted. The API token signs in too, as the operator `api-token`. "
+               "Unset: only the API token."),
+    INT_KEY("ui", "session_idle_s", KEY_UINT, ui_session_idle_s, 60, 86400, 1,
+            "A console session unused this long ends (sign in again)."),
+    INT_KEY("ui", "session_max_s", KEY_UINT, ui_session_max_s, 300, 604800, 1,
+            "A console session ends this long after sign-in, used or not."),
+    BOOL_KEY("ui", "secure_cookie", ui_secure_cookie,
+             "Mark the session cookie `Secure` (sent over HTTPS only): set it when people reach "
+             "the console through a TLS proxy."),
 
     STRING_KEY("log", "level", log_level, set_log_level,
                "`debug`, `info`, `warn` or `error`. The logs are JSON lines on stderr."),
@@ -373,6 +398,11 @@ void config_defaults(struct tg_config *ret_config)
         c->rule_count = 0;
         admission_config_default(&c->admission);
         c->stats_series_minutes = 15;
+        c->stats_keep_hours = 24;
+        c->ui_enabled = true;
+        c->ui_session_idle_s = 900;
+        c->ui_session_max_s = 8 * 3600;
+        c->ui_secure_cookie = false;
         snprintf(c->log_level, sizeof(c->log_level), "%s", "info");
         c->retention_keep_ms = 90 * DAY_MS;
         c->retention_prune_batch = 500;
@@ -895,6 +925,48 @@ static int set_token_file(struct load *load, const struct key_def *key, const ch
         return r;
 }
 
+#define USERS_FILE_MAX (64 * 1024)
+
+static int set_users_file(struct load *load, const struct key_def *key, const char *value)
+{
+        struct tg_config *c = &load->config;
+        char err[160];
+        char *buf;
+        size_t n;
+        FILE *f;
+        int r;
+
+        if (set_string_at(load, key, c->ui_users_file, sizeof(c->ui_users_file), value) == 0)
+                return 0;
+        if (value[0] == '\0')
+                return key_error(load, key, "must name a file");
+        f = fopen(value, "rb");
+        if (!f)
+                return key_error(load, key, "cannot read %s: %s", value, strerror(errno));
+        buf = malloc(USERS_FILE_MAX + 1);
+        if (!buf) {
+                fclose(f);
+                return key_error(load, key, "out of memory");
+        }
+        n = fread(buf, 1, USERS_FILE_MAX + 1, f);
+        r = ferror(f) ? TG_EIO : 0;
+        fclose(f);
+        if (r == 0 && n > USERS_FILE_MAX)
+                r = TG_EFULL;
+        if (r == 0)
+                r = ui_users_parse(buf, n, c->ui_users, UI_USERS_MAX, &c->ui_user_count, err,
+                                   sizeof(err));
+        explicit_bzero(buf, USERS_FILE_MAX + 1);
+        free(buf);
+        if (r == TG_EIO)
+                return key_error(load, key, "cannot read %s", value);
+        if (r == TG_EFULL && n > USERS_FILE_MAX)
+                return key_error(load, key, "%s: larger than %d bytes", value, USERS_FILE_MAX);
+        if (r < 0)
+                return key_error(load, key, "%s: %s", value, err);
+        return 1;
+}
+
 static int set_webhook_file(struct load *load, const struct key_def *key, const char *value)
 {
         struct tg_config *c = &load->config;
@@ -1277,6 +1349,14 @@ static void check_all(struct load *load)
                           "must be 0 (keep forever) or longer than retry.deadline_s + "
                           "retry.key_retention_s (%lld s)",
                           (long long)((c->policy.deadline_ms + c->policy.key_retention_ms) / 1000));
+        if (c->ui_session_idle_s > c->ui_session_max_s) {
+                snprintf(v, sizeof(v), "%u",
+                         was_set(load, "ui", "session_max_s") &&
+                                 !was_set(load, "ui", "session_idle_s")
+                             ? c->ui_session_idle_s
+                             : c->ui_session_max_s);
+                order_error(load, "ui", "session_idle_s", "session_max_s", v);
+        }
 }
 
 /* inih reads lines through this: fgets that counts lines (so that an error

@@ -17,6 +17,7 @@
 #include "core/classify.h"
 #include "core/pacer.h"
 #include "core/policy.h"
+#include "daemon/ui_users.h"
 
 #define TG_PATH_MAX         1024
 #define TG_CONFIG_MAX_RULES 64
@@ -74,6 +75,16 @@ struct tg_config {
 
         /* [stats] */
         unsigned stats_series_minutes; /* per-second series of GET /v1/stats (15) */
+        unsigned stats_keep_hours;     /* samples and refusals kept in the store (24) */
+
+        /* [ui] the console under /ui/ (docs/operating.md, "The console") */
+        bool ui_enabled;                       /* default true */
+        char ui_users_file[TG_PATH_MAX];       /* "" = only the API token signs in */
+        struct ui_user ui_users[UI_USERS_MAX]; /* its users */
+        unsigned ui_user_count;
+        unsigned ui_session_idle_s; /* 900 */
+        unsigned ui_session_max_s;  /* 28800 */
+        bool ui_secure_cookie;      /* default false */
 
         /* [log] */
         char log_level[16]; /* debug, info, warn, error (info) */

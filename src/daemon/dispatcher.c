@@ -223,7 +223,8 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
         if (h.probe_done)
                 pacer_probe_done(d->pacer, h.probe_healthy);
         if (h.why != HOLDS_NONE) {
-                exit_stats_held(d->xstats); /* stats: a provider-wide hold */
+                /* stats: a provider-wide hold, and when it ends */
+                exit_stats_held(d->xstats, d->env->wall_now(d->env->ctx) + h.hold_ms);
                 /* claims made ahead can no longer go out in time (a hold no
                  * longer than a slot only delays the next one: it stays) */
                 if (h.hold_ms * TG_NS_PER_MS > pacer_interval(d->pacer))
@@ -932,6 +933,8 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
                 r = classifier_add_rule(d->classifier, &cfg->rules[i]);
         if (r == 0)
                 r = exit_stats_new(env->wall_now(env->ctx), &d->xstats);
+        if (r == 0)
+                exit_stats_set_keep(d->xstats, (int64_t)cfg->stats_keep_hours * 3600 * 1000);
         d->ncalls = d->share_cfg.max_in_flight;
         if (r == 0) {
                 d->calls = calloc(d->ncalls, sizeof(*d->calls));

@@ -45,6 +45,8 @@ struct exit_stats {
         uint64_t ends[TG_CLASS_COUNT];
         uint64_t closes[OP_STATE_COUNT];
         uint64_t holds;
+        tg_wall_ms hold_until; /* end of the latest hold; 0: none yet */
+        int64_t keep_ms;
         struct histo latency, lateness, attempts;
         struct histo waits[EXIT_WAIT_COUNT];
         struct histo latency_by_kind[KINDS];
@@ -80,6 +82,7 @@ int exit_stats_new(tg_wall_ms now, struct exit_stats **ret_stats)
         if (!xs)
                 return TG_ENOMEM;
         xs->since = now;
+        xs->keep_ms = EXIT_SAMPLES_KEEP_MS;
         *ret_stats = xs;
         return 0;
 }
@@ -126,10 +129,19 @@ void exit_stats_ended(struct exit_stats *xs, enum tg_call_kind kind, enum tg_cla
         }
 }
 
-void exit_stats_held(struct exit_stats *xs)
+void exit_stats_held(struct exit_stats *xs, tg_wall_ms until)
 {
-        if (xs)
-                xs->holds++;
+        if (!xs)
+                return;
+        xs->holds++;
+        if (until > xs->hold_until)
+                xs->hold_until = until;
+}
+
+void exit_stats_set_keep(struct exit_stats *xs, int64_t keep_ms)
+{
+        if (xs && keep_ms > 0)
+                xs->keep_ms = keep_ms;
 }
 
 void exit_stats_waited(struct exit_stats *xs, enum exit_wait reason, int64_t wait_ms)
@@ -164,10 +176,10 @@ static json_t *figures_json(const struct exit_stats *xs)
                             json_integer((json_int_t)xs->closes[OP_SUCCEEDED]));
         json_object_set_new(closes, "rejected", json_integer((json_int_t)xs->closes[OP_REJECTED]));
         json_object_set_new(closes, "manual", json_integer((json_int_t)xs->closes[OP_MANUAL]));
-        o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o}", "since",
+        o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o}", "since",
                       (json_int_t)xs->since, "starts", starts, "ends", ends, "closes", closes,
-                      "holds", (json_int_t)xs->holds, "latency_s",
-                      histo_json(&xs->latency, EXIT_LATENCY_BUCKETS), "lateness_s",
+                      "holds", (json_int_t)xs->holds, "hold_until", (json_int_t)xs->hold_until,
+                      "latency_s", histo_json(&xs->latency, EXIT_LATENCY_BUCKETS), "lateness_s",
                       histo_json(&xs->lateness, EXIT_LATENESS_BUCKETS), "attempts",
                       histo_json(&xs->attempts, EXIT_ATTEMPTS_BUCKETS), "latency_by_kind", by_kind);
         if (o)
@@ -212,7 +224,7 @@ int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, 
                         s->figures[0] = '\0';
                 json_decref(fig);
         }
-        r = store_sample_put(store, s, now - EXIT_SAMPLES_KEEP_MS);
+        r = store_sample_put(store, s, now - xs->keep_ms);
         if (r == 0) {
                 xs->sec_starts = 0;
                 xs->sec_ends = 0;
@@ -248,6 +260,7 @@ static void merge_into(struct exit_sample *m, const struct exit_sample *x)
         if (x->at >= m->at) {
                 m->at = x->at;
                 m->epoch = x->epoch;
+                memcpy(m->backlog, x->backlog, sizeof(m->backlog));
         }
         m->starts += x->starts;
         m->call_ends += x->call_ends;
@@ -372,7 +385,7 @@ int exit_stats_read_seconds(struct store *store, tg_wall_ms since, unsigned seco
 }
 
 /* Adds the numbers of src into dst, member by member: integers and reals
- * add ("since" takes the earlier), arrays of the same length add element by
+ * add ("since" takes the earlier, "hold_until" the later), arrays of the same length add element by
  * element, objects recurse; a member only src has is copied. */
 static void figures_add(json_t *dst, json_t *src)
 {
@@ -386,7 +399,12 @@ static void figures_add(json_t *dst, json_t *src)
                         json_object_set(dst, key, sv);
                 } else if (json_is_integer(dv) && json_is_integer(sv)) {
                         json_int_t a = json_integer_value(dv), b = json_integer_value(sv);
-                        json_integer_set(dv, strcmp(key, "since") == 0 ? (a < b ? a : b) : a + b);
+                        if (strcmp(key, "since") == 0)
+                                json_integer_set(dv, a < b ? a : b);
+                        else if (strcmp(key, "hold_until") == 0)
+                                json_integer_set(dv, a > b ? a : b);
+                        else
+                                json_integer_set(dv, a + b);
                 } else if (json_is_number(dv) && json_is_number(sv)) {
                         json_object_set_new(
                             dst, key, json_real(json_number_value(dv) + json_number_value(sv)));

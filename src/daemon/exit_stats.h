@@ -56,7 +56,9 @@ enum exit_wait {
 /* "backoff", "query", "hold" */
 const char *exit_wait_name(enum exit_wait reason);
 
-/* Keep samples this long (GET /v1/stats shows at most the last hour). */
+/* Keep samples this long by default (GET /v1/stats shows at most the last
+ * hour; the console and `tollgate report` read further back, as far as
+ * stats.keep_hours says: exit_stats_set_keep()). */
 #define EXIT_SAMPLES_KEEP_MS (3600LL * 1000)
 
 struct exit_stats;
@@ -78,8 +80,14 @@ void exit_stats_started(struct exit_stats *xs, enum tg_call_kind kind, tg_mono_n
 void exit_stats_ended(struct exit_stats *xs, enum tg_call_kind kind, enum tg_class cls,
                       int64_t latency_us, enum op_state next, unsigned attempts);
 
-/* The provider told the whole exit to hold (429/503, a run of timeouts). */
-void exit_stats_held(struct exit_stats *xs);
+/* The provider told the whole exit to hold (429/503, a run of timeouts)
+ * until `until` (wall time; a probe follows). The latest end goes into the
+ * figures as "hold_until", for the console's exit status. */
+void exit_stats_held(struct exit_stats *xs, tg_wall_ms until);
+
+/* Samples older than keep_ms are pruned at each flush (default
+ * EXIT_SAMPLES_KEEP_MS). */
+void exit_stats_set_keep(struct exit_stats *xs, int64_t keep_ms);
 
 /* A wait was decided: an operation's before its next call (backoff, query),
  * or the whole exit's (hold), of wait_ms. */
@@ -94,8 +102,8 @@ int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, 
 /* The account's seconds with a sample at > since, oldest first, at most
  * `seconds` of them: for each wall-clock second (at / 1000) the samples of
  * every share in it merged into one: starts, call_ends, op_closes and
- * in_flight summed, held if any, oldest_open_accepted_at the oldest, at and
- * epoch the newest, share the number of samples merged, figures "". A share
+ * in_flight summed, held if any, oldest_open_accepted_at the oldest, at,
+ * epoch and backlog (the account's, counted by each writer) the newest, share the number of samples merged, figures "". A share
  * with two samples in one second (a wall clock step) counts its counts twice
  * but its in-flight once (the newer). Paged through store_list_samples(), so
  * memory does not grow with N. A non-zero return from fn stops the walk and

@@ -58,7 +58,7 @@ const char *http_request_header(const struct http_request *req, const char *name
  * failure. */
 int http_request_arg(const struct http_request *req, const char *name, char *buf, size_t size);
 
-#define HTTP_RESPONSE_MAX_HEADERS 6
+#define HTTP_RESPONSE_MAX_HEADERS 10
 
 /* What the handler answers. Lives on the wrapper's stack; members may be set
  * directly or with the helpers below. body is malloc()ed and owned by the

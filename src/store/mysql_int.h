@@ -38,8 +38,9 @@
 #define AUDIT_NCOLS 7
 
 #define SAMPLE_COLS                                                                                \
-        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share"
-#define SAMPLE_NCOLS 10
+        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share, "  \
+        "n_pending, n_in_flight, n_retry_wait, n_unknown, n_manual"
+#define SAMPLE_NCOLS 15
 
 /* ---- the handle -------------------------------------------------------- */
 
@@ -141,6 +142,8 @@ int store_mysql_stats(struct store *store, struct store_stats *ret_stats);
 int store_mysql_sample_put(struct store *store, const struct exit_sample *sample,
                            tg_wall_ms keep_after);
 int store_mysql_sample_last(struct store *store, struct exit_sample *ret_sample);
+int store_mysql_refusals_add(struct store *store, tg_wall_ms second, unsigned n,
+                              tg_wall_ms keep_after);
 
 /* store_mysql_life.c: counters and the prune (store_backend.h) */
 int store_mysql_counter_add(struct store *store, enum store_counter counter, int64_t delta);

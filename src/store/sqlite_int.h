@@ -43,6 +43,10 @@ enum stmt_id {
         ST_SAMPLE_PUT,
         ST_SAMPLE_PRUNE,
         ST_SAMPLE_LAST,
+        ST_SAMPLE_BLANK,
+        ST_PAGE_REFUSALS,
+        ST_REFUSALS_ADD,
+        ST_REFUSALS_PRUNE,
         ST_SHARE_OF_EPOCH,
         ST_SHARE_SET,
         ST_SPLIT_GET,
@@ -151,6 +155,8 @@ int store_sqlite_stats(struct store *store, struct store_stats *ret_stats);
 int store_sqlite_sample_put(struct store *store, const struct exit_sample *sample,
                             tg_wall_ms keep_after);
 int store_sqlite_sample_last(struct store *store, struct exit_sample *ret_sample);
+int store_sqlite_refusals_add(struct store *store, tg_wall_ms second, unsigned n,
+                               tg_wall_ms keep_after);
 
 /* store_sqlite_life.c: counters, prune, moved, backup (store_backend.h) */
 int store_sqlite_counter_add(struct store *store, enum store_counter counter, int64_t delta);

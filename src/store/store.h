@@ -472,10 +472,19 @@ struct exit_sample {
          * retry_wait, unknown) at `at`; TG_WALL_NEVER if none. Ignored by
          * store_sample_put(): the store reads it from the backlog itself. */
         tg_wall_ms oldest_open_accepted_at;
+        /* Operations in each state at `at`: the account's backlog (pending,
+         * in_flight, retry_wait, unknown, manual; the final states are not
+         * counted and read 0). Ignored by store_sample_put(): the store
+         * counts them itself, in the same statement. */
+        unsigned backlog[OP_STATE_COUNT];
         /* Opaque text the writer keeps with the sample (the dispatcher's
-         * cumulative counters as JSON); "" when none. NUL-terminated. */
+         * cumulative counters as JSON); "" when none. NUL-terminated. Only
+         * the newest samples keep it: a sample more than STORE_FIGURES_KEEP_MS
+         * older than a newer one of its share reads "" (nothing reads old
+         * figures, and a day of samples stays small). */
         char figures[STORE_FIGURES_MAX];
 };
+#define STORE_FIGURES_KEEP_MS 60000
 
 /* Stores one sample (a sample with the same `at` AND share is replaced;
  * other shares' samples are kept) and prunes samples with at < keep_after.
@@ -490,6 +499,28 @@ int store_list_samples(struct store *store, tg_wall_ms since, unsigned limit, st
 /* The newest sample of any share (the highest share among equal `at`);
  * TG_ENOTFOUND when none was ever written. */
 int store_last_sample(struct store *store, struct exit_sample *ret_sample);
+
+/* ---- admission refusals: new refunds the API refused, per second ---------- */
+
+/* Refusals are not operations (nothing of a refused refund is stored); the
+ * API counts them per wall-clock second so that the console and `tollgate
+ * report` can show when intake was refused. Operational data, pruned like
+ * the samples. */
+struct refusal_second {
+        tg_wall_ms at; /* start of the second: a multiple of 1000 */
+        unsigned refused;
+};
+
+/* Adds n refusals to the second starting at `second` (a multiple of 1000;
+ * TG_EINVAL otherwise), and prunes seconds with at < keep_after. One short
+ * transaction. */
+int store_refusals_add(struct store *store, tg_wall_ms second, unsigned n, tg_wall_ms keep_after);
+
+typedef int (*store_refusal_fn)(const struct refusal_second *sec, void *userdata);
+/* Seconds with refusals and at > since, oldest first, at most limit. A
+ * non-zero return from fn stops the walk and is returned. */
+int store_list_refusals(struct store *store, tg_wall_ms since, unsigned limit, store_refusal_fn fn,
+                        void *userdata);
 
 /* How long one call waits for a lock held by another connection before it
  * answers TG_EBUSY (default 5000 ms). The dispatcher keeps it short so that

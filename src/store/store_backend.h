@@ -104,7 +104,7 @@ struct store_batch {
         unsigned share, shares;
 };
 
-/* ---- pages: one walk (store_read.c), six queries ---------------------------- */
+/* ---- pages: one walk (store_read.c), seven queries ---------------------------- */
 
 enum store_page_kind {
         STORE_PAGE_CALLS,    /* calls with id > cur_id, by id */
@@ -115,11 +115,12 @@ enum store_page_kind {
                               * any), owned as `who` says (`assignee`), after
                               * (cur_at, cur_id) by (accepted_at, id) */
         STORE_PAGE_SAMPLES,  /* samples after (cur_at, cur_share) by (at, share) */
+        STORE_PAGE_REFUSALS, /* refusal seconds with at > cur_at, by at */
 };
 
 /* A page query and its cursor: the last row seen (the neutral walk moves it
- * after every page). Rows are struct call_record, audit_record, op_record or
- * exit_sample by kind. */
+ * after every page). Rows are struct call_record, audit_record, op_record,
+ * exit_sample or refusal_second by kind. */
 struct store_page {
         enum store_page_kind kind;
         int64_t op_id;
@@ -222,6 +223,9 @@ struct store_ops {
         int (*sample_put)(struct store *store, const struct exit_sample *sample,
                           tg_wall_ms keep_after);
         int (*sample_last)(struct store *store, struct exit_sample *ret_sample);
+        /* adds n to the refusals of `second`, prunes before keep_after */
+        int (*refusals_add)(struct store *store, tg_wall_ms second, unsigned n,
+                            tg_wall_ms keep_after);
 
         /* lifecycle (store_life.c), inside a transaction: add delta to a
          * counter; the final operations of `state` before `before`, after the
@@ -263,7 +267,8 @@ struct store_ops {
         .epoch_read = p##_epoch_read, .epoch_share = p##_epoch_share,                              \
         .epoch_bump = p##_epoch_bump, .split_read = p##_split_read, .split_put = p##_split_put,    \
         .hold_get = p##_hold_get, .hold_raise = p##_hold_raise, .page = p##_page,                  \
-        .stats = p##_stats, .sample_put = p##_sample_put, .sample_last = p##_sample_last
+        .stats = p##_stats, .sample_put = p##_sample_put, .sample_last = p##_sample_last,          \
+        .refusals_add = p##_refusals_add
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://); opts as for

@@ -273,9 +273,22 @@ static const struct migration migrations[] = {
         "AND o.updated_at < p.before_at) THEN "
         "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'calls are deleted only with their "
         "operation'; END IF; END"},
+    /* 9: the console's timeline: the backlog by state in every sample, and
+     * the API's admission refusals per second (both pruned like samples).
+     * Every step may run again. */
+    {9, "ALTER TABLE exit_samples"
+        "  ADD COLUMN IF NOT EXISTS n_pending INT UNSIGNED NOT NULL DEFAULT 0,"
+        "  ADD COLUMN IF NOT EXISTS n_in_flight INT UNSIGNED NOT NULL DEFAULT 0,"
+        "  ADD COLUMN IF NOT EXISTS n_retry_wait INT UNSIGNED NOT NULL DEFAULT 0,"
+        "  ADD COLUMN IF NOT EXISTS n_unknown INT UNSIGNED NOT NULL DEFAULT 0,"
+        "  ADD COLUMN IF NOT EXISTS n_manual INT UNSIGNED NOT NULL DEFAULT 0"},
+    {9, "CREATE TABLE IF NOT EXISTS admission_refusals ("
+        "  at BIGINT NOT NULL PRIMARY KEY,"
+        "  refused INT UNSIGNED NOT NULL"
+        ") ENGINE=InnoDB"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  8
+#define SCHEMA_VERSION  9
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

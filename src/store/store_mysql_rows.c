@@ -138,6 +138,23 @@ static int read_sample(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         x->oldest_open_accepted_at = row[7] ? store_mysql_col_i64(row, 7, &ok) : TG_WALL_NEVER;
         store_mysql_col_copy(row, lens, 8, x->figures, sizeof(x->figures));
         x->share = store_mysql_col_uns(row, 9, &ok);
+        x->backlog[OP_PENDING] = store_mysql_col_uns(row, 10, &ok);
+        x->backlog[OP_IN_FLIGHT] = store_mysql_col_uns(row, 11, &ok);
+        x->backlog[OP_RETRY_WAIT] = store_mysql_col_uns(row, 12, &ok);
+        x->backlog[OP_UNKNOWN] = store_mysql_col_uns(row, 13, &ok);
+        x->backlog[OP_MANUAL] = store_mysql_col_uns(row, 14, &ok);
+        return ok ? 0 : TG_ESTORE;
+}
+
+static int read_refusal(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
+{
+        bool ok = mysql_num_fields(res) == 2;
+        struct refusal_second *x = ret_row;
+
+        if (!ok)
+                return TG_ESTORE;
+        x->at = store_mysql_col_i64(row, 0, &ok);
+        x->refused = store_mysql_col_uns(row, 1, &ok);
         return ok ? 0 : TG_ESTORE;
 }
 
@@ -478,6 +495,14 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
                     p->reason == MANUAL_NONE ? "" : store_reason_text(p->reason), (int64_t)p->who,
                     (int64_t)p->who, p->assignee, (int64_t)p->who, n);
                 break;
+        case STORE_PAGE_REFUSALS:
+                r = store_mysql_query(s, &res,
+                                      "SELECT at, refused FROM admission_refusals WHERE at > %I "
+                                      "ORDER BY at LIMIT %I",
+                                      p->cur_at, n);
+                read = read_refusal;
+                size = sizeof(struct refusal_second);
+                break;
         case STORE_PAGE_SAMPLES:
         default:
                 r = store_mysql_query(s, &res,
@@ -498,6 +523,12 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
 
 /* One index probe per open state, for the oldest open operation. */
 #define OLDEST_OF(state) "SELECT MIN(accepted_at) AS m FROM operations WHERE state = '" state "'"
+/* One index range per state, for the backlog of a sample. */
+#define BACKLOG_OF(state) "(SELECT COUNT(*) FROM operations WHERE state = '" state "')"
+#define BACKLOG_COUNTS                                                                             \
+        BACKLOG_OF("pending")                                                                      \
+        ", " BACKLOG_OF("in_flight") ", " BACKLOG_OF("retry_wait") ", " BACKLOG_OF(                \
+            "unknown") ", " BACKLOG_OF("manual")
 /* the open states (manual is not open for the exit) */
 #define OPEN_OLDEST                                                                                \
         OLDEST_OF("pending")                                                                       \
@@ -589,12 +620,34 @@ int store_mysql_sample_put(struct store *store, const struct exit_sample *x, tg_
             store_mysql_exec(s,
                              "REPLACE INTO exit_samples (" SAMPLE_COLS ") "
                              "SELECT %I, %I, %U, %U, %U, %U, %I, (SELECT MIN(m) FROM (" OPEN_OLDEST
-                             ") AS o), %L, %U",
+                             ") AS o), %L, %U, " BACKLOG_COUNTS,
                              x->at, x->epoch, x->in_flight, x->starts, x->call_ends, x->op_closes,
                              (int64_t)(x->held ? 1 : 0), x->figures, x->share);
 
+        /* the figures of this share's samples of a minute ago: a range of the
+         * primary key, so the cost does not grow with the table */
+        if (r == 0)
+                r = store_mysql_exec(s,
+                                     "UPDATE exit_samples SET figures = '' WHERE at >= %I AND "
+                                     "at < %I AND share = %U AND figures <> ''",
+                                     x->at - 2 * STORE_FIGURES_KEEP_MS,
+                                     x->at - STORE_FIGURES_KEEP_MS, x->share);
         if (r == 0)
                 r = store_mysql_exec(s, "DELETE FROM exit_samples WHERE at < %I", keep_after);
+        return r;
+}
+
+int store_mysql_refusals_add(struct store *store, tg_wall_ms second, unsigned n,
+                             tg_wall_ms keep_after)
+{
+        struct mysql_store *s = M(store);
+        int r = store_mysql_exec(s,
+                                 "INSERT INTO admission_refusals (at, refused) VALUES (%I, %U) "
+                                 "ON DUPLICATE KEY UPDATE refused = refused + VALUES(refused)",
+                                 second, n);
+
+        if (r == 0)
+                r = store_mysql_exec(s, "DELETE FROM admission_refusals WHERE at < %I", keep_after);
         return r;
 }
 

@@ -24,6 +24,7 @@ union row_fn {
         store_op_fn op;
         store_audit_fn audit;
         store_sample_fn sample;
+        store_refusal_fn refusal;
 };
 
 /* What one walk needs besides its query: the size of a row, how to hand a
@@ -97,6 +98,11 @@ static int deliver_sample(const void *row, const union row_fn *fn, void *userdat
         return fn->sample(row, userdata);
 }
 
+static int deliver_refusal(const void *row, const union row_fn *fn, void *userdata)
+{
+        return fn->refusal(row, userdata);
+}
+
 static void after_call(struct store_page *page, const void *row)
 {
         page->cur_id = ((const struct call_record *)row)->id;
@@ -121,6 +127,11 @@ static void after_sample(struct store_page *page, const void *row)
 
         page->cur_at = x->at;
         page->cur_share = x->share;
+}
+
+static void after_refusal(struct store_page *page, const void *row)
+{
+        page->cur_at = ((const struct refusal_second *)row)->at;
 }
 
 int store_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
@@ -223,6 +234,19 @@ int store_list_samples(struct store *store, tg_wall_ms since, unsigned limit, st
         return walk(store, &page, limit, &w);
 }
 
+int store_list_refusals(struct store *store, tg_wall_ms since, unsigned limit, store_refusal_fn fn,
+                        void *userdata)
+{
+        struct store_page page = {.kind = STORE_PAGE_REFUSALS, .cur_at = since};
+        struct walk w = {
+            sizeof(struct refusal_second), deliver_refusal, after_refusal, {0}, userdata};
+
+        if (!store || !fn)
+                return TG_EINVAL;
+        w.fn.refusal = fn;
+        return walk(store, &page, limit, &w);
+}
+
 /* ---- stats and samples -------------------------------------------------------------- */
 
 static int stats_tx(struct store *s, void *ctx)
@@ -285,4 +309,29 @@ int store_last_sample(struct store *store, struct exit_sample *ret_sample)
                 *ret_sample = *x;
         free(x);
         return r;
+}
+
+struct refusals_ctx {
+        tg_wall_ms second, keep_after;
+        unsigned n;
+};
+
+static int refusals_add_tx(struct store *s, void *ctx)
+{
+        struct refusals_ctx *c = ctx;
+
+        return s->ops->refusals_add(s, c->second, c->n, c->keep_after);
+}
+
+int store_refusals_add(struct store *store, tg_wall_ms second, unsigned n, tg_wall_ms keep_after)
+{
+        struct refusals_ctx c = {.second = second, .keep_after = keep_after, .n = n};
+
+        if (!store || second < 0 || second % 1000 != 0)
+                return TG_EINVAL;
+        if (n == 0)
+                return 0;
+        /* Not idempotent (it adds): a COMMIT whose outcome is unknown is not
+         * run again, so a count may be short by one batch, never doubled. */
+        return store->ops->tx(store, STORE_TX_WRITE, 0, refusals_add_tx, &c);
 }

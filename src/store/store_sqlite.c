@@ -281,6 +281,17 @@ static const char *const migrations[] = {
     "  WHEN NOT EXISTS (SELECT 1 FROM prune_permit p, operations o WHERE o.id = old.op_id"
     "    AND o.state IN ('succeeded','rejected') AND o.updated_at < p.before_at)"
     "  BEGIN SELECT RAISE(ABORT, 'calls are deleted only with their operation'); END;",
+    /* 10: the console's timeline: the backlog by state in every sample, and
+     * the API's admission refusals per second (both pruned like samples) */
+    "ALTER TABLE exit_samples ADD COLUMN n_pending INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE exit_samples ADD COLUMN n_in_flight INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE exit_samples ADD COLUMN n_retry_wait INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE exit_samples ADD COLUMN n_unknown INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE exit_samples ADD COLUMN n_manual INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE admission_refusals ("
+    "  at INTEGER PRIMARY KEY,"
+    "  refused INTEGER NOT NULL"
+    ");",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -299,7 +310,8 @@ static const char *const migrations[] = {
 
 #define AUDIT_COLS "id, op_id, at, action, operator_name, reason, detail"
 #define SAMPLE_COLS                                                                                \
-        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share"
+        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share, "  \
+        "n_pending, n_in_flight, n_retry_wait, n_unknown, n_manual"
 
 /* One state's rows, counted from the index ops_state_accepted. */
 #define COUNT_OF(state) "SELECT '" state "', count(*) FROM operations WHERE state = '" state "'"
@@ -313,6 +325,12 @@ static const char *const migrations[] = {
 /* clang-format on */
 /* One index probe per open state, for the oldest open operation. */
 #define OLDEST_OF(state) "SELECT min(accepted_at) AS m FROM operations WHERE state = '" state "'"
+/* One index range per state, for the backlog of a sample. */
+#define BACKLOG_OF(state) "(SELECT count(*) FROM operations WHERE state = '" state "')"
+#define BACKLOG_COUNTS                                                                             \
+        BACKLOG_OF("pending")                                                                      \
+        ", " BACKLOG_OF("in_flight") ", " BACKLOG_OF("retry_wait") ", " BACKLOG_OF(                \
+            "unknown") ", " BACKLOG_OF("manual")
 /* the open states (manual is not open for the exit) */
 #define OPEN_OLDEST                                                                                \
         OLDEST_OF("pending")                                                                       \
@@ -379,10 +397,19 @@ static const char *const fixed_sql[ST_COUNT] = {
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     /* The oldest open operation is read here, in the same statement: one
      * index probe per open state (manual is not open for the exit). */
-    [ST_SAMPLE_PUT] =
-        "INSERT OR REPLACE INTO exit_samples (" SAMPLE_COLS ") "
-        "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM (" OPEN_OLDEST ")), ?8, ?9",
+    [ST_SAMPLE_PUT] = "INSERT OR REPLACE INTO exit_samples (" SAMPLE_COLS ") "
+                      "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM (" OPEN_OLDEST
+                      ")), ?8, ?9, " BACKLOG_COUNTS,
     [ST_SAMPLE_PRUNE] = "DELETE FROM exit_samples WHERE at < ?1",
+    /* the figures of this share's samples of a minute ago: a range of the
+     * primary key, so the cost does not grow with the table */
+    [ST_SAMPLE_BLANK] = "UPDATE exit_samples SET figures = '' WHERE at >= ?1 AND at < ?2 "
+                        "AND share = ?3 AND figures <> ''",
+    [ST_PAGE_REFUSALS] = "SELECT at, refused FROM admission_refusals WHERE at > ?1 "
+                         "ORDER BY at LIMIT ?2",
+    [ST_REFUSALS_ADD] = "INSERT INTO admission_refusals (at, refused) VALUES (?1, ?2) "
+                        "ON CONFLICT(at) DO UPDATE SET refused = refused + excluded.refused",
+    [ST_REFUSALS_PRUNE] = "DELETE FROM admission_refusals WHERE at < ?1",
     [ST_SAMPLE_LAST] = "SELECT " SAMPLE_COLS " FROM exit_samples "
                        "ORDER BY at DESC, share DESC LIMIT 1",
     [ST_SHARE_OF_EPOCH] = "SELECT share FROM exit_shares WHERE epoch = ?1 ORDER BY share LIMIT 1",

@@ -138,6 +138,20 @@ static int read_sample(sqlite3_stmt *st, void *ret_row)
             sqlite3_column_type(st, 7) == SQLITE_NULL ? TG_WALL_NEVER : sqlite3_column_int64(st, 7);
         store_sqlite_col_copy(st, 8, x->figures, sizeof(x->figures));
         x->share = col_count(st, 9);
+        x->backlog[OP_PENDING] = col_count(st, 10);
+        x->backlog[OP_IN_FLIGHT] = col_count(st, 11);
+        x->backlog[OP_RETRY_WAIT] = col_count(st, 12);
+        x->backlog[OP_UNKNOWN] = col_count(st, 13);
+        x->backlog[OP_MANUAL] = col_count(st, 14);
+        return 0;
+}
+
+static int read_refusal(sqlite3_stmt *st, void *ret_row)
+{
+        struct refusal_second *x = ret_row;
+
+        x->at = sqlite3_column_int64(st, 0);
+        x->refused = col_count(st, 1);
         return 0;
 }
 
@@ -556,6 +570,13 @@ int store_sqlite_page(struct store *store, const struct store_page *p, unsigned 
                                store_sqlite_bind_i64(st, 6, p->who) ||
                                store_sqlite_bind_text(st, 7, p->assignee, sizeof(p->assignee) - 1));
                 break;
+        case STORE_PAGE_REFUSALS:
+                r = store_sqlite_stmt_get(s, ST_PAGE_REFUSALS, &st);
+                bad = r == 0 && (store_sqlite_bind_i64(st, 1, p->cur_at) ||
+                                 store_sqlite_bind_i64(st, 2, want));
+                read = read_refusal;
+                size = sizeof(struct refusal_second);
+                break;
         case STORE_PAGE_SAMPLES:
         default:
                 r = store_sqlite_stmt_get(s, ST_PAGE_SAMPLES, &st);
@@ -626,6 +647,21 @@ int store_sqlite_stats(struct store *store, struct store_stats *ret_stats)
         return r;
 }
 
+/* DELETE ... WHERE at < ?1 */
+static int prune(struct sqlite_store *s, enum stmt_id which, tg_wall_ms keep_after)
+{
+        sqlite3_stmt *st = NULL;
+        int r = store_sqlite_stmt_get(s, which, &st);
+
+        if (r < 0)
+                return r;
+        if (store_sqlite_bind_i64(st, 1, keep_after)) {
+                store_sqlite_stmt_done(st);
+                return TG_ESTORE;
+        }
+        return store_sqlite_stmt_run(st);
+}
+
 int store_sqlite_sample_put(struct store *store, const struct exit_sample *x, tg_wall_ms keep_after)
 {
         struct sqlite_store *s = S(store);
@@ -647,14 +683,38 @@ int store_sqlite_sample_put(struct store *store, const struct exit_sample *x, tg
         r = store_sqlite_stmt_run(st);
         if (r < 0)
                 return r;
-        r = store_sqlite_stmt_get(s, ST_SAMPLE_PRUNE, &st);
+        r = store_sqlite_stmt_get(s, ST_SAMPLE_BLANK, &st);
         if (r < 0)
                 return r;
-        if (store_sqlite_bind_i64(st, 1, keep_after)) {
+        if (store_sqlite_bind_i64(st, 1, x->at - 2 * STORE_FIGURES_KEEP_MS) ||
+            store_sqlite_bind_i64(st, 2, x->at - STORE_FIGURES_KEEP_MS) ||
+            store_sqlite_bind_i64(st, 3, x->share)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
-        return store_sqlite_stmt_run(st);
+        r = store_sqlite_stmt_run(st);
+        if (r < 0)
+                return r;
+        return prune(s, ST_SAMPLE_PRUNE, keep_after);
+}
+
+int store_sqlite_refusals_add(struct store *store, tg_wall_ms second, unsigned n,
+                              tg_wall_ms keep_after)
+{
+        struct sqlite_store *s = S(store);
+        sqlite3_stmt *st = NULL;
+        int r = store_sqlite_stmt_get(s, ST_REFUSALS_ADD, &st);
+
+        if (r < 0)
+                return r;
+        if (store_sqlite_bind_i64(st, 1, second) || store_sqlite_bind_i64(st, 2, n)) {
+                store_sqlite_stmt_done(st);
+                return TG_ESTORE;
+        }
+        r = store_sqlite_stmt_run(st);
+        if (r < 0)
+                return r;
+        return prune(s, ST_REFUSALS_PRUNE, keep_after);
 }
 
 int store_sqlite_sample_last(struct store *store, struct exit_sample *ret_sample)

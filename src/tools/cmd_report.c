@@ -9,14 +9,26 @@
  * approximated is said on the page and in docs/verify.md). The time axis
  * is wall time from the first record, in bins of at least one second and at
  * most MAX_BINS bins, so the page stays small whatever the run's length.
+ *
+ * With --config F --from T [--to T] and no arrival record, it draws instead
+ * the console's own timeline of that window from the store alone (the
+ * exit's per-second samples and the API's refusals, daemon/ui_timeline.h):
+ * one page holding its data and the console's scripts, uPlot included,
+ * that opens with no daemon and no network — for a postmortem.
  */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/strnum.h"
 #include "core/tg_error.h"
+#include "daemon/config.h"
+#include "daemon/ui_assets.h"
+#include "daemon/ui_timeline.h"
+#include "platform/clock.h"
 #include "platform/options.h"
 #include "tools/runlog.h"
 #include "tools/tools.h"
@@ -57,7 +69,10 @@ static const char report_about[] =
     "Writes one self-contained HTML page of the run: starts/s and closes/s on one timeline, in "
     "flight, oldest open age, backlog by state, the provider's phases (from --timeline, the "
     "stub's spec, or the arrivals' phase fields) and the verify findings. Inputs and limits as "
-    "for 'tollgate verify' (docs/verify.md).";
+    "for 'tollgate verify' (docs/verify.md). With --config F --from T [--to T] instead of an "
+    "arrival record: the console's timeline of that window, from the store alone (samples, "
+    "holds, owner changes, admission refusals), as a page that opens with no daemon and no "
+    "network.";
 static const char report_epilogue[] =
     "Exit status: 0 written (whatever the findings), 2 usage or input error.\n";
 
@@ -560,6 +575,269 @@ static void write_html(FILE *f, const struct verify_args *a, const struct runlog
         fprintf(f, "</body></html>\n");
 }
 
+/* ---- the store's timeline (--config --from --to) ------------------------------------ */
+
+#define STORE_POINTS 3600 /* bins at most: a day is drawn in 24 s steps */
+
+/* "-90m", "-2h", "-1d", "-30s", "now"; or YYYY-MM-DDTHH:MM[:SS] (a space for
+ * the T too) with Z, +HH:MM or -HH:MM, else local time. 0 or TG_EINVAL. */
+static int report_parse_time(const char *text, tg_wall_ms now, tg_wall_ms *ret)
+{
+        int y, mo, d, h, mi, sec = 0, n = 0, zh = 0, zm = 0;
+        char sep, zone[8] = "";
+        struct tm tm;
+        time_t t;
+
+        if (strcmp(text, "now") == 0) {
+                *ret = now;
+                return 0;
+        }
+        if (text[0] == '-') {
+                size_t len = strlen(text);
+                char num[24];
+                int64_t v, unit;
+
+                if (len < 3 || len - 2 >= sizeof(num))
+                        return TG_EINVAL;
+                memcpy(num, text + 1, len - 2);
+                num[len - 2] = '\0';
+                switch (text[len - 1]) {
+                case 's':
+                        unit = 1000;
+                        break;
+                case 'm':
+                        unit = 60 * 1000;
+                        break;
+                case 'h':
+                        unit = 3600 * 1000;
+                        break;
+                case 'd':
+                        unit = 86400 * 1000;
+                        break;
+                default:
+                        return TG_EINVAL;
+                }
+                if (strnum_i64(num, 1, 366LL * 86400, &v) < 0)
+                        return TG_EINVAL;
+                *ret = now - v * unit;
+                return 0;
+        }
+        if (sscanf(text, "%4d-%2d-%2d%c%2d:%2d%n", &y, &mo, &d, &sep, &h, &mi, &n) != 6 ||
+            (sep != 'T' && sep != ' '))
+                return TG_EINVAL;
+        if (text[n] == ':') {
+                int m = 0;
+                if (sscanf(text + n, ":%2d%n", &sec, &m) != 1)
+                        return TG_EINVAL;
+                n += m;
+        }
+        snprintf(zone, sizeof(zone), "%s", text + n);
+        if (strlen(text + n) >= sizeof(zone) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
+            mi > 59 || sec > 60 || h < 0 || mi < 0 || sec < 0)
+                return TG_EINVAL;
+        memset(&tm, 0, sizeof(tm));
+        tm.tm_year = y - 1900;
+        tm.tm_mon = mo - 1;
+        tm.tm_mday = d;
+        tm.tm_hour = h;
+        tm.tm_min = mi;
+        tm.tm_sec = sec;
+        if (zone[0] == '\0') {
+                tm.tm_isdst = -1;
+                t = mktime(&tm);
+        } else if (strcmp(zone, "Z") == 0) {
+                t = timegm(&tm);
+        } else if ((zone[0] == '+' || zone[0] == '-') && strlen(zone) == 6 && zone[3] == ':' &&
+                   sscanf(zone + 1, "%2d:%2d", &zh, &zm) == 2 && zh <= 14 && zm <= 59) {
+                t = timegm(&tm) - (zone[0] == '+' ? 1 : -1) * (zh * 3600 + zm * 60);
+        } else {
+                return TG_EINVAL;
+        }
+        if (t == (time_t)-1)
+                return TG_EINVAL;
+        *ret = (tg_wall_ms)t * 1000;
+        return 0;
+}
+
+/* Writes text with "</" broken, so that nothing ends the <script> early. */
+static void script_text(FILE *f, const char *t, size_t len)
+{
+        for (size_t i = 0; i < len; i++) {
+                if (t[i] == '<' && i + 1 < len && t[i + 1] == '/')
+                        fputs("<\\", f);
+                else
+                        fputc(t[i], f);
+        }
+}
+
+static int inline_asset(FILE *f, const char *name, bool script)
+{
+        const struct ui_asset *a = ui_asset_find(name);
+
+        if (!a)
+                return TG_ENOTFOUND;
+        fputs(script ? "<script>\n" : "<style>\n", f);
+        script_text(f, (const char *)a->data, a->len);
+        fputs(script ? "\n</script>\n" : "\n</style>\n", f);
+        return 0;
+}
+
+struct store_totals {
+        double starts, closes;
+        unsigned max_in_flight, refused, held_bins, owner_changes;
+        double max_age;
+};
+
+static void totals_of(const struct ui_series *s, struct store_totals *t)
+{
+        int64_t epoch = 0;
+
+        memset(t, 0, sizeof(*t));
+        for (size_t i = 0; i < s->n; i++) {
+                const struct ui_point *p = &s->points[i];
+                t->starts += p->starts * p->seconds;
+                t->closes += p->closes * p->seconds;
+                t->refused += p->refused;
+                if (p->in_flight > t->max_in_flight)
+                        t->max_in_flight = p->in_flight;
+                if (p->oldest_age_s > t->max_age)
+                        t->max_age = p->oldest_age_s;
+                if (p->held)
+                        t->held_bins++;
+                if (p->seconds > 0 && p->epoch > 0) {
+                        if (epoch > 0 && p->epoch != epoch)
+                                t->owner_changes++;
+                        epoch = p->epoch;
+                }
+        }
+}
+
+static int write_store_page(FILE *f, const struct verify_args *a, const struct tg_config *cfg,
+                            struct store *store, const struct ui_series *s, tg_wall_ms from,
+                            tg_wall_ms to)
+{
+        static const char *const scripts[] = {"uPlot.iife.min.js", "i18n.js", "timeline.js",
+                                              "report.js"};
+        const char *title = a->title ? a->title : "tollgate timeline";
+        struct store_totals t;
+        json_t *data;
+        char *text;
+        int r = 0;
+
+        data = json_pack("{s:I, s:I, s:o}", "from", (json_int_t)from, "to", (json_int_t)to,
+                         "series", ui_series_json(s, INT64_MIN, cfg));
+        text = data ? json_dumps(data, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+        json_decref(data);
+        if (!text)
+                return TG_ENOMEM;
+        totals_of(s, &t);
+        fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+                   "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+                   "<title>");
+        html_text(f, title);
+        fprintf(f, "</title>\n");
+        r = inline_asset(f, "uPlot.min.css", false);
+        if (r == 0)
+                r = inline_asset(f, "console.css", false);
+        fprintf(f, "</head><body class=\"report\"><main>\n<h1>");
+        html_text(f, title);
+        fprintf(f, "</h1>\n<p><span id=\"window\"></span> &middot; <span "
+                   "class=\"lang-switch\" id=\"lang-switch\"></span></p>\n");
+        fprintf(f,
+                "<p class=\"muted\">From the store alone (%s): the exit's per-second samples "
+                "of every share and the API's admission refusals, in bins of %u s (samples are "
+                "kept stats.keep_hours = %u h). %zu bins with data; %.0f starts, %.0f "
+                "operations closed, at most %u calls in flight, oldest pending at most %.1f "
+                "s; %u bins under a provider hold, %u owner changes, %u refunds refused by "
+                "admission.</p>\n",
+                store_backend(store), s->step_s, cfg->stats_keep_hours, s->n, t.starts, t.closes,
+                t.max_in_flight, t.max_age, t.held_bins, t.owner_changes, t.refused);
+        fprintf(f, "<div id=\"charts\" class=\"charts\"></div>\n");
+        fprintf(f, "<script type=\"application/json\" id=\"tg-data\">");
+        script_text(f, text, strlen(text));
+        fprintf(f, "</script>\n");
+        for (size_t i = 0; r == 0 && i < sizeof(scripts) / sizeof(scripts[0]); i++)
+                r = inline_asset(f, scripts[i], true);
+        fprintf(f, "</main></body></html>\n");
+        free(text);
+        return r;
+}
+
+static int report_from_store(const struct verify_args *a)
+{
+        struct tg_config *cfg = malloc(sizeof(*cfg));
+        struct store *store = NULL;
+        struct ui_series s = {0};
+        tg_wall_ms now = clock_wall_now(), from = 0, to = now;
+        char err[512];
+        FILE *f = NULL;
+        int r;
+
+        if (!cfg)
+                return 1;
+        if (ui_asset_count == 0) {
+                fprintf(stderr, "tollgate report: --from/--to draw the console's timeline, and "
+                                "this tollgate was built without its console (-DTG_CONSOLE=OFF)\n");
+                r = 2;
+                goto out;
+        }
+        if ((a->from ? report_parse_time(a->from, now, &from) : TG_EINVAL) < 0 ||
+            (a->to && report_parse_time(a->to, now, &to) < 0)) {
+                fprintf(stderr,
+                        "tollgate report: --%s: not a time (2026-05-01T14:00[:SS][Z|+08:00] "
+                        "or -90m, -2h, -1d)\n",
+                        !a->from || report_parse_time(a->from, now, &from) < 0 ? "from" : "to");
+                r = 2;
+                goto out;
+        }
+        if (from >= to) {
+                fprintf(stderr, "tollgate report: --from must come before --to\n");
+                r = 2;
+                goto out;
+        }
+        if (config_load(a->config, cfg, err, sizeof(err)) < 0) {
+                fprintf(stderr, "tollgate report: %s: %s\n", a->config, err);
+                r = 2;
+                goto out;
+        }
+        r = store_open(cfg->store_url, &store);
+        if (r == 0)
+                r = ui_timeline_read(store, from, to, STORE_POINTS, &s);
+        if (r < 0) {
+                fprintf(stderr, "tollgate report: cannot read the store: %s\n", tg_strerror(r));
+                r = 2;
+                goto out;
+        }
+        if (s.n == 0) {
+                fprintf(stderr,
+                        "tollgate report: no samples between --from and --to: no dispatcher "
+                        "wrote then, or they are older than stats.keep_hours (%u h)\n",
+                        cfg->stats_keep_hours);
+                r = 2;
+                goto out;
+        }
+        f = fopen(a->out, "w");
+        if (!f) {
+                perror(a->out);
+                r = 2;
+                goto out;
+        }
+        r = write_store_page(f, a, cfg, store, &s, from, to);
+        if (fclose(f) != 0 || r < 0) {
+                fprintf(stderr, "tollgate report: cannot write %s\n", a->out);
+                r = 2;
+                goto out;
+        }
+        printf("tollgate report: wrote %s (%zu points of %u s from the store)\n", a->out, s.n,
+               s.step_s);
+        r = 0;
+out:
+        ui_series_free(&s);
+        store_close(store);
+        free(cfg);
+        return r;
+}
+
 int cmd_report(int argc, char **argv)
 {
         struct verify_args a;
@@ -569,6 +847,8 @@ int cmd_report(int argc, char **argv)
         int r = verify_parse_args("report", argc, argv, report_about, report_epilogue, true, &a);
         if (r)
                 return options_exit_status(r);
+        if (a.from || a.to)
+                return report_from_store(&a);
         r = verify_load("report", &a, &log);
         if (r)
                 return options_exit_status(r);

@@ -32,7 +32,7 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
         const char *kinds = NULL;
         uint64_t in_flight = 0, attempts = 0, executions = 0, records = 0;
         bool executions_set = false, records_set = false;
-        /* verify's options, then report's own (the last four) */
+        /* verify's options, then report's own (the last six) */
         const struct opt opts[] = {
             {.name = "calls",
              .arg = "FILE",
@@ -48,9 +48,12 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
             {.name = "arrivals",
              .arg = "FILE",
              .string = &a->arrivals,
-             .required = true,
-             .help = "the provider's arrival log, JSON lines (tollgate-stub --record FILE or "
-                     "GET /_stub/arrivals; docs/verify.md)"},
+             .required = !report,
+             .help = report ? "the provider's arrival log, JSON lines (tollgate-stub --record "
+                              "FILE or GET /_stub/arrivals; docs/verify.md); required unless "
+                              "--from/--to draw a window of the store"
+                            : "the provider's arrival log, JSON lines (tollgate-stub --record "
+                              "FILE or GET /_stub/arrivals; docs/verify.md)"},
             {.name = "ledger",
              .arg = "FILE",
              .string = &a->ledger,
@@ -113,8 +116,18 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
              .dmax = 1e6,
              .help = "the stub's --time-scale for --timeline (1)"},
             {.name = "title", .arg = "T", .string = &a->title, .help = "the page's title"},
+            {.name = "from",
+             .arg = "TIME",
+             .string = &a->from,
+             .help = "with --config and no --arrivals: draw the console's timeline of the "
+                     "store's samples from TIME (2026-05-01T14:00[:SS][Z|+08:00], local time "
+                     "without a zone; or -90m, -2h, -1d from now)"},
+            {.name = "to",
+             .arg = "TIME",
+             .string = &a->to,
+             .help = "the window's end, as --from (default: now)"},
         };
-        const size_t n_report = 4;
+        const size_t n_report = 6;
         char prog[32];
         const struct options_spec spec = {
             .prog = prog,
@@ -151,6 +164,24 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
                         return TG_EINVAL;
                 }
                 a->lim.expect_kinds = mask;
+        }
+        if (report && (a->from || a->to)) {
+                if (!a->config || a->calls || a->arrivals || a->ledger || a->timeline) {
+                        fprintf(stderr,
+                                "tollgate %s: --from/--to draw a window of the store: they take "
+                                "--config FILE, and no --calls, --arrivals, --ledger or "
+                                "--timeline\n",
+                                cmd);
+                        return TG_EINVAL;
+                }
+                return 0;
+        }
+        if (report && !a->arrivals) {
+                fprintf(stderr,
+                        "tollgate %s: --arrivals FILE is required (or --config FILE --from TIME "
+                        "to draw the store's timeline)\n",
+                        cmd);
+                return TG_EINVAL;
         }
         if (!a->calls && !a->config) {
                 fprintf(stderr, "tollgate %s: --calls FILE or --config FILE is required\n", cmd);

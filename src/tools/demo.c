@@ -47,6 +47,7 @@ static void on_interrupt(int sig)
 struct demo_opts {
         bool quick;
         bool plain;   /* no terminal redraw: one line every few seconds */
+        bool stay;    /* after the summary, keep tollgate and the stub up for the console */
         double rate;  /* refunds fed per second */
         double scale; /* stub time scale */
         double feed_s;
@@ -60,8 +61,10 @@ static const char demo_about[] =
     "past the 3 s call timeout, then executing and dropping the answer, then refusing refunds "
     "outright (422), then recovered. Refunds "
     "arrive at 4/s (the exit allows 5 calls/s); the view shows the backlog, starts/s, closes/s, "
-    "in-flight, the oldest pending age and the provider's phase, then a summary. About two "
-    "minutes; --quick compresses the incident to about 45 s. Leaves nothing running.";
+    "in-flight, the oldest pending age and the provider's phase, then a summary. The console "
+    "(the live timeline, operations, the manual-review desk) is at the URL it prints; sign in "
+    "with the demo's token. About two minutes; --quick compresses the incident to about 45 s. "
+    "Leaves nothing running (--stay keeps it up after the summary).";
 static const char demo_epilogue[] =
     "Also: tollgate demo resilience [--help]   seed 002's four scenarios\n";
 
@@ -381,6 +384,10 @@ static int parse_opts(int argc, char **argv, struct demo_opts *o)
              .flag = &o->plain,
              .help = "no live redraw (a line every 2 s), for logs and CI; the default when "
                      "stdout is not a terminal"},
+            {.name = "stay",
+             .flag = &o->stay,
+             .help = "after the summary, keep tollgate and the stub running (the console stays "
+                     "up) until Ctrl-C"},
         };
         const struct options_spec spec = {.prog = "tollgate demo",
                                           .description = demo_about,
@@ -491,8 +498,9 @@ int cmd_demo(int argc, char **argv)
                 return 1;
         }
         printf("tollgate demo: provider stand-in on 127.0.0.1:%d (timeline \"%s\" x %g), "
-               "tollgate API on 127.0.0.1:%d\n",
-               d.stub.port, timeline, o.scale, d.tg.port);
+               "tollgate API on 127.0.0.1:%d\n"
+               "tollgate demo: console http://127.0.0.1:%d/ui (sign in with the token %s)\n",
+               d.stub.port, timeline, o.scale, d.tg.port, d.tg.port, TOKEN);
 
         struct view v;
         memset(&v, 0, sizeof(v));
@@ -576,6 +584,17 @@ int cmd_demo(int argc, char **argv)
         if (!interrupted &&
             write_report(&o, d.config, d.stub.port, d.tg.dir, report, sizeof(report)) == 0)
                 printf("  report                      %s\n", report);
+        printf("  console                     http://127.0.0.1:%d/ui (token %s)%s\n", d.tg.port,
+               TOKEN, o.stay ? "" : "; up while the demo runs, --stay keeps it after");
+        fflush(stdout);
+        if (o.stay && !interrupted) {
+                printf("tollgate demo: tollgate and the stub stay up for the console; Ctrl-C "
+                       "stops them\n");
+                fflush(stdout);
+                while (!interrupted)
+                        tool_sleep(0.2);
+                interrupted = 0; /* the run itself finished: its status stands */
+        }
         stop_all(&d);
         if (interrupted)
                 return 130;

@@ -19,8 +19,10 @@ struct verify_args {
         struct verify_limits lim;
         bool rate_set, in_flight_set, attempts_set;
         bool json;
-        bool allow_report; /* report's flags accepted: --out --timeline --time-scale --title */
+        bool allow_report; /* report's flags accepted: --out --timeline --time-scale --title
+                            * --from --to */
         const char *out, *timeline, *title;
+        const char *from, *to; /* report: a window of the store's samples (no arrivals) */
         double time_scale;
 };
 

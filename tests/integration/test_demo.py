@@ -17,10 +17,27 @@ import tgtest  # noqa: E402
 class DemoTest(unittest.TestCase):
     def test_quick_demo_summary(self):
         cwd = tempfile.mkdtemp(prefix="tgdemo-test-")
-        p = subprocess.run([tgtest.binary("tollgate"), "demo", "--quick", "--plain"],
-                           capture_output=True, text=True, timeout=240, cwd=cwd)
-        out = p.stdout
-        self.assertEqual(p.returncode, 0, out + p.stderr)
+        p = subprocess.Popen([tgtest.binary("tollgate"), "demo", "--quick", "--plain"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
+        # the console's URL comes first, and answers while the demo runs
+        head = ""
+        while "console http" not in head:
+            line = p.stdout.readline()
+            if not line:
+                break
+            head += line
+        m = re.search(r"console (http://127\.0\.0\.1:\d+/ui) ", head)
+        self.assertIsNotNone(m, head)
+        status, _, body = tgtest.http_request("GET", m.group(1))
+        console_built = not (status == 404 and b"console_not_built" in body)
+        if console_built:
+            self.assertEqual(status, 200)
+            self.assertIn(b"signin-form", body)
+        rest, err = p.communicate(timeout=240)
+        out = head + rest
+        self.assertEqual(p.returncode, 0, out + err)
+        # the summary names the console too
+        self.assertIn("console                     " + m.group(1), out)
 
         def figure(label):
             m = re.search(r"^\s*%s\s+([0-9.]+)" % re.escape(label), out, re.M)

@@ -501,6 +501,48 @@ static void test_token_file(void **state)
         }
 }
 
+/* [ui] and [stats] keep_hours: the users file is read at load, and a bad
+ * line is named with the key and the line. */
+static void test_ui_keys(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512];
+
+        write_file(tok_path, "# people\nolga operator sha256:"
+                             "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b\n");
+        expect_ok("ui", "users_file", tok_path, &c);
+        assert_int_equal(c.ui_user_count, 1);
+        assert_string_equal(c.ui_users[0].name, "olga");
+        assert_int_equal(c.ui_users[0].role, UI_ROLE_OPERATOR);
+        assert_int_equal(c.ui_users[0].token_sha256[0], 0x2b);
+
+        write_file(tok_path, "\nolga root sha256:"
+                             "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b\n");
+        assert_int_equal(load_one("ui", "users_file", tok_path, &c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "ui.users_file: "));
+        assert_non_null(strstr(err, "line 2: "));
+        assert_int_equal(load_one("ui", "users_file", "/nonexistent/users", &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_non_null(strstr(err, "ui.users_file: "));
+
+        expect_ok("ui", "enabled", "false", &c);
+        assert_false(c.ui_enabled);
+        expect_ok("ui", "secure_cookie", "yes", &c);
+        assert_true(c.ui_secure_cookie);
+        expect_ok("ui", "session_idle_s", "600", &c);
+        assert_int_equal(c.ui_session_idle_s, 600);
+        expect_bad("ui", "session_idle_s", "59");
+        expect_bad("ui", "session_max_s", "604801");
+        expect_ok("stats", "keep_hours", "168", &c);
+        assert_int_equal(c.stats_keep_hours, 168);
+        expect_bad("stats", "keep_hours", "0");
+        /* idle can never outlast the session itself */
+        assert_int_equal(load_text("[ui]\nsession_max_s = 300\n", &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_non_null(strstr(err, "ui.session_max_s: must be >= ui.session_idle_s"));
+}
+
 static void test_loopback_rule(void **state)
 {
         (void)state;
@@ -913,6 +955,7 @@ int main(void)
             cmocka_unit_test(test_long_line),
             cmocka_unit_test(test_missing_file),
             cmocka_unit_test(test_token_file),
+            cmocka_unit_test(test_ui_keys),
             cmocka_unit_test(test_loopback_rule),
             cmocka_unit_test(test_schema_documented),
             cmocka_unit_test(test_describe_ini_loads_as_defaults),

@@ -1522,6 +1522,21 @@ static int on_sample(const struct exit_sample *x, void *userdata)
         return seen->stop_after && seen->n >= seen->stop_after ? 42 : 0;
 }
 
+struct sample_all {
+        unsigned n;
+        struct exit_sample x[4];
+};
+
+static int on_sample_all(const struct exit_sample *x, void *userdata)
+{
+        struct sample_all *all = userdata;
+
+        if (all->n < 4)
+                all->x[all->n] = *x;
+        all->n++;
+        return 0;
+}
+
 static struct exit_sample *sample_at(tg_wall_ms at, unsigned starts)
 {
         static struct exit_sample x;
@@ -1577,6 +1592,13 @@ static void test_samples(void **state)
         assert_int_equal(store_sample_put(s, sample_at(T0 + 2000, 2), 0), 0);
         assert_int_equal(store_last_sample(s, got), 0);
         assert_int_equal(got->oldest_open_accepted_at, T0 + 2); /* o2, in_flight */
+        /* the backlog by state, counted by the store in the same statement */
+        assert_int_equal(got->backlog[OP_MANUAL], 1);
+        assert_int_equal(got->backlog[OP_IN_FLIGHT], 1);
+        assert_int_equal(got->backlog[OP_PENDING], 1);
+        assert_int_equal(got->backlog[OP_RETRY_WAIT], 0);
+        assert_int_equal(got->backlog[OP_UNKNOWN], 0);
+        assert_int_equal(got->backlog[OP_SUCCEEDED], 0);
 
         /* the same `at` replaces; a long figures text survives whole */
         {
@@ -1618,6 +1640,91 @@ static void test_samples(void **state)
         assert_int_equal(got->at, T0 + 7000);
         assert_int_equal(got->starts, 8);
         free(got);
+        store_close(other);
+        store_close(s);
+}
+
+/* Only the newest minute of a share's samples keeps its figures text; the
+ * counts stay. */
+static void test_samples_figures_kept_a_minute(void **state)
+{
+        struct store *s = open_store();
+        struct exit_sample *got = calloc(1, sizeof(*got));
+        struct exit_sample *x;
+
+        (void)state;
+        assert_non_null(got);
+        assert_int_equal(store_sample_put(s, sample_at(T0, 5), 0), 0);
+        x = sample_at(T0, 6);
+        x->share = 1;
+        assert_int_equal(store_sample_put(s, x, 0), 0);
+        /* share 0 a minute and a half later: its own old figures go */
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 90000, 7), 0), 0);
+        assert_int_equal(store_last_sample(s, got), 0);
+        assert_string_equal(got->figures, "{\"starts\":7}");
+        {
+                struct sample_all all = {0};
+                assert_int_equal(store_list_samples(s, 0, 10, on_sample_all, &all), 0);
+                assert_int_equal(all.n, 3);
+                assert_int_equal(all.x[0].share, 0);
+                assert_string_equal(all.x[0].figures, "");
+                assert_int_equal(all.x[0].starts, 5); /* the counts are kept */
+                assert_int_equal(all.x[1].share, 1);
+                assert_string_equal(all.x[1].figures, "{\"starts\":6}"); /* another share's */
+                assert_string_equal(all.x[2].figures, "{\"starts\":7}");
+        }
+        free(got);
+        store_close(s);
+}
+
+struct refusals_seen {
+        unsigned n;
+        tg_wall_ms at[8];
+        unsigned refused[8];
+};
+
+static int on_refusal(const struct refusal_second *r, void *userdata)
+{
+        struct refusals_seen *seen = userdata;
+
+        if (seen->n < 8) {
+                seen->at[seen->n] = r->at;
+                seen->refused[seen->n] = r->refused;
+        }
+        seen->n++;
+        return 0;
+}
+
+/* Admission refusals per second: added up, listed oldest first, pruned. */
+static void test_refusals(void **state)
+{
+        struct store *s = open_store();
+        struct store *other = open_store();
+        struct refusals_seen seen = {0};
+
+        (void)state;
+        assert_int_equal(store_refusals_add(s, T0 + 1, 1, 0), TG_EINVAL); /* not a second */
+        assert_int_equal(store_refusals_add(s, T0, 0, 0), 0);             /* nothing to add */
+        assert_int_equal(store_list_refusals(other, 0, 10, on_refusal, &seen), 0);
+        assert_int_equal(seen.n, 0);
+        assert_int_equal(store_refusals_add(s, T0, 2, 0), 0);
+        assert_int_equal(store_refusals_add(s, T0, 3, 0), 0);
+        assert_int_equal(store_refusals_add(s, T0 + 2000, 1, 0), 0);
+        assert_int_equal(store_list_refusals(other, 0, 10, on_refusal, &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_int_equal(seen.at[0], T0);
+        assert_int_equal(seen.refused[0], 5);
+        assert_int_equal(seen.at[1], T0 + 2000);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_refusals(other, T0, 10, on_refusal, &seen), 0);
+        assert_int_equal(seen.n, 1); /* at > since */
+        /* pruning in the same transaction */
+        assert_int_equal(store_refusals_add(s, T0 + 5000, 4, T0 + 1000), 0);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_refusals(other, 0, 10, on_refusal, &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_int_equal(seen.at[0], T0 + 2000);
+        assert_int_equal(seen.refused[1], 4);
         store_close(other);
         store_close(s);
 }
@@ -2595,6 +2702,8 @@ static void test_mysql_open_errors(void **state)
             cmocka_unit_test_setup_teardown(test_callbacks_may_reenter, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_samples, setup, teardown),                        \
             cmocka_unit_test_setup_teardown(test_samples_per_share, setup, teardown),              \
+            cmocka_unit_test_setup_teardown(test_samples_figures_kept_a_minute, setup, teardown),  \
+            cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),                       \
             cmocka_unit_test_setup_teardown(test_list_state, setup, teardown),                     \
             cmocka_unit_test_setup_teardown(test_shares, setup, teardown),                         \
             cmocka_unit_test_setup_teardown(test_sql_agrees_with_table, setup, teardown),          \

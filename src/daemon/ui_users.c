@@ -1,0 +1,152 @@
+/*
+ * ui_users — the users file's grammar (see the header). Pure: no I/O, no
+ * allocation. Every refusal names the line, never echoes a digest.
+ */
+#include "daemon/ui_users.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/tg_error.h"
+
+#define LINE_MAX_LEN 512
+
+const char *ui_role_name(enum ui_role role)
+{
+        return role == UI_ROLE_OPERATOR ? "operator" : "viewer";
+}
+
+static bool name_char(char c)
+{
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == '@' || c == '-';
+}
+
+static int hex_digit(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+/* The next field of line[0..len) from *pos (skipping spaces and tabs):
+ * its start and length, 0 when none is left. */
+static size_t next_field(const char *line, size_t len, size_t *pos, const char **ret_start)
+{
+        size_t p = *pos, start;
+
+        while (p < len && (line[p] == ' ' || line[p] == '\t'))
+                p++;
+        start = p;
+        while (p < len && line[p] != ' ' && line[p] != '\t')
+                p++;
+        *pos = p;
+        *ret_start = line + start;
+        return p - start;
+}
+
+static int line_error(char *err, size_t size, unsigned lineno, const char *what)
+{
+        if (err && size)
+                snprintf(err, size, "line %u: %s", lineno, what);
+        return TG_EPARSE;
+}
+
+static int parse_line(const char *line, size_t len, unsigned lineno, struct ui_user *ret_user,
+                      char *err, size_t err_size)
+{
+        struct ui_user u;
+        const char *f;
+        size_t pos = 0, n;
+
+        memset(&u, 0, sizeof(u));
+        n = next_field(line, len, &pos, &f);
+        if (n == 0 || n > UI_NAME_MAX)
+                return line_error(err, err_size, lineno, "a name of 1-64 characters comes first");
+        for (size_t i = 0; i < n; i++)
+                if (!name_char(f[i]))
+                        return line_error(err, err_size, lineno,
+                                          "a name is made of A-Z a-z 0-9 . _ @ -");
+        memcpy(u.name, f, n);
+        n = next_field(line, len, &pos, &f);
+        if (n == 8 && memcmp(f, "operator", 8) == 0)
+                u.role = UI_ROLE_OPERATOR;
+        else if (n == 6 && memcmp(f, "viewer", 6) == 0)
+                u.role = UI_ROLE_VIEWER;
+        else
+                return line_error(err, err_size, lineno,
+                                  "the role (second field) must be operator or viewer");
+        n = next_field(line, len, &pos, &f);
+        if (n != 7 + 2 * UI_DIGEST_LEN || memcmp(f, "sha256:", 7) != 0)
+                return line_error(err, err_size, lineno,
+                                  "the third field must be sha256: and 64 hex digits (the "
+                                  "token's SHA-256, never the token)");
+        for (size_t i = 0; i < UI_DIGEST_LEN; i++) {
+                int hi = hex_digit(f[7 + 2 * i]), lo = hex_digit(f[8 + 2 * i]);
+                if (hi < 0 || lo < 0)
+                        return line_error(err, err_size, lineno,
+                                          "the digest must be 64 hex digits");
+                u.token_sha256[i] = (unsigned char)(hi * 16 + lo);
+        }
+        n = next_field(line, len, &pos, &f);
+        if (n != 0)
+                return line_error(err, err_size, lineno,
+                                  "three fields only: name, role, sha256:digest");
+        *ret_user = u;
+        return 0;
+}
+
+int ui_users_parse(const char *text, size_t len, struct ui_user *users, unsigned max,
+                   unsigned *ret_count, char *err, size_t err_size)
+{
+        unsigned count = 0, lineno = 0;
+        size_t at = 0;
+
+        if (!text || !users || !ret_count)
+                return TG_EINVAL;
+        while (at < len) {
+                const char *line = text + at;
+                const char *nl = memchr(line, '\n', len - at);
+                size_t n = nl ? (size_t)(nl - line) : len - at;
+                size_t first = 0;
+                struct ui_user u;
+                int r;
+
+                at += n + (nl ? 1 : 0);
+                lineno++;
+                if (n > 0 && line[n - 1] == '\r')
+                        n--;
+                if (n > LINE_MAX_LEN)
+                        return line_error(err, err_size, lineno, "line too long");
+                for (size_t i = 0; i < n; i++) {
+                        unsigned char c = (unsigned char)line[i];
+                        if ((c < 0x20 && c != '\t') || c == 0x7f)
+                                return line_error(err, err_size, lineno, "control character");
+                }
+                while (first < n && (line[first] == ' ' || line[first] == '\t'))
+                        first++;
+                if (first == n || line[first] == '#')
+                        continue;
+                r = parse_line(line, n, lineno, &u, err, err_size);
+                if (r < 0)
+                        return r;
+                for (unsigned k = 0; k < count; k++) {
+                        if (strcmp(users[k].name, u.name) == 0)
+                                return line_error(err, err_size, lineno, "this name is used twice");
+                        if (memcmp(users[k].token_sha256, u.token_sha256, UI_DIGEST_LEN) == 0)
+                                return line_error(err, err_size, lineno,
+                                                  "this token is given to two users");
+                }
+                if (count >= max) {
+                        line_error(err, err_size, lineno, "too many users");
+                        return TG_EFULL;
+                }
+                users[count++] = u;
+        }
+        *ret_count = count;
+        return 0;
+}

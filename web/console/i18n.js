@@ -1,0 +1,457 @@
+/* tollgate console: words in English and Traditional Chinese, and the
+ * formats of amounts, times and ages. No framework: window.TG holds it all.
+ * The language is the browser's (navigator.languages) until the person picks
+ * one with the switch; the choice is kept in localStorage ("tg-lang", only a
+ * language code: nothing secret is ever stored in the browser). */
+(function () {
+  'use strict';
+  var TG = (window.TG = window.TG || {});
+
+  var dict = {
+    en: {
+      'app.title': 'tollgate console',
+      'login.token': 'Token',
+      'login.submit': 'Sign in',
+      'login.hint': 'Sign in with your console token (from ui.users_file) or the API token. The token is exchanged for a session cookie and is not kept in this browser.',
+      'login.bad': 'This token does not sign anyone in.',
+      'login.throttled': 'Too many failed sign-ins: wait a minute.',
+      'login.none': 'No one can sign in: set api.token_file or ui.users_file.',
+      'login.failed': 'Sign-in failed ({status}).',
+      'nav.timeline': 'Timeline',
+      'nav.ops': 'Operations',
+      'nav.manual': 'Manual review',
+      'nav.status': 'Exit status',
+      'nav.signout': 'Sign out',
+      'who': '{user} ({role})',
+      'role.operator': 'operator',
+      'role.viewer': 'viewer',
+      'pill.alive': 'exit running',
+      'pill.held': 'provider hold',
+      'pill.down': 'no dispatcher',
+      'tl.title': 'The exit on one timeline',
+      'tl.live': 'Live: the last hour',
+      'tl.window': 'Window',
+      'tl.from': 'From',
+      'tl.to': 'To',
+      'tl.show': 'Show',
+      'tl.last': 'Last {n}',
+      'tl.hint': 'Drag across a chart to zoom in, double-click to zoom out. Bands: provider holds (429/503 or a run of timeouts), owner changes, admission refusals.',
+      'tl.rate': 'Starts/s and closes/s',
+      'tl.flight': 'In flight, against its cap',
+      'tl.oldest': 'Oldest pending operation (age, s)',
+      'tl.backlog': 'Backlog by state',
+      's.starts': 'starts/s',
+      's.closes': 'closes/s',
+      's.rate': 'configured rate',
+      's.in_flight': 'in flight',
+      's.cap': 'cap',
+      's.oldest': 'oldest pending age',
+      'band.hold': 'provider hold',
+      'band.owner': 'owner change',
+      'band.refused': 'admission refused',
+      'tl.empty': 'No samples in this window: no dispatcher wrote any (or they are older than stats.keep_hours).',
+      'tl.points': '{n} points, {step} s each',
+      'ops.title': 'Operations',
+      'ops.search': 'Find an operation by its id',
+      'ops.find': 'Find',
+      'ops.more': 'More',
+      'ops.none': 'None in this state.',
+      'col.operation': 'Operation',
+      'col.state': 'State',
+      'col.reason': 'Reason',
+      'col.amount': 'Amount',
+      'col.age': 'Age',
+      'col.attempts': 'POSTs',
+      'col.queries': 'Queries',
+      'col.last': 'Last HTTP',
+      'col.actions': 'Actions',
+      'col.kind': 'Kind',
+      'col.attempt': 'Attempt',
+      'col.start': 'Wire start',
+      'col.latency': 'Latency',
+      'col.class': 'Class',
+      'col.http': 'HTTP',
+      'col.provider': 'Provider reason',
+      'col.at': 'At',
+      'col.action': 'Action',
+      'col.operator': 'Operator',
+      'col.note': 'Reason / note',
+      'col.detail': 'Detail',
+      'op.title': 'Operation {id}',
+      'op.calls': 'Calls',
+      'op.audit': 'Audit trail',
+      'op.nocalls': 'No call yet.',
+      'op.noaudit': 'No audit row.',
+      'op.payment': 'Payment',
+      'op.accepted': 'Accepted',
+      'op.deadline': 'Deadline',
+      'op.refund': 'Provider refund id',
+      'op.notfound': 'No operation {id}.',
+      'manual.title': 'Manual review',
+      'manual.filter': 'Reason',
+      'manual.all': 'any reason',
+      'manual.empty': 'Nothing is waiting for review.',
+      'manual.resend': 'Resend',
+      'manual.resolve': 'Resolve',
+      'manual.confirm_resend': 'Confirm resend',
+      'manual.confirm_resolve': 'Confirm resolve',
+      'manual.cancel': 'Cancel',
+      'manual.note': 'Note',
+      'manual.note_optional': 'Note (optional)',
+      'manual.outcome': 'Outcome',
+      'manual.succeeded': 'succeeded (the provider refunded it)',
+      'manual.failed': 'failed (the provider did not refund it)',
+      'manual.viewer': 'You are signed in as a viewer: you can read the queue, not act on it.',
+      'manual.resent': '{id} resent with the same key: it is {state} now.',
+      'manual.resolved': '{id} resolved: {state}.',
+      'manual.needs_note': 'Resolving by hand needs a note saying why.',
+      'status.title': 'Exit status',
+      'status.owner': 'Owner',
+      'status.alive': 'a dispatcher owns the exit and wrote a sample {age} ago',
+      'status.down': 'no dispatcher wrote a sample in the last 3 s',
+      'status.role': 'This process',
+      'status.epoch': 'Owner epoch',
+      'status.shares': 'Shares',
+      'status.share': 'Share',
+      'status.share_alive': 'alive',
+      'status.share_stale': 'silent',
+      'status.split': 'Split in force',
+      'status.split_text': '{shares} share(s) of {rate} starts/s and {cap} in flight',
+      'status.standbys': 'A standby in another process writes nothing to the store until it owns a share, so the console knows only its own process: {role}.',
+      'status.limits': 'Configured limits',
+      'status.hold': 'Provider hold',
+      'status.hold_none': 'none',
+      'status.hold_until': 'held until {until}, then one probe',
+      'status.hold_probe': 'held (probe phase)',
+      'status.admission': 'Admission',
+      'status.admit_yes': 'admitting new refunds',
+      'status.admit_no': 'refusing new refunds ({why})',
+      'status.admit_off': 'admission control is off',
+      'status.projected': 'projected wait {wait} s of at most {max} s; open backlog {backlog} of at most {maxb}',
+      'status.refused': 'refused in the last minute: {n}',
+      'status.backlog': 'Backlog now',
+      'status.oldest': 'Oldest pending',
+      'status.store': 'Store',
+      'lim.starts_per_second': 'starts per second',
+      'lim.max_in_flight': 'calls in flight at most',
+      'lim.query_starts_per_second': 'query sub-quota (starts/s)',
+      'lim.shares': 'shares',
+      'lim.timeout_ms': 'call timeout (ms)',
+      'lim.connect_timeout_ms': 'connect timeout (ms)',
+      'lim.max_attempts': 'POSTs per operation',
+      'lim.deadline_s': 'deadline (s)',
+      'lim.max_queries': 'queries per operation',
+      'lim.keep_hours': 'samples kept (hours)',
+      'state.pending': 'pending',
+      'state.in_flight': 'in flight',
+      'state.retry_wait': 'retry wait',
+      'state.unknown': 'unknown',
+      'state.manual': 'manual',
+      'state.succeeded': 'succeeded',
+      'state.rejected': 'rejected',
+      'reason.attempts_exhausted': 'attempts exhausted',
+      'reason.deadline': 'deadline passed',
+      'reason.query_budget': 'query budget spent',
+      'reason.key_reused': 'key reused with another payload',
+      'reason.key_retention': 'key past retention',
+      'reason.invalid': 'invalid outbox row',
+      'err.generic': 'The request failed: {message}',
+      'err.signedout': 'Your session ended: sign in again.',
+      'yes': 'yes',
+      'no': 'no',
+      'none': '—'
+    },
+    'zh-TW': {
+      'app.title': 'tollgate 控制台',
+      'login.token': '權杖',
+      'login.submit': '登入',
+      'login.hint': '以您的控制台權杖（ui.users_file）或 API 權杖登入。權杖會換成工作階段 Cookie，不會存放在瀏覽器中。',
+      'login.bad': '此權杖無法登入。',
+      'login.throttled': '登入失敗次數過多，請等一分鐘。',
+      'login.none': '無人可以登入：請設定 api.token_file 或 ui.users_file。',
+      'login.failed': '登入失敗（{status}）。',
+      'nav.timeline': '時間軸',
+      'nav.ops': '作業',
+      'nav.manual': '人工審核',
+      'nav.status': '出口狀態',
+      'nav.signout': '登出',
+      'who': '{user}（{role}）',
+      'role.operator': '操作員',
+      'role.viewer': '檢視者',
+      'pill.alive': '出口運作中',
+      'pill.held': '供應商暫停',
+      'pill.down': '沒有派送器',
+      'tl.title': '出口的單一時間軸',
+      'tl.live': '即時：最近一小時',
+      'tl.window': '時段',
+      'tl.from': '從',
+      'tl.to': '到',
+      'tl.show': '顯示',
+      'tl.last': '最近 {n}',
+      'tl.hint': '在圖上拖曳以放大，雙擊以還原。色帶：供應商暫停（429/503 或連續逾時）、擁有者變更、准入拒絕。',
+      'tl.rate': '每秒發出與每秒結案',
+      'tl.flight': '進行中的呼叫與上限',
+      'tl.oldest': '最舊待處理作業（秒）',
+      'tl.backlog': '各狀態的積壓',
+      's.starts': '每秒發出',
+      's.closes': '每秒結案',
+      's.rate': '設定速率',
+      's.in_flight': '進行中',
+      's.cap': '上限',
+      's.oldest': '最舊待處理時間',
+      'band.hold': '供應商暫停',
+      'band.owner': '擁有者變更',
+      'band.refused': '准入拒絕',
+      'tl.empty': '此時段沒有樣本：沒有派送器寫入（或已超過 stats.keep_hours）。',
+      'tl.points': '{n} 點，每點 {step} 秒',
+      'ops.title': '作業',
+      'ops.search': '以作業 ID 搜尋',
+      'ops.find': '搜尋',
+      'ops.more': '更多',
+      'ops.none': '此狀態沒有作業。',
+      'col.operation': '作業',
+      'col.state': '狀態',
+      'col.reason': '原因',
+      'col.amount': '金額',
+      'col.age': '已過時間',
+      'col.attempts': 'POST 次數',
+      'col.queries': '查詢次數',
+      'col.last': '最後 HTTP',
+      'col.actions': '動作',
+      'col.kind': '種類',
+      'col.attempt': '次數',
+      'col.start': '送出時間',
+      'col.latency': '延遲',
+      'col.class': '分類',
+      'col.http': 'HTTP',
+      'col.provider': '供應商原因',
+      'col.at': '時間',
+      'col.action': '動作',
+      'col.operator': '操作員',
+      'col.note': '原因／備註',
+      'col.detail': '細節',
+      'op.title': '作業 {id}',
+      'op.calls': '呼叫紀錄',
+      'op.audit': '稽核紀錄',
+      'op.nocalls': '尚無呼叫。',
+      'op.noaudit': '沒有稽核紀錄。',
+      'op.payment': '付款',
+      'op.accepted': '受理時間',
+      'op.deadline': '期限',
+      'op.refund': '供應商退款 ID',
+      'op.notfound': '沒有作業 {id}。',
+      'manual.title': '人工審核',
+      'manual.filter': '原因',
+      'manual.all': '所有原因',
+      'manual.empty': '沒有待審核的作業。',
+      'manual.resend': '重新送出',
+      'manual.resolve': '手動結案',
+      'manual.confirm_resend': '確認重新送出',
+      'manual.confirm_resolve': '確認結案',
+      'manual.cancel': '取消',
+      'manual.note': '備註',
+      'manual.note_optional': '備註（選填）',
+      'manual.outcome': '結果',
+      'manual.succeeded': '成功（供應商已退款）',
+      'manual.failed': '失敗（供應商未退款）',
+      'manual.viewer': '您以檢視者身分登入：可以閱讀佇列，但不能操作。',
+      'manual.resent': '{id} 已以同一個金鑰重新送出：目前為{state}。',
+      'manual.resolved': '{id} 已結案：{state}。',
+      'manual.needs_note': '手動結案需要填寫原因。',
+      'status.title': '出口狀態',
+      'status.owner': '擁有者',
+      'status.alive': '有派送器擁有出口，{age}前寫入樣本',
+      'status.down': '最近 3 秒內沒有派送器寫入樣本',
+      'status.role': '此程序',
+      'status.epoch': '擁有者世代',
+      'status.shares': '配額份',
+      'status.share': '份',
+      'status.share_alive': '運作中',
+      'status.share_stale': '無回應',
+      'status.split': '目前的分配',
+      'status.split_text': '{shares} 份，共每秒 {rate} 次、同時 {cap} 個',
+      'status.standbys': '其他程序中的備援在取得配額前不寫入儲存，因此控制台只知道自己的程序：{role}。',
+      'status.limits': '設定的限制',
+      'status.hold': '供應商暫停',
+      'status.hold_none': '無',
+      'status.hold_until': '暫停至 {until}，之後送出一個探測',
+      'status.hold_probe': '暫停中（探測階段）',
+      'status.admission': '准入控制',
+      'status.admit_yes': '接受新的退款',
+      'status.admit_no': '拒絕新的退款（{why}）',
+      'status.admit_off': '准入控制已關閉',
+      'status.projected': '預估等待 {wait} 秒，上限 {max} 秒；未結積壓 {backlog}，上限 {maxb}',
+      'status.refused': '最近一分鐘拒絕：{n}',
+      'status.backlog': '目前積壓',
+      'status.oldest': '最舊待處理',
+      'status.store': '儲存',
+      'lim.starts_per_second': '每秒發出次數',
+      'lim.max_in_flight': '同時進行的呼叫上限',
+      'lim.query_starts_per_second': '查詢子配額（每秒）',
+      'lim.shares': '配額份數',
+      'lim.timeout_ms': '呼叫逾時（毫秒）',
+      'lim.connect_timeout_ms': '連線逾時（毫秒）',
+      'lim.max_attempts': '每個作業的 POST 次數',
+      'lim.deadline_s': '期限（秒）',
+      'lim.max_queries': '每個作業的查詢次數',
+      'lim.keep_hours': '樣本保留（小時）',
+      'state.pending': '待處理',
+      'state.in_flight': '進行中',
+      'state.retry_wait': '等待重試',
+      'state.unknown': '結果未知',
+      'state.manual': '人工審核',
+      'state.succeeded': '成功',
+      'state.rejected': '已拒絕',
+      'reason.attempts_exhausted': '嘗試次數用盡',
+      'reason.deadline': '超過期限',
+      'reason.query_budget': '查詢次數用盡',
+      'reason.key_reused': '金鑰被用於不同內容',
+      'reason.key_retention': '金鑰超過保留期限',
+      'reason.invalid': '無效的 outbox 資料',
+      'err.generic': '請求失敗：{message}',
+      'err.signedout': '工作階段已結束，請重新登入。',
+      'yes': '是',
+      'no': '否',
+      'none': '—'
+    }
+  };
+
+  TG.languages = [['en', 'English'], ['zh-TW', '繁體中文']];
+
+  function pick() {
+    var saved = null;
+    try {
+      saved = window.localStorage.getItem('tg-lang');
+    } catch (e) {
+      saved = null;
+    }
+    if (saved && dict[saved]) return saved;
+    var langs = navigator.languages || [navigator.language || 'en'];
+    for (var i = 0; i < langs.length; i++) {
+      var l = String(langs[i]).toLowerCase();
+      if (l === 'zh-tw' || l === 'zh-hant' || l.indexOf('zh-hant') === 0 || l === 'zh-hk' || l === 'zh') return 'zh-TW';
+      if (l.indexOf('en') === 0) return 'en';
+    }
+    return 'en';
+  }
+
+  TG.lang = pick();
+  TG.langListeners = [];
+
+  TG.t = function (key, vars) {
+    var s = (dict[TG.lang] && dict[TG.lang][key]) || dict.en[key] || key;
+    if (vars) {
+      s = s.replace(/\{(\w+)\}/g, function (m, k) {
+        return vars[k] === undefined || vars[k] === null ? m : String(vars[k]);
+      });
+    }
+    return s;
+  };
+
+  TG.applyI18n = function (root) {
+    var els = (root || document).querySelectorAll('[data-i18n]');
+    for (var i = 0; i < els.length; i++) els[i].textContent = TG.t(els[i].getAttribute('data-i18n'));
+    document.documentElement.lang = TG.lang;
+  };
+
+  TG.setLang = function (lang) {
+    if (!dict[lang]) return;
+    TG.lang = lang;
+    try {
+      window.localStorage.setItem('tg-lang', lang);
+    } catch (e) {
+      /* private mode: the choice lasts for this page only */
+    }
+    TG.applyI18n(document);
+    TG.renderLangSwitch();
+    for (var i = 0; i < TG.langListeners.length; i++) TG.langListeners[i](lang);
+  };
+
+  TG.renderLangSwitch = function () {
+    var box = document.getElementById('lang-switch');
+    if (!box) return;
+    box.textContent = '';
+    TG.languages.forEach(function (l) {
+      var b = document.createElement('button');
+      b.type = 'button';
+      b.className = 'lang' + (l[0] === TG.lang ? ' on' : '');
+      b.setAttribute('data-lang', l[0]);
+      b.textContent = l[1];
+      b.addEventListener('click', function () {
+        TG.setLang(l[0]);
+      });
+      box.appendChild(b);
+    });
+  };
+
+  function locale() {
+    return TG.lang === 'zh-TW' ? 'zh-TW' : 'en-US';
+  }
+
+  /* Amounts are integers in the currency's minor units (PROVIDER.md): 1500
+   * TWD is 15.00 TWD. The number of minor digits is the currency's (ISO
+   * 4217, as the browser's Intl knows it). */
+  TG.fmtAmount = function (amount, currency) {
+    try {
+      var f = new Intl.NumberFormat(locale(), { style: 'currency', currency: currency, currencyDisplay: 'code' });
+      var digits = f.resolvedOptions().maximumFractionDigits;
+      return f.format(amount / Math.pow(10, digits));
+    } catch (e) {
+      return amount + ' ' + currency;
+    }
+  };
+
+  function pad(n, w) {
+    var s = String(n);
+    while (s.length < (w || 2)) s = '0' + s;
+    return s;
+  }
+
+  TG.fmtTime = function (ms, withMs) {
+    if (ms === null || ms === undefined || ms <= 0) return TG.t('none');
+    var d = new Date(ms);
+    var s = d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' + pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+    return withMs ? s + '.' + pad(d.getMilliseconds(), 3) : s;
+  };
+
+  TG.fmtAge = function (s) {
+    if (s === null || s === undefined) return TG.t('none');
+    s = Math.max(0, Math.round(s));
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.floor(s / 60) + ' m ' + (s % 60) + ' s';
+    if (s < 86400) return Math.floor(s / 3600) + ' h ' + Math.floor((s % 3600) / 60) + ' m';
+    return Math.floor(s / 86400) + ' d ' + Math.floor((s % 86400) / 3600) + ' h';
+  };
+
+  TG.stateName = function (s) {
+    return s ? TG.t('state.' + s) : TG.t('none');
+  };
+  TG.reasonName = function (r) {
+    return r ? TG.t('reason.' + r) : TG.t('none');
+  };
+  TG.reasons = ['attempts_exhausted', 'deadline', 'query_budget', 'key_reused', 'key_retention', 'invalid'];
+  TG.states = ['pending', 'in_flight', 'retry_wait', 'unknown', 'manual', 'succeeded', 'rejected'];
+
+  /* el('td', {class: 'x'}, 'text' | node | [children]) — text is always
+   * textContent: nothing from the server is ever parsed as HTML. */
+  TG.el = function (tag, attrs, children) {
+    var e = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        var v = attrs[k];
+        if (v === null || v === undefined || v === false) return;
+        if (k === 'text') e.textContent = v;
+        else if (k.indexOf('on') === 0 && typeof v === 'function') e.addEventListener(k.slice(2), v);
+        else e.setAttribute(k, v === true ? '' : v);
+      });
+    }
+    var add = function (c) {
+      if (c === null || c === undefined || c === false) return;
+      if (Array.isArray(c)) c.forEach(add);
+      else if (typeof c === 'string' || typeof c === 'number') e.appendChild(document.createTextNode(String(c)));
+      else e.appendChild(c);
+    };
+    add(children);
+    return e;
+  };
+})();
