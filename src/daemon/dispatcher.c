@@ -146,6 +146,15 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
                 log_emit(LOG_WARN, "exit_hold_timeouts",
                          json_pack("{s:i, s:I}", "timeouts_in_row", (int)h.timeouts_in_row,
                                    "hold_ms", (json_int_t)h.hold_ms));
+        } else if (h.why == HOLDS_UNREACHABLE) {
+                /* The provider cannot be reached (refused, DNS, TLS): the
+                 * cause is in the line, so a misconfiguration reads at once. */
+                pacer_hold(d->pacer, now + h.hold_ms * TG_NS_PER_MS);
+                log_emit(LOG_WARN, "exit_hold_unreachable",
+                         json_pack("{s:i, s:I, s:s, s:s, s:b}", "calls_in_row",
+                                   (int)h.unreachable_in_row, "hold_ms", (json_int_t)h.hold_ms,
+                                   "cause", transport_failure_name(res->failure), "error",
+                                   res->error, "probe", oc->probe));
         }
         if (h.probe_done)
                 pacer_probe_done(d->pacer, h.probe_healthy);
@@ -205,6 +214,14 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                 json_object_set_new(f, "reason", json_string(manual_reason_name(decision.reason)));
         if (res->error[0])
                 json_object_set_new(f, "error", json_string(res->error));
+        if (res->failure != TRANSPORT_OK)
+                json_object_set_new(f, "cause", json_string(transport_failure_name(res->failure)));
+        if (res->reply.transport == TG_TR_NOT_SENT && res->failure != TRANSPORT_OTHER)
+                /* Nothing reached the provider, and why, in a line of its own. */
+                log_emit(LOG_WARN, "provider_unreachable",
+                         json_pack("{s:s, s:s, s:s}", "operation_id", oc->op.req.operation_id,
+                                   "cause", transport_failure_name(res->failure), "error",
+                                   res->error));
         if (r == TG_EFENCED) {
                 d->lost = true;
                 log_emit(LOG_ERROR, "settle_fenced", f);
@@ -268,6 +285,7 @@ static void settle_unsent(struct dispatcher *d, struct open_call *oc, int why, t
         memset(&res, 0, sizeof(res));
         res.cookie = oc->cookie;
         res.reply.transport = TG_TR_NOT_SENT;
+        res.failure = TRANSPORT_OTHER;
         snprintf(res.error, sizeof(res.error), "transport refused the call: %s", tg_strerror(why));
         settle_call(d, oc, &res, now, wall);
 }
@@ -330,7 +348,6 @@ static void claim_missed(struct dispatcher *d, int r, tg_mono_ns now)
 static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
         struct open_call *oc;
-        char *body = NULL;
         bool probe = false;
         int r;
 
@@ -353,23 +370,21 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         oc->used = true;
         oc->cookie = ++d->next_cookie;
         oc->request = oc->call.kind == TG_KIND_QUERY ? CLASSIFY_QUERY : CLASSIFY_POST;
+        /* The transport makes the path and body from the operation's fields
+         * (the provider mapping). */
         struct transport_call tc = {
             .request = oc->request,
             .operation_id = oc->op.req.operation_id,
+            .refund = &oc->op.req,
+            .refund_id = oc->op.refund_id,
             .request_id = oc->call.request_id,
             .attempt = oc->call.attempt,
             .timeout_ms = exit_call_timeout_ms(d->cfg->provider_timeout_ms, &oc->op, wall),
             .cookie = oc->cookie,
         };
-        int body_r = oc->request == CLASSIFY_POST ? exit_call_body(&oc->op, &body) : 0;
-        tc.body = body;
         /* stats: ready = the later of the slot and the last empty claim */
         tg_mono_ns slot = pacer_next_slot(d->pacer), empty = d->idle_until - IDLE_RECHECK_NS;
-        r = body_r < 0 ? body_r : d->env->start(d->env->ctx, &tc, &oc->handoff);
-        free(body);
-        if (body_r < 0)
-                oc->handoff = (struct exit_handoff){d->env->mono_now(d->env->ctx),
-                                                    d->env->wall_now(d->env->ctx)};
+        r = d->env->start(d->env->ctx, &tc, &oc->handoff);
         exit_stats_started(d->xstats, oc->call.kind, slot > empty ? slot : empty, oc->handoff.mono);
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_start(d->query_pacer, oc->handoff.mono, NULL);
@@ -545,9 +560,13 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
             .stop = opt->stop,
             .standby = opt->standby,
         };
-        d->holds_cfg = (struct holds_config){.default_hold_ms = cfg->exit_default_hold_ms,
-                                             .timeout_run_hold = cfg->exit_timeout_run_hold,
-                                             .timeout_hold_ms = cfg->exit_timeout_hold_ms};
+        d->holds_cfg =
+            (struct holds_config){.default_hold_ms = cfg->exit_default_hold_ms,
+                                  .timeout_run_hold = cfg->exit_timeout_run_hold,
+                                  .timeout_hold_ms = cfg->exit_timeout_hold_ms,
+                                  .unreachable_run_hold = cfg->provider_unreachable_run_hold,
+                                  .unreachable_hold_ms = cfg->provider_unreachable_hold_ms,
+                                  .unreachable_hold_max_ms = cfg->provider_unreachable_hold_max_ms};
         /* Every quota below is a share's, the query sub-quota too. An empty
          * pacer: nothing carried over from before, no catch-up. */
         dispatcher_share_config(cfg, &d->share_cfg);

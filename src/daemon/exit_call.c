@@ -1,11 +1,9 @@
 /*
- * exit_call — one call's request id, body, timeout and settle. See
- * exit_call.h.
+ * exit_call — one call's request id, timeout and settle. See exit_call.h.
  */
 #include "daemon/exit_call.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,23 +13,6 @@ void exit_call_request_id(char *dst, size_t size, int64_t epoch, uint64_t seq, u
 {
         snprintf(dst, size, "tg-%lld-%llu-%04x", (long long)epoch, (unsigned long long)seq,
                  (unsigned)(random & 0xffff));
-}
-
-int exit_call_body(const struct op_record *op, char **ret_body)
-{
-        json_t *o = json_pack("{s:s, s:s, s:I, s:s}", "operation_id", op->req.operation_id,
-                              "payment_id", op->req.payment_id, "amount",
-                              (json_int_t)op->req.amount, "currency", op->req.currency);
-        char *s;
-
-        if (!o)
-                return TG_ENOMEM;
-        s = json_dumps(o, JSON_COMPACT);
-        json_decref(o);
-        if (!s)
-                return TG_ENOMEM;
-        *ret_body = s;
-        return 0;
 }
 
 int64_t exit_call_timeout_ms(int64_t timeout_ms, const struct op_record *op, tg_wall_ms wall)

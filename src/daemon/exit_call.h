@@ -1,7 +1,8 @@
 /*
  * exit_call — what one call of the exit is made of, apart from the loop that
- * starts it: its request id, its body, its timeout, and the settle that
- * records what came back. The dispatcher (dispatcher.c) decides when; this
+ * starts it: its request id, its timeout, and the settle that records what
+ * came back (the path and body come from the provider mapping, in the
+ * transport). The dispatcher (dispatcher.c) decides when; this
  * module says what.
  */
 #ifndef TG_EXIT_CALL_H
@@ -17,10 +18,6 @@
 /* "tg-<epoch>-<seq>-<4 hex>": unique per call of one owner (X-Request-Id;
  * never part of idempotency). */
 void exit_call_request_id(char *dst, size_t size, int64_t epoch, uint64_t seq, uint32_t random);
-
-/* The refund POST body (shared/PROVIDER.md). 0 or TG_ENOMEM; the caller
- * frees *ret_body. */
-int exit_call_body(const struct op_record *op, char **ret_body);
 
 /* The smaller of timeout_ms and what remains of the operation's deadline at
  * `wall`, never below 1 ms (the sweep handles the past). */
