@@ -12,7 +12,10 @@
  *     "ammount" must not be silently ignored on a money path);
  *   - a missing field, a wrong type, a float or exponent amount, a number
  *     outside int64, or a value refund_validate refuses -> 422 invalid_field,
- *     with the field named.
+ *     with the field named;
+ *   - "reason" (a string) and "metadata" (an object of strings) are
+ *     optional and checked like the rest (core/refund_validate.h); the
+ *     metadata is kept as JSON with its keys sorted.
  */
 #ifndef TG_API_PARSE_H
 #define TG_API_PARSE_H

@@ -80,6 +80,12 @@ json_t *render_op(const struct op_record *op)
         json_object_set_new(o, "query_limit", json_integer(op->query_limit));
         json_object_set_new(o, "updated_at", json_integer(op->updated_at));
         json_object_set_new(o, "operator_resend", json_boolean(op->operator_resend));
+        /* "reason" above is why a person must look; the refund's own reason
+         * as the client gave it is refund_reason. */
+        json_object_set_new(o, "refund_reason", text_or_null(op->req.reason));
+        json_object_set_new(o, "metadata",
+                            op->req.metadata[0] ? json_loads(op->req.metadata, 0, NULL)
+                                                : json_null());
         return o;
 }
 

@@ -59,10 +59,15 @@ static int audit_to_manual(struct store *s, const struct op_record *op, tg_wall_
 
 /* ---- intake ------------------------------------------------------------------ */
 
+/* The whole payload, the optional reason and metadata included: they may
+ * reach the provider's body, so a resubmission that changes them is another
+ * request. Metadata is stored with its keys sorted, so equal maps are equal
+ * texts. */
 static bool same_request(const struct refund_request *a, const struct refund_request *b)
 {
         return strcmp(a->payment_id, b->payment_id) == 0 && a->amount == b->amount &&
-               strcmp(a->currency, b->currency) == 0;
+               strcmp(a->currency, b->currency) == 0 && strcmp(a->reason, b->reason) == 0 &&
+               strcmp(a->metadata, b->metadata) == 0;
 }
 
 struct accept_ctx {
@@ -110,7 +115,9 @@ int store_accept(struct store *store, const struct refund_request *req, tg_wall_
         if (!store || !req || !limits || !ret_created || !ret_op ||
             !store_text_ok(req->operation_id, TG_OP_ID_MAX) ||
             !store_text_ok(req->payment_id, TG_PAYMENT_ID_MAX) || req->amount <= 0 ||
-            !store_text_ok(req->currency, sizeof(req->currency) - 1))
+            !store_text_ok(req->currency, sizeof(req->currency) - 1) ||
+            !store_buf_ok(req->reason, sizeof(req->reason)) ||
+            !store_buf_ok(req->metadata, sizeof(req->metadata)))
                 return TG_EINVAL;
         /* commit before reply: the caller answers 202 only after this */
         r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, accept_tx, &c);

@@ -209,9 +209,15 @@ static const struct migration migrations[] = {
      * run again (a step interrupted before the version bump). */
     {4, "ALTER TABLE exit_samples ADD COLUMN IF NOT EXISTS share INT UNSIGNED NOT NULL DEFAULT 0"},
     {4, "ALTER TABLE exit_samples DROP PRIMARY KEY, ADD PRIMARY KEY (at, share)"},
+    /* 5: the refund's optional reason and metadata (a JSON object, keys
+     * sorted), part of the request payload like payment_id; UTF-8 bytes */
+    {5, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS refund_reason VARBINARY(200) NOT NULL "
+        "DEFAULT ''"},
+    {5, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS metadata VARBINARY(1024) NOT NULL "
+        "DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  4
+#define SCHEMA_VERSION  5
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

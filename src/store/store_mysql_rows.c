@@ -50,6 +50,8 @@ static int read_op(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         ok = ok && store_class_parse(store_mysql_col_text(row, 21), &op.last_class) == 0;
         store_mysql_col_copy(row, lens, 22, op.source, sizeof(op.source));
         op.share = store_mysql_col_uns(row, 23, &ok);
+        store_mysql_col_copy(row, lens, 24, op.req.reason, sizeof(op.req.reason));
+        store_mysql_col_copy(row, lens, 25, op.req.metadata, sizeof(op.req.metadata));
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -197,11 +199,12 @@ int store_mysql_op_insert(struct store *store, const struct op_record *op, int64
             s,
             "INSERT INTO operations (operation_id, payment_id, amount, currency, state, reason, "
             "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source, "
-            "last_class) VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S)",
+            "last_class, refund_reason, metadata) VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, "
+            "%I, %I, %S, %S, %S, %S)",
             op->req.operation_id, op->req.payment_id, op->req.amount, op->req.currency,
             store_state_text(op->state), store_reason_text(op->reason), op->attempt_limit,
             op->query_limit, op->accepted_at, op->deadline_at, op->updated_at, op->source,
-            store_class_text(op->last_class));
+            store_class_text(op->last_class), op->req.reason, op->req.metadata);
 
         if (r == 0)
                 *ret_id = (int64_t)mysql_insert_id(s->db);

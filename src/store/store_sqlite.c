@@ -180,6 +180,10 @@ static const char *const migrations[] = {
     "  op_closes, held, oldest_open, figures FROM exit_samples;"
     "DROP TABLE exit_samples;"
     "ALTER TABLE exit_samples_5 RENAME TO exit_samples;",
+    /* 6: the refund's optional reason and metadata (a JSON object, keys
+     * sorted), part of the request payload like payment_id */
+    "ALTER TABLE operations ADD COLUMN refund_reason TEXT NOT NULL DEFAULT '';"
+    "ALTER TABLE operations ADD COLUMN metadata TEXT NOT NULL DEFAULT '';",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -189,7 +193,7 @@ static const char *const migrations[] = {
         "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
-        "last_http_status, last_class, source, share"
+        "last_http_status, last_class, source, share, refund_reason, metadata"
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
@@ -219,8 +223,8 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_OP_BY_ID] = "SELECT " OP_COLS " FROM operations WHERE id = ?1",
     [ST_OP_INSERT] = "INSERT INTO operations (operation_id, payment_id, amount, currency, "
                      "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
-                     "updated_at, source, last_class) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                     "updated_at, source, last_class, refund_reason, metadata) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     /* Every mutable column; the payload, accepted_at and source never change. */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "
                     "attempt_limit = ?5, queries = ?6, query_limit = ?7, deadline_at = ?8, "

@@ -55,6 +55,8 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
         ok = ok && store_class_parse(store_sqlite_col_text(st, 21), &op.last_class) == 0;
         store_sqlite_col_copy(st, 22, op.source, sizeof(op.source));
         ok = ok && col_unsigned(st, 23, &op.share);
+        store_sqlite_col_copy(st, 24, op.req.reason, sizeof(op.req.reason));
+        store_sqlite_col_copy(st, 25, op.req.metadata, sizeof(op.req.metadata));
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -230,7 +232,9 @@ int store_sqlite_op_insert(struct store *store, const struct op_record *op, int6
             store_sqlite_bind_i64(st, 10, op->deadline_at) ||
             store_sqlite_bind_i64(st, 11, op->updated_at) ||
             store_sqlite_bind_text(st, 12, op->source, sizeof(op->source) - 1) ||
-            store_sqlite_bind_text(st, 13, store_class_text(op->last_class), TG_TEXT_MAX)) {
+            store_sqlite_bind_text(st, 13, store_class_text(op->last_class), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 14, op->req.reason, sizeof(op->req.reason) - 1) ||
+            store_sqlite_bind_text(st, 15, op->req.metadata, sizeof(op->req.metadata) - 1)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
