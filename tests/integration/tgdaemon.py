@@ -13,6 +13,7 @@ import tempfile
 import time
 import unittest
 
+import tgprovider
 import tgtest
 
 TOKEN = "test-token-0123456789"
@@ -42,8 +43,12 @@ if os.environ.get("TG_TEST_STORE") == "mysql":
 
 
 class Tollgate:
-    def __init__(self, stub_url, store_url=None, **sections):
-        """sections: {"exit": {"starts_per_second": 5}, "retry": {...}, ...}"""
+    def __init__(self, stub_url, store_url=None, tls=None, profile=None, credentials=True,
+                 **sections):
+        """sections: {"exit": {"starts_per_second": 5}, "retry": {...}, ...}. The
+        [provider] and [classify] for the stub come from tgprovider (the test
+        switches, or tls/profile as the stub was started with); a test's own
+        keys override them and its classify rules come after."""
         self.dir = tempfile.mkdtemp(prefix="tollgate-it-")
         self.token_file = os.path.join(self.dir, "token")
         with open(self.token_file, "w") as f:
@@ -57,10 +62,16 @@ class Tollgate:
         conf = {
             "store": {"url": self.store_url},
             "api": {"listen": "127.0.0.1:%d" % self.api_port, "token_file": self.token_file},
-            "provider": {"base_url": stub_url},
         }
+        conf.update(tgprovider.provider_sections(stub_url, tls, profile, credentials))
         for name, keys in sections.items():
-            conf.setdefault(name, {}).update(keys)
+            for k, v in keys.items():
+                have = conf.setdefault(name, {}).get(k)
+                if name == "classify" and k == "rule" and have:
+                    conf[name][k] = list(have) + (list(v) if isinstance(v, (list, tuple))
+                                                  else [v])
+                else:
+                    conf[name][k] = v
         self.config = os.path.join(self.dir, "tollgate.ini")
         with open(self.config, "w") as f:
             for name, keys in conf.items():

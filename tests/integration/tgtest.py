@@ -22,6 +22,10 @@ test needs:
   that records what is POSTed to it, for webhooks).
 - main_unittest(): runs a test file; exits 77 (ctest: Skipped) when every
   test in it was skipped.
+
+The switches TG_TEST_TLS (https, mtls) and TG_TEST_PROFILE (stripe-like)
+put every stub and tollgate of a test over HTTPS and in the second provider
+profile (tgprovider.py); an https:// url is requested with the test CA.
 """
 
 import http.client
@@ -38,6 +42,8 @@ import time
 import urllib.parse
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+import tgprovider  # noqa: E402
 
 
 def source_dir():
@@ -196,7 +202,11 @@ def http_request(method, url, body=None, headers=None, timeout=10.0):
     path = u.path or "/"
     if u.query:
         path += "?" + u.query
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    if u.scheme == "https":
+        conn = http.client.HTTPSConnection(u.hostname, u.port, timeout=timeout,
+                                           context=tgprovider.ssl_context())
+    else:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
     try:
         conn.request(method, path, body=data, headers=hdrs)
         resp = conn.getresponse()
@@ -224,16 +234,22 @@ def json_lines(text):
 
 
 class Stub(Proc):
-    """A running tollgate-stub on loopback."""
+    """A running tollgate-stub on loopback: over HTTPS and in the provider
+    profile the switches say (tgprovider.py) unless tls/profile are given."""
 
-    def __init__(self, flags, env=None):
+    def __init__(self, flags, env=None, tls=None, profile=None, server="server",
+                 credentials=True):
         self.dir = tempfile.mkdtemp(prefix="tgstub-")
         self.port_file = os.path.join(self.dir, "port")
+        self.tls = tgprovider.TLS if tls is None else tls
+        self.profile = profile or tgprovider.PROFILE
         argv = [binary("tollgate-stub"), "--listen", "127.0.0.1:0",
-                "--port-file", self.port_file] + list(flags)
+                "--port-file", self.port_file]
+        argv += tgprovider.stub_flags(self.tls, self.profile, server, credentials)
+        argv += list(flags)
         super().__init__(argv, env=env)
         self.port = wait_port_file(self.port_file, self)
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
 
     def request(self, method, path, body=None, headers=None, timeout=10.0):
         return http_json(method, self.url + path, body, headers, timeout)
@@ -286,9 +302,10 @@ class Stub(Proc):
         return op["executions"] if op else 0
 
 
-def start_stub(*flags, env=None):
+def start_stub(*flags, env=None, tls=None, profile=None, server="server", credentials=True):
     """Starts tollgate-stub with extra flags; use as a context manager."""
-    return Stub(flags, env=env)
+    return Stub(flags, env=env, tls=tls, profile=profile, server=server,
+                credentials=credentials)
 
 
 class EventReceiver:
