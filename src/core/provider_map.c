@@ -425,7 +425,7 @@ static bool in_list(const struct status_list *l, const char *word)
         return false;
 }
 
-int reply_map_check(const struct reply_map *m, struct template_error *err)
+int reply_map_check(const struct reply_map *m, unsigned ret_lists[2], struct template_error *err)
 {
         const struct status_list *lists[3] = {&m->succeeded, &m->failed, &m->processing};
 
@@ -433,6 +433,10 @@ int reply_map_check(const struct reply_map *m, struct template_error *err)
                 for (int b = a + 1; b < 3; b++)
                         for (unsigned i = 0; i < lists[a]->n; i++)
                                 if (in_list(lists[b], lists[a]->value[i])) {
+                                        if (ret_lists) {
+                                                ret_lists[0] = (unsigned)a;
+                                                ret_lists[1] = (unsigned)b;
+                                        }
                                         if (err)
                                                 snprintf(err->message, sizeof(err->message),
                                                          "status word \"%s\" is in two lists",

@@ -161,8 +161,10 @@ int field_source_parse(const char *text, struct field_source *ret, struct templa
  * [A-Za-z0-9._:-], each at most 30 bytes. 0 or TG_EPARSE. */
 int status_list_parse(const char *text, struct status_list *ret, struct template_error *err);
 
-/* The three lists share no word. 0 or TG_EINVAL with err filled. */
-int reply_map_check(const struct reply_map *map, struct template_error *err);
+/* The three lists share no word. 0, or TG_EINVAL with err filled and
+ * ret_lists (may be NULL) naming the two lists that share one (0
+ * succeeded, 1 failed, 2 processing). */
+int reply_map_check(const struct reply_map *map, unsigned ret_lists[2], struct template_error *err);
 
 /* The provider's status word as classify reads it: "succeeded", "failed"
  * or "processing" when a list holds it, else raw itself. dst always

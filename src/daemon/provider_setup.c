@@ -115,6 +115,7 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
         struct refund_metadata md;
         struct refund_problem problem;
         const char *key = NULL;
+        unsigned lists[2] = {0, 0};
         int r = 0;
 
         memset(m, 0, sizeof(*m));
@@ -168,8 +169,18 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
                                &m->reply.processing, err, size);
         if (r < 0)
                 return r;
-        if (reply_map_check(&m->reply, &terr) < 0)
-                return fail(err, size, "status_failed", terr.message);
+        if (reply_map_check(&m->reply, lists, &terr) < 0) {
+                /* Blame the list the operator changed: the other still has
+                 * its default word. */
+                static const char *const names[3] = {"status_succeeded", "status_failed",
+                                                     "status_processing"};
+                const char *texts[3] = {c->provider_status_succeeded, c->provider_status_failed,
+                                        c->provider_status_processing};
+                static const char *const defaults[3] = {"succeeded", "failed", "processing"};
+                unsigned blame =
+                    strcmp(texts[lists[1]], defaults[lists[1]]) != 0 ? lists[1] : lists[0];
+                return fail(err, size, names[blame], terr.message);
+        }
         if (template_parse(c->provider_signing_string, TPL_SIGNING_FIELDS, &m->signing, &terr) < 0)
                 return fail(err, size, "signing_string", terr.message);
 

@@ -262,7 +262,7 @@ static void test_status_words(void **state)
 
         (void)state;
         reply_map_default(&m);
-        assert_int_equal(reply_map_check(&m, NULL), 0);
+        assert_int_equal(reply_map_check(&m, NULL, NULL), 0);
         reply_map_status(&m, "succeeded", out, sizeof(out));
         assert_string_equal(out, "succeeded");
         reply_map_status(&m, "pending", out, sizeof(out));
@@ -278,7 +278,10 @@ static void test_status_words(void **state)
         reply_map_status(&m, "", out, sizeof(out));
         assert_string_equal(out, "");
         assert_int_equal(status_list_parse("pending", &m.failed, NULL), 0);
-        assert_int_equal(reply_map_check(&m, &err), TG_EINVAL);
+        unsigned lists[2] = {9, 9};
+        assert_int_equal(reply_map_check(&m, lists, &err), TG_EINVAL);
+        assert_int_equal(lists[0], 1); /* failed */
+        assert_int_equal(lists[1], 2); /* processing */
         assert_non_null(strstr(err.message, "\"pending\" is in two lists"));
         assert_int_equal(status_list_parse("", &m.failed, &err), TG_EPARSE);
         assert_int_equal(status_list_parse("a,,b", &m.failed, &err), TG_EPARSE);
