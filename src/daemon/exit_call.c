@@ -45,7 +45,11 @@ void exit_call_settle_args(const struct exit_call_end *e, struct settle_args *re
         sa.decision = *e->decision;
         /* What the provider said, for the operator: its codes only, never
          * its body. */
-        if (res->error[0])
+        if (res->error[0] && res->failure != TRANSPORT_OK)
+                /* the cause first, so that a TLS misconfiguration reads at once */
+                snprintf(sa.error, sizeof(sa.error), "%s: %.200s",
+                         transport_failure_name(res->failure), res->error);
+        else if (res->error[0])
                 snprintf(sa.error, sizeof(sa.error), "%s", res->error);
         else if (res->reply.failure_code[0])
                 snprintf(sa.error, sizeof(sa.error), "provider failure_code %s",

@@ -742,7 +742,6 @@ static bool client_cert_alert(int alert)
 static enum transport_failure not_sent_failure(const struct call *c, CURLcode code)
 {
         int alert = c->watch ? c->watch->alert : -1;
-        curl_off_t connected = 0;
 
         switch (code) {
         case CURLE_COULDNT_RESOLVE_HOST:
@@ -751,10 +750,10 @@ static enum transport_failure not_sent_failure(const struct call *c, CURLcode co
         case CURLE_COULDNT_CONNECT:
                 return TRANSPORT_REFUSED;
         case CURLE_OPERATION_TIMEDOUT:
-                /* Connected but no request sent: the TLS handshake hung. */
-                curl_easy_getinfo(c->easy, CURLINFO_CONNECT_TIME_T, &connected);
-                return connected > 0 && c->watch ? TRANSPORT_TLS_TIMEOUT
-                                                 : TRANSPORT_CONNECT_TIMEOUT;
+                /* A TLS context exists only once TCP connected: with one, the
+                 * handshake is what hung. (Without libcurl's OpenSSL hook a
+                 * hung handshake reads as a connect timeout.) */
+                return c->watch ? TRANSPORT_TLS_TIMEOUT : TRANSPORT_CONNECT_TIMEOUT;
         case CURLE_PEER_FAILED_VERIFICATION:
         case CURLE_SSL_CACERT_BADFILE:
         case CURLE_SSL_ISSUER_ERROR:

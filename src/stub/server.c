@@ -1028,6 +1028,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         (void)version;
 
         if (!r) {
+                /* A demanded client certificate that is missing or does not
+                 * verify: the TLS layer's alert, no HTTP, nothing recorded. */
+                if (stub_tls_refuse(connection))
+                        return MHD_NO;
                 r = arrive(srv, connection, url, method);
                 if (!r)
                         return MHD_NO;

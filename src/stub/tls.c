@@ -1,7 +1,8 @@
 /*
  * The stub's TLS (see tls.h). Invariants: the certificate and key are
- * loaded once, before MHD starts, and never change; a session that asks
- * for a client certificate requires it and verifies it in the handshake.
+ * loaded once, before MHD starts, and never change; with a demanded client
+ * certificate, no request is read on a connection whose certificate is
+ * missing or does not verify.
  */
 #include "tls.h"
 
@@ -23,18 +24,11 @@ static int retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, 
                     const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
                     gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *privkey)
 {
+        (void)session;
         (void)req_ca_rdn;
         (void)nreqs;
         (void)pk_algos;
         (void)pk_algos_length;
-        if (tls.require_client) {
-                /* The server's certificate is chosen while the ClientHello is
-                 * processed, before the CertificateRequest is written: the
-                 * moment to make the request a requirement and to have the
-                 * client's certificate verified in the handshake itself. */
-                gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUIRE);
-                gnutls_session_set_verify_cert(session, NULL, 0);
-        }
         *pcert = tls.pcert;
         *pcert_length = tls.npcert;
         *privkey = tls.key;
@@ -82,17 +76,47 @@ gnutls_certificate_retrieve_function2 *stub_tls_cert_callback(void)
         return retrieve;
 }
 
+/* 0 verified; else the alert a TLS layer would send. */
+static int verdict(struct MHD_Connection *conn, gnutls_alert_description_t *ret_alert)
+{
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        gnutls_session_t session;
+        unsigned int n = 0, status = 0;
+
+        *ret_alert = GNUTLS_A_CERTIFICATE_REQUIRED;
+        if (!ci || !ci->tls_session)
+                return -1;
+        session = (gnutls_session_t)ci->tls_session;
+        if (!gnutls_certificate_get_peers(session, &n) || n == 0)
+                return -1;
+        if (gnutls_certificate_verify_peers2(session, &status) < 0 || status != 0) {
+                *ret_alert = (status & GNUTLS_CERT_SIGNER_NOT_FOUND) ? GNUTLS_A_UNKNOWN_CA
+                                                                     : GNUTLS_A_BAD_CERTIFICATE;
+                return -1;
+        }
+        return 0;
+}
+
 const char *stub_tls_client(struct MHD_Connection *conn)
 {
-        const union MHD_ConnectionInfo *ci;
-        unsigned int n = 0;
+        gnutls_alert_description_t alert;
 
         if (!tls.loaded)
                 return NULL;
+        return verdict(conn, &alert) == 0 ? "verified" : "none";
+}
+
+bool stub_tls_refuse(struct MHD_Connection *conn)
+{
+        const union MHD_ConnectionInfo *ci;
+        gnutls_alert_description_t alert;
+
+        if (!tls.loaded || !tls.require_client || verdict(conn, &alert) == 0)
+                return false;
         ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-        if (!ci || !ci->tls_session)
-                return "none";
-        return gnutls_certificate_get_peers((gnutls_session_t)ci->tls_session, &n) && n > 0
-                   ? "verified"
-                   : "none";
+        /* On MHD's own thread, which owns the session: a two-byte record. */
+        if (ci && ci->tls_session)
+                gnutls_alert_send((gnutls_session_t)ci->tls_session, GNUTLS_AL_FATAL, alert);
+        return true;
 }
