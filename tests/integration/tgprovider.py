@@ -21,7 +21,10 @@ every output.
 """
 
 import atexit
+import hashlib
+import hmac
 import os
+import time
 import secrets
 import shutil
 import ssl
@@ -226,6 +229,30 @@ def stub_flags(tls=None, profile=None, server="server", credentials=True):
                 if ini.get(key):
                     flags += [flag, ini[key]]
     return flags
+
+
+def caller_headers(profile, method, path, body, key, request_id="test-helper"):
+    """What a stub of this profile demands of a caller, for the tests' own
+    contract requests: the bearer key and the signature (the profile's
+    signing string; {method} {path} {timestamp} {idempotency_key}
+    {body_sha256} {request_id} and \\n)."""
+    if profile == "provider-md":
+        return {}
+    s = test_secrets()
+    ini = {k: v for sec, k, v in read_profile(profile) if sec == "provider"}
+    ts = str(int(time.time()))
+    data = body if isinstance(body, bytes) else (body or "").encode()
+    text = ini.get("signing_string", "{method}\\n{path}\\n{timestamp}\\n{idempotency_key}"
+                                     "\\n{body_sha256}")
+    for name, value in (("{method}", method), ("{path}", path), ("{timestamp}", ts),
+                        ("{idempotency_key}", key), ("{request_id}", request_id),
+                        ("{body_sha256}", hashlib.sha256(data).hexdigest()), ("\\n", "\n")):
+        text = text.replace(name, value)
+    mac = hmac.new(s.signing_key.encode(), text.encode(), hashlib.sha256).hexdigest()
+    return {"Authorization": "Bearer " + s.api_key,
+            ini.get("timestamp_header", "X-Timestamp"): ts,
+            ini.get("signature_header", "X-Signature"): ini.get("signature_prefix", "") + mac,
+            "Idempotency-Key": key, "X-Request-Id": request_id}
 
 
 def ssl_context(verify=True):

@@ -258,15 +258,26 @@ class Stub(Proc):
 
     def refund(self, key, payment="pay_1", amount=1500, currency="TWD", headers=None,
                timeout=10.0, operation_id=None):
-        """POST /v1/refunds for operation key (the key is the operation id)."""
-        h = {"Idempotency-Key": key}
+        """POST /v1/refunds for operation key (the key is the operation id),
+        in the stub's shape, with the credentials it demands."""
+        if self.profile == "stripe-like":
+            body = urllib.parse.urlencode({"payment_intent": payment, "amount": amount,
+                                           "currency": currency})
+            h = {"Content-Type": "application/x-www-form-urlencoded"}
+        else:
+            body = json.dumps({"operation_id": operation_id or key, "payment_id": payment,
+                               "amount": amount, "currency": currency})
+            h = {"Content-Type": "application/json"}
+        h.update(tgprovider.caller_headers(self.profile, "POST", "/v1/refunds", body, key))
+        h["Idempotency-Key"] = key
         h.update(headers or {})
-        body = {"operation_id": operation_id or key, "payment_id": payment,
-                "amount": amount, "currency": currency}
         return self.request("POST", "/v1/refunds", body, h, timeout)
 
     def query(self, key, timeout=10.0):
-        return self.request("GET", "/v1/refunds/" + key, timeout=timeout)
+        """What the stub says of operation key, by key in either shape."""
+        path = ("/v1/refunds/by-key/" if self.profile == "stripe-like" else "/v1/refunds/") + key
+        h = tgprovider.caller_headers(self.profile, "GET", path, b"", key)
+        return self.request("GET", path, headers=h, timeout=timeout)
 
     def admin(self, method, what, body=None):
         """An admin call under /_stub/; returns the parsed body, raises on non-2xx."""
