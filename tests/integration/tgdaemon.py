@@ -44,20 +44,21 @@ if os.environ.get("TG_TEST_STORE") == "mysql":
 
 class Tollgate:
     def __init__(self, stub_url, store_url=None, tls=None, profile=None, credentials=True,
-                 **sections):
+                 token=TOKEN, api_port=None, **sections):
         """sections: {"exit": {"starts_per_second": 5}, "retry": {...}, ...}. The
         [provider] and [classify] for the stub come from tgprovider (the test
         switches, or tls/profile as the stub was started with); a test's own
         keys override them and its classify rules come after."""
         self.dir = tempfile.mkdtemp(prefix="tollgate-it-")
         self.token_file = os.path.join(self.dir, "token")
+        self.token = token
         with open(self.token_file, "w") as f:
-            f.write(TOKEN + "\n")
+            f.write(token + "\n")
         self.db = os.path.join(self.dir, "tg.db")
         if store_url is None and default_store_url is not None:
             store_url = default_store_url()
         self.store_url = store_url or "sqlite://" + self.db
-        self.api_port = tgtest.free_port()
+        self.api_port = api_port or tgtest.free_port()
         self.api = "http://127.0.0.1:%d" % self.api_port
         conf = {
             "store": {"url": self.store_url},
@@ -102,7 +103,7 @@ class Tollgate:
             return False
 
     def headers(self):
-        return {"Authorization": "Bearer " + TOKEN}
+        return {"Authorization": "Bearer " + self.token}
 
     def submit(self, op_id, payment="pay_1", amount=1500, currency="TWD"):
         return tgtest.http_json("POST", self.api + "/v1/refunds",
