@@ -20,6 +20,7 @@
 #include "daemon/dispatcher.h"
 #include "daemon/log.h"
 #include "platform/options.h"
+#include "platform/secmem.h"
 
 static volatile sig_atomic_t stop_flag;
 static volatile sig_atomic_t standby_flag;
@@ -110,12 +111,14 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         r = options_parse(&spec, argc, argv, NULL, NULL);
         if (r)
                 return options_exit_status(r);
-        struct tg_config *cfg = malloc(sizeof(*cfg));
+        /* Secret memory: the config holds the API token and the webhook
+         * secret, and stays out of core dumps. */
+        struct tg_config *cfg = secmem_alloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
         r = cli_load_config(cmd, config, cfg);
         if (r) {
-                free(cfg);
+                secmem_free(cfg);
                 return options_exit_status(r);
         }
         log_set_component(cmd);
@@ -126,7 +129,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                 if (r < 0) {
                         fprintf(stderr, "tollgate %s: cannot start the API on %s:%d: %s\n", cmd,
                                 cfg->api_listen_host, cfg->api_listen_port, tg_strerror(r));
-                        free(cfg);
+                        secmem_free(cfg);
                         return 1;
                 }
                 if (want_disp)
@@ -145,7 +148,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                         pause();
         }
         api_stop(api);
-        free(cfg);
+        secmem_free(cfg);
         return rc;
 }
 

@@ -45,6 +45,7 @@
 #include "daemon/log.h"
 #include "daemon/render.h"
 #include "platform/clock.h"
+#include "platform/secmem.h"
 #include "store/store.h"
 
 #define CALLS_LIMIT_DEF 100
@@ -490,7 +491,8 @@ int api_new(const struct tg_config *cfg, struct api **ret_api)
 
         if (!cfg || !ret_api)
                 return TG_EINVAL;
-        api = calloc(1, sizeof(*api));
+        /* Secret memory: the copy of the config holds the webhook secret. */
+        api = secmem_alloc(sizeof(*api));
         if (!api)
                 return TG_ENOMEM;
         api->cfg = *cfg;
@@ -507,8 +509,7 @@ int api_new(const struct tg_config *cfg, struct api **ret_api)
         *ret_api = api;
         return 0;
 fail:
-        explicit_bzero(api, sizeof(*api));
-        free(api);
+        secmem_free(api);
         return r;
 }
 
@@ -559,6 +560,5 @@ void api_stop(struct api *api)
         /* The server thread is joined before the store it uses is closed. */
         http_server_stop(api->server);
         store_close(api->store);
-        explicit_bzero(api, sizeof(*api));
-        free(api);
+        secmem_free(api); /* wipes */
 }

@@ -964,6 +964,7 @@ int config_read_secret(const char *section, const char *name, const char *path, 
                         snprintf(err, err_size, "%s", load->err);
                 r = TG_ECONFIG;
         }
+        explicit_bzero(load, sizeof(*load));
         free(load);
         return r;
 }
