@@ -75,7 +75,7 @@ struct template
 
 /* Why a template was refused: a one-line message for the config error. */
 struct template_error {
-        char message[200];
+        char message[256];
 };
 
 /* Parses text allowing only the fields in `allowed` (a TPL_SET mask). 0, or
