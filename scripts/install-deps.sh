@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config clang clang-format cppcheck
   libcurl4-openssl-dev libsqlite3-dev sqlite3 libmariadb-dev mariadb-server mariadb-client
-  libmicrohttpd-dev libjansson-dev libinih-dev libssl-dev libcmocka-dev
+  libmicrohttpd-dev libgnutls28-dev libjansson-dev libinih-dev libssl-dev libcmocka-dev openssl
   python3 curl procps psmisc
 )
 missing=()
