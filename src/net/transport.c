@@ -843,8 +843,7 @@ static void finish_call(struct transport *t, struct call *c, CURLcode code)
                                      ? " (the provider refused our client certificate)"
                                      : "");
                 /* cut to fit: the call log keeps a bounded text */
-                classify_copy_field(res->error, sizeof(res->error), text,
-                                    n < 0 ? 0 : (size_t)n);
+                classify_copy_field(res->error, sizeof(res->error), text, n < 0 ? 0 : (size_t)n);
         }
         t->done_count++;
         if (c->prev)
