@@ -18,6 +18,7 @@
  */
 #include "stub.h"
 
+#include "core/encode.h"
 #include "core/strnum.h"
 #include "core/tg_error.h"
 #include "ledger.h"
@@ -384,10 +385,23 @@ static const char *header_of(void *ctx, const char *name)
 static bool caller_ok(struct req *r)
 {
         struct stub_server *srv = r->srv;
+        char path[3 * sizeof(r->path)];
+        struct tg_strbuf sb;
         const char *key = stub_auth_key(&srv->cfg.auth, header_of, r->conn);
-        const char *sig =
-            stub_auth_signature(&srv->cfg.auth, header_of, r->conn, r->method, r->path, r->body,
-                                r->len, clock_wall_now() / TG_MS_PER_S);
+        const char *sig;
+
+        /* The path as the client sent it: libmicrohttpd hands it over
+         * percent-decoded, and a client encodes every byte of a value but
+         * the unreserved ones (core/encode.h), keeping its '/'. */
+        tg_strbuf_init(&sb, path, sizeof(path));
+        for (const char *p = r->path; *p; p++) {
+                if (*p == '/')
+                        tg_strbuf_add(&sb, "/", 1);
+                else
+                        encode_percent(ENCODE_PATH_SEGMENT, p, 1, &sb);
+        }
+        sig = stub_auth_signature(&srv->cfg.auth, header_of, r->conn, r->method, path, r->body,
+                                  r->len, clock_wall_now() / TG_MS_PER_S);
 
         if (r->seq)
                 record_checks(srv->log, r->seq, stub_tls_client(r->conn), key, sig,

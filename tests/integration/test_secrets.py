@@ -72,7 +72,9 @@ class Secrets(unittest.TestCase):
             p = tg.start("serve")
             ops = []
             for i in range(30):
-                op = "leak-%02d" % i
+                # a ':' in every key: queries by key are signed over an
+                # encoded path (%3A), which the stub must check as sent
+                op = "leak:%02d" % i
                 st, _, _ = tgtest.http_json("POST", tg.api + "/v1/refunds",
                                             {"operation_id": op, "payment_id": "pi_%d" % i,
                                              "amount": 100 + i, "currency": "TWD",
@@ -83,6 +85,14 @@ class Secrets(unittest.TestCase):
             final = tg.wait_final(ops, timeout=90)
             classes = {c["class"] for c in tg.calls()}
             self.assertTrue({"succeeded", "unknown"} <= classes, classes)
+            # every call carried the key, a good signature and the certificate
+            # (queries by key too, signed over their encoded path)
+            arrivals = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
+            self.assertTrue(any(a["method"] == "GET" and ":" in a["path"]
+                                for a in arrivals))
+            for a in arrivals:
+                self.assertEqual((a["auth"], a["signature"], a["client_cert"]),
+                                 ("ok", "ok", "verified"), a)
             self.assertGreater(stub.state()["webhook"]["sent"], 0)
 
             outputs["arrivals (live)"] = tgtest.http_request(
