@@ -28,8 +28,8 @@ static const char stub_about[] =
 
 /* ISO C only promises string literals of 4095 bytes: this one is ~2800. */
 static const char stub_epilogue[] =
-    "Contract: POST /v1/refunds, GET /v1/refunds/{operation_id} (--shape stripe-like:\n"
-    "          GET /v1/refunds/{refund id} and /v1/refunds/by-key/{key}).\n"
+    "Contract: POST /v1/refunds, GET /v1/refunds/{operation_id}; with --shape\n"
+    "          stripe-like GET /v1/refunds/{refund id}, /v1/refunds/by-key/{key}.\n"
     "Admin:    GET /_stub/state, GET /_stub/ledger,\n"
     "          GET /_stub/arrivals?since=N[&limit=M] (JSON lines, entries numbered\n"
     "          > N), POST /_stub/mode, POST /_stub/reset,\n"
