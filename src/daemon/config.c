@@ -38,6 +38,7 @@
 #include "core/template.h"
 #include "core/tg_error.h"
 #include "daemon/provider_setup.h"
+#include "platform/secmem.h"
 #include "store/store.h" /* STORE_SHARES_MAX */
 
 #define MAX_DURATION_S  (366LL * 24 * 3600)
@@ -954,7 +955,7 @@ int config_read_secret(const char *section, const char *name, const char *path, 
         /* The one secret reader (read_secret), with a load of its own for
          * its message. */
         struct key_def key = {.section = section, .name = name, .type = KEY_CUSTOM};
-        struct load *load = calloc(1, sizeof(*load));
+        struct load *load = secmem_alloc(sizeof(*load));
         int r = 0;
 
         if (!load)
@@ -964,8 +965,7 @@ int config_read_secret(const char *section, const char *name, const char *path, 
                         snprintf(err, err_size, "%s", load->err);
                 r = TG_ECONFIG;
         }
-        explicit_bzero(load, sizeof(*load));
-        free(load);
+        secmem_free(load); /* wipes */
         return r;
 }
 
@@ -1204,8 +1204,9 @@ int config_load(const char *path, struct tg_config *ret_config, char *err, size_
 
         if (!path || !ret_config)
                 return TG_EINVAL;
-        /* Heap, not stack: the struct carries 64 rules and several paths. */
-        load = calloc(1, sizeof(*load));
+        /* Secret memory, not the stack: the struct carries 64 rules and
+         * several paths, and the secrets read while it is filled. */
+        load = secmem_alloc(sizeof(*load));
         if (!load)
                 return TG_ENOMEM;
         load->file = fopen(path, "r");
@@ -1214,7 +1215,7 @@ int config_load(const char *path, struct tg_config *ret_config, char *err, size_
                 if (err && err_size)
                         snprintf(err, err_size, "config: cannot open %s: %s", path,
                                  strerror(errno));
-                free(load);
+                secmem_free(load);
                 return r;
         }
         config_defaults(&load->config);
@@ -1250,9 +1251,8 @@ int config_load(const char *path, struct tg_config *ret_config, char *err, size_
         }
         *ret_config = load->config;
 out:
-        /* The copy holds secrets. */
-        explicit_bzero(load, sizeof(*load));
-        free(load);
+        /* The copy holds secrets: wiped as it is given back. */
+        secmem_free(load);
         return r;
 }
 
