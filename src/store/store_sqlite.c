@@ -182,8 +182,8 @@ static const char *const migrations[] = {
     "ALTER TABLE exit_samples_5 RENAME TO exit_samples;",
     /* 6: the refund's optional reason and metadata (a JSON object, keys
      * sorted), part of the request payload like payment_id */
-    "ALTER TABLE operations ADD COLUMN refund_reason TEXT NOT NULL DEFAULT '';"
-    "ALTER TABLE operations ADD COLUMN metadata TEXT NOT NULL DEFAULT '';",
+    ("ALTER TABLE operations ADD COLUMN refund_reason TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE operations ADD COLUMN metadata TEXT NOT NULL DEFAULT '';"),
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
