@@ -17,8 +17,14 @@ with N extra pending rows inserted straight into the SQLite file (the one
 place a bench writes the schema: a 1M-row fill through the API would take
 minutes of fsyncs).
 
+With --tls plain,https,mtls-stripe-like it runs each rate over plain HTTP,
+over HTTPS (a fresh connection, so a full TLS handshake, per call), and over
+mutual TLS against the stub in the stripe-like provider profile demanding a
+bearer key and signed requests (tests/integration/tgprovider.py makes the
+certificates): what TLS costs the exit's punctuality.
+
 usage: bench/bench_exit.py [--build DIR] [--rates 5,1000] [--seconds 10]
-                           [--big-backlog 1000000]
+                           [--big-backlog 1000000] [--tls plain,https,mtls-stripe-like]
 """
 
 import argparse
@@ -67,10 +73,17 @@ def bulk_pending(db, n, now_ms):
     con.close()
 
 
-def run(rate, seconds, big):
+MODES = {"plain": ("", "provider-md"), "https": ("https", "provider-md"),
+         "mtls": ("mtls", "provider-md"), "mtls-stripe-like": ("mtls", "stripe-like")}
+
+
+def run(rate, seconds, big, mode="plain"):
     n = max(20, int(rate * seconds))
-    with tgtest.start_stub("--mode", "fast", "--max-records", str(4 * n + 100)) as stub, \
-            Tollgate(stub.url, exit={"starts_per_second": rate, "max_in_flight": 10},
+    tls, profile = MODES[mode]
+    with tgtest.start_stub("--mode", "fast", "--max-records", str(4 * n + 100),
+                           tls=tls, profile=profile) as stub, \
+            Tollgate(stub.url, tls=tls, profile=profile,
+                     exit={"starts_per_second": rate, "max_in_flight": 10},
                      retry={"deadline_s": 86400}) as tg:
         tg.start("api")
         for i in range(n):
@@ -89,8 +102,8 @@ def run(rate, seconds, big):
         interval = 1e9 / rate
         late = [(b - a - interval) / 1e6 for a, b in zip(s, s[1:])]
         achieved = (len(s) - 1) / ((s[-1] - s[0]) / 1e9)
-        print("rate %g/s, %d starts%s" % (rate, len(s),
-                                            ", +%d pending rows" % big if big else ""))
+        print("rate %g/s, %s, %d starts%s" % (rate, mode, len(s),
+                                                ", +%d pending rows" % big if big else ""))
         print("  slot lateness ms  p50 %.3f  p99 %.3f  max %.3f  (min gap %.3f ms)"
               % (pct(late, 50), pct(late, 99), max(late), min(b - a for a, b in zip(s, s[1:]))
                  / 1e6))
@@ -108,11 +121,17 @@ def main():
     ap.add_argument("--rates", default="5,1000")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--big-backlog", type=int, default=0)
+    ap.add_argument("--tls", default="plain",
+                    help="comma list of " + ", ".join(sorted(MODES)))
     a = ap.parse_args()
     if a.build:
         os.environ["TG_BUILD_DIR"] = os.path.abspath(a.build)
+    for mode in a.tls.split(","):
+        if mode not in MODES:
+            ap.error("--tls: unknown mode %r" % mode)
     for r in a.rates.split(","):
-        run(float(r), a.seconds, 0)
+        for mode in a.tls.split(","):
+            run(float(r), a.seconds, 0, mode)
         if a.big_backlog:
             run(float(r), a.seconds, a.big_backlog)
 

@@ -23,6 +23,7 @@
 #include "platform/build_info.h"
 #include "platform/options.h"
 #include "platform/wake.h"
+#include "platform/secmem.h"
 
 /* Set by the service's signal thread (daemon/service.h), read by the
  * dispatcher's loop. */
@@ -124,12 +125,14 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         r = options_parse(&spec, argc, argv, NULL, NULL);
         if (r)
                 return options_exit_status(r);
-        struct tg_config *cfg = malloc(sizeof(*cfg));
+        /* Secret memory: the config holds the API token and the webhook
+         * secret, and stays out of core dumps. */
+        struct tg_config *cfg = secmem_alloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
         r = cli_load_config(cmd, config, cfg);
         if (r) {
-                free(cfg);
+                secmem_free(cfg);
                 return options_exit_status(r);
         }
         log_set_component(cmd);
@@ -144,7 +147,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         r = service_start(&so, &svc);
         if (r < 0) {
                 fprintf(stderr, "tollgate %s: cannot start: %s\n", cmd, tg_strerror(r));
-                free(cfg);
+                secmem_free(cfg);
                 return 1;
         }
         struct api *api = NULL;
@@ -160,7 +163,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                                 err[0] ? err : tg_strerror(r));
                         wake_free(doorbell);
                         service_stop(svc);
-                        free(cfg);
+                        secmem_free(cfg);
                         return 1;
                 }
                 if (want_disp) {
@@ -173,7 +176,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                     json_pack("{s:s, s:i}", "host", cfg->api_listen_host, "port", api_port(api)));
         } else if (check_store(cmd, cfg) < 0) {
                 service_stop(svc);
-                free(cfg);
+                secmem_free(cfg);
                 return 1;
         }
         service_ready(svc);
@@ -196,7 +199,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         api_stop(api);
         wake_free(doorbell);
         service_stop(svc);
-        free(cfg);
+        secmem_free(cfg);
         return rc;
 }
 

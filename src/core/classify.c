@@ -50,18 +50,18 @@ static const char *const class_names[TG_CLASS_COUNT] = {
  * row takes precedence, so the specific 422 row follows the general one. */
 static const struct classify_rule default_rules[] = {
     /* POST /v1/refunds */
-    {CLASSIFY_POST, 200, 201, "", "succeeded", TG_CLASS_SUCCEEDED},
-    {CLASSIFY_POST, 400, 400, "", "", TG_CLASS_REJECTED},
-    {CLASSIFY_POST, 422, 422, "", "", TG_CLASS_REJECTED},
-    {CLASSIFY_POST, 422, 422, "idempotency_key_reused", "", TG_CLASS_KEY_REUSED},
-    {CLASSIFY_POST, 409, 409, "idempotency_key_in_use", "", TG_CLASS_UNKNOWN},
-    {CLASSIFY_POST, 429, 429, "", "", TG_CLASS_RETRYABLE},
-    {CLASSIFY_POST, 503, 503, "", "", TG_CLASS_RETRYABLE},
+    {CLASSIFY_POST, 200, 201, "", "succeeded", TG_CLASS_SUCCEEDED, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_POST, 400, 400, "", "", TG_CLASS_REJECTED, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_POST, 422, 422, "", "", TG_CLASS_REJECTED, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_POST, 422, 422, "idempotency_key_reused", "", TG_CLASS_KEY_REUSED, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_POST, 409, 409, "idempotency_key_in_use", "", TG_CLASS_UNKNOWN, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_POST, 429, 429, "", "", TG_CLASS_RETRYABLE, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_POST, 503, 503, "", "", TG_CLASS_RETRYABLE, CLASSIFY_FLAG_ANY},
     /* GET /v1/refunds/{operation_id} */
-    {CLASSIFY_QUERY, 200, 200, "", "succeeded", TG_CLASS_SUCCEEDED},
-    {CLASSIFY_QUERY, 200, 200, "", "failed", TG_CLASS_REJECTED},
-    {CLASSIFY_QUERY, 200, 200, "", "processing", TG_CLASS_PROCESSING},
-    {CLASSIFY_QUERY, 404, 404, "not_found", "", TG_CLASS_NOT_FOUND},
+    {CLASSIFY_QUERY, 200, 200, "", "succeeded", TG_CLASS_SUCCEEDED, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_QUERY, 200, 200, "", "failed", TG_CLASS_REJECTED, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_QUERY, 200, 200, "", "processing", TG_CLASS_PROCESSING, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_QUERY, 404, 404, "not_found", "", TG_CLASS_NOT_FOUND, CLASSIFY_FLAG_ANY},
 };
 
 static bool class_valid_for(enum classify_request request, enum tg_class cls)
@@ -108,6 +108,8 @@ static bool rule_ok(const struct classify_rule *rule)
         if (rule->status_lo < 100 || rule->status_hi > 599 || rule->status_lo > rule->status_hi)
                 return false;
         if ((unsigned)rule->cls >= TG_CLASS_COUNT || !class_valid_for(rule->request, rule->cls))
+                return false;
+        if ((unsigned)rule->retryable > CLASSIFY_FLAG_TRUE)
                 return false;
         return value_ok(rule->error_code, sizeof(rule->error_code)) &&
                value_ok(rule->body_status, sizeof(rule->body_status));
@@ -156,12 +158,32 @@ static bool field_matches(const char *want, const char *have, bool body_is_json)
         return body_is_json && strcmp(want, have) == 0;
 }
 
+/* The retryable mark, like the body fields, is read only from a reply whose
+ * body parsed (a header mark counts as read too: src/net sets it only from
+ * a complete response). */
+static bool flag_matches(enum classify_want_flag want, enum tg_flag have)
+{
+        switch (want) {
+        case CLASSIFY_FLAG_ANY:
+                return true;
+        case CLASSIFY_FLAG_ABSENT:
+                return have == TG_FLAG_ABSENT;
+        case CLASSIFY_FLAG_FALSE:
+                return have == TG_FLAG_FALSE;
+        case CLASSIFY_FLAG_TRUE:
+                return have == TG_FLAG_TRUE;
+        }
+        return false;
+}
+
 static bool rule_matches(const struct classify_rule *rule, enum classify_request request,
                          const struct provider_reply *reply)
 {
         if (rule->request != request)
                 return false;
         if (reply->http_status < rule->status_lo || reply->http_status > rule->status_hi)
+                return false;
+        if (!flag_matches(rule->retryable, reply->retryable))
                 return false;
         return field_matches(rule->error_code, reply->error_code, reply->body_is_json) &&
                field_matches(rule->body_status, reply->status, reply->body_is_json);
@@ -336,8 +358,8 @@ static bool has_prefix(const struct token *t, const char *prefix)
 
 int classify_rule_parse(const char *text, struct classify_rule *ret_rule)
 {
-        /* request, range, code=, status=, =>, class */
-        struct token tokens[6];
+        /* request, range, code=, status=, retryable=, =>, class */
+        struct token tokens[7];
         struct classify_rule rule = {0};
 
         if (!text || !ret_rule)
@@ -345,8 +367,8 @@ int classify_rule_parse(const char *text, struct classify_rule *ret_rule)
         if (strnlen(text, RULE_TEXT_MAX + 1) > RULE_TEXT_MAX)
                 return TG_EPARSE;
 
-        size_t n = split(text, tokens, 6);
-        if (n < 4 || n > 6)
+        size_t n = split(text, tokens, 7);
+        if (n < 4 || n > 7)
                 return TG_EPARSE;
 
         if (token_is(&tokens[0], "post"))
@@ -358,7 +380,7 @@ int classify_rule_parse(const char *text, struct classify_rule *ret_rule)
         if (!parse_status_range(&tokens[1], &rule.status_lo, &rule.status_hi))
                 return TG_EPARSE;
 
-        bool have_code = false, have_status = false;
+        bool have_code = false, have_status = false, have_flag = false;
         size_t i = 2;
         for (; i < n - 2; i++) {
                 if (has_prefix(&tokens[i], "code=") && !have_code) {
@@ -371,6 +393,16 @@ int classify_rule_parse(const char *text, struct classify_rule *ret_rule)
                                          sizeof(rule.body_status)))
                                 return TG_EPARSE;
                         have_status = true;
+                } else if (has_prefix(&tokens[i], "retryable=") && !have_flag) {
+                        if (token_is(&tokens[i], "retryable=true"))
+                                rule.retryable = CLASSIFY_FLAG_TRUE;
+                        else if (token_is(&tokens[i], "retryable=false"))
+                                rule.retryable = CLASSIFY_FLAG_FALSE;
+                        else if (token_is(&tokens[i], "retryable=-"))
+                                rule.retryable = CLASSIFY_FLAG_ABSENT;
+                        else
+                                return TG_EPARSE;
+                        have_flag = true;
                 } else {
                         return TG_EPARSE;
                 }

@@ -48,26 +48,44 @@ enum classify_request {
         CLASSIFY_QUERY,
 };
 
+/* A yes/no the provider may or may not have said. Zero is "not said". */
+enum tg_flag {
+        TG_FLAG_ABSENT = 0,
+        TG_FLAG_FALSE,
+        TG_FLAG_TRUE,
+};
+
 /* What src/net extracted from one call. Strings are NUL-terminated, "" when
  * absent; they are truncated to fit, never overflowed. */
 struct provider_reply {
         enum tg_transport_result transport;
-        int http_status;       /* 0 when no response */
-        bool body_is_json;     /* body parsed as a JSON object */
-        char error_code[64];   /* body .error.code */
-        char status[32];       /* body .status: succeeded, failed, processing, ... */
-        char refund_id[128];   /* body .refund_id */
-        char failure_code[64]; /* body .failure_code (a query's "failed") */
+        int http_status;        /* 0 when no response */
+        bool body_is_json;      /* body parsed as a JSON object */
+        char error_code[64];    /* body .error.code */
+        char status[32];        /* body .status: succeeded, failed, processing, ... */
+        char refund_id[128];    /* body .refund_id */
+        char failure_code[64];  /* body .failure_code (a query's "failed") */
+        enum tg_flag retryable; /* the provider's own "retryable" mark (error.retryable) */
+};
+
+/* What a rule wants of the reply's retryable mark. */
+enum classify_want_flag {
+        CLASSIFY_FLAG_ANY = 0,
+        CLASSIFY_FLAG_ABSENT, /* "-" */
+        CLASSIFY_FLAG_FALSE,
+        CLASSIFY_FLAG_TRUE,
 };
 
 /* One rule: matches request kind, a status range, and optionally the error
- * code and/or body status ("" = any; "-" = must be absent). */
+ * code and/or body status ("" = any; "-" = must be absent) and the
+ * provider's retryable mark. */
 struct classify_rule {
         enum classify_request request;
         int status_lo, status_hi;
         char error_code[64];
         char body_status[32];
         enum tg_class cls;
+        enum classify_want_flag retryable;
 };
 
 struct classifier;
@@ -84,7 +102,8 @@ void classifier_free(struct classifier *classifier);
 int classifier_add_rule(struct classifier *classifier, const struct classify_rule *rule);
 
 /* Parses the config syntax of one rule:
- *   "<post|query> <status>[-<status>] [code=<error_code>] [status=<body_status>] => <class>"
+ *   "<post|query> <status>[-<status>] [code=<error_code>] [status=<body_status>]
+ *    [retryable=<true|false|->] => <class>"
  * e.g. "post 409 code=idempotency_key_in_use => unknown". Class names as
  * tg_class_name(). 0 or TG_EPARSE; *ret_rule untouched on failure. */
 int classify_rule_parse(const char *text, struct classify_rule *ret_rule);

@@ -4,7 +4,12 @@
  * Rules: a complete 429 or 503 holds for its Retry-After (already parsed and
  * capped by the caller), else default_hold_ms; timeouts after send count in
  * a row and timeout_run_hold of them hold for timeout_hold_ms (and start a
- * new run); any complete answer ends a run. A probe is healthy unless it was
+ * new run); any complete answer ends a run. Calls that sent nothing count
+ * in a run of their own: unreachable_run_hold of them hold for
+ * unreachable_hold_ms, and from then on a probe that sends nothing holds
+ * again at once for twice the last hold (at most unreachable_hold_max_ms);
+ * any call that reached the provider (an answer, a timeout or a reset after
+ * send) ends the run and the doubling. A probe is healthy unless it was
  * limited, timed out, or never sent.
  */
 #include "core/holds.h"
@@ -36,6 +41,33 @@ void holds_after_call(const struct holds_config *config, struct holds_state *sta
                 }
         } else if (complete) {
                 state->timeouts_in_row = 0;
+        }
+        if (call->transport == TG_TR_NOT_SENT) {
+                state->unreachable_in_row++;
+                if (state->unreachable_hold_ms > 0 && call->probe) {
+                        /* Still unreachable after a hold: hold longer. */
+                        int64_t next = state->unreachable_hold_ms * 2;
+                        if (next > config->unreachable_hold_max_ms)
+                                next = config->unreachable_hold_max_ms;
+                        if (next < state->unreachable_hold_ms)
+                                next = state->unreachable_hold_ms;
+                        d.why = HOLDS_UNREACHABLE;
+                        d.hold_ms = next;
+                } else if (config->unreachable_run_hold > 0 &&
+                           state->unreachable_in_row >= config->unreachable_run_hold) {
+                        d.why = HOLDS_UNREACHABLE;
+                        d.hold_ms = state->unreachable_hold_ms > config->unreachable_hold_ms
+                                        ? state->unreachable_hold_ms
+                                        : config->unreachable_hold_ms;
+                }
+                if (d.why == HOLDS_UNREACHABLE) {
+                        d.unreachable_in_row = state->unreachable_in_row;
+                        state->unreachable_hold_ms = d.hold_ms;
+                        state->unreachable_in_row = 0;
+                }
+        } else {
+                state->unreachable_in_row = 0;
+                state->unreachable_hold_ms = 0;
         }
         if (call->probe) {
                 d.probe_done = true;

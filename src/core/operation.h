@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/classify.h"
+#include "core/refund_validate.h"
 #include "core/tg_time.h"
 
 #define TG_OP_ID_MAX      128 /* idempotency key: 1-128 chars of [A-Za-z0-9._:-] */
@@ -65,6 +66,8 @@ struct refund_request {
         char payment_id[TG_PAYMENT_ID_MAX + 1];
         int64_t amount; /* minor units, > 0 */
         char currency[4];
+        char reason[REFUND_REASON_MAX + 1];      /* "" when none */
+        char metadata[REFUND_METADATA_TEXT + 1]; /* a JSON object, keys sorted; "" when none */
         /* Not part of the payload (a repeat with other values is the same
          * request): the caller's own deadline, absolute, 0 for none (the
          * intake bounds it by the policy's deadline); and the W3C

@@ -6,6 +6,9 @@
 #include "core/refund_validate.h"
 
 #include <stdbool.h>
+#include <string.h>
+
+#include "core/encode.h"
 
 #include "core/tg_error.h"
 
@@ -93,4 +96,74 @@ int refund_validate(const struct refund_fields *fields, struct refund_problem *p
         if (r < 0)
                 return r;
         return refund_validate_currency(fields->currency, fields->currency_len, problem);
+}
+
+int refund_validate_reason(const char *s, size_t len, struct refund_problem *problem)
+{
+        if (len > REFUND_REASON_MAX)
+                return refuse(problem, "reason", "must be at most 200 bytes");
+        if (len > 0 && (!s || !encode_utf8_text_ok(s, len)))
+                return refuse(problem, "reason", "must be UTF-8 text without control characters");
+        return 0;
+}
+
+int refund_validate_metadata_key(const char *s, size_t len, struct refund_problem *problem)
+{
+        if (!s || len == 0 || len > REFUND_METADATA_KEY_MAX)
+                return refuse(problem, "metadata", "a key must be 1-40 characters");
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char)s[i];
+                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '.' || c == '-'))
+                        return refuse(problem, "metadata",
+                                      "a key may contain only A-Z a-z 0-9 and _ . -");
+        }
+        return 0;
+}
+
+int refund_validate_metadata_value(const char *s, size_t len, struct refund_problem *problem)
+{
+        if (len > REFUND_METADATA_VAL_MAX)
+                return refuse(problem, "metadata", "a value must be at most 200 bytes");
+        if (len > 0 && (!s || !encode_utf8_text_ok(s, len)))
+                return refuse(problem, "metadata",
+                              "a value must be UTF-8 text without control characters");
+        return 0;
+}
+
+int refund_metadata_add(struct refund_metadata *md, const char *key, size_t key_len,
+                        const char *value, size_t value_len, struct refund_problem *problem)
+{
+        unsigned at;
+        int r = refund_validate_metadata_key(key, key_len, problem);
+
+        if (r == 0)
+                r = refund_validate_metadata_value(value, value_len, problem);
+        if (r < 0)
+                return r;
+        if (md->n >= REFUND_METADATA_PAIRS)
+                return refuse(problem, "metadata", "at most 10 keys");
+        for (at = 0; at < md->n; at++) {
+                int c = strncmp(md->pairs[at].key, key, key_len);
+                if (c == 0 && md->pairs[at].key[key_len] == '\0')
+                        return refuse(problem, "metadata", "a key is given twice");
+                if (c > 0 || (c == 0 && md->pairs[at].key[key_len] != '\0'))
+                        break;
+        }
+        memmove(&md->pairs[at + 1], &md->pairs[at], (md->n - at) * sizeof(md->pairs[0]));
+        memcpy(md->pairs[at].key, key, key_len);
+        md->pairs[at].key[key_len] = '\0';
+        if (value_len > 0)
+                memcpy(md->pairs[at].value, value, value_len);
+        md->pairs[at].value[value_len] = '\0';
+        md->n++;
+        return 0;
+}
+
+const char *refund_metadata_get(const struct refund_metadata *md, const char *key)
+{
+        for (unsigned i = 0; i < md->n; i++)
+                if (strcmp(md->pairs[i].key, key) == 0)
+                        return md->pairs[i].value;
+        return "";
 }

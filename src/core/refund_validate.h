@@ -14,6 +14,12 @@
  *                 rejects floats, exponent forms and strings before this);
  *   currency      ISO 4217 shape: exactly 3 uppercase ASCII letters. Whether
  *                 the provider supports the currency is the provider's call.
+ *   reason        optional: 0-200 bytes of UTF-8 text without control
+ *                 characters (it may reach the provider's body);
+ *   metadata      optional: at most 10 pairs; a key is 1-40 bytes of
+ *                 [A-Za-z0-9_.-], a value 0-200 bytes of UTF-8 text without
+ *                 control characters; keys are unique. Stored as one JSON
+ *                 object with its keys sorted, at most 1024 bytes.
  */
 #ifndef TG_REFUND_VALIDATE_H
 #define TG_REFUND_VALIDATE_H
@@ -24,6 +30,20 @@
 #define REFUND_OPERATION_ID_MAX 128
 #define REFUND_PAYMENT_ID_MAX   128
 #define REFUND_CURRENCY_LEN     3
+#define REFUND_REASON_MAX       200
+#define REFUND_METADATA_PAIRS   10
+#define REFUND_METADATA_KEY_MAX 40
+#define REFUND_METADATA_VAL_MAX 200
+#define REFUND_METADATA_TEXT    1024 /* the stored JSON object, bytes */
+
+/* A refund's metadata as pairs, sorted by key, keys unique. Plain data. */
+struct refund_metadata {
+        unsigned n;
+        struct refund_metadata_pair {
+                char key[REFUND_METADATA_KEY_MAX + 1];
+                char value[REFUND_METADATA_VAL_MAX + 1];
+        } pairs[REFUND_METADATA_PAIRS];
+};
 
 /* The fields of one request; the strings need not be NUL-terminated and are
  * borrowed only for the duration of the call. */
@@ -51,6 +71,19 @@ int refund_validate_operation_id(const char *s, size_t len, struct refund_proble
 int refund_validate_payment_id(const char *s, size_t len, struct refund_problem *problem);
 int refund_validate_amount(int64_t amount, struct refund_problem *problem);
 int refund_validate_currency(const char *s, size_t len, struct refund_problem *problem);
+
+int refund_validate_reason(const char *s, size_t len, struct refund_problem *problem);
+int refund_validate_metadata_key(const char *s, size_t len, struct refund_problem *problem);
+int refund_validate_metadata_value(const char *s, size_t len, struct refund_problem *problem);
+
+/* Adds one pair, keeping the pairs sorted. 0, or TG_EINVAL (a bad key or
+ * value, a key already there, more than REFUND_METADATA_PAIRS) with
+ * *problem filled. */
+int refund_metadata_add(struct refund_metadata *md, const char *key, size_t key_len,
+                        const char *value, size_t value_len, struct refund_problem *problem);
+
+/* The value of key, "" when there is no such key. */
+const char *refund_metadata_get(const struct refund_metadata *md, const char *key);
 
 /* Checks every field in the order operation_id, payment_id, amount,
  * currency and reports the first problem. 0 or TG_EINVAL. */

@@ -48,6 +48,7 @@
 #include "daemon/ui.h"
 #include "platform/clock.h"
 #include "platform/wake.h"
+#include "platform/secmem.h"
 #include "store/store.h"
 
 #define CALLS_LIMIT_DEF 100
@@ -676,7 +677,8 @@ static int api_new_ex(const struct tg_config *cfg, const struct store_open_opts 
 
         if (!cfg || !ret_api)
                 return TG_EINVAL;
-        api = calloc(1, sizeof(*api));
+        /* Secret memory: the copy of the config holds the webhook secret. */
+        api = secmem_alloc(sizeof(*api));
         if (!api)
                 return TG_ENOMEM;
         api->cfg = *cfg;
@@ -704,8 +706,7 @@ fail:
         free(api->counters);
         pthread_mutex_destroy(&api->lock);
         ui_free(api->ui);
-        explicit_bzero(api, sizeof(*api));
-        free(api);
+        secmem_free(api); /* wipes */
         return r;
 }
 
@@ -826,6 +827,5 @@ void api_stop(struct api *api)
         store_close(api->store);
         free(api->counters);
         pthread_mutex_destroy(&api->lock);
-        explicit_bzero(api, sizeof(*api));
-        free(api);
+        secmem_free(api); /* wipes */
 }

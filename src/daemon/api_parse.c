@@ -15,6 +15,7 @@
 #include "core/refund_validate.h"
 #include "core/rfc3339.h"
 #include "core/tg_error.h"
+#include "net/provider_request.h"
 
 static void copy_text(char *dst, size_t size, const char *src, size_t len)
 {
@@ -48,7 +49,55 @@ static int invalid(struct api_error *err, int status, const char *code, const ch
 }
 
 static const char *const known_fields[] = {"operation_id", "payment_id", "amount",
-                                           "currency",     "deadline",   "budget_s"};
+                                           "currency",     "reason",     "metadata",
+                                           "deadline",     "budget_s"};
+
+/* The optional reason: a string refund_validate accepts. */
+static int get_reason(json_t *root, struct refund_request *req, struct api_error *err)
+{
+        struct refund_problem problem;
+        json_t *v = json_object_get(root, "reason");
+
+        if (!v)
+                return 0;
+        if (!json_is_string(v))
+                return invalid(err, 422, "invalid_field", "reason", "must be a string");
+        if (refund_validate_reason(json_string_value(v), json_string_length(v), &problem) < 0)
+                return invalid(err, 422, "invalid_field", "reason", problem.message);
+        memcpy(req->reason, json_string_value(v), json_string_length(v));
+        req->reason[json_string_length(v)] = '\0';
+        return 0;
+}
+
+/* The optional metadata: an object of strings, stored as JSON with its keys
+ * sorted (so that the same map is the same text, for idempotency). */
+static int get_metadata(json_t *root, struct refund_request *req, struct api_error *err)
+{
+        struct refund_metadata md;
+        struct refund_problem problem;
+        const char *key;
+        json_t *v = json_object_get(root, "metadata"), *value;
+
+        if (!v)
+                return 0;
+        if (!json_is_object(v))
+                return invalid(err, 422, "invalid_field", "metadata",
+                               "must be an object of string values");
+        memset(&md, 0, sizeof(md));
+        json_object_foreach(v, key, value)
+        {
+                if (!json_is_string(value))
+                        return invalid(err, 422, "invalid_field", "metadata",
+                                       "every value must be a string");
+                if (refund_metadata_add(&md, key, strlen(key), json_string_value(value),
+                                        json_string_length(value), &problem) < 0)
+                        return invalid(err, 422, "invalid_field", "metadata", problem.message);
+        }
+        if (provider_metadata_text(&md, req->metadata, sizeof(req->metadata)) < 0)
+                return invalid(err, 422, "invalid_field", "metadata",
+                               "must be at most 1024 bytes once written as JSON");
+        return 0;
+}
 
 #define BUDGET_MAX_S (366.0 * 24 * 3600) /* a longer budget is a typo */
 
@@ -170,6 +219,8 @@ int api_parse_refund(const char *body, size_t len, tg_wall_ms now, struct refund
         req.amount = f.amount;
         memcpy(req.currency, f.currency, f.currency_len);
         req.deadline_at = deadline_at;
+        if (get_reason(root, &req, err) < 0 || get_metadata(root, &req, err) < 0)
+                goto out;
         *ret_req = req;
         r = 0;
 out:

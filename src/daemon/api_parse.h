@@ -18,6 +18,9 @@
  *     now, a number > 0, at most a year); both at once, a deadline not in
  *     the future or a budget out of range -> 422 invalid_field. The intake
  *     bounds it by retry.deadline_s (policy_accept).
+ *   - "reason" (a string) and "metadata" (an object of strings) are
+ *     optional and checked like the rest (core/refund_validate.h); the
+ *     metadata is kept as JSON with its keys sorted.
  */
 #ifndef TG_API_PARSE_H
 #define TG_API_PARSE_H

@@ -46,9 +46,13 @@
 #include <unistd.h>
 
 #include "core/backoff.h"
+#include "core/provider_map.h"
 #include "core/strnum.h"
+#include "core/template.h"
 #include "core/tg_error.h"
 #include "daemon/ui_users.h"
+#include "daemon/provider_setup.h"
+#include "platform/secmem.h"
 #include "store/store.h" /* STORE_SHARES_MAX */
 
 #define MAX_DURATION_S  (366LL * 24 * 3600)
@@ -123,6 +127,15 @@ static int set_log_level(struct load *load, const struct key_def *key, const cha
 static int set_keep_days(struct load *load, const struct key_def *key, const char *value);
 static void show_keep_days(const struct tg_config *config, char *buf, size_t size);
 static int set_users_file(struct load *load, const struct key_def *key, const char *value);
+static int set_readable_file(struct load *load, const struct key_def *key, const char *value);
+static int set_client_key(struct load *load, const struct key_def *key, const char *value);
+static int set_secret_path(struct load *load, const struct key_def *key, const char *value);
+static int set_choice(struct load *load, const struct key_def *key, const char *value);
+static int set_signing_string(struct load *load, const struct key_def *key, const char *value);
+static int set_prefix(struct load *load, const struct key_def *key, const char *value);
+static int set_body_field(struct load *load, const struct key_def *key, const char *value);
+static int set_field_source(struct load *load, const struct key_def *key, const char *value);
+static int set_status_list(struct load *load, const struct key_def *key, const char *value);
 static void show_listen(const struct tg_config *config, char *buf, size_t size);
 static void show_jitter(const struct tg_config *config, char *buf, size_t size);
 
@@ -180,13 +193,19 @@ static const struct key_def keys[] = {
              "`GET /metrics` needs the bearer token too (false: open, like `/healthz`)."),
 
     STRING_KEY("provider", "base_url", provider_base_url, set_base_url,
-               "The provider, `http://` or `https://`; the two paths below are appended to it."),
+               "The provider, `http://` or `https://`; the paths below are appended to it. An "
+               "`https://` provider's certificate and host name are always verified "
+               "(`provider.ca_file`); there is no switch that turns this off."),
     STRING_KEY("provider", "refunds_path", provider_refunds_path, set_path,
                "Path of the POST that asks for a refund (PROVIDER.md's by default: a real "
-               "provider's contract may differ)."),
+               "provider's contract may differ). A template: `{operation_id}`, `{payment_id}`, "
+               "`{amount}`, `{currency}`, `{reason}` and `{metadata.KEY}` are replaced by the "
+               "refund's values, percent-encoded (docs/providers/)."),
     STRING_KEY("provider", "query_path", provider_query_path, set_path,
-               "Path of the GET that asks what became of a refund; `{operation_id}` is replaced "
-               "by the operation's id (its idempotency key)."),
+               "Path of the GET that asks what became of a refund, a template like "
+               "`provider.refunds_path` that must use `{operation_id}` (the idempotency key) or "
+               "`{refund_id}` (the provider's id, stored when a POST answers; then "
+               "`provider.query_fallback_path` is needed for operations without one)."),
     STRING_KEY("provider", "key_header", provider_key_header, set_header_name,
                "Header carrying the idempotency key, which is the `operation_id`: one key per "
                "operation, forever."),
@@ -214,6 +233,95 @@ static const struct key_def keys[] = {
     BOOL_KEY("provider", "reuse_connections", provider_reuse_connections,
              "Keep-alive connections to the provider (false: a fresh connection per call, "
              "closed after it). The guard against a second send of one call holds either way."),
+    STRING_KEY("provider", "ca_file", provider_ca_file, set_readable_file,
+               "PEM file of the CA certificates that an `https://` provider's certificate must "
+               "chain to. Unset: the system's store. A provider whose certificate does not "
+               "verify (unknown CA, expired, another host name) is never sent anything: the "
+               "call is `not_sent` and logged with its cause."),
+    STRING_KEY("provider", "client_cert", provider_client_cert, set_readable_file,
+               "PEM file of the client certificate presented to an `https://` provider that "
+               "asks for one (mutual TLS); needs `provider.client_key`. Re-read with the other "
+               "credentials (docs/providers/)."),
+    STRING_KEY("provider", "client_key", provider_client_key, set_client_key,
+               "PEM file of the client certificate's private key (not encrypted). Refused when "
+               "the file is open to group or others: `chmod 600` it."),
+    INT_KEY("provider", "unreachable_run_hold", KEY_UINT, provider_unreachable_run_hold, 0, 100000,
+            1,
+            "This many calls in a row that reached nothing (connection refused, DNS, connect "
+            "or TLS failure: `not_sent`) hold every start for `provider.unreachable_hold_ms`; "
+            "each probe after it that reaches nothing either holds again for twice as long, "
+            "up to `provider.unreachable_hold_max_ms`. 0: never. See docs/providers/ for what "
+            "a TLS misconfiguration costs."),
+    INT_KEY("provider", "unreachable_hold_ms", KEY_I64, provider_unreachable_hold_ms, 1,
+            MAX_DURATION_MS, 1, "The first hold of a run of calls that reached nothing."),
+    INT_KEY("provider", "unreachable_hold_max_ms", KEY_I64, provider_unreachable_hold_max_ms, 1,
+            MAX_DURATION_MS, 1,
+            "The longest such hold (must be >= `provider.unreachable_hold_ms`)."),
+    STRING_KEY("provider", "auth", provider_auth, set_choice,
+               "How calls authenticate: `none`, `bearer` (`Authorization: Bearer <secret>`) or "
+               "`header` (`<provider.auth_header>: <secret>`), the secret read from "
+               "`provider.auth_secret_file`."),
+    STRING_KEY("provider", "auth_header", provider_auth_header, set_header_name,
+               "The header carrying the API key when `provider.auth` is `header`."),
+    STRING_KEY("provider", "auth_secret_file", provider_auth_secret_file, set_secret_path,
+               "A file holding the provider's API key (trailing newlines trimmed, the rest "
+               "printable ASCII without spaces); required unless `provider.auth` is `none`. "
+               "Never logged."),
+    STRING_KEY("provider", "signing_key_file", provider_signing_key_file, set_secret_path,
+               "A file holding the HMAC-SHA256 key of signed requests (its text is the key). "
+               "Set: every call carries `provider.timestamp_header` and "
+               "`provider.signature_header`. Unset: requests are not signed."),
+    STRING_KEY("provider", "signature_header", provider_signature_header, set_header_name,
+               "The header carrying a signed request's signature: `provider.signature_prefix` "
+               "then the HMAC in `provider.signature_encoding`."),
+    STRING_KEY("provider", "timestamp_header", provider_timestamp_header, set_header_name,
+               "The header carrying a signed request's timestamp, in Unix seconds."),
+    STRING_KEY("provider", "signing_string", provider_signing_string, set_signing_string,
+               "The canonical string a signature is made over, a template of `{method}`, "
+               "`{path}` (as sent, with its query), `{timestamp}`, `{idempotency_key}`, "
+               "`{body_sha256}` (hex; of the empty body for a GET) and `{request_id}`; `\\n` is "
+               "a new line."),
+    STRING_KEY("provider", "signature_encoding", provider_signature_encoding, set_choice,
+               "`hex` (lower case) or `base64`."),
+    STRING_KEY("provider", "signature_prefix", provider_signature_prefix, set_prefix,
+               "Text before the signature in its header, e.g. `sha256=` or `v1=`."),
+    STRING_KEY("provider", "body_format", provider_body_format, set_choice,
+               "The refund POST's body: `json` or `form` "
+               "(`application/x-www-form-urlencoded`)."),
+    CUSTOM_KEY("provider", "body_field", set_body_field, NULL,
+               "One field of the refund POST's body, `NAME TEMPLATE`, repeatable (at most 16, "
+               "in order); none: PROVIDER.md's `operation_id payment_id amount currency`. The "
+               "template uses `{operation_id}`, `{payment_id}`, `{amount}`, `{currency}`, "
+               "`{reason}`, `{metadata.KEY}`, `{metadata}`. `{amount}` alone is a JSON number, "
+               "`{metadata}` alone an object (in a form, one `NAME[KEY]=VALUE` per pair); a "
+               "field that is only an optional value the refund lacks is left out. In JSON a "
+               "dot in NAME nests. E.g. `amount {amount}`, `metadata[op] {operation_id}`."),
+    STRING_KEY("provider", "query_fallback_path", provider_query_fallback_path, set_path,
+               "The query path used while the provider's refund id is unknown (a POST that "
+               "timed out), when `provider.query_path` uses `{refund_id}`; must use "
+               "`{operation_id}`. Required then, refused otherwise."),
+    STRING_KEY("provider", "status_field", provider_status_field, set_field_source,
+               "Where a response says the refund's status: a JSON path (`status`, "
+               "`data.0.status`; a number is an array index) or `header:NAME`; up to three, "
+               "space-separated, the first present wins. Empty: not read."),
+    STRING_KEY("provider", "status_succeeded", provider_status_succeeded, set_status_list,
+               "The provider's status words meaning succeeded, comma-separated; the "
+               "classification table (`classify.rule`) sees them as `succeeded`."),
+    STRING_KEY("provider", "status_failed", provider_status_failed, set_status_list,
+               "The words meaning failed for good (seen as `failed`)."),
+    STRING_KEY("provider", "status_processing", provider_status_processing, set_status_list,
+               "The words meaning still running (seen as `processing`). A word in no list "
+               "reaches the classification table as it is."),
+    STRING_KEY("provider", "refund_id_field", provider_refund_id_field, set_field_source,
+               "Where a response carries the provider's refund id (stored, shown, and usable "
+               "as `{refund_id}` in `provider.query_path`)."),
+    STRING_KEY("provider", "error_code_field", provider_error_code_field, set_field_source,
+               "Where an error response carries its code (`code=` in `classify.rule`)."),
+    STRING_KEY("provider", "failure_code_field", provider_failure_code_field, set_field_source,
+               "Where a failed refund carries the reason it failed (shown to the operator)."),
+    STRING_KEY("provider", "retryable_field", provider_retryable_field, set_field_source,
+               "Where the provider marks an error retryable: a JSON boolean, or a header or "
+               "string `true`/`false` (`retryable=` in `classify.rule`)."),
 
     DOUBLE_KEY("exit", "starts_per_second", exit.starts_per_second, 0, 1e9, true,
                "The account's start rate, every kind of call included: two starts are never "
@@ -292,9 +400,11 @@ static const struct key_def keys[] = {
     CUSTOM_KEY("classify", "rule", set_rule, NULL,
                "A rule added over PROVIDER.md's built-in table, which it takes precedence over; "
                "repeatable (at most 64): `<post|query> <status>[-<status>] [code=<error_code>] "
-               "[status=<body_status>] => <class>`, e.g. `post 409 code=idempotency_key_in_use "
-               "=> unknown`. Classes: succeeded, rejected, key_reused, retryable, unknown, "
-               "not_sent, processing, not_found, no_answer."),
+               "[status=<body_status>] [retryable=<true|false|->] => <class>`, e.g. `post 409 "
+               "code=idempotency_key_in_use => unknown`. Codes, statuses and the retryable mark "
+               "are read where the `[provider]` reply mapping says. Classes: succeeded, "
+               "rejected, key_reused, retryable, unknown, not_sent, processing, not_found, "
+               "no_answer."),
 
     BOOL_KEY("admission", "enabled", admission.enabled,
              "Refuse NEW refunds (503 `over_capacity`, with Retry-After) when the backlog ahead "
@@ -380,6 +490,34 @@ void config_defaults(struct tg_config *ret_config)
         /* A fresh connection per call: libcurl re-sends a request on a reused
          * connection that turns out dead (DESIGN.md, transport boundary). */
         c->provider_reuse_connections = false;
+        c->provider_unreachable_run_hold = 3;
+        c->provider_unreachable_hold_ms = 5000;
+        c->provider_unreachable_hold_max_ms = 60000;
+        snprintf(c->provider_auth, sizeof(c->provider_auth), "%s", "none");
+        snprintf(c->provider_auth_header, sizeof(c->provider_auth_header), "%s", "X-Api-Key");
+        snprintf(c->provider_signature_header, sizeof(c->provider_signature_header), "%s",
+                 "X-Signature");
+        snprintf(c->provider_timestamp_header, sizeof(c->provider_timestamp_header), "%s",
+                 "X-Timestamp");
+        snprintf(c->provider_signing_string, sizeof(c->provider_signing_string), "%s",
+                 "{method}\\n{path}\\n{timestamp}\\n{idempotency_key}\\n{body_sha256}");
+        snprintf(c->provider_signature_encoding, sizeof(c->provider_signature_encoding), "%s",
+                 "hex");
+        snprintf(c->provider_body_format, sizeof(c->provider_body_format), "%s", "json");
+        snprintf(c->provider_status_field, sizeof(c->provider_status_field), "%s", "status");
+        snprintf(c->provider_status_succeeded, sizeof(c->provider_status_succeeded), "%s",
+                 "succeeded");
+        snprintf(c->provider_status_failed, sizeof(c->provider_status_failed), "%s", "failed");
+        snprintf(c->provider_status_processing, sizeof(c->provider_status_processing), "%s",
+                 "processing");
+        snprintf(c->provider_refund_id_field, sizeof(c->provider_refund_id_field), "%s",
+                 "refund_id");
+        snprintf(c->provider_error_code_field, sizeof(c->provider_error_code_field), "%s",
+                 "error.code");
+        snprintf(c->provider_failure_code_field, sizeof(c->provider_failure_code_field), "%s",
+                 "failure_code");
+        snprintf(c->provider_retryable_field, sizeof(c->provider_retryable_field), "%s",
+                 "error.retryable");
 
         c->exit.starts_per_second = 5.0;
         c->exit.max_in_flight = 10;
@@ -1003,21 +1141,20 @@ static int set_base_url(struct load *load, const struct key_def *key, const char
         return set_string_at(load, key, (char *)&load->config + key->offset, key->size, value);
 }
 
+/* The three provider paths are templates (core/provider_map.h): the key's
+ * name says which fields each may use. */
 static int set_path(struct load *load, const struct key_def *key, const char *value)
 {
-        char q[VALUE_QUOTE_MAX + 8];
+        enum map_path kind = MAP_PATH_REFUNDS;
+        struct template_error terr;
+        struct template t;
 
-        if (value[0] != '/')
-                return key_error(load, key, "must start with /, got \"%s\"",
-                                 quote(value, q, sizeof(q)));
-        for (const char *p = value; *p; p++) {
-                unsigned char c = (unsigned char)*p;
-                if (c <= 0x20 || c >= 0x7f)
-                        return key_error(load, key, "must not contain spaces or control bytes");
-        }
-        if (strcmp(key->name, "query_path") == 0 && !strstr(value, "{operation_id}"))
-                return key_error(load, key, "must contain {operation_id}, got \"%s\"",
-                                 quote(value, q, sizeof(q)));
+        if (strcmp(key->name, "query_path") == 0)
+                kind = MAP_PATH_QUERY;
+        else if (strcmp(key->name, "query_fallback_path") == 0)
+                kind = MAP_PATH_QUERY_FALLBACK;
+        if (map_path_parse(kind, value, &t, &terr) < 0)
+                return key_error(load, key, "%s", terr.message);
         return set_string_at(load, key, (char *)&load->config + key->offset, key->size, value);
 }
 
@@ -1101,6 +1238,159 @@ static int set_keep_days(struct load *load, const struct key_def *key, const cha
 static void show_keep_days(const struct tg_config *config, char *buf, size_t size)
 {
         snprintf(buf, size, "%lld", (long long)(config->retention_keep_ms / DAY_MS));
+}
+
+/* A file that must be readable now (it is read again at each use); a
+ * relative path is the config file's folder's. */
+static int set_readable_file(struct load *load, const struct key_def *key, const char *value)
+{
+        char path[TG_PATH_MAX];
+        FILE *f;
+
+        if (value[0] == '\0')
+                return key_error(load, key, "must name a file");
+        if (resolve_path(load, value, path, sizeof(path)) < 0)
+                return key_error(load, key, "path too long");
+        f = fopen(path, "rb");
+        if (!f)
+                return key_error(load, key, "cannot read %s: %s", path, strerror(errno));
+        fclose(f);
+        return set_string_at(load, key, (char *)&load->config + key->offset, key->size, path);
+}
+
+static int set_client_key(struct load *load, const struct key_def *key, const char *value)
+{
+        char why[TG_PATH_MAX * 2 + 160];
+        const char *path = (char *)&load->config + key->offset;
+
+        if (set_readable_file(load, key, value) == 0)
+                return 0;
+        if (provider_setup_check_key_file(path, why, sizeof(why)) < 0)
+                return key_error(load, key, "%s", why);
+        return 1;
+}
+
+/* A secret file: readable and a valid secret now (it is read again when
+ * the credentials are loaded; nothing of it is kept here). */
+static int set_secret_path(struct load *load, const struct key_def *key, const char *value)
+{
+        char secret[256], path[TG_PATH_MAX];
+        int r;
+
+        if (resolve_path(load, value, path, sizeof(path)) < 0)
+                return key_error(load, key, "path too long");
+        if (set_string_at(load, key, (char *)&load->config + key->offset, key->size, path) == 0)
+                return 0;
+        r = read_secret(load, key, path, secret, sizeof(secret));
+        explicit_bzero(secret, sizeof(secret));
+        return r;
+}
+
+/* A key that takes one of a few words. */
+static int set_choice(struct load *load, const struct key_def *key, const char *value)
+{
+        static const struct {
+                const char *name;
+                const char *words;
+                const char *text;
+        } choices[] = {
+            {"auth", " none bearer header ", "none, bearer or header"},
+            {"signature_encoding", " hex base64 ", "hex or base64"},
+            {"body_format", " json form ", "json or form"},
+        };
+        char q[VALUE_QUOTE_MAX + 8], word[16];
+
+        for (size_t i = 0; i < sizeof(choices) / sizeof(choices[0]); i++) {
+                if (strcmp(choices[i].name, key->name) != 0)
+                        continue;
+                snprintf(word, sizeof(word), " %s ", value);
+                if (value[0] && strlen(value) < 12 && !strchr(value, ' ') &&
+                    strstr(choices[i].words, word))
+                        return set_string_at(load, key, (char *)&load->config + key->offset,
+                                             key->size, value);
+                return key_error(load, key, "must be %s, got \"%s\"", choices[i].text,
+                                 quote(value, q, sizeof(q)));
+        }
+        return key_error(load, key, "internal: no choices");
+}
+
+static int set_signing_string(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct template t;
+
+        if (value[0] == '\0')
+                return key_error(load, key, "must not be empty");
+        if (template_parse(value, TPL_SIGNING_FIELDS, &t, &terr) < 0)
+                return key_error(load, key, "%s", terr.message);
+        return set_string_at(load, key, (char *)&load->config + key->offset, key->size, value);
+}
+
+static int set_prefix(struct load *load, const struct key_def *key, const char *value)
+{
+        for (const char *p = value; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c < 0x21 || c > 0x7e)
+                        return key_error(load, key, "must be printable ASCII without spaces");
+        }
+        return set_string_at(load, key, (char *)&load->config + key->offset, key->size, value);
+}
+
+static int set_body_field(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct body_field f;
+        struct tg_config *c = &load->config;
+
+        if (c->provider_body_field_count >= TG_CONFIG_MAX_BODY)
+                return key_error(load, key, "at most %d fields", TG_CONFIG_MAX_BODY);
+        if (strlen(value) >= sizeof(c->provider_body_fields[0]))
+                return key_error(load, key, "too long");
+        if (body_field_parse(value, &f, &terr) < 0)
+                return key_error(load, key, "%s", terr.message);
+        snprintf(c->provider_body_fields[c->provider_body_field_count++],
+                 sizeof(c->provider_body_fields[0]), "%s", value);
+        return 1;
+}
+
+static int set_field_source(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct field_source fs;
+
+        if (field_source_parse(value, &fs, &terr) < 0)
+                return key_error(load, key, "%s", terr.message);
+        return set_string_at(load, key, (char *)&load->config + key->offset, key->size, value);
+}
+
+static int set_status_list(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct status_list l;
+
+        if (status_list_parse(value, &l, &terr) < 0)
+                return key_error(load, key, "%s", terr.message);
+        return set_string_at(load, key, (char *)&load->config + key->offset, key->size, value);
+}
+
+int config_read_secret(const char *section, const char *name, const char *path, char *dst,
+                       size_t size, char *err, size_t err_size)
+{
+        /* The one secret reader (read_secret), with a load of its own for
+         * its message. */
+        struct key_def key = {.section = section, .name = name, .type = KEY_CUSTOM};
+        struct load *load = secmem_alloc(sizeof(*load));
+        int r = 0;
+
+        if (!load)
+                return TG_ENOMEM;
+        if (read_secret(load, &key, path, dst, size) == 0) {
+                if (err && err_size)
+                        snprintf(err, err_size, "%s", load->err);
+                r = TG_ECONFIG;
+        }
+        secmem_free(load); /* wipes */
+        return r;
 }
 
 /* ---- the inih handler ---------------------------------------------------- */
@@ -1209,7 +1499,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
                 section_known = true;
                 if (strcmp(key->name, name) != 0)
                         continue;
-                if (load->seen[i] && key->custom != set_rule)
+                if (load->seen[i] && key->custom != set_rule && key->custom != set_body_field)
                         return key_error(load, key, "set more than once (first at line %d)",
                                          load->seen_line[i]);
                 load->seen[i] = true;
@@ -1281,6 +1571,53 @@ static int order_error(struct load *load, const char *section, const char *low, 
         }
         key.name = low;
         return key_error(load, &key, "must be <= %s.%s (%s)", section, high, value_text);
+}
+
+/* The provider's TLS, credentials and mapping, across keys. */
+static void check_provider(struct load *load)
+{
+        static const struct key_def secret = {.section = "provider", .name = "auth_secret_file"};
+        static const struct key_def cert = {.section = "provider", .name = "client_cert"};
+        static const struct key_def key = {.section = "provider", .name = "client_key"};
+        static const struct key_def ca = {.section = "provider", .name = "ca_file"};
+        struct tg_config *c = &load->config;
+        struct provider_maps *maps;
+        char v[64], err[400];
+        bool auth = strcmp(c->provider_auth, "none") != 0;
+        int r;
+
+        if (auth && !c->provider_auth_secret_file[0])
+                key_error(load, &secret, "required when provider.auth is %s", c->provider_auth);
+        if (!auth && c->provider_auth_secret_file[0])
+                key_error(load, &secret, "set, but provider.auth is none");
+        if (c->provider_client_cert[0] && !c->provider_client_key[0])
+                key_error(load, &key, "required with provider.client_cert");
+        if (c->provider_client_key[0] && !c->provider_client_cert[0])
+                key_error(load, &cert, "required with provider.client_key");
+        if (strncmp(c->provider_base_url, "http://", 7) == 0) {
+                if (c->provider_ca_file[0])
+                        key_error(load, &ca, "set, but provider.base_url is http://");
+                if (c->provider_client_cert[0])
+                        key_error(load, &cert, "set, but provider.base_url is http://");
+        }
+        if (c->provider_unreachable_hold_ms > c->provider_unreachable_hold_max_ms) {
+                bool blame_high = was_set(load, "provider", "unreachable_hold_max_ms") &&
+                                  !was_set(load, "provider", "unreachable_hold_ms");
+                snprintf(v, sizeof(v), "%lld",
+                         (long long)(blame_high ? c->provider_unreachable_hold_ms
+                                                : c->provider_unreachable_hold_max_ms));
+                order_error(load, "provider", "unreachable_hold_ms", "unreachable_hold_max_ms", v);
+        }
+        /* The mapping as a whole, evaluated once: a message names its key. */
+        maps = malloc(sizeof(*maps));
+        if (!maps) {
+                add_error(load, 0, "config: out of memory");
+                return;
+        }
+        r = provider_setup_maps(c, maps, err, sizeof(err));
+        free(maps);
+        if (r < 0)
+                add_error(load, 0, err);
 }
 
 /* Every check runs, so that config_check() lists every problem; each
@@ -1357,6 +1694,7 @@ static void check_all(struct load *load)
                              : c->ui_session_max_s);
                 order_error(load, "ui", "session_idle_s", "session_max_s", v);
         }
+        check_provider(load);
 }
 
 /* inih reads lines through this: fgets that counts lines (so that an error
@@ -1514,8 +1852,9 @@ int config_load(const char *path, struct tg_config *ret_config, char *err, size_
 
         if (!path || !ret_config)
                 return TG_EINVAL;
-        /* Heap, not stack: the struct carries 64 rules and several paths. */
-        load = calloc(1, sizeof(*load));
+        /* Secret memory, not the stack: the struct carries 64 rules and
+         * several paths, and the secrets read while it is filled. */
+        load = secmem_alloc(sizeof(*load));
         if (!load)
                 return TG_ENOMEM;
         r = load_run(path, load);
@@ -1540,9 +1879,8 @@ int config_load(const char *path, struct tg_config *ret_config, char *err, size_
         }
         *ret_config = load->config;
 out:
-        /* The copy holds secrets. */
-        explicit_bzero(load, sizeof(*load));
-        free(load);
+        /* The copy holds secrets: wiped as it is given back. */
+        secmem_free(load);
         return r;
 }
 
@@ -1553,7 +1891,7 @@ int config_check(const char *path, config_problem_fn fn, void *ctx, unsigned *re
 
         if (!path || !fn || !ret_problems)
                 return TG_EINVAL;
-        load = calloc(1, sizeof(*load));
+        load = secmem_alloc(sizeof(*load)); /* the secrets read while checking */
         if (!load)
                 return TG_ENOMEM;
         r = load_run(path, load);
@@ -1561,8 +1899,7 @@ int config_check(const char *path, config_problem_fn fn, void *ctx, unsigned *re
         for (unsigned i = 0; i < load->nerr; i++)
                 fn(ctx, load->errs[i].line, load->errs[i].text);
         *ret_problems = load->nerr;
-        explicit_bzero(load, sizeof(*load));
-        free(load);
+        secmem_free(load); /* wipes */
         return r;
 }
 
@@ -1590,18 +1927,23 @@ static const char md_intro[] =
     "- A bad file stops the program before anything starts, with a message naming the\n"
     "  `section.key`, the problem and the line, e.g. `exit.starts_per_second: must be a\n"
     "  number in (0, 1e+09], got \"fast\" (line 12)`. An unknown section or key, a key set\n"
-    "  twice (except `classify.rule`) and a line longer than 198 bytes are errors too.\n"
+    "  twice (except `classify.rule` and `provider.body_field`) and a line longer than 198\n"
+    "  bytes are errors too.\n"
     "- Numbers are base 10, use the whole value and must sit inside the key's range.\n"
     "  Booleans are `true`/`false`, `yes`/`no`, `on`/`off` or `1`/`0`.\n"
     "- A line starting with `#` or `;` is a comment; after a value, ` #` or ` ;` (a space or\n"
     "  a tab, then `#` or `;`) starts one.\n"
-    "- Secrets (the API token, the webhook secret, a database password) never need to be in\n"
-    "  this file: `token_file`, `webhook_secret_file` and a mysql url's `?password_file=` name\n"
-    "  files, read at load and never shown in a log line or a message. A secret file that\n"
-    "  group or others may read or write is refused (the message says `chmod 600 FILE`).\n"
-    "- Relative paths (a `sqlite://` file, the default store too, `token_file`,\n"
-    "  `webhook_secret_file`, a mysql url's `password_file` and `socket`) are relative to the\n"
-    "  config file's folder, whatever the current directory of the process.\n"
+    "- Secrets (the API token, the webhook secret, a database password, the provider's API\n"
+    "  key and signing key, the client key) never need to be in this file: `token_file`,\n"
+    "  `webhook_secret_file`, a mysql url's `?password_file=`, `provider.auth_secret_file`,\n"
+    "  `provider.signing_key_file` and `provider.client_key` name files, read at load and\n"
+    "  never shown in a log line or a message. A secret file that group or others may read or\n"
+    "  write is refused (the message says `chmod 600 FILE`).\n"
+    "- Relative paths (a `sqlite://` file, the default store too, every `*_file`,\n"
+    "  `client_cert`, `client_key`, a mysql url's `password_file` and `socket`) are relative\n"
+    "  to the config file's folder, whatever the current directory of the process.\n"
+    "- The `[provider]` keys that describe a provider's contract (paths, body, reply\n"
+    "  fields, credentials) are explained with two worked profiles in docs/providers/.\n"
     "- `tollgate config check --config FILE` lists every problem of a file with its line\n"
     "  (an unknown key or section with the closest known name) and exits 1, or exits 0.\n"
     "- On SIGHUP the daemon reads its file again: what can change live changes, the rest is\n"

@@ -2,8 +2,9 @@
  * config — tollgate's INI configuration (inih), every key with the seed's
  * value as default. Loading validates every key and fails with a message that
  * names the section.key and the problem, before anything starts. Secrets
- * (token, webhook secret, database password) are read only from this file or
- * from a file it names; they are never logged.
+ * (token, webhook secret, database password, the provider's API key and
+ * signing key, the client key) are read only from this file or from a file
+ * it names; they are never logged.
  */
 #ifndef TG_CONFIG_H
 #define TG_CONFIG_H
@@ -22,6 +23,8 @@
 #define TG_PATH_MAX         1024
 #define TG_CONFIG_MAX_RULES 64
 #define TG_API_TOKENS_MAX   4 /* tokens in api.token_file at once (rotation) */
+#define TG_CONFIG_MAX_BODY  16  /* provider.body_field lines */
+#define TG_CONFIG_LINE      200 /* a value that is a template or a list */
 
 struct tg_config {
         /* [store] */
@@ -50,6 +53,38 @@ struct tg_config {
         bool provider_reuse_connections;     /* keep-alive (false: fresh connection per call) */
         char provider_webhook_secret[256];   /* contents of webhook_secret_file */
         char provider_webhook_secret_file[TG_PATH_MAX]; /* "" = no webhook */
+        /* TLS */
+        char provider_ca_file[TG_PATH_MAX];     /* "" = the system store */
+        char provider_client_cert[TG_PATH_MAX]; /* "" = none */
+        char provider_client_key[TG_PATH_MAX];
+        /* runs of calls that reached nothing (core/holds.h) */
+        unsigned provider_unreachable_run_hold;   /* 3 */
+        int64_t provider_unreachable_hold_ms;     /* 5000 */
+        int64_t provider_unreachable_hold_max_ms; /* 60000 */
+        /* credentials (the secrets stay in their files: provider_setup.h) */
+        char provider_auth[8];                        /* none, bearer, header */
+        char provider_auth_header[64];                /* X-Api-Key */
+        char provider_auth_secret_file[TG_PATH_MAX];  /* "" = none */
+        char provider_signing_key_file[TG_PATH_MAX];  /* "" = requests not signed */
+        char provider_signature_header[64];           /* X-Signature */
+        char provider_timestamp_header[64];           /* X-Timestamp */
+        char provider_signing_string[TG_CONFIG_LINE]; /* a template (core/template.h) */
+        char provider_signature_encoding[8];          /* hex, base64 */
+        char provider_signature_prefix[32];           /* "" */
+        /* request mapping */
+        char provider_body_format[8];                                  /* json, form */
+        char provider_body_fields[TG_CONFIG_MAX_BODY][TG_CONFIG_LINE]; /* "NAME TEMPLATE" */
+        unsigned provider_body_field_count;     /* 0: PROVIDER.md's four fields */
+        char provider_query_fallback_path[256]; /* "" = none */
+        /* reply mapping: field sources and status words */
+        char provider_status_field[TG_CONFIG_LINE];
+        char provider_status_succeeded[TG_CONFIG_LINE];
+        char provider_status_failed[TG_CONFIG_LINE];
+        char provider_status_processing[TG_CONFIG_LINE];
+        char provider_refund_id_field[TG_CONFIG_LINE];
+        char provider_error_code_field[TG_CONFIG_LINE];
+        char provider_failure_code_field[TG_CONFIG_LINE];
+        char provider_retryable_field[TG_CONFIG_LINE];
 
         /* [exit] */
         struct pacer_config exit;            /* starts_per_second 5, max_in_flight 10 */
@@ -142,6 +177,13 @@ enum config_doc_format {
         CONFIG_DOC_MARKDOWN, /* docs/config.md: one table per section */
         CONFIG_DOC_SCDOC,    /* tollgate.ini(5), as scdoc(1) source */
 };
+
+/* Reads a secret (an API key, a token) from path into dst[size] with the
+ * config's rules: trailing newlines and spaces trimmed, the rest non-empty
+ * printable ASCII without spaces. The error names section.name and never
+ * quotes the contents. 0, or TG_ECONFIG with err filled. */
+int config_read_secret(const char *section, const char *name, const char *path, char *dst,
+                       size_t size, char *err, size_t err_size);
 
 /* Writes the schema to out, sections and keys in the schema's order. 0, or
  * TG_EINVAL (an unknown format, a key without help, or a default the file

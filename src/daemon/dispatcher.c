@@ -59,6 +59,7 @@ struct open_call {
         enum classify_request request;
         bool probe;
         struct exit_handoff handoff;
+        tg_mono_ns planned;          /* its slot: not on the wire before (not_before) */
         unsigned in_flight_at_start; /* open calls at the hand-off, itself included */
         tg_mono_ns ready_at;         /* the earliest it could have started (lateness) */
         bool sent_known;             /* its sent report came */
@@ -204,8 +205,11 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
         json_t *f;
 
         holds_after_call(&d->holds_cfg, &d->holds, &hc, &h);
+        /* a hold counts from the call's end, or from its slot when it ended
+         * sooner (never sent: its connect failed before the slot came) */
+        tg_mono_ns from = now > oc->planned ? now : oc->planned;
         if (h.why == HOLDS_LIMITED) {
-                pacer_hold(d->pacer, now + h.hold_ms * TG_NS_PER_MS);
+                pacer_hold(d->pacer, from + h.hold_ms * TG_NS_PER_MS);
                 /* the provider spoke to the account: every share holds */
                 if (d->own.split.shares > 1 &&
                     store_hold_raise(d->store, d->env->wall_now(d->env->ctx) + h.hold_ms) < 0)
@@ -215,10 +219,19 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
                 json_object_set_new(f, "hold_ms", json_integer(h.hold_ms));
                 log_emit(LOG_WARN, "exit_hold", f);
         } else if (h.why == HOLDS_TIMEOUTS) {
-                pacer_hold(d->pacer, now + h.hold_ms * TG_NS_PER_MS);
+                pacer_hold(d->pacer, from + h.hold_ms * TG_NS_PER_MS);
                 log_emit(LOG_WARN, "exit_hold_timeouts",
                          json_pack("{s:i, s:I}", "timeouts_in_row", (int)h.timeouts_in_row,
                                    "hold_ms", (json_int_t)h.hold_ms));
+        } else if (h.why == HOLDS_UNREACHABLE) {
+                /* The provider cannot be reached (refused, DNS, TLS): the
+                 * cause is in the line, so a misconfiguration reads at once. */
+                pacer_hold(d->pacer, from + h.hold_ms * TG_NS_PER_MS);
+                log_emit(LOG_WARN, "exit_hold_unreachable",
+                         json_pack("{s:i, s:I, s:s, s:s, s:b}", "calls_in_row",
+                                   (int)h.unreachable_in_row, "hold_ms", (json_int_t)h.hold_ms,
+                                   "cause", transport_failure_name(res->failure), "error",
+                                   res->error, "probe", oc->probe));
         }
         if (h.probe_done)
                 pacer_probe_done(d->pacer, h.probe_healthy);
@@ -263,7 +276,10 @@ static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg
         }
         /* stats: lateness is the wire start (else the hand-off) after the
          * earliest moment it could have been */
-        exit_stats_started(d->xstats, oc->call.kind, oc->ready_at, sent ? at : oc->handoff.mono);
+        exit_stats_started(d->xstats, oc->call.kind, oc->ready_at,
+                           sent                             ? at
+                           : oc->planned > oc->handoff.mono ? oc->planned
+                                                            : oc->handoff.mono);
 }
 
 static void process_sent(struct dispatcher *d)
@@ -308,6 +324,7 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                                     .handoff_mono = oc->handoff.mono,
                                     .handoff_wall = oc->handoff.wall,
                                     .sent_mono = oc->sent,
+                                    .planned_mono = oc->planned,
                                     .in_flight_at_start = oc->in_flight_at_start};
         exit_call_settle_args(&end, &sa);
 
@@ -332,6 +349,14 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                 json_object_set_new(f, "reason", json_string(manual_reason_name(decision.reason)));
         if (res->error[0])
                 json_object_set_new(f, "error", json_string(res->error));
+        if (res->failure != TRANSPORT_OK)
+                json_object_set_new(f, "cause", json_string(transport_failure_name(res->failure)));
+        if (res->reply.transport == TG_TR_NOT_SENT && res->failure != TRANSPORT_OTHER)
+                /* Nothing reached the provider, and why, in a line of its own. */
+                log_emit(LOG_WARN, "provider_unreachable",
+                         json_pack("{s:s, s:s, s:s}", "operation_id", oc->op.req.operation_id,
+                                   "cause", transport_failure_name(res->failure), "error",
+                                   res->error));
         if (r == TG_EFENCED) {
                 d->lost = true;
                 log_emit(LOG_ERROR, "settle_fenced", f);
@@ -400,6 +425,7 @@ static void settle_unsent(struct dispatcher *d, struct open_call *oc, int why, t
         memset(&res, 0, sizeof(res));
         res.cookie = oc->cookie;
         res.reply.transport = TG_TR_NOT_SENT;
+        res.failure = TRANSPORT_OTHER;
         snprintf(res.error, sizeof(res.error), "transport refused the call: %s", tg_strerror(why));
         settle_call(d, oc, &res, now, wall);
 }
@@ -598,7 +624,10 @@ static bool account_held(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
  * INT64_MIN, nothing yet, is now). */
 static tg_mono_ns handoff_time(const struct dispatcher *d, tg_mono_ns slot)
 {
-        tg_mono_ns l = lead(d);
+        /* after a hold the probe is handed over at its slot: not even its
+         * connect (a TLS handshake the provider sees) comes before the hold
+         * has passed */
+        tg_mono_ns l = pacer_held(d->pacer, slot) ? 0 : lead(d);
 
         return slot < INT64_MIN + l ? INT64_MIN : slot - l;
 }
@@ -606,7 +635,6 @@ static tg_mono_ns handoff_time(const struct dispatcher *d, tg_mono_ns slot)
 static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
         struct open_call *oc;
-        char *body = NULL;
         bool probe = false;
         int r;
 
@@ -656,6 +684,8 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         struct transport_call tc = {
             .request = oc->request,
             .operation_id = oc->op.req.operation_id,
+            .refund = &oc->op.req,
+            .refund_id = oc->op.refund_id,
             .request_id = oc->call.request_id,
             .attempt = oc->call.attempt,
             .timeout_ms = exit_call_timeout_ms(d->cfg->provider_timeout_ms, &oc->op, wall),
@@ -663,13 +693,8 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
             .not_before = at,
             .traceparent = traceparent,
         };
-        int body_r = oc->request == CLASSIFY_POST ? exit_call_body(&oc->op, &body) : 0;
-        tc.body = body;
-        r = body_r < 0 ? body_r : d->env->start(d->env->ctx, &tc, &oc->handoff);
-        free(body);
-        if (body_r < 0)
-                oc->handoff = (struct exit_handoff){d->env->mono_now(d->env->ctx),
-                                                    d->env->wall_now(d->env->ctx)};
+        oc->planned = at;
+        r = d->env->start(d->env->ctx, &tc, &oc->handoff);
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_start_pending(d->query_pacer, at, NULL);
         /* may_start held at `at` and nothing in between can close the slot:
@@ -897,9 +922,13 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
             .stop = opt->stop,
             .standby = opt->standby,
         };
-        d->holds_cfg = (struct holds_config){.default_hold_ms = cfg->exit_default_hold_ms,
-                                             .timeout_run_hold = cfg->exit_timeout_run_hold,
-                                             .timeout_hold_ms = cfg->exit_timeout_hold_ms};
+        d->holds_cfg =
+            (struct holds_config){.default_hold_ms = cfg->exit_default_hold_ms,
+                                  .timeout_run_hold = cfg->exit_timeout_run_hold,
+                                  .timeout_hold_ms = cfg->exit_timeout_hold_ms,
+                                  .unreachable_run_hold = cfg->provider_unreachable_run_hold,
+                                  .unreachable_hold_ms = cfg->provider_unreachable_hold_ms,
+                                  .unreachable_hold_max_ms = cfg->provider_unreachable_hold_max_ms};
         /* Every quota below is a share's, the query sub-quota too. An empty
          * pacer: nothing carried over from before, no catch-up. */
         dispatcher_share_config(cfg, &d->share_cfg);

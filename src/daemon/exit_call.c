@@ -1,11 +1,9 @@
 /*
- * exit_call — one call's request id, body, timeout and settle. See
- * exit_call.h.
+ * exit_call — one call's request id, timeout and settle. See exit_call.h.
  */
 #include "daemon/exit_call.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,24 +32,6 @@ void exit_call_traceparent(const struct op_record *op, const struct call_record 
         if (traceparent_child(op->traceparent, call->span_id, out) < 0)
                 out[0] = '\0';
 }
-
-int exit_call_body(const struct op_record *op, char **ret_body)
-{
-        json_t *o = json_pack("{s:s, s:s, s:I, s:s}", "operation_id", op->req.operation_id,
-                              "payment_id", op->req.payment_id, "amount",
-                              (json_int_t)op->req.amount, "currency", op->req.currency);
-        char *s;
-
-        if (!o)
-                return TG_ENOMEM;
-        s = json_dumps(o, JSON_COMPACT);
-        json_decref(o);
-        if (!s)
-                return TG_ENOMEM;
-        *ret_body = s;
-        return 0;
-}
-
 int64_t exit_call_timeout_ms(int64_t timeout_ms, const struct op_record *op, tg_wall_ms wall)
 {
         int64_t t = timeout_ms;
@@ -83,11 +63,20 @@ void exit_call_settle_args(const struct exit_call_end *e, struct settle_args *re
         if (e->sent_mono > 0) {
                 sa.sent_mono = e->sent_mono;
                 sa.sent_wall = e->handoff_wall + (e->sent_mono - e->handoff_mono) / TG_NS_PER_MS;
+        } else if (e->planned_mono > e->handoff_mono && e->handoff_mono > 0) {
+                /* never sent: it started at its slot, as the pacer counts it */
+                sa.planned_mono = e->planned_mono;
+                sa.planned_wall =
+                    e->handoff_wall + (e->planned_mono - e->handoff_mono) / TG_NS_PER_MS;
         }
         sa.decision = *e->decision;
         /* What the provider said, for the operator: its codes only, never
          * its body. */
-        if (res->error[0])
+        if (res->error[0] && res->failure != TRANSPORT_OK)
+                /* the cause first, so that a TLS misconfiguration reads at once */
+                snprintf(sa.error, sizeof(sa.error), "%s: %.200s",
+                         transport_failure_name(res->failure), res->error);
+        else if (res->error[0])
                 snprintf(sa.error, sizeof(sa.error), "%s", res->error);
         else if (res->reply.failure_code[0])
                 snprintf(sa.error, sizeof(sa.error), "provider failure_code %s",

@@ -1,7 +1,8 @@
 /*
  * exit_call — what one call of the exit is made of, apart from the loop that
- * starts it: its request id, its body, its timeout, and the settle that
- * records what came back. The dispatcher (dispatcher.c) decides when; this
+ * starts it: its request id, its timeout, and the settle that records what
+ * came back (the path and body come from the provider mapping, in the
+ * transport). The dispatcher (dispatcher.c) decides when; this
  * module says what.
  */
 #ifndef TG_EXIT_CALL_H
@@ -29,11 +30,6 @@ void exit_call_trace_ids(struct tg_rng *rng, char ret_span_id[TG_SPAN_ID_MAX + 1
  * trace context). */
 void exit_call_traceparent(const struct op_record *op, const struct call_record *call,
                            char out[TG_TRACEPARENT_MAX + 1]);
-
-/* The refund POST body (shared/PROVIDER.md). 0 or TG_ENOMEM; the caller
- * frees *ret_body. */
-int exit_call_body(const struct op_record *op, char **ret_body);
-
 /* The smaller of timeout_ms and what remains of the operation's deadline at
  * `wall`, never below 1 ms (the sweep handles the past). */
 int64_t exit_call_timeout_ms(int64_t timeout_ms, const struct op_record *op, tg_wall_ms wall);
@@ -55,6 +51,7 @@ struct exit_call_end {
         tg_mono_ns handoff_mono;
         tg_wall_ms handoff_wall;
         tg_mono_ns sent_mono;        /* on the wire; 0: never sent */
+        tg_mono_ns planned_mono;     /* when it was to go on the wire (not_before) */
         unsigned in_flight_at_start; /* open calls at its hand-off, itself included */
 };
 void exit_call_settle_args(const struct exit_call_end *end, struct settle_args *ret_args);

@@ -9,6 +9,8 @@
 
 #include "core/tg_error.h"
 #include "daemon/config.h"
+#include "daemon/log.h"
+#include "daemon/provider_setup.h"
 #include "platform/clock.h"
 #include "platform/wake.h"
 #include "store/store.h"
@@ -28,6 +30,7 @@ struct real {
         struct exit_env env;
         struct transport *transport;
         struct wake *doorbell;
+        const struct tg_config *cfg; /* the caller's: it outlives the env */
 };
 
 static tg_mono_ns real_mono(void *ctx)
@@ -101,28 +104,37 @@ static unsigned real_open(void *ctx)
         return transport_open(((struct real *)ctx)->transport);
 }
 
+static int real_reload(void *ctx, char *err, size_t err_size)
+{
+        struct real *x = ctx;
+
+        return provider_setup_credentials(x->cfg, x->transport, err, err_size);
+}
+
+int exit_env_reload_credentials(const struct exit_env *env, char *err, size_t err_size)
+{
+        if (!env || !env->reload_credentials)
+                return 0;
+        return env->reload_credentials(env->ctx, err, err_size);
+}
+
 int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *doorbell,
                   struct exit_env **ret_env)
 {
         struct real *x = calloc(1, sizeof(*x));
-        /* this thread runs the exit: its sleeps end on time (best effort) */
-        (void)clock_precise_timers();
-        struct transport_config tc = {
-            .base_url = cfg->provider_base_url,
-            .refunds_path = cfg->provider_refunds_path,
-            .query_path = cfg->provider_query_path,
-            .key_header = cfg->provider_key_header,
-            .request_id_header = cfg->provider_request_id_header,
-            .attempt_header = cfg->provider_attempt_header,
-            .connect_timeout_ms = cfg->provider_connect_timeout_ms,
-            .max_response_bytes = cfg->provider_max_response_bytes,
-            .max_open = max_open,
-            .reuse_connections = cfg->provider_reuse_connections,
-        };
+        struct provider_maps *maps = malloc(sizeof(*maps));
+        struct transport_config tc;
+        char err[512] = "";
         int r;
 
-        if (!x)
+        if (!x || !maps) {
+                free(x);
+                free(maps);
                 return TG_ENOMEM;
+        }
+        x->cfg = cfg;
+        /* this thread runs the exit: its sleeps end on time (best effort) */
+        (void)clock_precise_timers();
         x->env = (struct exit_env){
             .ctx = x,
             .mono_now = real_mono,
@@ -134,6 +146,7 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
             .next_done = real_next_done,
             .next_sent = real_next_sent,
             .open_calls = real_open,
+            .reload_credentials = real_reload,
             .seed = (uint64_t)clock_mono_now() ^ ((uint64_t)getpid() << 32),
             .has_doorbell = doorbell != NULL,
         };
@@ -141,9 +154,19 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
         r = store_open(cfg->store_url, &x->env.store);
         if (r == 0)
                 store_set_busy_timeout(x->env.store, DISPATCH_BUSY_TIMEOUT_MS);
+        /* The mapping was checked when the config was loaded. */
         if (r == 0)
+                r = provider_setup_maps(cfg, maps, err, sizeof(err));
+        if (r == 0) {
+                provider_setup_transport_config(cfg, maps, max_open, &tc);
                 r = transport_new(&tc, &x->transport);
+        }
+        free(maps);
+        if (r == 0)
+                r = provider_setup_credentials(cfg, x->transport, err, sizeof(err));
         if (r < 0) {
+                log_emit(LOG_ERROR, "provider_setup_failed",
+                         json_pack("{s:s}", "error", err[0] ? err : tg_strerror(r)));
                 exit_env_free(&x->env);
                 return r;
         }

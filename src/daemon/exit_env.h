@@ -10,6 +10,7 @@
 #ifndef TG_EXIT_ENV_H
 #define TG_EXIT_ENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/tg_time.h"
@@ -43,6 +44,10 @@ struct exit_env {
          * will); every started call gives one, before its result */
         int (*next_sent)(void *ctx, struct transport_sent *ret_sent);
         unsigned (*open_calls)(void *ctx);
+        /* re-reads the provider's credentials from their files and gives
+         * them to the transport (calls open keep theirs); err says why not.
+         * NULL: nothing to re-read (a fake environment). */
+        int (*reload_credentials)(void *ctx, char *err, size_t err_size);
         /* the store, opened by whoever made the env and closed by it */
         struct store *store;
         uint64_t seed; /* of the dispatcher's random source (backoff jitter, request ids) */
@@ -62,5 +67,12 @@ struct wake;
 int exit_env_real(const struct tg_config *config, unsigned max_open, struct wake *doorbell,
                   struct exit_env **ret_env);
 void exit_env_free(struct exit_env *env);
+
+/* Key rotation without a restart: re-reads the provider's API key, signing
+ * key and client certificate and key (the files the config named at start)
+ * and hands them to the transport; calls already open finish with the old
+ * ones. 0, or a TG_E* code with err ("provider.KEY: problem", never a
+ * secret) and the old credentials kept. Meant for the service's SIGHUP. */
+int exit_env_reload_credentials(const struct exit_env *env, char *err, size_t err_size);
 
 #endif

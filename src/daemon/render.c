@@ -111,6 +111,12 @@ json_t *render_op(const struct op_record *op)
         json_object_set_new(o, "trace_id",
                             op->traceparent[0] ? json_stringn(op->traceparent + 3, TG_TRACE_ID_MAX)
                                                : json_null());
+        /* "reason" above is why a person must look; the refund's own reason
+         * as the client gave it is refund_reason. */
+        json_object_set_new(o, "refund_reason", text_or_null(op->req.reason));
+        json_object_set_new(o, "metadata",
+                            op->req.metadata[0] ? json_loads(op->req.metadata, 0, NULL)
+                                                : json_null());
         return o;
 }
 

@@ -19,6 +19,7 @@
 #include "daemon/api.h"
 #include "daemon/log.h"
 #include "platform/clock.h"
+#include "platform/secmem.h"
 #include "store/store.h"
 
 #define TICK_FRESH_NS   (3000 * TG_NS_PER_MS)       /* the loop is alive */
@@ -273,7 +274,7 @@ int service_reload(struct service *svc)
 
         if (!svc)
                 return TG_EINVAL;
-        next = malloc(sizeof(*next));
+        next = secmem_alloc(sizeof(*next)); /* it holds the secrets read */
         if (!next)
                 return TG_ENOMEM;
         pthread_mutex_lock(&svc->lock);
@@ -299,7 +300,7 @@ out:
         notify("READY=1");
         pthread_mutex_unlock(&svc->lock);
         explicit_bzero(next, sizeof(*next)); /* it holds secrets */
-        free(next);
+        secmem_free(next);
         return r;
 }
 

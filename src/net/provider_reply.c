@@ -1,6 +1,6 @@
 /*
  * provider_reply — the provider's JSON response body, read with jansson into
- * the fixed-size fields of struct provider_reply.
+ * the fixed-size fields of struct provider_reply, where the reply map says.
  *
  * Invariants:
  *   - the body fields are reset before anything is read, so a reply never
@@ -18,6 +18,8 @@
 #include "net/provider_reply.h"
 
 #include <jansson.h>
+#include <string.h>
+#include <strings.h>
 
 #include "core/tg_error.h"
 
@@ -28,42 +30,97 @@ static void reset_body(struct provider_reply *reply)
         reply->status[0] = '\0';
         reply->refund_id[0] = '\0';
         reply->failure_code[0] = '\0';
+        reply->retryable = TG_FLAG_ABSENT;
 }
 
-/* Copies a string member; any other type leaves dst "". */
-static void copy_string(char *dst, size_t dst_size, json_t *value)
+/* One step down a path: an object's member by name, or an array's element
+ * by index (a step of digits on an object is a member name). */
+static json_t *step(json_t *at, const struct field_seg *seg)
 {
-        if (!json_is_string(value))
-                return;
-        classify_copy_field(dst, dst_size, json_string_value(value), json_string_length(value));
+        if (json_is_array(at) && seg->is_index)
+                return json_array_get(at, seg->index);
+        if (json_is_object(at))
+                return json_object_get(at, seg->name);
+        return NULL;
+}
+
+/* The first alternative of source that is present, as text: a string (a
+ * boolean too when flag: "true"/"false"); a value of another type counts as
+ * absent. false when none is present. */
+static bool source_text(const struct field_source *source, json_t *root,
+                        const struct provider_reply_headers *headers, bool flag, char *dst,
+                        size_t size)
+{
+        for (unsigned a = 0; a < source->n; a++) {
+                const struct field_path *fp = &source->alt[a];
+                json_t *v = root;
+
+                if (fp->header) {
+                        for (unsigned h = 0; headers && h < headers->n; h++) {
+                                if (strcasecmp(headers->name[h], fp->header_name) == 0 &&
+                                    headers->value[h][0]) {
+                                        classify_copy_field(dst, size, headers->value[h],
+                                                            strlen(headers->value[h]));
+                                        return true;
+                                }
+                        }
+                        continue;
+                }
+                for (unsigned i = 0; v && i < fp->nseg; i++)
+                        v = step(v, &fp->seg[i]);
+                if (json_is_string(v)) {
+                        classify_copy_field(dst, size, json_string_value(v), json_string_length(v));
+                        return true;
+                }
+                if (flag && json_is_boolean(v)) {
+                        snprintf(dst, size, "%s", json_is_true(v) ? "true" : "false");
+                        return true;
+                }
+        }
+        return false;
+}
+
+int provider_reply_read(const struct reply_map *map, const char *body, size_t len,
+                        const struct provider_reply_headers *headers, struct provider_reply *reply)
+{
+        struct reply_map fallback;
+        json_error_t error;
+        json_t *root = NULL;
+        char raw[sizeof(reply->status)], flag[16];
+
+        if (!reply || (!body && len > 0))
+                return TG_EINVAL;
+        if (!map) {
+                reply_map_default(&fallback); /* PROVIDER.md's */
+                map = &fallback;
+        }
+        reset_body(reply);
+        if (len > PROVIDER_REPLY_MAX_BODY)
+                return TG_ERANGE;
+        if (len > 0) {
+                root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &error);
+                if (root && !json_is_object(root)) {
+                        json_decref(root);
+                        root = NULL;
+                }
+        }
+        reply->body_is_json = root != NULL;
+        /* Header sources are read whatever the body; body paths need one. */
+        if (source_text(&map->status, root, headers, false, raw, sizeof(raw)))
+                reply_map_status(map, raw, reply->status, sizeof(reply->status));
+        source_text(&map->refund_id, root, headers, false, reply->refund_id,
+                    sizeof(reply->refund_id));
+        source_text(&map->error_code, root, headers, false, reply->error_code,
+                    sizeof(reply->error_code));
+        source_text(&map->failure_code, root, headers, false, reply->failure_code,
+                    sizeof(reply->failure_code));
+        if (source_text(&map->retryable, root, headers, true, flag, sizeof(flag)))
+                reply->retryable = reply_flag_parse(flag);
+        json_decref(root);
+        return 0;
 }
 
 int provider_reply_parse_body(const char *body, size_t len, struct provider_reply *reply)
 {
-        if (!reply || (!body && len > 0))
-                return TG_EINVAL;
-        reset_body(reply);
-        if (len > PROVIDER_REPLY_MAX_BODY)
-                return TG_ERANGE;
-        if (len == 0)
-                return 0;
-
-        json_error_t error;
-        json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &error);
-        if (!root)
-                return 0;
-        if (json_is_object(root)) {
-                reply->body_is_json = true;
-                copy_string(reply->status, sizeof(reply->status), json_object_get(root, "status"));
-                copy_string(reply->refund_id, sizeof(reply->refund_id),
-                            json_object_get(root, "refund_id"));
-                copy_string(reply->failure_code, sizeof(reply->failure_code),
-                            json_object_get(root, "failure_code"));
-                json_t *err = json_object_get(root, "error");
-                if (json_is_object(err))
-                        copy_string(reply->error_code, sizeof(reply->error_code),
-                                    json_object_get(err, "code"));
-        }
-        json_decref(root);
-        return 0;
+        return provider_reply_read(NULL, body, len, NULL, reply);
 }

@@ -1,8 +1,12 @@
 /*
- * provider_reply — reads the provider's response body into the body half of
- * struct provider_reply (core/classify.h): whether it is a JSON object, and
- * its .error.code, .status and .refund_id. The transport fills transport and
- * http_status itself; classify() then decides.
+ * provider_reply — reads the provider's response into the body half of
+ * struct provider_reply (core/classify.h): whether the body is a JSON
+ * object, and the status, refund id, error code, failure code and
+ * retryable mark where the reply map (core/provider_map.h) says they live
+ * (PROVIDER.md's .status, .refund_id, .error.code, .failure_code and
+ * .error.retryable by default), the status word mapped onto the words
+ * classify reads. The transport fills transport and http_status itself;
+ * classify() then decides.
  *
  * The body is hostile input. It is bounded (PROVIDER_REPLY_MAX_BODY), parsed
  * strictly (duplicate keys, trailing bytes, NUL bytes and invalid UTF-8 make
@@ -16,6 +20,7 @@
 #include <stddef.h>
 
 #include "core/classify.h"
+#include "core/provider_map.h"
 
 /* Bodies longer than this are not parsed (the contract's bodies are a few
  * hundred bytes). */
@@ -31,5 +36,20 @@
  * fields are still set (to "not JSON") and the reply is usable; TG_EINVAL for
  * a NULL reply, or a NULL body with len > 0 (reply untouched). */
 int provider_reply_parse_body(const char *body, size_t len, struct provider_reply *reply);
+
+/* Response headers a reply map reads ("header:NAME" sources), as the
+ * transport captured them: names borrowed from the map, values
+ * NUL-terminated. */
+#define PROVIDER_REPLY_HEADERS 6
+struct provider_reply_headers {
+        unsigned n;
+        const char *name[PROVIDER_REPLY_HEADERS];
+        const char *value[PROVIDER_REPLY_HEADERS];
+};
+
+/* Like provider_reply_parse_body(), through map (NULL: the default map)
+ * and with the captured headers (may be NULL). Same returns. */
+int provider_reply_read(const struct reply_map *map, const char *body, size_t len,
+                        const struct provider_reply_headers *headers, struct provider_reply *reply);
 
 #endif

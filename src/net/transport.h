@@ -11,7 +11,30 @@
  *     wait eats the timeout). Connection limits are set to "unlimited": the
  *     caller's pacer is the only gate.
  * Whether any byte may have left (the pre-request hook fired) decides
- * "not sent" (retryable) versus "unknown" for failed calls.
+ * "not sent" (retryable) versus "unknown" for failed calls — with one
+ * exception, below.
+ *
+ * What a call says comes from the provider mapping (core/provider_map.h):
+ * the POST's path and body (JSON or a form) and the query's path are made
+ * from the operation's fields, and the reply is read where the reply map
+ * says. Headers are built in one place (build_headers): the idempotency
+ * key, the request id, the attempt, the content type, the credentials and,
+ * when configured, the signature.
+ *
+ * TLS: an https:// provider is always verified, its certificate chain
+ * against provider.ca_file (or the system store) and its host name; there is
+ * no switch that turns it off. A client certificate is presented when
+ * configured. A handshake that fails is "not sent" and says why
+ * (transport_failure). With TLS 1.3 a provider that refuses OUR certificate
+ * says so after our request has been written (the client finishes the
+ * handshake first); its TLS layer never completed the handshake, so nothing
+ * reached its HTTP server: a fatal certificate alert received before any
+ * response byte on a connection opened for this call is "not sent" too.
+ *
+ * Credentials (the API key, the signing key, the client certificate and
+ * key) are given separately (transport_set_credentials) and may be replaced
+ * while calls are open: a call keeps the ones it started with. They live in
+ * secret memory (platform/secmem.h).
  *
  * Pull model: transport_poll() waits for I/O, transport_next_done() hands
  * back finished calls one at a time. No callbacks into the caller.
@@ -24,35 +47,76 @@
 #include <stdint.h>
 
 #include "core/classify.h"
+#include "core/operation.h"
+#include "core/provider_map.h"
+#include "core/template.h"
 #include "core/tg_time.h"
+#include "net/provider_request.h"
 
 struct transport;
 
+enum transport_auth {
+        TRANSPORT_AUTH_NONE,
+        TRANSPORT_AUTH_BEARER, /* Authorization: Bearer <secret> */
+        TRANSPORT_AUTH_HEADER, /* <auth_header>: <secret> */
+};
+
 struct transport_config {
-        const char *base_url;          /* http://127.0.0.1:9090 */
-        const char *refunds_path;      /* /v1/refunds */
-        const char *query_path;        /* /v1/refunds/{operation_id} */
-        const char *key_header;        /* Idempotency-Key */
-        const char *request_id_header; /* X-Request-Id */
-        const char *attempt_header;    /* X-Attempt */
-        int64_t connect_timeout_ms;
+        const char *base_url;                  /* http://127.0.0.1:9090, https://... */
+        const struct request_map *request_map; /* NULL: PROVIDER.md's; copied */
+        const struct reply_map *reply_map;     /* NULL: PROVIDER.md's; copied */
+        const char *key_header;                /* Idempotency-Key */
+        const char *request_id_header;         /* X-Request-Id */
+        const char *attempt_header;            /* X-Attempt */
+        int64_t connect_timeout_ms;            /* TCP connect and TLS handshake */
         size_t max_response_bytes;
         unsigned max_open;      /* hard bound on open calls (>= the exit's max_in_flight) */
         bool reuse_connections; /* keep-alive allowed (the second-send guard still holds) */
+        const char *ca_file;    /* NULL or "": the system's CA store */
+        enum transport_auth auth;
+        const char *auth_header; /* TRANSPORT_AUTH_HEADER's header name */
+        /* Signing: when signing_string is not NULL, every call carries
+         * timestamp_header (Unix seconds) and signature_header (prefix + the
+         * HMAC-SHA256 of the expanded signing string, hex or base64). */
+        const struct template *signing_string; /* copied */
+        const char *signature_header;
+        const char *timestamp_header;
+        const char *signature_prefix;
+        enum signature_encoding signature_encoding;
 };
 
 /* Copies what it needs from config. 0, TG_EINVAL, TG_ENOMEM. Caller owns
- * *ret_transport: transport_free() (which aborts open calls). */
+ * *ret_transport: transport_free() (which aborts open calls). A transport
+ * configured for credentials refuses to start calls until
+ * transport_set_credentials() gave them. */
 int transport_new(const struct transport_config *config, struct transport **ret_transport);
 void transport_free(struct transport *transport);
 
+/* The secrets, borrowed for the call only (copied into secret memory). */
+struct transport_credentials {
+        const char *auth_secret; /* for auth != none */
+        const unsigned char *signing_key;
+        size_t signing_key_len;      /* for a signing transport */
+        const char *client_cert_pem; /* NULL: no client certificate */
+        size_t client_cert_len;
+        const char *client_key_pem;
+        size_t client_key_len;
+};
+
+/* Calls started from now on use these; open calls keep theirs. 0,
+ * TG_EINVAL (something the config needs is missing, or a cert without its
+ * key), TG_ENOMEM. */
+int transport_set_credentials(struct transport *transport,
+                              const struct transport_credentials *credentials);
+
 struct transport_call {
-        enum classify_request request; /* CLASSIFY_POST or CLASSIFY_QUERY */
-        const char *operation_id;      /* the idempotency key, validated */
-        const char *body;              /* POST body (JSON); NULL for queries */
+        enum classify_request request;       /* CLASSIFY_POST or CLASSIFY_QUERY */
+        const char *operation_id;            /* the idempotency key, validated */
+        const struct refund_request *refund; /* its fields (POST: required) */
+        const char *refund_id;               /* the provider's, "" or NULL if unknown */
         const char *request_id;
         unsigned attempt;
-        int64_t timeout_ms;      /* whole call: DNS, connect, send, wait, read */
+        int64_t timeout_ms;      /* whole call: DNS, connect, TLS handshake, send, wait, read */
         uint64_t cookie;         /* returned with the result */
         const char *traceparent; /* sent as the W3C traceparent header; NULL/"": none */
         /* The request does not go on the wire before this monotonic time:
@@ -63,7 +127,8 @@ struct transport_call {
 };
 
 /* Hands the request to libcurl now. Strings are copied. 0, TG_EFULL (max_open
- * calls already open), TG_EINVAL, TG_ENOMEM, TG_ETRANSPORT. */
+ * calls already open), TG_EINVAL (a call the mapping cannot make, or no
+ * credentials yet), TG_ENOMEM, TG_ETRANSPORT. */
 int transport_start(struct transport *transport, const struct transport_call *call);
 
 /* Drives I/O, waiting at most timeout_ms for activity on the calls or for
@@ -71,17 +136,38 @@ int transport_start(struct transport *transport, const struct transport_call *ca
  * caller drains it), or TG_ETRANSPORT. */
 int transport_poll(struct transport *transport, int timeout_ms, int wake_fd);
 
+/* Why a call did not get a complete answer. */
+enum transport_failure {
+        TRANSPORT_OK,              /* a complete response */
+        TRANSPORT_DNS,             /* the host name did not resolve */
+        TRANSPORT_REFUSED,         /* the connection was refused (or unreachable) */
+        TRANSPORT_CONNECT_TIMEOUT, /* no TCP connection in time */
+        TRANSPORT_TLS_TIMEOUT,     /* connected, no TLS handshake in time */
+        TRANSPORT_TLS_VERIFY,      /* the provider's certificate: unknown CA, expired, wrong host */
+        TRANSPORT_TLS_CLIENT_CERT, /* our client certificate: missing, refused or unusable */
+        TRANSPORT_TLS_HANDSHAKE,   /* any other TLS failure */
+        TRANSPORT_TIMEOUT,         /* sent, no full answer in time */
+        TRANSPORT_RESET,           /* sent, the connection ended before a full answer */
+        TRANSPORT_OTHER,
+};
+#define TRANSPORT_FAILURE_COUNT 11
+
+/* "ok", "dns", "refused", "connect_timeout", "tls_timeout", "tls_verify",
+ * "tls_client_certificate", "tls_handshake", "timeout", "reset", "other". */
+const char *transport_failure_name(enum transport_failure failure);
+
 struct transport_result {
         uint64_t cookie;
         struct provider_reply reply; /* transport, http_status, parsed body fields */
         char retry_after[64];        /* raw Retry-After header value, "" if none */
-        bool sent;                   /* the request may have left (pre-request hook fired) */
+        bool sent;                   /* the request may have reached the provider */
         tg_mono_ns handoff_mono;     /* when transport_start() took it */
         tg_mono_ns ready_mono;       /* connection ready: the hook fired (0 if never) */
         tg_mono_ns sent_mono;        /* when the request went on the wire (0 if not sent) */
         int64_t latency_us;          /* from transport_start to completion */
         bool second_send_refused;    /* libcurl tried to send this call twice */
-        char error[256];             /* libcurl's words, "" on success */
+        enum transport_failure failure;
+        char error[256]; /* libcurl's (and OpenSSL's) words, "" on success */
 };
 
 /* Pops one finished call. 0 (filled), TG_ENOTFOUND (none finished). */

@@ -25,8 +25,9 @@
         "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
-        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at"
-#define OP_NCOLS 27
+        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, "\
+        "refund_reason, metadata"
+#define OP_NCOLS 29
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \

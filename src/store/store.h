@@ -48,7 +48,7 @@ struct call_record {
         int64_t epoch;
         unsigned share; /* of the account quota, the claim's */
         /* the start: when the request went on the wire (the pre-request
-         * hook), or, for a call never sent, when it was handed over */
+         * hook), or, for a call never sent, its slot (when it was to go) */
         tg_mono_ns start_mono;
         tg_wall_ms start_wall;
         /* when it was handed to the transport, written when the call ends
@@ -267,6 +267,11 @@ struct settle_args {
         tg_wall_ms handoff_wall;
         tg_mono_ns sent_mono;
         tg_wall_ms sent_wall;
+        /* a call never sent: the moment it was planned to go on the wire
+         * (it was handed over a little ahead), its start in the call log
+         * (0: the hand-off) */
+        tg_mono_ns planned_mono;
+        tg_wall_ms planned_wall;
         /* calls open when it was handed over, this one included (0: keep
          * the claim's count: a claim is made ahead of its start) */
         unsigned in_flight_at_start;

@@ -60,10 +60,15 @@ static int audit_to_manual(struct store *s, const struct op_record *op, tg_wall_
 
 /* ---- intake ------------------------------------------------------------------ */
 
+/* The whole payload, the optional reason and metadata included: they may
+ * reach the provider's body, so a resubmission that changes them is another
+ * request. Metadata is stored with its keys sorted, so equal maps are equal
+ * texts. */
 static bool same_request(const struct refund_request *a, const struct refund_request *b)
 {
         return strcmp(a->payment_id, b->payment_id) == 0 && a->amount == b->amount &&
-               strcmp(a->currency, b->currency) == 0;
+               strcmp(a->currency, b->currency) == 0 && strcmp(a->reason, b->reason) == 0 &&
+               strcmp(a->metadata, b->metadata) == 0;
 }
 
 struct accept_ctx {
@@ -114,7 +119,9 @@ int store_accept(struct store *store, const struct refund_request *req, tg_wall_
             !store_text_ok(req->operation_id, TG_OP_ID_MAX) ||
             !store_text_ok(req->payment_id, TG_PAYMENT_ID_MAX) || req->amount <= 0 ||
             !store_text_ok(req->currency, sizeof(req->currency) - 1) || req->deadline_at < 0 ||
-            !store_buf_ok(req->traceparent, sizeof(req->traceparent)))
+            !store_buf_ok(req->traceparent, sizeof(req->traceparent)) ||
+            !store_buf_ok(req->reason, sizeof(req->reason)) ||
+            !store_buf_ok(req->metadata, sizeof(req->metadata)))
                 return TG_EINVAL;
         /* only a traceparent as tollgate writes it is stored */
         if (req->traceparent[0] &&
@@ -403,6 +410,9 @@ static int settle_tx(struct store *s, void *ctx)
         if (a->sent_mono > 0) {
                 call.start_mono = a->sent_mono;
                 call.start_wall = a->sent_wall;
+        } else if (a->planned_mono > call.start_mono) {
+                call.start_mono = a->planned_mono;
+                call.start_wall = a->planned_wall;
         }
         if (a->in_flight_at_start > 0)
                 call.in_flight_at_start = a->in_flight_at_start;

@@ -286,9 +286,15 @@ static const struct migration migrations[] = {
         "  at BIGINT NOT NULL PRIMARY KEY,"
         "  refused INT UNSIGNED NOT NULL"
         ") ENGINE=InnoDB"},
+    /* 10: the refund's optional reason and metadata (a JSON object, keys
+     * sorted), part of the request payload like payment_id; UTF-8 bytes */
+    {10, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS refund_reason VARBINARY(200) NOT NULL "
+        "DEFAULT ''"},
+    {10, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS metadata VARBINARY(1024) NOT NULL "
+        "DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  9
+#define SCHEMA_VERSION  10
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

@@ -53,6 +53,8 @@ static int read_op(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         store_mysql_col_copy(row, lens, 24, op.assignee, sizeof(op.assignee));
         store_mysql_col_copy(row, lens, 25, op.traceparent, sizeof(op.traceparent));
         op.caller_deadline_at = store_mysql_col_i64(row, 26, &ok);
+        store_mysql_col_copy(row, lens, 27, op.req.reason, sizeof(op.req.reason));
+        store_mysql_col_copy(row, lens, 28, op.req.metadata, sizeof(op.req.metadata));
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -221,12 +223,13 @@ int store_mysql_op_insert(struct store *store, const struct op_record *op, int64
             s,
             "INSERT INTO operations (operation_id, payment_id, amount, currency, state, reason, "
             "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source, "
-            "last_class, traceparent, caller_deadline_at) "
-            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I)",
+            "last_class, traceparent, caller_deadline_at, refund_reason, metadata) "
+            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S)",
             op->req.operation_id, op->req.payment_id, op->req.amount, op->req.currency,
             store_state_text(op->state), store_reason_text(op->reason), op->attempt_limit,
             op->query_limit, op->accepted_at, op->deadline_at, op->updated_at, op->source,
-            store_class_text(op->last_class), op->traceparent, op->caller_deadline_at);
+            store_class_text(op->last_class), op->traceparent, op->caller_deadline_at,
+            op->req.reason, op->req.metadata);
 
         if (r == 0)
                 *ret_id = (int64_t)mysql_insert_id(s->db);

@@ -292,6 +292,10 @@ static const char *const migrations[] = {
     "  at INTEGER PRIMARY KEY,"
     "  refused INTEGER NOT NULL"
     ");",
+    /* 11: the refund's optional reason and metadata (a JSON object, keys
+     * sorted), part of the request payload like payment_id */
+    ("ALTER TABLE operations ADD COLUMN refund_reason TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE operations ADD COLUMN metadata TEXT NOT NULL DEFAULT '';"),
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -301,7 +305,8 @@ static const char *const migrations[] = {
         "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
-        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at"
+        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
+        "refund_reason, metadata"
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
@@ -348,8 +353,10 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_OP_BY_ID] = "SELECT " OP_COLS " FROM operations WHERE id = ?1",
     [ST_OP_INSERT] = "INSERT INTO operations (operation_id, payment_id, amount, currency, "
                      "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
-                     "updated_at, source, last_class, traceparent, caller_deadline_at) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                     "updated_at, source, last_class, traceparent, caller_deadline_at, "
+                     "refund_reason, metadata) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+                     "?17)",
     /* Every mutable column; the payload, accepted_at and source never change. */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "
                     "attempt_limit = ?5, queries = ?6, query_limit = ?7, deadline_at = ?8, "

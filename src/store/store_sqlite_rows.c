@@ -58,6 +58,8 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
         store_sqlite_col_copy(st, 24, op.assignee, sizeof(op.assignee));
         store_sqlite_col_copy(st, 25, op.traceparent, sizeof(op.traceparent));
         op.caller_deadline_at = sqlite3_column_int64(st, 26);
+        store_sqlite_col_copy(st, 27, op.req.reason, sizeof(op.req.reason));
+        store_sqlite_col_copy(st, 28, op.req.metadata, sizeof(op.req.metadata));
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -253,7 +255,9 @@ int store_sqlite_op_insert(struct store *store, const struct op_record *op, int6
             store_sqlite_bind_text(st, 12, op->source, sizeof(op->source) - 1) ||
             store_sqlite_bind_text(st, 13, store_class_text(op->last_class), TG_TEXT_MAX) ||
             store_sqlite_bind_text(st, 14, op->traceparent, sizeof(op->traceparent) - 1) ||
-            store_sqlite_bind_i64(st, 15, op->caller_deadline_at)) {
+            store_sqlite_bind_i64(st, 15, op->caller_deadline_at) ||
+            store_sqlite_bind_text(st, 16, op->req.reason, sizeof(op->req.reason) - 1) ||
+            store_sqlite_bind_text(st, 17, op->req.metadata, sizeof(op->req.metadata) - 1)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }

@@ -24,6 +24,13 @@
 
 enum key_state { KEY_NONE, KEY_RUNNING, KEY_DONE };
 
+/* The index from refund ids to their operation (stripe-like queries). */
+struct id_node {
+        struct id_node *next;
+        char id[STUB_REFUND_ID_MAX];
+        struct record *r;
+};
+
 struct record {
         struct record *next;
         struct stub_refund req; /* payload of the retained key */
@@ -50,6 +57,8 @@ struct ledger {
         uint64_t executions;
         uint64_t max_executions;
         uint64_t failures;
+        enum stub_shape shape;
+        struct id_node **ids; /* by refund id */
 };
 
 static uint32_t hash(const char *s)
@@ -102,17 +111,21 @@ static void age_key(struct ledger *lg, struct record *r, tg_mono_ns now)
                 r->key = KEY_NONE;
 }
 
-struct ledger *ledger_new(size_t max_records, tg_mono_ns retention, uint64_t seed)
+struct ledger *ledger_new(size_t max_records, tg_mono_ns retention, uint64_t seed,
+                          enum stub_shape shape)
 {
         struct ledger *lg = calloc(1, sizeof(*lg));
         if (!lg)
                 return NULL;
         lg->buckets = calloc(BUCKETS, sizeof(*lg->buckets));
-        if (!lg->buckets || pthread_mutex_init(&lg->lock, NULL) != 0) {
+        lg->ids = calloc(BUCKETS, sizeof(*lg->ids));
+        if (!lg->buckets || !lg->ids || pthread_mutex_init(&lg->lock, NULL) != 0) {
                 free(lg->buckets);
+                free(lg->ids);
                 free(lg);
                 return NULL;
         }
+        lg->shape = shape;
         lg->max_records = max_records;
         lg->retention = retention;
         lg->seed = seed;
@@ -122,6 +135,15 @@ struct ledger *ledger_new(size_t max_records, tg_mono_ns retention, uint64_t see
 
 static void clear(struct ledger *lg)
 {
+        for (size_t i = 0; lg->ids && i < BUCKETS; i++) {
+                struct id_node *n = lg->ids[i];
+                while (n) {
+                        struct id_node *next = n->next;
+                        free(n);
+                        n = next;
+                }
+                lg->ids[i] = NULL;
+        }
         for (size_t i = 0; i < BUCKETS; i++) {
                 struct record *r = lg->buckets[i];
                 while (r) {
@@ -145,6 +167,7 @@ void ledger_free(struct ledger *lg)
         if (lg->buckets)
                 clear(lg);
         free(lg->buckets);
+        free(lg->ids);
         pthread_mutex_destroy(&lg->lock);
         free(lg);
 }
@@ -197,6 +220,7 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
                    char ret_body[STUB_RESPONSE_MAX])
 {
         struct record *r;
+        struct id_node *node;
         char id[STUB_REFUND_ID_MAX];
         json_t *body;
         char *text;
@@ -214,15 +238,26 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
                 r->key_created = now;
         }
         snprintf(id, sizeof(id), "re_%016llx", (unsigned long long)tg_rng_next(&lg->rng));
-        body = json_pack("{s:s, s:s, s:s}", "refund_id", id, "operation_id", req->operation_id,
-                         "status", "succeeded");
-        text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-        json_decref(body);
-        if (!text || strlen(text) >= STUB_RESPONSE_MAX) {
+        if (lg->shape == STUB_SHAPE_STRIPE_LIKE) {
+                /* A refund still settling at the provider says so: pending. */
+                text = stub_stripe_refund(id, req, processing > 0 ? "pending" : "succeeded", NULL);
+        } else {
+                body = json_pack("{s:s, s:s, s:s}", "refund_id", id, "operation_id",
+                                 req->operation_id, "status", "succeeded");
+                text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+                json_decref(body);
+        }
+        node = calloc(1, sizeof(*node));
+        if (!text || !node || strlen(text) >= STUB_RESPONSE_MAX) {
                 free(text);
+                free(node);
                 rc = TG_ENOMEM;
                 goto out;
         }
+        memcpy(node->id, id, sizeof(id));
+        node->r = r;
+        node->next = lg->ids[hash(id)];
+        lg->ids[hash(id)] = node;
         if (r->executions < IDS_KEPT)
                 memcpy(r->refund_ids[r->executions], id, sizeof(id));
         else
@@ -297,13 +332,18 @@ out:
 
 void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
                   enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX],
-                  char ret_failure_code[STUB_FAILURE_MAX])
+                  char ret_failure_code[STUB_FAILURE_MAX], struct stub_refund *ret_req)
 {
         struct record *r;
         pthread_mutex_lock(&lg->lock);
         r = find(lg, operation_id);
         if (r)
                 age_key(lg, r, now);
+        ret_refund_id[0] = '\0';
+        if (r && r->executions > 0)
+                memcpy(ret_refund_id, r->refund_ids[0], STUB_REFUND_ID_MAX);
+        if (r && ret_req)
+                *ret_req = r->req;
         if (r && r->key == KEY_DONE && r->failure[0]) {
                 /* The retained key ended failed: that is its outcome, even if
                  * an older, expired use of the same key executed. */
@@ -322,6 +362,23 @@ void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
                 memcpy(ret_refund_id, r->refund_ids[0], STUB_REFUND_ID_MAX);
         }
         pthread_mutex_unlock(&lg->lock);
+}
+
+int ledger_operation_of(struct ledger *lg, const char *refund_id,
+                        char ret_operation_id[STUB_KEY_MAX + 1])
+{
+        int rc = TG_ENOTFOUND;
+
+        pthread_mutex_lock(&lg->lock);
+        for (struct id_node *n = lg->ids[hash(refund_id)]; n; n = n->next) {
+                if (strcmp(n->id, refund_id) == 0) {
+                        memcpy(ret_operation_id, n->r->req.operation_id, STUB_KEY_MAX + 1);
+                        rc = 0;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&lg->lock);
+        return rc;
 }
 
 size_t ledger_expire(struct ledger *lg, const char *key)

@@ -17,6 +17,7 @@
 
 #include "core/tg_time.h"
 #include "request.h"
+#include "shape.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -49,9 +50,11 @@ struct ledger_stats {
 /*
  * A ledger holding at most max_records operations; keys are forgotten
  * retention ns after they were first stored. seed makes refund ids
- * reproducible. Returns NULL when out of memory.
+ * reproducible; shape is how a stored success response is written
+ * (shape.h). Returns NULL when out of memory.
  */
-struct ledger *ledger_new(size_t max_records, tg_mono_ns retention, uint64_t seed);
+struct ledger *ledger_new(size_t max_records, tg_mono_ns retention, uint64_t seed,
+                          enum stub_shape shape);
 void ledger_free(struct ledger *lg);
 
 /*
@@ -90,12 +93,18 @@ int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now
                 const char *failure_code, int status, const char *body);
 
 /*
- * What a query for operation_id at now sees; ret_refund_id is set when
- * succeeded, ret_failure_code (NUL-terminated) when failed.
+ * What a query for operation_id at now sees; ret_refund_id is set (else "")
+ * once the operation executed (processing included), ret_failure_code
+ * (NUL-terminated) when failed; ret_req (may be NULL) gets the payload of
+ * a known operation.
  */
 void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
                   enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX],
-                  char ret_failure_code[STUB_FAILURE_MAX]);
+                  char ret_failure_code[STUB_FAILURE_MAX], struct stub_refund *ret_req);
+
+/* The operation a refund id belongs to. 0 or TG_ENOTFOUND. */
+int ledger_operation_of(struct ledger *lg, const char *refund_id,
+                        char ret_operation_id[STUB_KEY_MAX + 1]);
 
 /*
  * Forgets retained keys as if their retention had passed: one key, or all

@@ -5,6 +5,7 @@
  * the server and writes the arrival record (--record) before exiting 0.
  */
 #include "core/strnum.h"
+#include "core/template.h"
 #include "core/tg_error.h"
 #include "platform/build_info.h"
 #include "platform/options.h"
@@ -28,7 +29,8 @@ static const char stub_about[] =
 
 /* ISO C only promises string literals of 4095 bytes: this one is ~2800. */
 static const char stub_epilogue[] =
-    "Contract: POST /v1/refunds, GET /v1/refunds/{operation_id}.\n"
+    "Contract: POST /v1/refunds, GET /v1/refunds/{operation_id}; with --shape\n"
+    "          stripe-like GET /v1/refunds/{refund id}, /v1/refunds/by-key/{key}.\n"
     "Admin:    GET /_stub/state, GET /_stub/ledger,\n"
     "          GET /_stub/arrivals?since=N[&limit=M] (JSON lines, entries numbered\n"
     "          > N), POST /_stub/mode, POST /_stub/reset,\n"
@@ -186,6 +188,11 @@ struct opts {
         const char *mode;
         const char *record;
         const char *secret_file;
+        const char *shape;
+        const char *tls_cert, *tls_key, *tls_client_ca;
+        const char *auth_secret_file, *signing_key_file, *signing_string, *encoding;
+        /* file contents the config borrows, freed at exit */
+        char *cert_pem, *key_pem, *ca_pem, *auth_secret, *signing_key;
         struct stub_config cfg;
 };
 
@@ -330,6 +337,71 @@ static int parse_flags(int argc, char **argv, struct opts *o)
                      "whole milliseconds after the last one let through is answered 429 "
                      "rate_limited without Retry-After (mode \"limiter\" in the record); "
                      "no burst (0: none)"},
+            {.name = "shape",
+             .arg = "NAME",
+             .string = &o->shape,
+             .help = "the provider's contract: provider-md (shared/PROVIDER.md, JSON) or "
+                     "stripe-like (form POST, refund objects; docs/providers/) (provider-md)"},
+            {.name = "tls-cert",
+             .arg = "FILE",
+             .string = &o->tls_cert,
+             .help = "serve HTTPS with this PEM certificate (chain); needs --tls-key"},
+            {.name = "tls-key",
+             .arg = "FILE",
+             .string = &o->tls_key,
+             .help = "the PEM private key of --tls-cert"},
+            {.name = "tls-client-ca",
+             .arg = "FILE",
+             .string = &o->tls_client_ca,
+             .help = "demand a client certificate that verifies against this PEM CA: the "
+                     "handshake fails without one"},
+            {.name = "tls-priorities",
+             .arg = "STR",
+             .string = &c->tls_priorities,
+             .help = "GnuTLS priority string, e.g. NORMAL:-VERS-TLS1.3 (NORMAL)"},
+            {.name = "auth-secret-file",
+             .arg = "F",
+             .string = &o->auth_secret_file,
+             .help = "demand this API key (file content, trailing newlines stripped): "
+                     "Authorization: Bearer <key>, or --auth-header; else 401"},
+            {.name = "auth-header",
+             .arg = "NAME",
+             .string = &c->auth.header,
+             .help = "the header carrying the bare API key (default: Authorization, Bearer)"},
+            {.name = "signing-key-file",
+             .arg = "F",
+             .string = &o->signing_key_file,
+             .help = "demand requests signed with this HMAC-SHA256 key; else 401"},
+            {.name = "signature-header",
+             .arg = "NAME",
+             .string = &c->auth.signature_header,
+             .help = "header of the signature (X-Signature)"},
+            {.name = "timestamp-header",
+             .arg = "NAME",
+             .string = &c->auth.timestamp_header,
+             .help = "header of the signed timestamp, Unix seconds (X-Timestamp)"},
+            {.name = "signing-string",
+             .arg = "TEMPLATE",
+             .string = &o->signing_string,
+             .help = "canonical string, tollgate's provider.signing_string syntax "
+                     "({method}\\n{path}\\n{timestamp}\\n{idempotency_key}\\n{body_sha256})"},
+            {.name = "signature-encoding",
+             .arg = "hex|base64",
+             .string = &o->encoding,
+             .help = "encoding of the MAC (hex)"},
+            {.name = "signature-prefix",
+             .arg = "STR",
+             .string = &c->auth.prefix,
+             .help = "text before the MAC in its header (none)"},
+            {.name = "max-skew-s",
+             .arg = "N",
+             .i64 = &c->auth.max_skew_s,
+             .min = 0,
+             .max = 86400,
+             .help = "signed timestamps this far from now are accepted (300)"},
+            {.name = "record-bodies",
+             .flag = &c->record_bodies,
+             .help = "keep each contract request's body (up to 4 KiB) in the arrival record"},
         };
         const struct options_spec spec = {.prog = "tollgate-stub",
                                           .description = stub_about,
@@ -348,6 +420,9 @@ static int parse_flags(int argc, char **argv, struct opts *o)
         c->processing_ms = 2000;
         c->key_retention_s = 86400;
         c->query_delay_ms = 3000;
+        c->auth.signature_header = "X-Signature";
+        c->auth.timestamp_header = "X-Timestamp";
+        c->auth.max_skew_s = 300;
         stub_mix_parse("fast=70,slow=10,drop=5,e500=5,unavailable=5,limited=5", 54, &why,
                        c->mix_weights);
         stub_mode_parse("fast", 4, &why, &c->query_spec);
@@ -383,6 +458,89 @@ static int parse_flags(int argc, char **argv, struct opts *o)
         if (c->webhook_url && strncmp(c->webhook_url, "http://", 7) != 0 &&
             strncmp(c->webhook_url, "https://", 8) != 0)
                 return bad_flag("--webhook-url", "must be an http:// or https:// URL");
+        return 0;
+}
+
+/* A secret file: trailing CR, LF, spaces and tabs stripped; not empty. */
+static int read_secret_file(const char *flag, const char *path, char **ret, size_t *ret_len)
+{
+        size_t len;
+        int rc = read_file(path, ret, &len);
+        if (rc < 0 || len > SECRET_MAX) {
+                fprintf(stderr, "tollgate-stub: %s: %s: %s\n", flag, path,
+                        rc < 0 ? tg_strerror(rc) : "too large");
+                if (rc == 0)
+                        free(*ret);
+                return TG_EINVAL;
+        }
+        while (len > 0 && ((*ret)[len - 1] == '\n' || (*ret)[len - 1] == '\r' ||
+                           (*ret)[len - 1] == ' ' || (*ret)[len - 1] == '\t'))
+                (*ret)[--len] = '\0';
+        if (len == 0) {
+                free(*ret);
+                return bad_flag(flag, "the file is empty");
+        }
+        *ret_len = len;
+        return 0;
+}
+
+static int read_pem_flag(const char *flag, const char *path, char **ret)
+{
+        size_t len;
+        int rc = read_file(path, ret, &len);
+        if (rc < 0) {
+                fprintf(stderr, "tollgate-stub: %s: %s: %s\n", flag, path, tg_strerror(rc));
+                return TG_EINVAL;
+        }
+        return 0;
+}
+
+/* --shape, the TLS files and what callers must present. */
+static int finish_provider(struct opts *o)
+{
+        struct stub_config *c = &o->cfg;
+        struct template_error terr;
+        size_t len;
+        const char *signing =
+            o->signing_string
+                ? o->signing_string
+                : "{method}\\n{path}\\n{timestamp}\\n{idempotency_key}\\n{body_sha256}";
+
+        if (o->shape && stub_shape_parse(o->shape, &c->shape) < 0)
+                return bad_flag("--shape", "must be provider-md or stripe-like");
+        if (!o->tls_cert != !o->tls_key)
+                return bad_flag("--tls-cert", "give --tls-cert and --tls-key together");
+        if ((o->tls_client_ca || c->tls_priorities) && !o->tls_cert)
+                return bad_flag(o->tls_client_ca ? "--tls-client-ca" : "--tls-priorities",
+                                "needs --tls-cert");
+        if (o->tls_cert && (read_pem_flag("--tls-cert", o->tls_cert, &o->cert_pem) < 0 ||
+                            read_pem_flag("--tls-key", o->tls_key, &o->key_pem) < 0))
+                return TG_EINVAL;
+        if (o->tls_client_ca && read_pem_flag("--tls-client-ca", o->tls_client_ca, &o->ca_pem) < 0)
+                return TG_EINVAL;
+        c->tls_cert_pem = o->cert_pem;
+        c->tls_key_pem = o->key_pem;
+        c->tls_client_ca_pem = o->ca_pem;
+        if (c->auth.header && !o->auth_secret_file)
+                return bad_flag("--auth-header", "needs --auth-secret-file");
+        if (o->auth_secret_file) {
+                if (read_secret_file("--auth-secret-file", o->auth_secret_file, &o->auth_secret,
+                                     &len) < 0)
+                        return TG_EINVAL;
+                c->auth.secret = o->auth_secret;
+        }
+        if (o->signing_key_file) {
+                if (read_secret_file("--signing-key-file", o->signing_key_file, &o->signing_key,
+                                     &len) < 0)
+                        return TG_EINVAL;
+                c->auth.signing_key = (const unsigned char *)o->signing_key;
+                c->auth.signing_key_len = len;
+        }
+        if (template_parse(signing, TPL_SIGNING_FIELDS, &c->auth.signing, &terr) < 0)
+                return bad_flag("--signing-string", terr.message);
+        if (o->encoding && strcmp(o->encoding, "hex") != 0 && strcmp(o->encoding, "base64") != 0)
+                return bad_flag("--signature-encoding", "must be hex or base64");
+        c->auth.base64 = o->encoding && strcmp(o->encoding, "base64") == 0;
         return 0;
 }
 
@@ -448,6 +606,19 @@ static int finish_config(struct opts *o, char **ret_secret)
         return 0;
 }
 
+static void free_files(struct opts *o)
+{
+        free(o->cert_pem);
+        free(o->key_pem);
+        free(o->ca_pem);
+        if (o->auth_secret)
+                explicit_bzero(o->auth_secret, strlen(o->auth_secret));
+        if (o->signing_key)
+                explicit_bzero(o->signing_key, strlen(o->signing_key));
+        free(o->auth_secret);
+        free(o->signing_key);
+}
+
 int main(int argc, char **argv)
 {
         struct opts *o = calloc(1, sizeof(*o));
@@ -468,7 +639,11 @@ int main(int argc, char **argv)
         rc = parse_flags(argc, argv, o);
         if (rc == 0)
                 rc = finish_config(o, &secret);
+        if (rc == 0)
+                rc = finish_provider(o);
         if (rc != 0) {
+                free(secret);
+                free_files(o);
                 free(o);
                 return options_exit_status(rc);
         }
@@ -516,6 +691,7 @@ out:
         server_free(srv);
         curl_global_cleanup();
         free(secret);
+        free_files(o);
         free(o);
         return status;
 }

@@ -20,7 +20,9 @@ struct entry {
         bool answered;
         int status; /* 0: dropped */
         bool executed;
-        int delivered; /* -1 unknown, 0 no, 1 yes */
+        int delivered;                              /* -1 unknown, 0 no, 1 yes */
+        const char *client_cert, *auth, *signature; /* static verdicts, NULL: not checked */
+        char *body;                                 /* --record-bodies */
 };
 
 struct record_log {
@@ -48,6 +50,7 @@ static void entry_free(struct entry *e)
         free((char *)e->a.attempt);
         free((char *)e->a.traceparent);
         free((char *)e->a.mode);
+        free(e->body);
         free(e);
 }
 
@@ -137,6 +140,27 @@ void record_answer(struct record_log *log, uint64_t seq, int status, bool execut
         pthread_mutex_unlock(&log->lock);
 }
 
+void record_checks(struct record_log *log, uint64_t seq, const char *client_cert, const char *auth,
+                   const char *signature, const char *body, size_t body_len)
+{
+        char *copy_body = body ? strndup(body, body_len < 4096 ? body_len : 4096) : NULL;
+        struct entry *e;
+
+        pthread_mutex_lock(&log->lock);
+        e = get(log, seq);
+        if (e) {
+                e->client_cert = client_cert;
+                e->auth = auth;
+                e->signature = signature;
+                if (copy_body && !e->body) {
+                        e->body = copy_body;
+                        copy_body = NULL;
+                }
+        }
+        pthread_mutex_unlock(&log->lock);
+        free(copy_body);
+}
+
 void record_delivered(struct record_log *log, uint64_t seq, bool delivered)
 {
         struct entry *e;
@@ -183,6 +207,14 @@ static int append_entry(const struct entry *e, uint64_t seq, char **buf, size_t 
         json_object_set_new(o, "executed", json_boolean(e->executed));
         json_object_set_new(o, "delivered",
                             e->delivered < 0 ? json_null() : json_boolean(e->delivered));
+        if (e->client_cert)
+                json_object_set_new(o, "client_cert", json_string(e->client_cert));
+        if (e->auth)
+                json_object_set_new(o, "auth", json_string(e->auth));
+        if (e->signature)
+                json_object_set_new(o, "signature", json_string(e->signature));
+        if (e->body)
+                json_object_set_new(o, "body", json_string(e->body));
         line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         json_decref(o);
         if (!line)

@@ -43,6 +43,13 @@ void record_log_free(struct record_log *log);
 uint64_t record_add(struct record_log *log, const struct record_arrival *a);
 /* The answer given: an HTTP status, or status 0 for "dropped". */
 void record_answer(struct record_log *log, uint64_t seq, int status, bool executed);
+/* What the stub checked of a request besides its content: its client
+ * certificate ("verified"/"none"), API key and signature ("ok", "missing",
+ * "wrong", "stale"); NULL: not checked (the field is left out). body
+ * (NULL: not kept) is the request body, kept up to 4096 bytes for
+ * --record-bodies. Never a secret. */
+void record_checks(struct record_log *log, uint64_t seq, const char *client_cert, const char *auth,
+                   const char *signature, const char *body, size_t body_len);
 /* Marks that the request's bytes were (or were not) all handed to the client. */
 void record_delivered(struct record_log *log, uint64_t seq, bool delivered);
 

@@ -18,6 +18,7 @@
  */
 #include "stub.h"
 
+#include "core/encode.h"
 #include "core/strnum.h"
 #include "core/tg_error.h"
 #include "ledger.h"
@@ -26,6 +27,7 @@
 #include "record.h"
 #include "request.h"
 #include "timer.h"
+#include "tls.h"
 #include "webhook.h"
 
 #include <jansson.h>
@@ -100,6 +102,7 @@ struct req {
         char *answer;
         char retry_after[64];
         const char *allow;
+        const char *should_retry; /* stripe-like: Stripe-Should-Retry, NULL: none */
         bool drop;
         bool executed;
 };
@@ -115,9 +118,42 @@ static char *error_body(const char *code, const char *message, bool retryable)
         return text;
 }
 
+/* The stripe-like shape's words for an error of ours: a type from the
+ * status, the code where the real API has one (an idempotency error has
+ * none, only its type), 400 for what we answer 422. */
+static void stripe_error(struct req *r, int status, const char *code, const char *message,
+                         bool retryable)
+{
+        const char *type = "invalid_request_error";
+
+        if (strcmp(code, "idempotency_key_reused") == 0) {
+                type = "idempotency_error";
+                code = NULL;
+        } else if (strcmp(code, "idempotency_key_in_use") == 0) {
+                type = "idempotency_error";
+        } else if (strcmp(code, "not_found") == 0) {
+                code = "resource_missing";
+        } else if (strcmp(code, "rate_limited") == 0) {
+                type = "rate_limit_error";
+                code = "rate_limit";
+        } else if (status >= 500) {
+                type = "api_error";
+        }
+        if (status == 422)
+                status = 400;
+        free(r->answer);
+        r->status = status;
+        r->answer = stub_stripe_error(type, code, message);
+        r->should_retry = retryable ? "true" : "false";
+}
+
 static void answer_error(struct req *r, int status, const char *code, const char *message,
                          bool retryable)
 {
+        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE && r->kind != K_ADMIN) {
+                stripe_error(r, status, code, message, retryable);
+                return;
+        }
         free(r->answer);
         r->status = status;
         r->answer = error_body(code, message, retryable);
@@ -196,7 +232,9 @@ static void finish(struct req *r)
                 /* Taken, then refused for good at the provider: no money
                  * moves. The client is told 500 (an unknown outcome); the
                  * failure is what queries (and the event) say. */
-                char *body = error_body("internal_error", "injected failure (fail)", false);
+                char *body = srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE
+                                 ? stub_stripe_error("api_error", NULL, "injected failure (fail)")
+                                 : error_body("internal_error", "injected failure (fail)", false);
                 int rc = body ? ledger_fail(srv->ledger, &r->refund, now, r->spec.failure_code, 500,
                                             body)
                               : TG_ENOMEM;
@@ -219,7 +257,8 @@ static void finish(struct req *r)
                         answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
                 } else {
                         r->executed = true;
-                        answer_text(r, 201, body);
+                        /* the real API answers a created refund with 200 */
+                        answer_text(r, srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE ? 200 : 201, body);
                         /* calls:K: this POST is call 1 of K; queries 2..K-1
                          * say processing, call K says succeeded */
                         if (r->spec.mode == STUB_CALLS && r->spec.close_calls > 2)
@@ -232,10 +271,20 @@ static void finish(struct req *r)
         } else if (r->kind == K_QUERY && r->lookup) {
                 enum ledger_status st;
                 char id[STUB_REFUND_ID_MAX], failure[STUB_FAILURE_MAX];
+                struct stub_refund req;
                 json_t *o = NULL;
-                ledger_query(srv->ledger, r->query_op, now, &st, id, failure);
+                memset(&req, 0, sizeof(req));
+                ledger_query(srv->ledger, r->query_op, now, &st, id, failure, &req);
                 if (st == LEDGER_NOT_FOUND) {
                         answer_error(r, 404, "not_found", "no refund for this operation", false);
+                } else if (srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE) {
+                        free(r->answer);
+                        r->status = 200;
+                        r->answer = stub_stripe_refund(id, &req,
+                                                       st == LEDGER_PROCESSING ? "pending"
+                                                       : st == LEDGER_FAILED   ? "failed"
+                                                                               : "succeeded",
+                                                       st == LEDGER_FAILED ? failure : NULL);
                 } else {
                         if (st == LEDGER_PROCESSING)
                                 o = json_pack("{s:s, s:s}", "operation_id", r->query_op, "status",
@@ -313,6 +362,8 @@ static enum MHD_Result send_answer(struct req *r)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
         if (r->allow)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+        if (r->should_retry)
+                MHD_add_response_header(resp, "Stripe-Should-Retry", r->should_retry);
         ret = MHD_queue_response(r->conn, (unsigned int)r->status, resp);
         MHD_destroy_response(resp);
         return ret;
@@ -340,21 +391,111 @@ static enum MHD_Result answer_after_delay(struct req *r)
 
 /* ------------------------------------------------------- contract handlers */
 
+static const char *header_of(void *ctx, const char *name)
+{
+        return MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
+}
+
+/* What a real provider checks before anything else: the client
+ * certificate (already, in the handshake), the API key and the request's
+ * signature. Records the verdicts (and the body, with --record-bodies);
+ * false when the request was answered 401 here. */
+static bool caller_ok(struct req *r)
+{
+        struct stub_server *srv = r->srv;
+        char path[3 * sizeof(r->path)];
+        struct tg_strbuf sb;
+        const char *key = stub_auth_key(&srv->cfg.auth, header_of, r->conn);
+        const char *sig;
+
+        /* The path as the client sent it: libmicrohttpd hands it over
+         * percent-decoded, and a client encodes every byte of a value but
+         * the unreserved ones (core/encode.h), keeping its '/'. */
+        tg_strbuf_init(&sb, path, sizeof(path));
+        for (const char *p = r->path; *p; p++) {
+                if (*p == '/')
+                        tg_strbuf_add(&sb, "/", 1);
+                else
+                        encode_percent(ENCODE_PATH_SEGMENT, p, 1, &sb);
+        }
+        sig = stub_auth_signature(&srv->cfg.auth, header_of, r->conn, r->method, path, r->body,
+                                  r->len, clock_wall_now() / TG_MS_PER_S);
+
+        if (r->seq)
+                record_checks(srv->log, r->seq, stub_tls_client(r->conn), key, sig,
+                              srv->cfg.record_bodies ? (r->body ? r->body : "") : NULL, r->len);
+        if (key && strcmp(key, "ok") != 0) {
+                answer_error(r, 401, "unauthorized",
+                             strcmp(key, "missing") == 0 ? "no API key" : "invalid API key", false);
+                return false;
+        }
+        if (sig && strcmp(sig, "ok") != 0) {
+                answer_error(r, 401, "signature_invalid",
+                             strcmp(sig, "stale") == 0 ? "timestamp too far from now"
+                                                       : "missing or wrong signature",
+                             false);
+                return false;
+        }
+        return true;
+}
+
+/* The POST body as the shape has it: 0, or the answer is prepared. */
+static int parse_refund(struct req *r, const char *key, const char *ctype)
+{
+        const char *why = NULL, *param = NULL;
+        int rc;
+
+        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE) {
+                if (!ctype || strncmp(ctype, "application/x-www-form-urlencoded", 33) != 0) {
+                        answer_error(r, 400, "invalid_request",
+                                     "Content-Type must be application/x-www-form-urlencoded",
+                                     false);
+                        return TG_EINVAL;
+                }
+                rc = stub_parse_refund_form(r->body ? r->body : "", r->len, key, &why, &param,
+                                            &r->refund);
+                if (rc < 0) {
+                        answer_error(r, 400, param ? "parameter_invalid" : "parameter_unknown", why,
+                                     false);
+                        return rc;
+                }
+                return 0;
+        }
+        if (ctype && strncmp(ctype, "application/json", 16) != 0) {
+                answer_error(r, 400, "invalid_request", "Content-Type must be application/json",
+                             false);
+                return TG_EINVAL;
+        }
+        rc = stub_parse_refund_request(r->body ? r->body : "", r->len, &why, &r->refund);
+        if (rc < 0) {
+                answer_error(r, rc == TG_EPARSE ? 400 : 422, "invalid_request", why, false);
+                return rc;
+        }
+        if (strcmp(key, r->refund.operation_id) != 0) {
+                answer_error(r, 422, "invalid_request",
+                             "Idempotency-Key must equal the body's operation_id", false);
+                return TG_EINVAL;
+        }
+        return 0;
+}
+
 static enum MHD_Result handle_refund(struct req *r)
 {
         struct stub_server *srv = r->srv;
         const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
         const char *ctype =
             MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        const char *why = NULL;
         char stored[STUB_RESPONSE_MAX], msg[160];
         enum ledger_begin kind;
         int rc, replay_status = 200;
 
-        switch (r->spec.mode) {
-        case STUB_REFUSE:
+        if (r->spec.mode == STUB_REFUSE) {
                 r->drop = true;
                 return send_answer(r);
+        }
+        if (!caller_ok(r))
+                return send_answer(r);
+        switch (r->spec.mode) {
         case STUB_UNAVAILABLE:
                 answer_error(r, 503, "temporarily_unavailable", "injected (unavailable)", true);
                 set_retry_after(r);
@@ -376,21 +517,8 @@ static enum MHD_Result handle_refund(struct req *r)
                              "Idempotency-Key must be 1-128 chars of [A-Za-z0-9._:-]", false);
                 return send_answer(r);
         }
-        if (ctype && strncmp(ctype, "application/json", 16) != 0) {
-                answer_error(r, 400, "invalid_request", "Content-Type must be application/json",
-                             false);
+        if (parse_refund(r, key, ctype) < 0)
                 return send_answer(r);
-        }
-        rc = stub_parse_refund_request(r->body ? r->body : "", r->len, &why, &r->refund);
-        if (rc < 0) {
-                answer_error(r, rc == TG_EPARSE ? 400 : 422, "invalid_request", why, false);
-                return send_answer(r);
-        }
-        if (strcmp(key, r->refund.operation_id) != 0) {
-                answer_error(r, 422, "invalid_request",
-                             "Idempotency-Key must equal the body's operation_id", false);
-                return send_answer(r);
-        }
         if (r->spec.mode == STUB_REJECT) {
                 answer_error(r, 422, "invalid_request", "injected (reject)", false);
                 return answer_after_delay(r);
@@ -421,12 +549,47 @@ static enum MHD_Result handle_refund(struct req *r)
         return answer_after_delay(r);
 }
 
+/* The operation a query names: by our key (PROVIDER.md's path, or the
+ * stripe-like by-key lookup) or by the provider's refund id. 0, or the
+ * answer is prepared. */
+static int query_operation(struct req *r)
+{
+        size_t by_key = strlen(STUB_BY_KEY_PREFIX);
+
+        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE) {
+                const char *rest = r->path + by_key;
+                if (strncmp(r->path, STUB_BY_KEY_PREFIX, by_key) == 0) {
+                        if (!stub_key_valid(rest, strlen(rest))) {
+                                answer_error(r, 400, "invalid_request", "not a valid key", false);
+                                return TG_EINVAL;
+                        }
+                        memcpy(r->query_op, rest, strlen(rest) + 1);
+                        return 0;
+                }
+                rest = r->path + strlen(STUB_QUERY_PREFIX);
+                if (ledger_operation_of(r->srv->ledger, rest, r->query_op) < 0) {
+                        answer_error(r, 404, "not_found", "no such refund", false);
+                        return TG_ENOTFOUND;
+                }
+                return 0;
+        }
+        if (stub_parse_query_path(r->path, r->query_op) < 0) {
+                answer_error(r, 400, "invalid_request",
+                             "operation id must be 1-128 chars of [A-Za-z0-9._:-]", false);
+                return TG_EINVAL;
+        }
+        return 0;
+}
+
 static enum MHD_Result handle_query(struct req *r)
 {
-        switch (r->spec.mode) {
-        case STUB_REFUSE:
+        if (r->spec.mode == STUB_REFUSE) {
                 r->drop = true;
                 return send_answer(r);
+        }
+        if (!caller_ok(r))
+                return send_answer(r);
+        switch (r->spec.mode) {
         case STUB_UNAVAILABLE:
                 answer_error(r, 503, "temporarily_unavailable", "injected (query unavailable)",
                              true);
@@ -439,11 +602,8 @@ static enum MHD_Result handle_query(struct req *r)
         default:
                 break;
         }
-        if (stub_parse_query_path(r->path, r->query_op) < 0) {
-                answer_error(r, 400, "invalid_request",
-                             "operation id must be 1-128 chars of [A-Za-z0-9._:-]", false);
-                return send_answer(r);
-        }
+        if (query_operation(r) < 0)
+                return answer_after_delay(r);
         r->lookup = true;
         return answer_after_delay(r);
 }
@@ -822,8 +982,11 @@ static enum kind classify(struct req *r)
                 answer_error(r, 405, "method_not_allowed", "use POST", false);
                 return K_OTHER;
         }
-        if (strncmp(r->path, STUB_QUERY_PREFIX, strlen(STUB_QUERY_PREFIX)) == 0 &&
-            !strchr(r->path + strlen(STUB_QUERY_PREFIX), '/')) {
+        if ((strncmp(r->path, STUB_QUERY_PREFIX, strlen(STUB_QUERY_PREFIX)) == 0 &&
+             !strchr(r->path + strlen(STUB_QUERY_PREFIX), '/')) ||
+            (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE &&
+             strncmp(r->path, STUB_BY_KEY_PREFIX, strlen(STUB_BY_KEY_PREFIX)) == 0 &&
+             !strchr(r->path + strlen(STUB_BY_KEY_PREFIX), '/'))) {
                 if (get)
                         return K_QUERY;
                 r->allow = "GET";
@@ -940,6 +1103,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         (void)version;
 
         if (!r) {
+                /* A demanded client certificate that is missing or does not
+                 * verify: the TLS layer's alert, no HTTP, nothing recorded. */
+                if (stub_tls_refuse(connection))
+                        return MHD_NO;
                 r = arrive(srv, connection, url, method);
                 if (!r)
                         return MHD_NO;
@@ -1021,7 +1188,8 @@ int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
         srv->query_spec = cfg->query_spec;
         tg_rng_seed(&srv->mix_rng, cfg->seed);
 
-        srv->ledger = ledger_new(cfg->max_keys, cfg->key_retention_s * TG_NS_PER_S, cfg->seed);
+        srv->ledger =
+            ledger_new(cfg->max_keys, cfg->key_retention_s * TG_NS_PER_S, cfg->seed, cfg->shape);
         srv->log = record_log_new(cfg->max_records);
         srv->timer = timer_new(TIMERS_MAX);
         if (!srv->ledger || !srv->log || !srv->timer)
@@ -1033,12 +1201,46 @@ int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
                 if (rc < 0)
                         goto fail;
         }
-        srv->mhd = MHD_start_daemon(
-            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
-            0, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
-            MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
-            cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300, MHD_OPTION_END);
+        if (cfg->tls_cert_pem) {
+                /* HTTPS: GnuTLS through MHD, our certificate from the callback
+                 * (which also makes a client certificate a requirement). */
+                const char *prio = cfg->tls_priorities ? cfg->tls_priorities : "NORMAL";
+                rc = stub_tls_init(cfg->tls_cert_pem, cfg->tls_key_pem,
+                                   cfg->tls_client_ca_pem != NULL);
+                if (rc < 0)
+                        goto fail;
+                if (cfg->tls_client_ca_pem)
+                        srv->mhd = MHD_start_daemon(
+                            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                                MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
+                                MHD_USE_TLS,
+                            0, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED,
+                            on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+                            MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+                            MHD_OPTION_HTTPS_CERT_CALLBACK, stub_tls_cert_callback(),
+                            MHD_OPTION_HTTPS_PRIORITIES, prio, MHD_OPTION_HTTPS_MEM_TRUST,
+                            cfg->tls_client_ca_pem, MHD_OPTION_END);
+                else
+                        srv->mhd = MHD_start_daemon(
+                            MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                                MHD_ALLOW_SUSPEND_RESUME | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC |
+                                MHD_USE_TLS,
+                            0, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED,
+                            on_completed, srv, MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv,
+                            MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+                            MHD_OPTION_HTTPS_CERT_CALLBACK, stub_tls_cert_callback(),
+                            MHD_OPTION_HTTPS_PRIORITIES, prio, MHD_OPTION_END);
+        } else {
+                srv->mhd = MHD_start_daemon(
+                    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                        MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC,
+                    0, NULL, NULL, on_request, srv, MHD_OPTION_NOTIFY_COMPLETED, on_completed, srv,
+                    MHD_OPTION_NOTIFY_CONNECTION, on_connection, srv, MHD_OPTION_CONNECTION_LIMIT,
+                    cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)300,
+                    MHD_OPTION_END);
+        }
         if (!srv->mhd) {
                 rc = TG_EIO;
                 goto fail;
@@ -1097,6 +1299,8 @@ void server_free(struct stub_server *srv)
         listener_free(srv->listener);
         ledger_free(srv->ledger);
         record_log_free(srv->log);
+        if (srv->cfg.tls_cert_pem)
+                stub_tls_release();
         pthread_mutex_destroy(&srv->ctl);
         free(srv);
 }

@@ -6,6 +6,8 @@
 #ifndef STUB_STUB_H
 #define STUB_STUB_H
 
+#include "auth.h"
+#include "shape.h"
 #include "timeline.h"
 
 #include <stdbool.h>
@@ -45,6 +47,14 @@ struct stub_config {
          * last one it let through is answered 429 (no Retry-After), no burst.
          * 0: none. */
         double limit_rate;
+        enum stub_shape shape; /* provider-md or stripe-like (shape.h) */
+        /* HTTPS when tls_cert_pem is set (tls.h); PEM texts, borrowed */
+        const char *tls_cert_pem;
+        const char *tls_key_pem;
+        const char *tls_client_ca_pem; /* set: a verified client certificate is demanded */
+        const char *tls_priorities;    /* GnuTLS priority string, NULL: its default */
+        struct stub_auth auth;         /* API key and signature demanded (auth.h) */
+        bool record_bodies;            /* keep request bodies in the arrival record */
 };
 
 struct stub_server;

@@ -269,7 +269,11 @@ class OptionsTest(unittest.TestCase):
             "--retry-after", "--retry-after-date", "--processing-ms", "--key-retention-s",
             "--seed", "--mix", "--query-mode", "--query-delay-ms", "--record", "--max-body",
             "--max-records", "--max-keys", "--max-connections", "--webhook-url",
-            "--webhook-secret-file", "--webhook-delay-ms", "--webhook-drop-rate", "--help"]
+            "--webhook-secret-file", "--webhook-delay-ms", "--webhook-drop-rate", "--shape",
+            "--tls-cert", "--tls-key", "--tls-client-ca", "--tls-priorities",
+            "--auth-secret-file", "--auth-header", "--signing-key-file", "--signature-header",
+            "--timestamp-header", "--signing-string", "--signature-encoding",
+            "--signature-prefix", "--max-skew-s", "--record-bodies", "--help"]
 
     def test_equals_and_space_forms_agree(self):
         rc, spaced, err = run("jitter", "--clients", "5", "--seed", "3", "--jitter", "equal")

@@ -13,6 +13,7 @@ import tempfile
 import time
 import unittest
 
+import tgprovider
 import tgtest
 
 TOKEN = "test-token-0123456789"
@@ -43,24 +44,28 @@ if os.environ.get("TG_TEST_STORE") == "mysql":
 
 
 class Tollgate:
-    def __init__(self, stub_url, store_url=None, **sections):
-        """sections: {"exit": {"starts_per_second": 5}, "retry": {...}, ...}"""
+    def __init__(self, stub_url, store_url=None, tls=None, profile=None, credentials=True,
+                 token=TOKEN, api_port=None, **sections):
+        """sections: {"exit": {"starts_per_second": 5}, "retry": {...}, ...}. The
+        [provider] and [classify] for the stub come from tgprovider (the test
+        switches, or tls/profile as the stub was started with); a test's own
+        keys override them and its classify rules come after."""
         self.dir = tempfile.mkdtemp(prefix="tollgate-it-")
         self.token_file = os.path.join(self.dir, "token")
+        self.token = token
         # a secret file nobody but its owner may read (the config refuses others)
         with open(os.open(self.token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600),
                   "w") as f:
-            f.write(TOKEN + "\n")
+            f.write(token + "\n")
         self.db = os.path.join(self.dir, "tg.db")
         if store_url is None and default_store_url is not None:
             store_url = default_store_url()
         self.store_url = store_url or "sqlite://" + self.db
-        self.api_port = tgtest.free_port()
+        self.api_port = api_port or tgtest.free_port()
         self.api = "http://127.0.0.1:%d" % self.api_port
         conf = {
             "store": {"url": self.store_url},
             "api": {"listen": "127.0.0.1:%d" % self.api_port, "token_file": self.token_file},
-            "provider": {"base_url": stub_url},
             # The stub shares CI's two cores with tollgate and the test: its
             # own scheduling moves an arrival by up to ~3 ms (docs/bench.md,
             # "spacing at the provider"), which the spacing margin must cover
@@ -68,8 +73,15 @@ class Tollgate:
             # set its own.
             "exit": {"spacing_margin_us": TEST_SPACING_MARGIN_US},
         }
+        conf.update(tgprovider.provider_sections(stub_url, tls, profile, credentials))
         for name, keys in sections.items():
-            conf.setdefault(name, {}).update(keys)
+            for k, v in keys.items():
+                have = conf.setdefault(name, {}).get(k)
+                if name == "classify" and k == "rule" and have:
+                    conf[name][k] = list(have) + (list(v) if isinstance(v, (list, tuple))
+                                                  else [v])
+                else:
+                    conf[name][k] = v
         self.config = os.path.join(self.dir, "tollgate.ini")
         with open(self.config, "w") as f:
             for name, keys in conf.items():
@@ -100,7 +112,7 @@ class Tollgate:
             return False
 
     def headers(self):
-        return {"Authorization": "Bearer " + TOKEN}
+        return {"Authorization": "Bearer " + self.token}
 
     def submit(self, op_id, payment="pay_1", amount=1500, currency="TWD"):
         return tgtest.http_json("POST", self.api + "/v1/refunds",
@@ -110,15 +122,17 @@ class Tollgate:
     def status(self, op_id):
         return tgtest.http_json("GET", self.api + "/v1/refunds/" + op_id, None, self.headers())
 
-    def calls(self):
-        """The whole call log, oldest first."""
+    def calls(self, released=False):
+        """The calls made, oldest first. A claim made ahead of its slot and
+        given back before it was sent is a row of the call log ("released":
+        true), not a call: released=True gives the whole log."""
         out, since = [], 0
         while True:
             status, _, body = tgtest.http_json(
                 "GET", "%s/v1/calls?since=%d&limit=1000" % (self.api, since), None,
                 self.headers())
             assert status == 200, (status, body)
-            out.extend(body["calls"])
+            out.extend(c for c in body["calls"] if released or not c.get("released"))
             if not body["calls"]:
                 return out
             since = body["next_since"]

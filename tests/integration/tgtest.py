@@ -22,6 +22,10 @@ test needs:
   that records what is POSTed to it, for webhooks).
 - main_unittest(): runs a test file; exits 77 (ctest: Skipped) when every
   test in it was skipped.
+
+The switches TG_TEST_TLS (https, mtls) and TG_TEST_PROFILE (stripe-like)
+put every stub and tollgate of a test over HTTPS and in the second provider
+profile (tgprovider.py); an https:// url is requested with the test CA.
 """
 
 import http.client
@@ -38,6 +42,8 @@ import time
 import urllib.parse
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+import tgprovider  # noqa: E402
 
 
 def source_dir():
@@ -176,7 +182,7 @@ class Proc:
         return False
 
 
-def http_request(method, url, body=None, headers=None, timeout=10.0):
+def http_request(method, url, body=None, headers=None, timeout=10.0, verify=True):
     """One HTTP request on a fresh connection; returns (status, headers, raw bytes).
 
     body: dict/list (sent as JSON with Content-Type: application/json), str or
@@ -196,7 +202,11 @@ def http_request(method, url, body=None, headers=None, timeout=10.0):
     path = u.path or "/"
     if u.query:
         path += "?" + u.query
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
+    if u.scheme == "https":
+        conn = http.client.HTTPSConnection(u.hostname, u.port, timeout=timeout,
+                                           context=tgprovider.ssl_context(verify))
+    else:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout)
     try:
         conn.request(method, path, body=data, headers=hdrs)
         resp = conn.getresponse()
@@ -206,10 +216,10 @@ def http_request(method, url, body=None, headers=None, timeout=10.0):
         conn.close()
 
 
-def http_json(method, url, body=None, headers=None, timeout=10.0):
+def http_json(method, url, body=None, headers=None, timeout=10.0, verify=True):
     """Like http_request, but the body comes back parsed as JSON when it is
     JSON (else as text, None when empty): (status, headers, parsed)."""
-    status, hdrs, raw = http_request(method, url, body, headers, timeout)
+    status, hdrs, raw = http_request(method, url, body, headers, timeout, verify)
     text = raw.decode("utf-8", errors="replace")
     try:
         parsed = json.loads(text) if text.strip() else None
@@ -224,31 +234,50 @@ def json_lines(text):
 
 
 class Stub(Proc):
-    """A running tollgate-stub on loopback."""
+    """A running tollgate-stub on loopback: over HTTPS and in the provider
+    profile the switches say (tgprovider.py) unless tls/profile are given."""
 
-    def __init__(self, flags, env=None):
+    def __init__(self, flags, env=None, tls=None, profile=None, server="server",
+                 credentials=True):
         self.dir = tempfile.mkdtemp(prefix="tgstub-")
         self.port_file = os.path.join(self.dir, "port")
+        self.tls = tgprovider.TLS if tls is None else tls
+        self.profile = profile or tgprovider.PROFILE
         argv = [binary("tollgate-stub"), "--listen", "127.0.0.1:0",
-                "--port-file", self.port_file] + list(flags)
+                "--port-file", self.port_file]
+        argv += tgprovider.stub_flags(self.tls, self.profile, server, credentials)
+        argv += list(flags)
         super().__init__(argv, env=env)
         self.port = wait_port_file(self.port_file, self)
-        self.url = "http://127.0.0.1:%d" % self.port
+        self.url = "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
+        # a certificate that does not verify on purpose: the test reads anyway
+        self.verify = server == "server"
 
     def request(self, method, path, body=None, headers=None, timeout=10.0):
-        return http_json(method, self.url + path, body, headers, timeout)
+        return http_json(method, self.url + path, body, headers, timeout, self.verify)
 
     def refund(self, key, payment="pay_1", amount=1500, currency="TWD", headers=None,
                timeout=10.0, operation_id=None):
-        """POST /v1/refunds for operation key (the key is the operation id)."""
-        h = {"Idempotency-Key": key}
+        """POST /v1/refunds for operation key (the key is the operation id),
+        in the stub's shape, with the credentials it demands."""
+        if self.profile == "stripe-like":
+            body = urllib.parse.urlencode({"payment_intent": payment, "amount": amount,
+                                           "currency": currency})
+            h = {"Content-Type": "application/x-www-form-urlencoded"}
+        else:
+            body = json.dumps({"operation_id": operation_id or key, "payment_id": payment,
+                               "amount": amount, "currency": currency})
+            h = {"Content-Type": "application/json"}
+        h.update(tgprovider.caller_headers(self.profile, "POST", "/v1/refunds", body, key))
+        h["Idempotency-Key"] = key
         h.update(headers or {})
-        body = {"operation_id": operation_id or key, "payment_id": payment,
-                "amount": amount, "currency": currency}
         return self.request("POST", "/v1/refunds", body, h, timeout)
 
     def query(self, key, timeout=10.0):
-        return self.request("GET", "/v1/refunds/" + key, timeout=timeout)
+        """What the stub says of operation key, by key in either shape."""
+        path = ("/v1/refunds/by-key/" if self.profile == "stripe-like" else "/v1/refunds/") + key
+        h = tgprovider.caller_headers(self.profile, "GET", path, b"", key)
+        return self.request("GET", path, headers=h, timeout=timeout)
 
     def admin(self, method, what, body=None):
         """An admin call under /_stub/; returns the parsed body, raises on non-2xx."""
@@ -268,7 +297,8 @@ class Stub(Proc):
 
     def arrivals(self, since=0):
         """The arrival record (entries numbered > since) as a list of dicts."""
-        status, _, raw = http_request("GET", "%s/_stub/arrivals?since=%d" % (self.url, since))
+        status, _, raw = http_request("GET", "%s/_stub/arrivals?since=%d" % (self.url, since),
+                                      verify=self.verify)
         if status != 200:
             raise AssertionError("/_stub/arrivals -> %s" % status)
         return json_lines(raw.decode())
@@ -286,9 +316,10 @@ class Stub(Proc):
         return op["executions"] if op else 0
 
 
-def start_stub(*flags, env=None):
+def start_stub(*flags, env=None, tls=None, profile=None, server="server", credentials=True):
     """Starts tollgate-stub with extra flags; use as a context manager."""
-    return Stub(flags, env=env)
+    return Stub(flags, env=env, tls=tls, profile=profile, server=server,
+                credentials=credentials)
 
 
 class EventReceiver:

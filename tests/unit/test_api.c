@@ -276,6 +276,79 @@ static void test_accept_replay_conflict(void **state)
         exchange_free(&ex);
 }
 
+/* The optional reason and metadata: stored, shown back (metadata with its
+ * keys sorted), part of the payload for idempotency (another reason, or
+ * the same metadata in another order, is a conflict or the same request). */
+static void test_accept_reason_metadata(void **state)
+{
+        struct fixture *fx = *state;
+        static const char with[] =
+            "{\"operation_id\":\"op-m\",\"payment_id\":\"pay-1\",\"amount\":1250,"
+            "\"currency\":\"EUR\",\"reason\":\"duplicate \\u00e9\","
+            "\"metadata\":{\"order\":\"o-7\",\"desk\":\"b\"}}";
+        static const char same[] =
+            "{\"metadata\":{\"desk\":\"b\",\"order\":\"o-7\"},\"operation_id\":\"op-m\","
+            "\"payment_id\":\"pay-1\",\"amount\":1250,\"currency\":\"EUR\","
+            "\"reason\":\"duplicate \\u00e9\"}";
+        static const char other_reason[] =
+            "{\"operation_id\":\"op-m\",\"payment_id\":\"pay-1\",\"amount\":1250,"
+            "\"currency\":\"EUR\",\"reason\":\"fraudulent\","
+            "\"metadata\":{\"order\":\"o-7\",\"desk\":\"b\"}}";
+        static const char no_metadata[] =
+            "{\"operation_id\":\"op-m\",\"payment_id\":\"pay-1\",\"amount\":1250,"
+            "\"currency\":\"EUR\",\"reason\":\"duplicate \\u00e9\"}";
+        struct exchange ex = POST_LIT(fx->api, with);
+        json_t *md;
+
+        assert_int_equal(ex.status, 202);
+        exchange_free(&ex);
+        ex = POST_LIT(fx->api, same);
+        assert_int_equal(ex.status, 200);
+        exchange_free(&ex);
+        ex = POST_LIT(fx->api, other_reason);
+        expect_error(&ex, 409, "idempotency_conflict");
+        exchange_free(&ex);
+        ex = POST_LIT(fx->api, no_metadata);
+        expect_error(&ex, 409, "idempotency_conflict");
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/refunds/op-m", NULL);
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "refund_reason")),
+                            "duplicate \xc3\xa9");
+        md = json_object_get(ex.json, "metadata");
+        assert_true(json_is_object(md));
+        assert_int_equal(json_object_size(md), 2);
+        assert_string_equal(json_string_value(json_object_get(md, "order")), "o-7");
+        exchange_free(&ex);
+        /* each pair valid, but 1024 bytes of JSON at most: refused, nothing stored */
+        {
+                char body[4096], value[201];
+                size_t n;
+                memset(value, 'v', 200);
+                value[200] = '\0';
+                n = (size_t)snprintf(body, sizeof(body),
+                                     "{\"operation_id\":\"op-big\",\"payment_id\":\"p\","
+                                     "\"amount\":1,\"currency\":\"EUR\",\"metadata\":{");
+                for (int i = 0; i < 6; i++)
+                        n += (size_t)snprintf(body + n, sizeof(body) - n, "%s\"k%d\":\"%s\"",
+                                              i ? "," : "", i, value);
+                n += (size_t)snprintf(body + n, sizeof(body) - n, "}}");
+                struct refund_request req;
+                struct api_error err;
+                /* over the fixture's body limit: the parser itself */
+                assert_int_equal(api_parse_refund(body, n, 1700000000000LL, &req, &err), TG_EINVAL);
+                assert_int_equal(err.status, 422);
+                assert_string_equal(err.field, "metadata");
+        }
+        /* without them: null */
+        ex = POST_LIT(fx->api, GOOD);
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/refunds/op-1", NULL);
+        assert_true(json_is_null(json_object_get(ex.json, "refund_reason")));
+        assert_true(json_is_null(json_object_get(ex.json, "metadata")));
+        exchange_free(&ex);
+}
+
 struct bad_body {
         const char *body;
         size_t len;
@@ -384,6 +457,26 @@ static void test_hostile_bodies(void **state)
             B("{\"operation_id\":\"op-\\u00e9\",\"payment_id\":\"p\",\"amount\":1,"
               "\"currency\":\"EUR\"}",
               422, "invalid_field", "operation_id"),
+            B("{\"operation_id\":\"op-2\",\"payment_id\":\"p\",\"amount\":1,"
+              "\"currency\":\"EUR\",\"reason\":7}",
+              422, "invalid_field", "reason"),
+            B("{\"operation_id\":\"op-2\",\"payment_id\":\"p\",\"amount\":1,"
+              "\"currency\":\"EUR\",\"reason\":\"a\\nb\"}",
+              422, "invalid_field", "reason"),
+            B("{\"operation_id\":\"op-2\",\"payment_id\":\"p\",\"amount\":1,"
+              "\"currency\":\"EUR\",\"metadata\":[]}",
+              422, "invalid_field", "metadata"),
+            B("{\"operation_id\":\"op-2\",\"payment_id\":\"p\",\"amount\":1,"
+              "\"currency\":\"EUR\",\"metadata\":{\"a\":1}}",
+              422, "invalid_field", "metadata"),
+            B("{\"operation_id\":\"op-2\",\"payment_id\":\"p\",\"amount\":1,"
+              "\"currency\":\"EUR\",\"metadata\":{\"a b\":\"x\"}}",
+              422, "invalid_field", "metadata"),
+            B("{\"operation_id\":\"op-2\",\"payment_id\":\"p\",\"amount\":1,"
+              "\"currency\":\"EUR\",\"metadata\":{\"a\":\"1\",\"b\":\"1\",\"c\":\"1\","
+              "\"d\":\"1\",\"e\":\"1\",\"f\":\"1\",\"g\":\"1\",\"h\":\"1\",\"i\":\"1\","
+              "\"j\":\"1\",\"k\":\"1\"}}",
+              422, "invalid_field", "metadata"),
         };
         struct exchange ex;
 
@@ -1739,6 +1832,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_healthz, setup, teardown),
             cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
             cmocka_unit_test_setup_teardown(test_accept_replay_conflict, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),
             cmocka_unit_test_setup_teardown(test_hostile_bodies, setup, teardown),
             cmocka_unit_test_setup_teardown(test_long_fields, setup, teardown),
             cmocka_unit_test_setup_teardown(test_body_too_large, setup, teardown),

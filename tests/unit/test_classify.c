@@ -592,6 +592,41 @@ static void test_parse_length_bounds(void **state)
 }
 
 /* A parsed rule, added, does what it says. */
+/* The provider's own retryable mark (error.retryable, or a header the
+ * reply map names) can be asked for by a rule: true, false, or absent. */
+static void test_retryable_mark(void **state)
+{
+        struct classifier *c = *state;
+        struct provider_reply r = {
+            .transport = TG_TR_COMPLETE, .http_status = 500, .body_is_json = true};
+        struct classify_rule rule;
+
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_UNKNOWN);
+        assert_int_equal(classify_rule_parse("post 500-599 retryable=true code=lock_timeout => "
+                                             "retryable",
+                                             &rule),
+                         0);
+        assert_int_equal(rule.retryable, CLASSIFY_FLAG_TRUE);
+        assert_int_equal(classifier_add_rule(c, &rule), 0);
+        r.retryable = TG_FLAG_TRUE;
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_UNKNOWN); /* no code */
+        snprintf(r.error_code, sizeof(r.error_code), "lock_timeout");
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_RETRYABLE);
+        r.retryable = TG_FLAG_FALSE;
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_UNKNOWN);
+        r.retryable = TG_FLAG_ABSENT;
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_UNKNOWN);
+        add(c, "post 500 retryable=- => unknown");
+        add(c, "post 502 retryable=false => unknown");
+        assert_int_equal(classify_rule_parse("post 500 retryable=maybe => unknown", &rule),
+                         TG_EPARSE);
+        assert_int_equal(
+            classify_rule_parse("post 500 retryable=true retryable=true => unknown", &rule),
+            TG_EPARSE);
+        assert_int_equal(
+            classify_rule_parse("post 500 code=a status=b retryable=true => unknown", &rule), 0);
+}
+
 static void test_parse_then_classify(void **state)
 {
         struct classifier *c = *state;
@@ -685,6 +720,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_bound, setup_default, teardown),
             cmocka_unit_test_setup_teardown(test_add_rule_refuses_bad_rules, setup_default,
                                             teardown),
+            cmocka_unit_test_setup_teardown(test_retryable_mark, setup_default, teardown),
             cmocka_unit_test(test_parse_good),
             cmocka_unit_test(test_parse_hostile),
             cmocka_unit_test(test_parse_length_bounds),

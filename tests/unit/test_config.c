@@ -379,6 +379,107 @@ static void test_cross_key_messages(void **state)
                          0);
 }
 
+/* The provider's TLS files, credentials and mapping: good values load,
+ * bad ones are refused naming the key (the mapping is evaluated at load:
+ * an unknown template field or an unusable combination stops it), and a
+ * private key open to others is refused with the fix in the message. */
+static void test_provider_keys(void **state)
+{
+        (void)state;
+        struct tg_config c;
+        char err[512], text[1024], key_path[160], secret_path[160];
+
+        snprintf(key_path, sizeof(key_path), "%s/client.key", dir);
+        snprintf(secret_path, sizeof(secret_path), "%s/secret", dir);
+        write_file(secret_path, "sk_test_123\n");
+
+        expect_ok("provider", "unreachable_run_hold", "0", &c);
+        assert_int_equal(c.provider_unreachable_run_hold, 0);
+        expect_ok("provider", "unreachable_hold_ms", "2000", &c);
+        assert_int_equal(c.provider_unreachable_hold_ms, 2000);
+        expect_bad("provider", "unreachable_hold_ms", "90000"); /* > max 60000 */
+        expect_bad("provider", "unreachable_run_hold", "-1");
+        expect_ok("provider", "body_format", "form", &c);
+        expect_bad("provider", "body_format", "xml");
+        expect_bad("provider", "auth", "basic");
+        expect_bad("provider", "signature_encoding", "hex64");
+        expect_ok("provider", "body_field", "amount {amount}", &c);
+        assert_int_equal(c.provider_body_field_count, 1);
+        expect_bad("provider", "body_field", "amount {amonut}");
+        expect_bad("provider", "body_field", "x {refund_id}");
+        expect_bad("provider", "body_field", "lonely");
+        expect_ok("provider", "refunds_path", "/v1/payments/{payment_id}/refunds", &c);
+        expect_bad("provider", "refunds_path", "/v1/{refund_id}");
+        assert_int_equal(
+            load_one("provider", "query_path", "/v1/refunds/{refund_id}", &c, err, sizeof(err)),
+            TG_ECONFIG);
+        assert_non_null(strstr(err, "provider.query_fallback_path: required"));
+        expect_bad("provider", "query_fallback_path", "/v1/k/{operation_id}"); /* unused */
+        expect_ok("provider", "status_field", "data.0.status header:X-Status", &c);
+        expect_bad("provider", "status_field", "a..b");
+        expect_ok("provider", "status_processing", "pending, requires_action", &c);
+        expect_bad("provider", "status_processing", "failed"); /* in two lists */
+        expect_bad("provider", "status_succeeded", "ok,,done");
+        expect_bad("provider", "signing_string", "{method}{nonce}");
+        expect_bad("provider", "signing_string", "");
+        expect_bad("provider", "signature_prefix", "v1 =");
+        expect_bad("provider", "auth_secret_file", secret_path); /* auth is none */
+        assert_int_equal(load_one("provider", "auth", "bearer", &c, err, sizeof(err)), TG_ECONFIG);
+        assert_string_equal(err,
+                            "provider.auth_secret_file: required when provider.auth is bearer");
+        expect_bad("provider", "signing_key_file", "/nonexistent/key");
+        expect_bad("provider", "ca_file", "/nonexistent/ca.pem");
+        assert_int_equal(load_one("provider", "client_cert", cfg_path, &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_string_equal(err, "provider.client_key: required with provider.client_cert");
+
+        snprintf(text, sizeof(text),
+                 "[provider]\nauth = header\nauth_header = X-Api-Key\nauth_secret_file = %s\n"
+                 "signing_key_file = %s\nquery_path = /v1/refunds/{refund_id}\n"
+                 "query_fallback_path = /v1/refunds/by-key/{operation_id}\nbody_format = form\n"
+                 "body_field = payment_intent {payment_id}\nbody_field = amount {amount}\n"
+                 "body_field = metadata {metadata}\n",
+                 secret_path, secret_path);
+        assert_int_equal(load_text(text, &c, err, sizeof(err)), 0);
+        assert_int_equal(c.provider_body_field_count, 3);
+        /* a JSON body whose names clash cannot be made */
+        assert_int_equal(load_text("[provider]\nbody_field = a {amount}\nbody_field = a.b "
+                                   "{currency}\n",
+                                   &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_non_null(strstr(err, "provider.body_field: "));
+        assert_int_equal(load_text("[provider]\nbody_field = a {amount}\nbody_field = a "
+                                   "{currency}\n",
+                                   &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_non_null(strstr(err, "set twice"));
+        /* TLS files with an http:// provider are a mistake */
+        snprintf(text, sizeof(text), "[provider]\nca_file = %s\n", secret_path);
+        assert_int_equal(load_text(text, &c, err, sizeof(err)), TG_ECONFIG);
+        assert_string_equal(err, "provider.ca_file: set, but provider.base_url is http://");
+        /* the client key's mode */
+        write_file(key_path, "-----BEGIN PRIVATE KEY-----\n");
+        chmod(key_path, 0644);
+        snprintf(text, sizeof(text),
+                 "[provider]\nbase_url = https://psp.example\nclient_cert = %s\n"
+                 "client_key = %s\n",
+                 secret_path, key_path);
+        assert_int_equal(load_text(text, &c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "provider.client_key: "));
+        assert_non_null(strstr(err, "mode 0644"));
+        assert_non_null(strstr(err, "chmod 600"));
+        chmod(key_path, 0600);
+        assert_int_equal(load_text(text, &c, err, sizeof(err)), 0);
+        /* a secret never appears in a message */
+        write_file(secret_path, "sk test with spaces\n");
+        snprintf(text, sizeof(text), "[provider]\nauth = bearer\nauth_secret_file = %s\n",
+                 secret_path);
+        assert_int_equal(load_text(text, &c, err, sizeof(err)), TG_ECONFIG);
+        assert_null(strstr(err, "with spaces"));
+        unlink(key_path);
+        unlink(secret_path);
+}
+
 static void test_unknown_and_syntax(void **state)
 {
         (void)state;
@@ -951,6 +1052,7 @@ int main(void)
             cmocka_unit_test(test_every_key_good),
             cmocka_unit_test(test_every_key_bad),
             cmocka_unit_test(test_cross_key_messages),
+            cmocka_unit_test(test_provider_keys),
             cmocka_unit_test(test_unknown_and_syntax),
             cmocka_unit_test(test_long_line),
             cmocka_unit_test(test_missing_file),

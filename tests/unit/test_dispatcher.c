@@ -168,7 +168,8 @@ static int f_start(void *ctx, const struct transport_call *call, struct exit_han
                 c->result.sent_mono = wire;
                 c->sent_at = wire;
         }
-        s->at = c->result.sent ? wire : f->mono;
+        /* a call never sent starts at its slot, as the call log says */
+        s->at = c->result.sent ? wire : call->not_before > f->mono ? call->not_before : f->mono;
         if (!c->result.sent) { /* refused: it ends after its connect */
                 c->done_at = ready;
                 c->result.reply.transport = TG_TR_NOT_SENT;
@@ -493,6 +494,19 @@ static void slow_posts_varying_queries(struct fake *f, const struct transport_ca
                 a->connect = (f->answered % 2 ? 3000 : 100) * TG_NS_PER_US;
 }
 
+/* Nothing reaches the provider for the first 20 s (a certificate that does
+ * not verify, say: every call fails before its request leaves), then it is
+ * fixed and answers fast. */
+static void unreachable_then_fixed(struct fake *f, const struct transport_call *call,
+                                   struct answer *a)
+{
+        fast(f, call, a);
+        if (f->mono < 20 * TG_NS_PER_S) {
+                a->latency = 2 * MS;
+                a->transport = TG_TR_NOT_SENT;
+        }
+}
+
 /* ---- scenarios ------------------------------------------------------------------- */
 
 static void test_fast_provider(void **state)
@@ -752,6 +766,37 @@ static void test_timeouts_hold_the_exit(void **state)
         check_spacing(f, 5.0, 2);
 }
 
+static void test_unreachable_holds_and_doubles(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        unsigned before = 0;
+
+        x->cfg.provider_unreachable_run_hold = 3;
+        x->cfg.provider_unreachable_hold_ms = 1000;
+        x->cfg.provider_unreachable_hold_max_ms = 4000;
+        x->cfg.policy.max_attempts = 50;
+        open_dispatcher(x, unreachable_then_fixed);
+        accept_n(x, 10, "unr");
+        run_until_settled(x, 120 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 10);
+        for (unsigned i = 0; i < f->n_starts; i++)
+                before += f->starts[i].at < 20 * TG_NS_PER_S;
+        /* three at the rate, then one probe per hold: 1 s, 2 s, 4 s, 4 s, ...
+         * (each hold counted from the failed call's end, 2 ms after its
+         * start), where the full rate would have spent 100 starts */
+        assert_true(f->starts[1].at - f->starts[0].at < 300 * MS);
+        assert_true(f->starts[2].at - f->starts[1].at < 300 * MS);
+        assert_true(f->starts[3].at - f->starts[2].at >= 1000 * MS);
+        assert_true(f->starts[4].at - f->starts[3].at >= 2000 * MS);
+        assert_true(f->starts[5].at - f->starts[4].at >= 4000 * MS);
+        assert_true(f->starts[6].at - f->starts[5].at >= 4000 * MS);
+        assert_true(f->starts[6].at - f->starts[5].at < 4500 * MS);
+        if (before > 3 + 6)
+                fail_msg("%u starts while unreachable", before);
+        check_spacing(f, 5.0, 10);
+}
+
 static void test_takeover_waits_and_reconciles(void **state)
 {
         struct fx *x = *state;
@@ -1001,6 +1046,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_timeout_reconciled_with_same_key, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reset_reconciled, setup, teardown),
             cmocka_unit_test_setup_teardown(test_503_holds_the_exit, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_unreachable_holds_and_doubles, setup, teardown),
             cmocka_unit_test_setup_teardown(test_timeouts_hold_the_exit, setup, teardown),
             cmocka_unit_test_setup_teardown(test_takeover_waits_and_reconciles, setup, teardown),
             cmocka_unit_test_setup_teardown(test_stop_drains, setup, teardown),

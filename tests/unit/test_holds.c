@@ -4,6 +4,9 @@
  * not; a run of timeouts after send holds once it reaches its length and
  * starts counting again; a complete answer ends a run, a reset or an unsent
  * call does not; a probe is healthy unless limited, timed out or unsent.
+ * A run of unsent calls (the provider unreachable: refused, connect or TLS
+ * failure) holds too, each failed probe after it holds twice as long up to
+ * the cap, and any call that reached the provider ends run and doubling.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,8 +17,12 @@
 
 #include "core/holds.h"
 
-static const struct holds_config cfg = {
-    .default_hold_ms = 1000, .timeout_run_hold = 3, .timeout_hold_ms = 2500};
+static const struct holds_config cfg = {.default_hold_ms = 1000,
+                                        .timeout_run_hold = 3,
+                                        .timeout_hold_ms = 2500,
+                                        .unreachable_run_hold = 3,
+                                        .unreachable_hold_ms = 5000,
+                                        .unreachable_hold_max_ms = 30000};
 
 static struct holds_decision after(struct holds_state *st, enum tg_transport_result tr, int status,
                                    int64_t retry_after_ms, bool probe)
@@ -109,12 +116,73 @@ static void test_probe(void **state)
         assert_false(d.probe_done);
 }
 
+static void test_unreachable_runs(void **state)
+{
+        struct holds_state st = {0};
+        struct holds_decision d;
+
+        (void)state;
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_NONE);
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_NONE);
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_UNREACHABLE);
+        assert_int_equal(d.hold_ms, 5000);
+        assert_int_equal(d.unreachable_in_row, 3);
+        /* a call already out when the hold came ends unsent: no doubling */
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_NONE);
+        /* the probe sends nothing either: hold again at once, twice as long */
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, true);
+        assert_int_equal(d.why, HOLDS_UNREACHABLE);
+        assert_int_equal(d.hold_ms, 10000);
+        assert_true(d.probe_done && !d.probe_healthy);
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, true);
+        assert_int_equal(d.hold_ms, 20000);
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, true);
+        assert_int_equal(d.hold_ms, 30000); /* the cap */
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, true);
+        assert_int_equal(d.hold_ms, 30000);
+        /* the provider answers: the run and the doubling are over */
+        d = after(&st, TG_TR_COMPLETE, 201, -1, true);
+        assert_int_equal(d.why, HOLDS_NONE);
+        assert_true(d.probe_healthy);
+        assert_int_equal(st.unreachable_hold_ms, 0);
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_NONE);
+        /* a timeout after send reached the provider: it ends the run too */
+        d = after(&st, TG_TR_TIMEOUT_AFTER_SEND, 0, -1, false);
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_NONE);
+        d = after(&st, TG_TR_RESET, 0, -1, false);
+        assert_int_equal(st.unreachable_in_row, 0);
+        /* the first hold of a new episode starts at the base again */
+        for (int i = 0; i < 3; i++)
+                d = after(&st, TG_TR_NOT_SENT, 0, -1, false);
+        assert_int_equal(d.why, HOLDS_UNREACHABLE);
+        assert_int_equal(d.hold_ms, 5000);
+        /* a run length of 0 never holds */
+        struct holds_config never = cfg;
+        struct holds_state st2 = {0};
+        struct holds_call c = {.transport = TG_TR_NOT_SENT, .retry_after_ms = -1};
+        never.unreachable_run_hold = 0;
+        for (int i = 0; i < 100; i++) {
+                c.probe = i % 2;
+                holds_after_call(&never, &st2, &c, &d);
+                assert_int_equal(d.why, HOLDS_NONE);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_limited),
             cmocka_unit_test(test_timeout_runs),
             cmocka_unit_test(test_probe),
+            cmocka_unit_test(test_unreachable_runs),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,12 +128,55 @@ static void test_whole_request(void **state)
         assert_int_equal(refund_validate(NULL, &p), TG_EINVAL);
 }
 
+static void test_reason_and_metadata(void **state)
+{
+        (void)state;
+        struct refund_problem p = {0};
+        struct refund_metadata md = {0};
+        char buf[210];
+
+        assert_int_equal(refund_validate_reason(S(""), &p), 0);
+        assert_int_equal(refund_validate_reason(S("requested by customer \xc3\xa9"), &p), 0);
+        memset(buf, 'r', sizeof(buf));
+        assert_int_equal(refund_validate_reason(buf, 200, &p), 0);
+        assert_int_equal(refund_validate_reason(buf, 201, &p), TG_EINVAL);
+        assert_string_equal(p.field, "reason");
+        assert_int_equal(refund_validate_reason(S("a\nb"), &p), TG_EINVAL);
+        assert_int_equal(refund_validate_reason("a\0b", 3, &p), TG_EINVAL);
+        assert_int_equal(refund_validate_reason(S("\xff"), &p), TG_EINVAL);
+
+        assert_int_equal(refund_metadata_add(&md, S("order"), S("o-1"), &p), 0);
+        assert_int_equal(refund_metadata_add(&md, S("desk"), S(""), &p), 0);
+        assert_int_equal(refund_metadata_add(&md, S("ord"), S("x"), &p), 0);
+        assert_int_equal(md.n, 3);
+        assert_string_equal(md.pairs[0].key, "desk"); /* kept sorted */
+        assert_string_equal(md.pairs[1].key, "ord");
+        assert_string_equal(md.pairs[2].key, "order");
+        assert_string_equal(refund_metadata_get(&md, "order"), "o-1");
+        assert_string_equal(refund_metadata_get(&md, "none"), "");
+        assert_int_equal(refund_metadata_add(&md, S("order"), S("again"), &p), TG_EINVAL);
+        assert_string_equal(p.field, "metadata");
+        assert_int_equal(refund_metadata_add(&md, S("a b"), S("x"), &p), TG_EINVAL);
+        assert_int_equal(refund_metadata_add(&md, S(""), S("x"), &p), TG_EINVAL);
+        memset(buf, 'k', sizeof(buf));
+        assert_int_equal(refund_metadata_add(&md, buf, 40, S("x"), &p), 0);
+        assert_int_equal(refund_metadata_add(&md, buf, 41, S("x"), &p), TG_EINVAL);
+        assert_int_equal(refund_metadata_add(&md, S("v"), buf, 201, &p), TG_EINVAL);
+        assert_int_equal(refund_metadata_add(&md, S("v"), S("tab\t"), &p), TG_EINVAL);
+        for (int i = 0; md.n < REFUND_METADATA_PAIRS; i++) {
+                char k[4] = {'m', (char)('a' + i), '\0', '\0'};
+                assert_int_equal(refund_metadata_add(&md, k, 2, S("v"), &p), 0);
+        }
+        assert_int_equal(refund_metadata_add(&md, S("zz"), S("v"), &p), TG_EINVAL);
+        assert_string_equal(p.message, "at most 10 keys");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_operation_id),  cmocka_unit_test(test_payment_id),
             cmocka_unit_test(test_amount),        cmocka_unit_test(test_currency),
-            cmocka_unit_test(test_whole_request),
+            cmocka_unit_test(test_whole_request), cmocka_unit_test(test_reason_and_metadata),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -293,6 +293,53 @@ static void test_accept_new_same_conflict(void **state)
         store_close(s);
 }
 
+/* The optional reason and metadata are stored with the request (UTF-8
+ * included), read back by every reader of the row, and part of the
+ * payload: a resubmission that changes either is a conflict. */
+static void test_accept_reason_metadata(void **state)
+{
+        static const char reason[] = "requested by customer \xe2\x80\x94 \xe9\x80\x80\xe6\xac\xbe";
+        static const char metadata[] = "{\"desk\":\"b\\\"2\",\"order\":\"o-1\"}";
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        struct refund_request r = req("op-rm", "pay-1", 1000);
+        struct refund_request other;
+        struct op_record op, got;
+        struct call_record call;
+        bool created = false;
+
+        (void)state;
+        snprintf(r.reason, sizeof(r.reason), "%s", reason);
+        snprintf(r.metadata, sizeof(r.metadata), "%s", metadata);
+        assert_int_equal(store_accept(s, &r, T0, &c, &created, &op), 0);
+        assert_true(created);
+        assert_string_equal(op.req.reason, reason);
+        assert_string_equal(op.req.metadata, metadata);
+        got = get_op(s, "op-rm");
+        assert_string_equal(got.req.reason, reason);
+        assert_string_equal(got.req.metadata, metadata);
+        /* the same again: found */
+        assert_int_equal(store_accept(s, &r, T0 + 1, &c, &created, &got), 0);
+        assert_false(created);
+        other = r;
+        other.reason[0] = '\0';
+        assert_int_equal(store_accept(s, &other, T0 + 2, &c, &created, &got), TG_ECONFLICT);
+        other = r;
+        snprintf(other.metadata, sizeof(other.metadata), "{\"order\":\"o-1\"}");
+        assert_int_equal(store_accept(s, &other, T0 + 2, &c, &created, &got), TG_ECONFLICT);
+        /* a request without them stores "" for both */
+        accept_new(s, "op-plain", T0 + 3);
+        got = get_op(s, "op-plain");
+        assert_string_equal(got.req.reason, "");
+        assert_string_equal(got.req.metadata, "");
+        /* the claim hands them to the exit */
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, acquire(s), T0 + 10, &got, &call), 0);
+        assert_string_equal(got.req.operation_id, "op-rm");
+        assert_string_equal(got.req.reason, reason);
+        assert_string_equal(got.req.metadata, metadata);
+        store_close(s);
+}
+
 /* ---- the exit --------------------------------------------------------------- */
 
 static void test_claim_first_oldest_and_committed(void **state)
@@ -2677,6 +2724,7 @@ static void test_mysql_open_errors(void **state)
 
 #define CONTRACT_TESTS(setup, teardown)                                                            \
         cmocka_unit_test_setup_teardown(test_accept_new_same_conflict, setup, teardown),           \
+            cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_claim_first_oldest_and_committed, setup,          \
                                             teardown),                                             \
             cmocka_unit_test_setup_teardown(test_claim_again_only_when_due, setup, teardown),      \
