@@ -47,8 +47,8 @@
 #include "daemon/render.h"
 #include "daemon/ui.h"
 #include "platform/clock.h"
-#include "platform/wake.h"
 #include "platform/secmem.h"
+#include "platform/wake.h"
 #include "store/store.h"
 
 #define CALLS_LIMIT_DEF 100
@@ -617,12 +617,14 @@ static const char *const route_names[API_ROUTE_COUNT] = {
     [API_ROUTE_METRICS] = "/metrics",
     [API_ROUTE_REFUNDS] = "/v1/refunds",
     [API_ROUTE_REFUND] = "/v1/refunds/{operation_id}",
+    [API_ROUTE_REFUND_CANCEL] = "/v1/refunds/{operation_id}/cancel",
     [API_ROUTE_CALLS] = "/v1/calls",
     [API_ROUTE_STATS] = "/v1/stats",
     [API_ROUTE_MANUAL] = "/v1/manual",
     [API_ROUTE_MANUAL_ONE] = "/v1/manual/{operation_id}",
     [API_ROUTE_MANUAL_RESEND] = "/v1/manual/{operation_id}/resend",
     [API_ROUTE_MANUAL_RESOLVE] = "/v1/manual/{operation_id}/resolve",
+    [API_ROUTE_MANUAL_ASSIGN] = "/v1/manual/{operation_id}/assign",
     [API_ROUTE_PROVIDER_EVENTS] = "/v1/provider-events",
     [API_ROUTE_OTHER] = "other",
 };
@@ -645,7 +647,12 @@ enum api_route api_route_of(const char *path)
                         return (enum api_route)i;
         if (strncmp(path, refunds, sizeof(refunds) - 1) == 0) {
                 id = path + sizeof(refunds) - 1;
-                return id[0] && !strchr(id, '/') ? API_ROUTE_REFUND : API_ROUTE_OTHER;
+                slash = strchr(id, '/');
+                if (!id[0] || slash == id)
+                        return API_ROUTE_OTHER;
+                if (!slash)
+                        return API_ROUTE_REFUND;
+                return strcmp(slash, "/cancel") == 0 ? API_ROUTE_REFUND_CANCEL : API_ROUTE_OTHER;
         }
         if (strncmp(path, manual, sizeof(manual) - 1) != 0)
                 return API_ROUTE_OTHER;
@@ -659,6 +666,8 @@ enum api_route api_route_of(const char *path)
                 return API_ROUTE_MANUAL_RESEND;
         if (strcmp(slash, "/resolve") == 0)
                 return API_ROUTE_MANUAL_RESOLVE;
+        if (strcmp(slash, "/assign") == 0)
+                return API_ROUTE_MANUAL_ASSIGN;
         return API_ROUTE_OTHER;
 }
 

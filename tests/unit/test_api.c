@@ -1498,8 +1498,8 @@ static void test_stats_params(void **state)
 
 /* GET /metrics: open by default, the bearer token when
  * api.metrics_need_token is set. */
-static int raw_get(struct api *api, const char *method, const char *path, const char *auth,
-                   char *ret_type, size_t type_size, bool *ret_has_ops)
+static int raw_get_full(struct api *api, const char *method, const char *path, const char *auth,
+                        char *ret_type, size_t type_size, bool *ret_has_ops, char **ret_body)
 {
         struct http_header h = {"Authorization", auth};
         struct http_request req;
@@ -1520,8 +1520,87 @@ static int raw_get(struct api *api, const char *method, const char *path, const 
         *ret_has_ops = false;
         for (size_t i = 0; res.body && i + 20 <= res.body_len && !*ret_has_ops; i++)
                 *ret_has_ops = memcmp(res.body + i, "tollgate_operations{", 20) == 0;
+        if (ret_body) {
+                *ret_body = strndup(res.body ? res.body : "", res.body_len);
+                assert_non_null(*ret_body);
+        }
         http_response_release(&res);
         return status;
+}
+
+static int raw_get(struct api *api, const char *method, const char *path, const char *auth,
+                   char *ret_type, size_t type_size, bool *ret_has_ops)
+{
+        return raw_get_full(api, method, path, auth, ret_type, type_size, ret_has_ops, NULL);
+}
+
+/* GET path without a token; *ret_body: the whole body (free it). */
+static int raw_get_body(struct api *api, const char *path, char *ret_type, size_t type_size,
+                        bool *ret_has_ops, char **ret_body)
+{
+        return raw_get_full(api, "GET", path, NULL, ret_type, type_size, ret_has_ops, ret_body);
+}
+
+/* /metrics counts requests by route template: every route the API answers
+ * has its own (the test of openapi.yaml reads them back), and a path no
+ * route has is "other", never a raw path. */
+static void test_route_templates(void **state)
+{
+        static const struct {
+                const char *path, *route;
+        } cases[] = {
+            {"/healthz", "/healthz"},
+            {"/v1/refunds", "/v1/refunds"},
+            {"/v1/refunds/op-1", "/v1/refunds/{operation_id}"},
+            {"/v1/refunds/op-1/cancel", "/v1/refunds/{operation_id}/cancel"},
+            {"/v1/refunds/op-1/cancel/x", "other"},
+            {"/v1/refunds/op-1/nope", "other"},
+            {"/v1/refunds//cancel", "other"},
+            {"/v1/refunds/", "other"},
+            {"/v1/manual", "/v1/manual"},
+            {"/v1/manual/op-1", "/v1/manual/{operation_id}"},
+            {"/v1/manual/op-1/resend", "/v1/manual/{operation_id}/resend"},
+            {"/v1/manual/op-1/resolve", "/v1/manual/{operation_id}/resolve"},
+            {"/v1/manual/op-1/assign", "/v1/manual/{operation_id}/assign"},
+            {"/v1/manual/op-1/unassign", "other"},
+            {"/v1/manual//assign", "other"},
+            {"/v1/provider-events", "/v1/provider-events"},
+            {"/ui", "other"},
+            {NULL, "other"},
+        };
+        static const char unassign[] = "{\"operator\":\"ann\",\"assignee\":null}";
+        struct fixture *fx = *state;
+        struct exchange ex;
+        char type[128], *body = NULL;
+        bool ops;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                assert_string_equal(api_route_name(api_route_of(cases[i].path)), cases[i].route);
+        /* every template names itself, with an id in its place */
+        for (int r = 0; r < API_ROUTE_OTHER; r++) {
+                char path[128];
+                const char *t = api_route_name((enum api_route)r), *brace = strchr(t, '{');
+                if (brace)
+                        snprintf(path, sizeof(path), "%.*sop-1%s", (int)(brace - t), t,
+                                 strchr(brace, '}') + 1);
+                else
+                        snprintf(path, sizeof(path), "%s", t);
+                assert_int_equal(api_route_of(path), r);
+        }
+        /* and /metrics shows the new routes under their own names */
+        ex =
+            do_request(fx->api, "POST", "/v1/refunds/ghost/cancel", NULL, "Bearer " TOKEN, NULL, 0);
+        assert_int_equal(ex.status, 404);
+        exchange_free(&ex);
+        ex = act_on(fx->api, "ghost/assign", unassign, sizeof(unassign) - 1);
+        assert_int_equal(ex.status, 404);
+        exchange_free(&ex);
+        assert_int_equal(raw_get_body(fx->api, "/metrics", type, sizeof(type), &ops, &body), 200);
+        assert_non_null(strstr(body, "tollgate_api_requests_total{route=\"/v1/refunds/"
+                                     "{operation_id}/cancel\",code=\"404\"} 1\n"));
+        assert_non_null(strstr(body, "tollgate_api_requests_total{route=\"/v1/manual/"
+                                     "{operation_id}/assign\",code=\"404\"} 1\n"));
+        free(body);
 }
 
 static void test_metrics_token(void **state)
@@ -1850,6 +1929,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_intake_deadline_and_trace, setup, teardown),
             cmocka_unit_test_setup_teardown(test_stats_params, setup, teardown),
             cmocka_unit_test_setup_teardown(test_metrics_token, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_route_templates, setup, teardown),
             cmocka_unit_test_setup_teardown(test_provider_event_signature, setup, teardown),
             cmocka_unit_test_setup_teardown(test_provider_event_bodies, setup, teardown),
         };
