@@ -1,10 +1,12 @@
 """What tollgate promises outside its code, checked against a running daemon:
 
-- openapi.yaml: every route of it is called on a real `tollgate serve`, and
-  every answer (success and error alike) must be a status the file lists for
-  that route, with a body valid against the file's schema (JSON Schema
-  2020-12, python3-jsonschema); every route the daemon counts in /metrics
-  is in the file;
+- openapi.yaml: every route of it is called on a real `tollgate serve` (and,
+  for a cancel before any call, on `tollgate api` alone first: no exit takes
+  the refund meanwhile), and every answer (success and error alike) must be
+  a status the file lists for that route, with a body valid against the
+  file's schema (JSON Schema 2020-12, python3-jsonschema); the routes the
+  daemon counts in /metrics (tollgate_api_requests_total{route}) are exactly
+  the file's, and none of the calls made is counted as "other";
 - observability/: the alert rules pass `promtool check rules` and their
   unit tests (`promtool test rules`), and every metric the rules and the
   Grafana dashboard use is one a real /metrics exports.
@@ -30,6 +32,7 @@ except ImportError as e:  # install-deps installs them (python3-yaml, python3-js
     raise SystemExit("test_contracts needs python3-yaml and python3-jsonschema: %s" % e)
 
 SECRET = "whsec-contract-0123456789"
+CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 FAST_RETRY = {"max_attempts": 1, "backoff_base_ms": 20, "backoff_min_ms": 0,
               "backoff_cap_ms": 100}
 FAST_EXIT = {"starts_per_second": 50, "default_hold_ms": 20}
@@ -135,6 +138,10 @@ class ContractTest(unittest.TestCase):
             with Tollgate(stub.url, retry=FAST_RETRY, exit=FAST_EXIT,
                           provider={"webhook_secret_file": secret_file}) as tg:
                 self.tg = tg
+                # the API alone: refunds stay pending, so a cancel comes before any call
+                api = tg.start("api")
+                self._intake_and_cancel_before_a_call()
+                self.assertEqual(api.stop(), 0)
                 p = tg.start("serve")
                 self._health_and_metrics()
                 # two refunds to manual (the provider refuses, one attempt allowed)
@@ -148,6 +155,7 @@ class ContractTest(unittest.TestCase):
                 self._provider_events()
                 self._admission(tg, p, stub)
                 self.call("GET", "/readyz", expect=200)
+                self._routes_counted(doc)
         # every route of the file was called
         every = {(path, m) for path, ops in doc["paths"].items() for m in ops
                  if m in ("get", "post", "put", "delete")}
@@ -156,6 +164,46 @@ class ContractTest(unittest.TestCase):
     @staticmethod
     def _refund(op, payment="pay-1", amount=1500):
         return {"operation_id": op, "payment_id": payment, "amount": amount, "currency": "TWD"}
+
+    def _intake_and_cancel_before_a_call(self):
+        # the optional fields of an intake, and a caller's traceparent
+        full = dict(self._refund("x1"), reason="order voided", budget_s=60,
+                    metadata={"order": "A-17", "channel": "web"})
+        st, body = self.call("POST", "/v1/refunds", full, headers={"traceparent": CALLER},
+                             expect=202)
+        self.assertEqual(body["trace_id"], CALLER[3:35])
+        st, body = self.call("POST", "/v1/refunds", full, expect=200)  # a repeat keeps it
+        self.assertEqual(body["trace_id"], CALLER[3:35])
+        later = dict(self._refund("x2"), deadline="2999-01-01T00:00:00Z")
+        st, body = self.call("POST", "/v1/refunds", later, headers={"traceparent": "junk"},
+                             expect=202)
+        self.assertNotEqual(body["trace_id"], CALLER[3:35])  # ignored: a trace of its own
+        both = dict(self._refund("x3"), deadline="2999-01-01T00:00:00Z", budget_s=5)
+        self.call("POST", "/v1/refunds", both, expect=422)
+        self.call("POST", "/v1/refunds", dict(self._refund("x3"), budget_s=0), expect=422)
+        st, op = self.call("GET", "/v1/refunds/x1", expect=200)
+        self.assertEqual((op["traceparent"], op["refund_reason"], op["metadata"]),
+                         (CALLER, "order voided", {"channel": "web", "order": "A-17"}))
+        self.assertIsNotNone(op["caller_deadline_at"])
+        st, op = self.call("GET", "/v1/refunds/x2", expect=200)
+        self.assertEqual((op["caller_deadline_at"], op["metadata"], op["refund_reason"]),
+                         (None, None, None))
+        # cancel before any call: 200, and the same answer again
+        st, op = self.call("POST", "/v1/refunds/x1/cancel", expect=200)
+        self.assertEqual((op["state"], op["audit"][-1]["action"], op["audit"][-1]["operator"]),
+                         ("cancelled", "cancel", "client"))
+        self.call("POST", "/v1/refunds/x1/cancel", {"operator": "shop", "reason": "again"},
+                  expect=200)
+        st, op = self.call("POST", "/v1/refunds/x2/cancel",
+                           {"operator": "shop", "reason": "duplicate"}, expect=200)
+        self.assertEqual((op["state"], op["audit"][-1]["operator"]), ("cancelled", "shop"))
+        self.call("POST", "/v1/refunds/ghost/cancel", expect=404)
+        self.call("POST", "/v1/refunds/x1/cancel", {"operator": "shop", "x": 1}, expect=422)
+        self.call("POST", "/v1/refunds/x1/cancel", {"operator": ""}, expect=422)
+        self.call("POST", "/v1/refunds/x1/cancel", b"{oops", expect=400)
+        self.call("POST", "/v1/refunds/x1/cancel", token=False, expect=401)
+        self.call("POST", "/v1/refunds/x1/cancel", b"c" * 20000, expect=413)
+        self.call("GET", "/v1/refunds/x1/cancel", expect=405)
 
     def _health_and_metrics(self):
         self.call("GET", "/healthz", expect=200)
@@ -179,6 +227,12 @@ class ContractTest(unittest.TestCase):
         self.call("GET", "/v1/refunds/nope", expect=404)
         self.call("GET", "/v1/refunds/c1", token=False, expect=401)
         self.call("POST", "/v1/refunds/c1", expect=405)
+        # cancel after a call: refused with the reason, nothing changes
+        st, body = self.call("POST", "/v1/refunds/c1/cancel", expect=409)
+        self.assertEqual(body["error"]["code"], "already_final")
+        st, body = self.call("POST", "/v1/refunds/m1/cancel", expect=409)
+        self.assertEqual(body["error"]["code"], "already_sent")
+        self.assertEqual(self.call("GET", "/v1/refunds/m1", expect=200)[1]["state"], "manual")
 
     def _manual(self):
         st, body = self.call("GET", "/v1/manual", expect=200)
@@ -189,6 +243,7 @@ class ContractTest(unittest.TestCase):
         self.call("GET", "/v1/manual/m1", expect=200)
         self.call("GET", "/v1/manual/ghost", expect=404)
         self.call("GET", "/v1/manual/m1", token=False, expect=401)
+        self._assign()
         act = {"operator": "ana", "reason": "checked with the provider"}
         self.call("POST", "/v1/manual/m1/resend", {"operator": ""}, expect=422)
         self.call("POST", "/v1/manual/m1/resend", b"{oops", expect=400)
@@ -204,6 +259,46 @@ class ContractTest(unittest.TestCase):
         self.call("POST", "/v1/manual/m1/resolve", res, expect=409)
         self.call("POST", "/v1/manual/m2/resolve", res, token=False, expect=401)
         self.call("POST", "/v1/manual/m2/resolve", res, expect=200)
+
+    def _assign(self):
+        def owners(query):
+            st, body = self.call("GET", "/v1/manual?" + query, expect=200)
+            return [(i["operation_id"], i["assignee"]) for i in body["items"]]
+        lead = {"operator": "lead", "assignee": "ana", "reason": "her shift"}
+        st, op = self.call("POST", "/v1/manual/m1/assign", lead, expect=200)
+        self.assertEqual((op["assignee"], op["audit"][-1]["action"]), ("ana", "assign"))
+        self.call("POST", "/v1/manual/m2/assign", {"operator": "lead", "assignee": "bob"},
+                  expect=200)
+        st, op = self.call("POST", "/v1/manual/m2/assign", {"operator": "lead", "assignee": None},
+                           expect=200)
+        self.assertIsNone(op["assignee"])
+        self.assertEqual(owners("assignee=ana"), [("m1", "ana")])
+        self.assertEqual(owners("assignee=bob"), [])
+        self.assertEqual(owners("unassigned=true"), [("m2", None)])
+        self.assertEqual(owners("unassigned=true&reason=attempts_exhausted&limit=5"),
+                         [("m2", None)])
+        self.call("GET", "/v1/manual?unassigned=yes", expect=400)
+        self.call("GET", "/v1/manual?assignee=ana&unassigned=true", expect=400)
+        self.call("GET", "/v1/manual?assignee=", expect=400)
+        self.call("POST", "/v1/manual/c1/assign", lead, expect=409)
+        self.call("POST", "/v1/manual/ghost/assign", lead, expect=404)
+        self.call("POST", "/v1/manual/m1/assign", {"operator": "lead"}, expect=422)
+        self.call("POST", "/v1/manual/m1/assign", dict(lead, x=1), expect=422)
+        self.call("POST", "/v1/manual/m1/assign", b"{oops", expect=400)
+        self.call("POST", "/v1/manual/m1/assign", lead, token=False, expect=401)
+        self.call("POST", "/v1/manual/m1/assign", b"a" * 20000, expect=413)
+        self.call("GET", "/v1/manual/m1/assign", expect=405)
+
+    def _routes_counted(self, doc):
+        """The routes /metrics counts are the file's, and no call of this test
+        was counted as "other" (a route of the file the daemon does not name)
+        but the bodies too large, which the HTTP layer refuses before routing."""
+        st, text = self.call("GET", "/metrics", expect=200)
+        counted = re.findall(r'^tollgate_api_requests_total\{route="([^"]+)",code="(\d+)"\}',
+                             text.decode(), re.M)
+        self.assertEqual({code for route, code in counted if route == "other"}, {"413"},
+                         text.decode())
+        self.assertEqual({route for route, code in counted} - {"other"}, set(doc["paths"]))
 
     def _calls_and_stats(self):
         self.call("GET", "/v1/calls", expect=200)
