@@ -3,31 +3,32 @@
 fails on a number.
 
 For each configured rate it starts tollgate-stub (fast) and tollgate on a
-fresh SQLite store, preloads a backlog through the API (so work is always
-due), starts the dispatcher, lets it drain, and reads the call log:
+fresh store (SQLite with synchronous=FULL, or MariaDB with --mysql URL),
+preloads a backlog through the API (so work is always due), starts the
+dispatcher(s), lets them drain, and reads the call log:
 
-  slot lateness   start_i - (start_{i-1} + 1/rate): how late each start was
-                  against the earliest moment the pacer allowed it
+  slot lateness   wire start_i - (wire start_{i-1} + the spacing the config
+                  allows: 1/rate + exit.spacing_margin_us): how late each
+                  start was against the earliest moment allowed
   achieved rate   (n - 1) / (last start - first start), against the configured
   CPU per start   the dispatcher's user+system CPU / starts
   RSS             the dispatcher's peak resident set (VmHWM)
 
-With --big-backlog N it also measures the dispatcher's RSS and claim pace
-with N extra pending rows inserted straight into the SQLite file (the one
-place a bench writes the schema: a 1M-row fill through the API would take
-minutes of fsyncs).
+--margins lists exit.spacing_margin_us values to run (the default's cost
+shows against 0). --shares N runs N dispatchers splitting the account
+(exit.shares): achieved is the account's, merged. --idle S measures an
+idle `tollgate serve` (no work) for S seconds: its CPU as a share of a
+core. With --big-backlog N it also runs with N extra pending rows inserted
+straight into the SQLite file (the one place a bench writes the schema: a
+1M-row fill through the API would take minutes of fsyncs).
 
-With --tls plain,https,mtls-stripe-like it runs each rate over plain HTTP,
-over HTTPS (a fresh connection, so a full TLS handshake, per call), and over
-mutual TLS against the stub in the stripe-like provider profile demanding a
-bearer key and signed requests (tests/integration/tgprovider.py makes the
-certificates): what TLS costs the exit's punctuality.
-
-usage: bench/bench_exit.py [--build DIR] [--rates 5,1000] [--seconds 10]
-                           [--big-backlog 1000000] [--tls plain,https,mtls-stripe-like]
+usage: bench/bench_exit.py [--build DIR] [--rates 5,50,1000] [--seconds 10]
+                           [--margins 1000,0] [--shares 1] [--mysql URL]
+                           [--big-backlog 1000000] [--idle 60] [--tls plain]
 """
 
 import argparse
+import math
 import os
 import sqlite3
 import statistics
@@ -77,42 +78,85 @@ MODES = {"plain": ("", "provider-md"), "https": ("https", "provider-md"),
          "mtls": ("mtls", "provider-md"), "mtls-stripe-like": ("mtls", "stripe-like")}
 
 
-def run(rate, seconds, big, mode="plain"):
+_serial = iter(range(1, 1 << 30))
+
+
+def store_for(mysql):
+    """None (a SQLite file in the Tollgate's dir) or a fresh MariaDB database."""
+    if not mysql:
+        return None
+    return "%s_bx_%d_%d" % (mysql, os.getpid(), next(_serial))
+
+
+def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None):
     n = max(20, int(rate * seconds))
     tls, profile = MODES[mode]
+    in_flight = max(10, 2 * shares)
     with tgtest.start_stub("--mode", "fast", "--max-records", str(4 * n + 100),
                            tls=tls, profile=profile) as stub, \
-            Tollgate(stub.url, tls=tls, profile=profile,
-                     exit={"starts_per_second": rate, "max_in_flight": 10},
-                     retry={"deadline_s": 86400}) as tg:
+            Tollgate(stub.url, store_url=store_for(mysql), tls=tls, profile=profile,
+                     exit={"starts_per_second": rate, "max_in_flight": in_flight,
+                           "spacing_margin_us": margin_us, "shares": shares},
+                     retry={"deadline_s": 86400}, admission={"enabled": "false"}) as tg:
         tg.start("api")
         for i in range(n):
             status, _, body = tg.submit("b-%07d" % i)
             assert status == 202, body
         if big:
             bulk_pending(tg.db, big, int(time.time() * 1000))
-        d = tg.start("dispatch", wait_api=False)
+        ds = [tg.start("dispatch", wait_api=False) for _ in range(shares)]
         t0 = time.monotonic()
-        tgtest.wait_until(lambda: len(tg.calls()) >= n, timeout=seconds * 4 + 60,
-                          interval=0.5, what="backlog drained")
+        seen = {"n": 0, "seq": 0}
+
+        def arrived():
+            # the stub's record, read from where the last look stopped: the
+            # bench must not load the machine it measures
+            new = stub.arrivals(since=seen["seq"])
+            if new:
+                seen["n"] += len(new)
+                seen["seq"] = new[-1]["seq"]
+            return seen["n"] >= n
+        tgtest.wait_until(arrived, timeout=seconds * 4 + 60, interval=0.5,
+                          what="backlog drained")
         wall = time.monotonic() - t0
-        cpu, hwm = proc_stat(d.pid)
+        stats = [proc_stat(d.pid) for d in ds]
+        cpu, hwm = sum(c for c, _ in stats), max(h for _, h in stats)
         calls = sorted(tg.calls(), key=lambda c: c["start_mono_ns"])[:n]
         s = [c["start_mono_ns"] for c in calls]
-        interval = 1e9 / rate
-        late = [(b - a - interval) / 1e6 for a, b in zip(s, s[1:])]
+        # the earliest a start may come after the one before: 1/rate
+        # (ceil, in ns, as the pacer counts it) plus the margin
+        allowed = math.ceil(1e9 / rate) + margin_us * 1000
+        late = [(b - a - allowed) / 1e6 for a, b in zip(s, s[1:])]
         achieved = (len(s) - 1) / ((s[-1] - s[0]) / 1e9)
-        print("rate %g/s, %s, %d starts%s" % (rate, mode, len(s),
-                                                ", +%d pending rows" % big if big else ""))
-        print("  slot lateness ms  p50 %.3f  p99 %.3f  max %.3f  (min gap %.3f ms)"
-              % (pct(late, 50), pct(late, 99), max(late), min(b - a for a, b in zip(s, s[1:]))
-                 / 1e6))
+        print("rate %g/s, %s, %s, margin %d us%s, %d starts%s"
+              % (rate, mode, "MariaDB" if mysql else "SQLite FULL", margin_us,
+                 ", %d shares" % shares if shares > 1 else "", len(s),
+                 ", +%d pending rows" % big if big else ""))
+        if shares == 1:
+            print("  slot lateness ms  p50 %.3f  p99 %.3f  max %.3f"
+                  % (pct(late, 50), pct(late, 99), max(late)))
+        print("  min gap %.3f ms (1/rate %.3f ms)"
+              % (min(b - a for a, b in zip(s, s[1:])) / 1e6, 1e3 / rate))
         print("  achieved %.3f/s = %.4f of configured" % (achieved, achieved / rate))
         print("  dispatcher CPU %.3f s over %.1f s: %.1f us per start; peak RSS %d KiB"
               % (cpu, wall, cpu / len(s) * 1e6, hwm))
         print("  in-flight max %d, mean latency %.2f ms"
               % (max(c["in_flight"] for c in calls),
                  statistics.mean(c["latency_ms"] or 0 for c in calls)))
+
+
+def idle(seconds):
+    """An idle `tollgate serve` (nothing to do): CPU as a share of one core."""
+    with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url) as tg:
+        p = tg.start("serve")
+        time.sleep(2)  # past its start
+        c0, _ = proc_stat(p.pid)
+        t0 = time.monotonic()
+        time.sleep(seconds)
+        c1, _ = proc_stat(p.pid)
+        took = time.monotonic() - t0
+        print("idle serve for %.0f s: CPU %.3f s = %.3f %% of one core"
+              % (took, c1 - c0, (c1 - c0) / took * 100))
 
 
 def main():
@@ -123,6 +167,13 @@ def main():
     ap.add_argument("--big-backlog", type=int, default=0)
     ap.add_argument("--tls", default="plain",
                     help="comma list of " + ", ".join(sorted(MODES)))
+    ap.add_argument("--margins", default="1000",
+                    help="comma list of exit.spacing_margin_us values")
+    ap.add_argument("--shares", default="1", help="comma list of exit.shares values")
+    ap.add_argument("--mysql", default=None,
+                    help="a MariaDB url (a fresh database per run is made under it)")
+    ap.add_argument("--idle", type=float, default=0,
+                    help="also measure an idle serve for this many seconds")
     a = ap.parse_args()
     if a.build:
         os.environ["TG_BUILD_DIR"] = os.path.abspath(a.build)
@@ -131,9 +182,13 @@ def main():
             ap.error("--tls: unknown mode %r" % mode)
     for r in a.rates.split(","):
         for mode in a.tls.split(","):
-            run(float(r), a.seconds, 0, mode)
+            for m in a.margins.split(","):
+                for sh in a.shares.split(","):
+                    run(float(r), a.seconds, 0, mode, int(m), int(sh), a.mysql)
         if a.big_backlog:
-            run(float(r), a.seconds, a.big_backlog)
+            run(float(r), a.seconds, a.big_backlog, margin_us=int(a.margins.split(",")[0]))
+    if a.idle:
+        idle(a.idle)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # The whole test suite, as the README's second command and CI run it:
 #   1. install missing Debian packages;
 #   2. Release build (-Werror) and every test (unit, fuzz corpus replay, integration);
-#   3. ASan+UBSan build and every test again;
+#   3. ASan+UBSan build: every unit test and fuzz corpus, and the integration
+#      tests labelled sanitize;
 #   4. format check (clang-format) and static analysis (cppcheck) of src/;
 #   5. the .deb packages built, installed, run and removed (scripts/package-test.sh).
 # Usage: scripts/test.sh [--quick]   (--quick skips the sanitizer build)
@@ -20,8 +21,8 @@ source ./scripts/mariadb-test-server.sh
 mariadb_test_server_start
 trap mariadb_test_server_stop EXIT
 
-run_suite() { # build-dir, extra cmake args...
-  local dir=$1; shift
+run_suite() { # build-dir, integration label (all: every one), extra cmake args...
+  local dir=$1 label=$2; shift 2
   echo "== configure+build $dir $*"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
   cmake --build "$dir" -j"$JOBS" 2>&1 | grep -v '^\[' || true
@@ -30,17 +31,22 @@ run_suite() { # build-dir, extra cmake args...
   # Unit and fuzz replays in parallel; integration tests one at a time, since
   # they judge timing against real processes on a 2-core machine.
   ctest --test-dir "$dir" -j"$JOBS" -LE integration --output-on-failure
-  ctest --test-dir "$dir" -L integration --output-on-failure
+  if [ "$label" = all ]; then
+    ctest --test-dir "$dir" -L integration --output-on-failure
+  else
+    ctest --test-dir "$dir" -L integration -L "$label" --output-on-failure
+  fi
 }
 
-run_suite build
+run_suite build all
 if [ "$QUICK" -eq 0 ]; then
-  # The browser tests (it.test_console) ran in the Release pass; a browser
-  # adds nothing to what the sanitizers check in the daemon, and costs CI a
-  # minute, so the sanitizer pass skips them (ctest shows them Skipped).
-  echo "== the sanitizer pass skips the browser tests (TG_SKIP_BROWSER_TESTS=1)"
+  # The sanitizer pass runs every unit test and fuzz corpus, and the
+  # integration tests labelled "sanitize" (tests/CMakeLists.txt): each real
+  # process and path once, not every variant the Release pass ran (the
+  # MariaDB and TLS repeats of the same scenarios, the browser, the demo).
+  echo "== the sanitizer pass: unit, fuzz, and the integration tests labelled sanitize"
   TG_SKIP_BROWSER_TESTS=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    run_suite build-asan -DTG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    run_suite build-asan sanitize -DTG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
 
 echo "== format check"

@@ -167,7 +167,7 @@ static int write_config(const char *dir, int api_port, int stub_port, char *ret_
                 /* the stand-in runs on this machine, sharing its CPUs with
                  * tollgate and this view: its arrivals vary by a few
                  * milliseconds more than a quiet path's */
-                "[exit]\nstarts_per_second = 5\nmax_in_flight = 10\nspacing_margin_us = 3000\n"
+                "[exit]\nstarts_per_second = 5\nmax_in_flight = 10\nspacing_margin_us = 5000\n"
                 "[log]\nlevel = warn\n",
                 dir, api_port, token, stub_port);
         fclose(f);

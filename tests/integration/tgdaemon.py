@@ -17,7 +17,10 @@ import tgprovider
 import tgtest
 
 TOKEN = "test-token-0123456789"
-TEST_SPACING_MARGIN_US = 3000
+# The stand-in provider shares the two cores with tollgate and the test (and,
+# under `ctest -j2`, another test): the delay from a request's wire start to
+# the stub's arrival stamp varied by up to 3 ms in such runs.
+TEST_SPACING_MARGIN_US = 5000
 
 # When set, a callable that returns the store url of a Tollgate created
 # without store_url= (test_exit_mariadb.py points it at a fresh MariaDB
