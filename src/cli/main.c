@@ -22,8 +22,8 @@
 #include "daemon/service.h"
 #include "platform/build_info.h"
 #include "platform/options.h"
-#include "platform/wake.h"
 #include "platform/secmem.h"
+#include "platform/wake.h"
 
 /* Set by the service's signal thread (daemon/service.h), read by the
  * dispatcher's loop. */
@@ -187,7 +187,8 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                                                   .standby = &standby_flag,
                                                   .doorbell = doorbell,
                                                   .housekeeping = service_housekeeping,
-                                                  .hook_ctx = svc};
+                                                  .hook_ctx = svc,
+                                                  .credentials_due = service_credentials_due};
                 rc = dispatcher_run(cfg, &dopt);
         } else {
                 service_wait_stop(svc);

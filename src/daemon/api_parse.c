@@ -48,9 +48,8 @@ static int invalid(struct api_error *err, int status, const char *code, const ch
         return TG_EINVAL;
 }
 
-static const char *const known_fields[] = {"operation_id", "payment_id", "amount",
-                                           "currency",     "reason",     "metadata",
-                                           "deadline",     "budget_s"};
+static const char *const known_fields[] = {"operation_id", "payment_id", "amount",   "currency",
+                                           "reason",       "metadata",   "deadline", "budget_s"};
 
 /* The optional reason: a string refund_validate accepts. */
 static int get_reason(json_t *root, struct refund_request *req, struct api_error *err)

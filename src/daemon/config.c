@@ -50,8 +50,8 @@
 #include "core/strnum.h"
 #include "core/template.h"
 #include "core/tg_error.h"
-#include "daemon/ui_users.h"
 #include "daemon/provider_setup.h"
+#include "daemon/ui_users.h"
 #include "platform/secmem.h"
 #include "store/store.h" /* STORE_SHARES_MAX */
 

@@ -22,7 +22,7 @@
 
 #define TG_PATH_MAX         1024
 #define TG_CONFIG_MAX_RULES 64
-#define TG_API_TOKENS_MAX   4 /* tokens in api.token_file at once (rotation) */
+#define TG_API_TOKENS_MAX   4   /* tokens in api.token_file at once (rotation) */
 #define TG_CONFIG_MAX_BODY  16  /* provider.body_field lines */
 #define TG_CONFIG_LINE      200 /* a value that is a template or a list */
 

@@ -745,6 +745,21 @@ static void refill(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 
 /* ---- housekeeping and waiting ------------------------------------------------------ */
 
+/* The provider's credential files read again (a key or certificate
+ * rotated in place); a file that fails keeps the credentials in force. */
+static void reload_credentials(struct dispatcher *d)
+{
+        char err[512] = "";
+        int r = exit_env_reload_credentials(d->env, err, sizeof(err));
+
+        if (r < 0)
+                log_emit(LOG_ERROR, "provider_credentials_reload_failed",
+                         json_pack("{s:s, s:s}", "error", err[0] ? err : tg_strerror(r), "result",
+                                   "the credentials in force stay"));
+        else
+                log_emit(LOG_INFO, "provider_credentials_reloaded", NULL);
+}
+
 static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
         unsigned n = 0, taken = 0, invalid = 0;
@@ -775,6 +790,8 @@ static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
          * readiness, retention), on this thread and this store */
         if (d->opt->housekeeping)
                 d->opt->housekeeping(d->opt->hook_ctx, d->store, d->own.share, wall, d->lost);
+        if (d->opt->credentials_due && d->opt->credentials_due(d->opt->hook_ctx))
+                reload_credentials(d);
 }
 
 /* The next thing that can happen, as a monotonic time: the next slot (when

@@ -36,6 +36,11 @@ struct dispatcher_options {
         void (*housekeeping)(void *ctx, struct store *store, unsigned share, tg_wall_ms wall,
                              bool lost);
         void *hook_ctx;
+        /* Asked once a second on the loop's thread: true when the provider's
+         * credential files are to be read again (a SIGHUP reload); the loop
+         * then re-reads them between two calls (exit_env_reload_credentials:
+         * calls already open keep the old ones). NULL: never. */
+        bool (*credentials_due)(void *ctx);
 };
 
 struct dispatcher;

@@ -40,9 +40,10 @@ static const char *const live_keys[] = {
     "stats.series_minutes",
     "retention.keep_days",
     "retention.prune_batch",
-    /* ISSUE 12 (provider credentials): the keys of the provider's
-     * credentials go here once their re-read function exists (see
-     * reload_components() below). */
+    /* The provider's credential files (provider.auth_secret_file,
+     * signing_key_file, client_cert, client_key) are read again on every
+     * reload whatever else changed (a key rotated in place); their paths
+     * are read once, like the rest of [provider]. */
 };
 
 struct service {
@@ -60,6 +61,8 @@ struct service {
         /* the dispatcher's loop, written by service_housekeeping() */
         _Atomic tg_mono_ns last_tick; /* 0: never */
         atomic_bool lost;
+        /* the credentials to be read again by the loop (a reload) */
+        atomic_bool credentials_due;
         /* retention, read by the loop, written by a reload */
         _Atomic int64_t keep_ms;
         atomic_uint prune_batch;
@@ -258,10 +261,16 @@ static void reload_components(struct service *svc)
         api_reload(svc->api, run);
         atomic_store(&svc->keep_ms, run->retention_keep_ms);
         atomic_store(&svc->prune_batch, run->retention_prune_batch);
-        /* ISSUE 12 (provider credentials): call the transport's credential
-         * re-read here, e.g. provider_credentials_reload(run), and list its
-         * keys in live_keys[] above. Until then a change of them is refused
-         * like any key that is read once. */
+        /* the transport is the dispatcher's: its loop reads the files
+         * again, between two calls (service_credentials_due) */
+        atomic_store(&svc->credentials_due, true);
+}
+
+bool service_credentials_due(void *ctx)
+{
+        struct service *svc = ctx;
+
+        return svc && atomic_exchange(&svc->credentials_due, false);
 }
 
 int service_reload(struct service *svc)

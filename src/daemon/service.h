@@ -68,6 +68,10 @@ void service_ready(struct service *svc);
  * main thread). */
 void service_wait_stop(struct service *svc);
 
+/* The dispatcher's credentials hook (dispatcher_options.credentials_due):
+ * true once after each applied reload (SIGHUP). */
+bool service_credentials_due(void *ctx);
+
 /* The dispatcher's housekeeping hook (dispatcher_options.housekeeping). */
 void service_housekeeping(void *ctx, struct store *store, unsigned share, tg_wall_ms wall,
                           bool lost);

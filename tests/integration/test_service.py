@@ -3,7 +3,9 @@
 - sd_notify: READY=1 once the API listens, WATCHDOG=1 while WATCHDOG_USEC is
   set, STOPPING=1 on SIGTERM (a datagram socket stands in for systemd);
 - SIGHUP rotates the token without a refused request (two tokens in the
-  file, then one), changes log.level live, refuses a key that cannot change
+  file, then one), reads the provider's credential files again (an API key
+  rotated in place is sent from the next call on, no restart), changes
+  log.level live, refuses a key that cannot change
   live with an error line naming it (the running value stays, /metrics shows
   it), and a broken file changes nothing;
 - /readyz: 200 for the owner and a standby, 503 once the store file is
@@ -177,6 +179,51 @@ class ServiceTest(unittest.TestCase):
             self.assertEqual([e["applied"] for e in events(p, "config_reloaded")],
                              [["api.token_file"], ["api.token_file"]])
             self.assertIsNone(p.poll())
+
+    def test_sighup_reads_the_provider_key_again(self):
+        # The provider demands an API key; tollgate reads it from a file.
+        # The provider rotates it (a new stub on the same port demands the
+        # new key); the file is rewritten in place and SIGHUP makes the
+        # exit send the new key from its next call on, with no restart.
+        d = tempfile.mkdtemp(prefix="tg-keys-")
+
+        def key_file(name, text):
+            path = os.path.join(d, name)
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+                f.write(text + "\n")
+            return path
+        old, new = key_file("old", "key-old-0123456789"), key_file("new", "key-new-9876543210")
+        ours = key_file("ours", "key-old-0123456789")
+        with tgtest.start_stub("--mode", "fast", "--auth-secret-file", old) as stub, \
+                Tollgate(stub.url, provider={"auth": "bearer", "auth_secret_file": ours},
+                         retry=FAST_RETRY) as tg:
+            p = tg.start("serve")
+            self.assertEqual(tg.submit("key-1")[0], 202)
+            self.assertEqual(tg.wait_final(["key-1"])["key-1"]["state"], "succeeded")
+            port = stub.port
+            stub.stop()
+            with tgtest.start_stub("--mode", "fast", "--auth-secret-file", new,
+                                   "--listen", "127.0.0.1:%d" % port) as stub2:
+                key_file("ours", "key-new-9876543210")
+                p.send_signal(signal.SIGHUP)
+                tgtest.wait_until(lambda: events(p, "provider_credentials_reloaded"),
+                                  what="the credentials read again")
+                self.assertEqual(tg.submit("key-2")[0], 202)
+                self.assertEqual(tg.wait_final(["key-2"])["key-2"]["state"], "succeeded")
+                verdicts = [a.get("auth") for a in stub2.arrivals()]
+                self.assertEqual(verdicts, ["ok"], "the new key from the first call on")
+                self.assertFalse(events(p, "provider_credentials_reload_failed"))
+                # a key file others may read fails the reload, which names
+                # it; the key in force stays
+                os.chmod(ours, 0o644)
+                p.send_signal(signal.SIGHUP)
+                failed = tgtest.wait_until(lambda: events(p, "config_reload_failed"),
+                                           what="a refused credentials file")
+                self.assertIn("provider.auth_secret_file", failed[0]["message"])
+                self.assertIn("chmod 600", failed[0]["message"])
+                self.assertEqual(len(events(p, "provider_credentials_reloaded")), 1)
+                self.assertEqual(tg.submit("key-3")[0], 202)
+                self.assertEqual(tg.wait_final(["key-3"])["key-3"]["state"], "succeeded")
 
     def test_sighup_live_refused_and_broken(self):
         with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url) as tg:
