@@ -2,6 +2,8 @@
 # Installs the Debian packages tollgate needs to build, test and run.
 # Idempotent and quick when everything is present: apt is only called for
 # packages that are missing.
+# --bench-peers: also what bench/peers/ needs (redis-server for BullMQ; Node.js
+# and npm come with the machine), which nothing else, CI included, needs.
 set -euo pipefail
 PKGS=(
   build-essential cmake pkg-config clang clang-format cppcheck
@@ -9,6 +11,9 @@ PKGS=(
   libmicrohttpd-dev libjansson-dev libinih-dev libssl-dev libcmocka-dev
   python3 curl procps psmisc
 )
+if [ "${1:-}" = "--bench-peers" ]; then
+  PKGS+=(redis-server)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
