@@ -66,9 +66,9 @@ SYSTEMS = ("tollgate", "bottleneck", "bullmq")
 PHASE_TIMEOUT_S = 1800
 
 
-def provider_figures(stub):
+def provider_figures(arrivals, ledger):
     """The stub's own records, judged the same way for every system."""
-    calls = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
+    calls = [a for a in arrivals if a["path"].startswith("/v1/")]
     t = sorted(a["mono_ns"] for a in calls)
     gaps = [b - a for a, b in zip(t, t[1:])]
     whole_ms = [x // 1000000 for x in t]
@@ -79,7 +79,7 @@ def provider_figures(stub):
             j += 1
         most_in_1s = max(most_in_1s, i - j + 1)
     posts = collections.Counter(a["idempotency_key"] for a in calls if a["method"] == "POST")
-    ops = stub.ledger()["operations"].values()
+    ops = ledger["operations"].values()
     return {
         "arrivals": len(calls),
         "posts": sum(posts.values()),
@@ -162,6 +162,13 @@ class Redis(tgtest.Proc):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def keep(directory, prefix, arrivals, ledger):
+    os.makedirs(directory, exist_ok=True)
+    for what, data in (("arrivals", arrivals), ("ledger", ledger)):
+        with open(os.path.join(directory, "%s.%s.json" % (prefix, what)), "w") as f:
+            json.dump(data, f, indent=1)
+
+
 def preflight(systems):
     if "tollgate" in systems:
         tgtest.binary("tollgate")
@@ -193,6 +200,9 @@ def main():
     ap.add_argument("--refunds", type=int, default=100, help="refunds per phase (100)")
     ap.add_argument("--systems", default=",".join(SYSTEMS),
                     help="comma-separated, of: " + ", ".join(SYSTEMS))
+    ap.add_argument("--keep", metavar="DIR",
+                    help="also write each phase's stub records to "
+                    "DIR/SYSTEM-PHASE.{arrivals,ledger}.json")
     args = ap.parse_args()
     systems = [s for s in args.systems.split(",") if s]
     for s in systems:
@@ -221,7 +231,11 @@ def main():
                                                  str(redis.port))
                     # what was still open at the provider lands before it is read
                     tgtest.wait_until(stub.idle, timeout=60, interval=0.2, what="stub idle")
-                    rows.append(row(system, phase, provider_figures(stub), seconds, view))
+                    arrivals, ledger = stub.arrivals(), stub.ledger()
+                    if args.keep:
+                        keep(args.keep, prefix, arrivals, ledger)
+                    rows.append(row(system, phase, provider_figures(arrivals, ledger), seconds,
+                                    view))
                 print(rows[-1], flush=True)
     finally:
         if redis:
