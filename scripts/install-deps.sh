@@ -5,6 +5,8 @@
 # tests and never downloads a browser).
 # Idempotent and quick when everything is present: apt is only called for
 # packages that are missing, npm only when web/node_modules is out of date.
+# --bench-peers: also what bench/peers/ needs (redis-server for BullMQ; Node.js
+# and npm come with the machine), which nothing else, CI included, needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PKGS=(
@@ -21,6 +23,9 @@ PKGS=(
 # node brings its own npm, which Debian's npm package would conflict with).
 if ! command -v node >/dev/null 2>&1; then PKGS+=(nodejs); fi
 if ! command -v npm >/dev/null 2>&1; then PKGS+=(npm); fi
+if [ "${1:-}" = "--bench-peers" ]; then
+  PKGS+=(redis-server)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
