@@ -121,6 +121,19 @@ def wait_port_file(path, proc=None, timeout=10.0):
     return wait_until(ready, timeout, what="port file %s" % path)
 
 
+def raise_priority():
+    """preexec_fn of the processes a test judges by time (tollgate, the stub):
+    ahead of the machine's other work (a build, another test under ctest -j2)
+    when the tests run as root, so that the stub's arrival stamps measure the
+    exit, not the neighbours. TG_TEST_NICE (default -10; 0: leave it)."""
+    nice = int(os.environ.get("TG_TEST_NICE", "-10"))
+    if nice:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        except OSError:
+            pass  # not root: as it is
+
+
 class Proc:
     """A child process that is always cleaned up; stderr goes to a file."""
 
@@ -131,7 +144,7 @@ class Proc:
         if env:
             full_env.update(env)
         self.popen = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL, stderr=self._err,
-                                      env=full_env, cwd=cwd)
+                                      env=full_env, cwd=cwd, preexec_fn=raise_priority)
 
     @property
     def pid(self):
