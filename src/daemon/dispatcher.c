@@ -725,7 +725,9 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
  * hand-off: the slot moment then costs a wake-up and a send. */
 static void refill(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
-        tg_mono_ns slot = pacer_next_slot(d->pacer);
+        /* the next start's moment (now, when its slot has passed; never
+         * INT64_MIN, the pacer's "nothing started yet") */
+        tg_mono_ns at = pacer_start_at(d->pacer, now);
         unsigned want = ready_want(d);
         int r;
 
@@ -734,9 +736,9 @@ static void refill(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                 return;
         /* A call on its way to the wire (its connect in progress) comes
          * first: claim once it is out, an interval before the next slot. */
-        if (pacer_pending(d->pacer) || slot == TG_MONO_NEVER)
+        if (pacer_pending(d->pacer) || at == TG_MONO_NEVER)
                 return;
-        if (handoff_time(d, slot) - now < 2 * d->claim_est)
+        if (handoff_time(d, at) - now < 2 * d->claim_est)
                 return;
         r = claim_ahead(d, want - d->nready, now, wall);
         if (r < 0)

@@ -13,6 +13,7 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import unittest
@@ -313,7 +314,8 @@ class OperateTest(unittest.TestCase):
             os.chmod(secret_file, 0o600)
             with Tollgate(stub.url, retry=dict(FAST_RETRY, query_interval_ms=200),
                           exit=FAST_EXIT, provider={"webhook_secret_file": secret_file}) as tg:
-                tg.start("serve")
+                tg.start("api")
+                exit_ = tg.start("dispatch", wait_api=False)
                 ops = ["wh-a", "wh-b", "wh-c", "wh-d", "wh-e"]  # the file misses wh-e
                 for op in ops:
                     self.assertEqual(tg.submit(op)[0], 202)
@@ -326,6 +328,12 @@ class OperateTest(unittest.TestCase):
                              if a["method"] == "GET" and a["answer"] == 503}
                     return set(ops) <= asked
                 tgtest.wait_until(asked_about_all, timeout=10, what="a query for each")
+                # The exit stops (it gives back what it claimed ahead): none
+                # of them is in flight while the webhook and the file speak.
+                exit_.send_signal(signal.SIGTERM)
+                self.assertEqual(exit_.popen.wait(15), 0)
+                for op in ops:
+                    self.assertIn(tg.status(op)[2]["state"], ("unknown", "retry_wait"), op)
                 ev = json.dumps({"operation_id": "wh-a", "status": "failed",
                                  "refund_id": "re_forged"}).encode()
                 forged = [None, "sha256=" + "0" * 64, "sha256=zz", "md5=abc",
