@@ -340,6 +340,11 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                 d->unsettled[d->n_unsettled++] = sa;
                 d->next_settle_retry = now + SETTLE_RETRY_NS;
         }
+        /* an outcome may make this operation due again (a retry, a query):
+         * an idle wait taken before it must be taken again, or the next
+         * call would come as late as the longest idle wait */
+        if (r == 0 && (decision.next == OP_RETRY_WAIT || decision.next == OP_UNKNOWN))
+                d->idle_until = INT64_MIN;
         json_t *f = op_fields(&oc->op, &oc->call);
         json_object_set_new(f, "class", json_string(tg_class_name(cls)));
         json_object_set_new(f, "http_status", json_integer(res->reply.http_status));

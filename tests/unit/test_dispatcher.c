@@ -660,6 +660,40 @@ static void test_idle_costs_nothing(void **state)
         assert_true(f->starts[1].at < refused_end + 2000 * MS + 20 * MS);
 }
 
+/* An outcome that makes the operation due again wakes an idle exit for it:
+ * with a doorbell the idle wait is long (nothing else to do while the POST
+ * was out), yet the reconciliation query goes query_interval after the
+ * timeout, not when the idle wait would have ended. */
+static void test_due_after_an_outcome_is_on_time(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+
+        x->cfg.exit_idle_poll_max_ms = 5000;
+        x->cfg.policy.query_interval_ms = 200;
+        open_dispatcher(x, slow_then_known);
+        f->env.has_doorbell = true; /* serve: the API rings for new work */
+        /* one refund at a time, each at another phase of the loop's
+         * housekeeping second (which also ends an idle wait) */
+        for (unsigned i = 0; i < 6; i++) {
+                char id[32];
+                unsigned n = f->n_starts;
+
+                snprintf(id, sizeof(id), "due-%u", i);
+                accept_n(x, 1, id);
+                run_until_settled(x, 30 * TG_NS_PER_S);
+                assert_int_equal(f->n_starts, n + 2);
+                assert_int_equal(f->starts[n + 1].request, CLASSIFY_QUERY);
+                tg_mono_ns timed_out = f->starts[n].at + x->cfg.provider_timeout_ms * MS;
+                assert_true(f->starts[n + 1].at >= timed_out + 200 * MS);
+                if (f->starts[n + 1].at >= timed_out + 200 * MS + 50 * MS)
+                        fail_msg("refund %u: its query came %lld ms after it was due", i,
+                                 (long long)((f->starts[n + 1].at - timed_out) / MS - 200));
+                f->mono += 170 * MS;
+        }
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 6);
+}
+
 /* The query sub-quota counts from each query's real start, as the account's
  * rate does: with connects that vary, two queries never go on the wire
  * closer than 1 / query_starts_per_second. */
@@ -1042,6 +1076,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claims_ahead_and_releases, setup, teardown),
             cmocka_unit_test_setup_teardown(test_idle_costs_nothing, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_due_after_an_outcome_is_on_time, setup, teardown),
             cmocka_unit_test_setup_teardown(test_claim_released_at_deadline, setup, teardown),
             cmocka_unit_test_setup_teardown(test_timeout_reconciled_with_same_key, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reset_reconciled, setup, teardown),
