@@ -668,7 +668,13 @@ class Hostile(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
+        # a clean stop after every hostile answer: exit 0, and under
+        # ASan+UBSan no report (leaks included)
+        code = cls.stub.stop()
+        err = cls.stub.stderr_text()
         cls.stub.close()
+        if code != 0 or "Sanitizer" in err or "runtime error:" in err:
+            raise AssertionError("tollgate-stub stopped with %s:\n%s" % (code, err[-4000:]))
 
     def post(self, mode, key, **kw):
         """POST key under mode (this request only); the raw answer."""
