@@ -15,6 +15,8 @@
  *   said LEDGER_NEW, so with proper idempotency no operation executes twice.
  *   In mode fail the key ends through ledger_fail() instead: nothing
  *   executes, the POST answers 500 and queries answer status failed.
+ * - A hostile mode (hostile.h) changes only how the answer prepared here
+ *   goes on the wire, after any execution; redirect answers before any.
  */
 #include "stub.h"
 
