@@ -21,9 +21,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgtest  # noqa: E402
 from tgdaemon import Tollgate  # noqa: E402
 
-# The whole call may take 1 s: trickle (a byte every 100 ms of an ~80-byte
-# body) outlasts it; every other answer comes in a few ms on loopback.
-TIMEOUT_MS = 1000
+# The whole call may take 2 s: trickle (a byte every 100 ms of an ~80-byte
+# body) outlasts it; every other answer comes in a few ms on loopback, with
+# room for a loaded machine and a sanitizer build.
+TIMEOUT_MS = 2000
 CONFIG = {
     "provider": {"timeout_ms": TIMEOUT_MS, "connect_timeout_ms": TIMEOUT_MS},
     # A retry or query that a settled call makes due is only seen at the end
