@@ -47,16 +47,24 @@ static const char *const class_names[TG_CLASS_COUNT] = {
 };
 
 /* The defaults of shared/PROVIDER.md, in the order they are added: a later
- * row takes precedence, so the specific 422 row follows the general one. */
+ * row takes precedence, so the specific rows follow the general ones. */
 static const struct classify_rule default_rules[] = {
     /* POST /v1/refunds */
     {CLASSIFY_POST, 200, 201, "", "succeeded", TG_CLASS_SUCCEEDED, CLASSIFY_FLAG_ANY},
     {CLASSIFY_POST, 400, 400, "", "", TG_CLASS_REJECTED, CLASSIFY_FLAG_ANY},
     {CLASSIFY_POST, 422, 422, "", "", TG_CLASS_REJECTED, CLASSIFY_FLAG_ANY},
-    {CLASSIFY_POST, 422, 422, "idempotency_key_reused", "", TG_CLASS_KEY_REUSED, CLASSIFY_FLAG_ANY},
     {CLASSIFY_POST, 409, 409, "idempotency_key_in_use", "", TG_CLASS_UNKNOWN, CLASSIFY_FLAG_ANY},
     {CLASSIFY_POST, 429, 429, "", "", TG_CLASS_RETRYABLE, CLASSIFY_FLAG_ANY},
     {CLASSIFY_POST, 503, 503, "", "", TG_CLASS_RETRYABLE, CLASSIFY_FLAG_ANY},
+    /* A refusal or an error whose body says the refund executed or is still
+     * running contradicts itself: it may have executed, so it is neither
+     * rejected (the caller would be told nothing moved) nor retryable, but
+     * reconciled by a query with the same key. */
+    {CLASSIFY_POST, 400, 599, "", "succeeded", TG_CLASS_UNKNOWN, CLASSIFY_FLAG_ANY},
+    {CLASSIFY_POST, 400, 599, "", "processing", TG_CLASS_UNKNOWN, CLASSIFY_FLAG_ANY},
+    /* Same key, another payload: the operator decides, whatever the body
+     * says (a query would find the other payload's refund). */
+    {CLASSIFY_POST, 422, 422, "idempotency_key_reused", "", TG_CLASS_KEY_REUSED, CLASSIFY_FLAG_ANY},
     /* GET /v1/refunds/{operation_id} */
     {CLASSIFY_QUERY, 200, 200, "", "succeeded", TG_CLASS_SUCCEEDED, CLASSIFY_FLAG_ANY},
     {CLASSIFY_QUERY, 200, 200, "", "failed", TG_CLASS_REJECTED, CLASSIFY_FLAG_ANY},

@@ -8,6 +8,9 @@
  *     "not JSON" and no field is trusted;
  *   - at most PROVIDER_REPLY_MAX_BODY bytes are ever given to the parser;
  *     jansson bounds nesting depth itself;
+ *   - a body whose Content-Type is not JSON's is not parsed: an HTML page
+ *     or a text that happens to look like the contract's JSON is not the
+ *     provider's answer;
  *   - duplicate keys are refused (JSON_REJECT_DUPLICATES): with two "status"
  *     members we cannot know which one the provider meant;
  *   - strings are copied with classify_copy_field(): truncated to fit, never
@@ -80,6 +83,34 @@ static bool source_text(const struct field_source *source, json_t *root,
         return false;
 }
 
+static bool space(char c)
+{
+        return c == ' ' || c == '\t';
+}
+
+bool provider_reply_json_type(const char *type)
+{
+        static const char app[] = "application/";
+        const char *sub, *end;
+        size_t n;
+
+        if (!type || !type[0])
+                return true;
+        while (space(*type))
+                type++;
+        if (strncasecmp(type, app, strlen(app)) != 0)
+                return false;
+        sub = type + strlen(app);
+        end = sub + strcspn(sub, ";");
+        while (end > sub && space(end[-1]))
+                end--;
+        n = (size_t)(end - sub);
+        if (n == 4 && strncasecmp(sub, "json", 4) == 0)
+                return true;
+        /* a structured suffix (RFC 6839) after a subtype of its own */
+        return n > 5 && strncasecmp(end - 5, "+json", 5) == 0;
+}
+
 int provider_reply_read(const struct reply_map *map, const char *body, size_t len,
                         const struct provider_reply_headers *headers, struct provider_reply *reply)
 {
@@ -87,6 +118,7 @@ int provider_reply_read(const struct reply_map *map, const char *body, size_t le
         json_error_t error;
         json_t *root = NULL;
         char raw[sizeof(reply->status)], flag[16];
+        int rc = 0;
 
         if (!reply || (!body && len > 0))
                 return TG_EINVAL;
@@ -97,6 +129,11 @@ int provider_reply_read(const struct reply_map *map, const char *body, size_t le
         reset_body(reply);
         if (len > PROVIDER_REPLY_MAX_BODY)
                 return TG_ERANGE;
+        if (headers && !provider_reply_json_type(headers->content_type)) {
+                /* not a JSON answer by its own word: only headers are read */
+                len = 0;
+                rc = TG_EPARSE;
+        }
         if (len > 0) {
                 root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &error);
                 if (root && !json_is_object(root)) {
@@ -117,7 +154,7 @@ int provider_reply_read(const struct reply_map *map, const char *body, size_t le
         if (source_text(&map->retryable, root, headers, true, flag, sizeof(flag)))
                 reply->retryable = reply_flag_parse(flag);
         json_decref(root);
-        return 0;
+        return rc;
 }
 
 int provider_reply_parse_body(const char *body, size_t len, struct provider_reply *reply)

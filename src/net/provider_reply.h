@@ -17,6 +17,7 @@
 #ifndef TG_PROVIDER_REPLY_H
 #define TG_PROVIDER_REPLY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/classify.h"
@@ -39,16 +40,27 @@ int provider_reply_parse_body(const char *body, size_t len, struct provider_repl
 
 /* Response headers a reply map reads ("header:NAME" sources), as the
  * transport captured them: names borrowed from the map, values
- * NUL-terminated. */
+ * NUL-terminated; and the answer's Content-Type (NULL or "": none). */
 #define PROVIDER_REPLY_HEADERS 6
 struct provider_reply_headers {
         unsigned n;
         const char *name[PROVIDER_REPLY_HEADERS];
         const char *value[PROVIDER_REPLY_HEADERS];
+        const char *content_type;
 };
 
+/* Whether a Content-Type lets the body be read as JSON: application/json or
+ * application/<anything>+json, any case, any parameters; or none at all
+ * (NULL or "": PROVIDER.md's bodies are all JSON). */
+bool provider_reply_json_type(const char *content_type);
+
 /* Like provider_reply_parse_body(), through map (NULL: the default map)
- * and with the captured headers (may be NULL). Same returns. */
+ * and with the captured headers (may be NULL). Same returns, and one more:
+ * TG_EPARSE when the headers' Content-Type is not JSON's
+ * (provider_reply_json_type()). A body that declares itself HTML or text
+ * is not a clear answer, however JSON it looks: it is not read (the body
+ * fields say "not JSON"; header sources are still read) and the reply is
+ * usable. */
 int provider_reply_read(const struct reply_map *map, const char *body, size_t len,
                         const struct provider_reply_headers *headers, struct provider_reply *reply);
 

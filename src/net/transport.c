@@ -62,6 +62,7 @@ struct call {
         bool too_big;
         bool got_response; /* a byte of a response (its status line) arrived */
         char retry_after[64];
+        char content_type[128];                     /* "": none */
         char captured[PROVIDER_REPLY_HEADERS][128]; /* the reply map's header sources */
         uint64_t cookie;
         enum classify_request request;
@@ -453,10 +454,15 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
          * line: forget headers of an earlier one. */
         if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
                 c->retry_after[0] = '\0';
+                c->content_type[0] = '\0';
                 for (unsigned k = 0; k < PROVIDER_REPLY_HEADERS; k++)
                         c->captured[k][0] = '\0';
         }
         header_value(buf, n, "retry-after", c->retry_after, sizeof(c->retry_after));
+        /* a type that fills the field may be the cut of another: not JSON's */
+        if (header_value(buf, n, "content-type", c->content_type, sizeof(c->content_type)) &&
+            strlen(c->content_type) == sizeof(c->content_type) - 1)
+                snprintf(c->content_type, sizeof(c->content_type), "(too long)");
         for (unsigned k = 0; k < c->t->ncapture; k++)
                 header_value(buf, n, c->t->capture[k], c->captured[k], sizeof(c->captured[k]));
         return n;
@@ -872,8 +878,17 @@ static void finish_call(struct transport *t, struct call *c, CURLcode code)
                         hdrs.value[k] = c->captured[k];
                 }
                 hdrs.n = t->ncapture;
-                provider_reply_read(t->reply_map, c->too_big ? NULL : c->resp,
-                                    c->too_big || !c->resp ? 0 : c->resp_len, &hdrs, &res->reply);
+                hdrs.content_type = c->content_type;
+                if (provider_reply_read(t->reply_map, c->too_big ? NULL : c->resp,
+                                        c->too_big || !c->resp ? 0 : c->resp_len, &hdrs,
+                                        &res->reply) == TG_EPARSE &&
+                    code == CURLE_OK) {
+                        char text[sizeof(c->content_type) + 64];
+                        int n = snprintf(text, sizeof(text), "body not read: Content-Type %s",
+                                         c->content_type);
+                        classify_copy_field(res->error, sizeof(res->error), text,
+                                            n < 0 ? 0 : (size_t)n);
+                }
         }
         if (code != CURLE_OK) {
                 const char *words = c->errbuf[0] ? c->errbuf : curl_easy_strerror(code);

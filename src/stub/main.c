@@ -27,8 +27,9 @@ static const char stub_about[] =
     "The refund provider stand-in (shared/PROVIDER.md) with fault injection. Every option is "
     "read before anything starts; a bad one exits 2 naming it.";
 
-/* ISO C only promises string literals of 4095 bytes: this one is ~2800. */
-static const char stub_epilogue[] =
+/* ISO C only promises string literals of 4095 bytes: the epilogue is three,
+ * joined in main(). */
+static const char stub_epilogue_modes[] =
     "Contract: POST /v1/refunds, GET /v1/refunds/{operation_id}; with --shape\n"
     "          stripe-like GET /v1/refunds/{refund id}, /v1/refunds/by-key/{key}.\n"
     "Admin:    GET /_stub/state, GET /_stub/ledger,\n"
@@ -60,8 +61,33 @@ static const char stub_epilogue[] =
     "  refuse           close the listening socket: connects are refused, requests\n"
     "                   on already open connections are dropped; reopens after the\n"
     "                   phase\n"
-    "  mix[:M=W,...]    per request a weighted draw (seeded, reproducible) of the\n"
-    "                   modes above except refuse\n"
+    "  mix[:M=W,...]    per request a weighted draw (seeded, reproducible) of any\n"
+    "                   mode but refuse and mix\n";
+
+static const char stub_epilogue_hostile[] =
+    "A hostile provider (also as --query-mode; each executes the refund first,\n"
+    "but redirect; the parameter's default in brackets):\n"
+    "  reset-body[:N]   the status line, the headers (Content-Length of the whole\n"
+    "                   body) and N bytes of the body [half], then a TCP reset\n"
+    "  truncated[:S]    status S [the answer's own], the body cut in half and\n"
+    "                   Content-Length of the cut: complete HTTP, broken JSON\n"
+    "  invalid[:S]      status S [the answer's own] and a JSON-looking body that\n"
+    "                   is not JSON (a comma before the closing brace)\n"
+    "  huge[:N]         the body padded to N bytes [67108864] with a \"pad\" member,\n"
+    "                   streamed (the stub never holds it), Content-Length N\n"
+    "  trickle[:MS]     the status line and headers at once, then the body one\n"
+    "                   byte every MS ms [100]\n"
+    "  ctype[:TYPE]     the JSON answer under Content-Type TYPE [text/html]; none:\n"
+    "                   no Content-Type header at all\n"
+    "  contra[:S-BODY]  status S with a body that says BODY: succeeded, failed\n"
+    "                   (failure_code contra), processing, or error (an\n"
+    "                   invalid_request error object) [201-failed]\n"
+    "  http10[:cut]     \"HTTP/1.0\", Connection: close, no Content-Length, no\n"
+    "                   chunking: the close ends the body (cut: half way through)\n"
+    "  redirect[:S]     S, one of 301 302 303 307 308 [307], Location:\n"
+    "                   /moved<path> and an HTML body; nothing checked or executed\n";
+
+static const char stub_epilogue_rest[] =
     "Replays, 409 and 422-reused answers go through the same mode (delayed by slow,\n"
     "dropped by drop, turned into 500 by e500). After drop/e500/slow the key's\n"
     "stored response is the success body, replayed with 200; after fail it is the\n"
@@ -272,7 +298,7 @@ static int parse_flags(int argc, char **argv, struct opts *o)
              .arg = "MODE",
              .string = &query_mode,
              .help = "mode of GET queries, independent of POSTs: fast, slow, drop, "
-                     "unavailable, limited, e500 (fast)"},
+                     "unavailable, limited, e500, or a hostile mode (fast)"},
             {.name = "query-delay-ms",
              .arg = "N",
              .i64 = &c->query_delay_ms,
@@ -403,13 +429,17 @@ static int parse_flags(int argc, char **argv, struct opts *o)
              .flag = &c->record_bodies,
              .help = "keep each contract request's body (up to 4 KiB) in the arrival record"},
         };
+        static char epilogue[sizeof(stub_epilogue_modes) + sizeof(stub_epilogue_hostile) +
+                             sizeof(stub_epilogue_rest)];
         const struct options_spec spec = {.prog = "tollgate-stub",
                                           .description = stub_about,
                                           .opts = opts,
                                           .nopts = sizeof(opts) / sizeof(opts[0]),
-                                          .epilogue = stub_epilogue};
+                                          .epilogue = epilogue};
         int r;
 
+        snprintf(epilogue, sizeof(epilogue), "%s%s%s", stub_epilogue_modes, stub_epilogue_hostile,
+                 stub_epilogue_rest);
         snprintf(o->host, sizeof(o->host), "127.0.0.1");
         c->host = o->host;
         c->port = 9090;
@@ -449,11 +479,9 @@ static int parse_flags(int argc, char **argv, struct opts *o)
         if (query_mode) {
                 if (stub_mode_parse(query_mode, strlen(query_mode), &why, &c->query_spec) < 0)
                         return bad_flag("--query-mode", why);
-                if (c->query_spec.mode == STUB_REFUSE || c->query_spec.mode == STUB_MIX ||
-                    c->query_spec.mode == STUB_REJECT || c->query_spec.mode == STUB_PROCESSING ||
-                    c->query_spec.mode == STUB_FAIL || c->query_spec.mode == STUB_CALLS)
+                if (!stub_mode_for_query(c->query_spec.mode))
                         return bad_flag("--query-mode", "must be fast, slow, drop, unavailable, "
-                                                        "limited or e500");
+                                                        "limited, e500 or a hostile mode");
         }
         if (c->webhook_url && strncmp(c->webhook_url, "http://", 7) != 0 &&
             strncmp(c->webhook_url, "https://", 8) != 0)

@@ -15,12 +15,15 @@
  *   said LEDGER_NEW, so with proper idempotency no operation executes twice.
  *   In mode fail the key ends through ledger_fail() instead: nothing
  *   executes, the POST answers 500 and queries answer status failed.
+ * - A hostile mode (hostile.h) changes only how the answer prepared here
+ *   goes on the wire, after any execution; redirect answers before any.
  */
 #include "stub.h"
 
 #include "core/encode.h"
 #include "core/strnum.h"
 #include "core/tg_error.h"
+#include "hostile.h"
 #include "ledger.h"
 #include "listener.h"
 #include "platform/clock.h"
@@ -105,6 +108,10 @@ struct req {
         const char *should_retry; /* stripe-like: Stripe-Should-Retry, NULL: none */
         bool drop;
         bool executed;
+        /* A hostile mode's answer (hostile.h), made at the finish from the
+         * one above; hostile_set: it replaces it on the wire. */
+        struct hostile_answer hostile;
+        bool hostile_set;
 };
 
 /* ---------------------------------------------------------------- helpers */
@@ -192,6 +199,7 @@ static void resolve(struct stub_server *srv, struct stub_mode_spec *s, bool quer
                 s->delay_ms = -1;
                 s->processing_ms = -1;
                 s->ra_seconds = -1;
+                s->hostile = -1;
         }
         if (s->delay_ms < 0) {
                 if (s->mode == STUB_SLOW)
@@ -221,6 +229,21 @@ static void mode_at(struct stub_server *srv, tg_mono_ns now, struct stub_mode_sp
 }
 
 /* ------------------------------------------------------------ the answers */
+
+/* A hostile mode's answer from the one prepared (hostile.h). Out of
+ * memory: the plain answer goes instead. */
+static void make_hostile(struct req *r)
+{
+        struct hostile_answer a;
+        if (hostile_answer_make(&r->spec, r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE, r->status,
+                                r->answer, r->path, &a) < 0)
+                return;
+        r->hostile = a;
+        if (a.content_type == a.ctype)
+                r->hostile.content_type = r->hostile.ctype;
+        r->hostile_set = true;
+        r->status = a.status;
+}
 
 /* Runs at arrival (fast) or at the deadline (delayed), on any thread. */
 static void finish(struct req *r)
@@ -311,6 +334,8 @@ static void finish(struct req *r)
                                                        : "executed; the answer comes by query "
                                                          "(calls)",
                              false);
+        if (stub_mode_hostile(r->spec.mode) && !r->drop)
+                make_hostile(r);
         /* Recorded now: a client that left meanwhile never sees it, but this
          * was the answer (and "delivered" will say false). */
         if (r->seq)
@@ -336,6 +361,51 @@ static void on_timer_cancel(void *arg)
         MHD_resume_connection(r->conn);
 }
 
+/* trickle: the connection waits between two bytes (hostile.h's hooks) */
+static void on_wake(void *arg)
+{
+        struct req *r = arg;
+        MHD_resume_connection(r->conn);
+}
+
+static void hostile_wait(void *owner, tg_mono_ns due)
+{
+        struct req *r = owner;
+        r->suspended = true;
+        atomic_fetch_add(&r->srv->suspended, 1);
+        MHD_suspend_connection(r->conn);
+        if (timer_add(r->srv->timer, due, on_wake, r) < 0) {
+                r->drop = true; /* stopping (or no timer slot): the answer ends here */
+                MHD_resume_connection(r->conn);
+        }
+}
+
+static bool hostile_woke(void *owner)
+{
+        struct req *r = owner;
+        if (r->suspended) {
+                r->suspended = false;
+                atomic_fetch_sub(&r->srv->suspended, 1);
+        }
+        return r->drop;
+}
+
+static enum MHD_Result send_hostile(struct req *r)
+{
+        const struct hostile_hooks hooks = {
+            .wait = hostile_wait, .woke = hostile_woke, .owner = r, .conn = r->conn};
+        struct MHD_Response *resp = hostile_response(&r->hostile, &hooks);
+        enum MHD_Result ret;
+
+        if (r->seq)
+                record_answer(r->srv->log, r->seq, r->status, r->executed);
+        if (!resp)
+                return MHD_NO;
+        ret = MHD_queue_response(r->conn, (unsigned int)r->status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
 static enum MHD_Result send_answer(struct req *r)
 {
         struct MHD_Response *resp;
@@ -347,6 +417,8 @@ static enum MHD_Result send_answer(struct req *r)
                         record_answer(r->srv->log, r->seq, 0, r->executed);
                 return MHD_NO; /* MHD closes the connection without a byte of answer */
         }
+        if (r->hostile_set)
+                return send_hostile(r);
         if (!r->answer && r->status == 0)
                 answer_error(r, 500, "internal_error", "stub: no answer prepared", false);
         if (r->seq)
@@ -493,6 +565,9 @@ static enum MHD_Result handle_refund(struct req *r)
                 r->drop = true;
                 return send_answer(r);
         }
+        /* a hop in front of the provider: nothing checked, nothing executed */
+        if (r->spec.mode == STUB_REDIRECT)
+                return answer_after_delay(r);
         if (!caller_ok(r))
                 return send_answer(r);
         switch (r->spec.mode) {
@@ -587,6 +662,8 @@ static enum MHD_Result handle_query(struct req *r)
                 r->drop = true;
                 return send_answer(r);
         }
+        if (r->spec.mode == STUB_REDIRECT)
+                return answer_after_delay(r);
         if (!caller_ok(r))
                 return send_answer(r);
         switch (r->spec.mode) {
@@ -773,10 +850,9 @@ static void admin_mode(struct req *r)
                     stub_mode_parse(json_string_value(v), strlen(json_string_value(v)), &why,
                                     &query) < 0)
                         goto bad;
-                if (query.mode == STUB_REFUSE || query.mode == STUB_MIX ||
-                    query.mode == STUB_REJECT || query.mode == STUB_PROCESSING ||
-                    query.mode == STUB_FAIL || query.mode == STUB_CALLS) {
-                        why = "query_mode must be fast, slow, drop, unavailable, limited or e500";
+                if (!stub_mode_for_query(query.mode)) {
+                        why = "query_mode must be fast, slow, drop, unavailable, limited, e500 "
+                              "or a hostile mode";
                         goto bad;
                 }
                 if (!opt_int(o, "query_delay_ms", &query.delay_ms)) {
@@ -945,6 +1021,7 @@ static void req_free(struct req *r)
                 return;
         free(r->body);
         free(r->answer);
+        hostile_answer_release(&r->hostile);
         free(r);
 }
 

@@ -15,14 +15,35 @@
 #include <string.h>
 
 static const char *const mode_names[STUB_MODE_COUNT] = {
-    "fast", "slow",       "drop", "reject", "unavailable", "limited",
-    "e500", "processing", "fail", "refuse", "calls",       "mix"};
+    "fast",       "slow",    "drop",   "reject", "unavailable", "limited",   "e500",
+    "processing", "fail",    "refuse", "calls",  "reset-body",  "truncated", "invalid",
+    "huge",       "trickle", "ctype",  "contra", "http10",      "redirect",  "mix"};
+
+static const char *const contra_names[] = {"succeeded", "failed", "processing", "error"};
+
+#define MODE_LIST                                                                                  \
+        "fast, slow, drop, reject, unavailable, limited, e500, processing, fail, refuse, calls, "  \
+        "reset-body, truncated, invalid, huge, trickle, ctype, contra, http10, redirect, mix"
 
 const char *stub_mode_name(enum stub_mode mode)
 {
         if ((int)mode < 0 || mode >= STUB_MODE_COUNT)
                 return "?";
         return mode_names[mode];
+}
+
+bool stub_mode_hostile(enum stub_mode mode)
+{
+        return mode >= STUB_RESET_BODY && mode <= STUB_REDIRECT;
+}
+
+/* A query has no refund to reject, fail, process or count calls of, and a
+ * listening socket is the POSTs' (refuse). */
+bool stub_mode_for_query(enum stub_mode mode)
+{
+        return mode == STUB_FAST || mode == STUB_SLOW || mode == STUB_DROP ||
+               mode == STUB_UNAVAILABLE || mode == STUB_LIMITED || mode == STUB_E500 ||
+               stub_mode_hostile(mode);
 }
 
 int stub_mode_from_name(const char *name, size_t len, enum stub_mode *ret_mode)
@@ -80,8 +101,7 @@ int stub_mix_parse(const char *text, size_t len, const char **why, int ret_weigh
                 nlen = (size_t)(eq - text);
                 trim(&name, &nlen);
                 if (stub_mode_from_name(name, nlen, &m) < 0 || m == STUB_REFUSE || m == STUB_MIX) {
-                        *why = "mix member must be one of fast, slow, drop, reject, "
-                               "unavailable, limited, e500, processing, fail, calls";
+                        *why = "mix member must be a mode other than refuse and mix";
                         return TG_EINVAL;
                 }
                 const char *num = eq + 1;
@@ -143,6 +163,101 @@ static void spec_defaults(struct stub_mode_spec *s, enum stub_mode m)
         s->ra_form = STUB_RA_DEFAULT;
         s->ra_seconds = -1;
         s->close_calls = -1;
+        s->hostile = -1;
+}
+
+/* A Content-Type for ctype: a bare media type (it sits in a timeline, where
+ * spaces and ';' separate), or "none". */
+static bool ctype_valid(const char *s, size_t len)
+{
+        if (len == 0 || len > STUB_WORD_MAX)
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '/' || c == '+' || c == '.' || c == '-' || c == '_' || c == '='))
+                        return false;
+        }
+        return true;
+}
+
+/* The parameter of a hostile mode (see --help). */
+static int parse_hostile(enum stub_mode m, const char *param, size_t plen, const char **why,
+                         struct stub_mode_spec *s)
+{
+        const char *dash;
+
+        switch (m) {
+        case STUB_RESET_BODY:
+                if (parse_uint(param, plen, 1 << 20, &s->hostile) < 0) {
+                        *why = "reset-body takes the body bytes sent before the reset, 0..1048576";
+                        return TG_EINVAL;
+                }
+                return 0;
+        case STUB_TRUNCATED:
+        case STUB_INVALID:
+                if (parse_uint(param, plen, 599, &s->hostile) < 0 || s->hostile < 100) {
+                        *why = "the status must be 100..599";
+                        return TG_EINVAL;
+                }
+                return 0;
+        case STUB_HUGE:
+                if (parse_uint(param, plen, STUB_HUGE_MAX, &s->hostile) < 0 || s->hostile < 1) {
+                        *why = "huge takes the body size in bytes, 1..1099511627776";
+                        return TG_EINVAL;
+                }
+                return 0;
+        case STUB_TRICKLE:
+                if (parse_uint(param, plen, 60000, &s->hostile) < 0 || s->hostile < 1) {
+                        *why = "trickle takes the ms between two bytes, 1..60000";
+                        return TG_EINVAL;
+                }
+                return 0;
+        case STUB_CTYPE:
+                if (!ctype_valid(param, plen)) {
+                        *why = "ctype takes a media type (1-63 chars of [A-Za-z0-9/+.=_-]) or none";
+                        return TG_EINVAL;
+                }
+                memcpy(s->ctype, param, plen);
+                s->ctype[plen] = '\0';
+                return 0;
+        case STUB_CONTRA:
+                dash = memchr(param, '-', plen);
+                if (dash && parse_uint(param, (size_t)(dash - param), 599, &s->hostile) == 0 &&
+                    s->hostile >= 100) {
+                        const char *body = dash + 1;
+                        size_t blen = plen - (size_t)(body - param);
+                        for (size_t i = 0; i < sizeof(contra_names) / sizeof(contra_names[0]);
+                             i++) {
+                                if (strlen(contra_names[i]) == blen &&
+                                    memcmp(body, contra_names[i], blen) == 0) {
+                                        s->contra = (enum stub_contra_body)i;
+                                        return 0;
+                                }
+                        }
+                }
+                *why = "contra takes STATUS-BODY: 100..599, then succeeded, failed, processing or "
+                       "error (201-failed)";
+                return TG_EINVAL;
+        case STUB_HTTP10:
+                if (plen != 3 || memcmp(param, "cut", 3) != 0) {
+                        *why = "http10 takes no parameter or cut";
+                        return TG_EINVAL;
+                }
+                s->cut = true;
+                return 0;
+        case STUB_REDIRECT:
+                if (parse_uint(param, plen, 399, &s->hostile) < 0 ||
+                    !(s->hostile == 301 || s->hostile == 302 || s->hostile == 303 ||
+                      s->hostile == 307 || s->hostile == 308)) {
+                        *why = "redirect takes 301, 302, 303, 307 or 308";
+                        return TG_EINVAL;
+                }
+                return 0;
+        default:
+                *why = "this mode takes no parameter";
+                return TG_EINVAL;
+        }
 }
 
 int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_mode_spec *ret_spec)
@@ -162,8 +277,7 @@ int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_
                 trim(&param, &plen);
         }
         if (stub_mode_from_name(text, nlen, &m) < 0) {
-                *why = "unknown mode (fast, slow, drop, reject, unavailable, limited, e500, "
-                       "processing, fail, refuse, calls, mix)";
+                *why = "unknown mode (" MODE_LIST ")";
                 return TG_EINVAL;
         }
         spec_defaults(&s, m);
@@ -223,6 +337,18 @@ int stub_mode_parse(const char *text, size_t len, const char **why, struct stub_
                         if (stub_mix_parse(param, plen, why, s.weights) < 0)
                                 return TG_EINVAL;
                         s.has_weights = true;
+                        break;
+                case STUB_RESET_BODY:
+                case STUB_TRUNCATED:
+                case STUB_INVALID:
+                case STUB_HUGE:
+                case STUB_TRICKLE:
+                case STUB_CTYPE:
+                case STUB_CONTRA:
+                case STUB_HTTP10:
+                case STUB_REDIRECT:
+                        if (parse_hostile(m, param, plen, why, &s) < 0)
+                                return TG_EINVAL;
                         break;
                 default:
                         *why = "this mode takes no parameter";
@@ -413,6 +539,36 @@ void stub_mode_format(const struct stub_mode_spec *s, char *buf, size_t cap)
         case STUB_CALLS:
                 if (s->close_calls > 0) {
                         snprintf(buf, cap, "%s:%lld", name, (long long)s->close_calls);
+                        return;
+                }
+                break;
+        case STUB_RESET_BODY:
+        case STUB_TRUNCATED:
+        case STUB_INVALID:
+        case STUB_HUGE:
+        case STUB_TRICKLE:
+        case STUB_REDIRECT:
+                if (s->hostile >= 0) {
+                        snprintf(buf, cap, "%s:%lld", name, (long long)s->hostile);
+                        return;
+                }
+                break;
+        case STUB_CTYPE:
+                if (s->ctype[0]) {
+                        snprintf(buf, cap, "%s:%s", name, s->ctype);
+                        return;
+                }
+                break;
+        case STUB_CONTRA:
+                if (s->hostile >= 0) {
+                        snprintf(buf, cap, "%s:%lld-%s", name, (long long)s->hostile,
+                                 contra_names[s->contra]);
+                        return;
+                }
+                break;
+        case STUB_HTTP10:
+                if (s->cut) {
+                        snprintf(buf, cap, "%s:cut", name);
                         return;
                 }
                 break;

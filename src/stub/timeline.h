@@ -32,6 +32,17 @@ enum stub_mode {
         STUB_FAIL,
         STUB_REFUSE,
         STUB_CALLS, /* each refund closes at its K-th call: POST 500, queries processing */
+        /* A hostile provider (issue 16): each executes (but redirect) and
+         * answers in a way a careless client could misread. */
+        STUB_RESET_BODY, /* status line, headers, part of the body, then a TCP reset */
+        STUB_TRUNCATED,  /* the body cut in half: broken JSON, complete HTTP */
+        STUB_INVALID,    /* a body that is not JSON */
+        STUB_HUGE,       /* a valid body far larger than any client bound, streamed */
+        STUB_TRICKLE,    /* the body one byte at a time */
+        STUB_CTYPE,      /* the JSON body under another Content-Type */
+        STUB_CONTRA,     /* a status and a body that contradict each other */
+        STUB_HTTP10,     /* an HTTP/1.0 answer: no keep-alive, no chunking, no length */
+        STUB_REDIRECT,   /* 3xx with Location, nothing executed */
         STUB_MIX,
         STUB_MODE_COUNT
 };
@@ -39,6 +50,23 @@ enum stub_mode {
 /* fail: the failure code a query reports when the mode gives none. */
 #define STUB_FAILURE_CODE_DEFAULT "insufficient_funds"
 #define STUB_FAILURE_CODE_MAX     63
+
+#define STUB_WORD_MAX 63
+
+/* contra: what the body says, whatever the status. */
+enum stub_contra_body {
+        STUB_CONTRA_SUCCEEDED,
+        STUB_CONTRA_FAILED,
+        STUB_CONTRA_PROCESSING,
+        STUB_CONTRA_ERROR,
+};
+
+/* Defaults of the hostile modes' parameters (--help has them all). */
+#define STUB_HUGE_DEFAULT     (64LL * 1024 * 1024)
+#define STUB_HUGE_MAX         (1LL << 40)
+#define STUB_TRICKLE_DEFAULT  100
+#define STUB_REDIRECT_DEFAULT 307
+#define STUB_CTYPE_DEFAULT    "text/html"
 
 /* Retry-After forms: a number of seconds, an HTTP-date that many seconds ahead, none. */
 enum stub_ra { STUB_RA_DEFAULT = 0, STUB_RA_SECONDS, STUB_RA_DATE, STUB_RA_NONE };
@@ -61,6 +89,17 @@ struct stub_mode_spec {
         /* calls: the call (POST or query) of a key that answers its final
          * outcome, 1..STUB_CALLS_MAX; -1: STUB_CALLS_DEFAULT. */
         int64_t close_calls;
+        /* The hostile modes' number, -1: the default. reset-body: body
+         * bytes before the reset (default half); truncated, invalid, contra,
+         * redirect: the status (default: the normal answer's; contra 201;
+         * redirect 307); huge: body bytes; trickle: ms between bytes. */
+        int64_t hostile;
+        /* ctype: the Content-Type sent, "none" for no header, "" the
+         * default; contra: the body (enum stub_contra_body); http10: true
+         * to cut the body in half (the close still looks like its end). */
+        char ctype[STUB_WORD_MAX + 1];
+        enum stub_contra_body contra;
+        bool cut;
 };
 #define STUB_CALLS_DEFAULT 2
 #define STUB_CALLS_MAX     100
@@ -77,6 +116,11 @@ struct stub_timeline {
 };
 
 const char *stub_mode_name(enum stub_mode mode);
+/* Whether a mode may be the mode of queries (--query-mode). */
+bool stub_mode_for_query(enum stub_mode mode);
+/* Whether a mode answers through hostile.c (one of the hostile modes). */
+bool stub_mode_hostile(enum stub_mode mode);
+
 /* Returns 0 and the mode for a name, TG_EINVAL for an unknown name. */
 int stub_mode_from_name(const char *name, size_t len, enum stub_mode *ret_mode);
 

@@ -124,6 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         memcpy(head, data, hn);
         head[hn] = '\0';
+        hdrs.content_type = NULL; /* the body is read */
         hdrs.n = 2;
         hdrs.name[0] = "stripe-should-retry";
         hdrs.value[0] = head;

@@ -62,6 +62,10 @@ class Flags(unittest.TestCase):
                      "--webhook-delay-ms", "--webhook-drop-rate", "--time-scale"]:
             self.assertIn(flag, out.stdout)
         self.assertIn("slow:3000", out.stdout)  # the timeline example
+        for mode in ["reset-body[:N]", "truncated[:S]", "invalid[:S]", "huge[:N]",
+                     "trickle[:MS]", "ctype[:TYPE]", "contra[:S-BODY]", "http10[:cut]",
+                     "redirect[:S]"]:
+            self.assertIn("  " + mode, out.stdout)
 
     def test_bad_flags_exit_non_zero_naming_the_flag(self):
         for argv, flag in [(["--delay-ms", "abc"], "--delay-ms"),
@@ -608,6 +612,276 @@ class QueryModes(unittest.TestCase):
             self.assertEqual(s.query("op-q")[0], 429)
             recs = s.arrivals()
             self.assertEqual(recs[-1]["mode"], "limited:1")
+
+
+def raw_exchange(port, method, path, body=b"", headers=None, timeout=5.0, give_up_after=None):
+    """One request on a raw socket, read until the server closes, resets or
+    the timeout: (head, body, end, body_recv_times), end "close", "reset" or
+    "timeout"; give_up_after=N closes our side after N body bytes ("gave_up").
+    Nothing of the answer is interpreted: the hostile modes' wire is checked
+    byte for byte."""
+    hdrs = {"Host": "127.0.0.1", "Connection": "close", "Content-Length": str(len(body))}
+    hdrs.update(headers or {})
+    req = ("%s %s HTTP/1.1\r\n" % (method, path)
+           + "".join("%s: %s\r\n" % kv for kv in hdrs.items()) + "\r\n").encode() + body
+    data, times, end = b"", [], "close"
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(req)
+        deadline = time.monotonic() + timeout
+        while True:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = sock.recv(65536)
+            except ConnectionResetError:
+                end = "reset"
+                break
+            except socket.timeout:
+                end = "timeout"
+                break
+            if not chunk:
+                break
+            data += chunk
+            if b"\r\n\r\n" in data:
+                times.append((time.monotonic(), len(data) - data.index(b"\r\n\r\n") - 4))
+                if give_up_after is not None and times[-1][1] >= give_up_after:
+                    end = "gave_up"
+                    break
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head.decode("latin-1"), rest, end, times
+
+
+def head_fields(head):
+    """(status line, {lower-case name: value}) of a raw answer head."""
+    lines = head.split("\r\n")
+    return lines[0], {k.strip().lower(): v.strip() for k, v in
+                      (ln.split(":", 1) for ln in lines[1:] if ":" in ln)}
+
+
+class Hostile(unittest.TestCase):
+    """The hostile provider's modes on the wire (issue 16, --help): each
+    answer byte for byte, what executed, and the arrival record. Plain HTTP
+    in PROVIDER.md's shape: the raw socket reads what the stub wrote."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.stub = start_stub(tls="", profile="provider-md")
+
+    @classmethod
+    def tearDownClass(cls):
+        # a clean stop after every hostile answer: exit 0, and under
+        # ASan+UBSan no report (leaks included)
+        code = cls.stub.stop()
+        err = cls.stub.stderr_text()
+        cls.stub.close()
+        if code != 0 or "Sanitizer" in err or "runtime error:" in err:
+            raise AssertionError("tollgate-stub stopped with %s:\n%s" % (code, err[-4000:]))
+
+    def post(self, mode, key, **kw):
+        """POST key under mode (this request only); the raw answer."""
+        self.stub.set_mode(mode=mode, count=1)
+        body = json.dumps(dict(BODY, operation_id=key)).encode()
+        return raw_exchange(self.stub.port, "POST", "/v1/refunds", body,
+                            {"Content-Type": "application/json", "Idempotency-Key": key}, **kw)
+
+    def success(self, key):
+        """The success body the stub stored for key (its replay, 200)."""
+        self.stub.set_mode(mode="fast", count=1)
+        status, _, raw = tgtest.http_request("POST", self.stub.url + "/v1/refunds",
+                                             dict(BODY, operation_id=key),
+                                             {"Idempotency-Key": key})
+        self.assertEqual(status, 200)
+        return raw
+
+    def last(self):
+        return self.stub.arrivals()[-1]
+
+    def test_reset_body_sends_part_of_the_body_then_a_reset(self):
+        head, body, end, _ = self.post("reset-body:20", "h-reset")
+        line, h = head_fields(head)
+        self.assertEqual(line, "HTTP/1.1 201 Created")
+        full = self.success("h-reset")
+        self.assertEqual(int(h["content-length"]), len(full))
+        self.assertEqual((body, end), (full[:20], "reset"))
+        self.assertEqual(self.stub.executions("h-reset"), 1)
+        # default: half the body, always short of the whole
+        head, body, end, _ = self.post("reset-body", "h-reset2")
+        full = self.success("h-reset2")
+        self.assertEqual((body, end), (full[:len(full) // 2], "reset"))
+        rec = self.stub.arrivals()[-2]
+        self.assertEqual((rec["mode"], rec["answer"], rec["executed"], rec["delivered"]),
+                         ("reset-body", 201, True, False))
+
+    def test_truncated_and_invalid_json_are_complete_http(self):
+        for mode, status in (("truncated", 201), ("truncated:200", 200)):
+            key = "h-" + mode.replace(":", "-")
+            head, body, end, _ = self.post(mode, key)
+            line, h = head_fields(head)
+            self.assertTrue(line.startswith("HTTP/1.1 %d " % status), line)
+            full = self.success(key)
+            self.assertEqual(body, full[:len(full) // 2])
+            self.assertEqual((int(h["content-length"]), end), (len(body), "close"))
+            self.assertEqual(h["content-type"], "application/json")
+            self.assertRaises(ValueError, json.loads, body)
+        head, body, end, _ = self.post("invalid", "h-invalid")
+        self.assertTrue(head.startswith("HTTP/1.1 201 "), head)
+        full = self.success("h-invalid")
+        self.assertEqual(body, full[:-1] + b",}")
+        self.assertRaises(ValueError, json.loads, body)
+        self.assertEqual(self.stub.executions("h-invalid"), 1)
+        head, _, _, _ = self.post("invalid:200", "h-invalid2")
+        self.assertTrue(head.startswith("HTTP/1.1 200 "), head)
+
+    def test_huge_streams_a_valid_body_without_holding_it(self):
+        head, body, end, _ = self.post("huge:2000000", "h-huge")
+        _, h = head_fields(head)
+        self.assertEqual((int(h["content-length"]), len(body), end), (2000000, 2000000, "close"))
+        doc = json.loads(body)
+        self.assertEqual((doc["status"], doc["operation_id"]), ("succeeded", "h-huge"))
+        self.assertEqual(doc["pad"], "x" * len(doc["pad"]))
+        # the default, 64 MiB, read and counted: the stub's peak memory stays
+        # far below it (it generates the bytes as they go)
+        self.stub.set_mode(mode="huge", count=1)
+        with socket.create_connection(("127.0.0.1", self.stub.port), timeout=10) as sock:
+            payload = json.dumps(dict(BODY, operation_id="h-huge2")).encode()
+            sock.sendall(b"POST /v1/refunds HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                         b"Content-Type: application/json\r\nIdempotency-Key: h-huge2\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(payload) + payload)
+            got = 0
+            while True:
+                chunk = sock.recv(1 << 20)
+                if not chunk:
+                    break
+                got += len(chunk)
+        self.assertGreater(got, 64 * 1024 * 1024)
+        self.assertLess(vm_hwm_kib(self.stub.pid), 32 * 1024)
+
+    def test_trickle_sends_the_body_a_byte_at_a_time(self):
+        t0 = time.monotonic()
+        head, body, end, times = self.post("trickle:10", "h-trickle")
+        elapsed = time.monotonic() - t0
+        self.assertTrue(head.startswith("HTTP/1.1 201 "), head)
+        self.assertEqual(body, self.success("h-trickle"))
+        self.assertEqual(end, "close")
+        # one byte per read, ~10 ms apart
+        self.assertGreaterEqual(len(times), len(body) - 2)
+        self.assertGreaterEqual(elapsed, (len(body) - 1) * 0.010 * 0.9)
+        # a client that leaves half way costs the stub nothing
+        head, body, end, _ = self.post("trickle:10", "h-trickle2", give_up_after=5)
+        self.assertEqual(end, "gave_up")
+        tgtest.wait_until(lambda: self.stub.state()["open_requests"] == 0,
+                          what="the trickle noticed the client left")
+        rec = self.stub.arrivals()[-1]
+        self.assertEqual((rec["mode"], rec["answer"], rec["delivered"]), ("trickle:10", 201, False))
+        self.assertEqual(self.stub.executions("h-trickle2"), 1)
+
+    def test_ctype_puts_the_json_under_another_content_type(self):
+        for mode, want in (("ctype", "text/html"), ("ctype:text/plain", "text/plain"),
+                           ("ctype:none", None)):
+            key = "h-" + mode.replace(":", "-").replace("/", "-")
+            head, body, _, _ = self.post(mode, key)
+            _, h = head_fields(head)
+            self.assertEqual(h.get("content-type"), want, mode)
+            self.assertEqual(json.loads(body)["status"], "succeeded")
+            self.assertEqual(self.stub.executions(key), 1)
+
+    def test_contra_says_one_thing_in_the_status_and_another_in_the_body(self):
+        for mode, status, check in (
+                ("contra", 201, lambda d: d["status"] == "failed" and
+                 d["failure_code"] == "contra"),
+                ("contra:200-error", 200, lambda d: d["error"]["code"] == "invalid_request"),
+                ("contra:500-succeeded", 500, lambda d: d["status"] == "succeeded"),
+                ("contra:422-succeeded", 422, lambda d: d["status"] == "succeeded"),
+                ("contra:503-processing", 503, lambda d: d["status"] == "processing")):
+            key = "h-" + mode.replace(":", "-")
+            head, body, _, _ = self.post(mode, key)
+            self.assertTrue(head.startswith("HTTP/1.1 %d " % status), (mode, head))
+            self.assertTrue(check(json.loads(body)), (mode, body))
+            self.assertEqual(self.stub.executions(key), 1, mode)
+        self.assertEqual(self.last()["mode"], "contra:503-processing")
+
+    def test_http10_closes_to_end_the_body(self):
+        head, body, end, _ = self.post("http10", "h-10")
+        line, h = head_fields(head)
+        self.assertEqual(line, "HTTP/1.0 201 Created")
+        self.assertEqual(h.get("connection"), "close")
+        self.assertNotIn("content-length", h)
+        self.assertNotIn("transfer-encoding", h)
+        self.assertEqual((body, end), (self.success("h-10"), "close"))
+        head, body, end, _ = self.post("http10:cut", "h-10cut")
+        full = self.success("h-10cut")
+        self.assertEqual((body, end), (full[:len(full) // 2], "close"))
+
+    def test_redirect_executes_nothing(self):
+        for mode, line in (("redirect", "HTTP/1.1 307 Temporary Redirect"),
+                           ("redirect:301", "HTTP/1.1 301 Moved Permanently"),
+                           ("redirect:308", "HTTP/1.1 308 Permanent Redirect")):
+            key = "h-" + mode.replace(":", "-")
+            head, body, _, _ = self.post(mode, key)
+            got, h = head_fields(head)
+            self.assertEqual(got, line)
+            self.assertEqual(h["location"], "/moved/v1/refunds")
+            self.assertEqual(h["content-type"], "text/html")
+            self.assertIn(b"/moved/v1/refunds", body)
+            self.assertEqual(self.stub.executions(key), 0)
+            rec = self.last()
+            self.assertEqual((rec["answer"], rec["executed"]), (int(line.split()[1]), False))
+
+    def test_hostile_query_modes(self):
+        s = self.stub
+        s.set_mode(mode="fast", count=1)
+        self.assertEqual(s.refund("h-q")[0], 201)
+        try:
+            s.set_mode(query_mode="redirect")
+            status, hdrs, _ = s.query("h-q")
+            self.assertEqual((status, hdrs["location"]), (307, "/moved/v1/refunds/h-q"))
+            s.set_mode(query_mode="contra:404-succeeded")
+            status, _, body = s.query("h-q")
+            self.assertEqual((status, body["status"]), (404, "succeeded"))
+            s.set_mode(query_mode="truncated")
+            status, _, body = s.query("h-q")
+            self.assertEqual(status, 200)
+            self.assertIsInstance(body, str)  # not JSON
+            s.set_mode(query_mode="ctype:text/plain")
+            status, hdrs, body = s.query("h-q")
+            self.assertEqual((status, hdrs["content-type"], body["status"]),
+                             (200, "text/plain", "succeeded"))
+            s.set_mode(query_mode="reset-body:3")
+            head, body, end, _ = raw_exchange(s.port, "GET", "/v1/refunds/h-q")
+            self.assertEqual((head.split("\r\n")[0], body, end),
+                             ("HTTP/1.1 200 OK", b'{"o', "reset"))
+            self.assertEqual(s.state()["query_mode"], "reset-body:3")
+        finally:
+            s.set_mode(query_mode="fast")
+
+    def test_bad_parameters_are_refused_naming_the_mode(self):
+        for mode in ("reset-body:x", "truncated:99", "invalid:600", "huge:0", "trickle:0",
+                     "trickle:60001", "ctype:text/plain;charset=utf-8", "ctype:", "contra:201",
+                     "contra:201-maybe", "contra:x-failed", "http10:half", "redirect:200",
+                     "redirect:304"):
+            status, _, body = self.stub.request("POST", "/_stub/mode", {"mode": mode})
+            self.assertEqual(status, 400, mode)
+        status, _, body = self.stub.request("POST", "/_stub/mode", {"query_mode": "reject"})
+        self.assertEqual(status, 400)
+        self.assertIn("hostile", body["error"]["message"])
+        # a hostile member of mix, and in a timeline
+        self.stub.set_mode(mode="mix", mix="fast=1,truncated=1", count=1)
+        self.stub.set_mode(timeline="contra:500-succeeded 1s; fast")
+        self.assertEqual(self.stub.state()["timeline"], "contra:500-succeeded 1000ms; fast")
+        self.stub.set_mode(mode="fast")
+        out = subprocess.run([tgtest.binary("tollgate-stub"), "--mode", "trickle:0"],
+                             capture_output=True, text=True, timeout=10)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--mode", out.stderr)
+        self.assertIn("trickle", out.stderr)
+
+
+def vm_hwm_kib(pid):
+    """A process's peak resident set (VmHWM), KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmHWM for %d" % pid)
 
 
 class Webhook(unittest.TestCase):

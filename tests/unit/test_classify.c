@@ -108,6 +108,24 @@ static const struct row post_rows[] = {
     {"422 key reused, not json", P, OK, 422, NO_JSON, "idempotency_key_reused", "",
      TG_CLASS_REJECTED},
     {"400 key reused code", P, OK, 400, JSON, "idempotency_key_reused", "", TG_CLASS_REJECTED},
+    /* a refusal or an error whose body says the refund executed or is
+     * still running contradicts itself: it may have executed, so it is
+     * neither rejected nor retryable (issue 16, a hostile provider) */
+    {"422 status succeeded", P, OK, 422, JSON, "", "succeeded", TG_CLASS_UNKNOWN},
+    {"422 invalid_request, status succeeded", P, OK, 422, JSON, "invalid_request", "succeeded",
+     TG_CLASS_UNKNOWN},
+    {"400 status processing", P, OK, 400, JSON, "", "processing", TG_CLASS_UNKNOWN},
+    {"404 status succeeded", P, OK, 404, JSON, "", "succeeded", TG_CLASS_UNKNOWN},
+    {"429 status succeeded", P, OK, 429, JSON, "rate_limited", "succeeded", TG_CLASS_UNKNOWN},
+    {"503 status processing", P, OK, 503, JSON, "", "processing", TG_CLASS_UNKNOWN},
+    {"599 status succeeded", P, OK, 599, JSON, "", "succeeded", TG_CLASS_UNKNOWN},
+    /* ... but a body that agrees, or that is not read, changes nothing */
+    {"422 status failed", P, OK, 422, JSON, "", "failed", TG_CLASS_REJECTED},
+    {"422 succeeded, not json", P, OK, 422, NO_JSON, "", "succeeded", TG_CLASS_REJECTED},
+    {"503 succeeded, not json", P, OK, 503, NO_JSON, "", "succeeded", TG_CLASS_RETRYABLE},
+    /* and a reused key stays a case for review whatever its body says */
+    {"422 key reused, status succeeded", P, OK, 422, JSON, "idempotency_key_reused", "succeeded",
+     TG_CLASS_KEY_REUSED},
     /* 409 in use: reconcile */
     {"409 in use", P, OK, 409, JSON, "idempotency_key_in_use", "", TG_CLASS_UNKNOWN},
     {"409 no code", P, OK, 409, NO_JSON, "", "", TG_CLASS_UNKNOWN},

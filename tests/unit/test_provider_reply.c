@@ -377,6 +377,63 @@ static void test_parse_then_classify(void **state)
         classifier_free(c);
 }
 
+/* The body is read as JSON only when its Content-Type says JSON, or says
+ * nothing: a 201 of text/html or text/plain is not a clear answer however
+ * JSON it looks (issue 16, a hostile provider). */
+static void test_content_type(void **state)
+{
+        (void)state;
+        static const char body[] = "{\"refund_id\":\"re_1\",\"status\":\"succeeded\"}";
+        struct classifier *c;
+        struct {
+                const char *type;
+                bool json;
+        } rows[] = {
+            {NULL, true},
+            {"", true},
+            {"application/json", true},
+            {"application/json; charset=utf-8", true},
+            {"Application/JSON", true},
+            {"application/json ;charset=UTF-8", true},
+            {"application/problem+json", true},
+            {"application/vnd.provider.v2+json; q=1", true},
+            {"text/html", false},
+            {"text/html; charset=utf-8", false},
+            {"text/plain", false},
+            {"text/json", false},
+            {"application/jsonx", false},
+            {"application/json-seq", false},
+            {"application/x-www-form-urlencoded", false},
+            {"application/", false},
+            {"+json", false},
+            {"application/+json", false},
+            {"json", false},
+            {" ", false},
+        };
+
+        assert_int_equal(classifier_new_default(&c), 0);
+        for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+                struct provider_reply r = stale_reply();
+                struct provider_reply_headers h = {.content_type = rows[i].type};
+                int rc = provider_reply_read(NULL, body, strlen(body), &h, &r);
+                if (provider_reply_json_type(rows[i].type) != rows[i].json)
+                        fail_msg("row %zu (%s): json_type says %d", i, rows[i].type, !rows[i].json);
+                if (rows[i].json) {
+                        assert_int_equal(rc, 0);
+                        assert_true(r.body_is_json);
+                        assert_string_equal(r.status, "succeeded");
+                        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_SUCCEEDED);
+                } else {
+                        assert_int_equal(rc, TG_EPARSE);
+                        assert_not_json(&r);
+                        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_UNKNOWN);
+                        r.http_status = 200;
+                        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NO_ANSWER);
+                }
+        }
+        classifier_free(c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -385,6 +442,7 @@ int main(void)
             cmocka_unit_test(test_duplicates),      cmocka_unit_test(test_nul_bytes),
             cmocka_unit_test(test_truncation),      cmocka_unit_test(test_huge),
             cmocka_unit_test(test_arguments),       cmocka_unit_test(test_parse_then_classify),
+            cmocka_unit_test(test_content_type),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
