@@ -118,6 +118,16 @@ struct dispatcher {
          * call, and no call starts while one waits. */
         struct settle_args *unsettled;
         unsigned n_unsettled;
+        /* Claims the store could not take back (store_release failed):
+         * their operations stay in flight until it does, so they are asked
+         * again with the outcomes, and nothing is claimed or started
+         * meanwhile. Bounded: they come from the ready queue, which no claim
+         * refills while one waits here. */
+        struct unreleased {
+                int64_t op_id, call_id;
+                char why[32];
+        } unreleased[READY_MAX];
+        unsigned n_unreleased;
         uint64_t claim_failures; /* in a row */
         tg_mono_ns next_settle_retry;
         const char *failpoint;
@@ -380,13 +390,30 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
         oc->used = false;
 }
 
-/* Asks the store again for outcomes it could not take. */
-static void retry_unsettled(struct dispatcher *d, tg_mono_ns now)
+/* The store owes us an outcome or a release: nothing starts until it took
+ * them. */
+static bool store_owes(const struct dispatcher *d)
+{
+        return d->n_unsettled > 0 || d->n_unreleased > 0;
+}
+
+/* Asks the store again for outcomes and releases it could not take. */
+static void retry_unsettled(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
         unsigned kept = 0;
 
-        if (d->n_unsettled == 0 || now < d->next_settle_retry)
+        if (!store_owes(d) || now < d->next_settle_retry)
                 return;
+        for (unsigned i = 0; i < d->n_unreleased; i++) {
+                const struct unreleased *u = &d->unreleased[i];
+                int r =
+                    store_release(d->store, d->own.epoch, u->op_id, u->call_id, now, wall, u->why);
+                /* fenced: a newer owner recovers it */
+                if (r < 0 && r != TG_EFENCED)
+                        d->unreleased[kept++] = *u;
+        }
+        d->n_unreleased = kept;
+        kept = 0;
         for (unsigned i = 0; i < d->n_unsettled; i++) {
                 int r = store_settle(d->store, &d->unsettled[i]);
                 if (r == TG_EFENCED) {
@@ -400,7 +427,7 @@ static void retry_unsettled(struct dispatcher *d, tg_mono_ns now)
         }
         d->n_unsettled = kept;
         d->next_settle_retry = now + SETTLE_RETRY_NS;
-        if (kept == 0)
+        if (!store_owes(d))
                 log_emit(LOG_INFO, "exit_resumed_store", NULL);
 }
 
@@ -502,6 +529,17 @@ static void release_claim(struct dispatcher *d, const struct open_call *rc, cons
         json_object_set_new(f, "why", json_string(why));
         if (r < 0)
                 json_object_set_new(f, "store_error", json_string(tg_strerror(r)));
+        /* A release the store could not take leaves the operation in
+         * flight, where no sweep looks: ask again until it does (fenced: a
+         * newer owner recovers it). */
+        if (r < 0 && r != TG_EFENCED && d->n_unreleased < READY_MAX) {
+                struct unreleased *u = &d->unreleased[d->n_unreleased++];
+                u->op_id = rc->op.id;
+                u->call_id = rc->call.id;
+                snprintf(u->why, sizeof(u->why), "%s", why);
+                if (d->n_unsettled == 0 && d->n_unreleased == 1)
+                        d->next_settle_retry = now + SETTLE_RETRY_NS;
+        }
         log_emit(r < 0 ? LOG_WARN : LOG_INFO, "claim_released", f);
 }
 
@@ -640,7 +678,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 
         /* idle_until: the store had nothing to claim a moment ago; a claim
          * made ahead is work all the same */
-        if (d->lost || stopping(d) || d->n_unsettled > 0 || (now < d->idle_until && !d->nready))
+        if (d->lost || stopping(d) || store_owes(d) || (now < d->idle_until && !d->nready))
                 return;
         tg_mono_ns slot = pacer_next_slot(d->pacer);
         /* the request goes on the wire at its slot, or now if that is past
@@ -729,8 +767,8 @@ static void refill(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         unsigned want = ready_want(d);
         int r;
 
-        if (d->lost || stopping(d) || d->n_unsettled > 0 || now < d->idle_until ||
-            d->nready >= want || pacer_held(d->pacer, now))
+        if (d->lost || stopping(d) || store_owes(d) || now < d->idle_until || d->nready >= want ||
+            pacer_held(d->pacer, now))
                 return;
         /* A call on its way to the wire (its connect in progress) comes
          * first: claim once it is out, an interval before the next slot. */
@@ -788,7 +826,14 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
 
         if (d->env->open_calls(d->env->ctx) > 0 && now + IDLE_RECHECK_NS < until)
                 until = now + IDLE_RECHECK_NS; /* a drain or a lost owner waits for replies */
-        if (!d->lost && !stopping(d) && pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
+        if (store_owes(d)) {
+                /* nothing starts until the store takes what it owes: wake
+                 * for the next try, not for a slot the loop may not use (it
+                 * would come round again at once, and again, spinning) */
+                if (d->next_settle_retry < until)
+                        until = d->next_settle_retry;
+        } else if (!d->lost && !stopping(d) &&
+                   pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
                 tg_mono_ns at = pacer_start_at(d->pacer, now);
                 if (at != TG_MONO_NEVER) {
                         tg_mono_ns handoff = handoff_time(d, at);
@@ -811,7 +856,7 @@ int dispatcher_turn(struct dispatcher *d)
         tg_wall_ms wall = env->wall_now(env->ctx);
 
         settle_finished(d, now, wall);
-        retry_unsettled(d, now);
+        retry_unsettled(d, now, wall);
         if (stopping(d) || d->lost)
                 release_ready(d, stopping(d) ? "stop" : "owner lost", now, wall);
         if ((stopping(d) || d->lost) && env->open_calls(env->ctx) == 0) {
@@ -827,6 +872,7 @@ int dispatcher_turn(struct dispatcher *d)
                  * pacer is kept: the next slot still counts from our last
                  * actual start. */
                 d->n_unsettled = 0;
+                d->n_unreleased = 0;
                 d->lost = false;
                 r = ownership_rejoin(&d->own);
                 set_grid(d);

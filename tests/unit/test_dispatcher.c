@@ -44,6 +44,7 @@
 #include "daemon/log.h"
 #include "sim/sim_env.h"
 #include "store/store.h"
+#include "store/store_faults.h"
 
 #define WALL0      1700000000000LL
 #define MS         TG_NS_PER_MS
@@ -103,11 +104,13 @@ struct fx {
         volatile sig_atomic_t stop;
         struct dispatcher_options opt;
         struct dispatcher *d;
+        /* the store's writes fail from fail_from until fail_until (virtual) */
+        tg_mono_ns fail_from, fail_until;
 };
 
 static void fake_init(struct fx *x, struct fake *f, provider_fn provider)
 {
-        struct sim_provider p = {.handoff = f_handoff, .ctx = f};
+        struct sim_env_provider p = {.handoff = f_handoff, .ctx = f};
 
         memset(f, 0, sizeof(*f));
         f->clock = (struct sim_clock){.mono = 1000 * MS, .wall0 = WALL0};
@@ -116,6 +119,23 @@ static void fake_init(struct fx *x, struct fake *f, provider_fn provider)
         assert_int_equal(sim_env_new(&f->clock, &p, f->store, 7, false, &f->sim), 0);
         sim_env_record(f->sim, f->starts, MAX_STARTS);
         f->env = sim_env_exit(f->sim);
+}
+
+/* A store whose writes fail in the fixture's window (fail_from, fail_until). */
+static enum store_fault failing_writes(void *ctx, bool write)
+{
+        struct fx *x = ctx;
+        tg_mono_ns now = x->fake.clock.mono;
+
+        return write && now >= x->fail_from && now < x->fail_until ? STORE_FAULT_IO
+                                                                   : STORE_FAULT_NONE;
+}
+
+static void fail_writes_in_window(struct fx *x)
+{
+        struct store_fault_hooks h = {.before = failing_writes, .ctx = x};
+
+        assert_int_equal(store_faults_wrap(x->fake.store, &h), 0);
 }
 
 /* The process is gone: its dispatcher (if any) first, then its env and store. */
@@ -869,6 +889,68 @@ static void test_stop_drains(void **state)
         assert_false(dispatcher_lost(x->d));
 }
 
+/* The store cannot take an outcome for a while: the exit starts nothing,
+ * and its loop waits for the next try instead of turning again at once
+ * (tollgate-sim found it spinning: a slot it may not use looked due). Once
+ * the store is back, the outcome is settled. */
+static void test_store_down_does_not_spin(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct op_record op;
+
+        open_dispatcher(x, fast);
+        fail_writes_in_window(x);
+        accept_n(x, 2, "down");
+        while (n_starts(f) == 0)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        /* the answer comes back 80 ms later; the store fails from now on */
+        x->fail_from = f->clock.mono;
+        x->fail_until = TG_MONO_NEVER;
+        tg_mono_ns t0 = f->clock.mono;
+        for (int i = 0; i < 100; i++)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        /* a turn per settle retry (200 ms) or housekeeping second, not 100
+         * turns in no time */
+        assert_true(f->clock.mono - t0 >= 5 * TG_NS_PER_S);
+        assert_int_equal(n_starts(f), 1);
+        assert_int_equal(store_get(x->fake.store, "down-000", &op), 0);
+        assert_int_equal(op.state, OP_IN_FLIGHT);
+        x->fail_until = f->clock.mono;
+        run_until_settled(x, 20 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 2);
+}
+
+/* A claim made ahead is given back at its deadline while the store fails:
+ * it is asked again once the store is back, so the operation does not stay
+ * in flight for good (tollgate-sim found it there, never in manual); then
+ * the sweep sends it to manual. */
+static void test_release_retried_when_the_store_fails(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct op_record op;
+
+        x->cfg.exit.starts_per_second = 0.5; /* 2 s between starts */
+        x->cfg.policy.deadline_ms = 3000;
+        open_dispatcher(x, fast);
+        fail_writes_in_window(x);
+        accept_n(x, 3, "rel");
+        while (n_starts(f) == 0)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        /* the third is claimed ahead for +4 s, past its deadline; the store
+         * fails when it is given back (nothing else is waiting for it) */
+        x->fail_from = f->starts[0].at + 3500 * MS;
+        x->fail_until = f->starts[0].at + 4100 * MS;
+        run_until_settled(x, 30 * TG_NS_PER_S);
+        assert_int_equal(n_starts(f), 2);
+        assert_int_equal(store_get(x->fake.store, "rel-002", &op), 0);
+        assert_int_equal(op.state, OP_MANUAL);
+        assert_int_equal(op.reason, MANUAL_DEADLINE);
+        assert_int_equal(op.attempts, 0);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 2);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -890,6 +972,9 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_caller_deadline_cuts_timeout, setup, teardown),
             cmocka_unit_test_setup_teardown(test_deadline_cuts_a_later_call, setup, teardown),
             cmocka_unit_test_setup_teardown(test_trace_context, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_store_down_does_not_spin, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_release_retried_when_the_store_fails, setup,
+                                            teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
