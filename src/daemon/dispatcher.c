@@ -979,6 +979,8 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
          * pacer: nothing carried over from before, no catch-up. */
         dispatcher_share_config(cfg, &d->share_cfg);
         r = pacer_new(&d->share_cfg, &d->pacer);
+        if (r == 0)
+                d->own.spacing_ns = pacer_interval(d->pacer);
         if (r == 0 && shares > 1) {
                 /* the account's spacing (with its margin), plus the skew */
                 struct pacer_config acct = {.starts_per_second = cfg->exit.starts_per_second,

@@ -118,10 +118,18 @@ int ownership_take_over(struct ownership *o)
                 /* The previous owner's calls may still be open at the
                  * provider: wait out one full call timeout before sending.
                  * (This clears our own waiting budget only; it does not prove
-                 * the provider stopped: unknowns are still reconciled.) */
+                 * the provider stopped: unknowns are still reconciled.) Its
+                 * last start may have been a moment ago, and our pacer
+                 * starts empty: wait the spacing at least, or a timeout
+                 * shorter than 1/rate would let our first start come too
+                 * close after it. */
+                tg_mono_ns wait = o->provider_timeout_ms * TG_NS_PER_MS;
+                if (wait < o->spacing_ns)
+                        wait = o->spacing_ns;
                 log_emit(LOG_INFO, "takeover_wait",
-                         json_pack("{s:I}", "wait_ms", (json_int_t)o->provider_timeout_ms));
-                if (!ownership_wait(o, o->provider_timeout_ms * TG_NS_PER_MS))
+                         json_pack("{s:I}", "wait_ms",
+                                   (json_int_t)((wait + TG_NS_PER_MS - 1) / TG_NS_PER_MS)));
+                if (!ownership_wait(o, wait))
                         return 1;
         }
         r = store_recover(o->env->store, o->epoch, o->policy, o->env->wall_now(o->env->ctx), &n);

@@ -4,8 +4,9 @@
  * of the account, or wait as a standby while every share is held (unless
  * --no-wait); refuse to run beside a dispatcher of another split; after a
  * takeover, wait out one full call timeout (the previous owner's calls may
- * still be open at the provider) and turn the previous owner's in_flight
- * operations into unknown, to be reconciled. A dispatcher that lost its lock
+ * still be open at the provider), or the share's spacing when that is longer
+ * (its last start may be that recent), and turn the previous owner's
+ * in_flight operations into unknown, to be reconciled. A dispatcher that lost its lock
  * (a database restart) rejoins the same way under a new epoch.
  *
  * Every wait goes through the exit's environment and ends early when a stop
@@ -27,6 +28,10 @@ struct ownership {
         const struct exit_env *env;
         struct store_split split; /* the account's, as configured */
         int64_t provider_timeout_ms;
+        /* the share's spacing between starts: the previous owner's last
+         * start may be this recent, and a new owner starts with an empty
+         * pacer */
+        tg_mono_ns spacing_ns;
         const struct policy_config *policy;
         bool no_wait;
         volatile sig_atomic_t *stop;    /* set by a signal handler */

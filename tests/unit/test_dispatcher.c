@@ -951,6 +951,52 @@ static void test_release_retried_when_the_store_fails(void **state)
         assert_int_equal(count_state(x, OP_SUCCEEDED), 2);
 }
 
+/* A new owner whose call timeout is shorter than 1/rate waits 1/rate: the
+ * previous owner's last start may be a moment ago (tollgate-sim found the
+ * new owner's first start 645 ms after it, at 0.5/s). */
+static void test_takeover_waits_the_spacing(void **state)
+{
+        struct fx *x = *state;
+        struct fake old;
+        struct dispatcher *a = NULL;
+
+        x->cfg.exit.starts_per_second = 0.5;
+        x->cfg.provider_timeout_ms = 250;
+        fake_init(x, &old, fast);
+        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, old.env, &a), 0);
+        assert_int_equal(dispatcher_open(a), 0);
+        {
+                struct refund_request r;
+                struct op_record op;
+                bool created = false;
+
+                for (int i = 0; i < 2; i++) {
+                        memset(&r, 0, sizeof(r));
+                        snprintf(r.operation_id, sizeof(r.operation_id), "gap-%d", i);
+                        snprintf(r.payment_id, sizeof(r.payment_id), "pay-%d", i);
+                        r.amount = 100;
+                        memcpy(r.currency, "TWD", 4);
+                        assert_int_equal(store_accept(old.store, &r, f_wall(&old), &x->cfg.policy,
+                                                      &created, &op),
+                                         0);
+                }
+        }
+        while (n_starts(&old) == 0 || old.clock.mono < old.starts[0].at)
+                assert_int_equal(dispatcher_turn(a), 0);
+        tg_mono_ns last = old.starts[0].at;
+        dispatcher_free(a);
+        fake_release(&old);
+
+        /* the new owner, on the same machine a moment later */
+        fake_init(x, &x->fake, fast);
+        x->fake.clock.mono = old.clock.mono;
+        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, x->fake.env, &x->d), 0);
+        assert_int_equal(dispatcher_open(x->d), 0);
+        run_until_settled(x, 30 * TG_NS_PER_S);
+        assert_true(n_starts(&x->fake) >= 1);
+        assert_true(x->fake.starts[0].at - last >= 2000 * MS);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -975,6 +1021,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_store_down_does_not_spin, setup, teardown),
             cmocka_unit_test_setup_teardown(test_release_retried_when_the_store_fails, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(test_takeover_waits_the_spacing, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
