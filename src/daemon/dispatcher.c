@@ -112,6 +112,12 @@ struct dispatcher {
         tg_mono_ns next_sweep;
         uint64_t seq;
         bool lost; /* fenced or lock lost: stop starting */
+        /* The last owner check that found our lock held: no call is handed
+         * over when it is older than OWNERSHIP_FRESH_NS (daemon/ownership.h:
+         * a claim made ahead was fenced when it was made, not when it is
+         * sent). */
+        tg_mono_ns owner_seen;
+        bool owner_checked;
         /* Outcomes the store could not take yet (down, restarting, busy past
          * its timeout). While any is here the exit starts nothing; they are
          * retried until the store takes them. Bounded: at most one per open
@@ -388,6 +394,12 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                 pacer_finish(d->query_pacer);
         apply_holds(d, oc, res, ra, now);
         oc->used = false;
+}
+
+/* Our lock was seen held recently enough to hand a call over. */
+static bool owner_fresh(const struct dispatcher *d, tg_mono_ns now)
+{
+        return d->owner_checked && now - d->owner_seen <= OWNERSHIP_FRESH_NS;
 }
 
 /* The store owes us an outcome or a release: nothing starts until it took
@@ -680,6 +692,9 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
          * made ahead is work all the same */
         if (d->lost || stopping(d) || store_owes(d) || (now < d->idle_until && !d->nready))
                 return;
+        /* the next housekeeping checks the lock (or finds it lost) */
+        if (!owner_fresh(d, d->env->mono_now(d->env->ctx)))
+                return;
         tg_mono_ns slot = pacer_next_slot(d->pacer);
         /* the request goes on the wire at its slot, or now if that is past
          * (with shares: on this share's point of the grid, or a little
@@ -705,6 +720,14 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         }
         d->claim_failures = 0;
         d->idle_step = IDLE_RECHECK_NS;
+        if (!owner_fresh(d, d->env->mono_now(d->env->ctx))) {
+                /* the claim took long enough for the owner check to go
+                 * stale: it waits at the head of the queue for the next */
+                memmove(&d->ready[1], &d->ready[0], sizeof(d->ready[0]) * d->nready);
+                d->ready[0] = *oc;
+                d->nready++;
+                return;
+        }
 
         /* The attempt is committed: record before send. */
         failpoint_hit(d->failpoint, "crash_after_claim", &oc->op);
@@ -804,10 +827,16 @@ static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
             taken + invalid > 0)
                 log_emit(LOG_INFO, "outbox_intake",
                          json_pack("{s:i, s:i}", "taken", (int)taken, "invalid", (int)invalid));
-        if (store_owner_check(d->store) < 0 && !d->lost) {
+        /* when we asked: the lock was ours then at least */
+        tg_mono_ns asked = d->env->mono_now(d->env->ctx);
+        if (store_owner_check(d->store) < 0) {
+                if (!d->lost)
+                        log_emit(LOG_ERROR, "owner_lost",
+                                 json_pack("{s:I}", "epoch", (json_int_t)d->own.epoch));
                 d->lost = true;
-                log_emit(LOG_ERROR, "owner_lost",
-                         json_pack("{s:I}", "epoch", (json_int_t)d->own.epoch));
+        } else {
+                d->owner_seen = asked;
+                d->owner_checked = true;
         }
         /* the service's once-a-second work (daemon/service.h: watchdog,
          * readiness, retention), on this thread and this store */
@@ -832,7 +861,7 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
                  * would come round again at once, and again, spinning) */
                 if (d->next_settle_retry < until)
                         until = d->next_settle_retry;
-        } else if (!d->lost && !stopping(d) &&
+        } else if (!d->lost && !stopping(d) && owner_fresh(d, now) &&
                    pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
                 tg_mono_ns at = pacer_start_at(d->pacer, now);
                 if (at != TG_MONO_NEVER) {
@@ -876,6 +905,9 @@ int dispatcher_turn(struct dispatcher *d)
                 d->lost = false;
                 r = ownership_rejoin(&d->own);
                 set_grid(d);
+                /* a fresh check of the new lock before the next start */
+                d->owner_checked = false;
+                d->next_sweep = 0;
                 if (r != 0) {
                         if (r != 1)
                                 d->lost = true; /* could not: the loop ends with 1 */

@@ -118,14 +118,16 @@ int ownership_take_over(struct ownership *o)
                 /* The previous owner's calls may still be open at the
                  * provider: wait out one full call timeout before sending.
                  * (This clears our own waiting budget only; it does not prove
-                 * the provider stopped: unknowns are still reconciled.) Its
-                 * last start may have been a moment ago, and our pacer
-                 * starts empty: wait the spacing at least, or a timeout
-                 * shorter than 1/rate would let our first start come too
-                 * close after it. */
-                tg_mono_ns wait = o->provider_timeout_ms * TG_NS_PER_MS;
-                if (wait < o->spacing_ns)
-                        wait = o->spacing_ns;
+                 * the provider stopped: unknowns are still reconciled.) A
+                 * call it handed over may reach the wire as late as its
+                 * timeout (a slow connect), and our pacer starts empty: one
+                 * spacing more keeps our first start 1/rate after it. A
+                 * previous owner that lost its lock alive may still hand
+                 * calls over (claims made ahead) until its owner check is
+                 * stale, OWNERSHIP_FRESH_NS after it lost it at most: that
+                 * too. */
+                tg_mono_ns wait =
+                    o->provider_timeout_ms * TG_NS_PER_MS + o->spacing_ns + OWNERSHIP_FRESH_NS;
                 log_emit(LOG_INFO, "takeover_wait",
                          json_pack("{s:I}", "wait_ms",
                                    (json_int_t)((wait + TG_NS_PER_MS - 1) / TG_NS_PER_MS)));

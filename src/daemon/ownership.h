@@ -4,9 +4,11 @@
  * of the account, or wait as a standby while every share is held (unless
  * --no-wait); refuse to run beside a dispatcher of another split; after a
  * takeover, wait out one full call timeout (the previous owner's calls may
- * still be open at the provider), or the share's spacing when that is longer
- * (its last start may be that recent), and turn the previous owner's
- * in_flight operations into unknown, to be reconciled. A dispatcher that lost its lock
+ * still be open at the provider), plus the share's spacing (its last request
+ * may reach the wire as late as its timeout) and OWNERSHIP_FRESH_NS (a
+ * previous owner that lost its lock alive may hand calls over until its
+ * check is stale), and turn the previous owner's in_flight operations into
+ * unknown, to be reconciled. A dispatcher that lost its lock
  * (a database restart) rejoins the same way under a new epoch.
  *
  * Every wait goes through the exit's environment and ends early when a stop
@@ -22,6 +24,14 @@
 #include "core/policy.h"
 #include "daemon/exit_env.h"
 #include "store/store.h"
+
+/* An owner hands a call over only within this long of a check that its
+ * lock is still held (the dispatcher checks once a second): a lock lost under
+ * a live owner (a database session gone) stops its starts within this long,
+ * claims made ahead included. A new owner's takeover wait adds it, so that
+ * the previous owner's last start comes, and its call ends, before the new
+ * owner sends anything. */
+#define OWNERSHIP_FRESH_NS (1500 * TG_NS_PER_MS)
 
 struct ownership {
         /* in: set by the caller, kept for the owner's life */

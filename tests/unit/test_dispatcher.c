@@ -42,6 +42,7 @@
 #include "daemon/dispatcher.h"
 #include "daemon/exit_env.h"
 #include "daemon/log.h"
+#include "daemon/ownership.h"
 #include "sim/sim_env.h"
 #include "store/store.h"
 #include "store/store_faults.h"
@@ -951,9 +952,11 @@ static void test_release_retried_when_the_store_fails(void **state)
         assert_int_equal(count_state(x, OP_SUCCEEDED), 2);
 }
 
-/* A new owner whose call timeout is shorter than 1/rate waits 1/rate: the
- * previous owner's last start may be a moment ago (tollgate-sim found the
- * new owner's first start 645 ms after it, at 0.5/s). */
+/* A new owner waits one call timeout, one 1/rate and OWNERSHIP_FRESH_NS:
+ * the previous owner's last request may reach the wire as late as its
+ * timeout, and one whose lock was lost alive may hand calls made ahead over
+ * until its owner check is stale (tollgate-sim found the new owner's first
+ * start 645 ms after the old one's last, at 0.5/s with a 250 ms timeout). */
 static void test_takeover_waits_the_spacing(void **state)
 {
         struct fx *x = *state;
@@ -990,8 +993,10 @@ static void test_takeover_waits_the_spacing(void **state)
         /* the new owner, on the same machine a moment later */
         fake_init(x, &x->fake, fast);
         x->fake.clock.mono = old.clock.mono;
+        tg_mono_ns t0 = x->fake.clock.mono;
         assert_int_equal(dispatcher_new(&x->cfg, &x->opt, x->fake.env, &x->d), 0);
         assert_int_equal(dispatcher_open(x->d), 0);
+        assert_true(x->fake.clock.mono - t0 >= 250 * MS + 2000 * MS + OWNERSHIP_FRESH_NS);
         run_until_settled(x, 30 * TG_NS_PER_S);
         assert_true(n_starts(&x->fake) >= 1);
         assert_true(x->fake.starts[0].at - last >= 2000 * MS);
