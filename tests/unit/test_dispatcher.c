@@ -107,6 +107,13 @@ struct fx {
         struct dispatcher *d;
         /* the store's writes fail from fail_from until fail_until (virtual) */
         tg_mono_ns fail_from, fail_until;
+        /* slow claims: each takes claim_ns; once armed, the next takes 2 s
+         * and the owner lock is lost meanwhile (at lock_lost_at) */
+        struct store *peek; /* a second connection, to see what a transaction did */
+        uint64_t calls_seen;
+        tg_mono_ns claim_ns;
+        bool armed;
+        tg_mono_ns lock_lost_at;
 };
 
 static void fake_init(struct fx *x, struct fake *f, provider_fn provider)
@@ -137,6 +144,28 @@ static void fail_writes_in_window(struct fx *x)
         struct store_fault_hooks h = {.before = failing_writes, .ctx = x};
 
         assert_int_equal(store_faults_wrap(x->fake.store, &h), 0);
+}
+
+/* After each write: a claim (a new call row) takes claim_ns, or, once
+ * armed, 2 s during which the owner lock is lost. */
+static void slow_claims(void *ctx, bool write, bool committed, int result)
+{
+        struct fx *x = ctx;
+        struct store_stats st;
+
+        if (!write || !committed || result < 0 || store_stats(x->peek, &st) < 0 ||
+            st.calls_total == x->calls_seen)
+                return;
+        x->calls_seen = st.calls_total;
+        if (!x->armed) {
+                x->fake.clock.mono += x->claim_ns;
+                return;
+        }
+        x->armed = false;
+        x->fake.clock.mono += 1000 * MS;
+        x->lock_lost_at = x->fake.clock.mono;
+        store_faults_drop_locks(x->fake.store);
+        x->fake.clock.mono += 1000 * MS;
 }
 
 /* The process is gone: its dispatcher (if any) first, then its env and store. */
@@ -1002,6 +1031,37 @@ static void test_takeover_waits_the_spacing(void **state)
         assert_true(x->fake.starts[0].at - last >= 2000 * MS);
 }
 
+/* A claim that takes 2 s (a stalled store) while the owner lock is lost
+ * under a live dispatcher: the call is not handed over on an owner check
+ * that old; the next check finds the lock gone, the claim goes back, and
+ * the dispatcher takes the exit again under a new epoch before it sends.
+ * Without the check's freshness the call went out under the lost epoch. */
+static void test_no_start_on_a_stale_owner_check(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct store_fault_hooks h = {.after = slow_claims, .ctx = x};
+
+        /* claims slower than half the interval are made at the slot, in
+         * try_start, after the turn's owner check */
+        x->claim_ns = 150 * MS;
+        open_dispatcher(x, fast);
+        assert_int_equal(store_open(x->url, &x->peek), 0);
+        assert_int_equal(store_faults_wrap(x->fake.store, &h), 0);
+        accept_n(x, 12, "stale");
+        while (n_starts(f) < 3)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        x->armed = true;
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        store_close(x->peek);
+        assert_int_equal(x->armed, false);
+        assert_true(x->lock_lost_at > 0);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 12);
+        for (unsigned i = 0; i < n_starts(f) && i < MAX_STARTS; i++)
+                if (f->starts[i].at >= x->lock_lost_at)
+                        assert_true(sim_request_epoch(f->starts[i].request_id) > 1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1027,6 +1087,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_release_retried_when_the_store_fails, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_takeover_waits_the_spacing, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_no_start_on_a_stale_owner_check, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
