@@ -43,7 +43,7 @@ struct sim_call {
 struct sim_env {
         struct exit_env env;
         struct sim_clock *clock;
-        struct sim_provider provider;
+        struct sim_env_provider provider;
         struct sim_call calls[SIM_ENV_MAX_OPEN];
         struct sim_start *starts;
         unsigned max_starts, n_starts;
@@ -110,6 +110,8 @@ static void resolve(struct sim_call *c)
                  or_none(a->refund_id));
         snprintf(c->result.retry_after, sizeof(c->result.retry_after), "%s",
                  or_none(a->retry_after));
+        c->answer.status = c->answer.error_code = c->answer.retry_after = c->answer.refund_id =
+            NULL; /* read: they were the provider's for the callback only */
 }
 
 static void call_view(const struct sim_call *c, struct transport_call *ret)
@@ -208,6 +210,8 @@ static int e_start(void *ctx, const struct transport_call *call, struct exit_han
                                         .http_status = 201};
         e->provider.handoff(e->provider.ctx, e, call, &c->answer);
         e->answered++;
+        if (e->dead) /* the process died at the hand-off: nothing left */
+                return TG_ETRANSPORT;
         c->result.cookie = call->cookie;
         c->result.handoff_mono = now;
         /* like the real transport: connect now, hold the request until its
@@ -298,7 +302,8 @@ bool sim_env_process(struct sim_env *e, tg_mono_ns upto)
                 call_view(best, &view);
                 view.not_before = best->wire;
                 best->arriving = false;
-                e->provider.arrive(e->provider.ctx, e, &view, best->wire, &best->answer);
+                e->provider.arrive(e->provider.ctx, e, &view, best->handoff, best->wire,
+                                   &best->answer);
                 resolve(best);
         } else {
                 best->done = true;
@@ -377,13 +382,18 @@ static int e_next_done(void *ctx, struct transport_result *ret)
                 return TG_ENOTFOUND;
         *ret = best->result;
         best->open = false;
+        if (e->provider.delivered) {
+                struct transport_call view;
+                call_view(best, &view);
+                e->provider.delivered(e->provider.ctx, e, &view, ret);
+        }
         return 0;
 }
 
 /* ---- lifecycle ---------------------------------------------------------------- */
 
-int sim_env_new(struct sim_clock *clock, const struct sim_provider *provider, struct store *store,
-                uint64_t seed, bool has_doorbell, struct sim_env **ret_env)
+int sim_env_new(struct sim_clock *clock, const struct sim_env_provider *provider,
+                struct store *store, uint64_t seed, bool has_doorbell, struct sim_env **ret_env)
 {
         struct sim_env *e = calloc(1, sizeof(*e));
 
@@ -391,7 +401,7 @@ int sim_env_new(struct sim_clock *clock, const struct sim_provider *provider, st
                 return TG_ENOMEM;
         e->clock = clock;
         e->provider = *provider;
-        e->wake = TG_MONO_NEVER;
+        e->wake = INT64_MIN; /* due at once: it has not polled yet */
         e->env = (struct exit_env){.ctx = e,
                                    .mono_now = e_mono,
                                    .wall_now = e_wall,

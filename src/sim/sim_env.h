@@ -98,13 +98,19 @@ struct sim_env;
  * `arrive` is set — the whole answer when the call is handed over (*ret
  * comes filled with the defaults: 300 us connect, 50 ms, 201); `arrive`
  * (optional) decides the answer when the request reaches the provider, at
- * `wire` (*ret as the hand-off left it). `call` and its strings are valid
- * during the callback only. */
-struct sim_provider {
+ * `wire` (*ret as the hand-off left it; the call was handed over at
+ * `handoff`). `call` and its strings are valid
+ * during the callback only. A handoff that kills the env (its process dies
+ * at the hand-off) leaves nothing started. */
+struct sim_env_provider {
         void (*handoff)(void *ctx, struct sim_env *env, const struct transport_call *call,
                         struct sim_answer *ret);
         void (*arrive)(void *ctx, struct sim_env *env, const struct transport_call *call,
-                       tg_mono_ns wire, struct sim_answer *ret);
+                       tg_mono_ns handoff, tg_mono_ns wire, struct sim_answer *ret);
+        /* optional: the call's result reached the process (next_done
+         * popped it) */
+        void (*delivered)(void *ctx, struct sim_env *env, const struct transport_call *call,
+                          const struct transport_result *result);
         void *ctx;
 };
 
@@ -113,8 +119,8 @@ struct sim_provider {
  * env's dispatcher is freed), the dispatcher's random seed and whether a
  * doorbell rings for new work (sim_env_ring). 0 or TG_ENOMEM; free with
  * sim_env_free() (accepts NULL). */
-int sim_env_new(struct sim_clock *clock, const struct sim_provider *provider, struct store *store,
-                uint64_t seed, bool has_doorbell, struct sim_env **ret_env);
+int sim_env_new(struct sim_clock *clock, const struct sim_env_provider *provider,
+                struct store *store, uint64_t seed, bool has_doorbell, struct sim_env **ret_env);
 void sim_env_free(struct sim_env *env);
 
 /* What the dispatcher is given; valid for the env's life. */
@@ -136,8 +142,8 @@ unsigned sim_env_open(const struct sim_env *env);
 void sim_env_set_sched(struct sim_env *env,
                        void (*sleep)(void *ctx, struct sim_env *env, tg_mono_ns ns), void *ctx);
 /* Scheduled mode: when the process asked to be woken by its last poll
- * (TG_MONO_NEVER before its first), and now when an event of one of its
- * calls (on the wire, ended) or the doorbell came since. */
+ * (at once before its first), and now when an event of one of its calls
+ * (on the wire, ended) or the doorbell came since. */
 tg_mono_ns sim_env_wake(const struct sim_env *env);
 /* Rings the doorbell: the next poll returns 1 and the process is due now. */
 void sim_env_ring(struct sim_env *env);
