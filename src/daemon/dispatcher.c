@@ -46,6 +46,21 @@
 #include "daemon/ownership.h"
 #include "store/store.h"
 
+/* Planted bugs (docs/reliability.md, "Deterministic simulation"): each is
+ * compiled in only by a test build of tollgate-sim with its TG_PLANT_* flag
+ * (tests/CMakeLists.txt), to show that the simulator catches it; a shipped
+ * build has none (the constants are 0 and the branches fold away). */
+#ifdef TG_PLANT_HANDOFF_SPACING
+#define PLANT_HANDOFF_SPACING 1 /* the next slot counts from the hand-off, not the wire */
+#else
+#define PLANT_HANDOFF_SPACING 0
+#endif
+#ifdef TG_PLANT_RETRY_SKIPS_PACER
+#define PLANT_RETRY_SKIPS_PACER 1 /* a retry claimed ahead goes at once, past the pacer */
+#else
+#define PLANT_RETRY_SKIPS_PACER 0
+#endif
+
 #define IDLE_RECHECK_NS (50 * TG_NS_PER_MS)   /* the first look for new work after none */
 #define SWEEP_EVERY_NS  (1000 * TG_NS_PER_MS) /* deadline sweep and owner check */
 #define SETTLE_RETRY_NS (200 * TG_NS_PER_MS)  /* a store that failed a settle is asked again */
@@ -64,6 +79,7 @@ struct open_call {
         tg_mono_ns ready_at;         /* the earliest it could have started (lateness) */
         bool sent_known;             /* its sent report came */
         tg_mono_ns sent;             /* on the wire (0: never) */
+        bool unpaced;                /* PLANT_RETRY_SKIPS_PACER: the pacer never saw it */
 };
 
 /* How far ahead of its slot a call is handed over: the longest of the last
@@ -273,10 +289,12 @@ static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg
                 return;
         oc->sent_known = true;
         oc->sent = sent ? at : 0;
+        if (PLANT_RETRY_SKIPS_PACER && oc->unpaced)
+                return;
         /* the query sub-quota counts from the same real start */
         bool query = d->query_pacer && oc->request == CLASSIFY_QUERY;
         if (sent) {
-                pacer_sent(d->pacer, at);
+                pacer_sent(d->pacer, PLANT_HANDOFF_SPACING ? oc->handoff.mono : at);
                 if (query)
                         pacer_sent(d->query_pacer, at);
                 if (ready >= oc->handoff.mono) {
@@ -389,7 +407,8 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                 exit_stats_waited(
                     d->xstats, decision.next == OP_RETRY_WAIT ? EXIT_WAIT_BACKOFF : EXIT_WAIT_QUERY,
                     decision.wait_ms);
-        pacer_finish(d->pacer);
+        if (!(PLANT_RETRY_SKIPS_PACER && oc->unpaced))
+                pacer_finish(d->pacer);
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_finish(d->query_pacer);
         apply_holds(d, oc, res, ra, now);
@@ -700,9 +719,13 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
          * (with shares: on this share's point of the grid, or a little
          * after it, else at its next point) */
         tg_mono_ns at = pacer_start_at(d->pacer, now);
-        if (at == TG_MONO_NEVER || now < handoff_time(d, at) || account_held(d, now, wall))
+        bool unpaced = PLANT_RETRY_SKIPS_PACER && d->nready > 0 &&
+                       d->ready[0].call.kind == TG_KIND_RETRY && !pacer_pending(d->pacer);
+        if (unpaced)
+                at = now;
+        else if (at == TG_MONO_NEVER || now < handoff_time(d, at) || account_held(d, now, wall))
                 return;
-        if (!pacer_may_start(d->pacer, at))
+        if (!unpaced && !pacer_may_start(d->pacer, at))
                 return; /* in flight at the cap */
         oc = free_slot(d);
         if (!oc)
@@ -733,6 +756,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         failpoint_hit(d->failpoint, "crash_after_claim", &oc->op);
 
         oc->used = true;
+        oc->unpaced = unpaced;
         oc->cookie = ++d->next_cookie;
         oc->request = oc->call.kind == TG_KIND_QUERY ? CLASSIFY_QUERY : CLASSIFY_POST;
         oc->sent_known = false;
@@ -760,7 +784,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                 pacer_start_pending(d->query_pacer, at, NULL);
         /* may_start held at `at` and nothing in between can close the slot:
          * the slot only moves at a start, and starts happen only here. */
-        if (pacer_start_pending(d->pacer, at, &probe) < 0) {
+        if (!unpaced && pacer_start_pending(d->pacer, at, &probe) < 0) {
                 /* A programmer error, not a condition to work around: stop.
                  * The claim is committed, so the next owner reconciles the
                  * operation as unknown. */
