@@ -821,7 +821,10 @@ static void refill(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
          * first: claim once it is out, an interval before the next slot. */
         if (pacer_pending(d->pacer) || slot == TG_MONO_NEVER)
                 return;
-        if (handoff_time(d, slot) - now < 2 * d->claim_est)
+        /* nothing started yet (INT64_MIN): the slot is now, and try_start
+         * claims at it */
+        tg_mono_ns handoff = handoff_time(d, slot);
+        if (handoff == INT64_MIN || handoff - now < 2 * d->claim_est)
                 return;
         r = claim_ahead(d, want - d->nready, now, wall);
         if (r < 0)

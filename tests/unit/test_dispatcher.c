@@ -1035,10 +1035,11 @@ static void test_takeover_waits_the_spacing(void **state)
  * under a live dispatcher: the call is not handed over on an owner check
  * that old; the next check finds the lock gone, the claim goes back, and
  * the dispatcher takes the exit again under a new epoch before it sends.
- * Without the check's freshness the call went out under the lost epoch. */
-static void test_no_start_on_a_stale_owner_check(void **state)
+ * Without the check's freshness the call went out under the lost epoch.
+ * `after` starts go first (0: the stall hits the very first claim, when
+ * nothing has started yet: the sanitizer build found an overflow there). */
+static void stale_owner_check(struct fx *x, unsigned after)
 {
-        struct fx *x = *state;
         struct fake *f = &x->fake;
         struct store_fault_hooks h = {.after = slow_claims, .ctx = x};
 
@@ -1049,7 +1050,7 @@ static void test_no_start_on_a_stale_owner_check(void **state)
         assert_int_equal(store_open(x->url, &x->peek), 0);
         assert_int_equal(store_faults_wrap(x->fake.store, &h), 0);
         accept_n(x, 12, "stale");
-        while (n_starts(f) < 3)
+        while (n_starts(f) < after)
                 assert_int_equal(dispatcher_turn(x->d), 0);
         x->armed = true;
         run_until_settled(x, 60 * TG_NS_PER_S);
@@ -1060,6 +1061,16 @@ static void test_no_start_on_a_stale_owner_check(void **state)
         for (unsigned i = 0; i < n_starts(f) && i < MAX_STARTS; i++)
                 if (f->starts[i].at >= x->lock_lost_at)
                         assert_true(sim_request_epoch(f->starts[i].request_id) > 1);
+}
+
+static void test_no_start_on_a_stale_owner_check(void **state)
+{
+        stale_owner_check(*state, 3);
+}
+
+static void test_no_start_on_a_stale_first_owner_check(void **state)
+{
+        stale_owner_check(*state, 0);
 }
 
 int main(void)
@@ -1088,6 +1099,8 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(test_takeover_waits_the_spacing, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_start_on_a_stale_owner_check, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_no_start_on_a_stale_first_owner_check, setup,
+                                            teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
