@@ -121,7 +121,6 @@ struct sim_world {
         tg_mono_ns last_wire;
         char last_wire_op[TG_OP_ID_MAX + 1];
         int64_t last_wire_epoch;
-        tg_mono_ns epoch_at[SIM_EPOCHS_MAX]; /* when each epoch was handed out (0: not) */
         /* each epoch's calls at the provider: the first reached it then,
          * the last ends then (its answer, or its timeout) */
         tg_mono_ns epoch_first_wire[SIM_EPOCHS_MAX];

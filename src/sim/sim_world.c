@@ -6,9 +6,10 @@
  * wire, a call ending, a process's wake-up, an event of the timeline), let
  * the provider see what arrived by then (in time order, every process's
  * calls together), play the timeline's events, run one turn of each
- * process that is due, and look at the store now and then. A process that
- * sleeps (a standby's retry, the takeover wait) runs the world for the
- * others until its sleep ends.
+ * process that is due, and look at the store now and then. Each process
+ * runs on a fiber of its own (sim_fiber.h): when it sleeps (a standby's
+ * retry, the takeover wait) it yields, and the world runs the others until
+ * its sleep ends. One thing runs at a time, in an order the seed decides.
  *
  * Faults:
  *   - a process crashes between two turns, or at its n-th store transaction
@@ -17,10 +18,11 @@
  *     once it is off the call stack its dispatcher is freed and its store
  *     closed (locks released), and a new process starts a little later
  *     (acquire, takeover wait, recovery: the real ownership code);
- *   - the store: episodes during which transactions are busy, fail, or lose
- *     their COMMIT's answer (store/store_faults.h), for every connection or
- *     one process's; a lost owner lock (the session that held it is gone),
- *     sometimes with a standby process that takes the exit meanwhile;
+ *   - the store: episodes during which transactions are busy, fail, lose
+ *     their COMMIT's answer or stall (store/store_faults.h), for every
+ *     connection or one process's; a lost owner lock (the session that held
+ *     it is gone), sometimes with a standby process that takes the exit
+ *     meanwhile;
  *   - intake bursts (store_accept; an intake whose answer was lost is tried
  *     again by its caller, with the same operation), operator re-sends of
  *     manual operations (store_operator_resend), steps of the wall clock.
@@ -39,6 +41,7 @@
 
 #include "core/tg_error.h"
 #include "daemon/log.h"
+#include "daemon/ownership.h"
 #include "sim/sim_fiber.h"
 #include "sim/sim_int.h"
 
@@ -54,12 +57,6 @@
 
 /* ---- output --------------------------------------------------------------- */
 
-static void vprint(struct sim_world *w, const char *fmt, va_list ap, char *dst, size_t size)
-{
-        (void)w;
-        vsnprintf(dst, size, fmt, ap);
-}
-
 void sim_trace(struct sim_world *w, const char *fmt, ...)
 {
         char line[768];
@@ -68,7 +65,7 @@ void sim_trace(struct sim_world *w, const char *fmt, ...)
         if (!w->opt.verbose || !w->opt.out)
                 return;
         va_start(ap, fmt);
-        vprint(w, fmt, ap, line, sizeof(line));
+        vsnprintf(line, sizeof(line), fmt, ap);
         va_end(ap);
         fprintf(w->opt.out, "[%4lld.%06lld] %s\n", (long long)(w->clock.mono / SEC),
                 (long long)((w->clock.mono % SEC) / 1000), line);
@@ -90,7 +87,7 @@ void sim_fail(struct sim_world *w, const char *invariant, const char *fmt, ...)
         w->res->failed = true;
         snprintf(w->res->invariant, sizeof(w->res->invariant), "%s", invariant);
         va_start(ap, fmt);
-        vprint(w, fmt, ap, w->res->message, sizeof(w->res->message));
+        vsnprintf(w->res->message, sizeof(w->res->message), fmt, ap);
         va_end(ap);
         w->res->step = w->step;
         w->res->at = w->clock.mono;
@@ -181,8 +178,9 @@ static void draw_config(struct sim_world *w)
         s->fault_end = tg_rng_range(&w->rng, 10, 60) * SEC;
         s->intake_lo = 50 * MS;
         s->intake_hi = tg_rng_range(&w->rng, 300, 3000) * MS;
-        /* bursts that keep the exit from idle to a little more than it can
-         * do: a load of 0.2 to 1.2 of its rate, on average */
+        /* bursts that keep the exit from nearly idle to nearly full: a load
+         * of 0.1 to 0.9 of its rate on average (faults and holds make that
+         * more than it can do at times) */
         double load = (double)tg_rng_range(&w->rng, 1, 9) / 10.0;
         double mean_gap = (double)(s->intake_lo + s->intake_hi) / 2e9;
         double burst = 2.0 * load * c->exit.starts_per_second * mean_gap - 1.0;
@@ -327,27 +325,25 @@ static enum store_fault hook_before(void *ctx, bool write)
                 return STORE_FAULT_IO; /* its connection is gone with it */
         /* a transaction takes a little time (the claim's estimate learns it) */
         w->clock.mono += draw(w, STORE_LATENCY / 4, STORE_LATENCY);
-        if (w->fault_until > w->clock.mono && (w->fault_proc == 0 || w->fault_proc == p->id) &&
-            w->slow_max > 0 && chance(w, w->fault_pct)) {
+        if (w->fault_until <= w->clock.mono || (w->fault_proc != 0 && w->fault_proc != p->id) ||
+            !chance(w, w->fault_pct))
+                return STORE_FAULT_NONE;
+        if (w->slow_max > 0) {
                 /* a stalled disk or server: the transaction runs, late */
                 w->clock.mono += draw(w, w->slow_max / 10, w->slow_max);
                 return STORE_FAULT_NONE;
         }
-        if (w->fault_until > w->clock.mono && (w->fault_proc == 0 || w->fault_proc == p->id) &&
-            chance(w, w->fault_pct)) {
-                static const enum store_fault kinds[] = {STORE_FAULT_BUSY, STORE_FAULT_IO,
-                                                         STORE_FAULT_LOST_COMMIT};
-                enum store_fault f = PICK(w, kinds);
-                if (f == STORE_FAULT_BUSY) /* the busy timeout went by */
-                        w->clock.mono += 200 * MS;
-                w->res->store_faults++;
-                sim_trace(w, "p%u store %s %s", p->id, write ? "write" : "read",
-                          f == STORE_FAULT_BUSY ? "busy"
-                          : f == STORE_FAULT_IO ? "fails"
-                                                : "loses its COMMIT's answer");
-                return f;
-        }
-        return STORE_FAULT_NONE;
+        static const enum store_fault kinds[] = {STORE_FAULT_BUSY, STORE_FAULT_IO,
+                                                 STORE_FAULT_LOST_COMMIT};
+        enum store_fault f = PICK(w, kinds);
+        if (f == STORE_FAULT_BUSY) /* the busy timeout went by */
+                w->clock.mono += 200 * MS;
+        w->res->store_faults++;
+        sim_trace(w, "p%u store %s %s", p->id, write ? "write" : "read",
+                  f == STORE_FAULT_BUSY ? "busy"
+                  : f == STORE_FAULT_IO ? "fails"
+                                        : "loses its COMMIT's answer");
+        return f;
 }
 
 static void hook_after(void *ctx, bool write, bool committed, int result)
@@ -358,12 +354,10 @@ static void hook_after(void *ctx, bool write, bool committed, int result)
         (void)write;
         (void)result;
         if (p->bumping > 0 && committed) {
-                int64_t e = p->bumping;
-                if (e > 0 && e < SIM_EPOCHS_MAX && w->epoch_at[e] == 0)
-                        w->epoch_at[e] = w->clock.mono;
-                sim_trace(w, "p%u holds epoch %lld", p->id, (long long)e);
-                /* the new owner waits a call timeout, then recovers */
-                tg_mono_ns until = w->clock.mono + w->cfg.provider_timeout_ms * MS;
+                sim_trace(w, "p%u holds epoch %lld", p->id, (long long)p->bumping);
+                /* the new owner waits (daemon/ownership.h), then recovers */
+                tg_mono_ns until = w->clock.mono + w->cfg.provider_timeout_ms * MS + w->interval +
+                                   w->cfg.exit.spacing_margin_ns + OWNERSHIP_FRESH_NS;
                 if (w->disrupted_until < until)
                         w->disrupted_until = until;
         }
