@@ -233,8 +233,11 @@ static bool disrupted(const struct sim_world *w)
 
         if (w->fault_until > w->clock.mono)
                 return true;
+        /* a process taking over (its takeover wait, its recovery) holds the
+         * operations the old owner left in flight; a standby that has not
+         * taken anything yet holds nothing */
         for (unsigned i = 0; i < w->nprocs; i++) {
-                if (w->procs[i]->state == PROC_OPENING)
+                if (w->procs[i]->state == PROC_OPENING && w->procs[i]->took_epoch)
                         return true;
                 running |= w->procs[i]->state == PROC_RUNNING;
         }

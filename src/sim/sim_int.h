@@ -43,6 +43,7 @@ struct sim_proc {
         enum proc_state state;
         unsigned crash_in; /* store and hand-off boundaries until it dies; 0: none */
         int64_t bumping;   /* the epoch its current transaction bumped (0: none) */
+        bool took_epoch;   /* it holds an epoch (while opening: it is taking over) */
         tg_mono_ns wake_at_open;
         /* Its own fiber (sim_fiber.h): the world resumes it for a turn and
          * it yields at the end of the turn, or in a sleep. One runs at a

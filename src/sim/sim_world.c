@@ -355,6 +355,7 @@ static void hook_after(void *ctx, bool write, bool committed, int result)
         (void)result;
         if (p->bumping > 0 && committed) {
                 sim_trace(w, "p%u holds epoch %lld", p->id, (long long)p->bumping);
+                p->took_epoch = true;
                 /* the new owner waits (daemon/ownership.h), then recovers */
                 tg_mono_ns until = w->clock.mono + w->cfg.provider_timeout_ms * MS + w->interval +
                                    w->cfg.exit.spacing_margin_ns + OWNERSHIP_FRESH_NS;
