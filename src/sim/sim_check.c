@@ -4,6 +4,9 @@
  *   spacing    no two starts closer than 1/rate (wire times, every process);
  *   in_flight  at each hand-off, calls open at every live process <= cap;
  *   one_key    a call carries its operation's id as key, a POST its payload;
+ *   recorded   the attempt is committed before its bytes leave: the store
+ *              has the operation in flight under the call's epoch, with
+ *              the attempt (or query) counted;
  *   attempts   POSTs per key <= max_attempts (+ one per operator re-send);
  *   reconcile  after a POST whose outcome tollgate could not know, the next
  *              call is a query, until one answers not_found (or an operator
@@ -83,6 +86,16 @@ void sim_check_arrival(struct sim_world *w, struct sim_proc *p, const struct tra
         if (post && (!call->refund || !same_payload(call->refund, &op->req)))
                 sim_fail(w, "one_key", "p%u POSTs %s with another operation's payload or key", pid,
                          call->operation_id);
+        /* record before send: the attempt is committed, in flight under the
+         * call's epoch, before its bytes reach the provider */
+        struct op_record rec;
+        if (store_get(w->view, call->operation_id, &rec) < 0 || rec.state != OP_IN_FLIGHT ||
+            rec.epoch != epoch || (post ? rec.attempts : rec.queries) < call->attempt)
+                sim_fail(w, "recorded",
+                         "p%u's %s of %s (attempt %u, epoch %lld) reaches the provider while "
+                         "the store does not have it in flight under that epoch",
+                         pid, post ? "POST" : "query", call->operation_id, call->attempt,
+                         (long long)epoch);
         /* the provider's door: starts at least 1/rate apart */
         if (w->last_wire != TG_MONO_NEVER && wire - w->last_wire < w->interval) {
                 w->res->spacing_violations++;
