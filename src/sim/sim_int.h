@@ -1,6 +1,8 @@
 /*
- * sim_int — what sim_world.c (the world: processes, scheduler, faults) and
- * sim_check.c (the invariants) share. Private to src/sim.
+ * sim_int — what sim_world.c (the world: processes, scheduler, the store's
+ * fault hooks), sim_timeline.c (what a seed draws: the configuration and the
+ * timeline of faults) and sim_check.c (the invariants) share. Private to
+ * src/sim.
  */
 #ifndef TG_SIM_INT_H
 #define TG_SIM_INT_H
@@ -135,10 +137,39 @@ struct sim_world {
 void sim_fail(struct sim_world *w, const char *invariant, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* A trace line (--verbose) stamped with virtual time. */
-void sim_trace(struct sim_world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sim_trace(const struct sim_world *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* The op of a key ("op-<n>"), NULL if none. */
 struct sim_op *sim_op_of(struct sim_world *w, const char *key);
+
+/* ---- draws (the world's rng) and processes (sim_world.c) ---- */
+
+tg_mono_ns sim_draw(struct sim_world *w, tg_mono_ns lo, tg_mono_ns hi); /* in [lo, hi] */
+bool sim_chance(struct sim_world *w, unsigned pct);
+/* now + an exponential wait of that mean (NEVER for a mean <= 0) */
+tg_mono_ns sim_every(struct sim_world *w, tg_mono_ns mean);
+/* one element of a static array */
+#define SIM_PICK(w, arr)                                                                           \
+        (arr)[tg_rng_range(&(w)->rng, 0, (int64_t)(sizeof(arr) / sizeof((arr)[0])) - 1)]
+
+/* A new process, opening (it acquires the exit at its first turn). 0 or a
+ * TG_E* code. */
+int sim_proc_start(struct sim_world *w);
+/* The process dies now (why: for the trace); freed once off its fiber. */
+void sim_proc_kill(struct sim_proc *p, const char *why);
+unsigned sim_live_procs(const struct sim_world *w);
+
+/* ---- what a seed draws, and the timeline (sim_timeline.c) ---- */
+
+void sim_draw_config(struct sim_world *w);
+void sim_trace_config(const struct sim_world *w);
+/* the next moment something of the timeline is due (NEVER: none) */
+tg_mono_ns sim_timeline_next(const struct sim_world *w);
+/* plays what is due now */
+void sim_timeline(struct sim_world *w);
+/* no more faults: a calm provider */
+void sim_drain(struct sim_world *w);
 
 /* ---- the checks (sim_check.c) ---- */
 

@@ -11,7 +11,7 @@
  * retry, the takeover wait) it yields, and the world runs the others until
  * its sleep ends. One thing runs at a time, in an order the seed decides.
  *
- * Faults:
+ * Faults (drawn and played by sim_timeline.c; the store's hooks are here):
  *   - a process crashes between two turns, or at its n-th store transaction
  *     (before it ran, or after it committed) or hand-off: its env forgets its
  *     calls, its store connection fails from then on and it is asked to stop;
@@ -57,7 +57,7 @@
 
 /* ---- output --------------------------------------------------------------- */
 
-void sim_trace(struct sim_world *w, const char *fmt, ...)
+void sim_trace(const struct sim_world *w, const char *fmt, ...)
 {
         char line[768];
         va_list ap;
@@ -109,118 +109,24 @@ struct sim_op *sim_op_of(struct sim_world *w, const char *key)
         return n < w->nops ? &w->ops[n] : NULL;
 }
 
-static tg_mono_ns draw(struct sim_world *w, tg_mono_ns lo, tg_mono_ns hi)
+tg_mono_ns sim_draw(struct sim_world *w, tg_mono_ns lo, tg_mono_ns hi)
 {
         return lo >= hi ? lo : tg_rng_range(&w->rng, lo, hi);
 }
 
-static bool chance(struct sim_world *w, unsigned pct)
+bool sim_chance(struct sim_world *w, unsigned pct)
 {
         return tg_rng_range(&w->rng, 1, 100) <= pct;
 }
 
 /* An exponential wait of the given mean (never 0, NEVER for no mean). */
-static tg_mono_ns every(struct sim_world *w, tg_mono_ns mean)
+tg_mono_ns sim_every(struct sim_world *w, tg_mono_ns mean)
 {
         double u = tg_rng_unit(&w->rng);
 
         if (mean <= 0)
                 return TG_MONO_NEVER;
         return w->clock.mono + 1 + (tg_mono_ns)(-log(1.0 - u) * (double)mean);
-}
-
-/* ---- the configuration a seed draws ----------------------------------------------- */
-
-#define PICK(w, arr)                                                                               \
-        (arr)[tg_rng_range(&(w)->rng, 0, (int64_t)(sizeof(arr) / sizeof((arr)[0])) - 1)]
-
-static void draw_config(struct sim_world *w)
-{
-        static const double rates[] = {0.5, 1, 2, 5, 5, 10, 20, 50};
-        static const unsigned caps[] = {1, 2, 3, 5, 10};
-        static const int64_t timeouts[] = {100, 250, 500, 1000, 3000};
-        static const int64_t margins_us[] = {0, 200, 1000};
-        static const int64_t deadlines_s[] = {3, 5, 10, 20, 30};
-        static const unsigned attempts[] = {1, 2, 3, 3, 3, 5};
-        static const unsigned queries[] = {1, 2, 5, 10};
-        static const int64_t intervals[] = {50, 200, 1000, 2000};
-        static const int64_t bases[] = {100, 500, 2000};
-        static const int64_t caps_ra[] = {5000, 60000, 3600000};
-        struct tg_config *c = &w->cfg;
-        struct sim_config *s = &w->sc;
-
-        config_defaults(c);
-        c->exit.starts_per_second = PICK(w, rates);
-        c->exit.max_in_flight = PICK(w, caps);
-        c->exit.spacing_margin_ns = PICK(w, margins_us) * TG_NS_PER_US;
-        c->provider_timeout_ms = PICK(w, timeouts);
-        c->provider_connect_timeout_ms = c->provider_timeout_ms;
-        c->policy.deadline_ms = PICK(w, deadlines_s) * 1000;
-        c->policy.max_attempts = PICK(w, attempts);
-        c->policy.max_queries = PICK(w, queries);
-        c->policy.query_interval_ms = PICK(w, intervals);
-        c->policy.backoff.base_ms = PICK(w, bases);
-        c->policy.backoff.min_ms = c->policy.backoff.base_ms / 2;
-        c->policy.backoff.cap_ms = c->policy.backoff.base_ms * 8;
-        /* the key's retention beyond the deadline, as 23 h is beyond 15 min */
-        c->policy.key_retention_ms = c->policy.deadline_ms * tg_rng_range(&w->rng, 1, 4);
-        c->retry_after_cap_ms = PICK(w, caps_ra);
-        c->exit_timeout_run_hold = (unsigned)tg_rng_range(&w->rng, 2, 5);
-        c->exit_timeout_hold_ms = tg_rng_range(&w->rng, 100, 2000);
-        c->exit_default_hold_ms = chance(w, 30) ? 0 : tg_rng_range(&w->rng, 100, 2000);
-        c->provider_unreachable_run_hold = (unsigned)tg_rng_range(&w->rng, 1, 4);
-        c->provider_unreachable_hold_ms = tg_rng_range(&w->rng, 100, 1000);
-        c->provider_unreachable_hold_max_ms = c->provider_unreachable_hold_ms * 8;
-        c->exit_idle_poll_max_ms = chance(w, 50) ? 100 : 1000;
-        if (chance(w, 25))
-                c->exit_query_starts_per_second = c->exit.starts_per_second / 2;
-
-        s->fault_end = tg_rng_range(&w->rng, 10, 60) * SEC;
-        s->intake_lo = 50 * MS;
-        s->intake_hi = tg_rng_range(&w->rng, 300, 3000) * MS;
-        /* bursts that keep the exit from nearly idle to nearly full: a load
-         * of 0.1 to 0.9 of its rate on average (faults and holds make that
-         * more than it can do at times) */
-        double load = (double)tg_rng_range(&w->rng, 1, 9) / 10.0;
-        double mean_gap = (double)(s->intake_lo + s->intake_hi) / 2e9;
-        double burst = 2.0 * load * c->exit.starts_per_second * mean_gap - 1.0;
-        s->burst_max = burst < 1 ? 1 : burst > 20 ? 20 : (unsigned)burst;
-        s->crash_every = chance(w, 80) ? tg_rng_range(&w->rng, 1, 10) * SEC : 0;
-        s->fault_every = chance(w, 70) ? tg_rng_range(&w->rng, 1, 8) * SEC : 0;
-        s->lock_every = chance(w, 40) ? tg_rng_range(&w->rng, 3, 15) * SEC : 0;
-        s->jump_every = chance(w, 50) ? tg_rng_range(&w->rng, 2, 10) * SEC : 0;
-        s->resend_every = chance(w, 60) ? tg_rng_range(&w->rng, 500, 3000) * MS : 0;
-        /* the provider forgets a key a margin after our retention (24 h
-         * after 23 h), and the wall clock never steps back by more than
-         * half that margin (docs/reliability.md: what is assumed) */
-        tg_mono_ns margin = c->policy.key_retention_ms * MS / 20;
-        if (margin < 1 * SEC)
-                margin = 1 * SEC;
-        s->key_ttl = c->policy.key_retention_ms * MS + margin;
-        s->jump_back_max = margin / 2;
-        s->doorbell = chance(w, 50);
-}
-
-static void trace_config(struct sim_world *w)
-{
-        const struct tg_config *c = &w->cfg;
-
-        sim_trace(w,
-                  "config: rate %g/s cap %u margin %lld us timeout %lld ms deadline %lld ms "
-                  "attempts %u queries %u every %lld ms retention %lld ms ttl %lld ms "
-                  "retry_after_cap %lld ms doorbell %d query_rate %g",
-                  c->exit.starts_per_second, c->exit.max_in_flight,
-                  (long long)(c->exit.spacing_margin_ns / 1000), (long long)c->provider_timeout_ms,
-                  (long long)c->policy.deadline_ms, c->policy.max_attempts, c->policy.max_queries,
-                  (long long)c->policy.query_interval_ms, (long long)c->policy.key_retention_ms,
-                  (long long)(w->sc.key_ttl / MS), (long long)c->retry_after_cap_ms, w->sc.doorbell,
-                  c->exit_query_starts_per_second);
-        sim_trace(w,
-                  "faults: until %lld s, crash every %lld s, store every %lld s, lock every "
-                  "%lld s, wall steps every %lld s, resends every %lld s",
-                  (long long)(w->sc.fault_end / SEC), (long long)(w->sc.crash_every / SEC),
-                  (long long)(w->sc.fault_every / SEC), (long long)(w->sc.lock_every / SEC),
-                  (long long)(w->sc.jump_every / SEC), (long long)(w->sc.resend_every / SEC));
 }
 
 /* ---- processes -------------------------------------------------------------- */
@@ -233,7 +139,7 @@ static struct sim_proc *proc_of_env(struct sim_world *w, const struct sim_env *e
         return NULL;
 }
 
-static unsigned live_procs(const struct sim_world *w)
+unsigned sim_live_procs(const struct sim_world *w)
 {
         unsigned n = 0;
 
@@ -258,7 +164,7 @@ static void yield(struct sim_proc *p)
 
 /* The process is gone (see the top). Its structures are freed once its
  * fiber is out of its turn (reap). */
-static void proc_kill(struct sim_proc *p, const char *why)
+void sim_proc_kill(struct sim_proc *p, const char *why)
 {
         struct sim_world *w = p->w;
 
@@ -275,8 +181,8 @@ static void proc_kill(struct sim_proc *p, const char *why)
         p->crash_in = 0;
         if (w->disrupted_until < w->clock.mono)
                 w->disrupted_until = w->clock.mono;
-        if (live_procs(w) == 0 && !w->failed && w->restart_at == TG_MONO_NEVER)
-                w->restart_at = w->clock.mono + draw(w, 1 * MS, 3 * SEC);
+        if (sim_live_procs(w) == 0 && !w->failed && w->restart_at == TG_MONO_NEVER)
+                w->restart_at = w->clock.mono + sim_draw(w, 1 * MS, 3 * SEC);
 }
 
 static void proc_free(struct sim_proc *p)
@@ -312,7 +218,7 @@ static void reap(struct sim_world *w)
 static void boundary(struct sim_proc *p, const char *where)
 {
         if (p->crash_in > 0 && --p->crash_in == 0)
-                proc_kill(p, where);
+                sim_proc_kill(p, where);
 }
 
 static enum store_fault hook_before(void *ctx, bool write)
@@ -324,18 +230,18 @@ static enum store_fault hook_before(void *ctx, bool write)
         if (p->state == PROC_DEAD)
                 return STORE_FAULT_IO; /* its connection is gone with it */
         /* a transaction takes a little time (the claim's estimate learns it) */
-        w->clock.mono += draw(w, STORE_LATENCY / 4, STORE_LATENCY);
+        w->clock.mono += sim_draw(w, STORE_LATENCY / 4, STORE_LATENCY);
         if (w->fault_until <= w->clock.mono || (w->fault_proc != 0 && w->fault_proc != p->id) ||
-            !chance(w, w->fault_pct))
+            !sim_chance(w, w->fault_pct))
                 return STORE_FAULT_NONE;
         if (w->slow_max > 0) {
                 /* a stalled disk or server: the transaction runs, late */
-                w->clock.mono += draw(w, w->slow_max / 10, w->slow_max);
+                w->clock.mono += sim_draw(w, w->slow_max / 10, w->slow_max);
                 return STORE_FAULT_NONE;
         }
         static const enum store_fault kinds[] = {STORE_FAULT_BUSY, STORE_FAULT_IO,
                                                  STORE_FAULT_LOST_COMMIT};
-        enum store_fault f = PICK(w, kinds);
+        enum store_fault f = SIM_PICK(w, kinds);
         if (f == STORE_FAULT_BUSY) /* the busy timeout went by */
                 w->clock.mono += 200 * MS;
         w->res->store_faults++;
@@ -450,13 +356,13 @@ static void proc_turn(struct sim_proc *p)
                                 if (w->disrupted_until < w->clock.mono)
                                         w->disrupted_until = w->clock.mono;
                         } else {
-                                proc_kill(p, "its open failed");
+                                sim_proc_kill(p, "its open failed");
                         }
                 }
         } else if (p->state == PROC_RUNNING) {
                 r = dispatcher_turn(p->d);
                 if (r != 0 && p->state != PROC_DEAD)
-                        proc_kill(p, "its loop ended (the exit lost)");
+                        sim_proc_kill(p, "its loop ended (the exit lost)");
         }
 }
 
@@ -474,7 +380,7 @@ static void proc_main(void *arg)
         }
 }
 
-static int proc_start(struct sim_world *w)
+int sim_proc_start(struct sim_world *w)
 {
         struct sim_proc *p;
         struct sim_env_provider prov = {
@@ -531,262 +437,11 @@ static tg_mono_ns proc_wake(const struct sim_proc *p)
         return sim_env_wake(p->env);
 }
 
-/* ---- the timeline ------------------------------------------------------------------ */
-
-static struct sim_proc *pick_live(struct sim_world *w)
-{
-        unsigned n = live_procs(w), k;
-
-        if (n == 0)
-                return NULL;
-        k = (unsigned)tg_rng_range(&w->rng, 0, n - 1);
-        for (unsigned i = 0; i < w->nprocs; i++)
-                if (w->procs[i]->state != PROC_DEAD && k-- == 0)
-                        return w->procs[i];
-        return NULL;
-}
-
-static void ring_all(struct sim_world *w)
-{
-        for (unsigned i = 0; i < w->nprocs; i++)
-                if (w->procs[i]->state != PROC_DEAD)
-                        sim_env_ring(w->procs[i]->env);
-}
-
-/* The caller submits op (again): through a live process's API, if any. */
-static void submit(struct sim_world *w, struct sim_op *op)
-{
-        struct sim_proc *p = pick_live(w);
-        struct op_record rec;
-        bool created = false;
-        int r = TG_EIO;
-
-        op->submitted = true;
-        sim_provider_expect(w->provider, op->req.operation_id);
-        if (p)
-                r = store_accept(p->store, &op->req, sim_clock_wall(&w->clock), &w->cfg.policy,
-                                 &created, &rec);
-        if (r == 0) {
-                op->accepted = true;
-                op->retry_at = TG_MONO_NEVER;
-                ring_all(w);
-        } else {
-                /* no answer (or an error): the caller tries again */
-                op->retry_at = w->clock.mono + draw(w, 100 * MS, 2 * SEC);
-        }
-        sim_trace(w, "intake %s (%lld) via p%u: %s%s", op->req.operation_id,
-                  (long long)op->req.amount, p ? p->id : 0, r == 0 ? "accepted" : tg_strerror(r),
-                  r == 0 && !created ? " (again)" : "");
-}
-
-static void intake(struct sim_world *w)
-{
-        unsigned n = (unsigned)tg_rng_range(&w->rng, 1, w->sc.burst_max);
-
-        for (unsigned i = 0; i < n && w->nops < SIM_OPS_MAX; i++) {
-                struct sim_op *op = &w->ops[w->nops];
-                memset(op, 0, sizeof(*op));
-                snprintf(op->req.operation_id, sizeof(op->req.operation_id), "op-%u", w->nops);
-                snprintf(op->req.payment_id, sizeof(op->req.payment_id), "pay-%u", w->nops);
-                /* now and then one the provider refuses for good */
-                op->req.amount = chance(w, 5) ? SIM_INVALID_AMOUNT * tg_rng_range(&w->rng, 1, 9)
-                                              : tg_rng_range(&w->rng, 1, 100000);
-                if (op->req.amount % SIM_INVALID_AMOUNT == 0 && op->req.amount > 1000)
-                        op->req.amount++;
-                memcpy(op->req.currency, "TWD", 4);
-                op->overdue_at = TG_MONO_NEVER;
-                op->retry_at = TG_MONO_NEVER;
-                w->nops++;
-                w->res->ops++;
-                submit(w, op);
-        }
-}
-
-static void client_retries(struct sim_world *w)
-{
-        for (unsigned i = 0; i < w->nops; i++)
-                if (!w->ops[i].accepted && w->ops[i].retry_at <= w->clock.mono)
-                        submit(w, &w->ops[i]);
-}
-
-static void crash(struct sim_world *w)
-{
-        struct sim_proc *p = pick_live(w);
-
-        if (!p)
-                return;
-        w->res->crashes++;
-        if (chance(w, 35)) {
-                proc_kill(p, "crash between turns");
-                return;
-        }
-        /* somewhere inside what it does next */
-        p->crash_in = (unsigned)tg_rng_range(&w->rng, 1, 40);
-        sim_trace(w, "p%u will crash at its %u-th boundary", p->id, p->crash_in);
-}
-
-static void store_episode(struct sim_world *w)
-{
-        struct sim_proc *p = chance(w, 30) ? pick_live(w) : NULL;
-
-        w->fault_until = w->clock.mono + draw(w, 10 * MS, 2 * SEC);
-        w->fault_pct = (unsigned)tg_rng_range(&w->rng, 10, 100);
-        w->fault_proc = p ? p->id : 0;
-        /* now and then the store is slow rather than failing */
-        w->slow_max = chance(w, 25) ? draw(w, 100 * MS, 1500 * MS) : 0;
-        if (w->disrupted_until < w->fault_until)
-                w->disrupted_until = w->fault_until;
-        sim_trace(w, "store %s for %lld ms at %u%% (%s)", w->slow_max ? "stalls" : "faults",
-                  (long long)((w->fault_until - w->clock.mono) / MS), w->fault_pct,
-                  p ? "one connection" : "every connection");
-}
-
-static void lose_lock(struct sim_world *w)
-{
-        struct sim_proc *p = NULL;
-
-        for (unsigned i = 0; i < w->nprocs && !p; i++)
-                if (w->procs[i]->state == PROC_RUNNING)
-                        p = w->procs[i];
-        if (!p)
-                return;
-        w->res->lock_losses++;
-        sim_trace(w, "p%u loses its owner lock (its session is gone)", p->id);
-        store_faults_drop_locks(p->store);
-        if (w->disrupted_until < w->clock.mono)
-                w->disrupted_until = w->clock.mono;
-        /* a standby was waiting: it takes the exit now */
-        if (chance(w, 60) && live_procs(w) < 2)
-                (void)proc_start(w);
-}
-
-static void wall_jump(struct sim_world *w)
-{
-        tg_mono_ns j;
-
-        if (chance(w, 50))
-                j = -draw(w, 1 * MS, w->sc.jump_back_max);
-        else if (chance(w, 80))
-                j = draw(w, 1 * MS, 2 * SEC);
-        else
-                j = draw(w, 2 * SEC, 10 * 60 * SEC);
-        w->clock.wall_step_ns += j;
-        w->res->wall_jumps++;
-        sim_trace(w, "the wall clock steps %+lld ms", (long long)(j / MS));
-}
-
-struct manual_pick {
-        char ids[32][TG_OP_ID_MAX + 1];
-        unsigned n;
-};
-
-static int see_manual(const struct op_record *op, void *userdata)
-{
-        struct manual_pick *m = userdata;
-
-        if (m->n < 32)
-                snprintf(m->ids[m->n++], sizeof(m->ids[0]), "%s", op->req.operation_id);
-        return 0;
-}
-
-static void resend(struct sim_world *w)
-{
-        struct manual_pick m = {.n = 0};
-        struct sim_proc *p = pick_live(w);
-        struct op_record before, after, rec;
-        struct sim_op *op;
-        int r;
-
-        if (!p || store_list_manual(w->view, 0, MANUAL_NONE, 32, see_manual, &m) < 0 || m.n == 0)
-                return;
-        const char *id = m.ids[tg_rng_range(&w->rng, 0, m.n - 1)];
-        op = sim_op_of(w, id);
-        if (!op || store_get(w->view, id, &before) < 0)
-                return;
-        r = store_operator_resend(p->store, id, "sim", "resend", &w->cfg.policy,
-                                  sim_clock_wall(&w->clock), &rec);
-        /* whether it took, from the store itself: its answer may be lost */
-        if (store_get(w->view, id, &after) == 0 && before.state == OP_MANUAL &&
-            after.state == OP_RETRY_WAIT && after.operator_resend) {
-                op->resends++;
-                op->resend_pending = true;
-                op->must_query = false; /* a person decided to send it again */
-                w->res->resends++;
-                ring_all(w);
-        }
-        sim_trace(w, "operator re-sends %s via p%u: %s", id, p->id, r == 0 ? "ok" : tg_strerror(r));
-}
-
-/* The next moment of the timeline. */
-static tg_mono_ns timeline_next(const struct sim_world *w)
-{
-        tg_mono_ns t = w->restart_at;
-        const tg_mono_ns ev[] = {w->next_intake, w->next_crash,  w->next_fault, w->next_lock,
-                                 w->next_jump,   w->next_resend, w->next_view};
-
-        for (unsigned i = 0; i < sizeof(ev) / sizeof(ev[0]); i++)
-                if (ev[i] < t)
-                        t = ev[i];
-        for (unsigned i = 0; i < w->nops; i++)
-                if (!w->ops[i].accepted && w->ops[i].retry_at < t)
-                        t = w->ops[i].retry_at;
-        return t;
-}
-
-static void timeline(struct sim_world *w)
-{
-        tg_mono_ns now = w->clock.mono;
-
-        if (w->restart_at <= now) {
-                w->restart_at = TG_MONO_NEVER;
-                if (live_procs(w) == 0 && proc_start(w) < 0)
-                        sim_fail(w, "setup", "cannot start a process");
-        }
-        client_retries(w);
-        if (w->next_intake <= now) {
-                intake(w);
-                w->next_intake = now + draw(w, w->sc.intake_lo, w->sc.intake_hi);
-        }
-        if (w->next_crash <= now) {
-                crash(w);
-                w->next_crash = every(w, w->sc.crash_every);
-        }
-        if (w->next_fault <= now) {
-                store_episode(w);
-                w->next_fault = every(w, w->sc.fault_every);
-        }
-        if (w->next_lock <= now) {
-                lose_lock(w);
-                w->next_lock = every(w, w->sc.lock_every);
-        }
-        if (w->next_jump <= now) {
-                wall_jump(w);
-                w->next_jump = every(w, w->sc.jump_every);
-        }
-        if (w->next_resend <= now) {
-                resend(w);
-                w->next_resend = every(w, w->sc.resend_every);
-        }
-}
-
-/* No more faults: a calm provider, and a process to finish the work. */
-static void drain(struct sim_world *w)
-{
-        w->draining = true;
-        w->next_intake = w->next_crash = w->next_fault = TG_MONO_NEVER;
-        w->next_lock = w->next_jump = w->next_resend = TG_MONO_NEVER;
-        w->fault_until = 0;
-        for (unsigned i = 0; i < w->nprocs; i++)
-                w->procs[i]->crash_in = 0;
-        sim_provider_calm(w->provider, w->clock.mono);
-        sim_trace(w, "drain: no more faults, a calm provider");
-}
-
 /* ---- the scheduler ------------------------------------------------------------------ */
 
 static tg_mono_ns next_time(const struct sim_world *w)
 {
-        tg_mono_ns t = timeline_next(w);
+        tg_mono_ns t = sim_timeline_next(w);
 
         for (unsigned i = 0; i < w->nprocs; i++) {
                 const struct sim_proc *p = w->procs[i];
@@ -823,7 +478,7 @@ static void step(struct sim_world *w)
         w->step++;
         w->res->steps++;
         process_events(w);
-        timeline(w);
+        sim_timeline(w);
         for (unsigned i = 0; i < w->nprocs && !w->failed; i++) {
                 struct sim_proc *p = w->procs[i];
                 if (proc_wake(p) <= w->clock.mono)
@@ -985,14 +640,14 @@ int sim_run(const struct sim_options *opt, struct sim_result *ret)
         w->res = ret;
         tg_rng_seed(&w->rng, opt->seed);
         w->clock = (struct sim_clock){.mono = 1 * SEC, .wall0 = WALL0};
-        draw_config(w);
+        sim_draw_config(w);
         w->interval = (tg_mono_ns)ceil(1e9 / w->cfg.exit.starts_per_second);
         w->last_wire = TG_MONO_NEVER;
         w->restart_at = TG_MONO_NEVER;
-        trace_config(w);
+        sim_trace_config(w);
         r = world_open(w);
         if (r == 0)
-                r = proc_start(w);
+                r = sim_proc_start(w);
         if (r < 0) {
                 if (opt->out)
                         fprintf(opt->out, "tollgate-sim: seed %" PRIu64 ": cannot set up: %s\n",
@@ -1003,21 +658,21 @@ int sim_run(const struct sim_options *opt, struct sim_result *ret)
         }
         tg_mono_ns t0 = w->clock.mono;
         w->next_intake = t0;
-        w->next_crash = every(w, w->sc.crash_every);
-        w->next_fault = every(w, w->sc.fault_every);
-        w->next_lock = every(w, w->sc.lock_every);
-        w->next_jump = every(w, w->sc.jump_every);
-        w->next_resend = every(w, w->sc.resend_every);
+        w->next_crash = sim_every(w, w->sc.crash_every);
+        w->next_fault = sim_every(w, w->sc.fault_every);
+        w->next_lock = sim_every(w, w->sc.lock_every);
+        w->next_jump = sim_every(w, w->sc.jump_every);
+        w->next_resend = sim_every(w, w->sc.resend_every);
         w->next_view = t0 + VIEW_EVERY;
 
         /* the faulty part, then the drain */
         while (!w->failed && w->step < opt->steps && w->clock.mono < t0 + w->sc.fault_end)
                 run_until(w, w->clock.mono + 100 * MS);
-        drain(w);
+        sim_drain(w);
         tg_mono_ns drain_end = w->clock.mono + w->cfg.policy.deadline_ms * MS +
                                4 * w->cfg.provider_timeout_ms * MS + DRAIN_EXTRA;
         while (!w->failed && w->clock.mono < drain_end) {
-                if (live_procs(w) == 0 && w->restart_at == TG_MONO_NEVER)
+                if (sim_live_procs(w) == 0 && w->restart_at == TG_MONO_NEVER)
                         w->restart_at = w->clock.mono;
                 run_until(w, w->clock.mono + VIEW_EVERY);
                 bool pending = false;
