@@ -271,7 +271,7 @@ unsigned sim_check_view(struct sim_world *w)
 
         if (w->failed)
                 return 0;
-        if (disrupted(w))
+        if (disrupted(w) && w->disrupted_until < w->clock.mono)
                 w->disrupted_until = w->clock.mono;
         w->view_gen++;
         for (unsigned s = 0; s < sizeof(open_states) / sizeof(open_states[0]); s++) {

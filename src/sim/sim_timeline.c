@@ -211,8 +211,9 @@ static void store_episode(struct sim_world *w)
         w->fault_proc = p ? p->id : 0;
         /* now and then the store is slow rather than failing */
         w->slow_max = sim_chance(w, 25) ? sim_draw(w, 100 * MS, 1500 * MS) : 0;
-        if (w->disrupted_until < w->fault_until)
-                w->disrupted_until = w->fault_until;
+        /* a transaction stalled at its end finishes up to slow_max later */
+        if (w->disrupted_until < w->fault_until + w->slow_max)
+                w->disrupted_until = w->fault_until + w->slow_max;
         sim_trace(w, "store %s for %lld ms at %u%% (%s)", w->slow_max ? "stalls" : "faults",
                   (long long)((w->fault_until - w->clock.mono) / MS), w->fault_pct,
                   p ? "one connection" : "every connection");
