@@ -360,6 +360,14 @@ int policy_operator_resend(const struct policy_config *config, const struct poli
         return 0;
 }
 
+/* A planted bug for tollgate-sim's test builds only (docs/reliability.md);
+ * 0 in every shipped build. */
+#ifdef TG_PLANT_REPOST_UNKNOWN
+#define PLANT_REPOST_UNKNOWN 1
+#else
+#define PLANT_REPOST_UNKNOWN 0
+#endif
+
 enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend)
 {
         switch (state) {
@@ -368,7 +376,9 @@ enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend)
         case OP_RETRY_WAIT:
                 return operator_resend ? TG_KIND_MANUAL : TG_KIND_RETRY;
         case OP_UNKNOWN:
-                return TG_KIND_QUERY;
+                /* a planted bug (TG_PLANT_REPOST_UNKNOWN, see
+                 * daemon/dispatcher.c): a re-POST instead of a query */
+                return PLANT_REPOST_UNKNOWN ? TG_KIND_RETRY : TG_KIND_QUERY;
         case OP_IN_FLIGHT:
         case OP_SUCCEEDED:
         case OP_REJECTED:

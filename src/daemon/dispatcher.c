@@ -46,6 +46,21 @@
 #include "daemon/ownership.h"
 #include "store/store.h"
 
+/* Planted bugs (docs/reliability.md, "Deterministic simulation"): each is
+ * compiled in only by a test build of tollgate-sim with its TG_PLANT_* flag
+ * (tests/CMakeLists.txt), to show that the simulator catches it; a shipped
+ * build has none (the constants are 0 and the branches fold away). */
+#ifdef TG_PLANT_HANDOFF_SPACING
+#define PLANT_HANDOFF_SPACING 1 /* the next slot counts from the hand-off, not the wire */
+#else
+#define PLANT_HANDOFF_SPACING 0
+#endif
+#ifdef TG_PLANT_RETRY_SKIPS_PACER
+#define PLANT_RETRY_SKIPS_PACER 1 /* a retry claimed ahead goes at once, past the pacer */
+#else
+#define PLANT_RETRY_SKIPS_PACER 0
+#endif
+
 #define IDLE_RECHECK_NS (50 * TG_NS_PER_MS)   /* the first look for new work after none */
 #define SWEEP_EVERY_NS  (1000 * TG_NS_PER_MS) /* deadline sweep and owner check */
 #define SETTLE_RETRY_NS (200 * TG_NS_PER_MS)  /* a store that failed a settle is asked again */
@@ -64,6 +79,7 @@ struct open_call {
         tg_mono_ns ready_at;         /* the earliest it could have started (lateness) */
         bool sent_known;             /* its sent report came */
         tg_mono_ns sent;             /* on the wire (0: never) */
+        bool unpaced;                /* PLANT_RETRY_SKIPS_PACER: the pacer never saw it */
 };
 
 /* How far ahead of its slot a call is handed over: the longest of the last
@@ -112,12 +128,28 @@ struct dispatcher {
         tg_mono_ns next_sweep;
         uint64_t seq;
         bool lost; /* fenced or lock lost: stop starting */
+        /* The last owner check that found our lock held: no call is handed
+         * over when it is older than OWNERSHIP_FRESH_NS (daemon/ownership.h:
+         * a claim made ahead was fenced when it was made, not when it is
+         * sent). */
+        tg_mono_ns owner_seen;
+        bool owner_checked;
         /* Outcomes the store could not take yet (down, restarting, busy past
          * its timeout). While any is here the exit starts nothing; they are
          * retried until the store takes them. Bounded: at most one per open
          * call, and no call starts while one waits. */
         struct settle_args *unsettled;
         unsigned n_unsettled;
+        /* Claims the store could not take back (store_release failed):
+         * their operations stay in flight until it does, so they are asked
+         * again with the outcomes, and nothing is claimed or started
+         * meanwhile. Bounded: they come from the ready queue, which no claim
+         * refills while one waits here. */
+        struct unreleased {
+                int64_t op_id, call_id;
+                char why[32];
+        } unreleased[READY_MAX];
+        unsigned n_unreleased;
         uint64_t claim_failures; /* in a row */
         tg_mono_ns next_settle_retry;
         const char *failpoint;
@@ -257,10 +289,12 @@ static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg
                 return;
         oc->sent_known = true;
         oc->sent = sent ? at : 0;
+        if (PLANT_RETRY_SKIPS_PACER && oc->unpaced)
+                return;
         /* the query sub-quota counts from the same real start */
         bool query = d->query_pacer && oc->request == CLASSIFY_QUERY;
         if (sent) {
-                pacer_sent(d->pacer, at);
+                pacer_sent(d->pacer, PLANT_HANDOFF_SPACING ? oc->handoff.mono : at);
                 if (query)
                         pacer_sent(d->query_pacer, at);
                 if (ready >= oc->handoff.mono) {
@@ -378,20 +412,44 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                 exit_stats_waited(
                     d->xstats, decision.next == OP_RETRY_WAIT ? EXIT_WAIT_BACKOFF : EXIT_WAIT_QUERY,
                     decision.wait_ms);
-        pacer_finish(d->pacer);
+        if (!(PLANT_RETRY_SKIPS_PACER && oc->unpaced))
+                pacer_finish(d->pacer);
         if (d->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_finish(d->query_pacer);
         apply_holds(d, oc, res, ra, now);
         oc->used = false;
 }
 
-/* Asks the store again for outcomes it could not take. */
-static void retry_unsettled(struct dispatcher *d, tg_mono_ns now)
+/* Our lock was seen held recently enough to hand a call over. */
+static bool owner_fresh(const struct dispatcher *d, tg_mono_ns now)
+{
+        return d->owner_checked && now - d->owner_seen <= OWNERSHIP_FRESH_NS;
+}
+
+/* The store owes us an outcome or a release: nothing starts until it took
+ * them. */
+static bool store_owes(const struct dispatcher *d)
+{
+        return d->n_unsettled > 0 || d->n_unreleased > 0;
+}
+
+/* Asks the store again for outcomes and releases it could not take. */
+static void retry_unsettled(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
         unsigned kept = 0;
 
-        if (d->n_unsettled == 0 || now < d->next_settle_retry)
+        if (!store_owes(d) || now < d->next_settle_retry)
                 return;
+        for (unsigned i = 0; i < d->n_unreleased; i++) {
+                const struct unreleased *u = &d->unreleased[i];
+                int r =
+                    store_release(d->store, d->own.epoch, u->op_id, u->call_id, now, wall, u->why);
+                /* fenced: a newer owner recovers it */
+                if (r < 0 && r != TG_EFENCED)
+                        d->unreleased[kept++] = *u;
+        }
+        d->n_unreleased = kept;
+        kept = 0;
         for (unsigned i = 0; i < d->n_unsettled; i++) {
                 int r = store_settle(d->store, &d->unsettled[i]);
                 if (r == TG_EFENCED) {
@@ -405,7 +463,7 @@ static void retry_unsettled(struct dispatcher *d, tg_mono_ns now)
         }
         d->n_unsettled = kept;
         d->next_settle_retry = now + SETTLE_RETRY_NS;
-        if (kept == 0)
+        if (!store_owes(d))
                 log_emit(LOG_INFO, "exit_resumed_store", NULL);
 }
 
@@ -507,6 +565,17 @@ static void release_claim(struct dispatcher *d, const struct open_call *rc, cons
         json_object_set_new(f, "why", json_string(why));
         if (r < 0)
                 json_object_set_new(f, "store_error", json_string(tg_strerror(r)));
+        /* A release the store could not take leaves the operation in
+         * flight, where no sweep looks: ask again until it does (fenced: a
+         * newer owner recovers it). */
+        if (r < 0 && r != TG_EFENCED && d->n_unreleased < READY_MAX) {
+                struct unreleased *u = &d->unreleased[d->n_unreleased++];
+                u->op_id = rc->op.id;
+                u->call_id = rc->call.id;
+                snprintf(u->why, sizeof(u->why), "%s", why);
+                if (d->n_unsettled == 0 && d->n_unreleased == 1)
+                        d->next_settle_retry = now + SETTLE_RETRY_NS;
+        }
         log_emit(r < 0 ? LOG_WARN : LOG_INFO, "claim_released", f);
 }
 
@@ -645,16 +714,23 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 
         /* idle_until: the store had nothing to claim a moment ago; a claim
          * made ahead is work all the same */
-        if (d->lost || stopping(d) || d->n_unsettled > 0 || (now < d->idle_until && !d->nready))
+        if (d->lost || stopping(d) || store_owes(d) || (now < d->idle_until && !d->nready))
+                return;
+        /* the next housekeeping checks the lock (or finds it lost) */
+        if (!owner_fresh(d, d->env->mono_now(d->env->ctx)))
                 return;
         tg_mono_ns slot = pacer_next_slot(d->pacer);
         /* the request goes on the wire at its slot, or now if that is past
          * (with shares: on this share's point of the grid, or a little
          * after it, else at its next point) */
         tg_mono_ns at = pacer_start_at(d->pacer, now);
-        if (at == TG_MONO_NEVER || now < handoff_time(d, at) || account_held(d, now, wall))
+        bool unpaced = PLANT_RETRY_SKIPS_PACER && d->nready > 0 &&
+                       d->ready[0].call.kind == TG_KIND_RETRY && !pacer_pending(d->pacer);
+        if (unpaced)
+                at = now;
+        else if (at == TG_MONO_NEVER || now < handoff_time(d, at) || account_held(d, now, wall))
                 return;
-        if (!pacer_may_start(d->pacer, at))
+        if (!unpaced && !pacer_may_start(d->pacer, at))
                 return; /* in flight at the cap */
         oc = free_slot(d);
         if (!oc)
@@ -672,11 +748,20 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         }
         d->claim_failures = 0;
         d->idle_step = IDLE_RECHECK_NS;
+        if (!owner_fresh(d, d->env->mono_now(d->env->ctx))) {
+                /* the claim took long enough for the owner check to go
+                 * stale: it waits at the head of the queue for the next */
+                memmove(&d->ready[1], &d->ready[0], sizeof(d->ready[0]) * d->nready);
+                d->ready[0] = *oc;
+                d->nready++;
+                return;
+        }
 
         /* The attempt is committed: record before send. */
         failpoint_hit(d->failpoint, "crash_after_claim", &oc->op);
 
         oc->used = true;
+        oc->unpaced = unpaced;
         oc->cookie = ++d->next_cookie;
         oc->request = oc->call.kind == TG_KIND_QUERY ? CLASSIFY_QUERY : CLASSIFY_POST;
         oc->sent_known = false;
@@ -704,7 +789,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                 pacer_start_pending(d->query_pacer, at, NULL);
         /* may_start held at `at` and nothing in between can close the slot:
          * the slot only moves at a start, and starts happen only here. */
-        if (pacer_start_pending(d->pacer, at, &probe) < 0) {
+        if (!unpaced && pacer_start_pending(d->pacer, at, &probe) < 0) {
                 /* A programmer error, not a condition to work around: stop.
                  * The claim is committed, so the next owner reconciles the
                  * operation as unknown. */
@@ -736,8 +821,8 @@ static void refill(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         unsigned want = ready_want(d);
         int r;
 
-        if (d->lost || stopping(d) || d->n_unsettled > 0 || now < d->idle_until ||
-            d->nready >= want || pacer_held(d->pacer, now))
+        if (d->lost || stopping(d) || store_owes(d) || now < d->idle_until || d->nready >= want ||
+            pacer_held(d->pacer, now))
                 return;
         /* A call on its way to the wire (its connect in progress) comes
          * first: claim once it is out, an interval before the next slot. */
@@ -788,10 +873,16 @@ static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
             taken + invalid > 0)
                 log_emit(LOG_INFO, "outbox_intake",
                          json_pack("{s:i, s:i}", "taken", (int)taken, "invalid", (int)invalid));
-        if (store_owner_check(d->store) < 0 && !d->lost) {
+        /* when we asked: the lock was ours then at least */
+        tg_mono_ns asked = d->env->mono_now(d->env->ctx);
+        if (store_owner_check(d->store) < 0) {
+                if (!d->lost)
+                        log_emit(LOG_ERROR, "owner_lost",
+                                 json_pack("{s:I}", "epoch", (json_int_t)d->own.epoch));
                 d->lost = true;
-                log_emit(LOG_ERROR, "owner_lost",
-                         json_pack("{s:I}", "epoch", (json_int_t)d->own.epoch));
+        } else {
+                d->owner_seen = asked;
+                d->owner_checked = true;
         }
         /* the service's once-a-second work (daemon/service.h: watchdog,
          * readiness, retention), on this thread and this store */
@@ -812,7 +903,14 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
 
         if (d->env->open_calls(d->env->ctx) > 0 && now + IDLE_RECHECK_NS < until)
                 until = now + IDLE_RECHECK_NS; /* a drain or a lost owner waits for replies */
-        if (!d->lost && !stopping(d) && pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
+        if (store_owes(d)) {
+                /* nothing starts until the store takes what it owes: wake
+                 * for the next try, not for a slot the loop may not use (it
+                 * would come round again at once, and again, spinning) */
+                if (d->next_settle_retry < until)
+                        until = d->next_settle_retry;
+        } else if (!d->lost && !stopping(d) && owner_fresh(d, now) &&
+                   pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
                 tg_mono_ns at = pacer_start_at(d->pacer, now);
                 if (at != TG_MONO_NEVER) {
                         tg_mono_ns handoff = handoff_time(d, at);
@@ -835,7 +933,7 @@ int dispatcher_turn(struct dispatcher *d)
         tg_wall_ms wall = env->wall_now(env->ctx);
 
         settle_finished(d, now, wall);
-        retry_unsettled(d, now);
+        retry_unsettled(d, now, wall);
         if (stopping(d) || d->lost)
                 release_ready(d, stopping(d) ? "stop" : "owner lost", now, wall);
         if ((stopping(d) || d->lost) && env->open_calls(env->ctx) == 0) {
@@ -851,9 +949,13 @@ int dispatcher_turn(struct dispatcher *d)
                  * pacer is kept: the next slot still counts from our last
                  * actual start. */
                 d->n_unsettled = 0;
+                d->n_unreleased = 0;
                 d->lost = false;
                 r = ownership_rejoin(&d->own);
                 set_grid(d);
+                /* a fresh check of the new lock before the next start */
+                d->owner_checked = false;
+                d->next_sweep = 0;
                 if (r != 0) {
                         if (r != 1)
                                 d->lost = true; /* could not: the loop ends with 1 */
@@ -957,6 +1059,8 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
          * pacer: nothing carried over from before, no catch-up. */
         dispatcher_share_config(cfg, &d->share_cfg);
         r = pacer_new(&d->share_cfg, &d->pacer);
+        if (r == 0)
+                d->own.spacing_ns = pacer_interval(d->pacer);
         if (r == 0 && shares > 1) {
                 /* the account's spacing (with its margin), plus the skew */
                 struct pacer_config acct = {.starts_per_second = cfg->exit.starts_per_second,

@@ -118,10 +118,20 @@ int ownership_take_over(struct ownership *o)
                 /* The previous owner's calls may still be open at the
                  * provider: wait out one full call timeout before sending.
                  * (This clears our own waiting budget only; it does not prove
-                 * the provider stopped: unknowns are still reconciled.) */
+                 * the provider stopped: unknowns are still reconciled.) A
+                 * call it handed over may reach the wire as late as its
+                 * timeout (a slow connect), and our pacer starts empty: one
+                 * spacing more keeps our first start 1/rate after it. A
+                 * previous owner that lost its lock alive may still hand
+                 * calls over (claims made ahead) until its owner check is
+                 * stale, OWNERSHIP_FRESH_NS after it lost it at most: that
+                 * too. */
+                tg_mono_ns wait =
+                    o->provider_timeout_ms * TG_NS_PER_MS + o->spacing_ns + OWNERSHIP_FRESH_NS;
                 log_emit(LOG_INFO, "takeover_wait",
-                         json_pack("{s:I}", "wait_ms", (json_int_t)o->provider_timeout_ms));
-                if (!ownership_wait(o, o->provider_timeout_ms * TG_NS_PER_MS))
+                         json_pack("{s:I}", "wait_ms",
+                                   (json_int_t)((wait + TG_NS_PER_MS - 1) / TG_NS_PER_MS)));
+                if (!ownership_wait(o, wait))
                         return 1;
         }
         r = store_recover(o->env->store, o->epoch, o->policy, o->env->wall_now(o->env->ctx), &n);

@@ -4,8 +4,11 @@
  * of the account, or wait as a standby while every share is held (unless
  * --no-wait); refuse to run beside a dispatcher of another split; after a
  * takeover, wait out one full call timeout (the previous owner's calls may
- * still be open at the provider) and turn the previous owner's in_flight
- * operations into unknown, to be reconciled. A dispatcher that lost its lock
+ * still be open at the provider), plus the share's spacing (its last request
+ * may reach the wire as late as its timeout) and OWNERSHIP_FRESH_NS (a
+ * previous owner that lost its lock alive may hand calls over until its
+ * check is stale), and turn the previous owner's in_flight operations into
+ * unknown, to be reconciled. A dispatcher that lost its lock
  * (a database restart) rejoins the same way under a new epoch.
  *
  * Every wait goes through the exit's environment and ends early when a stop
@@ -22,11 +25,23 @@
 #include "daemon/exit_env.h"
 #include "store/store.h"
 
+/* An owner hands a call over only within this long of a check that its
+ * lock is still held (the dispatcher checks once a second): a lock lost under
+ * a live owner (a database session gone) stops its starts within this long,
+ * claims made ahead included. A new owner's takeover wait adds it, so that
+ * the previous owner's last start comes, and its call ends, before the new
+ * owner sends anything. */
+#define OWNERSHIP_FRESH_NS (1500 * TG_NS_PER_MS)
+
 struct ownership {
         /* in: set by the caller, kept for the owner's life */
         const struct exit_env *env;
         struct store_split split; /* the account's, as configured */
         int64_t provider_timeout_ms;
+        /* the share's spacing between starts: the previous owner's last
+         * start may be this recent, and a new owner starts with an empty
+         * pacer */
+        tg_mono_ns spacing_ns;
         const struct policy_config *policy;
         bool no_wait;
         volatile sig_atomic_t *stop;    /* set by a signal handler */

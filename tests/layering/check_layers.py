@@ -22,6 +22,8 @@ ALLOWED = {
     "net": {"platform", "core"},
     "daemon": {"store", "net", "platform", "core"},
     "tools": {"daemon", "store", "net", "platform", "core"},
+    # tollgate-sim: the real dispatcher in virtual time, above it like tools
+    "sim": {"daemon", "store", "net", "platform", "core"},
     "cli": {"tools", "daemon", "store", "net", "platform", "core"},
     "stub": {"platform", "core"},
 }

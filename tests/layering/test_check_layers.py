@@ -28,7 +28,8 @@ def make(files):
 def main():
     clean = {"core/a.c": '#include "core/a.h"\n', "store/s.c": '#include "core/a.h"\n',
              "daemon/d.c": '#include "store/s.h"\n#include "net/t.h"\n',
-             "stub/x.c": '#include "x.h"\n#include "platform/clock.h"\n'}
+             "stub/x.c": '#include "x.h"\n#include "platform/clock.h"\n',
+             "sim/w.c": '#include "daemon/dispatcher.h"\n#include "store/store.h"\n'}
     r = run(make(clean))
     assert r.returncode == 0, r.stdout + r.stderr
     for bad, what in [({"core/p.c": '#include "store/store.h"\n'}, "core includes store"),
@@ -36,6 +37,8 @@ def main():
                       ({"stub/s.c": '#include "daemon/config.h"\n'}, "stub includes daemon"),
                       ({"net/n.c": '#include "store/store.h"\n'}, "net includes store"),
                       ({"daemon/d.c": '#include "cli/cli.h"\n'}, "daemon includes cli"),
+                      ({"daemon/d.c": '#include "sim/sim_env.h"\n'}, "daemon includes sim"),
+                      ({"sim/w.c": '#include "tools/verify.h"\n'}, "sim includes tools"),
                       ({"core/c.c": '#include "../daemon/x.h"\n'}, "relative include"),
                       ({"core/c.c": '#include <curl/curl.h>\n'}, "core includes a library"),
                       ({"core/c.c": 'int f(void) { return clock_gettime(0, 0); }\n'},

@@ -1,7 +1,8 @@
 /*
  * Tests of the real dispatcher (daemon/dispatcher.c), driven turn by turn
- * through a fake environment: a virtual clock that only moves when the
- * dispatcher waits, and a fake transport that plays a scripted provider
+ * through the simulated environment tollgate-sim runs it on too
+ * (src/sim/sim_env.h, standalone): a virtual clock that only moves when the
+ * dispatcher waits, and a transport that plays a scripted provider
  * (latency, timeouts, resets, 429/503 with Retry-After, query answers), over
  * a real SQLite store in a temporary directory. Each scenario runs minutes
  * of virtual time in milliseconds of real time, and is judged from the
@@ -41,222 +42,57 @@
 #include "daemon/dispatcher.h"
 #include "daemon/exit_env.h"
 #include "daemon/log.h"
+#include "daemon/ownership.h"
+#include "sim/sim_env.h"
 #include "store/store.h"
+#include "store/store_faults.h"
 
 #define WALL0      1700000000000LL
 #define MS         TG_NS_PER_MS
-#define MAX_OPEN   64
 #define MAX_STARTS 4096
 
 /* ---- the fake environment ------------------------------------------------------- */
 
-struct answer {
-        tg_mono_ns connect;                 /* hand-off to connection ready (default 300 us) */
-        tg_mono_ns latency;                 /* from the request on the wire to the end */
-        enum tg_transport_result transport; /* TG_TR_COMPLETE, RESET, NOT_SENT */
-        int http_status;
-        const char *status;     /* body .status */
-        const char *error_code; /* body .error.code */
-        const char *retry_after;
-};
-
+/* The shared simulated environment (src/sim/sim_env.h), standalone: a
+ * virtual clock that moves only when the dispatcher waits, and a transport
+ * that plays the scripted provider below. */
 struct fake;
-typedef void (*provider_fn)(struct fake *f, const struct transport_call *call, struct answer *ret);
-
-struct fake_call {
-        bool open, done, reported;
-        tg_mono_ns done_at;
-        tg_mono_ns sent_at; /* on the wire (0: never) */
-        struct transport_result result;
-};
-
-struct start_rec {
-        tg_mono_ns at;      /* on the wire, as the provider sees it */
-        tg_mono_ns handoff; /* handed to the transport */
-        enum classify_request request;
-        char operation_id[TG_OP_ID_MAX + 1];
-        unsigned attempt;
-        unsigned open_after; /* calls open at the transport, this one included */
-        int64_t timeout_ms;  /* the whole-call timeout the transport was given */
-        tg_wall_ms wall;     /* when, on the wall clock */
-        char traceparent[TG_TRACEPARENT_MAX + 1];
-        char request_id[TG_REQUEST_ID_MAX + 1];
-};
+typedef void (*provider_fn)(struct fake *f, const struct transport_call *call,
+                            struct sim_answer *ret);
 
 struct fake {
-        struct exit_env env;
-        tg_mono_ns mono;
-        struct fake_call calls[MAX_OPEN];
-        struct start_rec starts[MAX_STARTS];
-        unsigned n_starts;
+        struct sim_clock clock;
+        struct sim_env *sim;
+        const struct exit_env *env;
+        struct store *store;
+        struct sim_start starts[MAX_STARTS];
         provider_fn provider;
-        unsigned answered; /* calls the provider has answered, for scripts */
 };
 
-static tg_mono_ns f_mono(void *ctx)
-{
-        return ((struct fake *)ctx)->mono;
-}
-
-static tg_wall_ms f_wall(void *ctx)
-{
-        return WALL0 + ((struct fake *)ctx)->mono / MS;
-}
-
-static int64_t f_wall_ns(void *ctx)
-{
-        return WALL0 * MS + ((struct fake *)ctx)->mono;
-}
-
-static void f_sleep(void *ctx, tg_mono_ns ns)
-{
-        if (ns > 0)
-                ((struct fake *)ctx)->mono += ns;
-}
-
-static unsigned f_open(void *ctx)
-{
-        struct fake *f = ctx;
-        unsigned n = 0;
-
-        for (unsigned i = 0; i < MAX_OPEN; i++)
-                n += f->calls[i].open;
-        return n;
-}
-
-static int f_start(void *ctx, const struct transport_call *call, struct exit_handoff *ret)
-{
-        struct fake *f = ctx;
-        struct fake_call *c = NULL;
-        struct answer a = {.connect = 300 * TG_NS_PER_US,
-                           .latency = 50 * MS,
-                           .transport = TG_TR_COMPLETE,
-                           .http_status = 201};
-        tg_mono_ns timeout = call->timeout_ms * MS;
-
-        ret->mono = f->mono;
-        ret->wall = f_wall(f);
-        for (unsigned i = 0; i < MAX_OPEN && !c; i++)
-                if (!f->calls[i].open)
-                        c = &f->calls[i];
-        if (!c)
-                return TG_EFULL;
-        assert_true(f->n_starts < MAX_STARTS);
-        struct start_rec *s = &f->starts[f->n_starts++];
-        s->handoff = f->mono;
-        s->request = call->request;
-        snprintf(s->operation_id, sizeof(s->operation_id), "%s", call->operation_id);
-        s->attempt = call->attempt;
-        s->timeout_ms = call->timeout_ms;
-        s->wall = f_wall(f);
-        snprintf(s->traceparent, sizeof(s->traceparent), "%s",
-                 call->traceparent ? call->traceparent : "");
-        snprintf(s->request_id, sizeof(s->request_id), "%s", call->request_id);
-        f->provider(f, call, &a);
-        f->answered++;
-        memset(c, 0, sizeof(*c));
-        c->open = true;
-        c->result.cookie = call->cookie;
-        c->result.handoff_mono = f->mono;
-        c->result.sent = a.transport != TG_TR_NOT_SENT;
-        /* like the real transport: connect now, hold the request until its
-         * not_before in the pre-request hook */
-        tg_mono_ns ready = f->mono + a.connect;
-        tg_mono_ns wire = ready > call->not_before ? ready : call->not_before;
-        if (c->result.sent) {
-                c->result.ready_mono = ready;
-                c->result.sent_mono = wire;
-                c->sent_at = wire;
-        }
-        /* a call never sent starts at its slot, as the call log says */
-        s->at = c->result.sent ? wire : call->not_before > f->mono ? call->not_before : f->mono;
-        if (!c->result.sent) { /* refused: it ends after its connect */
-                c->done_at = ready;
-                c->result.reply.transport = TG_TR_NOT_SENT;
-        } else if (a.latency > timeout - (wire - f->mono)) { /* the whole-call timeout */
-                c->done_at = f->mono + timeout;
-                c->result.reply.transport = TG_TR_TIMEOUT_AFTER_SEND;
-                c->result.latency_us = timeout / 1000;
-                snprintf(c->result.error, sizeof(c->result.error), "timeout");
-        } else {
-                c->done_at = wire + a.latency;
-                c->result.reply.transport = a.transport;
-                c->result.latency_us = a.latency / 1000;
-                if (a.transport == TG_TR_COMPLETE) {
-                        c->result.reply.http_status = a.http_status;
-                        c->result.reply.body_is_json = true;
-                        snprintf(c->result.reply.status, sizeof(c->result.reply.status), "%s",
-                                 a.status ? a.status : "");
-                        snprintf(c->result.reply.error_code, sizeof(c->result.reply.error_code),
-                                 "%s", a.error_code ? a.error_code : "");
-                        snprintf(c->result.retry_after, sizeof(c->result.retry_after), "%s",
-                                 a.retry_after ? a.retry_after : "");
-                }
-        }
-        s->open_after = f_open(f);
-        return 0;
-}
-
-/* Virtual time moves to `until`, or to the first event before it: a request
- * going on the wire, or a reply. */
-static int f_poll(void *ctx, tg_mono_ns until)
-{
-        struct fake *f = ctx;
-        tg_mono_ns first = TG_MONO_NEVER;
-
-        for (unsigned i = 0; i < MAX_OPEN; i++) {
-                struct fake_call *c = &f->calls[i];
-                if (c->open && !c->done && c->done_at < first)
-                        first = c->done_at;
-                if (c->open && !c->reported && c->sent_at > 0 && c->sent_at < first)
-                        first = c->sent_at;
-        }
-        if (first <= until)
-                until = first;
-        if (until > f->mono)
-                f->mono = until;
-        for (unsigned i = 0; i < MAX_OPEN; i++)
-                if (f->calls[i].open && f->calls[i].done_at <= f->mono)
-                        f->calls[i].done = true;
-        return 0;
-}
-
-static int f_next_sent(void *ctx, struct transport_sent *ret)
+static void f_handoff(void *ctx, struct sim_env *env, const struct transport_call *call,
+                      struct sim_answer *ret)
 {
         struct fake *f = ctx;
 
-        for (unsigned i = 0; i < MAX_OPEN; i++) {
-                struct fake_call *c = &f->calls[i];
-                if (!c->open || c->reported)
-                        continue;
-                if (c->sent_at > 0 && c->sent_at <= f->mono) {
-                        c->reported = true;
-                        *ret = (struct transport_sent){.cookie = c->result.cookie,
-                                                       .sent = true,
-                                                       .ready_mono = c->result.ready_mono,
-                                                       .sent_mono = c->sent_at};
-                        return 0;
-                }
-                if (c->sent_at == 0 && c->done) {
-                        c->reported = true;
-                        *ret = (struct transport_sent){.cookie = c->result.cookie};
-                        return 0;
-                }
-        }
-        return TG_ENOTFOUND;
+        (void)env;
+        assert_true(sim_env_starts(f->sim) < MAX_STARTS);
+        f->provider(f, call, ret);
 }
 
-static int f_next_done(void *ctx, struct transport_result *ret)
+/* calls the provider has answered, for scripts */
+static unsigned answered(const struct fake *f)
 {
-        struct fake *f = ctx;
+        return sim_env_answered(f->sim);
+}
 
-        for (unsigned i = 0; i < MAX_OPEN; i++)
-                if (f->calls[i].open && f->calls[i].done) {
-                        *ret = f->calls[i].result;
-                        f->calls[i].open = false;
-                        return 0;
-                }
-        return TG_ENOTFOUND;
+static unsigned n_starts(const struct fake *f)
+{
+        return sim_env_starts(f->sim);
+}
+
+static tg_wall_ms f_wall(const struct fake *f)
+{
+        return sim_clock_wall(&f->clock);
 }
 
 /* ---- fixtures ------------------------------------------------------------------- */
@@ -269,25 +105,76 @@ struct fx {
         volatile sig_atomic_t stop;
         struct dispatcher_options opt;
         struct dispatcher *d;
+        /* the store's writes fail from fail_from until fail_until (virtual) */
+        tg_mono_ns fail_from, fail_until;
+        /* slow claims: each takes claim_ns; once armed, the next takes 2 s
+         * and the owner lock is lost meanwhile (at lock_lost_at) */
+        struct store *peek; /* a second connection, to see what a transaction did */
+        uint64_t calls_seen;
+        tg_mono_ns claim_ns;
+        bool armed;
+        tg_mono_ns lock_lost_at;
 };
 
 static void fake_init(struct fx *x, struct fake *f, provider_fn provider)
 {
+        struct sim_env_provider p = {.handoff = f_handoff, .ctx = f};
+
         memset(f, 0, sizeof(*f));
-        f->env = (struct exit_env){.ctx = f,
-                                   .mono_now = f_mono,
-                                   .wall_now = f_wall,
-                                   .wall_ns = f_wall_ns,
-                                   .sleep = f_sleep,
-                                   .start = f_start,
-                                   .poll = f_poll,
-                                   .next_done = f_next_done,
-                                   .next_sent = f_next_sent,
-                                   .open_calls = f_open,
-                                   .seed = 7};
-        f->mono = 1000 * MS;
+        f->clock = (struct sim_clock){.mono = 1000 * MS, .wall0 = WALL0};
         f->provider = provider;
-        assert_int_equal(store_open(x->url, &f->env.store), 0);
+        assert_int_equal(store_open(x->url, &f->store), 0);
+        assert_int_equal(sim_env_new(&f->clock, &p, f->store, 7, false, &f->sim), 0);
+        sim_env_record(f->sim, f->starts, MAX_STARTS);
+        f->env = sim_env_exit(f->sim);
+}
+
+/* A store whose writes fail in the fixture's window (fail_from, fail_until). */
+static enum store_fault failing_writes(void *ctx, bool write)
+{
+        struct fx *x = ctx;
+        tg_mono_ns now = x->fake.clock.mono;
+
+        return write && now >= x->fail_from && now < x->fail_until ? STORE_FAULT_IO
+                                                                   : STORE_FAULT_NONE;
+}
+
+static void fail_writes_in_window(struct fx *x)
+{
+        struct store_fault_hooks h = {.before = failing_writes, .ctx = x};
+
+        assert_int_equal(store_faults_wrap(x->fake.store, &h), 0);
+}
+
+/* After each write: a claim (a new call row) takes claim_ns, or, once
+ * armed, 2 s during which the owner lock is lost. */
+static void slow_claims(void *ctx, bool write, bool committed, int result)
+{
+        struct fx *x = ctx;
+        struct store_stats st;
+
+        if (!write || !committed || result < 0 || store_stats(x->peek, &st) < 0 ||
+            st.calls_total == x->calls_seen)
+                return;
+        x->calls_seen = st.calls_total;
+        if (!x->armed) {
+                x->fake.clock.mono += x->claim_ns;
+                return;
+        }
+        x->armed = false;
+        x->fake.clock.mono += 1000 * MS;
+        x->lock_lost_at = x->fake.clock.mono;
+        store_faults_drop_locks(x->fake.store);
+        x->fake.clock.mono += 1000 * MS;
+}
+
+/* The process is gone: its dispatcher (if any) first, then its env and store. */
+static void fake_release(struct fake *f)
+{
+        sim_env_free(f->sim);
+        store_close(f->store);
+        f->sim = NULL;
+        f->store = NULL;
 }
 
 static int setup(void **state)
@@ -314,7 +201,7 @@ static int teardown(void **state)
         char cmd[128];
 
         dispatcher_free(x->d);
-        store_close(x->fake.env.store);
+        fake_release(&x->fake);
         snprintf(cmd, sizeof(cmd), "rm -rf %s", x->dir);
         if (system(cmd) != 0)
                 return -1;
@@ -334,8 +221,8 @@ static void accept_n(struct fx *x, unsigned n, const char *prefix)
                 snprintf(r.payment_id, sizeof(r.payment_id), "pay-%u", i);
                 r.amount = 100 + i;
                 memcpy(r.currency, "TWD", 4);
-                assert_int_equal(store_accept(x->fake.env.store, &r, f_wall(&x->fake),
-                                              &x->cfg.policy, &created, &op),
+                assert_int_equal(store_accept(x->fake.store, &r, f_wall(&x->fake), &x->cfg.policy,
+                                              &created, &op),
                                  0);
                 assert_true(created);
         }
@@ -344,7 +231,7 @@ static void accept_n(struct fx *x, unsigned n, const char *prefix)
 static void open_dispatcher(struct fx *x, provider_fn provider)
 {
         fake_init(x, &x->fake, provider);
-        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, &x->fake.env, &x->d), 0);
+        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, x->fake.env, &x->d), 0);
         assert_int_equal(dispatcher_open(x->d), 0);
 }
 
@@ -352,26 +239,26 @@ static void open_dispatcher(struct fx *x, provider_fn provider)
  * out; returns the virtual time it took. */
 static tg_mono_ns run_until_settled(struct fx *x, tg_mono_ns budget)
 {
-        tg_mono_ns t0 = x->fake.mono;
+        tg_mono_ns t0 = x->fake.clock.mono;
 
-        while (x->fake.mono - t0 < budget) {
+        while (x->fake.clock.mono - t0 < budget) {
                 struct store_stats st;
 
                 assert_int_equal(dispatcher_turn(x->d), 0);
-                assert_int_equal(store_stats(x->fake.env.store, &st), 0);
+                assert_int_equal(store_stats(x->fake.store, &st), 0);
                 if (st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +
                         st.by_state[OP_RETRY_WAIT] + st.by_state[OP_UNKNOWN] ==
                     0)
                         break;
         }
-        return x->fake.mono - t0;
+        return x->fake.clock.mono - t0;
 }
 
 static unsigned count_state(struct fx *x, enum op_state state)
 {
         struct store_stats st;
 
-        assert_int_equal(store_stats(x->fake.env.store, &st), 0);
+        assert_int_equal(store_stats(x->fake.store, &st), 0);
         return (unsigned)st.by_state[state];
 }
 
@@ -381,7 +268,7 @@ static void check_spacing(const struct fake *f, double rate, unsigned cap)
 {
         tg_mono_ns interval = (tg_mono_ns)(1e9 / rate + 0.5);
 
-        for (unsigned i = 0; i < f->n_starts; i++) {
+        for (unsigned i = 0; i < n_starts(f); i++) {
                 assert_true(f->starts[i].open_after <= cap);
                 if (i > 0 && f->starts[i].at - f->starts[i - 1].at < interval)
                         fail_msg("starts %u and %u are %lld ns apart (< %lld)", i - 1, i,
@@ -394,7 +281,7 @@ static unsigned posts_of(const struct fake *f, const char *op)
 {
         unsigned n = 0;
 
-        for (unsigned i = 0; i < f->n_starts; i++)
+        for (unsigned i = 0; i < n_starts(f); i++)
                 n += f->starts[i].request == CLASSIFY_POST &&
                      strcmp(f->starts[i].operation_id, op) == 0;
         return n;
@@ -402,7 +289,7 @@ static unsigned posts_of(const struct fake *f, const char *op)
 
 /* ---- providers ------------------------------------------------------------------- */
 
-static void fast(struct fake *f, const struct transport_call *call, struct answer *a)
+static void fast(struct fake *f, const struct transport_call *call, struct sim_answer *a)
 {
         (void)f;
         a->latency = 80 * MS;
@@ -412,7 +299,7 @@ static void fast(struct fake *f, const struct transport_call *call, struct answe
 
 /* The refund executes but its answer comes after the timeout; queries say
  * it succeeded. */
-static void slow_then_known(struct fake *f, const struct transport_call *call, struct answer *a)
+static void slow_then_known(struct fake *f, const struct transport_call *call, struct sim_answer *a)
 {
         (void)f;
         if (call->request == CLASSIFY_POST) {
@@ -425,7 +312,7 @@ static void slow_then_known(struct fake *f, const struct transport_call *call, s
 }
 
 /* The refund executes and the connection drops before the answer. */
-static void drop_then_known(struct fake *f, const struct transport_call *call, struct answer *a)
+static void drop_then_known(struct fake *f, const struct transport_call *call, struct sim_answer *a)
 {
         (void)f;
         if (call->request == CLASSIFY_POST) {
@@ -439,10 +326,11 @@ static void drop_then_known(struct fake *f, const struct transport_call *call, s
 }
 
 /* The first call: 503 with Retry-After 2 s; everything else fast. */
-static void unavailable_once(struct fake *f, const struct transport_call *call, struct answer *a)
+static void unavailable_once(struct fake *f, const struct transport_call *call,
+                             struct sim_answer *a)
 {
         fast(f, call, a);
-        if (f->answered == 0) {
+        if (answered(f) == 0) {
                 a->http_status = 503;
                 a->status = NULL;
                 a->error_code = "temporarily_unavailable";
@@ -452,14 +340,14 @@ static void unavailable_once(struct fake *f, const struct transport_call *call, 
 
 /* The first call: 503 without Retry-After (a 1 s hold); everything else fast. */
 static void unavailable_once_bare(struct fake *f, const struct transport_call *call,
-                                  struct answer *a)
+                                  struct sim_answer *a)
 {
         unavailable_once(f, call, a);
         a->retry_after = NULL;
 }
 
 /* Every POST times out (nothing known), queries say processing. */
-static void always_slow(struct fake *f, const struct transport_call *call, struct answer *a)
+static void always_slow(struct fake *f, const struct transport_call *call, struct sim_answer *a)
 {
         (void)f;
         a->latency = call->request == CLASSIFY_POST ? 10000 * MS : 30 * MS;
@@ -469,39 +357,40 @@ static void always_slow(struct fake *f, const struct transport_call *call, struc
 
 /* Connects that vary from call to call, 0.1 to 3 ms (a fresh connection per
  * call to a provider some way off). */
-static void varying_connects(struct fake *f, const struct transport_call *call, struct answer *a)
+static void varying_connects(struct fake *f, const struct transport_call *call,
+                             struct sim_answer *a)
 {
         static const int us[] = {120, 2900, 450, 80, 1700, 3000, 95, 600, 2300, 150, 1000, 60};
 
         fast(f, call, a);
-        a->connect = us[f->answered % (sizeof(us) / sizeof(us[0]))] * TG_NS_PER_US;
+        a->connect = us[answered(f) % (sizeof(us) / sizeof(us[0]))] * TG_NS_PER_US;
 }
 
 /* Connects longer than the interval (TLS far away): 40..70 ms at 20/s. */
-static void slow_connects(struct fake *f, const struct transport_call *call, struct answer *a)
+static void slow_connects(struct fake *f, const struct transport_call *call, struct sim_answer *a)
 {
         fast(f, call, a);
-        a->connect = (40 + (tg_mono_ns)(f->answered * 7 % 31)) * MS;
+        a->connect = (40 + (tg_mono_ns)(answered(f) * 7 % 31)) * MS;
 }
 
 /* Every POST times out; queries say processing, through connects that
  * vary (up to 3 ms). */
 static void slow_posts_varying_queries(struct fake *f, const struct transport_call *call,
-                                       struct answer *a)
+                                       struct sim_answer *a)
 {
         always_slow(f, call, a);
         if (call->request == CLASSIFY_QUERY)
-                a->connect = (f->answered % 2 ? 3000 : 100) * TG_NS_PER_US;
+                a->connect = (answered(f) % 2 ? 3000 : 100) * TG_NS_PER_US;
 }
 
 /* Nothing reaches the provider for the first 20 s (a certificate that does
  * not verify, say: every call fails before its request leaves), then it is
  * fixed and answers fast. */
 static void unreachable_then_fixed(struct fake *f, const struct transport_call *call,
-                                   struct answer *a)
+                                   struct sim_answer *a)
 {
         fast(f, call, a);
-        if (f->mono < 20 * TG_NS_PER_S) {
+        if (f->clock.mono < 20 * TG_NS_PER_S) {
                 a->latency = 2 * MS;
                 a->transport = TG_TR_NOT_SENT;
         }
@@ -517,9 +406,9 @@ static void test_fast_provider(void **state)
         accept_n(x, 30, "fast");
         tg_mono_ns took = run_until_settled(x, 60 * TG_NS_PER_S);
         assert_int_equal(count_state(x, OP_SUCCEEDED), 30);
-        assert_int_equal(x->fake.n_starts, 30);
+        assert_int_equal(n_starts(&x->fake), 30);
         check_spacing(&x->fake, 5.0, 10);
-        for (unsigned i = 0; i < x->fake.n_starts; i++)
+        for (unsigned i = 0; i < n_starts(&x->fake); i++)
                 assert_int_equal(posts_of(&x->fake, x->fake.starts[i].operation_id), 1);
         /* 30 starts 200 ms apart: about 6 s, never faster */
         assert_true(took >= 29 * 200 * MS);
@@ -541,7 +430,7 @@ static void test_wire_spacing_with_varying_connects(void **state)
         run_until_settled(x, 60 * TG_NS_PER_S);
         assert_int_equal(count_state(x, OP_SUCCEEDED), 40);
         check_spacing(f, 5.0, 10);
-        for (unsigned i = 1; i < f->n_starts; i++) {
+        for (unsigned i = 1; i < n_starts(f); i++) {
                 tg_mono_ns late = f->starts[i].at - f->starts[i - 1].at - interval;
                 if (late > worst)
                         worst = late;
@@ -584,12 +473,12 @@ static void test_claims_ahead_and_releases(void **state)
 
         open_dispatcher(x, fast);
         accept_n(x, 3, "ahead");
-        while (f->n_starts == 0)
+        while (n_starts(f) == 0)
                 assert_int_equal(dispatcher_turn(x->d), 0);
         assert_int_equal(dispatcher_turn(x->d), 0);
-        assert_int_equal(f_open(f), 1);
+        assert_int_equal(sim_env_open(f->sim), 1);
         assert_int_equal(count_state(x, OP_IN_FLIGHT), 2); /* one sent, one claimed ahead */
-        while (f->n_starts < 2)
+        while (n_starts(f) < 2)
                 assert_int_equal(dispatcher_turn(x->d), 0);
         check_spacing(f, 5.0, 10);
         /* stop: the claim made for the third goes back */
@@ -598,8 +487,8 @@ static void test_claims_ahead_and_releases(void **state)
         for (int i = 0; i < 10000 && r == 0; i++)
                 r = dispatcher_turn(x->d);
         assert_int_equal(r, 1);
-        assert_int_equal(f->n_starts, 2);
-        assert_int_equal(store_get(x->fake.env.store, "ahead-002", &op), 0);
+        assert_int_equal(n_starts(f), 2);
+        assert_int_equal(store_get(x->fake.store, "ahead-002", &op), 0);
         assert_int_equal(op.state, OP_PENDING);
         assert_int_equal(op.attempts, 0);
         assert_int_equal(op.key_first_used, 0);
@@ -620,8 +509,8 @@ static void test_claim_released_at_deadline(void **state)
         run_until_settled(x, 20 * TG_NS_PER_S);
         /* the first goes at once, the second at +2 s; the third, claimed
          * ahead for +4 s, is past its deadline by then */
-        assert_int_equal(f->n_starts, 2);
-        assert_int_equal(store_get(x->fake.env.store, "late-002", &op), 0);
+        assert_int_equal(n_starts(f), 2);
+        assert_int_equal(store_get(x->fake.store, "late-002", &op), 0);
         assert_int_equal(op.state, OP_MANUAL);
         assert_int_equal(op.reason, MANUAL_DEADLINE);
         assert_int_equal(op.attempts, 0);
@@ -639,8 +528,8 @@ static void test_idle_costs_nothing(void **state)
 
         x->cfg.policy.backoff.jitter = BACKOFF_JITTER_NONE;
         open_dispatcher(x, unavailable_once_bare);
-        tg_mono_ns t0 = f->mono;
-        while (f->mono - t0 < 60 * TG_NS_PER_S) {
+        tg_mono_ns t0 = f->clock.mono;
+        while (f->clock.mono - t0 < 60 * TG_NS_PER_S) {
                 assert_int_equal(dispatcher_turn(x->d), 0);
                 turns++;
         }
@@ -651,10 +540,10 @@ static void test_idle_costs_nothing(void **state)
          * retry (no jitter) is due 2 s after the answer: the probe finds
          * nothing due, and the exit wakes for the retry on time */
         accept_n(x, 1, "idle");
-        t0 = f->mono;
-        while (f->n_starts < 2 && f->mono - t0 < 30 * TG_NS_PER_S)
+        t0 = f->clock.mono;
+        while (n_starts(f) < 2 && f->clock.mono - t0 < 30 * TG_NS_PER_S)
                 assert_int_equal(dispatcher_turn(x->d), 0);
-        assert_int_equal(f->n_starts, 2);
+        assert_int_equal(n_starts(f), 2);
         tg_mono_ns refused_end = f->starts[0].at + 80 * MS;
         assert_true(f->starts[1].at >= refused_end + 2000 * MS);
         assert_true(f->starts[1].at < refused_end + 2000 * MS + 20 * MS);
@@ -711,7 +600,7 @@ static void test_query_sub_quota_from_the_wire(void **state)
         open_dispatcher(x, slow_posts_varying_queries);
         accept_n(x, 6, "subq");
         run_until_settled(x, 20 * TG_NS_PER_S);
-        for (unsigned i = 0; i < f->n_starts; i++) {
+        for (unsigned i = 0; i < n_starts(f); i++) {
                 if (f->starts[i].request != CLASSIFY_QUERY)
                         continue;
                 if (last != INT64_MIN)
@@ -737,7 +626,7 @@ static void test_timeout_reconciled_with_same_key(void **state)
 
                 snprintf(id, sizeof(id), "slow-%03u", i);
                 assert_int_equal(posts_of(&x->fake, id), 1); /* never a second POST */
-                for (unsigned k = 0; k < x->fake.n_starts; k++)
+                for (unsigned k = 0; k < n_starts(&x->fake); k++)
                         queries += x->fake.starts[k].request == CLASSIFY_QUERY &&
                                    strcmp(x->fake.starts[k].operation_id, id) == 0;
                 assert_int_equal(queries, 1);
@@ -769,7 +658,7 @@ static void test_503_holds_the_exit(void **state)
         accept_n(x, 6, "hold");
         run_until_settled(x, 60 * TG_NS_PER_S);
         assert_int_equal(count_state(x, OP_SUCCEEDED), 6);
-        assert_true(f->n_starts >= 7); /* the refused one is sent again */
+        assert_true(n_starts(f) >= 7); /* the refused one is sent again */
         /* The 503 came back 80 ms after the first start: no start for 2 s
          * after it, then the probe alone, then the configured rate. */
         tg_mono_ns refused_end = f->starts[0].at + 80 * MS;
@@ -793,7 +682,7 @@ static void test_timeouts_hold_the_exit(void **state)
         run_until_settled(x, 12 * TG_NS_PER_S);
         /* with two in flight, POSTs end 3 s after their start; after two
          * timeouts in a row, nothing starts for 4 s */
-        for (unsigned i = 1; i < f->n_starts; i++)
+        for (unsigned i = 1; i < n_starts(f); i++)
                 if (f->starts[i].at - f->starts[i - 1].at >= 4000 * MS)
                         held++;
         assert_true(held >= 1);
@@ -814,7 +703,7 @@ static void test_unreachable_holds_and_doubles(void **state)
         accept_n(x, 10, "unr");
         run_until_settled(x, 120 * TG_NS_PER_S);
         assert_int_equal(count_state(x, OP_SUCCEEDED), 10);
-        for (unsigned i = 0; i < f->n_starts; i++)
+        for (unsigned i = 0; i < n_starts(f); i++)
                 before += f->starts[i].at < 20 * TG_NS_PER_S;
         /* three at the rate, then one probe per hold: 1 s, 2 s, 4 s, 4 s, ...
          * (each hold counted from the failed call's end, 2 ms after its
@@ -841,7 +730,7 @@ static void test_takeover_waits_and_reconciles(void **state)
         /* The first owner claims and sends one call, then vanishes without a
          * word: its process is gone, its lock with it. */
         fake_init(x, &old, slow_then_known);
-        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, &old.env, &a), 0);
+        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, old.env, &a), 0);
         assert_int_equal(dispatcher_open(a), 0);
         {
                 struct refund_request r;
@@ -853,29 +742,28 @@ static void test_takeover_waits_and_reconciles(void **state)
                 r.amount = 100;
                 memcpy(r.currency, "TWD", 4);
                 assert_int_equal(
-                    store_accept(old.env.store, &r, f_wall(&old), &x->cfg.policy, &created, &op),
-                    0);
+                    store_accept(old.store, &r, f_wall(&old), &x->cfg.policy, &created, &op), 0);
         }
-        while (old.n_starts == 0)
+        while (n_starts(&old) == 0)
                 assert_int_equal(dispatcher_turn(a), 0);
-        assert_int_equal(store_get(old.env.store, "take-1", &op), 0);
+        assert_int_equal(store_get(old.store, "take-1", &op), 0);
         assert_int_equal(op.state, OP_IN_FLIGHT);
         dispatcher_free(a);
-        store_close(old.env.store);
+        fake_release(&old);
 
         /* The new owner: one call timeout of waiting, then the operation is
          * unknown and reconciled by a query with the same key. */
         fake_init(x, &x->fake, slow_then_known);
-        tg_mono_ns t0 = x->fake.mono;
-        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, &x->fake.env, &x->d), 0);
+        tg_mono_ns t0 = x->fake.clock.mono;
+        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, x->fake.env, &x->d), 0);
         assert_int_equal(dispatcher_open(x->d), 0);
-        assert_true(x->fake.mono - t0 >= x->cfg.provider_timeout_ms * MS);
-        assert_int_equal(store_get(x->fake.env.store, "take-1", &op), 0);
+        assert_true(x->fake.clock.mono - t0 >= x->cfg.provider_timeout_ms * MS);
+        assert_int_equal(store_get(x->fake.store, "take-1", &op), 0);
         assert_int_equal(op.state, OP_UNKNOWN);
         run_until_settled(x, 30 * TG_NS_PER_S);
-        assert_int_equal(store_get(x->fake.env.store, "take-1", &op), 0);
+        assert_int_equal(store_get(x->fake.store, "take-1", &op), 0);
         assert_int_equal(op.state, OP_SUCCEEDED);
-        assert_int_equal(x->fake.n_starts, 1);
+        assert_int_equal(n_starts(&x->fake), 1);
         assert_int_equal(x->fake.starts[0].request, CLASSIFY_QUERY);
         assert_string_equal(x->fake.starts[0].operation_id, "take-1");
 }
@@ -898,15 +786,14 @@ static struct op_record accept_one(struct fx *x, const char *id, int64_t budget_
         if (traceparent)
                 snprintf(r.traceparent, sizeof(r.traceparent), "%s", traceparent);
         assert_int_equal(
-            store_accept(x->fake.env.store, &r, f_wall(&x->fake), &x->cfg.policy, &created, &op),
-            0);
+            store_accept(x->fake.store, &r, f_wall(&x->fake), &x->cfg.policy, &created, &op), 0);
         assert_true(created);
         return op;
 }
 
-static const struct start_rec *start_of(const struct fake *f, const char *op, unsigned nth)
+static const struct sim_start *start_of(const struct fake *f, const char *op, unsigned nth)
 {
-        for (unsigned i = 0; i < f->n_starts; i++)
+        for (unsigned i = 0; i < n_starts(f); i++)
                 if (strcmp(f->starts[i].operation_id, op) == 0 && nth-- == 0)
                         return &f->starts[i];
         return NULL;
@@ -916,7 +803,7 @@ static unsigned calls_of(const struct fake *f, const char *op)
 {
         unsigned n = 0;
 
-        for (unsigned i = 0; i < f->n_starts; i++)
+        for (unsigned i = 0; i < n_starts(f); i++)
                 n += strcmp(f->starts[i].operation_id, op) == 0;
         return n;
 }
@@ -924,7 +811,7 @@ static unsigned calls_of(const struct fake *f, const char *op)
 static void test_caller_deadline_cuts_timeout(void **state)
 {
         struct fx *x = *state;
-        const struct start_rec *s;
+        const struct sim_start *s;
         struct op_record op;
 
         /* The provider executes every POST but answers after 5 s; queries
@@ -954,14 +841,14 @@ static void test_caller_deadline_cuts_timeout(void **state)
         /* the tight one timed out at its deadline: past it nothing is sent
          * again (no query, no re-send); a person decides */
         assert_int_equal(calls_of(&x->fake, "dl-tight"), 1);
-        assert_int_equal(store_get(x->fake.env.store, "dl-tight", &op), 0);
+        assert_int_equal(store_get(x->fake.store, "dl-tight", &op), 0);
         assert_int_equal(op.state, OP_MANUAL);
         assert_int_equal(op.reason, MANUAL_DEADLINE);
         /* the others were reconciled by a query with their whole timeout */
-        assert_int_equal(store_get(x->fake.env.store, "dl-loose", &op), 0);
+        assert_int_equal(store_get(x->fake.store, "dl-loose", &op), 0);
         assert_int_equal(op.state, OP_SUCCEEDED);
         assert_int_equal(calls_of(&x->fake, "dl-loose"), 2);
-        assert_int_equal(store_get(x->fake.env.store, "dl-none", &op), 0);
+        assert_int_equal(store_get(x->fake.store, "dl-none", &op), 0);
         assert_int_equal(op.state, OP_SUCCEEDED);
         (void)loose;
 }
@@ -971,7 +858,7 @@ static void test_caller_deadline_cuts_timeout(void **state)
 static void test_deadline_cuts_a_later_call(void **state)
 {
         struct fx *x = *state;
-        const struct start_rec *q;
+        const struct sim_start *q;
 
         x->cfg.policy.query_interval_ms = 500;
         open_dispatcher(x, slow_then_known);
@@ -1010,18 +897,18 @@ static void test_trace_context(void **state)
         accept_one(x, "tr-caller", 0, caller);
         accept_one(x, "tr-none", 0, NULL);
         run_until_settled(x, 60 * TG_NS_PER_S);
-        assert_int_equal(store_list_calls(x->fake.env.store, 0, 100, see_call, &seen), 0);
+        assert_int_equal(store_list_calls(x->fake.store, 0, 100, see_call, &seen), 0);
         assert_int_equal(seen.n, 4); /* a POST and a query each */
         for (unsigned i = 0; i < seen.n; i++) {
                 const struct call_record *c = &seen.c[i];
-                const struct start_rec *s = NULL;
+                const struct sim_start *s = NULL;
                 struct op_record op;
 
-                for (unsigned k = 0; k < x->fake.n_starts; k++)
+                for (unsigned k = 0; k < n_starts(&x->fake); k++)
                         if (strcmp(x->fake.starts[k].request_id, c->request_id) == 0)
                                 s = &x->fake.starts[k];
                 assert_non_null(s);
-                assert_int_equal(store_get(x->fake.env.store, c->operation_id, &op), 0);
+                assert_int_equal(store_get(x->fake.store, c->operation_id, &op), 0);
                 /* the header: the operation's trace, this call's span */
                 assert_int_equal(strlen(s->traceparent), TG_TRACEPARENT_MAX);
                 assert_memory_equal(s->traceparent, op.traceparent, 36);
@@ -1052,7 +939,7 @@ static void test_stop_drains(void **state)
 
         open_dispatcher(x, slow_then_known);
         accept_n(x, 3, "stop");
-        while (x->fake.n_starts == 0)
+        while (n_starts(&x->fake) == 0)
                 assert_int_equal(dispatcher_turn(x->d), 0);
         x->stop = 1;
         /* no new start; the open call ends (at its timeout) and is settled */
@@ -1060,10 +947,164 @@ static void test_stop_drains(void **state)
         for (int i = 0; i < 10000 && r == 0; i++)
                 r = dispatcher_turn(x->d);
         assert_int_equal(r, 1);
-        assert_int_equal(x->fake.n_starts, 1);
+        assert_int_equal(n_starts(&x->fake), 1);
         assert_int_equal(count_state(x, OP_UNKNOWN), 1);
         assert_int_equal(count_state(x, OP_PENDING), 2);
         assert_false(dispatcher_lost(x->d));
+}
+
+/* The store cannot take an outcome for a while: the exit starts nothing,
+ * and its loop waits for the next try instead of turning again at once
+ * (tollgate-sim found it spinning: a slot it may not use looked due). Once
+ * the store is back, the outcome is settled. */
+static void test_store_down_does_not_spin(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct op_record op;
+
+        open_dispatcher(x, fast);
+        fail_writes_in_window(x);
+        accept_n(x, 2, "down");
+        while (n_starts(f) == 0)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        /* the answer comes back 80 ms later; the store fails from now on */
+        x->fail_from = f->clock.mono;
+        x->fail_until = TG_MONO_NEVER;
+        tg_mono_ns t0 = f->clock.mono;
+        for (int i = 0; i < 100; i++)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        /* a turn per settle retry (200 ms) or housekeeping second, not 100
+         * turns in no time */
+        assert_true(f->clock.mono - t0 >= 5 * TG_NS_PER_S);
+        assert_int_equal(n_starts(f), 1);
+        assert_int_equal(store_get(x->fake.store, "down-000", &op), 0);
+        assert_int_equal(op.state, OP_IN_FLIGHT);
+        x->fail_until = f->clock.mono;
+        run_until_settled(x, 20 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 2);
+}
+
+/* A claim made ahead is given back at its deadline while the store fails:
+ * it is asked again once the store is back, so the operation does not stay
+ * in flight for good (tollgate-sim found it there, never in manual); then
+ * the sweep sends it to manual. */
+static void test_release_retried_when_the_store_fails(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct op_record op;
+
+        x->cfg.exit.starts_per_second = 0.5; /* 2 s between starts */
+        x->cfg.policy.deadline_ms = 3000;
+        open_dispatcher(x, fast);
+        fail_writes_in_window(x);
+        accept_n(x, 3, "rel");
+        while (n_starts(f) == 0)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        /* the third is claimed ahead for +4 s, past its deadline; the store
+         * fails when it is given back (nothing else is waiting for it) */
+        x->fail_from = f->starts[0].at + 3500 * MS;
+        x->fail_until = f->starts[0].at + 4100 * MS;
+        run_until_settled(x, 30 * TG_NS_PER_S);
+        assert_int_equal(n_starts(f), 2);
+        assert_int_equal(store_get(x->fake.store, "rel-002", &op), 0);
+        assert_int_equal(op.state, OP_MANUAL);
+        assert_int_equal(op.reason, MANUAL_DEADLINE);
+        assert_int_equal(op.attempts, 0);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 2);
+}
+
+/* A new owner waits one call timeout, one 1/rate and OWNERSHIP_FRESH_NS:
+ * the previous owner's last request may reach the wire as late as its
+ * timeout, and one whose lock was lost alive may hand calls made ahead over
+ * until its owner check is stale (tollgate-sim found the new owner's first
+ * start 645 ms after the old one's last, at 0.5/s with a 250 ms timeout). */
+static void test_takeover_waits_the_spacing(void **state)
+{
+        struct fx *x = *state;
+        struct fake old;
+        struct dispatcher *a = NULL;
+
+        x->cfg.exit.starts_per_second = 0.5;
+        x->cfg.provider_timeout_ms = 250;
+        fake_init(x, &old, fast);
+        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, old.env, &a), 0);
+        assert_int_equal(dispatcher_open(a), 0);
+        {
+                struct refund_request r;
+                struct op_record op;
+                bool created = false;
+
+                for (int i = 0; i < 2; i++) {
+                        memset(&r, 0, sizeof(r));
+                        snprintf(r.operation_id, sizeof(r.operation_id), "gap-%d", i);
+                        snprintf(r.payment_id, sizeof(r.payment_id), "pay-%d", i);
+                        r.amount = 100;
+                        memcpy(r.currency, "TWD", 4);
+                        assert_int_equal(store_accept(old.store, &r, f_wall(&old), &x->cfg.policy,
+                                                      &created, &op),
+                                         0);
+                }
+        }
+        while (n_starts(&old) == 0 || old.clock.mono < old.starts[0].at)
+                assert_int_equal(dispatcher_turn(a), 0);
+        tg_mono_ns last = old.starts[0].at;
+        dispatcher_free(a);
+        fake_release(&old);
+
+        /* the new owner, on the same machine a moment later */
+        fake_init(x, &x->fake, fast);
+        x->fake.clock.mono = old.clock.mono;
+        tg_mono_ns t0 = x->fake.clock.mono;
+        assert_int_equal(dispatcher_new(&x->cfg, &x->opt, x->fake.env, &x->d), 0);
+        assert_int_equal(dispatcher_open(x->d), 0);
+        assert_true(x->fake.clock.mono - t0 >= 250 * MS + 2000 * MS + OWNERSHIP_FRESH_NS);
+        run_until_settled(x, 30 * TG_NS_PER_S);
+        assert_true(n_starts(&x->fake) >= 1);
+        assert_true(x->fake.starts[0].at - last >= 2000 * MS);
+}
+
+/* A claim that takes 2 s (a stalled store) while the owner lock is lost
+ * under a live dispatcher: the call is not handed over on an owner check
+ * that old; the next check finds the lock gone, the claim goes back, and
+ * the dispatcher takes the exit again under a new epoch before it sends.
+ * Without the check's freshness the call went out under the lost epoch.
+ * `after` starts go first (0: the stall hits the very first claim, when
+ * nothing has started yet: the sanitizer build found an overflow there). */
+static void stale_owner_check(struct fx *x, unsigned after)
+{
+        struct fake *f = &x->fake;
+        struct store_fault_hooks h = {.after = slow_claims, .ctx = x};
+
+        /* claims slower than half the interval are made at the slot, in
+         * try_start, after the turn's owner check */
+        x->claim_ns = 150 * MS;
+        open_dispatcher(x, fast);
+        assert_int_equal(store_open(x->url, &x->peek), 0);
+        assert_int_equal(store_faults_wrap(x->fake.store, &h), 0);
+        accept_n(x, 12, "stale");
+        while (n_starts(f) < after)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        x->armed = true;
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        store_close(x->peek);
+        assert_int_equal(x->armed, false);
+        assert_true(x->lock_lost_at > 0);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 12);
+        for (unsigned i = 0; i < n_starts(f) && i < MAX_STARTS; i++)
+                if (f->starts[i].at >= x->lock_lost_at)
+                        assert_true(sim_request_epoch(f->starts[i].request_id) > 1);
+}
+
+static void test_no_start_on_a_stale_owner_check(void **state)
+{
+        stale_owner_check(*state, 3);
+}
+
+static void test_no_start_on_a_stale_first_owner_check(void **state)
+{
+        stale_owner_check(*state, 0);
 }
 
 int main(void)
@@ -1088,6 +1129,13 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_caller_deadline_cuts_timeout, setup, teardown),
             cmocka_unit_test_setup_teardown(test_deadline_cuts_a_later_call, setup, teardown),
             cmocka_unit_test_setup_teardown(test_trace_context, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_store_down_does_not_spin, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_release_retried_when_the_store_fails, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_takeover_waits_the_spacing, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_no_start_on_a_stale_owner_check, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_no_start_on_a_stale_first_owner_check, setup,
+                                            teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
