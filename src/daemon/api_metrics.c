@@ -256,6 +256,18 @@ static void api_counters(struct mbuf *b, const struct api *api)
                   (unsigned long long)k->admission_refused[0]);
         mb_printf(b, "tollgate_admission_refusals_total{reason=\"max_backlog\"} %llu\n",
                   (unsigned long long)k->admission_refused[1]);
+        family(b, "tollgate_api_auth_failures_total", "counter",
+               "Requests this API process refused for their bearer token (401): missing, "
+               "malformed (two Authorization headers, a NUL byte, not Bearer) or wrong.");
+        for (int i = 0; i < API_AUTH_FAILURE_COUNT; i++)
+                mb_printf(b, "tollgate_api_auth_failures_total{reason=\"%s\"} %llu\n",
+                          api_auth_failure_name((enum api_auth_failure)i),
+                          (unsigned long long)k->auth_failures[i]);
+        family(b, "tollgate_api_read_timeouts_total", "counter",
+               "Connections this API process closed because a request did not arrive whole "
+               "within api.request_read_timeout_ms (slow or stalled clients).");
+        mb_printf(b, "tollgate_api_read_timeouts_total %llu\n",
+                  (unsigned long long)http_server_read_timeouts(api->server));
         family(b, "tollgate_config_reloads_total", "counter",
                "SIGHUP reloads: applied, refused (some keys need a restart and kept their "
                "running value) or failed (the file did not load; nothing changed).");

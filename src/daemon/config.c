@@ -189,6 +189,12 @@ static const struct key_def keys[] = {
             "Connections the API holds open at once."),
     INT_KEY("api", "connection_timeout_s", KEY_UINT, api_connection_timeout_s, 1, 3600, 1,
             "An idle API connection is closed after this many seconds."),
+    INT_KEY("api", "request_read_timeout_ms", KEY_UINT, api_request_read_timeout_ms, 100, 600000, 1,
+            "A request, head and body, must arrive whole within this long of its connection "
+            "being ready for it (accepted, or its previous answer sent); otherwise the "
+            "connection is closed without an answer. The idle timeout above is reset by every "
+            "byte, so without this a client that drips a header line a second holds a "
+            "connection for ever, and `api.max_connections` such clients shut everyone out."),
     BOOL_KEY("api", "metrics_need_token", api_metrics_need_token,
              "`GET /metrics` needs the bearer token too (false: open, like `/healthz`)."),
 
@@ -474,6 +480,7 @@ void config_defaults(struct tg_config *ret_config)
         c->api_max_body_bytes = 16384;
         c->api_max_connections = 256;
         c->api_connection_timeout_s = 10;
+        c->api_request_read_timeout_ms = 10000;
         c->api_metrics_need_token = false;
 
         snprintf(c->provider_base_url, sizeof(c->provider_base_url), "%s", "http://127.0.0.1:9090");

@@ -35,10 +35,11 @@ struct tg_config {
         int api_listen_port;
         char api_token[256]; /* contents of token_file ("" = none) */
         char api_token_file[TG_PATH_MAX];
-        size_t api_max_body_bytes;         /* default 16384 */
-        unsigned api_max_connections;      /* default 256 */
-        unsigned api_connection_timeout_s; /* default 10 */
-        bool api_metrics_need_token;       /* default false */
+        size_t api_max_body_bytes;            /* default 16384 */
+        unsigned api_max_connections;         /* default 256 */
+        unsigned api_connection_timeout_s;    /* default 10 */
+        unsigned api_request_read_timeout_ms; /* a request arrives whole within this (10000) */
+        bool api_metrics_need_token;          /* default false */
 
         /* [provider] */
         char provider_base_url[TG_PATH_MAX];
