@@ -401,7 +401,12 @@ static const struct key_def keys[] = {
                "same instant), `full` (uniform), `equal` (upper/2 + uniform up to upper/2) or "
                "`decorrelated`. A Retry-After is a floor that jitter never shortens."),
     INT_KEY("retry", "retry_after_cap_s", KEY_I64, retry_after_cap_ms, 0, MAX_DURATION_S, 1000,
-            "A longer Retry-After (seconds or an HTTP date) is cut to this."),
+            "A longer Retry-After (seconds or an HTTP date) is cut to this, and never to more "
+            "than a quarter of `retry.deadline_s`: one absurd header must not hold every queued "
+            "refund past its deadline (the exit asks again, one probe, when the cut wait has "
+            "passed). Of two Retry-After headers the longer counts. The hold after a probe "
+            "answered 429/503 without Retry-After doubles from `exit.default_hold_ms` up to "
+            "this cap."),
 
     CUSTOM_KEY("classify", "rule", set_rule, NULL,
                "A rule added over PROVIDER.md's built-in table, which it takes precedence over; "
@@ -538,7 +543,7 @@ void config_defaults(struct tg_config *ret_config)
         c->exit_idle_poll_max_ms = 1000;
 
         policy_config_default(&c->policy);
-        c->retry_after_cap_ms = 3600LL * 1000;
+        c->retry_after_cap_ms = 120LL * 1000;
 
         c->rule_count = 0;
         admission_config_default(&c->admission);
@@ -551,6 +556,13 @@ void config_defaults(struct tg_config *ret_config)
         snprintf(c->log_level, sizeof(c->log_level), "%s", "info");
         c->retention_keep_ms = 90 * DAY_MS;
         c->retention_prune_batch = 500;
+}
+
+int64_t config_retry_after_cap_ms(const struct tg_config *config)
+{
+        int64_t quarter = config->policy.deadline_ms / 4;
+
+        return config->retry_after_cap_ms < quarter ? config->retry_after_cap_ms : quarter;
 }
 
 /* ---- messages ------------------------------------------------------------ */

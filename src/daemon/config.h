@@ -100,7 +100,7 @@ struct tg_config {
 
         /* [retry] (and budgets) */
         struct policy_config policy; /* max_attempts, deadline, queries, retention, backoff */
-        int64_t retry_after_cap_ms;  /* default 3600000 */
+        int64_t retry_after_cap_ms;  /* as configured (120000): config_retry_after_cap_ms() */
 
         /* [classify] rule = ... (repeatable), added over the defaults */
         struct classify_rule rules[TG_CONFIG_MAX_RULES];
@@ -145,6 +145,15 @@ struct tg_config {
 
 /* Fills every default. */
 void config_defaults(struct tg_config *ret_config);
+
+/* The longest a Retry-After counts for, as a provider-wide hold and as an
+ * operation's floor: retry.retry_after_cap_s, and never more than a quarter
+ * of retry.deadline_s. A hold as long as the deadline would send every
+ * queued refund to manual on one absurd header; a quarter leaves the rest
+ * of the deadline for the backlog and the refused refund's own retries,
+ * and the exit asks again (one probe) when the cap has passed. The hold
+ * after a probe answered 429/503 without Retry-After doubles up to it. */
+int64_t config_retry_after_cap_ms(const struct tg_config *config);
 
 /* Loads path over the defaults and validates. On failure returns TG_ECONFIG
  * (or -errno when the file cannot be read) and writes a one-line message
