@@ -542,7 +542,7 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
         root = json_pack(
             "{s:I, s:o, s:I, s:f, s:o, s:I, s:I, s:s, "
             "s:{s:b, s:b, s:o, s:o}, "
-            "s:{s:b, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:b}, "
+            "s:{s:b, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:b}, "
             "s:{s:I, s:i, s:o}}",
             "now", (json_int_t)s.now, "backlog", backlog, "in_flight",
             (json_int_t)(s.fresh ? s.sample->in_flight : s.st.by_state[OP_IN_FLIGHT]),
@@ -559,7 +559,8 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
             (json_int_t)api->cfg.admission.max_backlog, "window_s",
             (json_int_t)(api->cfg.admission.window_ms / 1000), "backlog",
             (json_int_t)adm.fig.backlog, "calls_per_close", d.calls_per_close, "starts_per_second",
-            d.rate, "projected_wait_s", (double)d.projected_ms / 1000.0, "would_admit",
+            d.rate, "hold_remaining_s", (double)adm.fig.hold_remaining_ms / 1000.0,
+            "projected_wait_s", (double)d.projected_ms / 1000.0, "would_admit",
             d.admit || !api->cfg.admission.enabled, "series", "minutes", (json_int_t)minutes,
             "step_s", 1, "points", se.points);
         free(s.sample);

@@ -316,6 +316,43 @@ static void test_auth_header_tricks(void **state)
         assert_int_equal(auth_failures(fx->api, "wrong"), wrong + 2);
 }
 
+/* The exit is held by a 429/503 whose Retry-After it knows (its samples
+ * say held, and until when): a new refund would wait the rest of the hold
+ * before any start, so admission counts it and refuses (503, Retry-After,
+ * nothing stored) while the backlog alone would fit; /v1/stats shows it.
+ * Found by probing: 202s for ~50 s with a projected wait of 0.4 s while
+ * `held: true`. */
+static void test_admission_during_known_hold(void **state)
+{
+        struct fixture *fx = *state;
+        struct exit_sample *smp = calloc(1, sizeof(*smp));
+        tg_wall_ms now = api_wall_now();
+        struct exchange ex;
+
+        assert_non_null(smp);
+        smp->at = now;
+        smp->epoch = 1;
+        smp->held = true;
+        snprintf(smp->figures, sizeof(smp->figures), "{\"hold_until\":%lld}",
+                 (long long)(now + 600 * 1000));
+        assert_int_equal(store_sample_put(fx->api->store, smp, now - 3600 * 1000), 0);
+        free(smp);
+
+        ex = post(fx->api, GOOD, strlen(GOOD));
+        expect_error(&ex, 503, "over_capacity");
+        assert_true(atoi(ex.retry_after) >= 250); /* the hold's rest past max_wait (300 s) */
+        assert_true(json_real_value(json_object_get(ex.json, "projected_wait_s")) > 590.0);
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 0);
+
+        ex = get(fx->api, "/v1/stats", NULL);
+        assert_int_equal(ex.status, 200);
+        json_t *adm = json_object_get(ex.json, "admission");
+        assert_true(json_real_value(json_object_get(adm, "hold_remaining_s")) > 590.0);
+        assert_false(json_is_true(json_object_get(adm, "would_admit")));
+        exchange_free(&ex);
+}
+
 static void test_accept_replay_conflict(void **state)
 {
         struct fixture *fx = *state;
@@ -1992,6 +2029,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_healthz, setup, teardown),
             cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
             cmocka_unit_test_setup_teardown(test_auth_header_tricks, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_admission_during_known_hold, setup, teardown),
             cmocka_unit_test_setup_teardown(test_accept_replay_conflict, setup, teardown),
             cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),
             cmocka_unit_test_setup_teardown(test_hostile_bodies, setup, teardown),
