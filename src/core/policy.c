@@ -226,7 +226,7 @@ static int after_post(const struct policy_config *config, const struct policy_op
                       const struct policy_event *event, struct tg_rng *rng,
                       struct policy_decision *ret_decision)
 {
-        if (event->limited && event->cls == TG_CLASS_RETRYABLE)
+        if (event->limited && !config->count_limited && event->cls == TG_CLASS_RETRYABLE)
                 return after_limited(config, op, event, rng, ret_decision);
         switch (event->cls) {
         case TG_CLASS_SUCCEEDED:
@@ -255,7 +255,7 @@ static int after_query(const struct policy_config *config, const struct policy_o
                        const struct policy_event *event, struct tg_rng *rng,
                        struct policy_decision *ret_decision)
 {
-        if (event->limited && event->cls == TG_CLASS_NO_ANSWER)
+        if (event->limited && !config->count_limited && event->cls == TG_CLASS_NO_ANSWER)
                 return after_limited(config, op, event, rng, ret_decision);
         switch (event->cls) {
         case TG_CLASS_SUCCEEDED:

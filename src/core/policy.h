@@ -66,6 +66,9 @@ struct policy_config {
         int64_t query_interval_ms; /* spacing of one operation's queries (2000) */
         int64_t key_retention_ms;  /* never re-send a key older than this (23 h) */
         struct backoff_config backoff;
+        /* a call refused as limited (429/503) counts against the budget
+         * like any other (false: it is given back, the `limited` event) */
+        bool count_limited;
 };
 
 void policy_config_default(struct policy_config *ret_config);

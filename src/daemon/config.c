@@ -375,6 +375,13 @@ static const struct key_def keys[] = {
     INT_KEY("retry", "max_attempts", KEY_UINT, policy.max_attempts, 1, 1000, 1,
             "POSTs per operation, the first included; then manual review "
             "(`attempts_exhausted`)."),
+    BOOL_KEY("retry", "count_limited", policy.count_limited,
+             "A POST (or query) the provider refused with 429/503 for the whole account "
+             "(nothing executed) counts against `retry.max_attempts` (`retry.max_queries`) like "
+             "any other. false (default): it is given back, so a rate-limit episode sends no "
+             "refund to manual for its budget (the deadline still bounds it, and the exit holds "
+             "and probes meanwhile); true: every POST sent counts, a strict bound on the POSTs "
+             "one key may make."),
     INT_KEY("retry", "deadline_s", KEY_I64, policy.deadline_ms, 1, MAX_DURATION_S, 1000,
             "From acceptance to a final answer; no automatic call after it, the operation goes "
             "to manual review (`deadline`)."),

@@ -701,22 +701,26 @@ static void check_operations(struct run *run, const struct verify_call **by_op,
         struct verify_finding *f_att = NULL, *f_key = NULL;
         struct evidence ev_att, ev_key;
 
-        /* Automatic POSTs per operation, in the call log (429/503 aside). */
+        /* Automatic POSTs per operation, in the call log: the summary has
+         * them all, the check leaves out those answered 429/503 unless the
+         * exit counts them (retry.count_limited). */
         for (size_t i = 0; i < run->ncalls;) {
                 size_t end = i;
                 unsigned posts = 0;
+                unsigned counted = 0;
                 while (end < run->ncalls &&
                        strcmp(by_op[end]->operation_id, by_op[i]->operation_id) == 0) {
-                        if ((by_op[end]->kind == TG_KIND_FIRST ||
-                             by_op[end]->kind == TG_KIND_RETRY) &&
-                            !limited_call(by_op[end]))
+                        if (by_op[end]->kind == TG_KIND_FIRST ||
+                            by_op[end]->kind == TG_KIND_RETRY) {
                                 posts++;
+                                counted += run->lim->count_limited || !limited_call(by_op[end]);
+                        }
                         end++;
                 }
                 s->operations++;
                 if (posts > s->max_auto_posts_per_op)
                         s->max_auto_posts_per_op = posts;
-                if (posts > max_att) {
+                if (counted > max_att) {
                         s->ops_over_attempts++;
                         if (!f_att) {
                                 f_att = finding_new(run->r, "attempts", true);
@@ -727,7 +731,7 @@ static void check_operations(struct run *run, const struct verify_call **by_op,
                                 ev_item(&ev_att,
                                         "  operation %s: %u automatic POSTs in the call "
                                         "log\n",
-                                        by_op[i]->operation_id, posts);
+                                        by_op[i]->operation_id, counted);
                 }
                 i = end;
         }
@@ -736,18 +740,19 @@ static void check_operations(struct run *run, const struct verify_call **by_op,
          * answers excluded). */
         for (size_t i = 0; i < run->narr;) {
                 size_t end = i;
-                unsigned posts = 0;
+                unsigned posts = 0, counted = 0;
                 while (end < run->narr && strcmp(arr_key[end]->key, arr_key[i]->key) == 0) {
                         const struct verify_arrival *a = arr_key[end];
                         size_t ci = run->match[a - run->arr];
-                        if (a->post && !limited_arrival(a) &&
-                            (ci == NO_MATCH || run->calls[ci].kind != TG_KIND_MANUAL))
+                        if (a->post && (ci == NO_MATCH || run->calls[ci].kind != TG_KIND_MANUAL)) {
                                 posts++;
+                                counted += run->lim->count_limited || !limited_arrival(a);
+                        }
                         end++;
                 }
                 if (posts > s->max_posts_per_key)
                         s->max_posts_per_key = posts;
-                if (posts > max_att && arr_key[i]->key[0]) {
+                if (counted > max_att && arr_key[i]->key[0]) {
                         s->ops_over_attempts++;
                         if (!f_att) {
                                 f_att = finding_new(run->r, "attempts", true);
@@ -758,7 +763,7 @@ static void check_operations(struct run *run, const struct verify_call **by_op,
                                 ev_item(&ev_att,
                                         "  key %s: %u automatic POSTs arrived at the "
                                         "provider\n",
-                                        arr_key[i]->key, posts);
+                                        arr_key[i]->key, counted);
                 }
                 i = end;
         }

@@ -116,8 +116,11 @@ class OperateTest(unittest.TestCase):
         return tgtest.http_json(method, tg.api + path, body, h)
 
     def test_503_to_manual_resend_resolve_and_metrics(self):
+        # a 503 executes nothing and is by default not counted against the
+        # attempts: counted here (retry.count_limited), to run them out
         with tgtest.start_stub("--mode", "unavailable", "--retry-after", "none") as stub, \
-                Tollgate(stub.url, retry=FAST_RETRY, exit=FAST_EXIT) as tg:
+                Tollgate(stub.url, retry=dict(FAST_RETRY, count_limited="true"),
+                         exit=FAST_EXIT) as tg:
             tg.start("serve")
             ops = ["m-%02d" % i for i in range(10)]
             for op in ops:

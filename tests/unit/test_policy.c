@@ -538,6 +538,60 @@ static void test_every_input_defined_or_einval(void **state)
         }
 }
 
+/* A call the provider refused for the whole account (429/503): a POST's
+ * retryable or a query's no_answer with its budget at the end is given
+ * back (its limit one higher, scheduled as any retry), not sent to manual;
+ * other classes are not limited answers; with count_limited it counts. */
+static void test_limited_gives_the_call_back(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct tg_rng rng;
+        struct policy_decision d;
+        tg_rng_seed(&rng, 7);
+
+        struct policy_op op = base_op(P);
+        op.attempts = op.attempt_limit; /* the third POST, refused with 429 */
+        struct policy_event ev = {P, TG_CLASS_RETRYABLE, 5000, T0 + 1000, true};
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT);
+        assert_int_equal(d.given_back, POLICY_BUDGET_ATTEMPT);
+        assert_true(d.next_run_at >= T0 + 1000 + 5000); /* Retry-After its floor */
+        /* the same answer counted: out of attempts */
+        cfg.count_limited = true;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_ATTEMPTS_EXHAUSTED);
+        assert_int_equal(d.given_back, POLICY_BUDGET_NONE);
+        cfg.count_limited = false;
+        /* not a limited answer: as before */
+        ev.limited = false;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.reason, MANUAL_ATTEMPTS_EXHAUSTED);
+        ev.limited = true;
+        ev.cls = TG_CLASS_UNKNOWN; /* a rule made the 503 unknown: reconcile it */
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.given_back, POLICY_BUDGET_NONE);
+        /* past the deadline it still stops, for the deadline */
+        ev.cls = TG_CLASS_RETRYABLE;
+        ev.now = DEADLINE - 10;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_DEADLINE);
+
+        /* a query refused so, its budget spent: given back, asked again */
+        op = base_op(Q);
+        op.queries = op.query_limit;
+        struct policy_event q = {Q, TG_CLASS_NO_ANSWER, NO_RA, T0 + 1000, true};
+        assert_int_equal(policy_after_call(&cfg, &op, &q, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.given_back, POLICY_BUDGET_QUERY);
+        q.limited = false;
+        assert_int_equal(policy_after_call(&cfg, &op, &q, &rng, &d), 0);
+        assert_int_equal(d.reason, MANUAL_QUERY_BUDGET);
+}
+
 static void test_after_call_refuses_impossible_ops(void **state)
 {
         (void)state;
@@ -1240,6 +1294,7 @@ int main(void)
             cmocka_unit_test(test_transition_table),
             cmocka_unit_test(test_every_input_defined_or_einval),
             cmocka_unit_test(test_after_call_refuses_impossible_ops),
+            cmocka_unit_test(test_limited_gives_the_call_back),
             cmocka_unit_test(test_default_backoff_windows),
             cmocka_unit_test(test_retry_after_floor_all_modes),
             cmocka_unit_test(test_backoff_give_up_is_deadline),

@@ -287,8 +287,16 @@ static void test_limited_posts_outside_the_budget(void **state)
         add_call("op-03", TG_KIND_RETRY, 6200, 10, true);
         struct verify_result *r = run();
         assert_int_equal(verify_summary(r)->violations, 0);
-        assert_int_equal(verify_summary(r)->max_auto_posts_per_op, 3);
+        assert_int_equal(verify_summary(r)->max_auto_posts_per_op, 7); /* every POST, shown */
+        assert_int_equal(verify_summary(r)->max_posts_per_key, 7);
         verify_result_free(r);
+        /* an exit that counts them (retry.count_limited): over the budget */
+        d.lim.count_limited = true;
+        r = run();
+        assert_only_violation(r, "attempts");
+        assert_non_null(strstr(find(r, "attempts")->evidence, "op-03: 7 automatic POSTs"));
+        verify_result_free(r);
+        d.lim.count_limited = false;
         struct verify_call *c = add_call("op-03", TG_KIND_RETRY, 6400, 10, true);
         c->http_status = 500;
         snprintf(c->cls, sizeof(c->cls), "unknown");
