@@ -355,18 +355,19 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         if (!info)
                 return;
         pthread_mutex_lock(&server->lock);
-        for (unsigned i = 0; i < server->nwatches && !*socket_context; i++) {
-                w = &server->watches[i];
-                if (w->used)
+        for (unsigned i = 0; i < server->nwatches; i++) {
+                struct conn_watch *free_watch = &server->watches[i];
+                if (free_watch->used)
                         continue;
-                w->fd = fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 0);
-                if (w->fd < 0)
-                        break;
-                w->used = true;
-                w->reading = true;
-                w->cut = false;
-                w->since = clock_mono_now();
-                *socket_context = w;
+                free_watch->fd = fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 0);
+                if (free_watch->fd >= 0) {
+                        free_watch->used = true;
+                        free_watch->reading = true;
+                        free_watch->cut = false;
+                        free_watch->since = clock_mono_now();
+                        *socket_context = free_watch;
+                }
+                break;
         }
         pthread_mutex_unlock(&server->lock);
 }
