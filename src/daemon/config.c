@@ -365,7 +365,9 @@ static const struct key_def keys[] = {
             "How long a run of timeouts holds the exit. After any hold exactly one probe goes "
             "first."),
     INT_KEY("exit", "default_hold_ms", KEY_I64, exit_default_hold_ms, 0, MAX_DURATION_MS, 1,
-            "How long a 429 or 503 without Retry-After holds every start."),
+            "How long a 429 or 503 without Retry-After holds every start. A probe refused so "
+            "again holds twice as long as the last such hold, up to the Retry-After cap "
+            "(`retry.retry_after_cap_s`)."),
     INT_KEY("exit", "idle_poll_max_ms", KEY_I64, exit_idle_poll_max_ms, 50, 60000, 1,
             "An idle exit looks for new work at least this often. In `tollgate serve` the API "
             "wakes the exit for every new refund and a due retry wakes it on time, so this only "
