@@ -365,9 +365,13 @@ static const struct key_def keys[] = {
             "How long a run of timeouts holds the exit. After any hold exactly one probe goes "
             "first."),
     INT_KEY("exit", "default_hold_ms", KEY_I64, exit_default_hold_ms, 0, MAX_DURATION_MS, 1,
-            "How long a 429 or 503 without Retry-After holds every start. A probe refused so "
-            "again holds twice as long as the last such hold, up to the Retry-After cap "
-            "(`retry.retry_after_cap_s`)."),
+            "How long a 429 or 503 without Retry-After holds every start."),
+    INT_KEY("exit", "default_hold_max_ms", KEY_I64, exit_default_hold_max_ms, 0, MAX_DURATION_MS, 1,
+            "A probe refused again with 429/503 and no Retry-After holds twice as long as the "
+            "last such hold, from `exit.default_hold_ms` up to this (and never past the "
+            "Retry-After cap, `retry.retry_after_cap_s`): a provider that keeps refusing "
+            "without saying how long costs one probe per doubling hold, not one per "
+            "`exit.default_hold_ms`. At or below `exit.default_hold_ms`: no doubling."),
     INT_KEY("exit", "idle_poll_max_ms", KEY_I64, exit_idle_poll_max_ms, 50, 60000, 1,
             "An idle exit looks for new work at least this often. In `tollgate serve` the API "
             "wakes the exit for every new refund and a due retry wakes it on time, so this only "
@@ -413,9 +417,9 @@ static const struct key_def keys[] = {
             "A longer Retry-After (seconds or an HTTP date) is cut to this, and never to more "
             "than a quarter of `retry.deadline_s`: one absurd header must not hold every queued "
             "refund past its deadline (the exit asks again, one probe, when the cut wait has "
-            "passed). Of two Retry-After headers the longer counts. The hold after a probe "
-            "answered 429/503 without Retry-After doubles from `exit.default_hold_ms` up to "
-            "this cap."),
+            "passed). Of two Retry-After headers the longer counts. The doubling hold after "
+            "probes refused without Retry-After (`exit.default_hold_max_ms`) stops at this "
+            "cap too."),
 
     CUSTOM_KEY("classify", "rule", set_rule, NULL,
                "A rule added over PROVIDER.md's built-in table, which it takes precedence over; "
@@ -549,6 +553,7 @@ void config_defaults(struct tg_config *ret_config)
         c->exit_timeout_run_hold = 5;
         c->exit_timeout_hold_ms = 1000;
         c->exit_default_hold_ms = 1000;
+        c->exit_default_hold_max_ms = 60000;
         c->exit_idle_poll_max_ms = 1000;
 
         policy_config_default(&c->policy);

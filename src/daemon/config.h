@@ -96,6 +96,7 @@ struct tg_config {
         unsigned exit_timeout_run_hold;      /* this many timeouts in a row hold the exit (5) */
         int64_t exit_timeout_hold_ms;        /* for how long (1000) */
         int64_t exit_default_hold_ms;        /* 429/503 without Retry-After (1000) */
+        int64_t exit_default_hold_max_ms;    /* a probe refused again doubles it up to (60000) */
         int64_t exit_idle_poll_max_ms;       /* an idle exit looks for work at least this often */
 
         /* [retry] (and budgets) */

@@ -917,6 +917,15 @@ void dispatcher_share_config(const struct tg_config *cfg, struct pacer_config *r
                 ret_share->max_in_flight = 1;
 }
 
+/* The longest hold after probes refused again without Retry-After:
+ * exit.default_hold_max_ms, never past the Retry-After cap. */
+static int64_t limited_hold_max(const struct tg_config *cfg)
+{
+        int64_t cap = config_retry_after_cap_ms(cfg);
+
+        return cfg->exit_default_hold_max_ms < cap ? cfg->exit_default_hold_max_ms : cap;
+}
+
 int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options *opt,
                    const struct exit_env *env, struct dispatcher **ret_dispatcher)
 {
@@ -951,7 +960,7 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         };
         d->holds_cfg =
             (struct holds_config){.default_hold_ms = cfg->exit_default_hold_ms,
-                                  .limited_hold_max_ms = config_retry_after_cap_ms(cfg),
+                                  .limited_hold_max_ms = limited_hold_max(cfg),
                                   .timeout_run_hold = cfg->exit_timeout_run_hold,
                                   .timeout_hold_ms = cfg->exit_timeout_hold_ms,
                                   .unreachable_run_hold = cfg->provider_unreachable_run_hold,

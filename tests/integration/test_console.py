@@ -95,6 +95,9 @@ class ConsoleBrowserTest(unittest.TestCase):
                                retry={"backoff_base_ms": 300, "backoff_min_ms": 100,
                                       "backoff_cap_ms": 600, "query_interval_ms": 500,
                                       "count_limited": "true"},
+                               # and the hold after a refused probe does not
+                               # double (by default it does)
+                               exit={"default_hold_max_ms": 1000},
                                log={"level": "warn"})
         self.addCleanup(tg.close)
         tg.start("serve")

@@ -23,7 +23,9 @@ from tgdaemon import Tollgate  # noqa: E402
 
 FAST_RETRY = {"max_attempts": 3, "backoff_base_ms": 20, "backoff_min_ms": 0,
               "backoff_cap_ms": 100}
-FAST_EXIT = {"starts_per_second": 50, "default_hold_ms": 20}
+# default_hold_max_ms: no doubling of the hold after a probe refused again
+# (a provider answering 503 to everything is how these tests make work fail fast)
+FAST_EXIT = {"starts_per_second": 50, "default_hold_ms": 20, "default_hold_max_ms": 20}
 SECRET = "whsec-test-0123456789"
 
 # ---- a strict parser of the Prometheus text format (0.0.4) -------------------------

@@ -5,7 +5,9 @@ Compressed: backoff windows shortened (retry.backoff_base_ms 100, cap 300 ms)
 and the provider answers 503 without Retry-After, so the three attempts take
 about a second, not minutes. A 503 executes nothing and is by default not
 counted against the attempts (docs/design.md, "What a probe is"): the first
-case counts it (retry.count_limited), the way to run out of attempts here. The deadline case uses a second tollgate with
+case counts it (retry.count_limited), the way to run out of attempts here, and
+the hold after each refused probe stays 100 ms (exit.default_hold_max_ms: by
+default it doubles). The deadline case uses a second tollgate with
 retry.deadline_s = 2 (instead of 15 min) and max_attempts 50: it runs out
 of time, not attempts. Each run ends with `tollgate verify` on its records.
 """
@@ -39,7 +41,7 @@ class ManualBudget(unittest.TestCase):
     def test_out_of_attempts(self):
         ops = ["att-%d" % i for i in range(3)]
         with tgtest.start_stub("--mode", "unavailable:-") as stub, \
-                Tollgate(stub.url, exit={"default_hold_ms": 100},
+                Tollgate(stub.url, exit={"default_hold_ms": 100, "default_hold_max_ms": 100},
                          retry=dict(FAST_BACKOFF, max_attempts=3, count_limited="true")) as tg:
             tg.start("serve")
             for op in ops:
@@ -62,7 +64,7 @@ class ManualBudget(unittest.TestCase):
     def test_past_the_deadline(self):
         ops = ["dl-%d" % i for i in range(3)]
         with tgtest.start_stub("--mode", "unavailable:-") as stub, \
-                Tollgate(stub.url, exit={"default_hold_ms": 100},
+                Tollgate(stub.url, exit={"default_hold_ms": 100, "default_hold_max_ms": 100},
                          retry=dict(FAST_BACKOFF, max_attempts=50, deadline_s=2)) as tg:
             tg.start("serve")
             for op in ops:
