@@ -2,14 +2,17 @@
  * admission — the projected-wait estimate of admission.h. Pure arithmetic on
  * figures the caller measured; no clock, no I/O.
  *
- * projected = (backlog + 1) * calls_per_close / rate
+ * projected = hold_remaining + (backlog + 1) * calls_per_close / rate
  *   calls_per_close = starts / closes in the window (>= 1; 1 with no closes
  *                     and no starts; starts with no close at all count as
  *                     starts + 1 per close, so a stuck provider raises it);
  *   rate            = starts / busy second when at least ADMISSION_MIN_BUSY_S
  *                     busy seconds were seen, never above the ceiling; else
  *                     the ceiling. A held exit (provider said 503) shows up
- *                     as a low measured rate.
+ *                     as a low measured rate only slowly (the window is a
+ *                     minute), so a hold known to be in force adds what is
+ *                     left of it: a refund accepted now waits that long
+ *                     before any start.
  */
 #include "core/admission.h"
 
@@ -64,6 +67,8 @@ int admission_decide(const struct admission_config *config, const struct admissi
         if (rate < RATE_FLOOR)
                 rate = RATE_FLOOR;
         projected_ms = ((double)fig->backlog + 1.0) * per_close / rate * 1000.0;
+        if (fig->hold_remaining_ms > 0)
+                projected_ms += (double)fig->hold_remaining_ms;
         if (projected_ms > PROJECTED_CAP_MS)
                 projected_ms = PROJECTED_CAP_MS;
         d.calls_per_close = per_close;

@@ -4,7 +4,9 @@
  * backlog ahead of the new refund, times the calls an operation has needed
  * per close lately, divided by the rate the exit has really been starting
  * calls at (never more than its configured ceiling). When that projected wait
- * is past max_wait_ms, or the backlog is at max_backlog, the refund is
+ * plus what is left of a provider-wide hold the exit already knows about
+ * (a 429/503's Retry-After: nothing starts before it ends, whatever the
+ * measured rate says), is past max_wait_ms, or the backlog is at max_backlog, the refund is
  * refused with a Retry-After; nothing else changes. Already accepted
  * operations are never part of this decision: they are never refused.
  *
@@ -35,6 +37,8 @@ struct admission_figures {
         uint64_t starts;          /* calls started in the window */
         uint64_t closes;          /* operations that reached a final answer or manual in it */
         unsigned busy_seconds;    /* seconds in the window with work open */
+        /* a provider-wide hold in force: how much of it is left (0: none) */
+        int64_t hold_remaining_ms;
 };
 
 /* Busy seconds needed before the measured start rate is trusted. */

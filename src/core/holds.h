@@ -7,7 +7,9 @@
  * handshake that failed: "not sent"), and while the provider stays
  * unreachable each failed probe holds again for twice as long, up to a cap:
  * a misconfigured certificate or a provider that is down costs a few quota
- * slots, then one probe per hold, never a loop at the full rate. The first
+ * slots, then one probe per hold, never a loop at the full rate. The same
+ * for a provider that keeps answering 429/503 without Retry-After: each
+ * probe it refuses again holds for twice as long, up to a cap. The first
  * start after a hold is a probe, and its result (healthy, or not) is
  * reported to the pacer. The pacer (core/pacer.h) keeps the hold and the
  * probe; this module decides when there is one.
@@ -21,7 +23,10 @@
 #include "core/classify.h"
 
 struct holds_config {
-        int64_t default_hold_ms;   /* a 429/503 without Retry-After (1000) */
+        int64_t default_hold_ms; /* a 429/503 without Retry-After (1000) */
+        /* a probe refused again without Retry-After doubles the last such
+         * hold, up to this (the Retry-After cap); never below the default */
+        int64_t limited_hold_max_ms;
         unsigned timeout_run_hold; /* this many timeouts in a row hold the exit; 0: never (5) */
         int64_t timeout_hold_ms;   /* for how long (1000) */
         /* calls in a row that reached nothing hold the exit; 0: never (3) */
@@ -35,6 +40,7 @@ struct holds_state {
         unsigned timeouts_in_row;
         unsigned unreachable_in_row;
         int64_t unreachable_hold_ms; /* the last unreachable hold; 0: none in force */
+        int64_t limited_hold_ms;     /* the last 429/503 hold; 0: the provider answered since */
 };
 
 /* The call that just ended. */
@@ -60,6 +66,11 @@ struct holds_decision {
         bool probe_done;             /* the call was the probe: report probe_healthy */
         bool probe_healthy;
 };
+
+/* The answer is the provider limiting the whole account: a complete 429 or
+ * 503 (nothing executed; the policy does not count the call against the
+ * operation's budget, core/policy.h). */
+bool holds_limited(enum tg_transport_result transport, int http_status);
 
 /* Decides what the call says about the account and updates *state. */
 void holds_after_call(const struct holds_config *config, struct holds_state *state,

@@ -117,6 +117,7 @@ static int64_t sub_ms(tg_wall_ms a, tg_wall_ms b)
 static void decide(struct policy_decision *ret_decision, enum op_state next, tg_wall_ms next_run_at,
                    enum manual_reason reason, int64_t wait_ms)
 {
+        ret_decision->given_back = POLICY_BUDGET_NONE;
         ret_decision->next = next;
         ret_decision->next_run_at = next_run_at;
         ret_decision->reason = reason;
@@ -195,10 +196,38 @@ static int schedule_query(const struct policy_config *config, const struct polic
         return 0;
 }
 
+/* A call the provider refused for the whole account (429/503): nothing was
+ * executed, the exit holds every start and probes, and the call is given
+ * back to the budget it was counted against (its limit grows by one), so a
+ * long episode of 429s sends no refund to manual for attempts or queries;
+ * the next call is scheduled as for any retryable answer, the Retry-After
+ * (capped by the caller) its floor, and the deadline and key retention
+ * still stop it. */
+static int after_limited(const struct policy_config *config, const struct policy_op *op,
+                         const struct policy_event *event, struct tg_rng *rng,
+                         struct policy_decision *ret_decision)
+{
+        struct policy_op more = *op;
+        bool post = event->request == CLASSIFY_POST;
+        int r;
+
+        if (post && more.attempt_limit < UINT_MAX)
+                more.attempt_limit++;
+        else if (!post && more.query_limit < UINT_MAX)
+                more.query_limit++;
+        r = post ? schedule_resend(config, &more, event, rng, ret_decision)
+                 : schedule_query(config, &more, event, ret_decision);
+        if (r == 0)
+                ret_decision->given_back = post ? POLICY_BUDGET_ATTEMPT : POLICY_BUDGET_QUERY;
+        return r;
+}
+
 static int after_post(const struct policy_config *config, const struct policy_op *op,
                       const struct policy_event *event, struct tg_rng *rng,
                       struct policy_decision *ret_decision)
 {
+        if (event->limited && !config->count_limited && event->cls == TG_CLASS_RETRYABLE)
+                return after_limited(config, op, event, rng, ret_decision);
         switch (event->cls) {
         case TG_CLASS_SUCCEEDED:
                 decide(ret_decision, OP_SUCCEEDED, 0, MANUAL_NONE, 0);
@@ -226,6 +255,8 @@ static int after_query(const struct policy_config *config, const struct policy_o
                        const struct policy_event *event, struct tg_rng *rng,
                        struct policy_decision *ret_decision)
 {
+        if (event->limited && !config->count_limited && event->cls == TG_CLASS_NO_ANSWER)
+                return after_limited(config, op, event, rng, ret_decision);
         switch (event->cls) {
         case TG_CLASS_SUCCEEDED:
                 decide(ret_decision, OP_SUCCEEDED, 0, MANUAL_NONE, 0);
@@ -411,6 +442,8 @@ static const unsigned transitions[OP_STATE_COUNT][OP_EVENT_COUNT] = {
     [OP_IN_FLIGHT] =
         {
             [OP_EV_CALL_END] = FINAL | B(OP_RETRY_WAIT) | B(OP_UNKNOWN) | B(OP_MANUAL),
+            /* refused as limited (429/503): nothing executed, not counted */
+            [OP_EV_LIMITED] = B(OP_RETRY_WAIT) | B(OP_UNKNOWN) | B(OP_MANUAL),
             [OP_EV_TAKEOVER] = B(OP_UNKNOWN) | B(OP_MANUAL),
             [OP_EV_RELEASE] = B(OP_PENDING) | B(OP_RETRY_WAIT) | B(OP_UNKNOWN),
         },
@@ -456,6 +489,7 @@ static const char *const event_names[OP_EVENT_COUNT] = {
     [OP_EV_RELEASE] = "release",
     [OP_EV_CANCEL] = "cancel",
     [OP_EV_ASSIGN] = "assign",
+    [OP_EV_LIMITED] = "limited",
 };
 
 static bool state_ok(enum op_state state)
@@ -641,10 +675,17 @@ int policy_end_call(const struct op_record *op, const struct policy_decision *de
                     const struct policy_call_end *end, tg_wall_ms now, struct op_record *ret_op)
 {
         struct op_record next = *op;
-        int r = apply(&next, OP_EV_CALL_END, decision, now);
+        bool limited = decision->given_back != POLICY_BUDGET_NONE;
+        int r = apply(&next, limited ? OP_EV_LIMITED : OP_EV_CALL_END, decision, now);
 
         if (r < 0)
                 return r;
+        /* the call stays in the count (attempts: every POST made), and the
+         * limit it was counted against grows by one */
+        if (decision->given_back == POLICY_BUDGET_ATTEMPT && next.attempt_limit < UINT_MAX)
+                next.attempt_limit++;
+        else if (decision->given_back == POLICY_BUDGET_QUERY && next.query_limit < UINT_MAX)
+                next.query_limit++;
         if (end->refund_id && end->refund_id[0] != '\0') {
                 size_t n = strnlen(end->refund_id, sizeof(next.refund_id) - 1);
 

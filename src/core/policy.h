@@ -14,6 +14,9 @@
  *   event          from                         to
  *   claim          pending, retry_wait, unknown in_flight (first; retry or manual; query)
  *   call_end       in_flight                    succeeded, rejected, retry_wait, unknown, manual
+ *   limited        in_flight                    retry_wait, unknown, manual (the provider
+ *                                               said 429/503: nothing executed, and the call
+ *                                               is not counted against the budget)
  *   takeover       in_flight                    unknown, manual
  *   deadline       pending, retry_wait, unknown manual
  *   key_retention  retry_wait                   manual
@@ -35,7 +38,12 @@
  * Budgets: attempt_limit POSTs (3), deadline_at (acceptance + 15 min), a query
  * budget with its own spacing, and key retention (23 h from the key's first
  * use). Anything past a budget goes to manual, with the reason; a retry whose
- * earliest time falls past the deadline goes to manual now, not later.
+ * earliest time falls past the deadline goes to manual now, not later. A
+ * call the provider refused for the whole account (429/503, an explicit
+ * "not executed"; the exit holds and probes, core/holds.h) does not spend
+ * the budget: its limit grows by one (the `limited` event), so the
+ * attempts count every POST made and at most attempt_limit of them were
+ * not refused so; the deadline still bounds them all.
  *
  * Wall time throughout: these decisions are stored and outlive the process.
  */
@@ -58,6 +66,9 @@ struct policy_config {
         int64_t query_interval_ms; /* spacing of one operation's queries (2000) */
         int64_t key_retention_ms;  /* never re-send a key older than this (23 h) */
         struct backoff_config backoff;
+        /* a call refused as limited (429/503) counts against the budget
+         * like any other (false: it is given back, the `limited` event) */
+        bool count_limited;
 };
 
 void policy_config_default(struct policy_config *ret_config);
@@ -82,6 +93,18 @@ struct policy_event {
         enum tg_class cls;
         int64_t retry_after_ms; /* < 0: none */
         tg_wall_ms now;
+        /* the provider refused the call for the whole account (a complete
+         * 429/503, core/holds.h holds_limited()): with a retryable POST or
+         * a query's no_answer, nothing was executed and the call is not
+         * counted against the operation's budget */
+        bool limited;
+};
+
+/* The budget a call was given back to (a limited answer). */
+enum policy_budget {
+        POLICY_BUDGET_NONE,
+        POLICY_BUDGET_ATTEMPT, /* attempt_limit grows by one */
+        POLICY_BUDGET_QUERY,   /* query_limit grows by one */
 };
 
 struct policy_decision {
@@ -89,6 +112,9 @@ struct policy_decision {
         tg_wall_ms next_run_at;    /* retry_wait / unknown: earliest next call; else 0 */
         enum manual_reason reason; /* manual: why; else MANUAL_NONE */
         int64_t wait_ms;           /* the wait chosen (backoff or interval), 0 if none */
+        /* not NONE: the call was refused as limited and is not counted;
+         * policy_end_call() applies it as the `limited` event */
+        enum policy_budget given_back;
 };
 
 /* Decides what follows a finished call. Returns 0 (and fills *ret_decision),
@@ -158,8 +184,9 @@ enum op_event {
         OP_EV_RELEASE,       /* a claim made ahead of its slot is given back unsent */
         OP_EV_CANCEL,        /* its caller cancels it before any call was made */
         OP_EV_ASSIGN,        /* an operator gives the manual case to someone (or nobody) */
+        OP_EV_LIMITED,       /* its call was refused for the whole account (429/503) */
 };
-#define OP_EVENT_COUNT 12
+#define OP_EVENT_COUNT 13
 
 #define POLICY_STATE_BIT(state) (1u << (unsigned)(state))
 
@@ -239,7 +266,9 @@ struct policy_call_end {
 };
 
 /* Applies a call_end decision (policy_call_outcome) to the in_flight
- * operation. 0, or TG_ESTATE when the table does not allow it. */
+ * operation: the `call_end` event, or `limited` when the decision gives the
+ * call back to its budget (the limit it was counted against grows by one).
+ * 0, or TG_ESTATE when the table does not allow it. */
 int policy_end_call(const struct op_record *op, const struct policy_decision *decision,
                     const struct policy_call_end *end, tg_wall_ms now, struct op_record *ret_op);
 

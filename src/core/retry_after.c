@@ -128,3 +128,66 @@ int retry_after_parse(const char *value, size_t len, tg_wall_ms now, int64_t cap
                 return parse_delta(s, n, cap_ms, ret_delay_ms);
         return parse_date(s, n, now, cap_ms, date_fn, ret_delay_ms);
 }
+
+/* A line of digits, commas, spaces and tabs with at least one comma. */
+static bool is_delta_list(const char *s, size_t len)
+{
+        bool comma = false;
+
+        for (size_t i = 0; i < len; i++) {
+                if (s[i] == ',')
+                        comma = true;
+                else if (!is_digit(s[i]) && !is_space(s[i]))
+                        return false;
+        }
+        return comma;
+}
+
+/* Parses one value and folds it into the longest so far. */
+static void keep_longest(const char *value, size_t len, tg_wall_ms now, int64_t cap_ms,
+                         retry_after_date_fn date_fn, bool *found, int64_t *longest)
+{
+        int64_t v = 0;
+
+        if (retry_after_parse(value, len, now, cap_ms, date_fn, &v) != 0)
+                return;
+        if (!*found || v > *longest)
+                *longest = v;
+        *found = true;
+}
+
+int retry_after_parse_all(const char *values, size_t len, tg_wall_ms now, int64_t cap_ms,
+                          retry_after_date_fn date_fn, int64_t *ret_delay_ms)
+{
+        bool found = false;
+        int64_t longest = 0;
+        size_t start = 0;
+
+        if (cap_ms < 0 || (!values && len > 0) || !ret_delay_ms)
+                return TG_EINVAL;
+        while (values && start < len) {
+                size_t end = start;
+                while (end < len && values[end] != '\n')
+                        end++;
+                const char *line = values + start;
+                size_t n = end - start;
+                if (is_delta_list(line, n)) {
+                        size_t p = 0;
+                        while (p <= n) {
+                                size_t q = p;
+                                while (q < n && line[q] != ',')
+                                        q++;
+                                keep_longest(line + p, q - p, now, cap_ms, date_fn, &found,
+                                             &longest);
+                                p = q + 1;
+                        }
+                } else {
+                        keep_longest(line, n, now, cap_ms, date_fn, &found, &longest);
+                }
+                start = end + 1;
+        }
+        if (!found)
+                return TG_EPARSE;
+        *ret_delay_ms = longest;
+        return 0;
+}

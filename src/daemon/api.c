@@ -248,27 +248,55 @@ static int set_tokens(struct api *api, const struct tg_config *cfg)
         return 0;
 }
 
-static bool authorized(const struct api *api, const struct http_request *req)
+/* Why a request's bearer token was refused (the label of
+ * tollgate_api_auth_failures_total). */
+static const char *const auth_failure_names[API_AUTH_FAILURE_COUNT] = {
+    [API_AUTH_MISSING] = "missing",
+    [API_AUTH_MALFORMED] = "malformed",
+    [API_AUTH_WRONG] = "wrong",
+};
+
+const char *api_auth_failure_name(enum api_auth_failure why)
+{
+        return (unsigned)why < API_AUTH_FAILURE_COUNT ? auth_failure_names[why] : "invalid";
+}
+
+/* The request carries one of the tokens: one Authorization header (two
+ * are refused: readers would disagree on which counts), no NUL byte in it
+ * (a C string would stop there and compare only a prefix of what was
+ * sent), the Bearer scheme. Every refusal is counted by its reason. */
+static bool authorized(struct api *api, const struct http_request *req)
 {
         static const char scheme[] = "Bearer ";
         unsigned char digest[API_DIGEST_LEN];
-        const char *h;
+        const char *h = NULL;
         const char *token;
         int match = 0;
+        int r;
 
         if (!api->need_token)
                 return true; /* loopback without a token file (config refused otherwise) */
-        h = http_request_header(req, "Authorization");
-        if (!h || strncasecmp(h, scheme, sizeof(scheme) - 1) != 0)
+        r = http_request_header_once(req, "Authorization", &h);
+        if (r == TG_ENOTFOUND) {
+                api->counters->auth_failures[API_AUTH_MISSING]++;
                 return false;
+        }
+        if (r < 0 || strncasecmp(h, scheme, sizeof(scheme) - 1) != 0) {
+                api->counters->auth_failures[API_AUTH_MALFORMED]++;
+                return false;
+        }
         token = h + sizeof(scheme) - 1;
         while (*token == ' ')
                 token++;
-        if (sha256(token, strlen(token), digest) < 0)
+        if (sha256(token, strlen(token), digest) < 0) {
+                api->counters->auth_failures[API_AUTH_MALFORMED]++;
                 return false;
+        }
         /* every token compared, whichever matches: the time says nothing */
         for (unsigned i = 0; i < api->token_count; i++)
                 match |= CRYPTO_memcmp(digest, api->token_digests[i], API_DIGEST_LEN) == 0;
+        if (!match)
+                api->counters->auth_failures[API_AUTH_WRONG]++;
         return match != 0;
 }
 
@@ -750,6 +778,7 @@ int api_start_ex(const struct tg_config *cfg, char *err, size_t err_size, struct
         hc.port = (uint16_t)cfg->api_listen_port;
         hc.max_connections = cfg->api_max_connections;
         hc.connection_timeout_s = cfg->api_connection_timeout_s;
+        hc.request_read_timeout_ms = cfg->api_request_read_timeout_ms;
         hc.max_body_bytes = cfg->api_max_body_bytes;
         hc.max_header_bytes = 0; /* MHD's 32 KiB per connection */
         r = http_server_start(&hc, on_request, api, &api->server);

@@ -45,6 +45,30 @@ static int add_sample(const struct exit_sample *s, void *userdata)
         return 0;
 }
 
+/* What is left at `now` of the provider-wide hold the exit wrote into its
+ * newest samples ("hold_until" in the figures: the latest of any share's);
+ * 0 when none is in force or it cannot be read. */
+static int64_t hold_remaining(struct api *api, tg_wall_ms now)
+{
+        struct exit_sample *s = calloc(1, sizeof(*s));
+        json_t *fig, *until;
+        bool fresh = false;
+        int64_t left = 0;
+
+        if (!s)
+                return 0;
+        if (exit_stats_read_now(api->store, now, OWNER_FRESH_MS, s, &fresh) == 0 && fresh &&
+            s->held && s->figures[0]) {
+                fig = json_loads(s->figures, 0, NULL);
+                until = json_object_get(fig, "hold_until");
+                if (json_is_integer(until) && json_integer_value(until) > now)
+                        left = (int64_t)json_integer_value(until) - now;
+                json_decref(fig);
+        }
+        free(s);
+        return left;
+}
+
 /* The window's figures from the samples (every share summed, by second)
  * into c, with `backlog` as the open backlog. */
 static int read_window(struct api *api, tg_wall_ms now, uint64_t backlog,
@@ -70,6 +94,8 @@ static int read_window(struct api *api, tg_wall_ms now, uint64_t backlog,
         c->fig.busy_seconds = w->busy;
         c->owner_fresh = w->any && now - w->last_at <= OWNER_FRESH_MS;
         c->held = c->owner_fresh && w->last_held;
+        /* a hold the exit knows about: nothing starts before it ends */
+        c->fig.hold_remaining_ms = c->held ? hold_remaining(api, now) : 0;
         c->read_at = now;
         c->accepted_since = 0;
         free(w);

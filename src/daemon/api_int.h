@@ -60,12 +60,23 @@ enum api_route api_route_of(const char *path);
 
 #define API_STATUS_MAX 600 /* HTTP status codes counted: 100..599 */
 
+/* Why a bearer token was refused. */
+enum api_auth_failure {
+        API_AUTH_MISSING,   /* no Authorization header */
+        API_AUTH_MALFORMED, /* not one header, a NUL inside, not the Bearer scheme */
+        API_AUTH_WRONG,     /* a well-formed token that is none of ours */
+};
+#define API_AUTH_FAILURE_COUNT 3
+/* "missing", "malformed", "wrong" */
+const char *api_auth_failure_name(enum api_auth_failure why);
+
 /* What this API process counts for /metrics (since it started). Touched on
  * the API's thread only, but for reload outcomes (under the api's lock). */
 struct api_counters {
         uint64_t requests[API_ROUTE_COUNT][API_STATUS_MAX];
         uint64_t admission_refused[2]; /* [0] max_wait, [1] max_backlog */
         uint64_t reloads[3];           /* applied, refused, failed */
+        uint64_t auth_failures[API_AUTH_FAILURE_COUNT];
 };
 
 struct api {

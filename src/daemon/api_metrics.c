@@ -256,6 +256,18 @@ static void api_counters(struct mbuf *b, const struct api *api)
                   (unsigned long long)k->admission_refused[0]);
         mb_printf(b, "tollgate_admission_refusals_total{reason=\"max_backlog\"} %llu\n",
                   (unsigned long long)k->admission_refused[1]);
+        family(b, "tollgate_api_auth_failures_total", "counter",
+               "Requests this API process refused for their bearer token (401): missing, "
+               "malformed (two Authorization headers, a NUL byte, not Bearer) or wrong.");
+        for (int i = 0; i < API_AUTH_FAILURE_COUNT; i++)
+                mb_printf(b, "tollgate_api_auth_failures_total{reason=\"%s\"} %llu\n",
+                          api_auth_failure_name((enum api_auth_failure)i),
+                          (unsigned long long)k->auth_failures[i]);
+        family(b, "tollgate_api_read_timeouts_total", "counter",
+               "Connections this API process closed because a request did not arrive whole "
+               "within api.request_read_timeout_ms (slow or stalled clients).");
+        mb_printf(b, "tollgate_api_read_timeouts_total %llu\n",
+                  (unsigned long long)http_server_read_timeouts(api->server));
         family(b, "tollgate_config_reloads_total", "counter",
                "SIGHUP reloads: applied, refused (some keys need a restart and kept their "
                "running value) or failed (the file did not load; nothing changed).");
@@ -530,7 +542,7 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
         root = json_pack(
             "{s:I, s:o, s:I, s:f, s:o, s:I, s:I, s:s, "
             "s:{s:b, s:b, s:o, s:o}, "
-            "s:{s:b, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:b}, "
+            "s:{s:b, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:b}, "
             "s:{s:I, s:i, s:o}}",
             "now", (json_int_t)s.now, "backlog", backlog, "in_flight",
             (json_int_t)(s.fresh ? s.sample->in_flight : s.st.by_state[OP_IN_FLIGHT]),
@@ -547,7 +559,8 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
             (json_int_t)api->cfg.admission.max_backlog, "window_s",
             (json_int_t)(api->cfg.admission.window_ms / 1000), "backlog",
             (json_int_t)adm.fig.backlog, "calls_per_close", d.calls_per_close, "starts_per_second",
-            d.rate, "projected_wait_s", (double)d.projected_ms / 1000.0, "would_admit",
+            d.rate, "hold_remaining_s", (double)adm.fig.hold_remaining_ms / 1000.0,
+            "projected_wait_s", (double)d.projected_ms / 1000.0, "would_admit",
             d.admit || !api->cfg.admission.enabled, "series", "minutes", (json_int_t)minutes,
             "step_s", 1, "points", se.points);
         free(s.sample);

@@ -189,6 +189,12 @@ static const struct key_def keys[] = {
             "Connections the API holds open at once."),
     INT_KEY("api", "connection_timeout_s", KEY_UINT, api_connection_timeout_s, 1, 3600, 1,
             "An idle API connection is closed after this many seconds."),
+    INT_KEY("api", "request_read_timeout_ms", KEY_UINT, api_request_read_timeout_ms, 100, 600000, 1,
+            "A request, head and body, must arrive whole within this long of its connection "
+            "being ready for it (accepted, or its previous answer sent); otherwise the "
+            "connection is closed without an answer. The idle timeout above is reset by every "
+            "byte, so without this a client that drips a header line a second holds a "
+            "connection for ever, and `api.max_connections` such clients shut everyone out."),
     BOOL_KEY("api", "metrics_need_token", api_metrics_need_token,
              "`GET /metrics` needs the bearer token too (false: open, like `/healthz`)."),
 
@@ -360,6 +366,12 @@ static const struct key_def keys[] = {
             "first."),
     INT_KEY("exit", "default_hold_ms", KEY_I64, exit_default_hold_ms, 0, MAX_DURATION_MS, 1,
             "How long a 429 or 503 without Retry-After holds every start."),
+    INT_KEY("exit", "default_hold_max_ms", KEY_I64, exit_default_hold_max_ms, 0, MAX_DURATION_MS, 1,
+            "A probe refused again with 429/503 and no Retry-After holds twice as long as the "
+            "last such hold, from `exit.default_hold_ms` up to this (and never past the "
+            "Retry-After cap, `retry.retry_after_cap_s`): a provider that keeps refusing "
+            "without saying how long costs one probe per doubling hold, not one per "
+            "`exit.default_hold_ms`. At or below `exit.default_hold_ms`: no doubling."),
     INT_KEY("exit", "idle_poll_max_ms", KEY_I64, exit_idle_poll_max_ms, 50, 60000, 1,
             "An idle exit looks for new work at least this often. In `tollgate serve` the API "
             "wakes the exit for every new refund and a due retry wakes it on time, so this only "
@@ -369,6 +381,13 @@ static const struct key_def keys[] = {
     INT_KEY("retry", "max_attempts", KEY_UINT, policy.max_attempts, 1, 1000, 1,
             "POSTs per operation, the first included; then manual review "
             "(`attempts_exhausted`)."),
+    BOOL_KEY("retry", "count_limited", policy.count_limited,
+             "A POST (or query) the provider refused with 429/503 for the whole account "
+             "(nothing executed) counts against `retry.max_attempts` (`retry.max_queries`) like "
+             "any other. false (default): it is given back, so a rate-limit episode sends no "
+             "refund to manual for its budget (the deadline still bounds it, and the exit holds "
+             "and probes meanwhile); true: every POST sent counts, a strict bound on the POSTs "
+             "one key may make."),
     INT_KEY("retry", "deadline_s", KEY_I64, policy.deadline_ms, 1, MAX_DURATION_S, 1000,
             "From acceptance to a final answer; no automatic call after it, the operation goes "
             "to manual review (`deadline`)."),
@@ -395,7 +414,12 @@ static const struct key_def keys[] = {
                "same instant), `full` (uniform), `equal` (upper/2 + uniform up to upper/2) or "
                "`decorrelated`. A Retry-After is a floor that jitter never shortens."),
     INT_KEY("retry", "retry_after_cap_s", KEY_I64, retry_after_cap_ms, 0, MAX_DURATION_S, 1000,
-            "A longer Retry-After (seconds or an HTTP date) is cut to this."),
+            "A longer Retry-After (seconds or an HTTP date) is cut to this, and never to more "
+            "than a quarter of `retry.deadline_s`: one absurd header must not hold every queued "
+            "refund past its deadline (the exit asks again, one probe, when the cut wait has "
+            "passed). Of two Retry-After headers the longer counts. The doubling hold after "
+            "probes refused without Retry-After (`exit.default_hold_max_ms`) stops at this "
+            "cap too."),
 
     CUSTOM_KEY("classify", "rule", set_rule, NULL,
                "A rule added over PROVIDER.md's built-in table, which it takes precedence over; "
@@ -474,6 +498,7 @@ void config_defaults(struct tg_config *ret_config)
         c->api_max_body_bytes = 16384;
         c->api_max_connections = 256;
         c->api_connection_timeout_s = 10;
+        c->api_request_read_timeout_ms = 10000;
         c->api_metrics_need_token = false;
 
         snprintf(c->provider_base_url, sizeof(c->provider_base_url), "%s", "http://127.0.0.1:9090");
@@ -528,10 +553,11 @@ void config_defaults(struct tg_config *ret_config)
         c->exit_timeout_run_hold = 5;
         c->exit_timeout_hold_ms = 1000;
         c->exit_default_hold_ms = 1000;
+        c->exit_default_hold_max_ms = 60000;
         c->exit_idle_poll_max_ms = 1000;
 
         policy_config_default(&c->policy);
-        c->retry_after_cap_ms = 3600LL * 1000;
+        c->retry_after_cap_ms = 120LL * 1000;
 
         c->rule_count = 0;
         admission_config_default(&c->admission);
@@ -544,6 +570,13 @@ void config_defaults(struct tg_config *ret_config)
         snprintf(c->log_level, sizeof(c->log_level), "%s", "info");
         c->retention_keep_ms = 90 * DAY_MS;
         c->retention_prune_batch = 500;
+}
+
+int64_t config_retry_after_cap_ms(const struct tg_config *config)
+{
+        int64_t quarter = config->policy.deadline_ms / 4;
+
+        return config->retry_after_cap_ms < quarter ? config->retry_after_cap_ms : quarter;
 }
 
 /* ---- messages ------------------------------------------------------------ */

@@ -35,10 +35,11 @@ struct tg_config {
         int api_listen_port;
         char api_token[256]; /* contents of token_file ("" = none) */
         char api_token_file[TG_PATH_MAX];
-        size_t api_max_body_bytes;         /* default 16384 */
-        unsigned api_max_connections;      /* default 256 */
-        unsigned api_connection_timeout_s; /* default 10 */
-        bool api_metrics_need_token;       /* default false */
+        size_t api_max_body_bytes;            /* default 16384 */
+        unsigned api_max_connections;         /* default 256 */
+        unsigned api_connection_timeout_s;    /* default 10 */
+        unsigned api_request_read_timeout_ms; /* a request arrives whole within this (10000) */
+        bool api_metrics_need_token;          /* default false */
 
         /* [provider] */
         char provider_base_url[TG_PATH_MAX];
@@ -95,11 +96,12 @@ struct tg_config {
         unsigned exit_timeout_run_hold;      /* this many timeouts in a row hold the exit (5) */
         int64_t exit_timeout_hold_ms;        /* for how long (1000) */
         int64_t exit_default_hold_ms;        /* 429/503 without Retry-After (1000) */
+        int64_t exit_default_hold_max_ms;    /* a probe refused again doubles it up to (60000) */
         int64_t exit_idle_poll_max_ms;       /* an idle exit looks for work at least this often */
 
         /* [retry] (and budgets) */
         struct policy_config policy; /* max_attempts, deadline, queries, retention, backoff */
-        int64_t retry_after_cap_ms;  /* default 3600000 */
+        int64_t retry_after_cap_ms;  /* as configured (120000): config_retry_after_cap_ms() */
 
         /* [classify] rule = ... (repeatable), added over the defaults */
         struct classify_rule rules[TG_CONFIG_MAX_RULES];
@@ -144,6 +146,15 @@ struct tg_config {
 
 /* Fills every default. */
 void config_defaults(struct tg_config *ret_config);
+
+/* The longest a Retry-After counts for, as a provider-wide hold and as an
+ * operation's floor: retry.retry_after_cap_s, and never more than a quarter
+ * of retry.deadline_s. A hold as long as the deadline would send every
+ * queued refund to manual on one absurd header; a quarter leaves the rest
+ * of the deadline for the backlog and the refused refund's own retries,
+ * and the exit asks again (one probe) when the cap has passed. The hold
+ * after a probe answered 429/503 without Retry-After doubles up to it. */
+int64_t config_retry_after_cap_ms(const struct tg_config *config);
 
 /* Loads path over the defaults and validates. On failure returns TG_ECONFIG
  * (or -errno when the file cannot be read) and writes a one-line message

@@ -340,12 +340,20 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
         /* a call that ended with no sent report popped (the transport
          * refused it) */
         sent_known(d, oc, res->sent && res->sent_mono > 0, res->ready_mono, res->sent_mono);
+        /* every Retry-After value, the longest (core/retry_after.h), cut to
+         * the cap that leaves room for the deadline */
         if (res->retry_after[0] &&
-            retry_after_parse(res->retry_after, strlen(res->retry_after), wall,
-                              d->cfg->retry_after_cap_ms, transport_http_date, &v) == 0)
+            retry_after_parse_all(res->retry_after, strlen(res->retry_after), wall,
+                                  config_retry_after_cap_ms(d->cfg), transport_http_date, &v) == 0)
                 ra = v;
-        struct policy_event ev = {
-            .request = oc->request, .cls = cls, .retry_after_ms = ra, .now = wall};
+        /* a 429/503 refused the call for the whole account: nothing was
+         * executed, and the policy gives the call back to its budget */
+        struct policy_event ev = {.request = oc->request,
+                                  .cls = cls,
+                                  .retry_after_ms = ra,
+                                  .now = wall,
+                                  .limited =
+                                      holds_limited(res->reply.transport, res->reply.http_status)};
         policy_call_outcome(&d->cfg->policy, &oc->op, &ev, &d->rng, &decision);
         struct exit_call_end end = {.op = &oc->op,
                                     .call = &oc->call,
@@ -386,6 +394,8 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
         json_object_set_new(f, "next_state", json_string(op_state_name(decision.next)));
         if (decision.next == OP_MANUAL)
                 json_object_set_new(f, "reason", json_string(manual_reason_name(decision.reason)));
+        if (decision.given_back != POLICY_BUDGET_NONE)
+                json_object_set_new(f, "counted", json_false()); /* limited: budget kept */
         if (res->error[0])
                 json_object_set_new(f, "error", json_string(res->error));
         if (res->failure != TRANSPORT_OK)
@@ -1016,6 +1026,15 @@ void dispatcher_share_config(const struct tg_config *cfg, struct pacer_config *r
                 ret_share->max_in_flight = 1;
 }
 
+/* The longest hold after probes refused again without Retry-After:
+ * exit.default_hold_max_ms, never past the Retry-After cap. */
+static int64_t limited_hold_max(const struct tg_config *cfg)
+{
+        int64_t cap = config_retry_after_cap_ms(cfg);
+
+        return cfg->exit_default_hold_max_ms < cap ? cfg->exit_default_hold_max_ms : cap;
+}
+
 int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options *opt,
                    const struct exit_env *env, struct dispatcher **ret_dispatcher)
 {
@@ -1050,6 +1069,7 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         };
         d->holds_cfg =
             (struct holds_config){.default_hold_ms = cfg->exit_default_hold_ms,
+                                  .limited_hold_max_ms = limited_hold_max(cfg),
                                   .timeout_run_hold = cfg->exit_timeout_run_hold,
                                   .timeout_hold_ms = cfg->exit_timeout_hold_ms,
                                   .unreachable_run_hold = cfg->provider_unreachable_run_hold,

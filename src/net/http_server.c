@@ -13,15 +13,19 @@
 #include "net/http_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "core/tg_error.h"
+#include "platform/clock.h"
 
 #define MAX_HEADERS    64
 #define DEFAULT_MEMORY (32 * 1024)
@@ -29,12 +33,37 @@
         "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\","                        \
         "\"field\":null,\"retryable\":true},\"request_id\":null}"
 
+/* One open connection, watched for the request read deadline. MHD's own
+ * connection timeout is an idle timeout (any byte resets it), so a client
+ * dripping a header line a second is never cut by it. The watchdog thread
+ * shuts down the connection's socket through a descriptor of its own (a
+ * dup: closing or reusing MHD's number can never make it touch another
+ * connection); MHD then reads the end of the stream and closes the
+ * connection itself, in its own thread. */
+struct conn_watch {
+        bool used;
+        bool reading;     /* a request is on its way: the deadline runs */
+        bool cut;         /* shut down already */
+        int fd;           /* our dup of the connection's socket */
+        tg_mono_ns since; /* when the connection became ready for this request */
+};
+
 struct http_server {
         struct MHD_Daemon *daemon;
         http_handler_fn handler;
         void *userdata;
         size_t max_body_bytes;
         uint16_t port;
+        /* the request read deadline (0: none) and its watchdog */
+        tg_mono_ns read_timeout;
+        pthread_mutex_t lock; /* watches, stopping, cuts */
+        pthread_cond_t wake;
+        pthread_t watchdog;
+        bool watchdog_running;
+        bool stopping;
+        struct conn_watch *watches; /* max_connections of them */
+        unsigned nwatches;
+        uint64_t cuts;
 };
 
 struct req_state {
@@ -47,6 +76,7 @@ struct req_state {
         char *body;
         size_t body_len, body_cap;
         struct http_header headers[MAX_HEADERS];
+        char *copies[MAX_HEADERS]; /* values that hid bytes behind a NUL, whole (else NULL) */
         size_t header_count;
         bool too_many_headers;
 };
@@ -62,6 +92,26 @@ const char *http_request_header(const struct http_request *req, const char *name
                         return req->headers[i].value;
         }
         return NULL;
+}
+
+int http_request_header_once(const struct http_request *req, const char *name,
+                             const char **ret_value)
+{
+        const struct http_header *found = NULL;
+
+        if (!req || !name || !ret_value)
+                return TG_EINVAL;
+        for (size_t i = 0; i < req->header_count; i++) {
+                if (strcasecmp(req->headers[i].name, name) != 0)
+                        continue;
+                if (found)
+                        return TG_ECONFLICT;
+                found = &req->headers[i];
+        }
+        if (!found)
+                return TG_ENOTFOUND;
+        *ret_value = found->value;
+        return 0;
 }
 
 static int hex_value(char c)
@@ -254,6 +304,151 @@ static const char *target_problem(const char *target)
         return NULL;
 }
 
+/* ---- the request read deadline ------------------------------------------------ */
+
+static struct conn_watch *watch_of(struct MHD_Connection *connection)
+{
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+        return info ? info->socket_context : NULL;
+}
+
+/* A request was read whole (reading = false), or the connection is ready
+ * for the next one (reading = true: its deadline counts from now). */
+static void watch_mark(struct http_server *server, struct MHD_Connection *connection, bool reading)
+{
+        struct conn_watch *w;
+
+        if (server->read_timeout <= 0)
+                return;
+        w = watch_of(connection);
+        if (!w)
+                return;
+        pthread_mutex_lock(&server->lock);
+        w->reading = reading;
+        if (reading)
+                w->since = clock_mono_now();
+        pthread_mutex_unlock(&server->lock);
+}
+
+/* MHD's connection start and end (its own thread). A connection that gets
+ * no watch (no descriptor left to dup) is served without the deadline. */
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+        struct http_server *server = cls;
+        struct conn_watch *w = *socket_context;
+
+        if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+                if (!w)
+                        return;
+                pthread_mutex_lock(&server->lock);
+                close(w->fd);
+                w->used = false;
+                pthread_mutex_unlock(&server->lock);
+                *socket_context = NULL;
+                return;
+        }
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!info)
+                return;
+        pthread_mutex_lock(&server->lock);
+        for (unsigned i = 0; i < server->nwatches; i++) {
+                struct conn_watch *free_watch = &server->watches[i];
+                if (free_watch->used)
+                        continue;
+                free_watch->fd = fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 0);
+                if (free_watch->fd >= 0) {
+                        free_watch->used = true;
+                        free_watch->reading = true;
+                        free_watch->cut = false;
+                        free_watch->since = clock_mono_now();
+                        *socket_context = free_watch;
+                }
+                break;
+        }
+        pthread_mutex_unlock(&server->lock);
+}
+
+/* Shuts down every connection whose request is overdue, a few times per
+ * deadline, until the server stops. */
+static void *watchdog(void *arg)
+{
+        struct http_server *server = arg;
+        tg_mono_ns tick = server->read_timeout / 4;
+
+        if (tick < 10 * TG_NS_PER_MS)
+                tick = 10 * TG_NS_PER_MS;
+        if (tick > 250 * TG_NS_PER_MS)
+                tick = 250 * TG_NS_PER_MS;
+        pthread_mutex_lock(&server->lock);
+        while (!server->stopping) {
+                tg_mono_ns now = clock_mono_now();
+
+                for (unsigned i = 0; i < server->nwatches; i++) {
+                        struct conn_watch *w = &server->watches[i];
+                        if (!w->used || !w->reading || w->cut ||
+                            now - w->since < server->read_timeout)
+                                continue;
+                        /* MHD sees the stream end and closes the connection */
+                        shutdown(w->fd, SHUT_RDWR);
+                        w->cut = true;
+                        server->cuts++;
+                }
+                struct timespec ts = clock_mono_timespec(now + tick);
+                pthread_cond_timedwait(&server->wake, &server->lock, &ts);
+        }
+        pthread_mutex_unlock(&server->lock);
+        return NULL;
+}
+
+/* The deadline's state: a watch per connection MHD may hold. 0 or
+ * TG_ENOMEM. */
+static int watch_init(struct http_server *server, const struct http_server_config *config)
+{
+        pthread_condattr_t attr;
+
+        server->read_timeout = (tg_mono_ns)config->request_read_timeout_ms * TG_NS_PER_MS;
+        if (server->read_timeout > 0) {
+                server->watches = calloc(config->max_connections, sizeof(*server->watches));
+                if (!server->watches)
+                        return TG_ENOMEM;
+                server->nwatches = config->max_connections;
+        }
+        pthread_mutex_init(&server->lock, NULL);
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&server->wake, &attr);
+        pthread_condattr_destroy(&attr);
+        return 0;
+}
+
+static void watch_free(struct http_server *server)
+{
+        for (unsigned i = 0; i < server->nwatches; i++)
+                if (server->watches[i].used)
+                        close(server->watches[i].fd);
+        free(server->watches);
+        server->watches = NULL;
+        server->nwatches = 0;
+        pthread_cond_destroy(&server->wake);
+        pthread_mutex_destroy(&server->lock);
+}
+
+uint64_t http_server_read_timeouts(struct http_server *server)
+{
+        uint64_t n;
+
+        if (!server || server->read_timeout <= 0)
+                return 0;
+        pthread_mutex_lock(&server->lock);
+        n = server->cuts;
+        pthread_mutex_unlock(&server->lock);
+        return n;
+}
+
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connection)
 {
         struct http_server *server = cls;
@@ -277,11 +472,13 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **co
 {
         struct req_state *st = *con_cls;
 
-        (void)cls;
-        (void)connection;
         (void)toe;
+        /* the connection is ready for its next request (or closes) */
+        watch_mark(cls, connection, true);
         if (!st)
                 return;
+        for (size_t i = 0; i < MAX_HEADERS; i++)
+                free(st->copies[i]);
         free(st->body);
         free(st->target);
         free(st);
@@ -302,6 +499,48 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
         st->headers[st->header_count].value = value ? value : "";
         st->header_count++;
         return MHD_YES;
+}
+
+/* A NUL byte inside a header value. libmicrohttpd (0.9.75) keeps the head
+ * where it read it and hands each value on as a C string, so a value sent
+ * as "Bearer <token>\0junk" reads as "Bearer <token>": a compare would see
+ * only what comes before the NUL. The head is in one block (`head`,
+ * `head_len` bytes: the request line to the empty line), its line ends and
+ * the colons made NULs, each header's name and value in order; so after a
+ * value's end and before the next name (or the block's end) there is
+ * nothing but NULs, unless the value hid bytes behind a NUL. Such a value
+ * is handed on whole, each NUL a space (RFC 9110 5.5), in a copy. A header
+ * outside the block or out of order (an obsolete folded line, which the
+ * library moves) makes the request a 400. 0, or TG_EPARSE, or TG_ENOMEM. */
+static int unhide_values(struct req_state *st, const char *head, size_t head_len)
+{
+        const char *end = head + head_len;
+
+        for (size_t i = 0; i < st->header_count; i++) {
+                const char *k = st->headers[i].name, *v = st->headers[i].value;
+                const char *v_end = v + strlen(v);
+                const char *next = i + 1 < st->header_count ? st->headers[i + 1].name : end;
+                const char *last = NULL;
+
+                if (k < head || v <= k || v_end > next || next > end)
+                        return TG_EPARSE;
+                for (const char *p = v_end; p < next; p++)
+                        if (*p != '\0')
+                                last = p;
+                if (!last)
+                        continue;
+                size_t n = (size_t)(last - v) + 1;
+                char *copy = malloc(n + 1);
+                if (!copy)
+                        return TG_ENOMEM;
+                for (size_t j = 0; j < n; j++)
+                        copy[j] = v[j] ? v[j] : ' ';
+                copy[n] = '\0';
+                free(st->copies[i]);
+                st->copies[i] = copy;
+                st->headers[i].value = copy;
+        }
+        return 0;
 }
 
 static enum MHD_Result queue(struct MHD_Connection *connection, unsigned status,
@@ -337,11 +576,26 @@ static enum MHD_Result answer(struct req_state *st, struct MHD_Connection *conne
         int rc;
 
         st->answered = true;
+        /* the request is read (or refused before its body): no deadline
+         * while it is answered */
+        watch_mark(st->server, connection, false);
         st->header_count = 0;
         MHD_get_connection_values(connection, MHD_HEADER_KIND, collect_header, st);
         if (st->too_many_headers && !st->problem_status) {
                 st->problem_status = 431;
                 st->problem = "too many request headers";
+        }
+        if (!st->problem_status && method) {
+                const union MHD_ConnectionInfo *info =
+                    MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+                int u = info ? unhide_values(st, method, info->header_size) : 0;
+                if (u == TG_ENOMEM) {
+                        st->problem_status = 503;
+                        st->problem = "out of memory";
+                } else if (u < 0) {
+                        st->problem_status = 400;
+                        st->problem = "request head is malformed (a folded header line?)";
+                }
         }
 
         memset(&req, 0, sizeof(req));
@@ -518,6 +772,11 @@ int http_server_start(const struct http_server_config *config, http_handler_fn h
         server->userdata = userdata;
         server->max_body_bytes = config->max_body_bytes;
         memory = config->max_header_bytes ? config->max_header_bytes : DEFAULT_MEMORY;
+        r = watch_init(server, config);
+        if (r < 0) {
+                free(server);
+                return r;
+        }
 
         server->daemon = MHD_start_daemon(
             flags, config->port, NULL, NULL, on_access, server, MHD_OPTION_SOCK_ADDR,
@@ -525,10 +784,21 @@ int http_server_start(const struct http_server_config *config, http_handler_fn h
             (unsigned int)config->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
             (unsigned int)config->connection_timeout_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,
             MHD_OPTION_URI_LOG_CALLBACK, on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-            server, MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_END);
+            server, MHD_OPTION_NOTIFY_CONNECTION, on_connection, server,
+            MHD_OPTION_STRICT_FOR_CLIENT, (int)1, MHD_OPTION_END);
         if (!server->daemon) {
+                watch_free(server);
                 free(server);
                 return TG_EIO;
+        }
+        if (server->read_timeout > 0) {
+                if (pthread_create(&server->watchdog, NULL, watchdog, server) != 0) {
+                        MHD_stop_daemon(server->daemon);
+                        watch_free(server);
+                        free(server);
+                        return TG_ENOMEM;
+                }
+                server->watchdog_running = true;
         }
         info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
         server->port = info ? info->port : config->port;
@@ -545,7 +815,17 @@ void http_server_stop(struct http_server *server)
 {
         if (!server)
                 return;
+        if (server->watchdog_running) {
+                pthread_mutex_lock(&server->lock);
+                server->stopping = true;
+                pthread_cond_signal(&server->wake);
+                pthread_mutex_unlock(&server->lock);
+                pthread_join(server->watchdog, NULL);
+        }
+        /* MHD closes every connection (each one's CLOSED notice gives its
+         * watch back) */
         if (server->daemon)
                 MHD_stop_daemon(server->daemon);
+        watch_free(server);
         free(server);
 }

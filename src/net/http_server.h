@@ -15,7 +15,17 @@
  *     handler with problem_status = 400 instead;
  *   - header size is bounded by max_header_bytes (MHD's per-connection
  *     memory), the number of connections by max_connections, idle time by
- *     connection_timeout_s;
+ *     connection_timeout_s, and the time a request takes to arrive (its
+ *     head and its body) by request_read_timeout_ms: counted from the
+ *     moment the connection was ready for it (accepted, or its previous
+ *     answer sent), a request not read whole by then has its connection
+ *     shut down. The idle timeout alone is reset by every byte, so a client
+ *     that drips a header line a second would hold a connection for ever,
+ *     and enough of them every connection;
+ *   - a NUL byte inside a header value (which a C string would hide, and a
+ *     compare would stop at) reaches the handler as a space, as RFC 9110
+ *     5.5 allows: the value keeps its whole length; an obsolete folded
+ *     header line is a 400;
  *   - the handler runs only on the server's thread, one request at a time.
  * MHD types and codes never leave this module.
  */
@@ -51,6 +61,13 @@ struct http_request {
 
 /* The value of the first header with this name (case-insensitive), or NULL. */
 const char *http_request_header(const struct http_request *req, const char *name);
+
+/* The value of the header with this name when it was sent exactly once: a
+ * credential must be read one way only (with two, one reader could take
+ * the first and another the last). 0; TG_ENOTFOUND (absent); TG_ECONFLICT
+ * (sent more than once). *ret_value is set on 0. */
+int http_request_header_once(const struct http_request *req, const char *name,
+                             const char **ret_value);
 
 /* Finds query argument `name` in req->query and percent-decodes it ('+' is a
  * space) into buf[size]. 0; TG_ENOTFOUND; TG_EFULL (does not fit);
@@ -102,6 +119,9 @@ struct http_server_config {
         unsigned connection_timeout_s;
         size_t max_body_bytes;
         size_t max_header_bytes; /* per-connection memory for the request head; 0 = 32 KiB */
+        /* a whole request (head and body) must arrive within this long of
+         * the connection being ready for it; 0: no such deadline */
+        unsigned request_read_timeout_ms;
 };
 
 /* Binds and starts the server thread. Returns 0, TG_EINVAL (bad config or
@@ -112,6 +132,10 @@ int http_server_start(const struct http_server_config *config, http_handler_fn h
 
 /* The port actually bound. */
 uint16_t http_server_port(const struct http_server *server);
+
+/* Connections shut down so far because a request did not arrive whole
+ * within request_read_timeout_ms (slow or stalled clients). */
+uint64_t http_server_read_timeouts(struct http_server *server);
 
 /* Stops accepting, closes every connection, joins the thread, frees. Accepts
  * NULL. */

@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "core/encode.h"
+#include "core/retry_after.h"
 #include "core/tg_error.h"
 #include "net/provider_reply.h"
 #include "platform/clock.h"
@@ -61,7 +62,7 @@ struct call {
         size_t resp_len, resp_cap;
         bool too_big;
         bool got_response; /* a byte of a response (its status line) arrived */
-        char retry_after[64];
+        char retry_after[TRANSPORT_RETRY_AFTER_MAX];
         char content_type[128];                     /* "": none */
         char captured[PROVIDER_REPLY_HEADERS][128]; /* the reply map's header sources */
         uint64_t cookie;
@@ -423,8 +424,10 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
         return n;
 }
 
-/* Copies the value of a header line "name: value" when its name is `name`. */
-static bool header_value(const char *buf, size_t n, const char *name, char *dst, size_t size)
+/* The value of a header line "name: value" when its name is `name`
+ * (spaces around it and the line end taken off). */
+static bool header_match(const char *buf, size_t n, const char *name, const char **ret_v,
+                         size_t *ret_vl)
 {
         size_t nl = strlen(name);
         const char *v;
@@ -440,8 +443,54 @@ static bool header_value(const char *buf, size_t n, const char *name, char *dst,
         }
         while (vl > 0 && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
                 vl--;
+        *ret_v = v;
+        *ret_vl = vl;
+        return true;
+}
+
+/* Copies the value of a header line "name: value" when its name is `name`. */
+static bool header_value(const char *buf, size_t n, const char *name, char *dst, size_t size)
+{
+        const char *v;
+        size_t vl;
+
+        if (!header_match(buf, n, name, &v, &vl))
+                return false;
         classify_copy_field(dst, size, v, vl);
         return true;
+}
+
+/* A Retry-After line: its value is added to dst, the values received so far
+ * one per line (core/retry_after.h reads them all and takes the longest).
+ * Each value goes in whole or not at all: a cut one could read shorter.
+ * A control byte (a NUL included) becomes '?', so such a value is invalid
+ * rather than cut at it; a value of digits too long to keep is an absurdly
+ * long delay and is kept as one (it reads as the cap). */
+static void retry_after_add(const char *buf, size_t n, char *dst, size_t size)
+{
+        static const char absurd[] = "99999999999999999999";
+        size_t used = strlen(dst);
+        const char *v;
+        size_t vl;
+        bool digits = true;
+
+        if (!header_match(buf, n, "retry-after", &v, &vl))
+                return;
+        for (size_t i = 0; i < vl; i++)
+                digits = digits && v[i] >= '0' && v[i] <= '9';
+        if (vl > RETRY_AFTER_VALUE_MAX && digits) {
+                v = absurd;
+                vl = sizeof(absurd) - 1;
+        }
+        if (vl > RETRY_AFTER_VALUE_MAX || used + (used > 0) + vl + 1 > size)
+                return;
+        if (used > 0)
+                dst[used++] = '\n';
+        for (size_t i = 0; i < vl; i++) {
+                unsigned char ch = (unsigned char)v[i];
+                dst[used++] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+        }
+        dst[used] = '\0';
 }
 
 static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
@@ -458,7 +507,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
                 for (unsigned k = 0; k < PROVIDER_REPLY_HEADERS; k++)
                         c->captured[k][0] = '\0';
         }
-        header_value(buf, n, "retry-after", c->retry_after, sizeof(c->retry_after));
+        retry_after_add(buf, n, c->retry_after, sizeof(c->retry_after));
         /* a type that fills the field may be the cut of another: not JSON's */
         if (header_value(buf, n, "content-type", c->content_type, sizeof(c->content_type)) &&
             strlen(c->content_type) == sizeof(c->content_type) - 1)

@@ -156,16 +156,23 @@ enum transport_failure {
  * "tls_client_certificate", "tls_handshake", "timeout", "reset", "other". */
 const char *transport_failure_name(enum transport_failure failure);
 
+/* Room for the Retry-After values of one answer: a provider may send more
+ * than one header; each is kept whole, one per line (RETRY_AFTER_VALUE_MAX
+ * bytes at most each, a few of them). */
+#define TRANSPORT_RETRY_AFTER_MAX 256
+
 struct transport_result {
         uint64_t cookie;
         struct provider_reply reply; /* transport, http_status, parsed body fields */
-        char retry_after[64];        /* raw Retry-After header value, "" if none */
-        bool sent;                   /* the request may have reached the provider */
-        tg_mono_ns handoff_mono;     /* when transport_start() took it */
-        tg_mono_ns ready_mono;       /* connection ready: the hook fired (0 if never) */
-        tg_mono_ns sent_mono;        /* when the request went on the wire (0 if not sent) */
-        int64_t latency_us;          /* from transport_start to completion */
-        bool second_send_refused;    /* libcurl tried to send this call twice */
+        /* the raw Retry-After values, one per line in the order received
+         * ("" if none): retry_after_parse_all() reads them */
+        char retry_after[TRANSPORT_RETRY_AFTER_MAX];
+        bool sent;                /* the request may have reached the provider */
+        tg_mono_ns handoff_mono;  /* when transport_start() took it */
+        tg_mono_ns ready_mono;    /* connection ready: the hook fired (0 if never) */
+        tg_mono_ns sent_mono;     /* when the request went on the wire (0 if not sent) */
+        int64_t latency_us;       /* from transport_start to completion */
+        bool second_send_refused; /* libcurl tried to send this call twice */
         enum transport_failure failure;
         char error[256]; /* libcurl's (and OpenSSL's) words, "" on success */
 };

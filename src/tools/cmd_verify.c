@@ -79,7 +79,11 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
              .umin = 1,
              .umax = 1000000,
              .seen = &a->attempts_set,
-             .help = "automatic POSTs per operation (3, or the config's)"},
+             .help = "automatic POSTs per operation (3, or the config's); those answered "
+                     "429/503 are left out"},
+            {.name = "count-limited",
+             .flag = &a->lim.count_limited,
+             .help = "count POSTs answered 429/503 too (the config's retry.count_limited)"},
             {.name = "max-executions",
              .arg = "N",
              .u64 = &executions,
@@ -211,6 +215,8 @@ int verify_load(const char *cmd, struct verify_args *a, struct runlog *log)
                         a->lim.max_in_flight = cfg->exit.max_in_flight;
                 if (!a->attempts_set)
                         a->lim.max_attempts = cfg->policy.max_attempts;
+                if (cfg->policy.count_limited)
+                        a->lim.count_limited = true;
                 if (!a->calls)
                         r = runlog_read_store(log, cfg->store_url);
                 free(cfg);

@@ -680,6 +680,19 @@ static void check_provider_spacing(struct run *run, const struct verify_arrival 
                  "delays some requests on their way");
 }
 
+/* A POST the provider refused for the whole account (429/503): nothing was
+ * executed and the exit does not count it against the operation's budget
+ * (the `limited` event, core/policy.h), so neither does this check. */
+static bool limited_call(const struct verify_call *c)
+{
+        return (c->http_status == 429 || c->http_status == 503) && strcmp(c->cls, "retryable") == 0;
+}
+
+static bool limited_arrival(const struct verify_arrival *a)
+{
+        return (a->answer == 429 || a->answer == 503) && !a->executed;
+}
+
 static void check_operations(struct run *run, const struct verify_call **by_op,
                              const struct verify_arrival **arr_key, struct op_key *pairs)
 {
@@ -688,20 +701,26 @@ static void check_operations(struct run *run, const struct verify_call **by_op,
         struct verify_finding *f_att = NULL, *f_key = NULL;
         struct evidence ev_att, ev_key;
 
-        /* Automatic POSTs per operation, in the call log. */
+        /* Automatic POSTs per operation, in the call log: the summary has
+         * them all, the check leaves out those answered 429/503 unless the
+         * exit counts them (retry.count_limited). */
         for (size_t i = 0; i < run->ncalls;) {
                 size_t end = i;
                 unsigned posts = 0;
+                unsigned counted = 0;
                 while (end < run->ncalls &&
                        strcmp(by_op[end]->operation_id, by_op[i]->operation_id) == 0) {
-                        if (by_op[end]->kind == TG_KIND_FIRST || by_op[end]->kind == TG_KIND_RETRY)
+                        if (by_op[end]->kind == TG_KIND_FIRST ||
+                            by_op[end]->kind == TG_KIND_RETRY) {
                                 posts++;
+                                counted += run->lim->count_limited || !limited_call(by_op[end]);
+                        }
                         end++;
                 }
                 s->operations++;
                 if (posts > s->max_auto_posts_per_op)
                         s->max_auto_posts_per_op = posts;
-                if (posts > max_att) {
+                if (counted > max_att) {
                         s->ops_over_attempts++;
                         if (!f_att) {
                                 f_att = finding_new(run->r, "attempts", true);
@@ -712,25 +731,28 @@ static void check_operations(struct run *run, const struct verify_call **by_op,
                                 ev_item(&ev_att,
                                         "  operation %s: %u automatic POSTs in the call "
                                         "log\n",
-                                        by_op[i]->operation_id, posts);
+                                        by_op[i]->operation_id, counted);
                 }
                 i = end;
         }
 
-        /* POSTs per key at the provider (operator re-sends excluded). */
+        /* POSTs per key at the provider (operator re-sends and 429/503
+         * answers excluded). */
         for (size_t i = 0; i < run->narr;) {
                 size_t end = i;
-                unsigned posts = 0;
+                unsigned posts = 0, counted = 0;
                 while (end < run->narr && strcmp(arr_key[end]->key, arr_key[i]->key) == 0) {
                         const struct verify_arrival *a = arr_key[end];
                         size_t ci = run->match[a - run->arr];
-                        if (a->post && (ci == NO_MATCH || run->calls[ci].kind != TG_KIND_MANUAL))
+                        if (a->post && (ci == NO_MATCH || run->calls[ci].kind != TG_KIND_MANUAL)) {
                                 posts++;
+                                counted += run->lim->count_limited || !limited_arrival(a);
+                        }
                         end++;
                 }
                 if (posts > s->max_posts_per_key)
                         s->max_posts_per_key = posts;
-                if (posts > max_att && arr_key[i]->key[0]) {
+                if (counted > max_att && arr_key[i]->key[0]) {
                         s->ops_over_attempts++;
                         if (!f_att) {
                                 f_att = finding_new(run->r, "attempts", true);
@@ -741,7 +763,7 @@ static void check_operations(struct run *run, const struct verify_call **by_op,
                                 ev_item(&ev_att,
                                         "  key %s: %u automatic POSTs arrived at the "
                                         "provider\n",
-                                        arr_key[i]->key, posts);
+                                        arr_key[i]->key, counted);
                 }
                 i = end;
         }
@@ -754,7 +776,8 @@ static void check_operations(struct run *run, const struct verify_call **by_op,
                 SET(impact, "the attempt budget no longer bounds the load an operation puts on "
                             "the provider");
                 SET(verify, "count POSTs per operation in the call log and per key at the "
-                            "provider");
+                            "provider, leaving out those answered 429/503 (refused for the "
+                            "whole account, nothing executed: not counted against the budget)");
                 SET(result, "max %u in the call log, %u at the provider", s->max_auto_posts_per_op,
                     s->max_posts_per_key);
                 SET(fix, "one place decides retries (the dispatcher) and counts every POST");

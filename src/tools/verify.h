@@ -92,9 +92,12 @@ struct verify_execution {
 };
 
 struct verify_limits {
-        double rate;             /* starts per second, > 0 */
-        unsigned max_in_flight;  /* >= 1 */
-        unsigned max_attempts;   /* automatic POSTs per operation, >= 1 */
+        double rate;            /* starts per second, > 0 */
+        unsigned max_in_flight; /* >= 1 */
+        unsigned max_attempts;  /* automatic POSTs per operation, >= 1 */
+        /* POSTs answered 429/503 count against max_attempts too (the
+         * exit's retry.count_limited); false: they are left out */
+        bool count_limited;
         unsigned max_executions; /* per key at the provider (1) */
         unsigned expect_kinds;   /* bit (1 << kind) per kind that must appear */
         size_t max_records;      /* of calls, and of arrivals (VERIFY_MAX_RECORDS) */

@@ -89,8 +89,15 @@ class ConsoleBrowserTest(unittest.TestCase):
                                  "--query-mode", "fast")
         self.addCleanup(stub.close)
         tg = tgdaemon.Tollgate(stub.url, ui={"users_file": users},
+                               # count_limited: the timeline's 503s run the
+                               # desk's refunds out of attempts (by default a
+                               # 503 is not counted)
                                retry={"backoff_base_ms": 300, "backoff_min_ms": 100,
-                                      "backoff_cap_ms": 600, "query_interval_ms": 500},
+                                      "backoff_cap_ms": 600, "query_interval_ms": 500,
+                                      "count_limited": "true"},
+                               # and the hold after a refused probe does not
+                               # double (by default it does)
+                               exit={"default_hold_max_ms": 1000},
                                log={"level": "warn"})
         self.addCleanup(tg.close)
         tg.start("serve")

@@ -33,9 +33,13 @@ except ImportError as e:  # install-deps installs them (python3-yaml, python3-js
 
 SECRET = "whsec-contract-0123456789"
 CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-FAST_RETRY = {"max_attempts": 1, "backoff_base_ms": 20, "backoff_min_ms": 0,
+# count_limited: the provider's 503 counts against the one attempt, so the
+# refunds it refuses reach manual review (by default a 503 is not counted)
+FAST_RETRY = {"count_limited": "true", "max_attempts": 1, "backoff_base_ms": 20, "backoff_min_ms": 0,
               "backoff_cap_ms": 100}
-FAST_EXIT = {"starts_per_second": 50, "default_hold_ms": 20}
+# default_hold_max_ms: no doubling of the hold after a probe refused again
+# (a provider answering 503 to everything is how these tests make work fail fast)
+FAST_EXIT = {"starts_per_second": 50, "default_hold_ms": 20, "default_hold_max_ms": 20}
 SRC = tgtest.source_dir()
 
 

@@ -191,6 +191,9 @@ static uint64_t ops_stored(struct api *api)
 
 #define POST_LIT(api, lit) post(api, lit, sizeof(lit) - 1)
 
+static int raw_get_body(struct api *api, const char *path, char *ret_type, size_t type_size,
+                        bool *ret_has_ops, char **ret_body);
+
 static void test_healthz(void **state)
 {
         struct fixture *fx = *state;
@@ -232,6 +235,121 @@ static void test_auth(void **state)
 
         ex = do_request(fx->api, "GET", "/v1/refunds/op-x", NULL, "bearer " TOKEN, NULL, 0);
         expect_error(&ex, 404, "not_found");
+        exchange_free(&ex);
+}
+
+/* The count of auth failures of one reason, read from /metrics. */
+static unsigned long long auth_failures(struct api *api, const char *reason)
+{
+        char type[128], want[96], *body = NULL;
+        bool ops;
+        unsigned long long n = 0;
+
+        assert_int_equal(raw_get_body(api, "/metrics", type, sizeof(type), &ops, &body), 200);
+        snprintf(want, sizeof(want), "tollgate_api_auth_failures_total{reason=\"%s\"} ", reason);
+        const char *at = strstr(body, want);
+        assert_non_null(at);
+        n = strtoull(at + strlen(want), NULL, 10);
+        free(body);
+        return n;
+}
+
+/* A token followed by a NUL byte and more (a C string stops at the NUL:
+ * only the token would be compared), and two Authorization headers (which
+ * one counts?): both refused, 401, nothing stored; each refusal counted in
+ * /metrics by its reason (the time of the compare stays CRYPTO_memcmp over
+ * digests: test_auth's wrong tokens take the same path). */
+static void test_auth_header_tricks(void **state)
+{
+        struct fixture *fx = *state;
+        /* what http_server hands on for "Bearer <token>\0garbage" (the NUL
+         * made a space: test_http_server checks that part) */
+        struct http_header nul[] = {{"Authorization", "Bearer " TOKEN " garbage"}, {NULL, NULL}};
+        struct http_header second[] = {{"Authorization", "Bearer wrong"}, {NULL, NULL}};
+        struct http_header again[] = {{"AUTHORIZATION", "Bearer " TOKEN}, {NULL, NULL}};
+        struct exchange ex;
+
+        unsigned long long malformed = auth_failures(fx->api, "malformed");
+        unsigned long long missing = auth_failures(fx->api, "missing");
+        unsigned long long wrong = auth_failures(fx->api, "wrong");
+
+        /* the token, a NUL, garbage: refused (only this header is sent) as
+         * a token that is not ours */
+        ex = do_request_h(fx->api, "POST", "/v1/refunds", NULL, NULL, nul, GOOD, strlen(GOOD));
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        /* the right token first and a wrong one second, and the other way */
+        ex = do_request_h(fx->api, "POST", "/v1/refunds", NULL, "Bearer " TOKEN, second, GOOD,
+                          strlen(GOOD));
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        ex = do_request_h(fx->api, "GET", "/v1/stats", NULL, "Bearer wrong", again, NULL, 0);
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        /* the right token twice is still two headers */
+        ex = do_request_h(fx->api, "POST", "/v1/refunds", NULL, "Bearer " TOKEN, again, GOOD,
+                          strlen(GOOD));
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 0);
+        assert_int_equal(auth_failures(fx->api, "malformed"), malformed + 3);
+        assert_int_equal(auth_failures(fx->api, "wrong"), wrong + 1);
+
+        /* none, and a wrong one, each counted as what it is */
+        ex = do_request(fx->api, "GET", "/v1/stats", NULL, NULL, NULL, 0);
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "GET", "/v1/stats", NULL, "Bearer wrong", NULL, 0);
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "GET", "/v1/stats", NULL, "Basic abc", NULL, 0);
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        assert_int_equal(auth_failures(fx->api, "missing"), missing + 1);
+        assert_int_equal(auth_failures(fx->api, "wrong"), wrong + 2);
+        assert_int_equal(auth_failures(fx->api, "malformed"), malformed + 4);
+
+        /* one header, the token alone: accepted, and not counted */
+        ex = post(fx->api, GOOD, strlen(GOOD));
+        assert_int_equal(ex.status, 202);
+        exchange_free(&ex);
+        assert_int_equal(auth_failures(fx->api, "wrong"), wrong + 2);
+}
+
+/* The exit is held by a 429/503 whose Retry-After it knows (its samples
+ * say held, and until when): a new refund would wait the rest of the hold
+ * before any start, so admission counts it and refuses (503, Retry-After,
+ * nothing stored) while the backlog alone would fit; /v1/stats shows it.
+ * Found by probing: 202s for ~50 s with a projected wait of 0.4 s while
+ * `held: true`. */
+static void test_admission_during_known_hold(void **state)
+{
+        struct fixture *fx = *state;
+        struct exit_sample *smp = calloc(1, sizeof(*smp));
+        tg_wall_ms now = api_wall_now();
+        struct exchange ex;
+
+        assert_non_null(smp);
+        smp->at = now;
+        smp->epoch = 1;
+        smp->held = true;
+        snprintf(smp->figures, sizeof(smp->figures), "{\"hold_until\":%lld}",
+                 (long long)(now + 600 * 1000));
+        assert_int_equal(store_sample_put(fx->api->store, smp, now - 3600 * 1000), 0);
+        free(smp);
+
+        ex = post(fx->api, GOOD, strlen(GOOD));
+        expect_error(&ex, 503, "over_capacity");
+        assert_true(atoi(ex.retry_after) >= 250); /* the hold's rest past max_wait (300 s) */
+        assert_true(json_real_value(json_object_get(ex.json, "projected_wait_s")) > 590.0);
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 0);
+
+        ex = get(fx->api, "/v1/stats", NULL);
+        assert_int_equal(ex.status, 200);
+        json_t *adm = json_object_get(ex.json, "admission");
+        assert_true(json_real_value(json_object_get(adm, "hold_remaining_s")) > 590.0);
+        assert_false(json_is_true(json_object_get(adm, "would_admit")));
         exchange_free(&ex);
 }
 
@@ -1910,6 +2028,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_healthz, setup, teardown),
             cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_auth_header_tricks, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_admission_during_known_hold, setup, teardown),
             cmocka_unit_test_setup_teardown(test_accept_replay_conflict, setup, teardown),
             cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),
             cmocka_unit_test_setup_teardown(test_hostile_bodies, setup, teardown),

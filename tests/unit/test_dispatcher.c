@@ -16,6 +16,12 @@
  *   - a 503 with Retry-After: nothing starts before the hold ends, then one
  *     probe, then the configured rate;
  *   - a run of timeouts holds the exit;
+ *   - an absurd Retry-After holds the exit no longer than the cap, a
+ *     quarter of the deadline at most; of two Retry-After values the
+ *     longer counts;
+ *   - a provider that answers 429 without Retry-After for a minute: each
+ *     probe it refuses again holds twice as long, and no refund ends in
+ *     manual for the attempts it was refused (429 executes nothing);
  *   - a takeover: the new owner waits one call timeout, turns the old
  *     owner's in_flight operation into unknown and reconciles it by query;
  *   - the caller's deadline: each call's timeout is the smaller of
@@ -114,6 +120,7 @@ struct fx {
         tg_mono_ns claim_ns;
         bool armed;
         tg_mono_ns lock_lost_at;
+        bool doorbell; /* serve: the API rings for new work */
 };
 
 static void fake_init(struct fx *x, struct fake *f, provider_fn provider)
@@ -124,7 +131,7 @@ static void fake_init(struct fx *x, struct fake *f, provider_fn provider)
         f->clock = (struct sim_clock){.mono = 1000 * MS, .wall0 = WALL0};
         f->provider = provider;
         assert_int_equal(store_open(x->url, &f->store), 0);
-        assert_int_equal(sim_env_new(&f->clock, &p, f->store, 7, false, &f->sim), 0);
+        assert_int_equal(sim_env_new(&f->clock, &p, f->store, 7, x->doorbell, &f->sim), 0);
         sim_env_record(f->sim, f->starts, MAX_STARTS);
         f->env = sim_env_exit(f->sim);
 }
@@ -190,7 +197,7 @@ static int setup(void **state)
         config_defaults(&x->cfg);
         snprintf(x->cfg.store_url, sizeof(x->cfg.store_url), "%s", x->url);
         x->opt.stop = &x->stop;
-        log_set_level(LOG_ERROR);
+        log_set_level(getenv("TG_DEBUG") ? LOG_DEBUG : LOG_ERROR);
         *state = x;
         return 0;
 }
@@ -344,6 +351,42 @@ static void unavailable_once_bare(struct fake *f, const struct transport_call *c
 {
         unavailable_once(f, call, a);
         a->retry_after = NULL;
+}
+
+/* The first call: 429 with an absurd Retry-After; everything else fast. */
+static void absurd_retry_after_once(struct fake *f, const struct transport_call *call,
+                                    struct sim_answer *a)
+{
+        fast(f, call, a);
+        if (answered(f) == 0) {
+                a->http_status = 429;
+                a->status = NULL;
+                a->error_code = "rate_limited";
+                a->retry_after = "99999999999";
+        }
+}
+
+/* The first call: 503 with two Retry-After headers, 1 s then 5 s. */
+static void two_retry_afters_once(struct fake *f, const struct transport_call *call,
+                                  struct sim_answer *a)
+{
+        unavailable_once(f, call, a);
+        if (answered(f) == 0)
+                a->retry_after = "1\n5";
+}
+
+/* 429 without Retry-After to every call started in the first minute, then
+ * fast. */
+static void limited_for_a_minute(struct fake *f, const struct transport_call *call,
+                                 struct sim_answer *a)
+{
+        fast(f, call, a);
+        if (f->clock.mono < 60 * TG_NS_PER_S) {
+                a->latency = 20 * MS;
+                a->http_status = 429;
+                a->status = NULL;
+                a->error_code = "rate_limited";
+        }
 }
 
 /* Every POST times out (nothing known), queries say processing. */
@@ -560,25 +603,25 @@ static void test_due_after_an_outcome_is_on_time(void **state)
 
         x->cfg.exit_idle_poll_max_ms = 5000;
         x->cfg.policy.query_interval_ms = 200;
+        x->doorbell = true; /* serve: the API rings for new work */
         open_dispatcher(x, slow_then_known);
-        f->env.has_doorbell = true; /* serve: the API rings for new work */
         /* one refund at a time, each at another phase of the loop's
          * housekeeping second (which also ends an idle wait) */
         for (unsigned i = 0; i < 6; i++) {
                 char id[32];
-                unsigned n = f->n_starts;
+                unsigned n = n_starts(f);
 
                 snprintf(id, sizeof(id), "due-%u", i);
                 accept_n(x, 1, id);
                 run_until_settled(x, 30 * TG_NS_PER_S);
-                assert_int_equal(f->n_starts, n + 2);
+                assert_int_equal(n_starts(f), n + 2);
                 assert_int_equal(f->starts[n + 1].request, CLASSIFY_QUERY);
                 tg_mono_ns timed_out = f->starts[n].at + x->cfg.provider_timeout_ms * MS;
                 assert_true(f->starts[n + 1].at >= timed_out + 200 * MS);
                 if (f->starts[n + 1].at >= timed_out + 200 * MS + 50 * MS)
                         fail_msg("refund %u: its query came %lld ms after it was due", i,
                                  (long long)((f->starts[n + 1].at - timed_out) / MS - 200));
-                f->mono += 170 * MS;
+                f->clock.mono += 170 * MS;
         }
         assert_int_equal(count_state(x, OP_SUCCEEDED), 6);
 }
@@ -665,6 +708,80 @@ static void test_503_holds_the_exit(void **state)
         assert_true(f->starts[1].at >= refused_end + 2000 * MS);
         /* the probe had the exit to itself until it answered */
         assert_true(f->starts[2].at >= f->starts[1].at + 80 * MS);
+        check_spacing(f, 5.0, 10);
+}
+
+/* "Retry-After: 99999999999": the exit holds for the cap, never for longer
+ * than a quarter of the deadline (here 200 s: 50 s, under the 120 s
+ * retry.retry_after_cap_s), then probes; every refund closes in time.
+ * With the old one-hour cap every queued refund went to manual. */
+static void test_absurd_retry_after_capped(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+
+        x->cfg.policy.deadline_ms = 200 * 1000;
+        open_dispatcher(x, absurd_retry_after_once);
+        accept_n(x, 6, "absurd");
+        run_until_settled(x, 400 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 6);
+        assert_int_equal(count_state(x, OP_MANUAL), 0);
+        tg_mono_ns refused_end = f->starts[0].at + 80 * MS;
+        assert_true(f->starts[1].at >= refused_end + 50 * TG_NS_PER_S);
+        assert_true(f->starts[1].at < refused_end + 51 * TG_NS_PER_S);
+        check_spacing(f, 5.0, 10);
+}
+
+/* Two Retry-After headers, "1" and "5": the longer counts (the safer
+ * reading: the provider is not asked again before either says). */
+static void test_two_retry_afters_longer_counts(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+
+        open_dispatcher(x, two_retry_afters_once);
+        accept_n(x, 3, "two");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 3);
+        tg_mono_ns refused_end = f->starts[0].at + 80 * MS;
+        assert_true(f->starts[1].at >= refused_end + 5000 * MS);
+        assert_true(f->starts[1].at < refused_end + 5100 * MS);
+}
+
+/* A minute of 429 without Retry-After. Each probe is a real call (the
+ * provider's limiter judges real calls), but one it refuses again holds
+ * twice as long as the last (1, 2, 4, 8, 16, 32 s), not a probe a second;
+ * and a 429 executes nothing, so it is not counted against the refund's
+ * three attempts: every refund succeeds once the provider lets calls
+ * through, none in manual, each having made more POSTs than three. */
+static void test_sustained_429_backs_off(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        unsigned limited = 0;
+        struct op_record op;
+
+        open_dispatcher(x, limited_for_a_minute);
+        accept_n(x, 10, "lim");
+        run_until_settled(x, 400 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 10);
+        assert_int_equal(count_state(x, OP_MANUAL), 0);
+        for (unsigned i = 0; i < n_starts(f); i++)
+                limited += f->starts[i].at < 60 * TG_NS_PER_S;
+        /* the first call and probes after 1+2+4+8+16+32 s: 7, where a
+         * probe a second would have made 60 */
+        if (limited > 8)
+                fail_msg("%u calls while limited", limited);
+        for (unsigned i = 2; i < limited; i++) {
+                tg_mono_ns gap = f->starts[i].at - f->starts[i - 1].at;
+                tg_mono_ns before = f->starts[i - 1].at - f->starts[i - 2].at;
+                assert_true(gap >= 2 * before - 100 * MS);
+        }
+        /* the refused refund went on with more POSTs than three, its
+         * limit raised by each 429 */
+        assert_int_equal(store_get(x->fake.store, "lim-000", &op), 0);
+        assert_true(op.attempts > 3);
+        assert_int_equal(op.attempt_limit, 3 + op.attempts - 1);
         check_spacing(f, 5.0, 10);
 }
 
@@ -1122,6 +1239,9 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_timeout_reconciled_with_same_key, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reset_reconciled, setup, teardown),
             cmocka_unit_test_setup_teardown(test_503_holds_the_exit, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_absurd_retry_after_capped, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_two_retry_afters_longer_counts, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_sustained_429_backs_off, setup, teardown),
             cmocka_unit_test_setup_teardown(test_unreachable_holds_and_doubles, setup, teardown),
             cmocka_unit_test_setup_teardown(test_timeouts_hold_the_exit, setup, teardown),
             cmocka_unit_test_setup_teardown(test_takeover_waits_and_reconciles, setup, teardown),

@@ -7,6 +7,9 @@
  * A run of unsent calls (the provider unreachable: refused, connect or TLS
  * failure) holds too, each failed probe after it holds twice as long up to
  * the cap, and any call that reached the provider ends run and doubling.
+ * A probe refused again with 429/503 and no Retry-After doubles the last
+ * such hold up to the cap (the probe interval grows); a Retry-After is
+ * taken as it is; any other answer ends the doubling.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,6 +63,59 @@ static void test_limited(void **state)
         /* a 503 that never fully arrived is not the provider speaking */
         d = after(&st, TG_TR_RESET, 503, 5000, false);
         assert_int_equal(d.why, HOLDS_NONE);
+}
+
+static void test_limited_probe_doubles(void **state)
+{
+        struct holds_config c = cfg;
+        struct holds_state st = {0};
+        struct holds_call call = {
+            .transport = TG_TR_COMPLETE, .http_status = 429, .retry_after_ms = -1};
+        struct holds_decision d;
+        static const int64_t want[] = {1000, 2000, 4000, 8000, 8000, 8000};
+
+        (void)state;
+        c.limited_hold_max_ms = 8000;
+        /* the first 429 holds for the default; each probe refused again,
+         * twice as long, up to the cap */
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+                call.probe = i > 0;
+                holds_after_call(&c, &st, &call, &d);
+                assert_int_equal(d.why, HOLDS_LIMITED);
+                assert_int_equal(d.hold_ms, want[i]);
+        }
+        /* a call that was open when the hold began, refused too: the
+         * default, and the doubling keeps its place */
+        call.probe = false;
+        holds_after_call(&c, &st, &call, &d);
+        assert_int_equal(d.hold_ms, 1000);
+        call.probe = true;
+        call.http_status = 503;
+        holds_after_call(&c, &st, &call, &d);
+        assert_int_equal(d.hold_ms, 8000);
+        /* a Retry-After is the provider's own word: taken as it is, and the
+         * next bare refusal doubles from it */
+        call.retry_after_ms = 3000;
+        holds_after_call(&c, &st, &call, &d);
+        assert_int_equal(d.hold_ms, 3000);
+        call.retry_after_ms = -1;
+        holds_after_call(&c, &st, &call, &d);
+        assert_int_equal(d.hold_ms, 6000);
+        /* a healthy answer ends the doubling: the next episode starts over */
+        call.http_status = 201;
+        holds_after_call(&c, &st, &call, &d);
+        assert_int_equal(d.why, HOLDS_NONE);
+        assert_true(d.probe_healthy);
+        call.http_status = 429;
+        holds_after_call(&c, &st, &call, &d);
+        assert_int_equal(d.hold_ms, 1000);
+        /* a cap under the default never shortens the default */
+        c.limited_hold_max_ms = 10;
+        holds_after_call(&c, &st, &call, &d);
+        assert_int_equal(d.hold_ms, 1000);
+        assert_true(holds_limited(TG_TR_COMPLETE, 503));
+        assert_false(holds_limited(TG_TR_RESET, 429));
+        assert_false(holds_limited(TG_TR_COMPLETE, 500));
 }
 
 static void test_timeout_runs(void **state)
@@ -179,9 +235,8 @@ static void test_unreachable_runs(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_limited),
-            cmocka_unit_test(test_timeout_runs),
-            cmocka_unit_test(test_probe),
+            cmocka_unit_test(test_limited),          cmocka_unit_test(test_limited_probe_doubles),
+            cmocka_unit_test(test_timeout_runs),     cmocka_unit_test(test_probe),
             cmocka_unit_test(test_unreachable_runs),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,10 @@
  * Unit tests of http_server over real loopback sockets (libcurl as the
  * client): port 0, the raw path, query arguments, headers both ways, the
  * body bound (by Content-Length and by a chunked body), request-target
- * checks, and a failing handler.
+ * checks, a failing handler, a NUL byte inside a header value (a space
+ * to the handler), and the request read deadline (connections that drip
+ * their head, or their body, are cut, so that slow clients at the
+ * connection limit do not shut out everyone else).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,9 +17,14 @@
 
 #include <cmocka.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "core/tg_error.h"
 #include "net/http_server.h"
+#include "platform/clock.h"
 
 #define MAX_BODY 1000
 
@@ -260,6 +268,186 @@ static void test_failing_handler(void **state)
         assert_non_null(strstr(r.body, "\"internal\""));
 }
 
+/* ---- raw sockets ------------------------------------------------------------------ */
+
+static int connect_to(uint16_t port)
+{
+        struct sockaddr_in a;
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+        assert_true(fd >= 0);
+        memset(&a, 0, sizeof(a));
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+        return fd;
+}
+
+/* Sends bytes as they are and reads the answer's status line. */
+static int raw_status(uint16_t port, const char *bytes, size_t len)
+{
+        char buf[512];
+        size_t got = 0;
+        int fd = connect_to(port), status = 0;
+        ssize_t n;
+
+        assert_int_equal(send(fd, bytes, len, MSG_NOSIGNAL), (ssize_t)len);
+        while (got < sizeof(buf) - 1 && (n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0)) > 0)
+                got += (size_t)n;
+        buf[got] = '\0';
+        close(fd);
+        if (got > 12 && strncmp(buf, "HTTP/1.1 ", 9) == 0)
+                status = (int)strtol(buf + 9, NULL, 10);
+        return status;
+}
+
+/* A NUL byte inside a header value: the handler sees the whole value, the
+ * NUL a space, never a shorter string that stops at it (wherever the
+ * header is, whatever the line ends, with a body after it); a value that
+ * ends in spaces or is empty is left as it is; an obsolete folded line is
+ * refused. */
+static void test_nul_in_header(void **state)
+{
+        void **pair = *state;
+        struct seen *s = pair[1];
+        uint16_t port = http_server_port(pair[0]);
+        static const struct {
+                const char *bytes;
+                size_t len;
+                int status;
+                const char *seen;
+        } cases[] = {
+#define RAW(lit) lit, sizeof(lit) - 1
+            {RAW("GET /n HTTP/1.1\r\nHost: x\r\nX-Test: v1\0zz\r\nConnection: close\r\n\r\n"), 200,
+             "v1 zz"},
+            {RAW("GET /n HTTP/1.1\r\nX-Test: v1\0\0z\0\r\nHost: x\r\nConnection: close\r\n\r\n"),
+             200, "v1  z"},
+            {RAW("POST /n HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n"
+                 "X-Test: v1\0zz\r\n\r\n{}"),
+             200, "v1 zz"},
+            {RAW("POST /n HTTP/1.1\nHost: x\nConnection: close\nContent-Length: 2\n"
+                 "X-Test: v1\0zz\n\n{}"),
+             200, "v1 zz"},
+            {RAW("GET /n HTTP/1.1\r\nHost: x\r\nX-Test:\0zz\r\nConnection: close\r\n\r\n"), 200,
+             " zz"},
+            {RAW("POST /n HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n"
+                 "X-Test: v1  \r\n\r\n{}"),
+             200, "v1  "},
+            {RAW("GET /n HTTP/1.1\nHost: x\nX-Test: v1\nConnection: close\n\n"), 200, "v1"},
+            {RAW("GET /n HTTP/1.1\r\nHost: x\r\nX-Test:\r\nConnection: close\r\n\r\n"), 200, ""},
+            {RAW("GET /n HTTP/1.1\r\nHost: x\r\nX-Test: a\r\n b\r\nConnection: close\r\n\r\n"), 400,
+             NULL},
+#undef RAW
+        };
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                snprintf(s->header, sizeof(s->header), "unset");
+                int status = raw_status(port, cases[i].bytes, cases[i].len);
+                if (status != cases[i].status)
+                        fail_msg("case %zu: status %d", i, status);
+                if (cases[i].seen && strcmp(s->header, cases[i].seen) != 0)
+                        fail_msg("case %zu: the handler saw \"%s\"", i, s->header);
+        }
+}
+
+/* Slow clients: `n` connections that each send a request line, then one
+ * header line (or, with body, one body byte) every 50 ms and never finish,
+ * reconnecting when the server cuts them, until `until`. */
+struct drip {
+        uint16_t port;
+        unsigned n;
+        bool body;
+        tg_mono_ns until;
+        unsigned reconnects;
+};
+
+static int drip_open(const struct drip *d)
+{
+        static const char head[] = "GET /slow HTTP/1.1\r\nHost: x\r\n";
+        static const char post[] = "POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n";
+        int fd = connect_to(d->port);
+
+        if (d->body)
+                (void)send(fd, post, sizeof(post) - 1, MSG_NOSIGNAL);
+        else
+                (void)send(fd, head, sizeof(head) - 1, MSG_NOSIGNAL);
+        return fd;
+}
+
+static void *dripper(void *arg)
+{
+        struct drip *d = arg;
+        int fds[32];
+
+        assert_true(d->n <= 32);
+        for (unsigned i = 0; i < d->n; i++)
+                fds[i] = drip_open(d);
+        while (clock_mono_now() < d->until) {
+                for (unsigned i = 0; i < d->n; i++) {
+                        const char *more = d->body ? "x" : "X-Slow: 1\r\n";
+                        if (send(fds[i], more, strlen(more), MSG_NOSIGNAL) < 0) {
+                                close(fds[i]);
+                                fds[i] = drip_open(d);
+                                d->reconnects++;
+                        }
+                }
+                clock_sleep_ns(50 * TG_NS_PER_MS);
+        }
+        for (unsigned i = 0; i < d->n; i++)
+                close(fds[i]);
+        return NULL;
+}
+
+/* Every connection the server may hold is taken by a client that drips
+ * its request and never finishes (MHD's idle timeout, 5 s here, is reset
+ * by every line): a normal request still gets in within about the read
+ * deadline, because each slow connection is cut when its request has not
+ * arrived whole in time. Then the same with slow bodies. */
+static void test_read_deadline(void **state)
+{
+        (void)state;
+        struct http_server_config cfg = {
+            .host = "127.0.0.1",
+            .port = 0,
+            .max_connections = 4,
+            .connection_timeout_s = 5,
+            .max_body_bytes = MAX_BODY,
+            .request_read_timeout_ms = 300,
+        };
+        struct seen s = {0};
+        struct http_server *server = NULL;
+
+        assert_int_equal(http_server_start(&cfg, handler, &s, &server), 0);
+        for (int body = 0; body < 2; body++) {
+                struct drip d = {.port = http_server_port(server),
+                                 .n = 8, /* twice the connections the server holds */
+                                 .body = body,
+                                 .until = clock_mono_now() + 3 * TG_NS_PER_S};
+                pthread_t t;
+                uint64_t cuts = http_server_read_timeouts(server);
+
+                assert_int_equal(pthread_create(&t, NULL, dripper, &d), 0);
+                clock_sleep_ns(200 * TG_NS_PER_MS); /* they hold every connection */
+                tg_mono_ns t0 = clock_mono_now();
+                struct reply r = fetch(d.port, "GET", "/normal", -1, false);
+                tg_mono_ns took = clock_mono_now() - t0;
+                pthread_join(t, NULL);
+                if (r.status != 200)
+                        fail_msg("%s: a normal request got %ld after %lld ms",
+                                 body ? "body" : "head", r.status,
+                                 (long long)(took / TG_NS_PER_MS));
+                /* it waited for a slot, not for the slow clients to give up */
+                assert_true(took < 2500 * TG_NS_PER_MS);
+                assert_true(d.reconnects > 0);
+                assert_true(http_server_read_timeouts(server) > cuts);
+        }
+        /* a request that arrives whole in time is never cut, kept alive or not */
+        struct reply r = fetch(http_server_port(server), "POST", "/p", 100, false);
+        assert_int_equal(r.status, 200);
+        http_server_stop(server);
+}
+
 static void test_args_and_responses(void **state)
 {
         (void)state;
@@ -317,6 +505,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_body_bound, setup, teardown),
             cmocka_unit_test_setup_teardown(test_targets, setup, teardown),
             cmocka_unit_test_setup_teardown(test_failing_handler, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_nul_in_header, setup, teardown),
+            cmocka_unit_test(test_read_deadline),
             cmocka_unit_test(test_args_and_responses),
             cmocka_unit_test(test_bad_config),
         };

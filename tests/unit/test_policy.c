@@ -393,7 +393,7 @@ static void test_transition_table(void **state)
                 struct policy_op op;
                 tg_wall_ms now;
                 situate(t->situation, t->request, &op, &now);
-                struct policy_event ev = {t->request, t->cls, t->retry_after_ms, now};
+                struct policy_event ev = {t->request, t->cls, t->retry_after_ms, now, false};
                 struct tg_rng rng;
                 tg_rng_seed(&rng, i);
                 struct policy_decision d = sentinel_decision();
@@ -495,7 +495,8 @@ static void test_every_input_defined_or_einval(void **state)
                                                 &op, &now);
                                         op.state = (enum op_state)st;
                                         struct policy_event ev = {(enum classify_request)req,
-                                                                  (enum tg_class)cls, NO_RA, now};
+                                                                  (enum tg_class)cls, NO_RA, now,
+                                                                  false};
                                         struct tg_rng rng;
                                         tg_rng_seed(&rng, 1);
                                         struct policy_decision d = sentinel_decision();
@@ -537,6 +538,60 @@ static void test_every_input_defined_or_einval(void **state)
         }
 }
 
+/* A call the provider refused for the whole account (429/503): a POST's
+ * retryable or a query's no_answer with its budget at the end is given
+ * back (its limit one higher, scheduled as any retry), not sent to manual;
+ * other classes are not limited answers; with count_limited it counts. */
+static void test_limited_gives_the_call_back(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct tg_rng rng;
+        struct policy_decision d;
+        tg_rng_seed(&rng, 7);
+
+        struct policy_op op = base_op(P);
+        op.attempts = op.attempt_limit; /* the third POST, refused with 429 */
+        struct policy_event ev = {P, TG_CLASS_RETRYABLE, 5000, T0 + 1000, true};
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT);
+        assert_int_equal(d.given_back, POLICY_BUDGET_ATTEMPT);
+        assert_true(d.next_run_at >= T0 + 1000 + 5000); /* Retry-After its floor */
+        /* the same answer counted: out of attempts */
+        cfg.count_limited = true;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_ATTEMPTS_EXHAUSTED);
+        assert_int_equal(d.given_back, POLICY_BUDGET_NONE);
+        cfg.count_limited = false;
+        /* not a limited answer: as before */
+        ev.limited = false;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.reason, MANUAL_ATTEMPTS_EXHAUSTED);
+        ev.limited = true;
+        ev.cls = TG_CLASS_UNKNOWN; /* a rule made the 503 unknown: reconcile it */
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.given_back, POLICY_BUDGET_NONE);
+        /* past the deadline it still stops, for the deadline */
+        ev.cls = TG_CLASS_RETRYABLE;
+        ev.now = DEADLINE - 10;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_DEADLINE);
+
+        /* a query refused so, its budget spent: given back, asked again */
+        op = base_op(Q);
+        op.queries = op.query_limit;
+        struct policy_event q = {Q, TG_CLASS_NO_ANSWER, NO_RA, T0 + 1000, true};
+        assert_int_equal(policy_after_call(&cfg, &op, &q, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.given_back, POLICY_BUDGET_QUERY);
+        q.limited = false;
+        assert_int_equal(policy_after_call(&cfg, &op, &q, &rng, &d), 0);
+        assert_int_equal(d.reason, MANUAL_QUERY_BUDGET);
+}
+
 static void test_after_call_refuses_impossible_ops(void **state)
 {
         (void)state;
@@ -548,7 +603,7 @@ static void test_after_call_refuses_impossible_ops(void **state)
         /* a POST that ended was counted */
         struct policy_op op = base_op(P);
         op.attempts = 0;
-        struct policy_event ev = {P, TG_CLASS_SUCCEEDED, NO_RA, T0 + 1000};
+        struct policy_event ev = {P, TG_CLASS_SUCCEEDED, NO_RA, T0 + 1000, false};
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), TG_EINVAL);
         /* a query that ended was counted */
         op = base_op(Q);
@@ -584,7 +639,7 @@ static void test_default_backoff_windows(void **state)
                 struct tg_rng rng;
                 tg_rng_seed(&rng, seed);
                 struct policy_op op = base_op(P);
-                struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, T0 + 10000};
+                struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, T0 + 10000, false};
                 struct policy_decision d;
                 /* attempt 1 failed: attempt 2 waits 1-2 s */
                 assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
@@ -629,7 +684,7 @@ static void test_retry_after_floor_all_modes(void **state)
                         struct policy_op op = base_op(P);
                         op.attempts = 1 + (unsigned)(seed % 2);
                         op.last_wait_ms = (int64_t)(seed % 3000);
-                        struct policy_event ev = {P, TG_CLASS_RETRYABLE, ra, T0 + 10000};
+                        struct policy_event ev = {P, TG_CLASS_RETRYABLE, ra, T0 + 10000, false};
                         struct policy_decision d;
                         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
                         assert_int_equal(d.next, OP_RETRY_WAIT);
@@ -659,7 +714,7 @@ static void test_backoff_give_up_is_deadline(void **state)
         tg_rng_seed(&rng, 3);
         struct policy_op op = base_op(P);
         struct policy_decision d;
-        struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, op.key_first_used + 1000};
+        struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, op.key_first_used + 1000, false};
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
         assert_int_equal(d.next, OP_RETRY_WAIT); /* 1000 + 2000 <= 5000 */
         ev.now = op.key_first_used + 3001;
@@ -678,7 +733,7 @@ static void test_query_budget_walk(void **state)
         tg_rng_seed(&rng, 11);
         struct policy_op op = base_op(P);
         op.query_limit = cfg.max_queries;
-        struct policy_event ev = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000};
+        struct policy_event ev = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000, false};
         struct policy_decision d;
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
         assert_int_equal(d.next, OP_UNKNOWN);
@@ -877,7 +932,7 @@ static void test_operator_resend(void **state)
         tg_rng_seed(&rng, 5);
         next.state = OP_IN_FLIGHT;
         next.attempts++;
-        struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, now + 100};
+        struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, now + 100, false};
         assert_int_equal(policy_after_call(&cfg, &next, &ev, &rng, &d), 0);
         assert_int_equal(d.next, OP_MANUAL);
         assert_int_equal(d.reason, MANUAL_ATTEMPTS_EXHAUSTED);
@@ -1197,7 +1252,7 @@ static void test_property_random_walks(void **state)
                                 size_t n = request == P ? 6 : 5;
                                 struct policy_event ev = {request,
                                                           classes[pick(&rng, 0, (int64_t)n - 1)],
-                                                          random_retry_after(&rng), end};
+                                                          random_retry_after(&rng), end, false};
                                 assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
                         }
                         now = end;
@@ -1239,6 +1294,7 @@ int main(void)
             cmocka_unit_test(test_transition_table),
             cmocka_unit_test(test_every_input_defined_or_einval),
             cmocka_unit_test(test_after_call_refuses_impossible_ops),
+            cmocka_unit_test(test_limited_gives_the_call_back),
             cmocka_unit_test(test_default_backoff_windows),
             cmocka_unit_test(test_retry_after_floor_all_modes),
             cmocka_unit_test(test_backoff_give_up_is_deadline),

@@ -94,6 +94,19 @@ static void check_sane(const struct outcome *o, enum op_event event)
         if (event == OP_EV_CANCEL && o->before.state != OP_CANCELLED) /* never sent only */
                 assert_true(o->before.attempts == 0 && o->before.queries == 0 &&
                             o->before.key_first_used == 0);
+        if (event == OP_EV_LIMITED) {
+                /* the call is given back: every call still counted, the
+                 * limit it was counted against one higher, and a budget at
+                 * its end never the reason it stops */
+                assert_int_equal(a->attempts, o->before.attempts);
+                assert_int_equal(a->queries, o->before.queries);
+                assert_int_equal((a->attempt_limit - o->before.attempt_limit) +
+                                     (a->query_limit - o->before.query_limit),
+                                 1);
+                if (a->state == OP_MANUAL)
+                        assert_true(a->reason == MANUAL_DEADLINE ||
+                                    a->reason == MANUAL_KEY_RETENTION);
+        }
         if (event == OP_EV_ASSIGN) { /* the owner changes, nothing else */
                 assert_int_equal(a->state, o->before.state);
                 assert_int_equal(a->reason, o->before.reason);
@@ -143,7 +156,8 @@ static unsigned fire(enum op_state state, enum op_event event, struct outcome *o
                                                                                : CLASSIFY_POST,
                                                                   .cls = (enum tg_class)cls,
                                                                   .retry_after_ms = -1,
-                                                                  .now = T0 + 30};
+                                                                  .now = T0 + 30,
+                                                                  .limited = false};
                                         struct policy_decision d;
                                         struct policy_call_end end = {.cls = ev.cls};
 
@@ -156,6 +170,30 @@ static unsigned fire(enum op_state state, enum op_event event, struct outcome *o
                                         o->r = policy_end_call(&o->before, &d, &end, ev.now,
                                                                &o->after);
                                 }
+                break;
+        case OP_EV_LIMITED:
+                /* a 429/503: a POST's retryable, a query's no_answer, with
+                 * its budget at its end, early or just before the deadline */
+                for (int q = 0; q < 2; q++)
+                        for (int late = 0; late < 2; late++) {
+                                struct outcome *o = slot(out, &n);
+                                struct policy_decision d;
+
+                                o->before = op_in(state);
+                                o->before.attempts = o->before.attempt_limit;
+                                if (q)
+                                        o->before.queries = o->before.query_limit;
+                                struct policy_event ev = {
+                                    .request = q ? CLASSIFY_QUERY : CLASSIFY_POST,
+                                    .cls = q ? TG_CLASS_NO_ANSWER : TG_CLASS_RETRYABLE,
+                                    .retry_after_ms = -1,
+                                    .now = late ? o->before.deadline_at - 1 : T0 + 30,
+                                    .limited = true};
+                                struct policy_call_end end = {.cls = ev.cls, .http_status = 429};
+
+                                policy_call_outcome(&c, &o->before, &ev, &rng, &d);
+                                o->r = policy_end_call(&o->before, &d, &end, ev.now, &o->after);
+                        }
                 break;
         case OP_EV_TAKEOVER:
                 for (int late = 0; late < 3; late++) {
@@ -319,6 +357,8 @@ static void test_derived_sets(void **state)
         assert_int_equal(policy_sources(OP_EV_CANCEL),
                          B(OP_PENDING) | B(OP_RETRY_WAIT) | B(OP_MANUAL) | B(OP_CANCELLED));
         assert_int_equal(policy_sources(OP_EV_ASSIGN), B(OP_MANUAL));
+        assert_int_equal(policy_sources(OP_EV_LIMITED), B(OP_IN_FLIGHT));
+        assert_string_equal(op_event_name(OP_EV_LIMITED), "limited");
         /* a cancelled operation is never picked, swept or recovered */
         assert_false(policy_sources(OP_EV_CLAIM) & B(OP_CANCELLED));
         assert_false(policy_sources(OP_EV_DEADLINE) & B(OP_CANCELLED));

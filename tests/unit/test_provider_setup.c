@@ -8,7 +8,8 @@
  * the secret), a transport that needs credentials refusing to start
  * without them, and the mapping end to end: a form body, a reply whose
  * status word, refund id and retryable header are read where the map says,
- * and the query path by refund id or, without one, by key.
+ * and the query path by refund id or, without one, by key; every
+ * Retry-After header of an answer is kept, one per line.
  */
 #include <dirent.h>
 #include <openssl/evp.h>
@@ -22,6 +23,7 @@
 
 #include "check.h"
 #include "core/encode.h"
+#include "core/retry_after.h"
 #include "core/tg_error.h"
 #include "daemon/config.h"
 #include "daemon/exit_env.h"
@@ -38,6 +40,7 @@ struct seen {
         int status;
         const char *answer;
         const char *retry_header;
+        const char *retry_after[4]; /* Retry-After headers to answer with */
 };
 
 static int handler(const struct http_request *req, struct http_response *res, void *userdata)
@@ -62,6 +65,8 @@ static int handler(const struct http_request *req, struct http_response *res, vo
         snprintf(s->body, sizeof(s->body), "%.*s", (int)req->body_len, req->body);
         if (s->retry_header)
                 http_response_add_header(res, "Stripe-Should-Retry", s->retry_header);
+        for (int i = 0; i < 4 && s->retry_after[i]; i++)
+                http_response_add_header(res, "Retry-After", s->retry_after[i]);
         return http_response_set(res, s->status ? s->status : 201, "application/json",
                                  s->answer ? s->answer : "{\"status\":\"succeeded\"}",
                                  strlen(s->answer ? s->answer : "{\"status\":\"succeeded\"}"));
@@ -336,6 +341,40 @@ static void test_mapping_end_to_end(void **state)
         exit_env_free(env);
 }
 
+/* A provider that sends Retry-After more than once: the transport keeps
+ * every value whole, one per line in the order received (the dispatcher
+ * reads them all and takes the longest, core/retry_after.h); a value of
+ * digits too long to keep whole is kept as an absurd delay, never cut into
+ * a shorter one. */
+static void test_every_retry_after_kept(void **state)
+{
+        struct fixture *fx = *state;
+        struct exit_env *env = NULL;
+        struct refund_request r = refund("op-ra");
+        struct transport_result res;
+        int64_t v = 0;
+
+        assert_int_equal(exit_env_real(&fx->cfg, 4, NULL, &env), 0);
+        fx->seen.status = 429;
+        fx->seen.answer = "{\"error\":{\"code\":\"rate_limited\"}}";
+        fx->seen.retry_after[0] = "7";
+        fx->seen.retry_after[1] = "2";
+        fx->seen.retry_after[2] = "1000000000000000000000000000000000000000000000000000000000000000"
+                                  "00000000001";
+        res = call_env(env, CLASSIFY_POST, &r, NULL);
+        assert_int_equal(res.reply.http_status, 429);
+        assert_string_equal(res.retry_after, "7\n2\n99999999999999999999");
+        assert_int_equal(retry_after_parse_all(res.retry_after, strlen(res.retry_after), 0, 120000,
+                                               transport_http_date, &v),
+                         0);
+        assert_int_equal(v, 120000);
+        /* one header: as before */
+        fx->seen.retry_after[1] = NULL;
+        res = call_env(env, CLASSIFY_POST, &r, NULL);
+        assert_string_equal(res.retry_after, "7");
+        exit_env_free(env);
+}
+
 static void test_reload_without_env_function(void **state)
 {
         struct exit_env fake;
@@ -353,6 +392,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_credentials_and_reload, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_credentials_no_call, setup, teardown),
             cmocka_unit_test_setup_teardown(test_mapping_end_to_end, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_every_retry_after_kept, setup, teardown),
             cmocka_unit_test(test_reload_without_env_function),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

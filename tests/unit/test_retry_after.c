@@ -7,6 +7,10 @@
  * The fake parser also records what it was handed, so the tests see that the
  * date reaches it trimmed and NUL-terminated, and that hostile values never
  * reach it at all.
+ *
+ * retry_after_parse_all(): every value of an answer's Retry-After headers,
+ * the longest valid one (two headers, a folded "5, 10" list, an absurd one
+ * among them is the cap, invalid ones ignored, none valid is absent).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -321,6 +325,59 @@ static void test_date_fn_odd_return(void **state)
 
 /* --- arguments ------------------------------------------------------------------ */
 
+static int parse_all(const char *s, int64_t cap, int64_t *ret)
+{
+        return retry_after_parse_all(s, strlen(s), MDN_EPOCH * 1000 - 60000, cap, fake_date, ret);
+}
+
+static void test_all_values(void **state)
+{
+        int64_t v = -7;
+
+        (void)state;
+        assert_int_equal(parse_all("5", CAP, &v), 0);
+        assert_int_equal(v, 5000);
+        /* two headers: the longer, whichever came first */
+        assert_int_equal(parse_all("5\n30", CAP, &v), 0);
+        assert_int_equal(v, 30000);
+        assert_int_equal(parse_all("30\n5", CAP, &v), 0);
+        assert_int_equal(v, 30000);
+        /* an absurd one is the cap, not ignored and not wrapped */
+        assert_int_equal(parse_all("5\n99999999999", 120000, &v), 0);
+        assert_int_equal(v, 120000);
+        assert_int_equal(parse_all("99999999999999999999999999", 120000, &v), 0);
+        assert_int_equal(v, 120000);
+        /* a date and a delta: the later moment (the date is 60 s ahead) */
+        assert_int_equal(parse_all(MDN_DATE "\n5", CAP, &v), 0);
+        assert_int_equal(v, 60000);
+        assert_int_equal(parse_all("90\n" MDN_DATE, CAP, &v), 0);
+        assert_int_equal(v, 90000);
+        /* one header folded into a list by a proxy */
+        assert_int_equal(parse_all("5, 10", CAP, &v), 0);
+        assert_int_equal(v, 10000);
+        assert_int_equal(parse_all(" 10 ,5,", CAP, &v), 0);
+        assert_int_equal(v, 10000);
+        /* invalid values are ignored; the valid one counts */
+        assert_int_equal(parse_all("soon\n7\n-3\n1.5", CAP, &v), 0);
+        assert_int_equal(v, 7000);
+        assert_int_equal(parse_all("\n\n4\n", CAP, &v), 0);
+        assert_int_equal(v, 4000);
+        /* none valid: absent (the caller's default hold), v untouched */
+        v = -7;
+        assert_int_equal(parse_all("soon\n-3\n,", CAP, &v), TG_EPARSE);
+        assert_int_equal(parse_all("", CAP, &v), TG_EPARSE);
+        assert_int_equal(retry_after_parse_all(NULL, 0, 0, CAP, NULL, &v), TG_EPARSE);
+        assert_int_equal(v, -7);
+        assert_int_equal(retry_after_parse_all(NULL, 3, 0, CAP, NULL, &v), TG_EINVAL);
+        assert_int_equal(retry_after_parse_all("5", 1, 0, -1, NULL, &v), TG_EINVAL);
+        /* a NUL inside a value makes that value invalid, never shorter */
+        assert_int_equal(retry_after_parse_all("9\0"
+                                               "99\n2",
+                                               6, 0, CAP, NULL, &v),
+                         0);
+        assert_int_equal(v, 2000);
+}
+
 static void test_invalid_arguments(void **state)
 {
         (void)state;
@@ -347,6 +404,7 @@ int main(void)
             cmocka_unit_test(test_date_without_date_fn),
             cmocka_unit_test(test_date_fn_odd_return),
             cmocka_unit_test(test_invalid_arguments),
+            cmocka_unit_test(test_all_values),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

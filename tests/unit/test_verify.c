@@ -270,6 +270,42 @@ static void test_attempts_budget(void **state)
         verify_result_free(r);
 }
 
+/* A POST the provider refused with 429/503 executed nothing and is not
+ * counted against the budget (the exit's `limited` event): four such
+ * refusals and two more POSTs are within three; a 500 still counts. */
+static void test_limited_posts_outside_the_budget(void **state)
+{
+        (void)state;
+        for (int i = 0; i < 4; i++) {
+                struct verify_call *c = add_call("op-03", TG_KIND_RETRY, 5000 + i * 200, 10, true);
+                c->http_status = i % 2 ? 503 : 429;
+                snprintf(c->cls, sizeof(c->cls), "retryable");
+                d.arr[d.na - 1].answer = c->http_status;
+                d.arr[d.na - 1].executed = false;
+        }
+        add_call("op-03", TG_KIND_RETRY, 6000, 10, true);
+        add_call("op-03", TG_KIND_RETRY, 6200, 10, true);
+        struct verify_result *r = run();
+        assert_int_equal(verify_summary(r)->violations, 0);
+        assert_int_equal(verify_summary(r)->max_auto_posts_per_op, 7); /* every POST, shown */
+        assert_int_equal(verify_summary(r)->max_posts_per_key, 7);
+        verify_result_free(r);
+        /* an exit that counts them (retry.count_limited): over the budget */
+        d.lim.count_limited = true;
+        r = run();
+        assert_only_violation(r, "attempts");
+        assert_non_null(strstr(find(r, "attempts")->evidence, "op-03: 7 automatic POSTs"));
+        verify_result_free(r);
+        d.lim.count_limited = false;
+        struct verify_call *c = add_call("op-03", TG_KIND_RETRY, 6400, 10, true);
+        c->http_status = 500;
+        snprintf(c->cls, sizeof(c->cls), "unknown");
+        d.arr[d.na - 1].answer = 500;
+        r = run();
+        assert_only_violation(r, "attempts");
+        verify_result_free(r);
+}
+
 static void test_operator_resend_is_outside_the_budget(void **state)
 {
         (void)state;
@@ -451,6 +487,7 @@ int main(void)
             cmocka_unit_test_setup(test_burst_seen_in_short_windows, setup),
             cmocka_unit_test_setup(test_in_flight_logged_and_recomputed, setup),
             cmocka_unit_test_setup(test_attempts_budget, setup),
+            cmocka_unit_test_setup(test_limited_posts_outside_the_budget, setup),
             cmocka_unit_test_setup(test_operator_resend_is_outside_the_budget, setup),
             cmocka_unit_test_setup(test_one_key_per_operation, setup),
             cmocka_unit_test_setup(test_executions, setup),

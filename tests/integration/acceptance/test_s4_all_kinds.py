@@ -4,8 +4,9 @@ and matched one for one in the same provider record: no side door.
 
 Driven step by step through the stub's admin API (seconds, not minutes):
   1. provider answers 503 (Retry-After 1): refund `kinds-manual` gets its
-     first attempt and one retry (retry.max_attempts = 2), then goes to
-     manual (attempts exhausted);
+     first attempt and one retry (retry.max_attempts = 2, and the 503s
+     counted: retry.count_limited, as by default a 503 is given back), then
+     goes to manual (attempts exhausted);
   2. provider answers 500 after executing: `kinds-query` ends unknown;
   3. provider fast again: `kinds-query` is reconciled by a query (same key),
      a few plain refunds succeed, and an operator re-sends `kinds-manual`.
@@ -27,6 +28,7 @@ class AllKinds(unittest.TestCase):
     def test_four_kinds_one_exit(self):
         with tgtest.start_stub("--mode", "unavailable:1", "--query-mode", "fast") as stub, \
                 Tollgate(stub.url, retry={"max_attempts": 2, "query_interval_ms": 500,
+                                          "count_limited": "true",
                                           "backoff_base_ms": 200, "backoff_min_ms": 100, "backoff_cap_ms": 400}) as tg:
             tg.start("serve")
             self.assertEqual(tg.submit("kinds-manual")[0], 202)
@@ -48,7 +50,7 @@ class AllKinds(unittest.TestCase):
                                   states=("succeeded",))
             self.assertEqual(len(final), 7)
             paths, calls = accept.dump_run(tg, stub, accept.out_dir("s4_kinds"))
-            r = accept.assert_verified(self, paths, "--max-attempts", "2",
+            r = accept.assert_verified(self, paths, "--max-attempts", "2", "--count-limited",
                                        "--expect-kinds", "first,retry,query,manual")
             kinds = r["summary"]["kinds"]
             for k in ("first", "retry", "query", "manual"):
