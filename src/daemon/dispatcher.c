@@ -805,7 +805,13 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
 
         if (d->env->open_calls(d->env->ctx) > 0 && now + IDLE_RECHECK_NS < until)
                 until = now + IDLE_RECHECK_NS; /* a drain or a lost owner waits for replies */
-        if (!d->lost && !stopping(d) && pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
+        /* an outcome the store did not take: nothing starts until it does
+         * (try_start), so the next thing to do is asking the store again, not
+         * the pacer's slot (which would spin the loop until then) */
+        if (d->n_unsettled > 0 && d->next_settle_retry < until)
+                until = d->next_settle_retry;
+        if (!d->lost && !stopping(d) && d->n_unsettled == 0 &&
+            pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
                 tg_mono_ns at = pacer_start_at(d->pacer, now);
                 if (at != TG_MONO_NEVER) {
                         tg_mono_ns handoff = handoff_time(d, at);

@@ -82,8 +82,18 @@ static inline bool store_call_released(const struct call_record *c)
 
 /* Opens (creating and migrating as needed) the store named by url.
  * Returns 0, TG_EINVAL (bad url), TG_EUNSUPPORTED (backend not built),
- * TG_ESTORE/TG_EIO. *ret_store is owned by the caller: store_close(). */
+ * TG_ESTORE (not a tollgate store, or a corrupted one), TG_EIO, -ENOSPC (the
+ * disk is full), -EROFS (SQLite: the file or its folder cannot be written).
+ * *ret_store is owned by the caller: store_close(). */
 int store_open(const char *url, struct store **ret_store);
+
+/* Every function here may also fail with what the store says about its
+ * disk or its server: TG_EBUSY (locked or busy), TG_EIO (an I/O error, a
+ * lost connection), -ENOSPC (no space left), -EROFS (SQLite: the file
+ * became read-only). Those may pass without anyone touching tollgate (a
+ * restart of the database, space freed): true for them, so that a caller
+ * waits and asks again instead of giving up. */
+bool store_error_transient(int code);
 /* Accepts NULL. */
 void store_close(struct store *store);
 

@@ -26,6 +26,7 @@
  * stats and sample primitives; store_sqlite_lock.c ownership locks, epochs
  * and the split. What they share is declared in sqlite_int.h.
  */
+#include <errno.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -351,12 +352,13 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_OP_BY_KEY] = "SELECT " OP_COLS " FROM operations WHERE operation_id = ?1",
     [ST_OP_BY_ID] = "SELECT " OP_COLS " FROM operations WHERE id = ?1",
-    [ST_OP_INSERT] = "INSERT INTO operations (operation_id, payment_id, amount, currency, "
-                     "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
-                     "updated_at, source, last_class, traceparent, caller_deadline_at, "
-                     "refund_reason, metadata) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-                     "?17)",
+    [ST_OP_INSERT] =
+        "INSERT INTO operations (operation_id, payment_id, amount, currency, "
+        "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
+        "updated_at, source, last_class, traceparent, caller_deadline_at, "
+        "refund_reason, metadata) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+        "?17)",
     /* Every mutable column; the payload, accepted_at and source never change. */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "
                     "attempt_limit = ?5, queries = ?6, query_limit = ?7, deadline_at = ?8, "
@@ -515,10 +517,12 @@ int store_sqlite_map_rc(int rc)
                 return TG_ECONFLICT;
         case SQLITE_NOMEM:
                 return TG_ENOMEM;
-        case SQLITE_IOERR:
         case SQLITE_FULL:
-        case SQLITE_CANTOPEN:
+                return -ENOSPC; /* the API answers 503 store_full, an operator frees space */
         case SQLITE_READONLY:
+                return -EROFS;
+        case SQLITE_IOERR:
+        case SQLITE_CANTOPEN:
                 return TG_EIO;
         default:
                 return TG_ESTORE;
