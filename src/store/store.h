@@ -98,13 +98,18 @@ bool store_error_transient(int code);
 void store_close(struct store *store);
 
 /* store_open() with options: `existing` refuses to create what is not
- * there (a read-only command must not leave an empty store behind a typo):
+ * there (a read-only command must not leave an empty store behind a typo;
+ * it may also read a store it cannot write, which a writer refuses: -EROFS):
  * TG_ENOTFOUND ("no store at /abs/path"); `err` (may be NULL) receives one
  * line saying what went wrong, for people: the file, or for MariaDB the
  * host, port, database, user and the server's own reason, the password
  * masked. */
 struct store_open_opts {
         bool existing;
+        /* SQLite: read the whole file (PRAGMA quick_check) and refuse a
+         * corrupted one (TG_ESTORE, err says so); a daemon does it once at
+         * start. MariaDB: nothing (InnoDB checks its pages itself). */
+        bool check;
         char *err;
         size_t err_size;
 };

@@ -12,7 +12,9 @@
  *     with TG_FAULTVFS=<control file> in the environment its constructor
  *     installs it and reads the control file whenever it changed (one line:
  *     "count" or "off", "ioerr AFTER [COUNT]", "full AFTER [COUNT]"; AFTER
- *     "+N" is N operations after the count when the line is read) and writes
+ *     "+N" is N operations after the count when the line is read; a line is
+ *     applied when it differs from the last one, words after these ignored)
+ *     and writes
  *     "<ops> <faults>" to <control file>.ops after every counted operation.
  *     tests/integration/tgfaultvfs.py drives it.
  *
