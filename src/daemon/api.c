@@ -43,6 +43,7 @@
 #include "core/tg_error.h"
 #include "core/traceparent.h"
 #include "daemon/api_int.h"
+#include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/render.h"
 #include "daemon/ui.h"
@@ -356,6 +357,8 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
         if (created) {
+                /* committed, not answered: the caller sends it again */
+                failpoint_hit(api->failpoint, "crash_after_accept", &op);
                 api->adm.accepted_since++;
                 wake_ring(api->doorbell); /* the local exit has work now */
         }
@@ -735,6 +738,8 @@ static int api_new_ex(const struct tg_config *cfg, const struct store_open_opts 
                 goto fail;
         }
         r = set_tokens(api, cfg);
+        if (r == 0)
+                r = failpoint_armed(&api->failpoint);
         if (r < 0)
                 goto fail;
         make_id_prefix(api->id_prefix, &api->trace_rng);
