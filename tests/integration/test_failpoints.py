@@ -27,7 +27,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgtest  # noqa: E402
-from tgdaemon import Tollgate, log_events  # noqa: E402
+from tgdaemon import Tollgate, log_events, min_gap  # noqa: E402
 
 OP = "fp-0001"
 TIMEOUT_MS = 1000
@@ -66,6 +66,8 @@ class FailpointsTest(unittest.TestCase):
         logged = {c["request_id"] for c in calls}
         for a in arrivals:  # every request that arrived was on record first
             self.assertIn(a["request_id"], logged)
+        # starts at least 1/rate apart (5/s by default), across the crash too
+        self.assertGreaterEqual(min_gap(calls), 0.2 - 1e-9)
         return calls
 
     def test_every_failpoint_has_a_scenario(self):
