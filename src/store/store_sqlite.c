@@ -922,7 +922,9 @@ int store_sqlite_open(const char *where, const struct store_open_opts *opts,
 fail:
         if (r < 0 && opts->err && opts->err_size && !opts->err[0])
                 snprintf(opts->err, opts->err_size, "cannot open the SQLite store %s: %s%s", where,
-                         s->db ? sqlite3_errmsg(s->db) : tg_strerror(r), open_hint(s, where, r));
+                         s->db && sqlite3_errcode(s->db) != SQLITE_OK ? sqlite3_errmsg(s->db)
+                                                                      : tg_strerror(r),
+                         open_hint(s, where, r));
         store_sqlite_close(&s->base);
         return r;
 }
