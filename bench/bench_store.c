@@ -12,6 +12,8 @@
  *     backlogs of 1k, 100k and N;
  *   - the again group's claim with 100k waiting operations, half of them due;
  *   - stats (counts by state + oldest open) and next_due query times;
+ *   - opening it with store.check_on_start (PRAGMA quick_check of the whole
+ *     file), what a daemon's start costs at that size;
  *   - file size and RSS.
  * Wall latencies of writes are mostly the fsync of each commit
  * (synchronous=FULL), so they follow the disk; the CPU time per claim+settle
@@ -348,6 +350,21 @@ int main(int argc, char **argv)
         }
 
         store_close(s);
+        {
+                /* what store.check_on_start costs a daemon's start at this
+                 * size (the page cache warm: just written) */
+                char err[600] = "";
+                const struct store_open_opts o = {
+                    .err = err, .err_size = sizeof(err), .check = true};
+
+                s = NULL;
+                t0 = now_s();
+                r = store_open_ex(url, &o, &s);
+                t1 = now_s();
+                printf("  open with check_on_start          %8.2f s   (%s)\n", t1 - t0,
+                       r == 0 ? "PRAGMA quick_check: ok" : err);
+                store_close(s);
+        }
         printf("  file size                         %8.1f MB  (db %lld + wal %lld bytes)\n",
                (double)(file_size(db) + file_size(wal)) / 1e6, file_size(db), file_size(wal));
         printf("  RSS now %ld kB, peak %ld kB\n", status_kb("VmRSS:"), status_kb("VmHWM:"));

@@ -21,6 +21,7 @@
 #include "daemon/log.h"
 #include "daemon/service.h"
 #include "platform/build_info.h"
+#include "platform/clock.h"
 #include "platform/options.h"
 #include "platform/secmem.h"
 #include "platform/wake.h"
@@ -30,17 +31,26 @@
 static volatile sig_atomic_t stop_flag;
 static volatile sig_atomic_t standby_flag;
 
-/* dispatch alone: open the store once (creating and migrating it) before
- * saying READY, so that a bad url fails here with its reason. */
+/* Every daemon command opens the store once (creating and migrating it,
+ * and verifying the file when store.check_on_start says so) before anything
+ * else starts, so that a bad url, a read-only or corrupted file or a full
+ * disk stops it here with a message naming the store, never as the API's
+ * failure. */
 static int check_store(const char *cmd, const struct tg_config *cfg)
 {
-        char err[600];
-        const struct store_open_opts opts = {.err = err, .err_size = sizeof(err)};
+        char err[600] = "";
+        const struct store_open_opts opts = {
+            .err = err, .err_size = sizeof(err), .check = cfg->store_check_on_start};
         struct store *store = NULL;
+        tg_mono_ns t0 = clock_mono_now();
         int r = store_open_ex(cfg->store_url, &opts, &store);
 
         if (r < 0)
                 fprintf(stderr, "tollgate %s: %s\n", cmd, err[0] ? err : tg_strerror(r));
+        else if (opts.check)
+                log_emit(LOG_INFO, "store_checked",
+                         json_pack("{s:s, s:I}", "store", store_url(store), "ms",
+                                   (json_int_t)((clock_mono_now() - t0) / TG_NS_PER_MS)));
         store_close(store);
         return r;
 }
@@ -150,6 +160,11 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                 secmem_free(cfg);
                 return 1;
         }
+        if (check_store(cmd, cfg) < 0) {
+                service_stop(svc);
+                secmem_free(cfg);
+                return 1;
+        }
         struct api *api = NULL;
         struct wake *doorbell = NULL;
         if (want_api && want_disp && wake_new(&doorbell) < 0)
@@ -158,9 +173,13 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                 char err[600];
                 r = api_start_ex(cfg, err, sizeof(err), &api);
                 if (r < 0) {
-                        fprintf(stderr, "tollgate %s: cannot start the API on %s:%d: %s\n", cmd,
-                                cfg->api_listen_host, cfg->api_listen_port,
-                                err[0] ? err : tg_strerror(r));
+                        /* err names what failed: the store (its url and
+                         * why) or the API's address; never one for the other */
+                        if (err[0])
+                                fprintf(stderr, "tollgate %s: %s\n", cmd, err);
+                        else
+                                fprintf(stderr, "tollgate %s: cannot start the API: %s\n", cmd,
+                                        tg_strerror(r));
                         wake_free(doorbell);
                         service_stop(svc);
                         secmem_free(cfg);
@@ -174,10 +193,6 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                 log_emit(
                     LOG_INFO, "api_listening",
                     json_pack("{s:s, s:i}", "host", cfg->api_listen_host, "port", api_port(api)));
-        } else if (check_store(cmd, cfg) < 0) {
-                service_stop(svc);
-                secmem_free(cfg);
-                return 1;
         }
         service_ready(svc);
         int rc = 0;

@@ -43,6 +43,7 @@
 #include "core/tg_error.h"
 #include "core/traceparent.h"
 #include "daemon/api_int.h"
+#include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/render.h"
 #include "daemon/ui.h"
@@ -144,10 +145,47 @@ int api_reply_code(struct http_response *res, const char *rid, int status, const
         return api_reply_error(res, rid, &err);
 }
 
+/* A store that cannot write now (a database restarting, a failing or full
+ * disk): 503 with a Retry-After long enough for what usually cures it. The
+ * operation may or may not have been stored (a COMMIT whose answer was lost
+ * may have happened), so the message asks for the same request again, which
+ * the operation_id makes safe; never a 500, which says "our bug". */
+static int reply_store_down(struct http_response *res, const char *rid, int code)
+{
+        struct api_error err;
+        const char *retry = "2";
+        char *body = NULL;
+        size_t len = 0;
+        int r;
+
+        if (code == -ENOSPC) {
+                api_error_set(&err, 503, "store_full", NULL,
+                              "the store's disk is full; send the same request again after "
+                              "Retry-After seconds");
+                retry = "30";
+        } else {
+                api_error_set(&err, 503, "store_unavailable", NULL,
+                              "the store cannot be written now; send the same request again "
+                              "after Retry-After seconds");
+        }
+        err.retryable = true;
+        log_emit(LOG_WARN, "api_store_error",
+                 json_pack("{s:s, s:s, s:s}", "request_id", rid, "code", err.code, "error",
+                           tg_strerror(code)));
+        r = api_error_json(&err, rid, &body, &len);
+        if (r == 0)
+                r = http_response_take(res, 503, API_JSON_TYPE, body, len);
+        if (r == 0)
+                http_response_add_header(res, "Retry-After", retry);
+        return r;
+}
+
 int api_reply_store_error(struct http_response *res, const char *rid, int code)
 {
         struct api_error err;
 
+        if (code != TG_EBUSY && store_error_transient(code))
+                return reply_store_down(res, rid, code);
         switch (code) {
         case TG_EBUSY:
                 api_error_set(&err, 503, "store_busy", NULL,
@@ -347,6 +385,8 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
         if (created) {
+                /* committed, not answered: the caller sends it again */
+                failpoint_hit(api->failpoint, "crash_after_accept", &op);
                 api->adm.accepted_since++;
                 wake_ring(api->doorbell); /* the local exit has work now */
         }
@@ -726,6 +766,8 @@ static int api_new_ex(const struct tg_config *cfg, const struct store_open_opts 
                 goto fail;
         }
         r = set_tokens(api, cfg);
+        if (r == 0)
+                r = failpoint_armed(&api->failpoint);
         if (r < 0)
                 goto fail;
         make_id_prefix(api->id_prefix, &api->trace_rng);
@@ -783,6 +825,10 @@ int api_start_ex(const struct tg_config *cfg, char *err, size_t err_size, struct
         hc.max_header_bytes = 0; /* MHD's 32 KiB per connection */
         r = http_server_start(&hc, on_request, api, &api->server);
         if (r < 0) {
+                /* the store opened: this one is the listening socket's */
+                if (err && err_size)
+                        snprintf(err, err_size, "cannot start the API on %s:%d: %s",
+                                 cfg->api_listen_host, cfg->api_listen_port, tg_strerror(r));
                 api_stop(api);
                 return r;
         }

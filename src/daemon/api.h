@@ -39,8 +39,10 @@ int api_new(const struct tg_config *cfg, struct api **ret_api);
 /* api_new() plus the HTTP server on cfg->api_listen_host:port. 0, or the
  * code of the failing step (TG_EIO: cannot bind). */
 int api_start(const struct tg_config *cfg, struct api **ret_api);
-/* The same; a store that cannot be opened says why in err (may be NULL):
- * the file, or MariaDB's host, port, database and reason. */
+/* The same, saying in err (may be NULL) what failed: a store that cannot
+ * be opened (the file, or MariaDB's host, port, database and reason), or
+ * the address the API cannot listen on ("cannot start the API on H:P: ...").
+ * err is "" for anything else (out of memory, the token files). */
 int api_start_ex(const struct tg_config *cfg, char *err, size_t err_size, struct api **ret_api);
 
 /* serve: the local dispatcher's standby flag (1 while it waits behind

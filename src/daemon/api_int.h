@@ -113,6 +113,8 @@ struct api {
          * starting at refused_second; written at most about once a second */
         tg_wall_ms refused_second, refused_flushed_at;
         unsigned refused;
+        /* TG_FAILPOINT for tests (daemon/failpoint.h), NULL: none */
+        const char *failpoint;
 };
 
 tg_wall_ms api_wall_now(void);

@@ -29,6 +29,7 @@
 struct tg_config {
         /* [store] */
         char store_url[TG_PATH_MAX]; /* sqlite://PATH or mysql://user:pass@host:port/db */
+        bool store_check_on_start;   /* default true: a daemon verifies the file first */
 
         /* [api] */
         char api_listen_host[256];

@@ -294,6 +294,7 @@ static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg
         /* the query sub-quota counts from the same real start */
         bool query = d->query_pacer && oc->request == CLASSIFY_QUERY;
         if (sent) {
+                failpoint_hit(d->failpoint, "crash_after_send", &oc->op);
                 pacer_sent(d->pacer, PLANT_HANDOFF_SPACING ? oc->handoff.mono : at);
                 if (query)
                         pacer_sent(d->query_pacer, at);
@@ -1048,7 +1049,11 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         d->opt = opt;
         d->env = env;
         d->store = env->store;
-        d->failpoint = failpoint_armed();
+        r = failpoint_armed(&d->failpoint);
+        if (r < 0) {
+                free(d);
+                return r;
+        }
         d->claim_est = CLAIM_EST_INIT;
         d->last_empty = INT64_MIN;
         d->idle_step = IDLE_RECHECK_NS;

@@ -7,11 +7,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/tg_error.h"
 #include "daemon/log.h"
 
-const char *failpoint_armed(void)
+static const char *const names[] = {
+    "crash_after_accept",
+    "crash_after_claim",
+    "crash_after_send",
+    "crash_before_settle",
+};
+
+int failpoint_armed(const char **ret_armed)
 {
-        return getenv("TG_FAILPOINT");
+        const char *armed = getenv("TG_FAILPOINT");
+
+        *ret_armed = NULL;
+        if (!armed || !armed[0])
+                return 0;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                if (strcmp(armed, names[i]) == 0) {
+                        *ret_armed = names[i];
+                        return 0;
+                }
+        }
+        log_emit(LOG_ERROR, "failpoint_unknown", json_pack("{s:s}", "failpoint", armed));
+        return TG_EINVAL;
 }
 
 void failpoint_hit(const char *armed, const char *name, const struct op_record *op)

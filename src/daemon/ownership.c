@@ -68,9 +68,10 @@ int ownership_acquire(struct ownership *o)
                         log_split_conflict(o);
                         return r;
                 }
-                if (r == TG_EIO || r == TG_EBUSY) {
+                if (store_error_transient(r)) {
                         /* The database cannot answer right now (restarting,
-                         * connection refused): wait it out as a standby. */
+                         * connection refused, a full disk): wait it out as a
+                         * standby. */
                         log_emit(LOG_WARN, "owner_acquire_failed",
                                  json_pack("{s:s}", "error", tg_strerror(r)));
                         if (!ownership_wait(o, 4 * STANDBY_RETRY_NS))
@@ -151,7 +152,7 @@ int ownership_rejoin(struct ownership *o)
                 r = ownership_acquire(o);
                 if (r == 0)
                         r = ownership_take_over(o);
-                if (r != TG_EIO && r != TG_EBUSY)
+                if (!store_error_transient(r))
                         return r;
                 log_emit(LOG_WARN, "rejoin_failed", json_pack("{s:s}", "error", tg_strerror(r)));
                 if (!ownership_wait(o, 4 * STANDBY_RETRY_NS))

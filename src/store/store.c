@@ -14,10 +14,16 @@
  */
 #include "store/store_backend.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/tg_error.h"
+
+bool store_error_transient(int code)
+{
+        return code == TG_EBUSY || code == TG_EIO || code == -ENOSPC || code == -EROFS;
+}
 
 /* ---- stored names ---------------------------------------------------- */
 

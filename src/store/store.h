@@ -82,19 +82,34 @@ static inline bool store_call_released(const struct call_record *c)
 
 /* Opens (creating and migrating as needed) the store named by url.
  * Returns 0, TG_EINVAL (bad url), TG_EUNSUPPORTED (backend not built),
- * TG_ESTORE/TG_EIO. *ret_store is owned by the caller: store_close(). */
+ * TG_ESTORE (not a tollgate store, or a corrupted one), TG_EIO, -ENOSPC (the
+ * disk is full), -EROFS (SQLite: the file or its folder cannot be written).
+ * *ret_store is owned by the caller: store_close(). */
 int store_open(const char *url, struct store **ret_store);
+
+/* Every function here may also fail with what the store says about its
+ * disk or its server: TG_EBUSY (locked or busy), TG_EIO (an I/O error, a
+ * lost connection), -ENOSPC (no space left), -EROFS (SQLite: the file
+ * became read-only). Those may pass without anyone touching tollgate (a
+ * restart of the database, space freed): true for them, so that a caller
+ * waits and asks again instead of giving up. */
+bool store_error_transient(int code);
 /* Accepts NULL. */
 void store_close(struct store *store);
 
 /* store_open() with options: `existing` refuses to create what is not
- * there (a read-only command must not leave an empty store behind a typo):
+ * there (a read-only command must not leave an empty store behind a typo;
+ * it may also read a store it cannot write, which a writer refuses: -EROFS):
  * TG_ENOTFOUND ("no store at /abs/path"); `err` (may be NULL) receives one
  * line saying what went wrong, for people: the file, or for MariaDB the
  * host, port, database, user and the server's own reason, the password
  * masked. */
 struct store_open_opts {
         bool existing;
+        /* SQLite: read the whole file (PRAGMA quick_check) and refuse a
+         * corrupted one (TG_ESTORE, err says so); a daemon does it once at
+         * start. MariaDB: nothing (InnoDB checks its pages itself). */
+        bool check;
         char *err;
         size_t err_size;
 };

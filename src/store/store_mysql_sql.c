@@ -84,6 +84,14 @@ int store_mysql_fail(struct mysql_store *s)
                 return TG_ECONFLICT;
         case CR_OUT_OF_MEMORY:
                 return TG_ENOMEM;
+        /* the server's disk, as the SQLite store says it: the API answers
+         * 503 (store_full, store_unavailable) and the exit waits */
+        case ER_RECORD_FILE_FULL:
+        case ER_DISK_FULL:
+                return -ENOSPC;
+        case ER_OPTION_PREVENTS_STATEMENT: /* --read-only (a replica after a failover) */
+        case ER_READ_ONLY_MODE:
+                return -EROFS;
         default:
                 return TG_ESTORE;
         }

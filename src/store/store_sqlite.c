@@ -26,6 +26,7 @@
  * stats and sample primitives; store_sqlite_lock.c ownership locks, epochs
  * and the split. What they share is declared in sqlite_int.h.
  */
+#include <errno.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -351,12 +352,13 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_OP_BY_KEY] = "SELECT " OP_COLS " FROM operations WHERE operation_id = ?1",
     [ST_OP_BY_ID] = "SELECT " OP_COLS " FROM operations WHERE id = ?1",
-    [ST_OP_INSERT] = "INSERT INTO operations (operation_id, payment_id, amount, currency, "
-                     "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
-                     "updated_at, source, last_class, traceparent, caller_deadline_at, "
-                     "refund_reason, metadata) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-                     "?17)",
+    [ST_OP_INSERT] =
+        "INSERT INTO operations (operation_id, payment_id, amount, currency, "
+        "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
+        "updated_at, source, last_class, traceparent, caller_deadline_at, "
+        "refund_reason, metadata) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
+        "?17)",
     /* Every mutable column; the payload, accepted_at and source never change. */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "
                     "attempt_limit = ?5, queries = ?6, query_limit = ?7, deadline_at = ?8, "
@@ -515,10 +517,12 @@ int store_sqlite_map_rc(int rc)
                 return TG_ECONFLICT;
         case SQLITE_NOMEM:
                 return TG_ENOMEM;
-        case SQLITE_IOERR:
         case SQLITE_FULL:
-        case SQLITE_CANTOPEN:
+                return -ENOSPC; /* the API answers 503 store_full, an operator frees space */
         case SQLITE_READONLY:
+                return -EROFS;
+        case SQLITE_IOERR:
+        case SQLITE_CANTOPEN:
                 return TG_EIO;
         default:
                 return TG_ESTORE;
@@ -764,6 +768,77 @@ static int store_sqlite_set_busy_timeout(struct store *store, int64_t ms)
 
 static const struct store_ops store_sqlite_ops;
 
+#define RESTORE_HINT "restore it from a backup, see \"Backups\" in docs/operating.md"
+
+/* What an operator can do about a store that does not open, said after
+ * SQLite's own words (which name neither the folder nor the cure). */
+static const char *open_hint(struct sqlite_store *s, const char *where, int r)
+{
+        char dir[PATH_MAX];
+        const char *slash = strrchr(where, '/');
+        size_t n = slash ? (size_t)(slash - where) : 0;
+        int code = s->db ? sqlite3_errcode(s->db) & 0xff : SQLITE_OK;
+
+        if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+                return " (the file is corrupted, or not an SQLite database: " RESTORE_HINT ")";
+        if (r == -ENOSPC)
+                return " (no space left on its disk)";
+        if (r == TG_ESTORE)
+                return " (not a tollgate store, or one written by a newer tollgate)";
+        if (r != TG_EIO && r != -EROFS)
+                return "";
+        /* WAL needs the folder too: <db>-wal and <db>-shm are made beside it */
+        if (n == 0)
+                snprintf(dir, sizeof(dir), ".");
+        else
+                snprintf(dir, sizeof(dir), "%.*s", (int)n, where);
+        if (access(dir, W_OK | X_OK) != 0)
+                return errno == EROFS ? " (its folder is on a read-only mount)"
+                                      : " (its folder cannot be written: tollgate makes its "
+                                        "-wal, -shm and lock files beside it)";
+        if (access(where, F_OK) == 0 && access(where, W_OK) != 0)
+                return " (the file cannot be written)";
+        return "";
+}
+
+/* Reads the whole file (PRAGMA quick_check: every page of every b-tree,
+ * without the slower index-against-table comparison of integrity_check), so
+ * that a daemon refuses a damaged store at start instead of failing later on
+ * whichever rows the damage hit. TG_ESTORE with err filled when it is not
+ * whole. */
+static int quick_check(struct sqlite_store *s, const char *where,
+                       const struct store_open_opts *opts)
+{
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+        char what[200];
+        int r = 0;
+
+        if (rc != SQLITE_OK)
+                return store_sqlite_map_rc(rc);
+        rc = sqlite3_step(st);
+        store_copy_text(what, sizeof(what),
+                        rc == SQLITE_ROW ? store_sqlite_col_text(st, 0) : sqlite3_errmsg(s->db));
+        /* its report has lines: the message is one */
+        for (char *c = what; *c; c++)
+                if (*c == '\n')
+                        *c = ' ';
+        if (rc != SQLITE_ROW || strcmp(what, "ok") != 0) {
+                r = rc == SQLITE_ROW || (rc & 0xff) == SQLITE_CORRUPT ||
+                            (rc & 0xff) == SQLITE_NOTADB
+                        ? TG_ESTORE
+                        : store_sqlite_map_rc(rc);
+                if (opts->err && opts->err_size)
+                        snprintf(opts->err, opts->err_size,
+                                 "cannot open the SQLite store %s: %s (PRAGMA quick_check: %s); "
+                                 "%s",
+                                 where, r == TG_ESTORE ? "the file is corrupted" : "cannot read it",
+                                 what, r == TG_ESTORE ? RESTORE_HINT : tg_strerror(r));
+        }
+        sqlite3_finalize(st);
+        return r;
+}
+
 int store_sqlite_open(const char *where, const struct store_open_opts *opts,
                       struct store **ret_store)
 {
@@ -812,6 +887,20 @@ int store_sqlite_open(const char *where, const struct store_open_opts *opts,
         }
         sqlite3_extended_result_codes(s->db, 1);
         sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+        /* SQLite opens a file it may not write read-only without a word, and
+         * a daemon on it would fail at its first write instead (an API that
+         * says it is up, an exit that never starts). A command that only
+         * reads (opts->existing) may read it. */
+        if (!opts->existing && sqlite3_db_readonly(s->db, "main") == 1) {
+                r = -EROFS;
+                if (opts->err && opts->err_size)
+                        snprintf(opts->err, opts->err_size,
+                                 "cannot open the SQLite store %s: it is read-only (the file "
+                                 "or its folder cannot be written: permissions, or a read-only "
+                                 "mount); tollgate writes its store",
+                                 where);
+                goto fail;
+        }
         /* WAL: readers never block the writer; synchronous=FULL: a commit
          * that returned is on disk (commit before reply). */
         r = store_sqlite_exec_sql(s, "PRAGMA journal_mode = WAL;"
@@ -821,21 +910,21 @@ int store_sqlite_open(const char *where, const struct store_open_opts *opts,
         if (r < 0)
                 goto fail;
         r = migrate(s);
-        if (r < 0) {
-                if (opts->err && opts->err_size)
-                        snprintf(opts->err, opts->err_size,
-                                 "cannot open the SQLite store %s: %s (schema%s)", where,
-                                 sqlite3_errmsg(s->db),
-                                 r == TG_ESTORE ? " of a newer tollgate, or not a tollgate store"
-                                                : "");
+        if (r < 0)
                 goto fail;
+        if (opts->check) {
+                r = quick_check(s, where, opts);
+                if (r < 0)
+                        goto fail;
         }
         *ret_store = &s->base;
         return 0;
 fail:
         if (r < 0 && opts->err && opts->err_size && !opts->err[0])
-                snprintf(opts->err, opts->err_size, "cannot open the SQLite store %s: %s", where,
-                         s->db ? sqlite3_errmsg(s->db) : tg_strerror(r));
+                snprintf(opts->err, opts->err_size, "cannot open the SQLite store %s: %s%s", where,
+                         s->db && sqlite3_errcode(s->db) != SQLITE_OK ? sqlite3_errmsg(s->db)
+                                                                      : tg_strerror(r),
+                         open_hint(s, where, r));
         store_sqlite_close(&s->base);
         return r;
 }

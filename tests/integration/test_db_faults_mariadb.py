@@ -10,12 +10,24 @@ ends succeeded), sends nothing twice (each arrival matches one logged start,
 each operation executes once), keeps its spacing, and resumes by itself —
 the same process, which stands by and takes the exit again when its lock
 session dropped.
+
+The second test does it under load (issue 16, section 4): `tollgate serve`
+at 20 starts/s while a client keeps sending new refunds (and the same one
+again after any 503, as the answer asks), and the server is crashed, then
+restarted cleanly, each time in the middle of a claim: another session holds
+the row of exit_shares that a claim reads first, the dispatcher's claim
+transaction waits on it, and only then does the server go. Intake answers
+503 store_unavailable or store_busy with Retry-After while the server is
+away, never 500; everything answered 202 ends succeeded, executed once.
 """
 
 import collections
 import os
 import signal
+import subprocess
 import sys
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -94,6 +106,113 @@ class DatabaseFaultsTest(unittest.TestCase):
             for op in ops:
                 self.assertEqual(ledger.get(op, {}).get("executions", 0), 1, op)
             self.assertGreaterEqual(min_gap(calls), INTERVAL - 1e-9)
+
+    def hold_exit_shares(self, db, name):
+        """A root session that holds every row of exit_shares (FOR UPDATE)
+        until the server goes: a claim's first read (LOCK IN SHARE MODE)
+        waits on it."""
+        p = subprocess.Popen(["mariadb", "--no-defaults", "-S", db.socket, "-uroot", "-N", "-B",
+                              name], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, text=True)
+        p.stdin.write("START TRANSACTION; SELECT share FROM exit_shares FOR UPDATE;\n")
+        p.stdin.flush()
+        return p
+
+    def test_server_restart_mid_claim_under_load_loses_nothing(self):
+        name = "tollgate_faults_load"
+        with tgmariadb.PrivateMariaDB() as db, \
+                tgtest.start_stub("--mode", "fast") as stub, \
+                Tollgate(stub.url, store_url=db.url(name),
+                         exit={"starts_per_second": 20, "max_in_flight": 4},
+                         provider={"timeout_ms": 1000}) as tg:
+            serve = tg.start("serve")
+            ops = ["load-%03d" % i for i in range(90)]
+            answers, accepted, stop = [], set(), threading.Event()
+
+            def client():
+                for op in ops:
+                    while not stop.is_set():
+                        try:
+                            status, headers, body = tg.submit(op)
+                        except OSError as e:
+                            answers.append((op, "conn", str(e), {}))
+                            time.sleep(0.05)
+                            continue
+                        answers.append((op, status, body, headers))
+                        if status in (200, 202):
+                            accepted.add(op)
+                            break
+                        time.sleep(0.05)
+                    time.sleep(0.03)  # about 30 new refunds a second
+            t = threading.Thread(target=client, daemon=True)
+            t.start()
+
+            def arrivals():
+                return len([a for a in stub.arrivals() if a["path"].startswith("/v1/")])
+            try:
+                for sig in (signal.SIGKILL, signal.SIGTERM):
+                    n = arrivals()
+                    tgtest.wait_until(lambda: arrivals() >= n + 5, timeout=30,
+                                      what="the exit working")
+                    holder = self.hold_exit_shares(db, name)
+                    try:
+                        def claim_waits():
+                            # the claim's first statement is running: blocked
+                            # (it takes microseconds otherwise)
+                            return db.sql(
+                                "SELECT count(*) FROM information_schema.processlist "
+                                "WHERE user = '%s' AND command = 'Query' AND info LIKE "
+                                "'SELECT share FROM exit_shares%%'" % db.USER)[0][0] != "0"
+                        tgtest.wait_until(claim_waits, timeout=20, interval=0.05,
+                                          what="a claim waiting")
+                        time.sleep(0.1)
+                        self.assertTrue(claim_waits())
+                        db.restart(sig=sig)  # the claim is mid-transaction
+                    finally:
+                        holder.kill()
+                        holder.wait()
+                        holder.stdin.close()
+                    n = arrivals()
+                    tgtest.wait_until(lambda: arrivals() >= n + 5, timeout=40, interval=0.1,
+                                      what="resumed after the server came back")
+                t.join(120)
+                self.assertEqual(accepted, set(ops))
+            finally:
+                stop.set()
+            final = tg.wait_final(ops, timeout=90)
+            self.assertIsNone(serve.poll(), serve.stderr_text()[-3000:])
+            self.assertEqual({r["state"] for r in final.values()}, {"succeeded"}, final)
+            self.assertGreaterEqual(len(log_events(serve, "rejoin")), 2)
+            refused = [a for a in answers if a[1] not in (200, 202)]
+            print("intake answers: %d, refused: %d" % (len(answers), len(refused)),
+                  file=sys.stderr)
+            self.assertTrue(refused, "no intake met the database away")
+            for a in refused:
+                self.assertNotEqual(a[1], "conn", a)  # the API process stayed up
+                self.assertEqual(a[1], 503, a)
+                self.assertIn(a[2]["error"]["code"], ("store_unavailable", "store_busy"), a)
+                self.assertIn("retry-after", a[3], a)
+
+            tgtest.wait_until(stub.idle, timeout=20, what="nothing open at the stub")
+            calls = tg.calls()
+            log = collections.Counter(c["request_id"] for c in calls)
+            posts = collections.Counter()
+            for a in stub.arrivals():
+                if not a["path"].startswith("/v1/"):
+                    continue
+                self.assertEqual(log.get(a.get("request_id"), 0), 1,
+                                 "arrival %r has no single logged start" % a)
+                if a["method"] == "POST":
+                    posts[a["idempotency_key"]] += 1
+            self.assertEqual(set(posts), set(ops))
+            self.assertLessEqual(max(posts.values()), 3)
+            print("restart mid-claim under load: %d refunds, lost 0, executed twice 0, "
+                  "unexpected 0, most POSTs for one key %d" % (len(ops), max(posts.values())),
+                  file=sys.stderr)
+            ledger = stub.ledger()["operations"]
+            for op in ops:
+                self.assertEqual(ledger.get(op, {}).get("executions", 0), 1, op)
+            self.assertGreaterEqual(min_gap(calls), 1 / 20 - 1e-9)
 
 
 if __name__ == "__main__":

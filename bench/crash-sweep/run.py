@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""bench/crash-sweep/run.py — kill -9 at random instants, many times, and
+account for every refund afterwards, in the style of Jepsen's checkers
+(issue 16, section 2). Prints a table; never fails on a number. Run by hand,
+never in CI (docs/reliability.md has its table and the command).
+
+One run, from its own seed (--seed + run number, so any run replays with
+--runs 1 --seed N):
+
+  - a fresh store (a SQLite file, or a new MariaDB database on --mysql-url),
+    a fresh tollgate-stub whose every refund request draws its fate from a
+    seeded mix: fast, slow past the call timeout (executes, answers after
+    tollgate gave up), drop (executes, closes the connection unanswered),
+    503 (executes nothing);
+  - `tollgate serve` at 20 starts/s, 4 in flight, calls of 600 ms, with a
+    client sending --refunds refunds through its API as a careful client
+    does (the same request again after a 503 or a dropped connection);
+  - --kills times: SIGKILL at an instant drawn uniformly in the first
+    --window seconds of the process's life (the first one's counted from its
+    API answering; the next ones' from their start: while it starts, takes
+    over, claims, waits for answers, settles), and at once a new one;
+  - then the last one runs until every refund in the store is final or in
+    manual review (or --settle-s passes).
+
+The checker reads three histories: the client's (what each intake request
+was answered), tollgate's (its store, through the API: each refund's state
+and call log) and the provider's (the stub's ledger of executions and its
+arrivals, each with its Idempotency-Key and request id):
+
+  lost            answered 202/200 to the client, and not final nor in
+                  manual review at the end (or not in the store at all)
+  executed twice  the provider executed one refund more than once
+  unexpected      the provider executed a refund tollgate has no record of
+  recovered       refunds a killed process left in flight (a call row closed
+                  "outcome unknown (owner lost)" by the next owner) that
+                  still reached a final state
+  most POSTs      the most POSTs that carried one Idempotency-Key (the
+                  budget is 3)
+  spacing         consecutive arrivals at the provider closer than 1/rate in
+                  whole milliseconds of the stub's clock, as a gateway's
+                  limiter judges them
+  also: refunds in the store that the client never saw a 2xx for (a 503 or
+  a dropped answer after the commit: the client's retry finds them),
+  arrivals at the provider without their call row in tollgate's log (record
+  before send: 0 is promised), manual, and the runs' time.
+
+usage: python3 bench/crash-sweep/run.py [--build DIR] [--runs 200] [--store sqlite|mysql|both]
+         [--mysql-url URL] [--refunds 12] [--kills 2] [--window 1.5] [--seed 1]
+"""
+
+import argparse
+import collections
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "integration"))
+import tgtest  # noqa: E402
+from tgdaemon import Tollgate  # noqa: E402
+
+RATE = 20.0
+IN_FLIGHT = 4
+TIMEOUT_MS = 600
+MIX = "fast=5,slow=2,drop=2,unavailable=1"
+SLOW_MS = 900  # past the call timeout
+FINAL = ("succeeded", "rejected", "manual", "cancelled")
+OWNER_LOST = "outcome unknown (owner lost)"
+
+
+class Client:
+    """Sends each refund until it is answered 2xx, as a careful client:
+    the same request again after a 503 or a connection that dropped."""
+
+    def __init__(self, tg, ops):
+        self.tg, self.ops = tg, ops
+        self.answers = collections.defaultdict(list)  # op -> [status or "conn"]
+        self.accepted = set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        for op in self.ops:
+            while not self.stop.is_set():
+                try:
+                    status, _, _ = tgtest.http_json(
+                        "POST", self.tg.api + "/v1/refunds",
+                        {"operation_id": op, "payment_id": "pay_" + op, "amount": 1500,
+                         "currency": "TWD"}, self.tg.headers(), timeout=3)
+                except OSError:
+                    status = "conn"
+                self.answers[op].append(status)
+                if status in (200, 202):
+                    self.accepted.add(op)
+                    break
+                time.sleep(0.05)
+            time.sleep(0.02)
+
+
+def api_json(tg, path):
+    try:
+        return tgtest.http_json("GET", tg.api + path, None, tg.headers(), timeout=3)
+    except OSError:
+        return None, None, None
+
+
+def states(tg, ops):
+    out = {}
+    for op in ops:
+        status, _, body = api_json(tg, "/v1/refunds/" + op)
+        if status == 200:
+            out[op] = body
+    return out
+
+
+def drop_database(url):
+    """Best effort: the run's MariaDB database goes (the mariadb client)."""
+    u = urllib.parse.urlsplit(url)
+    if not shutil.which("mariadb"):
+        return
+    subprocess.run(["mariadb", "--no-defaults", "-h", u.hostname, "-P", str(u.port or 3306),
+                    "-u", urllib.parse.unquote(u.username or ""),
+                    "-p" + urllib.parse.unquote(u.password or ""), "-e",
+                    "DROP DATABASE IF EXISTS `%s`" % u.path.lstrip("/")],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def one_run(args, store, n, seed):
+    rng = random.Random(seed)
+    ops = ["cs%d-%03d" % (n, i) for i in range(args.refunds)]
+    store_url = None
+    if store == "mysql":
+        store_url = "%s_sweep_%d_%d" % (args.mysql_url, os.getpid(), n)
+    t0 = time.monotonic()
+    with tgtest.start_stub("--mode", "mix:" + MIX, "--delay-ms", str(SLOW_MS),
+                           "--retry-after", "none", "--seed", str(seed)) as stub, \
+            Tollgate(stub.url, store_url=store_url,
+                     exit={"starts_per_second": RATE, "max_in_flight": IN_FLIGHT,
+                           "default_hold_ms": 200, "timeout_hold_ms": 200},
+                     provider={"timeout_ms": TIMEOUT_MS, "connect_timeout_ms": 300},
+                     retry={"query_interval_ms": 300, "backoff_base_ms": 200,
+                            "backoff_min_ms": 100, "backoff_cap_ms": 1000}) as tg:
+        proc = tg.start("serve")  # a config it refuses raises here, with its words
+        client = Client(tg, ops)
+        kills = 0
+        for _ in range(args.kills):
+            born = time.monotonic()
+            time.sleep(max(0.0, born + rng.uniform(0.0, args.window) - time.monotonic()))
+            proc.send_signal(signal.SIGKILL)
+            proc.popen.wait(10)
+            kills += 1
+            proc = tg.start("serve", wait_api=False)
+        client.thread.join(60)
+        client.stop.set()
+        # the last one finishes what the store holds
+        deadline = time.monotonic() + args.settle_s
+        while time.monotonic() < deadline:
+            held = states(tg, ops)
+            if held and all(r["state"] in FINAL for r in held.values()) and \
+                    set(client.accepted) <= set(held):
+                break
+            time.sleep(0.2)
+        try:
+            tgtest.wait_until(stub.idle, timeout=10, what="nothing open at the stub")
+        except AssertionError:
+            pass
+        held = states(tg, ops)
+        calls = []
+        since = 0
+        while True:
+            status, _, body = api_json(tg, "/v1/calls?since=%d&limit=1000" % since)
+            if status != 200 or not body["calls"]:
+                break
+            calls.extend(body["calls"])
+            since = body["next_since"]
+        ledger = stub.ledger()["operations"]
+        arrivals = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
+        proc.stop()
+    shutil.rmtree(tg.dir, ignore_errors=True)
+    if store_url:
+        drop_database(store_url)
+
+    r = {"kills": kills, "seconds": time.monotonic() - t0, "anomalies": []}
+    accepted = client.accepted
+    lost = [op for op in accepted if op not in held or held[op]["state"] not in FINAL]
+    twice = [op for op, rec in ledger.items() if rec["executions"] > 1]
+    unexpected = [op for op, rec in ledger.items() if rec["executions"] >= 1 and op not in held]
+    lost_owner = {c["operation_id"] for c in calls if c.get("error") == OWNER_LOST}
+    recovered = [op for op in lost_owner if op in held and held[op]["state"] in FINAL]
+    posts = collections.Counter(a["idempotency_key"] for a in arrivals if a["method"] == "POST")
+    logged = {c["request_id"] for c in calls}
+    unrecorded = [a.get("request_id") for a in arrivals if a.get("request_id") not in logged]
+    t = sorted(a["mono_ns"] // 1000000 for a in arrivals)
+    spacing = sum(1 for a, b in zip(t, t[1:]) if (b - a) * RATE < 1000)
+    r.update(accepted=len(accepted), stored=len(held), lost=len(lost), twice=len(twice),
+             unexpected=len(unexpected), recovered=len(recovered),
+             posts=max(posts.values()) if posts else 0, spacing=spacing,
+             unanswered=len([op for op in held if op not in accepted]),
+             unrecorded=len(unrecorded),
+             manual=sum(1 for rec in held.values() if rec["state"] == "manual"))
+    for what, found in (("lost", lost), ("executed twice", twice), ("unexpected", unexpected),
+                        ("arrived without a call row", unrecorded)):
+        for op in found:
+            r["anomalies"].append("%s: %s (replay: --store %s --runs 1 --seed %d)"
+                                  % (what, op, store, seed))
+    if posts and max(posts.values()) > 3:
+        r["anomalies"].append("%d POSTs for one key (seed %d)" % (max(posts.values()), seed))
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", help="build dir (default: ../../build)")
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--store", choices=("sqlite", "mysql", "both"), default="both")
+    ap.add_argument("--mysql-url", default=os.environ.get("TG_TEST_MYSQL_URL", ""))
+    ap.add_argument("--refunds", type=int, default=12)
+    ap.add_argument("--kills", type=int, default=2)
+    ap.add_argument("--window", type=float, default=1.5)
+    ap.add_argument("--settle-s", type=float, default=60)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    if args.build:
+        os.environ["TG_BUILD_DIR"] = os.path.abspath(args.build)
+    elif not os.environ.get("TG_BUILD_DIR"):
+        os.environ["TG_BUILD_DIR"] = os.path.join(HERE, "..", "..", "build")
+    stores = ["sqlite", "mysql"] if args.store == "both" else [args.store]
+    if "mysql" in stores and not args.mysql_url:
+        print("no --mysql-url (or TG_TEST_MYSQL_URL): SQLite only", file=sys.stderr)
+        stores.remove("mysql")
+
+    rows = []
+    for store in stores:
+        tot = collections.Counter()
+        anomalies = []
+        for n in range(args.runs):
+            seed = args.seed + n
+            r = one_run(args, store, n, seed)
+            anomalies += r.pop("anomalies")
+            for k in ("kills", "accepted", "stored", "lost", "twice", "unexpected", "recovered",
+                      "spacing", "unanswered", "unrecorded", "manual", "seconds"):
+                tot[k] += r[k]
+            tot["posts"] = max(tot["posts"], r["posts"])
+            if (n + 1) % 10 == 0:
+                print("%s: %d runs, lost %d, twice %d, unexpected %d" % (
+                    store, n + 1, tot["lost"], tot["twice"], tot["unexpected"]),
+                    file=sys.stderr, flush=True)
+        rows.append((store, tot, anomalies))
+
+    fault = ("kill -9 x%d at random instants in each run's first %.1f s, stub mix "
+             "(fast, slow past the timeout, drop, 503)" % (args.kills, args.window))
+    print("| fault | runs | lost | executed twice | unexpected | most POSTs for one key "
+          "| spacing violations |")
+    print("|---|---|---|---|---|---|---|")
+    for store, tot, _ in rows:
+        print("| %s, %s | %d | %d | %d | %d | %d | %d |" % (
+            fault, "SQLite" if store == "sqlite" else "MariaDB", args.runs, tot["lost"],
+            tot["twice"], tot["unexpected"], tot["posts"], tot["spacing"]))
+    print()
+    print("| store | runs | kills | refunds accepted | recovered | in the store without a 2xx "
+          "| arrivals without a call row | manual | time |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for store, tot, _ in rows:
+        print("| %s | %d | %d | %d | %d | %d | %d | %d | %.0f s |" % (
+            store, args.runs, tot["kills"], tot["accepted"], tot["recovered"],
+            tot["unanswered"], tot["unrecorded"], tot["manual"], tot["seconds"]))
+    for store, _, anomalies in rows:
+        for a in anomalies:
+            print("%s: %s" % (store, a))
+
+
+if __name__ == "__main__":
+    main()
