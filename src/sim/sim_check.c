@@ -7,7 +7,8 @@
  *   recorded   the attempt is committed before its bytes leave: the store
  *              has the operation in flight under the call's epoch, with
  *              the attempt (or query) counted;
- *   attempts   POSTs per key <= max_attempts (+ one per operator re-send);
+ *   attempts   POSTs per key <= max_attempts (+ one per operator re-send, + one
+ *              per 429/503 tollgate heard, unless retry.count_limited);
  *   reconcile  after a POST whose outcome tollgate could not know, the next
  *              call is a query, until one answers not_found (or an operator
  *              re-sends);
@@ -140,13 +141,16 @@ void sim_check_arrival(struct sim_world *w, struct sim_proc *p, const struct tra
         }
         if (!post)
                 return;
-        /* POSTs per key, operator re-sends aside */
+        /* POSTs per key, operator re-sends aside, and the 429/503 answers
+         * tollgate heard (retry.count_limited = false: a POST the provider
+         * refused unexecuted gives its attempt back) */
         unsigned posts = (k ? k->posts : 0) + 1;
-        if (posts > w->cfg.policy.max_attempts + op->resends)
+        if (posts > w->cfg.policy.max_attempts + op->resends + op->limited)
                 sim_fail(w, "attempts",
                          "%s: POST number %u at the provider (max_attempts %u, %u "
-                         "operator re-send(s))",
-                         call->operation_id, posts, w->cfg.policy.max_attempts, op->resends);
+                         "operator re-send(s), %u refused unexecuted)",
+                         call->operation_id, posts, w->cfg.policy.max_attempts, op->resends,
+                         op->limited);
         if (posts > op->resends && posts - op->resends > w->res->max_posts_per_key)
                 w->res->max_posts_per_key = posts - op->resends;
         /* an unknown outcome is reconciled by a query, never by a re-POST */
@@ -193,6 +197,9 @@ void sim_check_delivered(struct sim_world *w, const struct transport_result *res
         if ((request == CLASSIFY_POST && (status == 429 || status == 503)) ||
             (request == CLASSIFY_QUERY && status == 404))
                 op->must_query = false;
+        if (request == CLASSIFY_POST && (status == 429 || status == 503) &&
+            !w->cfg.policy.count_limited)
+                op->limited++;
 }
 
 /* ---- the store's view ----------------------------------------------------------- */

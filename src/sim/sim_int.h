@@ -63,6 +63,7 @@ struct sim_op {
         bool submitted;        /* tried at least once */
         tg_mono_ns retry_at;   /* an unconfirmed intake is tried again (NEVER: not) */
         unsigned resends;      /* operator re-sends that took */
+        unsigned limited;      /* POSTs tollgate heard refused unexecuted (429/503) */
         bool resend_pending;   /* the next POST is the operator's */
         bool must_query;       /* a POST arrived whose outcome tollgate may not know */
         tg_mono_ns overdue_at; /* seen open past its deadline since (NEVER: not) */

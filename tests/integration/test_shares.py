@@ -154,8 +154,9 @@ class SharesTest(unittest.TestCase):
         return d1, d2
 
     def test_shares_hold_the_spacing_at_the_providers_door(self):
+        door = dict(self.exit_conf(), spacing_margin_us=tgtest.DOOR_MARGIN_US)
         with tgtest.start_stub("--mode", "fast", "--limit-rate", str(LIMIT)) as stub, \
-                Tollgate(stub.url, store_url=self.store_url(), exit=self.exit_conf(),
+                Tollgate(stub.url, store_url=self.store_url(), exit=door,
                          provider={"timeout_ms": 1000},
                          admission={"enabled": "false"}) as tg:
             tg.start("api")

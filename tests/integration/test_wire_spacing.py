@@ -31,7 +31,8 @@ class WireSpacingTest(unittest.TestCase):
     def run_exit(self, reuse):
         with tgtest.start_stub("--mode", "fast", "--limit-rate", str(RATE)) as stub, \
                 Tollgate(stub.url,
-                         exit={"starts_per_second": RATE, "max_in_flight": 10},
+                         exit={"starts_per_second": RATE, "max_in_flight": 10,
+                               "spacing_margin_us": tgtest.DOOR_MARGIN_US},
                          provider={"reuse_connections": "true" if reuse else "false"},
                          admission={"enabled": "false"}) as tg:
             tg.start("serve")
