@@ -25,7 +25,7 @@
         "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
-        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, "\
+        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
         "refund_reason, metadata"
 #define OP_NCOLS 29
 
@@ -144,7 +144,7 @@ int store_mysql_sample_put(struct store *store, const struct exit_sample *sample
                            tg_wall_ms keep_after);
 int store_mysql_sample_last(struct store *store, struct exit_sample *ret_sample);
 int store_mysql_refusals_add(struct store *store, tg_wall_ms second, unsigned n,
-                              tg_wall_ms keep_after);
+                             tg_wall_ms keep_after);
 
 /* store_mysql_life.c: counters and the prune (store_backend.h) */
 int store_mysql_counter_add(struct store *store, enum store_counter counter, int64_t delta);

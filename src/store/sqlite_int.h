@@ -156,7 +156,7 @@ int store_sqlite_sample_put(struct store *store, const struct exit_sample *sampl
                             tg_wall_ms keep_after);
 int store_sqlite_sample_last(struct store *store, struct exit_sample *ret_sample);
 int store_sqlite_refusals_add(struct store *store, tg_wall_ms second, unsigned n,
-                               tg_wall_ms keep_after);
+                              tg_wall_ms keep_after);
 
 /* store_sqlite_life.c: counters, prune, moved, backup (store_backend.h) */
 int store_sqlite_counter_add(struct store *store, enum store_counter counter, int64_t delta);

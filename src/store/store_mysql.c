@@ -289,9 +289,9 @@ static const struct migration migrations[] = {
     /* 10: the refund's optional reason and metadata (a JSON object, keys
      * sorted), part of the request payload like payment_id; UTF-8 bytes */
     {10, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS refund_reason VARBINARY(200) NOT NULL "
-        "DEFAULT ''"},
+         "DEFAULT ''"},
     {10, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS metadata VARBINARY(1024) NOT NULL "
-        "DEFAULT ''"},
+         "DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 #define SCHEMA_VERSION  10
