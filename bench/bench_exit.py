@@ -11,7 +11,8 @@ dispatcher(s), lets them drain, and reads the call log:
                   allows: 1/rate + exit.spacing_margin_us): how late each
                   start was against the earliest moment allowed
   achieved rate   (n - 1) / (last start - first start), against the configured
-  CPU per start   the dispatcher's user+system CPU / starts
+  CPU per start   the dispatcher's user+system CPU / starts, once its first
+                  calls are out (the start-up's CPU is printed beside it)
   RSS             the dispatcher's peak resident set (VmHWM)
 
 --margins lists exit.spacing_margin_us values to run (the default's cost
@@ -31,6 +32,7 @@ import argparse
 import math
 import os
 import sqlite3
+import collections
 import statistics
 import sys
 import time
@@ -88,15 +90,16 @@ def store_for(mysql):
     return "%s_bx_%d_%d" % (mysql, os.getpid(), next(_serial))
 
 
-def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None):
+def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None, skew_ms=None):
     n = max(20, int(rate * seconds))
     tls, profile = MODES[mode]
     in_flight = max(10, 2 * shares)
     with tgtest.start_stub("--mode", "fast", "--max-records", str(4 * n + 100),
                            tls=tls, profile=profile) as stub, \
             Tollgate(stub.url, store_url=store_for(mysql), tls=tls, profile=profile,
-                     exit={"starts_per_second": rate, "max_in_flight": in_flight,
-                           "spacing_margin_us": margin_us, "shares": shares},
+                     exit=dict({"starts_per_second": rate, "max_in_flight": in_flight,
+                                "spacing_margin_us": margin_us, "shares": shares},
+                               **({} if skew_ms is None else {"clock_skew_ms": skew_ms})),
                      retry={"deadline_s": 86400}, admission={"enabled": "false"}) as tg:
         tg.start("api")
         for i in range(n):
@@ -106,7 +109,7 @@ def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None):
             bulk_pending(tg.db, big, int(time.time() * 1000))
         ds = [tg.start("dispatch", wait_api=False) for _ in range(shares)]
         t0 = time.monotonic()
-        seen = {"n": 0, "seq": 0}
+        seen = {"n": 0, "seq": 0, "base": None}
 
         def arrived():
             # the stub's record, read from where the last look stopped: the
@@ -115,6 +118,11 @@ def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None):
             if new:
                 seen["n"] += len(new)
                 seen["seq"] = new[-1]["seq"]
+                if seen["base"] is None:
+                    # the dispatchers' CPU once the first calls are out:
+                    # what starting up cost (libraries, store, takeover)
+                    # is not a start's
+                    seen["base"] = (sum(proc_stat(d.pid)[0] for d in ds), seen["n"])
             return seen["n"] >= n
         tgtest.wait_until(arrived, timeout=seconds * 4 + 60, interval=0.5,
                           what="backlog drained")
@@ -130,7 +138,9 @@ def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None):
         achieved = (len(s) - 1) / ((s[-1] - s[0]) / 1e9)
         print("rate %g/s, %s, %s, margin %d us%s, %d starts%s"
               % (rate, mode, "MariaDB" if mysql else "SQLite FULL", margin_us,
-                 ", %d shares" % shares if shares > 1 else "", len(s),
+                 ", %d shares%s" % (shares, "" if skew_ms is None else
+                                    ", clock_skew_ms %d" % skew_ms) if shares > 1 else "",
+                 len(s),
                  ", +%d pending rows" % big if big else ""))
         if shares == 1:
             print("  slot lateness ms  p50 %.3f  p99 %.3f  max %.3f"
@@ -138,8 +148,26 @@ def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None):
         print("  min gap %.3f ms (1/rate %.3f ms)"
               % (min(b - a for a, b in zip(s, s[1:])) / 1e6, 1e3 / rate))
         print("  achieved %.3f/s = %.4f of configured" % (achieved, achieved / rate))
-        print("  dispatcher CPU %.3f s over %.1f s: %.1f us per start; peak RSS %d KiB"
-              % (cpu, wall, cpu / len(s) * 1e6, hwm))
+        if shares > 1:
+            # while every share sends: the shares join one by one (each new
+            # owner waits out a takeover first), so the merged rate above
+            # includes a start-up in which fewer shares send
+            by = collections.defaultdict(list)
+            for c in calls:
+                by[c["epoch"]].append(c["start_mono_ns"])
+            lo = max(v[0] for v in by.values())
+            hi = min(v[-1] for v in by.values())
+            w = [t for t in s if lo <= t <= hi]
+            if len(by) == shares and len(w) > 2:
+                both = (len(w) - 1) / ((w[-1] - w[0]) / 1e9)
+                print("  achieved while all %d shares send: %.3f/s = %.4f of configured "
+                      "(%d starts; the shares' first starts %.2f s apart)"
+                      % (shares, both, both / rate, len(w),
+                         (lo - min(v[0] for v in by.values())) / 1e9))
+        base_cpu, base_n = seen["base"]
+        print("  dispatcher CPU %.3f s over %.1f s (%.3f s of it before its first calls "
+              "were out); running: %.1f us per start; peak RSS %d KiB"
+              % (cpu, wall, base_cpu, (cpu - base_cpu) / max(1, n - base_n) * 1e6, hwm))
         print("  in-flight max %d, mean latency %.2f ms"
               % (max(c["in_flight"] for c in calls),
                  statistics.mean(c["latency_ms"] or 0 for c in calls)))
@@ -170,6 +198,8 @@ def main():
     ap.add_argument("--margins", default="1000",
                     help="comma list of exit.spacing_margin_us values")
     ap.add_argument("--shares", default="1", help="comma list of exit.shares values")
+    ap.add_argument("--clock-skew", type=int, default=None,
+                    help="exit.clock_skew_ms for --shares > 1 (default: the config's, 1)")
     ap.add_argument("--mysql", default=None,
                     help="a MariaDB url (a fresh database per run is made under it)")
     ap.add_argument("--idle", type=float, default=0,
@@ -184,7 +214,7 @@ def main():
         for mode in a.tls.split(","):
             for m in a.margins.split(","):
                 for sh in a.shares.split(","):
-                    run(float(r), a.seconds, 0, mode, int(m), int(sh), a.mysql)
+                    run(float(r), a.seconds, 0, mode, int(m), int(sh), a.mysql, a.clock_skew)
         if a.big_backlog:
             run(float(r), a.seconds, a.big_backlog, margin_us=int(a.margins.split(",")[0]))
     if a.idle:
