@@ -142,9 +142,15 @@ class StoreFaultsTest(unittest.TestCase):
             p = tg.start("serve", env=disk.env())
             answers, stop = [], threading.Event()
             accepted = set()
+            # the first four go in on a good disk; the rest only once it is
+            # failing, so that intake meets the failing disk (a client that
+            # had sent all twelve before it failed would never see a 503)
+            failing = threading.Event()
 
             def client():
-                for op in ops:
+                for i, op in enumerate(ops):
+                    if i == 4:
+                        failing.wait(60)
                     if submit_until_accepted(tg, op, answers, stop):
                         accepted.add(op)
             t = threading.Thread(target=client, daemon=True)
@@ -155,6 +161,7 @@ class StoreFaultsTest(unittest.TestCase):
                 disk.fail("ioerr")
                 tgtest.wait_until(lambda: disk.counts()[1] >= 5, timeout=20,
                                   what="writes failing")
+                failing.set()
                 tgtest.wait_until(lambda: any(a[1] == 503 for a in answers), timeout=20,
                                   what="an intake refused")
                 self.assertIsNone(p.poll(), "the process died on a failing disk:\n"
@@ -176,6 +183,7 @@ class StoreFaultsTest(unittest.TestCase):
                                     or log_events(p, "claim_failed"), "the exit never paused")
             finally:
                 stop.set()
+                failing.set()
             refused = [a for a in answers if a[1] not in (200, 202, "conn")]
             self.assertTrue(refused)
             for a in refused:
