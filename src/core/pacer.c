@@ -164,6 +164,18 @@ tg_mono_ns pacer_start_at(const struct pacer *pacer, tg_mono_ns now)
         return now - point <= pacer->grid_late ? now : point + pacer->grid_period;
 }
 
+tg_mono_ns pacer_window_end(const struct pacer *pacer, tg_mono_ns at)
+{
+        tg_mono_ns point;
+
+        if (pacer->grid_period <= 0 || at == TG_MONO_NEVER || at == INT64_MIN)
+                return 0;
+        point = pacer_align(pacer, at);
+        if (point != at)
+                point -= pacer->grid_period;
+        return add_sat(point, pacer->grid_late);
+}
+
 tg_mono_ns pacer_next_slot(const struct pacer *pacer)
 {
         if (pacer->mode == PACER_PROBE_OUT || pacer->pending)
@@ -283,6 +295,11 @@ void pacer_probe_done(struct pacer *pacer, bool healthy)
                 pacer->mode = PACER_HELD;
         }
         pacer->rehold = false;
+}
+
+tg_mono_ns pacer_hold_until(const struct pacer *pacer)
+{
+        return pacer->mode == PACER_NORMAL ? INT64_MIN : pacer->hold_until;
 }
 
 bool pacer_held(const struct pacer *pacer, tg_mono_ns now)

@@ -108,6 +108,13 @@ tg_mono_ns pacer_align(const struct pacer *pacer, tg_mono_ns t);
  * still use, else its next point). TG_MONO_NEVER while none may. */
 tg_mono_ns pacer_start_at(const struct pacer *pacer, tg_mono_ns now);
 
+/* With a grid: the last moment a start meant for `at` (a value of
+ * pacer_start_at()) may still go on the wire, its point's window end (the
+ * point at or before `at` plus `late`); past it the start would come too
+ * close to another share's point and must not go at all. 0 without a grid
+ * (any time will do: the next slot counts from the real start). */
+tg_mono_ns pacer_window_end(const struct pacer *pacer, tg_mono_ns at);
+
 /* Holds every start until `until` (a later hold extends, an earlier one is
  * ignored); the first start after it is a probe. */
 void pacer_hold(struct pacer *pacer, tg_mono_ns until);
@@ -119,5 +126,8 @@ void pacer_probe_done(struct pacer *pacer, bool healthy);
 
 /* True while a hold or its probe phase is in force. */
 bool pacer_held(const struct pacer *pacer, tg_mono_ns now);
+
+/* The end of the hold in force (INT64_MIN when not held). */
+tg_mono_ns pacer_hold_until(const struct pacer *pacer);
 
 #endif

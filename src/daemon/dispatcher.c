@@ -91,10 +91,16 @@ struct open_call {
 #define LEAD_MARGIN  (100 * TG_NS_PER_US)
 #define LEAD_INITIAL (1 * TG_NS_PER_MS)
 #define LEAD_MAX     (5 * TG_NS_PER_MS)
+/* Shares: a request ready after its window sends nothing (it would come too
+ * close to another share's), so the lead follows slower connects further:
+ * a longer hold in the hook costs loop time, a window missed costs a start. */
+#define LEAD_MAX_SHARES (50 * TG_NS_PER_MS)
 
 /* Shares: a start may go up to this long after its point of the grid (a
  * tenth of the account's spacing at most); the grid's step includes it. */
 #define GRID_LATE_MAX (1 * TG_NS_PER_MS)
+/* Shares: two clock reads this close in time give the grid's offset. */
+#define GRID_READ_CLOSE (20 * TG_NS_PER_US)
 
 /* Claims are committed ahead of their slots (record before send does not
  * require recording at the slot): READY_MAX at most, one transaction for
@@ -178,8 +184,8 @@ static tg_mono_ns lead(const struct dispatcher *d)
                 if (d->connects[i] > l)
                         l = d->connects[i];
         l += LEAD_MARGIN;
-        if (l > LEAD_MAX)
-                l = LEAD_MAX;
+        if (l > (d->own.split.shares > 1 ? LEAD_MAX_SHARES : LEAD_MAX))
+                l = d->own.split.shares > 1 ? LEAD_MAX_SHARES : LEAD_MAX;
         if (l > pacer_interval(d->pacer) / 2)
                 l = pacer_interval(d->pacer) / 2;
         return l;
@@ -223,6 +229,8 @@ static struct open_call *free_slot(struct dispatcher *d)
 }
 
 static void release_ready(struct dispatcher *d, const char *why, tg_mono_ns now, tg_wall_ms wall);
+static void release_claim(struct dispatcher *d, const struct open_call *rc, const char *why,
+                          tg_mono_ns now, tg_wall_ms wall);
 
 /* ---- what a call says about the account ------------------------------------- */
 
@@ -298,16 +306,17 @@ static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg
                 pacer_sent(d->pacer, PLANT_HANDOFF_SPACING ? oc->handoff.mono : at);
                 if (query)
                         pacer_sent(d->query_pacer, at);
-                if (ready >= oc->handoff.mono) {
-                        d->connects[d->connect_next] = ready - oc->handoff.mono;
-                        d->connect_next = (d->connect_next + 1) % LEAD_SAMPLES;
-                        if (d->nconnects < LEAD_SAMPLES)
-                                d->nconnects++;
-                }
         } else {
                 pacer_unsent(d->pacer);
                 if (query)
                         pacer_unsent(d->query_pacer);
+        }
+        /* a connect teaches the lead, also one that came too late to send */
+        if (ready > 0 && ready >= oc->handoff.mono) {
+                d->connects[d->connect_next] = ready - oc->handoff.mono;
+                d->connect_next = (d->connect_next + 1) % LEAD_SAMPLES;
+                if (d->nconnects < LEAD_SAMPLES)
+                        d->nconnects++;
         }
         /* stats: lateness is the wire start (else the hand-off) after the
          * earliest moment it could have been */
@@ -478,6 +487,25 @@ static void retry_unsettled(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wal
                 log_emit(LOG_INFO, "exit_resumed_store", NULL);
 }
 
+/* Shares: the call's connection was ready after its window closed, and
+ * nothing was sent (the transport refused it in the pre-request hook): the
+ * claim goes back as one made ahead and never sent would, no attempt spent,
+ * no hold (the provider is fine; our connect was slow). The operation is
+ * claimed again for a later point. */
+static void release_late(struct dispatcher *d, struct open_call *oc, tg_mono_ns now,
+                         tg_wall_ms wall)
+{
+        release_claim(d, oc, "late for its window", now, wall);
+        if (!(PLANT_RETRY_SKIPS_PACER && oc->unpaced))
+                pacer_finish(d->pacer);
+        /* a probe that never went: still held, the next point probes */
+        if (oc->probe)
+                pacer_probe_done(d->pacer, false);
+        if (d->query_pacer && oc->request == CLASSIFY_QUERY)
+                pacer_finish(d->query_pacer);
+        oc->used = false;
+}
+
 static void settle_finished(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
         struct transport_result res;
@@ -485,7 +513,9 @@ static void settle_finished(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wal
         process_sent(d);
         while (d->env->next_done(d->env->ctx, &res) == 0) {
                 struct open_call *oc = find_call(d, res.cookie);
-                if (oc)
+                if (oc && res.failure == TRANSPORT_LATE)
+                        release_late(d, oc, now, wall);
+                else if (oc)
                         settle_call(d, oc, &res, now, wall);
         }
 }
@@ -686,7 +716,20 @@ static void set_grid(struct dispatcher *d)
 
         if (n <= 1 || d->grid_step <= 0)
                 return;
-        offset = d->env->wall_ns(d->env->ctx) - d->env->mono_now(d->env->ctx);
+        /* the two clocks read close together: a read cut by preemption
+         * would move this share's points by as much (up to three tries,
+         * the closest pair kept) */
+        int64_t best = INT64_MAX;
+        offset = 0;
+        for (int i = 0; i < 3 && best > GRID_READ_CLOSE; i++) {
+                tg_mono_ns m0 = d->env->mono_now(d->env->ctx);
+                int64_t w = d->env->wall_ns(d->env->ctx);
+                tg_mono_ns m1 = d->env->mono_now(d->env->ctx);
+                if (m1 - m0 < best) {
+                        best = m1 - m0;
+                        offset = w - (m0 + (m1 - m0) / 2);
+                }
+        }
         tg_mono_ns period = (tg_mono_ns)n * d->grid_step;
         tg_mono_ns phase_wall = (tg_mono_ns)d->own.share * d->grid_step;
         pacer_set_grid(d->pacer, period, (phase_wall - offset % period) % period, d->grid_late);
@@ -709,12 +752,17 @@ static bool account_held(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
  * INT64_MIN, nothing yet, is now). */
 static tg_mono_ns handoff_time(const struct dispatcher *d, tg_mono_ns slot)
 {
-        /* after a hold the probe is handed over at its slot: not even its
-         * connect (a TLS handshake the provider sees) comes before the hold
-         * has passed */
-        tg_mono_ns l = pacer_held(d->pacer, slot) ? 0 : lead(d);
+        /* after a hold the probe is handed over `lead` ahead of its slot
+         * too, but never before the hold's end: not even its connect (a TLS
+         * handshake the provider sees) comes before the hold has passed */
+        tg_mono_ns l = lead(d);
+        tg_mono_ns h = slot < INT64_MIN + l ? INT64_MIN : slot - l;
 
-        return slot < INT64_MIN + l ? INT64_MIN : slot - l;
+        /* (with shares the probe's point may come a little after the
+         * hold's end: the connect fits in between) */
+        if (pacer_held(d->pacer, slot) && h < pacer_hold_until(d->pacer))
+                h = pacer_hold_until(d->pacer);
+        return h;
 }
 
 static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
@@ -759,9 +807,12 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         }
         d->claim_failures = 0;
         d->idle_step = IDLE_RECHECK_NS;
-        if (!owner_fresh(d, d->env->mono_now(d->env->ctx))) {
+        tg_mono_ns after = d->env->mono_now(d->env->ctx);
+        tg_mono_ns window_end = unpaced ? 0 : pacer_window_end(d->pacer, at);
+        if (!owner_fresh(d, after) || (window_end > 0 && after > window_end)) {
                 /* the claim took long enough for the owner check to go
-                 * stale: it waits at the head of the queue for the next */
+                 * stale, or (shares) for this point's window to close: it
+                 * waits at the head of the queue for the next */
                 memmove(&d->ready[1], &d->ready[0], sizeof(d->ready[0]) * d->nready);
                 d->ready[0] = *oc;
                 d->nready++;
@@ -792,6 +843,7 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
             .timeout_ms = exit_call_timeout_ms(d->cfg->provider_timeout_ms, &oc->op, wall),
             .cookie = oc->cookie,
             .not_before = at,
+            .not_after = window_end,
             .traceparent = traceparent,
         };
         oc->planned = at;

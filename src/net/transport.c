@@ -69,8 +69,9 @@ struct call {
         enum classify_request request;
         unsigned prereq_count;
         bool second_send;
+        bool late;     /* ready after not_after: refused in the hook, nothing sent */
         bool reported; /* its transport_sent report is queued */
-        tg_mono_ns started, ready_mono, sent_mono, not_before;
+        tg_mono_ns started, ready_mono, sent_mono, not_before, not_after;
         size_t max_response;
         struct creds *creds;
         struct tls_watch *watch;
@@ -123,6 +124,7 @@ static const char *const failure_names[TRANSPORT_FAILURE_COUNT] = {
     [TRANSPORT_TIMEOUT] = "timeout",
     [TRANSPORT_RESET] = "reset",
     [TRANSPORT_OTHER] = "other",
+    [TRANSPORT_LATE] = "late",
 };
 
 const char *transport_failure_name(enum transport_failure f)
@@ -544,7 +546,9 @@ static void report_sent(struct transport *t, struct call *c)
  * the connect and any TLS handshake). The second time for the same handle
  * would be libcurl re-sending on its own: refuse it (the call then ends as
  * sent-without-answer: unknown). The first time, the request is held until
- * its slot: it never goes on the wire earlier than not_before. */
+ * its slot: it never goes on the wire earlier than not_before; nor later
+ * than not_after (a share's window): a connection ready after that sends
+ * nothing (refused here, the call ends not sent, TRANSPORT_LATE). */
 static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primary_port,
                      int local_port)
 {
@@ -559,10 +563,22 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
                 return CURL_PREREQFUNC_ABORT;
         }
         c->ready_mono = clock_mono_now();
+        if (c->not_after > 0 && c->ready_mono > c->not_after) {
+                c->late = true;
+                report_sent(c->t, c);
+                return CURL_PREREQFUNC_ABORT;
+        }
         tg_mono_ns wait = c->not_before - c->ready_mono;
         if (c->not_before > 0 && wait > 0)
                 clock_wait_until(c->ready_mono + (wait < MAX_HOLD_NS ? wait : MAX_HOLD_NS));
-        c->sent_mono = clock_mono_now();
+        tg_mono_ns now = clock_mono_now();
+        if (c->not_after > 0 && now > c->not_after) {
+                /* the process was away past the window while it held */
+                c->late = true;
+                report_sent(c->t, c);
+                return CURL_PREREQFUNC_ABORT;
+        }
+        c->sent_mono = now;
         report_sent(c->t, c);
         return CURL_PREREQFUNC_OK;
 }
@@ -783,6 +799,7 @@ int transport_start(struct transport *t, const struct transport_call *call)
         c->cookie = call->cookie;
         c->request = call->request;
         c->not_before = call->not_before;
+        c->not_after = call->not_after;
         c->max_response = t->max_response_bytes;
         c->creds = t->creds;
         c->creds->refs++;
@@ -876,7 +893,7 @@ static void failed_call(const struct call *c, CURLcode code, enum tg_transport_r
 
         if (!c->sent_mono) {
                 *ret_tr = TG_TR_NOT_SENT; /* never got as far as sending */
-                *ret_failure = not_sent_failure(c, code);
+                *ret_failure = c->late ? TRANSPORT_LATE : not_sent_failure(c, code);
                 return;
         }
         /* TLS 1.3: the provider refused our certificate after we wrote the
@@ -945,6 +962,7 @@ static void finish_call(struct transport *t, struct call *c, CURLcode code)
                 int n = snprintf(text, sizeof(text), "%s%s%s", words,
                                  c->too_big       ? " (response body over the bound)"
                                  : c->second_send ? " (second send refused)"
+                                 : c->late        ? " (connected after its window: not sent)"
                                                   : "",
                                  res->failure == TRANSPORT_TLS_CLIENT_CERT && c->sent_mono
                                      ? " (the provider refused our client certificate)"

@@ -124,6 +124,11 @@ struct transport_call {
          * request until then (0: no hold). The caller hands a call over a
          * little ahead of its slot so that the connect is done by then. */
         tg_mono_ns not_before;
+        /* Shares: the request may not go on the wire after this monotonic
+         * time either (its window on the account's grid closes); a
+         * connection ready later sends nothing and the call ends not sent,
+         * TRANSPORT_LATE (0: no limit). */
+        tg_mono_ns not_after;
 };
 
 /* Hands the request to libcurl now. Strings are copied. 0, TG_EFULL (max_open
@@ -149,11 +154,12 @@ enum transport_failure {
         TRANSPORT_TIMEOUT,         /* sent, no full answer in time */
         TRANSPORT_RESET,           /* sent, the connection ended before a full answer */
         TRANSPORT_OTHER,
+        TRANSPORT_LATE, /* connected after not_after: nothing sent, the call may go again */
 };
-#define TRANSPORT_FAILURE_COUNT 11
+#define TRANSPORT_FAILURE_COUNT 12
 
 /* "ok", "dns", "refused", "connect_timeout", "tls_timeout", "tls_verify",
- * "tls_client_certificate", "tls_handshake", "timeout", "reset", "other". */
+ * "tls_client_certificate", "tls_handshake", "timeout", "reset", "other", "late". */
 const char *transport_failure_name(enum transport_failure failure);
 
 /* Room for the Retry-After values of one answer: a provider may send more

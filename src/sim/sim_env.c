@@ -219,7 +219,17 @@ static int e_start(void *ctx, const struct transport_call *call, struct exit_han
          * from the hand-off and ends a hold that outlasts it */
         tg_mono_ns ready = now + c->answer.connect;
         tg_mono_ns wire = ready > call->not_before ? ready : call->not_before;
-        if (c->answer.refused || wire >= now + c->timeout) {
+        if (call->not_after > 0 && ready > call->not_after && !c->answer.refused &&
+            ready < now + c->timeout) {
+                /* ready after its window (shares): the hook refuses it */
+                c->done_at = ready;
+                c->result.reply.transport = TG_TR_NOT_SENT;
+                c->result.failure = TRANSPORT_LATE;
+                c->result.ready_mono = ready;
+                c->result.latency_us = (c->done_at - now) / 1000;
+                snprintf(c->result.error, sizeof(c->result.error), "%s",
+                         "connected after its window: not sent");
+        } else if (c->answer.refused || wire >= now + c->timeout) {
                 c->done_at = c->answer.refused ? ready : now + c->timeout;
                 c->result.reply.transport = TG_TR_NOT_SENT;
                 c->result.failure =

@@ -345,6 +345,17 @@ static void unavailable_once(struct fake *f, const struct transport_call *call,
         }
 }
 
+/* The first call: 503 with Retry-After 2 s; the next two (the probes)
+ * connect in 5 ms, longer than the lead the fast calls taught; everything
+ * else fast. */
+static void unavailable_then_slow_probe(struct fake *f, const struct transport_call *call,
+                                        struct sim_answer *a)
+{
+        unavailable_once(f, call, a);
+        if (answered(f) == 1 || answered(f) == 2)
+                a->connect = 5 * MS;
+}
+
 /* The first call: 503 without Retry-After (a 1 s hold); everything else fast. */
 static void unavailable_once_bare(struct fake *f, const struct transport_call *call,
                                   struct sim_answer *a)
@@ -414,6 +425,18 @@ static void slow_connects(struct fake *f, const struct transport_call *call, str
 {
         fast(f, call, a);
         a->connect = (40 + (tg_mono_ns)(answered(f) * 7 % 31)) * MS;
+}
+
+/* Connects mostly fast, and now and then one slower than any before it
+ * (2, 4, 6, ... ms): the lead learned from the last ones is too short for
+ * it. */
+static void jumping_connects(struct fake *f, const struct transport_call *call,
+                             struct sim_answer *a)
+{
+        unsigned n = answered(f);
+
+        fast(f, call, a);
+        a->connect = n % 7 == 6 ? (tg_mono_ns)(2 + 2 * (n / 7 % 5)) * MS : 300 * TG_NS_PER_US;
 }
 
 /* Every POST times out; queries say processing, through connects that
@@ -501,6 +524,54 @@ static void test_wire_spacing_with_slow_connects(void **state)
         run_until_settled(x, 60 * TG_NS_PER_S);
         assert_int_equal(count_state(x, OP_SUCCEEDED), 20);
         check_spacing(&x->fake, 20.0, 10);
+}
+
+/* Shares: a share's request goes on the wire inside its window of the
+ * account's grid (its point, up to the late budget after it) or not at all,
+ * also when its connect outlasts the lead: the request is refused in the
+ * pre-request hook, its claim goes back with no attempt spent, and the
+ * refund goes at a later point. The other share's points lie a step away, so
+ * this is what keeps two shares' starts 1/rate apart at the provider. */
+static void test_shares_send_only_in_their_windows(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct op_record op;
+        /* 50/s, no margin, no skew: step = 20 ms + the late budget (1 ms) */
+        tg_mono_ns late = 1 * MS, period = 2 * (20 * MS + late), first = -1;
+        unsigned sent = 0, refused = 0;
+
+        x->cfg.exit.starts_per_second = 50;
+        x->cfg.exit.spacing_margin_ns = 0;
+        x->cfg.exit_clock_skew_ms = 0;
+        x->cfg.exit_shares = 2;
+        open_dispatcher(x, jumping_connects);
+        accept_n(x, 40, "win");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 40);
+        for (unsigned i = 0; i < n_starts(f); i++) {
+                const struct sim_start *st = &f->starts[i];
+                if (!st->sent) {
+                        refused++;
+                        continue;
+                }
+                sent++;
+                if (first < 0)
+                        first = st->at;
+                tg_mono_ns off = (st->at - first) % period;
+                if (off > late && off < period - late)
+                        fail_msg("start %u on the wire %lld us after its window's point", i,
+                                 (long long)(off / 1000));
+        }
+        /* every refund once on the wire; the slow connects were refused */
+        assert_int_equal(sent, 40);
+        assert_true(refused >= 2);
+        for (unsigned i = 0; i < 40; i++) {
+                char id[32];
+                snprintf(id, sizeof(id), "win-%03u", i);
+                assert_int_equal(store_get(x->fake.store, id, &op), 0);
+                assert_int_equal(op.attempts, 1);
+        }
 }
 
 /* The next claim is committed ahead of its slot: right after a start, the
@@ -709,6 +780,64 @@ static void test_503_holds_the_exit(void **state)
         /* the probe had the exit to itself until it answered */
         assert_true(f->starts[2].at >= f->starts[1].at + 80 * MS);
         check_spacing(f, 5.0, 10);
+}
+
+/* Shares: the probe after a hold whose connect comes after its window sends
+ * nothing; the exit is still held and probes again at a later point (once
+ * a late probe left the exit waiting for an answer that never came). */
+static void test_share_probe_late_for_its_window(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        unsigned sent = 0;
+
+        x->cfg.exit_shares = 2;
+        open_dispatcher(x, unavailable_then_slow_probe);
+        accept_n(x, 6, "lprobe");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 6);
+        assert_false(f->starts[1].sent); /* the probe, late */
+        /* the next probe, handed over earlier by the connect the late one
+         * taught, goes on the wire */
+        assert_true(f->starts[2].sent);
+        assert_true(f->starts[2].handoff <= f->starts[2].at - 5 * MS);
+        /* nothing on the wire until the hold is over, then one probe alone */
+        for (unsigned i = 1; i < n_starts(f); i++) {
+                if (!f->starts[i].sent)
+                        continue;
+                if (sent++ == 0) {
+                        assert_true(f->starts[i].at >= f->starts[0].at + 80 * MS + 2000 * MS);
+                        assert_true(i + 1 < n_starts(f));
+                        assert_true(f->starts[i + 1].at >= f->starts[i].at + 80 * MS);
+                }
+        }
+        assert_int_equal(sent, 6);
+}
+
+/* Shares: after a hold every claim made ahead went back, so the probe is
+ * claimed at its point; a claim that takes longer than the window (5 ms
+ * here, a slow MariaDB) waits for the next point instead of going out late
+ * and being refused at every point, for ever. */
+static void test_share_slow_claim_waits_for_the_next_point(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct store_fault_hooks h = {.after = slow_claims, .ctx = x};
+        unsigned refused = 0;
+
+        x->cfg.exit_shares = 2;
+        x->claim_ns = 5 * MS;
+        open_dispatcher(x, unavailable_once);
+        assert_int_equal(store_open(x->url, &x->peek), 0);
+        assert_int_equal(store_faults_wrap(x->fake.store, &h), 0);
+        accept_n(x, 6, "sclaim");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        store_close(x->peek);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 6);
+        for (unsigned i = 0; i < n_starts(f); i++)
+                refused += !f->starts[i].sent;
+        assert_int_equal(refused, 0);
+        assert_true(f->starts[1].at >= f->starts[0].at + 80 * MS + 2000 * MS);
 }
 
 /* "Retry-After: 99999999999": the exit holds for the cap, never for longer
@@ -1232,6 +1361,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_varying_connects, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_shares_send_only_in_their_windows, setup,
+                                            teardown),
             cmocka_unit_test_setup_teardown(test_claims_ahead_and_releases, setup, teardown),
             cmocka_unit_test_setup_teardown(test_idle_costs_nothing, setup, teardown),
             cmocka_unit_test_setup_teardown(test_due_after_an_outcome_is_on_time, setup, teardown),
@@ -1239,6 +1370,9 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_timeout_reconciled_with_same_key, setup, teardown),
             cmocka_unit_test_setup_teardown(test_reset_reconciled, setup, teardown),
             cmocka_unit_test_setup_teardown(test_503_holds_the_exit, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_share_probe_late_for_its_window, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_share_slow_claim_waits_for_the_next_point, setup,
+                                            teardown),
             cmocka_unit_test_setup_teardown(test_absurd_retry_after_capped, setup, teardown),
             cmocka_unit_test_setup_teardown(test_two_retry_afters_longer_counts, setup, teardown),
             cmocka_unit_test_setup_teardown(test_sustained_429_backs_off, setup, teardown),

@@ -803,8 +803,13 @@ static void test_grid_late_budget(void **state)
         assert_int_equal(pacer_start_at(a, 6 * g + 999 * 1000), 6 * g + 999 * 1000);
         assert_int_equal(pacer_start_at(a, 6 * g + late + 1), 8 * g);
         assert_int_equal(pacer_start_at(a, 9 * g), 10 * g);
+        /* the window of a start: its point plus the late budget */
+        assert_int_equal(pacer_window_end(a, 6 * g), 6 * g + late);
+        assert_int_equal(pacer_window_end(a, 6 * g + 999 * 1000), 6 * g + late);
+        assert_int_equal(pacer_window_end(a, 10 * g), 10 * g + late);
         /* without a grid: the slot, or now when it has passed */
         pacer_set_grid(a, 0, 0, 0);
+        assert_int_equal(pacer_window_end(a, 9 * g), 0);
         assert_int_equal(pacer_start_at(a, 5 * g), 4 * g + 700 * 1000 + pacer_interval(a));
         assert_int_equal(pacer_start_at(a, 9 * g), 9 * g);
         pacer_free(a);

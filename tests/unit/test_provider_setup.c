@@ -150,9 +150,12 @@ static struct refund_request refund(const char *id)
         return r;
 }
 
-/* One call through the environment, to its end. */
-static struct transport_result call_env(const struct exit_env *env, enum classify_request kind,
-                                        const struct refund_request *req, const char *refund_id)
+/* One call through the environment, to its end, not on the wire after
+ * not_after (0: any time). */
+static struct transport_result call_env_until(const struct exit_env *env,
+                                              enum classify_request kind,
+                                              const struct refund_request *req,
+                                              const char *refund_id, tg_mono_ns not_after)
 {
         struct transport_call tc = {.request = kind,
                                     .operation_id = req->operation_id,
@@ -161,7 +164,8 @@ static struct transport_result call_env(const struct exit_env *env, enum classif
                                     .request_id = "tg-1-1-0000",
                                     .attempt = 1,
                                     .timeout_ms = 3000,
-                                    .cookie = 7};
+                                    .cookie = 7,
+                                    .not_after = not_after};
         struct exit_handoff h;
         struct transport_result res;
         tg_mono_ns until = clock_mono_now() + 5 * TG_NS_PER_S;
@@ -172,6 +176,12 @@ static struct transport_result call_env(const struct exit_env *env, enum classif
                 env->poll(env->ctx, clock_mono_now() + 50 * TG_NS_PER_MS);
         }
         return res;
+}
+
+static struct transport_result call_env(const struct exit_env *env, enum classify_request kind,
+                                        const struct refund_request *req, const char *refund_id)
+{
+        return call_env_until(env, kind, req, refund_id, 0);
 }
 
 /* Our own HMAC of the default canonical string, for what arrived. */
@@ -375,6 +385,39 @@ static void test_every_retry_after_kept(void **state)
         exit_env_free(env);
 }
 
+/* Shares: a connection ready after the call's window sends nothing; the
+ * call ends not sent (late), its sent report says so with the moment the
+ * connection was ready, and the provider saw no request. A window still
+ * open sends as usual. */
+static void test_late_for_window_sends_nothing(void **state)
+{
+        struct fixture *fx = *state;
+        struct exit_env *env = NULL;
+        struct refund_request r = refund("op-late");
+        struct transport_result res;
+        struct transport_sent sent;
+        tg_mono_ns before = clock_mono_now();
+
+        assert_int_equal(exit_env_real(&fx->cfg, 4, NULL, &env), 0);
+        res = call_env_until(env, CLASSIFY_POST, &r, NULL, before);
+        assert_int_equal(res.failure, TRANSPORT_LATE);
+        assert_int_equal(res.reply.transport, TG_TR_NOT_SENT);
+        assert_false(res.sent);
+        assert_int_equal(res.sent_mono, 0);
+        assert_true(res.ready_mono > before);
+        assert_string_equal(transport_failure_name(res.failure), "late");
+        assert_int_equal(env->next_sent(env->ctx, &sent), 0);
+        assert_false(sent.sent);
+        assert_true(sent.ready_mono > before);
+        assert_int_equal(fx->seen.calls, 0);
+        /* a window open for a second: sent */
+        res = call_env_until(env, CLASSIFY_POST, &r, NULL, clock_mono_now() + TG_NS_PER_S);
+        assert_int_equal(res.failure, TRANSPORT_OK);
+        assert_true(res.sent);
+        assert_int_equal(fx->seen.calls, 1);
+        exit_env_free(env);
+}
+
 static void test_reload_without_env_function(void **state)
 {
         struct exit_env fake;
@@ -393,6 +436,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_no_credentials_no_call, setup, teardown),
             cmocka_unit_test_setup_teardown(test_mapping_end_to_end, setup, teardown),
             cmocka_unit_test_setup_teardown(test_every_retry_after_kept, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_late_for_window_sends_nothing, setup, teardown),
             cmocka_unit_test(test_reload_without_env_function),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
