@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #define MAX_CONNECTIONS 1024
 
 struct result {
@@ -52,20 +54,6 @@ struct xfer {
         bool retry_after;
         char body[256];
 };
-
-static double now_s(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static size_t sink(char *p, size_t size, size_t n, void *userdata)
-{
-        (void)p;
-        (void)userdata;
-        return size * n;
-}
 
 static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 {

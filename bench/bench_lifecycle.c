@@ -41,18 +41,12 @@
 #include "net/http_server.h"
 #include "store/store.h"
 
+#include "bench_util.h"
+
 #define T0      1600000000000LL /* history: long ago */
 #define SCRAPES 21
 
 static const long long sizes[] = {10, 100000, 1000000, 10000000};
-
-static double now_s(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void die(const char *what, int r)
 {

@@ -37,19 +37,13 @@
 #include "core/tg_error.h"
 #include "store/store.h"
 
+#include "bench_util.h"
+
 #define T0          1700000000000LL
 #define SAMPLE_MAX  1000 /* durable accepts measured through store_accept */
 #define SAMPLE_SECS 5.0
 #define LOOPS       1000 /* claim+settle pairs per backlog size */
 #define AGAIN_ROWS  100000
-
-static double now_s(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void die(const char *what, int r)
 {

@@ -34,19 +34,13 @@
 #include "core/tg_error.h"
 #include "store/store.h"
 
+#include "bench_util.h"
+
 #define T0          1700000000000LL
 #define DAY_MS      86400000LL
 #define SAMPLE      2000 /* accepts */
 #define LOOPS       2000 /* claim+settle pairs */
 #define LARGE_LOOPS 1000
-
-static double now_s(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void die(const char *what, int r)
 {

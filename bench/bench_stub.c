@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
+
 #define MAX_CLIENTS 4096
 
 struct xfer {
@@ -33,20 +35,6 @@ struct xfer {
         char body[256];
         char key_hdr[96];
 };
-
-static double now_s(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static size_t sink(char *p, size_t size, size_t n, void *userdata)
-{
-        (void)p;
-        (void)userdata;
-        return size * n;
-}
 
 /* A growing buffer for the few answers the bench reads. */
 struct buf {

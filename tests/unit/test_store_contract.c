@@ -29,6 +29,8 @@
 #ifdef TG_HAVE_MARIADB
 #include <mysql.h>
 #include <mysqld_error.h>
+
+#include "tgtest_mysql.h"
 #endif
 
 #include "core/tg_error.h"
@@ -1335,26 +1337,9 @@ static struct raw_result raw_sqlite(const char *sql)
 #ifdef TG_HAVE_MARIADB
 static struct raw_result raw_mysql(const char *sql)
 {
-        /* mysql://user:pass@host:port/db, as the fixture made it */
-        char user[64], pass[64], host[64], db[128];
-        unsigned port = 3306;
         struct raw_result res = {0};
-        const char *p = fx_url + strlen("mysql://");
-        const char *colon = strchr(p, ':'), *at = strrchr(p, '@'), *slash;
-        MYSQL *m = mysql_init(NULL);
+        MYSQL *m = tgtest_mysql_connect(fx_url); /* as the fixture made it */
 
-        assert_non_null(m);
-        assert_true(colon && at && colon < at);
-        snprintf(user, sizeof(user), "%.*s", (int)(colon - p), p);
-        snprintf(pass, sizeof(pass), "%.*s", (int)(at - colon - 1), colon + 1);
-        slash = strchr(at, '/');
-        assert_non_null(slash);
-        colon = memchr(at, ':', (size_t)(slash - at));
-        snprintf(host, sizeof(host), "%.*s", (int)((colon ? colon : slash) - at - 1), at + 1);
-        if (colon)
-                port = (unsigned)strtoul(colon + 1, NULL, 10);
-        snprintf(db, sizeof(db), "%s", slash + 1);
-        assert_non_null(mysql_real_connect(m, host, user, pass, db, port, NULL, 0));
         res.refused = mysql_query(m, sql) != 0;
         snprintf(res.message, sizeof(res.message), "%s", mysql_error(m));
         if (res.refused) /* SIGNAL SQLSTATE '45000': not a foreign key (1451) */

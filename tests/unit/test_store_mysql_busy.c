@@ -39,6 +39,8 @@
 #include <mysql.h>
 #include <mysqld_error.h>
 
+#include "tgtest_mysql.h"
+
 #define T0 1700000000000LL
 
 static char url[600];
@@ -50,31 +52,6 @@ static double now_s(void)
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A raw session on the test's database, as another application would
- * have: mysql://user:pass@host:port/db. */
-static MYSQL *raw_connect(void)
-{
-        char user[64], pass[64], host[64], db[128];
-        unsigned port = 3306;
-        const char *p = url + strlen("mysql://");
-        const char *colon = strchr(p, ':'), *at = strrchr(p, '@'), *slash;
-        MYSQL *m = mysql_init(NULL);
-
-        assert_non_null(m);
-        assert_true(colon && at && colon < at);
-        snprintf(user, sizeof(user), "%.*s", (int)(colon - p), p);
-        snprintf(pass, sizeof(pass), "%.*s", (int)(at - colon - 1), colon + 1);
-        slash = strchr(at, '/');
-        assert_non_null(slash);
-        colon = memchr(at, ':', (size_t)(slash - at));
-        snprintf(host, sizeof(host), "%.*s", (int)((colon ? colon : slash) - at - 1), at + 1);
-        if (colon)
-                port = (unsigned)strtoul(colon + 1, NULL, 10);
-        snprintf(db, sizeof(db), "%s", slash + 1);
-        assert_non_null(mysql_real_connect(m, host, user, pass, db, port, NULL, 0));
-        return m;
 }
 
 static void raw_ok(MYSQL *m, const char *sql)
@@ -154,7 +131,7 @@ static void fixture_open(struct fixture *f)
 static void fixture_check(struct fixture *f)
 {
         struct op_record op;
-        MYSQL *m = raw_connect();
+        MYSQL *m = tgtest_mysql_connect(url);
 
         assert_int_equal(store_get(f->s, "busy-1", &op), 0);
         assert_int_equal(op.state, OP_SUCCEEDED);
@@ -193,7 +170,7 @@ static void test_lock_wait_timeout_is_retried(void **state)
         /* the store's session waits 1 s per statement, then InnoDB says
          * ER_LOCK_WAIT_TIMEOUT */
         assert_int_equal(store_set_busy_timeout(f.s, 1000), 0);
-        other = raw_connect();
+        other = tgtest_mysql_connect(url);
         raw_ok(other, "START TRANSACTION");
         snprintf(sql, sizeof(sql), "SELECT id FROM operations WHERE id = %lld FOR UPDATE",
                  (long long)f.op.id);
@@ -222,8 +199,8 @@ static void test_deadlock_is_retried(void **state)
 
         (void)state;
         fixture_open(&f);
-        other = raw_connect();
-        watch = raw_connect();
+        other = tgtest_mysql_connect(url);
+        watch = tgtest_mysql_connect(url);
         raw_ok(other, "START TRANSACTION");
         /* heavy: InnoDB rolls back the transaction that changed fewer rows */
         for (int i = 0; i < 200; i++) {
