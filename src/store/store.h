@@ -492,10 +492,13 @@ struct exit_sample {
          * retry_wait, unknown) at `at`; TG_WALL_NEVER if none. Ignored by
          * store_sample_put(): the store reads it from the backlog itself. */
         tg_wall_ms oldest_open_accepted_at;
-        /* Operations in each state at `at`: the account's backlog (pending,
+        /* Operations in each state: the account's backlog (pending,
          * in_flight, retry_wait, unknown, manual; the final states are not
          * counted and read 0). Ignored by store_sample_put(): the store
-         * counts them itself, in the same statement. */
+         * counts them itself, in the same transaction, for every sample
+         * while the backlog is under 20,000; a larger one is counted again
+         * after a second per 20,000 rows (60 s at most: a million pending,
+         * every 50 s), and the samples in between carry the last counts. */
         unsigned backlog[OP_STATE_COUNT];
         /* Opaque text the writer keeps with the sample (the dispatcher's
          * cumulative counters as JSON); "" when none. NUL-terminated. Only

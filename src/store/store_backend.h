@@ -45,6 +45,12 @@ struct store {
          * keeps the lock itself (a file descriptor, a database session). */
         int64_t epoch;
         unsigned share;
+        /* The backlog of the last sample this handle wrote (store_sample_put):
+         * counted again while it is small, else when next_count comes (the
+         * count walks an index that grows with the backlog). */
+        unsigned backlog[OP_STATE_COUNT];
+        bool backlog_known;
+        int64_t backlog_next_count; /* monotonic ns */
 };
 
 /* ---- transactions ------------------------------------------------------- */

@@ -526,12 +526,6 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
 
 /* One index probe per open state, for the oldest open operation. */
 #define OLDEST_OF(state) "SELECT MIN(accepted_at) AS m FROM operations WHERE state = '" state "'"
-/* One index range per state, for the backlog of a sample. */
-#define BACKLOG_OF(state) "(SELECT COUNT(*) FROM operations WHERE state = '" state "')"
-#define BACKLOG_COUNTS                                                                             \
-        BACKLOG_OF("pending")                                                                      \
-        ", " BACKLOG_OF("in_flight") ", " BACKLOG_OF("retry_wait") ", " BACKLOG_OF(                \
-            "unknown") ", " BACKLOG_OF("manual")
 /* the open states (manual is not open for the exit) */
 #define OPEN_OLDEST                                                                                \
         OLDEST_OF("pending")                                                                       \
@@ -618,14 +612,17 @@ int store_mysql_sample_put(struct store *store, const struct exit_sample *x, tg_
         struct mysql_store *s = M(store);
         /* The oldest open operation is read here, in the same statement: one
          * index probe per open state (manual is not open for the exit). A
-         * sample with the same `at` and share is replaced. */
-        int r =
-            store_mysql_exec(s,
-                             "REPLACE INTO exit_samples (" SAMPLE_COLS ") "
-                             "SELECT %I, %I, %U, %U, %U, %U, %I, (SELECT MIN(m) FROM (" OPEN_OLDEST
-                             ") AS o), %L, %U, " BACKLOG_COUNTS,
-                             x->at, x->epoch, x->in_flight, x->starts, x->call_ends, x->op_closes,
-                             (int64_t)(x->held ? 1 : 0), x->figures, x->share);
+         * sample with the same `at` and share is replaced. The backlog is
+         * counted by store_sample_put(). */
+        int r = store_mysql_exec(
+            s,
+            "REPLACE INTO exit_samples (" SAMPLE_COLS ") "
+            "SELECT %I, %I, %U, %U, %U, %U, %I, (SELECT MIN(m) FROM (" OPEN_OLDEST
+            ") AS o), %L, %U, %U, %U, %U, %U, %U",
+            x->at, x->epoch, x->in_flight, x->starts, x->call_ends, x->op_closes,
+            (int64_t)(x->held ? 1 : 0), x->figures, x->share, x->backlog[OP_PENDING],
+            x->backlog[OP_IN_FLIGHT], x->backlog[OP_RETRY_WAIT], x->backlog[OP_UNKNOWN],
+            x->backlog[OP_MANUAL]);
 
         /* the figures of this share's samples of a minute ago: a range of the
          * primary key, so the cost does not grow with the table */

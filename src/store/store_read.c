@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/tg_error.h"
+#include "platform/clock.h"
 #include "store/store_backend.h"
 
 #define PAGE_ROWS 64 /* rows fetched per page */
@@ -267,26 +268,77 @@ int store_stats(struct store *store, struct store_stats *ret_stats)
         return r;
 }
 
+/* The backlog is counted again for every sample while it is small; a
+ * count walks an index entry per row, so a larger backlog is counted again
+ * only after one second per BACKLOG_ROWS_PER_S rows (BACKLOG_STALE_MAX_NS
+ * at most), and the samples in between carry the last counts: a million
+ * pending are counted every 50 s, and counting walks about 20,000 entries
+ * a second whatever the backlog (about a millisecond of SQLite's time). */
+#define BACKLOG_ROWS_PER_S   20000
+#define BACKLOG_STALE_MAX_NS (60 * TG_NS_PER_S)
+
 struct sample_put_ctx {
-        const struct exit_sample *sample;
+        struct exit_sample *sample;
         tg_wall_ms keep_after;
+        bool count;
 };
 
 static int sample_put_tx(struct store *s, void *ctx)
 {
+        static const enum op_state backlog[] = {OP_PENDING, OP_IN_FLIGHT, OP_RETRY_WAIT, OP_UNKNOWN,
+                                                OP_MANUAL};
         struct sample_put_ctx *c = ctx;
 
+        if (c->count) {
+                struct store_stats st;
+                int r = s->ops->stats(s, &st);
+                if (r < 0)
+                        return r;
+                memset(c->sample->backlog, 0, sizeof(c->sample->backlog));
+                for (size_t i = 0; i < sizeof(backlog) / sizeof(backlog[0]); i++)
+                        c->sample->backlog[backlog[i]] = (unsigned)st.by_state[backlog[i]];
+        }
         return s->ops->sample_put(s, c->sample, c->keep_after);
+}
+
+/* When the backlog of `rows` operations is counted next, counted at now. */
+static tg_mono_ns next_count(uint64_t rows, tg_mono_ns now)
+{
+        if (rows < BACKLOG_ROWS_PER_S)
+                return now;
+        if (rows >= (uint64_t)BACKLOG_ROWS_PER_S * (BACKLOG_STALE_MAX_NS / TG_NS_PER_S))
+                return now + BACKLOG_STALE_MAX_NS;
+        return now + (tg_mono_ns)(rows * (uint64_t)TG_NS_PER_S / BACKLOG_ROWS_PER_S);
 }
 
 int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after)
 {
-        struct sample_put_ctx c = {.sample = sample, .keep_after = keep_after};
+        struct sample_put_ctx c = {.keep_after = keep_after};
+        tg_mono_ns now;
+        int r;
 
         if (!store || !sample || !store_buf_ok(sample->figures, sizeof(sample->figures)))
                 return TG_EINVAL;
+        c.sample = malloc(sizeof(*c.sample));
+        if (!c.sample)
+                return TG_ENOMEM;
+        *c.sample = *sample;
+        now = clock_mono_now();
+        c.count = !store->backlog_known || now >= store->backlog_next_count;
+        if (!c.count)
+                memcpy(c.sample->backlog, store->backlog, sizeof(store->backlog));
         /* idempotent: a re-run replaces the same row and prunes nothing new */
-        return store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, sample_put_tx, &c);
+        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, sample_put_tx, &c);
+        if (r == 0 && c.count) {
+                uint64_t rows = 0;
+                for (int i = 0; i < OP_STATE_COUNT; i++)
+                        rows += c.sample->backlog[i];
+                memcpy(store->backlog, c.sample->backlog, sizeof(store->backlog));
+                store->backlog_known = true;
+                store->backlog_next_count = next_count(rows, now);
+        }
+        free(c.sample);
+        return r;
 }
 
 static int sample_last_tx(struct store *s, void *ctx)

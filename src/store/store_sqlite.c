@@ -331,12 +331,6 @@ static const char *const migrations[] = {
 /* clang-format on */
 /* One index probe per open state, for the oldest open operation. */
 #define OLDEST_OF(state) "SELECT min(accepted_at) AS m FROM operations WHERE state = '" state "'"
-/* One index range per state, for the backlog of a sample. */
-#define BACKLOG_OF(state) "(SELECT count(*) FROM operations WHERE state = '" state "')"
-#define BACKLOG_COUNTS                                                                             \
-        BACKLOG_OF("pending")                                                                      \
-        ", " BACKLOG_OF("in_flight") ", " BACKLOG_OF("retry_wait") ", " BACKLOG_OF(                \
-            "unknown") ", " BACKLOG_OF("manual")
 /* the open states (manual is not open for the exit) */
 #define OPEN_OLDEST                                                                                \
         OLDEST_OF("pending")                                                                       \
@@ -405,10 +399,11 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_AUDIT_INSERT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     /* The oldest open operation is read here, in the same statement: one
-     * index probe per open state (manual is not open for the exit). */
+     * index probe per open state (manual is not open for the exit). The
+     * backlog (?10..?14) is counted by store_sample_put(). */
     [ST_SAMPLE_PUT] = "INSERT OR REPLACE INTO exit_samples (" SAMPLE_COLS ") "
                       "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM (" OPEN_OLDEST
-                      ")), ?8, ?9, " BACKLOG_COUNTS,
+                      ")), ?8, ?9, ?10, ?11, ?12, ?13, ?14",
     [ST_SAMPLE_PRUNE] = "DELETE FROM exit_samples WHERE at < ?1",
     /* the figures of this share's samples of a minute ago: a range of the
      * primary key, so the cost does not grow with the table */

@@ -680,7 +680,12 @@ int store_sqlite_sample_put(struct store *store, const struct exit_sample *x, tg
             store_sqlite_bind_i64(st, 6, x->op_closes) ||
             store_sqlite_bind_i64(st, 7, x->held ? 1 : 0) ||
             store_sqlite_bind_text(st, 8, x->figures, sizeof(x->figures) - 1) ||
-            store_sqlite_bind_i64(st, 9, x->share)) {
+            store_sqlite_bind_i64(st, 9, x->share) ||
+            store_sqlite_bind_i64(st, 10, x->backlog[OP_PENDING]) ||
+            store_sqlite_bind_i64(st, 11, x->backlog[OP_IN_FLIGHT]) ||
+            store_sqlite_bind_i64(st, 12, x->backlog[OP_RETRY_WAIT]) ||
+            store_sqlite_bind_i64(st, 13, x->backlog[OP_UNKNOWN]) ||
+            store_sqlite_bind_i64(st, 14, x->backlog[OP_MANUAL])) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }

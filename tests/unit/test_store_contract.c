@@ -1783,6 +1783,53 @@ static int on_share_sample(const struct exit_sample *x, void *userdata)
         return 0;
 }
 
+/* A large backlog is counted less often: the count walks an index entry
+ * per row, so 30,000 pending are counted again only after 1.5 s, and the
+ * samples in between carry the last counts (a small backlog is counted for
+ * every sample: test_samples). */
+static void test_samples_large_backlog_counted_less_often(void **state)
+{
+        struct store *s = open_store();
+        struct exit_sample *got = calloc(1, sizeof(*got));
+        char sql[1024];
+
+        (void)state;
+        assert_non_null(got);
+        if (fx_is_sqlite)
+                snprintf(sql, sizeof(sql),
+                         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                         "WHERE i < 30000) INSERT INTO operations (operation_id, payment_id, "
+                         "amount, currency, state, attempt_limit, query_limit, accepted_at, "
+                         "deadline_at, updated_at, source) SELECT 'bulk-' || i, 'pay-' || i, "
+                         "1000, 'TWD', 'pending', 3, 20, %lld + i, %lld + i + 900000, %lld + i, "
+                         "'api' FROM n",
+                         T0, T0, T0);
+        else
+                snprintf(sql, sizeof(sql),
+                         "INSERT INTO operations (operation_id, payment_id, amount, currency, "
+                         "state, attempt_limit, query_limit, accepted_at, deadline_at, "
+                         "updated_at, source) SELECT CONCAT('bulk-', seq), CONCAT('pay-', seq), "
+                         "1000, 'TWD', 'pending', 3, 20, %lld + seq, %lld + seq + 900000, "
+                         "%lld + seq, 'api' FROM seq_1_to_30000",
+                         T0, T0, T0);
+        assert_false(raw(sql).refused);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 1000, 1), 0), 0);
+        assert_int_equal(store_last_sample(s, got), 0);
+        assert_int_equal(got->backlog[OP_PENDING], 30000);
+        /* one more: the next sample, at once, carries the last count */
+        accept_new(s, "one-more", T0 + 1500);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 2000, 1), 0), 0);
+        assert_int_equal(store_last_sample(s, got), 0);
+        assert_int_equal(got->backlog[OP_PENDING], 30000);
+        /* 1.5 s later it is counted again */
+        usleep(1600 * 1000);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 3000, 1), 0), 0);
+        assert_int_equal(store_last_sample(s, got), 0);
+        assert_int_equal(got->backlog[OP_PENDING], 30001);
+        free(got);
+        store_close(s);
+}
+
 static void test_samples_per_share(void **state)
 {
         struct store *s = open_store();
@@ -2734,6 +2781,8 @@ static void test_mysql_open_errors(void **state)
             cmocka_unit_test_setup_teardown(test_list_calls_since_limit, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_callbacks_may_reenter, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_samples, setup, teardown),                        \
+            cmocka_unit_test_setup_teardown(test_samples_large_backlog_counted_less_often, setup,  \
+                                            teardown),                                             \
             cmocka_unit_test_setup_teardown(test_samples_per_share, setup, teardown),              \
             cmocka_unit_test_setup_teardown(test_samples_figures_kept_a_minute, setup, teardown),  \
             cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),                       \
