@@ -18,6 +18,8 @@
 enum stmt_id {
         ST_BEGIN,
         ST_BEGIN_IMMEDIATE,
+        ST_SYNC_NORMAL,
+        ST_SYNC_FULL,
         ST_COMMIT,
         ST_ROLLBACK,
         ST_OP_BY_KEY,

@@ -61,7 +61,9 @@ enum store_tx {
         STORE_TX_OUTCOME, /* writes an outcome: may commit with weaker durability
                            * (SQLite synchronous=NORMAL): if a power loss takes it
                            * back, the operation is in_flight again and the next
-                           * owner reconciles it as unknown with the same key */
+                           * owner reconciles it as unknown with the same key.
+                           * Also the exit's samples: operational figures a power
+                           * loss may take the last second of */
 };
 
 enum {

@@ -327,8 +327,9 @@ int store_sample_put(struct store *store, const struct exit_sample *sample, tg_w
         c.count = !store->backlog_known || now >= store->backlog_next_count;
         if (!c.count)
                 memcpy(c.sample->backlog, store->backlog, sizeof(store->backlog));
-        /* idempotent: a re-run replaces the same row and prunes nothing new */
-        r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, sample_put_tx, &c);
+        /* idempotent: a re-run replaces the same row and prunes nothing new;
+         * figures, not history: no sync of its own (STORE_TX_OUTCOME) */
+        r = store->ops->tx(store, STORE_TX_OUTCOME, STORE_TX_RECHECKS, sample_put_tx, &c);
         if (r == 0 && c.count) {
                 uint64_t rows = 0;
                 for (int i = 0; i < OP_STATE_COUNT; i++)

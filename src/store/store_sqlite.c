@@ -342,6 +342,8 @@ static const char *const migrations[] = {
 static const char *const fixed_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN",
     [ST_BEGIN_IMMEDIATE] = "BEGIN IMMEDIATE",
+    [ST_SYNC_NORMAL] = "PRAGMA synchronous = NORMAL",
+    [ST_SYNC_FULL] = "PRAGMA synchronous = FULL",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_OP_BY_KEY] = "SELECT " OP_COLS " FROM operations WHERE operation_id = ?1",
@@ -615,8 +617,10 @@ static void rollback(struct sqlite_store *s)
  * in_flight again and the next owner reconciles it as unknown with the same
  * key (invariant 3 needs the ATTEMPT on disk before the send, and that
  * commit, in a claim, stays FULL). Halves the fsyncs of a call. Any other
- * write transaction puts FULL back first. No retries: a busy database
- * answers TG_EBUSY after the busy timeout, and the caller asks again. */
+ * write transaction puts FULL back first (every write after open comes
+ * through here, so the switch is made only when the kind changes; the two
+ * pragmas are prepared once). No retries: a busy database answers TG_EBUSY
+ * after the busy timeout, and the caller asks again. */
 int store_sqlite_tx(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn,
                     void *ctx)
 {
@@ -625,13 +629,13 @@ int store_sqlite_tx(struct store *store, enum store_tx kind, unsigned flags, sto
         int r;
 
         (void)flags; /* a COMMIT's outcome is never unknown here */
-        if (kind == STORE_TX_OUTCOME) {
-                r = store_sqlite_exec_sql(s, "PRAGMA synchronous = NORMAL;");
+        if (kind == STORE_TX_OUTCOME && !s->sync_normal) {
+                r = run_simple(s, ST_SYNC_NORMAL);
                 if (r < 0)
                         return r;
                 s->sync_normal = true;
-        } else if (write && s->sync_normal) {
-                r = store_sqlite_exec_sql(s, "PRAGMA synchronous = FULL;");
+        } else if (kind == STORE_TX_WRITE && s->sync_normal) {
+                r = run_simple(s, ST_SYNC_FULL);
                 if (r < 0)
                         return r; /* never write an attempt or an acceptance below FULL */
                 s->sync_normal = false;
@@ -644,8 +648,6 @@ int store_sqlite_tx(struct store *store, enum store_tx kind, unsigned flags, sto
                 else if ((r = run_simple(s, ST_COMMIT)) < 0)
                         rollback(s);
         }
-        if (kind == STORE_TX_OUTCOME && store_sqlite_exec_sql(s, "PRAGMA synchronous = FULL;") == 0)
-                s->sync_normal = false; /* else the next write transaction retries */
         return r;
 }
 

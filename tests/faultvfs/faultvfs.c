@@ -22,7 +22,7 @@ struct ffile {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static sqlite3_vfs *real_vfs;
 static sqlite3_vfs fault_vfs;
-static int64_t n_ops, n_faults;
+static int64_t n_ops, n_faults, n_syncs;
 static int64_t fail_from = -1, fail_count = -1;
 static enum faultvfs_kind fail_kind;
 
@@ -95,6 +95,7 @@ static int counted(enum op_kind op)
         pthread_mutex_lock(&mu);
         read_control();
         int64_t n = n_ops++;
+        n_syncs += op == OP_SYNC;
         if (fail_from >= 0 && n >= fail_from && (fail_count < 0 || n < fail_from + fail_count)) {
                 if (fail_kind == FAULTVFS_FULL)
                         rc = op == OP_SYNC ? SQLITE_OK : SQLITE_FULL;
@@ -379,6 +380,7 @@ void faultvfs_reset(void)
         fail_from = -1;
         n_ops = 0;
         n_faults = 0;
+        n_syncs = 0;
         pthread_mutex_unlock(&mu);
 }
 
@@ -419,3 +421,11 @@ __attribute__((constructor)) static void faultvfs_preload(void)
         pthread_mutex_unlock(&mu);
 }
 #endif
+
+int64_t faultvfs_syncs(void)
+{
+        pthread_mutex_lock(&mu);
+        int64_t n = n_syncs;
+        pthread_mutex_unlock(&mu);
+        return n;
+}

@@ -45,5 +45,7 @@ void faultvfs_reset(void);
 /* Counted operations since the last reset, and how many of them failed. */
 int64_t faultvfs_ops(void);
 int64_t faultvfs_faults(void);
+/* The xSync calls among them (a commit under synchronous=FULL makes one). */
+int64_t faultvfs_syncs(void);
 
 #endif

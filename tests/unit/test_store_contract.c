@@ -34,6 +34,7 @@
 #endif
 
 #include "core/tg_error.h"
+#include "faultvfs.h"
 #include "store/store.h"
 #include "store/store_backend.h" /* the primitives, for the predicate test */
 
@@ -2802,11 +2803,51 @@ static void test_mysql_open_errors(void **state)
 /* Without arguments: the SQLite half. With "mysql": the MariaDB half, which
  * exits 77 (ctest: skipped) without TG_TEST_MYSQL_URL or without the
  * backend built, and says why. */
+/* Invariant 3 on SQLite: an outcome commits with synchronous=NORMAL (no
+ * sync of the WAL), and any write after it — a claim, an acceptance — is
+ * FULL again: its commit syncs the WAL before the call may be sent. (The
+ * switch is made only when the kind of transaction changes.) */
+static void test_sqlite_writes_after_outcomes_are_synced(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op2, op3;
+        struct call_record call2, call3;
+        struct settle_args a;
+        int64_t n;
+
+        (void)state;
+        accept_new(s, "d1", T0 + 1);
+        accept_new(s, "d2", T0 + 2);
+        accept_new(s, "d3", T0 + 3);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        /* after an outcome: a claim syncs */
+        n = faultvfs_syncs();
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 20, &op2, &call2), 0);
+        assert_true(faultvfs_syncs() > n);
+        n = faultvfs_syncs();
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 21, &op3, &call3), 0);
+        assert_true(faultvfs_syncs() > n);
+        /* two outcomes in a row: neither syncs */
+        n = faultvfs_syncs();
+        a = settle_args_for(&op2, &call2, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 30, 0);
+        assert_int_equal(store_settle(s, &a), 0);
+        a = settle_args_for(&op3, &call3, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 31, 0);
+        assert_int_equal(store_settle(s, &a), 0);
+        assert_int_equal(faultvfs_syncs(), n);
+        /* then an acceptance syncs */
+        accept_new(s, "d4", T0 + 40);
+        assert_true(faultvfs_syncs() > n);
+        store_close(s);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest sqlite_tests[] = {
             CONTRACT_TESTS(setup_sqlite, teardown_sqlite),
             cmocka_unit_test(test_bad_urls),
+            cmocka_unit_test_setup_teardown(test_sqlite_writes_after_outcomes_are_synced,
+                                            setup_sqlite, teardown_sqlite),
         };
         const struct CMUnitTest mysql_tests[] = {
             CONTRACT_TESTS(setup_mysql, teardown_mysql),
@@ -2818,6 +2859,9 @@ int main(int argc, char **argv)
 
         if (argc < 2 || strcmp(argv[1], "mysql") != 0) {
                 fx_is_sqlite = true;
+                /* a pass-through VFS that counts syncs (never armed here) */
+                if (faultvfs_install() != 0)
+                        return 1;
                 return cmocka_run_group_tests_name("store contract: sqlite", sqlite_tests, NULL,
                                                    NULL);
         }
