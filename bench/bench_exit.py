@@ -98,7 +98,8 @@ def store_for(mysql):
     return "%s_bx_%d_%d" % (mysql, os.getpid(), next(_serial))
 
 
-def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None, skew_ms=None):
+def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None, skew_ms=None,
+        reuse=False):
     n = max(20, int(rate * seconds))
     tls, profile = MODES[mode]
     in_flight = max(10, 2 * shares)
@@ -108,7 +109,8 @@ def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None, 
                      exit=dict({"starts_per_second": rate, "max_in_flight": in_flight,
                                 "spacing_margin_us": margin_us, "shares": shares},
                                **({} if skew_ms is None else {"clock_skew_ms": skew_ms})),
-                     retry={"deadline_s": 86400}, admission={"enabled": "false"}) as tg:
+                     retry={"deadline_s": 86400}, admission={"enabled": "false"},
+                     **({"provider": {"reuse_connections": "true"}} if reuse else {})) as tg:
         tg.start("api")
         for i in range(n):
             status, _, body = tg.submit("b-%07d" % i)
@@ -144,8 +146,9 @@ def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None, 
         allowed = math.ceil(1e9 / rate) + margin_us * 1000
         late = [(b - a - allowed) / 1e6 for a, b in zip(s, s[1:])]
         achieved = (len(s) - 1) / ((s[-1] - s[0]) / 1e9)
-        print("rate %g/s, %s, %s, margin %d us%s, %d starts%s"
-              % (rate, mode, "MariaDB" if mysql else "SQLite FULL", margin_us,
+        print("rate %g/s, %s%s, %s, margin %d us%s, %d starts%s"
+              % (rate, mode, ", keep-alive" if reuse else "",
+                 "MariaDB" if mysql else "SQLite FULL", margin_us,
                  ", %d shares%s" % (shares, "" if skew_ms is None else
                                     ", clock_skew_ms %d" % skew_ms) if shares > 1 else "",
                  len(s),
@@ -210,6 +213,9 @@ def main():
                     help="exit.clock_skew_ms for --shares > 1 (default: the config's, 1)")
     ap.add_argument("--mysql", default=None,
                     help="a MariaDB url (a fresh database per run is made under it)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="provider.reuse_connections = true (keep-alive; default: a fresh "
+                    "connection per call)")
     ap.add_argument("--idle", type=float, default=0,
                     help="also measure an idle serve for this many seconds")
     a = ap.parse_args()
@@ -222,7 +228,8 @@ def main():
         for mode in a.tls.split(","):
             for m in a.margins.split(","):
                 for sh in a.shares.split(","):
-                    run(float(r), a.seconds, 0, mode, int(m), int(sh), a.mysql, a.clock_skew)
+                    run(float(r), a.seconds, 0, mode, int(m), int(sh), a.mysql, a.clock_skew,
+                        a.reuse)
         if a.big_backlog:
             run(float(r), a.seconds, a.big_backlog, margin_us=int(a.margins.split(",")[0]))
     if a.idle:
