@@ -63,22 +63,6 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
         return size * n;
 }
 
-struct buf {
-        char data[1 << 16];
-        size_t len;
-};
-
-static size_t keep(char *p, size_t size, size_t n, void *userdata)
-{
-        struct buf *b = userdata;
-        size_t len = size * n;
-        size_t room = sizeof(b->data) - 1 - b->len;
-        memcpy(b->data + b->len, p, len < room ? len : room);
-        b->len += len < room ? len : room;
-        b->data[b->len] = '\0';
-        return len;
-}
-
 /* One GET on `h` (reused: keep-alive); its status, 0 on a transport error. */
 static long get(CURL *h, const char *base, const char *path, struct buf *out)
 {
