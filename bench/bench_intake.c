@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_NAME "bench_intake"
 #include "bench_util.h"
 
 #define MAX_CONNECTIONS 1024

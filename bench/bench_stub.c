@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_NAME "bench_stub"
 #include "bench_util.h"
 
 #define MAX_CLIENTS 4096
