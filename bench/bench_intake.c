@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_NAME "bench_intake"
 #include "bench_util.h"
 
 #define MAX_CONNECTIONS 1024
@@ -61,22 +62,6 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
         if (size * n >= 12 && strncasecmp(p, "retry-after:", 12) == 0)
                 x->retry_after = true;
         return size * n;
-}
-
-struct buf {
-        char data[1 << 16];
-        size_t len;
-};
-
-static size_t keep(char *p, size_t size, size_t n, void *userdata)
-{
-        struct buf *b = userdata;
-        size_t len = size * n;
-        size_t room = sizeof(b->data) - 1 - b->len;
-        memcpy(b->data + b->len, p, len < room ? len : room);
-        b->len += len < room ? len : room;
-        b->data[b->len] = '\0';
-        return len;
 }
 
 /* One GET on `h` (reused: keep-alive); its status, 0 on a transport error. */

@@ -41,24 +41,13 @@
 #include "net/http_server.h"
 #include "store/store.h"
 
+#define BENCH_NAME "bench_lifecycle"
 #include "bench_util.h"
 
 #define T0      1600000000000LL /* history: long ago */
 #define SCRAPES 21
 
 static const long long sizes[] = {10, 100000, 1000000, 10000000};
-
-static void die(const char *what, int r)
-{
-        fprintf(stderr, "bench_lifecycle: %s: %s\n", what, tg_strerror(r));
-        exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-        return x < y ? -1 : x > y;
-}
 
 /* ---- bulk history, per backend ------------------------------------------------ */
 

@@ -37,6 +37,7 @@
 #include "core/tg_error.h"
 #include "store/store.h"
 
+#define BENCH_NAME "bench_store"
 #include "bench_util.h"
 
 #define T0          1700000000000LL
@@ -45,32 +46,12 @@
 #define LOOPS       1000 /* claim+settle pairs per backlog size */
 #define AGAIN_ROWS  100000
 
-static void die(const char *what, int r)
-{
-        fprintf(stderr, "bench_store: %s: %s\n", what, tg_strerror(r));
-        exit(1);
-}
-
 static double cpu_s(void)
 {
         struct timespec ts;
 
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
         return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
-
-static double pct(double *v, int n, double p)
-{
-        int i = (int)(p * (n - 1) + 0.5);
-
-        return v[i < 0 ? 0 : (i >= n ? n - 1 : i)];
 }
 
 static long status_kb(const char *key)

@@ -34,6 +34,7 @@
 #include "core/tg_error.h"
 #include "store/store.h"
 
+#define BENCH_NAME "bench_store_mysql"
 #include "bench_util.h"
 
 #define T0          1700000000000LL
@@ -41,26 +42,6 @@
 #define SAMPLE      2000 /* accepts */
 #define LOOPS       2000 /* claim+settle pairs */
 #define LARGE_LOOPS 1000
-
-static void die(const char *what, int r)
-{
-        fprintf(stderr, "bench_store_mysql: %s: %s\n", what, tg_strerror(r));
-        exit(1);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-        double x = *(const double *)a, y = *(const double *)b;
-
-        return (x > y) - (x < y);
-}
-
-static double pct(double *v, int n, double p)
-{
-        int i = (int)(p * (n - 1) + 0.5);
-
-        return v[i < 0 ? 0 : (i >= n ? n - 1 : i)];
-}
 
 static double mean(const double *v, int n)
 {

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#define BENCH_NAME "bench_stub"
 #include "bench_util.h"
 
 #define MAX_CLIENTS 4096
@@ -35,23 +36,6 @@ struct xfer {
         char body[256];
         char key_hdr[96];
 };
-
-/* A growing buffer for the few answers the bench reads. */
-struct buf {
-        char data[65536];
-        size_t len;
-};
-
-static size_t keep(char *p, size_t size, size_t n, void *userdata)
-{
-        struct buf *b = userdata;
-        size_t len = size * n;
-        size_t room = sizeof(b->data) - 1 - b->len;
-        memcpy(b->data + b->len, p, len < room ? len : room);
-        b->len += len < room ? len : room;
-        b->data[b->len] = '\0';
-        return len;
-}
 
 static long simple(const char *base, const char *method, const char *path, const char *body,
                    struct buf *out)
