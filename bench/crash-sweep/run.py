@@ -19,6 +19,9 @@ One run, from its own seed (--seed + run number, so any run replays with
     --window seconds of the process's life (the first one's counted from its
     API answering; the next ones' from their start: while it starts, takes
     over, claims, waits for answers, settles), and at once a new one;
+  - with --shares N > 1: `tollgate api` and N `tollgate dispatch` processes
+    splitting the account (exit.shares = N), and each kill takes one of the
+    dispatchers, drawn at random (a new one takes its share over);
   - then the last one runs until every refund in the store is final or in
     manual review (or --settle-s passes).
 
@@ -48,6 +51,7 @@ arrivals, each with its Idempotency-Key and request id):
 
 usage: python3 bench/crash-sweep/run.py [--build DIR] [--runs 200] [--store sqlite|mysql|both]
          [--mysql-url URL] [--refunds 12] [--kills 2] [--window 1.5] [--seed 1]
+         [--shares 1]
 """
 
 import argparse
@@ -145,20 +149,29 @@ def one_run(args, store, n, seed):
                            "--retry-after", "none", "--seed", str(seed)) as stub, \
             Tollgate(stub.url, store_url=store_url,
                      exit={"starts_per_second": RATE, "max_in_flight": IN_FLIGHT,
-                           "default_hold_ms": 200, "timeout_hold_ms": 200},
+                           "default_hold_ms": 200, "timeout_hold_ms": 200,
+                           "shares": args.shares},
                      provider={"timeout_ms": TIMEOUT_MS, "connect_timeout_ms": 300},
                      retry={"query_interval_ms": 300, "backoff_base_ms": 200,
                             "backoff_min_ms": 100, "backoff_cap_ms": 1000}) as tg:
-        proc = tg.start("serve")  # a config it refuses raises here, with its words
+        # a config it refuses raises here, with its words
+        if args.shares > 1:
+            tg.start("api")
+            kind = "dispatch"
+            procs = [tg.start(kind, wait_api=False) for _ in range(args.shares)]
+        else:
+            kind = "serve"
+            procs = [tg.start(kind)]
         client = Client(tg, ops)
         kills = 0
         for _ in range(args.kills):
             born = time.monotonic()
             time.sleep(max(0.0, born + rng.uniform(0.0, args.window) - time.monotonic()))
-            proc.send_signal(signal.SIGKILL)
-            proc.popen.wait(10)
+            k = rng.randrange(len(procs))
+            procs[k].send_signal(signal.SIGKILL)
+            procs[k].popen.wait(10)
             kills += 1
-            proc = tg.start("serve", wait_api=False)
+            procs[k] = tg.start(kind, wait_api=False)
         client.thread.join(60)
         client.stop.set()
         # the last one finishes what the store holds
@@ -184,7 +197,8 @@ def one_run(args, store, n, seed):
             since = body["next_since"]
         ledger = stub.ledger()["operations"]
         arrivals = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
-        proc.stop()
+        for proc in procs:
+            proc.stop()
     shutil.rmtree(tg.dir, ignore_errors=True)
     if store_url:
         drop_database(store_url)
@@ -233,6 +247,9 @@ def main():
     ap.add_argument("--window", type=float, default=1.5)
     ap.add_argument("--settle-s", type=float, default=60)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--shares", type=int, default=1,
+                    help="exit.shares: with N > 1, an api process and N dispatchers, "
+                    "each kill taking one of them")
     args = ap.parse_args()
     if args.build:
         os.environ["TG_BUILD_DIR"] = os.path.abspath(args.build)
@@ -261,8 +278,11 @@ def main():
                     file=sys.stderr, flush=True)
         rows.append((store, tot, anomalies))
 
-    fault = ("kill -9 x%d at random instants in each run's first %.1f s, stub mix "
-             "(fast, slow past the timeout, drop, 503)" % (args.kills, args.window))
+    fault = ("kill -9 x%d at random instants in each run's first %.1f s%s, stub mix "
+             "(fast, slow past the timeout, drop, 503)"
+             % (args.kills, args.window,
+                ", of %d dispatchers sharing the account" % args.shares
+                if args.shares > 1 else ""))
     print("| fault | runs | lost | executed twice | unexpected | most POSTs for one key "
           "| spacing violations |")
     print("|---|---|---|---|---|---|---|")

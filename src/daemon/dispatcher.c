@@ -290,8 +290,8 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
 
 /* A call's request went on the wire at `at` (or never will): the next slot
  * counts from that real start, and its connect teaches the lead. */
-static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg_mono_ns ready,
-                       tg_mono_ns at)
+static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, bool late,
+                       tg_mono_ns ready, tg_mono_ns at)
 {
         if (oc->sent_known)
                 return;
@@ -319,7 +319,10 @@ static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, tg
                         d->nconnects++;
         }
         /* stats: lateness is the wire start (else the hand-off) after the
-         * earliest moment it could have been */
+         * earliest moment it could have been; a call refused as late for
+         * its window was no call (its claim goes back) and is not a start */
+        if (late)
+                return;
         exit_stats_started(d->xstats, oc->call.kind, oc->ready_at,
                            sent                             ? at
                            : oc->planned > oc->handoff.mono ? oc->planned
@@ -333,7 +336,7 @@ static void process_sent(struct dispatcher *d)
         while (d->env->next_sent(d->env->ctx, &s) == 0) {
                 struct open_call *oc = find_call(d, s.cookie);
                 if (oc)
-                        sent_known(d, oc, s.sent, s.ready_mono, s.sent_mono);
+                        sent_known(d, oc, s.sent, s.late, s.ready_mono, s.sent_mono);
         }
 }
 
@@ -349,7 +352,7 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
         failpoint_hit(d->failpoint, "crash_before_settle", &oc->op);
         /* a call that ended with no sent report popped (the transport
          * refused it) */
-        sent_known(d, oc, res->sent && res->sent_mono > 0, res->ready_mono, res->sent_mono);
+        sent_known(d, oc, res->sent && res->sent_mono > 0, false, res->ready_mono, res->sent_mono);
         /* every Retry-After value, the longest (core/retry_after.h), cut to
          * the cap that leaves room for the deadline */
         if (res->retry_after[0] &&
@@ -492,9 +495,10 @@ static void retry_unsettled(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wal
  * claim goes back as one made ahead and never sent would, no attempt spent,
  * no hold (the provider is fine; our connect was slow). The operation is
  * claimed again for a later point. */
-static void release_late(struct dispatcher *d, struct open_call *oc, tg_mono_ns now,
-                         tg_wall_ms wall)
+static void release_late(struct dispatcher *d, struct open_call *oc,
+                         const struct transport_result *res, tg_mono_ns now, tg_wall_ms wall)
 {
+        sent_known(d, oc, false, true, res->ready_mono, 0); /* if its report was not popped */
         release_claim(d, oc, "late for its window", now, wall);
         if (!(PLANT_RETRY_SKIPS_PACER && oc->unpaced))
                 pacer_finish(d->pacer);
@@ -514,7 +518,7 @@ static void settle_finished(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wal
         while (d->env->next_done(d->env->ctx, &res) == 0) {
                 struct open_call *oc = find_call(d, res.cookie);
                 if (oc && res.failure == TRANSPORT_LATE)
-                        release_late(d, oc, now, wall);
+                        release_late(d, oc, &res, now, wall);
                 else if (oc)
                         settle_call(d, oc, &res, now, wall);
         }

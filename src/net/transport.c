@@ -532,6 +532,7 @@ static void report_sent(struct transport *t, struct call *c)
         s = &t->sent[(t->sent_head + t->sent_count) % (2 * t->max_open)];
         s->cookie = c->cookie;
         s->sent = c->sent_mono != 0;
+        s->late = c->late;
         s->ready_mono = c->ready_mono;
         s->sent_mono = c->sent_mono;
         t->sent_count++;

@@ -191,6 +191,7 @@ int transport_next_done(struct transport *transport, struct transport_result *re
 struct transport_sent {
         uint64_t cookie;
         bool sent;             /* false: it ended before any byte left */
+        bool late;             /* not sent: ready after its not_after (TRANSPORT_LATE) */
         tg_mono_ns ready_mono; /* the connection was ready (0 if never) */
         tg_mono_ns sent_mono;  /* the request went out (0 if not sent) */
 };

@@ -373,6 +373,7 @@ static int e_next_sent(void *ctx, struct transport_sent *ret)
         best->reported = true;
         *ret = (struct transport_sent){.cookie = best->result.cookie,
                                        .sent = best->wire > 0,
+                                       .late = best->result.failure == TRANSPORT_LATE,
                                        .ready_mono = best->result.ready_mono,
                                        .sent_mono = best->wire};
         return 0;
