@@ -183,9 +183,11 @@ static tg_mono_ns lead(const struct dispatcher *d)
         for (unsigned i = 0; i < d->nconnects; i++)
                 if (d->connects[i] > l)
                         l = d->connects[i];
+        tg_mono_ns max = d->own.split.shares > 1 ? LEAD_MAX_SHARES : LEAD_MAX;
+
         l += LEAD_MARGIN;
-        if (l > (d->own.split.shares > 1 ? LEAD_MAX_SHARES : LEAD_MAX))
-                l = d->own.split.shares > 1 ? LEAD_MAX_SHARES : LEAD_MAX;
+        if (l > max)
+                l = max;
         if (l > pacer_interval(d->pacer) / 2)
                 l = pacer_interval(d->pacer) / 2;
         return l;
@@ -287,6 +289,16 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
 }
 
 /* ---- settling ------------------------------------------------------------------ */
+
+/* A handed-over call is over (settled, or given back unsent): it leaves
+ * the pacers' in-flight counts. */
+static void pacers_finish(struct dispatcher *d, const struct open_call *oc)
+{
+        if (!(PLANT_RETRY_SKIPS_PACER && oc->unpaced))
+                pacer_finish(d->pacer);
+        if (d->query_pacer && oc->request == CLASSIFY_QUERY)
+                pacer_finish(d->query_pacer);
+}
 
 /* A call's request went on the wire at `at` (or never will): the next slot
  * counts from that real start, and its connect teaches the lead. */
@@ -435,10 +447,7 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                 exit_stats_waited(
                     d->xstats, decision.next == OP_RETRY_WAIT ? EXIT_WAIT_BACKOFF : EXIT_WAIT_QUERY,
                     decision.wait_ms);
-        if (!(PLANT_RETRY_SKIPS_PACER && oc->unpaced))
-                pacer_finish(d->pacer);
-        if (d->query_pacer && oc->request == CLASSIFY_QUERY)
-                pacer_finish(d->query_pacer);
+        pacers_finish(d, oc);
         apply_holds(d, oc, res, ra, now);
         oc->used = false;
 }
@@ -500,13 +509,10 @@ static void release_late(struct dispatcher *d, struct open_call *oc,
 {
         sent_known(d, oc, false, true, res->ready_mono, 0); /* if its report was not popped */
         release_claim(d, oc, "late for its window", now, wall);
-        if (!(PLANT_RETRY_SKIPS_PACER && oc->unpaced))
-                pacer_finish(d->pacer);
+        pacers_finish(d, oc);
         /* a probe that never went: still held, the next point probes */
         if (oc->probe)
                 pacer_probe_done(d->pacer, false);
-        if (d->query_pacer && oc->request == CLASSIFY_QUERY)
-                pacer_finish(d->query_pacer);
         oc->used = false;
 }
 

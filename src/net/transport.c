@@ -564,17 +564,13 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
                 return CURL_PREREQFUNC_ABORT;
         }
         c->ready_mono = clock_mono_now();
-        if (c->not_after > 0 && c->ready_mono > c->not_after) {
-                c->late = true;
-                report_sent(c->t, c);
-                return CURL_PREREQFUNC_ABORT;
-        }
         tg_mono_ns wait = c->not_before - c->ready_mono;
         if (c->not_before > 0 && wait > 0)
                 clock_wait_until(c->ready_mono + (wait < MAX_HOLD_NS ? wait : MAX_HOLD_NS));
         tg_mono_ns now = clock_mono_now();
         if (c->not_after > 0 && now > c->not_after) {
-                /* the process was away past the window while it held */
+                /* ready after the window (not_before is inside it, so no
+                 * hold came first), or away past it while it held */
                 c->late = true;
                 report_sent(c->t, c);
                 return CURL_PREREQFUNC_ABORT;
