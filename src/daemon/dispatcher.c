@@ -44,6 +44,7 @@
 #include "daemon/failpoint.h"
 #include "daemon/log.h"
 #include "daemon/ownership.h"
+#include "daemon/store_worker.h"
 #include "store/store.h"
 
 /* Planted bugs (docs/reliability.md, "Deterministic simulation"): each is
@@ -108,6 +109,38 @@ struct open_call {
  * the rate. */
 #define READY_MAX      32
 #define CLAIM_EST_INIT (2 * TG_NS_PER_MS) /* a claim's commit, until measured */
+/* With the store on its own thread a claim no longer stops the loop, and
+ * the queue also covers the thread's other work and its tail (an outcome
+ * or a slow fsync before the claim): this much more is claimed ahead. */
+#define CLAIM_AHEAD_SLACK (4 * TG_NS_PER_MS)
+
+/* A batch of claims on its way through the store thread (one at a time). */
+struct claim_job {
+        struct dispatcher *d;
+        struct claim_args args[READY_MAX];
+        struct op_record ops[READY_MAX];
+        struct call_record calls[READY_MAX];
+        unsigned n, got;
+        enum store_group turn;
+        bool at_slot;   /* made for a slot with nothing ready (else: ahead) */
+        tg_mono_ns now; /* when it was posted */
+        tg_wall_ms wall;
+};
+
+/* An outcome on its way through the store thread, with what the log line
+ * and the figures need once it is committed. */
+struct settle_job {
+        struct dispatcher *d;
+        struct settle_args sa;
+        struct op_record op;
+        struct call_record call;
+        int http_status;
+        int64_t latency_us;
+        enum transport_failure failure;
+        enum tg_transport_result transport;
+        char error[256];
+        bool on_heap;
+};
 
 struct dispatcher {
         const struct tg_config *cfg;
@@ -174,6 +207,15 @@ struct dispatcher {
          * distance between two points of the grid every share starts on. */
         tg_mono_ns grid_step;
         tg_mono_ns grid_late; /* how late after its point a start may go */
+        /* The store's work: on a thread of its own in the real environment
+         * (claims and outcomes posted, their results taken each turn), inline
+         * in the fake ones. Every other use of the store by this thread is
+         * between store_worker_lock() and store_worker_unlock(). */
+        struct store_worker *worker;
+        struct claim_job *claim; /* its memory, one batch at a time */
+        bool claim_posted;       /* a batch is with the store thread */
+        bool slot_claim_landed;  /* a batch made at a slot came: use it before claiming again */
+        int claim_result;        /* of the last batch */
 };
 
 static tg_mono_ns lead(const struct dispatcher *d)
@@ -253,9 +295,14 @@ static void apply_holds(struct dispatcher *d, const struct open_call *oc,
         if (h.why == HOLDS_LIMITED) {
                 pacer_hold(d->pacer, from + h.hold_ms * TG_NS_PER_MS);
                 /* the provider spoke to the account: every share holds */
-                if (d->own.split.shares > 1 &&
-                    store_hold_raise(d->store, d->env->wall_now(d->env->ctx) + h.hold_ms) < 0)
-                        log_emit(LOG_WARN, "account_hold_not_shared", NULL);
+                if (d->own.split.shares > 1) {
+                        store_worker_lock(d->worker);
+                        int r =
+                            store_hold_raise(d->store, d->env->wall_now(d->env->ctx) + h.hold_ms);
+                        store_worker_unlock(d->worker);
+                        if (r < 0)
+                                log_emit(LOG_WARN, "account_hold_not_shared", NULL);
+                }
                 f = op_fields(&oc->op, &oc->call);
                 json_object_set_new(f, "http_status", json_integer(hc.http_status));
                 json_object_set_new(f, "hold_ms", json_integer(h.hold_ms));
@@ -352,14 +399,99 @@ static void process_sent(struct dispatcher *d)
         }
 }
 
+/* An outcome committed (r == 0) or not: the exit pauses on one the store
+ * could not take, the log says where the operation went, the figures count
+ * it. On the dispatcher's thread, after the store thread's commit. */
+static void settle_logged(struct dispatcher *d, const struct settle_job *j, int r)
+{
+        const struct policy_decision *decision = &j->sa.decision;
+        enum tg_class cls = j->sa.cls;
+
+        /* A store that cannot take it now keeps the outcome here and pauses
+         * the exit until it can (retry_unsettled); if this process dies
+         * meanwhile, the row is still in_flight and the next owner
+         * reconciles it as unknown: never guessed. */
+        if (r < 0 && r != TG_EFENCED && d->n_unsettled < 2 * d->ncalls) {
+                if (d->n_unsettled == 0)
+                        log_emit(LOG_ERROR, "exit_paused_store",
+                                 json_pack("{s:s}", "error", tg_strerror(r)));
+                d->unsettled[d->n_unsettled++] = j->sa;
+                d->next_settle_retry = d->env->mono_now(d->env->ctx) + SETTLE_RETRY_NS;
+        }
+        /* an outcome may make this operation due again (a retry, a query):
+         * an idle wait taken before it must be taken again, or the next
+         * call would come as late as the longest idle wait */
+        if (r == 0 && (decision->next == OP_RETRY_WAIT || decision->next == OP_UNKNOWN))
+                d->idle_until = INT64_MIN;
+        json_t *f = op_fields(&j->op, &j->call);
+        json_object_set_new(f, "class", json_string(tg_class_name(cls)));
+        json_object_set_new(f, "http_status", json_integer(j->http_status));
+        json_object_set_new(f, "latency_ms", json_integer(j->latency_us / 1000));
+        json_object_set_new(f, "next_state", json_string(op_state_name(decision->next)));
+        if (decision->next == OP_MANUAL)
+                json_object_set_new(f, "reason", json_string(manual_reason_name(decision->reason)));
+        if (decision->given_back != POLICY_BUDGET_NONE)
+                json_object_set_new(f, "counted", json_false()); /* limited: budget kept */
+        if (j->error[0])
+                json_object_set_new(f, "error", json_string(j->error));
+        if (j->failure != TRANSPORT_OK)
+                json_object_set_new(f, "cause", json_string(transport_failure_name(j->failure)));
+        if (j->transport == TG_TR_NOT_SENT && j->failure != TRANSPORT_OTHER)
+                /* Nothing reached the provider, and why, in a line of its own. */
+                log_emit(LOG_WARN, "provider_unreachable",
+                         json_pack("{s:s, s:s, s:s}", "operation_id", j->op.req.operation_id,
+                                   "cause", transport_failure_name(j->failure), "error", j->error));
+        if (r == TG_EFENCED) {
+                d->lost = true;
+                log_emit(LOG_ERROR, "settle_fenced", f);
+        } else if (r < 0) {
+                json_object_set_new(f, "store_error", json_string(tg_strerror(r)));
+                log_emit(LOG_ERROR, "settle_failed", f);
+        } else {
+                log_emit(LOG_INFO, "call_end", f);
+        }
+        /* stats: class, latency, and where the operation went */
+        exit_stats_ended(d->xstats, j->call.kind, cls, j->latency_us,
+                         r == 0 ? decision->next : OP_IN_FLIGHT, j->op.attempts);
+        if (r == 0 && (decision->next == OP_RETRY_WAIT || decision->next == OP_UNKNOWN))
+                exit_stats_waited(d->xstats,
+                                  decision->next == OP_RETRY_WAIT ? EXIT_WAIT_BACKOFF
+                                                                  : EXIT_WAIT_QUERY,
+                                  decision->wait_ms);
+}
+
+static int settle_run(struct store *store, void *arg)
+{
+        return store_settle(store, &((struct settle_job *)arg)->sa);
+}
+
+/* Outcomes that waited for the store thread together: one commit. */
+static void settle_many(struct store *store, void *const *args, unsigned n, int *results)
+{
+        const struct settle_args *sa[STORE_WORKER_BATCH];
+
+        for (unsigned i = 0; i < n; i++)
+                sa[i] = &((struct settle_job *)args[i])->sa;
+        store_settle_batch(store, sa, n, results);
+}
+
+static void settle_done(void *arg, int r, tg_mono_ns took)
+{
+        struct settle_job *j = arg;
+
+        (void)took;
+        settle_logged(j->d, j, r);
+        if (j->on_heap)
+                free(j);
+}
+
 static void settle_call(struct dispatcher *d, struct open_call *oc,
                         const struct transport_result *res, tg_mono_ns now, tg_wall_ms wall)
 {
         enum tg_class cls = classify(d->classifier, oc->request, &res->reply);
         struct policy_decision decision;
-        struct settle_args sa;
+        struct settle_job local, *j = malloc(sizeof(*j));
         int64_t ra = -1, v;
-        int r;
 
         failpoint_hit(d->failpoint, "crash_before_settle", &oc->op);
         /* a call that ended with no sent report popped (the transport
@@ -393,60 +525,31 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
                                     .sent_mono = oc->sent,
                                     .planned_mono = oc->planned,
                                     .in_flight_at_start = oc->in_flight_at_start};
-        exit_call_settle_args(&end, &sa);
+        if (!j)
+                j = &local;
+        j->d = d;
+        j->on_heap = j != &local;
+        exit_call_settle_args(&end, &j->sa);
+        j->op = oc->op;
+        j->call = oc->call;
+        j->http_status = res->reply.http_status;
+        j->latency_us = res->latency_us;
+        j->failure = res->failure;
+        j->transport = res->reply.transport;
+        snprintf(j->error, sizeof(j->error), "%s", res->error);
 
-        /* Commit the outcome. A store that cannot take it now keeps the
-         * outcome here and pauses the exit until it can (retry_unsettled);
-         * if this process dies meanwhile, the row is still in_flight and the
-         * next owner reconciles it as unknown: never guessed. */
-        r = store_settle(d->store, &sa);
-        if (r < 0 && r != TG_EFENCED && d->n_unsettled < d->ncalls) {
-                if (d->n_unsettled == 0)
-                        log_emit(LOG_ERROR, "exit_paused_store",
-                                 json_pack("{s:s}", "error", tg_strerror(r)));
-                d->unsettled[d->n_unsettled++] = sa;
-                d->next_settle_retry = now + SETTLE_RETRY_NS;
-        }
-        /* an outcome may make this operation due again (a retry, a query):
-         * an idle wait taken before it must be taken again, or the next
-         * call would come as late as the longest idle wait */
-        if (r == 0 && (decision.next == OP_RETRY_WAIT || decision.next == OP_UNKNOWN))
-                d->idle_until = INT64_MIN;
-        json_t *f = op_fields(&oc->op, &oc->call);
-        json_object_set_new(f, "class", json_string(tg_class_name(cls)));
-        json_object_set_new(f, "http_status", json_integer(res->reply.http_status));
-        json_object_set_new(f, "latency_ms", json_integer(res->latency_us / 1000));
-        json_object_set_new(f, "next_state", json_string(op_state_name(decision.next)));
-        if (decision.next == OP_MANUAL)
-                json_object_set_new(f, "reason", json_string(manual_reason_name(decision.reason)));
-        if (decision.given_back != POLICY_BUDGET_NONE)
-                json_object_set_new(f, "counted", json_false()); /* limited: budget kept */
-        if (res->error[0])
-                json_object_set_new(f, "error", json_string(res->error));
-        if (res->failure != TRANSPORT_OK)
-                json_object_set_new(f, "cause", json_string(transport_failure_name(res->failure)));
-        if (res->reply.transport == TG_TR_NOT_SENT && res->failure != TRANSPORT_OTHER)
-                /* Nothing reached the provider, and why, in a line of its own. */
-                log_emit(LOG_WARN, "provider_unreachable",
-                         json_pack("{s:s, s:s, s:s}", "operation_id", oc->op.req.operation_id,
-                                   "cause", transport_failure_name(res->failure), "error",
-                                   res->error));
-        if (r == TG_EFENCED) {
-                d->lost = true;
-                log_emit(LOG_ERROR, "settle_fenced", f);
-        } else if (r < 0) {
-                json_object_set_new(f, "store_error", json_string(tg_strerror(r)));
-                log_emit(LOG_ERROR, "settle_failed", f);
+        /* Commit the outcome: on the store thread, after what was posted
+         * before it (settle_done takes the result); the call has left the
+         * transport, so it leaves the pacers now. */
+        if (j->on_heap) {
+                store_worker_post(d->worker, settle_run, settle_many, settle_done, j);
         } else {
-                log_emit(LOG_INFO, "call_end", f);
+                store_worker_drain(d->worker);
+                store_worker_lock(d->worker);
+                int r = store_settle(d->store, &j->sa);
+                store_worker_unlock(d->worker);
+                settle_logged(d, j, r);
         }
-        /* stats: class, latency, and where the operation went */
-        exit_stats_ended(d->xstats, oc->call.kind, cls, res->latency_us,
-                         r == 0 ? decision.next : OP_IN_FLIGHT, oc->op.attempts);
-        if (r == 0 && (decision.next == OP_RETRY_WAIT || decision.next == OP_UNKNOWN))
-                exit_stats_waited(
-                    d->xstats, decision.next == OP_RETRY_WAIT ? EXIT_WAIT_BACKOFF : EXIT_WAIT_QUERY,
-                    decision.wait_ms);
         pacers_finish(d, oc);
         apply_holds(d, oc, res, ra, now);
         oc->used = false;
@@ -465,6 +568,14 @@ static bool store_owes(const struct dispatcher *d)
         return d->n_unsettled > 0 || d->n_unreleased > 0;
 }
 
+/* The store thread is behind by more outcomes than calls may be open:
+ * nothing starts until it caught up (the outcomes waiting for it are
+ * bounded). */
+static bool store_behind(const struct dispatcher *d)
+{
+        return store_worker_pending(d->worker) > d->ncalls;
+}
+
 /* Asks the store again for outcomes and releases it could not take. */
 static void retry_unsettled(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
@@ -472,6 +583,7 @@ static void retry_unsettled(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wal
 
         if (!store_owes(d) || now < d->next_settle_retry)
                 return;
+        store_worker_lock(d->worker);
         for (unsigned i = 0; i < d->n_unreleased; i++) {
                 const struct unreleased *u = &d->unreleased[i];
                 int r =
@@ -493,6 +605,7 @@ static void retry_unsettled(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wal
                         d->unsettled[kept++] = d->unsettled[i];
                 }
         }
+        store_worker_unlock(d->worker);
         d->n_unsettled = kept;
         d->next_settle_retry = now + SETTLE_RETRY_NS;
         if (!store_owes(d))
@@ -547,61 +660,103 @@ static void settle_unsent(struct dispatcher *d, struct open_call *oc, int why, t
 /* ---- starting --------------------------------------------------------------------- */
 
 /* How many claims to keep ready: enough to cover a claim's own commit at
- * the rate (one at 5/s, a few at 1,000/s). */
+ * the rate (one at 5/s, a few at 1,000/s); with a store thread, also its
+ * other work (CLAIM_AHEAD_SLACK). */
 static unsigned ready_want(const struct dispatcher *d)
 {
         tg_mono_ns interval = pacer_interval(d->pacer);
-        tg_mono_ns want = (2 * d->claim_est + interval - 1) / interval;
+        tg_mono_ns cover = 2 * d->claim_est;
+
+        if (store_worker_threaded(d->worker))
+                cover += CLAIM_AHEAD_SLACK;
+        tg_mono_ns want = (cover + interval - 1) / interval;
 
         return want < 1 ? 1 : want > READY_MAX ? READY_MAX : (unsigned)want;
 }
 
-/* Claims up to `n` operations in one transaction, the groups taking turns
- * (an empty group yields its turn), onto the ready queue. 0, or the claim's
- * failure (TG_ENOTFOUND: no work). */
-static int claim_ahead(struct dispatcher *d, unsigned n, tg_mono_ns now, tg_wall_ms wall)
+static int claim_run(struct store *store, void *arg)
 {
-        struct claim_args a[READY_MAX];
-        struct op_record ops[READY_MAX];
-        struct call_record calls[READY_MAX];
-        unsigned got = 0;
-        int r;
+        struct claim_job *c = arg;
 
-        if (n > READY_MAX - d->nready)
-                n = READY_MAX - d->nready;
-        if (n == 0)
-                return 0;
-        memset(a, 0, sizeof(a[0]) * n);
-        for (unsigned i = 0; i < n; i++) {
-                a[i].group = d->turn;
-                a[i].epoch = d->own.epoch;
-                a[i].now = wall;
-                a[i].start_mono = now;
-                a[i].in_flight_at_start = pacer_in_flight(d->pacer) + 1 + d->nready + i;
-                a[i].key_retention_ms = d->cfg->policy.key_retention_ms;
-                /* Queries have a sub-quota that narrows the account's, never
-                 * adds to it: when it is spent the again group may only yield
-                 * a re-send, and one batch holds one query at most. */
-                a[i].no_queries =
-                    d->query_pacer && (i > 0 || !pacer_may_start(d->query_pacer, now));
-                exit_call_request_id(a[i].request_id, sizeof(a[i].request_id), d->own.epoch,
-                                     ++d->seq, (uint32_t)tg_rng_next(&d->rng));
-                exit_call_trace_ids(&d->rng, a[i].span_id, a[i].traceparent_new);
-        }
-        tg_mono_ns t0 = d->env->mono_now(d->env->ctx);
-        r = store_claim_batch(d->store, a, n, &d->turn, ops, calls, &got);
-        tg_mono_ns took = d->env->mono_now(d->env->ctx) - t0;
+        c->got = 0;
+        return store_claim_batch(store, c->args, c->n, &c->turn, c->ops, c->calls, &c->got);
+}
+
+static void claim_missed(struct dispatcher *d, int r, tg_mono_ns now, tg_wall_ms wall);
+
+/* A batch of claims committed (or not): onto the ready queue, oldest
+ * first. Claims that came while the exit stopped, was lost or was put on
+ * hold go back at once: they can no longer be sent in time. */
+static void claim_done(void *arg, int r, tg_mono_ns took)
+{
+        struct claim_job *c = arg;
+        struct dispatcher *d = c->d;
+        /* inline, the moment of the turn that claimed, as a plain call */
+        bool threaded = store_worker_threaded(d->worker);
+        tg_mono_ns now = threaded ? d->env->mono_now(d->env->ctx) : c->now;
+        tg_wall_ms wall = threaded ? d->env->wall_now(d->env->ctx) : c->wall;
+
+        d->claim_posted = false;
         d->claim_est = (3 * d->claim_est + took) / 4;
-        if (r < 0)
-                return r;
-        for (unsigned i = 0; i < got; i++) {
+        d->claim_result = r;
+        if (r < 0) {
+                claim_missed(d, r, now, wall);
+                return;
+        }
+        d->turn = c->turn;
+        for (unsigned i = 0; i < c->got && d->nready < READY_MAX; i++) {
                 struct open_call *rc = &d->ready[d->nready++];
 
                 memset(rc, 0, sizeof(*rc));
-                rc->op = ops[i];
-                rc->call = calls[i];
+                rc->op = c->ops[i];
+                rc->call = c->calls[i];
         }
-        return 0;
+        d->slot_claim_landed = c->at_slot;
+        if (stopping(d) || d->lost)
+                release_ready(d, stopping(d) ? "stop" : "owner lost", now, wall);
+        else if (pacer_held(d->pacer, now) &&
+                 pacer_hold_until(d->pacer) - now > pacer_interval(d->pacer))
+                release_ready(d, "hold", now, wall);
+}
+
+/* Claims up to `n` operations in one transaction, the groups taking turns
+ * (an empty group yields its turn), onto the ready queue: posted to the
+ * store thread (claim_done takes the result; without a thread, before this
+ * returns). A failure, TG_ENOTFOUND (no work) too, goes to claim_missed. */
+static void claim_ahead(struct dispatcher *d, unsigned n, bool at_slot, tg_mono_ns now,
+                        tg_wall_ms wall)
+{
+        struct claim_job *c = d->claim;
+
+        if (n > READY_MAX - d->nready)
+                n = READY_MAX - d->nready;
+        if (n == 0 || d->claim_posted)
+                return;
+        memset(c->args, 0, sizeof(c->args[0]) * n);
+        for (unsigned i = 0; i < n; i++) {
+                struct claim_args *a = &c->args[i];
+                a->group = d->turn;
+                a->epoch = d->own.epoch;
+                a->now = wall;
+                a->start_mono = now;
+                a->in_flight_at_start = pacer_in_flight(d->pacer) + 1 + d->nready + i;
+                a->key_retention_ms = d->cfg->policy.key_retention_ms;
+                /* Queries have a sub-quota that narrows the account's, never
+                 * adds to it: when it is spent the again group may only yield
+                 * a re-send, and one batch holds one query at most. */
+                a->no_queries = d->query_pacer && (i > 0 || !pacer_may_start(d->query_pacer, now));
+                exit_call_request_id(a->request_id, sizeof(a->request_id), d->own.epoch, ++d->seq,
+                                     (uint32_t)tg_rng_next(&d->rng));
+                exit_call_trace_ids(&d->rng, a->span_id, a->traceparent_new);
+        }
+        c->d = d;
+        c->n = n;
+        c->turn = d->turn;
+        c->at_slot = at_slot;
+        c->now = now;
+        c->wall = wall;
+        d->claim_posted = true;
+        store_worker_post(d->worker, claim_run, NULL, claim_done, c);
 }
 
 /* Gives a ready claim back to the store: the operation is as the claim
@@ -610,7 +765,9 @@ static int claim_ahead(struct dispatcher *d, unsigned n, tg_mono_ns now, tg_wall
 static void release_claim(struct dispatcher *d, const struct open_call *rc, const char *why,
                           tg_mono_ns now, tg_wall_ms wall)
 {
+        store_worker_lock(d->worker);
         int r = store_release(d->store, d->own.epoch, rc->op.id, rc->call.id, now, wall, why);
+        store_worker_unlock(d->worker);
         json_t *f = op_fields(&rc->op, &rc->call);
 
         json_object_set_new(f, "why", json_string(why));
@@ -682,7 +839,10 @@ static void idle(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 
         if (!d->env->has_doorbell)
                 d->idle_step = d->idle_step >= d->idle_max / 2 ? d->idle_max : 2 * d->idle_step;
-        if (store_next_due(d->store, &next, &pending) == 0 && next != TG_WALL_NEVER) {
+        store_worker_lock(d->worker);
+        int r = store_next_due(d->store, &next, &pending);
+        store_worker_unlock(d->worker);
+        if (r == 0 && next != TG_WALL_NEVER) {
                 tg_mono_ns due = (next - wall) * TG_NS_PER_MS;
                 if (due < wait)
                         wait = due < TG_NS_PER_MS ? TG_NS_PER_MS : due;
@@ -751,7 +911,12 @@ static bool account_held(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 {
         tg_wall_ms until = 0;
 
-        if (d->own.split.shares <= 1 || store_hold_get(d->store, &until) < 0 || until <= wall)
+        if (d->own.split.shares <= 1)
+                return false;
+        store_worker_lock(d->worker);
+        int r = store_hold_get(d->store, &until);
+        store_worker_unlock(d->worker);
+        if (r < 0 || until <= wall)
                 return false;
         pacer_hold(d->pacer, now + (until - wall) * TG_NS_PER_MS);
         release_ready(d, "hold", now, wall);
@@ -783,7 +948,8 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
 
         /* idle_until: the store had nothing to claim a moment ago; a claim
          * made ahead is work all the same */
-        if (d->lost || stopping(d) || store_owes(d) || (now < d->idle_until && !d->nready))
+        if (d->lost || stopping(d) || store_owes(d) || store_behind(d) ||
+            (now < d->idle_until && !d->nready))
                 return;
         /* the next housekeeping checks the lock (or finds it lost) */
         if (!owner_fresh(d, d->env->mono_now(d->env->ctx)))
@@ -805,16 +971,30 @@ static void try_start(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         if (!oc)
                 return; /* cannot happen: slots == max_in_flight */
         r = ready_pop(d, oc, at, now, wall);
-        if (r == TG_ENOTFOUND) {
-                /* nothing claimed ahead (idle until now): claim at the slot */
-                r = claim_ahead(d, 1, now, wall);
-                if (r == 0)
-                        r = ready_pop(d, oc, at, now, wall);
-        }
-        if (r < 0) {
+        if (r == TG_ENOTFOUND && d->claim_posted)
+                return; /* a batch is on its way: its result wakes the loop */
+        if (r == TG_ENOTFOUND && d->slot_claim_landed) {
+                /* the batch made for this slot came and none of it may go */
+                d->slot_claim_landed = false;
                 claim_missed(d, r, now, wall);
                 return;
         }
+        if (r == TG_ENOTFOUND) {
+                /* nothing claimed ahead (idle until now): claim at the slot
+                 * (with a store thread: the next turn after it came sends) */
+                claim_ahead(d, 1, true, now, wall);
+                if (d->claim_posted || d->claim_result < 0)
+                        return; /* on its way, or failed (claim_missed said so) */
+                d->slot_claim_landed = false;
+                r = ready_pop(d, oc, at, now, wall);
+                if (r < 0) {
+                        claim_missed(d, r, now, wall);
+                        return;
+                }
+        }
+        if (r < 0)
+                return;
+        d->slot_claim_landed = false;
         d->claim_failures = 0;
         d->idle_step = IDLE_RECHECK_NS;
         tg_mono_ns after = d->env->mono_now(d->env->ctx);
@@ -892,20 +1072,18 @@ static void refill(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
          * INT64_MIN, the pacer's "nothing started yet") */
         tg_mono_ns at = pacer_start_at(d->pacer, now);
         unsigned want = ready_want(d);
-        int r;
 
         if (d->lost || stopping(d) || store_owes(d) || now < d->idle_until || d->nready >= want ||
-            pacer_held(d->pacer, now))
+            d->claim_posted || pacer_held(d->pacer, now) || at == TG_MONO_NEVER)
                 return;
-        /* A call on its way to the wire (its connect in progress) comes
-         * first: claim once it is out, an interval before the next slot. */
-        if (pacer_pending(d->pacer) || at == TG_MONO_NEVER)
+        /* Inline, a claim stops the loop: a call on its way to the wire (its
+         * connect in progress) comes first, and the claim is made only when
+         * it fits before the next hand-off. A store thread claims whenever
+         * the queue runs low. */
+        if (!store_worker_threaded(d->worker) &&
+            (pacer_pending(d->pacer) || handoff_time(d, at) - now < 2 * d->claim_est))
                 return;
-        if (handoff_time(d, at) - now < 2 * d->claim_est)
-                return;
-        r = claim_ahead(d, want - d->nready, now, wall);
-        if (r < 0)
-                claim_missed(d, r, now, wall);
+        claim_ahead(d, want - d->nready, false, now, wall);
 }
 
 /* ---- housekeeping and waiting ------------------------------------------------------ */
@@ -933,6 +1111,9 @@ static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
                 return;
         d->next_sweep = now + SWEEP_EVERY_NS;
         set_grid(d);
+        /* the store to this thread for the second's work (the store thread
+         * between jobs) */
+        store_worker_lock(d->worker);
         /* stats: one exit sample a second for /metrics, /v1/stats, admission */
         if (exit_stats_flush(d->xstats, d->store, d->own.epoch, d->own.share,
                              pacer_in_flight(d->pacer), pacer_held(d->pacer, now), wall) < 0)
@@ -961,6 +1142,7 @@ static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
          * readiness, retention), on this thread and this store */
         if (d->opt->housekeeping)
                 d->opt->housekeeping(d->opt->hook_ctx, d->store, d->own.share, wall, d->lost);
+        store_worker_unlock(d->worker);
         if (d->opt->credentials_due && d->opt->credentials_due(d->opt->hook_ctx))
                 reload_credentials(d);
 }
@@ -982,6 +1164,9 @@ static tg_mono_ns wake_at(const struct dispatcher *d, tg_mono_ns now)
                  * would come round again at once, and again, spinning) */
                 if (d->next_settle_retry < until)
                         until = d->next_settle_retry;
+        } else if (store_behind(d) || (d->claim_posted && d->nready == 0)) {
+                /* the store thread rings when it is done: no slot to wake
+                 * for before (it would spin) */
         } else if (!d->lost && !stopping(d) && owner_fresh(d, now) &&
                    pacer_in_flight(d->pacer) < d->share_cfg.max_in_flight) {
                 tg_mono_ns at = pacer_start_at(d->pacer, now);
@@ -1005,11 +1190,15 @@ int dispatcher_turn(struct dispatcher *d)
         tg_mono_ns now = env->mono_now(env->ctx);
         tg_wall_ms wall = env->wall_now(env->ctx);
 
+        /* the store thread's results: claims onto the ready queue, outcomes
+         * committed (logged and counted) */
+        store_worker_collect(d->worker);
         settle_finished(d, now, wall);
         retry_unsettled(d, now, wall);
         if (stopping(d) || d->lost)
                 release_ready(d, stopping(d) ? "stop" : "owner lost", now, wall);
-        if ((stopping(d) || d->lost) && env->open_calls(env->ctx) == 0) {
+        if ((stopping(d) || d->lost) && env->open_calls(env->ctx) == 0 &&
+            store_worker_pending(d->worker) == 0) {
                 /* Lost the exit but not asked to stop: stand by and take it
                  * again once it is free. */
                 if (stopping(d))
@@ -1173,6 +1362,11 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         }
         if (r == 0)
                 r = classifier_new_default(&d->classifier);
+        if (r == 0)
+                r = store_worker_new(env->store, env->store_bell, env->mono_now, env->ctx,
+                                     &d->worker);
+        if (r == 0 && !(d->claim = calloc(1, sizeof(*d->claim))))
+                r = TG_ENOMEM;
         for (unsigned i = 0; r == 0 && i < cfg->rule_count; i++)
                 r = classifier_add_rule(d->classifier, &cfg->rules[i]);
         if (r == 0)
@@ -1182,7 +1376,7 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         d->ncalls = d->share_cfg.max_in_flight;
         if (r == 0) {
                 d->calls = calloc(d->ncalls, sizeof(*d->calls));
-                d->unsettled = calloc(d->ncalls, sizeof(*d->unsettled));
+                d->unsettled = calloc(2 * d->ncalls, sizeof(*d->unsettled));
                 if (!d->calls || !d->unsettled)
                         r = TG_ENOMEM;
         }
@@ -1198,6 +1392,9 @@ void dispatcher_free(struct dispatcher *d)
 {
         if (!d)
                 return;
+        /* the outcomes posted are committed (and logged) first */
+        store_worker_free(d->worker);
+        free(d->claim);
         classifier_free(d->classifier);
         pacer_free(d->pacer);
         pacer_free(d->query_pacer);

@@ -30,6 +30,7 @@ struct real {
         struct exit_env env;
         struct transport *transport;
         struct wake *doorbell;
+        struct wake *store_bell;     /* ours: the store thread's */
         const struct tg_config *cfg; /* the caller's: it outlives the env */
 };
 
@@ -70,23 +71,25 @@ static int real_poll(void *ctx, tg_mono_ns until)
 {
         struct real *x = ctx;
         tg_mono_ns wait = until - clock_mono_now();
-        int fd = wake_fd(x->doorbell);
+        int fds[2] = {wake_fd(x->doorbell), wake_fd(x->store_bell)};
         int r;
 
         if (wait <= 0) {
-                r = transport_poll(x->transport, 0, fd);
+                r = transport_poll(x->transport, 0, fds, 2);
         } else if (wait < PRECISE_WAIT_NS) {
-                r = transport_poll(x->transport, 0, fd);
+                r = transport_poll(x->transport, 0, fds, 2);
                 if (r == 0)
                         clock_sleep_until(until);
         } else {
                 /* early by up to two milliseconds: the next turn waits the
                  * rest precisely */
-                r = transport_poll(x->transport, (int)(wait / TG_NS_PER_MS) - 1, fd);
+                r = transport_poll(x->transport, (int)(wait / TG_NS_PER_MS) - 1, fds, 2);
         }
-        if (r == 1 && !wake_drain(x->doorbell))
-                r = 0;
-        return r;
+        if (r < 0)
+                return r;
+        if (r & 2)
+                (void)wake_drain(x->store_bell); /* the dispatcher collects every turn */
+        return (r & 1) && wake_drain(x->doorbell) ? 1 : 0;
 }
 
 static int real_next_done(void *ctx, struct transport_result *ret)
@@ -151,7 +154,10 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
             .has_doorbell = doorbell != NULL,
         };
         x->doorbell = doorbell;
-        r = store_open(cfg->store_url, &x->env.store);
+        r = wake_new(&x->store_bell) < 0 ? TG_ENOMEM : 0;
+        x->env.store_bell = x->store_bell;
+        if (r == 0)
+                r = store_open(cfg->store_url, &x->env.store);
         if (r == 0)
                 store_set_busy_timeout(x->env.store, DISPATCH_BUSY_TIMEOUT_MS);
         /* The mapping was checked when the config was loaded. */
@@ -182,5 +188,6 @@ void exit_env_free(struct exit_env *env)
                 return;
         transport_free(x->transport);
         store_close(x->env.store);
+        wake_free(x->store_bell);
         free(x);
 }

@@ -55,6 +55,11 @@ struct exit_env {
          * a refund); without a doorbell an idle exit looks for work with a
          * poll interval that backs off */
         bool has_doorbell;
+        /* Rung by the dispatcher's store thread (daemon/store_worker.h) when
+         * a job is done; poll() wakes for it (and returns 0). NULL: no store
+         * thread, the store's work runs inline (the fake environments, in
+         * virtual time). */
+        struct wake *store_bell;
 };
 
 struct wake;

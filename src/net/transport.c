@@ -992,24 +992,34 @@ static void collect(struct transport *t)
         }
 }
 
-int transport_poll(struct transport *t, int timeout_ms, int wake_fd)
+int transport_poll(struct transport *t, int timeout_ms, const int *wake_fds, unsigned n)
 {
-        struct curl_waitfd wake = {.fd = wake_fd, .events = CURL_WAIT_POLLIN};
-        int running = 0;
+        struct curl_waitfd wake[TRANSPORT_WAKE_MAX];
+        unsigned nwake = 0;
+        int running = 0, mask = 0;
+
+        for (unsigned i = 0; i < n && nwake < TRANSPORT_WAKE_MAX; i++)
+                if (wake_fds[i] >= 0)
+                        wake[nwake++] =
+                            (struct curl_waitfd){.fd = wake_fds[i], .events = CURL_WAIT_POLLIN};
         if (curl_multi_perform(t->multi, &running) != CURLM_OK)
                 return TG_ETRANSPORT;
         collect(t);
         if (t->done_count > 0 || t->sent_count > 0)
                 timeout_ms = 0;
-        if (timeout_ms > 0 || wake_fd >= 0) {
-                if (curl_multi_poll(t->multi, wake_fd >= 0 ? &wake : NULL, wake_fd >= 0 ? 1 : 0,
-                                    timeout_ms, NULL) != CURLM_OK)
+        if (timeout_ms > 0 || nwake > 0) {
+                if (curl_multi_poll(t->multi, nwake > 0 ? wake : NULL, nwake, timeout_ms, NULL) !=
+                    CURLM_OK)
                         return TG_ETRANSPORT;
                 if (curl_multi_perform(t->multi, &running) != CURLM_OK)
                         return TG_ETRANSPORT;
                 collect(t);
         }
-        return wake_fd >= 0 && (wake.revents & CURL_WAIT_POLLIN) ? 1 : 0;
+        nwake = 0;
+        for (unsigned i = 0; i < n && i < TRANSPORT_WAKE_MAX; i++)
+                if (wake_fds[i] >= 0 && (wake[nwake++].revents & CURL_WAIT_POLLIN))
+                        mask |= 1 << i;
+        return mask;
 }
 
 int transport_next_done(struct transport *t, struct transport_result *ret_result)

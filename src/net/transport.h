@@ -137,9 +137,11 @@ struct transport_call {
 int transport_start(struct transport *transport, const struct transport_call *call);
 
 /* Drives I/O, waiting at most timeout_ms for activity on the calls or for
- * wake_fd (-1: none) to become readable. 0, 1 (wake_fd is readable: the
- * caller drains it), or TG_ETRANSPORT. */
-int transport_poll(struct transport *transport, int timeout_ms, int wake_fd);
+ * one of the n descriptors wake_fds (-1: none) to become readable. A mask
+ * with bit i set for each wake_fds[i] readable (the caller drains it; 0:
+ * none), or TG_ETRANSPORT. */
+#define TRANSPORT_WAKE_MAX 2
+int transport_poll(struct transport *transport, int timeout_ms, const int *wake_fds, unsigned n);
 
 /* Why a call did not get a complete answer. */
 enum transport_failure {

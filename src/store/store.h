@@ -298,6 +298,13 @@ struct settle_args {
  * under this epoch (nothing changed). */
 int store_settle(struct store *store, const struct settle_args *args);
 
+/* Settles args[0..n) in ONE transaction (group commit of outcomes that came
+ * together), results[i] for args[i] as store_settle would give it. When any
+ * of them is refused (fenced, invalid) or the transaction fails, nothing of
+ * the batch is kept and each is settled on its own. */
+void store_settle_batch(struct store *store, const struct settle_args *const *args, unsigned n,
+                        int *results);
+
 /* The sweeps (policy_sweep()): every operation waiting for the exit whose
  * deadline has passed, and every re-send whose key is key_retention_ms old
  * or older (0 = no key-age check), goes to manual, audited. Short

@@ -426,22 +426,54 @@ static int settle_tx(struct store *s, void *ctx)
         return r;
 }
 
-int store_settle(struct store *store, const struct settle_args *args)
+static bool settle_args_ok(const struct settle_args *args)
 {
-        enum op_state next;
+        enum op_state next = args->decision.next;
 
-        if (!store || !args)
-                return TG_EINVAL;
-        next = args->decision.next;
         if ((unsigned)next >= OP_STATE_COUNT || next == OP_PENDING || next == OP_IN_FLIGHT)
-                return TG_EINVAL;
+                return false;
         if ((unsigned)args->cls >= TG_CLASS_COUNT ||
             (unsigned)args->decision.reason >= MANUAL_REASON_COUNT)
-                return TG_EINVAL;
-        if (!store_buf_ok(args->error, sizeof(args->error)) ||
-            !store_buf_ok(args->refund_id, sizeof(args->refund_id)))
+                return false;
+        return store_buf_ok(args->error, sizeof(args->error)) &&
+               store_buf_ok(args->refund_id, sizeof(args->refund_id));
+}
+
+int store_settle(struct store *store, const struct settle_args *args)
+{
+        if (!store || !args || !settle_args_ok(args))
                 return TG_EINVAL;
         return store->ops->tx(store, STORE_TX_OUTCOME, STORE_TX_RECHECKS, settle_tx, (void *)args);
+}
+
+struct settle_batch_ctx {
+        const struct settle_args *const *args;
+        unsigned n;
+};
+
+static int settle_batch_tx(struct store *s, void *ctx)
+{
+        const struct settle_batch_ctx *c = ctx;
+        int r = 0;
+
+        for (unsigned i = 0; i < c->n && r == 0; i++)
+                r = settle_tx(s, (void *)c->args[i]);
+        return r;
+}
+
+void store_settle_batch(struct store *store, const struct settle_args *const *args, unsigned n,
+                        int *results)
+{
+        struct settle_batch_ctx c = {.args = args, .n = n};
+        int r = n > 1 && store ? 0 : TG_EINVAL;
+
+        for (unsigned i = 0; i < n && r == 0; i++)
+                if (!args[i] || !settle_args_ok(args[i]))
+                        r = TG_EINVAL;
+        if (r == 0)
+                r = store->ops->tx(store, STORE_TX_OUTCOME, STORE_TX_RECHECKS, settle_batch_tx, &c);
+        for (unsigned i = 0; i < n; i++)
+                results[i] = r == 0 ? 0 : store_settle(store, args[i]);
 }
 
 struct release_ctx {

@@ -504,6 +504,53 @@ static void test_settle_transitions(void **state)
         store_close(s);
 }
 
+/* Outcomes that came together share one transaction (the dispatcher's
+ * store thread); one the store refuses costs the others nothing: each is
+ * then settled on its own, with its own answer. */
+static void test_settle_batch(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op[3];
+        struct call_record call[3];
+        struct settle_args a[3];
+        const struct settle_args *pa[3] = {&a[0], &a[1], &a[2]};
+        int results[3] = {-1, -1, -1};
+        const char *ids[3] = {"b1", "b2", "b3"};
+
+        (void)state;
+        for (int i = 0; i < 3; i++)
+                accept_new(s, ids[i], T0 + i);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 10, &op[i], &call[i]), 0);
+
+        /* all good: one commit, every outcome kept */
+        a[0] = settle_args_for(&op[0], &call[0], TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 30, 0);
+        a[1] = settle_args_for(&op[1], &call[1], TG_CLASS_RETRYABLE, OP_RETRY_WAIT, T0 + 30,
+                               T0 + 1500);
+        store_settle_batch(s, pa, 2, results);
+        assert_int_equal(results[0], 0);
+        assert_int_equal(results[1], 0);
+        assert_int_equal(get_op(s, "b1").state, OP_SUCCEEDED);
+        assert_int_equal(get_op(s, "b2").state, OP_RETRY_WAIT);
+        assert_int_equal(get_op(s, "b2").next_run_at, T0 + 1500);
+
+        /* one already settled (fenced) and one invalid beside a good one:
+         * the good one is kept, the others answer as store_settle would */
+        a[2] = settle_args_for(&op[2], &call[2], TG_CLASS_REJECTED, OP_REJECTED, T0 + 40, 0);
+        struct settle_args bad = a[1];
+        bad.decision.next = OP_PENDING; /* not an outcome */
+        const struct settle_args *mixed[3] = {&a[0], &bad, &a[2]};
+        store_settle_batch(s, mixed, 3, results);
+        assert_int_equal(results[0], TG_EFENCED);
+        assert_int_equal(results[1], TG_EINVAL);
+        assert_int_equal(results[2], 0);
+        assert_int_equal(get_op(s, "b3").state, OP_REJECTED);
+        assert_int_equal(get_op(s, "b1").state, OP_SUCCEEDED);
+        assert_int_equal(get_op(s, "b2").state, OP_RETRY_WAIT);
+        store_close(s);
+}
+
 /* ---- ownership --------------------------------------------------------------- */
 
 static void test_owner_lock(void **state)
@@ -2762,6 +2809,7 @@ static void test_mysql_open_errors(void **state)
                                             teardown),                                             \
             cmocka_unit_test_setup_teardown(test_claim_again_only_when_due, setup, teardown),      \
             cmocka_unit_test_setup_teardown(test_settle_transitions, setup, teardown),             \
+            cmocka_unit_test_setup_teardown(test_settle_batch, setup, teardown),                   \
             cmocka_unit_test_setup_teardown(test_owner_lock, setup, teardown),                     \
             cmocka_unit_test_setup_teardown(test_fenced_after_newer_acquire, setup, teardown),     \
             cmocka_unit_test_setup_teardown(test_recover, setup, teardown),                        \
