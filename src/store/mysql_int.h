@@ -68,6 +68,10 @@ struct mysql_store {
         bool commit_unknown;  /* the last COMMIT was lost in flight; ops re-check */
         unsigned lock_wait_s; /* innodb_lock_wait_timeout of our sessions */
         uint64_t affected;    /* rows changed by the last exec() */
+        /* counter changes of the open transaction, written once before
+         * its COMMIT (a batch of k outcomes: one UPDATE, not k) */
+        int64_t counter_delta[STORE_COUNTER_COUNT];
+        bool in_tx;
         char host[256];
         char user[128];
         char password[256];
@@ -148,6 +152,10 @@ int store_mysql_refusals_add(struct store *store, tg_wall_ms second, unsigned n,
 
 /* store_mysql_life.c: counters and the prune (store_backend.h) */
 int store_mysql_counter_add(struct store *store, enum store_counter counter, int64_t delta);
+/* one counter's change written now; the open transaction's changes
+ * written (store_mysql_tx, before COMMIT) */
+int store_mysql_counters_write(struct mysql_store *s, enum store_counter counter, int64_t delta);
+int store_mysql_counters_flush(struct mysql_store *s);
 int store_mysql_prune_pick(struct store *store, enum op_state state, tg_wall_ms before,
                            int64_t after_at, int64_t after_id, unsigned max, int64_t *ret_ids,
                            int64_t *ret_at, unsigned *ret_n);

@@ -17,11 +17,34 @@
 int store_mysql_counter_add(struct store *store, enum store_counter counter, int64_t delta)
 {
         struct mysql_store *s = M(store);
+
+        if ((unsigned)counter >= STORE_COUNTER_COUNT)
+                return TG_EINVAL;
+        if (s->in_tx) {
+                s->counter_delta[counter] += delta; /* store_mysql_counters_flush */
+                return 0;
+        }
+        return store_mysql_counters_write(s, counter, delta);
+}
+
+int store_mysql_counters_write(struct mysql_store *s, enum store_counter counter, int64_t delta)
+{
         int r = store_mysql_exec(s, "UPDATE counters SET n = n + %I WHERE name = %S", delta,
                                  store_counter_text(counter));
 
         if (r == 0 && s->affected != 1)
                 r = TG_ESTORE; /* a counter row is missing: the schema is not ours */
+        return r;
+}
+
+int store_mysql_counters_flush(struct mysql_store *s)
+{
+        int r = 0;
+
+        for (unsigned c = 0; c < STORE_COUNTER_COUNT && r == 0; c++)
+                if (s->counter_delta[c] != 0)
+                        r = store_mysql_counters_write(s, (enum store_counter)c,
+                                                       s->counter_delta[c]);
         return r;
 }
 

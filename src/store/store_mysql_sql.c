@@ -384,8 +384,13 @@ int store_mysql_tx(struct store *store, enum store_tx kind, unsigned flags, stor
                 r = conn_ensure(s);
                 if (r == 0)
                         r = store_mysql_exec(s, "START TRANSACTION");
+                memset(s->counter_delta, 0, sizeof(s->counter_delta));
+                s->in_tx = true;
                 if (r == 0)
                         r = fn(store, ctx);
+                s->in_tx = false;
+                if (r == 0)
+                        r = store_mysql_counters_flush(s);
                 if (r == 0) {
                         committing = true;
                         r = store_mysql_exec(s, "COMMIT");
