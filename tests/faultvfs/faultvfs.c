@@ -25,6 +25,7 @@ static sqlite3_vfs fault_vfs;
 static int64_t n_ops, n_faults, n_syncs;
 static int64_t fail_from = -1, fail_count = -1;
 static enum faultvfs_kind fail_kind;
+static long sync_delay_us; /* a slow disk: every sync takes this long more */
 
 /* preload mode: the control file and where the counts go */
 static const char *control_path;
@@ -63,8 +64,11 @@ static void read_control(void)
                 fail_kind = word[0] == 'f' ? FAULTVFS_FULL : FAULTVFS_IOERR;
                 fail_from = after[0] == '+' ? n_ops + n : n;
                 fail_count = count;
+        } else if (strcmp(word, "slowsync") == 0) {
+                sync_delay_us = strtol(after, NULL, 10) * 1000;
         } else {
                 fail_from = -1; /* "off", "count" */
+                sync_delay_us = 0;
         }
 }
 
@@ -146,6 +150,11 @@ static int f_sync(sqlite3_file *f, int flags)
 {
         int rc = counted(OP_SYNC);
 
+        pthread_mutex_lock(&mu);
+        long delay = sync_delay_us;
+        pthread_mutex_unlock(&mu);
+        if (rc == SQLITE_OK && delay > 0)
+                usleep((useconds_t)delay);
         return rc != SQLITE_OK ? rc : REAL(f)->pMethods->xSync(REAL(f), flags);
 }
 

@@ -11,7 +11,9 @@
  *   - as libtg_faultvfs.so under LD_PRELOAD, for a real tollgate process:
  *     with TG_FAULTVFS=<control file> in the environment its constructor
  *     installs it and reads the control file whenever it changed (one line:
- *     "count" or "off", "ioerr AFTER [COUNT]", "full AFTER [COUNT]"; AFTER
+ *     "count" or "off", "ioerr AFTER [COUNT]", "full AFTER [COUNT]",
+ *     "slowsync MS" (a slow disk: every sync takes MS ms longer, until
+ *     "off" or "count"); AFTER
  *     "+N" is N operations after the count when the line is read; a line is
  *     applied when it differs from the last one, words after these ignored)
  *     and writes

@@ -192,6 +192,36 @@ class StoreFaultsTest(unittest.TestCase):
                 self.assertEqual(a[3].get("retry-after"), "2", a)
             self.fresh_judge(tg, stub, accepted, ops)
 
+    def test_slow_disk_keeps_the_rate(self):
+        """Every sync of the dispatcher's disk takes 40 ms longer, most of a
+        slot at 20/s: the claims are committed ahead by the store's own
+        thread, so the starts keep the rate (a claim committed at its slot
+        would make every start 40 ms late: about 11 a second)."""
+        n, rate = 40, 20.0
+        with tgtest.start_stub("--mode", "fast") as stub, \
+                Tollgate(stub.url,
+                         exit={"starts_per_second": rate, "max_in_flight": 4,
+                               "spacing_margin_us": 0},
+                         admission={"enabled": "false"}) as tg:
+            disk = FaultDisk(tg.dir)
+            disk.slow_sync(40)
+            tg.start("api")  # its own disk is not slowed: intake is not judged here
+            ids = ["slowdisk-%03d" % i for i in range(n)]
+            for op in ids:
+                status, _, body = tg.submit(op)
+                self.assertEqual(status, 202, body)
+            tg.start("dispatch", env=disk.env())
+            done = tg.wait_final(ids, timeout=60)
+            self.assertEqual({rec["state"] for rec in done.values()}, {"succeeded"}, done)
+            self.assertGreater(disk.counts()[0], 0)  # the VFS was under the dispatcher
+            calls = tg.calls()
+            self.assertEqual(len(calls), n)
+            starts = sorted(c["start_mono_ns"] for c in calls)
+            mean_gap_ms = (starts[-1] - starts[0]) / (n - 1) / 1e6
+            self.assertGreaterEqual(mean_gap_ms, 1000 / rate)
+            self.assertLess(mean_gap_ms, 1.15 * 1000 / rate,
+                            "starts %.1f ms apart on average on a slow disk" % mean_gap_ms)
+
     def test_io_errors_under_load_pause_and_resume(self):
         self.run_load_with_failing_disk(crash=False)
 

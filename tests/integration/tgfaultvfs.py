@@ -8,6 +8,7 @@ reads whenever it changes. FaultDisk(dir) makes one and says how:
     p = tg.start("serve", env=disk.env())
     disk.fail("full")          # from now on writes fail as on a full disk
     disk.fail("ioerr", 5)      # the 6th write/sync/truncate from now on fails
+    disk.slow_sync(40)         # every sync takes 40 ms longer
     disk.heal()                # the disk is back
     disk.counts()              # (operations counted, operations failed)
 
@@ -51,6 +52,10 @@ class FaultDisk:
         """kind "ioerr" or "full"; from the after-th counted operation from
         now on (count: only that many, else until heal())."""
         self._write("%s +%d %d" % (kind, after, count))
+
+    def slow_sync(self, ms):
+        """A slow disk: every sync takes ms milliseconds longer (heal() ends it)."""
+        self._write("slowsync %d" % ms)
 
     def heal(self):
         self._write("off")
