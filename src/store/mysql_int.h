@@ -72,6 +72,10 @@ struct mysql_store {
          * its COMMIT (a batch of k outcomes: one UPDATE, not k) */
         int64_t counter_delta[STORE_COUNTER_COUNT];
         bool in_tx;
+        /* the row the last pick locked, read whole by the pick itself: the
+         * op_get of it that follows (the claim's) costs no round trip */
+        struct op_record picked;
+        bool picked_valid;
         char host[256];
         char user[128];
         char password[256];
@@ -103,6 +107,7 @@ void store_mysql_conn_drop(MYSQL **db);
 int store_mysql_connect_one(struct mysql_store *s, unsigned io_timeout, bool with_db,
                             MYSQL **ret_db);
 int store_mysql_exec(struct mysql_store *s, const char *fmt, ...);
+
 int store_mysql_fail(struct mysql_store *s);
 bool store_mysql_lost_code(unsigned code);
 int store_mysql_one_i64(MYSQL_RES *res, int64_t *ret_value, bool *ret_null);

@@ -261,6 +261,10 @@ static int claim_tx(struct store *s, void *ctx)
         struct claim_ctx *c = ctx;
         enum store_group turn = c->turn;
         unsigned share = 0;
+        /* a group found empty stays so for the rest of the batch (our own
+         * claims make nothing due; another writer's new work waits for the
+         * next batch, a few milliseconds): not asked again */
+        bool empty[2] = {false, false};
         int r;
 
         c->n = 0;
@@ -284,10 +288,18 @@ static int claim_tx(struct store *s, void *ctx)
 
                 enum store_group g = turn;
 
-                r = claim_one(s, a, g, share, &c->ops[c->n], &c->calls[c->n]);
-                if (r == TG_ENOTFOUND && c->alternate) {
-                        g = other;
-                        r = claim_one(s, a, g, share, &c->ops[c->n], &c->calls[c->n]);
+                r = empty[g] ? TG_ENOTFOUND
+                             : claim_one(s, a, g, share, &c->ops[c->n], &c->calls[c->n]);
+                if (r == TG_ENOTFOUND) {
+                        empty[g] = true;
+                        if (c->alternate) {
+                                g = other;
+                                r = empty[g]
+                                        ? TG_ENOTFOUND
+                                        : claim_one(s, a, g, share, &c->ops[c->n], &c->calls[c->n]);
+                                if (r == TG_ENOTFOUND)
+                                        empty[g] = true;
+                        }
                 }
                 if (r == 0) {
                         c->n++;

@@ -560,7 +560,8 @@ static int make_queries(struct mysql_store *s)
                  again, key_old, query);
 #define Q(id) s->q[id], sizeof(s->q[id])
         n[MQ_PICK_FIRST] = snprintf(Q(MQ_PICK_FIRST),
-                                    "SELECT id FROM operations FORCE INDEX (ops_state_accepted) "
+                                    "SELECT " OP_COLS " FROM operations "
+                                    "FORCE INDEX (ops_state_accepted) "
                                     "WHERE %s AND attempt_limit > 0 AND deadline_at > %%I "
                                     "ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
                                     first);
@@ -573,7 +574,7 @@ static int make_queries(struct mysql_store *s)
                                           "WHERE %s ORDER BY accepted_at, id LIMIT %%I",
                                           due);
         n[MQ_AGAIN_LOCK] = snprintf(Q(MQ_AGAIN_LOCK),
-                                    "SELECT id FROM operations WHERE id = %%I AND %s "
+                                    "SELECT " OP_COLS " FROM operations WHERE id = %%I AND %s "
                                     "FOR UPDATE SKIP LOCKED",
                                     due);
         n[MQ_ANY_PENDING] =

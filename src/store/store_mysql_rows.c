@@ -204,6 +204,13 @@ int store_mysql_op_get(struct store *store, const char *key, int64_t id, bool lo
         struct mysql_store *s = M(store);
         const char *tail = lock ? " FOR UPDATE" : "";
         MYSQL_RES *res;
+
+        if (!key && s->picked_valid && s->picked.id == id) {
+                /* the row the pick just locked and read (op_pick) */
+                s->picked_valid = false;
+                *ret_op = s->picked;
+                return 0;
+        }
         int r =
             key ? store_mysql_query(s, &res,
                                     "SELECT " OP_COLS " FROM operations WHERE operation_id = %S%s",
@@ -238,6 +245,7 @@ int store_mysql_op_insert(struct store *store, const struct op_record *op, int64
 
 int store_mysql_op_put(struct store *store, const struct op_record *op)
 {
+        M(store)->picked_valid = false;
         /* affected rows counts changed rows only: an identical write is 0 */
         return store_mysql_exec(
             M(store),
@@ -265,20 +273,23 @@ static int one_i64(MYSQL_RES *res, int r, int64_t *ret, bool *ret_null)
 int store_mysql_op_pick(struct store *store, const struct store_pick *p, int64_t *ret_id)
 {
         struct mysql_store *s = M(store);
-        int64_t ids[AGAIN_CANDIDATES], id = 0, next = 0;
+        int64_t ids[AGAIN_CANDIDATES], next = 0;
         int64_t queries = p->queries_allowed ? 1 : 0;
         bool null = false;
         MYSQL_RES *res;
         unsigned n = 0;
         int r;
 
+        s->picked_valid = false;
         if (p->group == STORE_GROUP_FIRST) {
+                /* the whole row, locked: the claim's op_get of it is free */
                 r = store_mysql_query(s, &res, s->q[MQ_PICK_FIRST], p->now);
-                r = one_i64(res, r, &id, &null);
-                if (r == 0 && null)
-                        r = TG_ESTORE;
                 if (r == 0)
-                        *ret_id = id;
+                        r = fetch_one(res, &s->picked, sizeof(s->picked), read_op);
+                if (r == 0) {
+                        s->picked_valid = true;
+                        *ret_id = s->picked.id;
+                }
                 return r;
         }
         /* Nothing due (the common case while retries wait): one index probe. */
@@ -307,13 +318,14 @@ int store_mysql_op_pick(struct store *store, const struct store_pick *p, int64_t
         for (unsigned i = 0; i < n; i++) {
                 r = store_mysql_query(s, &res, s->q[MQ_AGAIN_LOCK], ids[i], p->now, p->now, p->now,
                                       p->key_retention_ms, queries);
-                r = one_i64(res, r, &id, &null);
+                if (r == 0)
+                        r = fetch_one(res, &s->picked, sizeof(s->picked), read_op);
                 if (r == TG_ENOTFOUND)
                         continue;
-                if (r == 0 && null)
-                        r = TG_ESTORE;
-                if (r == 0)
-                        *ret_id = id;
+                if (r == 0) {
+                        s->picked_valid = true;
+                        *ret_id = s->picked.id;
+                }
                 return r;
         }
         return TG_ENOTFOUND;

@@ -385,10 +385,12 @@ int store_mysql_tx(struct store *store, enum store_tx kind, unsigned flags, stor
                 if (r == 0)
                         r = store_mysql_exec(s, "START TRANSACTION");
                 memset(s->counter_delta, 0, sizeof(s->counter_delta));
+                s->picked_valid = false;
                 s->in_tx = true;
                 if (r == 0)
                         r = fn(store, ctx);
                 s->in_tx = false;
+                s->picked_valid = false;
                 if (r == 0)
                         r = store_mysql_counters_flush(s);
                 if (r == 0) {
