@@ -212,6 +212,10 @@ struct dispatcher {
          * in the fake ones. Every other use of the store by this thread is
          * between store_worker_lock() and store_worker_unlock(). */
         struct store_worker *worker;
+        /* Outcomes: the same worker, or (env->outcome_store: MariaDB) a
+         * second one on a connection of their own, so that the server
+         * works on claims and outcomes at once. */
+        struct store_worker *outcomes;
         struct claim_job *claim; /* its memory, one batch at a time */
         bool claim_posted;       /* a batch is with the store thread */
         bool slot_claim_landed;  /* a batch made at a slot came: use it before claiming again */
@@ -542,12 +546,13 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
          * before it (settle_done takes the result); the call has left the
          * transport, so it leaves the pacers now. */
         if (j->on_heap) {
-                store_worker_post(d->worker, settle_run, settle_many, settle_done, j);
+                store_worker_post(d->outcomes, settle_run, settle_many, settle_done, j);
         } else {
-                store_worker_drain(d->worker);
-                store_worker_lock(d->worker);
-                int r = store_settle(d->store, &j->sa);
-                store_worker_unlock(d->worker);
+                store_worker_drain(d->outcomes);
+                store_worker_lock(d->outcomes);
+                int r =
+                    store_settle(d->env->outcome_store ? d->env->outcome_store : d->store, &j->sa);
+                store_worker_unlock(d->outcomes);
                 settle_logged(d, j, r);
         }
         pacers_finish(d, oc);
@@ -568,12 +573,20 @@ static bool store_owes(const struct dispatcher *d)
         return d->n_unsettled > 0 || d->n_unreleased > 0;
 }
 
+/* Jobs posted to the store threads whose results were not taken yet. */
+static unsigned store_pending(const struct dispatcher *d)
+{
+        unsigned n = store_worker_pending(d->worker);
+
+        return d->outcomes != d->worker ? n + store_worker_pending(d->outcomes) : n;
+}
+
 /* The store thread is behind by more outcomes than calls may be open:
  * nothing starts until it caught up (the outcomes waiting for it are
  * bounded). */
 static bool store_behind(const struct dispatcher *d)
 {
-        return store_worker_pending(d->worker) > d->ncalls;
+        return store_pending(d) > d->ncalls;
 }
 
 /* Asks the store again for outcomes and releases it could not take. */
@@ -1193,12 +1206,13 @@ int dispatcher_turn(struct dispatcher *d)
         /* the store thread's results: claims onto the ready queue, outcomes
          * committed (logged and counted) */
         store_worker_collect(d->worker);
+        if (d->outcomes != d->worker)
+                store_worker_collect(d->outcomes);
         settle_finished(d, now, wall);
         retry_unsettled(d, now, wall);
         if (stopping(d) || d->lost)
                 release_ready(d, stopping(d) ? "stop" : "owner lost", now, wall);
-        if ((stopping(d) || d->lost) && env->open_calls(env->ctx) == 0 &&
-            store_worker_pending(d->worker) == 0) {
+        if ((stopping(d) || d->lost) && env->open_calls(env->ctx) == 0 && store_pending(d) == 0) {
                 /* Lost the exit but not asked to stop: stand by and take it
                  * again once it is free. */
                 if (stopping(d))
@@ -1365,6 +1379,10 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         if (r == 0)
                 r = store_worker_new(env->store, env->store_bell, env->mono_now, env->ctx,
                                      &d->worker);
+        d->outcomes = d->worker;
+        if (r == 0 && env->outcome_store && env->store_bell)
+                r = store_worker_new(env->outcome_store, env->store_bell, env->mono_now, env->ctx,
+                                     &d->outcomes);
         if (r == 0 && !(d->claim = calloc(1, sizeof(*d->claim))))
                 r = TG_ENOMEM;
         for (unsigned i = 0; r == 0 && i < cfg->rule_count; i++)
@@ -1393,6 +1411,8 @@ void dispatcher_free(struct dispatcher *d)
         if (!d)
                 return;
         /* the outcomes posted are committed (and logged) first */
+        if (d->outcomes != d->worker)
+                store_worker_free(d->outcomes);
         store_worker_free(d->worker);
         free(d->claim);
         classifier_free(d->classifier);

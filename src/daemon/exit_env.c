@@ -5,6 +5,7 @@
 #include "daemon/exit_env.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/tg_error.h"
@@ -160,6 +161,12 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
                 r = store_open(cfg->store_url, &x->env.store);
         if (r == 0)
                 store_set_busy_timeout(x->env.store, DISPATCH_BUSY_TIMEOUT_MS);
+        /* MariaDB serves two connections at once: the outcomes get their
+         * own (SQLite has one writer at a time: a second would only wait) */
+        if (r == 0 && strcmp(store_backend(x->env.store), "mysql") == 0)
+                r = store_open(cfg->store_url, &x->env.outcome_store);
+        if (r == 0 && x->env.outcome_store)
+                store_set_busy_timeout(x->env.outcome_store, DISPATCH_BUSY_TIMEOUT_MS);
         /* The mapping was checked when the config was loaded. */
         if (r == 0)
                 r = provider_setup_maps(cfg, maps, err, sizeof(err));
@@ -187,6 +194,7 @@ void exit_env_free(struct exit_env *env)
         if (!x)
                 return;
         transport_free(x->transport);
+        store_close(x->env.outcome_store);
         store_close(x->env.store);
         wake_free(x->store_bell);
         free(x);

@@ -60,6 +60,10 @@ struct exit_env {
          * thread, the store's work runs inline (the fake environments, in
          * virtual time). */
         struct wake *store_bell;
+        /* A second connection to the store for outcomes, committed by a
+         * thread of their own beside the claims' (MariaDB: the server works
+         * on both at once); NULL: outcomes go through `store`. */
+        struct store *outcome_store;
 };
 
 struct wake;
