@@ -113,6 +113,9 @@ struct open_call {
  * the queue also covers the thread's other work and its tail (an outcome
  * or a slow fsync before the claim): this much more is claimed ahead. */
 #define CLAIM_AHEAD_SLACK (4 * TG_NS_PER_MS)
+#define STORE_AHEAD       4 /* outcomes an open call that may wait for the store thread */
+/* outcomes the store may fail: those waiting for it, and the open calls' */
+#define UNSETTLED_MAX(d) ((STORE_AHEAD + 2) * (d)->ncalls)
 
 /* A batch of claims on its way through the store thread (one at a time). */
 struct claim_job {
@@ -125,6 +128,27 @@ struct claim_job {
         bool at_slot;   /* made for a slot with nothing ready (else: ahead) */
         tg_mono_ns now; /* when it was posted */
         tg_wall_ms wall;
+};
+
+/* The once-a-second store work, through the store threads, one of each at a
+ * time: the owner check on the claims' connection (its lock session), the
+ * sample, sweeps and the service's work on the outcomes'. */
+struct owner_job {
+        struct dispatcher *d;
+        tg_mono_ns asked; /* when the check began: the lock was ours then at least */
+        bool posted;
+};
+
+struct second_job {
+        struct dispatcher *d;
+        struct exit_sample sample;
+        tg_wall_ms keep_after, wall;
+        unsigned share;
+        bool lost;
+        int sample_result;
+        unsigned swept, taken, invalid;
+        bool swept_ok, outbox_ok;
+        bool posted;
 };
 
 /* An outcome on its way through the store thread, with what the log line
@@ -217,9 +241,11 @@ struct dispatcher {
          * works on claims and outcomes at once. */
         struct store_worker *outcomes;
         struct claim_job *claim; /* its memory, one batch at a time */
-        bool claim_posted;       /* a batch is with the store thread */
-        bool slot_claim_landed;  /* a batch made at a slot came: use it before claiming again */
-        int claim_result;        /* of the last batch */
+        struct owner_job *owner_job;
+        struct second_job *second_job;
+        bool claim_posted;      /* a batch is with the store thread */
+        bool slot_claim_landed; /* a batch made at a slot came: use it before claiming again */
+        int claim_result;       /* of the last batch */
 };
 
 static tg_mono_ns lead(const struct dispatcher *d)
@@ -415,7 +441,7 @@ static void settle_logged(struct dispatcher *d, const struct settle_job *j, int 
          * the exit until it can (retry_unsettled); if this process dies
          * meanwhile, the row is still in_flight and the next owner
          * reconciles it as unknown: never guessed. */
-        if (r < 0 && r != TG_EFENCED && d->n_unsettled < 2 * d->ncalls) {
+        if (r < 0 && r != TG_EFENCED && d->n_unsettled < UNSETTLED_MAX(d)) {
                 if (d->n_unsettled == 0)
                         log_emit(LOG_ERROR, "exit_paused_store",
                                  json_pack("{s:s}", "error", tg_strerror(r)));
@@ -581,12 +607,14 @@ static unsigned store_pending(const struct dispatcher *d)
         return d->outcomes != d->worker ? n + store_worker_pending(d->outcomes) : n;
 }
 
-/* The store thread is behind by more outcomes than calls may be open:
- * nothing starts until it caught up (the outcomes waiting for it are
- * bounded). */
+/* The store threads are behind by more than STORE_AHEAD outcomes an open
+ * call: nothing starts until they caught up. Bounded, so the outcomes that
+ * wait (lost in a crash: reconciled as unknown) stay few; not one per open
+ * call, so that outcomes that come together can wait together and share a
+ * commit (store_settle_batch). */
 static bool store_behind(const struct dispatcher *d)
 {
-        return store_pending(d) > d->ncalls;
+        return store_pending(d) > STORE_AHEAD * d->ncalls;
 }
 
 /* Asks the store again for outcomes and releases it could not take. */
@@ -1116,46 +1144,103 @@ static void reload_credentials(struct dispatcher *d)
                 log_emit(LOG_INFO, "provider_credentials_reloaded", NULL);
 }
 
-static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
+static int owner_run(struct store *store, void *arg)
 {
-        unsigned n = 0, taken = 0, invalid = 0;
+        struct owner_job *j = arg;
 
-        if (now < d->next_sweep)
-                return;
-        d->next_sweep = now + SWEEP_EVERY_NS;
-        set_grid(d);
-        /* the store to this thread for the second's work (the store thread
-         * between jobs) */
-        store_worker_lock(d->worker);
-        /* stats: one exit sample a second for /metrics, /v1/stats, admission */
-        if (exit_stats_flush(d->xstats, d->store, d->own.epoch, d->own.share,
-                             pacer_in_flight(d->pacer), pacer_held(d->pacer, now), wall) < 0)
-                log_emit(LOG_DEBUG, "sample_failed", NULL);
-        if (store_sweep_deadlines(d->store, d->cfg->policy.key_retention_ms, wall, &n) == 0 &&
-            n > 0)
-                log_emit(LOG_WARN, "deadline_sweep", json_pack("{s:i}", "to_manual", (int)n));
-        /* outbox: refunds an application inserted in its own transaction,
-         * validated like an API intake (TG_EUNSUPPORTED on SQLite) */
-        if (store_outbox_intake(d->store, &d->cfg->policy, wall, &taken, &invalid) == 0 &&
-            taken + invalid > 0)
-                log_emit(LOG_INFO, "outbox_intake",
-                         json_pack("{s:i, s:i}", "taken", (int)taken, "invalid", (int)invalid));
-        /* when we asked: the lock was ours then at least */
-        tg_mono_ns asked = d->env->mono_now(d->env->ctx);
-        if (store_owner_check(d->store) < 0) {
+        j->asked = j->d->env->mono_now(j->d->env->ctx);
+        return store_owner_check(store);
+}
+
+static void owner_done(void *arg, int r, tg_mono_ns took)
+{
+        struct owner_job *j = arg;
+        struct dispatcher *d = j->d;
+
+        (void)took;
+        j->posted = false;
+        if (r < 0) {
                 if (!d->lost)
                         log_emit(LOG_ERROR, "owner_lost",
                                  json_pack("{s:I}", "epoch", (json_int_t)d->own.epoch));
                 d->lost = true;
         } else {
-                d->owner_seen = asked;
+                d->owner_seen = j->asked;
                 d->owner_checked = true;
         }
+}
+
+static int second_run(struct store *store, void *arg)
+{
+        struct second_job *j = arg;
+        const struct dispatcher *d = j->d;
+
+        j->sample_result = store_sample_put(store, &j->sample, j->keep_after);
+        j->swept = j->taken = j->invalid = 0;
+        j->swept_ok =
+            store_sweep_deadlines(store, d->cfg->policy.key_retention_ms, j->wall, &j->swept) == 0;
+        /* outbox: refunds an application inserted in its own transaction,
+         * validated like an API intake (TG_EUNSUPPORTED on SQLite) */
+        j->outbox_ok =
+            store_outbox_intake(store, &d->cfg->policy, j->wall, &j->taken, &j->invalid) == 0;
         /* the service's once-a-second work (daemon/service.h: watchdog,
-         * readiness, retention), on this thread and this store */
+         * readiness, retention), on the store thread and its store: it
+         * comes only while the loop posts it */
         if (d->opt->housekeeping)
-                d->opt->housekeeping(d->opt->hook_ctx, d->store, d->own.share, wall, d->lost);
-        store_worker_unlock(d->worker);
+                d->opt->housekeeping(d->opt->hook_ctx, store, j->share, j->wall, j->lost);
+        return 0;
+}
+
+static void second_done(void *arg, int r, tg_mono_ns took)
+{
+        struct second_job *j = arg;
+        struct dispatcher *d = j->d;
+
+        (void)r;
+        (void)took;
+        j->posted = false;
+        if (j->sample_result < 0) {
+                exit_stats_give_back(d->xstats, &j->sample); /* into the next second's */
+                log_emit(LOG_DEBUG, "sample_failed", NULL);
+        }
+        if (j->swept_ok && j->swept > 0)
+                log_emit(LOG_WARN, "deadline_sweep",
+                         json_pack("{s:i}", "to_manual", (int)j->swept));
+        if (j->outbox_ok && j->taken + j->invalid > 0)
+                log_emit(
+                    LOG_INFO, "outbox_intake",
+                    json_pack("{s:i, s:i}", "taken", (int)j->taken, "invalid", (int)j->invalid));
+}
+
+/* Once a second: the owner check, the exit's sample, the deadline sweep,
+ * the outbox and the service's work, posted to the store threads (the loop
+ * does not wait for them: a MariaDB second is 10-20 ms of round trips); the
+ * credentials read again when a reload asked. */
+static void housekeeping(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
+{
+        if (now < d->next_sweep)
+                return;
+        d->next_sweep = now + SWEEP_EVERY_NS;
+        set_grid(d);
+        if (!d->owner_job->posted) {
+                d->owner_job->d = d;
+                d->owner_job->posted = true;
+                store_worker_post(d->worker, owner_run, NULL, owner_done, d->owner_job);
+        }
+        /* (a second whose work is still with the store thread: the next
+         * sample carries this one's counts) */
+        if (!d->second_job->posted) {
+                struct second_job *j = d->second_job;
+                j->d = d;
+                j->wall = wall;
+                j->share = d->own.share;
+                j->lost = d->lost;
+                /* stats: one exit sample a second for /metrics, /v1/stats, admission */
+                exit_stats_take(d->xstats, d->own.epoch, d->own.share, pacer_in_flight(d->pacer),
+                                pacer_held(d->pacer, now), wall, &j->sample, &j->keep_after);
+                j->posted = true;
+                store_worker_post(d->outcomes, second_run, NULL, second_done, j);
+        }
         if (d->opt->credentials_due && d->opt->credentials_due(d->opt->hook_ctx))
                 reload_credentials(d);
 }
@@ -1385,6 +1470,10 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
                                      &d->outcomes);
         if (r == 0 && !(d->claim = calloc(1, sizeof(*d->claim))))
                 r = TG_ENOMEM;
+        if (r == 0 && !(d->owner_job = calloc(1, sizeof(*d->owner_job))))
+                r = TG_ENOMEM;
+        if (r == 0 && !(d->second_job = calloc(1, sizeof(*d->second_job))))
+                r = TG_ENOMEM;
         for (unsigned i = 0; r == 0 && i < cfg->rule_count; i++)
                 r = classifier_add_rule(d->classifier, &cfg->rules[i]);
         if (r == 0)
@@ -1394,7 +1483,7 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         d->ncalls = d->share_cfg.max_in_flight;
         if (r == 0) {
                 d->calls = calloc(d->ncalls, sizeof(*d->calls));
-                d->unsettled = calloc(2 * d->ncalls, sizeof(*d->unsettled));
+                d->unsettled = calloc(UNSETTLED_MAX(d), sizeof(*d->unsettled));
                 if (!d->calls || !d->unsettled)
                         r = TG_ENOMEM;
         }
@@ -1415,6 +1504,8 @@ void dispatcher_free(struct dispatcher *d)
                 store_worker_free(d->outcomes);
         store_worker_free(d->worker);
         free(d->claim);
+        free(d->owner_job);
+        free(d->second_job);
         classifier_free(d->classifier);
         pacer_free(d->pacer);
         pacer_free(d->query_pacer);

@@ -196,18 +196,12 @@ fail:
         return NULL;
 }
 
-int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, unsigned share,
-                     unsigned in_flight, bool held, tg_wall_ms now)
+void exit_stats_take(struct exit_stats *xs, int64_t epoch, unsigned share, unsigned in_flight,
+                     bool held, tg_wall_ms now, struct exit_sample *s, tg_wall_ms *ret_keep_after)
 {
-        struct exit_sample *s;
         json_t *fig;
-        int r;
 
-        if (!xs || !store)
-                return TG_EINVAL;
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return TG_ENOMEM;
+        memset(s, 0, sizeof(*s));
         s->at = now;
         s->epoch = epoch;
         s->share = share;
@@ -224,12 +218,35 @@ int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, 
                         s->figures[0] = '\0';
                 json_decref(fig);
         }
-        r = store_sample_put(store, s, now - xs->keep_ms);
-        if (r == 0) {
-                xs->sec_starts = 0;
-                xs->sec_ends = 0;
-                xs->sec_closes = 0;
-        }
+        *ret_keep_after = now - xs->keep_ms;
+        xs->sec_starts = 0;
+        xs->sec_ends = 0;
+        xs->sec_closes = 0;
+}
+
+void exit_stats_give_back(struct exit_stats *xs, const struct exit_sample *s)
+{
+        xs->sec_starts += s->starts;
+        xs->sec_ends += s->call_ends;
+        xs->sec_closes += s->op_closes;
+}
+
+int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, unsigned share,
+                     unsigned in_flight, bool held, tg_wall_ms now)
+{
+        struct exit_sample *s;
+        tg_wall_ms keep_after;
+        int r;
+
+        if (!xs || !store)
+                return TG_EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return TG_ENOMEM;
+        exit_stats_take(xs, epoch, share, in_flight, held, now, s, &keep_after);
+        r = store_sample_put(store, s, keep_after);
+        if (r < 0)
+                exit_stats_give_back(xs, s);
         free(s);
         return r;
 }

@@ -93,9 +93,20 @@ void exit_stats_set_keep(struct exit_stats *xs, int64_t keep_ms);
  * or the whole exit's (hold), of wait_ms. */
 void exit_stats_waited(struct exit_stats *xs, enum exit_wait reason, int64_t wait_ms);
 
-/* Writes one sample of `share` for the second ending at `now` (figures as
- * JSON) and prunes samples older than EXIT_SAMPLES_KEEP_MS. Returns the
- * store's code; the per-second deltas are kept for the next try on failure. */
+/* Takes one sample of `share` for the second ending at `now` (figures as
+ * JSON) into *ret_sample, to be written with store_sample_put(store,
+ * sample, *ret_keep_after) (samples before keep_after pruned), and starts
+ * the next second's deltas. */
+void exit_stats_take(struct exit_stats *xs, int64_t epoch, unsigned share, unsigned in_flight,
+                     bool held, tg_wall_ms now, struct exit_sample *ret_sample,
+                     tg_wall_ms *ret_keep_after);
+
+/* A sample taken that the store did not take: its deltas go into the
+ * next. */
+void exit_stats_give_back(struct exit_stats *xs, const struct exit_sample *sample);
+
+/* Takes a sample and writes it now. Returns the store's code; the deltas
+ * are kept for the next try on failure. */
 int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, unsigned share,
                      unsigned in_flight, bool held, tg_wall_ms now);
 
