@@ -50,6 +50,7 @@
  * and the recovery's batch in SQL. They are formats for the SQL builder. */
 enum mysql_query {
         MQ_PICK_FIRST,
+        MQ_PICK_FIRST_AFTER,
         MQ_EARLIEST_DUE,
         MQ_AGAIN_CANDIDATES,
         MQ_AGAIN_LOCK,
@@ -76,6 +77,11 @@ struct mysql_store {
          * op_get of it that follows (the claim's) costs no round trip */
         struct op_record picked;
         bool picked_valid;
+        /* the last row a pick of the first group took in this transaction:
+         * the next pick seeks past it, not through the index entries that
+         * the claims before left behind (delete-marked until purged) */
+        int64_t pick_after_at, pick_after_id;
+        bool pick_after;
         char host[256];
         char user[128];
         char password[256];

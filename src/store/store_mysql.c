@@ -565,6 +565,14 @@ static int make_queries(struct mysql_store *s)
                                     "WHERE %s AND attempt_limit > 0 AND deadline_at > %%I "
                                     "ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
                                     first);
+        n[MQ_PICK_FIRST_AFTER] =
+            snprintf(Q(MQ_PICK_FIRST_AFTER),
+                     "SELECT " OP_COLS " FROM operations "
+                     "FORCE INDEX (ops_state_accepted) "
+                     "WHERE %s AND (accepted_at > %%I OR (accepted_at = %%I AND id > %%I)) "
+                     "AND attempt_limit > 0 AND deadline_at > %%I "
+                     "ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                     first);
         n[MQ_EARLIEST_DUE] = snprintf(Q(MQ_EARLIEST_DUE),
                                       "SELECT MIN(next_run_at) FROM operations "
                                       "FORCE INDEX (ops_state_due) WHERE %s",

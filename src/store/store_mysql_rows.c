@@ -282,12 +282,21 @@ int store_mysql_op_pick(struct store *store, const struct store_pick *p, int64_t
 
         s->picked_valid = false;
         if (p->group == STORE_GROUP_FIRST) {
-                /* the whole row, locked: the claim's op_get of it is free */
-                r = store_mysql_query(s, &res, s->q[MQ_PICK_FIRST], p->now);
+                /* the whole row, locked: the claim's op_get of it is free;
+                 * after a pick of this transaction, past the row it took
+                 * (the rows before it were taken, or locked by another
+                 * claim: SKIP LOCKED passes them all the same) */
+                r = s->pick_after
+                        ? store_mysql_query(s, &res, s->q[MQ_PICK_FIRST_AFTER], s->pick_after_at,
+                                            s->pick_after_at, s->pick_after_id, p->now)
+                        : store_mysql_query(s, &res, s->q[MQ_PICK_FIRST], p->now);
                 if (r == 0)
                         r = fetch_one(res, &s->picked, sizeof(s->picked), read_op);
                 if (r == 0) {
                         s->picked_valid = true;
+                        s->pick_after = true;
+                        s->pick_after_at = s->picked.accepted_at;
+                        s->pick_after_id = s->picked.id;
                         *ret_id = s->picked.id;
                 }
                 return r;

@@ -386,6 +386,7 @@ int store_mysql_tx(struct store *store, enum store_tx kind, unsigned flags, stor
                         r = store_mysql_exec(s, "START TRANSACTION");
                 memset(s->counter_delta, 0, sizeof(s->counter_delta));
                 s->picked_valid = false;
+                s->pick_after = false;
                 s->in_tx = true;
                 if (r == 0)
                         r = fn(store, ctx);

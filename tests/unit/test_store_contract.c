@@ -2164,6 +2164,43 @@ static void test_claim_batch(void **state)
         store_close(s);
 }
 
+/* A batch takes the first group in order, operations accepted in the same
+ * millisecond by their order of arrival, none passed over: the picks after
+ * the first seek past the row the one before took (MariaDB). */
+static void test_claim_batch_keeps_order_within_a_millisecond(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct claim_args a[6];
+        struct op_record ops[6];
+        struct call_record calls[6];
+        enum store_group turn = STORE_GROUP_FIRST;
+        const char *ids[5] = {"m-1", "m-2", "m-3", "m-4", "m-5"};
+        unsigned n = 0;
+
+        (void)state;
+        for (int i = 0; i < 5; i++) /* m-4 and m-5 a millisecond later */
+                accept_new(s, ids[i], i < 3 ? T0 : T0 + 1);
+        memset(a, 0, sizeof(a));
+        for (int i = 0; i < 6; i++) {
+                a[i].group = STORE_GROUP_FIRST;
+                a[i].epoch = epoch;
+                a[i].now = T0 + 10;
+                snprintf(a[i].request_id, sizeof(a[i].request_id), "ms-%d", i);
+        }
+        assert_int_equal(store_claim_batch(s, a, 2, &turn, ops, calls, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(ops[0].req.operation_id, "m-1");
+        assert_string_equal(ops[1].req.operation_id, "m-2");
+        /* a new batch (a new transaction) starts from the head again */
+        assert_int_equal(store_claim_batch(s, a + 2, 4, &turn, ops, calls, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(ops[0].req.operation_id, "m-3");
+        assert_string_equal(ops[1].req.operation_id, "m-4");
+        assert_string_equal(ops[2].req.operation_id, "m-5");
+        store_close(s);
+}
+
 /* A claim given back: the operation as the claim found it, the call row
  * closed as never sent; a release by a fenced owner changes nothing. */
 static void test_release(void **state)
@@ -2810,6 +2847,8 @@ static void test_mysql_open_errors(void **state)
             cmocka_unit_test_setup_teardown(test_claim_again_only_when_due, setup, teardown),      \
             cmocka_unit_test_setup_teardown(test_settle_transitions, setup, teardown),             \
             cmocka_unit_test_setup_teardown(test_settle_batch, setup, teardown),                   \
+            cmocka_unit_test_setup_teardown(test_claim_batch_keeps_order_within_a_millisecond,     \
+                                            setup, teardown),                                      \
             cmocka_unit_test_setup_teardown(test_owner_lock, setup, teardown),                     \
             cmocka_unit_test_setup_teardown(test_fenced_after_newer_acquire, setup, teardown),     \
             cmocka_unit_test_setup_teardown(test_recover, setup, teardown),                        \
