@@ -118,6 +118,36 @@ static unsigned ran_count(struct log *l)
         return n;
 }
 
+/* A worker on its own thread, its bell and a fresh log. */
+struct fixture {
+        struct store_worker *w;
+        struct wake *bell;
+        struct log l;
+};
+
+static int setup_threaded(void **state)
+{
+        struct fixture *f = calloc(1, sizeof(*f));
+
+        if (!f)
+                return -1;
+        log_init(&f->l);
+        if (wake_new(&f->bell) != 0 || store_worker_new(STORE, f->bell, now, NULL, &f->w) != 0)
+                return -1;
+        *state = f;
+        return 0;
+}
+
+static int teardown_threaded(void **state)
+{
+        struct fixture *f = *state;
+
+        store_worker_free(f->w);
+        wake_free(f->bell);
+        free(f);
+        return 0;
+}
+
 /* Without a bell: no thread; run and result inside the post. */
 static void test_inline_runs_in_the_post(void **state)
 {
@@ -144,27 +174,24 @@ static void test_inline_runs_in_the_post(void **state)
  * collected; the bell rings for them. */
 static void test_thread_keeps_order(void **state)
 {
-        struct store_worker *w = NULL;
-        struct wake *bell = NULL;
-        struct log l;
+        struct fixture *f = *state;
+        struct store_worker *w = f->w;
+        struct wake *bell = f->bell;
+        struct log *l = &f->l;
         struct job j[20];
 
-        (void)state;
-        log_init(&l);
-        assert_int_equal(wake_new(&bell), 0);
-        assert_int_equal(store_worker_new(STORE, bell, now, NULL, &w), 0);
         assert_true(store_worker_threaded(w));
         for (int i = 0; i < 20; i++) {
-                j[i] = (struct job){.log = &l, .n = i + 1};
+                j[i] = (struct job){.log = l, .n = i + 1};
                 store_worker_post(w, run_one, NULL, done, &j[i]);
         }
         assert_int_equal(store_worker_pending(w), 20);
-        for (int tries = 0; ran_count(&l) < 20 && tries < 5000; tries++)
+        for (int tries = 0; ran_count(l) < 20 && tries < 5000; tries++)
                 clock_sleep_ns(TG_NS_PER_MS);
-        assert_int_equal(ran_count(&l), 20);
-        assert_int_equal(l.ndone, 0); /* nothing taken before collect */
+        assert_int_equal(ran_count(l), 20);
+        assert_int_equal(l->ndone, 0); /* nothing taken before collect */
         assert_true(wake_drain(bell));
-        assert_false(pthread_equal(l.runner, pthread_self()));
+        assert_false(pthread_equal(l->runner, pthread_self()));
         unsigned got = 0;
         for (int tries = 0; got < 20 && tries < 5000; tries++) {
                 got += store_worker_collect(w);
@@ -174,111 +201,97 @@ static void test_thread_keeps_order(void **state)
         assert_int_equal(got, 20);
         assert_int_equal(store_worker_pending(w), 0);
         for (int i = 0; i < 20; i++) {
-                assert_int_equal(l.ran[i], i + 1);
-                assert_int_equal(l.done[i], i + 1);
+                assert_int_equal(l->ran[i], i + 1);
+                assert_int_equal(l->done[i], i + 1);
                 assert_int_equal(j[i].result_seen, -(i + 1));
                 assert_true(j[i].took >= 0);
         }
-        assert_false(l.bad_store);
-        store_worker_free(w);
-        wake_free(bell);
+        assert_false(l->bad_store);
 }
 
 /* Jobs of one kind that waited together run in one many(); another kind
  * between them splits the batch, and the order holds. */
 static void test_waiting_jobs_of_a_kind_run_together(void **state)
 {
-        struct store_worker *w = NULL;
-        struct wake *bell = NULL;
-        struct log l;
+        struct fixture *f = *state;
+        struct store_worker *w = f->w;
+        struct log *l = &f->l;
         struct job j[8];
 
-        (void)state;
-        log_init(&l);
-        assert_int_equal(wake_new(&bell), 0);
-        assert_int_equal(store_worker_new(STORE, bell, now, NULL, &w), 0);
-        l.gate_closed = true;
-        j[0] = (struct job){.log = &l, .n = 1};
+        l->gate_closed = true;
+        j[0] = (struct job){.log = l, .n = 1};
         store_worker_post(w, run_one, NULL, done, &j[0]); /* holds the thread */
-        for (int tries = 0; ran_count(&l) < 1 && tries < 5000; tries++)
+        for (int tries = 0; ran_count(l) < 1 && tries < 5000; tries++)
                 clock_sleep_ns(TG_NS_PER_MS);
-        assert_int_equal(ran_count(&l), 1);
+        assert_int_equal(ran_count(l), 1);
         /* meanwhile: three of a kind, one other, two of the kind */
         for (int i = 1; i < 7; i++) {
-                j[i] = (struct job){.log = &l, .n = i + 1};
+                j[i] = (struct job){.log = l, .n = i + 1};
                 store_worker_post(w, run_one, i == 4 ? NULL : run_many, done, &j[i]);
         }
-        gate_open(&l);
+        gate_open(l);
         store_worker_drain(w);
         assert_int_equal(store_worker_pending(w), 0);
-        assert_int_equal(l.nran, 7);
-        assert_int_equal(l.ndone, 7);
+        assert_int_equal(l->nran, 7);
+        assert_int_equal(l->ndone, 7);
         for (int i = 0; i < 7; i++) {
-                assert_int_equal(l.ran[i], i + 1);
-                assert_int_equal(l.done[i], i + 1);
+                assert_int_equal(l->ran[i], i + 1);
+                assert_int_equal(l->done[i], i + 1);
                 assert_int_equal(j[i].result_seen, -(i + 1));
         }
-        assert_int_equal(l.nbatches, 2);
-        assert_int_equal(l.batches[0], 3);
-        assert_int_equal(l.batches[1], 2);
-        store_worker_free(w);
-        wake_free(bell);
+        assert_int_equal(l->nbatches, 2);
+        assert_int_equal(l->batches[0], 3);
+        assert_int_equal(l->batches[1], 2);
 }
 
 /* While the poster holds the store, the thread runs nothing. */
 static void test_lock_keeps_the_thread_off_the_store(void **state)
 {
-        struct store_worker *w = NULL;
-        struct wake *bell = NULL;
-        struct log l;
-        struct job j = {.log = &l, .n = 1};
+        struct fixture *f = *state;
+        struct store_worker *w = f->w;
+        struct log *l = &f->l;
+        struct job j = {.log = l, .n = 1};
 
-        (void)state;
-        log_init(&l);
-        assert_int_equal(wake_new(&bell), 0);
-        assert_int_equal(store_worker_new(STORE, bell, now, NULL, &w), 0);
         store_worker_lock(w);
         store_worker_post(w, run_one, NULL, done, &j);
         clock_sleep_ns(50 * TG_NS_PER_MS);
-        assert_int_equal(ran_count(&l), 0);
+        assert_int_equal(ran_count(l), 0);
         store_worker_unlock(w);
         store_worker_drain(w);
-        assert_int_equal(l.nran, 1);
-        assert_int_equal(l.ndone, 1);
-        store_worker_free(w);
-        wake_free(bell);
+        assert_int_equal(l->nran, 1);
+        assert_int_equal(l->ndone, 1);
 }
 
 /* Freeing the worker runs and collects what was posted. */
 static void test_free_finishes_the_jobs_posted(void **state)
 {
-        struct store_worker *w = NULL;
-        struct wake *bell = NULL;
-        struct log l;
+        struct fixture *f = *state;
+        struct store_worker *w = f->w;
+        struct log *l = &f->l;
         struct job j[5];
 
-        (void)state;
-        log_init(&l);
-        assert_int_equal(wake_new(&bell), 0);
-        assert_int_equal(store_worker_new(STORE, bell, now, NULL, &w), 0);
         for (int i = 0; i < 5; i++) {
-                j[i] = (struct job){.log = &l, .n = i + 1};
+                j[i] = (struct job){.log = l, .n = i + 1};
                 store_worker_post(w, run_one, run_many, done, &j[i]);
         }
         store_worker_free(w);
-        assert_int_equal(l.nran, 5);
-        assert_int_equal(l.ndone, 5);
-        wake_free(bell);
+        f->w = NULL; /* freed here: the test */
+        assert_int_equal(l->nran, 5);
+        assert_int_equal(l->ndone, 5);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_inline_runs_in_the_post),
-            cmocka_unit_test(test_thread_keeps_order),
-            cmocka_unit_test(test_waiting_jobs_of_a_kind_run_together),
-            cmocka_unit_test(test_lock_keeps_the_thread_off_the_store),
-            cmocka_unit_test(test_free_finishes_the_jobs_posted),
+            cmocka_unit_test_setup_teardown(test_thread_keeps_order, setup_threaded,
+                                            teardown_threaded),
+            cmocka_unit_test_setup_teardown(test_waiting_jobs_of_a_kind_run_together,
+                                            setup_threaded, teardown_threaded),
+            cmocka_unit_test_setup_teardown(test_lock_keeps_the_thread_off_the_store,
+                                            setup_threaded, teardown_threaded),
+            cmocka_unit_test_setup_teardown(test_free_finishes_the_jobs_posted, setup_threaded,
+                                            teardown_threaded),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
