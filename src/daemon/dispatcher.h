@@ -28,11 +28,14 @@ struct dispatcher_options {
         volatile sig_atomic_t *stop;    /* set by a signal handler: drain and exit */
         volatile sig_atomic_t *standby; /* out: 1 while waiting as standby (may be NULL) */
         struct wake *doorbell;          /* rung by the API for new work (serve); NULL: none */
-        /* Called from the loop's once-a-second housekeeping while this
-         * dispatcher owns its share (lost: the exit was lost and calls are
-         * draining), on the loop's thread with the loop's store: the
-         * service's watchdog ping, readiness and retention (daemon/service.h).
-         * It must stay short: the loop waits for it. NULL: none. */
+        /* Called once a second while this dispatcher owns its share (lost:
+         * the exit was lost and calls are draining), as part of the
+         * second's store work that the loop posts to its store thread
+         * (daemon/store_worker.h): on that thread, always the same one,
+         * with its store. The service's watchdog ping, readiness and
+         * retention (daemon/service.h); it comes only while the loop keeps
+         * posting it. It should stay short: the outcomes wait behind it.
+         * NULL: none. */
         void (*housekeeping)(void *ctx, struct store *store, unsigned share, tg_wall_ms wall,
                              bool lost);
         void *hook_ctx;

@@ -58,7 +58,8 @@ struct service {
         bool stopping_said;
         /* the watchdog, when WatchdogSec is set */
         uint64_t watchdog_usec;
-        /* the dispatcher's loop, written by service_housekeeping() */
+        /* the dispatcher's, written by service_housekeeping() (its store
+         * thread, posted by its loop once a second) */
         _Atomic tg_mono_ns last_tick; /* 0: never */
         atomic_bool lost;
         /* the credentials to be read again by the loop (a reload) */
@@ -66,7 +67,7 @@ struct service {
         /* retention, read by the loop, written by a reload */
         _Atomic int64_t keep_ms;
         atomic_uint prune_batch;
-        /* the loop's own (its thread only) */
+        /* service_housekeeping()'s own (its thread only) */
         struct store_prune_cursor cursor;
         tg_mono_ns next_prune, cursor_since;
 };

@@ -27,7 +27,8 @@
  *
  * Thread use: service_start() from the main thread before any other thread
  * exists (it blocks the signals every later thread inherits);
- * service_housekeeping() from the dispatcher's thread; the readiness
+ * service_housekeeping() from the dispatcher's store thread (one thread,
+ * always the same: daemon/dispatcher.h); the readiness
  * callback from the API's thread; everything else from the main thread.
  */
 #ifndef TG_SERVICE_H
