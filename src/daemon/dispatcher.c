@@ -571,16 +571,10 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
         /* Commit the outcome: on the store thread, after what was posted
          * before it (settle_done takes the result); the call has left the
          * transport, so it leaves the pacers now. */
-        if (j->on_heap) {
+        if (j->on_heap)
                 store_worker_post(d->outcomes, settle_run, settle_many, settle_done, j);
-        } else {
-                store_worker_drain(d->outcomes);
-                store_worker_lock(d->outcomes);
-                int r =
-                    store_settle(d->env->outcome_store ? d->env->outcome_store : d->store, &j->sa);
-                store_worker_unlock(d->outcomes);
-                settle_logged(d, j, r);
-        }
+        else /* no memory for the job: now, on this thread */
+                store_worker_run_now(d->outcomes, settle_run, settle_done, j);
         pacers_finish(d, oc);
         apply_holds(d, oc, res, ra, now);
         oc->used = false;

@@ -193,10 +193,7 @@ void store_worker_post(struct store_worker *w, store_job_run run, store_job_many
 
         if (!j) {
                 /* no thread (or no memory): now, after what was posted */
-                struct job now = {.run = run, .done = done, .arg = arg};
-                store_worker_drain(w);
-                run_job(w, &now);
-                done(arg, now.result, now.took);
+                store_worker_run_now(w, run, done, arg);
                 return;
         }
         *j = (struct job){.run = run, .many = many, .done = done, .arg = arg};
@@ -205,6 +202,15 @@ void store_worker_post(struct store_worker *w, store_job_run run, store_job_many
         list_push(&w->todo, j);
         pthread_cond_signal(&w->work);
         pthread_mutex_unlock(&w->queue);
+}
+
+void store_worker_run_now(struct store_worker *w, store_job_run run, store_job_done done, void *arg)
+{
+        struct job now = {.run = run, .done = done, .arg = arg};
+
+        store_worker_drain(w);
+        run_job(w, &now);
+        done(arg, now.result, now.took);
 }
 
 unsigned store_worker_collect(struct store_worker *w)

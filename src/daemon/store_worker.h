@@ -68,6 +68,12 @@ bool store_worker_threaded(const struct store_worker *worker);
 void store_worker_post(struct store_worker *worker, store_job_run run, store_job_many many,
                        store_job_done done, void *arg);
 
+/* Runs a job now, on this thread, after every job posted before it, and
+ * takes its result before returning (a job whose memory is the caller's
+ * stack: the fallback when there is no memory for one to post). */
+void store_worker_run_now(struct store_worker *worker, store_job_run run, store_job_done done,
+                          void *arg);
+
 /* Takes the results of the jobs done so far, in the order posted; how many. */
 unsigned store_worker_collect(struct store_worker *worker);
 
