@@ -214,8 +214,7 @@ class ExitTest(unittest.TestCase):
             for op in ops[:10]:
                 self.assertEqual(tg.submit(op)[0], 202)
             tgtest.wait_until(lambda: len(stub.arrivals()) >= 2, what="first sends")
-            a.send_signal(signal.SIGSTOP)
-            tgtest.wait_stopped(a)
+            tg.stop_between_transactions(a)
             tgtest.wait_until(stub.idle, what="a's calls on the wire landed")
             b = tg.start("dispatch", wait_api=False)
             tgtest.wait_until(lambda: log_events(b, "standby"), what="b in standby")

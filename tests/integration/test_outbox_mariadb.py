@@ -13,23 +13,13 @@ import shutil
 import subprocess
 import sys
 import unittest
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgtest  # noqa: E402
 from tgdaemon import Tollgate, log_events  # noqa: E402
+from tgmariadb import client_argv  # noqa: E402
 
 MYSQL_URL = os.environ.get("TG_TEST_MYSQL_URL", "")
-
-
-def client_argv(url):
-    """The stock `mariadb` client, as the application would use it; the
-    password goes through the environment, not argv."""
-    u = urllib.parse.urlsplit(url)
-    argv = ["mariadb", "--no-defaults", "-h", u.hostname, "-P", str(u.port or 3306),
-            "-u", urllib.parse.unquote(u.username), "-N", "-B", u.path.lstrip("/")]
-    env = dict(os.environ, MYSQL_PWD=urllib.parse.unquote(u.password or ""))
-    return argv, env
 
 
 def client(url, sql):

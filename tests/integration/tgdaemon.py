@@ -9,10 +9,13 @@ Tollgate (same store, same config): that is how ownership is tested.
 import itertools
 import os
 import signal
+import sqlite3
+import subprocess
 import tempfile
 import time
 import unittest
 
+import tgmariadb
 import tgprovider
 import tgtest
 
@@ -152,6 +155,51 @@ class Tollgate:
             return got
         return tgtest.wait_until(done, timeout=timeout, interval=0.25,
                                  what="operations final")
+
+    def store_write_locked(self):
+        """True while some process holds a write transaction on the store:
+        SQLite's one write lock, or MariaDB row locks on the operations or
+        the counters (what an intake writes)."""
+        if self.store_url.startswith("sqlite://"):
+            db = sqlite3.connect(self.db, timeout=0, isolation_level=None)
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("ROLLBACK")
+                return False
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e):
+                    raise
+                return True
+            finally:
+                db.close()
+        argv, env = tgmariadb.client_argv(self.store_url)
+        r = subprocess.run(argv + ["-e", "START TRANSACTION;"
+                                   "SELECT COUNT(*) FROM operations FOR UPDATE NOWAIT;"
+                                   "SELECT COUNT(*) FROM counters FOR UPDATE NOWAIT;"
+                                   "ROLLBACK"], capture_output=True, text=True, env=env)
+        if r.returncode == 0:
+            return False
+        if "ERROR 1205" not in r.stderr:  # lock wait timeout: NOWAIT met a lock
+            raise AssertionError("mariadb client failed: %s" % r.stderr)
+        return True
+
+    def stop_between_transactions(self, proc, timeout=20.0):
+        """SIGSTOPs proc (a dispatcher) at a moment it holds no write
+        transaction on the store, as a scenario of a paused owner that then
+        accepts refunds needs: a process frozen inside one keeps SQLite's
+        write lock, and the intake answers 503 store_busy until it resumes
+        (docs/design.md, invariant 6). Stopped inside one, it is resumed and
+        stopped again a few milliseconds later."""
+        deadline = time.monotonic() + timeout
+        while True:
+            proc.send_signal(signal.SIGSTOP)
+            tgtest.wait_stopped(proc)
+            if not self.store_write_locked():
+                return
+            proc.send_signal(signal.SIGCONT)
+            if time.monotonic() > deadline:
+                raise AssertionError("pid %d always inside a store transaction" % proc.pid)
+            time.sleep(0.005)
 
     def close(self):
         for p in self.procs:

@@ -16,8 +16,20 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.parse
 
 import tgtest
+
+
+def client_argv(url):
+    """The stock `mariadb` client on a store url (mysql://user:pw@host:port/db),
+    as an application would use it; the password goes through the
+    environment, not argv. Returns (argv, env)."""
+    u = urllib.parse.urlsplit(url)
+    argv = ["mariadb", "--no-defaults", "-h", u.hostname, "-P", str(u.port or 3306),
+            "-u", urllib.parse.unquote(u.username), "-N", "-B", u.path.lstrip("/")]
+    env = dict(os.environ, MYSQL_PWD=urllib.parse.unquote(u.password or ""))
+    return argv, env
 
 
 def available():

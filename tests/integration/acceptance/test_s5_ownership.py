@@ -37,8 +37,7 @@ class Ownership(unittest.TestCase):
             for op in ops[:20]:
                 self.assertEqual(tg.submit(op)[0], 202)
             tgtest.wait_until(lambda: len(stub.arrivals()) >= 3, what="old owner sending")
-            old.send_signal(signal.SIGSTOP)
-            tgtest.wait_stopped(old)
+            tg.stop_between_transactions(old)
             tgtest.wait_until(stub.idle, what="calls already on the wire landed")
             new = tgtest.Proc([v2, "dispatch", "--config", tg.config])
             tg.procs.append(new)
