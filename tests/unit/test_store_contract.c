@@ -2928,6 +2928,38 @@ static void test_sqlite_writes_after_outcomes_are_synced(void **state)
         store_close(s);
 }
 
+/* Opening a store whose schema is current takes no write lock: a process
+ * opening it (a standby dispatcher, a command) does not wait on, or fail
+ * behind, a writer that holds the lock (an owner paused inside a
+ * transaction). Its first write still waits for that writer, as it must. */
+static void test_sqlite_open_beside_a_writer(void **state)
+{
+        struct store *s = open_store(); /* creates it, schema current */
+        struct store *t = NULL;
+        struct policy_config c = limits();
+        struct refund_request r = req("w1", "pay-1", 1000);
+        struct op_record op;
+        bool created = false;
+        char path[400];
+        sqlite3 *writer = NULL;
+
+        (void)state;
+        store_close(s);
+        snprintf(path, sizeof(path), "%s/t.db", fx_dir);
+        assert_int_equal(sqlite3_open_v2(path, &writer, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(writer, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+        /* the open's own busy wait is 5 s: an open that wanted the lock
+         * fails with TG_EBUSY after it */
+        assert_int_equal(store_open(fx_url, &t), 0);
+        assert_int_equal(store_ping(t), 0);
+        assert_int_equal(store_set_busy_timeout(t, 0), 0);
+        assert_int_equal(store_accept(t, &r, T0, &c, &created, &op), TG_EBUSY);
+        assert_int_equal(sqlite3_exec(writer, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(writer);
+        accept_new(t, "w1", T0);
+        store_close(t);
+}
+
 int main(int argc, char **argv)
 {
         const struct CMUnitTest sqlite_tests[] = {
@@ -2935,6 +2967,8 @@ int main(int argc, char **argv)
             cmocka_unit_test(test_bad_urls),
             cmocka_unit_test_setup_teardown(test_sqlite_writes_after_outcomes_are_synced,
                                             setup_sqlite, teardown_sqlite),
+            cmocka_unit_test_setup_teardown(test_sqlite_open_beside_a_writer, setup_sqlite,
+                                            teardown_sqlite),
         };
         const struct CMUnitTest mysql_tests[] = {
             CONTRACT_TESTS(setup_mysql, teardown_mysql),
