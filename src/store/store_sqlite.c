@@ -693,26 +693,21 @@ static int foreign_keys_hold(struct sqlite_store *s)
 
 /* Brings the schema to MIGRATION_COUNT, one transaction per step. The version
  * is re-read inside each write transaction, so two processes opening a new
- * file at once do not both run a step. A current schema is found by a read:
- * opening takes no write lock then, so a process opening the store (a standby
- * dispatcher, a command) does not wait on a writer that holds it (an owner
- * paused inside a transaction). */
+ * file at once do not both run a step. A current schema is found by a read
+ * first: opening takes no write lock then, so a process opening the store (a
+ * standby dispatcher, a command) does not wait on a writer that holds it (an
+ * owner paused inside a transaction). */
 static int migrate_steps(struct sqlite_store *s)
 {
-        int current = 0;
-        int r = user_version(s, &current);
+        int current = -1;
 
-        if (r < 0)
-                return r;
-        if (current > MIGRATION_COUNT)
-                return TG_ESTORE; /* written by a newer tollgate */
-        if (current == MIGRATION_COUNT)
+        if (user_version(s, &current) == 0 && current == MIGRATION_COUNT)
                 return 0;
         for (;;) {
                 char bump[64];
                 int version = 0;
+                int r = store_sqlite_exec_sql(s, "BEGIN IMMEDIATE");
 
-                r = store_sqlite_exec_sql(s, "BEGIN IMMEDIATE");
                 if (r < 0)
                         return r;
                 r = user_version(s, &version);

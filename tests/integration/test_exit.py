@@ -272,17 +272,9 @@ class ExitTest(unittest.TestCase):
                 self.assertEqual(tg.submit(op)[0], 202)
             a = tg.start("dispatch", wait_api=False)
             tgtest.wait_until(lambda: len(stub.arrivals()) >= 1, what="first sends")
-            # Stop a until it is caught inside a transaction (a few stops in a
-            # hundred at 20/s; the 100 refunds last 5 s).
-            deadline = time.monotonic() + 4
-            while True:
-                a.send_signal(signal.SIGSTOP)
-                tgtest.wait_stopped(a)
-                if tg.store_write_locked():
-                    break
-                a.send_signal(signal.SIGCONT)
-                self.assertLess(time.monotonic(), deadline, "never caught inside a write")
-                time.sleep(random.uniform(0.001, 0.005))
+            # a caught inside a transaction: a few stops in a hundred at
+            # 20/s, while the 100 refunds last (5 s)
+            tg.stop_inside_a_transaction(a, timeout=4)
             b = tg.start("dispatch", wait_api=False)
             tgtest.wait_until(lambda: log_events(b, "standby"), what="b in standby")
             self.assertIsNone(b.poll(), b.stderr_text())

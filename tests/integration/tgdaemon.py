@@ -8,6 +8,7 @@ Tollgate (same store, same config): that is how ownership is tested.
 
 import itertools
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -188,18 +189,28 @@ class Tollgate:
         transaction on the store, as a scenario of a paused owner that then
         accepts refunds needs: a process frozen inside one keeps SQLite's
         write lock, and the intake answers 503 store_busy until it resumes
-        (docs/design.md, invariant 6). Stopped inside one, it is resumed and
-        stopped again a few milliseconds later."""
+        (docs/design.md, invariant 6)."""
+        self._stop_when(proc, False, timeout)
+
+    def stop_inside_a_transaction(self, proc, timeout=20.0):
+        """SIGSTOPs proc at a moment some process holds a write transaction
+        on the store (while proc is the only writer: inside one of its own)."""
+        self._stop_when(proc, True, timeout)
+
+    def _stop_when(self, proc, locked, timeout):
+        # Stopped at the wrong moment, proc is resumed and stopped again a
+        # few milliseconds later.
         deadline = time.monotonic() + timeout
         while True:
             proc.send_signal(signal.SIGSTOP)
             tgtest.wait_stopped(proc)
-            if not self.store_write_locked():
+            if self.store_write_locked() == locked:
                 return
             proc.send_signal(signal.SIGCONT)
             if time.monotonic() > deadline:
-                raise AssertionError("pid %d always inside a store transaction" % proc.pid)
-            time.sleep(0.005)
+                raise AssertionError("pid %d never stopped %s a store transaction"
+                                     % (proc.pid, "inside" if locked else "outside"))
+            time.sleep(random.uniform(0.001, 0.005))
 
     def close(self):
         for p in self.procs:

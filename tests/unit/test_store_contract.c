@@ -2110,6 +2110,21 @@ static void test_shares(void **state)
 
 /* ---- claims ahead: batches and releases -------------------------------------------- */
 
+/* n claims of a batch under epoch at now, starting with the first group,
+ * request ids "<prefix>-<i>". */
+static void batch_args(struct claim_args *a, unsigned n, int64_t epoch, tg_wall_ms now,
+                       const char *prefix)
+{
+        memset(a, 0, sizeof(*a) * n);
+        for (unsigned i = 0; i < n; i++) {
+                a[i].group = STORE_GROUP_FIRST;
+                a[i].epoch = epoch;
+                a[i].now = now;
+                a[i].in_flight_at_start = i + 1;
+                snprintf(a[i].request_id, sizeof(a[i].request_id), "%s-%u", prefix, i);
+        }
+}
+
 /* Several claims in one transaction take the groups in turn exactly as
  * single claims would, each with its own request id and call row. */
 static void test_claim_batch(void **state)
@@ -2132,20 +2147,12 @@ static void test_claim_batch(void **state)
                 struct call_record call;
                 struct settle_args sa;
 
-                memset(a, 0, sizeof(a));
                 assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 3, &op, &call), 0);
                 assert_string_equal(op.req.operation_id, "b-first-1");
                 sa = settle_args_for(&op, &call, TG_CLASS_RETRYABLE, OP_RETRY_WAIT, T0 + 4, T0 + 5);
                 assert_int_equal(store_settle(s, &sa), 0);
         }
-        memset(a, 0, sizeof(a));
-        for (int i = 0; i < 4; i++) {
-                a[i].group = STORE_GROUP_FIRST;
-                a[i].epoch = epoch;
-                a[i].now = T0 + 10;
-                a[i].in_flight_at_start = (unsigned)i + 1;
-                snprintf(a[i].request_id, sizeof(a[i].request_id), "batch-%d", i);
-        }
+        batch_args(a, 4, epoch, T0 + 10, "batch");
         assert_int_equal(store_claim_batch(s, a, 4, &turn, ops, calls, &n), 0);
         /* first group: b-first-2; then again: b-first-1 (its retry); then
          * first: b-again; nothing left */
@@ -2181,13 +2188,7 @@ static void test_claim_batch_keeps_order_within_a_millisecond(void **state)
         (void)state;
         for (int i = 0; i < 5; i++) /* m-4 and m-5 a millisecond later */
                 accept_new(s, ids[i], i < 3 ? T0 : T0 + 1);
-        memset(a, 0, sizeof(a));
-        for (int i = 0; i < 6; i++) {
-                a[i].group = STORE_GROUP_FIRST;
-                a[i].epoch = epoch;
-                a[i].now = T0 + 10;
-                snprintf(a[i].request_id, sizeof(a[i].request_id), "ms-%d", i);
-        }
+        batch_args(a, 6, epoch, T0 + 10, "ms");
         assert_int_equal(store_claim_batch(s, a, 2, &turn, ops, calls, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(ops[0].req.operation_id, "m-1");
