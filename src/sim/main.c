@@ -213,9 +213,11 @@ int main(int argc, char **argv)
                 (void)log_level_parse(levels[log_level], &level);
                 log_set_level(level);
         }
-        snprintf(workdir, sizeof(workdir), "%s/tollgate-sim-%ld", dir ? dir : default_dir(),
-                 (long)getpid());
-        if (mkdir(workdir, 0700) != 0) {
+        /* a name of its own: a run killed before its rmdir leaves its
+         * directory behind, and a later run must not trip on it (a pid
+         * in the name did, once the pid came round again) */
+        snprintf(workdir, sizeof(workdir), "%s/tollgate-sim-XXXXXX", dir ? dir : default_dir());
+        if (!mkdtemp(workdir)) {
                 fprintf(stderr, "tollgate-sim: cannot make %s: %s\n", workdir, strerror(errno));
                 return 1;
         }
