@@ -18,8 +18,9 @@ dispatcher(s), lets them drain, and reads the call log:
 --margins lists exit.spacing_margin_us values to run (the default's cost
 shows against 0). --shares N runs N dispatchers splitting the account
 (exit.shares): achieved is the account's, merged. --idle S measures an
-idle `tollgate serve` (no work) for S seconds: its CPU as a share of a
-core. With --big-backlog N it also runs with N extra pending rows inserted
+idle `tollgate serve` (no work) for S seconds, then an idle `tollgate
+dispatch` owning the exit and one standing by: CPU as a share of a core.
+With --big-backlog N it also runs with N extra pending rows inserted
 straight into the SQLite file (the one place a bench writes the schema: a
 1M-row fill through the API would take minutes of fsyncs).
 
@@ -185,17 +186,28 @@ def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None, 
 
 
 def idle(seconds):
-    """An idle `tollgate serve` (nothing to do): CPU as a share of one core."""
-    with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url) as tg:
-        p = tg.start("serve")
-        time.sleep(2)  # past its start
-        c0, _ = proc_stat(p.pid)
+    """An idle exit (nothing to do), as a share of one core: `tollgate serve`,
+    then a `tollgate dispatch` owning the exit and a second one standing by
+    beside it (no API wakes them: they poll, backing off while idle)."""
+    def measure(procs):
+        time.sleep(2)  # past their start
+        c0 = [proc_stat(p.pid)[0] for p in procs]
         t0 = time.monotonic()
         time.sleep(seconds)
-        c1, _ = proc_stat(p.pid)
         took = time.monotonic() - t0
+        return took, [proc_stat(p.pid)[0] - c for p, c in zip(procs, c0)]
+
+    with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url) as tg:
+        took, (cpu,) = measure([tg.start("serve")])
         print("idle serve for %.0f s: CPU %.3f s = %.3f %% of one core"
-              % (took, c1 - c0, (c1 - c0) / took * 100))
+              % (took, cpu, cpu / took * 100))
+    with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url) as tg:
+        owner = tg.start("dispatch", wait_api=False)
+        time.sleep(1)  # the first to start owns the exit
+        took, cpus = measure([owner, tg.start("dispatch", wait_api=False)])
+        for what, cpu in zip(("owner", "standby"), cpus):
+            print("idle dispatch (%s) for %.0f s: CPU %.3f s = %.3f %% of one core"
+                  % (what, took, cpu, cpu / took * 100))
 
 
 def main():
@@ -217,7 +229,8 @@ def main():
                     help="provider.reuse_connections = true (keep-alive; default: a fresh "
                     "connection per call)")
     ap.add_argument("--idle", type=float, default=0,
-                    help="also measure an idle serve for this many seconds")
+                    help="also measure an idle serve, and an idle dispatch with a standby, "
+                    "for this many seconds")
     a = ap.parse_args()
     if a.build:
         os.environ["TG_BUILD_DIR"] = os.path.abspath(a.build)
