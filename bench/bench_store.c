@@ -38,9 +38,9 @@
 #include "store/store.h"
 
 #define BENCH_NAME "bench_store"
+#include "bench_store_util.h"
 #include "bench_util.h"
 
-#define T0          1700000000000LL
 #define SAMPLE_MAX  1000 /* durable accepts measured through store_accept */
 #define SAMPLE_SECS 5.0
 #define LOOPS       1000 /* claim+settle pairs per backlog size */
@@ -78,23 +78,6 @@ static long long file_size(const char *path)
         struct stat st;
 
         return stat(path, &st) == 0 ? (long long)st.st_size : 0;
-}
-
-static void accept_one(struct store *s, int64_t i, const struct policy_config *c)
-{
-        struct refund_request q;
-        struct op_record op;
-        bool created;
-        int r;
-
-        memset(&q, 0, sizeof(q));
-        snprintf(q.operation_id, sizeof(q.operation_id), "bench-%" PRId64, i);
-        snprintf(q.payment_id, sizeof(q.payment_id), "pay-%" PRId64, i);
-        q.amount = 1000 + i % 5000;
-        memcpy(q.currency, "TWD", 4);
-        r = store_accept(s, &q, T0 + i, c, &created, &op);
-        if (r < 0)
-                die("accept", r);
 }
 
 /* Rows [from, to) as store_accept would have written them, in one txn. */

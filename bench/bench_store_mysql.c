@@ -35,9 +35,9 @@
 #include "store/store.h"
 
 #define BENCH_NAME "bench_store_mysql"
+#include "bench_store_util.h"
 #include "bench_util.h"
 
-#define T0          1700000000000LL
 #define DAY_MS      86400000LL
 #define SAMPLE      2000 /* accepts */
 #define LOOPS       2000 /* claim+settle pairs */
@@ -50,23 +50,6 @@ static double mean(const double *v, int n)
         for (int i = 0; i < n; i++)
                 sum += v[i];
         return n > 0 ? sum / n : 0;
-}
-
-static void accept_one(struct store *s, int64_t i, const struct policy_config *c)
-{
-        struct refund_request q;
-        struct op_record op;
-        bool created;
-        int r;
-
-        memset(&q, 0, sizeof(q));
-        snprintf(q.operation_id, sizeof(q.operation_id), "bench-%" PRId64, i);
-        snprintf(q.payment_id, sizeof(q.payment_id), "pay-%" PRId64, i);
-        q.amount = 1000 + i % 5000;
-        memcpy(q.currency, "TWD", 4);
-        r = store_accept(s, &q, T0 + i, c, &created, &op);
-        if (r < 0)
-                die("accept", r);
 }
 
 /* claim+settle pairs; claim and settle latencies (ms) into the arrays. */
