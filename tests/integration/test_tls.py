@@ -49,6 +49,10 @@ class Misconfigured(unittest.TestCase):
                 self.assertEqual(tg.submit("tls-%d" % i)[0], 202)
             tgtest.wait_until(lambda: log_events(p, "exit_hold_unreachable"), timeout=20,
                               what="the exit held")
+            # the hold is decided as the third call ends; its outcome is
+            # committed by the store thread a moment later
+            tgtest.wait_until(lambda: len(ended(tg.calls())) >= 3, timeout=10,
+                              what="the third call's outcome on record")
             calls = ended(tg.calls())
             self.assertEqual(len(calls), 3, "three calls, then the hold: %r" % calls)
             for c in calls:
