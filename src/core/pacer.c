@@ -49,9 +49,9 @@ struct pacer {
         bool rehold;              /* a hold arrived while the probe was out */
         bool pending;             /* last_start is a plan: its wire time is not known yet */
         tg_mono_ns rate_interval; /* from the rate (and margin), the interval without a grid */
-        tg_mono_ns grid_period;   /* > 0: starts only on the grid (shares) */
-        tg_mono_ns grid_phase;    /* in [0, grid_period) */
-        tg_mono_ns grid_late;     /* how long after its point a start may still go */
+        tg_mono_ns grid_period;   /* > 0: starts only inside this share's windows (shares) */
+        tg_mono_ns grid_phase;    /* a window's opening, in [0, grid_period) */
+        tg_mono_ns grid_open;     /* how long after its opening a window takes starts */
 };
 
 static tg_mono_ns add_sat(tg_mono_ns a, tg_mono_ns b)
@@ -121,20 +121,69 @@ tg_mono_ns pacer_interval(const struct pacer *pacer)
         return pacer->interval;
 }
 
-tg_mono_ns pacer_align(const struct pacer *pacer, tg_mono_ns t)
+/* The opening of this share's window at or before t (grid only). */
+static tg_mono_ns window_open_before(const struct pacer *pacer, tg_mono_ns t)
 {
-        tg_mono_ns p = pacer->grid_period, off;
+        tg_mono_ns off = (t - pacer->grid_phase) % pacer->grid_period;
 
-        if (p <= 0 || t == TG_MONO_NEVER || t == INT64_MIN)
-                return t;
-        /* the first phase + k * p >= t, without overflow for times near 0 */
-        off = (t - pacer->grid_phase) % p;
         if (off < 0)
-                off += p;
-        return off == 0 ? t : add_sat(t, p - off);
+                off += pacer->grid_period;
+        return t - off;
 }
 
-void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase, tg_mono_ns late)
+tg_mono_ns pacer_align(const struct pacer *pacer, tg_mono_ns t)
+{
+        tg_mono_ns w;
+
+        if (pacer->grid_period <= 0 || t == TG_MONO_NEVER || t == INT64_MIN)
+                return t;
+        /* the first phase + k * period >= t, without overflow near 0 */
+        w = window_open_before(pacer, t);
+        return w == t ? t : add_sat(w, pacer->grid_period);
+}
+
+/* The first moment at or after t inside one of this share's windows: t
+ * itself, or the next opening. */
+static tg_mono_ns fit(const struct pacer *pacer, tg_mono_ns t)
+{
+        tg_mono_ns w;
+
+        if (pacer->grid_period <= 0 || t == TG_MONO_NEVER || t == INT64_MIN)
+                return t;
+        w = window_open_before(pacer, t);
+        return t - w <= pacer->grid_open ? t : add_sat(w, pacer->grid_period);
+}
+
+/* The late budget's ceiling, and the share of a window the gap between
+ * two shares' windows may take (1 / GRID_GAP_SHARE). */
+#define GRID_LATE_MAX  (2 * 1000 * 1000) /* 2 ms */
+#define GRID_GAP_SHARE 100
+
+int pacer_grid_plan(tg_mono_ns spacing, tg_mono_ns skew, unsigned cap,
+                    struct pacer_grid_plan *ret_plan)
+{
+        if (spacing < 1 || spacing > PACER_MAX_INTERVAL || skew < 0 || skew > 1000 * 1000 * 1000 ||
+            cap < 1 || !ret_plan)
+                return TG_EINVAL;
+        tg_mono_ns late = spacing / 10 < GRID_LATE_MAX ? spacing / 10 : GRID_LATE_MAX;
+        tg_mono_ns gap = late + skew;
+        /* ceil(GRID_GAP_SHARE * gap / spacing), in [1, cap]; when points
+         * > 1, spacing < GRID_GAP_SHARE * gap (about 100 s at most): no
+         * product below overflows */
+        tg_mono_ns points =
+            spacing >= GRID_GAP_SHARE * gap ? 1 : (GRID_GAP_SHARE * gap + spacing - 1) / spacing;
+        if (points > (tg_mono_ns)cap)
+                points = cap;
+        *ret_plan = (struct pacer_grid_plan){.spacing = spacing,
+                                             .late = late,
+                                             .window = add_sat(points * spacing, gap),
+                                             .open = (points - 1) * spacing + late,
+                                             .points = (unsigned)points};
+        return 0;
+}
+
+void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase, tg_mono_ns open,
+                    tg_mono_ns spacing)
 {
         if (period <= 0) {
                 pacer->grid_period = 0;
@@ -143,37 +192,25 @@ void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase, tg
         }
         pacer->grid_period = period;
         pacer->grid_phase = ((phase % period) + period) % period;
-        pacer->grid_late = late < 0 ? 0 : late >= period ? period - 1 : late;
-        pacer->interval = period;
+        pacer->grid_open = open < 0 ? 0 : open >= period ? period - 1 : open;
+        pacer->interval = spacing < 1 ? 1 : spacing > period ? period : spacing;
 }
 
 tg_mono_ns pacer_start_at(const struct pacer *pacer, tg_mono_ns now)
 {
-        tg_mono_ns slot = pacer_next_slot(pacer), point;
+        tg_mono_ns slot = pacer_next_slot(pacer);
 
         if (slot == TG_MONO_NEVER || slot >= now)
                 return slot;
-        if (pacer->grid_period <= 0)
-                return now;
-        /* slot is a point of this share and now is past it: the point just
-         * passed (slot or a later one) if within the late budget */
-        point = pacer_align(pacer, now);
-        if (point == now)
-                return now;
-        point -= pacer->grid_period;
-        return now - point <= pacer->grid_late ? now : point + pacer->grid_period;
+        /* the slot has passed: now, if inside a window of this share */
+        return fit(pacer, now);
 }
 
 tg_mono_ns pacer_window_end(const struct pacer *pacer, tg_mono_ns at)
 {
-        tg_mono_ns point;
-
         if (pacer->grid_period <= 0 || at == TG_MONO_NEVER || at == INT64_MIN)
                 return 0;
-        point = pacer_align(pacer, at);
-        if (point != at)
-                point -= pacer->grid_period;
-        return add_sat(point, pacer->grid_late);
+        return add_sat(window_open_before(pacer, at), pacer->grid_open);
 }
 
 tg_mono_ns pacer_next_slot(const struct pacer *pacer)
@@ -182,14 +219,12 @@ tg_mono_ns pacer_next_slot(const struct pacer *pacer)
                 return TG_MONO_NEVER;
         tg_mono_ns slot = INT64_MIN;
         if (pacer->started)
-                /* with a grid: this share's next point after its last start
-                 * (a point is a period after the one before, and the grid
-                 * keeps the other shares' points apart from it) */
-                slot = pacer->grid_period > 0 ? pacer_align(pacer, add_sat(pacer->last_start, 1))
-                                              : add_sat(pacer->last_start, pacer->interval);
+                slot = add_sat(pacer->last_start, pacer->interval);
         if (pacer->mode == PACER_HELD && pacer->hold_until > slot)
-                slot = pacer_align(pacer, pacer->hold_until);
-        return slot;
+                slot = pacer->hold_until;
+        /* with a grid: inside one of this share's windows (the grid keeps
+         * the other shares' windows apart from it) */
+        return fit(pacer, slot);
 }
 
 unsigned pacer_in_flight(const struct pacer *pacer)

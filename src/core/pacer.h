@@ -90,29 +90,57 @@ bool pacer_pending(const struct pacer *pacer);
 /* A started call has finished (any outcome). */
 void pacer_finish(struct pacer *pacer);
 
-/* Several dispatchers share one account (shares): each may start only on
- * its own points of a grid common to all of them, `period` apart (the
- * account's spacing times the shares), at `phase` modulo the period, so that
- * together they never start two calls closer than the account's spacing.
- * A start may come up to `late` after its point (a wake-up is never exact;
- * the grid's step leaves room for it); later than that it waits for the
- * next point. The interval becomes the period. period <= 0 removes the grid. */
-void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase, tg_mono_ns late);
+/* Several dispatchers share one account (shares): each may start only
+ * inside its own windows of a grid common to all of them. The windows of
+ * this share open `period` apart, at `phase` modulo the period; inside one
+ * a start may go from its opening until `open` after it, and two starts are
+ * `spacing` apart at least (the account's, counted from the actual start as
+ * ever), so a window holds a run of starts at the account's rate. The
+ * other shares' windows lie between this share's, far enough apart that
+ * together they never start two calls closer than the account's spacing
+ * (daemon/dispatcher.c says how far). A start that cannot go by its
+ * window's end waits for the next window. period <= 0 removes the grid (and
+ * the spacing is the pacer's own again). */
+void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase, tg_mono_ns open,
+                    tg_mono_ns spacing);
 
-/* The first point of the grid at or after t (t itself without a grid;
- * TG_MONO_NEVER stays so). */
+/* Shares: the plan of the grid's windows for dispatchers that share one
+ * account. A window holds `points` starts at the account's `spacing`, its
+ * last up to a late budget after its point, so it takes starts for `open`
+ * = (points - 1) spacing + late after it opens; the next share's window
+ * opens `window` = points spacing + late + skew after this one, so that its
+ * first start, on a clock up to `skew` apart, comes `spacing` after this
+ * window's last at least. The gap (late + skew) is paid once a window, not
+ * once a start: a window holds as many points as keep it within a
+ * hundredth of the window, at most `cap` (the share's in-flight cap: a run
+ * of starts at the account's rate must not wait for room in flight). The
+ * late budget is a tenth of the spacing, at most 2 ms (it covers the
+ * lateness of a window's first start, a wake-up after the other shares'
+ * windows, and what the starts after it add). Share k of N opens
+ * its windows at k * window, N * window apart (pacer_set_grid's period). */
+struct pacer_grid_plan {
+        tg_mono_ns spacing, late, window, open;
+        unsigned points;
+};
+
+/* 0, or TG_EINVAL (spacing < 1, skew < 0 or over a second, cap 0). */
+int pacer_grid_plan(tg_mono_ns spacing, tg_mono_ns skew, unsigned cap,
+                    struct pacer_grid_plan *ret_plan);
+
+/* The first opening of this share's windows at or after t (t itself
+ * without a grid; TG_MONO_NEVER stays so). */
 tg_mono_ns pacer_align(const struct pacer *pacer, tg_mono_ns t);
 
 /* When the next start may go out, seen at `now`: its slot if that is ahead,
- * else now (with a grid: now if within `late` of a point this share may
- * still use, else its next point). TG_MONO_NEVER while none may. */
+ * else now (with a grid: now if inside a window of this share, else the
+ * next opening). TG_MONO_NEVER while none may. */
 tg_mono_ns pacer_start_at(const struct pacer *pacer, tg_mono_ns now);
 
 /* With a grid: the last moment a start meant for `at` (a value of
- * pacer_start_at()) may still go on the wire, its point's window end (the
- * point at or before `at` plus `late`); past it the start would come too
- * close to another share's point and must not go at all. 0 without a grid
- * (any time will do: the next slot counts from the real start). */
+ * pacer_start_at()) may still go on the wire, the end of the window it lies
+ * in; past it the start would come too close to another share's window and
+ * must not go at all. 0 without a grid (any time will do: the next slot
+ * counts from the real start). */
 tg_mono_ns pacer_window_end(const struct pacer *pacer, tg_mono_ns at);
 
 /* Holds every start until `until` (a later hold extends, an earlier one is

@@ -338,7 +338,8 @@ static const struct key_def keys[] = {
     DOUBLE_KEY("exit", "starts_per_second", exit.starts_per_second, 0, 1e9, true,
                "The account's start rate, every kind of call included: two starts are never "
                "closer than 1/rate, counted from each actual start, and idle time earns no "
-               "credit. With `exit.shares`, each dispatcher paces to rate / shares."),
+               "credit. With `exit.shares`, each dispatcher starts at this rate inside its "
+               "own windows of one grid and so, over time, at rate / shares."),
     INT_KEY("exit", "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1,
             "Calls open at the provider at most (the account's; each share gets "
             "max_in_flight / shares)."),
@@ -359,11 +360,14 @@ static const struct key_def keys[] = {
             "account the same `[exit]`; see docs/operating.md."),
     INT_KEY("exit", "clock_skew_ms", KEY_I64, exit_clock_skew_ms, 0, 1000, 1,
             "With `exit.shares` > 1: a bound on how far apart the clocks of the dispatchers' "
-            "machines may be. The shares start only on their own points of one grid on the "
-            "wall clock, the account's spacing plus this apart, so that together they never "
-            "start two calls closer than the account's spacing; it costs rate: the account "
-            "starts at most 1 / (1/rate + margin + skew) a second. Keep the machines' clocks "
-            "synchronised (NTP) within it."),
+            "machines may be. The shares start only inside their own windows of one grid on "
+            "the wall clock (a run of points at the account's spacing each), the next "
+            "share's window this much and a late budget (a tenth of the spacing, at most 2 "
+            "ms) after the last point, so that together they never start two calls closer "
+            "than the account's spacing. It costs rate once a window, not once a start: a "
+            "window holds enough points to keep that gap under 1 % of it, up to a share's "
+            "in-flight cap (the exit_open log line says how many). Keep the machines' "
+            "clocks synchronised (NTP) within it."),
     INT_KEY("exit", "timeout_run_hold", KEY_UINT, exit_timeout_run_hold, 0, 100000, 1,
             "This many timeouts in a row hold every start for `exit.timeout_hold_ms`; 0: "
             "never."),

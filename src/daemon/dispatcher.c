@@ -97,9 +97,6 @@ struct open_call {
  * a longer hold in the hook costs loop time, a window missed costs a start. */
 #define LEAD_MAX_SHARES (50 * TG_NS_PER_MS)
 
-/* Shares: a start may go up to this long after its point of the grid (a
- * tenth of the account's spacing at most); the grid's step includes it. */
-#define GRID_LATE_MAX (1 * TG_NS_PER_MS)
 /* Shares: two clock reads this close in time give the grid's offset. */
 #define GRID_READ_CLOSE (20 * TG_NS_PER_US)
 
@@ -227,10 +224,9 @@ struct dispatcher {
         tg_mono_ns idle_step;  /* without a doorbell: the next look for work, backing off */
         tg_mono_ns idle_max;   /* exit.idle_poll_max_ms */
         tg_mono_ns last_empty; /* the last claim that found nothing (stats: lateness) */
-        /* Shares: the account's spacing plus the clock skew bound, the
-         * distance between two points of the grid every share starts on. */
-        tg_mono_ns grid_step;
-        tg_mono_ns grid_late; /* how late after its point a start may go */
+        /* Shares: the windows of the grid every share starts on
+         * (core/pacer.h); window 0 without shares. */
+        struct pacer_grid_plan grid;
         /* The store's work: on a thread of its own in the real environment
          * (claims and outcomes posted, their results taken each turn), inline
          * in the fake ones. Every other use of the store by this thread is
@@ -910,16 +906,16 @@ static void claim_missed(struct dispatcher *d, int r, tg_mono_ns now, tg_wall_ms
                                    (json_int_t)d->claim_failures));
 }
 
-/* Shares: this share's points of the grid on the wall clock that every share
- * of the account keeps (share k owns the points k, k + N, k + 2N, ... of a
- * grid grid_step apart), as monotonic times. Set after every acquisition and
- * each second (the wall clock may be slewed). */
+/* Shares: this share's windows of the grid on the wall clock that every
+ * share of the account keeps (share k owns the windows k, k + N, k + 2N, ...
+ * of a grid grid_window apart), as monotonic times. Set after every
+ * acquisition and each second (the wall clock may be slewed). */
 static void set_grid(struct dispatcher *d)
 {
         unsigned n = d->own.split.shares;
         int64_t offset;
 
-        if (n <= 1 || d->grid_step <= 0)
+        if (n <= 1 || d->grid.window <= 0)
                 return;
         /* the two clocks read close together: a read cut by preemption
          * would move this share's points by as much (up to three tries,
@@ -935,9 +931,10 @@ static void set_grid(struct dispatcher *d)
                         offset = w - (m0 + (m1 - m0) / 2);
                 }
         }
-        tg_mono_ns period = (tg_mono_ns)n * d->grid_step;
-        tg_mono_ns phase_wall = (tg_mono_ns)d->own.share * d->grid_step;
-        pacer_set_grid(d->pacer, period, (phase_wall - offset % period) % period, d->grid_late);
+        tg_mono_ns period = (tg_mono_ns)n * d->grid.window;
+        tg_mono_ns phase_wall = (tg_mono_ns)d->own.share * d->grid.window;
+        pacer_set_grid(d->pacer, period, (phase_wall - offset % period) % period, d->grid.open,
+                       d->grid.spacing);
 }
 
 /* Shares: a hold another share saw (429/503) holds this one too, learned
@@ -1349,12 +1346,20 @@ int dispatcher_open(struct dispatcher *d)
         if (r != 0)
                 return r;
         set_grid(d);
-        log_emit(LOG_INFO, "exit_open",
-                 json_pack("{s:f, s:i, s:I, s:i, s:i}", "starts_per_second",
-                           d->share_cfg.starts_per_second, "max_in_flight",
-                           (int)d->share_cfg.max_in_flight, "timeout_ms",
-                           (json_int_t)d->cfg->provider_timeout_ms, "share", (int)d->own.share,
-                           "shares", (int)d->own.split.shares));
+        json_t *f = json_pack("{s:f, s:i, s:I, s:i, s:i}", "starts_per_second",
+                              d->share_cfg.starts_per_second, "max_in_flight",
+                              (int)d->share_cfg.max_in_flight, "timeout_ms",
+                              (json_int_t)d->cfg->provider_timeout_ms, "share", (int)d->own.share,
+                              "shares", (int)d->own.split.shares);
+        if (d->own.split.shares > 1) {
+                /* the share's windows: a run of points at the account's spacing */
+                json_object_set_new(f, "window_points", json_integer(d->grid.points));
+                json_object_set_new(f, "window_us",
+                                    json_integer((json_int_t)(d->grid.window / TG_NS_PER_US)));
+                json_object_set_new(f, "spacing_us",
+                                    json_integer((json_int_t)(d->grid.spacing / TG_NS_PER_US)));
+        }
+        log_emit(LOG_INFO, "exit_open", f);
         return 0;
 }
 
@@ -1378,6 +1383,23 @@ static int64_t limited_hold_max(const struct tg_config *cfg)
         int64_t cap = config_retry_after_cap_ms(cfg);
 
         return cfg->exit_default_hold_max_ms < cap ? cfg->exit_default_hold_max_ms : cap;
+}
+
+/* Shares: the grid's windows (core/pacer.h, pacer_grid_plan), for the
+ * account's spacing (with its margin) and the clock skew bound. */
+static int grid_plan(struct dispatcher *d, const struct tg_config *cfg)
+{
+        struct pacer_config acct = {.starts_per_second = cfg->exit.starts_per_second,
+                                    .max_in_flight = cfg->exit.max_in_flight,
+                                    .spacing_margin_ns = cfg->exit.spacing_margin_ns};
+        struct pacer *tmp = NULL;
+        int r = pacer_new(&acct, &tmp);
+
+        if (r == 0)
+                r = pacer_grid_plan(pacer_interval(tmp), cfg->exit_clock_skew_ms * TG_NS_PER_MS,
+                                    d->share_cfg.max_in_flight, &d->grid);
+        pacer_free(tmp);
+        return r;
 }
 
 int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options *opt,
@@ -1430,23 +1452,8 @@ int dispatcher_new(const struct tg_config *cfg, const struct dispatcher_options 
         r = pacer_new(&d->share_cfg, &d->pacer);
         if (r == 0)
                 d->own.spacing_ns = pacer_interval(d->pacer);
-        if (r == 0 && shares > 1) {
-                /* the account's spacing (with its margin), plus the skew */
-                struct pacer_config acct = {.starts_per_second = cfg->exit.starts_per_second,
-                                            .max_in_flight = cfg->exit.max_in_flight,
-                                            .spacing_margin_ns = cfg->exit.spacing_margin_ns};
-                struct pacer *tmp = NULL;
-                r = pacer_new(&acct, &tmp);
-                /* a start may come GRID_LATE_MAX after its point (a tenth
-                 * of the spacing at most): the step leaves room for it */
-                d->grid_late = r == 0 ? pacer_interval(tmp) / 10 : 0;
-                if (d->grid_late > GRID_LATE_MAX)
-                        d->grid_late = GRID_LATE_MAX;
-                if (r == 0)
-                        d->grid_step = pacer_interval(tmp) + d->grid_late +
-                                       cfg->exit_clock_skew_ms * TG_NS_PER_MS;
-                pacer_free(tmp);
-        }
+        if (r == 0 && shares > 1)
+                r = grid_plan(d, cfg);
         if (r == 0 && cfg->exit_query_starts_per_second > 0) {
                 struct pacer_config q = {.starts_per_second =
                                              cfg->exit_query_starts_per_second / shares,

@@ -5,7 +5,8 @@ account of 10 starts/s, against one stub. Judged from outside:
   - the provider never receives more than the account's limit in any 1 s
     window by arrival time (two independent pacers: at most limit + 1);
   - each dispatcher's own starts (one epoch = one share holding) are spaced
-    at least 1 / (limit / 2);
+    at least 1 / limit (a run at the account's rate inside each of its
+    windows) and come to no more than its share of the account;
   - no operation is sent by both: every arrival's request id is in the call
     log once, every operation executed once at the provider, and an
     operation's calls span more than one epoch only where its first epoch
@@ -17,7 +18,7 @@ account of 10 starts/s, against one stub. Judged from outside:
   - at the provider's door (issue 14): a gateway limiter at the account's
     rate (the stub's --limit-rate, whole milliseconds) never refuses the two
     shares together, and the account's starts, both shares merged, are
-    1 / limit apart: the shares start on one grid, each on its own points;
+    1 / limit apart: the shares start on one grid, each in its own windows;
   - a 429/503 with Retry-After that one share receives holds every share:
     nobody sends to the provider until it has passed.
 
@@ -39,7 +40,6 @@ from tgdaemon import Tollgate, log_events, started  # noqa: E402
 
 LIMIT = 10.0  # the account's starts per second
 SHARES = 2
-SHARE_INTERVAL = SHARES / LIMIT
 
 
 def max_in_window(times_ns, window_ns=1_000_000_000):
@@ -116,8 +116,16 @@ class SharesTest(unittest.TestCase):
                   % (self.store, len(arrivals), worst, LIMIT), file=sys.stderr)
             self.assertLessEqual(worst, int(LIMIT) + 1)
 
-            # 2. each share holding paces to its share (the calls whose start
-            # is on record: a claim the killed one made ahead has none)
+            # 2. each share holding starts no closer than the account's
+            # spacing and no more than its share of the account: a run of
+            # starts at the account's rate in each of its windows (exit_open
+            # says how many points a window holds), so over any stretch at
+            # most its share of the rate plus one window's run (the calls
+            # whose start is on record: a claim the killed one made ahead
+            # has none)
+            points = {e["share"]: e["window_points"]
+                      for d in (d1, d2, d3) for e in log_events(d, "exit_open")}
+            self.assertEqual(set(points), {0, 1})
             by_epoch = collections.defaultdict(list)
             for c in started(calls):
                 by_epoch[c["epoch"]].append(c["start_mono_ns"])
@@ -126,8 +134,12 @@ class SharesTest(unittest.TestCase):
                 starts.sort()
                 gaps = [b - a for a, b in zip(starts, starts[1:])]
                 if gaps:
-                    self.assertGreaterEqual(min(gaps), SHARE_INTERVAL * 1e9 - 1,
-                                            "epoch %d started closer than its share" % epoch)
+                    self.assertGreaterEqual(min(gaps), 1e9 / LIMIT - 1,
+                                            "epoch %d started closer than the account's "
+                                            "spacing" % epoch)
+                    span = (starts[-1] - starts[0]) / 1e9
+                    self.assertLessEqual(len(starts), span * LIMIT / SHARES + max(points.values()),
+                                         "epoch %d started more than its share" % epoch)
 
             # 3. nobody sends an operation the other one sent
             arr = collections.Counter(a["request_id"] for a in arrivals)

@@ -43,6 +43,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/pacer.h"
 #include "core/tg_error.h"
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
@@ -346,14 +347,18 @@ static void unavailable_once(struct fake *f, const struct transport_call *call,
 }
 
 /* The first call: 503 with Retry-After 2 s; the next two (the probes)
- * connect in 5 ms, longer than the lead the fast calls taught; everything
- * else fast. */
+ * connect in 5 ms, longer than the lead the fast calls taught, the first
+ * of them (with shares) until just past its window's end; everything else
+ * fast. */
 static void unavailable_then_slow_probe(struct fake *f, const struct transport_call *call,
                                         struct sim_answer *a)
 {
         unavailable_once(f, call, a);
         if (answered(f) == 1 || answered(f) == 2)
                 a->connect = 5 * MS;
+        if (answered(f) == 1 && call->not_after > 0 &&
+            call->not_after + MS - f->clock.mono > a->connect)
+                a->connect = call->not_after + MS - f->clock.mono;
 }
 
 /* The first call: 503 without Retry-After (a 1 s hold); everything else fast. */
@@ -526,26 +531,43 @@ static void test_wire_spacing_with_slow_connects(void **state)
         check_spacing(&x->fake, 20.0, 10);
 }
 
+/* Connects as jumping_connects, and every other call handed over less
+ * than 2 ms before its window's end (the last point of a share's window)
+ * connects for 4 ms: longer than any lead and late budget. */
+static void slow_at_window_end(struct fake *f, const struct transport_call *call,
+                               struct sim_answer *a)
+{
+        static unsigned near_end;
+
+        jumping_connects(f, call, a);
+        if (call->not_after > 0 && call->not_after - f->clock.mono < 2 * MS && near_end++ % 2 == 0)
+                a->connect = 4 * MS;
+}
+
 /* Shares: a share's request goes on the wire inside its window of the
- * account's grid (its point, up to the late budget after it) or not at all,
- * also when its connect outlasts the lead: the request is refused in the
- * pre-request hook, its claim goes back with no attempt spent, and the
- * refund goes at a later point. The other share's points lie a step away, so
- * this is what keeps two shares' starts 1/rate apart at the provider. */
+ * account's grid (from its opening to its last point's late budget) or not
+ * at all, also when its connect outlasts the lead: the request is refused in
+ * the pre-request hook, its claim goes back with no attempt spent, and the
+ * refund goes in a later window. The other share's windows lie a spacing
+ * and the skew away (test_pacer proves the plan), so this is what keeps two
+ * shares' starts 1/rate apart at the provider. */
 static void test_shares_send_only_in_their_windows(void **state)
 {
         struct fx *x = *state;
         struct fake *f = &x->fake;
         struct op_record op;
-        /* 50/s, no margin, no skew: step = 20 ms + the late budget (1 ms) */
-        tg_mono_ns late = 1 * MS, period = 2 * (20 * MS + late), first = -1;
-        unsigned sent = 0, refused = 0;
+        struct pacer_grid_plan g;
+        unsigned sent = 0, refused = 0, share = 2;
 
+        /* 50/s, no margin, no skew, 10 in flight: 5 points of 20 ms a
+         * window, the last up to 2 ms late */
         x->cfg.exit.starts_per_second = 50;
         x->cfg.exit.spacing_margin_ns = 0;
         x->cfg.exit_clock_skew_ms = 0;
         x->cfg.exit_shares = 2;
-        open_dispatcher(x, jumping_connects);
+        assert_int_equal(pacer_grid_plan(20 * MS, 0, 5, &g), 0);
+        assert_int_equal(g.points, 5);
+        open_dispatcher(x, slow_at_window_end);
         accept_n(x, 40, "win");
         run_until_settled(x, 60 * TG_NS_PER_S);
         assert_int_equal(count_state(x, OP_SUCCEEDED), 40);
@@ -556,14 +578,20 @@ static void test_shares_send_only_in_their_windows(void **state)
                         continue;
                 }
                 sent++;
-                if (first < 0)
-                        first = st->at;
-                tg_mono_ns off = (st->at - first) % period;
-                if (off > late && off < period - late)
-                        fail_msg("start %u on the wire %lld us after its window's point", i,
-                                 (long long)(off / 1000));
+                /* on the wall clock the windows are laid on (share k opens
+                 * at k * window, every 2 windows) */
+                int64_t wall = sim_clock_wall_ns(&f->clock) - f->clock.mono + st->at;
+                int64_t off = wall % (2 * g.window);
+                unsigned k = off >= g.window;
+                if (share == 2)
+                        share = k; /* the share this dispatcher holds */
+                off -= (int64_t)k * g.window;
+                if (k != share || off > g.open)
+                        fail_msg("start %u on the wire %lld us into window %u of share %u", i,
+                                 (long long)(off / 1000), k, share);
         }
-        /* every refund once on the wire; the slow connects were refused */
+        /* every refund once on the wire; the slow connects at a window's
+         * end were refused */
         assert_int_equal(sent, 40);
         assert_true(refused >= 2);
         for (unsigned i = 0; i < 40; i++) {

@@ -744,9 +744,9 @@ static void test_grid_shares(void **state)
         unsigned n = 0;
 
         (void)state;
-        pacer_set_grid(a, 2 * g, 0, 0);
-        pacer_set_grid(b, 2 * g, g, 0);
-        assert_int_equal(pacer_interval(a), 2 * g);
+        pacer_set_grid(a, 2 * g, 0, 0, g);
+        pacer_set_grid(b, 2 * g, g, 0, g);
+        assert_int_equal(pacer_interval(a), g);
         assert_int_equal(pacer_align(a, 1), 2 * g);
         assert_int_equal(pacer_align(b, 1), g);
         assert_int_equal(pacer_align(b, g), g);
@@ -789,7 +789,7 @@ static void test_grid_late_budget(void **state)
         struct pacer *a = make(5.0, 4);
 
         (void)state;
-        pacer_set_grid(a, 2 * g, 0, late);
+        pacer_set_grid(a, 2 * g, 0, late, g);
         /* nothing started yet: any moment is a slot, yet only on a point */
         assert_int_equal(pacer_start_at(a, 2 * g + late), 2 * g + late);
         assert_int_equal(pacer_start_at(a, 2 * g + late + 1), 4 * g);
@@ -808,11 +808,142 @@ static void test_grid_late_budget(void **state)
         assert_int_equal(pacer_window_end(a, 6 * g + 999 * 1000), 6 * g + late);
         assert_int_equal(pacer_window_end(a, 10 * g), 10 * g + late);
         /* without a grid: the slot, or now when it has passed */
-        pacer_set_grid(a, 0, 0, 0);
+        pacer_set_grid(a, 0, 0, 0, 0);
         assert_int_equal(pacer_window_end(a, 9 * g), 0);
         assert_int_equal(pacer_start_at(a, 5 * g), 4 * g + 700 * 1000 + pacer_interval(a));
         assert_int_equal(pacer_start_at(a, 9 * g), 9 * g);
         pacer_free(a);
+}
+
+/* Shares through the plan: N pacers, each on its own clock (up to the skew
+ * apart), each starting as early as its windows allow, a start on the wire
+ * late by a random amount (refused past its window's end, as the transport
+ * does); judged in true time: no two starts of the account closer than its
+ * spacing. With starts on time every window holds its points. */
+static void share_run(tg_mono_ns spacing, tg_mono_ns skew, unsigned shares, unsigned cap,
+                      tg_mono_ns max_late, uint64_t seed)
+{
+        struct pacer_grid_plan plan;
+        struct pacer *p[3];
+        tg_mono_ns err[3], last = INT64_MIN, t = 7 * TG_NS_PER_S;
+        unsigned sent = 0, refused = 0;
+        struct tg_rng rng;
+
+        tg_rng_seed(&rng, seed);
+        assert_int_equal(pacer_grid_plan(spacing, skew, cap, &plan), 0);
+        assert_true(plan.points >= 1 && plan.points <= cap);
+        for (unsigned k = 0; k < shares; k++) {
+                p[k] = make(1e9 / (double)spacing / shares, 4);
+                pacer_set_grid(p[k], shares * plan.window, k * plan.window, plan.open, spacing);
+                /* share k's clock reads true time + err[k]: the clocks differ
+                 * by up to the skew */
+                err[k] = k == 0 ? 0 : k == 1 ? skew : tg_rng_range(&rng, 0, skew);
+        }
+        tg_mono_ns end = t + 40 * (tg_mono_ns)shares * plan.window;
+        while (t < end) {
+                /* the share whose next start comes first, in true time */
+                unsigned k = 0;
+                tg_mono_ns best = TG_MONO_NEVER;
+                for (unsigned i = 0; i < shares; i++) {
+                        tg_mono_ns at = pacer_start_at(p[i], t + err[i]);
+                        if (at != TG_MONO_NEVER && at - err[i] < best) {
+                                best = at - err[i];
+                                k = i;
+                        }
+                }
+                assert_true(best != TG_MONO_NEVER);
+                tg_mono_ns at = best + err[k];
+                t = best;
+                assert_int_equal(pacer_start_pending(p[k], at, NULL), 0);
+                tg_mono_ns wire = at;
+                /* late at random, or as late as the window allows (the
+                 * worst case the plan must cover) */
+                if (max_late > 0)
+                        wire = tg_rng_range(&rng, 0, 2) == 0 ? pacer_window_end(p[k], at)
+                                                             : at + tg_rng_range(&rng, 0, max_late);
+                pacer_finish(p[k]);
+                if (wire > pacer_window_end(p[k], at)) {
+                        pacer_unsent(p[k]); /* refused in the pre-request hook */
+                        refused++;
+                        continue;
+                }
+                pacer_sent(p[k], wire);
+                tg_mono_ns true_wire = wire - err[k];
+                /* starts come in true-time order but for their lateness:
+                 * compare with every start of the last windows */
+                if (last != INT64_MIN && true_wire - last < spacing && last - true_wire < spacing)
+                        fail_msg(
+                            "spacing %lld skew %lld shares %u cap %u seed %llu: two starts "
+                            "%lld ns apart",
+                            (long long)spacing, (long long)skew, shares, cap,
+                            (unsigned long long)seed,
+                            (long long)(true_wire > last ? true_wire - last : last - true_wire));
+                if (true_wire > last)
+                        last = true_wire;
+                sent++;
+        }
+        if (max_late == 0) {
+                /* on time: every window of every share full */
+                assert_int_equal(refused, 0);
+                assert_true(sent >= 39 * shares * plan.points);
+        }
+        for (unsigned k = 0; k < shares; k++)
+                pacer_free(p[k]);
+}
+
+static void test_share_windows_keep_the_account_spacing(void **state)
+{
+        static const tg_mono_ns spacings[] = {1000 * 1000,      1100 * 1000,      2000 * 1000,
+                                              20 * 1000 * 1000, 21 * 1000 * 1000, 101 * 1000 * 1000,
+                                              201 * 1000 * 1000};
+        static const tg_mono_ns skews[] = {0, 1000 * 1000, 7 * 1000 * 1000};
+        static const unsigned caps[] = {1, 3, 5, 50};
+        uint64_t seed = 1;
+
+        (void)state;
+        for (size_t a = 0; a < sizeof(spacings) / sizeof(spacings[0]); a++)
+                for (size_t b = 0; b < sizeof(skews) / sizeof(skews[0]); b++)
+                        for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++)
+                                for (unsigned n = 2; n <= 3; n++) {
+                                        share_run(spacings[a], skews[b], n, caps[c], 0, seed++);
+                                        share_run(spacings[a], skews[b], n, caps[c],
+                                                  spacings[a] / 5, seed++);
+                                }
+}
+
+/* The plan's arithmetic, worked: at 50/s with the default 1 ms margin and
+ * skew, 2 shares of 10 in flight: 5 points of 21 ms (the cap), the last up
+ * to 2 ms late, then 1 ms of skew; at 5/s two points a window. */
+static void test_share_plan_values(void **state)
+{
+        struct pacer_grid_plan g;
+        const tg_mono_ns ms = TG_NS_PER_MS;
+
+        (void)state;
+        assert_int_equal(pacer_grid_plan(21 * ms, 1 * ms, 5, &g), 0);
+        assert_int_equal(g.points, 5);
+        assert_int_equal(g.late, 2 * ms);
+        assert_int_equal(g.open, 4 * 21 * ms + 2 * ms);
+        assert_int_equal(g.window, 5 * 21 * ms + 3 * ms);
+        assert_int_equal(pacer_grid_plan(201 * ms, 1 * ms, 5, &g), 0);
+        assert_int_equal(g.points, 2);
+        assert_int_equal(g.open, 201 * ms + 2 * ms);
+        assert_int_equal(g.window, 2 * 201 * ms + 3 * ms);
+        /* 10/s: three points keep the 3 ms gap within a hundredth */
+        assert_int_equal(pacer_grid_plan(101 * ms, 1 * ms, 5, &g), 0);
+        assert_int_equal(g.points, 3);
+        /* a long spacing: one point, the gap a hundredth of it or less */
+        assert_int_equal(pacer_grid_plan(2000 * ms, 1 * ms, 5, &g), 0);
+        assert_int_equal(g.points, 1);
+        assert_int_equal(g.window, 2003 * ms);
+        /* 1,000/s, no margin or skew: a tenth of the spacing late, 10 points */
+        assert_int_equal(pacer_grid_plan(1 * ms, 0, 50, &g), 0);
+        assert_int_equal(g.late, 100 * 1000);
+        assert_int_equal(g.points, 10);
+        assert_int_equal(g.window, 10 * ms + 100 * 1000);
+        assert_int_equal(pacer_grid_plan(0, 0, 5, &g), TG_EINVAL);
+        assert_int_equal(pacer_grid_plan(ms, -1, 5, &g), TG_EINVAL);
+        assert_int_equal(pacer_grid_plan(ms, 0, 0, &g), TG_EINVAL);
 }
 
 int main(void)
@@ -840,6 +971,8 @@ int main(void)
             cmocka_unit_test(test_spacing_margin),
             cmocka_unit_test(test_grid_shares),
             cmocka_unit_test(test_grid_late_budget),
+            cmocka_unit_test(test_share_windows_keep_the_account_spacing),
+            cmocka_unit_test(test_share_plan_values),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
