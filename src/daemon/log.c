@@ -113,12 +113,27 @@ void log_emit(enum log_level level, const char *event, json_t *fields)
         if (!text)
                 return;
         pthread_once(&journal_once, detect_journal);
+        /* the line whole, its priority prefix and newline included: one
+         * write (stderr is unbuffered: each part would be one) */
+        char prefix[8] = "";
+        size_t np = to_journal ? (size_t)snprintf(prefix, sizeof(prefix), "<%d>",
+                                                  log_syslog_priority(level))
+                               : 0;
+        size_t nt = strlen(text);
+        char *whole = malloc(np + nt + 1);
         pthread_mutex_lock(&log_lock);
-        if (to_journal)
-                fprintf(stderr, "<%d>", log_syslog_priority(level));
-        fputs(text, stderr);
-        fputc('\n', stderr);
+        if (whole) {
+                memcpy(whole, prefix, np);
+                memcpy(whole + np, text, nt);
+                whole[np + nt] = '\n';
+                fwrite(whole, 1, np + nt + 1, stderr);
+        } else {
+                fputs(prefix, stderr);
+                fputs(text, stderr);
+                fputc('\n', stderr);
+        }
         fflush(stderr);
         pthread_mutex_unlock(&log_lock);
+        free(whole);
         free(text);
 }
