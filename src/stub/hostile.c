@@ -257,24 +257,6 @@ static void stream_free(void *cls)
         free(st);
 }
 
-/* A reset rather than a close: no FIN first, whatever the server does next. */
-static void reset_connection(struct MHD_Connection *conn)
-{
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-        struct linger lg = {.l_onoff = 1, .l_linger = 0};
-        struct sockaddr unspec;
-
-        if (!ci)
-                return;
-        setsockopt(ci->connect_fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-        /* Linux: disconnecting a TCP socket sends the RST now (tcp_disconnect);
-         * the linger above makes the later close() do it elsewhere. */
-        memset(&unspec, 0, sizeof(unspec));
-        unspec.sa_family = AF_UNSPEC;
-        connect(ci->connect_fd, &unspec, sizeof(unspec));
-}
-
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
         struct stream *st = cls;
@@ -287,7 +269,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
         }
         if (pos >= st->a.stop_at) {
                 if (st->a.reset) {
-                        reset_connection(st->hooks.conn);
+                        st->hooks.reset(st->hooks.owner); /* a reset rather than a close */
                         return MHD_CONTENT_READER_END_WITH_ERROR;
                 }
                 return MHD_CONTENT_READER_END_OF_STREAM; /* http10: the close ends it */

@@ -77,6 +77,7 @@ struct MHD_Response;
 struct hostile_hooks {
         void (*wait)(void *owner, tg_mono_ns due);
         bool (*woke)(void *owner);
+        void (*reset)(void *owner); /* the connection ends with a RST, no FIN */
         void *owner;
         struct MHD_Connection *conn;
 };

@@ -28,6 +28,7 @@
 #include "listener.h"
 #include "platform/clock.h"
 #include "record.h"
+#include "relay.h"
 #include "request.h"
 #include "timer.h"
 #include "tls.h"
@@ -55,6 +56,7 @@ struct stub_server {
         tg_mono_ns started;
         struct MHD_Daemon *mhd;
         struct listener *listener;
+        struct relay *relay; /* every connection through it: the kernel's arrival stamps */
         struct timer *timer;
         struct ledger *ledger;
         struct record_log *log;
@@ -390,10 +392,24 @@ static bool hostile_woke(void *owner)
         return r->drop;
 }
 
+/* A reset of the caller's connection (no FIN), through the relay. */
+static void hostile_reset(void *owner)
+{
+        struct req *r = owner;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+        if (ci)
+                relay_reset(r->srv->relay, ci->connect_fd);
+}
+
 static enum MHD_Result send_hostile(struct req *r)
 {
-        const struct hostile_hooks hooks = {
-            .wait = hostile_wait, .woke = hostile_woke, .owner = r, .conn = r->conn};
+        const struct hostile_hooks hooks = {.wait = hostile_wait,
+                                            .woke = hostile_woke,
+                                            .reset = hostile_reset,
+                                            .owner = r,
+                                            .conn = r->conn};
         struct MHD_Response *resp = hostile_response(&r->hostile, &hooks);
         enum MHD_Result ret;
 
@@ -1105,7 +1121,11 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
                 return NULL;
         r->srv = srv;
         r->conn = conn;
-        r->arrival = clock_mono_now();
+        /* when the kernel had its first bytes, not when this thread ran */
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci || relay_arrival(srv->relay, ci->connect_fd, &r->arrival) < 0)
+                r->arrival = clock_mono_now();
         snprintf(r->method, sizeof(r->method), "%s", method);
         snprintf(r->path, sizeof(r->path), "%s", url);
         r->kind = classify(r);
@@ -1247,8 +1267,12 @@ static bool want_listen(void *cls, tg_mono_ns now, tg_mono_ns *ret_next_check)
 static void on_accept(void *cls, int fd, const struct sockaddr *addr, socklen_t addrlen)
 {
         struct stub_server *srv = cls;
-        /* MHD owns fd from here, and closes it even on failure. */
-        MHD_add_connection(srv->mhd, fd, addr, addrlen);
+        int server_fd;
+
+        /* through the relay (relay.h), which closes fd when it cannot take
+         * it; MHD owns its end from here, and closes it even on failure */
+        if (relay_add(srv->relay, fd, &server_fd) == 0)
+                MHD_add_connection(srv->mhd, server_fd, addr, addrlen);
 }
 
 int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
@@ -1322,6 +1346,9 @@ int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
                 rc = TG_EIO;
                 goto fail;
         }
+        rc = relay_new(&srv->relay);
+        if (rc < 0)
+                goto fail;
         rc = listener_start(cfg->host, cfg->port, want_listen, on_accept, srv, &srv->listener);
         if (rc < 0)
                 goto fail;
@@ -1357,6 +1384,9 @@ void server_stop(struct stub_server *srv)
         if (srv->mhd)
                 MHD_stop_daemon(srv->mhd);
         srv->mhd = NULL;
+        /* after MHD closed its ends: the callers' sockets close with them */
+        relay_free(srv->relay);
+        srv->relay = NULL;
         timer_free(srv->timer);
         srv->timer = NULL;
         webhook_free(srv->webhook);

@@ -22,8 +22,10 @@ import tgtest
 
 TOKEN = "test-token-0123456789"
 # The stand-in provider shares the two cores with tollgate and the test (and,
-# under `ctest -j2`, another test): the delay from a request's wire start to
-# the stub's arrival stamp varied by up to 3 ms in such runs.
+# under `ctest -j2`, another test). Its arrival stamps are the kernel's
+# (src/stub/relay.c); what moves an arrival against tollgate's own record of
+# its start is tollgate's time between the pre-request hook and the send,
+# which a busy or virtual machine stretches (docs/design.md, the margin).
 TEST_SPACING_MARGIN_US = 5000
 
 # When set, a callable that returns the store url of a Tollgate created
@@ -73,10 +75,10 @@ class Tollgate:
         conf = {
             "store": {"url": self.store_url},
             "api": {"listen": "127.0.0.1:%d" % self.api_port, "token_file": self.token_file},
-            # The stub shares CI's two cores with tollgate and the test: its
-            # own scheduling moves an arrival by up to ~3 ms (docs/bench.md,
-            # "spacing at the provider"), which the spacing margin must cover
-            # for the provider side of `tollgate verify` to hold. A test may
+            # tollgate shares CI's two cores with the stub and the test: its
+            # own scheduling between a request's hook and its send moves an
+            # arrival (TEST_SPACING_MARGIN_US above), which the spacing margin
+            # must cover for the provider side of `tollgate verify` to hold. A test may
             # set its own.
             "exit": {"spacing_margin_us": TEST_SPACING_MARGIN_US},
         }

@@ -414,10 +414,9 @@ if __name__ == "__main__":
 
 
 # exit.spacing_margin_us for the tests that put a limiter at the provider's
-# door (whole milliseconds, no burst). The default (1 ms) is measured on a
-# quiet machine (docs/bench.md, "The exit"); on a busy 2-core CI machine the
-# stub's own arrival stamp may come a few ms late (its thread waits for a
-# core), which shortens the next gap it sees by as much. The tests judge
-# that the exit times its starts at the door, not the machine's scheduler:
-# they give the path the margin an operator would give a noisy one.
+# door (whole milliseconds, no burst). The stub's arrival is the kernel's
+# stamp of the request's first bytes (src/stub/relay.c); on a busy 2-core CI
+# machine what still moves it is tollgate's own time between the pre-request
+# hook and the send (up to 0.84 ms measured on a 2-vCPU VM). The tests give
+# the path the margin an operator would give a noisy one.
 DOOR_MARGIN_US = int(os.environ.get("TG_TEST_DOOR_MARGIN_US", "3000"))
