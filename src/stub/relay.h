@@ -8,9 +8,11 @@
  * scheduling. So each accepted connection goes through a relay: one thread
  * reads the caller's socket with the kernel's receive timestamps
  * (SO_TIMESTAMPNS) and passes the bytes on to libmicrohttpd over a socket
- * pair; the arrival of a request is the kernel's stamp of its first bytes
- * (the first bytes after the last answer went out: HTTP/1.1 callers do not
- * pipeline). Answers go back the same way; a close or a reset of either side
+ * pair; the arrival of a request is the kernel's receive stamp of its
+ * first bytes (the first bytes after the last answer went out: HTTP/1.1
+ * callers do not pipeline). On loopback TCP stamps a segment when it
+ * processes it, in the sender's system call or, on a busy machine, a little
+ * later: a stamp a thread's scheduling does not move. Answers go back the same way; a close or a reset of either side
  * is passed on.
  */
 #ifndef STUB_RELAY_H

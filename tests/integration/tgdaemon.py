@@ -24,8 +24,9 @@ TOKEN = "test-token-0123456789"
 # The stand-in provider shares the two cores with tollgate and the test (and,
 # under `ctest -j2`, another test). Its arrival stamps are the kernel's
 # (src/stub/relay.c); what moves an arrival against tollgate's own record of
-# its start is tollgate's time between the pre-request hook and the send,
-# which a busy or virtual machine stretches (docs/design.md, the margin).
+# its start is the kernel's receive path on loopback and tollgate's time
+# between the pre-request hook and the send, which a busy or virtual machine
+# stretches (docs/design.md, the margin).
 TEST_SPACING_MARGIN_US = 5000
 
 # When set, a callable that returns the store url of a Tollgate created
@@ -75,8 +76,8 @@ class Tollgate:
         conf = {
             "store": {"url": self.store_url},
             "api": {"listen": "127.0.0.1:%d" % self.api_port, "token_file": self.token_file},
-            # tollgate shares CI's two cores with the stub and the test: its
-            # own scheduling between a request's hook and its send moves an
+            # tollgate shares CI's two cores with the stub and the test: the
+            # scheduling between a request's hook and its arrival moves the
             # arrival (TEST_SPACING_MARGIN_US above), which the spacing margin
             # must cover for the provider side of `tollgate verify` to hold. A test may
             # set its own.
