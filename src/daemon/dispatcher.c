@@ -378,10 +378,23 @@ static void pacers_finish(struct dispatcher *d, const struct open_call *oc)
                 pacer_finish(d->query_pacer);
 }
 
-/* A call's request went on the wire at `at` (or never will): the next slot
- * counts from that real start, and its connect teaches the lead. */
+/* Where the next slot counts from, for a request let out at `at` that had
+ * surely left by `end`: `at`, unless what came between (libcurl building
+ * and writing the request, and a preemption there) took longer than the
+ * spacing margin covers; then `end` less the margin. The provider's gap to
+ * the next request is at least (its hook) - end >= 1/rate either way. */
+static tg_mono_ns sent_ref(const struct dispatcher *d, tg_mono_ns at, tg_mono_ns end)
+{
+        tg_mono_ns covered = end - d->cfg->exit.spacing_margin_ns;
+
+        return end > 0 && covered > at ? covered : at;
+}
+
+/* A call's request went on the wire at `at` (or never will), surely by
+ * `end`: the next slot counts from that real start, and its connect teaches
+ * the lead. */
 static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, bool late,
-                       tg_mono_ns ready, tg_mono_ns at)
+                       tg_mono_ns ready, tg_mono_ns at, tg_mono_ns end)
 {
         if (oc->sent_known)
                 return;
@@ -393,9 +406,10 @@ static void sent_known(struct dispatcher *d, struct open_call *oc, bool sent, bo
         bool query = d->query_pacer && oc->request == CLASSIFY_QUERY;
         if (sent) {
                 failpoint_hit(d->failpoint, "crash_after_send", &oc->op);
-                pacer_sent(d->pacer, PLANT_HANDOFF_SPACING ? oc->handoff.mono : at);
+                pacer_sent(d->pacer,
+                           PLANT_HANDOFF_SPACING ? oc->handoff.mono : sent_ref(d, at, end));
                 if (query)
-                        pacer_sent(d->query_pacer, at);
+                        pacer_sent(d->query_pacer, sent_ref(d, at, end));
         } else {
                 pacer_unsent(d->pacer);
                 if (query)
@@ -426,7 +440,8 @@ static void process_sent(struct dispatcher *d)
         while (d->env->next_sent(d->env->ctx, &s) == 0) {
                 struct open_call *oc = find_call(d, s.cookie);
                 if (oc)
-                        sent_known(d, oc, s.sent, s.late, s.ready_mono, s.sent_mono);
+                        sent_known(d, oc, s.sent, s.late, s.ready_mono, s.sent_mono,
+                                   s.sent_end_mono);
         }
 }
 
@@ -527,7 +542,8 @@ static void settle_call(struct dispatcher *d, struct open_call *oc,
         failpoint_hit(d->failpoint, "crash_before_settle", &oc->op);
         /* a call that ended with no sent report popped (the transport
          * refused it) */
-        sent_known(d, oc, res->sent && res->sent_mono > 0, false, res->ready_mono, res->sent_mono);
+        sent_known(d, oc, res->sent && res->sent_mono > 0, false, res->ready_mono, res->sent_mono,
+                   res->sent_end_mono);
         /* every Retry-After value, the longest (core/retry_after.h), cut to
          * the cap that leaves room for the deadline */
         if (res->retry_after[0] &&
@@ -656,7 +672,7 @@ static void retry_unsettled(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wal
 static void release_late(struct dispatcher *d, struct open_call *oc,
                          const struct transport_result *res, tg_mono_ns now, tg_wall_ms wall)
 {
-        sent_known(d, oc, false, true, res->ready_mono, 0); /* if its report was not popped */
+        sent_known(d, oc, false, true, res->ready_mono, 0, 0); /* if its report was not popped */
         release_claim(d, oc, "late for its window", now, wall);
         pacers_finish(d, oc);
         /* a probe that never went: still held, the next point probes */

@@ -69,9 +69,10 @@ struct call {
         enum classify_request request;
         unsigned prereq_count;
         bool second_send;
-        bool late;     /* ready after not_after: refused in the hook, nothing sent */
-        bool reported; /* its transport_sent report is queued */
-        tg_mono_ns started, ready_mono, sent_mono, not_before, not_after;
+        bool late;       /* ready after not_after: refused in the hook, nothing sent */
+        bool reported;   /* its transport_sent report is queued */
+        bool report_due; /* the hook decided: reported after the libcurl step */
+        tg_mono_ns started, ready_mono, sent_mono, sent_end, not_before, not_after;
         size_t max_response;
         struct creds *creds;
         struct tls_watch *watch;
@@ -535,7 +536,26 @@ static void report_sent(struct transport *t, struct call *c)
         s->late = c->late;
         s->ready_mono = c->ready_mono;
         s->sent_mono = c->sent_mono;
+        s->sent_end_mono = c->sent_end;
         t->sent_count++;
+}
+
+/* After a libcurl step: the calls whose hook ran in it are reported, each
+ * with the step's end as the moment by which its request had left (it is
+ * written after the hook returns, in the same step). */
+static void report_step(struct transport *t)
+{
+        tg_mono_ns now = 0;
+
+        for (struct call *c = t->calls; c; c = c->next) {
+                if (!c->report_due)
+                        continue;
+                if (!now)
+                        now = clock_mono_now();
+                c->report_due = false;
+                c->sent_end = c->sent_mono ? now : 0;
+                report_sent(t, c);
+        }
 }
 
 /* The longest the pre-request hook holds a request for its slot. The caller
@@ -572,11 +592,11 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
                 /* ready after the window (not_before is inside it, so no
                  * hold came first), or away past it while it held */
                 c->late = true;
-                report_sent(c->t, c);
+                c->report_due = true;
                 return CURL_PREREQFUNC_ABORT;
         }
         c->sent_mono = now;
-        report_sent(c->t, c);
+        c->report_due = true; /* reported when the step that writes it is over */
         return CURL_PREREQFUNC_OK;
 }
 
@@ -824,6 +844,7 @@ int transport_start(struct transport *t, const struct transport_call *call)
          * the next poll. */
         int running = 0;
         curl_multi_perform(t->multi, &running);
+        report_step(t);
         return 0;
 }
 
@@ -928,6 +949,7 @@ static void finish_call(struct transport *t, struct call *c, CURLcode code)
         res->handoff_mono = c->started;
         res->ready_mono = c->ready_mono;
         res->sent_mono = res->sent ? c->sent_mono : 0;
+        res->sent_end_mono = res->sent ? (c->sent_end ? c->sent_end : clock_mono_now()) : 0;
         res->second_send_refused = c->second_send;
         res->latency_us = (clock_mono_now() - c->started) / TG_NS_PER_US;
         res->failure = failure;
@@ -1004,6 +1026,7 @@ int transport_poll(struct transport *t, int timeout_ms, const int *wake_fds, uns
                             (struct curl_waitfd){.fd = wake_fds[i], .events = CURL_WAIT_POLLIN};
         if (curl_multi_perform(t->multi, &running) != CURLM_OK)
                 return TG_ETRANSPORT;
+        report_step(t);
         collect(t);
         if (t->done_count > 0 || t->sent_count > 0)
                 timeout_ms = 0;
@@ -1013,6 +1036,7 @@ int transport_poll(struct transport *t, int timeout_ms, const int *wake_fds, uns
                         return TG_ETRANSPORT;
                 if (curl_multi_perform(t->multi, &running) != CURLM_OK)
                         return TG_ETRANSPORT;
+                report_step(t);
                 collect(t);
         }
         nwake = 0;

@@ -175,10 +175,14 @@ struct transport_result {
         /* the raw Retry-After values, one per line in the order received
          * ("" if none): retry_after_parse_all() reads them */
         char retry_after[TRANSPORT_RETRY_AFTER_MAX];
-        bool sent;                /* the request may have reached the provider */
-        tg_mono_ns handoff_mono;  /* when transport_start() took it */
-        tg_mono_ns ready_mono;    /* connection ready: the hook fired (0 if never) */
-        tg_mono_ns sent_mono;     /* when the request went on the wire (0 if not sent) */
+        bool sent;               /* the request may have reached the provider */
+        tg_mono_ns handoff_mono; /* when transport_start() took it */
+        tg_mono_ns ready_mono;   /* connection ready: the hook fired (0 if never) */
+        tg_mono_ns sent_mono;    /* when the request went on the wire (0 if not sent) */
+        /* by when it had surely left: the end of the libcurl step in which
+         * the hook let it go (libcurl builds and writes the request after
+         * the hook returns; a preemption there delays it); 0 if not sent */
+        tg_mono_ns sent_end_mono;
         int64_t latency_us;       /* from transport_start to completion */
         bool second_send_refused; /* libcurl tried to send this call twice */
         enum transport_failure failure;
@@ -192,10 +196,11 @@ int transport_next_done(struct transport *transport, struct transport_result *re
  * as it is known, before the call ends. */
 struct transport_sent {
         uint64_t cookie;
-        bool sent;             /* false: it ended before any byte left */
-        bool late;             /* not sent: ready after its not_after (TRANSPORT_LATE) */
-        tg_mono_ns ready_mono; /* the connection was ready (0 if never) */
-        tg_mono_ns sent_mono;  /* the request went out (0 if not sent) */
+        bool sent;                /* false: it ended before any byte left */
+        bool late;                /* not sent: ready after its not_after (TRANSPORT_LATE) */
+        tg_mono_ns ready_mono;    /* the connection was ready (0 if never) */
+        tg_mono_ns sent_mono;     /* the request went out (0 if not sent) */
+        tg_mono_ns sent_end_mono; /* by when it had surely left (transport_result) */
 };
 
 /* Pops one such report, in the order they happened. 0 (filled) or

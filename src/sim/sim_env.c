@@ -242,6 +242,7 @@ static int e_start(void *ctx, const struct transport_call *call, struct exit_han
                 c->result.sent = true;
                 c->result.ready_mono = ready;
                 c->result.sent_mono = wire;
+                c->result.sent_end_mono = wire + c->answer.send_delay;
                 if (e->provider.arrive)
                         c->arriving = true; /* answered when it gets there */
                 else
@@ -251,6 +252,7 @@ static int e_start(void *ctx, const struct transport_call *call, struct exit_han
                 struct sim_start *s = &e->starts[e->n_starts];
                 s->handoff = now;
                 s->sent = c->wire > 0;
+                s->sent_end = c->wire > 0 ? c->result.sent_end_mono : 0;
                 /* a call never sent starts at its slot, as the call log says */
                 s->at = c->wire > 0 ? c->wire : call->not_before > now ? call->not_before : now;
                 s->request = call->request;
@@ -375,7 +377,8 @@ static int e_next_sent(void *ctx, struct transport_sent *ret)
                                        .sent = best->wire > 0,
                                        .late = best->result.failure == TRANSPORT_LATE,
                                        .ready_mono = best->result.ready_mono,
-                                       .sent_mono = best->wire};
+                                       .sent_mono = best->wire,
+                                       .sent_end_mono = best->result.sent_end_mono};
         return 0;
 }
 

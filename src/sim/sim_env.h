@@ -64,6 +64,10 @@ struct sim_answer {
          * (TG_TR_NOT_SENT) */
         bool refused;
         tg_mono_ns latency; /* from the request on the wire to the end of the call */
+        /* from the hook letting the request go to the end of the transport's
+         * step that writes it (the real one: libcurl builds and writes the
+         * request after the hook returns; a preemption there delays it) */
+        tg_mono_ns send_delay;
         /* TG_TR_COMPLETE (an answer), TG_TR_RESET (the connection ends
          * without one) or TG_TR_TIMEOUT_AFTER_SEND (nothing ever comes: the
          * call ends at its timeout) */
@@ -79,9 +83,10 @@ struct sim_answer {
 
 /* One start as the transport saw it (the record kept for tests). */
 struct sim_start {
-        tg_mono_ns at;      /* on the wire (a call never sent: its slot, or the hand-off) */
-        tg_mono_ns handoff; /* handed to the transport */
-        bool sent;          /* false: its connect failed */
+        tg_mono_ns at;       /* on the wire (a call never sent: its slot, or the hand-off) */
+        tg_mono_ns sent_end; /* by when it had surely left (at + send_delay; 0 if never sent) */
+        tg_mono_ns handoff;  /* handed to the transport */
+        bool sent;           /* false: its connect failed */
         enum classify_request request;
         char operation_id[TG_OP_ID_MAX + 1];
         unsigned attempt;

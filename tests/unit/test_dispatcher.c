@@ -531,6 +531,44 @@ static void test_wire_spacing_with_slow_connects(void **state)
         check_spacing(&x->fake, 20.0, 10);
 }
 
+/* Every third request leaves 5 ms after the hook let it go (the process
+ * preempted while libcurl writes it: longer than the 1 ms margin), the
+ * others 20 us after. */
+static void slow_sends(struct fake *f, const struct transport_call *call, struct sim_answer *a)
+{
+        fast(f, call, a);
+        a->send_delay = answered(f) % 3 == 2 ? 5 * MS : 20 * TG_NS_PER_US;
+}
+
+/* The next slot counts from when the last request had surely left, when
+ * that came later than the margin covers: a request written late (its
+ * process preempted between the hook and the write) does not shorten the
+ * gap the provider sees to the next one. Judged as the provider would: from
+ * the moment the last had surely left to the moment the next one was let
+ * out, at least 1/rate. */
+static void test_spacing_counts_from_the_send(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+
+        x->cfg.exit.starts_per_second = 20;
+        x->cfg.exit.spacing_margin_ns = 1 * MS;
+        open_dispatcher(x, slow_sends);
+        accept_n(x, 30, "send");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 30);
+        for (unsigned i = 1; i < n_starts(f); i++) {
+                const struct sim_start *a = &f->starts[i - 1], *b = &f->starts[i];
+                assert_true(a->sent && b->sent);
+                assert_true(a->sent_end >= a->at);
+                if (b->at - a->sent_end < 50 * MS)
+                        fail_msg("start %u let out %lld us after start %u had surely left", i,
+                                 (long long)((b->at - a->sent_end) / 1000), i - 1);
+        }
+        /* a prompt write costs nothing: those gaps stay 1/rate + margin */
+        assert_true(f->starts[1].at - f->starts[0].at < 51 * MS + 100 * TG_NS_PER_US);
+}
+
 /* Connects as jumping_connects, and every other call handed over less
  * than 2 ms before its window's end (the last point of a share's window)
  * connects for 4 ms: longer than any lead and late budget. */
@@ -1389,6 +1427,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_varying_connects, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_spacing_counts_from_the_send, setup, teardown),
             cmocka_unit_test_setup_teardown(test_shares_send_only_in_their_windows, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_claims_ahead_and_releases, setup, teardown),

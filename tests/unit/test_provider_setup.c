@@ -410,11 +410,18 @@ static void test_late_for_window_sends_nothing(void **state)
         assert_false(sent.sent);
         assert_true(sent.ready_mono > before);
         assert_int_equal(fx->seen.calls, 0);
-        /* a window open for a second: sent */
+        /* a window open for a second: sent, and reported with the moment by
+         * which the request had surely left (after the hook let it go) */
         res = call_env_until(env, CLASSIFY_POST, &r, NULL, clock_mono_now() + TG_NS_PER_S);
         assert_int_equal(res.failure, TRANSPORT_OK);
         assert_true(res.sent);
         assert_int_equal(fx->seen.calls, 1);
+        assert_true(res.sent_mono > 0);
+        assert_true(res.sent_end_mono >= res.sent_mono);
+        assert_int_equal(env->next_sent(env->ctx, &sent), 0);
+        assert_true(sent.sent);
+        assert_int_equal(sent.sent_mono, res.sent_mono);
+        assert_int_equal(sent.sent_end_mono, res.sent_end_mono);
         exit_env_free(env);
 }
 
