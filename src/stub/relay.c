@@ -357,23 +357,32 @@ void relay_free(struct relay *r)
         free(r);
 }
 
+/* Room in the table for descriptor fd; with the mutex held. 0 or TG_ENOMEM. */
+static int table_fit(struct relay *r, int fd)
+{
+        if ((size_t)fd < r->nfd)
+                return 0;
+        size_t n = (size_t)fd + 64;
+        struct conn **t = realloc(r->by_fd, n * sizeof(*t));
+        if (!t)
+                return TG_ENOMEM;
+        memset(t + r->nfd, 0, (n - r->nfd) * sizeof(*t));
+        r->by_fd = t;
+        r->nfd = n;
+        return 0;
+}
+
 int relay_add(struct relay *r, int client, int *ret_server_fd)
 {
-        int sv[2], one = 1, rc = 0;
+        int sv[2] = {-1, -1}, one = 1, rc = 0;
         struct conn *c = calloc(1, sizeof(*c));
 
-        if (!c) {
-                close(client);
-                return TG_ENOMEM;
-        }
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        if (!c)
+                rc = TG_ENOMEM;
+        else if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 rc = -errno;
-                free(c);
-                close(client);
-                return rc;
-        }
         /* stamps from the kernel on every read of the caller's bytes */
-        if (setsockopt(client, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0)
+        else if (setsockopt(client, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0)
                 rc = -errno;
         if (rc == 0)
                 rc = nonblocking(client);
@@ -381,13 +390,8 @@ int relay_add(struct relay *r, int client, int *ret_server_fd)
                 rc = nonblocking(sv[1]);
         if (rc == 0)
                 rc = nonblocking(sv[0]);
-        if (rc < 0) {
-                close(sv[0]);
-                close(sv[1]);
-                close(client);
-                free(c);
-                return rc;
-        }
+        if (rc < 0)
+                goto fail;
         c->client = client;
         c->pair = sv[1];
         c->server_fd = sv[0];
@@ -396,39 +400,31 @@ int relay_add(struct relay *r, int client, int *ret_server_fd)
         c->client_ev = EPOLLIN;
         c->pair_ev = EPOLLIN;
         c->client_in = c->pair_in = true;
-        pthread_mutex_lock(&r->mu);
-        if ((size_t)sv[0] >= r->nfd) {
-                size_t n = (size_t)sv[0] + 64;
-                struct conn **t = realloc(r->by_fd, n * sizeof(*t));
-                if (!t) {
-                        pthread_mutex_unlock(&r->mu);
-                        close(sv[0]);
-                        close(sv[1]);
-                        close(client);
-                        free(c);
-                        return TG_ENOMEM;
-                }
-                memset(t + r->nfd, 0, (n - r->nfd) * sizeof(*t));
-                r->by_fd = t;
-                r->nfd = n;
-        }
         struct epoll_event ce = {.events = EPOLLIN, .data.ptr = &c->client_end};
         struct epoll_event pe = {.events = EPOLLIN, .data.ptr = &c->pair_end};
-        if (epoll_ctl(r->ep, EPOLL_CTL_ADD, client, &ce) < 0 ||
-            epoll_ctl(r->ep, EPOLL_CTL_ADD, sv[1], &pe) < 0) {
+        pthread_mutex_lock(&r->mu);
+        rc = table_fit(r, sv[0]);
+        if (rc == 0 && epoll_ctl(r->ep, EPOLL_CTL_ADD, client, &ce) < 0)
+                rc = -errno;
+        if (rc == 0 && epoll_ctl(r->ep, EPOLL_CTL_ADD, sv[1], &pe) < 0) {
                 rc = -errno;
                 epoll_ctl(r->ep, EPOLL_CTL_DEL, client, NULL);
-                pthread_mutex_unlock(&r->mu);
-                close(sv[0]);
-                close(sv[1]);
-                close(client);
-                free(c);
-                return rc;
         }
-        r->by_fd[sv[0]] = c;
+        if (rc == 0)
+                r->by_fd[sv[0]] = c;
         pthread_mutex_unlock(&r->mu);
+        if (rc < 0)
+                goto fail;
         *ret_server_fd = sv[0];
         return 0;
+fail:
+        if (sv[0] >= 0) {
+                close(sv[0]);
+                close(sv[1]);
+        }
+        close(client);
+        free(c);
+        return rc;
 }
 
 int relay_arrival(struct relay *r, int server_fd, tg_mono_ns *ret_arrival)
