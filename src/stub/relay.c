@@ -53,7 +53,7 @@ struct conn {
         struct pending to_server, to_client;
         bool client_eof, server_eof, reset;
         bool request_open;  /* bytes came since the last answer bytes went out */
-        bool stamped;       /* arrival holds the kernel's stamp of them */
+        bool stamped;       /* arrival is set: the kernel's stamp, else the relay's read */
         tg_mono_ns arrival; /* of the request being read */
         uint32_t client_ev, pair_ev;
         bool client_in, pair_in; /* in the epoll set */
@@ -61,6 +61,11 @@ struct conn {
 
 struct relay {
         int ep, wake;
+        /* A socket that asks for receive stamps for the relay's life: the
+         * kernel stamps packets only while some socket asks, and turns that
+         * on and off with a delay, so with only the callers' short
+         * connections asking a request could come before it was on again. */
+        int stamps;
         pthread_t thread;
         pthread_mutex_t mu;
         bool stop;
@@ -195,19 +200,20 @@ static void from_client(struct conn *c)
                         break;
                 }
                 if (!c->request_open) {
-                        /* the first bytes of a request: their kernel stamp */
+                        /* the first bytes of a request: their kernel stamp
+                         * (else this read's moment, still before the
+                         * server's thread could see them) */
                         c->request_open = true;
-                        c->stamped = false;
+                        c->stamped = true;
+                        c->arrival = clock_mono_now();
                         for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm;
                              cm = CMSG_NXTHDR(&msg, cm)) {
                                 if (cm->cmsg_level == SOL_SOCKET &&
                                     cm->cmsg_type == SCM_TIMESTAMPNS) {
                                         struct timespec ts;
                                         memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
-                                        if (ts.tv_sec > 0) {
+                                        if (ts.tv_sec > 0)
                                                 c->arrival = stamp_to_mono(&ts);
-                                                c->stamped = true;
-                                        }
                                 }
                         }
                 }
@@ -306,10 +312,14 @@ int relay_new(struct relay **ret_relay)
 
         if (!r)
                 return TG_ENOMEM;
+        r->ep = r->wake = r->stamps = -1;
         pthread_mutex_init(&r->mu, NULL);
         r->ep = epoll_create1(EPOLL_CLOEXEC);
         r->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (r->ep < 0 || r->wake < 0) {
+        r->stamps = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        int one = 1;
+        if (r->ep < 0 || r->wake < 0 || r->stamps < 0 ||
+            setsockopt(r->stamps, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) < 0) {
                 rc = -errno;
                 goto fail;
         }
@@ -330,6 +340,8 @@ fail:
                 close(r->ep);
         if (r->wake >= 0)
                 close(r->wake);
+        if (r->stamps >= 0)
+                close(r->stamps);
         pthread_mutex_destroy(&r->mu);
         free(r);
         return rc;
@@ -353,6 +365,7 @@ void relay_free(struct relay *r)
         free(r->by_fd);
         close(r->ep);
         close(r->wake);
+        close(r->stamps);
         pthread_mutex_destroy(&r->mu);
         free(r);
 }

@@ -418,7 +418,7 @@ if __name__ == "__main__":
 # receive stamp of the request's first bytes (src/stub/relay.c); on a busy
 # 2-core CI machine what still moves it is the kernel's receive path on
 # loopback (deferred under load) and tollgate's own time between the
-# pre-request hook and the send (hook to arrival up to 0.84 ms measured on a
-# quiet 2-vCPU VM, up to 12 ms with a core kept busy). The tests give the
-# path the margin an operator would give a noisy one.
+# pre-request hook and the send (hook to arrival at most 0.22 ms measured on
+# a 2-vCPU VM with the suite running beside it, docs/design.md). The tests
+# give the path the margin an operator would give a noisy one.
 DOOR_MARGIN_US = int(os.environ.get("TG_TEST_DOOR_MARGIN_US", "3000"))
