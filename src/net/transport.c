@@ -541,8 +541,9 @@ static void report_sent(struct transport *t, struct call *c)
 }
 
 /* After a libcurl step: the calls whose hook ran in it are reported, each
- * with the step's end as the moment by which its request had left (it is
- * written after the hook returns, in the same step). */
+ * with the moment by which its request had left: right after its first
+ * write (on_debug), or, had libcurl not written it in this step, the step's
+ * end (the request is written after the hook returns, in the same step). */
 static void report_step(struct transport *t)
 {
         tg_mono_ns now = 0;
@@ -553,7 +554,10 @@ static void report_step(struct transport *t)
                 if (!now)
                         now = clock_mono_now();
                 c->report_due = false;
-                c->sent_end = c->sent_mono ? now : 0;
+                if (!c->sent_mono)
+                        c->sent_end = 0;
+                else if (!c->sent_end)
+                        c->sent_end = now;
                 report_sent(t, c);
         }
 }
@@ -598,6 +602,22 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
         c->sent_mono = now;
         c->report_due = true; /* reported when the step that writes it is over */
         return CURL_PREREQFUNC_OK;
+}
+
+/* libcurl's account of what it did (CURLOPT_DEBUGFUNCTION, with
+ * CURLOPT_VERBOSE; nothing is written anywhere). One thing is kept: the
+ * moment the request's first bytes had been written (CURLINFO_HEADER_OUT
+ * comes right after the write), by which the request had surely left. */
+static int on_debug(CURL *easy, curl_infotype type, char *data, size_t size, void *userp)
+{
+        struct call *c = userp;
+
+        (void)easy;
+        (void)data;
+        (void)size;
+        if (type == CURLINFO_HEADER_OUT && c->sent_mono && !c->sent_end)
+                c->sent_end = clock_mono_now();
+        return 0;
 }
 
 /* OpenSSL's news of a handshake: keep the first fatal alert the provider
@@ -794,6 +814,9 @@ static int setup_call(struct transport *t, struct call *c, const struct transpor
         curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
+        curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_debug);
+        curl_easy_setopt(e, CURLOPT_DEBUGDATA, c);
+        curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
         curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
         curl_easy_setopt(e, CURLOPT_PREREQDATA, c);
         return 0;
