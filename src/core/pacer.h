@@ -98,7 +98,7 @@ void pacer_finish(struct pacer *pacer);
  * ever), so a window holds a run of starts at the account's rate. The
  * other shares' windows lie between this share's, far enough apart that
  * together they never start two calls closer than the account's spacing
- * (daemon/dispatcher.c says how far). A start that cannot go by its
+ * (pacer_grid_plan below says how far). A start that cannot go by its
  * window's end waits for the next window. period <= 0 removes the grid (and
  * the spacing is the pacer's own again). */
 void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase, tg_mono_ns open,

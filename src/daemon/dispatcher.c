@@ -942,7 +942,7 @@ static void claim_missed(struct dispatcher *d, int r, tg_mono_ns now, tg_wall_ms
 
 /* Shares: this share's windows of the grid on the wall clock that every
  * share of the account keeps (share k owns the windows k, k + N, k + 2N, ...
- * of a grid grid_window apart), as monotonic times. Set after every
+ * of a grid grid.window apart), as monotonic times. Set after every
  * acquisition and each second (the wall clock may be slewed). */
 static void set_grid(struct dispatcher *d)
 {

@@ -113,27 +113,15 @@ void log_emit(enum log_level level, const char *event, json_t *fields)
         if (!text)
                 return;
         pthread_once(&journal_once, detect_journal);
-        /* the line whole, its priority prefix and newline included: one
-         * write (stderr is unbuffered: each part would be one) */
+        /* the line whole, its priority prefix and newline included, in one
+         * call: stderr is unbuffered, and glibc writes one printf to such a
+         * stream in one write (a call for each part was a write each) */
         char prefix[8] = "";
-        size_t np = to_journal ? (size_t)snprintf(prefix, sizeof(prefix), "<%d>",
-                                                  log_syslog_priority(level))
-                               : 0;
-        size_t nt = strlen(text);
-        char *whole = malloc(np + nt + 1);
+        if (to_journal)
+                snprintf(prefix, sizeof(prefix), "<%d>", log_syslog_priority(level));
         pthread_mutex_lock(&log_lock);
-        if (whole) {
-                memcpy(whole, prefix, np);
-                memcpy(whole + np, text, nt);
-                whole[np + nt] = '\n';
-                fwrite(whole, 1, np + nt + 1, stderr);
-        } else {
-                fputs(prefix, stderr);
-                fputs(text, stderr);
-                fputc('\n', stderr);
-        }
+        fprintf(stderr, "%s%s\n", prefix, text);
         fflush(stderr);
         pthread_mutex_unlock(&log_lock);
-        free(whole);
         free(text);
 }

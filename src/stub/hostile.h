@@ -65,7 +65,6 @@ void hostile_answer_release(struct hostile_answer *a);
 /* Copies the answer's body bytes [pos, pos + n) to buf (the pad included). */
 void hostile_body_at(const struct hostile_answer *a, uint64_t pos, char *buf, size_t n);
 
-struct MHD_Connection;
 struct MHD_Response;
 
 /*
@@ -79,7 +78,6 @@ struct hostile_hooks {
         bool (*woke)(void *owner);
         void (*reset)(void *owner); /* the connection ends with a RST, no FIN */
         void *owner;
-        struct MHD_Connection *conn;
 };
 
 /*

@@ -39,10 +39,10 @@ struct pending {
 
 struct conn;
 
-/* One side of a connection, as the epoll set knows it. */
+/* One side of a connection, as the epoll set knows it (the two are told
+ * apart by address: &c->client_end, &c->pair_end). */
 struct end {
         struct conn *c;
-        bool client;
 };
 
 struct conn {
@@ -408,8 +408,8 @@ int relay_add(struct relay *r, int client, int *ret_server_fd)
         c->client = client;
         c->pair = sv[1];
         c->server_fd = sv[0];
-        c->client_end = (struct end){.c = c, .client = true};
-        c->pair_end = (struct end){.c = c, .client = false};
+        c->client_end = (struct end){.c = c};
+        c->pair_end = (struct end){.c = c};
         c->client_ev = EPOLLIN;
         c->pair_ev = EPOLLIN;
         c->client_in = c->pair_in = true;

@@ -405,11 +405,8 @@ static void hostile_reset(void *owner)
 
 static enum MHD_Result send_hostile(struct req *r)
 {
-        const struct hostile_hooks hooks = {.wait = hostile_wait,
-                                            .woke = hostile_woke,
-                                            .reset = hostile_reset,
-                                            .owner = r,
-                                            .conn = r->conn};
+        const struct hostile_hooks hooks = {
+            .wait = hostile_wait, .woke = hostile_woke, .reset = hostile_reset, .owner = r};
         struct MHD_Response *resp = hostile_response(&r->hostile, &hooks);
         enum MHD_Result ret;
 
