@@ -9,6 +9,8 @@
 #include "core/tg_error.h"
 #include "platform/build_info.h"
 #include "platform/options.h"
+#include "platform/secmem.h"
+#include "platform/secret_file.h"
 #include "stub.h"
 
 #include <curl/curl.h>
@@ -489,23 +491,22 @@ static int parse_flags(int argc, char **argv, struct opts *o)
         return 0;
 }
 
-/* A secret file: trailing CR, LF, spaces and tabs stripped; not empty. */
+/* A secret file (platform/secret_file, into secret memory): trailing CR,
+ * LF, spaces and tabs stripped; not empty. */
 static int read_secret_file(const char *flag, const char *path, char **ret, size_t *ret_len)
 {
         size_t len;
-        int rc = read_file(path, ret, &len);
-        if (rc < 0 || len > SECRET_MAX) {
+        int rc = secret_file_read(path, 0, SECRET_MAX, ret, &len, NULL, 0);
+        if (rc < 0) {
                 fprintf(stderr, "tollgate-stub: %s: %s: %s\n", flag, path,
-                        rc < 0 ? tg_strerror(rc) : "too large");
-                if (rc == 0)
-                        free(*ret);
+                        rc == TG_EFULL ? "too large" : tg_strerror(rc));
                 return TG_EINVAL;
         }
-        while (len > 0 && ((*ret)[len - 1] == '\n' || (*ret)[len - 1] == '\r' ||
-                           (*ret)[len - 1] == ' ' || (*ret)[len - 1] == '\t'))
-                (*ret)[--len] = '\0';
+        len = secret_file_trim(*ret, len);
+        (*ret)[len] = '\0';
         if (len == 0) {
-                free(*ret);
+                secmem_free(*ret);
+                *ret = NULL;
                 return bad_flag(flag, "the file is empty");
         }
         *ret_len = len;
@@ -612,11 +613,10 @@ static int finish_config(struct opts *o, char **ret_secret)
                 int rc;
                 if (!c->webhook_url)
                         return bad_flag("--webhook-secret-file", "needs --webhook-url");
-                rc = read_file(o->secret_file, &text, &len);
-                if (rc < 0 || len > SECRET_MAX) {
+                rc = secret_file_read(o->secret_file, 0, SECRET_MAX, &text, &len, NULL, 0);
+                if (rc < 0) {
                         fprintf(stderr, "tollgate-stub: --webhook-secret-file: %s: %s\n",
-                                o->secret_file, rc < 0 ? tg_strerror(rc) : "too large");
-                        free(rc < 0 ? NULL : text);
+                                o->secret_file, rc == TG_EFULL ? "too large" : tg_strerror(rc));
                         return TG_EINVAL;
                 }
                 if (len > 0 && text[len - 1] == '\n')
@@ -624,7 +624,7 @@ static int finish_config(struct opts *o, char **ret_secret)
                 if (len > 0 && text[len - 1] == '\r')
                         text[--len] = '\0';
                 if (len == 0) {
-                        free(text);
+                        secmem_free(text);
                         return bad_flag("--webhook-secret-file", "secret is empty");
                 }
                 c->webhook_secret = text;
@@ -639,12 +639,8 @@ static void free_files(struct opts *o)
         free(o->cert_pem);
         free(o->key_pem);
         free(o->ca_pem);
-        if (o->auth_secret)
-                explicit_bzero(o->auth_secret, strlen(o->auth_secret));
-        if (o->signing_key)
-                explicit_bzero(o->signing_key, strlen(o->signing_key));
-        free(o->auth_secret);
-        free(o->signing_key);
+        secmem_free(o->auth_secret); /* wipes */
+        secmem_free(o->signing_key);
 }
 
 int main(int argc, char **argv)
@@ -670,7 +666,7 @@ int main(int argc, char **argv)
         if (rc == 0)
                 rc = finish_provider(o);
         if (rc != 0) {
-                free(secret);
+                secmem_free(secret);
                 free_files(o);
                 free(o);
                 return options_exit_status(rc);
@@ -718,7 +714,7 @@ int main(int argc, char **argv)
 out:
         server_free(srv);
         curl_global_cleanup();
-        free(secret);
+        secmem_free(secret);
         free_files(o);
         free(o);
         return status;
