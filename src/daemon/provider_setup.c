@@ -11,17 +11,14 @@
  */
 #include "daemon/provider_setup.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/tg_error.h"
 #include "net/provider_request.h"
 #include "platform/secmem.h"
+#include "platform/secret_file.h"
 
 #define PEM_MAX    (64 * 1024) /* a certificate chain or a key, bytes */
 #define SECRET_MAX 256
@@ -230,76 +227,29 @@ void provider_setup_transport_config(const struct tg_config *c, const struct pro
 
 /* ---- credentials ---------------------------------------------------------------------- */
 
-static int key_mode_error(const char *path, mode_t mode, char *err, size_t size)
-{
-        if (err && size)
-                snprintf(err, size,
-                         "%s is open to group or others (mode %04o): a private key must be "
-                         "readable by its owner only; run chmod 600 %s",
-                         path, (unsigned)(mode & 07777), path);
-        return TG_ECONFIG;
-}
-
-int provider_setup_check_key_file(const char *path, char *err, size_t size)
-{
-        struct stat st;
-
-        if (stat(path, &st) != 0) {
-                int e = errno;
-                if (err && size)
-                        snprintf(err, size, "cannot look at %s: %s", path, strerror(e));
-                return -e;
-        }
-        if (st.st_mode & (S_IRWXG | S_IRWXO))
-                return key_mode_error(path, st.st_mode, err, size);
-        return 0;
-}
-
-/* A whole PEM file into secret memory (*ret_len bytes, NUL-terminated).
- * A key's permissions are checked on the open file itself. */
+/* A whole PEM file into secret memory (*ret_len bytes, NUL-terminated),
+ * through the one secret reader: a private key's permissions are checked
+ * on the open file itself. */
 static int read_pem(const char *key, const char *path, bool private_key, char **ret,
                     size_t *ret_len, char *err, size_t size)
 {
-        char why[TG_PATH_MAX + 160];
-        struct stat st;
-        char *buf;
+        char why[TG_PATH_MAX * 2 + 200] = "";
+        char *buf = NULL;
         size_t n = 0;
-        ssize_t got;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        int r = secret_file_read(path, private_key ? SECRET_FILE_PRIVATE_KEY : 0, PEM_MAX, &buf, &n,
+                                 why, sizeof(why));
 
-        if (fd < 0) {
-                snprintf(why, sizeof(why), "cannot read %s: %s", path, strerror(errno));
-                return fail(err, size, key, why);
-        }
-        if (private_key && fstat(fd, &st) == 0 && (st.st_mode & (S_IRWXG | S_IRWXO))) {
-                close(fd);
-                key_mode_error(path, st.st_mode, why, sizeof(why));
-                return fail(err, size, key, why);
-        }
-        buf = secmem_alloc(PEM_MAX + 1);
-        if (!buf) {
-                close(fd);
-                return TG_ENOMEM;
-        }
-        while (n <= PEM_MAX && (got = read(fd, buf + n, PEM_MAX + 1 - n)) != 0) {
-                if (got < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        snprintf(why, sizeof(why), "cannot read %s: %s", path, strerror(errno));
-                        close(fd);
-                        secmem_free(buf);
-                        return fail(err, size, key, why);
-                }
-                n += (size_t)got;
-        }
-        close(fd);
-        if (n > PEM_MAX || n == 0) {
-                snprintf(why, sizeof(why), "%s is %s", path,
-                         n == 0 ? "empty" : "larger than 65536 bytes");
+        if (r == TG_ENOMEM)
+                return r;
+        if (r == 0 && n == 0) {
                 secmem_free(buf);
-                return fail(err, size, key, why);
+                r = TG_ECONFIG;
+                snprintf(why, sizeof(why), "%s is empty", path);
+        } else if (r == TG_EFULL) {
+                snprintf(why, sizeof(why), "%s is larger than %d bytes", path, PEM_MAX);
         }
-        buf[n] = '\0';
+        if (r < 0)
+                return fail(err, size, key, why[0] ? why : tg_strerror(r));
         *ret = buf;
         *ret_len = n;
         return 0;

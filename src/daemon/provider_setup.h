@@ -50,9 +50,4 @@ void provider_setup_transport_config(const struct tg_config *config,
 int provider_setup_credentials(const struct tg_config *config, struct transport *transport,
                                char *err, size_t err_size);
 
-/* The private key file's permissions: 0, or TG_ECONFIG with err naming the
- * file, its mode and the fix ("chmod 600 FILE"); -errno when it cannot be
- * looked at. */
-int provider_setup_check_key_file(const char *path, char *err, size_t err_size);
-
 #endif

@@ -1,6 +1,6 @@
 /*
  * ui_users — who may sign in to the console (ui.users_file), parsed without
- * I/O so that config.c reads the file and tests feed it text. One user a
+ * I/O so that config_files.c reads the file and tests feed it text. One user a
  * line:
  *
  *     # name     role      sha256 of the token

@@ -1,6 +1,6 @@
 """The configuration reference is generated, never edited: docs/config.md must
 be exactly what `tollgate config defaults --format markdown` prints from the
-key table in src/daemon/config.c (each default read from config_defaults()).
+key table in src/daemon/config_keys.c (each default read from config_defaults()).
 Also: the command's other forms and errors, and that every relative link in
 README.md and docs/*.md names a file that exists.
 """

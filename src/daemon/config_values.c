@@ -1,0 +1,666 @@
+/*
+ * config_values — reading one value of the file into the config, and
+ * writing a value back as the file would hold it (for the docs and the
+ * reload diff). Numbers (core/strnum: the whole value, inside the row's
+ * range), booleans, bounded strings, the store's URL (sqlite:// and a
+ * mysql:// url's parameters), the API's listen address, the provider's
+ * URL, path templates, header names, the classification rules, the
+ * provider mapping's fields and a few-words choice.
+ *
+ * Invariants:
+ *   - a setter writes the config only with a whole valid value: too long
+ *     is an error, never a silent cut;
+ *   - a bad value is quoted bounded and printable (config_quote), except
+ *     the store's URL, which is never quoted (it may carry a password);
+ *   - relative paths are resolved against the config file's folder
+ *     (config_resolve_path), so the same file means the same store
+ *     whatever the current directory of the process;
+ *   - a value shown (config_show_value) reads back as the same value.
+ */
+#include "daemon/config_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/backoff.h"
+#include "core/encode.h"
+#include "core/provider_map.h"
+#include "core/strnum.h"
+#include "core/template.h"
+#include "core/tg_error.h"
+
+/* ---- messages and paths ------------------------------------------------- */
+
+const char *config_quote(const char *value, char *buf, size_t size)
+{
+        size_t n = 0;
+
+        for (; value[n] && n + 4 < size && n < VALUE_QUOTE_MAX; n++) {
+                unsigned char c = (unsigned char)value[n];
+                buf[n] = (c < 0x20 || c == 0x7f || c == '"') ? '?' : (char)c;
+        }
+        buf[n] = '\0';
+        if (value[n] && n + 4 <= size)
+                snprintf(buf + n, size - n, "...");
+        return buf;
+}
+
+int config_resolve_path(const struct load *load, const char *path, char *dst, size_t size)
+{
+        int n;
+
+        if (path[0] == '/' || load->dir[0] == '\0')
+                n = snprintf(dst, size, "%s", path);
+        else
+                n = snprintf(dst, size, "%s/%s", load->dir, path);
+        return n < 0 || (size_t)n >= size ? TG_ERANGE : 0;
+}
+
+/* ---- typed values -------------------------------------------------------- */
+
+/* A whole-string base-10 integer. No leading space (inih strips it), no
+ * trailing junk, no overflow. */
+static int parse_i64(const char *value, int64_t *ret)
+{
+        char *end = NULL;
+        long long v;
+
+        if (value[0] == '\0' || value[0] == ' ' || value[0] == '\t')
+                return TG_EPARSE;
+        errno = 0;
+        v = strtoll(value, &end, 10);
+        if (errno == ERANGE)
+                return TG_ERANGE;
+        if (errno != 0 || end == value || *end != '\0')
+                return TG_EPARSE;
+        *ret = (int64_t)v;
+        return 0;
+}
+
+static int parse_bool(const char *value, bool *ret)
+{
+        static const char *const yes[] = {"true", "yes", "on", "1"};
+        static const char *const no[] = {"false", "no", "off", "0"};
+
+        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+                if (strcasecmp(value, yes[i]) == 0) {
+                        *ret = true;
+                        return 0;
+                }
+                if (strcasecmp(value, no[i]) == 0) {
+                        *ret = false;
+                        return 0;
+                }
+        }
+        return TG_EPARSE;
+}
+
+static int set_integer(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        int64_t v = 0;
+        void *dst = (char *)&load->config + key->offset;
+
+        if (strnum_i64(value, key->lo, key->hi, &v) < 0)
+                return config_key_error(load, key, "must be an integer in [%lld, %lld], got \"%s\"",
+                                        (long long)key->lo, (long long)key->hi,
+                                        config_quote(value, q, sizeof(q)));
+        switch (key->type) {
+        case KEY_I64: {
+                /* The range keeps v * scale far inside int64_t. */
+                int64_t stored = v * key->scale;
+                memcpy(dst, &stored, sizeof(stored));
+                break;
+        }
+        case KEY_UINT: {
+                unsigned stored = (unsigned)v;
+                memcpy(dst, &stored, sizeof(stored));
+                break;
+        }
+        case KEY_SIZE: {
+                size_t stored = (size_t)v;
+                memcpy(dst, &stored, sizeof(stored));
+                break;
+        }
+        default:
+                return config_key_error(load, key, "internal: not an integer key");
+        }
+        return 1;
+}
+
+static int set_double(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        double v = 0;
+        bool low_ok;
+
+        if (strnum_double(value, key->dlo, key->dhi, &v) < 0)
+                return config_key_error(load, key, "must be a number in %c%g, %g], got \"%s\"",
+                                        key->dlo_open ? '(' : '[', key->dlo, key->dhi,
+                                        config_quote(value, q, sizeof(q)));
+        low_ok = !key->dlo_open || v > key->dlo;
+        if (!low_ok)
+                return config_key_error(load, key, "must be a number in %c%g, %g], got \"%s\"",
+                                        key->dlo_open ? '(' : '[', key->dlo, key->dhi,
+                                        config_quote(value, q, sizeof(q)));
+        memcpy((char *)&load->config + key->offset, &v, sizeof(v));
+        return 1;
+}
+
+int config_set_string_at(struct load *load, const struct key_def *key, char *dst, size_t size,
+                         const char *value)
+{
+        size_t len = strlen(value);
+
+        if (len >= size)
+                return config_key_error(load, key, "too long (at most %zu bytes)", size - 1);
+        memcpy(dst, value, len + 1);
+        return 1;
+}
+
+int config_set_value(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        bool b;
+
+        switch (key->type) {
+        case KEY_STRING:
+                return config_set_string_at(load, key, (char *)&load->config + key->offset,
+                                            key->size, value);
+        case KEY_I64:
+        case KEY_UINT:
+        case KEY_SIZE:
+                return set_integer(load, key, value);
+        case KEY_DOUBLE:
+                return set_double(load, key, value);
+        case KEY_BOOL:
+                if (parse_bool(value, &b) < 0)
+                        return config_key_error(load, key, "must be true or false, got \"%s\"",
+                                                config_quote(value, q, sizeof(q)));
+                memcpy((char *)&load->config + key->offset, &b, sizeof(b));
+                return 1;
+        case KEY_CUSTOM:
+                return key->custom(load, key, value);
+        }
+        return config_key_error(load, key, "internal: no type");
+}
+
+/* ---- the store and the API ------------------------------------------------ */
+
+/* One %XX-encoded url parameter value, decoded into dst[size]. 0 or
+ * TG_EPARSE. */
+static int url_value_decode(const char *src, size_t n, char *dst, size_t size)
+{
+        size_t o = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                char c = src[i];
+                if (c == '%') {
+                        char hex[3] = {0};
+                        char *end = NULL;
+                        if (i + 2 >= n || !isxdigit((unsigned char)src[i + 1]) ||
+                            !isxdigit((unsigned char)src[i + 2]))
+                                return TG_EPARSE;
+                        hex[0] = src[i + 1];
+                        hex[1] = src[i + 2];
+                        c = (char)strtol(hex, &end, 16);
+                        if (c == '\0')
+                                return TG_EPARSE;
+                        i += 2;
+                }
+                if (o + 1 >= size)
+                        return TG_EPARSE;
+                dst[o++] = c;
+        }
+        dst[o] = '\0';
+        return 0;
+}
+
+/* Appends text to dst[size] at *at, %XX-encoding what a url parameter value
+ * cannot hold as it is. 0 or TG_ERANGE. */
+static int url_value_append(char *dst, size_t size, size_t *at, const char *text)
+{
+        for (const char *p = text; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                bool plain = isalnum(c) || strchr("/._-~+,:@", c);
+                int n = plain ? snprintf(dst + *at, size - *at, "%c", c)
+                              : snprintf(dst + *at, size - *at, "%%%02X", c);
+                if (n < 0 || (size_t)n >= size - *at)
+                        return TG_ERANGE;
+                *at += (size_t)n;
+        }
+        return 0;
+}
+
+/* mysql://...?password_file=P&socket=S: the parameters a url may have; the
+ * two paths resolved against the config's folder (written back encoded),
+ * and the password file checked like every secret file. The url is never
+ * quoted: it may carry a password. 1, or 0 (an error was recorded). */
+static int set_mysql_url(struct load *load, const struct key_def *key, const char *value)
+{
+        char url[sizeof(load->config.store_url)];
+        const char *at = strrchr(value, '@');
+        const char *q = strchr(at ? at : value, '?');
+        size_t len;
+
+        if (!q)
+                return config_set_string_at(load, key, load->config.store_url,
+                                            sizeof(load->config.store_url), value);
+        len = (size_t)(q - value) + 1;
+        if (len >= sizeof(url))
+                return config_key_error(load, key, "too long (at most %zu bytes)", sizeof(url) - 1);
+        memcpy(url, value, len);
+        url[len] = '\0';
+        for (const char *p = q + 1; *p;) {
+                size_t plen = strcspn(p, "&");
+                const char *eq = memchr(p, '=', plen);
+                char raw[TG_PATH_MAX], path[TG_PATH_MAX];
+                size_t nlen;
+
+                if (!eq)
+                        return config_key_error(load, key,
+                                                "a mysql url parameter needs name=value");
+                nlen = (size_t)(eq - p);
+                if (len > 0 && url[len - 1] != '?') {
+                        if (len + 1 >= sizeof(url))
+                                return config_key_error(load, key, "too long");
+                        url[len++] = '&';
+                }
+                if (!((nlen == 13 && strncmp(p, "password_file", 13) == 0) ||
+                      (nlen == 6 && strncmp(p, "socket", 6) == 0)))
+                        return config_key_error(load, key,
+                                                "unknown mysql url parameter \"%.*s\" (known: "
+                                                "password_file, socket)",
+                                                (int)(nlen < 32 ? nlen : 32), p);
+                if (url_value_decode(eq + 1, plen - nlen - 1, raw, sizeof(raw)) < 0 ||
+                    raw[0] == '\0')
+                        return config_key_error(load, key, "%.*s: not a path", (int)nlen, p);
+                if (config_resolve_path(load, raw, path, sizeof(path)) < 0)
+                        return config_key_error(load, key, "%.*s: path too long", (int)nlen, p);
+                if (nlen == 13 && config_check_secret_file(load, key, path) == 0)
+                        return 0;
+                if (len + nlen + 1 >= sizeof(url))
+                        return config_key_error(load, key, "too long");
+                memcpy(url + len, p, nlen + 1); /* name= */
+                len += nlen + 1;
+                url[len] = '\0';
+                if (url_value_append(url, sizeof(url), &len, path) < 0)
+                        return config_key_error(load, key, "too long");
+                p += plen;
+                if (*p == '&')
+                        p++;
+        }
+        return config_set_string_at(load, key, load->config.store_url,
+                                    sizeof(load->config.store_url), url);
+}
+
+int config_set_store_url(struct load *load, const struct key_def *key, const char *value)
+{
+        if (strncmp(value, "sqlite://", 9) == 0) {
+                char path[TG_PATH_MAX];
+                char url[sizeof(load->config.store_url)];
+                int n;
+
+                if (value[9] == '\0')
+                        return config_key_error(load, key, "sqlite:// needs a file path");
+                if (config_resolve_path(load, value + 9, path, sizeof(path)) < 0)
+                        return config_key_error(load, key, "too long (at most %zu bytes)",
+                                                sizeof(path) - 1);
+                n = snprintf(url, sizeof(url), "sqlite://%s", path);
+                if (n < 0 || (size_t)n >= sizeof(url))
+                        return config_key_error(load, key, "too long (at most %zu bytes)",
+                                                sizeof(url) - 1);
+                return config_set_string_at(load, key, load->config.store_url,
+                                            sizeof(load->config.store_url), url);
+        }
+        if (strncmp(value, "mysql://", 8) == 0) {
+                if (value[8] == '\0')
+                        return config_key_error(load, key, "mysql:// needs user:pass@host:port/db");
+                return set_mysql_url(load, key, value);
+        }
+        /* Not quoted: a mysql url without the scheme could still carry a
+         * password. */
+        return config_key_error(load, key, "must start with sqlite:// or mysql://");
+}
+
+/* host:port, [v6]:port. The port may be 0 (any free port, for tests). */
+int config_set_listen(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        char host[sizeof(load->config.api_listen_host)];
+        const char *colon;
+        const char *hstart = value;
+        size_t hlen;
+        int64_t port = 0;
+
+        if (value[0] == '[') {
+                const char *close = strchr(value, ']');
+                if (!close || close[1] != ':')
+                        goto bad;
+                hstart = value + 1;
+                hlen = (size_t)(close - hstart);
+                colon = close + 1;
+        } else {
+                colon = strrchr(value, ':');
+                if (!colon || memchr(value, ':', (size_t)(colon - value)))
+                        goto bad; /* no port, or an unbracketed IPv6 address */
+                hlen = (size_t)(colon - value);
+        }
+        if (hlen == 0 || hlen >= sizeof(host))
+                goto bad;
+        memcpy(host, hstart, hlen);
+        host[hlen] = '\0';
+        for (size_t i = 0; i < hlen; i++) {
+                unsigned char c = (unsigned char)host[i];
+                if (c <= 0x20 || c >= 0x7f || c == '/' || c == '[' || c == ']')
+                        goto bad;
+        }
+        if (parse_i64(colon + 1, &port) < 0 || port < 0 || port > 65535)
+                return config_key_error(load, key,
+                                        "port must be an integer in [0, 65535], got \"%s\"",
+                                        config_quote(value, q, sizeof(q)));
+        memcpy(load->config.api_listen_host, host, hlen + 1);
+        load->config.api_listen_port = (int)port;
+        return 1;
+bad:
+        return config_key_error(load, key, "must be host:port or [ipv6]:port, got \"%s\"",
+                                config_quote(value, q, sizeof(q)));
+}
+
+void config_show_listen(const struct tg_config *config, char *buf, size_t size)
+{
+        /* An IPv6 host is written back in brackets, as config_set_listen reads it. */
+        bool v6 = strchr(config->api_listen_host, ':') != NULL;
+
+        snprintf(buf, size, "%s%s%s:%d", v6 ? "[" : "", config->api_listen_host, v6 ? "]" : "",
+                 config->api_listen_port);
+}
+
+/* ---- the provider --------------------------------------------------------- */
+
+int config_set_base_url(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        const char *rest;
+
+        if (strncmp(value, "http://", 7) == 0)
+                rest = value + 7;
+        else if (strncmp(value, "https://", 8) == 0)
+                rest = value + 8;
+        else
+                return config_key_error(load, key,
+                                        "must start with http:// or https://, got \"%s\"",
+                                        config_quote(value, q, sizeof(q)));
+        if (rest[0] == '\0' || rest[0] == '/')
+                return config_key_error(load, key, "needs a host, got \"%s\"",
+                                        config_quote(value, q, sizeof(q)));
+        for (const char *p = value; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c <= 0x20 || c >= 0x7f)
+                        return config_key_error(load, key,
+                                                "must not contain spaces or control bytes");
+        }
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
+/* The three provider paths are templates (core/provider_map.h): the row's
+ * arg says which fields each may use (its enum map_path). */
+int config_set_path(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct template t;
+
+        if (map_path_parse((enum map_path)key->arg, value, &t, &terr) < 0)
+                return config_key_error(load, key, "%s", terr.message);
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
+/* An HTTP header name: an RFC 9110 token. */
+int config_set_header_name(struct load *load, const struct key_def *key, const char *value)
+{
+        static const char extra[] = "!#$%&'*+-.^_`|~";
+        char q[VALUE_QUOTE_MAX + 8];
+
+        if (value[0] == '\0')
+                return config_key_error(load, key, "must not be empty");
+        for (const char *p = value; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                          (c >= '0' && c <= '9') || (c != '\0' && strchr(extra, c));
+                if (!ok)
+                        return config_key_error(load, key, "not a valid HTTP header name: \"%s\"",
+                                                config_quote(value, q, sizeof(q)));
+        }
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
+int config_set_signing_string(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct template t;
+
+        if (value[0] == '\0')
+                return config_key_error(load, key, "must not be empty");
+        if (template_parse(value, TPL_SIGNING_FIELDS, &t, &terr) < 0)
+                return config_key_error(load, key, "%s", terr.message);
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
+int config_set_prefix(struct load *load, const struct key_def *key, const char *value)
+{
+        for (const char *p = value; *p; p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c < 0x21 || c > 0x7e)
+                        return config_key_error(load, key,
+                                                "must be printable ASCII without spaces");
+        }
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
+int config_set_body_field(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct body_field f;
+        struct tg_config *c = &load->config;
+
+        if (c->provider_body_field_count >= TG_CONFIG_MAX_BODY)
+                return config_key_error(load, key, "at most %d fields", TG_CONFIG_MAX_BODY);
+        if (strlen(value) >= sizeof(c->provider_body_fields[0]))
+                return config_key_error(load, key, "too long");
+        if (body_field_parse(value, &f, &terr) < 0)
+                return config_key_error(load, key, "%s", terr.message);
+        snprintf(c->provider_body_fields[c->provider_body_field_count++],
+                 sizeof(c->provider_body_fields[0]), "%s", value);
+        return 1;
+}
+
+int config_set_field_source(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct field_source fs;
+
+        if (field_source_parse(value, &fs, &terr) < 0)
+                return config_key_error(load, key, "%s", terr.message);
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
+int config_set_status_list(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct status_list l;
+
+        if (status_list_parse(value, &l, &terr) < 0)
+                return config_key_error(load, key, "%s", terr.message);
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
+/* ---- words, rules, durations ---------------------------------------------- */
+
+/* The row's words as a message says them: "a, b or c". */
+static void choice_text(const char *words, char *buf, size_t size)
+{
+        struct tg_strbuf sb;
+        const char *p = words;
+        unsigned n = 0, i = 0;
+
+        for (const char *w = words; *w; w++)
+                n += w[0] != ' ' && (w[1] == ' ' || w[1] == '\0');
+        tg_strbuf_init(&sb, buf, size);
+        while (*p) {
+                size_t len;
+
+                p += strspn(p, " ");
+                len = strcspn(p, " ");
+                if (len == 0)
+                        break;
+                if (i > 0)
+                        tg_strbuf_adds(&sb, i + 1 == n ? " or " : ", ");
+                tg_strbuf_add(&sb, p, len);
+                p += len;
+                i++;
+        }
+}
+
+/* A key that takes one of a few words (the row's words). */
+int config_set_choice(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8], word[16], text[128];
+
+        if (!key->words)
+                return config_key_error(load, key, "internal: no choices");
+        snprintf(word, sizeof(word), " %s ", value);
+        if (value[0] && strlen(value) < 12 && !strchr(value, ' ') && strstr(key->words, word))
+                return config_set_string_at(load, key, (char *)&load->config + key->offset,
+                                            key->size, value);
+        choice_text(key->words, text, sizeof(text));
+        return config_key_error(load, key, "must be %s, got \"%s\"", text,
+                                config_quote(value, q, sizeof(q)));
+}
+
+int config_set_jitter(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        enum backoff_jitter jitter;
+
+        if (backoff_jitter_parse(value, &jitter) < 0)
+                return config_key_error(load, key,
+                                        "must be none, full, equal or decorrelated, got \"%s\"",
+                                        config_quote(value, q, sizeof(q)));
+        load->config.policy.backoff.jitter = jitter;
+        return 1;
+}
+
+void config_show_jitter(const struct tg_config *config, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s", backoff_jitter_name(config->policy.backoff.jitter));
+}
+
+int config_set_rule(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        struct classify_rule rule;
+
+        if (load->config.rule_count >= TG_CONFIG_MAX_RULES)
+                return config_key_error(load, key, "at most %d rules", TG_CONFIG_MAX_RULES);
+        if (classify_rule_parse(value, &rule) < 0)
+                return config_key_error(load, key,
+                                        "must be \"<post|query> <status>[-<status>] [code=...] "
+                                        "[status=...] => <class>\", got \"%s\"",
+                                        config_quote(value, q, sizeof(q)));
+        load->config.rules[load->config.rule_count++] = rule;
+        return 1;
+}
+
+int config_set_keep_days(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        int64_t days = 0;
+
+        if (strnum_i64(value, 0, 36500, &days) < 0)
+                return config_key_error(load, key,
+                                        "must be an integer in [0, 36500] (0: keep forever), "
+                                        "got \"%s\"",
+                                        config_quote(value, q, sizeof(q)));
+        load->config.retention_keep_ms = days * DAY_MS;
+        return 1;
+}
+
+void config_show_keep_days(const struct tg_config *config, char *buf, size_t size)
+{
+        snprintf(buf, size, "%lld", (long long)(config->retention_keep_ms / DAY_MS));
+}
+
+/* ---- values written back ---------------------------------------------------- */
+
+/* The shortest %g that reads back as the same double. */
+static void show_double(double v, char *buf, size_t size)
+{
+        for (int digits = 1; digits <= 17; digits++) {
+                snprintf(buf, size, "%.*g", digits, v);
+                if (strtod(buf, NULL) == v)
+                        return;
+        }
+}
+
+int config_show_value(const struct key_def *key, const struct tg_config *config, char *buf,
+                      size_t size)
+{
+        const char *at = (const char *)config + key->offset;
+
+        buf[0] = '\0';
+        switch (key->type) {
+        case KEY_I64: {
+                int64_t v;
+                memcpy(&v, at, sizeof(v));
+                if (v % key->scale != 0)
+                        return TG_EINVAL;
+                snprintf(buf, size, "%lld", (long long)(v / key->scale));
+                return 0;
+        }
+        case KEY_UINT: {
+                unsigned v;
+                memcpy(&v, at, sizeof(v));
+                snprintf(buf, size, "%u", v);
+                return 0;
+        }
+        case KEY_SIZE: {
+                size_t v;
+                memcpy(&v, at, sizeof(v));
+                snprintf(buf, size, "%zu", v);
+                return 0;
+        }
+        case KEY_DOUBLE: {
+                double v;
+                memcpy(&v, at, sizeof(v));
+                show_double(v, buf, size);
+                return 0;
+        }
+        case KEY_BOOL: {
+                bool v;
+                memcpy(&v, at, sizeof(v));
+                snprintf(buf, size, "%s", v ? "true" : "false");
+                return 0;
+        }
+        case KEY_STRING:
+                snprintf(buf, size, "%s", at);
+                return 0;
+        case KEY_CUSTOM:
+                if (key->show)
+                        key->show(config, buf, size);
+                else if (key->size > 0)
+                        snprintf(buf, size, "%s", at); /* a string field */
+                return 0;
+        }
+        return TG_EINVAL;
+}
