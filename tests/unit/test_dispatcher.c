@@ -233,7 +233,9 @@ static int teardown(void **state)
         return 0;
 }
 
-static void accept_n(struct fx *x, unsigned n, const char *prefix)
+/* n refunds "<prefix>-000", ... into `store`, accepted at `now`. */
+static void accept_into(struct store *store, const struct tg_config *cfg, tg_wall_ms now,
+                        unsigned n, const char *prefix)
 {
         for (unsigned i = 0; i < n; i++) {
                 struct refund_request r;
@@ -245,11 +247,14 @@ static void accept_n(struct fx *x, unsigned n, const char *prefix)
                 snprintf(r.payment_id, sizeof(r.payment_id), "pay-%u", i);
                 r.amount = 100 + i;
                 memcpy(r.currency, "TWD", 4);
-                assert_int_equal(store_accept(x->fake.store, &r, f_wall(&x->fake), &x->cfg.policy,
-                                              &created, &op),
-                                 0);
+                assert_int_equal(store_accept(store, &r, now, &cfg->policy, &created, &op), 0);
                 assert_true(created);
         }
+}
+
+static void accept_n(struct fx *x, unsigned n, const char *prefix)
+{
+        accept_into(x->fake.store, &x->cfg, f_wall(&x->fake), n, prefix);
 }
 
 static void open_dispatcher(struct fx *x, provider_fn provider)
@@ -1461,24 +1466,6 @@ static void two_delivered(struct fake *f, const struct transport_call *call)
 {
         (void)f;
         two_open[exit_of(call->operation_id)]--;
-}
-
-static void accept_into(struct store *store, const struct tg_config *cfg, tg_wall_ms now,
-                        unsigned n, const char *prefix)
-{
-        for (unsigned i = 0; i < n; i++) {
-                struct refund_request r;
-                struct op_record op;
-                bool created = false;
-
-                memset(&r, 0, sizeof(r));
-                snprintf(r.operation_id, sizeof(r.operation_id), "%s-%03u", prefix, i);
-                snprintf(r.payment_id, sizeof(r.payment_id), "pay-%s-%u", prefix, i);
-                r.amount = 100 + i;
-                memcpy(r.currency, "TWD", 4);
-                assert_int_equal(store_accept(store, &r, now, &cfg->policy, &created, &op), 0);
-                assert_true(created);
-        }
 }
 
 static unsigned open_ops(struct store *store)
