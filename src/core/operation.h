@@ -103,4 +103,8 @@ struct op_record {
         tg_wall_ms caller_deadline_at; /* the deadline the caller gave, 0 for none */
 };
 
+/* True when op's fields are what the state machine keeps (operation.c says
+ * which). For assert() only: assert(op_sane(op)). */
+bool op_sane(const struct op_record *op);
+
 #endif

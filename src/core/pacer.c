@@ -18,6 +18,9 @@
  * The probe is an ordinary call as well: it counts toward in_flight and the
  * caller reports pacer_finish() for it as for any call, and pacer_probe_done()
  * for its health.
+ *
+ * pacer_sane() checks these invariants that a pacer's fields show; every
+ * function that changes the pacer ends with assert(pacer_sane()).
  */
 #include "core/pacer.h"
 
@@ -116,6 +119,34 @@ void pacer_free(struct pacer *pacer)
         free(pacer);
 }
 
+bool pacer_sane(const struct pacer *pacer)
+{
+        const struct pacer *p = pacer;
+
+        if (!p || p->interval < 1 || p->rate_interval < 1 || p->max_in_flight < 1 ||
+            p->in_flight > p->max_in_flight)
+                return false;
+        if ((unsigned)p->mode > PACER_PROBE_OUT)
+                return false;
+        /* out of a hold there is no hold end; a re-hold waits for a probe out */
+        if ((p->mode == PACER_NORMAL && p->hold_until != INT64_MIN) ||
+            (p->rehold && p->mode != PACER_PROBE_OUT))
+                return false;
+        /* a planned start is a start; before any, no start time */
+        if ((p->pending && !p->started) || (!p->started && p->last_start != INT64_MIN))
+                return false;
+        /* a probe is out only after a start (it may have finished, its
+         * health not yet reported) */
+        if (p->mode == PACER_PROBE_OUT && !p->started)
+                return false;
+        if (p->grid_period < 0)
+                return false;
+        if (p->grid_period == 0)
+                return p->interval == p->rate_interval;
+        return p->grid_phase >= 0 && p->grid_phase < p->grid_period && p->grid_open >= 0 &&
+               p->grid_open < p->grid_period && p->interval <= p->grid_period;
+}
+
 tg_mono_ns pacer_interval(const struct pacer *pacer)
 {
         return pacer->interval;
@@ -194,6 +225,7 @@ void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase, tg
         pacer->grid_phase = ((phase % period) + period) % period;
         pacer->grid_open = open < 0 ? 0 : open >= period ? period - 1 : open;
         pacer->interval = spacing < 1 ? 1 : spacing > period ? period : spacing;
+        assert(pacer_sane(pacer));
 }
 
 tg_mono_ns pacer_start_at(const struct pacer *pacer, tg_mono_ns now)
@@ -259,6 +291,7 @@ int pacer_start(struct pacer *pacer, tg_mono_ns now, bool *ret_probe)
         }
         if (ret_probe)
                 *ret_probe = probe;
+        assert(pacer_sane(pacer));
         return 0;
 }
 
@@ -278,11 +311,13 @@ void pacer_sent(struct pacer *pacer, tg_mono_ns sent)
         pacer->pending = false;
         if (sent > pacer->last_start)
                 pacer->last_start = sent; /* a start is never earlier than its plan */
+        assert(pacer_sane(pacer));
 }
 
 void pacer_unsent(struct pacer *pacer)
 {
         pacer->pending = false;
+        assert(pacer_sane(pacer));
 }
 
 bool pacer_pending(const struct pacer *pacer)
@@ -296,6 +331,7 @@ void pacer_finish(struct pacer *pacer)
         assert(pacer->in_flight > 0);
         if (pacer->in_flight > 0)
                 pacer->in_flight--;
+        assert(pacer_sane(pacer));
 }
 
 void pacer_hold(struct pacer *pacer, tg_mono_ns until)
@@ -303,6 +339,7 @@ void pacer_hold(struct pacer *pacer, tg_mono_ns until)
         if (pacer->mode == PACER_NORMAL) {
                 pacer->mode = PACER_HELD;
                 pacer->hold_until = until;
+                assert(pacer_sane(pacer));
                 return;
         }
         if (until <= pacer->hold_until)
@@ -313,6 +350,7 @@ void pacer_hold(struct pacer *pacer, tg_mono_ns until)
          * probe again rather than resume. */
         if (pacer->mode == PACER_PROBE_OUT)
                 pacer->rehold = true;
+        assert(pacer_sane(pacer));
 }
 
 void pacer_probe_done(struct pacer *pacer, bool healthy)
@@ -330,6 +368,7 @@ void pacer_probe_done(struct pacer *pacer, bool healthy)
                 pacer->mode = PACER_HELD;
         }
         pacer->rehold = false;
+        assert(pacer_sane(pacer));
 }
 
 tg_mono_ns pacer_hold_until(const struct pacer *pacer)

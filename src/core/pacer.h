@@ -48,6 +48,10 @@ int pacer_new(const struct pacer_config *config, struct pacer **ret_pacer);
 /* Accepts NULL. */
 void pacer_free(struct pacer *pacer);
 
+/* True when the pacer's fields keep its invariants (pacer.c lists them).
+ * For assert() only: assert(pacer_sane(p)); every change ends with one. */
+bool pacer_sane(const struct pacer *pacer);
+
 /* The spacing between starts, in ns (>= 1). */
 tg_mono_ns pacer_interval(const struct pacer *pacer);
 

@@ -25,10 +25,12 @@
  */
 #include "core/policy.h"
 
+#include <assert.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <string.h>
 
+#include "core/plants.h"
 #include "core/tg_error.h"
 
 #define POLICY_DEFAULT_MAX_ATTEMPTS      3
@@ -391,14 +393,6 @@ int policy_operator_resend(const struct policy_config *config, const struct poli
         return 0;
 }
 
-/* A planted bug for tollgate-sim's test builds only (docs/reliability.md);
- * 0 in every shipped build. */
-#ifdef TG_PLANT_REPOST_UNKNOWN
-#define PLANT_REPOST_UNKNOWN 1
-#else
-#define PLANT_REPOST_UNKNOWN 0
-#endif
-
 enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend)
 {
         switch (state) {
@@ -407,8 +401,7 @@ enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend)
         case OP_RETRY_WAIT:
                 return operator_resend ? TG_KIND_MANUAL : TG_KIND_RETRY;
         case OP_UNKNOWN:
-                /* a planted bug (TG_PLANT_REPOST_UNKNOWN, see
-                 * daemon/dispatcher.c): a re-POST instead of a query */
+                /* a planted bug (core/plants.h): a re-POST instead of a query */
                 return PLANT_REPOST_UNKNOWN ? TG_KIND_RETRY : TG_KIND_QUERY;
         case OP_IN_FLIGHT:
         case OP_SUCCEEDED:
@@ -542,6 +535,7 @@ static int apply(struct op_record *op, enum op_event event, const struct policy_
                 op->last_wait_ms = d->wait_ms;
         op->operator_resend = event == OP_EV_RESEND;
         op->updated_at = now;
+        assert(op_sane(op));
         return 0;
 }
 

@@ -1,9 +1,10 @@
 /*
- * dispatcher — the exit. One loop, one owner: it becomes the owner of the
- * exit or of a share of it (daemon/ownership.h: standby, takeover wait,
- * recovery), then starts calls only when the pacer's slot has come AND
- * in-flight is under the cap — claiming (and committing) each attempt right
- * before handing it to the transport. Outcomes are classified, decided by the
+ * dispatcher — the loop that serves a list of exits (daemon/exit.h; one
+ * today, from the config). Each exit becomes the owner of its account or of
+ * a share of it (daemon/ownership.h: standby, takeover wait, recovery), then
+ * starts calls only when its pacer's slot has come AND its in-flight is
+ * under its cap — claiming (and committing) each attempt right before
+ * handing it to the transport. Outcomes are classified, decided by the
  * policy and settled in short transactions. No transaction or connection is
  * held while it waits.
  *
@@ -52,15 +53,34 @@ struct dispatcher;
  * and max_in_flight / exit.shares (at least one call). */
 void dispatcher_share_config(const struct tg_config *config, struct pacer_config *ret_share);
 
-/* A dispatcher over `env` (borrowed: it must outlive the dispatcher). 0 or a
- * TG_E* code; free with dispatcher_free() (accepts NULL). */
+/* A dispatcher over `env` (borrowed: it must outlive the dispatcher) with
+ * one exit: `config` (borrowed, as long) on env's store. 0 or a TG_E* code;
+ * free with dispatcher_free() (accepts NULL). */
 int dispatcher_new(const struct tg_config *config, const struct dispatcher_options *options,
                    const struct exit_env *env, struct dispatcher **ret_dispatcher);
+
+/* One exit of a loop: its config (its quota, cap, holds and policy) and its
+ * store, both borrowed and outliving the dispatcher. store NULL: env's
+ * store (and env's outcome store); else outcome_store is its second
+ * connection for outcomes, or NULL. */
+struct dispatcher_exit {
+        const struct tg_config *config;
+        struct store *store;
+        struct store *outcome_store;
+};
+
+/* A dispatcher over `env` serving n exits (1..EXIT_MAX, exit.h) in one
+ * loop, on env's one clock and transport; exit i is the i-th of the list.
+ * As dispatcher_new otherwise. */
+int dispatcher_new_exits(const struct dispatcher_exit *exits, unsigned n,
+                         const struct dispatcher_options *options, const struct exit_env *env,
+                         struct dispatcher **ret_dispatcher);
 /* Gives ownership up (the store stays open: it is the env's). */
 void dispatcher_free(struct dispatcher *dispatcher);
 
-/* Becomes an owner (ownership_acquire) and takes over. 0; 1 (stopped while
- * waiting); 3 (--no-wait and another owner); a negative code (logged). */
+/* Each exit becomes an owner (ownership_acquire) and takes over, in the
+ * list's order. 0; 1 (stopped while waiting); 3 (--no-wait and another
+ * owner); a negative code (logged): the first exit's that was not 0. */
 int dispatcher_open(struct dispatcher *dispatcher);
 
 /* One turn of the loop: reads the clock once, settles every finished call,
@@ -70,7 +90,7 @@ int dispatcher_open(struct dispatcher *dispatcher);
  * exit was lost and could not be taken again). */
 int dispatcher_turn(struct dispatcher *dispatcher);
 
-/* True when the exit was lost (fenced, lock gone) and not taken again. */
+/* True when an exit was lost (fenced, lock gone) and not taken again. */
 bool dispatcher_lost(const struct dispatcher *dispatcher);
 
 /* The daemon's dispatcher: the real environment, open, turns until the end.

@@ -17,7 +17,7 @@
 #include "store/store.h"
 
 /* A locked store must not stall the loop that reads replies: wait briefly,
- * then keep the outcome and retry (dispatcher.c, unsettled outcomes). */
+ * then keep the outcome and retry (exit_settle.c, unsettled outcomes). */
 #define DISPATCH_BUSY_TIMEOUT_MS 200
 
 /* The transport's poll counts whole milliseconds: a longer wait polls the

@@ -40,7 +40,7 @@ static void log_split_conflict(const struct ownership *o)
         struct store_split in = {0};
         char msg[400];
 
-        store_split_get(o->env->store, &in);
+        store_split_get(o->store, &in);
         snprintf(msg, sizeof(msg),
                  "the store's account quota is split into %u share(s) of "
                  "%g starts/s (max_in_flight %u) and a dispatcher holding one "
@@ -60,7 +60,7 @@ int ownership_acquire(struct ownership *o)
         for (;;) {
                 /* A free share of the account, or the whole exit when
                  * exit.shares = 1 (then the owner lock, as always). */
-                int r = store_share_acquire(o->env->store, &o->split, &o->share, &o->epoch);
+                int r = store_share_acquire(o->store, &o->split, &o->share, &o->epoch);
 
                 if (r == 0)
                         break;
@@ -135,7 +135,7 @@ int ownership_take_over(struct ownership *o)
                 if (!ownership_wait(o, wait))
                         return 1;
         }
-        r = store_recover(o->env->store, o->epoch, o->policy, o->env->wall_now(o->env->ctx), &n);
+        r = store_recover(o->store, o->epoch, o->policy, o->env->wall_now(o->env->ctx), &n);
         if (r < 0)
                 return r;
         if (n > 0)
@@ -148,7 +148,7 @@ int ownership_rejoin(struct ownership *o)
         for (;;) {
                 int r;
 
-                store_owner_release(o->env->store);
+                store_owner_release(o->store);
                 r = ownership_acquire(o);
                 if (r == 0)
                         r = ownership_take_over(o);

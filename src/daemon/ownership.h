@@ -35,8 +35,9 @@
 
 struct ownership {
         /* in: set by the caller, kept for the owner's life */
-        const struct exit_env *env;
-        struct store_split split; /* the account's, as configured */
+        const struct exit_env *env; /* its clocks and waits */
+        struct store *store;        /* the exit's store (borrowed) */
+        struct store_split split;   /* the account's, as configured */
         int64_t provider_timeout_ms;
         /* the share's spacing between starts: the previous owner's last
          * start may be this recent, and a new owner starts with an empty

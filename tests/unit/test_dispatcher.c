@@ -29,7 +29,10 @@
  *     transport, where it decides), and an operation past its caller's
  *     deadline is not sent again;
  *   - trace context: every call of an operation carries its trace with a
- *     span of its own, in the header and in the call log.
+ *     span of its own, in the header and in the call log;
+ *   - two exits in one loop (two accounts, each with its own store, rate
+ *     and cap, on one clock and one transport): each keeps its own spacing
+ *     and its own in-flight cap, and neither waits for the other's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,6 +77,8 @@ struct fake {
         struct store *store;
         struct sim_start starts[MAX_STARTS];
         provider_fn provider;
+        /* optional: a call's result reached the dispatcher */
+        void (*delivered)(struct fake *f, const struct transport_call *call);
 };
 
 static void f_handoff(void *ctx, struct sim_env *env, const struct transport_call *call,
@@ -84,6 +89,17 @@ static void f_handoff(void *ctx, struct sim_env *env, const struct transport_cal
         (void)env;
         assert_true(sim_env_starts(f->sim) < MAX_STARTS);
         f->provider(f, call, ret);
+}
+
+static void f_delivered(void *ctx, struct sim_env *env, const struct transport_call *call,
+                        const struct transport_result *result)
+{
+        struct fake *f = ctx;
+
+        (void)env;
+        (void)result;
+        if (f->delivered)
+                f->delivered(f, call);
 }
 
 /* calls the provider has answered, for scripts */
@@ -126,7 +142,7 @@ struct fx {
 
 static void fake_init(struct fx *x, struct fake *f, provider_fn provider)
 {
-        struct sim_env_provider p = {.handoff = f_handoff, .ctx = f};
+        struct sim_env_provider p = {.handoff = f_handoff, .delivered = f_delivered, .ctx = f};
 
         memset(f, 0, sizeof(*f));
         f->clock = (struct sim_clock){.mono = 1000 * MS, .wall0 = WALL0};
@@ -217,7 +233,9 @@ static int teardown(void **state)
         return 0;
 }
 
-static void accept_n(struct fx *x, unsigned n, const char *prefix)
+/* n refunds "<prefix>-000", ... into `store`, accepted at `now`. */
+static void accept_into(struct store *store, const struct tg_config *cfg, tg_wall_ms now,
+                        unsigned n, const char *prefix)
 {
         for (unsigned i = 0; i < n; i++) {
                 struct refund_request r;
@@ -229,11 +247,14 @@ static void accept_n(struct fx *x, unsigned n, const char *prefix)
                 snprintf(r.payment_id, sizeof(r.payment_id), "pay-%u", i);
                 r.amount = 100 + i;
                 memcpy(r.currency, "TWD", 4);
-                assert_int_equal(store_accept(x->fake.store, &r, f_wall(&x->fake), &x->cfg.policy,
-                                              &created, &op),
-                                 0);
+                assert_int_equal(store_accept(store, &r, now, &cfg->policy, &created, &op), 0);
                 assert_true(created);
         }
+}
+
+static void accept_n(struct fx *x, unsigned n, const char *prefix)
+{
+        accept_into(x->fake.store, &x->cfg, f_wall(&x->fake), n, prefix);
 }
 
 static void open_dispatcher(struct fx *x, provider_fn provider)
@@ -1419,6 +1440,136 @@ static void test_no_start_on_a_stale_first_owner_check(void **state)
         stale_owner_check(*state, 0);
 }
 
+/* ---- two exits in one loop ------------------------------------------------------- */
+
+/* Calls open per exit, told apart by their operations' prefix ("a-", "b-"),
+ * from the hand-off until the dispatcher took the result: what each exit's
+ * cap bounds. */
+static unsigned two_open[2], two_max_open[2];
+
+static unsigned exit_of(const char *operation_id)
+{
+        return operation_id[0] == 'b';
+}
+
+static void two_accounts(struct fake *f, const struct transport_call *call, struct sim_answer *a)
+{
+        unsigned e = exit_of(call->operation_id);
+
+        fast(f, call, a);
+        a->latency = 200 * MS; /* long enough for each cap to bind */
+        if (++two_open[e] > two_max_open[e])
+                two_max_open[e] = two_open[e];
+}
+
+static void two_delivered(struct fake *f, const struct transport_call *call)
+{
+        (void)f;
+        two_open[exit_of(call->operation_id)]--;
+}
+
+static unsigned open_ops(struct store *store)
+{
+        struct store_stats st;
+
+        assert_int_equal(store_stats(store, &st), 0);
+        return (unsigned)(st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +
+                          st.by_state[OP_RETRY_WAIT] + st.by_state[OP_UNKNOWN]);
+}
+
+/* Exit `e`'s starts: each at least its own 1/rate after its previous one;
+ * the smallest gap, into *ret_min_gap. */
+static unsigned check_exit_spacing(const struct fake *f, unsigned e, double rate,
+                                   tg_mono_ns *ret_min_gap)
+{
+        tg_mono_ns interval = (tg_mono_ns)(1e9 / rate + 0.5), last = 0, min_gap = INT64_MAX;
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < n_starts(f); i++) {
+                const struct sim_start *s = &f->starts[i];
+                if (exit_of(s->operation_id) != e)
+                        continue;
+                if (n > 0 && s->at - last < min_gap)
+                        min_gap = s->at - last;
+                if (n > 0 && s->at - last < interval)
+                        fail_msg("exit %u: starts %lld ns apart (< %lld)", e,
+                                 (long long)(s->at - last), (long long)interval);
+                last = s->at;
+                n++;
+        }
+        *ret_min_gap = min_gap;
+        return n;
+}
+
+static void test_two_exits_in_one_loop(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct tg_config cfg_b = x->cfg;
+        struct store *store_b = NULL;
+        char url_b[160];
+        tg_mono_ns gap_a, gap_b, cross = INT64_MAX;
+
+        /* exit a: 20/s, 2 in flight, on the fixture's store; exit b: 50/s,
+         * 5 in flight, on a store of its own */
+        x->cfg.exit.starts_per_second = 20;
+        x->cfg.exit.max_in_flight = 2;
+        cfg_b.exit.starts_per_second = 50;
+        cfg_b.exit.max_in_flight = 5;
+        memset(two_open, 0, sizeof(two_open));
+        memset(two_max_open, 0, sizeof(two_max_open));
+        fake_init(x, f, two_accounts);
+        f->delivered = two_delivered;
+        snprintf(url_b, sizeof(url_b), "sqlite://%s/b.db", x->dir);
+        assert_int_equal(store_open(url_b, &store_b), 0);
+        struct dispatcher_exit exits[2] = {{.config = &x->cfg},
+                                           {.config = &cfg_b, .store = store_b}};
+        assert_int_equal(dispatcher_new_exits(exits, 2, &x->opt, f->env, &x->d), 0);
+        assert_int_equal(dispatcher_open(x->d), 0);
+        accept_into(f->store, &x->cfg, f_wall(f), 12, "a");
+        accept_into(store_b, &cfg_b, f_wall(f), 30, "b");
+
+        tg_mono_ns t0 = f->clock.mono;
+        while (f->clock.mono - t0 < 60 * TG_NS_PER_S && (open_ops(f->store) || open_ops(store_b)))
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        tg_mono_ns took = f->clock.mono - t0;
+
+        /* every refund of each account done, one POST each, in its own store */
+        assert_int_equal(open_ops(f->store), 0);
+        assert_int_equal(open_ops(store_b), 0);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 12);
+        assert_int_equal(n_starts(f), 12 + 30);
+        for (unsigned i = 0; i < n_starts(f); i++)
+                assert_int_equal(posts_of(f, f->starts[i].operation_id), 1);
+        /* each its own spacing... */
+        assert_int_equal(check_exit_spacing(f, 0, 20, &gap_a), 12);
+        assert_int_equal(check_exit_spacing(f, 1, 50, &gap_b), 30);
+        /* ... b's, not a's: b went faster than a may */
+        assert_true(gap_b < 50 * MS);
+        /* ... and its own cap, reached and never passed */
+        assert_int_equal(two_max_open[0], 2);
+        assert_int_equal(two_max_open[1], 5);
+        for (unsigned i = 0; i < n_starts(f); i++)
+                assert_true(f->starts[i].open_after <= 2 + 5);
+        /* neither waits for the other: starts of the two come closer
+         * together than either's spacing, and the whole took about as long
+         * as the slower of the two alone (12 at 2 per 200 ms, 30 at 5 per
+         * 200 ms: 1.2 s each), not their sum */
+        for (unsigned i = 1; i < n_starts(f); i++)
+                if (exit_of(f->starts[i].operation_id) != exit_of(f->starts[i - 1].operation_id) &&
+                    f->starts[i].at - f->starts[i - 1].at < cross)
+                        cross = f->starts[i].at - f->starts[i - 1].at;
+        print_message("two exits: %.3f s; smallest gaps a %.1f ms, b %.1f ms, across %.1f ms\n",
+                      (double)took / 1e9, (double)gap_a / 1e6, (double)gap_b / 1e6,
+                      (double)cross / 1e6);
+        assert_true(cross < 20 * MS);
+        assert_true(took < 2 * TG_NS_PER_S);
+
+        dispatcher_free(x->d);
+        x->d = NULL;
+        store_close(store_b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1457,6 +1608,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_no_start_on_a_stale_owner_check, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_start_on_a_stale_first_owner_check, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(test_two_exits_in_one_loop, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,119 @@
+/*
+ * exit — one exit as a value: the gate in front of one provider account (or
+ * one share of it). It owns its pacer (and the query sub-quota's), its open
+ * calls and their count, the account's holds, its owner and share
+ * (daemon/ownership.h), the claims made ahead (its ready queue), the
+ * settlement of its calls and their retries, its figures (exit_stats.h)
+ * and its store workers. The loop (daemon/dispatcher.h) serves a list of
+ * them on one environment: one clock, one transport, calls told apart by
+ * their cookies, which carry the exit's index.
+ *
+ * A turn of the loop drives each exit through the steps below, in this
+ * order: collect the store thread's results, hand it the transport's
+ * reports of its calls (sent, done), retry what the store could not take,
+ * its once-a-second work, at most one start, claims ahead, and the time it
+ * wants to be woken. Nothing here waits, but a store used inline (no store
+ * thread) and ownership's waits (exit_open, exit_rejoin).
+ */
+#ifndef TG_EXIT_H
+#define TG_EXIT_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/pacer.h"
+#include "core/tg_time.h"
+#include "daemon/exit_env.h"
+
+struct tg_config;
+struct store;
+struct exit;
+
+/* Exits one loop may serve: a cookie carries its exit's index in its low
+ * EXIT_INDEX_BITS. */
+#define EXIT_INDEX_BITS 4
+#define EXIT_MAX        (1u << EXIT_INDEX_BITS)
+
+struct exit_params {
+        /* Its quota, holds, timeouts and policy (borrowed: outlives the exit;
+         * today every exit of a loop reads the one config). */
+        const struct tg_config *config;
+        const struct exit_env *env; /* the loop's clocks and transport (borrowed) */
+        /* Its store (borrowed, opened and closed by the caller), and a second
+         * connection to it for outcomes (NULL: outcomes through `store`;
+         * used only with a store thread, env->store_bell). */
+        struct store *store, *outcome_store;
+        unsigned index;                 /* < EXIT_MAX, its place in the loop's list */
+        bool no_wait;                   /* another owner: give up instead of standing by */
+        volatile sig_atomic_t *stop;    /* set by a signal handler: drain */
+        volatile sig_atomic_t *standby; /* out: 1 while waiting as standby (may be NULL) */
+        /* once a second while it owns its share, on its store thread, with
+         * its store (dispatcher_options.housekeeping); NULL: none */
+        void (*housekeeping)(void *ctx, struct store *store, unsigned share, tg_wall_ms wall,
+                             bool lost);
+        void *hook_ctx;
+};
+
+/* This exit's part of the account: starts_per_second / exit.shares and
+ * max_in_flight / exit.shares (at least one call). */
+void exit_share_config(const struct tg_config *config, struct pacer_config *ret_share);
+
+/* A new exit, not yet an owner. 0 or a TG_E* code; free with exit_free()
+ * (accepts NULL). */
+int exit_new(const struct exit_params *params, struct exit **ret_exit);
+/* Commits the outcomes posted, gives ownership up. */
+void exit_free(struct exit *e);
+
+/* Becomes an owner (ownership_acquire) and takes over. 0; 1 (stopped while
+ * waiting); 3 (no_wait and another owner); a negative code (logged). */
+int exit_open(struct exit *e);
+/* The exit was lost and has drained: stand by and take it again
+ * (ownership_rejoin). 0 (owner again), 1 (stopped, or could not: then it
+ * stays lost). */
+int exit_rejoin(struct exit *e);
+
+/* The index a cookie carries (EXIT_MAX or more: none of ours). */
+unsigned exit_of_cookie(uint64_t cookie);
+
+/* The store threads' results taken: claims onto the ready queue, outcomes
+ * committed (logged and counted). */
+void exit_collect(struct exit *e);
+/* The transport says one of its calls went on the wire (or never will). */
+void exit_sent(struct exit *e, const struct transport_sent *sent);
+/* One of its calls ended at the transport: settled (or, late for its
+ * window, its claim given back). */
+void exit_done(struct exit *e, const struct transport_result *result, tg_mono_ns now,
+               tg_wall_ms wall);
+/* Outcomes and releases the store could not take, asked again when due. */
+void exit_retry_unsettled(struct exit *e, tg_mono_ns now, tg_wall_ms wall);
+/* Its claims made ahead go back (a stop, a lost exit). */
+void exit_release_all(struct exit *e, const char *why, tg_mono_ns now, tg_wall_ms wall);
+/* Once a second: the owner check, the sample, sweeps, the service's work,
+ * posted to its store threads. True when its second came now. */
+bool exit_second(struct exit *e, tg_mono_ns now, tg_wall_ms wall);
+/* Starts at most one call, when its slot has come and there is room. */
+void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall);
+/* Claims ahead of the next slots when the ready queue runs low. */
+void exit_refill(struct exit *e, tg_mono_ns now, tg_wall_ms wall);
+/* The next moment something can happen for it (a slot, a recheck). */
+tg_mono_ns exit_wake_at(const struct exit *e, tg_mono_ns now);
+/* Work arrived (the doorbell): look for it now. */
+void exit_woken(struct exit *e);
+
+/* Fenced or its lock lost, and not taken again. */
+bool exit_lost(const struct exit *e);
+/* No call open and no store work pending: nothing left to settle. */
+bool exit_drained(const struct exit *e);
+/* Its calls open at the transport. */
+unsigned exit_open_calls(const struct exit *e);
+/* Outcomes the store never took (for the closing log line). */
+unsigned exit_unsettled(const struct exit *e);
+
+/* True when the exit's invariants hold (exit_int.h lists them), its open
+ * calls no more than the transport's `transport_open` (the loop checks
+ * that every exit's together are exactly the transport's). For assert()
+ * only. */
+bool exit_sane(const struct exit *e, unsigned transport_open);
+
+#endif

@@ -1,0 +1,240 @@
+/*
+ * exit_int — the exit's value, shared by the files that make it up and by
+ * no one else: exit.c (the value's life, its starts, its second, its
+ * sanity), exit_queue.c (the claims made ahead, the ready queue) and
+ * exit_settle.c (a call's end: the pacers, the account's holds, the outcome
+ * through the store thread and its retries). The loop (dispatcher.c) sees
+ * only exit.h.
+ *
+ * Invariants (exit_sane() checks them at every turn of the loop):
+ *   - the open calls (used slots) are the exit's calls open at the
+ *     transport; the pacer counts each of them in flight but the unpaced
+ *     one of a planted bug (core/plants.h); so does the query pacer for
+ *     the queries among them;
+ *   - nready <= READY_MAX, each ready claim an operation in flight in the
+ *     store and not yet handed to the transport;
+ *   - n_unsettled <= UNSETTLED_MAX, n_unreleased <= READY_MAX;
+ *   - every operation held (open or ready) is op_sane().
+ */
+#ifndef TG_EXIT_INT_H
+#define TG_EXIT_INT_H
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/classify.h"
+#include "core/holds.h"
+#include "core/lead_estimator.h"
+#include "core/pacer.h"
+#include "core/plants.h"
+#include "core/rng.h"
+#include "daemon/config.h"
+#include "daemon/exit.h"
+#include "daemon/exit_env.h"
+#include "daemon/exit_stats.h"
+#include "daemon/ownership.h"
+#include "daemon/store_worker.h"
+#include "store/store.h"
+
+#define IDLE_RECHECK_NS (50 * TG_NS_PER_MS)   /* the first look for new work after none */
+#define SWEEP_EVERY_NS  (1000 * TG_NS_PER_MS) /* deadline sweep and owner check */
+#define SETTLE_RETRY_NS (200 * TG_NS_PER_MS)  /* a store that failed a settle is asked again */
+
+/* Shares: two clock reads this close in time give the grid's offset. */
+#define GRID_READ_CLOSE (20 * TG_NS_PER_US)
+
+/* Claims are committed ahead of their slots (record before send does not
+ * require recording at the slot): READY_MAX at most, one transaction for
+ * the lot (group commit), as many as the claims' own commit time covers at
+ * the rate. */
+#define READY_MAX      32
+#define CLAIM_EST_INIT (2 * TG_NS_PER_MS) /* a claim's commit, until measured */
+/* With the store on its own thread a claim no longer stops the loop, and
+ * the queue also covers the thread's other work and its tail (an outcome
+ * or a slow fsync before the claim): this much more is claimed ahead. */
+#define CLAIM_AHEAD_SLACK (4 * TG_NS_PER_MS)
+#define STORE_AHEAD       4 /* outcomes an open call that may wait for the store thread */
+/* When the queue runs under what it must cover, it is filled to this much
+ * of the coming starts at least (at 1,000/s, 16 claims): one commit for
+ * several claims at high rates, where a refill each time one claim was
+ * used committed one or two a transaction. At 50/s and under it is one. */
+#define CLAIM_BATCH_SPAN (16 * TG_NS_PER_MS)
+/* outcomes the store may fail: those waiting for it, and the open calls' */
+#define UNSETTLED_MAX(e) ((STORE_AHEAD + 2) * (e)->ncalls)
+
+/* A call claimed: on the ready queue (made ahead), then open at the
+ * transport until it ends. */
+struct open_call {
+        bool used;
+        uint64_t cookie;
+        struct op_record op; /* as claimed */
+        struct call_record call;
+        enum classify_request request;
+        bool probe;
+        struct exit_handoff handoff;
+        tg_mono_ns planned;          /* its slot: not on the wire before (not_before) */
+        unsigned in_flight_at_start; /* open calls at the hand-off, itself included */
+        tg_mono_ns ready_at;         /* the earliest it could have started (lateness) */
+        bool sent_known;             /* its sent report came */
+        tg_mono_ns sent;             /* on the wire (0: never) */
+        bool unpaced;                /* PLANT_RETRY_SKIPS_PACER: the pacer never saw it */
+};
+
+/* A batch of claims on its way through the store thread (one at a time). */
+struct claim_job {
+        struct exit *e;
+        struct claim_args args[READY_MAX];
+        struct op_record ops[READY_MAX];
+        struct call_record calls[READY_MAX];
+        unsigned n, got;
+        enum store_group turn;
+        bool at_slot;   /* made for a slot with nothing ready (else: ahead) */
+        tg_mono_ns now; /* when it was posted */
+        tg_wall_ms wall;
+};
+
+/* The once-a-second store work, through the store threads, one of each at a
+ * time: the owner check on the claims' connection (its lock session), the
+ * sample, sweeps and the service's work on the outcomes'. */
+struct owner_job {
+        struct exit *e;
+        tg_mono_ns asked; /* when the check began: the lock was ours then at least */
+        bool posted;
+};
+
+struct second_job {
+        struct exit *e;
+        struct exit_sample sample;
+        tg_wall_ms keep_after, wall;
+        unsigned share;
+        bool lost;
+        int sample_result;
+        unsigned swept, taken, invalid;
+        bool swept_ok, outbox_ok;
+        bool posted;
+};
+
+/* A claim the store could not take back (store_release failed). */
+struct unreleased {
+        int64_t op_id, call_id;
+        char why[32];
+};
+
+struct exit {
+        const struct tg_config *cfg;
+        const struct exit_env *env; /* the loop's: clocks and transport */
+        struct store *store;        /* its own (borrowed) */
+        unsigned index;             /* in the loop's list: carried by its cookies */
+        volatile sig_atomic_t *stop;
+        void (*housekeeping)(void *ctx, struct store *store, unsigned share, tg_wall_ms wall,
+                             bool lost);
+        void *hook_ctx;
+        struct pacer *pacer;
+        struct pacer *query_pacer; /* sub-quota for queries inside the account's; NULL: none */
+        struct classifier *classifier;
+        struct tg_rng rng;
+        /* Our share of the account quota (store.h, "shares"): exit.shares
+         * dispatchers each pace to starts_per_second / shares with
+         * max_in_flight / shares open, so together they never exceed the
+         * account. With one share this is the whole account, as before. */
+        struct pacer_config share_cfg;
+        struct ownership own; /* share and epoch held */
+        struct holds_config holds_cfg;
+        struct holds_state holds;
+        struct open_call *calls; /* ncalls = the share's max_in_flight slots */
+        unsigned ncalls;
+        uint64_t next_cookie;
+        enum store_group turn;
+        tg_mono_ns idle_until;
+        tg_mono_ns next_sweep;
+        uint64_t seq;
+        bool lost; /* fenced or lock lost: stop starting */
+        /* The last owner check that found our lock held: no call is handed
+         * over when it is older than OWNERSHIP_FRESH_NS (daemon/ownership.h:
+         * a claim made ahead was fenced when it was made, not when it is
+         * sent). */
+        tg_mono_ns owner_seen;
+        bool owner_checked;
+        /* Outcomes the store could not take yet (down, restarting, busy past
+         * its timeout). While any is here the exit starts nothing; they are
+         * retried until the store takes them. Bounded: at most one per open
+         * call, and no call starts while one waits. */
+        struct settle_args *unsettled;
+        unsigned n_unsettled;
+        /* Claims the store could not take back (store_release failed):
+         * their operations stay in flight until it does, so they are asked
+         * again with the outcomes, and nothing is claimed or started
+         * meanwhile. Bounded: they come from the ready queue, which no claim
+         * refills while one waits here. */
+        struct unreleased unreleased[READY_MAX];
+        unsigned n_unreleased;
+        uint64_t claim_failures; /* in a row */
+        tg_mono_ns next_settle_retry;
+        const char *failpoint;
+        struct exit_stats *xstats;  /* operators' figures (exit_stats.h); hooks marked "stats:" */
+        struct lead_estimator lead; /* the connect lead (core/lead_estimator.h) */
+        /* Claims committed ahead of their slots, oldest first; each is in
+         * flight in the store and not yet handed to the transport. */
+        struct open_call ready[READY_MAX];
+        unsigned nready;
+        tg_mono_ns claim_est;  /* how long a claim's transaction takes (EWMA) */
+        tg_mono_ns idle_step;  /* without a doorbell: the next look for work, backing off */
+        tg_mono_ns idle_max;   /* exit.idle_poll_max_ms */
+        tg_mono_ns last_empty; /* the last claim that found nothing (stats: lateness) */
+        /* Shares: the windows of the grid every share starts on
+         * (core/pacer.h); window 0 without shares. */
+        struct pacer_grid_plan grid;
+        /* The store's work: on a thread of its own in the real environment
+         * (claims and outcomes posted, their results taken each turn), inline
+         * in the fake ones. Every other use of the store by this thread is
+         * between store_worker_lock() and store_worker_unlock(). */
+        struct store_worker *worker;
+        /* Outcomes: the same worker, or (an outcome store: MariaDB) a
+         * second one on a connection of their own, so that the server
+         * works on claims and outcomes at once. */
+        struct store_worker *outcomes;
+        struct claim_job *claim; /* its memory, one batch at a time */
+        struct owner_job *owner_job;
+        struct second_job *second_job;
+        bool claim_posted;      /* a batch is with the store thread */
+        bool slot_claim_landed; /* a batch made at a slot came: use it before claiming again */
+        int claim_result;       /* of the last batch */
+};
+
+/* ---- exit.c ---- */
+
+bool exit_stopping(const struct exit *e);
+/* A log line's fields for an operation (and its call, may be NULL). */
+json_t *exit_op_fields(const struct op_record *op, const struct call_record *call);
+/* When a call for `slot` is handed over: the lead ahead of it. */
+tg_mono_ns exit_handoff_time(const struct exit *e, tg_mono_ns slot);
+
+/* ---- exit_queue.c ---- */
+
+/* Claims up to n onto the ready queue (through the store thread). */
+void exit_claim_ahead(struct exit *e, unsigned n, bool at_slot, tg_mono_ns now, tg_wall_ms wall);
+/* The oldest ready claim that may still be sent at `at`, into *oc; 0 or
+ * TG_ENOTFOUND. */
+int exit_ready_pop(struct exit *e, struct open_call *oc, tg_mono_ns at, tg_mono_ns now,
+                   tg_wall_ms wall);
+/* A claim that found nothing (TG_ENOTFOUND) or failed. */
+void exit_claim_missed(struct exit *e, int r, tg_mono_ns now, tg_wall_ms wall);
+/* One claim, or every ready one, given back to the store. */
+void exit_release_claim(struct exit *e, const struct open_call *rc, const char *why, tg_mono_ns now,
+                        tg_wall_ms wall);
+void exit_release_ready(struct exit *e, const char *why, tg_mono_ns now, tg_wall_ms wall);
+
+/* ---- exit_settle.c ---- */
+
+/* The store owes an outcome or a release; its threads are behind; the jobs
+ * posted whose results were not taken yet. */
+bool exit_store_owes(const struct exit *e);
+bool exit_store_behind(const struct exit *e);
+unsigned exit_store_pending(const struct exit *e);
+/* A call the transport could not take (why: its error): settled unsent. */
+void exit_settle_unsent(struct exit *e, struct open_call *oc, int why, tg_mono_ns now,
+                        tg_wall_ms wall);
+
+#endif
