@@ -83,6 +83,17 @@ struct verify_finding *verify_finding_new(struct verify_result *r, const char *c
         return f;
 }
 
+bool verify_finding_open(struct verify_result *r, struct verify_finding **f, struct evidence *ev,
+                         const char *check, bool violation)
+{
+        if (!*f) {
+                *f = verify_finding_new(r, check, violation);
+                if (*f)
+                        evidence_init(ev, *f);
+        }
+        return *f != NULL;
+}
+
 double verify_ms(tg_mono_ns ns)
 {
         return (double)ns / 1e6;

@@ -31,12 +31,8 @@ void verify_check_matching(struct run *run, const struct verify_call **by_rid,
                 if (by_rid[c]->request_id[0] == '\0' ||
                     strcmp(by_rid[c]->request_id, by_rid[c - 1]->request_id) != 0)
                         continue;
-                if (!f_cdup) {
-                        f_cdup = verify_finding_new(run->r, "request_id_reused", true);
-                        if (!f_cdup)
-                                break;
-                        evidence_init(&ev_cdup, f_cdup);
-                }
+                if (!verify_finding_open(run->r, &f_cdup, &ev_cdup, "request_id_reused", true))
+                        break;
                 evidence_item(&ev_cdup, "  calls %lld and %lld both carry request id %s\n",
                               (long long)by_rid[c - 1]->id, (long long)by_rid[c]->id,
                               by_rid[c]->request_id);
@@ -72,13 +68,8 @@ void verify_check_matching(struct run *run, const struct verify_call **by_rid,
                         for (size_t k = i; k < end; k++) {
                                 const struct verify_arrival *u = arr_rid[k];
                                 s->unmatched++;
-                                if (!f_un) {
-                                        f_un =
-                                            verify_finding_new(run->r, "arrival_unmatched", true);
-                                        if (f_un)
-                                                evidence_init(&ev_un, f_un);
-                                }
-                                if (f_un)
+                                if (verify_finding_open(run->r, &f_un, &ev_un, "arrival_unmatched",
+                                                        true))
                                         evidence_item(
                                             &ev_un,
                                             "  provider arrival #%llu %s key=%s request_id=%s "
@@ -99,12 +90,8 @@ void verify_check_matching(struct run *run, const struct verify_call **by_rid,
                 if ((unsigned)call->kind < VERIFY_KINDS)
                         s->kind_arrivals[call->kind]++;
                 if (a->post != (call->kind != TG_KIND_QUERY)) {
-                        if (!f_kind) {
-                                f_kind = verify_finding_new(run->r, "arrival_kind_mismatch", true);
-                                if (f_kind)
-                                        evidence_init(&ev_kind, f_kind);
-                        }
-                        if (f_kind)
+                        if (verify_finding_open(run->r, &f_kind, &ev_kind, "arrival_kind_mismatch",
+                                                true))
                                 evidence_item(
                                     &ev_kind,
                                     "  call %lld (%s, %s) arrived as a %s (arrival #%llu)\n",
@@ -116,12 +103,7 @@ void verify_check_matching(struct run *run, const struct verify_call **by_rid,
                         const struct verify_arrival *d = arr_rid[k];
                         s->duplicate_arrivals++;
                         run->match[d - run->arr] = ci;
-                        if (!f_dup) {
-                                f_dup = verify_finding_new(run->r, "arrival_duplicate", true);
-                                if (f_dup)
-                                        evidence_init(&ev_dup, f_dup);
-                        }
-                        if (f_dup)
+                        if (verify_finding_open(run->r, &f_dup, &ev_dup, "arrival_duplicate", true))
                                 evidence_item(
                                     &ev_dup,
                                     "  call %lld (%s %s attempt %u, request_id %s) logged once, "
@@ -185,12 +167,8 @@ void verify_check_matching(struct run *run, const struct verify_call **by_rid,
                 if (run->arrival_of[ci] != NO_MATCH || call->sent == 0)
                         continue;
                 s->unseen_calls++;
-                if (!f_seen) {
-                        f_seen = verify_finding_new(run->r, "call_unseen", false);
-                        if (!f_seen)
-                                break;
-                        evidence_init(&ev, f_seen);
-                }
+                if (!verify_finding_open(run->r, &f_seen, &ev, "call_unseen", false))
+                        break;
                 evidence_item(&ev,
                               "  call %lld %s %s attempt %u request_id %s class %s status %d\n",
                               (long long)call->id, verify_kind_name(call->kind), call->operation_id,
@@ -263,12 +241,7 @@ void verify_check_operations(struct run *run, const struct verify_call **by_op,
                         s->max_auto_posts_per_op = posts;
                 if (counted > max_att) {
                         s->ops_over_attempts++;
-                        if (!f_att) {
-                                f_att = verify_finding_new(run->r, "attempts", true);
-                                if (f_att)
-                                        evidence_init(&ev_att, f_att);
-                        }
-                        if (f_att)
+                        if (verify_finding_open(run->r, &f_att, &ev_att, "attempts", true))
                                 evidence_item(&ev_att,
                                               "  operation %s: %u automatic POSTs in the call "
                                               "log\n",
@@ -295,12 +268,7 @@ void verify_check_operations(struct run *run, const struct verify_call **by_op,
                         s->max_posts_per_key = posts;
                 if (counted > max_att && arr_key[i]->key[0]) {
                         s->ops_over_attempts++;
-                        if (!f_att) {
-                                f_att = verify_finding_new(run->r, "attempts", true);
-                                if (f_att)
-                                        evidence_init(&ev_att, f_att);
-                        }
-                        if (f_att)
+                        if (verify_finding_open(run->r, &f_att, &ev_att, "attempts", true))
                                 evidence_item(&ev_att,
                                               "  key %s: %u automatic POSTs arrived at the "
                                               "provider\n",
@@ -348,12 +316,7 @@ void verify_check_operations(struct run *run, const struct verify_call **by_op,
                         s->max_keys_per_op = keys;
                 if (keys > 1) {
                         s->ops_multi_key++;
-                        if (!f_key) {
-                                f_key = verify_finding_new(run->r, "one_key", true);
-                                if (f_key)
-                                        evidence_init(&ev_key, f_key);
-                        }
-                        if (f_key) {
+                        if (verify_finding_open(run->r, &f_key, &ev_key, "one_key", true)) {
                                 evidence_item(&ev_key, "  operation %s sent %u keys:", pairs[i].op,
                                               keys);
                                 for (size_t k = i; k < end && k < i + 4; k++)
@@ -399,12 +362,7 @@ void verify_check_executions(struct run *run, const struct verify_arrival **arr_
                         s->max_executions = n;
                 if (n > max) {
                         s->keys_over_executions++;
-                        if (!f) {
-                                f = verify_finding_new(run->r, "executions", true);
-                                if (f)
-                                        evidence_init(&ev, f);
-                        }
-                        if (f)
+                        if (verify_finding_open(run->r, &f, &ev, "executions", true))
                                 evidence_item(&ev, "  key %s: %u arrivals executed a refund\n",
                                               arr_key[i]->key, n);
                 }
@@ -417,12 +375,8 @@ void verify_check_executions(struct run *run, const struct verify_arrival **arr_
                 if (e->executions <= max)
                         continue;
                 s->keys_over_executions++;
-                if (!f) {
-                        f = verify_finding_new(run->r, "executions", true);
-                        if (!f)
-                                continue;
-                        evidence_init(&ev, f);
-                }
+                if (!verify_finding_open(run->r, &f, &ev, "executions", true))
+                        continue;
                 evidence_item(&ev, "  key %s: %u executions in the provider's ledger\n", e->key,
                               e->executions);
         }

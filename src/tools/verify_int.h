@@ -58,6 +58,12 @@ void evidence_done(struct evidence *ev);
 struct verify_finding *verify_finding_new(struct verify_result *r, const char *check,
                                           bool violation);
 
+/* The finding *f of check, made with its evidence ev the first time an
+ * item needs it (*f NULL until then): true while *f exists, false when no
+ * finding is left (MAX_FINDINGS taken, *f stays NULL). */
+bool verify_finding_open(struct verify_result *r, struct verify_finding **f, struct evidence *ev,
+                         const char *check, bool violation);
+
 /* Sets a text field of the finding f in scope. */
 #define SET(field, ...) snprintf(f->field, sizeof(f->field), __VA_ARGS__)
 

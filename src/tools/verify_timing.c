@@ -42,12 +42,8 @@ void verify_check_spacing(struct run *run)
                 if ((double)gap + 1.0 >= interval)
                         continue;
                 s->spacing_violations++;
-                if (!f) {
-                        f = verify_finding_new(run->r, "spacing", true);
-                        if (!f)
-                                continue;
-                        evidence_init(&ev, f);
-                }
+                if (!verify_finding_open(run->r, &f, &ev, "spacing", true))
+                        continue;
                 evidence_item(&ev,
                               "  calls %lld (%s %s) and %lld (%s %s) started %.3f ms apart "
                               "(epochs %lld, %lld)\n",
@@ -104,12 +100,8 @@ void verify_check_bursts(struct run *run, const struct verify_arrival **arr_mono
                 }
                 if (vb->max_starts <= vb->k)
                         continue;
-                if (!f) {
-                        f = verify_finding_new(run->r, "burst", true);
-                        if (!f)
-                                continue;
-                        evidence_init(&ev, f);
-                }
+                if (!verify_finding_open(run->r, &f, &ev, "burst", true))
+                        continue;
                 evidence_item(&ev, "  %u starts within %.1f ms (k=%u allows %u), from call %lld\n",
                               vb->max_starts, verify_ms(vb->window_ns), vb->k, vb->k,
                               (long long)vb->at_call);
@@ -175,12 +167,8 @@ void verify_check_in_flight(struct run *run, const struct verify_call **by_epoch
                         if (c->in_flight <= cap && open <= cap)
                                 continue;
                         s->in_flight_violations++;
-                        if (!f) {
-                                f = verify_finding_new(run->r, "in_flight", true);
-                                if (!f)
-                                        continue;
-                                evidence_init(&ev, f);
-                        }
+                        if (!verify_finding_open(run->r, &f, &ev, "in_flight", true))
+                                continue;
                         evidence_item(
                             &ev,
                             "  call %lld (%s %s) started with %u in flight logged, %u open "
