@@ -8,7 +8,8 @@
  * so a run costs O(n log n) time and O(n) memory, bounded by max_records.
  * Nothing is guessed: a record that cannot be judged (no request id, never
  * closed) is reported as such, and only a rule of the exit that the records
- * show broken counts as a violation.
+ * show broken counts as a violation. The default limits are the config's
+ * defaults (config_defaults()), never written here.
  */
 #include "tools/verify_int.h"
 
@@ -19,6 +20,7 @@
 #include <string.h>
 
 #include "core/tg_error.h"
+#include "daemon/config.h"
 
 /* ---- findings ------------------------------------------------------------- */
 
@@ -199,13 +201,19 @@ static void order_findings(struct verify_result *r)
         }
 }
 
+/* The exit's limits are the config's defaults (the key table's, through
+ * config_defaults()): never written down here a second time. */
 void verify_limits_default(struct verify_limits *ret_limits)
 {
+        struct tg_config cfg;
+
+        config_defaults(&cfg);
         memset(ret_limits, 0, sizeof(*ret_limits));
-        ret_limits->rate = 5.0;
-        ret_limits->max_in_flight = 10;
-        ret_limits->max_attempts = 3;
-        ret_limits->max_executions = 1;
+        ret_limits->rate = cfg.exit.starts_per_second;
+        ret_limits->max_in_flight = cfg.exit.max_in_flight;
+        ret_limits->max_attempts = cfg.policy.max_attempts;
+        ret_limits->count_limited = cfg.policy.count_limited;
+        ret_limits->max_executions = 1; /* the provider's rule, not a key */
         ret_limits->max_records = VERIFY_MAX_RECORDS;
 }
 
