@@ -1,26 +1,26 @@
 /*
  * ui_assets — the console's files (HTML, scripts, styles, uPlot), compiled
  * into the binary at build time from web/ by cmake/embed_assets.cmake. A
- * build configured with -DTG_CONSOLE=OFF has none (ui_asset_count == 0) and
+ * build configured with -DTG_CONSOLE=OFF has none (web_asset_count == 0) and
  * the console answers that it was not built.
  */
-#ifndef TG_UI_ASSETS_H
-#define TG_UI_ASSETS_H
+#ifndef TG_WEB_ASSETS_H
+#define TG_WEB_ASSETS_H
 
 #include <stddef.h>
 
-struct ui_asset {
+struct web_asset {
         const char *name;          /* "app.js", "uPlot.iife.min.js", ... */
         const unsigned char *data; /* len bytes, then a NUL */
         size_t len;
 };
 
-extern const struct ui_asset ui_assets[];
-extern const size_t ui_asset_count;
+extern const struct web_asset web_assets[];
+extern const size_t web_asset_count;
 
 /* The asset of this name, or NULL. */
-const struct ui_asset *ui_asset_find(const char *name);
+const struct web_asset *web_asset_find(const char *name);
 /* Its Content-Type, from the name's extension. */
-const char *ui_asset_type(const char *name);
+const char *web_asset_type(const char *name);
 
 #endif
