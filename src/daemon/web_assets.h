@@ -1,8 +1,10 @@
 /*
- * ui_assets — the console's files (HTML, scripts, styles, uPlot), compiled
- * into the binary at build time from web/ by cmake/embed_assets.cmake. A
- * build configured with -DTG_CONSOLE=OFF has none (web_asset_count == 0) and
- * the console answers that it was not built.
+ * web_assets — the console's files (HTML, scripts, styles, uPlot), compiled
+ * into the binary at build time from web/ by cmake/embed_assets.cmake. The
+ * console (ui.c) serves them and `tollgate report --from` writes them into
+ * its page, so they live below both. A build configured with
+ * -DTG_CONSOLE=OFF has none (web_asset_count == 0): the console answers
+ * that it was not built, and the report's --from page is refused.
  */
 #ifndef TG_WEB_ASSETS_H
 #define TG_WEB_ASSETS_H
