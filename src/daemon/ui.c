@@ -1,7 +1,8 @@
 /*
  * ui — the console's routes, sign-in and actions (see the header); the read
  * routes are in ui_data.c, sessions in ui_session.c, the timeline's data in
- * ui_timeline.c, the files in the generated ui_assets_data.c. Runs on the
+ * timeline_data.c, the files in web_assets.c (the generated
+ * web_assets_data.c). Runs on the
  * API's HTTP thread, with the API's store.
  *
  * Invariants: nothing under /ui/api but login answers without a live
@@ -23,8 +24,8 @@
 #include "core/tg_error.h"
 #include "daemon/log.h"
 #include "daemon/render.h"
-#include "daemon/ui_assets.h"
 #include "daemon/ui_int.h"
+#include "daemon/web_assets.h"
 
 #define CSP                                                                                        \
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "                \
@@ -32,34 +33,6 @@
 #define LOGIN_FAILS_PER_MINUTE 20
 #define NOTE_MAX               200
 #define TOKEN_MAX              256
-
-/* ---- assets ------------------------------------------------------------------ */
-
-const struct ui_asset *ui_asset_find(const char *name)
-{
-        for (size_t i = 0; i < ui_asset_count; i++)
-                if (strcmp(ui_assets[i].name, name) == 0)
-                        return &ui_assets[i];
-        return NULL;
-}
-
-const char *ui_asset_type(const char *name)
-{
-        static const struct {
-                const char *ext, *type;
-        } types[] = {
-            {".html", "text/html; charset=utf-8"},
-            {".js", "text/javascript; charset=utf-8"},
-            {".css", "text/css; charset=utf-8"},
-            {".svg", "image/svg+xml"},
-        };
-        const char *dot = strrchr(name, '.');
-
-        for (size_t i = 0; dot && i < sizeof(types) / sizeof(types[0]); i++)
-                if (strcmp(dot, types[i].ext) == 0)
-                        return types[i].type;
-        return "application/octet-stream";
-}
 
 /* ---- lifecycle ------------------------------------------------------------------ */
 
@@ -107,9 +80,9 @@ static void security_headers(struct http_response *res)
         /* Cache-Control: no-store comes with every API answer (api.c). */
 }
 
-static int reply_asset(const struct ui_asset *a, struct http_response *res)
+static int reply_asset(const struct web_asset *a, struct http_response *res)
 {
-        return http_response_set(res, 200, ui_asset_type(a->name), (const char *)a->data, a->len);
+        return http_response_set(res, 200, web_asset_type(a->name), (const char *)a->data, a->len);
 }
 
 static int not_built(struct http_response *res, const char *rid)
@@ -455,7 +428,7 @@ static int route(struct api *api, const struct http_request *req, struct http_re
         if (!api->ui)
                 return api_reply_code(res, rid, 404, "not_found", NULL,
                                       "the console is off (ui.enabled = false)");
-        if (ui_asset_count == 0)
+        if (web_asset_count == 0)
                 return not_built(res, rid);
         if (strncmp(path, apis, sizeof(apis) - 1) == 0)
                 return route_api(api, req, res, rid, path + sizeof(apis) - 1);
@@ -467,14 +440,14 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                  * sign-in page (the app's data routes refuse them anyway). */
                 bool in = ui_session_find(&api->ui->sessions, http_request_header(req, "Cookie"),
                                           api_wall_now(), &s) == 0;
-                const struct ui_asset *a = ui_asset_find(in ? "app.html" : "login.html");
+                const struct web_asset *a = web_asset_find(in ? "app.html" : "login.html");
                 return a ? reply_asset(a, res) : not_built(res, rid);
         }
         if (strncmp(path, assets, sizeof(assets) - 1) == 0) {
                 const char *name = path + sizeof(assets) - 1;
-                const struct ui_asset *a = strchr(name, '/') ? NULL : ui_asset_find(name);
+                const struct web_asset *a = strchr(name, '/') ? NULL : web_asset_find(name);
                 /* the pages are answered at /ui only, by session */
-                if (a && strcmp(ui_asset_type(name), "text/html; charset=utf-8") != 0)
+                if (a && strcmp(web_asset_type(name), "text/html; charset=utf-8") != 0)
                         return reply_asset(a, res);
         }
         return api_reply_code(res, rid, 404, "not_found", NULL, "no such page");

@@ -30,7 +30,7 @@
 
 void ui_live_release(struct ui_live *live)
 {
-        ui_series_free(&live->series);
+        timeline_series_free(&live->series);
         free(live->status);
         live->status = NULL;
         live->read_at = 0;
@@ -106,7 +106,7 @@ static json_t *limits_json(const struct tg_config *c)
         return o;
 }
 
-static json_t *status_json(struct api *api, tg_wall_ms now, const struct ui_series *series)
+static json_t *status_json(struct api *api, tg_wall_ms now, const struct timeline_series *series)
 {
         struct exit_sample *x = calloc(1, sizeof(*x));
         struct api_admission_cache adm;
@@ -197,22 +197,22 @@ static json_t *status_json(struct api *api, tg_wall_ms now, const struct ui_seri
 static int live_refresh(struct api *api, tg_wall_ms now)
 {
         struct ui_live *live = &api->ui->live;
-        struct ui_series series;
+        struct timeline_series series;
         json_t *st;
         char *text;
         int r;
 
         if (live->read_at > 0 && now >= live->read_at && now - live->read_at < UI_LIVE_TTL_MS)
                 return 0;
-        r = ui_timeline_read(api->store, now - UI_LIVE_WINDOW_MS, now + 1000,
-                             UI_LIVE_WINDOW_MS / 1000 + 2, &series);
+        r = timeline_read(api->store, now - UI_LIVE_WINDOW_MS, now + 1000,
+                          UI_LIVE_WINDOW_MS / 1000 + 2, &series);
         if (r < 0)
                 return r;
         st = status_json(api, now, &series);
         text = st ? json_dumps(st, JSON_COMPACT) : NULL;
         json_decref(st);
         if (!text) {
-                ui_series_free(&series);
+                timeline_series_free(&series);
                 return TG_ENOMEM;
         }
         ui_live_release(live);
@@ -242,7 +242,7 @@ int ui_get_live(struct api *api, const struct http_request *req, struct http_res
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
         /* Only the points after the caller's last one. */
-        pts = ui_series_json(&live->series, since > 0 ? since : INT64_MIN, &api->cfg);
+        pts = timeline_series_json(&live->series, since > 0 ? since : INT64_MIN, &api->cfg);
         ptext = pts ? json_dumps(pts, JSON_FLAGS) : NULL;
         json_decref(pts);
         if (!ptext)
@@ -266,7 +266,7 @@ int ui_get_timeline(struct api *api, const struct http_request *req, struct http
         tg_wall_ms now = api_wall_now();
         int64_t keep_ms = (int64_t)api->cfg.stats_keep_hours * 3600 * 1000;
         int64_t from = 0, to = 0;
-        struct ui_series s;
+        struct timeline_series s;
         json_t *o;
         char *text;
         int r;
@@ -281,13 +281,13 @@ int ui_get_timeline(struct api *api, const struct http_request *req, struct http
                 return api_reply_code(res, rid, 400, "invalid_parameter", "from",
                                       "the window is longer than the store keeps samples "
                                       "(stats.keep_hours)");
-        r = ui_timeline_read(api->store, from, to, TIMELINE_POINTS, &s);
+        r = timeline_read(api->store, from, to, TIMELINE_POINTS, &s);
         if (r == TG_ENOMEM)
                 return r;
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
-        o = ui_series_json(&s, INT64_MIN, &api->cfg);
-        ui_series_free(&s);
+        o = timeline_series_json(&s, INT64_MIN, &api->cfg);
+        timeline_series_free(&s);
         text = o ? json_dumps(o, JSON_FLAGS) : NULL;
         json_decref(o);
         if (!text)

@@ -6,9 +6,9 @@
 #define TG_UI_INT_H
 
 #include "daemon/api_int.h"
+#include "daemon/timeline_data.h"
 #include "daemon/ui.h"
 #include "daemon/ui_session.h"
-#include "daemon/ui_timeline.h"
 
 /* The live view is read from the store at most this often, whatever the
  * number of open dashboards: every poll in between is answered from it. */
@@ -17,7 +17,7 @@
 
 struct ui_live {
         tg_wall_ms read_at; /* 0: never */
-        struct ui_series series;
+        struct timeline_series series;
         char *status;   /* the exit's status as JSON text */
         uint64_t reads; /* store reads made (for tests and the bench) */
 };

@@ -12,7 +12,7 @@
  *
  * With --config F --from T [--to T] and no arrival record, it draws instead
  * the console's own timeline of that window from the store alone (the
- * exit's per-second samples and the API's refusals, daemon/ui_timeline.h):
+ * exit's per-second samples and the API's refusals, daemon/timeline_data.h):
  * one page holding its data and the console's scripts, uPlot included,
  * that opens with no daemon and no network — for a postmortem.
  */
@@ -26,8 +26,8 @@
 #include "core/strnum.h"
 #include "core/tg_error.h"
 #include "daemon/config.h"
-#include "daemon/ui_assets.h"
-#include "daemon/ui_timeline.h"
+#include "daemon/timeline_data.h"
+#include "daemon/web_assets.h"
 #include "platform/clock.h"
 #include "platform/options.h"
 #include "tools/runlog.h"
@@ -672,7 +672,7 @@ static void script_text(FILE *f, const char *t, size_t len)
 
 static int inline_asset(FILE *f, const char *name, bool script)
 {
-        const struct ui_asset *a = ui_asset_find(name);
+        const struct web_asset *a = web_asset_find(name);
 
         if (!a)
                 return TG_ENOTFOUND;
@@ -688,13 +688,13 @@ struct store_totals {
         double max_age;
 };
 
-static void totals_of(const struct ui_series *s, struct store_totals *t)
+static void totals_of(const struct timeline_series *s, struct store_totals *t)
 {
         int64_t epoch = 0;
 
         memset(t, 0, sizeof(*t));
         for (size_t i = 0; i < s->n; i++) {
-                const struct ui_point *p = &s->points[i];
+                const struct timeline_point *p = &s->points[i];
                 t->starts += p->starts * p->seconds;
                 t->closes += p->closes * p->seconds;
                 t->refused += p->refused;
@@ -713,7 +713,7 @@ static void totals_of(const struct ui_series *s, struct store_totals *t)
 }
 
 static int write_store_page(FILE *f, const struct verify_args *a, const struct tg_config *cfg,
-                            struct store *store, const struct ui_series *s, tg_wall_ms from,
+                            struct store *store, const struct timeline_series *s, tg_wall_ms from,
                             tg_wall_ms to)
 {
         static const char *const scripts[] = {"uPlot.iife.min.js", "i18n.js", "timeline.js",
@@ -725,7 +725,7 @@ static int write_store_page(FILE *f, const struct verify_args *a, const struct t
         int r = 0;
 
         data = json_pack("{s:I, s:I, s:o}", "from", (json_int_t)from, "to", (json_int_t)to,
-                         "series", ui_series_json(s, INT64_MIN, cfg));
+                         "series", timeline_series_json(s, INT64_MIN, cfg));
         text = data ? json_dumps(data, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
         json_decref(data);
         if (!text)
@@ -767,7 +767,7 @@ static int report_from_store(const struct verify_args *a)
 {
         struct tg_config *cfg = malloc(sizeof(*cfg));
         struct store *store = NULL;
-        struct ui_series s = {0};
+        struct timeline_series s = {0};
         tg_wall_ms now = clock_wall_now(), from = 0, to = now;
         char err[512];
         FILE *f = NULL;
@@ -775,7 +775,7 @@ static int report_from_store(const struct verify_args *a)
 
         if (!cfg)
                 return 1;
-        if (ui_asset_count == 0) {
+        if (web_asset_count == 0) {
                 fprintf(stderr, "tollgate report: --from/--to draw the console's timeline, and "
                                 "this tollgate was built without its console (-DTG_CONSOLE=OFF)\n");
                 r = 2;
@@ -802,7 +802,7 @@ static int report_from_store(const struct verify_args *a)
         }
         r = store_open(cfg->store_url, &store);
         if (r == 0)
-                r = ui_timeline_read(store, from, to, STORE_POINTS, &s);
+                r = timeline_read(store, from, to, STORE_POINTS, &s);
         if (r < 0) {
                 fprintf(stderr, "tollgate report: cannot read the store: %s\n", tg_strerror(r));
                 r = 2;
@@ -832,7 +832,7 @@ static int report_from_store(const struct verify_args *a)
                s.step_s);
         r = 0;
 out:
-        ui_series_free(&s);
+        timeline_series_free(&s);
         store_close(store);
         free(cfg);
         return r;

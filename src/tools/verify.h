@@ -103,7 +103,9 @@ struct verify_limits {
         size_t max_records;      /* of calls, and of arrivals (VERIFY_MAX_RECORDS) */
 };
 
-/* Sets the seed's numbers: 5/s, 10 in flight, 3 attempts, 1 execution. */
+/* Sets the exit's limits to the config's defaults (config_defaults():
+ * exit.starts_per_second, exit.max_in_flight, retry.max_attempts,
+ * retry.count_limited), one execution per key, VERIFY_MAX_RECORDS. */
 void verify_limits_default(struct verify_limits *ret_limits);
 
 struct verify_finding {

@@ -20,11 +20,11 @@
 #include "daemon/api.h"
 #include "daemon/api_int.h"
 #include "daemon/config.h"
-#include "daemon/ui_assets.h"
+#include "daemon/timeline_data.h"
 #include "daemon/ui_int.h"
 #include "daemon/ui_session.h"
-#include "daemon/ui_timeline.h"
 #include "daemon/ui_users.h"
+#include "daemon/web_assets.h"
 #include "store/store.h"
 
 #define API_TOKEN "api-t0ken-for-tests"
@@ -386,7 +386,7 @@ static void test_pages_and_headers(void **state)
         struct answer a;
         const char *with_cookie[] = {"Cookie", NULL, NULL};
 
-        if (ui_asset_count == 0)
+        if (web_asset_count == 0)
                 skip(); /* built with -DTG_CONSOLE=OFF */
         /* no session: the sign-in page, with the security headers */
         a = call(fx->api, "GET", "/ui", NULL, NULL, NULL);
@@ -442,7 +442,7 @@ static void test_sign_in_guards(void **state)
                               NULL};
         struct answer a;
 
-        if (ui_asset_count == 0)
+        if (web_asset_count == 0)
                 skip(); /* built with -DTG_CONSOLE=OFF: no /ui at all */
 
         a = call(fx->api, "POST", "/ui/api/login", NULL, json, "{\"token\":\"nope\"}");
@@ -490,7 +490,7 @@ static void test_actions(void **state)
         char csrf_op[80];
         char cookie_op[256];
 
-        if (ui_asset_count == 0)
+        if (web_asset_count == 0)
                 skip(); /* built with -DTG_CONSOLE=OFF: no /ui at all */
 
         make_manual(fx->api, "op-desk-1");
@@ -621,7 +621,7 @@ static void test_live_is_one_read(void **state)
         struct answer a;
         uint64_t before;
 
-        if (ui_asset_count == 0)
+        if (web_asset_count == 0)
                 skip(); /* built with -DTG_CONSOLE=OFF: no /ui at all */
 
         sign_in(fx, VW_TOKEN, "vera");
@@ -712,7 +712,7 @@ static void test_timeline(void **state)
         struct fixture *fx = *state;
         struct store *s = fx->api->store;
         const tg_wall_ms T0 = 1700000000000LL;
-        struct ui_series se;
+        struct timeline_series se;
         json_t *j;
 
         /* 10 seconds; a hold in seconds 3-4; the owner changes at 6; a gap at 8 */
@@ -726,7 +726,7 @@ static void test_timeline(void **state)
         assert_int_equal(store_refusals_add(s, T0 + 7000, 3, 0), 0);
         assert_int_equal(store_refusals_add(s, T0 + 8000, 2, 0), 0); /* no sample: still shown */
 
-        assert_int_equal(ui_timeline_read(s, T0, T0 + 10000, 100, &se), 0);
+        assert_int_equal(timeline_read(s, T0, T0 + 10000, 100, &se), 0);
         assert_int_equal(se.step_s, 1);
         assert_int_equal(se.n, 10); /* 9 sampled seconds and one of refusals only */
         assert_int_equal(se.points[2].at, T0 + 2000);
@@ -738,20 +738,20 @@ static void test_timeline(void **state)
         assert_int_equal(se.points[7].refused, 3);
         assert_int_equal(se.points[8].seconds, 0);
         assert_int_equal(se.points[8].refused, 2);
-        j = ui_series_json(&se, INT64_MIN, &fx->api->cfg);
+        j = timeline_series_json(&se, INT64_MIN, &fx->api->cfg);
         assert_non_null(j);
         assert_int_equal(json_array_size(json_object_get(j, "t")), 10);
         assert_true(json_is_null(json_array_get(json_object_get(j, "starts"), 8)));
         assert_int_equal(json_integer_value(json_array_get(json_object_get(j, "held"), 3)), 1);
         json_decref(j);
         /* only the points after a time (the live poll's since) */
-        j = ui_series_json(&se, T0 + 7000, &fx->api->cfg);
+        j = timeline_series_json(&se, T0 + 7000, &fx->api->cfg);
         assert_int_equal(json_array_size(json_object_get(j, "t")), 2);
         json_decref(j);
-        ui_series_free(&se);
+        timeline_series_free(&se);
 
         /* binned: 5 s bins, means of rates, max of gauges, held if any */
-        assert_int_equal(ui_timeline_read(s, T0, T0 + 10000, 2, &se), 0);
+        assert_int_equal(timeline_read(s, T0, T0 + 10000, 2, &se), 0);
         assert_int_equal(se.step_s, 5);
         assert_int_equal(se.n, 2);
         assert_true(se.points[0].held);
@@ -759,8 +759,8 @@ static void test_timeline(void **state)
         assert_true(se.points[0].starts == (0 + 1 + 7 + 3 + 4) / 5.0);
         assert_int_equal(se.points[1].refused, 5);
         assert_int_equal(se.points[1].epoch, 3);
-        ui_series_free(&se);
-        assert_int_equal(ui_timeline_read(s, T0, T0, 2, &se), TG_EINVAL);
+        timeline_series_free(&se);
+        assert_int_equal(timeline_read(s, T0, T0, 2, &se), TG_EINVAL);
 }
 
 int main(void)

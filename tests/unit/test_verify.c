@@ -5,7 +5,8 @@
  * (hidden re-send, bypass, spacing pair, burst, in-flight logged and
  * recomputed, attempts, keys, executions, missing kinds), while things that
  * only look wrong (provider receive spacing, a call the provider never saw)
- * are notes. Also: the record bound, evidence truncation, kind lists.
+ * are notes. Also: the record bound, evidence truncation, kind lists, the
+ * default limits (the config's).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <cmocka.h>
 
 #include "core/tg_error.h"
+#include "daemon/config.h"
 #include "tools/verify.h"
 
 #define MAXN     64
@@ -477,6 +479,24 @@ static void test_bound_and_truncation(void **state)
         assert_int_equal(verify_run(NULL, d.calls, d.nc, NULL, 0, NULL, 0, &r), TG_EINVAL);
 }
 
+/* The default limits are the key table's defaults (issue 24: the default
+ * rate is written once), not numbers of verify's own. */
+static void test_limits_default_are_the_configs(void **state)
+{
+        static struct tg_config cfg;
+        struct verify_limits lim;
+
+        (void)state;
+        config_defaults(&cfg);
+        verify_limits_default(&lim);
+        assert_true(lim.rate == cfg.exit.starts_per_second);
+        assert_int_equal(lim.max_in_flight, cfg.exit.max_in_flight);
+        assert_int_equal(lim.max_attempts, cfg.policy.max_attempts);
+        assert_int_equal(lim.count_limited, cfg.policy.count_limited);
+        assert_int_equal(lim.max_executions, 1);
+        assert_int_equal(lim.max_records, VERIFY_MAX_RECORDS);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -497,6 +517,7 @@ int main(void)
             cmocka_unit_test_setup(test_receive_gap_in_whole_milliseconds, setup),
             cmocka_unit_test_setup(test_unseen_call_is_a_note, setup),
             cmocka_unit_test_setup(test_bound_and_truncation, setup),
+            cmocka_unit_test(test_limits_default_are_the_configs),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /*
- * ui_timeline — the seed's one picture as data: starts/s, closes/s, in
+ * timeline_data — the seed's one picture as data: starts/s, closes/s, in
  * flight against its cap, the oldest pending age and the backlog by state,
  * with the provider holds, owner changes and admission refusals that the
  * console draws as bands. Read from the store alone (the exit's per-second
@@ -14,8 +14,8 @@
  * the refusals summed. A bin with neither a sample nor a refusal is not
  * emitted: a gap (no dispatcher wrote) stays a gap.
  */
-#ifndef TG_UI_TIMELINE_H
-#define TG_UI_TIMELINE_H
+#ifndef TG_TIMELINE_DATA_H
+#define TG_TIMELINE_DATA_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -24,7 +24,7 @@
 #include "daemon/config.h"
 #include "store/store.h"
 
-struct ui_point {
+struct timeline_point {
         tg_wall_ms at;                    /* start of the bin */
         unsigned seconds;                 /* seconds with a sample in the bin (0: refusals only) */
         double starts, closes;            /* per second, mean over those seconds */
@@ -36,19 +36,19 @@ struct ui_point {
         unsigned refused;                 /* summed */
 };
 
-struct ui_series {
+struct timeline_series {
         tg_wall_ms from, to;
         unsigned step_s;
-        struct ui_point *points; /* only the bins with data, oldest first */
+        struct timeline_point *points; /* only the bins with data, oldest first */
         size_t n;
 };
 
 /* Reads [from, to) (wall ms, from < to) in bins of at least one second, at
  * most max_points bins. 0, TG_EINVAL, TG_ENOMEM or the store's code. Free
- * with ui_series_free(). */
-int ui_timeline_read(struct store *store, tg_wall_ms from, tg_wall_ms to, size_t max_points,
-                     struct ui_series *ret_series);
-void ui_series_free(struct ui_series *series);
+ * with timeline_series_free(). */
+int timeline_read(struct store *store, tg_wall_ms from, tg_wall_ms to, size_t max_points,
+                  struct timeline_series *ret_series);
+void timeline_series_free(struct timeline_series *series);
 
 /* The series as columns for the charts: {"from","to","step_s","cap",
  * "rate","t":[seconds],"starts","closes","in_flight","oldest_age_s",
@@ -56,7 +56,7 @@ void ui_series_free(struct ui_series *series);
  * "manual","refused"} (only points with at > after, which is INT64_MIN
  * for all). cap and rate are the account's configured limits. NULL when
  * out of memory. */
-json_t *ui_series_json(const struct ui_series *series, tg_wall_ms after,
-                       const struct tg_config *cfg);
+json_t *timeline_series_json(const struct timeline_series *series, tg_wall_ms after,
+                             const struct tg_config *cfg);
 
 #endif

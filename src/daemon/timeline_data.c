@@ -1,11 +1,11 @@
 /*
- * ui_timeline — the timeline's data from the store (see the header). The
+ * timeline_data — the timeline's data from the store (see the header). The
  * bins of a window live in one dense array while it is read (at most
  * max_points), and only the bins with data are kept. Samples come merged by
  * second from exit_stats_read_seconds(), refusals from
  * store_list_refusals(); both are walked once, oldest first.
  */
-#include "daemon/ui_timeline.h"
+#include "daemon/timeline_data.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -20,12 +20,12 @@ struct bins {
         tg_wall_ms from, to;
         int64_t step_ms;
         size_t n;
-        struct ui_point *b;
+        struct timeline_point *b;
         double *starts_sum, *closes_sum; /* per bin, over its seconds */
         tg_wall_ms *newest;              /* newest sample `at` in the bin */
 };
 
-static struct ui_point *bin_at(struct bins *w, tg_wall_ms at, size_t *ret_i)
+static struct timeline_point *bin_at(struct bins *w, tg_wall_ms at, size_t *ret_i)
 {
         size_t i;
 
@@ -41,7 +41,7 @@ static struct ui_point *bin_at(struct bins *w, tg_wall_ms at, size_t *ret_i)
 static int on_second(const struct exit_sample *x, void *userdata)
 {
         struct bins *w = userdata;
-        struct ui_point *p;
+        struct timeline_point *p;
         size_t i = 0;
         double age;
 
@@ -72,7 +72,7 @@ static int on_second(const struct exit_sample *x, void *userdata)
 static int on_refusal(const struct refusal_second *r, void *userdata)
 {
         struct bins *w = userdata;
-        struct ui_point *p;
+        struct timeline_point *p;
         size_t i = 0;
 
         if (r->at >= w->to)
@@ -83,7 +83,7 @@ static int on_refusal(const struct refusal_second *r, void *userdata)
         return 0;
 }
 
-void ui_series_free(struct ui_series *series)
+void timeline_series_free(struct timeline_series *series)
 {
         if (!series)
                 return;
@@ -92,8 +92,8 @@ void ui_series_free(struct ui_series *series)
         series->n = 0;
 }
 
-int ui_timeline_read(struct store *store, tg_wall_ms from, tg_wall_ms to, size_t max_points,
-                     struct ui_series *ret_series)
+int timeline_read(struct store *store, tg_wall_ms from, tg_wall_ms to, size_t max_points,
+                  struct timeline_series *ret_series)
 {
         struct bins w;
         int64_t span_s;
@@ -136,7 +136,7 @@ int ui_timeline_read(struct store *store, tg_wall_ms from, tg_wall_ms to, size_t
         if (r < 0)
                 goto out;
         for (size_t i = 0; i < w.n; i++) {
-                struct ui_point *p = &w.b[i];
+                struct timeline_point *p = &w.b[i];
                 if (p->seconds == 0 && p->refused == 0)
                         continue;
                 if (p->seconds > 0) {
@@ -167,7 +167,8 @@ static json_t *num3(double v)
         return json_real(round(v * 1000.0) / 1000.0);
 }
 
-json_t *ui_series_json(const struct ui_series *s, tg_wall_ms after, const struct tg_config *cfg)
+json_t *timeline_series_json(const struct timeline_series *s, tg_wall_ms after,
+                             const struct tg_config *cfg)
 {
         static const char *const names[] = {
             "t",       "starts", "closes",  "in_flight",     "oldest_age_s",
@@ -190,7 +191,7 @@ json_t *ui_series_json(const struct ui_series *s, tg_wall_ms after, const struct
                         ok = false;
         }
         for (size_t i = 0; ok && i < s->n; i++) {
-                const struct ui_point *p = &s->points[i];
+                const struct timeline_point *p = &s->points[i];
                 bool sampled = p->seconds > 0;
                 json_t *v[NCOLS];
 

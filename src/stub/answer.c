@@ -1,0 +1,348 @@
+/*
+ * The stub's answers: what a request is answered and how it goes on the
+ * wire. Errors in the words of the shape (PROVIDER.md's or the
+ * stripe-like one), the work done at a request's finish (at arrival, or at
+ * the deadline of a delayed one: execute the refund, read the ledger for a
+ * query, then the answer path's own faults), the timer and the hostile
+ * modes' hooks, and queueing the answer with libmicrohttpd.
+ *
+ * Invariants:
+ * - A refund executes only here, through ledger_execute() after
+ *   contract.c's ledger_begin() said LEDGER_NEW; in mode fail the key ends
+ *   through ledger_fail() instead and nothing executes.
+ * - The answer path's faults (drop, e500, calls:K) and a hostile mode act
+ *   after any execution, so they change what the client sees, never what
+ *   the provider did.
+ * - A delayed request is suspended, never slept on: the timer thread
+ *   finishes it at its deadline and resumes its connection; at shutdown
+ *   a waiting request is abandoned unexecuted (answer_abandon()).
+ * - Every contract request's answer is recorded once it is known (a status,
+ *   or 0: dropped), whether or not the client is still there.
+ */
+#include "server_int.h"
+
+#include "core/tg_error.h"
+#include "ledger.h"
+#include "platform/clock.h"
+#include "record.h"
+#include "relay.h"
+#include "timer.h"
+#include "webhook.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static char *error_body(const char *code, const char *message, bool retryable)
+{
+        json_t *o = json_pack("{s:{s:s, s:s, s:b}}", "error", "code", code, "message", message,
+                              "retryable", retryable);
+        char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(o);
+        return text;
+}
+
+/* The stripe-like shape's words for an error of ours: a type from the
+ * status, the code where the real API has one (an idempotency error has
+ * none, only its type), 400 for what we answer 422. */
+static void stripe_error(struct req *r, int status, const char *code, const char *message,
+                         bool retryable)
+{
+        const char *type = "invalid_request_error";
+
+        if (strcmp(code, "idempotency_key_reused") == 0) {
+                type = "idempotency_error";
+                code = NULL;
+        } else if (strcmp(code, "idempotency_key_in_use") == 0) {
+                type = "idempotency_error";
+        } else if (strcmp(code, "not_found") == 0) {
+                code = "resource_missing";
+        } else if (strcmp(code, "rate_limited") == 0) {
+                type = "rate_limit_error";
+                code = "rate_limit";
+        } else if (status >= 500) {
+                type = "api_error";
+        }
+        if (status == 422)
+                status = 400;
+        free(r->answer);
+        r->status = status;
+        r->answer = stub_stripe_error(type, code, message);
+        r->should_retry = retryable ? "true" : "false";
+}
+
+void answer_error(struct req *r, int status, const char *code, const char *message, bool retryable)
+{
+        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE && r->kind != K_ADMIN) {
+                stripe_error(r, status, code, message, retryable);
+                return;
+        }
+        free(r->answer);
+        r->status = status;
+        r->answer = error_body(code, message, retryable);
+}
+
+void answer_text(struct req *r, int status, const char *body)
+{
+        free(r->answer);
+        r->status = status;
+        r->answer = strdup(body);
+}
+
+void answer_retry_after(struct req *r)
+{
+        const struct stub_mode_spec *s = &r->spec;
+        if (s->ra_form == STUB_RA_NONE) {
+                r->retry_after[0] = '\0';
+        } else if (s->ra_form == STUB_RA_DATE) {
+                time_t t = (time_t)(clock_wall_now() / TG_MS_PER_S + s->ra_seconds);
+                struct tm tm;
+                gmtime_r(&t, &tm);
+                strftime(r->retry_after, sizeof(r->retry_after), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        } else {
+                snprintf(r->retry_after, sizeof(r->retry_after), "%lld", (long long)s->ra_seconds);
+        }
+}
+
+/* A hostile mode's answer from the one prepared (hostile.h). Out of
+ * memory: the plain answer goes instead. */
+static void make_hostile(struct req *r)
+{
+        struct hostile_answer a;
+        if (hostile_answer_make(&r->spec, r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE, r->status,
+                                r->answer, r->path, &a) < 0)
+                return;
+        r->hostile = a;
+        if (a.content_type == a.ctype)
+                r->hostile.content_type = r->hostile.ctype;
+        r->hostile_set = true;
+        r->status = a.status;
+}
+
+/* Runs at arrival (fast) or at the deadline (delayed), on any thread. */
+static void finish(struct req *r)
+{
+        struct stub_server *srv = r->srv;
+        tg_mono_ns now = clock_mono_now();
+
+        if (r->kind == K_REFUND && r->execute && r->spec.mode == STUB_FAIL) {
+                /* Taken, then refused for good at the provider: no money
+                 * moves. The client is told 500 (an unknown outcome); the
+                 * failure is what queries (and the event) say. */
+                char *body = srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE
+                                 ? stub_stripe_error("api_error", NULL, "injected failure (fail)")
+                                 : error_body("internal_error", "injected failure (fail)", false);
+                int rc = body ? ledger_fail(srv->ledger, &r->refund, now, r->spec.failure_code, 500,
+                                            body)
+                              : TG_ENOMEM;
+                if (rc < 0) {
+                        free(body);
+                        answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
+                } else {
+                        free(r->answer);
+                        r->status = 500;
+                        r->answer = body;
+                        if (srv->webhook)
+                                webhook_enqueue(srv->webhook, r->refund.operation_id, "failed", "",
+                                                now);
+                }
+        } else if (r->kind == K_REFUND && r->execute) {
+                char id[STUB_REFUND_ID_MAX], body[STUB_RESPONSE_MAX];
+                int rc = ledger_execute(srv->ledger, &r->refund, now, clock_wall_now(),
+                                        r->spec.processing_ms * TG_NS_PER_MS, id, body);
+                if (rc < 0) {
+                        answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
+                } else {
+                        r->executed = true;
+                        /* the real API answers a created refund with 200 */
+                        answer_text(r, srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE ? 200 : 201, body);
+                        /* calls:K: this POST is call 1 of K; queries 2..K-1
+                         * say processing, call K says succeeded */
+                        if (r->spec.mode == STUB_CALLS && r->spec.close_calls > 2)
+                                ledger_processing_queries(srv->ledger, r->refund.operation_id,
+                                                          (unsigned)r->spec.close_calls - 2);
+                        if (srv->webhook)
+                                webhook_enqueue(srv->webhook, r->refund.operation_id, "succeeded",
+                                                id, now);
+                }
+        } else if (r->kind == K_QUERY && r->lookup) {
+                enum ledger_status st;
+                char id[STUB_REFUND_ID_MAX], failure[STUB_FAILURE_MAX];
+                struct stub_refund req;
+                json_t *o = NULL;
+                memset(&req, 0, sizeof(req));
+                ledger_query(srv->ledger, r->query_op, now, &st, id, failure, &req);
+                if (st == LEDGER_NOT_FOUND) {
+                        answer_error(r, 404, "not_found", "no refund for this operation", false);
+                } else if (srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE) {
+                        free(r->answer);
+                        r->status = 200;
+                        r->answer = stub_stripe_refund(id, &req,
+                                                       st == LEDGER_PROCESSING ? "pending"
+                                                       : st == LEDGER_FAILED   ? "failed"
+                                                                               : "succeeded",
+                                                       st == LEDGER_FAILED ? failure : NULL);
+                } else {
+                        if (st == LEDGER_PROCESSING)
+                                o = json_pack("{s:s, s:s}", "operation_id", r->query_op, "status",
+                                              "processing");
+                        else if (st == LEDGER_FAILED)
+                                o = json_pack("{s:s, s:s, s:s}", "operation_id", r->query_op,
+                                              "status", "failed", "failure_code", failure);
+                        else
+                                o = json_pack("{s:s, s:s, s:s}", "operation_id", r->query_op,
+                                              "refund_id", id, "status", "succeeded");
+                        free(r->answer);
+                        r->status = 200;
+                        r->answer = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+                        json_decref(o);
+                }
+        }
+        /* The answer path's own faults, after any execution. */
+        if (r->spec.mode == STUB_DROP || r->spec.mode == STUB_REFUSE)
+                r->drop = true;
+        else if (r->spec.mode == STUB_E500 ||
+                 (r->spec.mode == STUB_CALLS && r->kind == K_REFUND && r->spec.close_calls > 1))
+                answer_error(r, 500, "internal_error",
+                             r->spec.mode == STUB_E500 ? "injected failure (e500)"
+                                                       : "executed; the answer comes by query "
+                                                         "(calls)",
+                             false);
+        if (stub_mode_hostile(r->spec.mode) && !r->drop)
+                make_hostile(r);
+        /* Recorded now: a client that left meanwhile never sees it, but this
+         * was the answer (and "delivered" will say false). */
+        if (r->seq)
+                record_answer(srv->log, r->seq, r->drop ? 0 : r->status, r->executed);
+        r->state = RS_READY;
+}
+
+static void on_timer(void *arg)
+{
+        struct req *r = arg;
+        finish(r);
+        MHD_resume_connection(r->conn);
+}
+
+/* At shutdown: a waiting request is abandoned unexecuted, like a provider crash. */
+void answer_abandon(void *arg)
+{
+        struct req *r = arg;
+        r->execute = false;
+        r->lookup = false;
+        r->drop = true;
+        r->state = RS_READY;
+        MHD_resume_connection(r->conn);
+}
+
+/* trickle: the connection waits between two bytes (hostile.h's hooks) */
+static void on_wake(void *arg)
+{
+        struct req *r = arg;
+        MHD_resume_connection(r->conn);
+}
+
+static void hostile_wait(void *owner, tg_mono_ns due)
+{
+        struct req *r = owner;
+        r->suspended = true;
+        atomic_fetch_add(&r->srv->suspended, 1);
+        MHD_suspend_connection(r->conn);
+        if (timer_add(r->srv->timer, due, on_wake, r) < 0) {
+                r->drop = true; /* stopping (or no timer slot): the answer ends here */
+                MHD_resume_connection(r->conn);
+        }
+}
+
+static bool hostile_woke(void *owner)
+{
+        struct req *r = owner;
+        if (r->suspended) {
+                r->suspended = false;
+                atomic_fetch_sub(&r->srv->suspended, 1);
+        }
+        return r->drop;
+}
+
+/* A reset of the caller's connection (no FIN), through the relay. */
+static void hostile_reset(void *owner)
+{
+        struct req *r = owner;
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+        if (ci)
+                relay_reset(r->srv->relay, ci->connect_fd);
+}
+
+static enum MHD_Result send_hostile(struct req *r)
+{
+        const struct hostile_hooks hooks = {
+            .wait = hostile_wait, .woke = hostile_woke, .reset = hostile_reset, .owner = r};
+        struct MHD_Response *resp = hostile_response(&r->hostile, &hooks);
+        enum MHD_Result ret;
+
+        if (r->seq)
+                record_answer(r->srv->log, r->seq, r->status, r->executed);
+        if (!resp)
+                return MHD_NO;
+        ret = MHD_queue_response(r->conn, (unsigned int)r->status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
+enum MHD_Result answer_send(struct req *r)
+{
+        struct MHD_Response *resp;
+        enum MHD_Result ret;
+        const char *body = r->answer ? r->answer : "";
+
+        if (r->drop) {
+                if (r->seq)
+                        record_answer(r->srv->log, r->seq, 0, r->executed);
+                return MHD_NO; /* MHD closes the connection without a byte of answer */
+        }
+        if (r->hostile_set)
+                return send_hostile(r);
+        if (!r->answer && r->status == 0)
+                answer_error(r, 500, "internal_error", "stub: no answer prepared", false);
+        if (r->seq)
+                record_answer(r->srv->log, r->seq, r->status, r->executed);
+        resp = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_MUST_COPY);
+        if (!resp)
+                return MHD_NO;
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                r->kind == K_ADMIN && strncmp(r->path, "/_stub/arrivals", 15) == 0
+                                    ? "application/x-ndjson"
+                                    : "application/json");
+        if (r->retry_after[0])
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->retry_after);
+        if (r->allow)
+                MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
+        if (r->should_retry)
+                MHD_add_response_header(resp, "Stripe-Should-Retry", r->should_retry);
+        ret = MHD_queue_response(r->conn, (unsigned int)r->status, resp);
+        MHD_destroy_response(resp);
+        return ret;
+}
+
+/* Answers now, or suspends until delay_ms after arrival. */
+enum MHD_Result answer_after_delay(struct req *r)
+{
+        tg_mono_ns due = r->arrival + r->spec.delay_ms * TG_NS_PER_MS;
+        if (r->spec.delay_ms <= 0 || due <= clock_mono_now()) {
+                finish(r);
+                return answer_send(r);
+        }
+        r->state = RS_WAIT;
+        r->suspended = true;
+        atomic_fetch_add(&r->srv->suspended, 1);
+        MHD_suspend_connection(r->conn);
+        if (timer_add(r->srv->timer, due, on_timer, r) < 0) {
+                /* No timer slot: answer now rather than hang. */
+                finish(r);
+                MHD_resume_connection(r->conn);
+        }
+        return MHD_YES;
+}

@@ -1,0 +1,246 @@
+/*
+ * The stub's contract endpoints: POST /v1/refunds and GET
+ * /v1/refunds/{id} (PROVIDER.md, or the stripe-like shape's paths). Each
+ * request is checked as a real provider checks it — the client
+ * certificate (in the handshake), the API key, the signature, the
+ * Idempotency-Key and the body — in that order, and its mode in force
+ * decides what it is answered; the answer itself is made in answer.c.
+ *
+ * Invariants:
+ * - Nothing is checked or executed in modes refuse and redirect (a hop in
+ *   front of the provider); unavailable and limited answer after the
+ *   caller's checks, before the body is looked at.
+ * - A POST reaches the ledger only when every check passed; ledger_begin()
+ *   decides new, replay, reused or in use, and only new executes (at the
+ *   request's finish).
+ */
+#include "server_int.h"
+
+#include "core/encode.h"
+#include "core/tg_error.h"
+#include "ledger.h"
+#include "platform/clock.h"
+#include "record.h"
+#include "tls.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *header_of(void *ctx, const char *name)
+{
+        return MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
+}
+
+/* What a real provider checks before anything else: the client
+ * certificate (already, in the handshake), the API key and the request's
+ * signature. Records the verdicts (and the body, with --record-bodies);
+ * false when the request was answered 401 here. */
+static bool caller_ok(struct req *r)
+{
+        struct stub_server *srv = r->srv;
+        char path[3 * sizeof(r->path)];
+        struct tg_strbuf sb;
+        const char *key = stub_auth_key(&srv->cfg.auth, header_of, r->conn);
+        const char *sig;
+
+        /* The path as the client sent it: libmicrohttpd hands it over
+         * percent-decoded, and a client encodes every byte of a value but
+         * the unreserved ones (core/encode.h), keeping its '/'. */
+        tg_strbuf_init(&sb, path, sizeof(path));
+        for (const char *p = r->path; *p; p++) {
+                if (*p == '/')
+                        tg_strbuf_add(&sb, "/", 1);
+                else
+                        encode_percent(ENCODE_PATH_SEGMENT, p, 1, &sb);
+        }
+        sig = stub_auth_signature(&srv->cfg.auth, header_of, r->conn, r->method, path, r->body,
+                                  r->len, clock_wall_now() / TG_MS_PER_S);
+
+        if (r->seq)
+                record_checks(srv->log, r->seq, stub_tls_client(r->conn), key, sig,
+                              srv->cfg.record_bodies ? (r->body ? r->body : "") : NULL, r->len);
+        if (key && strcmp(key, "ok") != 0) {
+                answer_error(r, 401, "unauthorized",
+                             strcmp(key, "missing") == 0 ? "no API key" : "invalid API key", false);
+                return false;
+        }
+        if (sig && strcmp(sig, "ok") != 0) {
+                answer_error(r, 401, "signature_invalid",
+                             strcmp(sig, "stale") == 0 ? "timestamp too far from now"
+                                                       : "missing or wrong signature",
+                             false);
+                return false;
+        }
+        return true;
+}
+
+/* What both contract requests meet before their own checks: a refused
+ * connection, a hop in front of the provider (redirect: nothing checked,
+ * nothing executed), the caller's checks, and the account-wide refusals
+ * (unavailable, limited: Retry-After as the mode says) with their
+ * messages. true: r is answered, *ret_result says how. */
+static bool front(struct req *r, const char *unavailable, const char *limited,
+                  enum MHD_Result *ret_result)
+{
+        if (r->spec.mode == STUB_REFUSE) {
+                r->drop = true;
+                *ret_result = answer_send(r);
+                return true;
+        }
+        if (r->spec.mode == STUB_REDIRECT) {
+                *ret_result = answer_after_delay(r);
+                return true;
+        }
+        if (!caller_ok(r)) {
+                *ret_result = answer_send(r);
+                return true;
+        }
+        if (r->spec.mode != STUB_UNAVAILABLE && r->spec.mode != STUB_LIMITED)
+                return false;
+        if (r->spec.mode == STUB_UNAVAILABLE)
+                answer_error(r, 503, "temporarily_unavailable", unavailable, true);
+        else
+                answer_error(r, 429, "rate_limited", limited, true);
+        answer_retry_after(r);
+        *ret_result = answer_after_delay(r);
+        return true;
+}
+
+/* The POST body as the shape has it: 0, or the answer is prepared. */
+static int parse_refund(struct req *r, const char *key, const char *ctype)
+{
+        const char *why = NULL, *param = NULL;
+        int rc;
+
+        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE) {
+                if (!ctype || strncmp(ctype, "application/x-www-form-urlencoded", 33) != 0) {
+                        answer_error(r, 400, "invalid_request",
+                                     "Content-Type must be application/x-www-form-urlencoded",
+                                     false);
+                        return TG_EINVAL;
+                }
+                rc = stub_parse_refund_form(r->body ? r->body : "", r->len, key, &why, &param,
+                                            &r->refund);
+                if (rc < 0) {
+                        answer_error(r, 400, param ? "parameter_invalid" : "parameter_unknown", why,
+                                     false);
+                        return rc;
+                }
+                return 0;
+        }
+        if (ctype && strncmp(ctype, "application/json", 16) != 0) {
+                answer_error(r, 400, "invalid_request", "Content-Type must be application/json",
+                             false);
+                return TG_EINVAL;
+        }
+        rc = stub_parse_refund_request(r->body ? r->body : "", r->len, &why, &r->refund);
+        if (rc < 0) {
+                answer_error(r, rc == TG_EPARSE ? 400 : 422, "invalid_request", why, false);
+                return rc;
+        }
+        if (strcmp(key, r->refund.operation_id) != 0) {
+                answer_error(r, 422, "invalid_request",
+                             "Idempotency-Key must equal the body's operation_id", false);
+                return TG_EINVAL;
+        }
+        return 0;
+}
+
+enum MHD_Result contract_refund(struct req *r)
+{
+        struct stub_server *srv = r->srv;
+        const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
+        const char *ctype =
+            MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        char stored[STUB_RESPONSE_MAX], msg[160];
+        enum ledger_begin kind;
+        enum MHD_Result ret;
+        int rc, replay_status = 200;
+
+        if (front(r, "injected (unavailable)", "injected (limited)", &ret))
+                return ret;
+        if (r->too_big) {
+                snprintf(msg, sizeof(msg), "body larger than %zu bytes", srv->cfg.max_body);
+                answer_error(r, 413, "invalid_request", msg, false);
+                return answer_send(r);
+        }
+        if (!key || !stub_key_valid(key, strlen(key))) {
+                answer_error(r, 400, "invalid_request",
+                             "Idempotency-Key must be 1-128 chars of [A-Za-z0-9._:-]", false);
+                return answer_send(r);
+        }
+        if (parse_refund(r, key, ctype) < 0)
+                return answer_send(r);
+        if (r->spec.mode == STUB_REJECT) {
+                answer_error(r, 422, "invalid_request", "injected (reject)", false);
+                return answer_after_delay(r);
+        }
+        rc = ledger_begin(srv->ledger, &r->refund, clock_mono_now(), &kind, &replay_status, stored);
+        if (rc < 0) {
+                answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
+                return answer_send(r);
+        }
+        switch (kind) {
+        case LEDGER_NEW:
+                r->execute = true;
+                break;
+        case LEDGER_REPLAY:
+                /* The first stored response: the success body with 200, or
+                 * the 500 a failed key was given (docs in --help). */
+                answer_text(r, replay_status, stored);
+                break;
+        case LEDGER_REUSED:
+                answer_error(r, 422, "idempotency_key_reused",
+                             "this key was used with another payload", false);
+                break;
+        case LEDGER_IN_USE:
+                answer_error(r, 409, "idempotency_key_in_use",
+                             "a request with this key is still being processed", false);
+                break;
+        }
+        return answer_after_delay(r);
+}
+
+/* The operation a query names: by our key (PROVIDER.md's path, or the
+ * stripe-like by-key lookup) or by the provider's refund id. 0, or the
+ * answer is prepared. */
+static int query_operation(struct req *r)
+{
+        size_t by_key = strlen(STUB_BY_KEY_PREFIX);
+
+        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE) {
+                const char *rest = r->path + by_key;
+                if (strncmp(r->path, STUB_BY_KEY_PREFIX, by_key) == 0) {
+                        if (!stub_key_valid(rest, strlen(rest))) {
+                                answer_error(r, 400, "invalid_request", "not a valid key", false);
+                                return TG_EINVAL;
+                        }
+                        memcpy(r->query_op, rest, strlen(rest) + 1);
+                        return 0;
+                }
+                rest = r->path + strlen(STUB_QUERY_PREFIX);
+                if (ledger_operation_of(r->srv->ledger, rest, r->query_op) < 0) {
+                        answer_error(r, 404, "not_found", "no such refund", false);
+                        return TG_ENOTFOUND;
+                }
+                return 0;
+        }
+        if (stub_parse_query_path(r->path, r->query_op) < 0) {
+                answer_error(r, 400, "invalid_request",
+                             "operation id must be 1-128 chars of [A-Za-z0-9._:-]", false);
+                return TG_EINVAL;
+        }
+        return 0;
+}
+
+enum MHD_Result contract_query(struct req *r)
+{
+        enum MHD_Result ret;
+
+        if (front(r, "injected (query unavailable)", "injected (query limited)", &ret))
+                return ret;
+        if (query_operation(r) < 0)
+                return answer_after_delay(r);
+        r->lookup = true;
+        return answer_after_delay(r);
+}
