@@ -291,16 +291,8 @@ int store_mysql_open(const char *where, const struct store_open_opts *opts,
 
 /* ---- shared helpers (store.c) ---------------------------------------- */
 
-/* Stored names. *_text never returns NULL ("?" for an out-of-range value,
- * which the backends never store); *_parse returns 0 or TG_EPARSE. */
-const char *store_state_text(enum op_state state);
-int store_state_parse(const char *text, enum op_state *ret_state);
-const char *store_kind_text(enum tg_call_kind kind);
-int store_kind_parse(const char *text, enum tg_call_kind *ret_kind);
-const char *store_class_text(enum tg_class cls);
-int store_class_parse(const char *text, enum tg_class *ret_cls);
-const char *store_reason_text(enum manual_reason reason);
-int store_reason_parse(const char *text, enum manual_reason *ret_reason);
+/* Stored names: op_state_name(), tg_call_kind_name(), tg_class_name(),
+ * manual_reason_name() and their _parse() inverses (core/names.h). */
 
 /* `state IN ('a','b')` for a set of POLICY_STATE_BIT()s, in state order, into
  * dst: the state lists of the backends' picks and batches are made from the
