@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "core/tg_error.h"
 
 bool store_error_transient(int code)
@@ -190,6 +191,73 @@ int store_open_ex(const char *url, const struct store_open_opts *opts, struct st
         mask_url(url, store->url_masked, sizeof(store->url_masked));
         *ret_store = store;
         return 0;
+}
+
+unsigned store_indexed_states(void)
+{
+        unsigned set = 0;
+
+        for (unsigned st = 0; st < OP_STATE_COUNT; st++)
+                if (store_state_counter((enum op_state)st) < 0)
+                        set |= POLICY_STATE_BIT(st);
+        return set;
+}
+
+unsigned store_open_states(void)
+{
+        unsigned set = 0;
+
+        for (unsigned st = 0; st < OP_STATE_COUNT; st++)
+                if (!policy_state_is_final((enum op_state)st) && st != OP_MANUAL)
+                        set |= POLICY_STATE_BIT(st);
+        return set;
+}
+
+int store_union_sql(unsigned states, const char *each, char *dst, size_t size)
+{
+        struct tg_strbuf sb;
+        bool first = true;
+
+        tg_strbuf_init(&sb, dst, size);
+        for (unsigned st = 0; st < OP_STATE_COUNT; st++) {
+                const char *at = each;
+                if (!(states & POLICY_STATE_BIT(st)))
+                        continue;
+                if (!first)
+                        tg_strbuf_adds(&sb, " UNION ALL ");
+                first = false;
+                for (const char *q = strchr(at, '@'); q; q = strchr(at, '@')) {
+                        tg_strbuf_add(&sb, at, (size_t)(q - at));
+                        tg_strbuf_adds(&sb, op_state_name((enum op_state)st));
+                        at = q + 1;
+                }
+                tg_strbuf_adds(&sb, at);
+        }
+        return tg_strbuf_status(&sb);
+}
+
+static void add_quoted(struct tg_strbuf *sb, bool *first, const char *word)
+{
+        tg_strbuf_adds(sb, *first ? "'" : ", '");
+        tg_strbuf_adds(sb, word);
+        tg_strbuf_adds(sb, "'");
+        *first = false;
+}
+
+int store_counter_list_sql(char *dst, size_t size)
+{
+        struct tg_strbuf sb;
+        bool first = true;
+
+        tg_strbuf_init(&sb, dst, size);
+        for (unsigned st = 0; st < OP_STATE_COUNT; st++) {
+                int c = store_state_counter((enum op_state)st);
+                if (c >= 0)
+                        add_quoted(&sb, &first, store_counter_text((enum store_counter)c));
+        }
+        add_quoted(&sb, &first, store_counter_text(STORE_COUNTER_PRUNED_OPERATIONS));
+        add_quoted(&sb, &first, store_counter_text(STORE_COUNTER_PRUNED_CALLS));
+        return tg_strbuf_status(&sb);
 }
 
 int store_open(const char *url, struct store **ret_store)

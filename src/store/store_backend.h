@@ -299,6 +299,26 @@ int store_mysql_open(const char *where, const struct store_open_opts *opts,
  * transition table (core/policy.h), never written by hand. */
 void store_state_list_sql(unsigned states, char *dst, size_t size);
 
+/* The counter of a state (enum store_counter), or -1 when the state is not
+ * counted: its rows are counted from the index (store_life.c). */
+int store_state_counter(enum op_state state);
+
+/* The states whose rows are counted from the index (those without a
+ * counter), and the states open for the exit (neither final nor manual),
+ * as sets of POLICY_STATE_BIT()s. */
+unsigned store_indexed_states(void);
+unsigned store_open_states(void);
+
+/* `each` once per state of `states` (in state order), every '@' in it
+ * replaced by the state's word, joined by " UNION ALL ", into dst: the
+ * backends' per-state index probes are made from core/names.h, never
+ * written by hand. 0, or TG_EFULL when dst is too small. */
+int store_union_sql(unsigned states, const char *each, char *dst, size_t size);
+
+/* `'a', 'b', ...`: the names of the counters of the counted states and of
+ * the prune totals, for the stats' `name IN (...)`. 0 or TG_EFULL. */
+int store_counter_list_sql(char *dst, size_t size);
+
 /* Argument checks of the neutral layer: a string of 1..max bytes terminated
  * within max+1 (text), a string of 0..size-1 bytes in a buffer of `size`
  * (buf). */

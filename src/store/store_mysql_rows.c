@@ -510,11 +510,11 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
                 r = store_mysql_query(
                     s, &res,
                     "SELECT " OP_COLS " FROM operations FORCE INDEX (ops_state_accepted) "
-                    "WHERE state = 'manual' AND id > %I AND "
+                    "WHERE state = %S AND id > %I AND "
                     "(accepted_at > %I OR (accepted_at = %I AND id > %I)) "
                     "AND (%S = '' OR reason = %S) AND (%I = 0 OR (%I = 1 AND assignee = %S) "
                     "OR (%I = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT %I",
-                    p->after_id, p->cur_at, p->cur_at, p->cur_id,
+                    op_state_name(OP_MANUAL), p->after_id, p->cur_at, p->cur_at, p->cur_id,
                     p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason),
                     p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason), (int64_t)p->who,
                     (int64_t)p->who, p->assignee, (int64_t)p->who, n);
@@ -545,28 +545,6 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
 
 /* ---- stats and samples ------------------------------------------------------------------ */
 
-/* One index probe per open state, for the oldest open operation. */
-#define OLDEST_OF(state) "SELECT MIN(accepted_at) AS m FROM operations WHERE state = '" state "'"
-/* the open states (manual is not open for the exit) */
-#define OPEN_OLDEST                                                                                \
-        OLDEST_OF("pending")                                                                       \
-        " UNION ALL " OLDEST_OF("in_flight") " UNION ALL " OLDEST_OF(                              \
-            "retry_wait") " UNION ALL " OLDEST_OF("unknown")
-
-/* One state's rows, counted from the index ops_state_accepted. */
-#define COUNT_OF(state)                                                                            \
-        "SELECT '" state "', COUNT(*) FROM operations FORCE INDEX (ops_state_accepted) WHERE "     \
-        "state = '" state "'"
-
-/* clang-format off */
-static const char stats_counts_sql[] =
-    COUNT_OF("pending") " UNION ALL " COUNT_OF("in_flight") " UNION ALL "
-    COUNT_OF("retry_wait") " UNION ALL " COUNT_OF("unknown") " UNION ALL "
-    COUNT_OF("manual") " UNION ALL " COUNT_OF("cancelled") " UNION ALL "
-    "SELECT name, n FROM counters WHERE name IN ('succeeded', 'rejected', 'pruned_operations', "
-    "'pruned_calls')";
-/* clang-format on */
-
 int store_mysql_stats(struct store *store, struct store_stats *ret_stats)
 {
         struct mysql_store *s = M(store);
@@ -582,7 +560,7 @@ int store_mysql_stats(struct store *store, struct store_stats *ret_stats)
         /* The open states (and manual) from their index: the backlog; the
          * final ones and the prune totals from the counters, so that a
          * scrape does not grow with history. */
-        r = store_mysql_query(s, &res, "%s", stats_counts_sql);
+        r = store_mysql_query(s, &res, "%s", s->q[MQ_COUNT_BY_STATE]);
         if (r < 0)
                 return r;
         while (r == 0) {
@@ -607,9 +585,7 @@ int store_mysql_stats(struct store *store, struct store_stats *ret_stats)
         }
         mysql_free_result(res);
         if (r == 0) {
-                r = store_mysql_query(s, &res,
-                                      "SELECT MIN(m) FROM (" OPEN_OLDEST
-                                      " UNION ALL " OLDEST_OF("manual") ") AS o");
+                r = store_mysql_query(s, &res, "%s", s->q[MQ_OLDEST_ALL]);
                 r = one_i64(res, r, &v, &null);
         }
         if (r == 0 && !null)
@@ -635,15 +611,11 @@ int store_mysql_sample_put(struct store *store, const struct exit_sample *x, tg_
          * index probe per open state (manual is not open for the exit). A
          * sample with the same `at` and share is replaced. The backlog is
          * counted by store_sample_put(). */
-        int r = store_mysql_exec(
-            s,
-            "REPLACE INTO exit_samples (" SAMPLE_COLS ") "
-            "SELECT %I, %I, %U, %U, %U, %U, %I, (SELECT MIN(m) FROM (" OPEN_OLDEST
-            ") AS o), %L, %U, %U, %U, %U, %U, %U",
-            x->at, x->epoch, x->in_flight, x->starts, x->call_ends, x->op_closes,
-            (int64_t)(x->held ? 1 : 0), x->figures, x->share, x->backlog[OP_PENDING],
-            x->backlog[OP_IN_FLIGHT], x->backlog[OP_RETRY_WAIT], x->backlog[OP_UNKNOWN],
-            x->backlog[OP_MANUAL]);
+        int r = store_mysql_exec(s, s->q[MQ_SAMPLE_PUT], x->at, x->epoch, x->in_flight, x->starts,
+                                 x->call_ends, x->op_closes, (int64_t)(x->held ? 1 : 0), x->figures,
+                                 x->share, x->backlog[OP_PENDING], x->backlog[OP_IN_FLIGHT],
+                                 x->backlog[OP_RETRY_WAIT], x->backlog[OP_UNKNOWN],
+                                 x->backlog[OP_MANUAL]);
 
         /* the figures of this share's samples of a minute ago: a range of the
          * primary key, so the cost does not grow with the table */
