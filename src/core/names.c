@@ -3,9 +3,8 @@
  * inverses, made from the tables there: no word is written in this file.
  *
  * Invariants: each words[] array has exactly its enum's count of entries,
- * in enum order (the designated initializers make a gap a NULL, which
- * names_sane() in the unit test would find); a lookup outside a table
- * answers "invalid" or TG_EINVAL, never reads past the array.
+ * in enum order (both are made from the same table); a lookup outside a
+ * table answers "invalid" or TG_EINVAL, never reads past the array.
  */
 #include "core/names.h"
 
