@@ -297,8 +297,7 @@ static void one_row(struct store *store, char **f, int nf, const int col[3], uns
                 return;
         }
         if (op.state == OP_IN_FLIGHT || op.state == OP_PENDING) {
-                report(t, line, id, op.state == OP_IN_FLIGHT ? "in_flight" : "pending",
-                       op_state_name(op.state), status);
+                report(t, line, id, op_state_name(op.state), op_state_name(op.state), status);
                 return;
         }
         if (dry_run) {
@@ -310,7 +309,8 @@ static void one_row(struct store *store, char **f, int nf, const int col[3], uns
         if (r == 0)
                 t->settled++;
         else if (r == TG_ESTATE)
-                report(t, line, id, "in_flight", NULL, status); /* it moved meanwhile */
+                report(t, line, id, op_state_name(OP_IN_FLIGHT), NULL,
+                       status); /* moved meanwhile */
         else
                 report(t, line, id, "store_error", NULL, status);
 }

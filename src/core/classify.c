@@ -38,14 +38,6 @@ struct classifier {
 /* Longest rule text classify_rule_parse() looks at; longer is TG_EPARSE. */
 #define RULE_TEXT_MAX 512
 
-static const char *const class_names[TG_CLASS_COUNT] = {
-    [TG_CLASS_SUCCEEDED] = "succeeded",   [TG_CLASS_REJECTED] = "rejected",
-    [TG_CLASS_KEY_REUSED] = "key_reused", [TG_CLASS_RETRYABLE] = "retryable",
-    [TG_CLASS_UNKNOWN] = "unknown",       [TG_CLASS_NOT_SENT] = "not_sent",
-    [TG_CLASS_PROCESSING] = "processing", [TG_CLASS_NOT_FOUND] = "not_found",
-    [TG_CLASS_NO_ANSWER] = "no_answer",
-};
-
 /* The defaults of shared/PROVIDER.md, in the order they are added: a later
  * row takes precedence, so the specific rows follow the general ones. */
 static const struct classify_rule default_rules[] = {
@@ -233,26 +225,6 @@ enum tg_class classify(const struct classifier *classifier, enum classify_reques
                         return rule->cls;
         }
         return fallback;
-}
-
-const char *tg_class_name(enum tg_class cls)
-{
-        if ((unsigned)cls >= TG_CLASS_COUNT)
-                return "invalid";
-        return class_names[cls];
-}
-
-int tg_class_parse(const char *name, enum tg_class *ret_cls)
-{
-        if (!name || !ret_cls)
-                return TG_EINVAL;
-        for (unsigned i = 0; i < TG_CLASS_COUNT; i++) {
-                if (strcmp(name, class_names[i]) == 0) {
-                        *ret_cls = (enum tg_class)i;
-                        return 0;
-                }
-        }
-        return TG_EINVAL;
 }
 
 void classify_copy_field(char *dst, size_t dst_size, const char *src, size_t src_len)

@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/names.h"
+
 enum tg_transport_result {
         TG_TR_NOT_SENT,           /* refused, DNS failure, connect timeout: no byte left */
         TG_TR_TIMEOUT_AFTER_SEND, /* request (partly) sent, no full answer in time */
@@ -28,20 +30,7 @@ enum tg_transport_result {
         TG_TR_COMPLETE,           /* a full HTTP response arrived */
 };
 
-enum tg_class {
-        /* answers to a POST */
-        TG_CLASS_SUCCEEDED,  /* executed (201) or replayed (200) */
-        TG_CLASS_REJECTED,   /* definite refusal, nothing executed; query: status "failed" */
-        TG_CLASS_KEY_REUSED, /* same key, other payload: manual review */
-        TG_CLASS_RETRYABLE,  /* explicit "not accepted, try later" */
-        TG_CLASS_UNKNOWN,    /* may or may not have executed: reconcile */
-        TG_CLASS_NOT_SENT,   /* nothing left the machine; counts as an attempt */
-        /* answers to a query (SUCCEEDED and REJECTED also apply) */
-        TG_CLASS_PROCESSING, /* still running at the provider: ask again later */
-        TG_CLASS_NOT_FOUND,  /* provider has no record of the key: nothing executed */
-        TG_CLASS_NO_ANSWER,  /* no answer this time: ask again later */
-};
-#define TG_CLASS_COUNT 9
+/* enum tg_class, the class of an outcome, and its words: core/names.h. */
 
 enum classify_request {
         CLASSIFY_POST,
@@ -111,10 +100,7 @@ int classify_rule_parse(const char *text, struct classify_rule *ret_rule);
 enum tg_class classify(const struct classifier *classifier, enum classify_request request,
                        const struct provider_reply *reply);
 
-/* "succeeded", "rejected", "key_reused", "retryable", "unknown", "not_sent",
- * "processing", "not_found", "no_answer". */
-const char *tg_class_name(enum tg_class cls);
-int tg_class_parse(const char *name, enum tg_class *ret_cls);
+/* tg_class_name() and tg_class_parse(): core/names.h. */
 
 /* Copies at most dst_size-1 bytes of src (stopping at NUL) and terminates.
  * Used to fill struct provider_reply safely. */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/classify.h"
+#include "core/names.h"
 #include "core/refund_validate.h"
 #include "core/tg_time.h"
 
@@ -27,37 +28,8 @@
 #define TG_TRACE_ID_MAX    32 /* its trace id, in hex */
 #define TG_SPAN_ID_MAX     16 /* a span (parent) id, in hex */
 
-enum op_state {
-        OP_PENDING,
-        OP_IN_FLIGHT,
-        OP_RETRY_WAIT,
-        OP_UNKNOWN,
-        OP_SUCCEEDED,
-        OP_REJECTED,
-        OP_MANUAL,
-        OP_CANCELLED, /* cancelled by its caller before any call was made (final) */
-};
-#define OP_STATE_COUNT 8
-
-enum manual_reason {
-        MANUAL_NONE,
-        MANUAL_ATTEMPTS_EXHAUSTED, /* attempt_limit POSTs made, still no answer */
-        MANUAL_DEADLINE,           /* no final answer by deadline_at */
-        MANUAL_QUERY_BUDGET,       /* query_limit queries made, still no answer */
-        MANUAL_KEY_REUSED,         /* provider: same key, other payload */
-        MANUAL_KEY_RETENTION,      /* a re-send would fall past key retention */
-        MANUAL_INVALID,            /* an outbox row that failed validation */
-};
-#define MANUAL_REASON_COUNT 7
-
-/* Kinds of call, as the call log records them. */
-enum tg_call_kind {
-        TG_KIND_FIRST,
-        TG_KIND_RETRY,
-        TG_KIND_QUERY,
-        TG_KIND_MANUAL,
-};
-#define TG_KIND_COUNT 4
+/* enum op_state, enum manual_reason and enum tg_call_kind, with their
+ * words: core/names.h. */
 
 /* What a client asked for. Validated (core/refund_validate.h) before it is
  * accepted. */

@@ -42,29 +42,6 @@
 /* Upper bound of any configured duration: a year. Larger is a typo. */
 #define POLICY_MAX_DURATION_MS (366LL * 24 * 3600 * 1000)
 
-static const char *const state_names[OP_STATE_COUNT] = {
-    [OP_PENDING] = "pending", [OP_IN_FLIGHT] = "in_flight", [OP_RETRY_WAIT] = "retry_wait",
-    [OP_UNKNOWN] = "unknown", [OP_SUCCEEDED] = "succeeded", [OP_REJECTED] = "rejected",
-    [OP_MANUAL] = "manual",   [OP_CANCELLED] = "cancelled",
-};
-
-static const char *const reason_names[MANUAL_REASON_COUNT] = {
-    [MANUAL_NONE] = "none",
-    [MANUAL_ATTEMPTS_EXHAUSTED] = "attempts_exhausted",
-    [MANUAL_DEADLINE] = "deadline",
-    [MANUAL_QUERY_BUDGET] = "query_budget",
-    [MANUAL_KEY_REUSED] = "key_reused",
-    [MANUAL_KEY_RETENTION] = "key_retention",
-    [MANUAL_INVALID] = "invalid",
-};
-
-static const char *const kind_names[TG_KIND_COUNT] = {
-    [TG_KIND_FIRST] = "first",
-    [TG_KIND_RETRY] = "retry",
-    [TG_KIND_QUERY] = "query",
-    [TG_KIND_MANUAL] = "manual",
-};
-
 void policy_config_default(struct policy_config *ret_config)
 {
         struct policy_config c = {
@@ -921,61 +898,4 @@ void policy_view(const struct op_record *op, struct policy_op *ret_view)
 bool policy_state_is_final(enum op_state state)
 {
         return state == OP_SUCCEEDED || state == OP_REJECTED || state == OP_CANCELLED;
-}
-
-/* The index of name in names[0..count), or -1. */
-static int name_index(const char *const *names, unsigned count, const char *name)
-{
-        for (unsigned i = 0; name && i < count; i++)
-                if (strcmp(name, names[i]) == 0)
-                        return (int)i;
-        return -1;
-}
-
-const char *op_state_name(enum op_state state)
-{
-        if ((unsigned)state >= OP_STATE_COUNT)
-                return "invalid";
-        return state_names[state];
-}
-
-int op_state_parse(const char *name, enum op_state *ret_state)
-{
-        int i = name_index(state_names, OP_STATE_COUNT, name);
-        if (i < 0 || !ret_state)
-                return TG_EINVAL;
-        *ret_state = (enum op_state)i;
-        return 0;
-}
-
-const char *manual_reason_name(enum manual_reason reason)
-{
-        if ((unsigned)reason >= MANUAL_REASON_COUNT)
-                return "invalid";
-        return reason_names[reason];
-}
-
-int manual_reason_parse(const char *name, enum manual_reason *ret_reason)
-{
-        int i = name_index(reason_names, MANUAL_REASON_COUNT, name);
-        if (i < 0 || !ret_reason)
-                return TG_EINVAL;
-        *ret_reason = (enum manual_reason)i;
-        return 0;
-}
-
-const char *tg_call_kind_name(enum tg_call_kind kind)
-{
-        if ((unsigned)kind >= TG_KIND_COUNT)
-                return "invalid";
-        return kind_names[kind];
-}
-
-int tg_call_kind_parse(const char *name, enum tg_call_kind *ret_kind)
-{
-        int i = name_index(kind_names, TG_KIND_COUNT, name);
-        if (i < 0 || !ret_kind)
-                return TG_EINVAL;
-        *ret_kind = (enum tg_call_kind)i;
-        return 0;
 }

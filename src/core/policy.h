@@ -160,14 +160,7 @@ int policy_operator_resend(const struct policy_config *config, const struct poli
  * manual after an operator re-send), unknown -> query, pending -> first. */
 enum tg_call_kind policy_next_kind(enum op_state state, int operator_resend);
 
-const char *op_state_name(enum op_state state);
-int op_state_parse(const char *name, enum op_state *ret_state);
-const char *manual_reason_name(enum manual_reason reason);
-/* The inverse of manual_reason_name(), for reading a stored reason back.
- * 0 or TG_EINVAL. */
-int manual_reason_parse(const char *name, enum manual_reason *ret_reason);
-const char *tg_call_kind_name(enum tg_call_kind kind);
-int tg_call_kind_parse(const char *name, enum tg_call_kind *ret_kind);
+/* The words of states, reasons and kinds: core/names.h. */
 
 /* ---- the transition table ------------------------------------------------- */
 

@@ -145,6 +145,17 @@ int api_reply_code(struct http_response *res, const char *rid, int status, const
         return api_reply_error(res, rid, &err);
 }
 
+int api_reply_not_one_of(struct http_response *res, const char *rid, const char *field,
+                         enum tg_vocabulary vocabulary)
+{
+        char words[sizeof(((struct api_error *)0)->message) - sizeof("must be one of ")];
+        char message[sizeof(((struct api_error *)0)->message)];
+
+        (void)names_join(vocabulary, words, sizeof(words)); /* truncated at worst */
+        snprintf(message, sizeof(message), "must be one of %s", words);
+        return api_reply_code(res, rid, 400, "invalid_parameter", field, message);
+}
+
 /* A store that cannot write now (a database restarting, a failing or full
  * disk): 503 with a Retry-After long enough for what usually cures it. The
  * operation may or may not have been stored (a COMMIT whose answer was lost

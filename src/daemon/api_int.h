@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "core/admission.h"
+#include "core/names.h"
 #include "core/rng.h"
 #include "daemon/api.h"
 #include "daemon/api_parse.h"
@@ -124,6 +125,10 @@ int api_reply_json(struct http_response *res, int status, json_t *root);
 int api_reply_error(struct http_response *res, const char *rid, const struct api_error *err);
 int api_reply_code(struct http_response *res, const char *rid, int status, const char *code,
                    const char *field, const char *message);
+/* 400 invalid_parameter for `field`: "must be one of a, b or c", the words
+ * of the vocabulary (core/names.h). */
+int api_reply_not_one_of(struct http_response *res, const char *rid, const char *field,
+                         enum tg_vocabulary vocabulary);
 /* The answer to a store failure; never the store's own text. */
 int api_reply_store_error(struct http_response *res, const char *rid, int code);
 int api_reply_method_not_allowed(struct http_response *res, const char *rid, const char *allow);

@@ -92,11 +92,9 @@ static int list_manual(struct api *api, const struct http_request *req, struct h
         if (r == 0) {
                 if (manual_reason_parse(reason, &page.filter.reason) < 0 ||
                     page.filter.reason == MANUAL_NONE)
-                        return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
-                                              "must be a manual reason (see docs/operating.md)");
+                        return api_reply_not_one_of(res, rid, "reason", TG_VOCAB_REASONS);
         } else if (r != TG_ENOTFOUND) {
-                return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
-                                      "must be a manual reason (see docs/operating.md)");
+                return api_reply_not_one_of(res, rid, "reason", TG_VOCAB_REASONS);
         }
         r = owner_filter(req, &page);
         if (r == 1)

@@ -172,10 +172,10 @@ static json_t *figures_json(const struct exit_stats *xs)
         for (unsigned c = 0; c < TG_CLASS_COUNT; c++)
                 json_object_set_new(ends, tg_class_name((enum tg_class)c),
                                     json_integer((json_int_t)xs->ends[c]));
-        json_object_set_new(closes, "succeeded",
-                            json_integer((json_int_t)xs->closes[OP_SUCCEEDED]));
-        json_object_set_new(closes, "rejected", json_integer((json_int_t)xs->closes[OP_REJECTED]));
-        json_object_set_new(closes, "manual", json_integer((json_int_t)xs->closes[OP_MANUAL]));
+        static const enum op_state closing[] = {OP_SUCCEEDED, OP_REJECTED, OP_MANUAL};
+        for (size_t i = 0; i < sizeof(closing) / sizeof(closing[0]); i++)
+                json_object_set_new(closes, op_state_name(closing[i]),
+                                    json_integer((json_int_t)xs->closes[closing[i]]));
         o = json_pack("{s:I, s:o, s:o, s:o, s:I, s:I, s:o, s:o, s:o, s:o}", "since",
                       (json_int_t)xs->since, "starts", starts, "ends", ends, "closes", closes,
                       "holds", (json_int_t)xs->holds, "hold_until", (json_int_t)xs->hold_until,

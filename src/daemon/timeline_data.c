@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/names.h"
 #include "core/tg_error.h"
 #include "daemon/exit_stats.h"
 
@@ -170,10 +171,21 @@ static json_t *num3(double v)
 json_t *timeline_series_json(const struct timeline_series *s, tg_wall_ms after,
                              const struct tg_config *cfg)
 {
-        static const char *const names[] = {
-            "t",       "starts", "closes",  "in_flight",     "oldest_age_s",
-            "held",    "epoch",  "pending", "in_flight_ops", "retry_wait",
-            "unknown", "manual", "refused",
+        /* the backlog's columns are named as their states (core/names.h) */
+        const char *const names[] = {
+            "t",
+            "starts",
+            "closes",
+            "in_flight",
+            "oldest_age_s",
+            "held",
+            "epoch",
+            op_state_name(OP_PENDING),
+            "in_flight_ops",
+            op_state_name(OP_RETRY_WAIT),
+            op_state_name(OP_UNKNOWN),
+            op_state_name(OP_MANUAL),
+            "refused",
         };
         enum { NCOLS = sizeof(names) / sizeof(names[0]) };
         json_t *cols[NCOLS];

@@ -152,11 +152,36 @@ static int post_guard(const struct http_request *req, struct http_response *res,
 
 /* ---- sign-in ------------------------------------------------------------------------------ */
 
+/* {"states":[...],"kinds":[...],"classes":[...],"reasons":[...]}: the
+ * console builds its lists (the Operations tabs, the reasons' filter) from
+ * these, in table order (core/names.h), and keeps only their translations. */
+static json_t *vocabularies_json(void)
+{
+        json_t *o = json_object();
+
+        for (unsigned v = 0; o && v < TG_VOCAB_COUNT; v++) {
+                json_t *a = json_array();
+                for (unsigned i = 0; a && names_word((enum tg_vocabulary)v, i); i++)
+                        if (json_array_append_new(
+                                a, json_string(names_word((enum tg_vocabulary)v, i))) < 0) {
+                                json_decref(a);
+                                a = NULL;
+                        }
+                if (!a ||
+                    json_object_set_new(o, names_vocabulary_key((enum tg_vocabulary)v), a) < 0) {
+                        json_decref(o);
+                        o = NULL;
+                }
+        }
+        return o;
+}
+
 static json_t *session_json(const struct ui *ui, const struct ui_session *s)
 {
-        return json_pack("{s:s, s:s, s:s, s:I}", "user", s->user, "role", ui_role_name(s->role),
-                         "csrf", s->csrf, "expires_at",
-                         (json_int_t)ui_session_expires(&ui->sessions, s));
+        return json_pack("{s:s, s:s, s:s, s:I, s:o}", "user", s->user, "role",
+                         ui_role_name(s->role), "csrf", s->csrf, "expires_at",
+                         (json_int_t)ui_session_expires(&ui->sessions, s), "vocabularies",
+                         vocabularies_json());
 }
 
 static int login(struct api *api, const struct http_request *req, struct http_response *res,

@@ -346,9 +346,7 @@ int ui_get_ops(struct api *api, const struct http_request *req, struct http_resp
 
         r = http_request_arg(req, "state", name, sizeof(name));
         if (r < 0 || op_state_parse(name, &state) < 0)
-                return api_reply_code(res, rid, 400, "invalid_parameter", "state",
-                                      "must be a state: pending, in_flight, retry_wait, unknown, "
-                                      "manual, succeeded or rejected");
+                return api_reply_not_one_of(res, rid, "state", TG_VOCAB_STATES);
         if (api_int_arg(req, "after", 0, 0, INT64_MAX, &after) < 0)
                 return api_reply_code(res, rid, 400, "invalid_parameter", "after",
                                       "must be the next_after of the previous page");
@@ -394,11 +392,9 @@ int ui_get_manual(struct api *api, const struct http_request *req, struct http_r
         r = http_request_arg(req, "reason", name, sizeof(name));
         if (r == 0 && name[0] != '\0' &&
             (manual_reason_parse(name, &reason) < 0 || reason == MANUAL_NONE))
-                return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
-                                      "must be a manual reason (docs/operating.md)");
+                return api_reply_not_one_of(res, rid, "reason", TG_VOCAB_REASONS);
         if (r < 0 && r != TG_ENOTFOUND)
-                return api_reply_code(res, rid, 400, "invalid_parameter", "reason",
-                                      "must be a manual reason (docs/operating.md)");
+                return api_reply_not_one_of(res, rid, "reason", TG_VOCAB_REASONS);
         if (api_int_arg(req, "after", 0, 0, INT64_MAX, &after) < 0)
                 return api_reply_code(res, rid, 400, "invalid_parameter", "after",
                                       "must be the next_after of the previous page");

@@ -59,6 +59,10 @@ enum mysql_query {
         MQ_BATCH_KEY_AGE,
         MQ_BATCH_RECOVER,
         MQ_BATCH_OUTBOX,
+        /* made from the vocabularies (core/names.h) */
+        MQ_COUNT_BY_STATE,
+        MQ_OLDEST_ALL,
+        MQ_SAMPLE_PUT,
         MQ_COUNT
 };
 

@@ -36,13 +36,9 @@ enum stmt_id {
         ST_PAGE_OP_CALLS,
         ST_PAGE_AUDIT,
         ST_PAGE_STATE,
-        ST_PAGE_MANUAL,
         ST_PAGE_SAMPLES,
-        ST_COUNT_BY_STATE,
-        ST_OLDEST_OPEN,
         ST_CALLS_TOTAL,
         ST_AUDIT_INSERT,
-        ST_SAMPLE_PUT,
         ST_SAMPLE_PRUNE,
         ST_SAMPLE_LAST,
         ST_SAMPLE_BLANK,
@@ -64,6 +60,11 @@ enum stmt_id {
         ST_BATCH_DEADLINE,
         ST_BATCH_KEY_AGE,
         ST_BATCH_RECOVER,
+        /* made at open from the vocabularies (core/names.h) */
+        ST_PAGE_MANUAL,
+        ST_COUNT_BY_STATE,
+        ST_OLDEST_OPEN,
+        ST_SAMPLE_PUT,
         ST_COUNT
 };
 #define ST_DYN_COUNT   (ST_COUNT - ST_DYN_FIRST)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "core/tg_error.h"
 
 bool store_error_transient(int code)
@@ -27,89 +28,27 @@ bool store_error_transient(int code)
 
 /* ---- stored names ---------------------------------------------------- */
 
-static const char *const state_texts[OP_STATE_COUNT] = {
-    [OP_PENDING] = "pending", [OP_IN_FLIGHT] = "in_flight", [OP_RETRY_WAIT] = "retry_wait",
-    [OP_UNKNOWN] = "unknown", [OP_SUCCEEDED] = "succeeded", [OP_REJECTED] = "rejected",
-    [OP_MANUAL] = "manual",   [OP_CANCELLED] = "cancelled",
-};
-
-static const char *const kind_texts[] = {
-    [TG_KIND_FIRST] = "first",
-    [TG_KIND_RETRY] = "retry",
-    [TG_KIND_QUERY] = "query",
-    [TG_KIND_MANUAL] = "manual",
-};
-#define KIND_COUNT (sizeof(kind_texts) / sizeof(kind_texts[0]))
-
-static const char *const class_texts[TG_CLASS_COUNT] = {
-    [TG_CLASS_SUCCEEDED] = "succeeded",   [TG_CLASS_REJECTED] = "rejected",
-    [TG_CLASS_KEY_REUSED] = "key_reused", [TG_CLASS_RETRYABLE] = "retryable",
-    [TG_CLASS_UNKNOWN] = "unknown",       [TG_CLASS_NOT_SENT] = "not_sent",
-    [TG_CLASS_PROCESSING] = "processing", [TG_CLASS_NOT_FOUND] = "not_found",
-    [TG_CLASS_NO_ANSWER] = "no_answer",
-};
-
-static const char *const reason_texts[MANUAL_REASON_COUNT] = {
-    [MANUAL_NONE] = "none",
-    [MANUAL_ATTEMPTS_EXHAUSTED] = "attempts_exhausted",
-    [MANUAL_DEADLINE] = "deadline",
-    [MANUAL_QUERY_BUDGET] = "query_budget",
-    [MANUAL_KEY_REUSED] = "key_reused",
-    [MANUAL_KEY_RETENTION] = "key_retention",
-    [MANUAL_INVALID] = "invalid",
-};
-
-static const char *name_of(const char *const *texts, size_t count, int value)
-{
-        if (value < 0 || (size_t)value >= count || !texts[value])
-                return "?";
-        return texts[value];
-}
-
-static int parse_name(const char *const *texts, size_t count, const char *text, int *ret_value)
-{
-        if (!text)
-                return TG_EPARSE;
-        for (size_t i = 0; i < count; i++) {
-                if (texts[i] && strcmp(texts[i], text) == 0) {
-                        *ret_value = (int)i;
-                        return 0;
-                }
-        }
-        return TG_EPARSE;
-}
-
-/* store_<what>_text() and store_<what>_parse() for one table of names. */
-#define STORED_NAMES(what, type, texts, count)                                                     \
-        const char *store_##what##_text(type value)                                                \
-        {                                                                                          \
-                return name_of(texts, count, (int)value);                                          \
-        }                                                                                          \
-        int store_##what##_parse(const char *text, type *ret_value)                                \
-        {                                                                                          \
-                int v = 0;                                                                         \
-                int r = parse_name(texts, count, text, &v);                                        \
-                if (r == 0)                                                                        \
-                        *ret_value = (type)v;                                                      \
-                return r;                                                                          \
-        }
-
-STORED_NAMES(state, enum op_state, state_texts, OP_STATE_COUNT)
-STORED_NAMES(kind, enum tg_call_kind, kind_texts, KIND_COUNT)
-STORED_NAMES(class, enum tg_class, class_texts, TG_CLASS_COUNT)
-STORED_NAMES(reason, enum manual_reason, reason_texts, MANUAL_REASON_COUNT)
-
-static const char *const counter_texts[STORE_COUNTER_COUNT] = {
-    [STORE_COUNTER_SUCCEEDED] = "succeeded",
-    [STORE_COUNTER_REJECTED] = "rejected",
-    [STORE_COUNTER_CALLS] = "calls",
-    [STORE_COUNTER_PRUNED_OPERATIONS] = "pruned_operations",
-    [STORE_COUNTER_PRUNED_CALLS] = "pruned_calls",
-};
+/* The words of states, kinds, classes and reasons are core/names.h's: every
+ * backend stores them through op_state_name() and its siblings. */
 
 const char *store_counter_text(enum store_counter counter)
 {
-        return name_of(counter_texts, STORE_COUNTER_COUNT, (int)counter);
+        switch (counter) {
+        /* a final state's counter is named as its state */
+        case STORE_COUNTER_SUCCEEDED:
+                return op_state_name(OP_SUCCEEDED);
+        case STORE_COUNTER_REJECTED:
+                return op_state_name(OP_REJECTED);
+        case STORE_COUNTER_CALLS:
+                return "calls";
+        case STORE_COUNTER_PRUNED_OPERATIONS:
+                return "pruned_operations";
+        case STORE_COUNTER_PRUNED_CALLS:
+                return "pruned_calls";
+        case STORE_COUNTER_COUNT:
+        default:
+                return "?";
+        }
 }
 
 void store_state_list_sql(unsigned states, char *dst, size_t size)
@@ -127,7 +66,8 @@ void store_state_list_sql(unsigned states, char *dst, size_t size)
                         continue;
                 n += (size_t)w;
                 w = snprintf(dst + n, size - n, "%s'%s'",
-                             dst[n - 1] == '(' || count == 1 ? "" : ",", state_texts[st]);
+                             dst[n - 1] == '(' || count == 1 ? "" : ",",
+                             op_state_name((enum op_state)st));
         }
         if (w >= 0 && (size_t)w < size - n) {
                 n += (size_t)w;
@@ -251,6 +191,73 @@ int store_open_ex(const char *url, const struct store_open_opts *opts, struct st
         mask_url(url, store->url_masked, sizeof(store->url_masked));
         *ret_store = store;
         return 0;
+}
+
+unsigned store_indexed_states(void)
+{
+        unsigned set = 0;
+
+        for (unsigned st = 0; st < OP_STATE_COUNT; st++)
+                if (store_state_counter((enum op_state)st) < 0)
+                        set |= POLICY_STATE_BIT(st);
+        return set;
+}
+
+unsigned store_open_states(void)
+{
+        unsigned set = 0;
+
+        for (unsigned st = 0; st < OP_STATE_COUNT; st++)
+                if (!policy_state_is_final((enum op_state)st) && st != OP_MANUAL)
+                        set |= POLICY_STATE_BIT(st);
+        return set;
+}
+
+int store_union_sql(unsigned states, const char *each, char *dst, size_t size)
+{
+        struct tg_strbuf sb;
+        bool first = true;
+
+        tg_strbuf_init(&sb, dst, size);
+        for (unsigned st = 0; st < OP_STATE_COUNT; st++) {
+                const char *at = each;
+                if (!(states & POLICY_STATE_BIT(st)))
+                        continue;
+                if (!first)
+                        tg_strbuf_adds(&sb, " UNION ALL ");
+                first = false;
+                for (const char *q = strchr(at, '@'); q; q = strchr(at, '@')) {
+                        tg_strbuf_add(&sb, at, (size_t)(q - at));
+                        tg_strbuf_adds(&sb, op_state_name((enum op_state)st));
+                        at = q + 1;
+                }
+                tg_strbuf_adds(&sb, at);
+        }
+        return tg_strbuf_status(&sb);
+}
+
+static void add_quoted(struct tg_strbuf *sb, bool *first, const char *word)
+{
+        tg_strbuf_adds(sb, *first ? "'" : ", '");
+        tg_strbuf_adds(sb, word);
+        tg_strbuf_adds(sb, "'");
+        *first = false;
+}
+
+int store_counter_list_sql(char *dst, size_t size)
+{
+        struct tg_strbuf sb;
+        bool first = true;
+
+        tg_strbuf_init(&sb, dst, size);
+        for (unsigned st = 0; st < OP_STATE_COUNT; st++) {
+                int c = store_state_counter((enum op_state)st);
+                if (c >= 0)
+                        add_quoted(&sb, &first, store_counter_text((enum store_counter)c));
+        }
+        add_quoted(&sb, &first, store_counter_text(STORE_COUNTER_PRUNED_OPERATIONS));
+        add_quoted(&sb, &first, store_counter_text(STORE_COUNTER_PRUNED_CALLS));
+        return tg_strbuf_status(&sb);
 }
 
 int store_open(const char *url, struct store **ret_store)

@@ -291,21 +291,33 @@ int store_mysql_open(const char *where, const struct store_open_opts *opts,
 
 /* ---- shared helpers (store.c) ---------------------------------------- */
 
-/* Stored names. *_text never returns NULL ("?" for an out-of-range value,
- * which the backends never store); *_parse returns 0 or TG_EPARSE. */
-const char *store_state_text(enum op_state state);
-int store_state_parse(const char *text, enum op_state *ret_state);
-const char *store_kind_text(enum tg_call_kind kind);
-int store_kind_parse(const char *text, enum tg_call_kind *ret_kind);
-const char *store_class_text(enum tg_class cls);
-int store_class_parse(const char *text, enum tg_class *ret_cls);
-const char *store_reason_text(enum manual_reason reason);
-int store_reason_parse(const char *text, enum manual_reason *ret_reason);
+/* Stored names: op_state_name(), tg_call_kind_name(), tg_class_name(),
+ * manual_reason_name() and their _parse() inverses (core/names.h). */
 
 /* `state IN ('a','b')` for a set of POLICY_STATE_BIT()s, in state order, into
  * dst: the state lists of the backends' picks and batches are made from the
  * transition table (core/policy.h), never written by hand. */
 void store_state_list_sql(unsigned states, char *dst, size_t size);
+
+/* The counter of a state (enum store_counter), or -1 when the state is not
+ * counted: its rows are counted from the index (store_life.c). */
+int store_state_counter(enum op_state state);
+
+/* The states whose rows are counted from the index (those without a
+ * counter), and the states open for the exit (neither final nor manual),
+ * as sets of POLICY_STATE_BIT()s. */
+unsigned store_indexed_states(void);
+unsigned store_open_states(void);
+
+/* `each` once per state of `states` (in state order), every '@' in it
+ * replaced by the state's word, joined by " UNION ALL ", into dst: the
+ * backends' per-state index probes are made from core/names.h, never
+ * written by hand. 0, or TG_EFULL when dst is too small. */
+int store_union_sql(unsigned states, const char *each, char *dst, size_t size);
+
+/* `'a', 'b', ...`: the names of the counters of the counted states and of
+ * the prune totals, for the stats' `name IN (...)`. 0 or TG_EFULL. */
+int store_counter_list_sql(char *dst, size_t size);
 
 /* Argument checks of the neutral layer: a string of 1..max bytes terminated
  * within max+1 (text), a string of 0..size-1 bytes in a buffer of `size`

@@ -54,7 +54,7 @@ static int audit_to_manual(struct store *s, const struct op_record *op, tg_wall_
 
         snprintf(detail, sizeof(detail), "%s: to manual after %u POSTs, %u queries", how,
                  op->attempts, op->queries);
-        return store_audit_add(s, op->id, now, "event", "tollgate", store_reason_text(op->reason),
+        return store_audit_add(s, op->id, now, "event", "tollgate", manual_reason_name(op->reason),
                                detail);
 }
 
@@ -434,7 +434,7 @@ static int settle_tx(struct store *s, void *ctx)
         if (r == 0)
                 r = store_op_put(s, &op, &next);
         if (r == 0 && next.state == OP_MANUAL)
-                r = audit_to_manual(s, &next, a->now, store_class_text(a->cls));
+                r = audit_to_manual(s, &next, a->now, tg_class_name(a->cls));
         return r;
 }
 
@@ -574,14 +574,14 @@ static int sweep_tx(struct store *s, void *ctx)
                         break;
                 if (event == OP_EV_DEADLINE)
                         snprintf(detail, sizeof(detail), "deadline passed while %s: to manual",
-                                 store_state_text(op->state));
+                                 op_state_name(op->state));
                 else
                         snprintf(detail, sizeof(detail), "%s",
                                  "idempotency key past retention before its re-send: to manual");
                 r = store_op_put(s, op, &next);
                 if (r == 0)
                         r = store_audit_add(s, next.id, c->batch.now, "event", "tollgate",
-                                            store_reason_text(next.reason), detail);
+                                            manual_reason_name(next.reason), detail);
                 if (r == 0)
                         c->count++;
         }
@@ -722,7 +722,7 @@ static int resolve_tx(struct store *s, void *ctx)
         if (r < 0)
                 return r;
         snprintf(detail, sizeof(detail), "resolved by hand as %s (was manual: %s)",
-                 store_state_text(c->outcome), store_reason_text(op.reason));
+                 op_state_name(c->outcome), manual_reason_name(op.reason));
         r = store_op_put(s, &op, &next);
         if (r == 0)
                 r = store_audit_add(s, next.id, c->now, "resolve", c->operator_name, c->reason,
@@ -822,7 +822,7 @@ static int cancel_tx(struct store *s, void *ctx)
         if (!c->changed)
                 return 0;
         snprintf(detail, sizeof(detail), "cancelled before any call was made (was %s)",
-                 store_state_text(op.state));
+                 op_state_name(op.state));
         r = store_op_put(s, &op, &next);
         if (r == 0)
                 r = store_audit_add(s, next.id, c->now, "cancel", c->operator_name, c->reason,
@@ -865,8 +865,8 @@ static int external_tx(struct store *s, void *ctx)
                 r = policy_external(&op, c->outcome, c->refund_id, c->now, &next, &changed);
         if (r < 0 || !changed)
                 return r; /* already so: nothing to change */
-        snprintf(detail, sizeof(detail), "%s -> %s%s%s", store_state_text(op.state),
-                 store_state_text(c->outcome), c->refund_id && c->refund_id[0] ? ", refund " : "",
+        snprintf(detail, sizeof(detail), "%s -> %s%s%s", op_state_name(op.state),
+                 op_state_name(c->outcome), c->refund_id && c->refund_id[0] ? ", refund " : "",
                  c->refund_id ? c->refund_id : "");
         r = store_op_put(s, &op, &next);
         if (r == 0)
@@ -941,7 +941,8 @@ static int outbox_tx(struct store *s, void *ctx)
                 snprintf(detail, sizeof(detail), "outbox row refused: %s: %s",
                          problem.field ? problem.field : "?",
                          problem.message ? problem.message : "invalid");
-                r = store_audit_add(s, next.id, c->now, "event", "tollgate", "invalid", detail);
+                r = store_audit_add(s, next.id, c->now, "event", "tollgate",
+                                    manual_reason_name(MANUAL_INVALID), detail);
                 if (r == 0)
                         c->invalid++;
         }

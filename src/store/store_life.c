@@ -25,9 +25,7 @@
 
 #define PRUNE_BATCH_MAX 10000
 
-/* The counter of a state, or -1 when the state is not counted (its rows
- * are counted from the index: the backlog). */
-static int state_counter(enum op_state state)
+int store_state_counter(enum op_state state)
 {
         switch (state) {
         case OP_SUCCEEDED:
@@ -42,7 +40,7 @@ static int state_counter(enum op_state state)
 int store_op_put(struct store *s, const struct op_record *before, const struct op_record *after)
 {
         int r = s->ops->op_put(s, after);
-        int from = state_counter(before->state), to = state_counter(after->state);
+        int from = store_state_counter(before->state), to = store_state_counter(after->state);
 
         if (r < 0 || before->state == after->state)
                 return r;
@@ -68,7 +66,7 @@ struct prune_ctx {
 static int prune_tx(struct store *s, void *arg)
 {
         struct prune_ctx *c = arg;
-        int counter = state_counter(c->state);
+        int counter = store_state_counter(c->state);
         uint64_t calls = 0;
         unsigned n = 0;
         int r;

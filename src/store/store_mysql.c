@@ -530,6 +530,8 @@ static int migrate(struct mysql_store *s)
 /* ---- the queries made from the transition table ------------------------- */
 
 #define STATES_SQL_MAX 128 /* "state IN (...)" of every state fits */
+/* One index probe of a state ('@': its word, store_union_sql()). */
+#define OLDEST_OF "SELECT MIN(accepted_at) AS m FROM operations WHERE state = '@'"
 
 /* The picks and batches of store_mysql_rows.c, as formats for the SQL
  * builder: the state lists are the transition table's (core/policy.h), the
@@ -539,6 +541,7 @@ static int make_queries(struct mysql_store *s)
         char first[STATES_SQL_MAX], again[STATES_SQL_MAX], query[STATES_SQL_MAX];
         char waiting[STATES_SQL_MAX], resend[STATES_SQL_MAX], flight[STATES_SQL_MAX];
         char outbox[STATES_SQL_MAX], key_old[3 * STATES_SQL_MAX], due[6 * STATES_SQL_MAX];
+        char counts[768], open_oldest[384], all_oldest[512], counters[128];
         int n[MQ_COUNT];
 
         store_state_list_sql(policy_group_states(POLICY_GROUP_FIRST), first, sizeof(first));
@@ -614,6 +617,31 @@ static int make_queries(struct mysql_store *s)
                                       "attempt_limit = 0 ORDER BY accepted_at, id LIMIT %%I "
                                       "FOR UPDATE SKIP LOCKED",
                                       outbox);
+        /* The backlog (and the final states without a counter) from their
+         * index; the counted final ones and the prune totals from the
+         * counters, so that a scrape does not grow with history. The oldest
+         * open operation: one index probe per open state (and manual, for
+         * the stats; not for a sample: manual is not open for the exit). */
+        if (store_union_sql(store_indexed_states(),
+                            "SELECT '@', COUNT(*) FROM operations FORCE INDEX "
+                            "(ops_state_accepted) WHERE state = '@'",
+                            counts, sizeof(counts)) < 0 ||
+            store_counter_list_sql(counters, sizeof(counters)) < 0 ||
+            store_union_sql(store_open_states(), OLDEST_OF, open_oldest, sizeof(open_oldest)) < 0 ||
+            store_union_sql(store_open_states() | POLICY_STATE_BIT(OP_MANUAL), OLDEST_OF,
+                            all_oldest, sizeof(all_oldest)) < 0)
+                return TG_ESTORE;
+        n[MQ_COUNT_BY_STATE] = snprintf(
+            Q(MQ_COUNT_BY_STATE), "%s UNION ALL SELECT name, n FROM counters WHERE name IN (%s)",
+            counts, counters);
+        n[MQ_OLDEST_ALL] = snprintf(Q(MQ_OLDEST_ALL), "SELECT MIN(m) FROM (%s) AS o", all_oldest);
+        /* a format: the sample's values, then the oldest open operation read
+         * in the same statement; the backlog is counted by store_sample_put() */
+        n[MQ_SAMPLE_PUT] = snprintf(Q(MQ_SAMPLE_PUT),
+                                    "REPLACE INTO exit_samples (" SAMPLE_COLS ") "
+                                    "SELECT %%I, %%I, %%U, %%U, %%U, %%U, %%I, (SELECT MIN(m) "
+                                    "FROM (%s) AS o), %%L, %%U, %%U, %%U, %%U, %%U, %%U",
+                                    open_oldest);
 #undef Q
         for (int i = 0; i < MQ_COUNT; i++)
                 if (n[i] < 0 || (size_t)n[i] >= sizeof(s->q[i]))

@@ -69,7 +69,7 @@ int store_mysql_prune_pick(struct store *store, enum op_state state, tg_wall_ms 
             "AND NOT EXISTS (SELECT 1 FROM calls c WHERE c.op_id = operations.id "
             "  AND c.id = (SELECT MAX(id) FROM calls)) "
             "ORDER BY updated_at, id LIMIT %I FOR UPDATE",
-            store_state_text(state), before, after_at, after_at, after_id, (int64_t)max);
+            op_state_name(state), before, after_at, after_at, after_id, (int64_t)max);
 
         if (r < 0)
                 return r;

@@ -31,8 +31,8 @@ static int read_op(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         store_mysql_col_copy(row, lens, 2, op.req.payment_id, sizeof(op.req.payment_id));
         op.req.amount = store_mysql_col_i64(row, 3, &ok);
         store_mysql_col_copy(row, lens, 4, op.req.currency, sizeof(op.req.currency));
-        ok = ok && store_state_parse(store_mysql_col_text(row, 5), &op.state) == 0;
-        ok = ok && store_reason_parse(store_mysql_col_text(row, 6), &op.reason) == 0;
+        ok = ok && op_state_parse(store_mysql_col_text(row, 5), &op.state) == 0;
+        ok = ok && manual_reason_parse(store_mysql_col_text(row, 6), &op.reason) == 0;
         op.attempts = store_mysql_col_uns(row, 7, &ok);
         op.attempt_limit = store_mysql_col_uns(row, 8, &ok);
         op.queries = store_mysql_col_uns(row, 9, &ok);
@@ -47,7 +47,7 @@ static int read_op(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         op.epoch = store_mysql_col_i64(row, 18, &ok);
         store_mysql_col_copy(row, lens, 19, op.refund_id, sizeof(op.refund_id));
         op.last_http_status = (int)store_mysql_col_i64(row, 20, &ok);
-        ok = ok && store_class_parse(store_mysql_col_text(row, 21), &op.last_class) == 0;
+        ok = ok && tg_class_parse(store_mysql_col_text(row, 21), &op.last_class) == 0;
         store_mysql_col_copy(row, lens, 22, op.source, sizeof(op.source));
         op.share = store_mysql_col_uns(row, 23, &ok);
         store_mysql_col_copy(row, lens, 24, op.assignee, sizeof(op.assignee));
@@ -73,7 +73,7 @@ static int read_call(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         c.id = store_mysql_col_i64(row, 0, &ok);
         c.op_id = store_mysql_col_i64(row, 1, &ok);
         store_mysql_col_copy(row, lens, 2, c.operation_id, sizeof(c.operation_id));
-        ok = ok && store_kind_parse(store_mysql_col_text(row, 3), &c.kind) == 0;
+        ok = ok && tg_call_kind_parse(store_mysql_col_text(row, 3), &c.kind) == 0;
         c.attempt = store_mysql_col_uns(row, 4, &ok);
         store_mysql_col_copy(row, lens, 5, c.request_id, sizeof(c.request_id));
         c.epoch = store_mysql_col_i64(row, 6, &ok);
@@ -84,7 +84,7 @@ static int read_call(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         c.end_mono = store_mysql_col_i64(row, 11, &ok);
         c.end_wall = store_mysql_col_i64(row, 12, &ok);
         c.sent = store_mysql_col_i64(row, 13, &ok) != 0;
-        ok = ok && store_class_parse(store_mysql_col_text(row, 14), &c.cls) == 0;
+        ok = ok && tg_class_parse(store_mysql_col_text(row, 14), &c.cls) == 0;
         c.http_status = (int)store_mysql_col_i64(row, 15, &ok);
         c.latency_us = store_mysql_col_i64(row, 16, &ok);
         store_mysql_col_copy(row, lens, 17, c.error, sizeof(c.error));
@@ -233,10 +233,10 @@ int store_mysql_op_insert(struct store *store, const struct op_record *op, int64
             "last_class, traceparent, caller_deadline_at, refund_reason, metadata) "
             "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S)",
             op->req.operation_id, op->req.payment_id, op->req.amount, op->req.currency,
-            store_state_text(op->state), store_reason_text(op->reason), op->attempt_limit,
+            op_state_name(op->state), manual_reason_name(op->reason), op->attempt_limit,
             op->query_limit, op->accepted_at, op->deadline_at, op->updated_at, op->source,
-            store_class_text(op->last_class), op->traceparent, op->caller_deadline_at,
-            op->req.reason, op->req.metadata);
+            tg_class_name(op->last_class), op->traceparent, op->caller_deadline_at, op->req.reason,
+            op->req.metadata);
 
         if (r == 0)
                 *ret_id = (int64_t)mysql_insert_id(s->db);
@@ -255,11 +255,11 @@ int store_mysql_op_put(struct store *store, const struct op_record *op)
             "last_wait_ms = %I, operator_resend = %I, epoch = %I, refund_id = %S, "
             "last_http_status = %I, last_class = %S, share = %U, assignee = %S, "
             "traceparent = %S WHERE id = %I",
-            store_state_text(op->state), store_reason_text(op->reason), op->attempts,
+            op_state_name(op->state), manual_reason_name(op->reason), op->attempts,
             op->attempt_limit, op->queries, op->query_limit, op->deadline_at, op->key_first_used,
             op->next_run_at, op->updated_at, op->last_wait_ms, (int64_t)op->operator_resend,
-            op->epoch, op->refund_id, (int64_t)op->last_http_status,
-            store_class_text(op->last_class), op->share, op->assignee, op->traceparent, op->id);
+            op->epoch, op->refund_id, (int64_t)op->last_http_status, tg_class_name(op->last_class),
+            op->share, op->assignee, op->traceparent, op->id);
 }
 
 /* One integer of a query; TG_ENOTFOUND for no row, *ret_null for NULL. */
@@ -400,7 +400,7 @@ int store_mysql_call_insert(struct store *store, struct call_record *c)
             "start_mono, start_wall, in_flight_at_start, share, trace_id, span_id, handoff_mono, "
             "handoff_wall) "
             "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U, %U, %S, %S, 0, 0)",
-            c->op_id, c->operation_id, store_kind_text(c->kind), c->attempt, c->request_id,
+            c->op_id, c->operation_id, tg_call_kind_name(c->kind), c->attempt, c->request_id,
             c->epoch, c->start_mono, c->start_wall, c->in_flight_at_start, c->share, c->trace_id,
             c->span_id);
 
@@ -442,7 +442,7 @@ int store_mysql_call_close(struct store *store, const struct call_record *c)
             "http_status = %I, latency_us = %I, error = %S, start_mono = %I, start_wall = %I, "
             "handoff_mono = %I, handoff_wall = %I, in_flight_at_start = %U WHERE id = %I AND "
             "ended = 0",
-            c->end_mono, c->end_wall, (int64_t)c->sent, store_class_text(c->cls),
+            c->end_mono, c->end_wall, (int64_t)c->sent, tg_class_name(c->cls),
             (int64_t)c->http_status, c->latency_us, c->error, c->start_mono, c->start_wall,
             c->handoff_mono, c->handoff_wall, c->in_flight_at_start, c->id);
 
@@ -504,19 +504,19 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
                 r = store_mysql_query(s, &res,
                                       "SELECT " OP_COLS " FROM operations WHERE state = %S AND "
                                       "id > %I ORDER BY id LIMIT %I",
-                                      store_state_text(p->state), p->cur_id, n);
+                                      op_state_name(p->state), p->cur_id, n);
                 break;
         case STORE_PAGE_MANUAL:
                 r = store_mysql_query(
                     s, &res,
                     "SELECT " OP_COLS " FROM operations FORCE INDEX (ops_state_accepted) "
-                    "WHERE state = 'manual' AND id > %I AND "
+                    "WHERE state = %S AND id > %I AND "
                     "(accepted_at > %I OR (accepted_at = %I AND id > %I)) "
                     "AND (%S = '' OR reason = %S) AND (%I = 0 OR (%I = 1 AND assignee = %S) "
                     "OR (%I = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT %I",
-                    p->after_id, p->cur_at, p->cur_at, p->cur_id,
-                    p->reason == MANUAL_NONE ? "" : store_reason_text(p->reason),
-                    p->reason == MANUAL_NONE ? "" : store_reason_text(p->reason), (int64_t)p->who,
+                    op_state_name(OP_MANUAL), p->after_id, p->cur_at, p->cur_at, p->cur_id,
+                    p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason),
+                    p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason), (int64_t)p->who,
                     (int64_t)p->who, p->assignee, (int64_t)p->who, n);
                 break;
         case STORE_PAGE_REFUSALS:
@@ -545,28 +545,6 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
 
 /* ---- stats and samples ------------------------------------------------------------------ */
 
-/* One index probe per open state, for the oldest open operation. */
-#define OLDEST_OF(state) "SELECT MIN(accepted_at) AS m FROM operations WHERE state = '" state "'"
-/* the open states (manual is not open for the exit) */
-#define OPEN_OLDEST                                                                                \
-        OLDEST_OF("pending")                                                                       \
-        " UNION ALL " OLDEST_OF("in_flight") " UNION ALL " OLDEST_OF(                              \
-            "retry_wait") " UNION ALL " OLDEST_OF("unknown")
-
-/* One state's rows, counted from the index ops_state_accepted. */
-#define COUNT_OF(state)                                                                            \
-        "SELECT '" state "', COUNT(*) FROM operations FORCE INDEX (ops_state_accepted) WHERE "     \
-        "state = '" state "'"
-
-/* clang-format off */
-static const char stats_counts_sql[] =
-    COUNT_OF("pending") " UNION ALL " COUNT_OF("in_flight") " UNION ALL "
-    COUNT_OF("retry_wait") " UNION ALL " COUNT_OF("unknown") " UNION ALL "
-    COUNT_OF("manual") " UNION ALL " COUNT_OF("cancelled") " UNION ALL "
-    "SELECT name, n FROM counters WHERE name IN ('succeeded', 'rejected', 'pruned_operations', "
-    "'pruned_calls')";
-/* clang-format on */
-
 int store_mysql_stats(struct store *store, struct store_stats *ret_stats)
 {
         struct mysql_store *s = M(store);
@@ -582,7 +560,7 @@ int store_mysql_stats(struct store *store, struct store_stats *ret_stats)
         /* The open states (and manual) from their index: the backlog; the
          * final ones and the prune totals from the counters, so that a
          * scrape does not grow with history. */
-        r = store_mysql_query(s, &res, "%s", stats_counts_sql);
+        r = store_mysql_query(s, &res, "%s", s->q[MQ_COUNT_BY_STATE]);
         if (r < 0)
                 return r;
         while (r == 0) {
@@ -596,7 +574,7 @@ int store_mysql_stats(struct store *store, struct store_stats *ret_stats)
                 name = store_mysql_col_text(row, 0);
                 if (!store_mysql_parse_i64(row[1], &n))
                         r = TG_ESTORE;
-                else if (store_state_parse(name, &state) == 0)
+                else if (op_state_parse(name, &state) == 0)
                         st.by_state[state] = (uint64_t)n;
                 else if (strcmp(name, store_counter_text(STORE_COUNTER_PRUNED_OPERATIONS)) == 0)
                         st.pruned_operations = (uint64_t)n;
@@ -607,9 +585,7 @@ int store_mysql_stats(struct store *store, struct store_stats *ret_stats)
         }
         mysql_free_result(res);
         if (r == 0) {
-                r = store_mysql_query(s, &res,
-                                      "SELECT MIN(m) FROM (" OPEN_OLDEST
-                                      " UNION ALL " OLDEST_OF("manual") ") AS o");
+                r = store_mysql_query(s, &res, "%s", s->q[MQ_OLDEST_ALL]);
                 r = one_i64(res, r, &v, &null);
         }
         if (r == 0 && !null)
@@ -635,15 +611,11 @@ int store_mysql_sample_put(struct store *store, const struct exit_sample *x, tg_
          * index probe per open state (manual is not open for the exit). A
          * sample with the same `at` and share is replaced. The backlog is
          * counted by store_sample_put(). */
-        int r = store_mysql_exec(
-            s,
-            "REPLACE INTO exit_samples (" SAMPLE_COLS ") "
-            "SELECT %I, %I, %U, %U, %U, %U, %I, (SELECT MIN(m) FROM (" OPEN_OLDEST
-            ") AS o), %L, %U, %U, %U, %U, %U, %U",
-            x->at, x->epoch, x->in_flight, x->starts, x->call_ends, x->op_closes,
-            (int64_t)(x->held ? 1 : 0), x->figures, x->share, x->backlog[OP_PENDING],
-            x->backlog[OP_IN_FLIGHT], x->backlog[OP_RETRY_WAIT], x->backlog[OP_UNKNOWN],
-            x->backlog[OP_MANUAL]);
+        int r = store_mysql_exec(s, s->q[MQ_SAMPLE_PUT], x->at, x->epoch, x->in_flight, x->starts,
+                                 x->call_ends, x->op_closes, (int64_t)(x->held ? 1 : 0), x->figures,
+                                 x->share, x->backlog[OP_PENDING], x->backlog[OP_IN_FLIGHT],
+                                 x->backlog[OP_RETRY_WAIT], x->backlog[OP_UNKNOWN],
+                                 x->backlog[OP_MANUAL]);
 
         /* the figures of this share's samples of a minute ago: a range of the
          * primary key, so the cost does not grow with the table */

@@ -361,9 +361,9 @@ static int recover_tx(struct store *s, void *ctx)
                                 break;
                         snprintf(detail, sizeof(detail),
                                  "owner lost: in_flight under epoch %" PRId64 " -> %s", op->epoch,
-                                 store_state_text(next.state));
+                                 op_state_name(next.state));
                         r = store_audit_add(s, op->id, c->now, "event", "tollgate",
-                                            store_reason_text(next.reason), detail);
+                                            manual_reason_name(next.reason), detail);
                         if (r == 0)
                                 c->count++;
                 }

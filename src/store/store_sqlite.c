@@ -319,26 +319,15 @@ static const char *const migrations[] = {
         "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share, "  \
         "n_pending, n_in_flight, n_retry_wait, n_unknown, n_manual"
 
-/* One state's rows, counted from the index ops_state_accepted. */
-#define COUNT_OF(state) "SELECT '" state "', count(*) FROM operations WHERE state = '" state "'"
-/* clang-format off */
-#define COUNT_BY_STATE                                                                             \
-        COUNT_OF("pending") " UNION ALL " COUNT_OF("in_flight") " UNION ALL "                      \
-        COUNT_OF("retry_wait") " UNION ALL " COUNT_OF("unknown") " UNION ALL "                     \
-        COUNT_OF("manual") " UNION ALL " COUNT_OF("cancelled") " UNION ALL "                       \
-        "SELECT name, n FROM counters WHERE name IN ('succeeded', 'rejected', "                    \
-        "'pruned_operations', 'pruned_calls')"
-/* clang-format on */
+/* One state's rows, counted from the index ops_state_accepted ('@': the
+ * state's word, store_union_sql()). */
+#define COUNT_OF "SELECT '@', count(*) FROM operations WHERE state = '@'"
 /* One index probe per open state, for the oldest open operation. */
-#define OLDEST_OF(state) "SELECT min(accepted_at) AS m FROM operations WHERE state = '" state "'"
-/* the open states (manual is not open for the exit) */
-#define OPEN_OLDEST                                                                                \
-        OLDEST_OF("pending")                                                                       \
-        " UNION ALL " OLDEST_OF("in_flight") " UNION ALL " OLDEST_OF(                              \
-            "retry_wait") " UNION ALL " OLDEST_OF("unknown")
+#define OLDEST_OF "SELECT min(accepted_at) AS m FROM operations WHERE state = '@'"
 
 /* Statements whose text does not depend on the transition table. The others
- * (picks, batches, the due summary) are made at open: make_table_sql(). */
+ * (picks, batches, the due summary; and those that name states) are made
+ * at open: make_table_sql(). */
 static const char *const fixed_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN",
     [ST_BEGIN_IMMEDIATE] = "BEGIN IMMEDIATE",
@@ -382,30 +371,14 @@ static const char *const fixed_sql[ST_COUNT] = {
     /* id order within one state: sorts the state's rows (small states only) */
     [ST_PAGE_STATE] = "SELECT " OP_COLS " FROM operations WHERE state = ?1 AND id > ?2 "
                       "ORDER BY id LIMIT ?3",
-    /* ?5 '' for any reason; ?6 who owns it (enum store_assignee), ?7 the name */
-    [ST_PAGE_MANUAL] = "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
-                       "WHERE state = 'manual' AND id > ?1 AND (accepted_at, id) > (?2, ?3) "
-                       "AND (?5 = '' OR reason = ?5) AND (?6 = 0 OR (?6 = 1 AND assignee = ?7) "
-                       "OR (?6 = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT ?4",
     /* ?1 at, ?3 share of the last row seen: a page starts after it (the
      * first page with ?3 past every share: at > ?1) */
     [ST_PAGE_SAMPLES] = "SELECT " SAMPLE_COLS " FROM exit_samples "
                         "WHERE at > ?1 OR (at = ?1 AND share > ?3) ORDER BY at, share LIMIT ?2",
-    /* The open states (and manual) from their index: the backlog; the
-     * final ones and the prune totals from the counters, so that the cost
-     * does not grow with history. */
-    [ST_COUNT_BY_STATE] = COUNT_BY_STATE,
-    [ST_OLDEST_OPEN] = "SELECT min(m) FROM (" OPEN_OLDEST " UNION ALL " OLDEST_OF("manual") ")",
     /* every call ever recorded: counted with its insert (a prune deletes rows) */
     [ST_CALLS_TOTAL] = "SELECT n FROM counters WHERE name = 'calls'",
     [ST_AUDIT_INSERT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    /* The oldest open operation is read here, in the same statement: one
-     * index probe per open state (manual is not open for the exit). The
-     * backlog (?10..?14) is counted by store_sample_put(). */
-    [ST_SAMPLE_PUT] = "INSERT OR REPLACE INTO exit_samples (" SAMPLE_COLS ") "
-                      "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM (" OPEN_OLDEST
-                      ")), ?8, ?9, ?10, ?11, ?12, ?13, ?14",
     [ST_SAMPLE_PRUNE] = "DELETE FROM exit_samples WHERE at < ?1",
     /* the figures of this share's samples of a minute ago: a range of the
      * primary key, so the cost does not grow with the table */
@@ -439,6 +412,7 @@ static int make_table_sql(struct sqlite_store *s)
         char first[STATES_SQL_MAX], again[STATES_SQL_MAX], query[STATES_SQL_MAX];
         char waiting[STATES_SQL_MAX], resend[STATES_SQL_MAX], flight[STATES_SQL_MAX];
         char outbox[STATES_SQL_MAX], key_old[3 * STATES_SQL_MAX];
+        char counts[640], open_oldest[384], all_oldest[512], counters[128];
         int n[ST_DYN_COUNT];
 
 #define DYN(id) s->dyn_sql[(id)-ST_DYN_FIRST], sizeof(s->dyn_sql[0])
@@ -491,6 +465,37 @@ static int make_table_sql(struct sqlite_store *s)
                      "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
                      "WHERE %s AND ((share = ?3 AND epoch < ?1) OR share >= ?4) LIMIT ?2",
                      flight);
+        /* ?5 '' for any reason; ?6 who owns it (enum store_assignee), ?7 the name */
+        n[ST_PAGE_MANUAL - ST_DYN_FIRST] =
+            snprintf(DYN(ST_PAGE_MANUAL),
+                     "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
+                     "WHERE state = '%s' AND id > ?1 AND (accepted_at, id) > (?2, ?3) "
+                     "AND (?5 = '' OR reason = ?5) AND (?6 = 0 OR (?6 = 1 AND assignee = ?7) "
+                     "OR (?6 = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT ?4",
+                     op_state_name(OP_MANUAL));
+        /* The backlog (and the final states without a counter) from their
+         * index; the counted final ones and the prune totals from the
+         * counters, so that the cost does not grow with history. The oldest
+         * open operation: one index probe per open state (and manual, for
+         * the stats; not for a sample: manual is not open for the exit). */
+        if (store_union_sql(store_indexed_states(), COUNT_OF, counts, sizeof(counts)) < 0 ||
+            store_counter_list_sql(counters, sizeof(counters)) < 0 ||
+            store_union_sql(store_open_states(), OLDEST_OF, open_oldest, sizeof(open_oldest)) < 0 ||
+            store_union_sql(store_open_states() | POLICY_STATE_BIT(OP_MANUAL), OLDEST_OF,
+                            all_oldest, sizeof(all_oldest)) < 0)
+                return TG_ESTORE;
+        n[ST_COUNT_BY_STATE - ST_DYN_FIRST] = snprintf(
+            DYN(ST_COUNT_BY_STATE), "%s UNION ALL SELECT name, n FROM counters WHERE name IN (%s)",
+            counts, counters);
+        n[ST_OLDEST_OPEN - ST_DYN_FIRST] =
+            snprintf(DYN(ST_OLDEST_OPEN), "SELECT min(m) FROM (%s)", all_oldest);
+        /* The backlog (?10..?14) is counted by store_sample_put(). */
+        n[ST_SAMPLE_PUT - ST_DYN_FIRST] =
+            snprintf(DYN(ST_SAMPLE_PUT),
+                     "INSERT OR REPLACE INTO exit_samples (" SAMPLE_COLS ") "
+                     "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM (%s)), ?8, ?9, "
+                     "?10, ?11, ?12, ?13, ?14",
+                     open_oldest);
 #undef DYN
         for (int i = 0; i < ST_DYN_COUNT; i++)
                 if (n[i] < 0 || (size_t)n[i] >= sizeof(s->dyn_sql[i]))

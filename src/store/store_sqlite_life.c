@@ -78,7 +78,7 @@ int store_sqlite_prune_pick(struct store *store, enum op_state state, tg_wall_ms
 
         if (r < 0)
                 return r;
-        if (store_sqlite_bind_text(st, 1, store_state_text(state), 16) ||
+        if (store_sqlite_bind_text(st, 1, op_state_name(state), 16) ||
             store_sqlite_bind_i64(st, 2, before) || store_sqlite_bind_i64(st, 3, after_at) ||
             store_sqlite_bind_i64(st, 4, after_id) || store_sqlite_bind_i64(st, 5, max)) {
                 store_sqlite_stmt_done(st);

@@ -36,8 +36,8 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
         store_sqlite_col_copy(st, 2, op.req.payment_id, sizeof(op.req.payment_id));
         op.req.amount = sqlite3_column_int64(st, 3);
         store_sqlite_col_copy(st, 4, op.req.currency, sizeof(op.req.currency));
-        ok = ok && store_state_parse(store_sqlite_col_text(st, 5), &op.state) == 0;
-        ok = ok && store_reason_parse(store_sqlite_col_text(st, 6), &op.reason) == 0;
+        ok = ok && op_state_parse(store_sqlite_col_text(st, 5), &op.state) == 0;
+        ok = ok && manual_reason_parse(store_sqlite_col_text(st, 6), &op.reason) == 0;
         ok = ok && col_unsigned(st, 7, &op.attempts);
         ok = ok && col_unsigned(st, 8, &op.attempt_limit);
         ok = ok && col_unsigned(st, 9, &op.queries);
@@ -52,7 +52,7 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
         op.epoch = sqlite3_column_int64(st, 18);
         store_sqlite_col_copy(st, 19, op.refund_id, sizeof(op.refund_id));
         op.last_http_status = sqlite3_column_int(st, 20);
-        ok = ok && store_class_parse(store_sqlite_col_text(st, 21), &op.last_class) == 0;
+        ok = ok && tg_class_parse(store_sqlite_col_text(st, 21), &op.last_class) == 0;
         store_sqlite_col_copy(st, 22, op.source, sizeof(op.source));
         ok = ok && col_unsigned(st, 23, &op.share);
         store_sqlite_col_copy(st, 24, op.assignee, sizeof(op.assignee));
@@ -75,7 +75,7 @@ static int read_call(sqlite3_stmt *st, void *ret_row)
         c.id = sqlite3_column_int64(st, 0);
         c.op_id = sqlite3_column_int64(st, 1);
         store_sqlite_col_copy(st, 2, c.operation_id, sizeof(c.operation_id));
-        ok = ok && store_kind_parse(store_sqlite_col_text(st, 3), &c.kind) == 0;
+        ok = ok && tg_call_kind_parse(store_sqlite_col_text(st, 3), &c.kind) == 0;
         ok = ok && col_unsigned(st, 4, &c.attempt);
         store_sqlite_col_copy(st, 5, c.request_id, sizeof(c.request_id));
         c.epoch = sqlite3_column_int64(st, 6);
@@ -86,7 +86,7 @@ static int read_call(sqlite3_stmt *st, void *ret_row)
         c.end_mono = sqlite3_column_int64(st, 11);
         c.end_wall = sqlite3_column_int64(st, 12);
         c.sent = sqlite3_column_int64(st, 13) != 0;
-        ok = ok && store_class_parse(store_sqlite_col_text(st, 14), &c.cls) == 0;
+        ok = ok && tg_class_parse(store_sqlite_col_text(st, 14), &c.cls) == 0;
         c.http_status = sqlite3_column_int(st, 15);
         c.latency_us = sqlite3_column_int64(st, 16);
         store_sqlite_col_copy(st, 17, c.error, sizeof(c.error));
@@ -245,15 +245,15 @@ int store_sqlite_op_insert(struct store *store, const struct op_record *op, int6
             store_sqlite_bind_text(st, 2, op->req.payment_id, TG_PAYMENT_ID_MAX) ||
             store_sqlite_bind_i64(st, 3, op->req.amount) ||
             store_sqlite_bind_text(st, 4, op->req.currency, sizeof(op->req.currency) - 1) ||
-            store_sqlite_bind_text(st, 5, store_state_text(op->state), TG_TEXT_MAX) ||
-            store_sqlite_bind_text(st, 6, store_reason_text(op->reason), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 5, op_state_name(op->state), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 6, manual_reason_name(op->reason), TG_TEXT_MAX) ||
             store_sqlite_bind_i64(st, 7, op->attempt_limit) ||
             store_sqlite_bind_i64(st, 8, op->query_limit) ||
             store_sqlite_bind_i64(st, 9, op->accepted_at) ||
             store_sqlite_bind_i64(st, 10, op->deadline_at) ||
             store_sqlite_bind_i64(st, 11, op->updated_at) ||
             store_sqlite_bind_text(st, 12, op->source, sizeof(op->source) - 1) ||
-            store_sqlite_bind_text(st, 13, store_class_text(op->last_class), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 13, tg_class_name(op->last_class), TG_TEXT_MAX) ||
             store_sqlite_bind_text(st, 14, op->traceparent, sizeof(op->traceparent) - 1) ||
             store_sqlite_bind_i64(st, 15, op->caller_deadline_at) ||
             store_sqlite_bind_text(st, 16, op->req.reason, sizeof(op->req.reason) - 1) ||
@@ -276,8 +276,8 @@ int store_sqlite_op_put(struct store *store, const struct op_record *op)
         if (r < 0)
                 return r;
         if (store_sqlite_bind_i64(st, 1, op->id) ||
-            store_sqlite_bind_text(st, 2, store_state_text(op->state), TG_TEXT_MAX) ||
-            store_sqlite_bind_text(st, 3, store_reason_text(op->reason), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 2, op_state_name(op->state), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 3, manual_reason_name(op->reason), TG_TEXT_MAX) ||
             store_sqlite_bind_i64(st, 4, op->attempts) ||
             store_sqlite_bind_i64(st, 5, op->attempt_limit) ||
             store_sqlite_bind_i64(st, 6, op->queries) ||
@@ -291,7 +291,7 @@ int store_sqlite_op_put(struct store *store, const struct op_record *op)
             store_sqlite_bind_i64(st, 14, op->epoch) ||
             store_sqlite_bind_text(st, 15, op->refund_id, sizeof(op->refund_id) - 1) ||
             store_sqlite_bind_i64(st, 16, op->last_http_status) ||
-            store_sqlite_bind_text(st, 17, store_class_text(op->last_class), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 17, tg_class_name(op->last_class), TG_TEXT_MAX) ||
             store_sqlite_bind_i64(st, 18, op->share) ||
             store_sqlite_bind_text(st, 19, op->assignee, sizeof(op->assignee) - 1) ||
             store_sqlite_bind_text(st, 20, op->traceparent, sizeof(op->traceparent) - 1)) {
@@ -424,7 +424,7 @@ int store_sqlite_call_insert(struct store *store, struct call_record *call)
                 return r;
         if (store_sqlite_bind_i64(st, 1, call->op_id) ||
             store_sqlite_bind_text(st, 2, call->operation_id, TG_OP_ID_MAX) ||
-            store_sqlite_bind_text(st, 3, store_kind_text(call->kind), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 3, tg_call_kind_name(call->kind), TG_TEXT_MAX) ||
             store_sqlite_bind_i64(st, 4, call->attempt) ||
             store_sqlite_bind_text(st, 5, call->request_id, TG_REQUEST_ID_MAX) ||
             store_sqlite_bind_i64(st, 6, call->epoch) ||
@@ -486,7 +486,7 @@ int store_sqlite_call_close(struct store *store, const struct call_record *c)
                 return r;
         if (store_sqlite_bind_i64(st, 1, c->id) || store_sqlite_bind_i64(st, 2, c->end_mono) ||
             store_sqlite_bind_i64(st, 3, c->end_wall) || store_sqlite_bind_i64(st, 4, c->sent) ||
-            store_sqlite_bind_text(st, 5, store_class_text(c->cls), TG_TEXT_MAX) ||
+            store_sqlite_bind_text(st, 5, tg_class_name(c->cls), TG_TEXT_MAX) ||
             store_sqlite_bind_i64(st, 6, c->http_status) ||
             store_sqlite_bind_i64(st, 7, c->latency_us) ||
             store_sqlite_bind_text(st, 8, c->error, sizeof(c->error) - 1) ||
@@ -556,14 +556,14 @@ int store_sqlite_page(struct store *store, const struct store_page *p, unsigned 
                                                    : sizeof(struct call_record);
                 break;
         case STORE_PAGE_STATE:
-                text = store_state_text(p->state);
+                text = op_state_name(p->state);
                 r = store_sqlite_stmt_get(s, ST_PAGE_STATE, &st);
                 bad = r == 0 && (store_sqlite_bind_text(st, 1, text, strlen(text)) ||
                                  store_sqlite_bind_i64(st, 2, p->cur_id) ||
                                  store_sqlite_bind_i64(st, 3, want));
                 break;
         case STORE_PAGE_MANUAL:
-                text = p->reason == MANUAL_NONE ? "" : store_reason_text(p->reason);
+                text = p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason);
                 r = store_sqlite_stmt_get(s, ST_PAGE_MANUAL, &st);
                 bad =
                     r == 0 && (store_sqlite_bind_i64(st, 1, p->after_id) ||
@@ -625,7 +625,7 @@ int store_sqlite_stats(struct store *store, struct store_stats *ret_stats)
 
                 if (rc != SQLITE_ROW)
                         r = store_sqlite_map_rc(rc);
-                else if (store_state_parse(name, &state) == 0)
+                else if (op_state_parse(name, &state) == 0)
                         stats.by_state[state] = count;
                 else if (strcmp(name, store_counter_text(STORE_COUNTER_PRUNED_OPERATIONS)) == 0)
                         stats.pruned_operations = count;

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/names.h"
 #include "core/strnum.h"
 #include "core/tg_error.h"
 #include "daemon/config.h"
@@ -45,7 +46,7 @@
 #define PAD_B      26
 
 enum bstate { B_IN_FLIGHT, B_RETRY_WAIT, B_UNKNOWN, B_STATES };
-static const char *const bstate_name[B_STATES] = {"in_flight", "retry_wait", "unknown"};
+static const enum op_state bstate_state[B_STATES] = {OP_IN_FLIGHT, OP_RETRY_WAIT, OP_UNKNOWN};
 static const char *const bstate_color[B_STATES] = {"#d95f02", "#7570b3", "#e7298a"};
 
 struct phase {
@@ -76,10 +77,16 @@ static const char report_about[] =
 static const char report_epilogue[] =
     "Exit status: 0 written (whatever the findings), 2 usage or input error.\n";
 
+/* A call record's class is cls (a word of core/names.h). */
+static bool class_is(const char *cls, enum tg_class want)
+{
+        return strcmp(cls, tg_class_name(want)) == 0;
+}
+
 static bool is_final(const char *cls)
 {
-        return strcmp(cls, "succeeded") == 0 || strcmp(cls, "rejected") == 0 ||
-               strcmp(cls, "key_reused") == 0;
+        return class_is(cls, TG_CLASS_SUCCEEDED) || class_is(cls, TG_CLASS_REJECTED) ||
+               class_is(cls, TG_CLASS_KEY_REUSED);
 }
 
 static int bin_of(const struct series *s, tg_wall_ms t)
@@ -292,8 +299,8 @@ static int build_series(const struct runlog *log, const struct verify_args *a, s
                                 break;
                         }
                         tg_wall_ms next = k + 1 < end ? v[k + 1]->start_wall : s->t1;
-                        bool retry =
-                            strcmp(c->cls, "retryable") == 0 || strcmp(c->cls, "not_sent") == 0;
+                        bool retry = class_is(c->cls, TG_CLASS_RETRYABLE) ||
+                                     class_is(c->cls, TG_CLASS_NOT_SENT);
                         add_range(s, s->state[retry ? B_RETRY_WAIT : B_UNKNOWN], e, next, 1);
                 }
                 i = end;
@@ -533,7 +540,7 @@ static void write_html(FILE *f, const struct verify_args *a, const struct runlog
                         fprintf(f, "\"/>\n");
                         for (size_t b = 0; b < s->nbins; b++)
                                 stack[b] += s->state[k][b];
-                        legend(f, k, bstate_color[k], bstate_name[k]);
+                        legend(f, k, bstate_color[k], op_state_name(bstate_state[k]));
                 }
                 fprintf(f, "</svg>\n");
                 free(stack);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/names.h"
 #include "core/rfc3339.h"
 #include "core/rng.h"
 #include "core/strnum.h"
@@ -54,10 +55,11 @@ static int push(struct jitter_records *r, tg_wall_ms at, bool repeat)
         return 0;
 }
 
-/* "first" is a first attempt; every other kind repeats something. */
+/* A first attempt repeats nothing; every other kind repeats something. */
 static bool kind_repeats(const char *kind, size_t len)
 {
-        return !(len == 5 && memcmp(kind, "first", 5) == 0);
+        const char *first = tg_call_kind_name(TG_KIND_FIRST);
+        return !(len == strlen(first) && memcmp(kind, first, len) == 0);
 }
 
 static int read_json_line(struct jitter_records *r, const char *line, size_t len, const char **why)

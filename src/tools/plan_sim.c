@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/names.h"
 #include "core/tg_error.h"
 #include "net/http_client.h"
 #include "tools/tool_util.h"
@@ -135,7 +136,9 @@ static int poll_calls(struct run *r, double *ret_first_start)
                                 *ret_first_start = start;
                         r->calls++;
                         const char *name = json_string_value(cls);
-                        if (strcmp(name, "succeeded") == 0 || strcmp(name, "rejected") == 0) {
+                        enum tg_class k;
+                        if (tg_class_parse(name, &k) == 0 &&
+                            (k == TG_CLASS_SUCCEEDED || k == TG_CLASS_REJECTED)) {
                                 double lat =
                                     (double)json_integer_value(json_object_get(c, "latency_ms")) /
                                     1000.0;

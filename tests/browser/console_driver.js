@@ -120,10 +120,15 @@ async function timeline() {
     await page.goto(cfg.url + '/ui#/status');
     await page.waitForSelector('#status-facts');
     out.status_owner_alive = await page.$eval('#status-owner', (e) => e.getAttribute('data-alive'));
+    out.backlog_labels = await page.$$eval('#status-backlog dt', (d) => d.map((e) => [e.getAttribute('data-state'), e.textContent]));
+    /* the server's words, each with a label in every language (i18n.js) */
+    out.vocabularies = await page.evaluate(() => TG.state.session.vocabularies);
+    out.missing_translations = await page.evaluate(() => TG.missingTranslations(TG.state.session.vocabularies));
     await shot(page, 'status', true);
     await page.goto(cfg.url + '/ui#/ops?state=succeeded');
     await page.waitForSelector('#ops-rows tr[data-op]');
     out.succeeded_rows = await page.$$eval('#ops-rows tr[data-op]', (r) => r.length);
+    out.state_tabs = await page.$$eval('#state-tabs a', (a) => a.map((e) => e.getAttribute('data-state')));
     const first = await page.$eval('#ops-rows tr[data-op]', (r) => r.getAttribute('data-op'));
     await shot(page, 'operations');
     await page.goto(cfg.url + '/ui#/op/' + encodeURIComponent(first));

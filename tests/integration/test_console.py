@@ -146,6 +146,20 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.assertEqual(out["mode_when_band"], "unavailable")
         self.assertLess(out["live_lag_s"], 3.0)
         self.assertEqual(out["status_owner_alive"], "1")
+        # the words come from the server (src/core/names.h): the Operations
+        # tabs are its states, cancelled included (issue 24), every word has
+        # a translation in both languages, and "Backlog now" shows a label
+        # for each state it counts, never a raw key such as state.cancelled
+        vocab = out["vocabularies"]
+        self.assertEqual(vocab["states"], ["pending", "in_flight", "retry_wait", "unknown",
+                                           "succeeded", "rejected", "manual", "cancelled"])
+        self.assertEqual(out["state_tabs"], vocab["states"])
+        self.assertEqual(out["missing_translations"], [])
+        backlog = dict(out["backlog_labels"])
+        self.assertIn("cancelled", backlog)
+        self.assertEqual(backlog["cancelled"], "cancelled")
+        for state, label in out["backlog_labels"]:
+            self.assertNotIn("state.", label, (state, label))
         self.assertGreater(out["succeeded_rows"], 0)
         self.assertGreaterEqual(out["op_calls"], 1)
         self.assertEqual(out["zh_nav"], "人工審核")

@@ -219,7 +219,8 @@
 
   function renderOps(params) {
     var v = setView('ops');
-    var st = params.state && TG.states.indexOf(params.state) >= 0 ? params.state : 'pending';
+    var states = TG.vocabularies.states;
+    var st = params.state && states.indexOf(params.state) >= 0 ? params.state : states[0];
     var input = el('input', { type: 'search', id: 'op-search', placeholder: TG.t('ops.search'), spellcheck: 'false' });
     v.appendChild(el('h2', { text: TG.t('ops.title') }));
     v.appendChild(
@@ -234,7 +235,7 @@
       }, [input, el('button', { type: 'submit' }, TG.t('ops.find'))])
     );
     v.appendChild(
-      el('div', { class: 'tabs', id: 'state-tabs' }, TG.states.map(function (s) {
+      el('div', { class: 'tabs', id: 'state-tabs' }, states.map(function (s) {
         return el('a', { href: '#/ops?state=' + s, class: s === st ? 'on' : '', 'data-state': s }, TG.stateName(s));
       }))
     );
@@ -368,11 +369,11 @@
       v.appendChild(el('h3', { text: TG.t('op.calls') }));
       v.appendChild(o.attempts.length ? table(['col.kind', 'col.attempt', 'col.start', 'col.latency', 'col.class', 'col.http', 'col.provider'], o.attempts.map(function (c) {
         return el('tr', { 'data-call': c.id }, [
-          el('td', { text: c.kind }),
+          el('td', { text: TG.kindName(c.kind) }),
           el('td', { class: 'num', text: c.attempt }),
           el('td', { class: 'mono', text: TG.fmtTime(c.start_wall, true) }),
           el('td', { class: 'num', text: c.latency_ms === null ? TG.t('none') : c.latency_ms + ' ms' }),
-          el('td', { text: c['class'] === null ? TG.t('none') : c['class'] }),
+          el('td', { text: TG.className(c['class']) }),
           el('td', { class: 'num', text: c.http_status === null ? TG.t('none') : c.http_status }),
           el('td', { text: c.error || TG.t('none') })
         ]);
@@ -394,14 +395,15 @@
 
   function renderManual(params) {
     var v = setView('manual');
-    var reason = params.reason && TG.reasons.indexOf(params.reason) >= 0 ? params.reason : '';
+    var reasons = TG.vocabularies.reasons;
+    var reason = params.reason && reasons.indexOf(params.reason) >= 0 ? params.reason : '';
     v.appendChild(el('h2', { text: TG.t('manual.title') }));
     var sel = el('select', {
       id: 'manual-reason',
       onchange: function () {
         window.location.hash = '#/manual' + (sel.value ? '?reason=' + sel.value : '');
       }
-    }, [el('option', { value: '' }, TG.t('manual.all'))].concat(TG.reasons.map(function (r) {
+    }, [el('option', { value: '' }, TG.t('manual.all'))].concat(reasons.map(function (r) {
       return el('option', { value: r, selected: r === reason }, TG.reasonName(r));
     })));
     v.appendChild(el('div', { class: 'toolbar' }, [el('label', {}, [TG.t('manual.filter') + ' ', sel])]));
@@ -490,7 +492,7 @@
     }), { class: 'grid', id: 'status-shares' }));
     box.appendChild(el('h3', { text: TG.t('status.backlog') }));
     box.appendChild(el('dl', { class: 'facts', id: 'status-backlog' }, Object.keys(s.backlog || {}).map(function (k) {
-      return field('state.' + k, String(s.backlog[k]));
+      return [el('dt', { text: TG.stateName(k), 'data-state': k }), el('dd', {}, String(s.backlog[k]))];
     })));
     box.appendChild(el('h3', { text: TG.t('status.limits') }));
     box.appendChild(el('dl', { class: 'facts', id: 'status-limits' }, Object.keys(s.limits || {}).map(function (k) {
@@ -533,6 +535,7 @@
     TG.api('GET', 'session').then(function (res) {
       if (!res.ok) return signedOut();
       state.session = res.data;
+      TG.setVocabularies(res.data.vocabularies);
       document.body.setAttribute('data-role', res.data.role);
       who();
       window.addEventListener('hashchange', route);

@@ -149,6 +149,20 @@
       'state.manual': 'manual',
       'state.succeeded': 'succeeded',
       'state.rejected': 'rejected',
+      'state.cancelled': 'cancelled',
+      'kind.first': 'first',
+      'kind.retry': 'retry',
+      'kind.query': 'query',
+      'kind.manual': 'operator resend',
+      'class.succeeded': 'succeeded',
+      'class.rejected': 'rejected',
+      'class.key_reused': 'key reused',
+      'class.retryable': 'retryable',
+      'class.unknown': 'unknown',
+      'class.not_sent': 'not sent',
+      'class.processing': 'processing',
+      'class.not_found': 'not found',
+      'class.no_answer': 'no answer',
       'reason.attempts_exhausted': 'attempts exhausted',
       'reason.deadline': 'deadline passed',
       'reason.query_budget': 'query budget spent',
@@ -302,6 +316,20 @@
       'state.manual': '人工審核',
       'state.succeeded': '成功',
       'state.rejected': '已拒絕',
+      'state.cancelled': '已取消',
+      'kind.first': '首次',
+      'kind.retry': '重試',
+      'kind.query': '查詢',
+      'kind.manual': '人工重送',
+      'class.succeeded': '成功',
+      'class.rejected': '已拒絕',
+      'class.key_reused': '金鑰被重複使用',
+      'class.retryable': '可重試',
+      'class.unknown': '結果未知',
+      'class.not_sent': '未送出',
+      'class.processing': '處理中',
+      'class.not_found': '查無紀錄',
+      'class.no_answer': '無回應',
       'reason.attempts_exhausted': '嘗試次數用盡',
       'reason.deadline': '超過期限',
       'reason.query_budget': '查詢次數用盡',
@@ -423,14 +451,48 @@
     return Math.floor(s / 86400) + ' d ' + Math.floor((s % 86400) / 3600) + ' h';
   };
 
+  /* The words themselves (states, kinds, classes, reasons) are the server's
+   * (src/core/names.h): the console gets them at sign-in, in the session's
+   * "vocabularies", and keeps only their translations here, under
+   * <prefix>.<word>. */
+  var PREFIX = { states: 'state.', kinds: 'kind.', classes: 'class.', reasons: 'reason.' };
+  TG.vocabularies = { states: [], kinds: [], classes: [], reasons: [] };
+  TG.setVocabularies = function (v) {
+    Object.keys(PREFIX).forEach(function (k) {
+      TG.vocabularies[k] = (v && Array.isArray(v[k])) ? v[k].slice() : [];
+    });
+  };
+  /* Every word of v (the session's vocabularies) without a translation in
+   * some language, as "lang: key"; [] when all have one. */
+  TG.missingTranslations = function (v) {
+    var missing = [];
+    Object.keys(PREFIX).forEach(function (k) {
+      ((v && v[k]) || []).forEach(function (w) {
+        Object.keys(dict).forEach(function (lang) {
+          if (!dict[lang][PREFIX[k] + w]) missing.push(lang + ': ' + PREFIX[k] + w);
+        });
+      });
+    });
+    return missing;
+  };
+  function wordName(prefix, w) {
+    if (w === null || w === undefined || w === '') return TG.t('none');
+    var key = prefix + w;
+    var s = TG.t(key);
+    return s === key ? String(w) : s; /* a word newer than this page: itself, never its key */
+  }
   TG.stateName = function (s) {
-    return s ? TG.t('state.' + s) : TG.t('none');
+    return wordName(PREFIX.states, s);
+  };
+  TG.kindName = function (k) {
+    return wordName(PREFIX.kinds, k);
+  };
+  TG.className = function (c) {
+    return wordName(PREFIX.classes, c);
   };
   TG.reasonName = function (r) {
-    return r ? TG.t('reason.' + r) : TG.t('none');
+    return wordName(PREFIX.reasons, r);
   };
-  TG.reasons = ['attempts_exhausted', 'deadline', 'query_budget', 'key_reused', 'key_retention', 'invalid'];
-  TG.states = ['pending', 'in_flight', 'retry_wait', 'unknown', 'manual', 'succeeded', 'rejected'];
 
   /* el('td', {class: 'x'}, 'text' | node | [children]) — text is always
    * textContent: nothing from the server is ever parsed as HTML. */
