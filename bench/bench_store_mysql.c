@@ -1,5 +1,5 @@
 /*
- * bench_store_mysql — the MariaDB/MySQL store beside the SQLite one, through
+ * bench_store_mysql — the MariaDB store beside the SQLite one, through
  * the store interface (the exit's own calls). Prints figures, never fails on
  * a number.
  *

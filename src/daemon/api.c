@@ -536,6 +536,10 @@ static int route(struct api *api, const struct http_request *req, struct http_re
         static const char manual[] = "/v1/manual";
         const char *path = req->path ? req->path : "";
 
+        /* "/" and "/ui/" lead to the console (before the problem: the HTTP
+         * layer calls "/ui/" an empty segment) */
+        if (ui_door(api, req))
+                return ui_route(api, req, res, rid);
         if (req->problem_status)
                 return problem_reply(req, res, rid);
 

@@ -69,6 +69,19 @@ bool ui_path(const char *path)
         return path && strncmp(path, "/ui", 3) == 0 && (path[3] == '\0' || path[3] == '/');
 }
 
+bool ui_door(const struct api *api, const struct http_request *req)
+{
+        const char *path = req->path;
+
+        if (!path || !api_is_get(req))
+                return false;
+        /* the HTTP layer's 400 here is the empty segment (or a query not
+         * printable ASCII, which the redirect leaves behind as well) */
+        if (strcmp(path, "/ui/") == 0)
+                return req->problem_status == 0 || req->problem_status == 400;
+        return strcmp(path, "/") == 0 && !req->problem_status && api->ui && ui_asset_count > 0;
+}
+
 /* ---- answers ---------------------------------------------------------------------- */
 
 static void security_headers(struct http_response *res)
@@ -83,6 +96,16 @@ static void security_headers(struct http_response *res)
 static int reply_asset(const struct web_asset *a, struct http_response *res)
 {
         return http_response_set(res, 200, web_asset_type(a->name), (const char *)a->data, a->len);
+}
+
+/* To the console's one page: a temporary redirect, so that no browser keeps
+ * it should "/" ever answer something else. */
+static int reply_to_console(struct http_response *res)
+{
+        static const char body[] = "The console is at /ui\n";
+        int r = http_response_set(res, 302, "text/plain; charset=utf-8", body, sizeof(body) - 1);
+
+        return r ? r : http_response_add_header(res, "Location", "/ui");
 }
 
 static int not_built(struct http_response *res, const char *rid)
@@ -459,7 +482,8 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                 return route_api(api, req, res, rid, path + sizeof(apis) - 1);
         if (!api_is_get(req))
                 return api_reply_method_not_allowed(res, rid, "GET");
-        /* "/ui/" never gets here: the HTTP layer refuses an empty segment. */
+        if (strcmp(path, "/") == 0 || strcmp(path, "/ui/") == 0)
+                return reply_to_console(res);
         if (strcmp(path, "/ui") == 0) {
                 /* The app for a signed-in person; anyone else gets the
                  * sign-in page (the app's data routes refuse them anyway). */

@@ -43,6 +43,13 @@ void ui_free(struct ui *ui);
 /* True for "/ui" and everything under "/ui/". */
 bool ui_path(const char *path);
 
+/* True for a GET or HEAD of a door a person types for the console: "/ui/"
+ * (which the HTTP layer hands over as a 400, an empty segment) and "/",
+ * the latter only when the console is on and built. ui_route() answers
+ * both with a redirect to /ui, so a browser there never sees a JSON error;
+ * any other method keeps the answer it had. */
+bool ui_door(const struct api *api, const struct http_request *req);
+
 /* The console's routine reads (the live poll, its files): logged at debug
  * level, since every open dashboard makes one a second. */
 bool ui_routine_path(const char *path);

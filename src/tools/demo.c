@@ -5,15 +5,19 @@
  * explicit rejects, then recovery: seed 000's acceptance order) and
  * `tollgate serve` on a fresh embedded SQLite store, feeds
  * refunds at a steady rate through the intake API, and draws a live view of
- * the backlog, starts/s, closes/s, in-flight, the oldest pending age and the
- * provider's phase. It ends with a summary — every refund settled or in
- * manual review, refunds executed twice, the minimum start spacing, the
- * most POSTs any one operation made — and stops everything it started.
+ * the backlog, starts/s, closes/s, the calls in flight (what the console's
+ * in-flight chart shows: calls open at the transport, under the cap), the
+ * operations claimed (state in_flight: those calls and the claims made ahead
+ * of their slot), the oldest pending age and the provider's phase. It ends
+ * with a summary — every refund settled or in manual review, refunds
+ * executed twice, the minimum start spacing, the most POSTs any one
+ * operation made — and stops everything it started.
  *
  * The demo talks to the provider stand-in only through tollgate's exit; its
  * own HTTP goes to tollgate's API and to the stub's /_stub admin routes, on
- * loopback, to processes it started itself. It reads the call log and the
- * backlog straight from the store (read-only use of the store API).
+ * loopback, to processes it started itself. It reads the call log, the
+ * backlog and the exit's samples straight from the store (read-only use of
+ * the store API).
  */
 #include <fcntl.h>
 #include <jansson.h>
@@ -27,6 +31,7 @@
 
 #include "core/policy.h"
 #include "core/tg_error.h"
+#include "daemon/exit_stats.h"
 #include "net/http_client.h"
 #include "platform/clock.h"
 #include "platform/options.h"
@@ -252,6 +257,18 @@ static long executed_twice(int stub_port)
         return twice;
 }
 
+/* The calls open at the transport now, as the exit's newest sample says
+ * (the console's in-flight chart): 0 while no dispatcher wrote one lately. */
+static unsigned calls_open(struct store *store)
+{
+        static struct exit_sample sample; /* large: not on the stack */
+        bool fresh = false;
+
+        if (exit_stats_read_now(store, clock_wall_now(), 3000, &sample, &fresh) != 0 || !fresh)
+                return 0;
+        return sample.in_flight;
+}
+
 static double oldest_age_s(const struct store_stats *st)
 {
         if (st->oldest_open_accepted_at == TG_WALL_NEVER || st->oldest_open_accepted_at <= 0)
@@ -343,6 +360,8 @@ static void bar(char *out, size_t size, uint64_t open, uint64_t total)
         out[k] = '\0';
 }
 
+/* in_flight: calls open at the transport (never over the cap); claimed:
+ * operations in the in_flight state, the claims made ahead included. */
 static void draw(const struct demo_opts *o, double t, const struct store_stats *st,
                  unsigned long fed, unsigned starts_s, unsigned closes_s, unsigned in_flight,
                  double oldest_s, const char *mode)
@@ -353,9 +372,9 @@ static void draw(const struct demo_opts *o, double t, const struct store_stats *
         bar(b, sizeof(b), open, fed);
         if (o->plain) {
                 printf("t=%5.1fs fed=%lu open=%llu starts/s=%u closes/s=%u in_flight=%u "
-                       "oldest=%.1fs provider=%s\n",
-                       t, fed, (unsigned long long)open, starts_s, closes_s, in_flight, oldest_s,
-                       mode);
+                       "claimed=%llu oldest=%.1fs provider=%s\n",
+                       t, fed, (unsigned long long)open, starts_s, closes_s, in_flight,
+                       (unsigned long long)st->by_state[OP_IN_FLIGHT], oldest_s, mode);
         } else {
                 printf("\033[H\033[J"
                        "tollgate demo — one exit through the seed's incident\n\n"
@@ -363,11 +382,14 @@ static void draw(const struct demo_opts *o, double t, const struct store_stats *
                        "  backlog          %s %llu open of %lu fed\n"
                        "  starts/s         %-3u (exit allows 5)\n"
                        "  closes/s         %-3u\n"
-                       "  in flight        %-3u (cap 10)\n"
+                       "  in flight        %-3u (calls open, cap 10)\n"
+                       "  claimed          %-3llu (state in_flight: those and the claims made "
+                       "ahead of their slot)\n"
                        "  oldest pending   %.1f s\n"
                        "  succeeded %llu  unknown %llu  retry_wait %llu  manual %llu\n",
                        mode, t, b, (unsigned long long)open, fed, starts_s, closes_s, in_flight,
-                       oldest_s, (unsigned long long)st->by_state[OP_SUCCEEDED],
+                       (unsigned long long)st->by_state[OP_IN_FLIGHT], oldest_s,
+                       (unsigned long long)st->by_state[OP_SUCCEEDED],
                        (unsigned long long)st->by_state[OP_UNKNOWN],
                        (unsigned long long)st->by_state[OP_RETRY_WAIT],
                        (unsigned long long)st->by_state[OP_MANUAL]);
@@ -506,7 +528,7 @@ int cmd_demo(int argc, char **argv)
         memset(&v, 0, sizeof(v));
         double t0 = tool_now(), next_feed = t0, next_draw = t0, next_second = t0 + 1;
         unsigned long fed = 0, failed_feeds = 0, starts_prev = 0;
-        unsigned starts_s = 0, closes_s = 0;
+        unsigned starts_s = 0, closes_s = 0, in_flight = 0;
         uint64_t final_prev = 0;
         double settle_limit = o.feed_s + 60; /* the deadline would go further; we stop here */
         struct store_stats st;
@@ -531,14 +553,15 @@ int cmd_demo(int argc, char **argv)
                                 closes_s = (unsigned)(fin - final_prev);
                                 final_prev = fin;
                         }
+                        in_flight = calls_open(d.store);
                         starts_s = (unsigned)(v.starts - starts_prev);
                         starts_prev = v.starts;
                         stub_mode(d.stub.port, mode, sizeof(mode));
                         next_second += 1;
                 }
                 if (now >= next_draw) {
-                        draw(&o, t, &st, fed, starts_s, closes_s,
-                             (unsigned)st.by_state[OP_IN_FLIGHT], oldest_age_s(&st), mode);
+                        draw(&o, t, &st, fed, starts_s, closes_s, in_flight, oldest_age_s(&st),
+                             mode);
                         next_draw += o.plain ? 2.0 : 0.25;
                 }
                 uint64_t open = st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +

@@ -4,7 +4,8 @@ tollgate serve and tollgate-stub in the seed's incident phases, time-scaled:
 fast, slower than the call timeout, 503 (unavailable), executing and
 dropping the answer, then recovered.
 
-- the sign-in page answers /ui without a session; the timeline renders with
+- the sign-in page answers /ui without a session, and "/" and "/ui/" lead
+  there by a redirect (302 to /ui); the timeline renders with
   non-empty series, gains live points, shows the hold band during the 503
   phase, and logs no console error;
 - a refund pushed to manual review is resent from the desk: the stub gets a
@@ -108,6 +109,22 @@ class ConsoleBrowserTest(unittest.TestCase):
             self.skipTest("this tollgate was built with -DTG_CONSOLE=OFF")
         self.assertEqual(status, 200)
         self.assertIn(b"signin-form", body)  # no session: the sign-in page
+
+        # the doors people type lead there, through the real HTTP layer (which
+        # calls "/ui/" an empty segment): a redirect, never a JSON error
+        for door in ("/", "/ui/", "/ui/?from=bookmark"):
+            status, headers, body = tgtest.http_request("GET", tg.api + door)
+            self.assertEqual((status, headers.get("location")), (302, "/ui"), (door, body))
+            self.assertTrue(headers.get("content-type", "").startswith("text/plain"), door)
+            status, _, body = tgtest.http_request("GET", tg.api + headers["location"])
+            self.assertEqual(status, 200, door)
+            self.assertIn(b"signin-form", body, door)
+        # what is not a door keeps its answer
+        status, _, body = tgtest.http_request("GET", tg.api + "/ui//")
+        self.assertEqual(status, 400)
+        self.assertIn(b"empty segment", body)
+        status, _, body = tgtest.http_request("POST", tg.api + "/ui/", body="")
+        self.assertEqual(status, 400)
 
         # refunds at 4/s through the whole incident
         stop = threading.Event()

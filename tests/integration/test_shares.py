@@ -3,7 +3,9 @@
 Two `tollgate dispatch` processes on one store, [exit] shares = 2 of an
 account of 10 starts/s, against one stub. Judged from outside:
   - the provider never receives more than the account's limit in any 1 s
-    window by arrival time (two independent pacers: at most limit + 1);
+    window by arrival time (checked against limit + 1, the room two
+    independent pacers needed before the shares started on one grid; the
+    door test below checks the grid's spacing itself);
   - each dispatcher's own starts (one epoch = one share holding) are spaced
     at least 1 / limit (a run at the account's rate inside each of its
     windows) and come to no more than its share of the account;
@@ -110,7 +112,7 @@ class SharesTest(unittest.TestCase):
             calls = tg.calls()
             arrivals = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
 
-            # 1. the account's limit, by arrival time, allowing for two pacers
+            # 1. the account's limit, by arrival time (limit + 1: see the top)
             worst = max_in_window([a["mono_ns"] for a in arrivals])
             print("shares[%s]: %d arrivals, at most %d in any 1 s window (limit %g)"
                   % (self.store, len(arrivals), worst, LIMIT), file=sys.stderr)

@@ -2,7 +2,7 @@
  * The store contract: what every backend behind store.h must do, written
  * against store.h alone and run once per backend url available:
  *   - SQLite, always, one fresh database file in a temp dir per test;
- *   - MariaDB/MySQL when TG_TEST_MYSQL_URL is set. Each test then uses the
+ *   - MariaDB when TG_TEST_MYSQL_URL is set. Each test then uses the
  *     database "<db of that url>_<pid>_<n>", which the backend (or the test
  *     user) must be able to create: the contract assumes an empty store per
  *     test. Until that backend is built, store_open answers

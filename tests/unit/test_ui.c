@@ -234,6 +234,7 @@ struct answer {
         char *body;
         json_t *json;
         char set_cookie[256];
+        char location[64];
         char csp[256];
         bool nosniff, frame_deny;
 };
@@ -245,9 +246,11 @@ static void answer_free(struct answer *a)
         memset(a, 0, sizeof(*a));
 }
 
-/* One request; headers: NULL-terminated {name, value} pairs. */
-static struct answer call(struct api *api, const char *method, const char *path, const char *query,
-                          const char *const *headers, const char *body)
+/* One request as the HTTP layer hands it over (problem_status 0: none);
+ * headers: NULL-terminated {name, value} pairs. */
+static struct answer call_as(struct api *api, const char *method, const char *path,
+                             const char *query, const char *const *headers, const char *body,
+                             int problem_status, const char *problem)
 {
         struct http_header h[8];
         struct http_request req;
@@ -270,6 +273,8 @@ static struct answer call(struct api *api, const char *method, const char *path,
         req.header_count = n;
         req.body = body ? body : "";
         req.body_len = body ? strlen(body) : 0;
+        req.problem_status = problem_status;
+        req.problem = problem;
         http_response_init(&res);
         assert_int_equal(api_handle(api, &req, &res), 0);
         a.status = res.status;
@@ -283,6 +288,8 @@ static struct answer call(struct api *api, const char *method, const char *path,
                 const char *name = res.headers[i].name, *v = res.headers[i].value;
                 if (strcmp(name, "Set-Cookie") == 0)
                         snprintf(a.set_cookie, sizeof(a.set_cookie), "%s", v);
+                if (strcmp(name, "Location") == 0)
+                        snprintf(a.location, sizeof(a.location), "%s", v);
                 if (strcmp(name, "Content-Security-Policy") == 0)
                         snprintf(a.csp, sizeof(a.csp), "%s", v);
                 if (strcmp(name, "X-Content-Type-Options") == 0 && strcmp(v, "nosniff") == 0)
@@ -292,6 +299,12 @@ static struct answer call(struct api *api, const char *method, const char *path,
         }
         http_response_release(&res);
         return a;
+}
+
+static struct answer call(struct api *api, const char *method, const char *path, const char *query,
+                          const char *const *headers, const char *body)
+{
+        return call_as(api, method, path, query, headers, body, 0, NULL);
 }
 
 static const char *code_of(const struct answer *a)
@@ -427,6 +440,95 @@ static void test_pages_and_headers(void **state)
         assert_non_null(strstr(a.body, "/ui/assets/app.js"));
         assert_null(strstr(a.body, "<script>"));
         answer_free(&a);
+}
+
+/* The doors people type: "/" and "/ui/" lead to /ui by a redirect (the
+ * HTTP layer hands "/ui/" over as a 400, an empty segment), never to a JSON
+ * error; other methods keep their answers, and "/" leads nowhere without a
+ * console. */
+static void test_front_doors(void **state)
+{
+        static const char empty_segment[] = "request path has an empty segment";
+        struct fixture *fx = *state;
+        struct answer a;
+
+        if (ui_asset_count == 0)
+                skip(); /* built with -DTG_CONSOLE=OFF */
+        const struct {
+                const char *method, *path;
+                int problem_status;
+        } doors[] = {
+            {"GET", "/", 0},       {"HEAD", "/", 0},   {"GET", "/ui/", 400},
+            {"HEAD", "/ui/", 400}, {"GET", "/ui/", 0},
+        };
+        for (size_t i = 0; i < sizeof(doors) / sizeof(doors[0]); i++) {
+                a = call_as(fx->api, doors[i].method, doors[i].path, "x=1", NULL, NULL,
+                            doors[i].problem_status,
+                            doors[i].problem_status ? empty_segment : NULL);
+                CHECK(a.status == 302, "%s %s: %d", doors[i].method, doors[i].path, a.status);
+                assert_string_equal(a.location, "/ui");
+                assert_string_equal(a.type, "text/plain; charset=utf-8");
+                assert_null(a.json);
+                assert_non_null(strstr(a.csp, "default-src 'none'"));
+                assert_true(a.nosniff);
+                answer_free(&a);
+        }
+        /* where the redirect leads: the sign-in page */
+        a = call(fx->api, "GET", "/ui", NULL, NULL, NULL);
+        assert_int_equal(a.status, 200);
+        assert_non_null(strstr(a.body, "signin-form"));
+        answer_free(&a);
+        /* other methods, and other problems, answer as before */
+        a = call_as(fx->api, "POST", "/ui/", NULL, NULL, NULL, 400, empty_segment);
+        assert_int_equal(a.status, 400);
+        assert_string_equal(code_of(&a), "invalid_request");
+        answer_free(&a);
+        a = call(fx->api, "POST", "/", NULL, NULL, NULL);
+        assert_int_equal(a.status, 404);
+        assert_string_equal(code_of(&a), "not_found");
+        answer_free(&a);
+        a = call_as(fx->api, "GET", "/", NULL, NULL, NULL, 431, "too many request headers");
+        assert_int_equal(a.status, 431);
+        answer_free(&a);
+        a = call_as(fx->api, "GET", "/ui//", NULL, NULL, NULL, 400, empty_segment);
+        assert_int_equal(a.status, 400);
+        answer_free(&a);
+        a = call(fx->api, "GET", "/uix", NULL, NULL, NULL);
+        assert_int_equal(a.status, 404);
+        answer_free(&a);
+}
+
+/* With the console off, "/" is no door (404 as any unknown route) and
+ * "/ui/" answers what /ui does: the console is off. */
+static void test_front_doors_console_off(void **state)
+{
+        struct fixture *fx = calloc(1, sizeof(*fx));
+        struct tg_config *cfg = calloc(1, sizeof(*cfg));
+        struct answer a;
+
+        (void)state;
+        assert_non_null(fx);
+        assert_non_null(cfg);
+        snprintf(fx->dir, sizeof(fx->dir), "/tmp/tg-test-ui-XXXXXX");
+        assert_non_null(mkdtemp(fx->dir));
+        config_defaults(cfg);
+        snprintf(cfg->store_url, sizeof(cfg->store_url), "sqlite://%s/t.db", fx->dir);
+        snprintf(cfg->api_token, sizeof(cfg->api_token), "%s", API_TOKEN);
+        cfg->ui_enabled = false;
+        assert_int_equal(api_new(cfg, &fx->api), 0);
+        free(cfg);
+        a = call(fx->api, "GET", "/", NULL, NULL, NULL);
+        assert_int_equal(a.status, 404);
+        assert_string_equal(code_of(&a), "not_found");
+        assert_string_equal(a.location, "");
+        answer_free(&a);
+        a = call_as(fx->api, "GET", "/ui/", NULL, NULL, NULL, 400,
+                    "request path has an empty segment");
+        assert_int_equal(a.status, 404);
+        assert_non_null(strstr(a.body, "the console is off"));
+        answer_free(&a);
+        void *st = fx;
+        assert_int_equal(teardown(&st), 0);
 }
 
 static void test_sign_in_guards(void **state)
@@ -769,6 +871,8 @@ int main(void)
             cmocka_unit_test(test_users_file),
             cmocka_unit_test(test_sessions),
             cmocka_unit_test_setup_teardown(test_pages_and_headers, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_front_doors, setup, teardown),
+            cmocka_unit_test(test_front_doors_console_off),
             cmocka_unit_test_setup_teardown(test_sign_in_guards, setup, teardown),
             cmocka_unit_test_setup_teardown(test_actions, setup, teardown),
             cmocka_unit_test_setup_teardown(test_live_is_one_read, setup, teardown),
