@@ -1,7 +1,7 @@
 /*
  * cmd_config — `tollgate config defaults [--format ini|markdown|scdoc]`:
  * every configuration key with its default and its meaning, written from
- * the one key table in daemon/config.c (config_describe); the INI form is a
+ * the one key table in daemon/config_keys.c (written out by config_describe); the INI form is a
  * config file that loads as the defaults, the Markdown form is
  * docs/config.md, the scdoc form is tollgate.ini(5).
  *

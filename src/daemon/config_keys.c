@@ -81,7 +81,7 @@ const struct key_def config_keys[] = {
     STRING_KEY(
         "store", "url", store_url, config_set_store_url,
         "Where the backlog lives: `sqlite://PATH` (embedded, WAL) or "
-        "`mysql://user@host:port/db?password_file=PATH` (MariaDB/MySQL; see docs/outbox.md). "
+        "`mysql://user@host:port/db?password_file=PATH` (MariaDB only, 10.11 tested; see docs/outbox.md). "
         "A relative path is relative to this file's folder. Never quoted in a message: "
         "it may carry a password."),
     BOOL_KEY("store", "check_on_start", store_check_on_start,

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/names.h"
 #include "core/tg_error.h"
 #include "daemon/exit_call.h"
 #include "daemon/exit_int.h"
@@ -179,11 +180,11 @@ int exit_ready_pop(struct exit *e, struct open_call *oc, tg_mono_ns at, tg_mono_
                 memmove(&e->ready[0], &e->ready[1], sizeof(e->ready[0]) * (e->nready - 1));
                 e->nready--;
                 if (rc.op.deadline_at <= wall)
-                        why = "deadline";
+                        why = manual_reason_name(MANUAL_DEADLINE);
                 else if (rc.call.kind != TG_KIND_QUERY && rc.op.attempts > 1 &&
                          e->cfg->policy.key_retention_ms > 0 &&
                          rc.op.key_first_used + e->cfg->policy.key_retention_ms <= wall)
-                        why = "key_retention";
+                        why = manual_reason_name(MANUAL_KEY_RETENTION);
                 else if (rc.call.kind == TG_KIND_QUERY && e->query_pacer &&
                          !pacer_may_start(e->query_pacer, at))
                         why = "query sub-quota";

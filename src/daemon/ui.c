@@ -79,7 +79,7 @@ bool ui_door(const struct api *api, const struct http_request *req)
          * printable ASCII, which the redirect leaves behind as well) */
         if (strcmp(path, "/ui/") == 0)
                 return req->problem_status == 0 || req->problem_status == 400;
-        return strcmp(path, "/") == 0 && !req->problem_status && api->ui && ui_asset_count > 0;
+        return strcmp(path, "/") == 0 && !req->problem_status && api->ui && web_asset_count > 0;
 }
 
 /* ---- answers ---------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /*
- * mysql_int — private to the MariaDB/MySQL backend (src/store/store_mysql*.c):
+ * mysql_int — private to the MariaDB backend (src/store/store_mysql*.c):
  * the handle, the column lists of its queries, the transaction runner, and the
  * helpers and primitives its files share (store_mysql_ prefix: the mysql_
  * names belong to the client library; file-local helpers stay static).

@@ -1,7 +1,7 @@
 /*
  * store — the durable backlog, the call log, the audit log and exit
  * ownership, behind one interface with two backends: SQLite (embedded
- * default, sqlite://PATH) and MariaDB/MySQL (mysql://user:pass@host:port/db).
+ * default, sqlite://PATH) and MariaDB (mysql://user:pass@host:port/db).
  * No SQL and no backend error code leaves this interface.
  *
  * Invariants every backend keeps:

@@ -1,6 +1,6 @@
 /*
- * store_mysql — the server store backend: MariaDB (10.6+) or MySQL through
- * MariaDB Connector/C, InnoDB tables, READ COMMITTED, a versioned schema
+ * store_mysql — the server store backend: MariaDB (10.11 tested; MySQL
+ * refuses its migrations' IF NOT EXISTS forms) through MariaDB Connector/C, InnoDB tables, READ COMMITTED, a versioned schema
  * (table schema_version, one migration step at a time under a GET_LOCK so
  * that two processes opening a fresh database do not both run a step).
  *

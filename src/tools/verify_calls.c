@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/names.h"
+
 void verify_check_matching(struct run *run, const struct verify_call **by_rid,
                            const struct verify_arrival **arr_rid)
 {
@@ -204,7 +206,10 @@ static int cmp_op_key(const void *a, const void *b)
  * (the `limited` event, core/policy.h), so neither does this check. */
 static bool limited_call(const struct verify_call *c)
 {
-        return (c->http_status == 429 || c->http_status == 503) && strcmp(c->cls, "retryable") == 0;
+        enum tg_class cls;
+
+        return (c->http_status == 429 || c->http_status == 503) &&
+               tg_class_parse(c->cls, &cls) == 0 && cls == TG_CLASS_RETRYABLE;
 }
 
 static bool limited_arrival(const struct verify_arrival *a)

@@ -86,20 +86,15 @@ OTHER = {
     ("src/daemon/exit_stats.c", "query"): (1, "a wait's reason (backoff, query, hold)"),
     ("src/daemon/exit_stats.c", "invalid"): (1, "an out-of-range wait reason's name"),
     # the in-flight count (calls open), a figure, not the state
-    ("src/daemon/dispatcher.c", "in_flight"): (1, "the in-flight figure"),
+    ("src/daemon/exit.c", "in_flight"): (1, "the in-flight figure"),
     ("src/daemon/ui_data.c", "in_flight"): (2, "the in-flight figure"),
-    ("src/daemon/ui_timeline.c", "in_flight"): (1, "the in-flight figure"),
+    ("src/daemon/timeline_data.c", "in_flight"): (1, "the in-flight figure"),
     ("src/daemon/render.c", "in_flight"): (1, "a call's in-flight count at its start"),
     ("src/daemon/api_metrics.c", "in_flight"): (2, "the in-flight figure"),
     ("src/tools/runlog.c", "in_flight"): (1, "a run log's in-flight figure"),
-    ("src/tools/verify.c", "in_flight"): (1, "a finding's name"),
-    # dispatcher.c and verify.c were not the names change's to edit (issue
-    # 24): a released claim's why (named as the manual reasons), the outbox
-    # job's figure, and a call record's class read as a string
-    ("src/daemon/dispatcher.c", "deadline"): (1, "a released claim's why"),
-    ("src/daemon/dispatcher.c", "key_retention"): (1, "a released claim's why"),
-    ("src/daemon/dispatcher.c", "invalid"): (1, "the outbox job's figure"),
-    ("src/tools/verify.c", "retryable"): (1, "a call record's class (tg_class_parse() would do)"),
+    ("src/tools/verify_timing.c", "in_flight"): (1, "a finding's name"),
+    # the outbox job's figure (rows taken, rows invalid)
+    ("src/daemon/exit.c", "invalid"): (1, "the outbox job's figure"),
     # the transition table's events and out-of-range names (core)
     ("src/core/policy.c", "deadline"): (1, "the event deadline"),
     ("src/core/policy.c", "key_retention"): (1, "the event key_retention"),

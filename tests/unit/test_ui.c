@@ -452,7 +452,7 @@ static void test_front_doors(void **state)
         struct fixture *fx = *state;
         struct answer a;
 
-        if (ui_asset_count == 0)
+        if (web_asset_count == 0)
                 skip(); /* built with -DTG_CONSOLE=OFF */
         const struct {
                 const char *method, *path;
