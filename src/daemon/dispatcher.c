@@ -1201,7 +1201,8 @@ static int second_run(struct store *store, void *arg)
         struct second_job *j = arg;
         const struct dispatcher *d = j->d;
 
-        j->sample_result = store_sample_put(store, &j->sample, j->keep_after);
+        j->sample_result =
+            store_sample_put(store, &j->sample, j->keep_after, d->env->mono_now(d->env->ctx));
         j->swept = j->taken = j->invalid = 0;
         j->swept_ok =
             store_sweep_deadlines(store, d->cfg->policy.key_retention_ms, j->wall, &j->swept) == 0;
