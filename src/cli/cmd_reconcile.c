@@ -37,6 +37,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "core/csv.h"
 #include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "platform/clock.h"
@@ -60,51 +61,6 @@ static const char reconcile_epilogue[] =
     "(missing_from_file), then a summary line.\n"
     "Exit status: 0 all rows matched and none missing, 1 otherwise, 2 usage or\n"
     "unreadable file.\n";
-
-/* Splits one CSV line in place. Returns the field count, or -1 for a bad
- * quote. */
-static int split_csv(char *line, char **fields, int max)
-{
-        int n = 0;
-        char *p = line;
-
-        for (;;) {
-                char *out;
-                if (n >= max)
-                        return -1;
-                if (*p == '"') {
-                        p++;
-                        out = p;
-                        fields[n++] = out;
-                        for (;;) {
-                                if (*p == '\0')
-                                        return -1;
-                                if (*p == '"' && p[1] == '"') {
-                                        *out++ = '"';
-                                        p += 2;
-                                } else if (*p == '"') {
-                                        p++;
-                                        break;
-                                } else {
-                                        *out++ = *p++;
-                                }
-                        }
-                        if (*p != ',' && *p != '\0')
-                                return -1;
-                        *out = '\0';
-                } else {
-                        fields[n++] = p;
-                        while (*p && *p != ',') {
-                                if (*p == '"')
-                                        return -1;
-                                p++;
-                        }
-                }
-                if (*p == '\0')
-                        return n;
-                *p++ = '\0';
-        }
-}
 
 struct tally {
         unsigned long rows, settled, already, unmatched, missing;
@@ -349,7 +305,10 @@ static int run(struct store *store, FILE *f, bool dry_run, struct open_set *open
                                 goto out;
                         }
                         memcpy(head, line, len + 1);
-                        nnames = split_csv(head, names, RECON_COLS_MAX);
+                        size_t n = 0;
+                        nnames = csv_split(head, CSV_QUOTES_STRICT, names, RECON_COLS_MAX, &n) == 0
+                                     ? (int)n
+                                     : -1;
                         col[0] = nnames > 0 ? column(names, nnames, "operation_id") : -1;
                         col[1] = nnames > 0 ? column(names, nnames, "status") : -1;
                         col[2] = nnames > 0 ? column(names, nnames, "refund_id") : -1;
@@ -368,13 +327,13 @@ static int run(struct store *store, FILE *f, bool dry_run, struct open_set *open
                         report(t, lineno, NULL, "invalid_row", NULL, NULL);
                         continue;
                 }
-                int nf = split_csv(line, fields, RECON_COLS_MAX);
-                if (nf < 0) {
+                size_t nf = 0;
+                if (csv_split(line, CSV_QUOTES_STRICT, fields, RECON_COLS_MAX, &nf) < 0) {
                         t->rows++;
                         report(t, lineno, NULL, "invalid_row", NULL, NULL);
                         continue;
                 }
-                one_row(store, fields, nf, col, lineno, dry_run, open, t);
+                one_row(store, fields, (int)nf, col, lineno, dry_run, open, t);
         }
         if (ferror(f)) {
                 fprintf(stderr, "tollgate reconcile: cannot read the file\n");
