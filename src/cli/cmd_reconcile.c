@@ -392,36 +392,43 @@ static int report_missing(struct store *store, const struct open_set *open,
         return 0;
 }
 
+/* What the options write: file-level, as the table that names it is. */
+static struct reconcile_flags {
+        const char *config, *file;
+        bool dry;
+        uint64_t listed_max;
+} flags;
+
+static const struct opt reconcile_options[] = {
+    {.name = "config",
+     .short_name = 'c',
+     .arg = "FILE",
+     .string = &flags.config,
+     .required = true,
+     .help = "the config file (its store is read and changed)"},
+    {.name = "file",
+     .arg = "F.csv",
+     .string = &flags.file,
+     .required = true,
+     .help = "the provider's settlement file"},
+    {.name = "dry-run", .flag = &flags.dry, .help = "report what would change, change nothing"},
+    {.name = "max-missing",
+     .arg = "N",
+     .u64 = &flags.listed_max,
+     .umin = 0,
+     .umax = 1000000,
+     .help = "list at most N missing operations (1000; all are counted)"},
+};
+
+static const struct options_spec reconcile_spec = {.prog = "tollgate reconcile",
+                                                   .description = reconcile_about,
+                                                   .opts = reconcile_options,
+                                                   .nopts = sizeof(reconcile_options) /
+                                                            sizeof(reconcile_options[0]),
+                                                   .epilogue = reconcile_epilogue};
+
 int cmd_reconcile(int argc, char **argv)
 {
-        const char *config = NULL, *file = NULL;
-        bool dry = false;
-        uint64_t listed_max = RECON_MISSING_LISTED;
-        const struct opt opts[] = {
-            {.name = "config",
-             .short_name = 'c',
-             .arg = "FILE",
-             .string = &config,
-             .required = true,
-             .help = "the config file (its store is read and changed)"},
-            {.name = "file",
-             .arg = "F.csv",
-             .string = &file,
-             .required = true,
-             .help = "the provider's settlement file"},
-            {.name = "dry-run", .flag = &dry, .help = "report what would change, change nothing"},
-            {.name = "max-missing",
-             .arg = "N",
-             .u64 = &listed_max,
-             .umin = 0,
-             .umax = 1000000,
-             .help = "list at most N missing operations (1000; all are counted)"},
-        };
-        const struct options_spec spec = {.prog = "tollgate reconcile",
-                                          .description = reconcile_about,
-                                          .opts = opts,
-                                          .nopts = sizeof(opts) / sizeof(opts[0]),
-                                          .epilogue = reconcile_epilogue};
         struct open_set open = {0};
         struct tally t = {0};
         struct tg_config *cfg;
@@ -429,20 +436,21 @@ int cmd_reconcile(int argc, char **argv)
         FILE *f;
         int r;
 
-        r = options_parse(&spec, argc, argv, NULL, NULL);
+        flags = (struct reconcile_flags){.listed_max = RECON_MISSING_LISTED};
+        r = options_parse(&reconcile_spec, argc, argv, NULL, NULL);
         if (r)
                 return options_exit_status(r);
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
-        r = cli_load_config("reconcile", config, cfg);
+        r = cli_load_config("reconcile", flags.config, cfg);
         if (r) {
                 free(cfg);
                 return options_exit_status(r);
         }
-        f = fopen(file, "r");
+        f = fopen(flags.file, "r");
         if (!f) {
-                fprintf(stderr, "tollgate reconcile: cannot open %s\n", file);
+                fprintf(stderr, "tollgate reconcile: cannot open %s\n", flags.file);
                 free(cfg);
                 return 2;
         }
@@ -454,8 +462,8 @@ int cmd_reconcile(int argc, char **argv)
                 r = TG_ESTORE;
         }
         if (r == 0)
-                r = run(store, f, dry, &open, &t);
-        if (r == 0 && report_missing(store, &open, (unsigned long)listed_max, &t) < 0) {
+                r = run(store, f, flags.dry, &open, &t);
+        if (r == 0 && report_missing(store, &open, (unsigned long)flags.listed_max, &t) < 0) {
                 fprintf(stderr, "tollgate reconcile: cannot read open operations\n");
                 r = TG_ESTORE;
         }
@@ -464,7 +472,7 @@ int cmd_reconcile(int argc, char **argv)
                        "\"unmatched\":%lu,\"missing\":%lu,\"missing_check\":\"%s\","
                        "\"dry_run\":%s}\n",
                        t.rows, t.settled, t.already, t.unmatched, t.missing,
-                       open.incomplete ? "incomplete" : "complete", dry ? "true" : "false");
+                       open.incomplete ? "incomplete" : "complete", flags.dry ? "true" : "false");
                 r = t.unmatched > 0 || t.missing > 0 || open.incomplete ? 1 : 0;
         } else {
                 r = options_exit_status(r);
