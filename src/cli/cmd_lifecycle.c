@@ -31,55 +31,65 @@ static const char prune_about[] =
     "never deleted, nor any audit row. Counters keep the all-time totals "
     "(tollgate_operations_pruned_total).";
 
+/* What the options write: file-level, as the table that names it is. */
+static struct prune_flags {
+        const char *config;
+        int64_t keep_days, batch;
+} prune_flags;
+
+static const struct opt prune_options[] = {
+    {.name = "config",
+     .short_name = 'c',
+     .arg = "FILE",
+     .string = &prune_flags.config,
+     .required = true,
+     .help = "the config file (INI): its store and retention"},
+    {.name = "keep-days",
+     .arg = "N",
+     .i64 = &prune_flags.keep_days,
+     .min = 1,
+     .max = 36500,
+     .help = "keep final operations this many days (default: retention.keep_days; "
+             "must still be longer than retry.deadline_s + retry.key_retention_s)"},
+    {.name = "batch",
+     .arg = "N",
+     .i64 = &prune_flags.batch,
+     .min = 10,
+     .max = 10000,
+     .help = "operations per transaction (default: retention.prune_batch)"},
+};
+
+static const struct options_spec prune_spec = {
+    .prog = "tollgate prune",
+    .description = prune_about,
+    .opts = prune_options,
+    .nopts = sizeof(prune_options) / sizeof(prune_options[0]),
+    .epilogue = "Exit status: 0 done (the counts on stdout), 1 the store failed, 2 bad "
+                "usage or config, or retention.keep_days = 0 without --keep-days.\n",
+};
+
 int cmd_prune(int argc, char **argv)
 {
-        const char *config = NULL;
-        int64_t keep_days = -1, batch = 0;
-        const struct opt opts[] = {
-            {.name = "config",
-             .short_name = 'c',
-             .arg = "FILE",
-             .string = &config,
-             .required = true,
-             .help = "the config file (INI): its store and retention"},
-            {.name = "keep-days",
-             .arg = "N",
-             .i64 = &keep_days,
-             .min = 1,
-             .max = 36500,
-             .help = "keep final operations this many days (default: retention.keep_days; "
-                     "must still be longer than retry.deadline_s + retry.key_retention_s)"},
-            {.name = "batch",
-             .arg = "N",
-             .i64 = &batch,
-             .min = 10,
-             .max = 10000,
-             .help = "operations per transaction (default: retention.prune_batch)"},
-        };
-        const struct options_spec spec = {
-            .prog = "tollgate prune",
-            .description = prune_about,
-            .opts = opts,
-            .nopts = sizeof(opts) / sizeof(opts[0]),
-            .epilogue = "Exit status: 0 done (the counts on stdout), 1 the store failed, 2 bad "
-                        "usage or config, or retention.keep_days = 0 without --keep-days.\n",
-        };
         struct store_prune_cursor cursor;
         struct store_prune_result res = {0};
         struct store *store = NULL;
         struct tg_config *cfg;
         int64_t keep_ms;
-        int r = options_parse(&spec, argc, argv, NULL, NULL);
+        int r;
+
+        prune_flags = (struct prune_flags){.keep_days = -1};
+        r = options_parse(&prune_spec, argc, argv, NULL, NULL);
 
         if (r)
                 return options_exit_status(r);
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
-        r = cli_load_config("prune", config, cfg);
+        r = cli_load_config("prune", prune_flags.config, cfg);
         if (r)
                 goto out;
-        keep_ms = keep_days > 0 ? keep_days * DAY_MS : cfg->retention_keep_ms;
+        keep_ms =
+            prune_flags.keep_days > 0 ? prune_flags.keep_days * DAY_MS : cfg->retention_keep_ms;
         if (keep_ms == 0) {
                 fputs("tollgate prune: retention.keep_days is 0 (keep forever): nothing to do; "
                       "give --keep-days N to prune anyway\n",
@@ -101,7 +111,9 @@ int cmd_prune(int argc, char **argv)
                 goto out;
         memset(&cursor, 0, sizeof(cursor));
         r = store_prune(store, clock_wall_now() - keep_ms,
-                        batch > 0 ? (unsigned)batch : cfg->retention_prune_batch, 0, &cursor, &res);
+                        prune_flags.batch > 0 ? (unsigned)prune_flags.batch
+                                              : cfg->retention_prune_batch,
+                        0, &cursor, &res);
         printf("pruned %llu operations and %llu calls (final before %lld days ago)\n",
                (unsigned long long)res.operations, (unsigned long long)res.calls,
                (long long)(keep_ms / DAY_MS));

@@ -278,67 +278,75 @@ static int check_usage(size_t nargs, const char **args, const struct manual_usag
         return r;
 }
 
+/* What the options write: file-level, as the table that names it is (a
+ * command parses once; options_parse() is not reentrant anyway). */
+static struct manual_flags {
+        const char *config, *reason, *operator_name, *assignee;
+        int64_t limit, after;
+        int outcome;
+        bool outcome_seen, unassigned;
+} flags;
+
+/* In list, --reason filters; elsewhere it is the operator's reason. */
+static const struct opt manual_options[] = {
+    {.name = "config",
+     .short_name = 'c',
+     .arg = "FILE",
+     .string = &flags.config,
+     .required = true,
+     .help = "the config file (its store is read and changed)"},
+    {.name = "reason",
+     .arg = "R",
+     .string = &flags.reason,
+     .help = "list: only this manual reason; resend, resolve: why (1 to 200 bytes, "
+             "audited)"},
+    {.name = "limit",
+     .arg = "N",
+     .i64 = &flags.limit,
+     .min = 1,
+     .max = 100000,
+     .help = "list: at most N operations (1000)"},
+    {.name = "after",
+     .arg = "CURSOR",
+     .i64 = &flags.after,
+     .min = 0,
+     .max = INT64_MAX,
+     .help = "list: start after this cursor (the next_after of the previous page)"},
+    {.name = "operator",
+     .arg = "NAME",
+     .string = &flags.operator_name,
+     .help = "resend, resolve: who acts (1 to 200 bytes, audited)"},
+    {.name = "outcome",
+     .choice = &flags.outcome,
+     .choices = outcomes,
+     .seen = &flags.outcome_seen,
+     .help = "resolve: what the provider says happened"},
+    {.name = "assignee",
+     .arg = "NAME",
+     .string = &flags.assignee,
+     .help = "assign: who owns the case from now on; list: only that owner's cases"},
+    {.name = "unassigned", .flag = &flags.unassigned, .help = "list: only the cases nobody owns"},
+};
+
+static const struct options_spec manual_spec = {
+    .prog = "tollgate manual",
+    .synopsis = "<list|show|resend|resolve|assign|unassign> [ID]",
+    .description = manual_about,
+    .opts = manual_options,
+    .nopts = sizeof(manual_options) / sizeof(manual_options[0]),
+    .max_args = 2,
+    .epilogue = manual_epilogue};
+
 int cmd_manual(int argc, char **argv)
 {
-        const char *config = NULL, *reason = NULL, *operator_name = NULL, *assignee = NULL;
-        int64_t limit = 1000, after = 0;
-        int outcome = 0;
-        bool outcome_seen = false, unassigned = false;
-        /* In list, --reason filters; elsewhere it is the operator's reason. */
-        const struct opt opts[] = {
-            {.name = "config",
-             .short_name = 'c',
-             .arg = "FILE",
-             .string = &config,
-             .required = true,
-             .help = "the config file (its store is read and changed)"},
-            {.name = "reason",
-             .arg = "R",
-             .string = &reason,
-             .help = "list: only this manual reason; resend, resolve: why (1 to 200 bytes, "
-                     "audited)"},
-            {.name = "limit",
-             .arg = "N",
-             .i64 = &limit,
-             .min = 1,
-             .max = 100000,
-             .help = "list: at most N operations (1000)"},
-            {.name = "after",
-             .arg = "CURSOR",
-             .i64 = &after,
-             .min = 0,
-             .max = INT64_MAX,
-             .help = "list: start after this cursor (the next_after of the previous page)"},
-            {.name = "operator",
-             .arg = "NAME",
-             .string = &operator_name,
-             .help = "resend, resolve: who acts (1 to 200 bytes, audited)"},
-            {.name = "outcome",
-             .choice = &outcome,
-             .choices = outcomes,
-             .seen = &outcome_seen,
-             .help = "resolve: what the provider says happened"},
-            {.name = "assignee",
-             .arg = "NAME",
-             .string = &assignee,
-             .help = "assign: who owns the case from now on; list: only that owner's cases"},
-            {.name = "unassigned", .flag = &unassigned, .help = "list: only the cases nobody owns"},
-        };
-        const struct options_spec spec = {.prog = "tollgate manual",
-                                          .synopsis = "<list|show|resend|resolve|assign|unassign> "
-                                                      "[ID]",
-                                          .description = manual_about,
-                                          .opts = opts,
-                                          .nopts = sizeof(opts) / sizeof(opts[0]),
-                                          .max_args = 2,
-                                          .epilogue = manual_epilogue};
         const char *args[2] = {NULL, NULL};
         struct tg_config *cfg;
         struct store *store = NULL;
         size_t nargs = 0;
         int r;
 
-        r = options_parse(&spec, argc, argv, args, &nargs);
+        flags = (struct manual_flags){.limit = 1000};
+        r = options_parse(&manual_spec, argc, argv, args, &nargs);
         if (r)
                 return options_exit_status(r);
         if (nargs == 0) {
@@ -355,31 +363,32 @@ int cmd_manual(int argc, char **argv)
                 fprintf(stderr, "tollgate manual: unknown subcommand '%s' (try --help)\n", args[0]);
                 return 2;
         }
-        const struct manual_usage u = {.operator_name = operator_name,
-                                       .reason = reason,
-                                       .assignee = assignee,
-                                       .outcome_seen = outcome_seen,
-                                       .unassigned = unassigned};
+        const struct manual_usage u = {.operator_name = flags.operator_name,
+                                       .reason = flags.reason,
+                                       .assignee = flags.assignee,
+                                       .outcome_seen = flags.outcome_seen,
+                                       .unassigned = flags.unassigned};
         r = check_usage(nargs, args, &u);
         if (r < 0)
                 return options_exit_status(r);
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
-        r = cli_load_config("manual", config, cfg);
+        r = cli_load_config("manual", flags.config, cfg);
         if (r == 0)
                 r = cli_open_store("manual", cfg, &store);
         if (r == 0) {
                 if (is_list)
-                        r = do_list(store, reason, assignee, unassigned, limit, after);
+                        r = do_list(store, flags.reason, flags.assignee, flags.unassigned,
+                                    flags.limit, flags.after);
                 else if (is_show)
                         r = do_show(store, args[1]);
                 else if (is_assign || is_unassign)
-                        r = do_assign(store, args[1], operator_name, is_assign ? assignee : NULL,
-                                      reason);
+                        r = do_assign(store, args[1], flags.operator_name,
+                                      is_assign ? flags.assignee : NULL, flags.reason);
                 else
-                        r = do_act(store, cfg, args[1], is_resolve, operator_name, reason,
-                                   outcome == 0 ? OP_SUCCEEDED : OP_REJECTED);
+                        r = do_act(store, cfg, args[1], is_resolve, flags.operator_name,
+                                   flags.reason, flags.outcome == 0 ? OP_SUCCEEDED : OP_REJECTED);
         }
         store_close(store);
         explicit_bzero(cfg, sizeof(*cfg));

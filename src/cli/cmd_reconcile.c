@@ -37,6 +37,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "core/csv.h"
 #include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "platform/clock.h"
@@ -60,51 +61,6 @@ static const char reconcile_epilogue[] =
     "(missing_from_file), then a summary line.\n"
     "Exit status: 0 all rows matched and none missing, 1 otherwise, 2 usage or\n"
     "unreadable file.\n";
-
-/* Splits one CSV line in place. Returns the field count, or -1 for a bad
- * quote. */
-static int split_csv(char *line, char **fields, int max)
-{
-        int n = 0;
-        char *p = line;
-
-        for (;;) {
-                char *out;
-                if (n >= max)
-                        return -1;
-                if (*p == '"') {
-                        p++;
-                        out = p;
-                        fields[n++] = out;
-                        for (;;) {
-                                if (*p == '\0')
-                                        return -1;
-                                if (*p == '"' && p[1] == '"') {
-                                        *out++ = '"';
-                                        p += 2;
-                                } else if (*p == '"') {
-                                        p++;
-                                        break;
-                                } else {
-                                        *out++ = *p++;
-                                }
-                        }
-                        if (*p != ',' && *p != '\0')
-                                return -1;
-                        *out = '\0';
-                } else {
-                        fields[n++] = p;
-                        while (*p && *p != ',') {
-                                if (*p == '"')
-                                        return -1;
-                                p++;
-                        }
-                }
-                if (*p == '\0')
-                        return n;
-                *p++ = '\0';
-        }
-}
 
 struct tally {
         unsigned long rows, settled, already, unmatched, missing;
@@ -349,7 +305,10 @@ static int run(struct store *store, FILE *f, bool dry_run, struct open_set *open
                                 goto out;
                         }
                         memcpy(head, line, len + 1);
-                        nnames = split_csv(head, names, RECON_COLS_MAX);
+                        size_t n = 0;
+                        nnames = csv_split(head, CSV_QUOTES_STRICT, names, RECON_COLS_MAX, &n) == 0
+                                     ? (int)n
+                                     : -1;
                         col[0] = nnames > 0 ? column(names, nnames, "operation_id") : -1;
                         col[1] = nnames > 0 ? column(names, nnames, "status") : -1;
                         col[2] = nnames > 0 ? column(names, nnames, "refund_id") : -1;
@@ -368,13 +327,13 @@ static int run(struct store *store, FILE *f, bool dry_run, struct open_set *open
                         report(t, lineno, NULL, "invalid_row", NULL, NULL);
                         continue;
                 }
-                int nf = split_csv(line, fields, RECON_COLS_MAX);
-                if (nf < 0) {
+                size_t nf = 0;
+                if (csv_split(line, CSV_QUOTES_STRICT, fields, RECON_COLS_MAX, &nf) < 0) {
                         t->rows++;
                         report(t, lineno, NULL, "invalid_row", NULL, NULL);
                         continue;
                 }
-                one_row(store, fields, nf, col, lineno, dry_run, open, t);
+                one_row(store, fields, (int)nf, col, lineno, dry_run, open, t);
         }
         if (ferror(f)) {
                 fprintf(stderr, "tollgate reconcile: cannot read the file\n");
@@ -433,36 +392,43 @@ static int report_missing(struct store *store, const struct open_set *open,
         return 0;
 }
 
+/* What the options write: file-level, as the table that names it is. */
+static struct reconcile_flags {
+        const char *config, *file;
+        bool dry;
+        uint64_t listed_max;
+} flags;
+
+static const struct opt reconcile_options[] = {
+    {.name = "config",
+     .short_name = 'c',
+     .arg = "FILE",
+     .string = &flags.config,
+     .required = true,
+     .help = "the config file (its store is read and changed)"},
+    {.name = "file",
+     .arg = "F.csv",
+     .string = &flags.file,
+     .required = true,
+     .help = "the provider's settlement file"},
+    {.name = "dry-run", .flag = &flags.dry, .help = "report what would change, change nothing"},
+    {.name = "max-missing",
+     .arg = "N",
+     .u64 = &flags.listed_max,
+     .umin = 0,
+     .umax = 1000000,
+     .help = "list at most N missing operations (1000; all are counted)"},
+};
+
+static const struct options_spec reconcile_spec = {.prog = "tollgate reconcile",
+                                                   .description = reconcile_about,
+                                                   .opts = reconcile_options,
+                                                   .nopts = sizeof(reconcile_options) /
+                                                            sizeof(reconcile_options[0]),
+                                                   .epilogue = reconcile_epilogue};
+
 int cmd_reconcile(int argc, char **argv)
 {
-        const char *config = NULL, *file = NULL;
-        bool dry = false;
-        uint64_t listed_max = RECON_MISSING_LISTED;
-        const struct opt opts[] = {
-            {.name = "config",
-             .short_name = 'c',
-             .arg = "FILE",
-             .string = &config,
-             .required = true,
-             .help = "the config file (its store is read and changed)"},
-            {.name = "file",
-             .arg = "F.csv",
-             .string = &file,
-             .required = true,
-             .help = "the provider's settlement file"},
-            {.name = "dry-run", .flag = &dry, .help = "report what would change, change nothing"},
-            {.name = "max-missing",
-             .arg = "N",
-             .u64 = &listed_max,
-             .umin = 0,
-             .umax = 1000000,
-             .help = "list at most N missing operations (1000; all are counted)"},
-        };
-        const struct options_spec spec = {.prog = "tollgate reconcile",
-                                          .description = reconcile_about,
-                                          .opts = opts,
-                                          .nopts = sizeof(opts) / sizeof(opts[0]),
-                                          .epilogue = reconcile_epilogue};
         struct open_set open = {0};
         struct tally t = {0};
         struct tg_config *cfg;
@@ -470,20 +436,21 @@ int cmd_reconcile(int argc, char **argv)
         FILE *f;
         int r;
 
-        r = options_parse(&spec, argc, argv, NULL, NULL);
+        flags = (struct reconcile_flags){.listed_max = RECON_MISSING_LISTED};
+        r = options_parse(&reconcile_spec, argc, argv, NULL, NULL);
         if (r)
                 return options_exit_status(r);
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
-        r = cli_load_config("reconcile", config, cfg);
+        r = cli_load_config("reconcile", flags.config, cfg);
         if (r) {
                 free(cfg);
                 return options_exit_status(r);
         }
-        f = fopen(file, "r");
+        f = fopen(flags.file, "r");
         if (!f) {
-                fprintf(stderr, "tollgate reconcile: cannot open %s\n", file);
+                fprintf(stderr, "tollgate reconcile: cannot open %s\n", flags.file);
                 free(cfg);
                 return 2;
         }
@@ -495,8 +462,8 @@ int cmd_reconcile(int argc, char **argv)
                 r = TG_ESTORE;
         }
         if (r == 0)
-                r = run(store, f, dry, &open, &t);
-        if (r == 0 && report_missing(store, &open, (unsigned long)listed_max, &t) < 0) {
+                r = run(store, f, flags.dry, &open, &t);
+        if (r == 0 && report_missing(store, &open, (unsigned long)flags.listed_max, &t) < 0) {
                 fprintf(stderr, "tollgate reconcile: cannot read open operations\n");
                 r = TG_ESTORE;
         }
@@ -505,7 +472,7 @@ int cmd_reconcile(int argc, char **argv)
                        "\"unmatched\":%lu,\"missing\":%lu,\"missing_check\":\"%s\","
                        "\"dry_run\":%s}\n",
                        t.rows, t.settled, t.already, t.unmatched, t.missing,
-                       open.incomplete ? "incomplete" : "complete", dry ? "true" : "false");
+                       open.incomplete ? "incomplete" : "complete", flags.dry ? "true" : "false");
                 r = t.unmatched > 0 || t.missing > 0 || open.incomplete ? 1 : 0;
         } else {
                 r = options_exit_status(r);

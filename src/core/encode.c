@@ -1,6 +1,6 @@
 /*
- * encode — bounded text building, percent/hex/base64 encodings and a UTF-8
- * text check. See encode.h. Character classes are spelled out as ASCII
+ * encode — bounded text building, percent/hex/base64 encodings, the hex
+ * and percent decoders and a UTF-8 text check. See encode.h. Character classes are spelled out as ASCII
  * ranges: no locale can widen them.
  */
 #include "core/encode.h"
@@ -77,6 +77,79 @@ void encode_hex(const unsigned char *src, size_t len, struct tg_strbuf *out)
                 char two[2] = {hex[src[i] >> 4], hex[src[i] & 15]};
                 tg_strbuf_add(out, two, 2);
         }
+}
+
+/* The value of a hex digit of either case, or -1. */
+static int hex_value(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int encode_hex_decode(const char *src, unsigned char *ret, size_t len)
+{
+        for (size_t i = 0; i < 2 * len; i++)
+                if (hex_value(src[i]) < 0)
+                        return TG_EPARSE;
+        for (size_t i = 0; i < len; i++)
+                ret[i] = (unsigned char)(hex_value(src[2 * i]) << 4 | hex_value(src[2 * i + 1]));
+        return 0;
+}
+
+int encode_percent_decode(enum encode_pct mode, const char *src, size_t len, char *out, size_t size,
+                          size_t *ret_len)
+{
+        size_t n = 0;
+        int r = 0;
+
+        if (size == 0)
+                return TG_EFULL;
+        /* n <= i throughout: writing out[n] never overwrites what is still
+         * to be read when out is src. */
+        for (size_t i = 0; i < len; i++) {
+                char c = src[i];
+
+                if (c == '%') {
+                        int hi = len - i >= 3 ? hex_value(src[i + 1]) : -1;
+                        int lo = hi >= 0 ? hex_value(src[i + 2]) : -1;
+
+                        if (lo < 0) {
+                                r = TG_EPARSE;
+                                break;
+                        }
+                        c = (char)(hi << 4 | lo);
+                        i += 2;
+                } else if (c == '+' && mode == ENCODE_FORM) {
+                        c = ' ';
+                }
+                if (c == '\0') {
+                        r = TG_EPARSE;
+                        break;
+                }
+                if (n + 1 >= size) {
+                        r = TG_EFULL;
+                        break;
+                }
+                out[n++] = c;
+        }
+        out[n] = '\0';
+        if (r == 0 && ret_len)
+                *ret_len = n;
+        return r;
+}
+
+int encode_hex_text(const unsigned char *src, size_t len, char *out, size_t size)
+{
+        struct tg_strbuf sb;
+
+        tg_strbuf_init(&sb, out, size);
+        encode_hex(src, len, &sb);
+        return tg_strbuf_status(&sb);
 }
 
 void encode_base64(const unsigned char *src, size_t len, struct tg_strbuf *out)

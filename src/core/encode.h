@@ -2,7 +2,8 @@
  * encode — bounded text building and the byte encodings the provider
  * mapping needs, pure: a string builder over caller storage (struct
  * tg_strbuf), percent-encoding for a URL path segment and for
- * application/x-www-form-urlencoded, lower-case hex and standard base64.
+ * application/x-www-form-urlencoded, lower-case hex and standard base64,
+ * and the two decoders (hex, percent) every reader of such text uses.
  *
  * A builder never writes past its buffer and always keeps it
  * NUL-terminated; an append that does not fit marks it overflowed, and
@@ -42,6 +43,25 @@ void encode_percent(enum encode_pct mode, const char *src, size_t len, struct tg
  * padding (RFC 4648 section 4). */
 void encode_hex(const unsigned char *src, size_t len, struct tg_strbuf *out);
 void encode_base64(const unsigned char *src, size_t len, struct tg_strbuf *out);
+
+/* src[0..len) as 2 * len lower-case hex digits and a NUL in out[size]: 0,
+ * or TG_EFULL when size < 2 * len + 1 (out then holds a cut text). */
+int encode_hex_text(const unsigned char *src, size_t len, char *out, size_t size);
+
+/* Decodes exactly 2 * len hex digits at src (either case) into ret[len].
+ * 0, or TG_EPARSE when one of them is not a hex digit (a NUL included:
+ * src is read no further than the first bad digit); ret is then untouched. */
+int encode_hex_decode(const char *src, unsigned char *ret, size_t len);
+
+/* Decodes src[0..len) into out[size], NUL-terminated: %XX (hex digits of
+ * either case) is that byte, and with ENCODE_FORM '+' is a space (with
+ * ENCODE_PATH_SEGMENT it stays '+'). out may be src itself (the text only
+ * shrinks). *ret_len (may be NULL) gets the length written. 0; TG_EPARSE for
+ * a '%' without two hex digits after it or a NUL byte, written or %00;
+ * TG_EFULL when out is too small. On an error out holds an unspecified,
+ * NUL-terminated prefix (when size >= 1). */
+int encode_percent_decode(enum encode_pct mode, const char *src, size_t len, char *out, size_t size,
+                          size_t *ret_len);
 
 /* True when s[0..len) is valid UTF-8 (no overlong forms, no surrogates, at
  * most U+10FFFF) without control characters (C0, DEL, C1). */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "core/tg_error.h"
 
 static bool lower_hex(const char *s, size_t n)
@@ -27,18 +28,10 @@ static bool all_zero(const char *s, size_t n)
         return true;
 }
 
-static unsigned hex_byte(const char *s)
-{
-        unsigned v = 0;
-
-        for (int i = 0; i < 2; i++)
-                v = v * 16 + (unsigned)(s[i] <= '9' ? s[i] - '0' : s[i] - 'a' + 10);
-        return v;
-}
-
 int traceparent_parse(const char *text, size_t len, struct trace_context *ret_ctx)
 {
         struct trace_context c;
+        unsigned char flags = 0;
 
         /* 00-<32>-<16>-<2>: the dashes at 2, 35 and 52 */
         if (!text || len < TG_TRACEPARENT_MAX || text[2] != '-' || text[35] != '-' ||
@@ -59,7 +52,8 @@ int traceparent_parse(const char *text, size_t len, struct trace_context *ret_ct
         c.trace_id[TG_TRACE_ID_MAX] = '\0';
         memcpy(c.span_id, text + 36, TG_SPAN_ID_MAX);
         c.span_id[TG_SPAN_ID_MAX] = '\0';
-        c.flags = hex_byte(text + 53);
+        (void)encode_hex_decode(text + 53, &flags, 1); /* lower-case hex, checked above */
+        c.flags = flags;
         *ret_ctx = c;
         return 0;
 }

@@ -12,7 +12,7 @@
  *     exception is POST /v1/provider-events, which the provider cannot send
  *     a bearer token with and which is authenticated by its HMAC signature
  *     instead (api_events.c);
- *   - the bearer token is compared as SHA-256 digests with CRYPTO_memcmp, so
+ *   - the bearer token is compared as SHA-256 digests with digest_equal, so
  *     the time taken does not depend on where a guess first differs;
  *   - POST /v1/refunds answers 202 only after store_accept() committed
  *     (commit before reply); every error path returns before store_accept(),
@@ -30,8 +30,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/encode.h"
 #include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "core/traceparent.h"
@@ -48,6 +47,7 @@
 #include "daemon/render.h"
 #include "daemon/ui.h"
 #include "platform/clock.h"
+#include "platform/digest.h"
 #include "platform/secmem.h"
 #include "platform/wake.h"
 #include "store/store.h"
@@ -62,14 +62,7 @@ tg_wall_ms api_wall_now(void)
         return clock_wall_now();
 }
 
-static int sha256(const void *data, size_t len, unsigned char out[API_DIGEST_LEN])
-{
-        unsigned int n = 0;
-
-        if (EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) != 1 || n != API_DIGEST_LEN)
-                return TG_EINVAL;
-        return 0;
-}
+_Static_assert(API_DIGEST_LEN == DIGEST_SHA256_LEN, "a token digest is a SHA-256");
 
 /* A per-process random prefix, so ids from two api processes never clash;
  * not a secret. The same bytes seed the draws of new trace ids. */
@@ -87,8 +80,7 @@ static void make_id_prefix(char out[17], struct tg_rng *ret_rng)
                 uint64_t x = (uint64_t)api_wall_now() ^ ((uint64_t)getpid() << 32);
                 memcpy(b, &x, sizeof(b));
         }
-        for (size_t i = 0; i < sizeof(b); i++)
-                snprintf(out + 2 * i, 3, "%02x", b[i]);
+        encode_hex_text(b, sizeof(b), out, 17);
         uint64_t seed = 0;
         memcpy(&seed, b, sizeof(seed));
         tg_rng_seed(ret_rng, seed ^ (uint64_t)clock_mono_now());
@@ -288,7 +280,7 @@ static int set_tokens(struct api *api, const struct tg_config *cfg)
                 return TG_EINVAL;
         for (unsigned i = 0; i < n; i++) {
                 const char *t = cfg->api_token_count ? cfg->api_tokens[i] : cfg->api_token;
-                int r = sha256(t, strlen(t), api->token_digests[i]);
+                int r = digest_sha256(t, strlen(t), api->token_digests[i]);
                 if (r < 0)
                         return r;
         }
@@ -337,13 +329,13 @@ static bool authorized(struct api *api, const struct http_request *req)
         token = h + sizeof(scheme) - 1;
         while (*token == ' ')
                 token++;
-        if (sha256(token, strlen(token), digest) < 0) {
+        if (digest_sha256(token, strlen(token), digest) < 0) {
                 api->counters->auth_failures[API_AUTH_MALFORMED]++;
                 return false;
         }
         /* every token compared, whichever matches: the time says nothing */
         for (unsigned i = 0; i < api->token_count; i++)
-                match |= CRYPTO_memcmp(digest, api->token_digests[i], API_DIGEST_LEN) == 0;
+                match |= digest_equal(digest, api->token_digests[i], API_DIGEST_LEN);
         if (!match)
                 api->counters->auth_failures[API_AUTH_WRONG]++;
         return match != 0;

@@ -6,7 +6,7 @@
  *
  * Invariants:
  *   - the signature is checked over the raw bytes, in constant time
- *     (CRYPTO_memcmp of the two MACs), BEFORE the body is parsed or the store
+ *     (digest_equal of the two MACs), BEFORE the body is parsed or the store
  *     is touched: a bad, missing or malformed signature is 401 and nothing
  *     changes; with no secret configured the route does not exist (404);
  *   - an event settles through store_settle_external() exactly as a query
@@ -17,29 +17,27 @@
  *     repeat the provider's own final answer, which is already recorded;
  *   - the answer never echoes the body or the signature.
  */
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/tg_error.h"
 #include "daemon/api_int.h"
 #include "daemon/log.h"
+#include "platform/digest.h"
 
 static bool signature_ok(const struct api *api, const struct http_request *req)
 {
         unsigned char want[API_MAC_LEN], got[API_MAC_LEN];
-        unsigned int n = 0;
         const char *secret = api->cfg.provider_webhook_secret;
+        bool ok;
 
         if (api_parse_signature(http_request_header(req, "X-Signature"), got) < 0)
                 return false;
-        if (!HMAC(EVP_sha256(), secret, (int)strlen(secret), (const unsigned char *)req->body,
-                  req->body_len, want, &n) ||
-            n != API_MAC_LEN)
+        if (digest_hmac_sha256(secret, strlen(secret), req->body, req->body_len, want) < 0)
                 return false;
-        return CRYPTO_memcmp(want, got, API_MAC_LEN) == 0;
+        ok = digest_equal(want, got, API_MAC_LEN);
+        explicit_bzero(want, sizeof(want));
+        return ok;
 }
 
 int api_post_provider_event(struct api *api, const struct http_request *req,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "core/refund_validate.h"
 #include "core/rfc3339.h"
 #include "core/tg_error.h"
@@ -464,21 +465,9 @@ int api_parse_provider_event(const char *body, size_t len, struct provider_event
 
 /* ---- the webhook signature header ------------------------------------------------- */
 
-static int hex_value(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 int api_parse_signature(const char *header, unsigned char ret_mac[API_MAC_LEN])
 {
         static const char prefix[] = "sha256=";
-        unsigned char mac[API_MAC_LEN];
         const char *h = header;
 
         if (!h || strncmp(h, prefix, sizeof(prefix) - 1) != 0)
@@ -486,12 +475,5 @@ int api_parse_signature(const char *header, unsigned char ret_mac[API_MAC_LEN])
         h += sizeof(prefix) - 1;
         if (strnlen(h, 2 * API_MAC_LEN + 1) != 2 * API_MAC_LEN)
                 return TG_EPARSE;
-        for (size_t i = 0; i < API_MAC_LEN; i++) {
-                int hi = hex_value(h[2 * i]), lo = hex_value(h[2 * i + 1]);
-                if (hi < 0 || lo < 0)
-                        return TG_EPARSE;
-                mac[i] = (unsigned char)(hi << 4 | lo);
-        }
-        memcpy(ret_mac, mac, sizeof(mac));
-        return 0;
+        return encode_hex_decode(h, ret_mac, API_MAC_LEN);
 }

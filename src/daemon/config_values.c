@@ -191,35 +191,6 @@ int config_set_value(struct load *load, const struct key_def *key, const char *v
 
 /* ---- the store and the API ------------------------------------------------ */
 
-/* One %XX-encoded url parameter value, decoded into dst[size]. 0 or
- * TG_EPARSE. */
-static int url_value_decode(const char *src, size_t n, char *dst, size_t size)
-{
-        size_t o = 0;
-
-        for (size_t i = 0; i < n; i++) {
-                char c = src[i];
-                if (c == '%') {
-                        char hex[3] = {0};
-                        char *end = NULL;
-                        if (i + 2 >= n || !isxdigit((unsigned char)src[i + 1]) ||
-                            !isxdigit((unsigned char)src[i + 2]))
-                                return TG_EPARSE;
-                        hex[0] = src[i + 1];
-                        hex[1] = src[i + 2];
-                        c = (char)strtol(hex, &end, 16);
-                        if (c == '\0')
-                                return TG_EPARSE;
-                        i += 2;
-                }
-                if (o + 1 >= size)
-                        return TG_EPARSE;
-                dst[o++] = c;
-        }
-        dst[o] = '\0';
-        return 0;
-}
-
 /* Appends text to dst[size] at *at, %XX-encoding what a url parameter value
  * cannot hold as it is. 0 or TG_ERANGE. */
 static int url_value_append(char *dst, size_t size, size_t *at, const char *text)
@@ -276,7 +247,8 @@ static int set_mysql_url(struct load *load, const struct key_def *key, const cha
                                                 "unknown mysql url parameter \"%.*s\" (known: "
                                                 "password_file, socket)",
                                                 (int)(nlen < 32 ? nlen : 32), p);
-                if (url_value_decode(eq + 1, plen - nlen - 1, raw, sizeof(raw)) < 0 ||
+                if (encode_percent_decode(ENCODE_PATH_SEGMENT, eq + 1, plen - nlen - 1, raw,
+                                          sizeof(raw), NULL) < 0 ||
                     raw[0] == '\0')
                         return config_key_error(load, key, "%.*s: not a path", (int)nlen, p);
                 if (config_resolve_path(load, raw, path, sizeof(path)) < 0)

@@ -310,7 +310,8 @@ static int second_run(struct store *store, void *arg)
         struct second_job *j = arg;
         const struct exit *e = j->e;
 
-        j->sample_result = store_sample_put(store, &j->sample, j->keep_after);
+        j->sample_result =
+            store_sample_put(store, &j->sample, j->keep_after, e->env->mono_now(e->env->ctx));
         j->swept = j->taken = j->invalid = 0;
         j->swept_ok =
             store_sweep_deadlines(store, e->cfg->policy.key_retention_ms, j->wall, &j->swept) == 0;

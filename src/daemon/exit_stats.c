@@ -232,7 +232,7 @@ void exit_stats_give_back(struct exit_stats *xs, const struct exit_sample *s)
 }
 
 int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, unsigned share,
-                     unsigned in_flight, bool held, tg_wall_ms now)
+                     unsigned in_flight, bool held, tg_wall_ms now, tg_mono_ns mono_now)
 {
         struct exit_sample *s;
         tg_wall_ms keep_after;
@@ -244,7 +244,7 @@ int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, 
         if (!s)
                 return TG_ENOMEM;
         exit_stats_take(xs, epoch, share, in_flight, held, now, s, &keep_after);
-        r = store_sample_put(store, s, keep_after);
+        r = store_sample_put(store, s, keep_after, mono_now);
         if (r < 0)
                 exit_stats_give_back(xs, s);
         free(s);

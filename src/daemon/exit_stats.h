@@ -95,8 +95,8 @@ void exit_stats_waited(struct exit_stats *xs, enum exit_wait reason, int64_t wai
 
 /* Takes one sample of `share` for the second ending at `now` (figures as
  * JSON) into *ret_sample, to be written with store_sample_put(store,
- * sample, *ret_keep_after) (samples before keep_after pruned), and starts
- * the next second's deltas. */
+ * sample, *ret_keep_after, mono_now) (samples before keep_after pruned),
+ * and starts the next second's deltas. */
 void exit_stats_take(struct exit_stats *xs, int64_t epoch, unsigned share, unsigned in_flight,
                      bool held, tg_wall_ms now, struct exit_sample *ret_sample,
                      tg_wall_ms *ret_keep_after);
@@ -105,10 +105,11 @@ void exit_stats_take(struct exit_stats *xs, int64_t epoch, unsigned share, unsig
  * next. */
 void exit_stats_give_back(struct exit_stats *xs, const struct exit_sample *sample);
 
-/* Takes a sample and writes it now. Returns the store's code; the deltas
- * are kept for the next try on failure. */
+/* Takes a sample and writes it now (mono_now: the monotonic clock, for
+ * store_sample_put()). Returns the store's code; the deltas are kept for
+ * the next try on failure. */
 int exit_stats_flush(struct exit_stats *xs, struct store *store, int64_t epoch, unsigned share,
-                     unsigned in_flight, bool held, tg_wall_ms now);
+                     unsigned in_flight, bool held, tg_wall_ms now, tg_mono_ns mono_now);
 
 /* The account's seconds with a sample at > since, oldest first, at most
  * `seconds` of them: for each wall-clock second (at / 1000) the samples of

@@ -14,7 +14,6 @@
  * put in a URL; every answer carries the security headers below.
  */
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -6,13 +6,13 @@
 #include "daemon/ui_session.h"
 
 #include <errno.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 
+#include "core/encode.h"
 #include "core/tg_error.h"
+#include "platform/digest.h"
 
 static int random_bytes(unsigned char *buf, size_t len)
 {
@@ -28,36 +28,6 @@ static int random_bytes(unsigned char *buf, size_t len)
                 got += (size_t)n;
         }
         return 0;
-}
-
-static void to_hex(const unsigned char *b, size_t len, char *out)
-{
-        static const char digits[] = "0123456789abcdef";
-
-        for (size_t i = 0; i < len; i++) {
-                out[2 * i] = digits[b[i] >> 4];
-                out[2 * i + 1] = digits[b[i] & 15];
-        }
-        out[2 * len] = '\0';
-}
-
-static int from_hex(const char *hex, unsigned char *out, size_t len)
-{
-        for (size_t i = 0; i < len; i++) {
-                unsigned v = 0;
-                for (int k = 0; k < 2; k++) {
-                        char c = hex[2 * i + (size_t)k];
-                        v <<= 4;
-                        if (c >= '0' && c <= '9')
-                                v |= (unsigned)(c - '0');
-                        else if (c >= 'a' && c <= 'f')
-                                v |= (unsigned)(c - 'a' + 10);
-                        else
-                                return TG_EPARSE;
-                }
-                out[i] = (unsigned char)v;
-        }
-        return hex[2 * len] == '\0' ? 0 : TG_EPARSE;
 }
 
 void ui_sessions_init(struct ui_sessions *t, int64_t idle_ms, int64_t max_ms)
@@ -85,20 +55,19 @@ int ui_authenticate(const struct ui_user *users, unsigned count,
                     enum ui_role *ret_role)
 {
         unsigned char d[UI_DIGEST_LEN];
-        unsigned int dn = 0;
         int found = -1;
         bool api = false;
 
         if (!token || len == 0)
                 return TG_ENOTFOUND;
-        if (EVP_Digest(token, len, d, &dn, EVP_sha256(), NULL) != 1 || dn != UI_DIGEST_LEN)
+        if (digest_sha256(token, len, d) < 0)
                 return TG_ENOTFOUND;
         /* Every digest is compared, whatever matched before. */
         for (unsigned i = 0; i < count; i++)
-                if (CRYPTO_memcmp(d, users[i].token_sha256, UI_DIGEST_LEN) == 0)
+                if (digest_equal(d, users[i].token_sha256, UI_DIGEST_LEN))
                         found = (int)i;
         for (unsigned i = 0; api_digests && i < napi; i++)
-                if (CRYPTO_memcmp(d, api_digests[i], UI_DIGEST_LEN) == 0)
+                if (digest_equal(d, api_digests[i], UI_DIGEST_LEN))
                         api = true;
         explicit_bzero(d, sizeof(d));
         if (found >= 0) {
@@ -147,13 +116,13 @@ int ui_session_create(struct ui_sessions *t, const char *user, enum ui_role role
                 ui_session_end(slot);
                 return TG_EIO;
         }
-        to_hex(csrf, sizeof(csrf), slot->csrf);
+        encode_hex_text(csrf, sizeof(csrf), slot->csrf, sizeof(slot->csrf));
         explicit_bzero(csrf, sizeof(csrf));
         snprintf(slot->user, sizeof(slot->user), "%s", user);
         slot->role = role;
         slot->created = slot->last_seen = now;
         slot->used = true;
-        to_hex(slot->id, sizeof(slot->id), ret_cookie);
+        encode_hex_text(slot->id, sizeof(slot->id), ret_cookie, UI_SECRET_HEX);
         *ret_session = slot;
         return 0;
 }
@@ -197,10 +166,10 @@ int ui_session_find(struct ui_sessions *t, const char *cookie_header, tg_wall_ms
         struct ui_session *found = NULL;
 
         if (ui_cookie_value(cookie_header, UI_COOKIE_NAME, hex, sizeof(hex)) < 0 ||
-            strlen(hex) != 2 * UI_SECRET_LEN || from_hex(hex, id, sizeof(id)) < 0)
+            strlen(hex) != 2 * UI_SECRET_LEN || encode_hex_decode(hex, id, sizeof(id)) < 0)
                 return TG_ENOTFOUND;
         for (unsigned i = 0; i < UI_SESSIONS_MAX; i++)
-                if (t->s[i].used && CRYPTO_memcmp(t->s[i].id, id, sizeof(id)) == 0)
+                if (t->s[i].used && digest_equal(t->s[i].id, id, sizeof(id)))
                         found = &t->s[i];
         explicit_bzero(id, sizeof(id));
         explicit_bzero(hex, sizeof(hex));
@@ -219,5 +188,5 @@ bool ui_session_csrf_ok(const struct ui_session *s, const char *header)
 {
         if (!s || !header || strlen(header) != 2 * UI_SECRET_LEN)
                 return false;
-        return CRYPTO_memcmp(s->csrf, header, 2 * UI_SECRET_LEN) == 0;
+        return digest_equal(s->csrf, header, 2 * UI_SECRET_LEN);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "core/tg_error.h"
 
 #define LINE_MAX_LEN 512
@@ -20,17 +21,6 @@ static bool name_char(char c)
 {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                c == '.' || c == '_' || c == '@' || c == '-';
-}
-
-static int hex_digit(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
 }
 
 /* The next field of line[0..len) from *pos (skipping spaces and tabs):
@@ -85,13 +75,8 @@ static int parse_line(const char *line, size_t len, unsigned lineno, struct ui_u
                 return line_error(err, err_size, lineno,
                                   "the third field must be sha256: and 64 hex digits (the "
                                   "token's SHA-256, never the token)");
-        for (size_t i = 0; i < UI_DIGEST_LEN; i++) {
-                int hi = hex_digit(f[7 + 2 * i]), lo = hex_digit(f[8 + 2 * i]);
-                if (hi < 0 || lo < 0)
-                        return line_error(err, err_size, lineno,
-                                          "the digest must be 64 hex digits");
-                u.token_sha256[i] = (unsigned char)(hi * 16 + lo);
-        }
+        if (encode_hex_decode(f + 7, u.token_sha256, UI_DIGEST_LEN) < 0)
+                return line_error(err, err_size, lineno, "the digest must be 64 hex digits");
         n = next_field(line, len, &pos, &f);
         if (n != 0)
                 return line_error(err, err_size, lineno,

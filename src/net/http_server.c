@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "core/encode.h"
 #include "core/tg_error.h"
 #include "platform/clock.h"
 
@@ -114,47 +115,6 @@ int http_request_header_once(const struct http_request *req, const char *name,
         return 0;
 }
 
-static int hex_value(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* Decodes src[len] into out[size] (NUL-terminated). 0, TG_EFULL, TG_EPARSE. */
-static int percent_decode(const char *src, size_t len, char *out, size_t size)
-{
-        size_t n = 0;
-
-        for (size_t i = 0; i < len; i++) {
-                char c = src[i];
-                if (c == '+') {
-                        c = ' ';
-                } else if (c == '%') {
-                        int hi, lo;
-                        if (len - i < 3)
-                                return TG_EPARSE;
-                        hi = hex_value(src[i + 1]);
-                        lo = hex_value(src[i + 2]);
-                        if (hi < 0 || lo < 0)
-                                return TG_EPARSE;
-                        c = (char)(hi * 16 + lo);
-                        if (c == '\0')
-                                return TG_EPARSE;
-                        i += 2;
-                }
-                if (n + 1 >= size)
-                        return TG_EFULL;
-                out[n++] = c;
-        }
-        out[n] = '\0';
-        return 0;
-}
-
 int http_request_arg(const struct http_request *req, const char *name, char *buf, size_t size)
 {
         char key[128];
@@ -169,14 +129,16 @@ int http_request_arg(const struct http_request *req, const char *name, char *buf
                 const char *eq = memchr(p, '=', (size_t)(end - p));
                 const char *kend = eq ? eq : end;
 
-                if (percent_decode(p, (size_t)(kend - p), key, sizeof(key)) == 0 &&
+                if (encode_percent_decode(ENCODE_FORM, p, (size_t)(kend - p), key, sizeof(key),
+                                          NULL) == 0 &&
                     strcmp(key, name) == 0) {
                         char *tmp = malloc(size);
                         int r;
                         if (!tmp)
                                 return TG_ENOMEM;
-                        r = eq ? percent_decode(eq + 1, (size_t)(end - eq - 1), tmp, size)
-                               : percent_decode("", 0, tmp, size);
+                        r = eq ? encode_percent_decode(ENCODE_FORM, eq + 1, (size_t)(end - eq - 1),
+                                                       tmp, size, NULL)
+                               : encode_percent_decode(ENCODE_FORM, "", 0, tmp, size, NULL);
                         if (r == 0)
                                 memcpy(buf, tmp, strlen(tmp) + 1);
                         free(tmp);

@@ -5,22 +5,20 @@
  *   - a JSON body holds exactly the map's fields, in the map's order, left
  *     out only where body_field_omitted() says so; {amount} alone is a
  *     number, {metadata} alone an object, anything else a string;
- *   - the canonical string and the MAC live on the stack only for the call
- *     and are wiped before returning;
- *   - jansson and OpenSSL types never leave this file.
+ *   - the signature is platform/digest.c's digest_sign(), which keeps the
+ *     canonical string and the MAC on the stack only and wipes them;
+ *   - jansson types never leave this file.
  */
 #include "net/provider_request.h"
 
 #include <jansson.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/encode.h"
 #include "core/strnum.h"
 #include "core/tg_error.h"
+#include "platform/digest.h"
 
 int provider_metadata_parse(const char *text, struct refund_metadata *ret)
 {
@@ -216,41 +214,17 @@ int provider_request_body(const struct request_map *map, const struct template_v
 
 void provider_body_sha256(const char *body, size_t len, char ret_hex[65])
 {
-        unsigned char md[SHA256_DIGEST_LENGTH];
-        struct tg_strbuf sb;
-
-        SHA256((const unsigned char *)(body ? body : ""), body ? len : 0, md);
-        tg_strbuf_init(&sb, ret_hex, 65);
-        encode_hex(md, sizeof(md), &sb);
+        if (digest_sha256_hex(body, len, ret_hex) < 0)
+                ret_hex[0] = '\0'; /* libcrypto refused: no digest, never a wrong one */
 }
 
 int provider_sign(const struct template *canonical, const struct template_values *values,
                   const unsigned char *key, size_t key_len, enum signature_encoding encoding,
                   const char *prefix, char *dst, size_t dst_size)
 {
-        char text[4096];
-        unsigned char mac[EVP_MAX_MD_SIZE];
-        unsigned int mac_len = 0;
-        struct tg_strbuf sb;
-        int r;
-
         if (!key || key_len == 0 || key_len > (size_t)INT32_MAX || dst_size == 0)
                 return TG_EINVAL;
-        tg_strbuf_init(&sb, text, sizeof(text));
-        r = template_expand(canonical, values, TEMPLATE_RAW, &sb);
-        if (r == 0 && !HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)sb.buf, sb.len,
-                            mac, &mac_len))
-                r = TG_EINVAL;
-        if (r == 0) {
-                tg_strbuf_init(&sb, dst, dst_size);
-                tg_strbuf_adds(&sb, prefix ? prefix : "");
-                if (encoding == SIGNATURE_BASE64)
-                        encode_base64(mac, mac_len, &sb);
-                else
-                        encode_hex(mac, mac_len, &sb);
-                r = tg_strbuf_status(&sb);
-        }
-        explicit_bzero(text, sizeof(text));
-        explicit_bzero(mac, sizeof(mac));
-        return r;
+        return digest_sign(canonical, values, key, key_len,
+                           encoding == SIGNATURE_BASE64 ? DIGEST_BASE64 : DIGEST_HEX, prefix, dst,
+                           dst_size);
 }

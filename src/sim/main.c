@@ -136,71 +136,80 @@ static const char *default_dir(void)
         return stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
 }
 
+static const char *const levels[] = {"debug", "info", "warn", "error", NULL};
+
+/* What the options write, with their defaults: file-level, as the table
+ * that names them is. */
+static struct {
+        uint64_t seed, steps;
+        const char *seeds, *dir;
+        int log_level;
+        bool verbose, keep_going, seed_set;
+} args = {.seed = 1, .steps = DEFAULT_STEPS, .log_level = -1};
+
+static const struct opt sim_options[] = {
+    {.name = "seed",
+     .arg = "N",
+     .u64 = &args.seed,
+     .umax = UINT64_MAX,
+     .seen = &args.seed_set,
+     .help = "run this one seed (1)"},
+    {.name = "seeds",
+     .arg = "A..B",
+     .string = &args.seeds,
+     .help = "run every seed from A to B (instead of --seed)"},
+    {.name = "steps",
+     .arg = "N",
+     .u64 = &args.steps,
+     .umin = 1,
+     .umax = 100000000,
+     .help = "scheduler steps of each run's faulty part, before the drain (3000)"},
+    {.name = "verbose",
+     .short_name = 'v',
+     .flag = &args.verbose,
+     .help = "print every event of the run (use it with one seed)"},
+    {.name = "keep-going",
+     .flag = &args.keep_going,
+     .help = "run every seed of the range even after a failure"},
+    {.name = "dir",
+     .arg = "DIR",
+     .string = &args.dir,
+     .help = "where the runs' stores live, one file at a time (/dev/shm when it "
+             "exists, else /tmp)"},
+    {.name = "log",
+     .choice = &args.log_level,
+     .choices = levels,
+     .help = "also the dispatchers' own log lines on stderr, from this level up; "
+             "they carry real time, so they differ from run to run (none by default)"},
+};
+
+static const struct options_spec sim_spec = {.prog = "tollgate-sim",
+                                             .description = about,
+                                             .opts = sim_options,
+                                             .nopts = sizeof(sim_options) / sizeof(sim_options[0]),
+                                             .epilogue = epilogue};
+
 int main(int argc, char **argv)
 {
-        uint64_t seed = 1, steps = DEFAULT_STEPS;
-        static const char *const levels[] = {"debug", "info", "warn", "error", NULL};
-        const char *seeds = NULL, *dir = NULL;
-        int log_level = -1;
-        bool verbose = false, keep_going = false, seed_set = false;
-        const struct opt opts[] = {
-            {.name = "seed",
-             .arg = "N",
-             .u64 = &seed,
-             .umax = UINT64_MAX,
-             .seen = &seed_set,
-             .help = "run this one seed (1)"},
-            {.name = "seeds",
-             .arg = "A..B",
-             .string = &seeds,
-             .help = "run every seed from A to B (instead of --seed)"},
-            {.name = "steps",
-             .arg = "N",
-             .u64 = &steps,
-             .umin = 1,
-             .umax = 100000000,
-             .help = "scheduler steps of each run's faulty part, before the drain (3000)"},
-            {.name = "verbose",
-             .short_name = 'v',
-             .flag = &verbose,
-             .help = "print every event of the run (use it with one seed)"},
-            {.name = "keep-going",
-             .flag = &keep_going,
-             .help = "run every seed of the range even after a failure"},
-            {.name = "dir",
-             .arg = "DIR",
-             .string = &dir,
-             .help = "where the runs' stores live, one file at a time (/dev/shm when it "
-                     "exists, else /tmp)"},
-            {.name = "log",
-             .choice = &log_level,
-             .choices = levels,
-             .help = "also the dispatchers' own log lines on stderr, from this level up; "
-                     "they carry real time, so they differ from run to run (none by default)"},
-        };
-        const struct options_spec spec = {.prog = "tollgate-sim",
-                                          .description = about,
-                                          .opts = opts,
-                                          .nopts = sizeof(opts) / sizeof(opts[0]),
-                                          .epilogue = epilogue};
         uint64_t lo, hi;
         char label[64], workdir[512], seed_db[600];
         struct totals t;
-        int r = options_parse(&spec, argc, argv, NULL, NULL);
+        int r = options_parse(&sim_spec, argc, argv, NULL, NULL);
 
         if (r)
                 return options_exit_status(r);
-        if (seeds && seed_set) {
+        if (args.seeds && args.seed_set) {
                 fprintf(stderr, "tollgate-sim: --seed and --seeds: give one of them\n");
                 return 2;
         }
-        if (seeds) {
-                if (parse_range(seeds, &lo, &hi) < 0) {
-                        fprintf(stderr, "tollgate-sim: --seeds: not a range A..B: '%s'\n", seeds);
+        if (args.seeds) {
+                if (parse_range(args.seeds, &lo, &hi) < 0) {
+                        fprintf(stderr, "tollgate-sim: --seeds: not a range A..B: '%s'\n",
+                                args.seeds);
                         return 2;
                 }
         } else {
-                lo = hi = seed;
+                lo = hi = args.seed;
         }
         if (lo == hi)
                 snprintf(label, sizeof(label), "%" PRIu64, lo);
@@ -208,15 +217,16 @@ int main(int argc, char **argv)
                 snprintf(label, sizeof(label), "%" PRIu64 "..%" PRIu64, lo, hi);
         /* the dispatcher's own log lines carry real time: the trace is ours */
         log_set_level((enum log_level)(LOG_ERROR + 1));
-        if (log_level >= 0) {
+        if (args.log_level >= 0) {
                 enum log_level level = LOG_INFO;
-                (void)log_level_parse(levels[log_level], &level);
+                (void)log_level_parse(levels[args.log_level], &level);
                 log_set_level(level);
         }
         /* a name of its own: a run killed before its rmdir leaves its
          * directory behind, and a later run must not trip on it (a pid
          * in the name did, once the pid came round again) */
-        snprintf(workdir, sizeof(workdir), "%s/tollgate-sim-XXXXXX", dir ? dir : default_dir());
+        snprintf(workdir, sizeof(workdir), "%s/tollgate-sim-XXXXXX",
+                 args.dir ? args.dir : default_dir());
         if (!mkdtemp(workdir)) {
                 fprintf(stderr, "tollgate-sim: cannot make %s: %s\n", workdir, strerror(errno));
                 return 1;
@@ -233,8 +243,8 @@ int main(int argc, char **argv)
         int status = 0;
         for (uint64_t s = lo;; s++) {
                 struct sim_options o = {.seed = s,
-                                        .steps = steps,
-                                        .verbose = verbose,
+                                        .steps = args.steps,
+                                        .verbose = args.verbose,
                                         .out = stdout,
                                         .dir = workdir,
                                         .seed_db = seed_db};
@@ -254,16 +264,16 @@ int main(int argc, char **argv)
                                res.message);
                         printf("  replay: tollgate-sim --seed %" PRIu64 " --steps %" PRIu64
                                " --verbose\n",
-                               s, steps);
+                               s, args.steps);
                         fflush(stdout);
                         status = 1;
-                        if (!keep_going)
+                        if (!args.keep_going)
                                 break;
                 }
                 if (s == hi)
                         break;
         }
-        summary(label, steps, &t);
+        summary(label, args.steps, &t);
         remove(seed_db);
         rmdir(workdir);
         return status;

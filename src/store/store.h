@@ -518,8 +518,11 @@ struct exit_sample {
 
 /* Stores one sample (a sample with the same `at` AND share is replaced;
  * other shares' samples are kept) and prunes samples with at < keep_after.
- * One short transaction. */
-int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after);
+ * One short transaction. now is the caller's monotonic clock: it decides
+ * when a large backlog is counted again (the store reads no clock, so the
+ * simulator's virtual time drives it too). */
+int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after,
+                     tg_mono_ns now);
 
 typedef int (*store_sample_fn)(const struct exit_sample *sample, void *userdata);
 /* Samples of every share with at > since, oldest first (by at, then share),

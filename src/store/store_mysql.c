@@ -62,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "core/tg_error.h"
 #include "store/mysql_int.h"
 
@@ -306,32 +307,13 @@ static void library_init(void)
 
 /* ---- url, open, migrate, close ---------------------------------------------- */
 
-/* Decodes %XX in place (user names and passwords may need them). */
+/* Decodes %XX in place (user names and passwords may need them; a '+'
+ * is itself). */
 static bool url_decode(char *text)
 {
-        char *out = text;
+        size_t len = strlen(text);
 
-        for (const char *p = text; *p; p++) {
-                if (*p == '%') {
-                        char hex[3] = {0};
-                        char *end;
-                        long v;
-
-                        if (!isxdigit((unsigned char)p[1]) || !isxdigit((unsigned char)p[2]))
-                                return false;
-                        hex[0] = p[1];
-                        hex[1] = p[2];
-                        v = strtol(hex, &end, 16);
-                        if (v == 0)
-                                return false;
-                        *out++ = (char)v;
-                        p += 2;
-                } else {
-                        *out++ = *p;
-                }
-        }
-        *out = '\0';
-        return true;
+        return encode_percent_decode(ENCODE_PATH_SEGMENT, text, len, text, len + 1, NULL) == 0;
 }
 
 static bool copy_part(char *dst, size_t size, const char *from, size_t len)

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "core/tg_error.h"
-#include "platform/clock.h"
 #include "store/store_backend.h"
 
 #define PAGE_ROWS 64 /* rows fetched per page */
@@ -311,10 +310,10 @@ static tg_mono_ns next_count(uint64_t rows, tg_mono_ns now)
         return now + (tg_mono_ns)(rows * (uint64_t)TG_NS_PER_S / BACKLOG_ROWS_PER_S);
 }
 
-int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after)
+int store_sample_put(struct store *store, const struct exit_sample *sample, tg_wall_ms keep_after,
+                     tg_mono_ns now)
 {
         struct sample_put_ctx c = {.keep_after = keep_after};
-        tg_mono_ns now;
         int r;
 
         if (!store || !sample || !store_buf_ok(sample->figures, sizeof(sample->figures)))
@@ -323,7 +322,6 @@ int store_sample_put(struct store *store, const struct exit_sample *sample, tg_w
         if (!c.sample)
                 return TG_ENOMEM;
         *c.sample = *sample;
-        now = clock_mono_now();
         c.count = !store->backlog_known || now >= store->backlog_next_count;
         if (!c.count)
                 memcpy(c.sample->backlog, store->backlog, sizeof(store->backlog));

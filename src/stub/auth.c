@@ -5,20 +5,16 @@
  */
 #include "auth.h"
 
-#include "core/encode.h"
 #include "core/strnum.h"
+#include "platform/digest.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <string.h>
 
 static bool same_secret(const char *a, const char *b)
 {
         size_t la = strlen(a), lb = strlen(b);
-        return la == lb && CRYPTO_memcmp(a, b, la) == 0;
+        return la == lb && digest_equal(a, b, la);
 }
 
 const char *stub_auth_key(const struct stub_auth *auth, stub_header_fn get, void *ctx)
@@ -43,10 +39,7 @@ const char *stub_auth_signature(const struct stub_auth *auth, stub_header_fn get
                                 size_t body_len, int64_t now_s)
 {
         struct template_values v;
-        unsigned char digest[SHA256_DIGEST_LENGTH], mac[EVP_MAX_MD_SIZE];
-        unsigned int mac_len = 0;
-        char digest_hex[65], text[4096], want[256];
-        struct tg_strbuf sb;
+        char digest_hex[DIGEST_SHA256_HEX], want[256];
         const char *sig, *ts, *verdict = "wrong";
         int64_t t;
 
@@ -59,9 +52,8 @@ const char *stub_auth_signature(const struct stub_auth *auth, stub_header_fn get
         if (strnum_i64(ts, 0, INT64_MAX / 2, &t) < 0 || t < now_s - auth->max_skew_s ||
             t > now_s + auth->max_skew_s)
                 return "stale";
-        SHA256((const unsigned char *)(body ? body : ""), body ? body_len : 0, digest);
-        tg_strbuf_init(&sb, digest_hex, sizeof(digest_hex));
-        encode_hex(digest, sizeof(digest), &sb);
+        if (digest_sha256_hex(body, body ? body_len : 0, digest_hex) < 0)
+                return "wrong";
         memset(&v, 0, sizeof(v));
         v.text[TPL_METHOD] = method;
         v.text[TPL_PATH] = path;
@@ -69,22 +61,12 @@ const char *stub_auth_signature(const struct stub_auth *auth, stub_header_fn get
         v.text[TPL_IDEMPOTENCY_KEY] = get(ctx, "Idempotency-Key");
         v.text[TPL_BODY_SHA256] = digest_hex;
         v.text[TPL_REQUEST_ID] = get(ctx, "X-Request-Id");
-        tg_strbuf_init(&sb, text, sizeof(text));
-        if (template_expand(&auth->signing, &v, TEMPLATE_RAW, &sb) < 0)
-                return "wrong"; /* a field it signs is missing */
-        if (!HMAC(EVP_sha256(), auth->signing_key, (int)auth->signing_key_len,
-                  (const unsigned char *)sb.buf, sb.len, mac, &mac_len))
-                return "wrong";
-        tg_strbuf_init(&sb, want, sizeof(want));
-        tg_strbuf_adds(&sb, auth->prefix ? auth->prefix : "");
-        if (auth->base64)
-                encode_base64(mac, mac_len, &sb);
-        else
-                encode_hex(mac, mac_len, &sb);
-        if (tg_strbuf_status(&sb) == 0 && same_secret(sig, want))
+        /* a field it signs missing, or a failure of the library: "wrong" */
+        if (digest_sign(&auth->signing, &v, auth->signing_key, auth->signing_key_len,
+                        auth->base64 ? DIGEST_BASE64 : DIGEST_HEX, auth->prefix, want,
+                        sizeof(want)) == 0 &&
+            same_secret(sig, want))
                 verdict = "ok";
-        explicit_bzero(text, sizeof(text));
         explicit_bzero(want, sizeof(want));
-        explicit_bzero(mac, sizeof(mac));
         return verdict;
 }

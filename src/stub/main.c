@@ -222,222 +222,230 @@ struct opts {
         /* file contents the config borrows, freed at exit */
         char *cert_pem, *key_pem, *ca_pem, *auth_secret, *signing_key;
         struct stub_config cfg;
+        /* what parse_flags() reads into cfg after the options */
+        const char *listen, *retry_after, *mix, *query_mode;
+        int64_t max_body, max_records, max_keys, max_connections;
+        uint64_t seed;
+        bool ra_date;
 };
 
-/* 0 to run, OPTIONS_HELP after --help, TG_EINVAL on a bad option (a message
- * naming it was printed). */
-static int parse_flags(int argc, char **argv, struct opts *o)
+/* The options: file-level, as the option table that names its members is
+ * (one parse a process). */
+static struct opts stub_opts;
+
+static const struct opt stub_options[] = {
+    {.name = "listen",
+     .arg = "HOST:PORT",
+     .string = &stub_opts.listen,
+     .help = "listen address, numeric (default 127.0.0.1:9090; port 0 picks a free port; "
+             "[::1]:PORT for IPv6)"},
+    {.name = "port-file",
+     .arg = "FILE",
+     .string = &stub_opts.port_file,
+     .help = "write the actual port to FILE once listening"},
+    {.name = "timeline",
+     .arg = "SPEC|@FILE",
+     .string = &stub_opts.timeline,
+     .help = "scripted phases (format below); default: fast forever"},
+    {.name = "time-scale",
+     .arg = "F",
+     .dbl = &stub_opts.cfg.time_scale,
+     .dmin = 0,
+     .dmax = 1e6,
+     .dmin_open = true,
+     .help = "multiply every phase duration by F (0.1 = ten minutes in one)"},
+    {.name = "mode",
+     .arg = "MODE[:PARAM]",
+     .string = &stub_opts.mode,
+     .help = "one mode forever (instead of --timeline)"},
+    {.name = "delay-ms",
+     .arg = "N",
+     .i64 = &stub_opts.cfg.delay_ms,
+     .min = 0,
+     .max = 86400000,
+     .help = "default delay of slow (3000)"},
+    {.name = "retry-after",
+     .arg = "N|none",
+     .string = &stub_opts.retry_after,
+     .help = "Retry-After of unavailable/limited, seconds 0..604800 (1)"},
+    {.name = "retry-after-date",
+     .flag = &stub_opts.ra_date,
+     .help = "send Retry-After as an HTTP-date N seconds ahead"},
+    {.name = "processing-ms",
+     .arg = "N",
+     .i64 = &stub_opts.cfg.processing_ms,
+     .min = 0,
+     .max = 86400000,
+     .help = "default time queries answer \"processing\" in mode processing (2000)"},
+    {.name = "key-retention-s",
+     .arg = "N",
+     .i64 = &stub_opts.cfg.key_retention_s,
+     .min = 1,
+     .max = 86400 * 365,
+     .help = "idempotency key retention, seconds (86400)"},
+    {.name = "seed",
+     .arg = "N",
+     .u64 = &stub_opts.seed,
+     .umin = 0,
+     .umax = INT64_MAX,
+     .help = "seed of mix draws, refund ids and webhook drops (1)"},
+    {.name = "mix",
+     .arg = "M=W,...",
+     .string = &stub_opts.mix,
+     .help = "weights of mode mix (fast=70,slow=10,drop=5,e500=5,unavailable=5,"
+             "limited=5)"},
+    {.name = "query-mode",
+     .arg = "MODE",
+     .string = &stub_opts.query_mode,
+     .help = "mode of GET queries, independent of POSTs: fast, slow, drop, "
+             "unavailable, limited, e500, or a hostile mode (fast)"},
+    {.name = "query-delay-ms",
+     .arg = "N",
+     .i64 = &stub_opts.cfg.query_delay_ms,
+     .min = 0,
+     .max = 86400000,
+     .help = "default delay of query-mode slow (3000)"},
+    {.name = "record",
+     .arg = "FILE",
+     .string = &stub_opts.record,
+     .help = "write every arrival as JSON lines to FILE on exit"},
+    {.name = "max-body",
+     .arg = "N",
+     .i64 = &stub_opts.max_body,
+     .min = 1,
+     .max = 64 * 1024 * 1024,
+     .help = "largest POST body in bytes; larger gets 413 (65536)"},
+    {.name = "max-records",
+     .arg = "N",
+     .i64 = &stub_opts.max_records,
+     .min = 0,
+     .max = 100000000,
+     .help = "arrival entries kept; later ones only counted (1000000)"},
+    {.name = "max-keys",
+     .arg = "N",
+     .i64 = &stub_opts.max_keys,
+     .min = 1,
+     .max = 100000000,
+     .help = "operations the ledger holds (1000000)"},
+    {.name = "max-connections",
+     .arg = "N",
+     .i64 = &stub_opts.max_connections,
+     .min = 16,
+     .max = 1000000,
+     .help = "open connections (4096)"},
+    {.name = "webhook-url",
+     .arg = "URL",
+     .string = &stub_opts.cfg.webhook_url,
+     .help = "after each execution (or fail) POST a signed event to URL"},
+    {.name = "webhook-secret-file",
+     .arg = "F",
+     .string = &stub_opts.secret_file,
+     .help = "HMAC-SHA256 secret (file content, one trailing newline stripped); "
+             "required with --webhook-url"},
+    {.name = "webhook-delay-ms",
+     .arg = "N",
+     .i64 = &stub_opts.cfg.webhook_delay_ms,
+     .min = 0,
+     .max = 86400000,
+     .help = "delay before each event is sent (0)"},
+    {.name = "webhook-drop-rate",
+     .arg = "F",
+     .dbl = &stub_opts.cfg.webhook_drop_rate,
+     .dmin = 0,
+     .dmax = 1,
+     .help = "fraction of events never sent, 0..1 (0)"},
+    {.name = "limit-rate",
+     .arg = "R",
+     .dbl = &stub_opts.cfg.limit_rate,
+     .dmin = 0,
+     .dmax = 1000000,
+     .help = "a gateway's limiter in front: a request arriving fewer than 1000/R "
+             "whole milliseconds after the last one let through is answered 429 "
+             "rate_limited without Retry-After (mode \"limiter\" in the record); "
+             "no burst (0: none)"},
+    {.name = "shape",
+     .arg = "NAME",
+     .string = &stub_opts.shape,
+     .help = "the provider's contract: provider-md (shared/PROVIDER.md, JSON) or "
+             "stripe-like (form POST, refund objects; docs/providers/) (provider-md)"},
+    {.name = "tls-cert",
+     .arg = "FILE",
+     .string = &stub_opts.tls_cert,
+     .help = "serve HTTPS with this PEM certificate (chain); needs --tls-key"},
+    {.name = "tls-key",
+     .arg = "FILE",
+     .string = &stub_opts.tls_key,
+     .help = "the PEM private key of --tls-cert"},
+    {.name = "tls-client-ca",
+     .arg = "FILE",
+     .string = &stub_opts.tls_client_ca,
+     .help = "demand a client certificate that verifies against this PEM CA: the "
+             "handshake fails without one"},
+    {.name = "tls-priorities",
+     .arg = "STR",
+     .string = &stub_opts.cfg.tls_priorities,
+     .help = "GnuTLS priority string, e.g. NORMAL:-VERS-TLS1.3 (NORMAL)"},
+    {.name = "auth-secret-file",
+     .arg = "F",
+     .string = &stub_opts.auth_secret_file,
+     .help = "demand this API key (file content, trailing newlines stripped): "
+             "Authorization: Bearer <key>, or --auth-header; else 401"},
+    {.name = "auth-header",
+     .arg = "NAME",
+     .string = &stub_opts.cfg.auth.header,
+     .help = "the header carrying the bare API key (default: Authorization, Bearer)"},
+    {.name = "signing-key-file",
+     .arg = "F",
+     .string = &stub_opts.signing_key_file,
+     .help = "demand requests signed with this HMAC-SHA256 key; else 401"},
+    {.name = "signature-header",
+     .arg = "NAME",
+     .string = &stub_opts.cfg.auth.signature_header,
+     .help = "header of the signature (X-Signature)"},
+    {.name = "timestamp-header",
+     .arg = "NAME",
+     .string = &stub_opts.cfg.auth.timestamp_header,
+     .help = "header of the signed timestamp, Unix seconds (X-Timestamp)"},
+    {.name = "signing-string",
+     .arg = "TEMPLATE",
+     .string = &stub_opts.signing_string,
+     .help = "canonical string, tollgate's provider.signing_string syntax "
+             "({method}\\n{path}\\n{timestamp}\\n{idempotency_key}\\n{body_sha256})"},
+    {.name = "signature-encoding",
+     .arg = "hex|base64",
+     .string = &stub_opts.encoding,
+     .help = "encoding of the MAC (hex)"},
+    {.name = "signature-prefix",
+     .arg = "STR",
+     .string = &stub_opts.cfg.auth.prefix,
+     .help = "text before the MAC in its header (none)"},
+    {.name = "max-skew-s",
+     .arg = "N",
+     .i64 = &stub_opts.cfg.auth.max_skew_s,
+     .min = 0,
+     .max = 86400,
+     .help = "signed timestamps this far from now are accepted (300)"},
+    {.name = "record-bodies",
+     .flag = &stub_opts.cfg.record_bodies,
+     .help = "keep each contract request's body (up to 4 KiB) in the arrival record"},
+};
+
+static char epilogue[sizeof(stub_epilogue_modes) + sizeof(stub_epilogue_hostile) +
+                     sizeof(stub_epilogue_rest)];
+static const struct options_spec stub_spec = {.prog = "tollgate-stub",
+                                              .description = stub_about,
+                                              .opts = stub_options,
+                                              .nopts =
+                                                  sizeof(stub_options) / sizeof(stub_options[0]),
+                                              .epilogue = epilogue};
+
+/* Parses into stub_opts. 0 to run, OPTIONS_HELP after --help, TG_EINVAL on
+ * a bad option (a message naming it was printed). */
+static int parse_flags(int argc, char **argv)
 {
+        struct opts *o = &stub_opts;
         struct stub_config *c = &o->cfg;
-        const char *why = NULL, *listen = NULL, *retry_after = NULL, *mix = NULL;
-        const char *query_mode = NULL;
-        int64_t max_body = 64 * 1024, max_records = 1000000, max_keys = 1000000;
-        int64_t max_connections = 4096;
-        uint64_t seed = 1;
-        bool ra_date = false;
-        const struct opt opts[] = {
-            {.name = "listen",
-             .arg = "HOST:PORT",
-             .string = &listen,
-             .help = "listen address, numeric (default 127.0.0.1:9090; port 0 picks a free port; "
-                     "[::1]:PORT for IPv6)"},
-            {.name = "port-file",
-             .arg = "FILE",
-             .string = &o->port_file,
-             .help = "write the actual port to FILE once listening"},
-            {.name = "timeline",
-             .arg = "SPEC|@FILE",
-             .string = &o->timeline,
-             .help = "scripted phases (format below); default: fast forever"},
-            {.name = "time-scale",
-             .arg = "F",
-             .dbl = &c->time_scale,
-             .dmin = 0,
-             .dmax = 1e6,
-             .dmin_open = true,
-             .help = "multiply every phase duration by F (0.1 = ten minutes in one)"},
-            {.name = "mode",
-             .arg = "MODE[:PARAM]",
-             .string = &o->mode,
-             .help = "one mode forever (instead of --timeline)"},
-            {.name = "delay-ms",
-             .arg = "N",
-             .i64 = &c->delay_ms,
-             .min = 0,
-             .max = 86400000,
-             .help = "default delay of slow (3000)"},
-            {.name = "retry-after",
-             .arg = "N|none",
-             .string = &retry_after,
-             .help = "Retry-After of unavailable/limited, seconds 0..604800 (1)"},
-            {.name = "retry-after-date",
-             .flag = &ra_date,
-             .help = "send Retry-After as an HTTP-date N seconds ahead"},
-            {.name = "processing-ms",
-             .arg = "N",
-             .i64 = &c->processing_ms,
-             .min = 0,
-             .max = 86400000,
-             .help = "default time queries answer \"processing\" in mode processing (2000)"},
-            {.name = "key-retention-s",
-             .arg = "N",
-             .i64 = &c->key_retention_s,
-             .min = 1,
-             .max = 86400 * 365,
-             .help = "idempotency key retention, seconds (86400)"},
-            {.name = "seed",
-             .arg = "N",
-             .u64 = &seed,
-             .umin = 0,
-             .umax = INT64_MAX,
-             .help = "seed of mix draws, refund ids and webhook drops (1)"},
-            {.name = "mix",
-             .arg = "M=W,...",
-             .string = &mix,
-             .help = "weights of mode mix (fast=70,slow=10,drop=5,e500=5,unavailable=5,"
-                     "limited=5)"},
-            {.name = "query-mode",
-             .arg = "MODE",
-             .string = &query_mode,
-             .help = "mode of GET queries, independent of POSTs: fast, slow, drop, "
-                     "unavailable, limited, e500, or a hostile mode (fast)"},
-            {.name = "query-delay-ms",
-             .arg = "N",
-             .i64 = &c->query_delay_ms,
-             .min = 0,
-             .max = 86400000,
-             .help = "default delay of query-mode slow (3000)"},
-            {.name = "record",
-             .arg = "FILE",
-             .string = &o->record,
-             .help = "write every arrival as JSON lines to FILE on exit"},
-            {.name = "max-body",
-             .arg = "N",
-             .i64 = &max_body,
-             .min = 1,
-             .max = 64 * 1024 * 1024,
-             .help = "largest POST body in bytes; larger gets 413 (65536)"},
-            {.name = "max-records",
-             .arg = "N",
-             .i64 = &max_records,
-             .min = 0,
-             .max = 100000000,
-             .help = "arrival entries kept; later ones only counted (1000000)"},
-            {.name = "max-keys",
-             .arg = "N",
-             .i64 = &max_keys,
-             .min = 1,
-             .max = 100000000,
-             .help = "operations the ledger holds (1000000)"},
-            {.name = "max-connections",
-             .arg = "N",
-             .i64 = &max_connections,
-             .min = 16,
-             .max = 1000000,
-             .help = "open connections (4096)"},
-            {.name = "webhook-url",
-             .arg = "URL",
-             .string = &c->webhook_url,
-             .help = "after each execution (or fail) POST a signed event to URL"},
-            {.name = "webhook-secret-file",
-             .arg = "F",
-             .string = &o->secret_file,
-             .help = "HMAC-SHA256 secret (file content, one trailing newline stripped); "
-                     "required with --webhook-url"},
-            {.name = "webhook-delay-ms",
-             .arg = "N",
-             .i64 = &c->webhook_delay_ms,
-             .min = 0,
-             .max = 86400000,
-             .help = "delay before each event is sent (0)"},
-            {.name = "webhook-drop-rate",
-             .arg = "F",
-             .dbl = &c->webhook_drop_rate,
-             .dmin = 0,
-             .dmax = 1,
-             .help = "fraction of events never sent, 0..1 (0)"},
-            {.name = "limit-rate",
-             .arg = "R",
-             .dbl = &c->limit_rate,
-             .dmin = 0,
-             .dmax = 1000000,
-             .help = "a gateway's limiter in front: a request arriving fewer than 1000/R "
-                     "whole milliseconds after the last one let through is answered 429 "
-                     "rate_limited without Retry-After (mode \"limiter\" in the record); "
-                     "no burst (0: none)"},
-            {.name = "shape",
-             .arg = "NAME",
-             .string = &o->shape,
-             .help = "the provider's contract: provider-md (shared/PROVIDER.md, JSON) or "
-                     "stripe-like (form POST, refund objects; docs/providers/) (provider-md)"},
-            {.name = "tls-cert",
-             .arg = "FILE",
-             .string = &o->tls_cert,
-             .help = "serve HTTPS with this PEM certificate (chain); needs --tls-key"},
-            {.name = "tls-key",
-             .arg = "FILE",
-             .string = &o->tls_key,
-             .help = "the PEM private key of --tls-cert"},
-            {.name = "tls-client-ca",
-             .arg = "FILE",
-             .string = &o->tls_client_ca,
-             .help = "demand a client certificate that verifies against this PEM CA: the "
-                     "handshake fails without one"},
-            {.name = "tls-priorities",
-             .arg = "STR",
-             .string = &c->tls_priorities,
-             .help = "GnuTLS priority string, e.g. NORMAL:-VERS-TLS1.3 (NORMAL)"},
-            {.name = "auth-secret-file",
-             .arg = "F",
-             .string = &o->auth_secret_file,
-             .help = "demand this API key (file content, trailing newlines stripped): "
-                     "Authorization: Bearer <key>, or --auth-header; else 401"},
-            {.name = "auth-header",
-             .arg = "NAME",
-             .string = &c->auth.header,
-             .help = "the header carrying the bare API key (default: Authorization, Bearer)"},
-            {.name = "signing-key-file",
-             .arg = "F",
-             .string = &o->signing_key_file,
-             .help = "demand requests signed with this HMAC-SHA256 key; else 401"},
-            {.name = "signature-header",
-             .arg = "NAME",
-             .string = &c->auth.signature_header,
-             .help = "header of the signature (X-Signature)"},
-            {.name = "timestamp-header",
-             .arg = "NAME",
-             .string = &c->auth.timestamp_header,
-             .help = "header of the signed timestamp, Unix seconds (X-Timestamp)"},
-            {.name = "signing-string",
-             .arg = "TEMPLATE",
-             .string = &o->signing_string,
-             .help = "canonical string, tollgate's provider.signing_string syntax "
-                     "({method}\\n{path}\\n{timestamp}\\n{idempotency_key}\\n{body_sha256})"},
-            {.name = "signature-encoding",
-             .arg = "hex|base64",
-             .string = &o->encoding,
-             .help = "encoding of the MAC (hex)"},
-            {.name = "signature-prefix",
-             .arg = "STR",
-             .string = &c->auth.prefix,
-             .help = "text before the MAC in its header (none)"},
-            {.name = "max-skew-s",
-             .arg = "N",
-             .i64 = &c->auth.max_skew_s,
-             .min = 0,
-             .max = 86400,
-             .help = "signed timestamps this far from now are accepted (300)"},
-            {.name = "record-bodies",
-             .flag = &c->record_bodies,
-             .help = "keep each contract request's body (up to 4 KiB) in the arrival record"},
-        };
-        static char epilogue[sizeof(stub_epilogue_modes) + sizeof(stub_epilogue_hostile) +
-                             sizeof(stub_epilogue_rest)];
-        const struct options_spec spec = {.prog = "tollgate-stub",
-                                          .description = stub_about,
-                                          .opts = opts,
-                                          .nopts = sizeof(opts) / sizeof(opts[0]),
-                                          .epilogue = epilogue};
+        const char *why = NULL;
         int r;
 
         snprintf(epilogue, sizeof(epilogue), "%s%s%s", stub_epilogue_modes, stub_epilogue_hostile,
@@ -455,31 +463,36 @@ static int parse_flags(int argc, char **argv, struct opts *o)
         c->auth.signature_header = "X-Signature";
         c->auth.timestamp_header = "X-Timestamp";
         c->auth.max_skew_s = 300;
+        o->max_body = 64 * 1024;
+        o->max_records = 1000000;
+        o->max_keys = 1000000;
+        o->max_connections = 4096;
+        o->seed = 1;
         stub_mix_parse("fast=70,slow=10,drop=5,e500=5,unavailable=5,limited=5", 54, &why,
                        c->mix_weights);
         stub_mode_parse("fast", 4, &why, &c->query_spec);
 
-        r = options_parse(&spec, argc, argv, NULL, NULL);
+        r = options_parse(&stub_spec, argc, argv, NULL, NULL);
         if (r)
                 return r;
-        c->seed = seed;
-        c->max_body = (size_t)max_body;
-        c->max_records = (size_t)max_records;
-        c->max_keys = (size_t)max_keys;
-        c->max_connections = (unsigned)max_connections;
-        if (listen && split_listen(listen, o->host, sizeof(o->host), &c->port) < 0)
+        c->seed = o->seed;
+        c->max_body = (size_t)o->max_body;
+        c->max_records = (size_t)o->max_records;
+        c->max_keys = (size_t)o->max_keys;
+        c->max_connections = (unsigned)o->max_connections;
+        if (o->listen && split_listen(o->listen, o->host, sizeof(o->host), &c->port) < 0)
                 return bad_flag("--listen", "must be HOST:PORT (numeric host)");
         /* Retry-After: none wins over --retry-after-date, whatever the order. */
-        if (ra_date)
+        if (o->ra_date)
                 c->ra_form = STUB_RA_DATE;
-        if (retry_after && strcmp(retry_after, "none") == 0)
+        if (o->retry_after && strcmp(o->retry_after, "none") == 0)
                 c->ra_form = STUB_RA_NONE;
-        else if (retry_after && strnum_i64(retry_after, 0, 86400 * 7, &c->ra_seconds) < 0)
+        else if (o->retry_after && strnum_i64(o->retry_after, 0, 86400 * 7, &c->ra_seconds) < 0)
                 return bad_flag("--retry-after", "must be seconds 0..604800 or none");
-        if (mix && stub_mix_parse(mix, strlen(mix), &why, c->mix_weights) < 0)
+        if (o->mix && stub_mix_parse(o->mix, strlen(o->mix), &why, c->mix_weights) < 0)
                 return bad_flag("--mix", why);
-        if (query_mode) {
-                if (stub_mode_parse(query_mode, strlen(query_mode), &why, &c->query_spec) < 0)
+        if (o->query_mode) {
+                if (stub_mode_parse(o->query_mode, strlen(o->query_mode), &why, &c->query_spec) < 0)
                         return bad_flag("--query-mode", why);
                 if (!stub_mode_for_query(c->query_spec.mode))
                         return bad_flag("--query-mode", "must be fast, slow, drop, unavailable, "
@@ -645,22 +658,17 @@ static void free_files(struct opts *o)
 
 int main(int argc, char **argv)
 {
-        struct opts *o = calloc(1, sizeof(*o));
+        struct opts *o = &stub_opts;
         struct stub_server *srv = NULL;
         char *secret = NULL;
         sigset_t set;
         int sig = 0, rc, status = 0;
 
-        if (!o) {
-                fputs("tollgate-stub: out of memory\n", stderr);
-                return 1;
-        }
         if (argc == 2 && strcmp(argv[1], "--version") == 0) {
                 printf("tollgate-stub %s (git %s)\n", build_info_version(), build_info_revision());
-                free(o);
                 return 0;
         }
-        rc = parse_flags(argc, argv, o);
+        rc = parse_flags(argc, argv);
         if (rc == 0)
                 rc = finish_config(o, &secret);
         if (rc == 0)
@@ -668,7 +676,6 @@ int main(int argc, char **argv)
         if (rc != 0) {
                 secmem_free(secret);
                 free_files(o);
-                free(o);
                 return options_exit_status(rc);
         }
 
@@ -716,6 +723,5 @@ out:
         curl_global_cleanup();
         secmem_free(secret);
         free_files(o);
-        free(o);
         return status;
 }

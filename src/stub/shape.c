@@ -5,6 +5,7 @@
  */
 #include "shape.h"
 
+#include "core/encode.h"
 #include "core/tg_error.h"
 
 #include <jansson.h>
@@ -31,45 +32,11 @@ const char *stub_shape_name(enum stub_shape shape)
         return shape == STUB_SHAPE_STRIPE_LIKE ? "stripe-like" : "provider-md";
 }
 
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* Decodes src[0..len) ('+' is a space, %XX a byte) into dst[size]; false
  * when malformed or too long. */
 static bool decode(const char *src, size_t len, char *dst, size_t size, size_t *ret_len)
 {
-        size_t n = 0;
-
-        for (size_t i = 0; i < len; i++) {
-                char c = src[i];
-                if (c == '%') {
-                        int hi, lo;
-                        if (i + 2 >= len)
-                                return false;
-                        hi = hexval(src[i + 1]);
-                        lo = hexval(src[i + 2]);
-                        if (hi < 0 || lo < 0)
-                                return false;
-                        c = (char)(hi * 16 + lo);
-                        i += 2;
-                } else if (c == '+') {
-                        c = ' ';
-                }
-                if (n + 1 >= size || c == '\0')
-                        return false;
-                dst[n++] = c;
-        }
-        dst[n] = '\0';
-        *ret_len = n;
-        return true;
+        return encode_percent_decode(ENCODE_FORM, src, len, dst, size, ret_len) == 0;
 }
 
 static bool printable(const char *s, size_t len)

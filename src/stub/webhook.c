@@ -6,15 +6,15 @@
  */
 #include "webhook.h"
 
+#include "core/encode.h"
 #include "core/rng.h"
 #include "core/tg_error.h"
 #include "ledger.h"
 #include "platform/clock.h"
+#include "platform/digest.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,15 +48,13 @@ struct webhook {
 int webhook_sign(const void *secret, size_t secret_len, const char *body, size_t len,
                  char ret_hex[65])
 {
-        unsigned char mac[EVP_MAX_MD_SIZE];
-        unsigned int mac_len = 0;
-        if (!HMAC(EVP_sha256(), secret, (int)secret_len, (const unsigned char *)body, len, mac,
-                  &mac_len) ||
-            mac_len != 32)
-                return TG_EINVAL;
-        for (unsigned int i = 0; i < mac_len; i++)
-                snprintf(ret_hex + 2 * i, 3, "%02x", mac[i]);
-        return 0;
+        unsigned char mac[DIGEST_SHA256_LEN];
+        int r = digest_hmac_sha256(secret, secret_len, body, len, mac);
+
+        if (r == 0)
+                r = encode_hex_text(mac, sizeof(mac), ret_hex, 65);
+        explicit_bzero(mac, sizeof(mac));
+        return r < 0 ? TG_EINVAL : 0;
 }
 
 static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)

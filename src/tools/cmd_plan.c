@@ -66,108 +66,116 @@ static void set_example(struct capacity_input *in, const char *name)
         }
 }
 
+/* The numbers as given: the example (if any) is applied first, then every
+ * number given overrides it. File-level, as the table that names them is
+ * (a command parses once; options_parse() is not reentrant anyway). */
+enum { BACKLOG, ARRIVALS, CPS, CPC, ATTEMPTS, QUERIES, TARGET, MIF, CALL_TIME, N_NUM };
+static struct {
+        double v[N_NUM];
+        bool set[N_NUM];
+        int example;
+        bool example_set, simulate;
+        double time_scale, max_seconds;
+} flags;
+
+static const struct opt plan_options[] = {
+    {.name = "backlog",
+     .arg = "N",
+     .dbl = &flags.v[BACKLOG],
+     .seen = &flags.set[BACKLOG],
+     .dmin = 0,
+     .dmax = 1e12,
+     .help = "operations queued now (240)"},
+    {.name = "arrivals",
+     .arg = "R",
+     .dbl = &flags.v[ARRIVALS],
+     .seen = &flags.set[ARRIVALS],
+     .dmin = 0,
+     .dmax = 1e12,
+     .help = "new operations per second (2)"},
+    {.name = "calls-per-second",
+     .arg = "C",
+     .dbl = &flags.v[CPS],
+     .seen = &flags.set[CPS],
+     .dmin = 0,
+     .dmax = 1e12,
+     .help = "provider calls per second allowed (5)"},
+    {.name = "calls-per-close",
+     .arg = "K",
+     .dbl = &flags.v[CPC],
+     .seen = &flags.set[CPC],
+     .dmin = 1,
+     .dmax = 1e12,
+     .help = "calls one close costs on average, retries and queries counted (1)"},
+    {.name = "attempts",
+     .arg = "A",
+     .dbl = &flags.v[ATTEMPTS],
+     .seen = &flags.set[ATTEMPTS],
+     .dmin = 0,
+     .dmax = 1e12,
+     .help = "instead of --calls-per-close: POSTs per close (K = A + Q)"},
+    {.name = "queries",
+     .arg = "Q",
+     .dbl = &flags.v[QUERIES],
+     .seen = &flags.set[QUERIES],
+     .dmin = 0,
+     .dmax = 1e12,
+     .help = "with --attempts: queries per close"},
+    {.name = "target",
+     .arg = "T",
+     .dbl = &flags.v[TARGET],
+     .seen = &flags.set[TARGET],
+     .dmin = 0,
+     .dmax = 1e12,
+     .help = "wanted drain time in seconds (none)"},
+    {.name = "max-in-flight",
+     .arg = "N",
+     .dbl = &flags.v[MIF],
+     .seen = &flags.set[MIF],
+     .dmin = 0,
+     .dmax = 1e12,
+     .help = "with --call-time, also model the local in-flight bound: at most N / S "
+             "calls per second (seed: 10 / 3 s = 3.33/s)"},
+    {.name = "call-time",
+     .arg = "S",
+     .dbl = &flags.v[CALL_TIME],
+     .seen = &flags.set[CALL_TIME],
+     .dmin = 0,
+     .dmax = 1e12,
+     .help = "with --max-in-flight: mean seconds per call"},
+    {.name = "example",
+     .choice = &flags.example,
+     .choices = examples,
+     .seen = &flags.example_set,
+     .help = "seed figures (below)"},
+    {.name = "simulate",
+     .flag = &flags.simulate,
+     .help = "also run the numbers through the real dispatcher (below)"},
+    {.name = "time-scale",
+     .arg = "F",
+     .dbl = &flags.time_scale,
+     .dmin = 1e-6,
+     .dmax = 1,
+     .help = "with --simulate: compress time by F (1)"},
+    {.name = "max-seconds",
+     .arg = "S",
+     .dbl = &flags.max_seconds,
+     .dmin = 0,
+     .dmax = 1e12,
+     .help = "with --simulate: give up measuring after S real seconds (default: 3 x "
+             "the analytic drain time + 10, at most 600)"},
+};
+
+static const struct options_spec plan_spec = {.prog = "tollgate plan",
+                                              .description = plan_about,
+                                              .opts = plan_options,
+                                              .nopts =
+                                                  sizeof(plan_options) / sizeof(plan_options[0]),
+                                              .epilogue = plan_epilogue};
+
 /* 0, OPTIONS_HELP, or TG_EINVAL (a message was printed). */
 static int parse(int argc, char **argv, struct plan_opts *o)
 {
-        /* The numbers as given: the example (if any) is applied first, then
-         * every number given overrides it. */
-        enum { BACKLOG, ARRIVALS, CPS, CPC, ATTEMPTS, QUERIES, TARGET, MIF, CALL_TIME, N_NUM };
-        double v[N_NUM] = {0};
-        bool set[N_NUM] = {false};
-        int example = 0;
-        bool example_set = false;
-        const struct opt opts[] = {
-            {.name = "backlog",
-             .arg = "N",
-             .dbl = &v[BACKLOG],
-             .seen = &set[BACKLOG],
-             .dmin = 0,
-             .dmax = 1e12,
-             .help = "operations queued now (240)"},
-            {.name = "arrivals",
-             .arg = "R",
-             .dbl = &v[ARRIVALS],
-             .seen = &set[ARRIVALS],
-             .dmin = 0,
-             .dmax = 1e12,
-             .help = "new operations per second (2)"},
-            {.name = "calls-per-second",
-             .arg = "C",
-             .dbl = &v[CPS],
-             .seen = &set[CPS],
-             .dmin = 0,
-             .dmax = 1e12,
-             .help = "provider calls per second allowed (5)"},
-            {.name = "calls-per-close",
-             .arg = "K",
-             .dbl = &v[CPC],
-             .seen = &set[CPC],
-             .dmin = 1,
-             .dmax = 1e12,
-             .help = "calls one close costs on average, retries and queries counted (1)"},
-            {.name = "attempts",
-             .arg = "A",
-             .dbl = &v[ATTEMPTS],
-             .seen = &set[ATTEMPTS],
-             .dmin = 0,
-             .dmax = 1e12,
-             .help = "instead of --calls-per-close: POSTs per close (K = A + Q)"},
-            {.name = "queries",
-             .arg = "Q",
-             .dbl = &v[QUERIES],
-             .seen = &set[QUERIES],
-             .dmin = 0,
-             .dmax = 1e12,
-             .help = "with --attempts: queries per close"},
-            {.name = "target",
-             .arg = "T",
-             .dbl = &v[TARGET],
-             .seen = &set[TARGET],
-             .dmin = 0,
-             .dmax = 1e12,
-             .help = "wanted drain time in seconds (none)"},
-            {.name = "max-in-flight",
-             .arg = "N",
-             .dbl = &v[MIF],
-             .seen = &set[MIF],
-             .dmin = 0,
-             .dmax = 1e12,
-             .help = "with --call-time, also model the local in-flight bound: at most N / S "
-                     "calls per second (seed: 10 / 3 s = 3.33/s)"},
-            {.name = "call-time",
-             .arg = "S",
-             .dbl = &v[CALL_TIME],
-             .seen = &set[CALL_TIME],
-             .dmin = 0,
-             .dmax = 1e12,
-             .help = "with --max-in-flight: mean seconds per call"},
-            {.name = "example",
-             .choice = &example,
-             .choices = examples,
-             .seen = &example_set,
-             .help = "seed figures (below)"},
-            {.name = "simulate",
-             .flag = &o->simulate,
-             .help = "also run the numbers through the real dispatcher (below)"},
-            {.name = "time-scale",
-             .arg = "F",
-             .dbl = &o->time_scale,
-             .dmin = 1e-6,
-             .dmax = 1,
-             .help = "with --simulate: compress time by F (1)"},
-            {.name = "max-seconds",
-             .arg = "S",
-             .dbl = &o->max_seconds,
-             .dmin = 0,
-             .dmax = 1e12,
-             .help = "with --simulate: give up measuring after S real seconds (default: 3 x "
-                     "the analytic drain time + 10, at most 600)"},
-        };
-        const struct options_spec spec = {.prog = "tollgate plan",
-                                          .description = plan_about,
-                                          .opts = opts,
-                                          .nopts = sizeof(opts) / sizeof(opts[0]),
-                                          .epilogue = plan_epilogue};
         double *const field[N_NUM] = {
             [BACKLOG] = &o->in.backlog,
             [ARRIVALS] = &o->in.arrivals_per_s,
@@ -183,16 +191,20 @@ static int parse(int argc, char **argv, struct plan_opts *o)
         int r;
 
         memset(o, 0, sizeof(*o));
-        o->time_scale = 1;
-        r = options_parse(&spec, argc, argv, NULL, NULL);
+        memset(&flags, 0, sizeof(flags));
+        flags.time_scale = 1;
+        r = options_parse(&plan_spec, argc, argv, NULL, NULL);
         if (r)
                 return r;
-        set_example(&o->in, example_set ? examples[example] : "seed");
+        o->simulate = flags.simulate;
+        o->time_scale = flags.time_scale;
+        o->max_seconds = flags.max_seconds;
+        set_example(&o->in, flags.example_set ? examples[flags.example] : "seed");
         for (int i = 0; i < N_NUM; i++)
-                if (set[i] && field[i])
-                        *field[i] = v[i];
-        if (set[ATTEMPTS] || set[QUERIES]) {
-                o->in.calls_per_close = v[ATTEMPTS] + v[QUERIES];
+                if (flags.set[i] && field[i])
+                        *field[i] = flags.v[i];
+        if (flags.set[ATTEMPTS] || flags.set[QUERIES]) {
+                o->in.calls_per_close = flags.v[ATTEMPTS] + flags.v[QUERIES];
                 if (o->in.calls_per_close < 1) {
                         fprintf(stderr, "tollgate plan: --attempts + --queries must be >= 1\n");
                         return TG_EINVAL;

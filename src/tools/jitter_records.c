@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/csv.h"
 #include "core/names.h"
 #include "core/rfc3339.h"
 #include "core/rng.h"
@@ -88,50 +89,9 @@ static int read_json_line(struct jitter_records *r, const char *line, size_t len
 #define CSV_FIELDS 64
 
 struct csv_row {
-        char buf[JITTER_RECORDS_LINE];
-        const char *field[CSV_FIELDS];
+        char *field[CSV_FIELDS]; /* into the line, split in place */
         size_t n;
 };
-
-/* Splits one line (no newline) into fields, unquoting "..." and "". */
-static int csv_split(const char *line, size_t len, struct csv_row *row)
-{
-        size_t i = 0, o = 0;
-
-        row->n = 0;
-        for (;;) {
-                bool quoted = i < len && line[i] == '"';
-
-                if (row->n >= CSV_FIELDS)
-                        return TG_EPARSE;
-                row->field[row->n++] = row->buf + o;
-                if (quoted) {
-                        for (i++;; i++) {
-                                if (i >= len)
-                                        return TG_EPARSE; /* an unterminated quote */
-                                if (line[i] == '"') {
-                                        if (i + 1 < len && line[i + 1] == '"') {
-                                                row->buf[o++] = '"';
-                                                i++;
-                                                continue;
-                                        }
-                                        i++;
-                                        break;
-                                }
-                                row->buf[o++] = line[i];
-                        }
-                } else {
-                        while (i < len && line[i] != ',')
-                                row->buf[o++] = line[i++];
-                }
-                row->buf[o++] = '\0';
-                if (i >= len)
-                        return 0;
-                if (line[i] != ',')
-                        return TG_EPARSE; /* text after a closing quote */
-                i++;
-        }
-}
 
 /* A time value: RFC 3339, or seconds (ms above 1e11) since the epoch. */
 static int csv_time(const char *v, tg_wall_ms *ret)
@@ -176,11 +136,11 @@ static int csv_header(const struct csv_row *row, struct csv_state *st, const cha
 }
 
 static int read_csv_line(struct jitter_records *r, struct csv_state *st, struct csv_row *row,
-                         const char *line, size_t len, const char **why)
+                         char *line, const char **why)
 {
         tg_wall_ms at = 0;
 
-        if (csv_split(line, len, row) < 0) {
+        if (csv_split(line, CSV_QUOTES_BARE, row->field, CSV_FIELDS, &row->n) < 0) {
                 *why = "not a CSV line (a quote left open, or too many fields)";
                 return TG_EPARSE;
         }
@@ -244,9 +204,8 @@ int jitter_records_read(FILE *f, struct jitter_records **ret_records, size_t *re
                             line[lead] == '{' ? JITTER_RECORDS_CALL_LOG : JITTER_RECORDS_CSV;
                         decided = true;
                 }
-                rc = r->format == JITTER_RECORDS_CALL_LOG
-                         ? read_json_line(r, line, len, &why)
-                         : read_csv_line(r, &st, row, line, len, &why);
+                rc = r->format == JITTER_RECORDS_CALL_LOG ? read_json_line(r, line, len, &why)
+                                                          : read_csv_line(r, &st, row, line, &why);
                 if (rc < 0)
                         break;
         }

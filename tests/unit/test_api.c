@@ -335,7 +335,7 @@ static void test_admission_during_known_hold(void **state)
         smp->held = true;
         snprintf(smp->figures, sizeof(smp->figures), "{\"hold_until\":%lld}",
                  (long long)(now + 600 * 1000));
-        assert_int_equal(store_sample_put(fx->api->store, smp, now - 3600 * 1000), 0);
+        assert_int_equal(store_sample_put(fx->api->store, smp, now - 3600 * 1000, 0), 0);
         free(smp);
 
         ex = post(fx->api, GOOD, strlen(GOOD));

@@ -38,7 +38,8 @@
 #include "store/store.h"
 #include "store/store_backend.h" /* the primitives, for the predicate test */
 
-#define T0 1700000000000LL /* a wall time, ms */
+#define T0 1700000000000LL                  /* a wall time, ms */
+#define M0 ((tg_mono_ns)5000 * TG_NS_PER_S) /* a monotonic time */
 
 static char fx_url[600];   /* the url of the current test's store */
 static char fx_dir[256];   /* sqlite: its temp dir */
@@ -1650,7 +1651,7 @@ static void test_samples(void **state)
         assert_int_equal(store_set_busy_timeout(s, 200), 0);
 
         /* nothing open: no oldest */
-        assert_int_equal(store_sample_put(s, sample_at(T0 + 1000, 1), 0), 0);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 1000, 1), 0, M0), 0);
         assert_int_equal(store_last_sample(other, got), 0); /* committed */
         assert_int_equal(got->at, T0 + 1000);
         assert_int_equal(got->epoch, 3);
@@ -1669,7 +1670,7 @@ static void test_samples(void **state)
         drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
         assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 11, &op, &call), 0);
         assert_string_equal(op.req.operation_id, "o2");
-        assert_int_equal(store_sample_put(s, sample_at(T0 + 2000, 2), 0), 0);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 2000, 2), 0, M0), 0);
         assert_int_equal(store_last_sample(s, got), 0);
         assert_int_equal(got->oldest_open_accepted_at, T0 + 2); /* o2, in_flight */
         /* the backlog by state, counted by the store in the same statement */
@@ -1688,7 +1689,7 @@ static void test_samples(void **state)
                 x->figures[0] = '\'';
                 x->figures[1] = '\\';
                 x->figures[sizeof(x->figures) - 1] = '\0';
-                assert_int_equal(store_sample_put(s, x, 0), 0);
+                assert_int_equal(store_sample_put(s, x, 0, M0), 0);
                 assert_int_equal(store_last_sample(s, got), 0);
                 assert_int_equal(got->starts, 7);
                 assert_memory_equal(got->figures, x->figures, sizeof(x->figures));
@@ -1698,7 +1699,7 @@ static void test_samples(void **state)
 
         /* more samples, then list since/limit, oldest first */
         for (unsigned i = 3; i <= 6; i++)
-                assert_int_equal(store_sample_put(s, sample_at(T0 + i * 1000, i), 0), 0);
+                assert_int_equal(store_sample_put(s, sample_at(T0 + i * 1000, i), 0, M0), 0);
         memset(&seen, 0, sizeof(seen));
         assert_int_equal(store_list_samples(s, T0 + 2000, 3, on_sample, &seen), 0);
         assert_int_equal(seen.n, 3);
@@ -1710,7 +1711,7 @@ static void test_samples(void **state)
         assert_int_equal(seen.n, 2);
 
         /* pruning: samples before keep_after go, in the same transaction */
-        assert_int_equal(store_sample_put(s, sample_at(T0 + 7000, 8), T0 + 5000), 0);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 7000, 8), T0 + 5000, M0), 0);
         memset(&seen, 0, sizeof(seen));
         assert_int_equal(store_list_samples(other, 0, 100, on_sample, &seen), 0);
         assert_int_equal(seen.n, 3);
@@ -1734,12 +1735,12 @@ static void test_samples_figures_kept_a_minute(void **state)
 
         (void)state;
         assert_non_null(got);
-        assert_int_equal(store_sample_put(s, sample_at(T0, 5), 0), 0);
+        assert_int_equal(store_sample_put(s, sample_at(T0, 5), 0, M0), 0);
         x = sample_at(T0, 6);
         x->share = 1;
-        assert_int_equal(store_sample_put(s, x, 0), 0);
+        assert_int_equal(store_sample_put(s, x, 0, M0), 0);
         /* share 0 a minute and a half later: its own old figures go */
-        assert_int_equal(store_sample_put(s, sample_at(T0 + 90000, 7), 0), 0);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 90000, 7), 0, M0), 0);
         assert_int_equal(store_last_sample(s, got), 0);
         assert_string_equal(got->figures, "{\"starts\":7}");
         {
@@ -1861,17 +1862,21 @@ static void test_samples_large_backlog_counted_less_often(void **state)
                          "%lld + seq, 'api' FROM seq_1_to_30000",
                          T0, T0, T0);
         assert_false(raw(sql).refused);
-        assert_int_equal(store_sample_put(s, sample_at(T0 + 1000, 1), 0), 0);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 1000, 1), 0, M0), 0);
         assert_int_equal(store_last_sample(s, got), 0);
         assert_int_equal(got->backlog[OP_PENDING], 30000);
         /* one more: the next sample, at once, carries the last count */
         accept_new(s, "one-more", T0 + 1500);
-        assert_int_equal(store_sample_put(s, sample_at(T0 + 2000, 1), 0), 0);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 2000, 1), 0, M0), 0);
         assert_int_equal(store_last_sample(s, got), 0);
         assert_int_equal(got->backlog[OP_PENDING], 30000);
-        /* 1.5 s later it is counted again */
-        usleep(1600 * 1000);
-        assert_int_equal(store_sample_put(s, sample_at(T0 + 3000, 1), 0), 0);
+        /* 1.4 s later still the last count; 1.5 s later it is counted again */
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 2500, 1), 0, M0 + 1400 * TG_NS_PER_MS),
+                         0);
+        assert_int_equal(store_last_sample(s, got), 0);
+        assert_int_equal(got->backlog[OP_PENDING], 30000);
+        assert_int_equal(store_sample_put(s, sample_at(T0 + 3000, 1), 0, M0 + 1600 * TG_NS_PER_MS),
+                         0);
         assert_int_equal(store_last_sample(s, got), 0);
         assert_int_equal(got->backlog[OP_PENDING], 30001);
         free(got);
@@ -1891,10 +1896,10 @@ static void test_samples_per_share(void **state)
         /* two shares in the same second, even at the same ms: both kept */
         x = sample_at(T0 + 1000, 3);
         x->share = 0;
-        assert_int_equal(store_sample_put(s, x, 0), 0);
+        assert_int_equal(store_sample_put(s, x, 0, M0), 0);
         x = sample_at(T0 + 1000, 4);
         x->share = 1;
-        assert_int_equal(store_sample_put(s, x, 0), 0);
+        assert_int_equal(store_sample_put(s, x, 0, M0), 0);
         assert_int_equal(store_list_samples(other, 0, 100, on_share_sample, &w), 0);
         assert_int_equal(w.n, 2);
         assert_true(w.ordered);
@@ -1902,7 +1907,7 @@ static void test_samples_per_share(void **state)
         /* the same (at, share) replaces only that share's sample */
         x = sample_at(T0 + 1000, 9);
         x->share = 1;
-        assert_int_equal(store_sample_put(s, x, 0), 0);
+        assert_int_equal(store_sample_put(s, x, 0, M0), 0);
         memset(&w, 0, sizeof(w));
         w.ordered = true;
         assert_int_equal(store_list_samples(other, 0, 100, on_share_sample, &w), 0);
@@ -1918,7 +1923,7 @@ static void test_samples_per_share(void **state)
         for (unsigned k = 0; k < 70; k++) {
                 x = sample_at(T0 + 2000, 1);
                 x->share = k;
-                assert_int_equal(store_sample_put(s, x, 0), 0);
+                assert_int_equal(store_sample_put(s, x, 0, M0), 0);
         }
         memset(&w, 0, sizeof(w));
         w.ordered = true;
@@ -1934,7 +1939,7 @@ static void test_samples_per_share(void **state)
         assert_int_equal(got->share, 69);
         /* pruning goes by at, every share */
         x = sample_at(T0 + 3000, 1);
-        assert_int_equal(store_sample_put(s, x, T0 + 2000), 0);
+        assert_int_equal(store_sample_put(s, x, T0 + 2000, M0), 0);
         memset(&w, 0, sizeof(w));
         w.ordered = true;
         assert_int_equal(store_list_samples(other, 0, 1000, on_share_sample, &w), 0);

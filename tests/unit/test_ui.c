@@ -805,7 +805,7 @@ static void put_sample(struct store *s, tg_wall_ms at, unsigned share, int64_t e
         x->op_closes = starts;
         x->in_flight = starts;
         x->held = held;
-        assert_int_equal(store_sample_put(s, x, 0), 0);
+        assert_int_equal(store_sample_put(s, x, 0, 0), 0);
         free(x);
 }
 
