@@ -335,29 +335,47 @@ static int reply_page(struct http_response *res, const char *rid, struct op_page
                                         p->n == p->max ? json_integer(p->last_id) : json_null()));
 }
 
+/* Reads a page's after and limit arguments and opens *p for them: 0; 1 when
+ * a 400 naming the argument was answered instead; TG_ENOMEM. */
+static int page_open(const struct http_request *req, struct http_response *res, const char *rid,
+                     struct op_page *p, int64_t *ret_after)
+{
+        int64_t limit = 0;
+        int r;
+
+        if (api_int_arg(req, "after", 0, 0, INT64_MAX, ret_after) < 0) {
+                r = api_reply_code(res, rid, 400, "invalid_parameter", "after",
+                                   "must be the next_after of the previous page");
+                return r < 0 ? r : 1;
+        }
+        if (api_int_arg(req, "limit", LIST_LIMIT_DEF, 1, LIST_LIMIT_MAX, &limit) < 0) {
+                r = api_reply_code(res, rid, 400, "invalid_parameter", "limit",
+                                   "must be an integer in [1, 200]");
+                return r < 0 ? r : 1;
+        }
+        p->items = json_array();
+        if (!p->items)
+                return TG_ENOMEM;
+        p->max = (unsigned)limit;
+        p->now = api_wall_now();
+        return 0;
+}
+
 int ui_get_ops(struct api *api, const struct http_request *req, struct http_response *res,
                const char *rid)
 {
         struct op_page p = {0};
         enum op_state state = OP_PENDING;
         char name[32];
-        int64_t after = 0, limit = 0;
+        int64_t after = 0;
         int r;
 
         r = http_request_arg(req, "state", name, sizeof(name));
         if (r < 0 || op_state_parse(name, &state) < 0)
                 return api_reply_not_one_of(res, rid, "state", TG_VOCAB_STATES);
-        if (api_int_arg(req, "after", 0, 0, INT64_MAX, &after) < 0)
-                return api_reply_code(res, rid, 400, "invalid_parameter", "after",
-                                      "must be the next_after of the previous page");
-        if (api_int_arg(req, "limit", LIST_LIMIT_DEF, 1, LIST_LIMIT_MAX, &limit) < 0)
-                return api_reply_code(res, rid, 400, "invalid_parameter", "limit",
-                                      "must be an integer in [1, 200]");
-        p.items = json_array();
-        if (!p.items)
-                return TG_ENOMEM;
-        p.max = (unsigned)limit;
-        p.now = api_wall_now();
+        r = page_open(req, res, rid, &p, &after);
+        if (r != 0)
+                return r < 0 ? r : 0;
         r = store_list_state(api->store, state, after, p.max, add_op, &p);
         return reply_page(res, rid, &p, r == 1 ? 0 : r);
 }
@@ -386,7 +404,7 @@ int ui_get_manual(struct api *api, const struct http_request *req, struct http_r
         struct op_page p = {0};
         enum manual_reason reason = MANUAL_NONE;
         char name[40];
-        int64_t after = 0, limit = 0;
+        int64_t after = 0;
         int r;
 
         r = http_request_arg(req, "reason", name, sizeof(name));
@@ -395,17 +413,9 @@ int ui_get_manual(struct api *api, const struct http_request *req, struct http_r
                 return api_reply_not_one_of(res, rid, "reason", TG_VOCAB_REASONS);
         if (r < 0 && r != TG_ENOTFOUND)
                 return api_reply_not_one_of(res, rid, "reason", TG_VOCAB_REASONS);
-        if (api_int_arg(req, "after", 0, 0, INT64_MAX, &after) < 0)
-                return api_reply_code(res, rid, 400, "invalid_parameter", "after",
-                                      "must be the next_after of the previous page");
-        if (api_int_arg(req, "limit", LIST_LIMIT_DEF, 1, LIST_LIMIT_MAX, &limit) < 0)
-                return api_reply_code(res, rid, 400, "invalid_parameter", "limit",
-                                      "must be an integer in [1, 200]");
-        p.items = json_array();
-        if (!p.items)
-                return TG_ENOMEM;
-        p.max = (unsigned)limit;
-        p.now = api_wall_now();
+        r = page_open(req, res, rid, &p, &after);
+        if (r != 0)
+                return r < 0 ? r : 0;
         r = store_list_manual(api->store, after, reason, p.max, add_op, &p);
         return reply_page(res, rid, &p, r == 1 ? 0 : r);
 }
