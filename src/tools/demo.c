@@ -31,6 +31,7 @@
 
 #include "core/policy.h"
 #include "core/tg_error.h"
+#include "daemon/config.h"
 #include "daemon/exit_stats.h"
 #include "net/http_client.h"
 #include "platform/clock.h"
@@ -165,16 +166,21 @@ static int write_config(const char *dir, int api_port, int stub_port, char *ret_
         f = fopen(ret_path, "w");
         if (!f)
                 return TG_EIO;
+        /* the exit's own defaults (the key table's), written out so that the
+         * demo's file shows them */
+        struct tg_config def;
+        config_defaults(&def);
         fprintf(f,
                 "[store]\nurl = sqlite://%s/tollgate.db\n"
                 "[api]\nlisten = 127.0.0.1:%d\ntoken_file = %s\n"
-                "[provider]\nbase_url = http://127.0.0.1:%d\ntimeout_ms = 3000\n"
+                "[provider]\nbase_url = http://127.0.0.1:%d\ntimeout_ms = %lld\n"
                 /* the stand-in runs on this machine, sharing its CPUs with
                  * tollgate and this view: its arrivals vary by a few
                  * milliseconds more than a quiet path's */
-                "[exit]\nstarts_per_second = 5\nmax_in_flight = 10\nspacing_margin_us = 5000\n"
+                "[exit]\nstarts_per_second = %.6g\nmax_in_flight = %u\nspacing_margin_us = 5000\n"
                 "[log]\nlevel = warn\n",
-                dir, api_port, token, stub_port);
+                dir, api_port, token, stub_port, (long long)def.provider_timeout_ms,
+                def.exit.starts_per_second, def.exit.max_in_flight);
         fclose(f);
         return 0;
 }
@@ -587,6 +593,8 @@ int cmd_demo(int argc, char **argv)
                 snprintf(twice_text, sizeof(twice_text), "unknown (ledger unreadable)");
         else
                 snprintf(twice_text, sizeof(twice_text), "%ld", twice);
+        struct tg_config def; /* what write_config() gave the exit */
+        config_defaults(&def);
         printf("\nsummary\n"
                "  refunds fed                 %lu (%lu refused by intake)\n"
                "  succeeded                   %llu\n"
@@ -594,13 +602,14 @@ int cmd_demo(int argc, char **argv)
                "  in manual review            %llu\n"
                "  still open                  %llu\n"
                "  refunds executed twice      %s\n"
-               "  minimum start spacing       %.1f ms (exit allows one start per 200 ms)\n"
-               "  POSTs per operation         %u at most (the exit allows 3; %.2f on average), "
+               "  minimum start spacing       %.1f ms (exit allows one start per %.0f ms)\n"
+               "  POSTs per operation         %u at most (the exit allows %u; %.2f on average), "
                "queries %lu\n",
                fed, failed_feeds, (unsigned long long)st.by_state[OP_SUCCEEDED],
                (unsigned long long)st.by_state[OP_REJECTED],
                (unsigned long long)st.by_state[OP_MANUAL], (unsigned long long)open, twice_text,
-               min_gap_ns == INT64_MAX ? 0.0 : (double)min_gap_ns / 1e6, sum.posts_max,
+               min_gap_ns == INT64_MAX ? 0.0 : (double)min_gap_ns / 1e6,
+               1000.0 / def.exit.starts_per_second, sum.posts_max, def.policy.max_attempts,
                fed ? (double)sum.posts / (double)fed : 0.0, sum.queries);
         free(sum.starts);
         char report[600];

@@ -52,6 +52,43 @@ class ConfigDocTest(unittest.TestCase):
         self.assertIn("\nstarts_per_second = 5\n", out)
         self.assertIn("\n# token_file =\n", out)  # no default: commented out
 
+    def test_defaults_quoted_elsewhere_agree(self):
+        """The defaults live in the key table only: what README.md and the
+        packaged example config say of them must be what `config defaults`
+        prints (a changed default fails here until both are mended)."""
+        rc, out, err = run("config", "defaults")
+        self.assertEqual(rc, 0, err)
+        d, section = {}, None
+        for line in out.splitlines():
+            m = re.match(r"^\[([a-z_.]+)\]$", line)
+            if m:
+                section = m.group(1)
+            m = re.match(r"^([a-z_]+) = (\S+)$", line)
+            if m and section:
+                d[section + "." + m.group(1)] = m.group(2)
+        rate = float(d["exit.starts_per_second"])
+        readme = open(os.path.join(tgtest.source_dir(), "README.md"), encoding="utf-8").read()
+        for phrase in ("default %g/s" % rate,
+                       "at least %g ms between" % (1000 / rate),
+                       "in flight (default %s)" % d["exit.max_in_flight"],
+                       "at most %s times" % d["retry.max_attempts"],
+                       "cut to %s s" % d["retry.retry_after_cap_s"],
+                       "finish in %g minutes" % (int(d["retry.deadline_s"]) / 60),
+                       "at most %s)" % d["retry.max_attempts"]):
+            self.assertIn(phrase, " ".join(readme.split()), "README.md")
+        # the packaged example: the exit's quota and the call's timeout are
+        # shown at their defaults (the rest of it is this install's choices)
+        ini, section = {}, None
+        for line in open(os.path.join(tgtest.source_dir(), "packaging", "tollgate.ini"), encoding="utf-8"):
+            m = re.match(r"^\[([a-z_.]+)\]", line)
+            if m:
+                section = m.group(1)
+            m = re.match(r"^([a-z_]+) = (\S+)", line)
+            if m:
+                ini[section + "." + m.group(1)] = m.group(2)
+        for key in ("exit.starts_per_second", "exit.max_in_flight", "provider.timeout_ms"):
+            self.assertEqual(ini[key], d[key], "packaging/tollgate.ini " + key)
+
     def test_usage_errors(self):
         for args, words in ((["config"], "defaults"),
                             (["config", "nonsense"], "nonsense"),
