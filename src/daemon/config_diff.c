@@ -4,7 +4,8 @@
  * Each row of the key table is compared by its value as the file would
  * hold it (config_show_value), and by its row's differ hook for what that
  * text does not show: a secret file's contents (the same name, rotated
- * contents) and the classification rules added.
+ * contents) and the lines of a repeated key (classification rules, body
+ * fields).
  *
  * Invariants: keys are reported in the table's order, each at most once;
  * no secret is handed out, only the section and name of its key.
@@ -17,6 +18,13 @@ bool config_differ_rules(const struct tg_config *a, const struct tg_config *b)
 {
         return a->rule_count != b->rule_count ||
                memcmp(a->rules, b->rules, a->rule_count * sizeof(a->rules[0])) != 0;
+}
+
+bool config_differ_body_fields(const struct tg_config *a, const struct tg_config *b)
+{
+        return a->provider_body_field_count != b->provider_body_field_count ||
+               memcmp(a->provider_body_fields, b->provider_body_fields,
+                      a->provider_body_field_count * sizeof(a->provider_body_fields[0])) != 0;
 }
 
 bool config_differ_tokens(const struct tg_config *a, const struct tg_config *b)

@@ -169,6 +169,7 @@ int config_set_client_key(struct load *load, const struct key_def *key, const ch
 /* ---- config_diff.c: what else makes a key differ ------------------------ */
 
 bool config_differ_rules(const struct tg_config *a, const struct tg_config *b);
+bool config_differ_body_fields(const struct tg_config *a, const struct tg_config *b);
 bool config_differ_tokens(const struct tg_config *a, const struct tg_config *b);
 bool config_differ_webhook_secret(const struct tg_config *a, const struct tg_config *b);
 

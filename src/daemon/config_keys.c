@@ -78,12 +78,12 @@
 /* The whole schema, in the order config_describe() prints it. A default is
  * never written here: config_describe() reads it from config_defaults(). */
 const struct key_def config_keys[] = {
-    STRING_KEY(
-        "store", "url", store_url, config_set_store_url,
-        "Where the backlog lives: `sqlite://PATH` (embedded, WAL) or "
-        "`mysql://user@host:port/db?password_file=PATH` (MariaDB only, 10.11 tested; see docs/outbox.md). "
-        "A relative path is relative to this file's folder. Never quoted in a message: "
-        "it may carry a password."),
+    STRING_KEY("store", "url", store_url, config_set_store_url,
+               "Where the backlog lives: `sqlite://PATH` (embedded, WAL) or "
+               "`mysql://user@host:port/db?password_file=PATH` (MariaDB only, 10.11 tested; see "
+               "docs/outbox.md). "
+               "A relative path is relative to this file's folder. Never quoted in a message: "
+               "it may carry a password."),
     BOOL_KEY("store", "check_on_start", store_check_on_start,
              "`serve`, `dispatch` and `api` verify a SQLite store before they use it "
              "(`PRAGMA quick_check`): a corrupted file refuses to start with a message instead "
@@ -211,7 +211,7 @@ const struct key_def config_keys[] = {
     CHOICE_KEY("provider", "body_format", provider_body_format, " json form ",
                "The refund POST's body: `json` or `form` "
                "(`application/x-www-form-urlencoded`)."),
-    REPEAT_KEY("provider", "body_field", config_set_body_field, NULL,
+    REPEAT_KEY("provider", "body_field", config_set_body_field, config_differ_body_fields,
                "One field of the refund POST's body, `NAME TEMPLATE`, repeatable (at most 16, "
                "in order); none: PROVIDER.md's `operation_id payment_id amount currency`. The "
                "template uses `{operation_id}`, `{payment_id}`, `{amount}`, `{currency}`, "

@@ -1001,6 +1001,20 @@ static void test_diff(void **state)
         assert_string_equal(k.keys[1], "exit.max_in_flight");
         assert_string_equal(k.keys[2], "classify.rule");
         assert_string_equal(k.keys[3], "log.level");
+
+        /* a repeated key's lines show no value: they differ by their lines */
+        assert_int_equal(
+            load_text("[provider]\nbody_field = amount {amount}\n", &a, err, sizeof(err)), 0);
+        assert_int_equal(
+            load_text("[provider]\nbody_field = amount {amount}\n", &b, err, sizeof(err)), 0);
+        assert_int_equal(config_diff(&a, &b, NULL, NULL), 0);
+        assert_int_equal(
+            load_text("[provider]\nbody_field = amount {amount}\nbody_field = note {reason}\n", &b,
+                      err, sizeof(err)),
+            0);
+        memset(&k, 0, sizeof(k));
+        assert_int_equal(config_diff(&a, &b, note_key, &k), 1);
+        assert_string_equal(k.keys[0], "provider.body_field");
 }
 
 static void test_retention_keys(void **state)
