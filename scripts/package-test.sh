@@ -7,9 +7,19 @@
 # package's user against the installed example config and the installed stub
 # (a refund goes through, /readyz answers, SIGTERM exits 0), then remove and
 # purge them and check that nothing but the store and the user is left.
-# Usage: scripts/package-test.sh [BUILD_DIR]   (default build-pkg)
+# Usage: scripts/package-test.sh [--build|--test] [BUILD_DIR]   (default build-pkg)
+#   --build: only build the .debs (and check their control data);
+#   --test:  only install, run and remove the .debs an earlier --build made
+#            in BUILD_DIR (scripts/test.sh builds them in the background
+#            while the timing tests run, and tests them at the end);
+#   neither: both, one after the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BUILD=1 TEST=1
+case "${1:-}" in
+  --build) TEST=0; shift ;;
+  --test) BUILD=0; shift ;;
+esac
 DIR=${1:-build-pkg}
 JOBS=$(nproc 2>/dev/null || echo 2)
 say() { echo "== package: $*"; }
@@ -19,6 +29,29 @@ if [ "$(id -u)" -ne 0 ]; then
   say "skipped: installing a package needs root (CI runs as root)"
   exit 0
 fi
+if [ "$BUILD" -eq 1 ]; then
+  say "build (BUILD_TESTING=OFF: no cmocka, no tests)"
+  cmake -S . -B "$DIR" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+    -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+  cmake --build "$DIR" -j"$JOBS" >/dev/null
+  [ ! -e "$DIR/tests" ] || [ -z "$(ls -A "$DIR/tests" 2>/dev/null)" ] || fail "tests were configured"
+  rm -f "$DIR"/*.deb
+  (cd "$DIR" && cpack -G DEB >/dev/null)
+  DEB=$(ls "$DIR"/tollgate_*.deb)
+  STUB_DEB=$(ls "$DIR"/tollgate-stub_*.deb)
+  say "built $(basename "$DEB") $(basename "$STUB_DEB")"
+  deps=$(dpkg-deb -f "$DEB" Depends)
+  for lib in libcurl4 libsqlite3-0 libmicrohttpd12 libjansson4 libinih1 libssl3 libmariadb3 libsystemd0 adduser; do
+    echo "$deps" | grep -q "$lib" || fail "Depends lacks $lib: $deps"
+  done
+  dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles | grep -qx /etc/tollgate/tollgate.ini \
+    || fail "tollgate.ini is not a conffile"
+  if dpkg-deb -c "$DEB" | grep -q '/tollgate-stub$'; then
+    fail "tollgate-stub is in the tollgate package"
+  fi
+fi
+[ "$TEST" -eq 1 ] || { say "built (install, run and remove: --test)"; exit 0; }
+
 if dpkg-query -W -f='${Status}' tollgate 2>/dev/null | grep -q "install ok installed"; then
   fail "a tollgate package is installed already; remove it first (dpkg -P tollgate tollgate-stub)"
 fi
@@ -30,24 +63,8 @@ for port in 8080 9099; do
     fail "127.0.0.1:$port is taken: the example config and the stub need it"
   fi
 done
-
-say "build (BUILD_TESTING=OFF: no cmocka, no tests)"
-cmake -S . -B "$DIR" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-  -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
-cmake --build "$DIR" -j"$JOBS" >/dev/null
-[ ! -e "$DIR/tests" ] || [ -z "$(ls -A "$DIR/tests" 2>/dev/null)" ] || fail "tests were configured"
-rm -f "$DIR"/*.deb
-(cd "$DIR" && cpack -G DEB >/dev/null)
-DEB=$(ls "$DIR"/tollgate_*.deb)
-STUB_DEB=$(ls "$DIR"/tollgate-stub_*.deb)
-say "built $(basename "$DEB") $(basename "$STUB_DEB")"
-deps=$(dpkg-deb -f "$DEB" Depends)
-for lib in libcurl4 libsqlite3-0 libmicrohttpd12 libjansson4 libinih1 libssl3 libmariadb3 libsystemd0 adduser; do
-  echo "$deps" | grep -q "$lib" || fail "Depends lacks $lib: $deps"
-done
-dpkg-deb --ctrl-tarfile "$DEB" | tar -xO ./conffiles | grep -qx /etc/tollgate/tollgate.ini \
-  || fail "tollgate.ini is not a conffile"
-dpkg-deb -c "$DEB" | grep -q '/tollgate-stub$' && fail "tollgate-stub is in the tollgate package"
+DEB=$(ls "$DIR"/tollgate_*.deb 2>/dev/null) || fail "no tollgate .deb in $DIR (run --build first)"
+STUB_DEB=$(ls "$DIR"/tollgate-stub_*.deb 2>/dev/null) || fail "no tollgate-stub .deb in $DIR"
 
 cleanup() {
   set +e

@@ -6,58 +6,178 @@
 #      tests labelled sanitize;
 #   4. format check (clang-format) and static analysis (cppcheck) of src/;
 #   5. the .deb packages built, installed, run and removed (scripts/package-test.sh).
+# Integration tests labelled parallel (tests/CMakeLists.txt: they judge
+# behaviour only) run several at a time; those labelled serial judge timing
+# and run one at a time, with no other test beside them. While they run
+# (their processes mostly wait on a paced exit), the work that needs no quiet
+# machine runs in the background at idle CPU and I/O priority (SCHED_IDLE,
+# ionice idle: it gets only what the tests leave): the sanitizer build, the
+# package build, the format check and cppcheck. TG_CI_BACKGROUND=0 runs it
+# all in the foreground, one thing after another.
+# Prints each phase's wall time at the end (also when a phase failed).
 # Usage: scripts/test.sh [--quick]   (--quick skips the sanitizer build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1:-}" = "--quick" ] && QUICK=1
-
-./scripts/install-deps.sh
 JOBS=$(nproc 2>/dev/null || echo 2)
+# Behaviour-only integration tests at a time: they mostly wait on real
+# processes, so one more than the cores.
+IT_JOBS=${TG_IT_JOBS:-$((JOBS + 1))}
+BACKGROUND=${TG_CI_BACKGROUND:-1}
+LOGS=$(mktemp -d /tmp/tollgate-ci.XXXXXX)
 
-# A private MariaDB for the store tests that need one (removed on exit).
-# shellcheck source=scripts/mariadb-test-server.sh
-source ./scripts/mariadb-test-server.sh
-mariadb_test_server_start
-trap mariadb_test_server_stop EXIT
-
-run_suite() { # build-dir, integration label (all: every one), extra cmake args...
-  local dir=$1 label=$2; shift 2
-  echo "== configure+build $dir $*"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-  cmake --build "$dir" -j"$JOBS" 2>&1 | grep -v '^\[' || true
-  cmake --build "$dir" -j"$JOBS" >/dev/null   # fail here if the build failed
-  echo "== tests $dir"
-  # Unit and fuzz replays in parallel; integration tests one at a time, since
-  # they judge timing against real processes on a 2-core machine.
-  ctest --test-dir "$dir" -j"$JOBS" -LE integration --output-on-failure
-  if [ "$label" = all ]; then
-    ctest --test-dir "$dir" -L integration --output-on-failure
-  else
-    ctest --test-dir "$dir" -L integration -L "$label" --output-on-failure
-  fi
+# --- phase times -------------------------------------------------------------
+PHASES=()     # "name|seconds|note"
+CURRENT=""    # the foreground phase running now (named if it fails)
+T_START=$SECONDS
+phase() { # name, command...: runs the command in the foreground, timed
+  local name=$1 t0=$SECONDS; shift
+  CURRENT=$name
+  echo "== $name"
+  "$@"
+  PHASES+=("$name|$((SECONDS - t0))|")
+  CURRENT=""
+}
+print_phases() {
+  local row name secs note
+  echo "== phase times (wall clock)"
+  printf '%-34s %8s  %s\n' phase seconds ""
+  for row in "${PHASES[@]}"; do
+    IFS='|' read -r name secs note <<<"$row"
+    printf '%-34s %5d:%02d  %s\n' "$name" $((secs / 60)) $((secs % 60)) "$note"
+  done
+  [ -z "$CURRENT" ] || printf '%-34s %8s\n' "$CURRENT" FAILED
+  secs=$((SECONDS - T_START))
+  printf '%-34s %5d:%02d\n' total $((secs / 60)) $((secs % 60))
 }
 
-run_suite build all
+# --- background work (idle priority) ------------------------------------------
+BG_PID=""
+idle() { # puts this shell (and what it starts from now on) at idle CPU and I/O priority
+  chrt --idle -p 0 "$BASHPID" >/dev/null 2>&1 || renice -n 19 -p "$BASHPID" >/dev/null 2>&1 || true
+  ionice -c 3 -p "$BASHPID" >/dev/null 2>&1 || true
+}
+bg_step() { # name, command...: one step of the background chain, timed into $LOGS/bg.times
+  local name=$1 t0=$SECONDS; shift
+  echo "== $name" >>"$LOGS/bg.log"
+  if "$@" >>"$LOGS/bg.log" 2>&1; then
+    echo "$name|$((SECONDS - t0))|background" >>"$LOGS/bg.times"
+  else
+    echo "$name|$((SECONDS - t0))|background, FAILED" >>"$LOGS/bg.times"
+    return 1
+  fi
+}
+bg_start() { # the background chain, in order; stops at the first failure
+  : >"$LOGS/bg.times"
+  set -m   # its own process group, so that a failure elsewhere can stop all of it
+  (
+    set -e
+    idle
+    if [ "$QUICK" -eq 0 ]; then bg_step "asan build" build_dir build-asan sanitize; fi
+    bg_step "package build" ./scripts/package-test.sh --build build-pkg
+    bg_step "format" format_check
+    bg_step "cppcheck" static_analysis
+  ) &
+  BG_PID=$!
+  set +m
+}
+bg_wait() { # waits for the chain; shows its output; fails if a step failed
+  local rc=0 row t0=$SECONDS
+  CURRENT="background (asan build, package build, format, cppcheck)"
+  echo "== waiting for the background work"
+  wait "$BG_PID" || rc=$?
+  BG_PID=""
+  cat "$LOGS/bg.log"
+  while IFS= read -r row; do PHASES+=("$row"); done <"$LOGS/bg.times"
+  [ "$rc" -eq 0 ] || { echo "test.sh: a background step failed (above)" >&2; exit "$rc"; }
+  PHASES+=("waiting for the background|$((SECONDS - t0))|")
+  CURRENT=""
+}
+
+cleanup() {
+  local rc=$?
+  if [ -n "$BG_PID" ]; then
+    kill -- "-$BG_PID" 2>/dev/null || true
+    wait "$BG_PID" 2>/dev/null || true
+    [ ! -f "$LOGS/bg.log" ] || { echo "== background work (stopped)"; cat "$LOGS/bg.log"; }
+  fi
+  print_phases
+  mariadb_test_server_stop
+  rm -rf "$LOGS"
+  exit "$rc"
+}
+
+# --- the steps -----------------------------------------------------------------
+build_dir() { # build-dir, sanitize|all: configure and build (the sanitizer build with -DTG_SANITIZE=ON)
+  local dir=$1 args=(-DCMAKE_BUILD_TYPE=Release)
+  [ "$2" = sanitize ] && args=(-DTG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+  cmake -S . -B "$dir" "${args[@]}" >/dev/null
+  cmake --build "$dir" -j"$JOBS" 2>&1 | grep -v '^\[' || true
+  cmake --build "$dir" -j"$JOBS" >/dev/null   # fail here if the build failed
+}
+unit_tests() { # build-dir: unit tests and fuzz replays, in parallel
+  ctest --test-dir "$1" -j"$JOBS" -LE integration --output-on-failure
+}
+integration() { # build-dir, all|sanitize, parallel|serial
+  local sel=(-L integration)
+  [ "$2" = sanitize ] && sel+=(-L sanitize)
+  if [ "$3" = parallel ]; then
+    ctest --test-dir "$1" "${sel[@]}" -L parallel -j"$IT_JOBS" --output-on-failure
+  else
+    ctest --test-dir "$1" "${sel[@]}" -L serial --output-on-failure
+  fi
+}
+format_check() {
+  local files
+  mapfile -t files < <(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 2>/dev/null || find src tests bench -name '*.[ch]')
+  if [ ${#files[@]} -gt 0 ]; then
+    clang-format --dry-run --Werror "${files[@]}"
+  fi
+}
+static_analysis() {
+  cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
+    --inline-suppr --suppress=missingIncludeSystem -I src src
+}
+
+# The sanitizer pass runs every unit test and fuzz corpus, and the
+# integration tests labelled "sanitize" (tests/CMakeLists.txt): each real
+# process and path once, not every variant the Release pass ran (the
+# MariaDB and TLS repeats of the same scenarios, the browser, the demo).
+sanitized() { # command...: with the sanitizers' options, without the browser
+  TG_SKIP_BROWSER_TESTS=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1 "$@"
+}
+
+# A private MariaDB for the store tests that need one (started once the
+# packages are there, removed on exit).
+# shellcheck source=scripts/mariadb-test-server.sh
+source ./scripts/mariadb-test-server.sh
+trap cleanup EXIT
+phase install ./scripts/install-deps.sh
+mariadb_test_server_start
+
+phase "build (Release)" build_dir build all
+[ "$BACKGROUND" = 0 ] || bg_start
+phase "unit + fuzz (Release)" unit_tests build
+phase "integration parallel (Release)" integration build all parallel
+phase "integration serial (Release)" integration build all serial
+if [ "$BACKGROUND" = 0 ]; then
+  [ "$QUICK" -eq 1 ] || phase "asan build" build_dir build-asan sanitize
+else
+  bg_wait
+fi
 if [ "$QUICK" -eq 0 ]; then
-  # The sanitizer pass runs every unit test and fuzz corpus, and the
-  # integration tests labelled "sanitize" (tests/CMakeLists.txt): each real
-  # process and path once, not every variant the Release pass ran (the
-  # MariaDB and TLS repeats of the same scenarios, the browser, the demo).
   echo "== the sanitizer pass: unit, fuzz, and the integration tests labelled sanitize"
-  TG_SKIP_BROWSER_TESTS=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-    run_suite build-asan sanitize -DTG_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  phase "unit + fuzz (asan)" sanitized unit_tests build-asan
+  phase "integration parallel (asan)" sanitized integration build-asan sanitize parallel
+  phase "integration serial (asan)" sanitized integration build-asan sanitize serial
 fi
-
-echo "== format check"
-mapfile -t files < <(git ls-files 'src/*.c' 'src/*.h' 'tests/*.c' 'tests/*.h' 'bench/*.c' 2>/dev/null || find src tests bench -name '*.[ch]')
-if [ ${#files[@]} -gt 0 ]; then
-  clang-format --dry-run --Werror "${files[@]}"
+if [ "$BACKGROUND" = 0 ]; then
+  phase format format_check
+  phase cppcheck static_analysis
+  phase "package build" ./scripts/package-test.sh --build build-pkg
 fi
-
-echo "== static analysis (cppcheck)"
-cppcheck --quiet --error-exitcode=1 --std=c11 --enable=warning,portability \
-  --inline-suppr --suppress=missingIncludeSystem -I src src
-echo "== the Debian packages: build (BUILD_TESTING=OFF), install, run as the package's user, remove"
-./scripts/package-test.sh build-pkg
+echo "== the Debian packages: built (BUILD_TESTING=OFF), installed, run as the package's user, removed"
+phase "package test" ./scripts/package-test.sh --test build-pkg
 echo "== all checks passed"
