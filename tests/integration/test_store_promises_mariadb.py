@@ -10,7 +10,8 @@ databases and no SUPER: the common managed-database setup.
   store_triggers_missing at every start and /readyz says so in its
   `warnings` (ready all the same, the body still openapi.yaml's). Once the
   operator sets the variable, the next start creates the triggers and says
-  nothing.
+  nothing. A user without the TRIGGER privilege is refused the same way, with
+  the GRANT as the fix.
 - Backup and restore the documented way (docs/operating.md, "Backups"):
   `mariadb-dump --single-transaction --routines --triggers` of the store's
   database while `tollgate serve` writes to it, loaded into a fresh database
@@ -135,6 +136,27 @@ class StorePromisesTest(unittest.TestCase):
             r = subprocess.run(argv + ["-e", "DELETE FROM operations"], capture_output=True,
                                text=True, env=env)
             self.assertIn("operations are deleted only by a prune", r.stderr)
+            self.assertEqual(p.stop(), 0)
+
+    def test_no_trigger_privilege_refuses_with_the_grant(self):
+        self.db.sql("SET GLOBAL log_bin_trust_function_creators = 1")
+        self.db.sql("CREATE DATABASE IF NOT EXISTS tollgate_notrig;"
+                    "CREATE USER IF NOT EXISTS 'notrig'@'127.0.0.1' IDENTIFIED BY 'nt';"
+                    "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER "
+                    "ON tollgate_notrig.* TO 'notrig'@'127.0.0.1'")
+        url = "mysql://notrig:nt@127.0.0.1:%d/tollgate_notrig" % self.db.port
+        with Tollgate(self.stub.url, store_url=url, provider=PROVIDER) as tg:
+            p = tg.start("serve", wait_api=False)
+            self.assertEqual(p.popen.wait(10), 1)
+            self.assertIn("tollgate serve: the MariaDB store tollgate_notrig lacks its "
+                          "no-delete triggers (operations_no_delete, calls_no_delete, "
+                          "audit_no_delete, audit_no_update): user notrig may not create "
+                          "them; fix: GRANT TRIGGER ON `tollgate_notrig`.* TO notrig",
+                          p.stderr_text())
+            self.db.sql("GRANT TRIGGER ON tollgate_notrig.* TO 'notrig'@'127.0.0.1'")
+            p = tg.start("serve")
+            self.assertEqual(log_events(p, "store_triggers_missing"), [])
+            self.assertEqual(self.triggers("tollgate_notrig"), sorted(GUARDS))
             self.assertEqual(p.stop(), 0)
 
     def test_dump_while_serving_restores_into_a_fresh_database(self):
