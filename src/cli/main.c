@@ -33,9 +33,10 @@ static volatile sig_atomic_t standby_flag;
 
 /* Every daemon command opens the store once (creating and migrating it,
  * and verifying the file when store.check_on_start says so) before anything
- * else starts, so that a bad url, a read-only or corrupted file or a full
- * disk stops it here with a message naming the store, never as the API's
- * failure. */
+ * else starts, so that a bad url, a read-only or corrupted file, a full
+ * disk or a MariaDB without the no-delete triggers (unless
+ * store.allow_missing_triggers) stops it here with a message naming the
+ * store, never as the API's failure. */
 static int check_store(const char *cmd, const struct tg_config *cfg)
 {
         char err[600] = "";
@@ -51,6 +52,19 @@ static int check_store(const char *cmd, const struct tg_config *cfg)
                 log_emit(LOG_INFO, "store_checked",
                          json_pack("{s:s, s:I}", "store", store_url(store), "ms",
                                    (json_int_t)((clock_mono_now() - t0) / TG_NS_PER_MS)));
+        /* a promise the server does not keep (store_unkept): refused, or
+         * run without it when the operator said so, and said at every start */
+        if (r == 0 && store_unkept(store) && !cfg->store_allow_missing_triggers) {
+                fprintf(stderr,
+                        "tollgate %s: %s; or set store.allow_missing_triggers = true to run "
+                        "without them\n",
+                        cmd, store_unkept(store));
+                r = TG_ESTORE;
+        } else if (r == 0 && store_unkept(store)) {
+                log_emit(LOG_WARN, "store_triggers_missing",
+                         json_pack("{s:s, s:s}", "store", store_url(store), "detail",
+                                   store_unkept(store)));
+        }
         store_close(store);
         return r;
 }

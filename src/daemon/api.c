@@ -497,7 +497,8 @@ static int problem_reply(const struct http_request *req, struct http_response *r
 
 /* GET /readyz: 503 while the store does not answer (or its file moved
  * away) or while this process is neither the owner of its share with a
- * live loop nor a standby; 200 otherwise. A load balancer or HEALTHCHECK
+ * live loop nor a standby; 200 otherwise. `warnings` lists what the store
+ * does not promise on its server (store_unkept). A load balancer or HEALTHCHECK
  * asks this; /healthz stays a liveness check. */
 static int get_ready(struct api *api, struct http_response *res, const char *rid)
 {
@@ -515,6 +516,12 @@ static int get_ready(struct api *api, struct http_response *res, const char *rid
         json_t *o = json_pack("{s:s, s:s}", "status", ready ? "ready" : "not_ready", "role", role);
         if (o && !ready)
                 json_object_set_new(o, "reason", json_string(reason ? reason : "unknown"));
+        /* a promise the store does not keep (store.allow_missing_triggers
+         * accepted it): ready all the same, and said */
+        if (o && store_unkept(api->store))
+                json_object_set_new(o, "warnings",
+                                    json_pack("[{s:s, s:s}]", "code", "store_triggers_missing",
+                                              "detail", store_unkept(api->store)));
         r = api_reply_json(res, ready ? 200 : 503, o);
         if (r == 0 && !ready)
                 http_response_add_header(res, "Retry-After", "1");

@@ -30,6 +30,8 @@ struct tg_config {
         /* [store] */
         char store_url[TG_PATH_MAX]; /* sqlite://PATH or mysql://user:pass@host:port/db */
         bool store_check_on_start;   /* default true: a daemon verifies the file first */
+        /* default false: a daemon refuses a store without its no-delete triggers */
+        bool store_allow_missing_triggers;
 
         /* [api] */
         char api_listen_host[256];

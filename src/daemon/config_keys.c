@@ -90,6 +90,14 @@ const struct key_def config_keys[] = {
              "of failing on the rows it damaged. It reads the whole file: about 3.5 s for "
              "1,000,000 operations with their calls (docs/reliability.md); false skips it. "
              "MariaDB checks its own pages."),
+    BOOL_KEY("store", "allow_missing_triggers", store_allow_missing_triggers,
+             "A MariaDB store whose no-delete triggers cannot be created (a server that "
+             "writes a binary log and a user without SUPER: a common managed database) "
+             "refuses to start with a message naming the fix (`SET GLOBAL "
+             "log_bin_trust_function_creators = 1`, or the privilege). True accepts "
+             "running without them: operations, calls and audit rows are then guarded by "
+             "the grants only, and every start logs `store_triggers_missing` and `/readyz` "
+             "says so in its `warnings`."),
 
     CUSTOM_KEY("api", "listen", config_set_listen, config_show_listen,
                "Where the intake/admin API listens: `host:port` or `[ipv6]:port` (port 0: any "

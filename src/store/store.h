@@ -375,6 +375,15 @@ int store_prune(struct store *store, tg_wall_ms before, unsigned batch, unsigned
  * removed, renamed or replaced under the open handle. 0 or a TG_E* code. */
 int store_ping(struct store *store);
 
+/* What the store does not promise on this server, for people: NULL when
+ * every promise holds, else one line naming what is missing and the fix.
+ * Today: MariaDB with binary logging and a user without SUPER, where the
+ * no-delete triggers of operations, calls and audit cannot be created (the
+ * open creates any that is missing, so the fix works at the next start).
+ * A daemon refuses to start on it unless store.allow_missing_triggers says
+ * so. Lives as long as the store. */
+const char *store_unkept(const struct store *store);
+
 /* An online, consistent copy of the whole store into a new file `path`
  * (SQLite: VACUUM INTO, a snapshot of one read transaction; writers go on).
  * TG_ECONFLICT when path exists, TG_EUNSUPPORTED on MariaDB

@@ -33,7 +33,8 @@
 
 #include "store/store.h"
 
-#define STORE_URL_MAX 512
+#define STORE_URL_MAX    512
+#define STORE_UNKEPT_MAX 1024
 
 struct store_ops;
 
@@ -51,6 +52,10 @@ struct store {
         unsigned backlog[OP_STATE_COUNT];
         bool backlog_known;
         int64_t backlog_next_count; /* monotonic ns */
+        /* What of the store's promises this server does not keep ("": all
+         * kept), one line for people, written by the backend's open
+         * (store_unkept()). */
+        char unkept[STORE_UNKEPT_MAX];
 };
 
 /* ---- transactions ------------------------------------------------------- */

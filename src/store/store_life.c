@@ -1,7 +1,8 @@
 /*
  * store_life — the store's lifecycle, written once over the backend
  * primitives: the counters that make the final states cheap to read
- * (store_op_put), retention (store_prune), health (store_ping) and backups
+ * (store_op_put), retention (store_prune), health (store_ping, and the
+ * promises a server does not keep: store_unkept) and backups
  * (store_backup). See store.h, and docs/design.md "Retention" for why a
  * prune may delete what the triggers otherwise refuse.
  *
@@ -160,6 +161,11 @@ int store_ping(struct store *store)
                 return TG_EIO;
         r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, ping_tx, NULL);
         return r;
+}
+
+const char *store_unkept(const struct store *store)
+{
+        return store && store->unkept[0] ? store->unkept : NULL;
 }
 
 int store_backup(struct store *store, const char *path)

@@ -35,7 +35,10 @@
  *   - claims pick with FOR UPDATE SKIP LOCKED: several processes never wait
  *     on each other's picks;
  *   - operations, calls and audit rows are never deleted (triggers refuse
- *     it) and audit rows are never updated;
+ *     it) and audit rows are never updated; every open creates a trigger
+ *     that is missing, and one the server refuses (a binlog and no SUPER)
+ *     is said by store_unkept(), which a daemon refuses to start on unless
+ *     told otherwise;
  *   - nothing MariaDB-specific (codes, messages, SQL) leaves the backend's
  *     files (store_mysql*.c); the password never leaves them either;
  *   - ret_* outputs are written only on success.
@@ -445,6 +448,19 @@ static int parse_where(struct mysql_store *s, const char *where)
         return 0;
 }
 
+/* sql, a trigger's CREATE or DROP, just failed because the server does not
+ * let this user run it: the server's code, else 0. */
+static unsigned trigger_refused(struct mysql_store *s, const char *sql)
+{
+        unsigned code = s->db ? mysql_errno(s->db) : 0;
+
+        if (strncmp(sql, "CREATE TRIGGER ", 15) != 0 && strncmp(sql, "DROP TRIGGER ", 13) != 0)
+                return 0;
+        return code == ER_BINLOG_CREATE_ROUTINE_NEED_SUPER || code == ER_TABLEACCESS_DENIED_ERROR
+                   ? code
+                   : 0;
+}
+
 static int migrate_steps(struct mysql_store *s)
 {
         MYSQL_RES *res;
@@ -472,10 +488,10 @@ static int migrate_steps(struct mysql_store *s)
                                 continue;
                         r = store_mysql_exec(s, "%s", migrations[i].sql);
                         /* a trigger needs SUPER when the server writes a
-                         * binlog without log_bin_trust_function_creators:
-                         * the guards are then the grants (docs/outbox.md) */
-                        if (r < 0 && s->db &&
-                            mysql_errno(s->db) == ER_BINLOG_CREATE_ROUTINE_NEED_SUPER)
+                         * binlog without log_bin_trust_function_creators,
+                         * and the TRIGGER privilege: the step goes on, and
+                         * guards_check() says so */
+                        if (r < 0 && trigger_refused(s, migrations[i].sql))
                                 r = 0;
                 }
                 if (r == 0)
@@ -484,6 +500,98 @@ static int migrate_steps(struct mysql_store *s)
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+/* ---- the no-delete guards ------------------------------------------------ */
+
+#define GUARD_CREATE "CREATE TRIGGER IF NOT EXISTS "
+
+/* The triggers that keep "never deleted" and "append-only" (migrations[]
+ * holds their SQL; the last statement of each name is the current one). */
+static const char *const guards[] = {"operations_no_delete", "calls_no_delete", "audit_no_delete",
+                                     "audit_no_update"};
+#define GUARD_COUNT ((int)(sizeof(guards) / sizeof(guards[0])))
+
+static const char *guard_sql(const char *name)
+{
+        size_t skip = strlen(GUARD_CREATE), n = strlen(name);
+        const char *sql = NULL;
+
+        for (int i = 0; i < MIGRATION_STEPS; i++) {
+                const char *m = migrations[i].sql;
+
+                if (strncmp(m, GUARD_CREATE, skip) == 0 && strncmp(m + skip, name, n) == 0 &&
+                    m[skip + n] == ' ')
+                        sql = m;
+        }
+        return sql;
+}
+
+static int guard_exists(struct mysql_store *s, const char *name, bool *ret_exists)
+{
+        MYSQL_RES *res;
+        int64_t n = 0;
+        bool null = false;
+        int r = store_mysql_query(s, &res,
+                                  "SELECT COUNT(*) FROM information_schema.triggers "
+                                  "WHERE trigger_schema = DATABASE() AND trigger_name = %S",
+                                  name);
+
+        if (r == 0)
+                r = store_mysql_one_i64(res, &n, &null);
+        if (r == 0)
+                *ret_exists = !null && n > 0;
+        return r;
+}
+
+/* Every open (under the migration lock) creates the guards that are
+ * missing: a step skipped them on a server that writes a binlog and a user
+ * without SUPER (migrate_steps), and once the operator has fixed the server
+ * the next start puts them in place. What still cannot be created is said
+ * in base.unkept (store_unkept()), with the fix; the daemon refuses to start
+ * on it unless told otherwise. */
+static int guards_check(struct mysql_store *s)
+{
+        char missing[128] = "";
+        unsigned why = 0;
+
+        for (int i = 0; i < GUARD_COUNT; i++) {
+                const char *sql = guard_sql(guards[i]);
+                bool exists = false;
+                int r;
+
+                if (!sql)
+                        return TG_ESTORE;
+                r = guard_exists(s, guards[i], &exists);
+                if (r < 0)
+                        return r;
+                if (exists)
+                        continue;
+                r = store_mysql_exec(s, "%s", sql);
+                if (r == 0)
+                        continue;
+                why = trigger_refused(s, sql);
+                if (!why)
+                        return r;
+                snprintf(missing + strlen(missing), sizeof(missing) - strlen(missing), "%s%s",
+                         missing[0] ? ", " : "", guards[i]);
+        }
+        s->base.unkept[0] = '\0';
+        if (why == ER_BINLOG_CREATE_ROUTINE_NEED_SUPER)
+                snprintf(s->base.unkept, sizeof(s->base.unkept),
+                         "the MariaDB store %s lacks its no-delete triggers (%s): the server "
+                         "writes a binary log and user %s has no SUPER, so it may not create "
+                         "them; fix: SET GLOBAL log_bin_trust_function_creators = 1 (and in "
+                         "the server's config), or grant SUPER, then start again (tollgate "
+                         "creates them at start)",
+                         s->dbname, missing, s->user);
+        else if (why)
+                snprintf(s->base.unkept, sizeof(s->base.unkept),
+                         "the MariaDB store %s lacks its no-delete triggers (%s): user %s may not "
+                         "create them; fix: GRANT TRIGGER ON `%s`.* TO %s, then start again "
+                         "(tollgate creates them at start)",
+                         s->dbname, missing, s->user, s->dbname, s->user);
         return 0;
 }
 
@@ -504,6 +612,8 @@ static int migrate(struct mysql_store *s)
         if (null || got != 1)
                 return TG_EBUSY;
         r = migrate_steps(s);
+        if (r == 0)
+                r = guards_check(s);
         if (s->db)
                 (void)store_mysql_exec(s, "SELECT RELEASE_LOCK(%S)", name);
         return r;

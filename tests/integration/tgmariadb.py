@@ -40,7 +40,9 @@ def available():
 class PrivateMariaDB:
     USER, PASSWORD = "tollgate", "tollgate"
 
-    def __init__(self):
+    def __init__(self, server_args=()):
+        """server_args: more mariadbd options (say "--log-bin"), kept for restarts."""
+        self.server_args = list(server_args)
         self.dir = tempfile.mkdtemp(prefix="tollgate-mariadb-it-")
         self.datadir = os.path.join(self.dir, "data")
         self.socket = os.path.join(self.dir, "sock")
@@ -65,7 +67,7 @@ class PrivateMariaDB:
             [binary, "--no-defaults", "--datadir=" + self.datadir, "--socket=" + self.socket,
              "--port=%d" % self.port, "--bind-address=127.0.0.1",
              "--user=" + getpass.getuser(), "--innodb-buffer-pool-size=64M",
-             "--pid-file=" + os.path.join(self.dir, "pid")],
+             "--pid-file=" + os.path.join(self.dir, "pid")] + self.server_args,
             stdout=self.log, stderr=self.log)
         tgtest.wait_until(self._up, timeout=30, interval=0.1, what="private mariadbd up")
 
