@@ -4,12 +4,15 @@ section 3): a batch of 200 answered 202 item by item is durable — every
 and every one is then executed once by a new process; the same batch sent
 again answers 200 for each item; a daemon killed after its commit and
 before its answer (the crash_after_accept failpoint) loses the answer, not
-the refunds, and the client's retry of the batch gets 200 for each.
+the refunds, and the client's retry of the batch gets 200 for each;
+`tollgate submit --batch FILE` sends a file and exits by what it got.
 TG_TEST_STORE=mysql runs the file on MariaDB.
 """
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import unittest
 
@@ -98,6 +101,39 @@ class BatchTest(unittest.TestCase):
             status, _, got = tgtest.http_json("POST", tg.api + "/v1/refunds:batch",
                                               batch("na", 1))
             self.assertEqual(status, 401, got)
+
+    def test_cli_submit_batch(self):
+        def cli(*args):
+            r = subprocess.run([tgtest.binary("tollgate"), "submit", "--config", tg.config] +
+                               list(args), capture_output=True, text=True, timeout=30)
+            return r.returncode, r.stdout, r.stderr
+
+        with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url, exit=EXIT) as tg:
+            tg.start("serve")
+            path = os.path.join(tg.dir, "batch.json")
+            with open(path, "w") as f:
+                json.dump(batch("cli", 5), f)
+            rc, out, err = cli("--batch", path)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual([r["status"] for r in json.loads(out)["results"]], [202] * 5)
+            rc, out, err = cli("--batch", path)  # the same file again
+            self.assertEqual(rc, 0, err)
+            self.assertEqual([r["status"] for r in json.loads(out)["results"]], [200] * 5)
+            body = batch("cli", 2)
+            body["refunds"][1]["amount"] = 1  # cli-0001 with another body: 409
+            with open(path, "w") as f:
+                json.dump(body, f)
+            rc, out, err = cli("--batch", path)
+            self.assertEqual(rc, 1, (out, err))
+            self.assertEqual([r["status"] for r in json.loads(out)["results"]], [200, 409])
+            self.assertIn("refused", err)
+            self.assertEqual(cli("--batch", path, "--amount", "5")[0], 2)
+            self.assertEqual(cli("--operation-id", "x", "--amount", "5")[0], 2)
+            self.assertEqual(cli("--batch", os.path.join(tg.dir, "nope.json"))[0], 2)
+            with open(path, "w") as f:
+                f.write('{"refunds": []}')
+            self.assertEqual(cli("--batch", path)[0], 1)  # the API's 400
+            self.judge(tg, stub, ["cli-%04d" % i for i in range(5)])
 
 
 if __name__ == "__main__":
