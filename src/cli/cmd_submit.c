@@ -2,7 +2,10 @@
  * cmd_submit — `tollgate submit` and `tollgate status ID`, through the API of
  * the config (or --api URL) with its bearer token, so a refund submitted
  * here passes the same validation and admission control as any client's.
- * The API's JSON answer is printed on stdout as it came.
+ * `submit --batch FILE` sends a file of up to 500 refunds to POST
+ * /v1/refunds:batch as it is (the API parses it; the file is read whole,
+ * bounded by api.max_batch_bytes). The API's JSON answer is printed on
+ * stdout as it came.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -16,13 +19,19 @@
 #include "platform/options.h"
 
 static const char submit_about[] =
-    "Submits one refund through the API (POST /v1/refunds) and prints the answer. The same "
+    "Submits one refund through the API (POST /v1/refunds), or a file of up to 500 "
+    "(POST /v1/refunds:batch), and prints the answer. The same "
     "operation id with the same request is answered with its current state, never accepted "
     "twice.";
 static const char submit_epilogue[] =
-    "Exit status: 0 accepted (202) or already known (200); 3 refused for\n"
-    "capacity (503: nothing stored; send it again after the Retry-After printed on\n"
-    "stderr); 1 refused (4xx/5xx) or the API cannot be reached; 2 usage error.\n";
+    "One refund: --operation-id, --payment-id, --amount and --currency. Or --batch\n"
+    "FILE: a JSON file {\"refunds\": [refund, ...]} of up to 500 refunds, each as the\n"
+    "body of POST /v1/refunds; the answer has one result per refund, in order, and\n"
+    "the same file sent again is answered 200 for each refund it stored.\n"
+    "Exit status: 0 accepted (202) or already known (200), for a batch every\n"
+    "refund; 3 refused for capacity (503: nothing stored; send it again after the\n"
+    "Retry-After printed on stderr); 1 refused (4xx/5xx; a batch with any refund\n"
+    "refused) or the API cannot be reached; 2 usage error.\n";
 
 static const char status_about[] =
     "Prints an operation's state, its calls and its audit (GET /v1/refunds/ID).";
@@ -49,9 +58,66 @@ static int finish(const char *cmd, long status, char *body, const char *retry_af
         return 1;
 }
 
+/* The file of --batch, whole, at most max bytes (the API would refuse a
+ * larger one with 413). 0 and *ret_text (malloc()ed, NUL-terminated), or
+ * TG_EINVAL with a message printed. */
+static int read_batch(const char *path, size_t max, char **ret_text)
+{
+        FILE *f = fopen(path, "rb");
+        char *text = NULL;
+        size_t len = 0;
+
+        if (!f) {
+                fprintf(stderr, "tollgate submit: cannot open %s\n", path);
+                return TG_EINVAL;
+        }
+        text = malloc(max + 2);
+        if (text)
+                len = fread(text, 1, max + 1, f);
+        if (!text || ferror(f) || len > max) {
+                fprintf(stderr, "tollgate submit: %s: %s\n", path,
+                        !text       ? "out of memory"
+                        : len > max ? "larger than api.max_batch_bytes"
+                                    : "cannot be read");
+                fclose(f);
+                free(text);
+                return TG_EINVAL;
+        }
+        fclose(f);
+        text[len] = '\0';
+        *ret_text = text;
+        return 0;
+}
+
+/* A batch's answer: 0 when every refund was accepted (202) or known (200). */
+static int finish_batch(long status, char *body, const char *retry_after)
+{
+        json_t *root = status == 200 ? json_loads(body, 0, NULL) : NULL;
+        json_t *errors = json_object_get(root, "errors");
+        size_t n = json_array_size(json_object_get(root, "results"));
+        int r;
+
+        if (status != 200) {
+                r = finish("submit", status, body, retry_after);
+        } else {
+                r = json_is_false(errors) ? 0 : 1;
+                fputs(body, stdout);
+                fputc('\n', stdout);
+                free(body);
+                if (r)
+                        fprintf(stderr,
+                                "tollgate submit: some of the %zu refunds were refused (see "
+                                "their status and error)\n",
+                                n);
+        }
+        json_decref(root);
+        return r;
+}
+
 int cmd_submit(int argc, char **argv)
 {
         const char *config = NULL, *op = NULL, *pay = NULL, *cur = NULL, *api_url = NULL;
+        const char *batch = NULL;
         int64_t amount = 0;
         const struct opt opts[] = {
             {.name = "config",
@@ -63,25 +129,20 @@ int cmd_submit(int argc, char **argv)
             {.name = "operation-id",
              .arg = "ID",
              .string = &op,
-             .required = true,
              .help = "the operation id, also the idempotency key"},
-            {.name = "payment-id",
-             .arg = "P",
-             .string = &pay,
-             .required = true,
-             .help = "the payment to refund"},
+            {.name = "payment-id", .arg = "P", .string = &pay, .help = "the payment to refund"},
             {.name = "amount",
              .arg = "MINOR_UNITS",
              .i64 = &amount,
              .min = 1,
              .max = INT64_MAX,
-             .required = true,
              .help = "the amount in minor units (cents)"},
-            {.name = "currency",
-             .arg = "CUR",
-             .string = &cur,
-             .required = true,
-             .help = "the currency code (TWD)"},
+            {.name = "currency", .arg = "CUR", .string = &cur, .help = "the currency code (TWD)"},
+            {.name = "batch",
+             .arg = "FILE",
+             .string = &batch,
+             .help = "a JSON file of up to 500 refunds, sent to POST /v1/refunds:batch "
+                     "(instead of the four above)"},
             {.name = "api", .arg = "URL", .string = &api_url, .help = api_help},
         };
         const struct options_spec spec = {.prog = "tollgate submit",
@@ -92,32 +153,50 @@ int cmd_submit(int argc, char **argv)
         char retry_after[32];
         struct tg_config *cfg;
         long status = 0;
-        char *body = NULL, *req;
+        char *body = NULL, *req = NULL;
         json_t *o;
         int r;
 
         r = options_parse(&spec, argc, argv, NULL, NULL);
         if (r)
                 return options_exit_status(r);
-        o = json_pack("{s:s, s:s, s:I, s:s}", "operation_id", op, "payment_id", pay, "amount",
-                      (json_int_t)amount, "currency", cur);
-        if (!o) {
-                fprintf(stderr, "tollgate submit: the values must be valid UTF-8 text\n");
+        if (batch && (op || pay || cur || amount)) {
+                fprintf(stderr, "tollgate submit: --batch takes no --operation-id, --payment-id, "
+                                "--amount or --currency\n");
                 return 2;
         }
-        req = json_dumps(o, JSON_COMPACT);
-        json_decref(o);
-        cfg = malloc(sizeof(*cfg));
-        if (!req || !cfg) {
-                free(req);
-                free(cfg);
-                return 1;
+        if (!batch && (!op || !pay || !cur || !amount)) {
+                fprintf(stderr, "tollgate submit: --operation-id, --payment-id, --amount and "
+                                "--currency are required (or --batch FILE)\n");
+                return 2;
         }
+        cfg = malloc(sizeof(*cfg));
+        if (!cfg)
+                return 1;
         r = cli_load_config("submit", config, cfg);
+        if (r == 0 && batch) {
+                r = read_batch(batch, cfg->api_max_batch_bytes, &req);
+        } else if (r == 0) {
+                o = json_pack("{s:s, s:s, s:I, s:s}", "operation_id", op, "payment_id", pay,
+                              "amount", (json_int_t)amount, "currency", cur);
+                if (!o) {
+                        fprintf(stderr, "tollgate submit: the values must be valid UTF-8 text\n");
+                        r = TG_EINVAL;
+                } else {
+                        req = json_dumps(o, JSON_COMPACT);
+                        json_decref(o);
+                        r = req ? 0 : TG_ENOMEM;
+                }
+        }
         if (r == 0)
-                r = cli_http("submit", cfg, api_url, "POST", "/v1/refunds", req, &status, &body,
+                r = cli_http("submit", cfg, api_url, "POST",
+                             batch ? "/v1/refunds:batch" : "/v1/refunds", req, &status, &body,
                              retry_after, sizeof(retry_after));
-        r = r < 0 ? options_exit_status(r) : finish("submit", status, body, retry_after);
+        if (r < 0)
+                r = options_exit_status(r);
+        else
+                r = batch ? finish_batch(status, body, retry_after)
+                          : finish("submit", status, body, retry_after);
         free(req);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);

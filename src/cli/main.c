@@ -81,7 +81,7 @@ static const char usage[] =
     "  demo [--quick]           the exit through the seed's incident, against the stub\n"
     "\n"
     "Operating it (on the store of the config, or through its API):\n"
-    "  submit --config FILE ...   submit one refund through the API\n"
+    "  submit --config FILE ...   submit one refund (or --batch FILE) through the API\n"
     "  status ID --config FILE  an operation's state, calls and audit (API)\n"
     "  cancel ID --config FILE  take back a refund no call was made for yet\n"
     "  manual list|show|resend|resolve|assign|unassign --config FILE\n"

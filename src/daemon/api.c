@@ -199,8 +199,7 @@ int api_reply_store_error(struct http_response *res, const char *rid, int code)
                 api_error_set(&err, 404, "not_found", NULL, "no such operation");
                 break;
         case TG_ECONFLICT:
-                api_error_set(&err, 409, "idempotency_conflict", "operation_id",
-                              "this operation_id was accepted with a different request");
+                api_conflict_error(&err);
                 break;
         default:
                 api_error_set(&err, 500, "internal", NULL, "internal error");
@@ -396,15 +395,30 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
         api_note_trace(api, op.traceparent); /* the stored one: a repeat keeps the first */
 
         snprintf(status_url, sizeof(status_url), "/v1/refunds/%s", op.req.operation_id);
-        r = api_reply_json(
-            res, created ? 202 : 200,
-            json_pack("{s:s, s:s, s:s, s:I, s:o}", "operation_id", op.req.operation_id, "state",
-                      op_state_name(op.state), "status_url", status_url, "deadline_at",
-                      (json_int_t)op.deadline_at, "trace_id",
-                      api->log_trace[0] ? json_string(api->log_trace) : json_null()));
+        r = api_reply_json(res, created ? 202 : 200, api_accepted_json(&op));
         if (r == 0 && created)
                 http_response_add_header(res, "Location", status_url);
         return r;
+}
+
+json_t *api_accepted_json(const struct op_record *op)
+{
+        char status_url[32 + TG_OP_ID_MAX];
+        struct trace_context tc;
+        bool traced = traceparent_parse(op->traceparent,
+                                        strnlen(op->traceparent, TG_TRACEPARENT_MAX + 1), &tc) == 0;
+
+        snprintf(status_url, sizeof(status_url), "/v1/refunds/%s", op->req.operation_id);
+        return json_pack("{s:s, s:s, s:s, s:I, s:o}", "operation_id", op->req.operation_id, "state",
+                         op_state_name(op->state), "status_url", status_url, "deadline_at",
+                         (json_int_t)op->deadline_at, "trace_id",
+                         traced ? json_string(tc.trace_id) : json_null());
+}
+
+void api_conflict_error(struct api_error *err)
+{
+        api_error_set(err, 409, "idempotency_conflict", "operation_id",
+                      "this operation_id was accepted with a different request");
 }
 
 static int get_refund(struct api *api, const char *id, struct http_response *res, const char *rid)
@@ -575,6 +589,12 @@ static int route(struct api *api, const struct http_request *req, struct http_re
 
         if (!authorized(api, req))
                 return reply_unauthorized(res, rid);
+        /* a custom method in Google's AIP-136 style: ':' in the segment */
+        if (strcmp(path, "/v1/refunds:batch") == 0) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return api_post_refunds_batch(api, req, res, rid);
+        }
         if (strcmp(path, refunds) == 0) {
                 if (strcmp(req->method, "POST") != 0)
                         return api_reply_method_not_allowed(res, rid, "POST");
@@ -698,6 +718,7 @@ static const char *const route_names[API_ROUTE_COUNT] = {
     [API_ROUTE_READYZ] = "/readyz",
     [API_ROUTE_METRICS] = "/metrics",
     [API_ROUTE_REFUNDS] = "/v1/refunds",
+    [API_ROUTE_REFUNDS_BATCH] = "/v1/refunds:batch",
     [API_ROUTE_REFUND] = "/v1/refunds/{operation_id}",
     [API_ROUTE_REFUND_CANCEL] = "/v1/refunds/{operation_id}/cancel",
     [API_ROUTE_CALLS] = "/v1/calls",
@@ -836,6 +857,9 @@ int api_start_ex(const struct tg_config *cfg, char *err, size_t err_size, struct
         hc.connection_timeout_s = cfg->api_connection_timeout_s;
         hc.request_read_timeout_ms = cfg->api_request_read_timeout_ms;
         hc.max_body_bytes = cfg->api_max_body_bytes;
+        /* the batch route alone reads up to its own, larger bound */
+        hc.large_body_path = "/v1/refunds:batch";
+        hc.large_body_bytes = cfg->api_max_batch_bytes;
         hc.max_header_bytes = 0; /* MHD's 32 KiB per connection */
         r = http_server_start(&hc, on_request, api, &api->server);
         if (r < 0) {

@@ -7,7 +7,7 @@
  * Routes: GET /healthz (liveness: the process answers); GET /readyz
  * (readiness: 200 when the store answers and this process is the owner or a
  * healthy standby, else 503 saying why); GET /metrics; POST /v1/refunds (with admission
- * control); GET /v1/refunds/{operation_id}; GET /v1/calls?since=ID&limit=N;
+ * control); POST /v1/refunds:batch (up to 500, api_batch.c); GET /v1/refunds/{operation_id}; GET /v1/calls?since=ID&limit=N;
  * GET /v1/stats?minutes=N; GET /v1/manual, GET /v1/manual/{id}, POST
  * /v1/manual/{id}/resend and /resolve; POST /v1/provider-events (signed).
  * Everything under /v1 but the signed provider events needs
@@ -18,7 +18,8 @@
  * carries an X-Request-Id header with the same id.
  *
  * Durability: POST /v1/refunds answers 202 only after store_accept()
- * committed; on any error nothing is stored.
+ * committed, a batch only after store_accept_batch() did; on any error
+ * nothing is stored.
  */
 #ifndef TG_API_H
 #define TG_API_H

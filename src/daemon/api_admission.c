@@ -1,5 +1,6 @@
 /*
- * api_admission — admission control in front of POST /v1/refunds. The
+ * api_admission — admission control in front of POST /v1/refunds (and
+ * of POST /v1/refunds:batch, as a whole). The
  * figures come from the store: the open backlog (store_stats) and the exit
  * samples of the last admission.window_s (starts, operations closed, busy
  * seconds), re-read at most once a second; refunds this process accepted
@@ -8,7 +9,8 @@
  *
  * Invariants: nothing is stored for a refused refund (this runs before
  * store_accept); an operation already accepted never reaches this check
- * (post_refund looks it up first); a store failure while measuring admits
+ * (post_refund looks it up first); a batch is decided as a whole, for its
+ * new refunds only (api_batch.c), as if its last one came alone; a store failure while measuring admits
  * rather than refuses (the refund is then kept, never lost).
  */
 #include <stdio.h>
@@ -165,46 +167,55 @@ static void count_refusal(struct api *api, tg_wall_ms now)
         api_refusals_flush(api, now, false);
 }
 
-int api_admission_check(struct api *api, struct http_response *res, const char *rid,
-                        bool *ret_admit)
+int api_admission_decide(struct api *api, uint64_t count, struct api_admission *ret)
 {
-        struct api_admission_cache fig;
-        struct admission_decision d;
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        ret->d.admit = true;
+        if (!api->cfg.admission.enabled || count == 0)
+                return 0;
+        r = api_admission_figures(api, api_wall_now(), &ret->fig);
+        if (r == TG_ENOMEM)
+                return r;
+        if (r < 0)
+                return 0;
+        /* the last of `count` new refunds waits behind the other count - 1 */
+        ret->fig.fig.backlog += count - 1;
+        if (admission_decide(&api->cfg.admission, &ret->fig.fig, &ret->d) < 0)
+                ret->d.admit = true;
+        return 0;
+}
+
+int api_admission_refuse(struct api *api, const struct api_admission *a, struct http_response *res,
+                         const char *rid)
+{
+        const struct admission_decision *d = &a->d;
         char retry[24];
         char *text;
         json_t *body;
         int r;
 
-        *ret_admit = true;
-        if (!api->cfg.admission.enabled)
-                return 0;
-        r = api_admission_figures(api, api_wall_now(), &fig);
-        if (r == TG_ENOMEM)
-                return r;
-        if (r < 0 || admission_decide(&api->cfg.admission, &fig.fig, &d) < 0 || d.admit)
-                return 0;
-
-        *ret_admit = false;
-        api->counters->admission_refused[strcmp(d.why, "max_backlog") == 0 ? 1 : 0]++;
+        api->counters->admission_refused[strcmp(d->why, "max_backlog") == 0 ? 1 : 0]++;
         count_refusal(api, api_wall_now());
         log_emit(LOG_WARN, "admission_refused",
-                 json_pack("{s:s, s:s, s:I, s:I, s:f, s:f, s:I}", "request_id", rid, "why", d.why,
-                           "backlog", (json_int_t)fig.fig.backlog, "projected_wait_ms",
-                           (json_int_t)d.projected_ms, "calls_per_close", d.calls_per_close,
-                           "starts_per_second", d.rate, "retry_after_s",
-                           (json_int_t)d.retry_after_s));
+                 json_pack("{s:s, s:s, s:I, s:I, s:f, s:f, s:I}", "request_id", rid, "why", d->why,
+                           "backlog", (json_int_t)a->fig.fig.backlog, "projected_wait_ms",
+                           (json_int_t)d->projected_ms, "calls_per_close", d->calls_per_close,
+                           "starts_per_second", d->rate, "retry_after_s",
+                           (json_int_t)d->retry_after_s));
         body = json_pack(
             "{s:{s:s, s:s, s:n, s:b}, s:s, s:I, s:f, s:I, s:s}", "error", "code", "over_capacity",
             "message",
-            strcmp(d.why, "max_backlog") == 0
+            strcmp(d->why, "max_backlog") == 0
                 ? "the backlog is at its limit; nothing was stored: send the same request "
                   "again after Retry-After seconds (GET /v1/stats shows the backlog)"
                 : "the backlog cannot reach a final answer within the promised time; nothing was "
                   "stored: send the same request again after Retry-After seconds "
                   "(GET /v1/stats shows the backlog)",
             "field", "retryable", 1, "request_id", rid, "retry_after_s",
-            (json_int_t)d.retry_after_s, "projected_wait_s", (double)d.projected_ms / 1000.0,
-            "backlog", (json_int_t)fig.fig.backlog, "check_back", "/v1/stats");
+            (json_int_t)d->retry_after_s, "projected_wait_s", (double)d->projected_ms / 1000.0,
+            "backlog", (json_int_t)a->fig.fig.backlog, "check_back", "/v1/stats");
         if (!body)
                 return TG_ENOMEM;
         text = json_dumps(body, JSON_COMPACT);
@@ -214,7 +225,20 @@ int api_admission_check(struct api *api, struct http_response *res, const char *
         r = http_response_take(res, 503, API_JSON_TYPE, text, strlen(text));
         if (r < 0)
                 return r;
-        snprintf(retry, sizeof(retry), "%lld", (long long)d.retry_after_s);
+        snprintf(retry, sizeof(retry), "%lld", (long long)d->retry_after_s);
         http_response_add_header(res, "Retry-After", retry);
         return 0;
+}
+
+int api_admission_check(struct api *api, struct http_response *res, const char *rid,
+                        bool *ret_admit)
+{
+        struct api_admission a;
+        int r = api_admission_decide(api, 1, &a);
+
+        *ret_admit = true;
+        if (r < 0 || a.d.admit)
+                return r;
+        *ret_admit = false;
+        return api_admission_refuse(api, &a, res, rid);
 }

@@ -3,7 +3,7 @@
  * route files share. Nothing outside src/daemon/api*.c includes it.
  *
  * The route files: api.c (lifecycle, auth, routing, intake, calls, the
- * request log), api_manual.c (manual review), api_metrics.c (/metrics and
+ * request log), api_batch.c (POST /v1/refunds:batch), api_manual.c (manual review), api_metrics.c (/metrics and
  * /v1/stats), api_events.c (signed provider events), api_admission.c
  * (admission control before intake, and the refusals it counts); the
  * console's ui*.c (daemon/ui.h) include it too.
@@ -43,6 +43,7 @@ enum api_route {
         API_ROUTE_READYZ,
         API_ROUTE_METRICS,
         API_ROUTE_REFUNDS,
+        API_ROUTE_REFUNDS_BATCH,
         API_ROUTE_REFUND,
         API_ROUTE_REFUND_CANCEL,
         API_ROUTE_CALLS,
@@ -146,6 +147,18 @@ void api_note_trace(struct api *api, const char *traceparent);
 void api_intake_trace(struct api *api, const struct http_request *req,
                       char out[TG_TRACEPARENT_MAX + 1]);
 
+/* The answer object of an accepted or repeated refund: operation_id,
+ * state, status_url, deadline_at, trace_id (of its stored traceparent). A
+ * new reference, NULL when out of memory. */
+json_t *api_accepted_json(const struct op_record *op);
+/* The error of a refund whose operation_id was accepted with another
+ * request (409 idempotency_conflict). */
+void api_conflict_error(struct api_error *err);
+
+/* api_batch.c: POST /v1/refunds:batch */
+int api_post_refunds_batch(struct api *api, const struct http_request *req,
+                           struct http_response *res, const char *rid);
+
 /* api_cancel.c: POST /v1/refunds/{id}/cancel (id validated by the caller) */
 int api_post_cancel(struct api *api, const struct http_request *req, struct http_response *res,
                     const char *rid, const char *id);
@@ -161,7 +174,20 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
 /* api_events.c: POST /v1/provider-events (authenticated by its signature) */
 int api_post_provider_event(struct api *api, const struct http_request *req,
                             struct http_response *res, const char *rid);
-/* api_admission.c: 0 and *ret_admit = true to go on; false: res holds the
+/* api_admission.c: the decision for `count` new refunds at once (a
+ * batch: the last of them waits behind the others), measured now; count 0
+ * or admission disabled admits. A store failure while measuring admits
+ * (see below). 0 or TG_ENOMEM. */
+struct api_admission {
+        struct api_admission_cache fig;
+        struct admission_decision d;
+};
+int api_admission_decide(struct api *api, uint64_t count, struct api_admission *ret);
+/* The refusal of a decision that did not admit: counted, logged, and the
+ * 503 over_capacity answer with its Retry-After in res. */
+int api_admission_refuse(struct api *api, const struct api_admission *a, struct http_response *res,
+                         const char *rid);
+/* One refund: 0 and *ret_admit = true to go on; false: res holds the
  * 503 answer. A store failure while measuring admits (the store's own error
  * will then show at accept, or the refund is accepted: never lost). */
 int api_admission_check(struct api *api, struct http_response *res, const char *rid,

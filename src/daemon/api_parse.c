@@ -145,17 +145,12 @@ static int get_string(json_t *obj, const char *name, const char **ret_s, size_t 
         return 0;
 }
 
-int api_parse_refund(const char *body, size_t len, tg_wall_ms now, struct refund_request *ret_req,
-                     struct api_error *err)
+/* The JSON of a body: 400 invalid_json for what is not JSON (a duplicate
+ * key named as such), 422 for a number outside int64. */
+static int load_json(const char *body, size_t len, json_t **ret_root, struct api_error *err)
 {
-        tg_wall_ms deadline_at = 0;
-        struct refund_fields f;
-        struct refund_problem problem;
-        struct refund_request req;
         json_error_t jerr;
-        const char *key;
-        json_t *root, *value;
-        int r = TG_EINVAL;
+        json_t *root;
 
         if (!body || len == 0)
                 return invalid(err, 400, "invalid_json", NULL, "the body must be a JSON object");
@@ -168,10 +163,23 @@ int api_parse_refund(const char *body, size_t len, tg_wall_ms now, struct refund
                                        "the body has a duplicate key");
                 return invalid(err, 400, "invalid_json", NULL, "the body is not valid JSON");
         }
-        if (!json_is_object(root)) {
-                invalid(err, 400, "invalid_json", NULL, "the body must be a JSON object");
-                goto out;
-        }
+        *ret_root = root;
+        return 0;
+}
+
+/* One refund request from its JSON (a body, or an item of a batch). */
+static int parse_refund_json(json_t *root, tg_wall_ms now, struct refund_request *ret_req,
+                             struct api_error *err)
+{
+        tg_wall_ms deadline_at = 0;
+        struct refund_fields f;
+        struct refund_problem problem;
+        struct refund_request req;
+        const char *key;
+        json_t *value;
+
+        if (!json_is_object(root))
+                return invalid(err, 400, "invalid_json", NULL, "the body must be a JSON object");
         json_object_foreach(root, key, value)
         {
                 bool known = false;
@@ -183,34 +191,28 @@ int api_parse_refund(const char *body, size_t len, tg_wall_ms now, struct refund
                         invalid(err, 422, "unknown_field", NULL,
                                 "this field is not part of a refund request");
                         copy_text(err->field, sizeof(err->field), key, strlen(key));
-                        goto out;
+                        return TG_EINVAL;
                 }
         }
 
         memset(&f, 0, sizeof(f));
         if (get_string(root, "operation_id", &f.operation_id, &f.operation_id_len, err) < 0 ||
             get_string(root, "payment_id", &f.payment_id, &f.payment_id_len, err) < 0)
-                goto out;
+                return TG_EINVAL;
         value = json_object_get(root, "amount");
-        if (!value) {
-                invalid(err, 422, "invalid_field", "amount", "is required");
-                goto out;
-        }
+        if (!value)
+                return invalid(err, 422, "invalid_field", "amount", "is required");
         /* jansson keeps integers and reals apart: 100.0 and 1e2 are reals. */
-        if (!json_is_integer(value)) {
-                invalid(err, 422, "invalid_field", "amount",
-                        "must be an integer in minor units (no fraction, no exponent)");
-                goto out;
-        }
+        if (!json_is_integer(value))
+                return invalid(err, 422, "invalid_field", "amount",
+                               "must be an integer in minor units (no fraction, no exponent)");
         f.amount = (int64_t)json_integer_value(value);
         if (get_string(root, "currency", &f.currency, &f.currency_len, err) < 0)
-                goto out;
-        if (refund_validate(&f, &problem) < 0) {
-                invalid(err, 422, "invalid_field", problem.field, problem.message);
-                goto out;
-        }
+                return TG_EINVAL;
+        if (refund_validate(&f, &problem) < 0)
+                return invalid(err, 422, "invalid_field", problem.field, problem.message);
         if (get_deadline(root, now, &deadline_at, err) < 0)
-                goto out;
+                return TG_EINVAL;
 
         /* Lengths were checked by refund_validate against these buffers. */
         memset(&req, 0, sizeof(req));
@@ -220,12 +222,69 @@ int api_parse_refund(const char *body, size_t len, tg_wall_ms now, struct refund
         memcpy(req.currency, f.currency, f.currency_len);
         req.deadline_at = deadline_at;
         if (get_reason(root, &req, err) < 0 || get_metadata(root, &req, err) < 0)
-                goto out;
+                return TG_EINVAL;
         *ret_req = req;
+        return 0;
+}
+
+int api_parse_refund(const char *body, size_t len, tg_wall_ms now, struct refund_request *ret_req,
+                     struct api_error *err)
+{
+        json_t *root = NULL;
+        int r = load_json(body, len, &root, err);
+
+        if (r == 0)
+                r = parse_refund_json(root, now, ret_req, err);
+        json_decref(root);
+        return r;
+}
+
+int api_parse_batch(const char *body, size_t len, tg_wall_ms now, struct api_batch_item *items,
+                    size_t *ret_n, struct api_error *err)
+{
+        json_t *root = NULL, *list;
+        size_t n;
+        int r = load_json(body, len, &root, err);
+
+        if (r < 0)
+                return r;
+        r = TG_EINVAL;
+        if (!json_is_object(root) || json_object_size(root) != 1 ||
+            !json_is_array(json_object_get(root, "refunds"))) {
+                invalid(err, 400, "invalid_request", NULL,
+                        "the body must be {\"refunds\": [refund, ...]} and nothing else");
+                goto out;
+        }
+        list = json_object_get(root, "refunds");
+        n = json_array_size(list);
+        if (n == 0 || n > API_BATCH_MAX) {
+                char message[64];
+                snprintf(message, sizeof(message), "must hold 1 to %d refunds", API_BATCH_MAX);
+                invalid(err, 400, "invalid_request", "refunds", message);
+                goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct api_batch_item *it = &items[i];
+                json_t *one = json_array_get(list, i);
+
+                if (!json_is_object(one))
+                        it->ok = invalid(&it->err, 400, "invalid_json", NULL,
+                                         "each refund must be a JSON object") == 0;
+                else
+                        it->ok = parse_refund_json(one, now, &it->req, &it->err) == 0;
+        }
+        *ret_n = n;
         r = 0;
 out:
         json_decref(root);
         return r;
+}
+
+json_t *api_error_object(const struct api_error *err)
+{
+        return json_pack("{s:s, s:s, s:o, s:b}", "code", err->code, "message", err->message,
+                         "field", err->field[0] ? json_string(err->field) : json_null(),
+                         "retryable", err->retryable);
 }
 
 int api_error_json(const struct api_error *err, const char *request_id, char **ret_body,
@@ -234,10 +293,7 @@ int api_error_json(const struct api_error *err, const char *request_id, char **r
         json_t *root;
         char *text;
 
-        root =
-            json_pack("{s:{s:s, s:s, s:o, s:b}, s:s?}", "error", "code", err->code, "message",
-                      err->message, "field", err->field[0] ? json_string(err->field) : json_null(),
-                      "retryable", err->retryable, "request_id", request_id);
+        root = json_pack("{s:o, s:s?}", "error", api_error_object(err), "request_id", request_id);
         if (!root)
                 return TG_ENOMEM;
         text = json_dumps(root, JSON_COMPACT);

@@ -25,6 +25,7 @@
 #ifndef TG_API_PARSE_H
 #define TG_API_PARSE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -50,6 +51,22 @@ void api_error_set(struct api_error *err, int status, const char *code, const ch
  * ""); or TG_EINVAL with *err filled and *ret_req untouched. */
 int api_parse_refund(const char *body, size_t len, tg_wall_ms now, struct refund_request *ret_req,
                      struct api_error *err);
+
+/* POST /v1/refunds:batch: {"refunds": [refund, ...]} with 1 to
+ * API_BATCH_MAX refunds, each parsed exactly as api_parse_refund parses a
+ * body (an item that is not an object: 400 invalid_json). The envelope
+ * (not JSON, not that one key, not an array, empty or too long) is the
+ * call's error: TG_EINVAL and *err. Else 0, *ret_n items filled in order,
+ * each ok with its req, or not with its err; items has room for
+ * API_BATCH_MAX and is the caller's. */
+#define API_BATCH_MAX 500
+struct api_batch_item {
+        bool ok;
+        struct refund_request req;
+        struct api_error err;
+};
+int api_parse_batch(const char *body, size_t len, tg_wall_ms now, struct api_batch_item *items,
+                    size_t *ret_n, struct api_error *err);
 
 /* The optional body of POST /v1/refunds/{id}/cancel: {"operator","reason"},
  * each optional (1-200 bytes, no control characters). An empty body is no
@@ -103,6 +120,10 @@ int api_parse_provider_event(const char *body, size_t len, struct provider_event
  * MAC itself is checked by the caller, in constant time. */
 #define API_MAC_LEN 32
 int api_parse_signature(const char *header, unsigned char ret_mac[API_MAC_LEN]);
+
+/* {"code","message","field","retryable"}: the error object of a body or
+ * of one item of a batch. A new reference, NULL when out of memory. */
+json_t *api_error_object(const struct api_error *err);
 
 /* The error body {"error":{"code","message","field","retryable"},
  * "request_id"} as a malloc()ed string; *ret_len its length. 0 or

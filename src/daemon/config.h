@@ -39,6 +39,7 @@ struct tg_config {
         char api_token[256]; /* contents of token_file ("" = none) */
         char api_token_file[TG_PATH_MAX];
         size_t api_max_body_bytes;            /* default 16384 */
+        size_t api_max_batch_bytes;           /* POST /v1/refunds:batch (2 MiB) */
         unsigned api_max_connections;         /* default 256 */
         unsigned api_connection_timeout_s;    /* default 10 */
         unsigned api_request_read_timeout_ms; /* a request arrives whole within this (10000) */

@@ -109,6 +109,9 @@ const struct key_def config_keys[] = {
                "line, are all accepted (rotation; the CLI sends the first). Unset: no token."),
     INT_KEY("api", "max_body_bytes", KEY_SIZE, api_max_body_bytes, 64, 16 * 1024 * 1024, 1,
             "Largest request body the API reads; a larger one is refused with 413."),
+    INT_KEY("api", "max_batch_bytes", KEY_SIZE, api_max_batch_bytes, 64, 64 * 1024 * 1024, 1,
+            "Largest body of `POST /v1/refunds:batch` (up to 500 refunds), the one route "
+            "with its own bound; a larger one is refused with 413 before it is read."),
     INT_KEY("api", "max_connections", KEY_UINT, api_max_connections, 1, 100000, 1,
             "Connections the API holds open at once."),
     INT_KEY("api", "connection_timeout_s", KEY_UINT, api_connection_timeout_s, 1, 3600, 1,
@@ -460,6 +463,7 @@ void config_defaults(struct tg_config *ret_config)
         snprintf(c->api_listen_host, sizeof(c->api_listen_host), "%s", "127.0.0.1");
         c->api_listen_port = 8080;
         c->api_max_body_bytes = 16384;
+        c->api_max_batch_bytes = 2 * 1024 * 1024;
         c->api_max_connections = 256;
         c->api_connection_timeout_s = 10;
         c->api_request_read_timeout_ms = 10000;

@@ -3,10 +3,12 @@
  * header). Each request gets a struct req_state, created by MHD's URI-log
  * callback (the only place MHD shows the request target before it
  * percent-decodes it) and freed by the completion callback. The access
- * callback collects the body into a buffer bounded by max_body_bytes and,
- * once the body is complete (or refused), calls the handler exactly once.
+ * callback collects the body into a buffer bounded by max_body_bytes (or
+ * large_body_bytes for the one path named large_body_path, decided from the
+ * target before a byte of the body is read) and, once the body is complete
+ * (or refused), calls the handler exactly once.
  *
- * Invariants: the body buffer never exceeds max_body_bytes + 1 bytes; every
+ * Invariants: the body buffer never exceeds its request's bound + 1 bytes; every
  * req_state is freed exactly once (MHD calls the completion callback for
  * every request whose URI-log callback ran); no MHD type leaves this file.
  */
@@ -54,6 +56,8 @@ struct http_server {
         http_handler_fn handler;
         void *userdata;
         size_t max_body_bytes;
+        char large_body_path[64]; /* "": none */
+        size_t large_body_bytes;
         uint16_t port;
         /* the request read deadline (0: none) and its watchdog */
         tg_mono_ns read_timeout;
@@ -76,6 +80,7 @@ struct req_state {
         const char *problem;
         char *body;
         size_t body_len, body_cap;
+        size_t max_body; /* this request's bound, set when it starts */
         struct http_header headers[MAX_HEADERS];
         char *copies[MAX_HEADERS]; /* values that hid bytes behind a NUL, whole (else NULL) */
         size_t header_count;
@@ -591,11 +596,23 @@ static enum MHD_Result answer(struct req_state *st, struct MHD_Connection *conne
         return r;
 }
 
+/* The body bound of a request: large_body_bytes for exactly
+ * large_body_path (the query ignored), max_body_bytes for every other. */
+static size_t body_bound(const struct http_server *server, const char *target)
+{
+        size_t n = strcspn(target, "?");
+
+        if (server->large_body_path[0] && strlen(server->large_body_path) == n &&
+            memcmp(target, server->large_body_path, n) == 0)
+                return server->large_body_bytes;
+        return server->max_body_bytes;
+}
+
 /* Appends data to the body, or marks the request too large and drops the
- * buffer: nothing past max_body_bytes is ever kept. */
+ * buffer: nothing past the request's bound is ever kept. */
 static void append_body(struct req_state *st, const char *data, size_t len)
 {
-        size_t max = st->server->max_body_bytes;
+        size_t max = st->max_body;
 
         if (st->problem_status)
                 return; /* discarding */
@@ -652,6 +669,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
                 const char *bad = target_problem(st->target);
 
                 st->started = true;
+                st->max_body = body_bound(st->server, st->target);
                 if (bad) {
                         st->problem_status = 400;
                         st->problem = bad;
@@ -664,8 +682,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
                         unsigned long long n;
                         errno = 0;
                         n = strtoull(cl, &end, 10);
-                        if (errno == 0 && end != cl && *end == '\0' &&
-                            n > st->server->max_body_bytes) {
+                        if (errno == 0 && end != cl && *end == '\0' && n > st->max_body) {
                                 /* Refused before a byte of the body is read;
                                  * MHD closes the connection after this. */
                                 st->problem_status = 413;
@@ -720,7 +737,11 @@ int http_server_start(const struct http_server_config *config, http_handler_fn h
         int r;
 
         if (!config || !handler || !ret_server || !config->host || config->max_connections == 0 ||
-            config->max_body_bytes == 0 || config->max_body_bytes > SIZE_MAX / 2)
+            config->max_body_bytes == 0 || config->max_body_bytes > SIZE_MAX / 2 ||
+            (config->large_body_path &&
+             (config->large_body_path[0] != '/' ||
+              strlen(config->large_body_path) >= sizeof(server->large_body_path) ||
+              config->large_body_bytes == 0 || config->large_body_bytes > SIZE_MAX / 2)))
                 return TG_EINVAL;
         r = resolve(config->host, config->port, &addr, &addr_len);
         if (r < 0)
@@ -733,6 +754,11 @@ int http_server_start(const struct http_server_config *config, http_handler_fn h
         server->handler = handler;
         server->userdata = userdata;
         server->max_body_bytes = config->max_body_bytes;
+        if (config->large_body_path) {
+                snprintf(server->large_body_path, sizeof(server->large_body_path), "%s",
+                         config->large_body_path);
+                server->large_body_bytes = config->large_body_bytes;
+        }
         memory = config->max_header_bytes ? config->max_header_bytes : DEFAULT_MEMORY;
         r = watch_init(server, config);
         if (r < 0) {

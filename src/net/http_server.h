@@ -5,12 +5,14 @@
  * headers, the whole body) and fills one response.
  *
  * Invariants:
- *   - a request body is never buffered past max_body_bytes: a larger
+ *   - a request body is never buffered past max_body_bytes (or
+ *     large_body_bytes for large_body_path): a larger
  *     Content-Length is refused before the body is read, and a chunked body
  *     that grows past the bound is discarded as it arrives; either way the
  *     handler is then called with req->problem_status = 413 and no body;
  *   - the path is given raw (not percent-decoded), so "%2F" can never turn
- *     into a separator; a request target that is not origin-form printable
+ *     into a separator (':' is an ordinary character, as RFC 3986 allows
+ *     in a segment: "/v1/refunds:batch"); a request target that is not origin-form printable
  *     ASCII, or has empty or dot segments ("//", "/./", "/../"), reaches the
  *     handler with problem_status = 400 instead;
  *   - header size is bounded by max_header_bytes (MHD's per-connection
@@ -118,6 +120,11 @@ struct http_server_config {
         unsigned max_connections;
         unsigned connection_timeout_s;
         size_t max_body_bytes;
+        /* one path (exact, the query ignored; under 64 bytes) whose body
+         * bound is large_body_bytes instead, e.g. a batch route; NULL: none.
+         * Copied: need not outlive the call. */
+        const char *large_body_path;
+        size_t large_body_bytes;
         size_t max_header_bytes; /* per-connection memory for the request head; 0 = 32 KiB */
         /* a whole request (head and body) must arrive within this long of
          * the connection being ready for it; 0: no such deadline */

@@ -132,6 +132,23 @@ const char *store_url(const struct store *store);
 int store_accept(struct store *store, const struct refund_request *req, tg_wall_ms now,
                  const struct policy_config *limits, bool *ret_created, struct op_record *ret_op);
 
+/* store_accept for up to a batch of refunds in ONE write transaction, in
+ * order: each item's result is what store_accept would have said for it
+ * (0 with created and op, or TG_ECONFLICT, nothing stored for it), and an
+ * operation_id given twice is created by its first item and repeated (0,
+ * not created) by the next. Any other failure is the call's, and then no
+ * item is stored (the transaction rolled back; with a lost COMMIT answer,
+ * rechecked as store_accept does) and the items' outputs mean nothing.
+ * items and their requests are the caller's. Commits before returning. */
+struct store_accept_item {
+        const struct refund_request *req; /* in */
+        int result;                       /* out: 0 or TG_ECONFLICT */
+        bool created;                     /* out */
+        struct op_record op;              /* out, when result is 0 */
+};
+int store_accept_batch(struct store *store, struct store_accept_item *items, size_t n,
+                       tg_wall_ms now, const struct policy_config *limits);
+
 /* 0, TG_ENOTFOUND. */
 int store_get(struct store *store, const char *operation_id, struct op_record *ret_op);
 

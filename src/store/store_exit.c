@@ -71,6 +71,57 @@ static bool same_request(const struct refund_request *a, const struct refund_req
                strcmp(a->metadata, b->metadata) == 0;
 }
 
+/* One refund inside the caller's write transaction: a new operation, or
+ * the existing one with the same operation_id (TG_ECONFLICT when its
+ * request differs; nothing is written then, so a batch may go on). */
+static int accept_one(struct store *s, const struct refund_request *req, tg_wall_ms now,
+                      const struct policy_config *limits, bool *ret_created,
+                      struct op_record *ret_op)
+{
+        struct op_record op;
+        int64_t id = 0;
+        int r = s->ops->op_get(s, req->operation_id, 0, false, ret_op);
+
+        *ret_created = false;
+        if (r == 0) {
+                if (!same_request(&ret_op->req, req))
+                        return TG_ECONFLICT; /* same key, other body: nothing stored */
+                /* our own insert whose COMMIT answer was lost */
+                *ret_created = s->ops->tx_commit_unknown(s) && ret_op->accepted_at == now &&
+                               strcmp(ret_op->source, "api") == 0;
+                return 0;
+        }
+        if (r != TG_ENOTFOUND)
+                return r;
+        policy_accept(limits, req, now, &op);
+        r = s->ops->op_insert(s, &op, &id);
+        if (r == TG_ECONFLICT)
+                return TG_EBUSY; /* a concurrent accept of the same key: look again */
+        if (r == 0)
+                r = s->ops->op_get(s, NULL, id, false, ret_op);
+        *ret_created = r == 0;
+        return r;
+}
+
+/* What store_accept takes before it writes: texts that fit, a positive
+ * amount, a traceparent only as tollgate writes it. */
+static bool accept_args_ok(const struct refund_request *req)
+{
+        struct trace_context tc;
+
+        if (!req || !store_text_ok(req->operation_id, TG_OP_ID_MAX) ||
+            !store_text_ok(req->payment_id, TG_PAYMENT_ID_MAX) || req->amount <= 0 ||
+            !store_text_ok(req->currency, sizeof(req->currency) - 1) || req->deadline_at < 0 ||
+            !store_buf_ok(req->traceparent, sizeof(req->traceparent)) ||
+            !store_buf_ok(req->reason, sizeof(req->reason)) ||
+            !store_buf_ok(req->metadata, sizeof(req->metadata)))
+                return false;
+        /* only a traceparent as tollgate writes it is stored */
+        return !req->traceparent[0] ||
+               (strlen(req->traceparent) == TG_TRACEPARENT_MAX &&
+                traceparent_parse(req->traceparent, TG_TRACEPARENT_MAX, &tc) == 0);
+}
+
 struct accept_ctx {
         const struct refund_request *req;
         tg_wall_ms now;
@@ -82,29 +133,8 @@ struct accept_ctx {
 static int accept_tx(struct store *s, void *ctx)
 {
         struct accept_ctx *c = ctx;
-        struct op_record op;
-        int64_t id = 0;
-        int r = s->ops->op_get(s, c->req->operation_id, 0, false, &c->op);
 
-        c->created = false;
-        if (r == 0) {
-                if (!same_request(&c->op.req, c->req))
-                        return TG_ECONFLICT; /* same key, other body: nothing stored */
-                /* our own insert whose COMMIT answer was lost */
-                c->created = s->ops->tx_commit_unknown(s) && c->op.accepted_at == c->now &&
-                             strcmp(c->op.source, "api") == 0;
-                return 0;
-        }
-        if (r != TG_ENOTFOUND)
-                return r;
-        policy_accept(c->limits, c->req, c->now, &op);
-        r = s->ops->op_insert(s, &op, &id);
-        if (r == TG_ECONFLICT)
-                return TG_EBUSY; /* a concurrent accept of the same key: look again */
-        if (r == 0)
-                r = s->ops->op_get(s, NULL, id, false, &c->op);
-        c->created = r == 0;
-        return r;
+        return accept_one(s, c->req, c->now, c->limits, &c->created, &c->op);
 }
 
 int store_accept(struct store *store, const struct refund_request *req, tg_wall_ms now,
@@ -113,20 +143,7 @@ int store_accept(struct store *store, const struct refund_request *req, tg_wall_
         struct accept_ctx c = {.req = req, .now = now, .limits = limits};
         int r;
 
-        struct trace_context tc;
-
-        if (!store || !req || !limits || !ret_created || !ret_op ||
-            !store_text_ok(req->operation_id, TG_OP_ID_MAX) ||
-            !store_text_ok(req->payment_id, TG_PAYMENT_ID_MAX) || req->amount <= 0 ||
-            !store_text_ok(req->currency, sizeof(req->currency) - 1) || req->deadline_at < 0 ||
-            !store_buf_ok(req->traceparent, sizeof(req->traceparent)) ||
-            !store_buf_ok(req->reason, sizeof(req->reason)) ||
-            !store_buf_ok(req->metadata, sizeof(req->metadata)))
-                return TG_EINVAL;
-        /* only a traceparent as tollgate writes it is stored */
-        if (req->traceparent[0] &&
-            (strlen(req->traceparent) != TG_TRACEPARENT_MAX ||
-             traceparent_parse(req->traceparent, TG_TRACEPARENT_MAX, &tc) < 0))
+        if (!store || !limits || !ret_created || !ret_op || !accept_args_ok(req))
                 return TG_EINVAL;
         /* commit before reply: the caller answers 202 only after this */
         r = store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, accept_tx, &c);
@@ -135,6 +152,53 @@ int store_accept(struct store *store, const struct refund_request *req, tg_wall_
         *ret_created = c.created;
         *ret_op = c.op;
         return 0;
+}
+
+struct accept_batch_ctx {
+        struct store_accept_item *items;
+        size_t n;
+        tg_wall_ms now;
+        const struct policy_config *limits;
+};
+
+/* Every item in one transaction, in order. An item's conflict is its own
+ * result (it wrote nothing); any other failure ends the transaction, and
+ * with it the batch: all of it is stored, or none. */
+static int accept_batch_tx(struct store *s, void *ctx)
+{
+        struct accept_batch_ctx *c = ctx;
+
+        for (size_t i = 0; i < c->n; i++) {
+                struct store_accept_item *it = &c->items[i];
+                int r = accept_one(s, it->req, c->now, c->limits, &it->created, &it->op);
+
+                if (r < 0 && r != TG_ECONFLICT)
+                        return r;
+                it->result = r;
+                /* the same operation_id earlier in this batch created it: this
+                 * one is its repeat (also when a lost COMMIT is rechecked) */
+                for (size_t j = 0; it->created && j < i; j++)
+                        if (c->items[j].result == 0 && c->items[j].created &&
+                            strcmp(c->items[j].req->operation_id, it->req->operation_id) == 0)
+                                it->created = false;
+        }
+        return 0;
+}
+
+int store_accept_batch(struct store *store, struct store_accept_item *items, size_t n,
+                       tg_wall_ms now, const struct policy_config *limits)
+{
+        struct accept_batch_ctx c = {.items = items, .n = n, .now = now, .limits = limits};
+
+        if (!store || !limits || (n > 0 && !items))
+                return TG_EINVAL;
+        for (size_t i = 0; i < n; i++)
+                if (!accept_args_ok(items[i].req))
+                        return TG_EINVAL;
+        if (n == 0)
+                return 0;
+        /* commit before reply: the caller answers only after this */
+        return store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, accept_batch_tx, &c);
 }
 
 struct get_ctx {

@@ -41,6 +41,9 @@ FAST_RETRY = {"count_limited": "true", "max_attempts": 1, "backoff_base_ms": 20,
 # (a provider answering 503 to everything is how these tests make work fail fast)
 FAST_EXIT = {"starts_per_second": 50, "default_hold_ms": 20, "default_hold_max_ms": 20}
 SRC = tgtest.source_dir()
+# api.max_batch_bytes here: 501 small refunds fit (a 400 for their count), and
+# a body past it is small enough to be sent whole before the 413 closes
+BATCH_BYTES = 48000
 
 
 def load_openapi():
@@ -140,7 +143,8 @@ class ContractTest(unittest.TestCase):
             with open(os.open(secret_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
                 f.write(SECRET + "\n")
             with Tollgate(stub.url, retry=FAST_RETRY, exit=FAST_EXIT,
-                          provider={"webhook_secret_file": secret_file}) as tg:
+                          provider={"webhook_secret_file": secret_file},
+                          api={"max_batch_bytes": BATCH_BYTES}) as tg:
                 self.tg = tg
                 # the API alone: refunds stay pending, so a cancel comes before any call
                 api = tg.start("api")
@@ -154,6 +158,7 @@ class ContractTest(unittest.TestCase):
                 tg.wait_final(["m1", "m2"], states=("manual",))
                 stub.set_mode(mode="fast")
                 self._refunds()
+                self._batch()
                 self._manual()
                 self._calls_and_stats()
                 self._provider_events()
@@ -293,6 +298,22 @@ class ContractTest(unittest.TestCase):
         self.call("POST", "/v1/manual/m1/assign", b"a" * 20000, expect=413)
         self.call("GET", "/v1/manual/m1/assign", expect=405)
 
+    def _batch(self):
+        r = self._refund
+        items = [r("bt-1"), r("c1"), r("c1", amount=9), {"operation_id": "bt-2"}, [1]]
+        st, body = self.call("POST", "/v1/refunds:batch", {"refunds": items}, expect=200)
+        self.assertEqual([x["status"] for x in body["results"]], [202, 200, 409, 422, 400])
+        st, body = self.call("POST", "/v1/refunds:batch", {"refunds": items[:2]}, expect=200)
+        self.assertEqual([x["status"] for x in body["results"]], [200, 200])
+        self.call("POST", "/v1/refunds:batch", {"refunds": []}, expect=400)
+        self.call("POST", "/v1/refunds:batch", {"refunds": [r("bt-x")] * 501}, expect=400)
+        self.call("POST", "/v1/refunds:batch", b"{not json", expect=400)
+        self.call("POST", "/v1/refunds:batch", {"refunds": [r("bt-3")]}, token=False,
+                  expect=401)
+        self.call("POST", "/v1/refunds:batch", b"x" * (BATCH_BYTES + 2000), expect=413)
+        self.call("GET", "/v1/refunds:batch", expect=405)
+        self.tg.wait_final(["bt-1"], states=("succeeded",))
+
     def _routes_counted(self, doc):
         """The routes /metrics counts are the file's, and no call of this test
         was counted as "other" (a route of the file the daemon does not name)
@@ -342,6 +363,12 @@ class ContractTest(unittest.TestCase):
         statuses = [self.call("POST", "/v1/refunds", self._refund("adm-%d" % i))[0]
                     for i in range(4)]
         self.assertIn(503, statuses)
+        # a batch is admitted or refused whole; already accepted ones still answer
+        self.call("POST", "/v1/refunds:batch",
+                  {"refunds": [self._refund("adm-b1"), self._refund("adm-b2")]}, expect=503)
+        st, body = self.call("POST", "/v1/refunds:batch", {"refunds": [self._refund("c1")]},
+                             expect=200)
+        self.assertEqual(body["results"][0]["status"], 200)
         stub.set_mode(mode="fast")
 
     def test_alert_rules_and_dashboard(self):

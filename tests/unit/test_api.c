@@ -1669,6 +1669,7 @@ static void test_route_templates(void **state)
         } cases[] = {
             {"/healthz", "/healthz"},
             {"/v1/refunds", "/v1/refunds"},
+            {"/v1/refunds:batch", "/v1/refunds:batch"},
             {"/v1/refunds/op-1", "/v1/refunds/{operation_id}"},
             {"/v1/refunds/op-1/cancel", "/v1/refunds/{operation_id}/cancel"},
             {"/v1/refunds/op-1/cancel/x", "other"},
@@ -2023,6 +2024,236 @@ static void test_provider_event_bodies(void **state)
         assert_string_equal(snap(fx->api, "op-m").refund_id, "");
 }
 
+/* ---- POST /v1/refunds:batch -------------------------------------------------- */
+
+static struct exchange post_batch(struct api *api, const char *body)
+{
+        return do_request(api, "POST", "/v1/refunds:batch", NULL, "Bearer " TOKEN, body,
+                          strlen(body));
+}
+
+/* results[i]: its index, its status, and its operation_id or error code. */
+static void expect_item(struct exchange *ex, size_t i, int status, const char *id_or_code)
+{
+        json_t *it = json_array_get(json_object_get(ex->json, "results"), i);
+        json_t *e = json_object_get(it, "error");
+
+        if (!it || json_integer_value(json_object_get(it, "index")) != (json_int_t)i ||
+            json_integer_value(json_object_get(it, "status")) != status) {
+                char *dump = json_dumps(ex->json, 0);
+                fail_msg("item %zu: expected %d, got %s", i, status, dump ? dump : "?");
+        }
+        if (status >= 400) {
+                assert_non_null(e);
+                assert_string_equal(json_string_value(json_object_get(e, "code")), id_or_code);
+                assert_true(json_is_string(json_object_get(e, "message")));
+                assert_true(json_is_boolean(json_object_get(e, "retryable")));
+                assert_null(json_object_get(it, "operation_id"));
+        } else {
+                char url[64];
+                assert_null(e);
+                assert_string_equal(json_string_value(json_object_get(it, "operation_id")),
+                                    id_or_code);
+                snprintf(url, sizeof(url), "/v1/refunds/%s", id_or_code);
+                assert_string_equal(json_string_value(json_object_get(it, "status_url")), url);
+                assert_true(json_is_string(json_object_get(it, "state")));
+                assert_true(json_is_string(json_object_get(it, "trace_id")));
+        }
+}
+
+#define ITEM(id, amount)                                                                           \
+        "{\"operation_id\":\"" id "\",\"payment_id\":\"pay-" id "\",\"amount\":" #amount           \
+        ",\"currency\":\"EUR\"}"
+
+/* Mixed results, in order: new (202), a repeat of an operation accepted
+ * alone (200), the same id with another body (409), invalid items (422
+ * unknown/invalid field, 400 not an object) that stop nothing, an id given
+ * twice in the batch (202 then 200). Exactly the valid new ones are
+ * stored; each is what a single POST would have stored. */
+static void test_batch_mixed(void **state)
+{
+        struct fixture *fx = *state;
+        struct exchange ex = POST_LIT(fx->api, GOOD); /* op-1, amount 1250 */
+        struct op_record op;
+
+        assert_int_equal(ex.status, 202);
+        exchange_free(&ex);
+        ex = post_batch(
+            fx->api,
+            "{\"refunds\":[" ITEM("b-1", 100) "," GOOD "," ITEM(
+                "op-1", 999) ","
+                             "{\"operation_id\":\"b-2\",\"payment_id\":\"p\",\"amount\":5,"
+                             "\"currency\":\"EUR\",\"ammount\":5},"
+                             "{\"operation_id\":\"b-3\",\"payment_id\":\"p\",\"amount\":1.5,"
+                             "\"currency\":\"EUR\"},"
+                             "[1]," ITEM("b-4", 400) "," ITEM("b-4", 400) "]}");
+        assert_int_equal(ex.status, 200);
+        assert_int_equal(json_array_size(json_object_get(ex.json, "results")), 8);
+        assert_true(json_is_true(json_object_get(ex.json, "errors")));
+        assert_int_equal(json_integer_value(json_object_get(ex.json, "accepted")), 2);
+        expect_item(&ex, 0, 202, "b-1");
+        expect_item(&ex, 1, 200, "op-1");
+        expect_item(&ex, 2, 409, "idempotency_conflict");
+        expect_item(&ex, 3, 422, "unknown_field");
+        expect_item(&ex, 4, 422, "invalid_field");
+        expect_item(&ex, 5, 400, "invalid_json");
+        expect_item(&ex, 6, 202, "b-4");
+        expect_item(&ex, 7, 200, "b-4");
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 3); /* op-1, b-1, b-4 */
+        assert_int_equal(store_get(fx->api->store, "b-1", &op), 0);
+        assert_int_equal(op.req.amount, 100);
+        assert_int_equal(store_get(fx->api->store, "op-1", &op), 0);
+        assert_int_equal(op.req.amount, 1250); /* the conflict changed nothing */
+        assert_int_equal(store_get(fx->api->store, "b-2", &op), TG_ENOTFOUND);
+        assert_int_equal(store_get(fx->api->store, "b-3", &op), TG_ENOTFOUND);
+
+        /* a single POST of a batch's item is its repeat */
+        ex = POST_LIT(fx->api, ITEM("b-1", 100));
+        assert_int_equal(ex.status, 200);
+        exchange_free(&ex);
+}
+
+/* A client whose answer was lost sends the same batch again: every item
+ * answers as if sent alone a second time (200), nothing more is stored. */
+static void test_batch_repeat(void **state)
+{
+        struct fixture *fx = *state;
+        char body[32 * 1024];
+        size_t len = 0;
+        struct exchange ex;
+
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "{\"refunds\":[");
+        for (int i = 0; i < 100; i++)
+                len += (size_t)snprintf(body + len, sizeof(body) - len,
+                                        "%s{\"operation_id\":\"r-%d\",\"payment_id\":\"p-%d\","
+                                        "\"amount\":%d,\"currency\":\"EUR\"}",
+                                        i ? "," : "", i, i, 100 + i);
+        snprintf(body + len, sizeof(body) - len, "]}");
+        for (int round = 0; round < 2; round++) {
+                ex = post_batch(fx->api, body);
+                assert_int_equal(ex.status, 200);
+                assert_false(json_is_true(json_object_get(ex.json, "errors")));
+                assert_int_equal(json_integer_value(json_object_get(ex.json, "accepted")),
+                                 round ? 0 : 100);
+                for (size_t i = 0; i < 100; i++) {
+                        char id[16];
+                        snprintf(id, sizeof(id), "r-%zu", i);
+                        expect_item(&ex, i, round ? 200 : 202, id);
+                }
+                exchange_free(&ex);
+                assert_int_equal(ops_stored(fx->api), 100);
+        }
+}
+
+/* The envelope: not JSON, not {"refunds": [...]}, empty, past 500 items,
+ * past api.max_batch_bytes, the wrong method: the call's error, nothing
+ * stored. Exactly 500 items is a batch. */
+static void test_batch_envelope(void **state)
+{
+        static const struct {
+                const char *body, *code;
+        } bad[] = {
+            {"", "invalid_json"},
+            {"nope", "invalid_json"},
+            {"{\"refunds\":[" ITEM("e-1", 1) "],\"refunds\":[]}", "invalid_json"},
+            {"[]", "invalid_request"},
+            {"{}", "invalid_request"},
+            {"{\"refunds\":{}}", "invalid_request"},
+            {"{\"refunds\":[]}", "invalid_request"},
+            {"{\"refunds\":[" ITEM("e-1", 1) "],\"x\":1}", "invalid_request"},
+        };
+        struct fixture *fx = *state;
+        size_t cap = 501 * 100 + 64, len = 0;
+        char *body = malloc(cap);
+        struct exchange ex;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                ex = post_batch(fx->api, bad[i].body);
+                expect_error(&ex, 400, bad[i].code);
+                exchange_free(&ex);
+        }
+        assert_non_null(body);
+        len += (size_t)snprintf(body + len, cap - len, "{\"refunds\":[");
+        for (int i = 0; i < 501; i++)
+                len += (size_t)snprintf(body + len, cap - len,
+                                        "%s{\"operation_id\":\"m-%d\",\"payment_id\":\"p\","
+                                        "\"amount\":1,\"currency\":\"EUR\"}",
+                                        i ? "," : "", i);
+        snprintf(body + len, cap - len, "]}");
+        ex = post_batch(fx->api, body);
+        assert_string_equal(expect_error(&ex, 400, "invalid_request"), "refunds");
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 0);
+
+        /* 500: cut the last item off */
+        char *last = strrchr(body, '{');
+        last[-1] = ']';
+        last[0] = '}';
+        last[1] = '\0';
+        ex = post_batch(fx->api, body);
+        assert_int_equal(ex.status, 200);
+        assert_int_equal(json_array_size(json_object_get(ex.json, "results")), 500);
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 500);
+
+        fx->api->cfg.api_max_batch_bytes = 64;
+        ex = post_batch(fx->api, "{\"refunds\":[" ITEM("e-2", 1) "," ITEM("e-3", 1) "]}");
+        expect_error(&ex, 413, "body_too_large");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "GET", "/v1/refunds:batch", NULL, "Bearer " TOKEN, NULL, 0);
+        expect_error(&ex, 405, "method_not_allowed");
+        assert_string_equal(ex.allow, "POST");
+        exchange_free(&ex);
+        ex = do_request(fx->api, "POST", "/v1/refunds:batch", NULL, NULL, "{}", 2);
+        expect_error(&ex, 401, "unauthorized");
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 500);
+        free(body);
+}
+
+/* Admission decides for the batch as a whole: over the backlog limit it is
+ * refused whole (503, Retry-After, nothing stored, counted once), while a
+ * batch of operations already accepted is still answered, and a batch that
+ * fits is admitted whole. */
+static void test_batch_admission(void **state)
+{
+        struct fixture *fx = *state;
+        static const char three[] =
+            "{\"refunds\":[" ITEM("a-1", 1) "," ITEM("a-2", 2) "," ITEM("a-3", 3) "]}";
+        struct exchange ex;
+
+        fx->api->cfg.admission.max_backlog = 3;
+        ex = POST_LIT(fx->api, GOOD); /* backlog 1 */
+        assert_int_equal(ex.status, 202);
+        exchange_free(&ex);
+        ex = post_batch(fx->api, three); /* would make 4 */
+        expect_error(&ex, 503, "over_capacity");
+        assert_true(atoi(ex.retry_after) >= 1);
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 1);
+        assert_int_equal(fx->api->counters->admission_refused[1], 1);
+
+        /* repeats are never refused, and do not count as new work */
+        ex = post_batch(fx->api, "{\"refunds\":[" GOOD "," GOOD "," GOOD "]}");
+        assert_int_equal(ex.status, 200);
+        expect_item(&ex, 0, 200, "op-1");
+        expect_item(&ex, 1, 200, "op-1");
+        expect_item(&ex, 2, 200, "op-1");
+        exchange_free(&ex);
+        ex = post_batch(fx->api, "{\"refunds\":[" GOOD "," ITEM("a-1", 1) "," ITEM("a-2", 2) "]}");
+        assert_int_equal(ex.status, 200); /* two new: backlog 3 */
+        expect_item(&ex, 0, 200, "op-1");
+        expect_item(&ex, 1, 202, "a-1");
+        expect_item(&ex, 2, 202, "a-2");
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 3);
+        ex = post_batch(fx->api, "{\"refunds\":[" ITEM("a-1", 1) "," ITEM("a-4", 4) "]}");
+        expect_error(&ex, 503, "over_capacity");
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 3);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -2050,6 +2281,10 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_stats_params, setup, teardown),
             cmocka_unit_test_setup_teardown(test_metrics_token, setup, teardown),
             cmocka_unit_test_setup_teardown(test_route_templates, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_batch_mixed, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_batch_repeat, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_batch_envelope, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_batch_admission, setup, teardown),
             cmocka_unit_test_setup_teardown(test_provider_event_signature, setup, teardown),
             cmocka_unit_test_setup_teardown(test_provider_event_bodies, setup, teardown),
         };

@@ -156,6 +156,8 @@ static int setup(void **state)
             .max_connections = 16,
             .connection_timeout_s = 5,
             .max_body_bytes = MAX_BODY,
+            .large_body_path = "/v1/refunds:batch",
+            .large_body_bytes = 4 * MAX_BODY,
         };
         struct seen *s = calloc(1, sizeof(*s));
         struct http_server *server = NULL;
@@ -233,6 +235,24 @@ static void test_body_bound(void **state)
         /* the server still answers afterwards */
         r = fetch(port, "GET", "/", -1, false);
         assert_int_equal(r.status, 200);
+
+        /* the one large path (':' in a segment is an ordinary character) has
+         * its own bound, by Content-Length and chunked; the query is no part
+         * of the path, and no other path shares the bound */
+        r = fetch(port, "POST", "/v1/refunds:batch?x=1", 4 * MAX_BODY, false);
+        assert_int_equal(r.status, 200);
+        assert_int_equal(s->problem_status, 0);
+        assert_int_equal(s->body_len, 4 * MAX_BODY);
+        assert_string_equal(s->path, "/v1/refunds:batch");
+        r = fetch(port, "POST", "/v1/refunds:batch", 4 * MAX_BODY + 1, false);
+        assert_int_equal(r.status, 413);
+        r = fetch(port, "POST", "/v1/refunds:batch", 4 * MAX_BODY + 1, true);
+        assert_int_equal(r.status, 413);
+        assert_int_equal(s->body_len, 0);
+        r = fetch(port, "POST", "/v1/refunds:batchx", MAX_BODY + 1, false);
+        assert_int_equal(r.status, 413);
+        r = fetch(port, "POST", "/v1/refunds", MAX_BODY + 1, false);
+        assert_int_equal(r.status, 413);
 }
 
 static void test_targets(void **state)

@@ -297,6 +297,62 @@ static void test_accept_new_same_conflict(void **state)
         store_close(s);
 }
 
+/* store_accept_batch: in one transaction, each item what store_accept
+ * would say for it in order (new, repeat of a stored one, conflict, an id
+ * given twice: created then repeated); a conflict writes nothing and ends
+ * nothing; an item store_accept would refuse refuses the whole batch,
+ * nothing stored. */
+static void test_accept_batch(void **state)
+{
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        struct refund_request r[5] = {req("ba-1", "pay-1", 100), req("op-1", "pay-1", 1000),
+                                      req("op-1", "pay-1", 999), req("ba-2", "pay-2", 200),
+                                      req("ba-1", "pay-1", 100)};
+        struct refund_request bad = req("ba-9", "pay-9", 0);
+        struct store_accept_item items[5], two[2];
+        struct store_stats st;
+        struct op_record stored = accept_new(s, "op-1", T0);
+
+        (void)state;
+        memset(items, 0, sizeof(items));
+        for (int i = 0; i < 5; i++)
+                items[i].req = &r[i];
+        assert_int_equal(store_accept_batch(s, items, 5, T0 + 10, &c), 0);
+        assert_int_equal(items[0].result, 0);
+        assert_true(items[0].created);
+        assert_int_equal(items[0].op.accepted_at, T0 + 10);
+        assert_int_equal(items[1].result, 0);
+        assert_false(items[1].created);
+        assert_int_equal(items[1].op.id, stored.id);
+        assert_int_equal(items[2].result, TG_ECONFLICT);
+        assert_int_equal(items[3].result, 0);
+        assert_true(items[3].created);
+        assert_string_equal(items[3].op.req.payment_id, "pay-2");
+        assert_int_equal(items[4].result, 0);
+        assert_false(items[4].created);
+        assert_int_equal(items[4].op.id, items[0].op.id);
+        assert_int_equal(get_op(s, "op-1").req.amount, 1000);
+        assert_int_equal(store_stats(s, &st), 0);
+        assert_int_equal(st.by_state[OP_PENDING], 3);
+
+        /* the same batch again: every item a repeat (or the same conflict) */
+        assert_int_equal(store_accept_batch(s, items, 5, T0 + 20, &c), 0);
+        for (int i = 0; i < 5; i++) {
+                assert_int_equal(items[i].result, i == 2 ? TG_ECONFLICT : 0);
+                assert_false(items[i].created);
+        }
+
+        memset(two, 0, sizeof(two));
+        two[0].req = &r[3];
+        two[1].req = &bad;
+        assert_int_equal(store_accept_batch(s, two, 2, T0 + 30, &c), TG_EINVAL);
+        assert_int_equal(store_accept_batch(s, NULL, 0, T0 + 30, &c), 0);
+        assert_int_equal(store_stats(s, &st), 0);
+        assert_int_equal(st.by_state[OP_PENDING], 3);
+        store_close(s);
+}
+
 /* The optional reason and metadata are stored with the request (UTF-8
  * included), read back by every reader of the row, and part of the
  * payload: a resubmission that changes either is a conflict. */
@@ -2847,6 +2903,7 @@ static void test_mysql_open_errors(void **state)
 
 #define CONTRACT_TESTS(setup, teardown)                                                            \
         cmocka_unit_test_setup_teardown(test_accept_new_same_conflict, setup, teardown),           \
+            cmocka_unit_test_setup_teardown(test_accept_batch, setup, teardown),                   \
             cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_claim_first_oldest_and_committed, setup,          \
                                             teardown),                                             \

@@ -140,6 +140,37 @@ static void test_busy_and_io_never_ran(void **state)
         assert_int_equal(x->seen.committed, 1);
 }
 
+/* A batch whose COMMIT answer was lost: every item stored once and said
+ * created as it was, the repeat of an id inside the batch still a repeat;
+ * a batch that never ran (busy) stored nothing. */
+static void test_batch_lost_commit_rechecks(void **state)
+{
+        struct fx *x = *state;
+        struct refund_request r[3] = {refund("fb-1"), refund("fb-2"), refund("fb-1")};
+        struct store_accept_item items[3];
+        struct store_stats st;
+
+        memset(items, 0, sizeof(items));
+        for (int i = 0; i < 3; i++)
+                items[i].req = &r[i];
+        x->seen.next = STORE_FAULT_BUSY;
+        assert_int_equal(store_accept_batch(x->store, items, 3, NOW, &x->policy), TG_EBUSY);
+        assert_int_equal(store_stats(x->plain, &st), 0);
+        assert_int_equal(st.by_state[OP_PENDING], 0);
+
+        x->seen.next = STORE_FAULT_LOST_COMMIT;
+        assert_int_equal(store_accept_batch(x->store, items, 3, NOW, &x->policy), 0);
+        assert_int_equal(x->seen.committed, 1);
+        for (int i = 0; i < 3; i++)
+                assert_int_equal(items[i].result, 0);
+        assert_true(items[0].created);
+        assert_true(items[1].created);
+        assert_false(items[2].created);
+        assert_int_equal(items[2].op.id, items[0].op.id);
+        assert_int_equal(store_stats(x->plain, &st), 0);
+        assert_int_equal(st.by_state[OP_PENDING], 2);
+}
+
 /* one call, ended as settled */
 static int count_call(const struct call_record *c, void *userdata)
 {
@@ -223,6 +254,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_busy_and_io_never_ran, setup, teardown),
             cmocka_unit_test_setup_teardown(test_lost_commit_rechecks, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_batch_lost_commit_rechecks, setup, teardown),
             cmocka_unit_test_setup_teardown(test_dropped_locks, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
