@@ -168,7 +168,9 @@ const struct tg_account *config_account_find(const struct tg_config *config, con
  * [retry] and [classify] members are the account's settings (everything
  * else, the account list too, as in config). account is one of config's.
  * What takes a struct tg_config (an exit, provider_setup) is built for one
- * account from its view. 0, or TG_EINVAL. */
+ * account from its view. The view holds secrets as config does (keep it
+ * in secret memory, platform/secmem). 0, or TG_EINVAL (*ret_view
+ * untouched). */
 int config_account_view(const struct tg_config *config, const struct tg_account *account,
                         struct tg_config *ret_view);
 

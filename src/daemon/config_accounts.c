@@ -23,6 +23,7 @@
  */
 #include "daemon/config_int.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,14 +35,16 @@
 
 /* ---- the block an account sets ------------------------------------------- */
 
+/* The block's first byte, as an offset into the whole struct (a copy spans
+ * many members, never only the first one). */
 static void *block_of(struct tg_config *config)
 {
-        return &config->provider_base_url;
+        return (char *)config + offsetof(struct tg_config, provider_base_url);
 }
 
 static const void *block_of_const(const struct tg_config *config)
 {
-        return &config->provider_base_url;
+        return (const char *)config + offsetof(struct tg_config, provider_base_url);
 }
 
 static void settings_from(struct tg_account_settings *dst, const struct tg_config *config)

@@ -324,7 +324,9 @@ static void check_provider(struct load *load)
                 char text[sizeof(load->errs[0].text)], prefix[TG_ACCOUNT_NAME_MAX + 16];
 
                 account_prefix(load, prefix, sizeof(prefix));
-                snprintf(text, sizeof(text), "%s%s", prefix, err);
+                /* a long message is cut at its end: its start names the key */
+                if (snprintf(text, sizeof(text), "%s%s", prefix, err) < 0)
+                        text[0] = '\0';
                 add_error(load, 0, text);
         }
 }
