@@ -9,6 +9,7 @@
 #ifndef TG_CONFIG_H
 #define TG_CONFIG_H
 
+#include <stdalign.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -22,9 +23,29 @@
 
 #define TG_PATH_MAX         1024
 #define TG_CONFIG_MAX_RULES 64
-#define TG_API_TOKENS_MAX   4   /* tokens in api.token_file at once (rotation) */
-#define TG_CONFIG_MAX_BODY  16  /* provider.body_field lines */
-#define TG_CONFIG_LINE      200 /* a value that is a template or a list */
+#define TG_API_TOKENS_MAX   4         /* tokens in api.token_file at once (rotation) */
+#define TG_CONFIG_MAX_BODY  16        /* provider.body_field lines */
+#define TG_CONFIG_LINE      200       /* a value that is a template or a list */
+#define TG_ACCOUNTS_MAX     16        /* [account.NAME] sections in one file */
+#define TG_ACCOUNT_NAME_MAX 32        /* an account's NAME: [a-z0-9_-]{1,32} */
+#define TG_ACCOUNT_DEFAULT  "default" /* the one account of a file without [account.*] */
+
+/* What an account may set: its [provider], [exit], [retry] and [classify]
+ * values (the members of struct tg_config of the same names). */
+struct tg_account_settings {
+#include "daemon/config_account.def"
+};
+
+/* One provider account. Its settings are the top-level sections' values
+ * with the account's own keys applied over them (an account's
+ * classify.rule or provider.body_field lines replace the inherited list).
+ * Read through config_account_find() and config_account_view(). */
+struct tg_account {
+        char name[TG_ACCOUNT_NAME_MAX + 1];
+        bool declared; /* an [account.NAME] section of the file (false: the implicit default) */
+        int line;      /* its section's line (0: not declared) */
+        struct tg_account_settings settings;
+};
 
 struct tg_config {
         /* [store] */
@@ -45,71 +66,9 @@ struct tg_config {
         unsigned api_request_read_timeout_ms; /* a request arrives whole within this (10000) */
         bool api_metrics_need_token;          /* default false */
 
-        /* [provider] */
-        char provider_base_url[TG_PATH_MAX];
-        char provider_refunds_path[256];     /* default /v1/refunds */
-        char provider_query_path[256];       /* default /v1/refunds/{operation_id} */
-        char provider_key_header[64];        /* default Idempotency-Key */
-        char provider_request_id_header[64]; /* default X-Request-Id */
-        char provider_attempt_header[64];    /* default X-Attempt */
-        int64_t provider_connect_timeout_ms; /* default 1000 */
-        int64_t provider_timeout_ms;         /* default 3000: whole call */
-        size_t provider_max_response_bytes;  /* default 65536 */
-        bool provider_reuse_connections;     /* keep-alive (false: fresh connection per call) */
-        char provider_webhook_secret[256];   /* contents of webhook_secret_file */
-        char provider_webhook_secret_file[TG_PATH_MAX]; /* "" = no webhook */
-        /* TLS */
-        char provider_ca_file[TG_PATH_MAX];     /* "" = the system store */
-        char provider_client_cert[TG_PATH_MAX]; /* "" = none */
-        char provider_client_key[TG_PATH_MAX];
-        /* runs of calls that reached nothing (core/holds.h) */
-        unsigned provider_unreachable_run_hold;   /* 3 */
-        int64_t provider_unreachable_hold_ms;     /* 5000 */
-        int64_t provider_unreachable_hold_max_ms; /* 60000 */
-        /* credentials (the secrets stay in their files: provider_setup.h) */
-        char provider_auth[8];                        /* none, bearer, header */
-        char provider_auth_header[64];                /* X-Api-Key */
-        char provider_auth_secret_file[TG_PATH_MAX];  /* "" = none */
-        char provider_signing_key_file[TG_PATH_MAX];  /* "" = requests not signed */
-        char provider_signature_header[64];           /* X-Signature */
-        char provider_timestamp_header[64];           /* X-Timestamp */
-        char provider_signing_string[TG_CONFIG_LINE]; /* a template (core/template.h) */
-        char provider_signature_encoding[8];          /* hex, base64 */
-        char provider_signature_prefix[32];           /* "" */
-        /* request mapping */
-        char provider_body_format[8];                                  /* json, form */
-        char provider_body_fields[TG_CONFIG_MAX_BODY][TG_CONFIG_LINE]; /* "NAME TEMPLATE" */
-        unsigned provider_body_field_count;     /* 0: PROVIDER.md's four fields */
-        char provider_query_fallback_path[256]; /* "" = none */
-        /* reply mapping: field sources and status words */
-        char provider_status_field[TG_CONFIG_LINE];
-        char provider_status_succeeded[TG_CONFIG_LINE];
-        char provider_status_failed[TG_CONFIG_LINE];
-        char provider_status_processing[TG_CONFIG_LINE];
-        char provider_refund_id_field[TG_CONFIG_LINE];
-        char provider_error_code_field[TG_CONFIG_LINE];
-        char provider_failure_code_field[TG_CONFIG_LINE];
-        char provider_retryable_field[TG_CONFIG_LINE];
-
-        /* [exit] */
-        struct pacer_config exit;            /* starts_per_second 5, max_in_flight 10 */
-        double exit_query_starts_per_second; /* 0 = no sub-quota for queries */
-        int64_t exit_clock_skew_ms;          /* bound on the clock difference of shares' machines */
-        unsigned exit_shares;                /* the account quota above split into this many
-                                           * equal shares, one per running dispatcher (1) */
-        unsigned exit_timeout_run_hold;      /* this many timeouts in a row hold the exit (5) */
-        int64_t exit_timeout_hold_ms;        /* for how long (1000) */
-        int64_t exit_default_hold_ms;        /* 429/503 without Retry-After (1000) */
-        int64_t exit_default_hold_max_ms;    /* a probe refused again doubles it up to (60000) */
-        int64_t exit_idle_poll_max_ms;       /* an idle exit looks for work at least this often */
-
-        /* [retry] (and budgets) */
-        struct policy_config policy; /* max_attempts, deadline, queries, retention, backoff */
-        int64_t retry_after_cap_ms;  /* as configured (120000): config_retry_after_cap_ms() */
-
-        /* [classify] rule = ... (repeatable), added over the defaults */
-        struct classify_rule rules[TG_CONFIG_MAX_RULES];
-        unsigned rule_count;
+        /* [provider], [exit], [retry], [classify]: what an account may set
+         * (the top-level values are every account's defaults) */
+#include "daemon/config_account.def"
 
         /* [admission] new refunds refused (503) when the backlog cannot close in time */
         struct admission_config admission;
@@ -146,6 +105,13 @@ struct tg_config {
          * sqlite:// file, token_file, webhook_secret_file, a mysql url's
          * password_file) and the default store were resolved against it. */
         char config_dir[TG_PATH_MAX];
+
+        /* The accounts, in the file's order, at least one: a file without
+         * [account.*] has one, "default", not declared, whose settings are
+         * the top-level ones. A file with [account.*] sections has exactly
+         * those (the top-level sections are then only their defaults). */
+        struct tg_account accounts[TG_ACCOUNTS_MAX];
+        unsigned account_count;
 };
 
 /* Fills every default. */
@@ -177,7 +143,11 @@ typedef void (*config_problem_fn)(void *ctx, int line, const char *message);
 int config_check(const char *path, config_problem_fn fn, void *ctx, unsigned *ret_problems);
 
 /* Which keys differ between two loaded configs (a SIGHUP reload): fn is
- * called with the section and name of each, in the schema's order. A
+ * called with the section and name of each, in the schema's order, then,
+ * for each account declared in a, each key of its settings that differs
+ * from b's account of the same name, with the section "account.NAME.exit"
+ * (valid during the call); an account that only one of them declares is
+ * reported as ("account", NAME). A
  * secret file's key differs when the file's contents do, even under the
  * same name (the contents are never handed out). Returns how many differ. */
 typedef void (*config_key_fn)(void *ctx, const char *section, const char *name);
@@ -192,6 +162,36 @@ enum config_doc_format {
         CONFIG_DOC_MARKDOWN, /* docs/config.md: one table per section */
         CONFIG_DOC_SCDOC,    /* tollgate.ini(5), as scdoc(1) source */
 };
+
+/* The account called name in config, or NULL. The pointer is into config
+ * and lives as long as it does. */
+const struct tg_account *config_account_find(const struct tg_config *config, const char *name);
+
+/* config as account sees it: a copy of config whose [provider], [exit],
+ * [retry] and [classify] members are the account's settings (everything
+ * else, the account list too, as in config). account is one of config's.
+ * What takes a struct tg_config (an exit, provider_setup) is built for one
+ * account from its view. The view holds secrets as config does (keep it
+ * in secret memory, platform/secmem). 0, or TG_EINVAL (*ret_view
+ * untouched). */
+int config_account_view(const struct tg_config *config, const struct tg_account *account,
+                        struct tg_config *ret_view);
+
+/* This build's dispatcher serves one account: when config has exactly one,
+ * named default (declared or not), its settings become config's top-level
+ * values and the account is no longer marked declared (the config is then
+ * the view of the account it serves), and 0 is returned. Otherwise
+ * TG_ECONFIG and err says so, naming the accounts ("several accounts are
+ * configured (eu, us); this build serves one: ..."); config is untouched.
+ * `serve`, `dispatch`, `api` and a reload call it after config_load();
+ * `config check` does not (such a file is valid). */
+int config_one_account(struct tg_config *config, char *err, size_t err_size);
+
+/* The top-level section an account's key belongs to: "account.eu.exit"
+ * gives "exit" (a pointer into section); any other section is itself.
+ * config_diff() names an account's key by such a section, and a reload
+ * judges it by its top-level counterpart. */
+const char *config_section_base(const char *section);
 
 /* Reads a secret (an API key, a token) from path into dst[size] with the
  * config's rules: trailing newlines and spaces trimmed, the rest non-empty

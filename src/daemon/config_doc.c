@@ -222,6 +222,58 @@ static void describe_markdown(FILE *out, const struct key_def *key, const char *
         fputs(" |\n", out);
 }
 
+/* The sections an account may set (the rows marked per_account), as
+ * "[provider], [exit], ..." in the schema's order. */
+static void account_sections(char *buf, size_t size)
+{
+        const char *last = NULL;
+        size_t at = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < config_key_count; i++) {
+                const struct key_def *key = &config_keys[i];
+                int n;
+
+                if (!key->per_account || (last && strcmp(last, key->section) == 0))
+                        continue;
+                last = key->section;
+                n = snprintf(buf + at, size - at, "%s`[%s]`", at ? ", " : "", key->section);
+                if (n < 0 || (size_t)n >= size - at)
+                        return;
+                at += (size_t)n;
+        }
+}
+
+/* The [account.NAME] section: what it is, and which sections it may set;
+ * in the INI file commented out (the file still loads as the defaults). */
+static void describe_accounts(FILE *out, enum config_doc_format fmt)
+{
+        char sections[256], text[320];
+
+        account_sections(sections, sizeof(sections));
+        snprintf(text, sizeof(text), "Sections an account may set: %s.", sections);
+        if (fmt == CONFIG_DOC_INI) {
+                fputs("\n# [account.NAME]\n", out);
+                put_comment(out, config_account_help);
+                put_comment(out, text);
+                fputs("# exit.starts_per_second = 20\n", out);
+        } else if (fmt == CONFIG_DOC_SCDOC) {
+                fputs("\n# [account.NAME]\n\n", out);
+                put_scdoc(out, config_account_help);
+                fputs("\n\n", out);
+                put_scdoc(out, text);
+                fputs("\n\n\t[account.eu]\n\texit.starts_per_second = 20\n", out);
+        } else {
+                fputs("\n## `[account.NAME]`\n\n", out);
+                fputs(config_account_help, out);
+                fputs("\n\n", out);
+                fputs(text, out);
+                fputs("\n\n```ini\n[account.eu]\nprovider.base_url = https://eu.example.com\n"
+                      "exit.starts_per_second = 20\n```\n",
+                      out);
+        }
+}
+
 int config_describe(FILE *out, enum config_doc_format fmt)
 {
         struct tg_config *defaults;
@@ -271,6 +323,7 @@ int config_describe(FILE *out, enum config_doc_format fmt)
                 else
                         describe_markdown(out, key, value, range);
         }
+        describe_accounts(out, fmt);
         if (fmt == CONFIG_DOC_SCDOC)
                 fputs(scdoc_outro, out);
 out:

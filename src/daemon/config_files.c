@@ -193,6 +193,7 @@ int config_read_secret(const char *section, const char *name, const char *path, 
 
         if (!load)
                 return TG_ENOMEM;
+        load->account = -1; /* the top level's rules, whichever account names it */
         if (read_secret(load, &key, path, dst, size) == 0) {
                 if (err && err_size)
                         snprintf(err, err_size, "%s", load->err);

@@ -12,7 +12,10 @@
  *   config_load.c   the INI loader: the inih handler, unknown names with a
  *                   did-you-mean (core/suggest), the checks across keys;
  *   config_doc.c    the schema written out (INI, Markdown, scdoc);
- *   config_diff.c   which keys differ between two configs (a reload).
+ *   config_diff.c   which keys differ between two configs (a reload);
+ *   config_accounts.c the [account.NAME] sections: an account's keys are
+ *                   the rows marked per_account, read by the same setters
+ *                   into the account's copy of the top-level values.
  *
  * A key is a row of the table, found by its (section, name): the loader,
  * the doc generator and the diff iterate the rows and never have a code
@@ -30,12 +33,20 @@
 
 #include "daemon/config.h"
 
-#define MAX_DURATION_S  (366LL * 24 * 3600)
-#define MAX_DURATION_MS (MAX_DURATION_S * 1000)
-#define VALUE_QUOTE_MAX 64 /* bytes of a bad value quoted in a message */
-#define LOAD_ERRORS_MAX 64 /* problems one load keeps (config_check lists them) */
-#define LOAD_KEYS_MAX   128
-#define DAY_MS          (24LL * 3600 * 1000)
+#define MAX_DURATION_S   (366LL * 24 * 3600)
+#define MAX_DURATION_MS  (MAX_DURATION_S * 1000)
+#define VALUE_QUOTE_MAX  64 /* bytes of a bad value quoted in a message */
+#define LOAD_ERRORS_MAX  64 /* problems one load keeps (config_check lists them) */
+#define LOAD_KEYS_MAX    128
+#define DAY_MS           (24LL * 3600 * 1000)
+#define ACCOUNT_KEYS_MAX 256
+/* The bytes of the account block (daemon/config_account.def, rule_count
+ * last): what follows it in struct tg_config may sit inside the padding at
+ * the end of struct tg_account_settings, so a copy stops here. */
+#define ACCOUNT_BLOCK_SIZE                                                                         \
+        (offsetof(struct tg_account_settings, rule_count) +                                        \
+         sizeof(((struct tg_account_settings *)0)                                                  \
+                    ->rule_count)) /* keys set inside [account.*] sections, all accounts */
 
 enum key_type {
         KEY_STRING, /* char[size] */
@@ -60,7 +71,11 @@ struct key_def {
         int64_t scale;   /* KEY_I64: stored value = written value * scale */
         double dlo, dhi; /* KEY_DOUBLE: range; dlo excluded when dlo_open */
         bool dlo_open;
-        bool repeatable; /* may be set more than once (each adds one) */
+        bool repeatable;  /* may be set more than once (each adds one) */
+        bool per_account; /* an [account.NAME] section may set it (as section.name) */
+        /* A repeatable key: empties its list (an account's first line of
+         * it replaces the list it inherited). */
+        void (*clear)(struct tg_config *config);
         int (*custom)(struct load *load, const struct key_def *key, const char *value);
         int arg;           /* KEY_CUSTOM: what the setter needs of this key (a path kind) */
         const char *words; /* a key of a few words: " w1 w2 ... " (config_set_choice) */
@@ -92,12 +107,27 @@ struct load {
         FILE *file;
         int line;              /* lines read so far: the handler runs for the last one */
         char dir[TG_PATH_MAX]; /* the config file's folder, absolute */
+
+        /* [account.NAME] sections: their keys are kept as written and read
+         * once the top-level values are known (config_accounts.c) */
+        int account; /* the account being read or checked (-1: the top level) */
+        bool account_seen[TG_ACCOUNTS_MAX][LOAD_KEYS_MAX];
+        int account_seen_line[TG_ACCOUNTS_MAX][LOAD_KEYS_MAX];
+        unsigned naccount_keys;
+        struct account_key {
+                unsigned account;
+                int key; /* its row */
+                int line;
+                char value[TG_CONFIG_LINE];
+        } account_keys[ACCOUNT_KEYS_MAX];
 };
 
 /* ---- config_keys.c: the table ------------------------------------------ */
 
 extern const struct key_def config_keys[];
 extern const size_t config_key_count;
+/* What an [account.NAME] section is, for config_describe(). */
+extern const char config_account_help[];
 
 /* The row of section.name, or NULL. */
 const struct key_def *config_key_find(const char *section, const char *name);
@@ -111,6 +141,30 @@ int config_key_index(const struct key_def *key);
  * (the inih "failed" value), so that a setter ends with it. */
 int config_key_error(struct load *load, const struct key_def *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* An unknown key (a made-up row naming it) or an unknown section: the
+ * error, with the closest known name when one is near. In an account
+ * (load->account >= 0) only the rows an account may set are candidates. */
+int config_unknown_key(struct load *load, const struct key_def *unknown);
+int config_unknown_section(struct load *load, const struct key_def *unknown);
+
+/* ---- config_accounts.c: [account.NAME] ---------------------------------- */
+
+/* A "[section]" line was read (its name, trimmed): an [account.NAME] one
+ * declares the account, or records why it cannot. */
+void config_account_section(struct load *load, const char *section);
+/* A key = value line inside [account.NAME] (section is "account.NAME"):
+ * kept for config_accounts_read(). 1, or 0 (an error was recorded). */
+int config_account_key(struct load *load, const char *section, const char *name, const char *value);
+/* After the top-level keys: the account list made (the implicit default
+ * when none is declared), and each account's keys read over its copy of
+ * the top-level values. */
+void config_accounts_read(struct load *load);
+/* config's account list: the implicit default, with config's settings. */
+void config_accounts_default(struct tg_config *config);
+/* Runs check (the checks across keys) once per declared account, with
+ * load->config holding the account's view and load->account set. */
+void config_accounts_check(struct load *load, void (*check)(struct load *load));
 
 /* ---- config_values.c: values -------------------------------------------- */
 
@@ -149,6 +203,8 @@ int config_set_prefix(struct load *load, const struct key_def *key, const char *
 int config_set_body_field(struct load *load, const struct key_def *key, const char *value);
 int config_set_field_source(struct load *load, const struct key_def *key, const char *value);
 int config_set_status_list(struct load *load, const struct key_def *key, const char *value);
+void config_clear_body_fields(struct tg_config *config);
+void config_clear_rules(struct tg_config *config);
 void config_show_listen(const struct tg_config *config, char *buf, size_t size);
 void config_show_jitter(const struct tg_config *config, char *buf, size_t size);
 void config_show_keep_days(const struct tg_config *config, char *buf, size_t size);

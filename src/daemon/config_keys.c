@@ -69,11 +69,16 @@
                 .help = text                                                                       \
         }
 /* A key set once per value it adds (a list of its own in the config). */
-#define REPEAT_KEY(sec, key, fn, diff, text)                                                       \
+#define REPEAT_KEY(sec, key, fn, empty, diff, text)                                                \
         {                                                                                          \
                 .section = sec, .name = key, .type = KEY_CUSTOM, .custom = fn, .repeatable = true, \
-                .differ = diff, .help = text                                                       \
+                .clear = empty, .differ = diff, .help = text                                       \
         }
+
+/* A row of a section an [account.NAME] section may set as section.name
+ * (every key of [provider], [exit], [retry] and [classify]): written
+ * where the row's section is, it marks the row. */
+#define PER_ACCOUNT(sec) sec, .per_account = true
 
 /* The whole schema, in the order config_describe() prints it. A default is
  * never written here: config_describe() reads it from config_defaults(). */
@@ -125,104 +130,115 @@ const struct key_def config_keys[] = {
     BOOL_KEY("api", "metrics_need_token", api_metrics_need_token,
              "`GET /metrics` needs the bearer token too (false: open, like `/healthz`)."),
 
-    STRING_KEY("provider", "base_url", provider_base_url, config_set_base_url,
+    STRING_KEY(PER_ACCOUNT("provider"), "base_url", provider_base_url, config_set_base_url,
                "The provider, `http://` or `https://`; the paths below are appended to it. An "
                "`https://` provider's certificate and host name are always verified "
                "(`provider.ca_file`); there is no switch that turns this off."),
-    PATH_KEY("provider", "refunds_path", provider_refunds_path, MAP_PATH_REFUNDS,
+    PATH_KEY(PER_ACCOUNT("provider"), "refunds_path", provider_refunds_path, MAP_PATH_REFUNDS,
              "Path of the POST that asks for a refund (PROVIDER.md's by default: a real "
              "provider's contract may differ). A template: `{operation_id}`, `{payment_id}`, "
              "`{amount}`, `{currency}`, `{reason}` and `{metadata.KEY}` are replaced by the "
              "refund's values, percent-encoded (docs/providers/)."),
-    PATH_KEY("provider", "query_path", provider_query_path, MAP_PATH_QUERY,
+    PATH_KEY(PER_ACCOUNT("provider"), "query_path", provider_query_path, MAP_PATH_QUERY,
              "Path of the GET that asks what became of a refund, a template like "
              "`provider.refunds_path` that must use `{operation_id}` (the idempotency key) or "
              "`{refund_id}` (the provider's id, stored when a POST answers; then "
              "`provider.query_fallback_path` is needed for operations without one)."),
-    STRING_KEY("provider", "key_header", provider_key_header, config_set_header_name,
+    STRING_KEY(PER_ACCOUNT("provider"), "key_header", provider_key_header, config_set_header_name,
                "Header carrying the idempotency key, which is the `operation_id`: one key per "
                "operation, forever."),
-    STRING_KEY("provider", "request_id_header", provider_request_id_header, config_set_header_name,
+    STRING_KEY(PER_ACCOUNT("provider"), "request_id_header", provider_request_id_header,
+               config_set_header_name,
                "Header carrying the call's request id, unique per call (`tollgate verify` "
                "matches the provider's arrivals by it)."),
-    STRING_KEY("provider", "attempt_header", provider_attempt_header, config_set_header_name,
+    STRING_KEY(PER_ACCOUNT("provider"), "attempt_header", provider_attempt_header,
+               config_set_header_name,
                "Header carrying the operation's attempt number (informational)."),
-    INT_KEY("provider", "connect_timeout_ms", KEY_I64, provider_connect_timeout_ms, 1, 600000, 1,
+    INT_KEY(PER_ACCOUNT("provider"), "connect_timeout_ms", KEY_I64, provider_connect_timeout_ms, 1,
+            600000, 1,
             "Connect timeout; must be <= `provider.timeout_ms`. A call that never connected "
             "sent nothing (`not_sent`)."),
-    INT_KEY("provider", "timeout_ms", KEY_I64, provider_timeout_ms, 1, 3600000, 1,
+    INT_KEY(PER_ACCOUNT("provider"), "timeout_ms", KEY_I64, provider_timeout_ms, 1, 3600000, 1,
             "The whole call: DNS, connect, send, wait, read (cut to what is left of the "
             "operation's deadline). A call that times out after sending is `unknown` and is "
             "reconciled by a query with the same key. A new owner of the exit waits this long "
             "before it sends."),
-    INT_KEY("provider", "max_response_bytes", KEY_SIZE, provider_max_response_bytes, 1024,
-            64 * 1024 * 1024, 1,
+    INT_KEY(PER_ACCOUNT("provider"), "max_response_bytes", KEY_SIZE, provider_max_response_bytes,
+            1024, 64 * 1024 * 1024, 1,
             "Largest response body read; past it the body is dropped and the call is "
             "classified by its status alone."),
-    SECRET_KEY("provider", "webhook_secret_file", provider_webhook_secret_file,
+    SECRET_KEY(PER_ACCOUNT("provider"), "webhook_secret_file", provider_webhook_secret_file,
                config_set_webhook_file, config_differ_webhook_secret,
                "A file holding the HMAC-SHA256 secret of the provider's webhook, `POST "
                "/v1/provider-events` (signed `X-Signature: sha256=<hex>`). Unset: the route "
                "does not exist."),
-    BOOL_KEY("provider", "reuse_connections", provider_reuse_connections,
+    BOOL_KEY(PER_ACCOUNT("provider"), "reuse_connections", provider_reuse_connections,
              "Keep-alive connections to the provider (false: a fresh connection per call, "
              "closed after it). The guard against a second send of one call holds either way."),
-    STRING_KEY("provider", "ca_file", provider_ca_file, config_set_readable_file,
+    STRING_KEY(PER_ACCOUNT("provider"), "ca_file", provider_ca_file, config_set_readable_file,
                "PEM file of the CA certificates that an `https://` provider's certificate must "
                "chain to. Unset: the system's store. A provider whose certificate does not "
                "verify (unknown CA, expired, another host name) is never sent anything: the "
                "call is `not_sent` and logged with its cause."),
-    STRING_KEY("provider", "client_cert", provider_client_cert, config_set_readable_file,
+    STRING_KEY(PER_ACCOUNT("provider"), "client_cert", provider_client_cert,
+               config_set_readable_file,
                "PEM file of the client certificate presented to an `https://` provider that "
                "asks for one (mutual TLS); needs `provider.client_key`. Re-read with the other "
                "credentials (docs/providers/)."),
-    STRING_KEY("provider", "client_key", provider_client_key, config_set_client_key,
+    STRING_KEY(PER_ACCOUNT("provider"), "client_key", provider_client_key, config_set_client_key,
                "PEM file of the client certificate's private key (not encrypted). Refused when "
                "the file is open to group or others: `chmod 600` it."),
-    INT_KEY("provider", "unreachable_run_hold", KEY_UINT, provider_unreachable_run_hold, 0, 100000,
-            1,
+    INT_KEY(PER_ACCOUNT("provider"), "unreachable_run_hold", KEY_UINT,
+            provider_unreachable_run_hold, 0, 100000, 1,
             "This many calls in a row that reached nothing (connection refused, DNS, connect "
             "or TLS failure: `not_sent`) hold every start for `provider.unreachable_hold_ms`; "
             "each probe after it that reaches nothing either holds again for twice as long, "
             "up to `provider.unreachable_hold_max_ms`. 0: never. See docs/providers/ for what "
             "a TLS misconfiguration costs."),
-    INT_KEY("provider", "unreachable_hold_ms", KEY_I64, provider_unreachable_hold_ms, 1,
-            MAX_DURATION_MS, 1, "The first hold of a run of calls that reached nothing."),
-    INT_KEY("provider", "unreachable_hold_max_ms", KEY_I64, provider_unreachable_hold_max_ms, 1,
-            MAX_DURATION_MS, 1,
+    INT_KEY(PER_ACCOUNT("provider"), "unreachable_hold_ms", KEY_I64, provider_unreachable_hold_ms,
+            1, MAX_DURATION_MS, 1, "The first hold of a run of calls that reached nothing."),
+    INT_KEY(PER_ACCOUNT("provider"), "unreachable_hold_max_ms", KEY_I64,
+            provider_unreachable_hold_max_ms, 1, MAX_DURATION_MS, 1,
             "The longest such hold (must be >= `provider.unreachable_hold_ms`)."),
-    CHOICE_KEY("provider", "auth", provider_auth, " none bearer header ",
+    CHOICE_KEY(PER_ACCOUNT("provider"), "auth", provider_auth, " none bearer header ",
                "How calls authenticate: `none`, `bearer` (`Authorization: Bearer <secret>`) or "
                "`header` (`<provider.auth_header>: <secret>`), the secret read from "
                "`provider.auth_secret_file`."),
-    STRING_KEY("provider", "auth_header", provider_auth_header, config_set_header_name,
+    STRING_KEY(PER_ACCOUNT("provider"), "auth_header", provider_auth_header, config_set_header_name,
                "The header carrying the API key when `provider.auth` is `header`."),
-    STRING_KEY("provider", "auth_secret_file", provider_auth_secret_file, config_set_secret_path,
+    STRING_KEY(PER_ACCOUNT("provider"), "auth_secret_file", provider_auth_secret_file,
+               config_set_secret_path,
                "A file holding the provider's API key (trailing newlines trimmed, the rest "
                "printable ASCII without spaces); required unless `provider.auth` is `none`. "
                "Never logged."),
-    STRING_KEY("provider", "signing_key_file", provider_signing_key_file, config_set_secret_path,
+    STRING_KEY(PER_ACCOUNT("provider"), "signing_key_file", provider_signing_key_file,
+               config_set_secret_path,
                "A file holding the HMAC-SHA256 key of signed requests (its text is the key). "
                "Set: every call carries `provider.timestamp_header` and "
                "`provider.signature_header`. Unset: requests are not signed."),
-    STRING_KEY("provider", "signature_header", provider_signature_header, config_set_header_name,
+    STRING_KEY(PER_ACCOUNT("provider"), "signature_header", provider_signature_header,
+               config_set_header_name,
                "The header carrying a signed request's signature: `provider.signature_prefix` "
                "then the HMAC in `provider.signature_encoding`."),
-    STRING_KEY("provider", "timestamp_header", provider_timestamp_header, config_set_header_name,
+    STRING_KEY(PER_ACCOUNT("provider"), "timestamp_header", provider_timestamp_header,
+               config_set_header_name,
                "The header carrying a signed request's timestamp, in Unix seconds."),
-    STRING_KEY("provider", "signing_string", provider_signing_string, config_set_signing_string,
+    STRING_KEY(PER_ACCOUNT("provider"), "signing_string", provider_signing_string,
+               config_set_signing_string,
                "The canonical string a signature is made over, a template of `{method}`, "
                "`{path}` (as sent, with its query), `{timestamp}`, `{idempotency_key}`, "
                "`{body_sha256}` (hex; of the empty body for a GET) and `{request_id}`; `\\n` is "
                "a new line."),
-    CHOICE_KEY("provider", "signature_encoding", provider_signature_encoding, " hex base64 ",
-               "`hex` (lower case) or `base64`."),
-    STRING_KEY("provider", "signature_prefix", provider_signature_prefix, config_set_prefix,
+    CHOICE_KEY(PER_ACCOUNT("provider"), "signature_encoding", provider_signature_encoding,
+               " hex base64 ", "`hex` (lower case) or `base64`."),
+    STRING_KEY(PER_ACCOUNT("provider"), "signature_prefix", provider_signature_prefix,
+               config_set_prefix,
                "Text before the signature in its header, e.g. `sha256=` or `v1=`."),
-    CHOICE_KEY("provider", "body_format", provider_body_format, " json form ",
+    CHOICE_KEY(PER_ACCOUNT("provider"), "body_format", provider_body_format, " json form ",
                "The refund POST's body: `json` or `form` "
                "(`application/x-www-form-urlencoded`)."),
-    REPEAT_KEY("provider", "body_field", config_set_body_field, config_differ_body_fields,
+    REPEAT_KEY(PER_ACCOUNT("provider"), "body_field", config_set_body_field,
+               config_clear_body_fields, config_differ_body_fields,
                "One field of the refund POST's body, `NAME TEMPLATE`, repeatable (at most 16, "
                "in order); none: PROVIDER.md's `operation_id payment_id amount currency`. The "
                "template uses `{operation_id}`, `{payment_id}`, `{amount}`, `{currency}`, "
@@ -230,44 +246,51 @@ const struct key_def config_keys[] = {
                "`{metadata}` alone an object (in a form, one `NAME[KEY]=VALUE` per pair); a "
                "field that is only an optional value the refund lacks is left out. In JSON a "
                "dot in NAME nests. E.g. `amount {amount}`, `metadata[op] {operation_id}`."),
-    PATH_KEY("provider", "query_fallback_path", provider_query_fallback_path,
+    PATH_KEY(PER_ACCOUNT("provider"), "query_fallback_path", provider_query_fallback_path,
              MAP_PATH_QUERY_FALLBACK,
              "The query path used while the provider's refund id is unknown (a POST that "
              "timed out), when `provider.query_path` uses `{refund_id}`; must use "
              "`{operation_id}`. Required then, refused otherwise."),
-    STRING_KEY("provider", "status_field", provider_status_field, config_set_field_source,
+    STRING_KEY(PER_ACCOUNT("provider"), "status_field", provider_status_field,
+               config_set_field_source,
                "Where a response says the refund's status: a JSON path (`status`, "
                "`data.0.status`; a number is an array index) or `header:NAME`; up to three, "
                "space-separated, the first present wins. Empty: not read."),
-    STRING_KEY("provider", "status_succeeded", provider_status_succeeded, config_set_status_list,
+    STRING_KEY(PER_ACCOUNT("provider"), "status_succeeded", provider_status_succeeded,
+               config_set_status_list,
                "The provider's status words meaning succeeded, comma-separated; the "
                "classification table (`classify.rule`) sees them as `succeeded`."),
-    STRING_KEY("provider", "status_failed", provider_status_failed, config_set_status_list,
-               "The words meaning failed for good (seen as `failed`)."),
-    STRING_KEY("provider", "status_processing", provider_status_processing, config_set_status_list,
+    STRING_KEY(PER_ACCOUNT("provider"), "status_failed", provider_status_failed,
+               config_set_status_list, "The words meaning failed for good (seen as `failed`)."),
+    STRING_KEY(PER_ACCOUNT("provider"), "status_processing", provider_status_processing,
+               config_set_status_list,
                "The words meaning still running (seen as `processing`). A word in no list "
                "reaches the classification table as it is."),
-    STRING_KEY("provider", "refund_id_field", provider_refund_id_field, config_set_field_source,
+    STRING_KEY(PER_ACCOUNT("provider"), "refund_id_field", provider_refund_id_field,
+               config_set_field_source,
                "Where a response carries the provider's refund id (stored, shown, and usable "
                "as `{refund_id}` in `provider.query_path`)."),
-    STRING_KEY("provider", "error_code_field", provider_error_code_field, config_set_field_source,
+    STRING_KEY(PER_ACCOUNT("provider"), "error_code_field", provider_error_code_field,
+               config_set_field_source,
                "Where an error response carries its code (`code=` in `classify.rule`)."),
-    STRING_KEY("provider", "failure_code_field", provider_failure_code_field,
+    STRING_KEY(PER_ACCOUNT("provider"), "failure_code_field", provider_failure_code_field,
                config_set_field_source,
                "Where a failed refund carries the reason it failed (shown to the operator)."),
-    STRING_KEY("provider", "retryable_field", provider_retryable_field, config_set_field_source,
+    STRING_KEY(PER_ACCOUNT("provider"), "retryable_field", provider_retryable_field,
+               config_set_field_source,
                "Where the provider marks an error retryable: a JSON boolean, or a header or "
                "string `true`/`false` (`retryable=` in `classify.rule`)."),
 
-    DOUBLE_KEY("exit", "starts_per_second", exit.starts_per_second, 0, 1e9, true,
+    DOUBLE_KEY(PER_ACCOUNT("exit"), "starts_per_second", exit.starts_per_second, 0, 1e9, true,
                "The account's start rate, every kind of call included: two starts are never "
                "closer than 1/rate, counted from each actual start, and idle time earns no "
                "credit. With `exit.shares`, each dispatcher starts at this rate inside its "
                "own windows of one grid and so, over time, at rate / shares."),
-    INT_KEY("exit", "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1,
+    INT_KEY(PER_ACCOUNT("exit"), "max_in_flight", KEY_UINT, exit.max_in_flight, 1, 10000, 1,
             "Calls open at the provider at most (the account's; each share gets "
             "max_in_flight / shares)."),
-    INT_KEY("exit", "spacing_margin_us", KEY_I64, exit.spacing_margin_ns, 0, 1000000, 1000,
+    INT_KEY(PER_ACCOUNT("exit"), "spacing_margin_us", KEY_I64, exit.spacing_margin_ns, 0, 1000000,
+            1000,
             "Added to every spacing between starts, in microseconds, for what the path to the "
             "provider may take off a gap (network and scheduling at both ends vary from request "
             "to request), so that a provider measuring arrivals in whole milliseconds still sees "
@@ -275,14 +298,15 @@ const struct key_def config_keys[] = {
             "second (the default: 0.5 % at 5/s, 4.8 % at 50/s). `tollgate verify` reports your "
             "path's variation (`receive_spacing`); docs/bench.md has how the default was "
             "measured."),
-    DOUBLE_KEY("exit", "query_starts_per_second", exit_query_starts_per_second, 0, 1e9, false,
+    DOUBLE_KEY(PER_ACCOUNT("exit"), "query_starts_per_second", exit_query_starts_per_second, 0, 1e9,
+               false,
                "A sub-quota for reconciliation queries inside `exit.starts_per_second` (must be "
                "<= it: it never adds to it). 0: off."),
-    INT_KEY("exit", "shares", KEY_UINT, exit_shares, 1, STORE_SHARES_MAX, 1,
+    INT_KEY(PER_ACCOUNT("exit"), "shares", KEY_UINT, exit_shares, 1, STORE_SHARES_MAX, 1,
             "The account's quota split into this many equal shares, one per running "
             "dispatcher (must be <= `exit.max_in_flight`). Give every dispatcher of one "
             "account the same `[exit]`; see docs/operating.md."),
-    INT_KEY("exit", "clock_skew_ms", KEY_I64, exit_clock_skew_ms, 0, 1000, 1,
+    INT_KEY(PER_ACCOUNT("exit"), "clock_skew_ms", KEY_I64, exit_clock_skew_ms, 0, 1000, 1,
             "With `exit.shares` > 1: a bound on how far apart the clocks of the dispatchers' "
             "machines may be. The shares start only inside their own windows of one grid on "
             "the wall clock (a run of points at the account's spacing each), the next "
@@ -292,62 +316,69 @@ const struct key_def config_keys[] = {
             "window holds enough points to keep that gap under 1 % of it, up to a share's "
             "in-flight cap (the exit_open log line says how many). Keep the machines' "
             "clocks synchronised (NTP) within it."),
-    INT_KEY("exit", "timeout_run_hold", KEY_UINT, exit_timeout_run_hold, 0, 100000, 1,
+    INT_KEY(PER_ACCOUNT("exit"), "timeout_run_hold", KEY_UINT, exit_timeout_run_hold, 0, 100000, 1,
             "This many timeouts in a row hold every start for `exit.timeout_hold_ms`; 0: "
             "never."),
-    INT_KEY("exit", "timeout_hold_ms", KEY_I64, exit_timeout_hold_ms, 0, MAX_DURATION_MS, 1,
+    INT_KEY(PER_ACCOUNT("exit"), "timeout_hold_ms", KEY_I64, exit_timeout_hold_ms, 0,
+            MAX_DURATION_MS, 1,
             "How long a run of timeouts holds the exit. After any hold exactly one probe goes "
             "first."),
-    INT_KEY("exit", "default_hold_ms", KEY_I64, exit_default_hold_ms, 0, MAX_DURATION_MS, 1,
-            "How long a 429 or 503 without Retry-After holds every start."),
-    INT_KEY("exit", "default_hold_max_ms", KEY_I64, exit_default_hold_max_ms, 0, MAX_DURATION_MS, 1,
+    INT_KEY(PER_ACCOUNT("exit"), "default_hold_ms", KEY_I64, exit_default_hold_ms, 0,
+            MAX_DURATION_MS, 1, "How long a 429 or 503 without Retry-After holds every start."),
+    INT_KEY(PER_ACCOUNT("exit"), "default_hold_max_ms", KEY_I64, exit_default_hold_max_ms, 0,
+            MAX_DURATION_MS, 1,
             "A probe refused again with 429/503 and no Retry-After holds twice as long as the "
             "last such hold, from `exit.default_hold_ms` up to this (and never past the "
             "Retry-After cap, `retry.retry_after_cap_s`): a provider that keeps refusing "
             "without saying how long costs one probe per doubling hold, not one per "
             "`exit.default_hold_ms`. At or below `exit.default_hold_ms`: no doubling."),
-    INT_KEY("exit", "idle_poll_max_ms", KEY_I64, exit_idle_poll_max_ms, 50, 60000, 1,
+    INT_KEY(PER_ACCOUNT("exit"), "idle_poll_max_ms", KEY_I64, exit_idle_poll_max_ms, 50, 60000, 1,
             "An idle exit looks for new work at least this often. In `tollgate serve` the API "
             "wakes the exit for every new refund and a due retry wakes it on time, so this only "
             "bounds how late an outbox row is seen; a `tollgate dispatch` alone, which no API "
             "can wake, backs off from 50 ms to this while it finds nothing."),
 
-    INT_KEY("retry", "max_attempts", KEY_UINT, policy.max_attempts, 1, 1000, 1,
+    INT_KEY(PER_ACCOUNT("retry"), "max_attempts", KEY_UINT, policy.max_attempts, 1, 1000, 1,
             "POSTs per operation, the first included; then manual review "
             "(`attempts_exhausted`)."),
-    BOOL_KEY("retry", "count_limited", policy.count_limited,
+    BOOL_KEY(PER_ACCOUNT("retry"), "count_limited", policy.count_limited,
              "A POST (or query) the provider refused with 429/503 for the whole account "
              "(nothing executed) counts against `retry.max_attempts` (`retry.max_queries`) like "
              "any other. false (default): it is given back, so a rate-limit episode sends no "
              "refund to manual for its budget (the deadline still bounds it, and the exit holds "
              "and probes meanwhile); true: every POST sent counts, a strict bound on the POSTs "
              "one key may make."),
-    INT_KEY("retry", "deadline_s", KEY_I64, policy.deadline_ms, 1, MAX_DURATION_S, 1000,
+    INT_KEY(PER_ACCOUNT("retry"), "deadline_s", KEY_I64, policy.deadline_ms, 1, MAX_DURATION_S,
+            1000,
             "From acceptance to a final answer; no automatic call after it, the operation goes "
             "to manual review (`deadline`)."),
-    INT_KEY("retry", "max_queries", KEY_UINT, policy.max_queries, 0, 100000, 1,
+    INT_KEY(PER_ACCOUNT("retry"), "max_queries", KEY_UINT, policy.max_queries, 0, 100000, 1,
             "Reconciliation queries per operation; then manual review (`query_budget`). 0: an "
             "unknown goes straight to manual review."),
-    INT_KEY("retry", "query_interval_ms", KEY_I64, policy.query_interval_ms, 1, MAX_DURATION_MS, 1,
-            "Spacing of one operation's queries."),
-    INT_KEY("retry", "key_retention_s", KEY_I64, policy.key_retention_ms, 1, MAX_DURATION_S, 1000,
+    INT_KEY(PER_ACCOUNT("retry"), "query_interval_ms", KEY_I64, policy.query_interval_ms, 1,
+            MAX_DURATION_MS, 1, "Spacing of one operation's queries."),
+    INT_KEY(PER_ACCOUNT("retry"), "key_retention_s", KEY_I64, policy.key_retention_ms, 1,
+            MAX_DURATION_S, 1000,
             "Never re-send a key older than this (from its first POST): past the provider's "
             "retention (PROVIDER.md: 24 h) it may be taken as new and refunded twice. Such an "
             "operation goes to manual review (`key_retention`)."),
-    INT_KEY("retry", "backoff_base_ms", KEY_I64, policy.backoff.base_ms, 1, MAX_DURATION_MS, 1,
+    INT_KEY(PER_ACCOUNT("retry"), "backoff_base_ms", KEY_I64, policy.backoff.base_ms, 1,
+            MAX_DURATION_MS, 1,
             "Upper edge of the first retry's window. Retry n waits in [min(min, hi), hi] with "
             "hi = min(cap, base x factor^(n-1))."),
-    DOUBLE_KEY("retry", "backoff_factor", policy.backoff.factor, 1, 100, false,
+    DOUBLE_KEY(PER_ACCOUNT("retry"), "backoff_factor", policy.backoff.factor, 1, 100, false,
                "Growth of the window per retry."),
-    INT_KEY("retry", "backoff_min_ms", KEY_I64, policy.backoff.min_ms, 0, MAX_DURATION_MS, 1,
-            "Lower edge of every window; must be <= `retry.backoff_cap_ms`."),
-    INT_KEY("retry", "backoff_cap_ms", KEY_I64, policy.backoff.cap_ms, 1, MAX_DURATION_MS, 1,
+    INT_KEY(PER_ACCOUNT("retry"), "backoff_min_ms", KEY_I64, policy.backoff.min_ms, 0,
+            MAX_DURATION_MS, 1, "Lower edge of every window; must be <= `retry.backoff_cap_ms`."),
+    INT_KEY(PER_ACCOUNT("retry"), "backoff_cap_ms", KEY_I64, policy.backoff.cap_ms, 1,
+            MAX_DURATION_MS, 1,
             "Per-retry cap on the window's upper edge; must be >= `retry.backoff_base_ms`."),
-    CUSTOM_KEY("retry", "jitter", config_set_jitter, config_show_jitter,
+    CUSTOM_KEY(PER_ACCOUNT("retry"), "jitter", config_set_jitter, config_show_jitter,
                "How a wait is drawn in its window: `none` (the upper edge: every client at the "
                "same instant), `full` (uniform), `equal` (upper/2 + uniform up to upper/2) or "
                "`decorrelated`. A Retry-After is a floor that jitter never shortens."),
-    INT_KEY("retry", "retry_after_cap_s", KEY_I64, retry_after_cap_ms, 0, MAX_DURATION_S, 1000,
+    INT_KEY(PER_ACCOUNT("retry"), "retry_after_cap_s", KEY_I64, retry_after_cap_ms, 0,
+            MAX_DURATION_S, 1000,
             "A longer Retry-After (seconds or an HTTP date) is cut to this, and never to more "
             "than a quarter of `retry.deadline_s`: one absurd header must not hold every queued "
             "refund past its deadline (the exit asks again, one probe, when the cut wait has "
@@ -355,7 +386,8 @@ const struct key_def config_keys[] = {
             "probes refused without Retry-After (`exit.default_hold_max_ms`) stops at this "
             "cap too."),
 
-    REPEAT_KEY("classify", "rule", config_set_rule, config_differ_rules,
+    REPEAT_KEY(PER_ACCOUNT("classify"), "rule", config_set_rule, config_clear_rules,
+               config_differ_rules,
                "A rule added over PROVIDER.md's built-in table, which it takes precedence over; "
                "repeatable (at most 64): `<post|query> <status>[-<status>] [code=<error_code>] "
                "[status=<body_status>] [retryable=<true|false|->] => <class>`, e.g. `post 409 "
@@ -420,8 +452,37 @@ const struct key_def config_keys[] = {
 
 const size_t config_key_count = sizeof(config_keys) / sizeof(config_keys[0]);
 
+const char config_account_help[] =
+    "Several provider accounts in one file: one `[account.NAME]` section each, NAME being 1 to "
+    "32 of `a-z`, `0-9`, `_` and `-`, each section at most once. An account may set any key of "
+    "the sections listed below, written with its section (`provider.base_url = ...`, "
+    "`exit.starts_per_second = 20`, `retry.deadline_s = 600`); what it does not set comes from "
+    "the top-level sections, which are every account's defaults. Its `classify.rule` or "
+    "`provider.body_field` lines replace the inherited list. Any other key (`store.url`, "
+    "`api.listen`, ...) is an error, and the checks across keys run for each account (a "
+    "message names `account.NAME.section.key`). A file without `[account.*]` is one account, "
+    "`default`. This build's dispatcher serves one account: `serve`, `dispatch` and `api` "
+    "refuse to start with several accounts, or with one not named `default` (`config check` "
+    "accepts them). On a reload an account's key is live or refused as its top-level "
+    "counterpart is.";
+
 _Static_assert(sizeof(config_keys) / sizeof(config_keys[0]) <= LOAD_KEYS_MAX,
                "struct load.seen is too small");
+
+/* struct tg_account_settings and the same members in struct tg_config
+ * (daemon/config_account.def) have one layout: the block is copied whole. */
+#define BLOCK_AT(member)                                                                           \
+        (offsetof(struct tg_config, member) - offsetof(struct tg_config, provider_base_url))
+_Static_assert(BLOCK_AT(rule_count) == offsetof(struct tg_account_settings, rule_count),
+               "the account block's layout differs");
+_Static_assert(BLOCK_AT(exit) == offsetof(struct tg_account_settings, exit),
+               "the account block's layout differs");
+_Static_assert(BLOCK_AT(policy) == offsetof(struct tg_account_settings, policy),
+               "the account block's layout differs");
+_Static_assert(BLOCK_AT(admission) >= ACCOUNT_BLOCK_SIZE,
+               "the account block overlaps what follows it");
+_Static_assert(sizeof(struct tg_account_settings) - ACCOUNT_BLOCK_SIZE < _Alignof(max_align_t),
+               "rule_count is not the account block's last member");
 
 const struct key_def *config_key_find(const char *section, const char *name)
 {
@@ -538,6 +599,7 @@ void config_defaults(struct tg_config *ret_config)
         snprintf(c->log_level, sizeof(c->log_level), "%s", "info");
         c->retention_keep_ms = 90 * DAY_MS;
         c->retention_prune_batch = 500;
+        config_accounts_default(c); /* one account, default, with the values above */
 }
 
 int64_t config_retry_after_cap_ms(const struct tg_config *config)

@@ -62,17 +62,32 @@ static void add_error(struct load *load, int line, const char *text)
         }
 }
 
+/* "account.NAME." when an account's key is read or checked, else "". */
+static void account_prefix(const struct load *load, char *buf, size_t size)
+{
+        buf[0] = '\0';
+        if (load->account >= 0)
+                snprintf(buf, size, "account.%s.", load->config.accounts[load->account].name);
+}
+
 int config_key_error(struct load *load, const struct key_def *key, const char *fmt, ...)
 {
-        char text[sizeof(load->errs[0].text)];
+        char text[sizeof(load->errs[0].text)], prefix[TG_ACCOUNT_NAME_MAX + 16];
         int i = config_key_index(config_key_find(key->section, key->name));
         int line = load->line;
         va_list ap;
         int n;
 
-        if (load->checking)
+        if (load->checking && load->account >= 0)
+                line = i >= 0 && load->account_seen[load->account][i]
+                           ? load->account_seen_line[load->account][i]
+                           : 0;
+        else if (load->checking)
                 line = i >= 0 && load->seen[i] ? load->seen_line[i] : 0;
-        n = snprintf(text, sizeof(text), "%s.%s: ", key->section, key->name);
+        account_prefix(load, prefix, sizeof(prefix));
+        /* a made-up row may lack a name (a section's own problem) */
+        n = snprintf(text, sizeof(text), "%s%s%s%s: ", prefix, key->section,
+                     key->name[0] ? "." : "", key->name);
         if (n < 0 || (size_t)n >= sizeof(text))
                 return 0;
         va_start(ap, fmt);
@@ -84,9 +99,16 @@ int config_key_error(struct load *load, const struct key_def *key, const char *f
 
 /* ---- names the table does not have -------------------------------------- */
 
+/* A row a name of the section being read may be: in an account, only
+ * one an account may set. */
+static bool candidate(const struct load *load, const struct key_def *key)
+{
+        return load->account < 0 || key->per_account;
+}
+
 /* The message for a key the table does not have: the closest key of its
  * section, else the same name in another section, when one is near. */
-static int unknown_key(struct load *load, const struct key_def *unknown)
+int config_unknown_key(struct load *load, const struct key_def *unknown)
 {
         const struct key_def *elsewhere = NULL;
         struct suggest near;
@@ -95,6 +117,8 @@ static int unknown_key(struct load *load, const struct key_def *unknown)
         suggest_init(&near, unknown->name);
         for (size_t i = 0; i < config_key_count; i++) {
                 const struct key_def *key = &config_keys[i];
+                if (!candidate(load, key))
+                        continue;
                 if (strcmp(key->section, unknown->section) == 0)
                         suggest_consider(&near, key->name);
                 else if (!elsewhere && suggest_distance(unknown->name, key->name) == 0)
@@ -110,15 +134,24 @@ static int unknown_key(struct load *load, const struct key_def *unknown)
         return config_key_error(load, unknown, "unknown key");
 }
 
-static int unknown_section(struct load *load, const struct key_def *unknown)
+int config_unknown_section(struct load *load, const struct key_def *unknown)
 {
         struct suggest near;
         const char *best;
 
         suggest_init(&near, unknown->section);
         for (size_t i = 0; i < config_key_count; i++)
-                suggest_consider(&near, config_keys[i].section);
+                if (candidate(load, &config_keys[i]))
+                        suggest_consider(&near, config_keys[i].section);
         best = suggest_best(&near);
+        if (load->account >= 0) /* an account's key: section.key in [account.NAME] */
+                return best ? config_key_error(load, unknown,
+                                               "unknown section %s; did you mean %s.%s?",
+                                               unknown->section, best, unknown->name)
+                            : config_key_error(load, unknown,
+                                               "unknown section %s (an account sets keys of "
+                                               "[provider], [exit], [retry] and [classify])",
+                                               unknown->section);
         if (best)
                 return config_key_error(load, unknown, "unknown section [%s]; did you mean [%s]?",
                                         unknown->section, best);
@@ -134,6 +167,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
         struct key_def unknown = {.section = section, .name = name, .type = KEY_CUSTOM};
         bool section_known = false;
 
+        if (strncmp(section, "account.", 8) == 0)
+                return config_account_key(load, section, name, value);
         for (size_t i = 0; i < config_key_count; i++) {
                 const struct key_def *key = &config_keys[i];
                 if (strcmp(key->section, section) != 0)
@@ -151,8 +186,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
         if (section[0] == '\0')
                 return config_key_error(load, &unknown, "key outside any [section]");
         if (!section_known)
-                return unknown_section(load, &unknown);
-        return unknown_key(load, &unknown);
+                return config_unknown_section(load, &unknown);
+        return config_unknown_key(load, &unknown);
 }
 
 /* ---- checks across keys --------------------------------------------------- */
@@ -285,8 +320,15 @@ static void check_provider(struct load *load)
         }
         r = provider_setup_maps(c, maps, err, sizeof(err));
         free(maps);
-        if (r < 0)
-                add_error(load, 0, err);
+        if (r < 0) {
+                char text[sizeof(load->errs[0].text)], prefix[TG_ACCOUNT_NAME_MAX + 16];
+
+                account_prefix(load, prefix, sizeof(prefix));
+                /* a long message is cut at its end: its start names the key */
+                if (snprintf(text, sizeof(text), "%s%s", prefix, err) < 0)
+                        text[0] = '\0';
+                add_error(load, 0, text);
+        }
 }
 
 /* Every check runs, so that config_check() lists every problem; each
@@ -295,8 +337,9 @@ static void check_provider(struct load *load)
 static void check_all(struct load *load)
 {
         struct tg_config *c = &load->config;
+        bool top = load->account < 0; /* else an account's view: only its keys */
 
-        if (c->api_token[0] == '\0' && !is_loopback(c->api_listen_host))
+        if (top && c->api_token[0] == '\0' && !is_loopback(c->api_listen_host))
                 config_key_error(load, row("api", "token_file"),
                                  "required when api.listen is not loopback");
         check_order(load, "provider", "connect_timeout_ms", "timeout_ms");
@@ -318,14 +361,22 @@ static void check_all(struct load *load)
         /* A pruned operation's id is new again: while the provider may still
          * hear of the operation (its deadline, then its key's retention), it
          * must stay. */
-        if (c->retention_keep_ms > 0 &&
+        if (!top && c->retention_keep_ms > 0 &&
             c->retention_keep_ms <= c->policy.deadline_ms + c->policy.key_retention_ms)
+                config_key_error(
+                    load, row("retry", "deadline_s"),
+                    "with retry.key_retention_s (%lld s in all), must be shorter "
+                    "than retention.keep_days: a pruned operation's id is new again",
+                    (long long)((c->policy.deadline_ms + c->policy.key_retention_ms) / 1000));
+        else if (c->retention_keep_ms > 0 &&
+                 c->retention_keep_ms <= c->policy.deadline_ms + c->policy.key_retention_ms)
                 config_key_error(
                     load, row("retention", "keep_days"),
                     "must be 0 (keep forever) or longer than retry.deadline_s + "
                     "retry.key_retention_s (%lld s)",
                     (long long)((c->policy.deadline_ms + c->policy.key_retention_ms) / 1000));
-        check_order(load, "ui", "session_idle_s", "session_max_s");
+        if (top)
+                check_order(load, "ui", "session_idle_s", "session_max_s");
         check_provider(load);
 }
 
@@ -377,6 +428,23 @@ static char *read_line(char *str, int num, void *stream)
         bool section = str[lead] == '[' && memchr(str + lead, ']', end) != NULL;
         bool pair =
             str[lead] != '[' && (memchr(str + lead, '=', end) || memchr(str + lead, ':', end));
+        if (section) {
+                /* its name as inih reads it: inside the brackets, trimmed */
+                char name[TG_CONFIG_LINE];
+                const char *open = str + lead + 1;
+                const char *close = memchr(open, ']', end - 1);
+                size_t n;
+
+                open += strspn(open, " \t");
+                n = close && close > open ? (size_t)(close - open) : 0;
+                while (n > 0 && (open[n - 1] == ' ' || open[n - 1] == '\t'))
+                        n--;
+                if (n < sizeof(name)) {
+                        memcpy(name, open, n);
+                        name[n] = '\0';
+                        config_account_section(load, name);
+                }
+        }
         if (end > 0 && !section && !pair) {
                 add_error(load, load->line, "config: not a [section] or key = value line");
                 str[0] = '\n';
@@ -418,6 +486,7 @@ static int load_run(const char *path, struct load *load)
                 add_error(load, 0, text);
                 return -e;
         }
+        load->account = -1;
         config_folder(path, load->dir, sizeof(load->dir));
         config_defaults(&load->config);
         snprintf(load->config.config_dir, sizeof(load->config.config_dir), "%s", load->dir);
@@ -450,9 +519,15 @@ static int load_run(const char *path, struct load *load)
                 snprintf(dflt, sizeof(dflt), "%s", load->config.store_url);
                 config_set_store_url(load, row("store", "url"), dflt);
         }
+        /* The accounts' keys, over the top-level values now known. */
+        config_accounts_read(load);
         if (!load->failed) {
                 load->checking = true;
                 check_all(load);
+                /* each account's view, once the top level holds: else an
+                 * account inheriting a broken value would repeat its error */
+                if (!load->failed)
+                        config_accounts_check(load, check_all);
                 load->checking = false;
         }
         return 0;

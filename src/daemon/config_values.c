@@ -636,3 +636,17 @@ int config_show_value(const struct key_def *key, const struct tg_config *config,
         }
         return TG_EINVAL;
 }
+
+/* ---- lists an account replaces ------------------------------------------- */
+
+void config_clear_body_fields(struct tg_config *config)
+{
+        memset(config->provider_body_fields, 0, sizeof(config->provider_body_fields));
+        config->provider_body_field_count = 0;
+}
+
+void config_clear_rules(struct tg_config *config)
+{
+        memset(config->rules, 0, sizeof(config->rules));
+        config->rule_count = 0;
+}

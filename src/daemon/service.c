@@ -189,10 +189,12 @@ void service_housekeeping(void *ctx, struct store *store, unsigned share, tg_wal
 
 /* ---- reloads ------------------------------------------------------------------------ */
 
+/* An account's key ("account.eu.exit") is judged as its top-level one. */
 static bool is_live(const char *section, const char *name)
 {
         char key[96];
 
+        section = config_section_base(section);
         snprintf(key, sizeof(key), "%s.%s", section, name);
         for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++)
                 if (strcmp(live_keys[i], key) == 0)
@@ -206,6 +208,9 @@ struct reload_note {
 
 static const char *why_not_live(const char *section, const char *name)
 {
+        if (strcmp(section, "account") == 0)
+                return "the accounts are read once, at start";
+        section = config_section_base(section);
         if (strcmp(section, "store") == 0)
                 return "the store cannot change under a running process";
         if (strcmp(section, "api") == 0 && strcmp(name, "listen") == 0)
@@ -290,6 +295,8 @@ int service_reload(struct service *svc)
         pthread_mutex_lock(&svc->lock);
         notify("RELOADING=1");
         r = config_load(svc->opt.config_path, next, err, sizeof(err));
+        if (r == 0)
+                r = config_one_account(next, err, sizeof(err)); /* as at start */
         if (r < 0) {
                 log_emit(LOG_ERROR, "config_reload_failed",
                          json_pack("{s:s, s:s}", "message", err, "result",

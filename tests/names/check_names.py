@@ -68,7 +68,7 @@ OTHER = {
     ("src/tools/demo_resilience.c", "succeeded"): (1, "the demo's printed outcome"),
     # the config
     ("src/daemon/config*.c", "retry"): (None, "the [retry] section",
-                                        r'"retry"\s*,|section\s*=\s*"retry"'),
+                                        r'"retry"\s*,|section\s*=\s*"retry"|PER_ACCOUNT\("retry"\)'),
     ("src/daemon/config*.c", "none"): (2, "provider.auth = none"),
     ("src/daemon/provider_setup.c", "none"): (1, "provider.auth = none"),
     # the API's and the console's own words

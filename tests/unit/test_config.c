@@ -1058,6 +1058,271 @@ static void test_describe_scdoc(void **state)
         free(doc);
 }
 
+/* ---- [account.NAME] ------------------------------------------------------ */
+
+/* Heap: a config carries TG_ACCOUNTS_MAX accounts. */
+static struct tg_config *config_new(void)
+{
+        struct tg_config *c = calloc(1, sizeof(*c));
+        assert_non_null(c);
+        return c;
+}
+
+/* An account inherits what it does not set; what it sets is its own (the
+ * top level stays as written); config_account_view() shows its values in
+ * a whole config. */
+static void test_accounts_override_and_inherit(void **state)
+{
+        (void)state;
+        struct tg_config *c = config_new(), *view = config_new();
+        const struct tg_account *eu, *us;
+        char err[512];
+
+        assert_int_equal(load_text("[exit]\nstarts_per_second = 8\nmax_in_flight = 12\n"
+                                   "[retry]\ndeadline_s = 900\n"
+                                   "[classify]\nrule = post 500 => unknown\n"
+                                   "[account.eu]\nprovider.base_url = http://127.0.0.1:9191\n"
+                                   "exit.starts_per_second = 20\nretry.deadline_s = 600\n"
+                                   "classify.rule = query 404 => not_found\n"
+                                   "[account.us]\n",
+                                   c, err, sizeof(err)),
+                         0);
+        assert_int_equal(c->account_count, 2);
+        eu = config_account_find(c, "eu");
+        us = config_account_find(c, "us");
+        assert_non_null(eu);
+        assert_non_null(us);
+        assert_null(config_account_find(c, "default"));
+        assert_true(eu->declared);
+        assert_int_equal(eu->line, 8);
+        /* eu's own, and inherited */
+        assert_string_equal(eu->settings.provider_base_url, "http://127.0.0.1:9191");
+        assert_true(eu->settings.exit.starts_per_second == 20.0);
+        assert_int_equal(eu->settings.exit.max_in_flight, 12);
+        assert_int_equal(eu->settings.policy.deadline_ms, 600 * 1000);
+        /* its rule replaced the inherited list */
+        assert_int_equal(eu->settings.rule_count, 1);
+        /* us sets nothing: the top level's */
+        assert_string_equal(us->settings.provider_base_url, c->provider_base_url);
+        assert_true(us->settings.exit.starts_per_second == 8.0);
+        assert_int_equal(us->settings.policy.deadline_ms, 900 * 1000);
+        assert_int_equal(us->settings.rule_count, 1);
+        /* the top level stays the defaults */
+        assert_string_equal(c->provider_base_url, "http://127.0.0.1:9090");
+        assert_true(c->exit.starts_per_second == 8.0);
+        /* the view: eu's values, the rest of the config as it is */
+        assert_int_equal(config_account_view(c, eu, view), 0);
+        assert_string_equal(view->provider_base_url, "http://127.0.0.1:9191");
+        assert_true(view->exit.starts_per_second == 20.0);
+        assert_int_equal(view->exit.max_in_flight, 12);
+        assert_int_equal(view->policy.deadline_ms, 600 * 1000);
+        assert_string_equal(view->store_url, c->store_url);
+        assert_true(view->admission.max_backlog == c->admission.max_backlog);
+        assert_int_equal(view->retention_keep_ms, c->retention_keep_ms);
+        assert_int_equal(config_account_view(c, NULL, view), TG_EINVAL);
+        /* a secret an account names is read relative to the file */
+        write_file(tok_path, "whsec-eu\n");
+        assert_int_equal(
+            load_text("[account.eu]\nprovider.webhook_secret_file = token\n", c, err, sizeof(err)),
+            0);
+        eu = config_account_find(c, "eu");
+        assert_non_null(eu);
+        assert_string_equal(eu->settings.provider_webhook_secret, "whsec-eu");
+        assert_string_equal(c->provider_webhook_secret, "");
+        free(view);
+        free(c);
+}
+
+/* A file without [account.*] is one account, default, with the top-level
+ * values: it loads exactly as before. */
+static void test_accounts_none_is_default(void **state)
+{
+        (void)state;
+        struct tg_config *c = config_new(), *d = config_new();
+        const struct tg_account *a;
+        char err[512];
+
+        assert_int_equal(load_text("[exit]\nstarts_per_second = 7\n", c, err, sizeof(err)), 0);
+        assert_int_equal(c->account_count, 1);
+        a = config_account_find(c, "default");
+        assert_non_null(a);
+        assert_false(a->declared);
+        assert_true(a->settings.exit.starts_per_second == 7.0);
+        assert_memory_equal(&a->settings.provider_base_url, &c->provider_base_url,
+                            sizeof(c->provider_base_url));
+        /* serving it changes nothing */
+        *d = *c;
+        assert_int_equal(config_one_account(d, err, sizeof(err)), 0);
+        assert_memory_equal(d, c, sizeof(*c));
+        /* the defaults file: the same bytes as config_defaults() in that folder */
+        assert_int_equal(load_text("", c, err, sizeof(err)), 0);
+        defaults_in_dir(d);
+        assert_int_equal(config_diff(c, d, NULL, NULL), 0);
+        free(d);
+        free(c);
+}
+
+static void expect_load_error(const char *text, const char *want)
+{
+        struct tg_config *c = config_new();
+        char err[512];
+
+        assert_int_equal(load_text(text, c, err, sizeof(err)), TG_ECONFIG);
+        if (strcmp(err, want) != 0)
+                fail_msg("got \"%s\", want \"%s\"", err, want);
+        free(c);
+}
+
+/* Bad names, a duplicate, a key an account may not set, an unknown key
+ * with a did-you-mean: each an error naming it, with its line. */
+static void test_accounts_errors(void **state)
+{
+        (void)state;
+        expect_load_error("[account.EU]\n",
+                          "account.EU: bad account name \"EU\": a NAME is 1 to 32 of a-z, 0-9, _ "
+                          "and - (line 1)");
+        expect_load_error("[account.]\n",
+                          "account.: bad account name \"\": a NAME is 1 to 32 of a-z, 0-9, _ and - "
+                          "(line 1)");
+        expect_load_error("[account.abcdefghijklmnopqrstuvwxyz0123456]\n",
+                          "account.abcdefghijklmnopqrstuvwxyz0123456: bad account name "
+                          "\"abcdefghijklmnopqrstuvwxyz0123456\": a NAME is 1 to 32 of a-z, 0-9, _ "
+                          "and - (line 1)");
+        expect_load_error("[account.eu]\nexit.shares = 2\n[account.eu]\n",
+                          "account.eu: [account.eu] appears twice (first at line 1) (line 3)");
+        expect_load_error("[account.eu]\nstore.url = sqlite://x.db\n",
+                          "account.eu.store.url: an account may not set this key (only the keys "
+                          "of [provider], [exit], [retry] and [classify]) (line 2)");
+        expect_load_error("[account.eu]\n\napi.listen = 127.0.0.1:1\n",
+                          "account.eu.api.listen: an account may not set this key (only the keys "
+                          "of [provider], [exit], [retry] and [classify]) (line 3)");
+        expect_load_error("[account.eu]\nexit.max_inflight = 3\n",
+                          "account.eu.exit.max_inflight: unknown key; did you mean "
+                          "exit.max_in_flight? (line 2)");
+        expect_load_error("[account.eu]\nexti.max_in_flight = 3\n",
+                          "account.eu.exti.max_in_flight: unknown section exti; did you mean "
+                          "exit.max_in_flight? (line 2)");
+        expect_load_error("[account.eu]\nmax_in_flight = 3\n",
+                          "account.eu.max_in_flight: an account's key is written with its "
+                          "section, e.g. exit.starts_per_second (line 2)");
+        expect_load_error("[account.eu]\nexit.shares = 2\nexit.shares = 3\n",
+                          "account.eu.exit.shares: set more than once (first at line 2) (line 3)");
+        /* a bad value: the setter's own message, under the account's name */
+        expect_load_error("[exit]\nstarts_per_second = 5\n[account.eu]\nexit.starts_per_second = "
+                          "fast\n",
+                          "account.eu.exit.starts_per_second: must be a number in (0, 1e+09], "
+                          "got \"fast\" (line 4)");
+}
+
+/* The checks across keys run on each account's view, and name it. */
+static void test_accounts_cross_checks(void **state)
+{
+        (void)state;
+        struct problems p;
+        unsigned n = 0;
+
+        /* the account's own key, with its line */
+        memset(&p, 0, sizeof(p));
+        write_file(cfg_path, "[exit]\nmax_in_flight = 4\n[account.us]\n[account.eu]\n"
+                             "exit.shares = 8\n");
+        assert_int_equal(config_check(cfg_path, collect, &p, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(p.lines[0], 5);
+        assert_string_equal(p.text[0], "account.eu.exit.shares: must be <= exit.max_in_flight (4): "
+                                       "each share needs at least one call in flight of the "
+                                       "account's");
+        /* an inherited value the account's key breaks: blames the key it set */
+        memset(&p, 0, sizeof(p));
+        write_file(cfg_path, "[exit]\nshares = 2\n[account.eu]\nexit.max_in_flight = 1\n");
+        assert_int_equal(config_check(cfg_path, collect, &p, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(p.text[0], "account.eu.exit.shares: must be <= exit.max_in_flight (1): "
+                                       "each share needs at least one call in flight of the "
+                                       "account's");
+        /* config_load's message names the account too */
+        expect_load_error("[account.eu]\nprovider.connect_timeout_ms = 5000\n",
+                          "account.eu.provider.connect_timeout_ms: must be <= provider.timeout_ms "
+                          "(3000)");
+        expect_load_error("[account.eu]\nprovider.auth = bearer\n",
+                          "account.eu.provider.auth_secret_file: required when provider.auth is "
+                          "bearer");
+}
+
+/* This build serves one account: several, or one not named default, are
+ * refused (config check accepts them); exactly [account.default] is served
+ * with its own values. */
+static void test_accounts_serve_one(void **state)
+{
+        (void)state;
+        struct tg_config *c = config_new();
+        char err[512];
+
+        assert_int_equal(load_text("[account.eu]\n[account.us]\n", c, err, sizeof(err)), 0);
+        assert_int_equal(config_one_account(c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "several accounts are configured (eu, us); this build serves "
+                                    "one: "));
+        assert_int_equal(load_text("[account.eu]\n", c, err, sizeof(err)), 0);
+        assert_int_equal(config_one_account(c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "the one account configured is named eu"));
+        assert_int_equal(load_text("[exit]\nstarts_per_second = 3\n[account.default]\n"
+                                   "exit.starts_per_second = 9\n",
+                                   c, err, sizeof(err)),
+                         0);
+        assert_true(c->exit.starts_per_second == 3.0);
+        assert_int_equal(config_one_account(c, err, sizeof(err)), 0);
+        assert_true(c->exit.starts_per_second == 9.0);
+        assert_false(c->accounts[0].declared);
+        free(c);
+}
+
+/* A reload names an account's key under its section; config_section_base
+ * gives the top-level section it is judged by. */
+static void test_accounts_diff(void **state)
+{
+        (void)state;
+        struct tg_config *a = config_new(), *b = config_new();
+        struct names k;
+        char err[512];
+
+        assert_int_equal(
+            load_text("[account.eu]\nexit.max_in_flight = 4\n[account.us]\n", a, err, sizeof(err)),
+            0);
+        assert_int_equal(
+            load_text("[account.eu]\nexit.max_in_flight = 5\n[account.fr]\n", b, err, sizeof(err)),
+            0);
+        memset(&k, 0, sizeof(k));
+        assert_int_equal(config_diff(a, b, note_key, &k), 3);
+        assert_string_equal(k.keys[0], "account.eu.exit.max_in_flight");
+        assert_string_equal(k.keys[1], "account.us");
+        assert_string_equal(k.keys[2], "account.fr");
+        assert_string_equal(config_section_base("account.eu.exit"), "exit");
+        assert_string_equal(config_section_base("exit"), "exit");
+        free(b);
+        free(a);
+}
+
+/* The docs describe the section, and the INI file still loads as the
+ * defaults (the section is commented out). */
+static void test_accounts_documented(void **state)
+{
+        (void)state;
+        const enum config_doc_format fmts[] = {CONFIG_DOC_INI, CONFIG_DOC_MARKDOWN,
+                                               CONFIG_DOC_SCDOC};
+
+        for (size_t i = 0; i < 3; i++) {
+                char *doc = NULL;
+                size_t len = 0;
+                FILE *f = open_memstream(&doc, &len);
+                assert_non_null(f);
+                assert_int_equal(config_describe(f, fmts[i]), 0);
+                fclose(f);
+                assert_non_null(strstr(doc, "[account.NAME]"));
+                assert_non_null(strstr(doc, "Sections an account may set: "));
+                assert_non_null(strstr(doc, "[classify]"));
+                free(doc);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1083,6 +1348,13 @@ int main(void)
             cmocka_unit_test(test_diff),
             cmocka_unit_test(test_retention_keys),
             cmocka_unit_test(test_describe_scdoc),
+            cmocka_unit_test(test_accounts_override_and_inherit),
+            cmocka_unit_test(test_accounts_none_is_default),
+            cmocka_unit_test(test_accounts_errors),
+            cmocka_unit_test(test_accounts_cross_checks),
+            cmocka_unit_test(test_accounts_serve_one),
+            cmocka_unit_test(test_accounts_diff),
+            cmocka_unit_test(test_accounts_documented),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
