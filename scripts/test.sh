@@ -19,7 +19,11 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 # shellcheck source=scripts/mariadb-test-server.sh
 source ./scripts/mariadb-test-server.sh
 mariadb_test_server_start
-trap mariadb_test_server_stop EXIT
+# ... and a private PostgreSQL (TG_TEST_PG_URL), removed on exit as well.
+# shellcheck source=scripts/pg-test-server.sh
+source ./scripts/pg-test-server.sh
+pg_test_server_start
+trap 'mariadb_test_server_stop; pg_test_server_stop' EXIT
 
 run_suite() { # build-dir, integration label (all: every one), extra cmake args...
   local dir=$1 label=$2; shift 2

@@ -80,8 +80,10 @@
 const struct key_def config_keys[] = {
     STRING_KEY(
         "store", "url", store_url, config_set_store_url,
-        "Where the backlog lives: `sqlite://PATH` (embedded, WAL) or "
-        "`mysql://user@host:port/db?password_file=PATH` (MariaDB only, 10.11 tested; see docs/outbox.md). "
+        "Where the backlog lives: `sqlite://PATH` (embedded, WAL), "
+        "`mysql://user@host:port/db?password_file=PATH` (MariaDB only, 10.11 tested; see "
+        "docs/outbox.md) or `postgresql://user@host:port/db?password_file=PATH&sslmode=MODE` "
+        "(PostgreSQL 15 tested; without a password, libpq's PGPASSFILE or ~/.pgpass). "
         "A relative path is relative to this file's folder. Never quoted in a message: "
         "it may carry a password."),
     BOOL_KEY("store", "check_on_start", store_check_on_start,
