@@ -2909,6 +2909,37 @@ static void test_pg_open_errors(void **state)
         assert_null(s);
 }
 
+#ifdef TG_HAVE_PG
+/* The server ends every session of the store's database (an administrator's
+ * pg_terminate_backend, a failover): the next transaction reconnects and
+ * runs (it failed before COMMIT was sent), and the owner learns that its
+ * lock went with its session. */
+static void test_pg_sessions_killed(void **state)
+{
+        struct store *s = open_store();
+        struct store *t = open_store();
+        struct raw_result r;
+        int64_t e = 0, e2 = 0;
+
+        (void)state;
+        assert_true(fx_is_pg);
+        assert_int_equal(store_owner_acquire(s, &e), 0);
+        accept_new(s, "k1", T0);
+        r = raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+                "current_database() AND pid <> pg_backend_pid()");
+        assert_false(r.refused);
+        accept_new(s, "k2", T0 + 1); /* reconnected, the acceptance retried */
+        assert_int_equal(get_op(s, "k1").state, OP_PENDING);
+        assert_int_equal(store_owner_check(s), TG_ELOCKED);
+        /* the lock is free: another handle takes the exit, with a newer epoch */
+        assert_int_equal(store_owner_acquire(t, &e2), 0);
+        assert_true(e2 > e);
+        assert_int_equal(store_owner_acquire(s, &e), TG_ELOCKED);
+        store_close(t);
+        store_close(s);
+}
+#endif
+
 #define CONTRACT_TESTS(setup, teardown)                                                            \
         cmocka_unit_test_setup_teardown(test_accept_new_same_conflict, setup, teardown),           \
             cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),         \
@@ -3047,6 +3078,9 @@ int main(int argc, char **argv)
         const struct CMUnitTest pg_tests[] = {
             CONTRACT_TESTS(setup_mysql, teardown_mysql),
             cmocka_unit_test_setup_teardown(test_pg_open_errors, setup_mysql, teardown_mysql),
+#ifdef TG_HAVE_PG
+            cmocka_unit_test_setup_teardown(test_pg_sessions_killed, setup_mysql, teardown_mysql),
+#endif
         };
         bool pg = argc >= 2 && strcmp(argv[1], "pg") == 0;
         const char *mysql = getenv(pg ? "TG_TEST_PG_URL" : "TG_TEST_MYSQL_URL");
