@@ -3,10 +3,13 @@
  * (SQLSTATEs to TG_E* codes), the SQL builder, column values, connections
  * and the transaction runner.
  *
- * Values go into SQL text through one builder (sqlf) that escapes every
- * string with PQescapeStringConn on a connection with
- * standard_conforming_strings on; integers are printed. There is no other
- * way into a query. A serialization failure (40001), a deadlock (40P01) or a
+ * Values go into SQL text through one builder (sqlf) that quotes every
+ * string as a standard literal (quotes doubled; our sessions set
+ * standard_conforming_strings on and client_encoding UTF8, in which no
+ * character hides a quote byte); integers are printed. There is no other way
+ * into a query. A byte that is not part of valid UTF-8 (a text cut in the
+ * middle of a character by a bounded copy) is written as '?': the server
+ * would refuse the whole statement for it, and an outcome must be recorded. A serialization failure (40001), a deadlock (40P01) or a
  * lock wait timeout (55P03) retries the whole transaction (a few times, with
  * a short pause); a lost connection is reconnected and the transaction
  * retried once, but only where that is safe: a failure before COMMIT was
@@ -87,6 +90,63 @@ int store_pg_fail(struct pg_store *s, const PGresult *res)
 
 /* ---- the SQL builder ----------------------------------------------------- */
 
+/* The length of the valid UTF-8 sequence at p (at most n bytes), or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+        unsigned char lo = 0x80, hi = 0xbf;
+        size_t need;
+
+        if (p[0] < 0x80)
+                return 1;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                need = 1;
+        else if (p[0] >= 0xe0 && p[0] <= 0xef)
+                need = 2;
+        else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+                need = 3;
+        else
+                return 0;
+        if (p[0] == 0xe0)
+                lo = 0xa0; /* no overlong forms */
+        else if (p[0] == 0xed)
+                hi = 0x9f; /* no surrogates */
+        else if (p[0] == 0xf0)
+                lo = 0x90;
+        else if (p[0] == 0xf4)
+                hi = 0x8f; /* at most U+10FFFF */
+        if (n <= need || p[1] < lo || p[1] > hi)
+                return 0;
+        for (size_t k = 2; k <= need; k++)
+                if ((p[k] & 0xc0) != 0x80)
+                        return 0;
+        return need + 1;
+}
+
+/* Appends str[0..len) quoted into dst (room for 2 * len + 2 bytes). */
+static size_t quote_literal(char *dst, const char *str, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)str;
+        size_t n = 0;
+
+        dst[n++] = '\'';
+        for (size_t i = 0; i < len;) {
+                size_t k = utf8_len(p + i, len - i);
+
+                if (k == 0) {
+                        dst[n++] = '?';
+                        i++;
+                        continue;
+                }
+                if (p[i] == '\'')
+                        dst[n++] = '\'';
+                memcpy(dst + n, p + i, k);
+                n += k;
+                i += k;
+        }
+        dst[n++] = '\'';
+        return n;
+}
+
 /* Formats into s->sql. %I int64_t, %U unsigned, %S a string (at most
  * 2 * TG_TEXT_MAX bytes are used), %L a long string (at most
  * STORE_FIGURES_MAX), both quoted and escaped for the main connection, %s
@@ -126,17 +186,12 @@ static int vsqlf(struct pg_store *s, const char *fmt, va_list ap)
                 case 'S':
                 case 'L': {
                         const char *str = va_arg(ap, const char *);
-                        int err = 0;
 
                         len = strnlen(str, *p == 'L' ? STORE_FIGURES_MAX : TG_TEXT_MAX * 2);
-                        /* worst case: every byte escaped, two quotes, NUL */
-                        if (!s->db || n + 2 * len + 3 >= PG_SQL_MAX)
+                        /* worst case: every byte a quote, two quotes, NUL */
+                        if (n + 2 * len + 3 >= PG_SQL_MAX)
                                 return TG_ESTORE;
-                        s->sql[n++] = '\'';
-                        n += PQescapeStringConn(s->db, s->sql + n, str, len, &err);
-                        if (err)
-                                return TG_ESTORE; /* not valid in the client encoding */
-                        s->sql[n++] = '\'';
+                        n += quote_literal(s->sql + n, str, len);
                         continue;
                 }
                 default:
@@ -284,7 +339,7 @@ static void quiet(void *arg, const char *message)
 
 int store_pg_connect_one(struct pg_store *s, bool with_db, PGconn **ret_db)
 {
-        const char *keys[16], *vals[16];
+        const char *keys[18], *vals[18];
         char session[512];
         PGresult *res;
         PGconn *db;
@@ -307,6 +362,7 @@ int store_pg_connect_one(struct pg_store *s, bool with_db, PGconn **ret_db)
         keys[k] = "keepalives_interval", vals[k++] = "2";
         keys[k] = "keepalives_count", vals[k++] = "3";
         keys[k] = "application_name", vals[k++] = "tollgate";
+        keys[k] = "client_encoding", vals[k++] = "UTF8";
         keys[k] = NULL, vals[k] = NULL;
         db = PQconnectdbParams(keys, vals, 0);
         if (!db)

@@ -2940,6 +2940,32 @@ static void test_pg_sessions_killed(void **state)
 }
 #endif
 
+#ifdef TG_HAVE_PG
+/* A text cut in the middle of a UTF-8 character (a bounded copy of a
+ * provider's words) is still recorded: the outcome must not fail on it. The
+ * cut byte is written as '?' (the server refuses invalid UTF-8). */
+static void test_pg_cut_utf8_recorded(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op;
+        struct call_record call;
+        struct settle_args a;
+        struct seen seen = {0};
+
+        (void)state;
+        accept_new(s, "u1", T0);
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 10, &op, &call), 0);
+        a = settle_args_for(&op, &call, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 20, 0);
+        snprintf(a.error, sizeof(a.error), "cost 5 \xe2\x82"); /* a euro sign, cut */
+        assert_int_equal(store_settle(s, &a), 0);
+        assert_int_equal(store_list_op_calls(s, op.id, on_call, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.calls[0].error, "cost 5 ??");
+        store_close(s);
+}
+#endif
+
 #define CONTRACT_TESTS(setup, teardown)                                                            \
         cmocka_unit_test_setup_teardown(test_accept_new_same_conflict, setup, teardown),           \
             cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),         \
@@ -3080,6 +3106,7 @@ int main(int argc, char **argv)
             cmocka_unit_test_setup_teardown(test_pg_open_errors, setup_mysql, teardown_mysql),
 #ifdef TG_HAVE_PG
             cmocka_unit_test_setup_teardown(test_pg_sessions_killed, setup_mysql, teardown_mysql),
+            cmocka_unit_test_setup_teardown(test_pg_cut_utf8_recorded, setup_mysql, teardown_mysql),
 #endif
         };
         bool pg = argc >= 2 && strcmp(argv[1], "pg") == 0;
