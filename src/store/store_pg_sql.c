@@ -370,16 +370,21 @@ int store_pg_connect_one(struct pg_store *s, bool with_db, PGconn **ret_db)
         if (PQstatus(db) != CONNECTION_OK) {
                 const char *msg = PQerrorMessage(db);
                 bool missing = with_db && strstr(msg, "does not exist") && strstr(msg, s->dbname);
-                bool away = strstr(msg, "Connection refused") || strstr(msg, "timeout") ||
-                            strstr(msg, "No such file") || strstr(msg, "starting up") ||
-                            strstr(msg, "shutting down");
+                /* libpq gives no SQLSTATE for a failed connection: what
+                 * waiting cannot fix (credentials, a role or database that
+                 * does not exist, the server's access rules) is told by its
+                 * words; anything else (refused, unreachable, starting up,
+                 * shutting down, in recovery, out of connections) means the
+                 * server is away: try later */
+                bool refused = strstr(msg, "authentication") || strstr(msg, "pg_hba.conf") ||
+                               strstr(msg, "does not exist") || strstr(msg, "permission denied") ||
+                               strstr(msg, "invalid ");
 
                 note_error(s->last_error, sizeof(s->last_error), msg);
                 PQfinish(db);
                 if (missing)
                         return TG_ENOTFOUND;
-                /* refused or unreachable: the server is away, try later */
-                return away ? TG_EIO : TG_ESTORE;
+                return refused ? TG_ESTORE : TG_EIO;
         }
         PQsetNoticeProcessor(db, quiet, NULL);
         /* Our own session settings: UTC, strings as the builder escapes
