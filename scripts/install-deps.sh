@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 PKGS=(
   build-essential cmake pkg-config clang clang-format cppcheck
   libcurl4-openssl-dev libsqlite3-dev sqlite3 libmariadb-dev mariadb-server mariadb-client
+  postgresql-15 postgresql-client-15 libpq-dev
   libmicrohttpd-dev libgnutls28-dev libjansson-dev libinih-dev libssl-dev libcmocka-dev openssl
   python3 curl procps psmisc
   # issue 13: sd_notify, man pages, packages, unit checks, alert rules, openapi check

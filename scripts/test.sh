@@ -104,6 +104,7 @@ cleanup() {
   fi
   print_phases
   mariadb_test_server_stop
+  pg_test_server_stop
   rm -rf "$LOGS"
   exit "$rc"
 }
@@ -153,9 +154,13 @@ sanitized() { # command...: with the sanitizers' options, without the browser
 # packages are there, removed on exit).
 # shellcheck source=scripts/mariadb-test-server.sh
 source ./scripts/mariadb-test-server.sh
+# ... and a private PostgreSQL (TG_TEST_PG_URL), removed on exit as well.
+# shellcheck source=scripts/pg-test-server.sh
+source ./scripts/pg-test-server.sh
 trap cleanup EXIT
 phase install ./scripts/install-deps.sh
 mariadb_test_server_start
+pg_test_server_start
 
 phase "build (Release)" build_dir build all
 [ "$BACKGROUND" = 0 ] || bg_start

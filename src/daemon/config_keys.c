@@ -83,12 +83,14 @@
 /* The whole schema, in the order config_describe() prints it. A default is
  * never written here: config_describe() reads it from config_defaults(). */
 const struct key_def config_keys[] = {
-    STRING_KEY("store", "url", store_url, config_set_store_url,
-               "Where the backlog lives: `sqlite://PATH` (embedded, WAL) or "
-               "`mysql://user@host:port/db?password_file=PATH` (MariaDB only, 10.11 tested; see "
-               "docs/outbox.md). "
-               "A relative path is relative to this file's folder. Never quoted in a message: "
-               "it may carry a password."),
+    STRING_KEY(
+        "store", "url", store_url, config_set_store_url,
+        "Where the backlog lives: `sqlite://PATH` (embedded, WAL), "
+        "`mysql://user@host:port/db?password_file=PATH` (MariaDB only, 10.11 tested; see "
+        "docs/outbox.md) or `postgresql://user@host:port/db?password_file=PATH&sslmode=MODE` "
+        "(PostgreSQL 15 tested; without a password, libpq's PGPASSFILE or ~/.pgpass). "
+        "A relative path is relative to this file's folder. Never quoted in a message: "
+        "it may carry a password."),
     BOOL_KEY("store", "check_on_start", store_check_on_start,
              "`serve`, `dispatch` and `api` verify a SQLite store before they use it "
              "(`PRAGMA quick_check`): a corrupted file refuses to start with a message instead "

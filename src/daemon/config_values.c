@@ -207,11 +207,13 @@ static int url_value_append(char *dst, size_t size, size_t *at, const char *text
         return 0;
 }
 
-/* mysql://...?password_file=P&socket=S: the parameters a url may have; the
- * two paths resolved against the config's folder (written back encoded),
- * and the password file checked like every secret file. The url is never
- * quoted: it may carry a password. 1, or 0 (an error was recorded). */
-static int set_mysql_url(struct load *load, const struct key_def *key, const char *value)
+/* mysql://...?password_file=P&socket=S (postgresql://...?password_file=P&
+ * host=DIR&sslmode=M, pg true): the parameters a url may have; the paths
+ * resolved against the config's folder (written back encoded), and the
+ * password file checked like every secret file; sslmode is kept as written
+ * (the store checks it). The url is never quoted: it may carry a password.
+ * 1, or 0 (an error was recorded). */
+static int set_mysql_url(struct load *load, const struct key_def *key, const char *value, bool pg)
 {
         char url[sizeof(load->config.store_url)];
         const char *at = strrchr(value, '@');
@@ -241,12 +243,24 @@ static int set_mysql_url(struct load *load, const struct key_def *key, const cha
                                 return config_key_error(load, key, "too long");
                         url[len++] = '&';
                 }
+                if (pg && nlen == 7 && strncmp(p, "sslmode", 7) == 0) {
+                        if (len + plen >= sizeof(url))
+                                return config_key_error(load, key, "too long");
+                        memcpy(url + len, p, plen); /* not a path: as written */
+                        len += plen;
+                        url[len] = '\0';
+                        p += plen;
+                        if (*p == '&')
+                                p++;
+                        continue;
+                }
                 if (!((nlen == 13 && strncmp(p, "password_file", 13) == 0) ||
-                      (nlen == 6 && strncmp(p, "socket", 6) == 0)))
-                        return config_key_error(load, key,
-                                                "unknown mysql url parameter \"%.*s\" (known: "
-                                                "password_file, socket)",
-                                                (int)(nlen < 32 ? nlen : 32), p);
+                      (!pg && nlen == 6 && strncmp(p, "socket", 6) == 0) ||
+                      (pg && nlen == 4 && strncmp(p, "host", 4) == 0)))
+                        return config_key_error(
+                            load, key, "unknown %s url parameter \"%.*s\" (known: %s)",
+                            pg ? "postgresql" : "mysql", (int)(nlen < 32 ? nlen : 32), p,
+                            pg ? "password_file, host, sslmode" : "password_file, socket");
                 if (encode_percent_decode(ENCODE_PATH_SEGMENT, eq + 1, plen - nlen - 1, raw,
                                           sizeof(raw), NULL) < 0 ||
                     raw[0] == '\0')
@@ -292,11 +306,18 @@ int config_set_store_url(struct load *load, const struct key_def *key, const cha
         if (strncmp(value, "mysql://", 8) == 0) {
                 if (value[8] == '\0')
                         return config_key_error(load, key, "mysql:// needs user:pass@host:port/db");
-                return set_mysql_url(load, key, value);
+                return set_mysql_url(load, key, value, false);
+        }
+        if (strncmp(value, "postgresql://", 13) == 0 || strncmp(value, "postgres://", 11) == 0) {
+                const char *db = strchr(strstr(value, "://") + 3, '/');
+
+                if (!db || db[1] == '\0' || db[1] == '?')
+                        return config_key_error(load, key, "postgresql:// needs user@host:port/db");
+                return set_mysql_url(load, key, value, true);
         }
         /* Not quoted: a mysql url without the scheme could still carry a
          * password. */
-        return config_key_error(load, key, "must start with sqlite:// or mysql://");
+        return config_key_error(load, key, "must start with sqlite://, mysql:// or postgresql://");
 }
 
 /* host:port, [v6]:port. The port may be 0 (any free port, for tests). */

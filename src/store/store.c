@@ -111,9 +111,19 @@ bool store_buf_ok(const char *s, size_t size)
 
 /* ---- open / close ------------------------------------------------------ */
 
-/* mysql://user:pass@host/db -> mysql://user:***@host/db; other urls as-is.
- * The user part ends at the LAST '@', as store_mysql.c parses it, so that a
- * password holding '@', '/' or '?' is masked whole. */
+static const char mysql_scheme[] = "mysql://";
+static const char pg_scheme[] = "postgresql://";
+static const char pg_scheme_short[] = "postgres://";
+
+static bool has_scheme(const char *url, const char *scheme)
+{
+        return strncmp(url, scheme, strlen(scheme)) == 0;
+}
+
+/* mysql://user:pass@host/db -> mysql://user:***@host/db (postgresql:// and
+ * postgres:// alike); other urls as-is. The user part ends at the LAST '@',
+ * as store_mysql.c and store_pg.c parse it, so that a password holding '@',
+ * '/' or '?' is masked whole. */
 static void mask_url(const char *url, char *dst, size_t dst_size)
 {
         const char *auth = strstr(url, "://");
@@ -121,7 +131,8 @@ static void mask_url(const char *url, char *dst, size_t dst_size)
         size_t head;
 
         store_copy_text(dst, dst_size, url);
-        if (!auth || strncmp(url, "mysql://", 8) != 0)
+        if (!auth || !(has_scheme(url, mysql_scheme) || has_scheme(url, pg_scheme) ||
+                       has_scheme(url, pg_scheme_short)))
                 return;
         auth += 3;
         at = strrchr(auth, '@');
@@ -147,11 +158,12 @@ static void open_error(const struct store_open_opts *o, const char *url, int r)
         mask_url(url, masked, sizeof(masked));
         if (r == TG_EINVAL)
                 snprintf(o->err, o->err_size,
-                         "%s: not a store url (sqlite://PATH or "
-                         "mysql://user@host:port/db)",
+                         "%s: not a store url (sqlite://PATH, "
+                         "mysql://user@host:port/db or postgresql://user@host:port/db)",
                          masked);
         else if (r == TG_EUNSUPPORTED)
-                snprintf(o->err, o->err_size, "%s: this build has no MariaDB support", masked);
+                snprintf(o->err, o->err_size, "%s: this build has no %s support", masked,
+                         has_scheme(url, mysql_scheme) ? "MariaDB" : "PostgreSQL");
         else
                 snprintf(o->err, o->err_size, "%s: %s", masked, tg_strerror(r));
 }
@@ -159,7 +171,6 @@ static void open_error(const struct store_open_opts *o, const char *url, int r)
 int store_open_ex(const char *url, const struct store_open_opts *opts, struct store **ret_store)
 {
         static const char sqlite_scheme[] = "sqlite://";
-        static const char mysql_scheme[] = "mysql://";
         const struct store_open_opts none = {0};
         const struct store_open_opts *o = opts ? opts : &none;
         struct store *store = NULL;
@@ -180,6 +191,15 @@ int store_open_ex(const char *url, const struct store_open_opts *opts, struct st
                 r = where[0] == '\0' ? TG_EINVAL : store_mysql_open(where, o, &store);
 #else
                 r = TG_EUNSUPPORTED; /* built without MariaDB Connector/C */
+#endif
+        } else if (has_scheme(url, pg_scheme) || has_scheme(url, pg_scheme_short)) {
+#ifdef TG_HAVE_PG
+                const char *where = url + (has_scheme(url, pg_scheme) ? strlen(pg_scheme)
+                                                                      : strlen(pg_scheme_short));
+
+                r = where[0] == '\0' ? TG_EINVAL : store_pg_open(where, o, &store);
+#else
+                r = TG_EUNSUPPORTED; /* built without libpq */
 #endif
         } else {
                 r = TG_EINVAL;

@@ -166,7 +166,7 @@ enum store_counter {
 };
 
 struct store_ops {
-        const char *name; /* "sqlite", "mysql" */
+        const char *name; /* "sqlite", "mysql", "postgresql" */
         void (*close)(struct store *store);
 
         /* Runs fn in one transaction (begin, fn, commit; rolled back when fn
@@ -292,6 +292,10 @@ int store_sqlite_open(const char *where, const struct store_open_opts *opts,
 #ifdef TG_HAVE_MARIADB
 int store_mysql_open(const char *where, const struct store_open_opts *opts,
                      struct store **ret_store);
+#endif
+#ifdef TG_HAVE_PG
+/* where: "[user[:pass]@]host[:port]/db[?...]" of postgresql:// (store_pg.c) */
+int store_pg_open(const char *where, const struct store_open_opts *opts, struct store **ret_store);
 #endif
 
 /* ---- shared helpers (store.c) ---------------------------------------- */

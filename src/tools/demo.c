@@ -52,10 +52,11 @@ static void on_interrupt(int sig)
 
 struct demo_opts {
         bool quick;
-        bool plain;   /* no terminal redraw: one line every few seconds */
-        bool stay;    /* after the summary, keep tollgate and the stub up for the console */
-        double rate;  /* refunds fed per second */
-        double scale; /* stub time scale */
+        bool plain;        /* no terminal redraw: one line every few seconds */
+        bool stay;         /* after the summary, keep tollgate and the stub up for the console */
+        const char *store; /* --store URL (borrowed from argv); NULL: a SQLite file of the run */
+        double rate;       /* refunds fed per second */
+        double scale;      /* stub time scale */
         double feed_s;
 };
 
@@ -148,7 +149,8 @@ static int64_t min_start_gap(struct summary *s)
         return gap;
 }
 
-static int write_config(const char *dir, int api_port, int stub_port, char *ret_path, size_t size)
+static int write_config(const char *dir, const char *store, int api_port, int stub_port,
+                        char *ret_path, size_t size)
 {
         char token[256];
         snprintf(token, sizeof(token), "%s/token", dir);
@@ -171,7 +173,7 @@ static int write_config(const char *dir, int api_port, int stub_port, char *ret_
         struct tg_config def;
         config_defaults(&def);
         fprintf(f,
-                "[store]\nurl = sqlite://%s/tollgate.db\n"
+                "[store]\nurl = %s%s%s\n"
                 "[api]\nlisten = 127.0.0.1:%d\ntoken_file = %s\n"
                 "[provider]\nbase_url = http://127.0.0.1:%d\ntimeout_ms = %lld\n"
                 /* the stand-in runs on this machine, sharing its CPUs with
@@ -179,7 +181,8 @@ static int write_config(const char *dir, int api_port, int stub_port, char *ret_
                  * milliseconds more than a quiet path's */
                 "[exit]\nstarts_per_second = %.6g\nmax_in_flight = %u\nspacing_margin_us = 5000\n"
                 "[log]\nlevel = warn\n",
-                dir, api_port, token, stub_port, (long long)def.provider_timeout_ms,
+                store ? store : "sqlite://", store ? "" : dir, store ? "" : "/tollgate.db",
+                api_port, token, stub_port, (long long)def.provider_timeout_ms,
                 def.exit.starts_per_second, def.exit.max_in_flight);
         fclose(f);
         return 0;
@@ -416,6 +419,12 @@ static int parse_opts(int argc, char **argv, struct demo_opts *o)
              .flag = &o->stay,
              .help = "after the summary, keep tollgate and the stub running (the console stays "
                      "up) until Ctrl-C"},
+            {.name = "store",
+             .arg = "URL",
+             .string = &o->store,
+             .help = "the store.url to run on (an empty database of a server store: "
+                     "mysql://... or postgresql://...); default a SQLite file in the run's "
+                     "temp dir"},
         };
         const struct options_spec spec = {.prog = "tollgate demo",
                                           .description = demo_about,
@@ -469,7 +478,7 @@ static int start_all(struct demo_run *d, const struct demo_opts *o)
         if (api_port < 0)
                 return api_port;
         d->tg.port = api_port;
-        r = write_config(d->tg.dir, api_port, d->stub.port, d->config, sizeof(d->config));
+        r = write_config(d->tg.dir, o->store, api_port, d->stub.port, d->config, sizeof(d->config));
         if (r < 0)
                 return r;
         char *tg_argv[] = {self, "serve", "--config", d->config, NULL};
@@ -489,7 +498,10 @@ static int start_all(struct demo_run *d, const struct demo_opts *o)
                 tool_sleep(0.1);
         }
         char store_url[600];
-        snprintf(store_url, sizeof(store_url), "sqlite://%s/tollgate.db", d->tg.dir);
+        if (o->store)
+                snprintf(store_url, sizeof(store_url), "%s", o->store);
+        else
+                snprintf(store_url, sizeof(store_url), "sqlite://%s/tollgate.db", d->tg.dir);
         return store_open(store_url, &d->store);
 }
 

@@ -49,8 +49,18 @@ def _fresh_mysql_url():
     return "%s_acc_%d_%d" % (url, os.getpid(), next(_serial))
 
 
+def _fresh_pg_url():
+    url = os.environ.get("TG_TEST_PG_URL", "")
+    if not url:
+        raise unittest.SkipTest("TG_TEST_STORE=pg but TG_TEST_PG_URL is not set "
+                                "(see scripts/pg-test-server.sh)")
+    return "%s_acc_%d_%d" % (url, os.getpid(), next(_serial))
+
+
 if os.environ.get("TG_TEST_STORE") == "mysql":
     default_store_url = _fresh_mysql_url
+elif os.environ.get("TG_TEST_STORE") == "pg":
+    default_store_url = _fresh_pg_url
 
 
 class Tollgate:
@@ -176,6 +186,18 @@ class Tollgate:
                 return True
             finally:
                 db.close()
+        if self.store_url.startswith(("postgresql://", "postgres://")):
+            # NOWAIT meets a row lock with 55P03 (lock_not_available)
+            r = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", self.store_url,
+                                "-c", "BEGIN; SELECT COUNT(*) FROM (SELECT 1 FROM operations "
+                                "FOR UPDATE NOWAIT) o; SELECT COUNT(*) FROM (SELECT 1 FROM "
+                                "counters FOR UPDATE NOWAIT) c; ROLLBACK"],
+                               capture_output=True, text=True)
+            if r.returncode == 0:
+                return False
+            if "could not obtain lock" not in r.stderr:
+                raise AssertionError("psql failed: %s" % r.stderr)
+            return True
         argv, env = tgmariadb.client_argv(self.store_url)
         r = subprocess.run(argv + ["-e", "START TRANSACTION;"
                                    "SELECT COUNT(*) FROM operations FOR UPDATE NOWAIT;"

@@ -178,6 +178,10 @@ static void test_every_key_good(void **state)
         assert_string_equal(c.store_url, "sqlite:///var/lib/tollgate/t.db");
         expect_ok("store", "url", "mysql://u:p@db:3306/tollgate", &c);
         assert_string_equal(c.store_url, "mysql://u:p@db:3306/tollgate");
+        expect_ok("store", "url", "postgresql://u:p@db:5432/tollgate", &c);
+        assert_string_equal(c.store_url, "postgresql://u:p@db:5432/tollgate");
+        expect_ok("store", "url", "postgres://u@db/tollgate?sslmode=verify-full", &c);
+        assert_string_equal(c.store_url, "postgres://u@db/tollgate?sslmode=verify-full");
 
         expect_ok("api", "listen", "127.0.0.2:0", &c);
         assert_string_equal(c.api_listen_host, "127.0.0.2");
@@ -846,6 +850,17 @@ static void test_secret_permissions(void **state)
         snprintf(text, sizeof(text), "mysql://u:p%%40w@localhost/tg?socket=%s/run/my%%20sql.sock",
                  real_dir);
         assert_string_equal(c.store_url, text);
+        /* postgresql://: password_file and host (a socket directory) resolved,
+         * sslmode kept as written, mysql's socket= unknown */
+        expect_ok("store", "url", "postgresql://u@db/tg?sslmode=require&password_file=token", &c);
+        snprintf(text, sizeof(text), "postgresql://u@db/tg?sslmode=require&password_file=%s/token",
+                 real_dir);
+        assert_string_equal(c.store_url, text);
+        expect_ok("store", "url", "postgresql://u@/tg?host=run", &c);
+        snprintf(text, sizeof(text), "postgresql://u@/tg?host=%s/run", real_dir);
+        assert_string_equal(c.store_url, text);
+        expect_bad("store", "url", "postgresql://u@db/tg?socket=run");
+        expect_bad("store", "url", "postgresql://u@db/");
 }
 
 /* api.token_file holds up to four tokens, one a line: every one is kept,

@@ -6,7 +6,9 @@
  *     database "<db of that url>_<pid>_<n>", which the backend (or the test
  *     user) must be able to create: the contract assumes an empty store per
  *     test. Until that backend is built, store_open answers
- *     TG_EUNSUPPORTED and the group is reported as skipped.
+ *     TG_EUNSUPPORTED and the group is reported as skipped;
+ *   - PostgreSQL when TG_TEST_PG_URL is set, the same way (databases
+ *     "<db>_<pid>_<n>", created by the backend).
  *
  * Wall times are fixed numbers (the store never reads a clock); a second
  * handle on the same url stands in for "another connection" whenever a test
@@ -32,6 +34,9 @@
 
 #include "tgtest_mysql.h"
 #endif
+#ifdef TG_HAVE_PG
+#include <libpq-fe.h>
+#endif
 
 #include "core/tg_error.h"
 #include "faultvfs.h"
@@ -46,6 +51,7 @@ static char fx_dir[256];   /* sqlite: its temp dir */
 static char fx_mysql[400]; /* TG_TEST_MYSQL_URL, when set */
 static unsigned fx_serial; /* per-test database names (mysql) */
 static bool fx_is_sqlite;
+static bool fx_is_pg; /* the server store is PostgreSQL (else MariaDB) */
 
 /* ---- fixtures ------------------------------------------------------------ */
 
@@ -1454,8 +1460,33 @@ static struct raw_result raw_mysql(const char *sql)
 }
 #endif
 
+#ifdef TG_HAVE_PG
+static struct raw_result raw_pg(const char *sql)
+{
+        struct raw_result res = {0};
+        PGconn *c = PQconnectdb(fx_url); /* libpq reads the test's url as it is */
+        PGresult *pr;
+        ExecStatusType st;
+
+        assert_int_equal(PQstatus(c), CONNECTION_OK);
+        pr = PQexec(c, sql);
+        st = PQresultStatus(pr);
+        res.refused = st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK;
+        snprintf(res.message, sizeof(res.message), "%s", PQresultErrorMessage(pr));
+        if (res.refused) /* RAISE EXCEPTION: not a foreign key (23503) */
+                assert_string_equal(PQresultErrorField(pr, PG_DIAG_SQLSTATE), "P0001");
+        PQclear(pr);
+        PQfinish(c);
+        return res;
+}
+#endif
+
 static struct raw_result raw(const char *sql)
 {
+#ifdef TG_HAVE_PG
+        if (fx_is_pg)
+                return raw_pg(sql);
+#endif
 #ifdef TG_HAVE_MARIADB
         if (!fx_is_sqlite)
                 return raw_mysql(sql);
@@ -1908,6 +1939,14 @@ static void test_samples_large_backlog_counted_less_often(void **state)
                          "deadline_at, updated_at, source) SELECT 'bulk-' || i, 'pay-' || i, "
                          "1000, 'TWD', 'pending', 3, 20, %lld + i, %lld + i + 900000, %lld + i, "
                          "'api' FROM n",
+                         T0, T0, T0);
+        else if (fx_is_pg)
+                snprintf(sql, sizeof(sql),
+                         "INSERT INTO operations (operation_id, payment_id, amount, currency, "
+                         "state, attempt_limit, query_limit, accepted_at, deadline_at, "
+                         "updated_at, source) SELECT 'bulk-' || i, 'pay-' || i, "
+                         "1000, 'TWD', 'pending', 3, 20, %lld + i, %lld + i + 900000, "
+                         "%lld + i, 'api' FROM generate_series(1, 30000) AS i",
                          T0, T0, T0);
         else
                 snprintf(sql, sizeof(sql),
@@ -2901,6 +2940,93 @@ static void test_mysql_open_errors(void **state)
         assert_null(strstr(err, "Secret2"));
 }
 
+/* PostgreSQL errors say where and why, never the password. */
+static void test_pg_open_errors(void **state)
+{
+        char url[700], err[600];
+        struct store_open_opts o = {.err = err, .err_size = sizeof(err)};
+        struct store *s = NULL;
+        const char *auth = strstr(fx_mysql, "://");
+        const char *at = strrchr(fx_mysql, '@');
+        const char *colon = auth ? strchr(auth + 3, ':') : NULL;
+
+        (void)state;
+        assert_true(fx_is_pg);
+        assert_true(at && colon && colon < at);
+        /* a wrong password */
+        snprintf(url, sizeof(url), "%.*s:WrongSecret%s", (int)(colon - fx_mysql), fx_mysql, at);
+        assert_true(store_open_ex(url, &o, &s) < 0);
+        assert_non_null(strstr(err, "password authentication failed"));
+        assert_non_null(strstr(err, "database "));
+        assert_null(strstr(err, "WrongSecret"));
+        /* nobody listening */
+        snprintf(url, sizeof(url), "postgresql://u:Secret2@127.0.0.1:1/tg");
+        assert_true(store_open_ex(url, &o, &s) < 0);
+        assert_non_null(strstr(err, "127.0.0.1:1, database tg, user u"));
+        assert_null(strstr(err, "Secret2"));
+        /* the short scheme, and a parameter libpq's url has but we do not */
+        snprintf(url, sizeof(url), "postgres://u@127.0.0.1:1/tg?application_name=x");
+        assert_int_equal(store_open_ex(url, &o, &s), TG_EINVAL);
+        assert_null(s);
+}
+
+#ifdef TG_HAVE_PG
+/* The server ends every session of the store's database (an administrator's
+ * pg_terminate_backend, a failover): the next transaction reconnects and
+ * runs (it failed before COMMIT was sent), and the owner learns that its
+ * lock went with its session. */
+static void test_pg_sessions_killed(void **state)
+{
+        struct store *s = open_store();
+        struct store *t = open_store();
+        struct raw_result r;
+        int64_t e = 0, e2 = 0;
+
+        (void)state;
+        assert_true(fx_is_pg);
+        assert_int_equal(store_owner_acquire(s, &e), 0);
+        accept_new(s, "k1", T0);
+        r = raw("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+                "current_database() AND pid <> pg_backend_pid()");
+        assert_false(r.refused);
+        accept_new(s, "k2", T0 + 1); /* reconnected, the acceptance retried */
+        assert_int_equal(get_op(s, "k1").state, OP_PENDING);
+        assert_int_equal(store_owner_check(s), TG_ELOCKED);
+        /* the lock is free: another handle takes the exit, with a newer epoch */
+        assert_int_equal(store_owner_acquire(t, &e2), 0);
+        assert_true(e2 > e);
+        assert_int_equal(store_owner_acquire(s, &e), TG_ELOCKED);
+        store_close(t);
+        store_close(s);
+}
+#endif
+
+#ifdef TG_HAVE_PG
+/* A text cut in the middle of a UTF-8 character (a bounded copy of a
+ * provider's words) is still recorded: the outcome must not fail on it. The
+ * cut byte is written as '?' (the server refuses invalid UTF-8). */
+static void test_pg_cut_utf8_recorded(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record op;
+        struct call_record call;
+        struct settle_args a;
+        struct seen seen = {0};
+
+        (void)state;
+        accept_new(s, "u1", T0);
+        assert_int_equal(claim(s, STORE_GROUP_FIRST, epoch, T0 + 10, &op, &call), 0);
+        a = settle_args_for(&op, &call, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, T0 + 20, 0);
+        snprintf(a.error, sizeof(a.error), "cost 5 \xe2\x82"); /* a euro sign, cut */
+        assert_int_equal(store_settle(s, &a), 0);
+        assert_int_equal(store_list_op_calls(s, op.id, on_call, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.calls[0].error, "cost 5 ??");
+        store_close(s);
+}
+#endif
+
 #define CONTRACT_TESTS(setup, teardown)                                                            \
         cmocka_unit_test_setup_teardown(test_accept_new_same_conflict, setup, teardown),           \
             cmocka_unit_test_setup_teardown(test_accept_batch, setup, teardown),                   \
@@ -3037,11 +3163,21 @@ int main(int argc, char **argv)
             CONTRACT_TESTS(setup_mysql, teardown_mysql),
             cmocka_unit_test_setup_teardown(test_mysql_open_errors, setup_mysql, teardown_mysql),
         };
-        const char *mysql = getenv("TG_TEST_MYSQL_URL");
+        const struct CMUnitTest pg_tests[] = {
+            CONTRACT_TESTS(setup_mysql, teardown_mysql),
+            cmocka_unit_test_setup_teardown(test_pg_open_errors, setup_mysql, teardown_mysql),
+#ifdef TG_HAVE_PG
+            cmocka_unit_test_setup_teardown(test_pg_sessions_killed, setup_mysql, teardown_mysql),
+            cmocka_unit_test_setup_teardown(test_pg_cut_utf8_recorded, setup_mysql, teardown_mysql),
+#endif
+        };
+        bool pg = argc >= 2 && strcmp(argv[1], "pg") == 0;
+        const char *mysql = getenv(pg ? "TG_TEST_PG_URL" : "TG_TEST_MYSQL_URL");
+        const char *name = pg ? "pg" : "mysql";
         struct store *probe = NULL;
         int r;
 
-        if (argc < 2 || strcmp(argv[1], "mysql") != 0) {
+        if (argc < 2 || (strcmp(argv[1], "mysql") != 0 && !pg)) {
                 fx_is_sqlite = true;
                 /* a pass-through VFS that counts syncs (never armed here) */
                 if (faultvfs_install() != 0)
@@ -3050,7 +3186,8 @@ int main(int argc, char **argv)
                                                    NULL);
         }
         if (!mysql || !mysql[0]) {
-                printf("store contract: mysql skipped (TG_TEST_MYSQL_URL not set)\n");
+                printf("store contract: %s skipped (%s not set)\n", name,
+                       pg ? "TG_TEST_PG_URL" : "TG_TEST_MYSQL_URL");
                 return 77;
         }
         snprintf(fx_mysql, sizeof(fx_mysql), "%s", mysql);
@@ -3058,9 +3195,13 @@ int main(int argc, char **argv)
         r = store_open(fx_url, &probe);
         store_close(probe);
         if (r == TG_EUNSUPPORTED) {
-                printf("store contract: mysql skipped (backend not built: %s)\n", tg_strerror(r));
+                printf("store contract: %s skipped (backend not built: %s)\n", name,
+                       tg_strerror(r));
                 return 77;
         }
         fx_is_sqlite = false;
+        fx_is_pg = pg;
+        if (pg)
+                return cmocka_run_group_tests_name("store contract: pg", pg_tests, NULL, NULL);
         return cmocka_run_group_tests_name("store contract: mysql", mysql_tests, NULL, NULL);
 }

@@ -1,0 +1,780 @@
+/*
+ * store_pg_rows — the PostgreSQL backend's row primitives (store_backend.h):
+ * operations, calls and audit rows, the picks and batches that find due or
+ * expired operations, the pages of the reading walks, stats, the exit's
+ * samples, the counters and the prune's pick and delete. Every one runs
+ * inside a transaction of store_pg_tx() on the main connection. Picks lock
+ * with FOR UPDATE SKIP LOCKED: several processes never wait on each other's
+ * picks. A statement that may meet an existing key says ON CONFLICT: an
+ * error would abort the whole transaction, which the neutral layer goes on
+ * using (an acceptance of a key that exists reads the row that is there).
+ * The triggers of the schema refuse any delete but a prune's (its permit
+ * row, inserted and removed inside its own transaction).
+ */
+#ifdef TG_HAVE_PG /* the whole file: CMake defines it with libpq */
+
+#include <string.h>
+
+#include "core/tg_error.h"
+#include "store/pg_int.h"
+
+#define AGAIN_CANDIDATES 16
+
+/* ---- row decoders --------------------------------------------------------------- */
+
+static int read_op(const PGresult *res, int row, void *ret_row)
+{
+        struct op_record op;
+        bool ok = PQnfields(res) == PG_OP_NCOLS;
+
+        if (!ok)
+                return TG_ESTORE;
+        memset(&op, 0, sizeof(op));
+        op.id = store_pg_col_i64(res, row, 0, &ok);
+        store_pg_col_copy(res, row, 1, op.req.operation_id, sizeof(op.req.operation_id));
+        store_pg_col_copy(res, row, 2, op.req.payment_id, sizeof(op.req.payment_id));
+        op.req.amount = store_pg_col_i64(res, row, 3, &ok);
+        store_pg_col_copy(res, row, 4, op.req.currency, sizeof(op.req.currency));
+        ok = ok && op_state_parse(store_pg_col_text(res, row, 5), &op.state) == 0;
+        ok = ok && manual_reason_parse(store_pg_col_text(res, row, 6), &op.reason) == 0;
+        op.attempts = store_pg_col_uns(res, row, 7, &ok);
+        op.attempt_limit = store_pg_col_uns(res, row, 8, &ok);
+        op.queries = store_pg_col_uns(res, row, 9, &ok);
+        op.query_limit = store_pg_col_uns(res, row, 10, &ok);
+        op.accepted_at = store_pg_col_i64(res, row, 11, &ok);
+        op.deadline_at = store_pg_col_i64(res, row, 12, &ok);
+        op.key_first_used = store_pg_col_i64(res, row, 13, &ok);
+        op.next_run_at = store_pg_col_i64(res, row, 14, &ok);
+        op.updated_at = store_pg_col_i64(res, row, 15, &ok);
+        op.last_wait_ms = store_pg_col_i64(res, row, 16, &ok);
+        op.operator_resend = store_pg_col_i64(res, row, 17, &ok) != 0;
+        op.epoch = store_pg_col_i64(res, row, 18, &ok);
+        store_pg_col_copy(res, row, 19, op.refund_id, sizeof(op.refund_id));
+        op.last_http_status = (int)store_pg_col_i64(res, row, 20, &ok);
+        ok = ok && tg_class_parse(store_pg_col_text(res, row, 21), &op.last_class) == 0;
+        store_pg_col_copy(res, row, 22, op.source, sizeof(op.source));
+        op.share = store_pg_col_uns(res, row, 23, &ok);
+        store_pg_col_copy(res, row, 24, op.assignee, sizeof(op.assignee));
+        store_pg_col_copy(res, row, 25, op.traceparent, sizeof(op.traceparent));
+        op.caller_deadline_at = store_pg_col_i64(res, row, 26, &ok);
+        store_pg_col_copy(res, row, 27, op.req.reason, sizeof(op.req.reason));
+        store_pg_col_copy(res, row, 28, op.req.metadata, sizeof(op.req.metadata));
+        if (!ok)
+                return TG_ESTORE;
+        memcpy(ret_row, &op, sizeof(op));
+        return 0;
+}
+
+static int read_call(const PGresult *res, int row, void *ret_row)
+{
+        struct call_record c;
+        bool ok = PQnfields(res) == PG_CALL_NCOLS;
+
+        if (!ok)
+                return TG_ESTORE;
+        memset(&c, 0, sizeof(c));
+        c.id = store_pg_col_i64(res, row, 0, &ok);
+        c.op_id = store_pg_col_i64(res, row, 1, &ok);
+        store_pg_col_copy(res, row, 2, c.operation_id, sizeof(c.operation_id));
+        ok = ok && tg_call_kind_parse(store_pg_col_text(res, row, 3), &c.kind) == 0;
+        c.attempt = store_pg_col_uns(res, row, 4, &ok);
+        store_pg_col_copy(res, row, 5, c.request_id, sizeof(c.request_id));
+        c.epoch = store_pg_col_i64(res, row, 6, &ok);
+        c.start_mono = store_pg_col_i64(res, row, 7, &ok);
+        c.start_wall = store_pg_col_i64(res, row, 8, &ok);
+        c.in_flight_at_start = store_pg_col_uns(res, row, 9, &ok);
+        c.ended = store_pg_col_i64(res, row, 10, &ok) != 0;
+        c.end_mono = store_pg_col_i64(res, row, 11, &ok);
+        c.end_wall = store_pg_col_i64(res, row, 12, &ok);
+        c.sent = store_pg_col_i64(res, row, 13, &ok) != 0;
+        ok = ok && tg_class_parse(store_pg_col_text(res, row, 14), &c.cls) == 0;
+        c.http_status = (int)store_pg_col_i64(res, row, 15, &ok);
+        c.latency_us = store_pg_col_i64(res, row, 16, &ok);
+        store_pg_col_copy(res, row, 17, c.error, sizeof(c.error));
+        c.share = store_pg_col_uns(res, row, 18, &ok);
+        store_pg_col_copy(res, row, 19, c.trace_id, sizeof(c.trace_id));
+        store_pg_col_copy(res, row, 20, c.span_id, sizeof(c.span_id));
+        c.handoff_mono = store_pg_col_i64(res, row, 21, &ok);
+        c.handoff_wall = store_pg_col_i64(res, row, 22, &ok);
+        if (!ok)
+                return TG_ESTORE;
+        memcpy(ret_row, &c, sizeof(c));
+        return 0;
+}
+
+static int read_audit(const PGresult *res, int row, void *ret_row)
+{
+        struct audit_record a;
+        bool ok = PQnfields(res) == PG_AUDIT_NCOLS;
+
+        if (!ok)
+                return TG_ESTORE;
+        memset(&a, 0, sizeof(a));
+        a.id = store_pg_col_i64(res, row, 0, &ok);
+        a.op_id = store_pg_col_i64(res, row, 1, &ok);
+        a.at = store_pg_col_i64(res, row, 2, &ok);
+        store_pg_col_copy(res, row, 3, a.action, sizeof(a.action));
+        store_pg_col_copy(res, row, 4, a.operator_name, sizeof(a.operator_name));
+        store_pg_col_copy(res, row, 5, a.reason, sizeof(a.reason));
+        store_pg_col_copy(res, row, 6, a.detail, sizeof(a.detail));
+        if (!ok)
+                return TG_ESTORE;
+        memcpy(ret_row, &a, sizeof(a));
+        return 0;
+}
+
+static int read_sample(const PGresult *res, int row, void *ret_row)
+{
+        bool ok = PQnfields(res) == PG_SAMPLE_NCOLS;
+        struct exit_sample *x = ret_row;
+
+        if (!ok)
+                return TG_ESTORE;
+        memset(x, 0, sizeof(*x));
+        x->at = store_pg_col_i64(res, row, 0, &ok);
+        x->epoch = store_pg_col_i64(res, row, 1, &ok);
+        x->in_flight = store_pg_col_uns(res, row, 2, &ok);
+        x->starts = store_pg_col_uns(res, row, 3, &ok);
+        x->call_ends = store_pg_col_uns(res, row, 4, &ok);
+        x->op_closes = store_pg_col_uns(res, row, 5, &ok);
+        x->held = store_pg_col_i64(res, row, 6, &ok) != 0;
+        x->oldest_open_accepted_at =
+            !PQgetisnull(res, row, 7) ? store_pg_col_i64(res, row, 7, &ok) : TG_WALL_NEVER;
+        store_pg_col_copy(res, row, 8, x->figures, sizeof(x->figures));
+        x->share = store_pg_col_uns(res, row, 9, &ok);
+        x->backlog[OP_PENDING] = store_pg_col_uns(res, row, 10, &ok);
+        x->backlog[OP_IN_FLIGHT] = store_pg_col_uns(res, row, 11, &ok);
+        x->backlog[OP_RETRY_WAIT] = store_pg_col_uns(res, row, 12, &ok);
+        x->backlog[OP_UNKNOWN] = store_pg_col_uns(res, row, 13, &ok);
+        x->backlog[OP_MANUAL] = store_pg_col_uns(res, row, 14, &ok);
+        return ok ? 0 : TG_ESTORE;
+}
+
+static int read_refusal(const PGresult *res, int row, void *ret_row)
+{
+        bool ok = PQnfields(res) == 2;
+        struct refusal_second *x = ret_row;
+
+        if (!ok)
+                return TG_ESTORE;
+        x->at = store_pg_col_i64(res, row, 0, &ok);
+        x->refused = store_pg_col_uns(res, row, 1, &ok);
+        return ok ? 0 : TG_ESTORE;
+}
+
+typedef int (*row_reader)(const PGresult *res, int row, void *ret_row);
+
+/* Reads up to max rows of a result into buf (elements of `size` bytes) and
+ * frees it. *ret_n: rows read. */
+static int fetch_rows(PGresult *res, void *buf, size_t size, unsigned max, row_reader read,
+                      unsigned *ret_n)
+{
+        unsigned n = 0;
+        int r = 0;
+
+        int rows = PQntuples(res);
+
+        while (r == 0 && n < max && (int)n < rows) {
+                r = read(res, (int)n, (char *)buf + (size_t)n * size);
+                if (r == 0)
+                        n++;
+        }
+        PQclear(res);
+        if (r == 0)
+                *ret_n = n;
+        return r;
+}
+
+/* One row: 0, or TG_ENOTFOUND when there is none. */
+static int fetch_one(PGresult *res, void *ret_row, size_t size, row_reader read)
+{
+        unsigned n = 0;
+        int r = fetch_rows(res, ret_row, size, 1, read, &n);
+
+        if (r == 0 && n == 0)
+                r = TG_ENOTFOUND;
+        return r;
+}
+
+/* ---- operations ------------------------------------------------------------------ */
+
+int store_pg_op_get(struct store *store, const char *key, int64_t id, bool lock,
+                    struct op_record *ret_op)
+{
+        struct pg_store *s = P(store);
+        const char *tail = lock ? " FOR UPDATE" : "";
+        PGresult *res;
+
+        if (!key && s->picked_valid && s->picked.id == id) {
+                /* the row the pick just locked and read (op_pick) */
+                s->picked_valid = false;
+                *ret_op = s->picked;
+                return 0;
+        }
+        int r =
+            key ? store_pg_query(s, &res,
+                                 "SELECT " PG_OP_COLS " FROM operations WHERE operation_id = %S%s",
+                                 key, tail)
+                : store_pg_query(s, &res, "SELECT " PG_OP_COLS " FROM operations WHERE id = %I%s",
+                                 id, tail);
+
+        if (r < 0)
+                return r;
+        return fetch_one(res, ret_op, sizeof(*ret_op), read_op);
+}
+
+int store_pg_op_insert(struct store *store, const struct op_record *op, int64_t *ret_id)
+{
+        struct pg_store *s = P(store);
+        PGresult *res;
+        bool null = false;
+        int64_t id = 0;
+        /* ON CONFLICT DO NOTHING: a unique violation would abort the
+         * transaction, and the caller goes on to read the row that exists */
+        int r = store_pg_query(
+            s, &res,
+            "INSERT INTO operations (operation_id, payment_id, amount, currency, state, reason, "
+            "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source, "
+            "last_class, traceparent, caller_deadline_at, refund_reason, metadata) "
+            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S) "
+            "ON CONFLICT (operation_id) DO NOTHING RETURNING id",
+            op->req.operation_id, op->req.payment_id, op->req.amount, op->req.currency,
+            op_state_name(op->state), manual_reason_name(op->reason), op->attempt_limit,
+            op->query_limit, op->accepted_at, op->deadline_at, op->updated_at, op->source,
+            tg_class_name(op->last_class), op->traceparent, op->caller_deadline_at, op->req.reason,
+            op->req.metadata);
+
+        if (r == 0)
+                r = store_pg_one_i64(res, &id, &null);
+        if (r == TG_ENOTFOUND)
+                return TG_ECONFLICT;
+        if (r == 0 && null)
+                r = TG_ESTORE;
+        if (r == 0)
+                *ret_id = id;
+        return r;
+}
+
+int store_pg_op_put(struct store *store, const struct op_record *op)
+{
+        P(store)->picked_valid = false;
+        return store_pg_exec(
+            P(store),
+            "UPDATE operations SET state = %S, reason = %S, attempts = %U, "
+            "attempt_limit = %U, queries = %U, query_limit = %U, deadline_at = %I, "
+            "key_first_used = %I, next_run_at = %I, updated_at = %I, "
+            "last_wait_ms = %I, operator_resend = %I, epoch = %I, refund_id = %S, "
+            "last_http_status = %I, last_class = %S, share = %U, assignee = %S, "
+            "traceparent = %S WHERE id = %I",
+            op_state_name(op->state), manual_reason_name(op->reason), op->attempts,
+            op->attempt_limit, op->queries, op->query_limit, op->deadline_at, op->key_first_used,
+            op->next_run_at, op->updated_at, op->last_wait_ms, (int64_t)op->operator_resend,
+            op->epoch, op->refund_id, (int64_t)op->last_http_status, tg_class_name(op->last_class),
+            op->share, op->assignee, op->traceparent, op->id);
+}
+
+/* One integer of a query; TG_ENOTFOUND for no row, *ret_null for NULL. */
+static int one_i64(PGresult *res, int r, int64_t *ret, bool *ret_null)
+{
+        if (r < 0)
+                return r;
+        return store_pg_one_i64(res, ret, ret_null);
+}
+
+int store_pg_op_pick(struct store *store, const struct store_pick *p, int64_t *ret_id)
+{
+        struct pg_store *s = P(store);
+        int64_t ids[AGAIN_CANDIDATES], next = 0;
+        int64_t queries = p->queries_allowed ? 1 : 0;
+        bool null = false;
+        PGresult *res;
+        unsigned n = 0;
+        int r;
+
+        s->picked_valid = false;
+        if (p->group == STORE_GROUP_FIRST) {
+                /* the whole row, locked: the claim's op_get of it is free;
+                 * after a pick of this transaction, past the row it took
+                 * (the rows before it were taken, or locked by another
+                 * claim: SKIP LOCKED passes them all the same) */
+                r = s->pick_after
+                        ? store_pg_query(s, &res, s->q[PQY_PICK_FIRST_AFTER], s->pick_after_at,
+                                         s->pick_after_at, s->pick_after_id, p->now)
+                        : store_pg_query(s, &res, s->q[PQY_PICK_FIRST], p->now);
+                if (r == 0)
+                        r = fetch_one(res, &s->picked, sizeof(s->picked), read_op);
+                if (r == 0) {
+                        s->picked_valid = true;
+                        s->pick_after = true;
+                        s->pick_after_at = s->picked.accepted_at;
+                        s->pick_after_id = s->picked.id;
+                        *ret_id = s->picked.id;
+                }
+                return r;
+        }
+        /* Nothing due (the common case while retries wait): one index probe. */
+        r = store_pg_query(s, &res, s->q[PQY_EARLIEST_DUE]);
+        r = one_i64(res, r, &next, &null);
+        if (r < 0)
+                return r;
+        if (null || next > p->now)
+                return TG_ENOTFOUND;
+        /* Candidates without locks (the again group spans two states, so the
+         * order needs a sort, which FOR UPDATE would turn into a lock on
+         * every due row), then lock the first that is still free and due. */
+        r = store_pg_query(s, &res, s->q[PQY_AGAIN_CANDIDATES], p->now, p->now, p->now,
+                           p->key_retention_ms, queries, (int64_t)AGAIN_CANDIDATES);
+        if (r < 0)
+                return r;
+        for (int i = 0; i < PQntuples(res) && n < AGAIN_CANDIDATES; i++)
+                if (store_pg_parse_i64(PQgetvalue(res, i, 0), &ids[n]))
+                        n++;
+        PQclear(res);
+        for (unsigned i = 0; i < n; i++) {
+                r = store_pg_query(s, &res, s->q[PQY_AGAIN_LOCK], ids[i], p->now, p->now, p->now,
+                                   p->key_retention_ms, queries);
+                if (r == 0)
+                        r = fetch_one(res, &s->picked, sizeof(s->picked), read_op);
+                if (r == TG_ENOTFOUND)
+                        continue;
+                if (r == 0) {
+                        s->picked_valid = true;
+                        *ret_id = s->picked.id;
+                }
+                return r;
+        }
+        return TG_ENOTFOUND;
+}
+
+int store_pg_op_batch(struct store *store, const struct store_batch *b, unsigned max,
+                      struct op_record *buf, unsigned *ret_n)
+{
+        struct pg_store *s = P(store);
+        PGresult *res;
+        int r;
+
+        switch (b->kind) {
+        case STORE_BATCH_DEADLINE:
+                r = store_pg_query(s, &res, s->q[PQY_BATCH_DEADLINE], b->now, (int64_t)max);
+                break;
+        case STORE_BATCH_KEY_AGE:
+                r = store_pg_query(s, &res, s->q[PQY_BATCH_KEY_AGE], b->now, b->key_retention_ms,
+                                   (int64_t)max);
+                break;
+        case STORE_BATCH_RECOVER:
+                r = store_pg_query(s, &res, s->q[PQY_BATCH_RECOVER], b->share, b->epoch, b->shares,
+                                   (int64_t)max);
+                break;
+        case STORE_BATCH_OUTBOX:
+        default:
+                r = store_pg_query(s, &res, s->q[PQY_BATCH_OUTBOX], (int64_t)max);
+                break;
+        }
+        if (r < 0)
+                return r;
+        return fetch_rows(res, buf, sizeof(*buf), max, read_op, ret_n);
+}
+
+int store_pg_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool *ret_pending)
+{
+        struct pg_store *s = P(store);
+        int64_t next = 0, any = 0;
+        bool null = false, null2 = false;
+        PGresult *res;
+        int r = store_pg_query(s, &res, s->q[PQY_EARLIEST_DUE]);
+
+        r = one_i64(res, r, &next, &null);
+        if (r == 0) {
+                r = store_pg_query(s, &res, s->q[PQY_ANY_PENDING]);
+                r = one_i64(res, r, &any, &null2);
+        }
+        if (r < 0)
+                return r;
+        *ret_next_run_at = null ? TG_WALL_NEVER : next;
+        *ret_pending = !null2 && any != 0;
+        return 0;
+}
+
+/* ---- calls and audit ---------------------------------------------------------------- */
+
+int store_pg_call_insert(struct store *store, struct call_record *c)
+{
+        struct pg_store *s = P(store);
+        PGresult *res;
+        bool null = false;
+        int64_t id = 0;
+        int r = store_pg_query(
+            s, &res,
+            "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, epoch, "
+            "start_mono, start_wall, in_flight_at_start, share, trace_id, span_id, handoff_mono, "
+            "handoff_wall) "
+            "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U, %U, %S, %S, 0, 0) RETURNING id",
+            c->op_id, c->operation_id, tg_call_kind_name(c->kind), c->attempt, c->request_id,
+            c->epoch, c->start_mono, c->start_wall, c->in_flight_at_start, c->share, c->trace_id,
+            c->span_id);
+
+        if (r == 0)
+                r = store_pg_one_i64(res, &id, &null);
+        if (r == TG_ENOTFOUND || (r == 0 && null))
+                r = TG_ESTORE;
+        if (r == 0)
+                c->id = id;
+        return r;
+}
+
+int store_pg_call_get(struct store *store, int64_t id, bool lock, struct call_record *ret_call)
+{
+        PGresult *res;
+        int r = store_pg_query(P(store), &res, "SELECT " PG_CALL_COLS " FROM calls WHERE id = %I%s",
+                               id, lock ? " FOR UPDATE" : "");
+
+        if (r < 0)
+                return r;
+        return fetch_one(res, ret_call, sizeof(*ret_call), read_call);
+}
+
+int store_pg_call_find(struct store *store, const char *request_id, int64_t epoch,
+                       struct call_record *ret_call)
+{
+        PGresult *res;
+        int r = store_pg_query(P(store), &res,
+                               "SELECT " PG_CALL_COLS
+                               " FROM calls WHERE request_id = %S AND epoch = %I",
+                               request_id, epoch);
+
+        if (r < 0)
+                return r;
+        return fetch_one(res, ret_call, sizeof(*ret_call), read_call);
+}
+
+int store_pg_call_close(struct store *store, const struct call_record *c)
+{
+        struct pg_store *s = P(store);
+        int r = store_pg_exec(
+            s,
+            "UPDATE calls SET ended = 1, end_mono = %I, end_wall = %I, sent = %I, cls = %S, "
+            "http_status = %I, latency_us = %I, error = %S, start_mono = %I, start_wall = %I, "
+            "handoff_mono = %I, handoff_wall = %I, in_flight_at_start = %U WHERE id = %I AND "
+            "ended = 0",
+            c->end_mono, c->end_wall, (int64_t)c->sent, tg_class_name(c->cls),
+            (int64_t)c->http_status, c->latency_us, c->error, c->start_mono, c->start_wall,
+            c->handoff_mono, c->handoff_wall, c->in_flight_at_start, c->id);
+
+        if (r == 0 && s->affected != 1)
+                r = TG_EFENCED;
+        return r;
+}
+
+int store_pg_audit_insert(struct store *store, const struct audit_record *a)
+{
+        return store_pg_exec(P(store),
+                             "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
+                             "VALUES (%I, %I, %S, %S, %S, %S)",
+                             a->op_id, a->at, a->action, a->operator_name, a->reason, a->detail);
+}
+
+/* ---- pages ---------------------------------------------------------------------------- */
+
+int store_pg_page(struct store *store, const struct store_page *p, unsigned want, void *buf,
+                  unsigned *ret_n)
+{
+        struct pg_store *s = P(store);
+        int64_t n = (int64_t)want;
+        row_reader read = read_op;
+        size_t size = sizeof(struct op_record);
+        PGresult *res;
+        int r;
+
+        switch (p->kind) {
+        case STORE_PAGE_CALLS:
+                r = store_pg_query(s, &res,
+                                   "SELECT " PG_CALL_COLS " FROM calls WHERE id > %I "
+                                   "ORDER BY id LIMIT %I",
+                                   p->cur_id, n);
+                read = read_call;
+                size = sizeof(struct call_record);
+                break;
+        case STORE_PAGE_OP_CALLS:
+                r = store_pg_query(s, &res,
+                                   "SELECT " PG_CALL_COLS
+                                   " FROM calls WHERE op_id = %I AND id > %I "
+                                   "ORDER BY id LIMIT %I",
+                                   p->op_id, p->cur_id, n);
+                read = read_call;
+                size = sizeof(struct call_record);
+                break;
+        case STORE_PAGE_AUDIT:
+                r = store_pg_query(s, &res,
+                                   "SELECT " PG_AUDIT_COLS
+                                   " FROM audit WHERE op_id = %I AND id > %I "
+                                   "ORDER BY id LIMIT %I",
+                                   p->op_id, p->cur_id, n);
+                read = read_audit;
+                size = sizeof(struct audit_record);
+                break;
+        case STORE_PAGE_STATE:
+                /* id order within one state: sorts the state's rows (small states only) */
+                r = store_pg_query(s, &res,
+                                   "SELECT " PG_OP_COLS " FROM operations WHERE state = %S AND "
+                                   "id > %I ORDER BY id LIMIT %I",
+                                   op_state_name(p->state), p->cur_id, n);
+                break;
+        case STORE_PAGE_MANUAL:
+                r = store_pg_query(
+                    s, &res,
+                    "SELECT " PG_OP_COLS " FROM operations "
+                    "WHERE state = %S AND id > %I AND "
+                    "(accepted_at > %I OR (accepted_at = %I AND id > %I)) "
+                    "AND (%S = '' OR reason = %S) AND (%I = 0 OR (%I = 1 AND assignee = %S) "
+                    "OR (%I = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT %I",
+                    op_state_name(OP_MANUAL), p->after_id, p->cur_at, p->cur_at, p->cur_id,
+                    p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason),
+                    p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason), (int64_t)p->who,
+                    (int64_t)p->who, p->assignee, (int64_t)p->who, n);
+                break;
+        case STORE_PAGE_REFUSALS:
+                r = store_pg_query(s, &res,
+                                   "SELECT at, refused FROM admission_refusals WHERE at > %I "
+                                   "ORDER BY at LIMIT %I",
+                                   p->cur_at, n);
+                read = read_refusal;
+                size = sizeof(struct refusal_second);
+                break;
+        case STORE_PAGE_SAMPLES:
+        default:
+                r = store_pg_query(s, &res,
+                                   "SELECT " PG_SAMPLE_COLS " FROM exit_samples "
+                                   "WHERE at > %I OR (at = %I AND share > %I) "
+                                   "ORDER BY at, share LIMIT %I",
+                                   p->cur_at, p->cur_at, p->cur_share, n);
+                read = read_sample;
+                size = sizeof(struct exit_sample);
+                break;
+        }
+        if (r < 0)
+                return r;
+        return fetch_rows(res, buf, size, want, read, ret_n);
+}
+
+/* ---- stats and samples ------------------------------------------------------------------ */
+
+int store_pg_stats(struct store *store, struct store_stats *ret_stats)
+{
+        struct pg_store *s = P(store);
+        struct store_stats st;
+        PGresult *res;
+        int64_t v = 0;
+        bool null = false;
+        int r;
+
+        memset(&st, 0, sizeof(st));
+        st.oldest_open_accepted_at = TG_WALL_NEVER;
+        /* The open states (and manual) from their index: the backlog; the
+         * final ones and the prune totals from the counters, so that a
+         * scrape does not grow with history. */
+        r = store_pg_query(s, &res, "%s", s->q[PQY_COUNT_BY_STATE]);
+        if (r < 0)
+                return r;
+        for (int row = 0; r == 0 && row < PQntuples(res); row++) {
+                enum op_state state;
+                const char *name;
+                int64_t n = 0;
+
+                name = store_pg_col_text(res, row, 0);
+                if (!store_pg_parse_i64(PQgetvalue(res, row, 1), &n))
+                        r = TG_ESTORE;
+                else if (op_state_parse(name, &state) == 0)
+                        st.by_state[state] = (uint64_t)n;
+                else if (strcmp(name, store_counter_text(STORE_COUNTER_PRUNED_OPERATIONS)) == 0)
+                        st.pruned_operations = (uint64_t)n;
+                else if (strcmp(name, store_counter_text(STORE_COUNTER_PRUNED_CALLS)) == 0)
+                        st.pruned_calls = (uint64_t)n;
+                else
+                        r = TG_ESTORE;
+        }
+        PQclear(res);
+        if (r == 0) {
+                r = store_pg_query(s, &res, "%s", s->q[PQY_OLDEST_ALL]);
+                r = one_i64(res, r, &v, &null);
+        }
+        if (r == 0 && !null)
+                st.oldest_open_accepted_at = v;
+        /* every call ever recorded: counted with its insert */
+        if (r == 0) {
+                r = store_pg_query(s, &res, "SELECT n FROM counters WHERE name = 'calls'");
+                r = one_i64(res, r, &v, &null);
+        }
+        if (r == 0)
+                st.calls_total = null ? 0 : (uint64_t)v;
+        if (r == 0)
+                r = store_pg_epoch_read(store, &st.epoch);
+        if (r == 0)
+                *ret_stats = st;
+        return r;
+}
+
+int store_pg_sample_put(struct store *store, const struct exit_sample *x, tg_wall_ms keep_after)
+{
+        struct pg_store *s = P(store);
+        /* The oldest open operation is read here, in the same statement: one
+         * index probe per open state (manual is not open for the exit). A
+         * sample with the same `at` and share is replaced. The backlog is
+         * counted by store_sample_put(). */
+        int r =
+            store_pg_exec(s, s->q[PQY_SAMPLE_PUT], x->at, x->epoch, x->in_flight, x->starts,
+                          x->call_ends, x->op_closes, (int64_t)(x->held ? 1 : 0), x->figures,
+                          x->share, x->backlog[OP_PENDING], x->backlog[OP_IN_FLIGHT],
+                          x->backlog[OP_RETRY_WAIT], x->backlog[OP_UNKNOWN], x->backlog[OP_MANUAL]);
+
+        /* the figures of this share's samples of a minute ago: a range of the
+         * primary key, so the cost does not grow with the table */
+        if (r == 0)
+                r = store_pg_exec(s,
+                                  "UPDATE exit_samples SET figures = '' WHERE at >= %I AND "
+                                  "at < %I AND share = %U AND figures <> ''",
+                                  x->at - 2 * STORE_FIGURES_KEEP_MS, x->at - STORE_FIGURES_KEEP_MS,
+                                  x->share);
+        if (r == 0)
+                r = store_pg_exec(s, "DELETE FROM exit_samples WHERE at < %I", keep_after);
+        return r;
+}
+
+int store_pg_refusals_add(struct store *store, tg_wall_ms second, unsigned n, tg_wall_ms keep_after)
+{
+        struct pg_store *s = P(store);
+        int r = store_pg_exec(s,
+                              "INSERT INTO admission_refusals (at, refused) VALUES (%I, %U) "
+                              "ON CONFLICT (at) DO UPDATE SET refused = "
+                              "admission_refusals.refused + EXCLUDED.refused",
+                              second, n);
+
+        if (r == 0)
+                r = store_pg_exec(s, "DELETE FROM admission_refusals WHERE at < %I", keep_after);
+        return r;
+}
+
+int store_pg_sample_last(struct store *store, struct exit_sample *ret_sample)
+{
+        PGresult *res;
+        int r = store_pg_query(P(store), &res,
+                               "SELECT " PG_SAMPLE_COLS
+                               " FROM exit_samples ORDER BY at DESC, share DESC LIMIT 1");
+
+        if (r < 0)
+                return r;
+        return fetch_one(res, ret_sample, sizeof(*ret_sample), read_sample);
+}
+
+/* ---- counters and the prune ------------------------------------------------------- */
+
+static int counters_write(struct pg_store *s, enum store_counter counter, int64_t delta)
+{
+        int r = store_pg_exec(s, "UPDATE counters SET n = n + %I WHERE name = %S", delta,
+                              store_counter_text(counter));
+
+        if (r == 0 && s->affected != 1)
+                r = TG_ESTORE; /* a counter row is missing: the schema is not ours */
+        return r;
+}
+
+int store_pg_counter_add(struct store *store, enum store_counter counter, int64_t delta)
+{
+        struct pg_store *s = P(store);
+
+        if ((unsigned)counter >= STORE_COUNTER_COUNT)
+                return TG_EINVAL;
+        if (s->in_tx) {
+                s->counter_delta[counter] += delta; /* store_pg_counters_flush */
+                return 0;
+        }
+        return counters_write(s, counter, delta);
+}
+
+int store_pg_counters_flush(struct pg_store *s)
+{
+        int r = 0;
+
+        for (unsigned c = 0; c < STORE_COUNTER_COUNT && r == 0; c++)
+                if (s->counter_delta[c] != 0)
+                        r = counters_write(s, (enum store_counter)c, s->counter_delta[c]);
+        return r;
+}
+
+int store_pg_prune_pick(struct store *store, enum op_state state, tg_wall_ms before,
+                        int64_t after_at, int64_t after_id, unsigned max, int64_t *ret_ids,
+                        int64_t *ret_at, unsigned *ret_n)
+{
+        struct pg_store *s = P(store);
+        PGresult *res;
+        unsigned n = 0;
+        /* the oldest final operations of one state after the cursor, in the
+         * order of ops_state_updated; never one with an audit trail, never
+         * the newest operation or the newest call's (as on SQLite) */
+        int r = store_pg_query(
+            s, &res,
+            "SELECT id, updated_at FROM operations "
+            "WHERE state = %S AND updated_at < %I "
+            "AND (updated_at > %I OR (updated_at = %I AND id > %I)) "
+            "AND id < (SELECT MAX(id) FROM operations) "
+            "AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.op_id = operations.id) "
+            "AND NOT EXISTS (SELECT 1 FROM calls c WHERE c.op_id = operations.id "
+            "  AND c.id = (SELECT MAX(id) FROM calls)) "
+            "ORDER BY updated_at, id LIMIT %I FOR UPDATE",
+            op_state_name(state), before, after_at, after_at, after_id, (int64_t)max);
+
+        if (r < 0)
+                return r;
+        for (int row = 0; r == 0 && n < max && row < PQntuples(res); row++) {
+                if (!store_pg_parse_i64(PQgetvalue(res, row, 0), &ret_ids[n]) ||
+                    !store_pg_parse_i64(PQgetvalue(res, row, 1), &ret_at[n]))
+                        r = TG_ESTORE;
+                else
+                        n++;
+        }
+        PQclear(res);
+        if (r == 0)
+                *ret_n = n;
+        return r;
+}
+
+/* Ids per DELETE: the list fits the SQL builder's buffer (SQL_MAX). */
+#define DELETE_CHUNK 500
+
+int store_pg_prune_delete(struct store *store, const int64_t *ids, unsigned n, tg_wall_ms before,
+                          uint64_t *ret_calls)
+{
+        struct pg_store *s = P(store);
+        uint64_t calls = 0;
+        int r;
+
+        /* the permit the triggers look for: no other session ever sees it
+         * (deleted below, or rolled back with the transaction) */
+        r = store_pg_exec(s, "INSERT INTO prune_permit (id, before_at) VALUES (1, %I)", before);
+        for (unsigned from = 0; r == 0 && from < n; from += DELETE_CHUNK) {
+                unsigned to = n - from > DELETE_CHUNK ? from + DELETE_CHUNK : n;
+                char list[DELETE_CHUNK * 21 + 1];
+                size_t at = 0;
+
+                for (unsigned i = from; i < to; i++) {
+                        int w = snprintf(list + at, sizeof(list) - at, "%s%lld",
+                                         i > from ? "," : "", (long long)ids[i]);
+                        if (w < 0 || (size_t)w >= sizeof(list) - at)
+                                return TG_EINVAL;
+                        at += (size_t)w;
+                }
+                r = store_pg_exec(s, "DELETE FROM calls WHERE op_id IN (%s)", list);
+                if (r == 0) {
+                        calls += s->affected;
+                        r = store_pg_exec(s, "DELETE FROM operations WHERE id IN (%s)", list);
+                }
+                if (r == 0 && s->affected != to - from)
+                        r = TG_ESTORE;
+        }
+        if (r == 0)
+                r = store_pg_exec(s, "DELETE FROM prune_permit WHERE id = 1");
+        if (r == 0)
+                *ret_calls = calls;
+        return r;
+}
+
+#endif /* TG_HAVE_PG */

@@ -1,0 +1,104 @@
+"""The outbox (issue 7, docs/outbox.md): an application inserts a refund into
+tollgate's backlog table inside its OWN transaction, next to its own business
+row, with a plain PostgreSQL client (psql). A committed row is taken in and sent
+like an API intake; a rolled-back one never existed; an invalid one goes to
+manual review with reason "invalid", not skipped. test_outbox_mariadb.py on
+PostgreSQL (issue 29).
+
+Runs on the test server's PostgreSQL (TG_TEST_PG_URL), in a fresh database;
+skipped when the variable is not set.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgtest  # noqa: E402
+from tgdaemon import Tollgate, log_events  # noqa: E402
+
+PG_URL = os.environ.get("TG_TEST_PG_URL", "")
+
+
+def client_argv(url):
+    """psql on a store url, as an application would use it (libpq reads the
+    url itself): unaligned, tab-separated, stop at the first error."""
+    return ["psql", "-X", "-q", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", url]
+
+
+def client(url, sql):
+    r = subprocess.run(client_argv(url) + ["-c", sql], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError("psql failed: %s" % r.stderr)
+    return [line.split("\t") for line in r.stdout.splitlines()]
+
+
+@unittest.skipUnless(PG_URL and shutil.which("psql"), "TG_TEST_PG_URL not set")
+class OutboxTest(unittest.TestCase):
+    def test_commit_rollback_and_invalid(self):
+        url = "%s_outbox_%d" % (PG_URL, os.getpid())
+        with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url, store_url=url) as tg:
+            tg.start("api")  # creates the database and the schema
+            client(url, "CREATE TABLE refund_requests (order_id VARCHAR(32) PRIMARY KEY, "
+                        "note VARCHAR(64))")
+            # The application's transaction: its own row and the backlog row
+            # commit or roll back together (docs/outbox.md's example).
+            client(url, """
+                BEGIN;
+                INSERT INTO refund_requests VALUES ('order-1', 'customer asked');
+                INSERT INTO operations (operation_id, payment_id, amount, currency, source)
+                  VALUES ('order-1-refund', 'pay_1', 1500, 'TWD', 'outbox');
+                COMMIT;
+                BEGIN;
+                INSERT INTO refund_requests VALUES ('order-2', 'changed our mind');
+                INSERT INTO operations (operation_id, payment_id, amount, currency, source)
+                  VALUES ('order-2-refund', 'pay_2', 900, 'TWD', 'outbox');
+                ROLLBACK;
+                BEGIN;
+                INSERT INTO refund_requests VALUES ('order-3', 'bad row');
+                INSERT INTO operations (operation_id, payment_id, amount, currency, source)
+                  VALUES ('order-3-refund', 'pay 3', 700, 'twd', 'outbox');
+                COMMIT;""")
+            # A transaction left open meanwhile: its row is invisible, and
+            # blocks nothing, until it commits.
+            holder = subprocess.Popen(client_argv(url), stdin=subprocess.PIPE,
+                                      stdout=subprocess.DEVNULL, text=True)
+            holder.stdin.write("BEGIN;\n"
+                               "INSERT INTO refund_requests VALUES ('order-4', 'slow app');\n"
+                               "INSERT INTO operations (operation_id, payment_id, amount, "
+                               "currency, source) VALUES ('order-4-refund', 'pay_4', 300, "
+                               "'TWD', 'outbox');\n")
+            holder.stdin.flush()
+
+            d = tg.start("dispatch", wait_api=False)
+            final = tg.wait_final(["order-1-refund", "order-3-refund"], timeout=20)
+            self.assertEqual(final["order-1-refund"]["state"], "succeeded", final)
+            self.assertEqual(final["order-3-refund"]["state"], "manual", final)
+            self.assertEqual(final["order-3-refund"].get("reason"), "invalid", final)
+            status, _, _ = tg.status("order-2-refund")
+            self.assertEqual(status, 404)  # rolled back: never existed
+            self.assertEqual(tg.status("order-4-refund")[0], 404)  # not committed yet
+            holder.stdin.write("COMMIT;\n")
+            holder.stdin.close()
+            self.assertEqual(holder.wait(10), 0)
+            final = tg.wait_final(["order-4-refund"], timeout=20)
+            self.assertEqual(final["order-4-refund"]["state"], "succeeded", final)
+
+            keys = [a.get("idempotency_key") for a in stub.arrivals()
+                    if a["path"].startswith("/v1/")]
+            # each committed valid refund sent once; the others never
+            self.assertEqual(keys, ["order-1-refund", "order-4-refund"])
+            self.assertEqual(client(url, "SELECT order_id FROM refund_requests ORDER BY 1"),
+                             [["order-1"], ["order-3"], ["order-4"]])
+            # the invalid row is kept, with an audit row that names the problem
+            audit = client(url, "SELECT a.reason, a.detail FROM audit a JOIN operations o "
+                                "ON o.id = a.op_id WHERE o.operation_id = 'order-3-refund'")
+            self.assertEqual(audit[0][0], "invalid")
+            self.assertIn("payment_id", audit[0][1])
+            self.assertTrue(log_events(d, "outbox_intake"))
+
+
+if __name__ == "__main__":
+    tgtest.main_unittest()
