@@ -262,7 +262,10 @@ static void describe_accounts(FILE *out, enum config_doc_format fmt)
                 put_scdoc(out, config_account_help);
                 fputs("\n\n", out);
                 put_scdoc(out, text);
-                fputs("\n\n\t[account.eu]\n\texit.starts_per_second = 20\n", out);
+                /* a literal block: a line starting with '[' would be a table */
+                fputs("\n\n```\n[account.eu]\nprovider.base_url = https://eu.example.com\n"
+                      "exit.starts_per_second = 20\n```\n",
+                      out);
         } else {
                 fputs("\n## `[account.NAME]`\n\n", out);
                 fputs(config_account_help, out);
