@@ -57,7 +57,6 @@
  */
 #ifdef TG_HAVE_MARIADB /* the whole file: CMake defines it with libmariadb */
 
-#include <ctype.h>
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <pthread.h>
@@ -65,9 +64,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/encode.h"
 #include "core/tg_error.h"
 #include "store/mysql_int.h"
+#include "store/store_url.h"
 
 #define LOCK_WAIT_S    3 /* innodb_lock_wait_timeout of our sessions */
 #define MIGRATE_WAIT_S 30
@@ -310,55 +309,6 @@ static void library_init(void)
 
 /* ---- url, open, migrate, close ---------------------------------------------- */
 
-/* Decodes %XX in place (user names and passwords may need them; a '+'
- * is itself). */
-static bool url_decode(char *text)
-{
-        size_t len = strlen(text);
-
-        return encode_percent_decode(ENCODE_PATH_SEGMENT, text, len, text, len + 1, NULL) == 0;
-}
-
-static bool copy_part(char *dst, size_t size, const char *from, size_t len)
-{
-        if (len >= size)
-                return false;
-        memcpy(dst, from, len);
-        dst[len] = '\0';
-        return true;
-}
-
-/* First line of a file, without the newline; the file stays private. */
-static int read_password_file(const char *path, char *dst, size_t size)
-{
-        FILE *f = fopen(path, "re");
-        size_t n;
-
-        if (!f)
-                return TG_EIO;
-        if (!fgets(dst, (int)size, f)) {
-                fclose(f);
-                dst[0] = '\0';
-                return TG_EINVAL;
-        }
-        fclose(f);
-        n = strcspn(dst, "\r\n");
-        dst[n] = '\0';
-        return 0;
-}
-
-static bool db_name_ok(const char *name)
-{
-        size_t n = strlen(name);
-
-        if (n == 0 || n > DB_NAME_MAX)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!isalnum((unsigned char)name[i]) && name[i] != '_')
-                        return false;
-        return true;
-}
-
 /* user[:password]@host[:port]/db[?key=value&...] */
 static int parse_where(struct mysql_store *s, const char *where)
 {
@@ -372,14 +322,14 @@ static int parse_where(struct mysql_store *s, const char *where)
                 return TG_EINVAL;
         colon = memchr(where, ':', (size_t)(at - where));
         if (colon) {
-                if (!copy_part(s->user, sizeof(s->user), where, (size_t)(colon - where)) ||
-                    !copy_part(s->password, sizeof(s->password), colon + 1,
-                               (size_t)(at - colon - 1)))
+                if (!store_url_copy(s->user, sizeof(s->user), where, (size_t)(colon - where)) ||
+                    !store_url_copy(s->password, sizeof(s->password), colon + 1,
+                                    (size_t)(at - colon - 1)))
                         return TG_EINVAL;
-        } else if (!copy_part(s->user, sizeof(s->user), where, (size_t)(at - where))) {
+        } else if (!store_url_copy(s->user, sizeof(s->user), where, (size_t)(at - where))) {
                 return TG_EINVAL;
         }
-        if (!s->user[0] || !url_decode(s->user) || !url_decode(s->password))
+        if (!s->user[0] || !store_url_decode(s->user) || !store_url_decode(s->password))
                 return TG_EINVAL;
         hostpart = at + 1;
         slash = strchr(hostpart, '/');
@@ -390,24 +340,26 @@ static int parse_where(struct mysql_store *s, const char *where)
         if (colon) {
                 int64_t p = 0;
 
-                if (!copy_part(s->host, sizeof(s->host), hostpart, (size_t)(colon - hostpart)) ||
-                    !copy_part(port, sizeof(port), colon + 1, (size_t)(slash - colon - 1)) ||
+                if (!store_url_copy(s->host, sizeof(s->host), hostpart,
+                                    (size_t)(colon - hostpart)) ||
+                    !store_url_copy(port, sizeof(port), colon + 1, (size_t)(slash - colon - 1)) ||
                     !store_mysql_parse_i64(port, &p) || p < 1 || p > 65535)
                         return TG_EINVAL;
                 s->port = (unsigned)p;
-        } else if (!copy_part(s->host, sizeof(s->host), hostpart, (size_t)(slash - hostpart))) {
+        } else if (!store_url_copy(s->host, sizeof(s->host), hostpart,
+                                   (size_t)(slash - hostpart))) {
                 return TG_EINVAL;
         }
         qmark = strchr(slash + 1, '?');
         if (qmark) {
-                if (!copy_part(s->dbname, sizeof(s->dbname), slash + 1,
-                               (size_t)(qmark - slash - 1)) ||
-                    !copy_part(params, sizeof(params), qmark + 1, strlen(qmark + 1)))
+                if (!store_url_copy(s->dbname, sizeof(s->dbname), slash + 1,
+                                    (size_t)(qmark - slash - 1)) ||
+                    !store_url_copy(params, sizeof(params), qmark + 1, strlen(qmark + 1)))
                         return TG_EINVAL;
-        } else if (!copy_part(s->dbname, sizeof(s->dbname), slash + 1, strlen(slash + 1))) {
+        } else if (!store_url_copy(s->dbname, sizeof(s->dbname), slash + 1, strlen(slash + 1))) {
                 return TG_EINVAL;
         }
-        if (!db_name_ok(s->dbname) || (!s->host[0] && !qmark))
+        if (!store_url_name_ok(s->dbname, DB_NAME_MAX) || (!s->host[0] && !qmark))
                 return TG_EINVAL;
 
         /* key=value&key=value, parsed without strtok */
@@ -421,10 +373,10 @@ static int parse_where(struct mysql_store *s, const char *where)
                 if (!eq)
                         return TG_EINVAL;
                 *eq = '\0';
-                if (!url_decode(eq + 1))
+                if (!store_url_decode(eq + 1))
                         return TG_EINVAL;
                 if (strcmp(p, "password_file") == 0) {
-                        int r = read_password_file(eq + 1, s->password, sizeof(s->password));
+                        int r = store_url_read_password(eq + 1, s->password, sizeof(s->password));
 
                         if (r < 0) {
                                 snprintf(s->last_error, sizeof(s->last_error),
@@ -432,7 +384,7 @@ static int parse_where(struct mysql_store *s, const char *where)
                                 return r;
                         }
                 } else if (strcmp(p, "socket") == 0) {
-                        if (!copy_part(s->socket, sizeof(s->socket), eq + 1, strlen(eq + 1)))
+                        if (!store_url_copy(s->socket, sizeof(s->socket), eq + 1, strlen(eq + 1)))
                                 return TG_EINVAL;
                 } else {
                         return TG_EINVAL;
@@ -443,7 +395,7 @@ static int parse_where(struct mysql_store *s, const char *where)
         }
         env = getenv("TG_MYSQL_PASSWORD");
         if (!s->password[0] && env &&
-            !copy_part(s->password, sizeof(s->password), env, strlen(env)))
+            !store_url_copy(s->password, sizeof(s->password), env, strlen(env)))
                 return TG_EINVAL;
         return 0;
 }
