@@ -1,0 +1,67 @@
+/*
+ * store_server — the loops the server backends share (store_server.h): the
+ * prune's chunked delete. Its statements hold integers only (ids, a time),
+ * printed here, so they need no escaping and are the same SQL on MariaDB
+ * and PostgreSQL; each runs through the backend's exec callback.
+ */
+#include "store/store_server.h"
+
+#include <stdio.h>
+
+#include "core/tg_error.h"
+
+/* Ids per DELETE: the statement fits the SQL builders' buffers (SQL_MAX). */
+#define DELETE_CHUNK 500
+#define LIST_MAX     (DELETE_CHUNK * 21 + 1)
+
+/* exec of "<head>(<list>)" */
+static int exec_in(void *conn, store_server_exec_fn exec, const char *head, const char *list,
+                   uint64_t *ret_affected)
+{
+        char sql[LIST_MAX + 64];
+        int w = snprintf(sql, sizeof(sql), "%s(%s)", head, list);
+
+        if (w < 0 || (size_t)w >= sizeof(sql))
+                return TG_EINVAL;
+        return exec(conn, sql, ret_affected);
+}
+
+int store_server_prune_delete(void *conn, store_server_exec_fn exec, const int64_t *ids, unsigned n,
+                              tg_wall_ms before, uint64_t *ret_calls)
+{
+        uint64_t calls = 0, affected = 0;
+        char sql[96];
+        int r;
+
+        /* the permit the triggers look for: no other session ever sees it
+         * (deleted below, or rolled back with the transaction) */
+        snprintf(sql, sizeof(sql), "INSERT INTO prune_permit (id, before_at) VALUES (1, %lld)",
+                 (long long)before);
+        r = exec(conn, sql, &affected);
+        for (unsigned from = 0; r == 0 && from < n; from += DELETE_CHUNK) {
+                unsigned to = n - from > DELETE_CHUNK ? from + DELETE_CHUNK : n;
+                char list[LIST_MAX];
+                size_t at = 0;
+
+                for (unsigned i = from; i < to; i++) {
+                        int w = snprintf(list + at, sizeof(list) - at, "%s%lld",
+                                         i > from ? "," : "", (long long)ids[i]);
+                        if (w < 0 || (size_t)w >= sizeof(list) - at)
+                                return TG_EINVAL;
+                        at += (size_t)w;
+                }
+                r = exec_in(conn, exec, "DELETE FROM calls WHERE op_id IN ", list, &affected);
+                if (r == 0) {
+                        calls += affected;
+                        r = exec_in(conn, exec, "DELETE FROM operations WHERE id IN ", list,
+                                    &affected);
+                }
+                if (r == 0 && affected != to - from)
+                        r = TG_ESTORE;
+        }
+        if (r == 0)
+                r = exec(conn, "DELETE FROM prune_permit WHERE id = 1", &affected);
+        if (r == 0)
+                *ret_calls = calls;
+        return r;
+}
