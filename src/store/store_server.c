@@ -2,17 +2,23 @@
  * store_server — the loops the server backends share (store_server.h): the
  * prune's chunked delete. Its statements hold integers only (ids, a time),
  * printed here, so they need no escaping and are the same SQL on MariaDB
- * and PostgreSQL; each runs through the backend's exec callback.
+ * and PostgreSQL; each runs through the backend's exec callback. And the
+ * transaction's retry loop: which errors are which is the backend's (its
+ * callbacks say TG_EBUSY or TG_EIO), what is retried and how often is here.
  */
 #include "store/store_server.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "core/tg_error.h"
 
 /* Ids per DELETE: the statement fits the SQL builders' buffers (SQL_MAX). */
 #define DELETE_CHUNK 500
 #define LIST_MAX     (DELETE_CHUNK * 21 + 1)
+#define BUSY_TRIES   8 /* rolled back by the server: whole-transaction retries */
+#define LOST_TRIES   1 /* lost connection: reconnect and retry once */
 
 /* exec of "<head>(<list>)" */
 static int exec_in(void *conn, store_server_exec_fn exec, const char *head, const char *list,
@@ -63,5 +69,60 @@ int store_server_prune_delete(void *conn, store_server_exec_fn exec, const int64
                 r = exec(conn, "DELETE FROM prune_permit WHERE id = 1", &affected);
         if (r == 0)
                 *ret_calls = calls;
+        return r;
+}
+
+static void pause_ms(long ms)
+{
+        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+                ;
+}
+
+int store_server_tx(struct store *store, void *conn, const struct store_server_tx *tx,
+                    unsigned flags, store_tx_fn fn, void *ctx, bool *commit_unknown)
+{
+        unsigned busy = 0, lost = 0;
+        int r;
+
+        *commit_unknown = false;
+        for (;;) {
+                bool committing = false;
+
+                r = tx->connect(conn);
+                if (r == 0)
+                        r = tx->exec(conn, tx->begin_sql);
+                tx->enter(conn);
+                if (r == 0)
+                        r = fn(store, ctx);
+                r = tx->leave(conn, r);
+                if (r == 0) {
+                        committing = true;
+                        r = tx->exec(conn, "COMMIT");
+                }
+                if (r == 0)
+                        break;
+                if (tx->connected(conn) && !committing)
+                        (void)tx->exec(conn, "ROLLBACK");
+                if (r == TG_EBUSY && busy < BUSY_TRIES) {
+                        /* the server rolled it back (or we did): the
+                         * transaction never happened */
+                        busy++;
+                        pause_ms(5L << (busy < 6 ? busy : 6));
+                        continue;
+                }
+                if (r == TG_EIO && !tx->connected(conn) && lost < LOST_TRIES) {
+                        if (committing) {
+                                if (!(flags & STORE_TX_RECHECKS))
+                                        break; /* outcome unknown: say so */
+                                *commit_unknown = true;
+                        }
+                        lost++;
+                        continue;
+                }
+                break;
+        }
+        *commit_unknown = false;
         return r;
 }

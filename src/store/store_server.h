@@ -13,9 +13,11 @@
 #ifndef TG_STORE_SERVER_H
 #define TG_STORE_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/tg_time.h"
+#include "store/store_backend.h"
 
 /* Runs one statement, whole (only integers in it, printed), on conn (the
  * backend's store) as the backend's exec does; *ret_affected gets the rows it
@@ -29,5 +31,28 @@ typedef int (*store_server_exec_fn)(void *conn, const char *sql, uint64_t *ret_a
  * code. */
 int store_server_prune_delete(void *conn, store_server_exec_fn exec, const int64_t *ids, unsigned n,
                               tg_wall_ms before, uint64_t *ret_calls);
+
+/* A backend's side of a transaction (store_server_tx), each called with
+ * conn (the backend's store). The backend classifies its driver's errors:
+ * exec and the rest return TG_EBUSY for what the server rolled back
+ * (deadlock, lock wait timeout, serialization failure) and TG_EIO for a
+ * lost connection, after which connected() is false. */
+struct store_server_tx {
+        const char *begin_sql;                    /* the statement that starts a transaction */
+        int (*connect)(void *conn);               /* connect when not connected */
+        int (*exec)(void *conn, const char *sql); /* a statement whose rows do not matter */
+        void (*enter)(void *conn);                /* the per-transaction state reset, in_tx */
+        int (*leave)(void *conn, int r);          /* out of fn: r, or the flush of deferred rows */
+        bool (*connected)(void *conn);
+};
+
+/* Runs fn(store, ctx) inside one transaction: begin_sql, fn, COMMIT; a
+ * failing fn is rolled back. Retries TG_EBUSY (the whole transaction, up
+ * to 8 times, with a growing pause) and a lost connection (once, after
+ * reconnecting) when the transaction surely did not commit, or when fn
+ * re-checks (STORE_TX_RECHECKS: *commit_unknown is then true while fn runs
+ * again). Returns fn's code or a TG_E* code; *commit_unknown is false. */
+int store_server_tx(struct store *store, void *conn, const struct store_server_tx *tx,
+                    unsigned flags, store_tx_fn fn, void *ctx, bool *commit_unknown);
 
 #endif
