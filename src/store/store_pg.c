@@ -53,6 +53,7 @@
 
 #include "core/tg_error.h"
 #include "store/pg_int.h"
+#include "store/store_server.h"
 #include "store/store_url.h"
 
 #define LOCK_WAIT_MS    3000  /* lock_timeout of our sessions */
@@ -431,7 +432,6 @@ static int migrate(struct pg_store *s)
 
 /* ---- the queries made from the transition table ------------------------- */
 
-#define STATES_SQL_MAX 128 /* "state IN (...)" of every state fits */
 /* One index probe of a state ('@': its word, store_union_sql()). */
 #define OLDEST_OF "SELECT MIN(accepted_at) AS m FROM operations WHERE state = '@'"
 
@@ -441,29 +441,13 @@ static int migrate(struct pg_store *s)
  * predicates as MariaDB's (store_mysql.c). */
 static int make_queries(struct pg_store *s)
 {
-        char first[STATES_SQL_MAX], again[STATES_SQL_MAX], query[STATES_SQL_MAX];
-        char waiting[STATES_SQL_MAX], resend[STATES_SQL_MAX], flight[STATES_SQL_MAX];
-        char outbox[STATES_SQL_MAX], key_old[3 * STATES_SQL_MAX], due[6 * STATES_SQL_MAX];
+        struct store_server_lists l;
+        const char *first = l.first, *again = l.again, *waiting = l.waiting, *flight = l.flight;
+        const char *outbox = l.outbox, *key_old = l.key_old, *due = l.due;
         char counts[768], open_oldest[384], all_oldest[512], counters[128];
         int n[PQY_COUNT];
 
-        store_state_list_sql(policy_group_states(POLICY_GROUP_FIRST), first, sizeof(first));
-        store_state_list_sql(policy_group_states(POLICY_GROUP_AGAIN), again, sizeof(again));
-        store_state_list_sql(policy_kind_states(TG_KIND_QUERY), query, sizeof(query));
-        store_state_list_sql(policy_sources(OP_EV_DEADLINE), waiting, sizeof(waiting));
-        store_state_list_sql(policy_sources(OP_EV_KEY_RETENTION), resend, sizeof(resend));
-        store_state_list_sql(policy_sources(OP_EV_TAKEOVER), flight, sizeof(flight));
-        store_state_list_sql(policy_sources(OP_EV_OUTBOX), outbox, sizeof(outbox));
-        /* policy_key_too_old(): %I now, %I key retention */
-        snprintf(key_old, sizeof(key_old),
-                 "(%s AND attempts > 0 AND key_first_used > 0 AND key_first_used <= %%I - %%I)",
-                 resend);
-        /* the again group's policy_is_due(): %I now (twice), then key_old's
-         * two, then %I 1 when queries are allowed */
-        snprintf(due, sizeof(due),
-                 "%s AND attempt_limit > 0 AND next_run_at <= %%I AND deadline_at > %%I "
-                 "AND NOT %s AND (%%I = 1 OR NOT %s)",
-                 again, key_old, query);
+        store_server_lists_make(&l);
 #define Q(id) s->q[id], sizeof(s->q[id])
         n[PQY_PICK_FIRST] = snprintf(Q(PQY_PICK_FIRST),
                                      "SELECT " PG_OP_COLS " FROM operations "

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "core/policy.h"
 #include "core/tg_error.h"
 
 /* Ids per DELETE: the statement fits the SQL builders' buffers (SQL_MAX). */
@@ -125,4 +126,22 @@ int store_server_tx(struct store *store, void *conn, const struct store_server_t
         }
         *commit_unknown = false;
         return r;
+}
+
+void store_server_lists_make(struct store_server_lists *l)
+{
+        store_state_list_sql(policy_group_states(POLICY_GROUP_FIRST), l->first, sizeof(l->first));
+        store_state_list_sql(policy_group_states(POLICY_GROUP_AGAIN), l->again, sizeof(l->again));
+        store_state_list_sql(policy_kind_states(TG_KIND_QUERY), l->query, sizeof(l->query));
+        store_state_list_sql(policy_sources(OP_EV_DEADLINE), l->waiting, sizeof(l->waiting));
+        store_state_list_sql(policy_sources(OP_EV_KEY_RETENTION), l->resend, sizeof(l->resend));
+        store_state_list_sql(policy_sources(OP_EV_TAKEOVER), l->flight, sizeof(l->flight));
+        store_state_list_sql(policy_sources(OP_EV_OUTBOX), l->outbox, sizeof(l->outbox));
+        snprintf(l->key_old, sizeof(l->key_old),
+                 "(%s AND attempts > 0 AND key_first_used > 0 AND key_first_used <= %%I - %%I)",
+                 l->resend);
+        snprintf(l->due, sizeof(l->due),
+                 "%s AND attempt_limit > 0 AND next_run_at <= %%I AND deadline_at > %%I "
+                 "AND NOT %s AND (%%I = 1 OR NOT %s)",
+                 l->again, l->key_old, l->query);
 }

@@ -46,6 +46,24 @@ struct store_server_tx {
         bool (*connected)(void *conn);
 };
 
+#define STORE_SERVER_STATES_MAX 128 /* "state IN (...)" of every state fits */
+
+/* The state lists the server backends' picks and batches are made from
+ * (the transition table's, core/policy.h, as SQL predicates), and two
+ * predicates over them written as formats for the SQL builders (%I an
+ * integer): key_old is policy_key_too_old() (%I now, %I key retention),
+ * due the again group's policy_is_due() (%I now twice, key_old's two, then
+ * %I 1 when queries are allowed). */
+struct store_server_lists {
+        char first[STORE_SERVER_STATES_MAX], again[STORE_SERVER_STATES_MAX];
+        char query[STORE_SERVER_STATES_MAX], waiting[STORE_SERVER_STATES_MAX];
+        char resend[STORE_SERVER_STATES_MAX], flight[STORE_SERVER_STATES_MAX];
+        char outbox[STORE_SERVER_STATES_MAX];
+        char key_old[3 * STORE_SERVER_STATES_MAX], due[6 * STORE_SERVER_STATES_MAX];
+};
+
+void store_server_lists_make(struct store_server_lists *l);
+
 /* Runs fn(store, ctx) inside one transaction: begin_sql, fn, COMMIT; a
  * failing fn is rolled back. Retries TG_EBUSY (the whole transaction, up
  * to 8 times, with a growing pause) and a lost connection (once, after
