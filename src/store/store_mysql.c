@@ -57,7 +57,6 @@
  */
 #ifdef TG_HAVE_MARIADB /* the whole file: CMake defines it with libmariadb */
 
-#include <ctype.h>
 #include <mysql.h>
 #include <mysqld_error.h>
 #include <pthread.h>
@@ -65,9 +64,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/encode.h"
 #include "core/tg_error.h"
 #include "store/mysql_int.h"
+#include "store/store_server.h"
+#include "store/store_url.h"
 
 #define LOCK_WAIT_S    3 /* innodb_lock_wait_timeout of our sessions */
 #define MIGRATE_WAIT_S 30
@@ -310,55 +310,6 @@ static void library_init(void)
 
 /* ---- url, open, migrate, close ---------------------------------------------- */
 
-/* Decodes %XX in place (user names and passwords may need them; a '+'
- * is itself). */
-static bool url_decode(char *text)
-{
-        size_t len = strlen(text);
-
-        return encode_percent_decode(ENCODE_PATH_SEGMENT, text, len, text, len + 1, NULL) == 0;
-}
-
-static bool copy_part(char *dst, size_t size, const char *from, size_t len)
-{
-        if (len >= size)
-                return false;
-        memcpy(dst, from, len);
-        dst[len] = '\0';
-        return true;
-}
-
-/* First line of a file, without the newline; the file stays private. */
-static int read_password_file(const char *path, char *dst, size_t size)
-{
-        FILE *f = fopen(path, "re");
-        size_t n;
-
-        if (!f)
-                return TG_EIO;
-        if (!fgets(dst, (int)size, f)) {
-                fclose(f);
-                dst[0] = '\0';
-                return TG_EINVAL;
-        }
-        fclose(f);
-        n = strcspn(dst, "\r\n");
-        dst[n] = '\0';
-        return 0;
-}
-
-static bool db_name_ok(const char *name)
-{
-        size_t n = strlen(name);
-
-        if (n == 0 || n > DB_NAME_MAX)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!isalnum((unsigned char)name[i]) && name[i] != '_')
-                        return false;
-        return true;
-}
-
 /* user[:password]@host[:port]/db[?key=value&...] */
 static int parse_where(struct mysql_store *s, const char *where)
 {
@@ -372,14 +323,14 @@ static int parse_where(struct mysql_store *s, const char *where)
                 return TG_EINVAL;
         colon = memchr(where, ':', (size_t)(at - where));
         if (colon) {
-                if (!copy_part(s->user, sizeof(s->user), where, (size_t)(colon - where)) ||
-                    !copy_part(s->password, sizeof(s->password), colon + 1,
-                               (size_t)(at - colon - 1)))
+                if (!store_url_copy(s->user, sizeof(s->user), where, (size_t)(colon - where)) ||
+                    !store_url_copy(s->password, sizeof(s->password), colon + 1,
+                                    (size_t)(at - colon - 1)))
                         return TG_EINVAL;
-        } else if (!copy_part(s->user, sizeof(s->user), where, (size_t)(at - where))) {
+        } else if (!store_url_copy(s->user, sizeof(s->user), where, (size_t)(at - where))) {
                 return TG_EINVAL;
         }
-        if (!s->user[0] || !url_decode(s->user) || !url_decode(s->password))
+        if (!s->user[0] || !store_url_decode(s->user) || !store_url_decode(s->password))
                 return TG_EINVAL;
         hostpart = at + 1;
         slash = strchr(hostpart, '/');
@@ -390,24 +341,26 @@ static int parse_where(struct mysql_store *s, const char *where)
         if (colon) {
                 int64_t p = 0;
 
-                if (!copy_part(s->host, sizeof(s->host), hostpart, (size_t)(colon - hostpart)) ||
-                    !copy_part(port, sizeof(port), colon + 1, (size_t)(slash - colon - 1)) ||
+                if (!store_url_copy(s->host, sizeof(s->host), hostpart,
+                                    (size_t)(colon - hostpart)) ||
+                    !store_url_copy(port, sizeof(port), colon + 1, (size_t)(slash - colon - 1)) ||
                     !store_mysql_parse_i64(port, &p) || p < 1 || p > 65535)
                         return TG_EINVAL;
                 s->port = (unsigned)p;
-        } else if (!copy_part(s->host, sizeof(s->host), hostpart, (size_t)(slash - hostpart))) {
+        } else if (!store_url_copy(s->host, sizeof(s->host), hostpart,
+                                   (size_t)(slash - hostpart))) {
                 return TG_EINVAL;
         }
         qmark = strchr(slash + 1, '?');
         if (qmark) {
-                if (!copy_part(s->dbname, sizeof(s->dbname), slash + 1,
-                               (size_t)(qmark - slash - 1)) ||
-                    !copy_part(params, sizeof(params), qmark + 1, strlen(qmark + 1)))
+                if (!store_url_copy(s->dbname, sizeof(s->dbname), slash + 1,
+                                    (size_t)(qmark - slash - 1)) ||
+                    !store_url_copy(params, sizeof(params), qmark + 1, strlen(qmark + 1)))
                         return TG_EINVAL;
-        } else if (!copy_part(s->dbname, sizeof(s->dbname), slash + 1, strlen(slash + 1))) {
+        } else if (!store_url_copy(s->dbname, sizeof(s->dbname), slash + 1, strlen(slash + 1))) {
                 return TG_EINVAL;
         }
-        if (!db_name_ok(s->dbname) || (!s->host[0] && !qmark))
+        if (!store_url_name_ok(s->dbname, DB_NAME_MAX) || (!s->host[0] && !qmark))
                 return TG_EINVAL;
 
         /* key=value&key=value, parsed without strtok */
@@ -421,10 +374,10 @@ static int parse_where(struct mysql_store *s, const char *where)
                 if (!eq)
                         return TG_EINVAL;
                 *eq = '\0';
-                if (!url_decode(eq + 1))
+                if (!store_url_decode(eq + 1))
                         return TG_EINVAL;
                 if (strcmp(p, "password_file") == 0) {
-                        int r = read_password_file(eq + 1, s->password, sizeof(s->password));
+                        int r = store_url_read_password(eq + 1, s->password, sizeof(s->password));
 
                         if (r < 0) {
                                 snprintf(s->last_error, sizeof(s->last_error),
@@ -432,7 +385,7 @@ static int parse_where(struct mysql_store *s, const char *where)
                                 return r;
                         }
                 } else if (strcmp(p, "socket") == 0) {
-                        if (!copy_part(s->socket, sizeof(s->socket), eq + 1, strlen(eq + 1)))
+                        if (!store_url_copy(s->socket, sizeof(s->socket), eq + 1, strlen(eq + 1)))
                                 return TG_EINVAL;
                 } else {
                         return TG_EINVAL;
@@ -443,7 +396,7 @@ static int parse_where(struct mysql_store *s, const char *where)
         }
         env = getenv("TG_MYSQL_PASSWORD");
         if (!s->password[0] && env &&
-            !copy_part(s->password, sizeof(s->password), env, strlen(env)))
+            !store_url_copy(s->password, sizeof(s->password), env, strlen(env)))
                 return TG_EINVAL;
         return 0;
 }
@@ -621,7 +574,6 @@ static int migrate(struct mysql_store *s)
 
 /* ---- the queries made from the transition table ------------------------- */
 
-#define STATES_SQL_MAX 128 /* "state IN (...)" of every state fits */
 /* One index probe of a state ('@': its word, store_union_sql()). */
 #define OLDEST_OF "SELECT MIN(accepted_at) AS m FROM operations WHERE state = '@'"
 
@@ -630,29 +582,13 @@ static int migrate(struct mysql_store *s)
  * rest is policy_is_due(), policy_sweep() and the recovery's batch in SQL. */
 static int make_queries(struct mysql_store *s)
 {
-        char first[STATES_SQL_MAX], again[STATES_SQL_MAX], query[STATES_SQL_MAX];
-        char waiting[STATES_SQL_MAX], resend[STATES_SQL_MAX], flight[STATES_SQL_MAX];
-        char outbox[STATES_SQL_MAX], key_old[3 * STATES_SQL_MAX], due[6 * STATES_SQL_MAX];
+        struct store_server_lists l;
+        const char *first = l.first, *again = l.again, *waiting = l.waiting, *flight = l.flight;
+        const char *outbox = l.outbox, *key_old = l.key_old, *due = l.due;
         char counts[768], open_oldest[384], all_oldest[512], counters[128];
         int n[MQ_COUNT];
 
-        store_state_list_sql(policy_group_states(POLICY_GROUP_FIRST), first, sizeof(first));
-        store_state_list_sql(policy_group_states(POLICY_GROUP_AGAIN), again, sizeof(again));
-        store_state_list_sql(policy_kind_states(TG_KIND_QUERY), query, sizeof(query));
-        store_state_list_sql(policy_sources(OP_EV_DEADLINE), waiting, sizeof(waiting));
-        store_state_list_sql(policy_sources(OP_EV_KEY_RETENTION), resend, sizeof(resend));
-        store_state_list_sql(policy_sources(OP_EV_TAKEOVER), flight, sizeof(flight));
-        store_state_list_sql(policy_sources(OP_EV_OUTBOX), outbox, sizeof(outbox));
-        /* policy_key_too_old(): %I now, %I key retention */
-        snprintf(key_old, sizeof(key_old),
-                 "(%s AND attempts > 0 AND key_first_used > 0 AND key_first_used <= %%I - %%I)",
-                 resend);
-        /* the again group's policy_is_due(): %I now (twice), then key_old's
-         * two, then %I 1 when queries are allowed */
-        snprintf(due, sizeof(due),
-                 "%s AND attempt_limit > 0 AND next_run_at <= %%I AND deadline_at > %%I "
-                 "AND NOT %s AND (%%I = 1 OR NOT %s)",
-                 again, key_old, query);
+        store_server_lists_make(&l);
 #define Q(id) s->q[id], sizeof(s->q[id])
         n[MQ_PICK_FIRST] = snprintf(Q(MQ_PICK_FIRST),
                                     "SELECT " OP_COLS " FROM operations "

@@ -28,9 +28,8 @@
 
 #include "core/tg_error.h"
 #include "store/mysql_int.h"
+#include "store/store_server.h"
 
-#define BUSY_TRIES      8 /* deadlock / lock wait timeout: whole-transaction retries */
-#define LOST_TRIES      1 /* lost connection: reconnect and retry once */
 #define CONNECT_TIMEOUT 3 /* s */
 
 /* ---- errors ------------------------------------------------------------ */
@@ -347,8 +346,10 @@ int store_mysql_connect_one(struct mysql_store *s, unsigned io_timeout, bool wit
         return 0;
 }
 
-static int conn_ensure(struct mysql_store *s)
+static int conn_ensure(void *conn)
 {
+        struct mysql_store *s = conn;
+
         if (s->db)
                 return 0;
         return store_mysql_connect_one(s, IO_TIMEOUT, true, &s->db);
@@ -356,13 +357,44 @@ static int conn_ensure(struct mysql_store *s)
 
 /* ---- transactions --------------------------------------------------------- */
 
-static void pause_ms(long ms)
+/* The backend's side of store_server_tx(). */
+static int tx_exec(void *conn, const char *sql)
 {
-        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-                ;
+        return store_mysql_exec(conn, "%s", sql);
 }
+
+static void tx_enter(void *conn)
+{
+        struct mysql_store *s = conn;
+
+        memset(s->counter_delta, 0, sizeof(s->counter_delta));
+        s->picked_valid = false;
+        s->pick_after = false;
+        s->in_tx = true;
+}
+
+static int tx_leave(void *conn, int r)
+{
+        struct mysql_store *s = conn;
+
+        s->in_tx = false;
+        s->picked_valid = false;
+        return r == 0 ? store_mysql_counters_flush(s) : r;
+}
+
+static bool tx_connected(void *conn)
+{
+        return ((struct mysql_store *)conn)->db != NULL;
+}
+
+static const struct store_server_tx tx_ops = {
+    .begin_sql = "START TRANSACTION",
+    .connect = conn_ensure,
+    .exec = tx_exec,
+    .enter = tx_enter,
+    .leave = tx_leave,
+    .connected = tx_connected,
+};
 
 /* Runs fn inside one transaction: START TRANSACTION, fn, COMMIT; a failing
  * fn is rolled back. Retries a deadlock or lock wait timeout (the whole
@@ -374,55 +406,9 @@ int store_mysql_tx(struct store *store, enum store_tx kind, unsigned flags, stor
                    void *ctx)
 {
         struct mysql_store *s = M(store);
-        unsigned busy = 0, lost = 0;
-        int r;
 
-        s->commit_unknown = false;
-        for (;;) {
-                bool committing = false;
-
-                r = conn_ensure(s);
-                if (r == 0)
-                        r = store_mysql_exec(s, "START TRANSACTION");
-                memset(s->counter_delta, 0, sizeof(s->counter_delta));
-                s->picked_valid = false;
-                s->pick_after = false;
-                s->in_tx = true;
-                if (r == 0)
-                        r = fn(store, ctx);
-                s->in_tx = false;
-                s->picked_valid = false;
-                if (r == 0)
-                        r = store_mysql_counters_flush(s);
-                if (r == 0) {
-                        committing = true;
-                        r = store_mysql_exec(s, "COMMIT");
-                }
-                if (r == 0)
-                        break;
-                if (s->db && !committing)
-                        (void)store_mysql_exec(s, "ROLLBACK");
-                if (r == TG_EBUSY && busy < BUSY_TRIES) {
-                        /* InnoDB rolled back (deadlock) or we did (lock wait
-                         * timeout): the transaction never happened */
-                        busy++;
-                        pause_ms(5L << (busy < 6 ? busy : 6));
-                        continue;
-                }
-                if (r == TG_EIO && !s->db && lost < LOST_TRIES) {
-                        if (committing) {
-                                if (!(flags & STORE_TX_RECHECKS))
-                                        break; /* outcome unknown: say so */
-                                s->commit_unknown = true;
-                        }
-                        lost++;
-                        continue;
-                }
-                break;
-        }
-        s->commit_unknown = false;
         (void)kind;
-        return r;
+        return store_server_tx(store, s, &tx_ops, flags, fn, ctx, &s->commit_unknown);
 }
 
 bool store_mysql_tx_commit_unknown(const struct store *store)

@@ -47,13 +47,14 @@
  */
 #ifdef TG_HAVE_PG /* the whole file: CMake defines it with libpq */
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/tg_error.h"
 #include "store/pg_int.h"
+#include "store/store_server.h"
+#include "store/store_url.h"
 
 #define LOCK_WAIT_MS    3000  /* lock_timeout of our sessions */
 #define MIGRATE_WAIT_MS 30000 /* a migration running in another process */
@@ -256,76 +257,6 @@ static const struct migration migrations[] = {
 
 /* ---- url ------------------------------------------------------------------ */
 
-/* Decodes %XX in place (user names and passwords may need them). */
-static bool url_decode(char *text)
-{
-        char *out = text;
-
-        for (const char *p = text; *p; p++) {
-                if (*p == '%') {
-                        char hex[3] = {0};
-                        char *end;
-                        long v;
-
-                        if (!isxdigit((unsigned char)p[1]) || !isxdigit((unsigned char)p[2]))
-                                return false;
-                        hex[0] = p[1];
-                        hex[1] = p[2];
-                        v = strtol(hex, &end, 16);
-                        if (v == 0)
-                                return false;
-                        *out++ = (char)v;
-                        p += 2;
-                } else {
-                        *out++ = *p;
-                }
-        }
-        *out = '\0';
-        return true;
-}
-
-static bool copy_part(char *dst, size_t size, const char *from, size_t len)
-{
-        if (len >= size)
-                return false;
-        memcpy(dst, from, len);
-        dst[len] = '\0';
-        return true;
-}
-
-/* First line of a file, without the newline; the file stays private. */
-static int read_password_file(const char *path, char *dst, size_t size)
-{
-        FILE *f = fopen(path, "re");
-        size_t n;
-
-        if (!f)
-                return TG_EIO;
-        if (!fgets(dst, (int)size, f)) {
-                fclose(f);
-                dst[0] = '\0';
-                return TG_EINVAL;
-        }
-        fclose(f);
-        n = strcspn(dst, "\r\n");
-        dst[n] = '\0';
-        return 0;
-}
-
-/* The database's name goes into CREATE DATABASE as an identifier: letters,
- * digits and '_' only. */
-static bool db_name_ok(const char *name)
-{
-        size_t n = strlen(name);
-
-        if (n == 0 || n > PG_DB_NAME_MAX)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!isalnum((unsigned char)name[i]) && name[i] != '_')
-                        return false;
-        return true;
-}
-
 static bool sslmode_ok(const char *mode)
 {
         static const char *const modes[] = {"disable", "allow",     "prefer",
@@ -340,7 +271,7 @@ static bool sslmode_ok(const char *mode)
 static int parse_param(struct pg_store *s, const char *key, const char *value)
 {
         if (strcmp(key, "password_file") == 0) {
-                int r = read_password_file(value, s->password, sizeof(s->password));
+                int r = store_url_read_password(value, s->password, sizeof(s->password));
 
                 if (r < 0)
                         snprintf(s->last_error, sizeof(s->last_error),
@@ -349,11 +280,12 @@ static int parse_param(struct pg_store *s, const char *key, const char *value)
         }
         if (strcmp(key, "sslmode") == 0)
                 return sslmode_ok(value) &&
-                               copy_part(s->sslmode, sizeof(s->sslmode), value, strlen(value))
+                               store_url_copy(s->sslmode, sizeof(s->sslmode), value, strlen(value))
                            ? 0
                            : TG_EINVAL;
         if (strcmp(key, "host") == 0) /* a socket directory, as libpq's url says it */
-                return copy_part(s->host, sizeof(s->host), value, strlen(value)) ? 0 : TG_EINVAL;
+                return store_url_copy(s->host, sizeof(s->host), value, strlen(value)) ? 0
+                                                                                      : TG_EINVAL;
         return TG_EINVAL;
 }
 
@@ -368,14 +300,15 @@ static int parse_where(struct pg_store *s, const char *where)
         if (at) {
                 colon = memchr(where, ':', (size_t)(at - where));
                 if (colon) {
-                        if (!copy_part(s->user, sizeof(s->user), where, (size_t)(colon - where)) ||
-                            !copy_part(s->password, sizeof(s->password), colon + 1,
-                                       (size_t)(at - colon - 1)))
+                        if (!store_url_copy(s->user, sizeof(s->user), where,
+                                            (size_t)(colon - where)) ||
+                            !store_url_copy(s->password, sizeof(s->password), colon + 1,
+                                            (size_t)(at - colon - 1)))
                                 return TG_EINVAL;
-                } else if (!copy_part(s->user, sizeof(s->user), where, (size_t)(at - where))) {
+                } else if (!store_url_copy(s->user, sizeof(s->user), where, (size_t)(at - where))) {
                         return TG_EINVAL;
                 }
-                if (!url_decode(s->user) || !url_decode(s->password))
+                if (!store_url_decode(s->user) || !store_url_decode(s->password))
                         return TG_EINVAL;
         }
         slash = strchr(hostpart, '/');
@@ -385,23 +318,26 @@ static int parse_where(struct pg_store *s, const char *where)
         if (colon) {
                 int64_t p = 0;
 
-                if (!copy_part(s->host, sizeof(s->host), hostpart, (size_t)(colon - hostpart)) ||
-                    !copy_part(s->port, sizeof(s->port), colon + 1, (size_t)(slash - colon - 1)) ||
+                if (!store_url_copy(s->host, sizeof(s->host), hostpart,
+                                    (size_t)(colon - hostpart)) ||
+                    !store_url_copy(s->port, sizeof(s->port), colon + 1,
+                                    (size_t)(slash - colon - 1)) ||
                     !store_pg_parse_i64(s->port, &p) || p < 1 || p > 65535)
                         return TG_EINVAL;
-        } else if (!copy_part(s->host, sizeof(s->host), hostpart, (size_t)(slash - hostpart))) {
+        } else if (!store_url_copy(s->host, sizeof(s->host), hostpart,
+                                   (size_t)(slash - hostpart))) {
                 return TG_EINVAL;
         }
         qmark = strchr(slash + 1, '?');
         if (qmark) {
-                if (!copy_part(s->dbname, sizeof(s->dbname), slash + 1,
-                               (size_t)(qmark - slash - 1)) ||
-                    !copy_part(params, sizeof(params), qmark + 1, strlen(qmark + 1)))
+                if (!store_url_copy(s->dbname, sizeof(s->dbname), slash + 1,
+                                    (size_t)(qmark - slash - 1)) ||
+                    !store_url_copy(params, sizeof(params), qmark + 1, strlen(qmark + 1)))
                         return TG_EINVAL;
-        } else if (!copy_part(s->dbname, sizeof(s->dbname), slash + 1, strlen(slash + 1))) {
+        } else if (!store_url_copy(s->dbname, sizeof(s->dbname), slash + 1, strlen(slash + 1))) {
                 return TG_EINVAL;
         }
-        if (!db_name_ok(s->dbname))
+        if (!store_url_name_ok(s->dbname, PG_DB_NAME_MAX))
                 return TG_EINVAL;
 
         /* key=value&key=value, parsed without strtok */
@@ -416,7 +352,7 @@ static int parse_where(struct pg_store *s, const char *where)
                 if (!eq)
                         return TG_EINVAL;
                 *eq = '\0';
-                if (!url_decode(eq + 1))
+                if (!store_url_decode(eq + 1))
                         return TG_EINVAL;
                 r = parse_param(s, p, eq + 1);
                 if (r < 0)
@@ -496,7 +432,6 @@ static int migrate(struct pg_store *s)
 
 /* ---- the queries made from the transition table ------------------------- */
 
-#define STATES_SQL_MAX 128 /* "state IN (...)" of every state fits */
 /* One index probe of a state ('@': its word, store_union_sql()). */
 #define OLDEST_OF "SELECT MIN(accepted_at) AS m FROM operations WHERE state = '@'"
 
@@ -506,29 +441,13 @@ static int migrate(struct pg_store *s)
  * predicates as MariaDB's (store_mysql.c). */
 static int make_queries(struct pg_store *s)
 {
-        char first[STATES_SQL_MAX], again[STATES_SQL_MAX], query[STATES_SQL_MAX];
-        char waiting[STATES_SQL_MAX], resend[STATES_SQL_MAX], flight[STATES_SQL_MAX];
-        char outbox[STATES_SQL_MAX], key_old[3 * STATES_SQL_MAX], due[6 * STATES_SQL_MAX];
+        struct store_server_lists l;
+        const char *first = l.first, *again = l.again, *waiting = l.waiting, *flight = l.flight;
+        const char *outbox = l.outbox, *key_old = l.key_old, *due = l.due;
         char counts[768], open_oldest[384], all_oldest[512], counters[128];
         int n[PQY_COUNT];
 
-        store_state_list_sql(policy_group_states(POLICY_GROUP_FIRST), first, sizeof(first));
-        store_state_list_sql(policy_group_states(POLICY_GROUP_AGAIN), again, sizeof(again));
-        store_state_list_sql(policy_kind_states(TG_KIND_QUERY), query, sizeof(query));
-        store_state_list_sql(policy_sources(OP_EV_DEADLINE), waiting, sizeof(waiting));
-        store_state_list_sql(policy_sources(OP_EV_KEY_RETENTION), resend, sizeof(resend));
-        store_state_list_sql(policy_sources(OP_EV_TAKEOVER), flight, sizeof(flight));
-        store_state_list_sql(policy_sources(OP_EV_OUTBOX), outbox, sizeof(outbox));
-        /* policy_key_too_old(): %I now, %I key retention */
-        snprintf(key_old, sizeof(key_old),
-                 "(%s AND attempts > 0 AND key_first_used > 0 AND key_first_used <= %%I - %%I)",
-                 resend);
-        /* the again group's policy_is_due(): %I now (twice), then key_old's
-         * two, then %I 1 when queries are allowed */
-        snprintf(due, sizeof(due),
-                 "%s AND attempt_limit > 0 AND next_run_at <= %%I AND deadline_at > %%I "
-                 "AND NOT %s AND (%%I = 1 OR NOT %s)",
-                 again, key_old, query);
+        store_server_lists_make(&l);
 #define Q(id) s->q[id], sizeof(s->q[id])
         n[PQY_PICK_FIRST] = snprintf(Q(PQY_PICK_FIRST),
                                      "SELECT " PG_OP_COLS " FROM operations "
@@ -666,7 +585,7 @@ static int create_database(struct pg_store *s)
         if (r < 0)
                 return r;
         s->db = main_db;
-        /* the name is [A-Za-z0-9_] (db_name_ok): safe as a quoted identifier */
+        /* the name is [A-Za-z0-9_] (store_url_name_ok): safe as a quoted identifier */
         r = store_pg_exec(s, "CREATE DATABASE \"%s\" ENCODING 'UTF8' TEMPLATE template0",
                           s->dbname);
         if (r == TG_ECONFLICT || (r == TG_ESTORE && strstr(s->last_error, "already exists")))

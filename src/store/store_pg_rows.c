@@ -17,6 +17,7 @@
 
 #include "core/tg_error.h"
 #include "store/pg_int.h"
+#include "store/store_server.h"
 
 #define AGAIN_CANDIDATES 16
 
@@ -737,44 +738,21 @@ int store_pg_prune_pick(struct store *store, enum op_state state, tg_wall_ms bef
         return r;
 }
 
-/* Ids per DELETE: the list fits the SQL builder's buffer (SQL_MAX). */
-#define DELETE_CHUNK 500
+/* The prune's statements (store_server.h), whole: only integers in them. */
+static int prune_exec(void *conn, const char *sql, uint64_t *ret_affected)
+{
+        struct pg_store *s = conn;
+        int r = store_pg_exec(s, "%s", sql);
+
+        if (r == 0)
+                *ret_affected = s->affected;
+        return r;
+}
 
 int store_pg_prune_delete(struct store *store, const int64_t *ids, unsigned n, tg_wall_ms before,
                           uint64_t *ret_calls)
 {
-        struct pg_store *s = P(store);
-        uint64_t calls = 0;
-        int r;
-
-        /* the permit the triggers look for: no other session ever sees it
-         * (deleted below, or rolled back with the transaction) */
-        r = store_pg_exec(s, "INSERT INTO prune_permit (id, before_at) VALUES (1, %I)", before);
-        for (unsigned from = 0; r == 0 && from < n; from += DELETE_CHUNK) {
-                unsigned to = n - from > DELETE_CHUNK ? from + DELETE_CHUNK : n;
-                char list[DELETE_CHUNK * 21 + 1];
-                size_t at = 0;
-
-                for (unsigned i = from; i < to; i++) {
-                        int w = snprintf(list + at, sizeof(list) - at, "%s%lld",
-                                         i > from ? "," : "", (long long)ids[i]);
-                        if (w < 0 || (size_t)w >= sizeof(list) - at)
-                                return TG_EINVAL;
-                        at += (size_t)w;
-                }
-                r = store_pg_exec(s, "DELETE FROM calls WHERE op_id IN (%s)", list);
-                if (r == 0) {
-                        calls += s->affected;
-                        r = store_pg_exec(s, "DELETE FROM operations WHERE id IN (%s)", list);
-                }
-                if (r == 0 && s->affected != to - from)
-                        r = TG_ESTORE;
-        }
-        if (r == 0)
-                r = store_pg_exec(s, "DELETE FROM prune_permit WHERE id = 1");
-        if (r == 0)
-                *ret_calls = calls;
-        return r;
+        return store_server_prune_delete(P(store), prune_exec, ids, n, before, ret_calls);
 }
 
 #endif /* TG_HAVE_PG */

@@ -28,10 +28,9 @@
 
 #include "core/tg_error.h"
 #include "store/pg_int.h"
+#include "store/store_server.h"
 
-#define BUSY_TRIES      8   /* serialization / deadlock / lock wait: whole-transaction retries */
-#define LOST_TRIES      1   /* lost connection: reconnect and retry once */
-#define CONNECT_TIMEOUT "3" /* s */
+#define CONNECT_TIMEOUT "3"     /* s */
 #define IO_TIMEOUT_MS   "10000" /* tcp_user_timeout: unacknowledged data, then lost */
 
 /* ---- errors ------------------------------------------------------------ */
@@ -409,8 +408,10 @@ int store_pg_connect_one(struct pg_store *s, bool with_db, PGconn **ret_db)
         return 0;
 }
 
-static int conn_ensure(struct pg_store *s)
+static int conn_ensure(void *conn)
 {
+        struct pg_store *s = conn;
+
         if (s->db)
                 return 0;
         return store_pg_connect_one(s, true, &s->db);
@@ -418,13 +419,44 @@ static int conn_ensure(struct pg_store *s)
 
 /* ---- transactions --------------------------------------------------------- */
 
-static void pause_ms(long ms)
+/* The backend's side of store_server_tx(). */
+static int tx_exec(void *conn, const char *sql)
 {
-        struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
-
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-                ;
+        return store_pg_exec(conn, "%s", sql);
 }
+
+static void tx_enter(void *conn)
+{
+        struct pg_store *s = conn;
+
+        memset(s->counter_delta, 0, sizeof(s->counter_delta));
+        s->picked_valid = false;
+        s->pick_after = false;
+        s->in_tx = true;
+}
+
+static int tx_leave(void *conn, int r)
+{
+        struct pg_store *s = conn;
+
+        s->in_tx = false;
+        s->picked_valid = false;
+        return r == 0 ? store_pg_counters_flush(s) : r;
+}
+
+static bool tx_connected(void *conn)
+{
+        return ((struct pg_store *)conn)->db != NULL;
+}
+
+static const struct store_server_tx tx_ops = {
+    .begin_sql = "BEGIN ISOLATION LEVEL READ COMMITTED",
+    .connect = conn_ensure,
+    .exec = tx_exec,
+    .enter = tx_enter,
+    .leave = tx_leave,
+    .connected = tx_connected,
+};
 
 /* Runs fn inside one transaction: BEGIN (READ COMMITTED), fn, COMMIT; a
  * failing fn is rolled back. Retries a serialization failure, a deadlock or
@@ -436,55 +468,9 @@ static void pause_ms(long ms)
 int store_pg_tx(struct store *store, enum store_tx kind, unsigned flags, store_tx_fn fn, void *ctx)
 {
         struct pg_store *s = P(store);
-        unsigned busy = 0, lost = 0;
-        int r;
 
-        s->commit_unknown = false;
-        for (;;) {
-                bool committing = false;
-
-                r = conn_ensure(s);
-                if (r == 0)
-                        r = store_pg_exec(s, "BEGIN ISOLATION LEVEL READ COMMITTED");
-                memset(s->counter_delta, 0, sizeof(s->counter_delta));
-                s->picked_valid = false;
-                s->pick_after = false;
-                s->in_tx = true;
-                if (r == 0)
-                        r = fn(store, ctx);
-                s->in_tx = false;
-                s->picked_valid = false;
-                if (r == 0)
-                        r = store_pg_counters_flush(s);
-                if (r == 0) {
-                        committing = true;
-                        r = store_pg_exec(s, "COMMIT");
-                }
-                if (r == 0)
-                        break;
-                if (s->db && !committing)
-                        (void)store_pg_exec(s, "ROLLBACK");
-                if (r == TG_EBUSY && busy < BUSY_TRIES) {
-                        /* the server rolled it back (or we did): the
-                         * transaction never happened */
-                        busy++;
-                        pause_ms(5L << (busy < 6 ? busy : 6));
-                        continue;
-                }
-                if (r == TG_EIO && !s->db && lost < LOST_TRIES) {
-                        if (committing) {
-                                if (!(flags & STORE_TX_RECHECKS))
-                                        break; /* outcome unknown: say so */
-                                s->commit_unknown = true;
-                        }
-                        lost++;
-                        continue;
-                }
-                break;
-        }
-        s->commit_unknown = false;
         (void)kind;
-        return r;
+        return store_server_tx(store, s, &tx_ops, flags, fn, ctx, &s->commit_unknown);
 }
 
 bool store_pg_tx_commit_unknown(const struct store *store)
