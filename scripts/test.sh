@@ -120,9 +120,11 @@ build_dir() { # build-dir, sanitize|all: configure and build (the sanitizer buil
 side_by_side() { # build-dir, all|sanitize: unit tests, fuzz replays and the integration
   # tests labelled parallel, in one ctest -j (so that the long unit test,
   # sim.seeds, has the behaviour-only integration tests beside it, not an
-  # idle core); in the sanitizer pass only those labelled sanitize
-  local exclude='^serial$'
-  [ "$2" = sanitize ] && exclude='^(serial|release_only)$'
+  # idle core); in the sanitizer pass only those labelled sanitize. The unit
+  # tests on the shared MariaDB (store_server, tests/CMakeLists.txt) first.
+  local exclude='^(serial|store_server)$'
+  [ "$2" = sanitize ] && exclude='^(serial|store_server|release_only)$'
+  ctest --test-dir "$1" -L '^store_server$' -j"$JOBS" --output-on-failure
   ctest --test-dir "$1" -LE "$exclude" -j"$IT_JOBS" --output-on-failure
 }
 serial_tests() { # build-dir, all|sanitize: the integration tests labelled serial, one at a time
