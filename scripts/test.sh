@@ -7,7 +7,8 @@
 #   4. format check (clang-format) and static analysis (cppcheck) of src/;
 #   5. the .deb packages built, installed, run and removed (scripts/package-test.sh).
 # Integration tests labelled parallel (tests/CMakeLists.txt: they judge
-# behaviour only) run several at a time; those labelled serial judge timing
+# behaviour only) run several at a time, in the same ctest -j as the unit
+# tests and fuzz replays; those labelled serial judge timing
 # and run one at a time, with no other test beside them. While they run
 # (their processes mostly wait on a paced exit), the work that needs no quiet
 # machine runs in the background at idle CPU and I/O priority (SCHED_IDLE,
@@ -42,14 +43,14 @@ phase() { # name, command...: runs the command in the foreground, timed
 print_phases() {
   local row name secs note
   echo "== phase times (wall clock)"
-  printf '%-34s %8s  %s\n' phase seconds ""
+  printf '%-48s %8s  %s\n' phase seconds ""
   for row in "${PHASES[@]}"; do
     IFS='|' read -r name secs note <<<"$row"
-    printf '%-34s %5d:%02d  %s\n' "$name" $((secs / 60)) $((secs % 60)) "$note"
+    printf '%-48s %5d:%02d  %s\n' "$name" $((secs / 60)) $((secs % 60)) "$note"
   done
-  [ -z "$CURRENT" ] || printf '%-34s %8s\n' "$CURRENT" FAILED
+  [ -z "$CURRENT" ] || printf '%-48s %8s\n' "$CURRENT" FAILED
   secs=$((SECONDS - T_START))
-  printf '%-34s %5d:%02d\n' total $((secs / 60)) $((secs % 60))
+  printf '%-48s %5d:%02d\n' total $((secs / 60)) $((secs % 60))
 }
 
 # --- background work (idle priority) ------------------------------------------
@@ -117,17 +118,20 @@ build_dir() { # build-dir, sanitize|all: configure and build (the sanitizer buil
   cmake --build "$dir" -j"$JOBS" 2>&1 | grep -v '^\[' || true
   cmake --build "$dir" -j"$JOBS" >/dev/null   # fail here if the build failed
 }
-unit_tests() { # build-dir: unit tests and fuzz replays, in parallel
-  ctest --test-dir "$1" -j"$JOBS" -LE integration --output-on-failure
+side_by_side() { # build-dir, all|sanitize: unit tests, fuzz replays and the integration
+  # tests labelled parallel, in one ctest -j (so that the long unit test,
+  # sim.seeds, has the behaviour-only integration tests beside it, not an
+  # idle core); in the sanitizer pass only those labelled sanitize. The unit
+  # tests on the shared MariaDB (store_server, tests/CMakeLists.txt) first.
+  local exclude='^(serial|store_server)$'
+  [ "$2" = sanitize ] && exclude='^(serial|store_server|release_only)$'
+  ctest --test-dir "$1" -L '^store_server$' -j"$JOBS" --output-on-failure
+  ctest --test-dir "$1" -LE "$exclude" -j"$IT_JOBS" --output-on-failure
 }
-integration() { # build-dir, all|sanitize, parallel|serial
-  local sel=(-L integration)
+serial_tests() { # build-dir, all|sanitize: the integration tests labelled serial, one at a time
+  local sel=(-L integration -L serial)
   [ "$2" = sanitize ] && sel+=(-L sanitize)
-  if [ "$3" = parallel ]; then
-    ctest --test-dir "$1" "${sel[@]}" -L parallel -j"$IT_JOBS" --output-on-failure
-  else
-    ctest --test-dir "$1" "${sel[@]}" -L serial --output-on-failure
-  fi
+  ctest --test-dir "$1" "${sel[@]}" --output-on-failure
 }
 format_check() {
   local files
@@ -164,9 +168,8 @@ pg_test_server_start
 
 phase "build (Release)" build_dir build all
 [ "$BACKGROUND" = 0 ] || bg_start
-phase "unit + fuzz (Release)" unit_tests build
-phase "integration parallel (Release)" integration build all parallel
-phase "integration serial (Release)" integration build all serial
+phase "unit + fuzz + integration parallel (Release)" side_by_side build all
+phase "integration serial (Release)" serial_tests build all
 if [ "$BACKGROUND" = 0 ]; then
   [ "$QUICK" -eq 1 ] || phase "asan build" build_dir build-asan sanitize
 else
@@ -174,9 +177,8 @@ else
 fi
 if [ "$QUICK" -eq 0 ]; then
   echo "== the sanitizer pass: unit, fuzz, and the integration tests labelled sanitize"
-  phase "unit + fuzz (asan)" sanitized unit_tests build-asan
-  phase "integration parallel (asan)" sanitized integration build-asan sanitize parallel
-  phase "integration serial (asan)" sanitized integration build-asan sanitize serial
+  phase "unit + fuzz + integration parallel (asan)" sanitized side_by_side build-asan sanitize
+  phase "integration serial (asan)" sanitized serial_tests build-asan sanitize
 fi
 if [ "$BACKGROUND" = 0 ]; then
   phase format format_check

@@ -394,5 +394,23 @@ class ExitTest(unittest.TestCase):
             self.assert_executed_once(stub, ops)
 
 
+# The methods that judge behaviour only: outcomes, counts, one arrival per
+# logged start, executions at the provider, and gaps in tollgate's own call
+# log (a floor the exit keeps itself, which load can only widen). They run in
+# the CTest entries *.parallel, beside other tests (tests/CMakeLists.txt,
+# TG_IT_SPLIT). Every other method judges a timing load could break (a rate,
+# the cap reached, spacing at the stub, a floor measured from the test's own
+# clock, the turns' run lengths) and runs in *.serial, alone.
+BEHAVIOUR_ONLY = (
+    "test_refund_failed_at_the_provider_is_rejected_after_one_query",
+    "test_drop_on_keepalive_has_no_hidden_resend",
+    "test_kill9_five_times_loses_nothing",
+    "test_standby_starts_beside_an_owner_frozen_in_a_write",
+    "test_sigterm_drains_open_calls",
+    "test_query_sub_quota_narrows_the_account",
+    "test_store_outage_pauses_the_exit_and_loses_nothing",
+)
+
+
 if __name__ == "__main__":
-    tgtest.main_unittest()
+    tgtest.main_unittest(parallel=BEHAVIOUR_ONLY)

@@ -29,4 +29,4 @@ class SharesOnMariaDBTest(test_shares.SharesTest):
 
 
 if __name__ == "__main__":
-    tgtest.main_unittest()
+    tgtest.main_unittest(parallel=test_shares.BEHAVIOUR_ONLY)

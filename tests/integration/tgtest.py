@@ -389,14 +389,45 @@ class EventReceiver:
 SKIP_RETURN_CODE = 77
 
 
-def main_unittest():
+def main_unittest(parallel=()):
     """Runs the calling module's unittest tests; exits with CTest's code:
     1 when a test failed or none was found, SKIP_RETURN_CODE when every test
     was skipped, 0 when the tests passed (some may have been skipped, as
-    long as at least one ran)."""
+    long as at least one ran).
+
+    A file can be two CTest entries (tests/CMakeLists.txt): `--part parallel`
+    runs only the test methods named in parallel (they judge behaviour only,
+    so they may run beside other tests), `--part serial` every other one (a
+    method not named is serial: new methods judge timing until listed).
+    Without --part, every test runs."""
     import unittest
-    prog = unittest.main(module="__main__", verbosity=2, exit=False)
-    result = prog.result
+    argv = list(sys.argv)
+    part = None
+    if "--part" in argv:
+        i = argv.index("--part")
+        part = argv[i + 1] if i + 1 < len(argv) else ""
+        del argv[i:i + 2]
+        if part not in ("serial", "parallel"):
+            sys.exit("--part takes serial or parallel, not %r" % part)
+    if part is None:
+        prog = unittest.main(module="__main__", argv=argv, verbosity=2, exit=False)
+        result = prog.result
+    else:
+        def flat(suite):
+            for t in suite:
+                if isinstance(t, unittest.TestSuite):
+                    yield from flat(t)
+                else:
+                    yield t
+        tests = list(flat(unittest.defaultTestLoader.loadTestsFromModule(
+            sys.modules["__main__"])))
+        names = {getattr(t, "_testMethodName", None) for t in tests}
+        unknown = sorted(set(parallel) - names)
+        if unknown:
+            sys.exit("parallel names no test method: %s" % ", ".join(unknown))
+        chosen = [t for t in tests
+                  if (getattr(t, "_testMethodName", None) in parallel) == (part == "parallel")]
+        result = unittest.TextTestRunner(verbosity=2).run(unittest.TestSuite(chosen))
     if not result.wasSuccessful():
         sys.exit(1)
     if result.testsRun == 0:
