@@ -44,4 +44,4 @@ class ExitOnPostgreSQLTest(test_exit.ExitTest):
 
 
 if __name__ == "__main__":
-    tgtest.main_unittest()
+    tgtest.main_unittest(parallel=test_exit.BEHAVIOUR_ONLY)

@@ -29,4 +29,4 @@ class SharesOnPostgreSQLTest(test_shares.SharesTest):
 
 
 if __name__ == "__main__":
-    tgtest.main_unittest()
+    tgtest.main_unittest(parallel=test_shares.BEHAVIOUR_ONLY)
