@@ -1,9 +1,10 @@
 /*
  * store — the backend-neutral half of the store, part one: picks a backend
- * from the url scheme, and owns the stored names of states, kinds, classes
- * and manual reasons (so that every backend writes the same words) and the
- * helpers every neutral file shares. store_exit.c (intake, the exit, the
- * sweeps, operator actions), store_owner.c (shares, epochs, recovery) and
+ * from the url scheme, builds the SQL lists of the stored words (the words
+ * themselves are core/names.h's, so every backend writes the same ones) and
+ * holds the helpers every neutral file shares. store_exit.c (intake, the exit, the
+ * sweeps, the outbox), store_actions.c (operators' actions, cancels,
+ * outcomes from outside a call), store_owner.c (shares, epochs, recovery) and
  * store_read.c (the paging walks, stats, samples) write each operation of
  * store.h once over the backend primitives of store_backend.h.
  *

@@ -1,7 +1,7 @@
 /*
  * store_backend — what a store backend implements: a narrow set of
  * primitives (transactions, rows, picks, locks, pages), over which the
- * backend-neutral half of the store (store.c, store_exit.c, store_owner.c,
+ * backend-neutral half of the store (store.c, store_exit.c, store_actions.c, store_owner.c,
  * store_read.c) writes every operation of store.h ONCE: accept, claim,
  * settle, recovery, the sweeps, operator actions, share acquisition, the
  * paging walks. Private to src/store: nothing outside this folder includes it
@@ -343,7 +343,7 @@ const char *store_counter_text(enum store_counter counter);
 int store_op_put(struct store *store, const struct op_record *before,
                  const struct op_record *after);
 
-/* Inside a transaction: one audit row (store_exit.c). */
+/* Inside a transaction: one audit row (store_exit.c, store_actions.c). */
 int store_audit_add(struct store *store, int64_t op_id, tg_wall_ms at, const char *action,
                     const char *operator_name, const char *reason, const char *detail);
 
