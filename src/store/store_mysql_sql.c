@@ -98,66 +98,24 @@ int store_mysql_fail(struct mysql_store *s)
 
 /* ---- the SQL builder ----------------------------------------------------- */
 
-/* Formats into s->sql. %I int64_t, %U unsigned, %S a string (at most
- * 2 * TG_TEXT_MAX bytes are used), %L a long string (at most
- * STORE_FIGURES_MAX), both quoted and escaped for the main connection, %s
- * trusted SQL text (constants of this file only), %% a percent sign.
- * TG_ESTORE when it does not fit. */
-static int vsqlf(struct mysql_store *s, const char *fmt, va_list ap)
+/* The builder's quote for the main connection (store_server_vsqlf). */
+static int quote_literal(void *conn, char *dst, const char *str, size_t len, size_t *ret_n)
 {
+        struct mysql_store *s = conn;
         size_t n = 0;
 
-        for (const char *p = fmt; *p; p++) {
-                char num[32];
-                const char *add = NULL;
-                size_t len;
-
-                if (*p != '%') {
-                        if (n + 1 >= SQL_MAX)
-                                return TG_ESTORE;
-                        s->sql[n++] = *p;
-                        continue;
-                }
-                p++;
-                switch (*p) {
-                case 'I':
-                        snprintf(num, sizeof(num), "%" PRId64, va_arg(ap, int64_t));
-                        add = num;
-                        break;
-                case 'U':
-                        snprintf(num, sizeof(num), "%u", va_arg(ap, unsigned));
-                        add = num;
-                        break;
-                case 's':
-                        add = va_arg(ap, const char *);
-                        break;
-                case '%':
-                        add = "%";
-                        break;
-                case 'S':
-                case 'L': {
-                        const char *str = va_arg(ap, const char *);
-
-                        len = strnlen(str, *p == 'L' ? STORE_FIGURES_MAX : TG_TEXT_MAX * 2);
-                        /* worst case: every byte escaped, two quotes, NUL */
-                        if (!s->db || n + 2 * len + 3 >= SQL_MAX)
-                                return TG_ESTORE;
-                        s->sql[n++] = '\'';
-                        n += mysql_real_escape_string(s->db, s->sql + n, str, (unsigned long)len);
-                        s->sql[n++] = '\'';
-                        continue;
-                }
-                default:
-                        return TG_ESTORE; /* a bug in a format of this file */
-                }
-                len = strlen(add);
-                if (n + len >= SQL_MAX)
-                        return TG_ESTORE;
-                memcpy(s->sql + n, add, len);
-                n += len;
-        }
-        s->sql[n] = '\0';
+        if (!s->db)
+                return TG_ESTORE;
+        dst[n++] = '\'';
+        n += mysql_real_escape_string(s->db, dst + n, str, (unsigned long)len);
+        dst[n++] = '\'';
+        *ret_n = n;
         return 0;
+}
+
+static int vsqlf(struct mysql_store *s, const char *fmt, va_list ap)
+{
+        return store_server_vsqlf(s->sql, SQL_MAX, quote_literal, s, fmt, ap);
 }
 
 static int run_sql(struct mysql_store *s)

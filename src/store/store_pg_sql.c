@@ -146,64 +146,19 @@ static size_t quote_literal(char *dst, const char *str, size_t len)
         return n;
 }
 
-/* Formats into s->sql. %I int64_t, %U unsigned, %S a string (at most
- * 2 * TG_TEXT_MAX bytes are used), %L a long string (at most
- * STORE_FIGURES_MAX), both quoted and escaped for the main connection, %s
- * trusted SQL text (constants of the backend only), %% a percent sign.
- * TG_ESTORE when it does not fit or a string cannot be escaped. */
+/* The builder's quote (store_server_vsqlf): the session is UTF-8 with
+ * standard_conforming_strings, so a literal needs only its quotes doubled
+ * (quote_literal: a byte that is not UTF-8 becomes a ?). */
+static int quote_pg(void *conn, char *dst, const char *str, size_t len, size_t *ret_n)
+{
+        (void)conn;
+        *ret_n = quote_literal(dst, str, len);
+        return 0;
+}
+
 static int vsqlf(struct pg_store *s, const char *fmt, va_list ap)
 {
-        size_t n = 0;
-
-        for (const char *p = fmt; *p; p++) {
-                char num[32];
-                const char *add = NULL;
-                size_t len;
-
-                if (*p != '%') {
-                        if (n + 1 >= PG_SQL_MAX)
-                                return TG_ESTORE;
-                        s->sql[n++] = *p;
-                        continue;
-                }
-                p++;
-                switch (*p) {
-                case 'I':
-                        snprintf(num, sizeof(num), "%" PRId64, va_arg(ap, int64_t));
-                        add = num;
-                        break;
-                case 'U':
-                        snprintf(num, sizeof(num), "%u", va_arg(ap, unsigned));
-                        add = num;
-                        break;
-                case 's':
-                        add = va_arg(ap, const char *);
-                        break;
-                case '%':
-                        add = "%";
-                        break;
-                case 'S':
-                case 'L': {
-                        const char *str = va_arg(ap, const char *);
-
-                        len = strnlen(str, *p == 'L' ? STORE_FIGURES_MAX : TG_TEXT_MAX * 2);
-                        /* worst case: every byte a quote, two quotes, NUL */
-                        if (n + 2 * len + 3 >= PG_SQL_MAX)
-                                return TG_ESTORE;
-                        n += quote_literal(s->sql + n, str, len);
-                        continue;
-                }
-                default:
-                        return TG_ESTORE; /* a bug in a format of the backend */
-                }
-                len = strlen(add);
-                if (n + len >= PG_SQL_MAX)
-                        return TG_ESTORE;
-                memcpy(s->sql + n, add, len);
-                n += len;
-        }
-        s->sql[n] = '\0';
-        return 0;
+        return store_server_vsqlf(s->sql, PG_SQL_MAX, quote_pg, s, fmt, ap);
 }
 
 static int run_sql(struct pg_store *s, PGresult **ret_res)

@@ -9,7 +9,9 @@
 #include "store/store_server.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/policy.h"
@@ -144,4 +146,61 @@ void store_server_lists_make(struct store_server_lists *l)
                  "%s AND attempt_limit > 0 AND next_run_at <= %%I AND deadline_at > %%I "
                  "AND NOT %s AND (%%I = 1 OR NOT %s)",
                  l->again, l->key_old, l->query);
+}
+
+int store_server_vsqlf(char *sql, size_t size, store_server_quote_fn quote, void *conn,
+                       const char *fmt, va_list ap)
+{
+        size_t n = 0;
+
+        for (const char *p = fmt; *p; p++) {
+                char num[32];
+                const char *add = NULL;
+                size_t len;
+
+                if (*p != '%') {
+                        if (n + 1 >= size)
+                                return TG_ESTORE;
+                        sql[n++] = *p;
+                        continue;
+                }
+                p++;
+                switch (*p) {
+                case 'I':
+                        snprintf(num, sizeof(num), "%" PRId64, va_arg(ap, int64_t));
+                        add = num;
+                        break;
+                case 'U':
+                        snprintf(num, sizeof(num), "%u", va_arg(ap, unsigned));
+                        add = num;
+                        break;
+                case 's':
+                        add = va_arg(ap, const char *);
+                        break;
+                case '%':
+                        add = "%";
+                        break;
+                case 'S':
+                case 'L': {
+                        const char *str = va_arg(ap, const char *);
+                        size_t k = 0;
+
+                        len = strnlen(str, *p == 'L' ? STORE_FIGURES_MAX : TG_TEXT_MAX * 2);
+                        /* worst case: every byte escaped, two quotes, NUL */
+                        if (n + 2 * len + 3 >= size || quote(conn, sql + n, str, len, &k) < 0)
+                                return TG_ESTORE;
+                        n += k;
+                        continue;
+                }
+                default:
+                        return TG_ESTORE; /* a bug in a backend's format */
+                }
+                len = strlen(add);
+                if (n + len >= size)
+                        return TG_ESTORE;
+                memcpy(sql + n, add, len);
+                n += len;
+        }
+        sql[n] = '\0';
+        return 0;
 }

@@ -13,7 +13,9 @@
 #ifndef TG_STORE_SERVER_H
 #define TG_STORE_SERVER_H
 
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "core/tg_time.h"
@@ -72,5 +74,20 @@ void store_server_lists_make(struct store_server_lists *l);
  * again). Returns fn's code or a TG_E* code; *commit_unknown is false. */
 int store_server_tx(struct store *store, void *conn, const struct store_server_tx *tx,
                     unsigned flags, store_tx_fn fn, void *ctx, bool *commit_unknown);
+
+/* Appends str[0..len) as a quoted, escaped literal at dst, which has room
+ * for 2 * len + 3 bytes: 0 and the bytes written in *ret_n, or TG_ESTORE
+ * (no connection to escape for). */
+typedef int (*store_server_quote_fn)(void *conn, char *dst, const char *str, size_t len,
+                                     size_t *ret_n);
+
+/* The one SQL builder of the server backends: formats into sql[size].
+ * %I int64_t, %U unsigned, %S a string (at most 2 * TG_TEXT_MAX bytes are
+ * used), %L a long string (at most STORE_FIGURES_MAX), both through quote,
+ * %s trusted SQL text (the backends' constants only), %% a percent sign.
+ * TG_ESTORE when it does not fit, a string cannot be quoted, or the format
+ * has another conversion (a bug in a backend's format). */
+int store_server_vsqlf(char *sql, size_t size, store_server_quote_fn quote, void *conn,
+                       const char *fmt, va_list ap);
 
 #endif
