@@ -163,8 +163,19 @@ void store_mysql_lock_drop(struct store *store, enum store_lock lock, unsigned s
 
 void store_mysql_lock_drop_all(struct store *store)
 {
-        /* the server releases the locks with the session */
-        store_mysql_conn_drop(&M(store)->lock_db);
+        struct mysql_store *s = M(store);
+
+        /* Released before the session closes: the server frees a closed
+         * session's locks only once its thread sees the disconnect, which a
+         * busy server does late, and the next owner would find them still
+         * held. If this fails the close below releases them all the same
+         * (the connection's I/O timeout bounds the wait). */
+        if (s->lock_db && mysql_query(s->lock_db, "SELECT RELEASE_ALL_LOCKS()") == 0) {
+                MYSQL_RES *res = mysql_store_result(s->lock_db);
+
+                mysql_free_result(res);
+        }
+        store_mysql_conn_drop(&s->lock_db);
 }
 
 /* ---- epochs and the split -------------------------------------------------- */
