@@ -683,7 +683,7 @@ static void store_mysql_close(struct store *store)
 
         if (!s)
                 return;
-        store_mysql_conn_drop(&s->lock_db);
+        store_mysql_lock_drop_all(store); /* released, then closed: the next owner need not wait */
         store_mysql_conn_drop(&s->db);
         /* the password was ours only */
         memset(s->password, 0, sizeof(s->password));
