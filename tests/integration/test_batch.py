@@ -137,4 +137,4 @@ class BatchTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    tgtest.main_unittest()

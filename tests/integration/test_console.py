@@ -26,7 +26,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -80,7 +79,7 @@ class ConsoleBrowserTest(unittest.TestCase):
         return json.loads(p.stdout.strip().splitlines()[-1])
 
     def test_console_in_a_real_browser(self):
-        self.tmp = tempfile.mkdtemp(prefix="tgconsole-")
+        self.tmp = tgtest.scratch_dir("tgconsole-")
         users = os.path.join(self.tmp, "users")
         with open(users, "w") as f:
             f.write("# console users of the browser test\n")

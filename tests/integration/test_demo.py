@@ -7,7 +7,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -16,7 +15,7 @@ import tgtest  # noqa: E402
 
 class DemoTest(unittest.TestCase):
     def test_quick_demo_summary(self):
-        cwd = tempfile.mkdtemp(prefix="tgdemo-test-")
+        cwd = tgtest.scratch_dir("tgdemo-test-")
         p = subprocess.Popen([tgtest.binary("tollgate"), "demo", "--quick", "--plain"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
                              preexec_fn=tgtest.raise_priority)

@@ -187,7 +187,7 @@ class ServiceTest(unittest.TestCase):
         # The provider rotates it (a new stub on the same port demands the
         # new key); the file is rewritten in place and SIGHUP makes the
         # exit send the new key from its next call on, with no restart.
-        d = tempfile.mkdtemp(prefix="tg-keys-")
+        d = tgtest.scratch_dir("tg-keys-")
 
         def key_file(name, text):
             path = os.path.join(d, name)

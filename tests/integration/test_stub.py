@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -396,7 +395,7 @@ class Record(unittest.TestCase):
             self.assertEqual([r["seq"] for r in s.arrivals(since=2)], [3])
 
     def test_record_file_written_on_sigterm(self):
-        d = tempfile.mkdtemp(prefix="tgstub-rec-")
+        d = tgtest.scratch_dir("tgstub-rec-")
         path = os.path.join(d, "arrivals.jsonl")
         s = start_stub("--record", path)
         try:
@@ -479,7 +478,7 @@ class Timeline(unittest.TestCase):
             self.assertEqual(s.state()["mode"], "fast")
 
     def test_timeline_file_and_time_scale(self):
-        d = tempfile.mkdtemp(prefix="tgstub-tl-")
+        d = tgtest.scratch_dir("tgstub-tl-")
         path = os.path.join(d, "ten-slow-minutes.timeline")
         with open(path, "w") as f:
             f.write("# the seed's bad minutes, scaled down by --time-scale\n"
@@ -887,7 +886,7 @@ def vm_hwm_kib(pid):
 class Webhook(unittest.TestCase):
     def test_signed_event_after_execution_with_delay_and_drop(self):
         secret = b"s3cret-for-tests"
-        d = tempfile.mkdtemp(prefix="tgstub-wh-")
+        d = tgtest.scratch_dir("tgstub-wh-")
         secret_file = os.path.join(d, "secret")
         with open(secret_file, "wb") as f:
             f.write(secret + b"\n")

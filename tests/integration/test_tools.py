@@ -67,7 +67,7 @@ class JitterTest(unittest.TestCase):
         self.assertIn("--fixed-rounds needs --fixed", err)
 
     def test_table_and_svg(self):
-        svg = os.path.join(tgtest.tempfile.mkdtemp(prefix="tgtools-"), "a.svg")
+        svg = os.path.join(tgtest.scratch_dir("tgtools-"), "a.svg")
         rc, out, err = run("jitter", "--example", "table", "--jitter", "none", "--svg", svg)
         self.assertEqual(rc, 0, err)
         for k, hi in zip(range(1, 6), (1, 2, 4, 8, 16)):
@@ -130,7 +130,7 @@ class JitterCallsTest(unittest.TestCase):
         self.assertEqual(g["Repeats"]["minute"], (35, "2025-03-01T12:00:00Z"))
         self.assertEqual(g["Repeats"]["spread"], "CLUSTERED")
         # the same log as `tollgate calls --format csv` would print it
-        d = tgtest.tempfile.mkdtemp(prefix="tgtools-")
+        d = tgtest.scratch_dir("tgtools-")
         csv_path = os.path.join(d, "calls.csv")
         with open(f) as src, open(csv_path, "w") as dst:
             dst.write("id,operation_id,kind,attempt,start_wall,class\n")
@@ -167,7 +167,7 @@ class JitterCallsTest(unittest.TestCase):
         self.assertEqual(g["spread"], "spread")
 
     def test_bad_records(self):
-        d = tgtest.tempfile.mkdtemp(prefix="tgtools-")
+        d = tgtest.scratch_dir("tgtools-")
         cases = [("a.csv", "phone,when\np1,2025-03-03T16:00:00Z\n", "line 1: no time column"),
                  ("b.csv", "time\n1740988800\nyesterday\n", "line 3: the time is not"),
                  ("c.jsonl", '{"start_wall": 1}\n{"kind": "retry"}\n', "line 2: not a call log"),
@@ -287,7 +287,7 @@ class OptionsTest(unittest.TestCase):
         self.assertNotEqual(other, joined)  # the value after '=' is really read
 
     def test_config_equals_for_manual_list(self):
-        d = tgtest.tempfile.mkdtemp(prefix="tgtools-")
+        d = tgtest.scratch_dir("tgtools-")
         db = os.path.join(d, "opts.db")
         ini = os.path.join(d, "opts.ini")
         with open(ini, "w") as f:

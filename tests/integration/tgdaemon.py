@@ -12,7 +12,6 @@ import random
 import signal
 import sqlite3
 import subprocess
-import tempfile
 import time
 import unittest
 
@@ -70,7 +69,7 @@ class Tollgate:
         [provider] and [classify] for the stub come from tgprovider (the test
         switches, or tls/profile as the stub was started with); a test's own
         keys override them and its classify rules come after."""
-        self.dir = tempfile.mkdtemp(prefix="tollgate-it-")
+        self.dir = tgtest.scratch_dir("tollgate-it-")
         self.token_file = os.path.join(self.dir, "token")
         self.token = token
         # a secret file nobody but its owner may read (the config refuses others)

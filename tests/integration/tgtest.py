@@ -32,6 +32,7 @@ import http.client
 import http.server
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -132,6 +133,31 @@ def raise_priority():
             os.setpriority(os.PRIO_PROCESS, 0, nice)
         except OSError:
             pass  # not root: as it is
+
+
+# Scratch directories made by the harness and the tests (configs, SQLite
+# files, the stub's records, certificates). main_unittest removes them when
+# every test of the run passed and keeps them, and names them, when one failed
+# (or TG_KEEP_TMP=1), so that a failure can still be read afterwards.
+_SCRATCH = []
+
+
+def scratch_dir(prefix):
+    """A new temporary directory, removed at the end of a passing run."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    _SCRATCH.append(d)
+    return d
+
+
+def _scratch_cleanup(passed):
+    if not _SCRATCH:
+        return
+    if passed and os.environ.get("TG_KEEP_TMP") != "1":
+        for d in _SCRATCH:
+            shutil.rmtree(d, ignore_errors=True)
+    else:
+        print("scratch directories kept: %s" % " ".join(_SCRATCH), file=sys.stderr)
+    del _SCRATCH[:]
 
 
 class Proc:
@@ -252,7 +278,7 @@ class Stub(Proc):
 
     def __init__(self, flags, env=None, tls=None, profile=None, server="server",
                  credentials=True):
-        self.dir = tempfile.mkdtemp(prefix="tgstub-")
+        self.dir = scratch_dir("tgstub-")
         self.port_file = os.path.join(self.dir, "port")
         self.tls = tgprovider.TLS if tls is None else tls
         self.profile = profile or tgprovider.PROFILE
@@ -428,6 +454,7 @@ def main_unittest(parallel=()):
         chosen = [t for t in tests
                   if (getattr(t, "_testMethodName", None) in parallel) == (part == "parallel")]
         result = unittest.TextTestRunner(verbosity=2).run(unittest.TestSuite(chosen))
+    _scratch_cleanup(result.wasSuccessful() and result.testsRun > 0)
     if not result.wasSuccessful():
         sys.exit(1)
     if result.testsRun == 0:
