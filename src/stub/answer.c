@@ -30,6 +30,7 @@
 #include "webhook.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -322,6 +323,12 @@ enum MHD_Result answer_send(struct req *r)
                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
         if (r->should_retry)
                 MHD_add_response_header(resp, "Stripe-Should-Retry", r->should_retry);
+        const struct stub_config *cfg = &r->srv->cfg;
+        if (cfg->advertise_keep_alive && cfg->idle_close_ms >= 1000) {
+                char ka[40];
+                snprintf(ka, sizeof(ka), "timeout=%lld", (long long)(cfg->idle_close_ms / 1000));
+                MHD_add_response_header(resp, "Keep-Alive", ka);
+        }
         ret = MHD_queue_response(r->conn, (unsigned int)r->status, resp);
         MHD_destroy_response(resp);
         return ret;

@@ -226,7 +226,7 @@ struct opts {
         const char *listen, *retry_after, *mix, *query_mode;
         int64_t max_body, max_records, max_keys, max_connections;
         uint64_t seed;
-        bool ra_date;
+        bool ra_date, keep_alive_header;
 };
 
 /* The options: file-level, as the option table that names its members is
@@ -333,6 +333,16 @@ static const struct opt stub_options[] = {
      .min = 16,
      .max = 1000000,
      .help = "open connections (4096)"},
+    {.name = "idle-close-ms",
+     .arg = "N",
+     .i64 = &stub_opts.cfg.idle_close_ms,
+     .min = 0,
+     .max = 86400000,
+     .help = "close a kept-alive connection idle for N ms between requests, as a server's "
+             "keep-alive timeout does (0: never)"},
+    {.name = "advertise-keep-alive",
+     .flag = &stub_opts.keep_alive_header,
+     .help = "with --idle-close-ms of 1000 or more: answers carry \"Keep-Alive: timeout=S\""},
     {.name = "webhook-url",
      .arg = "URL",
      .string = &stub_opts.cfg.webhook_url,
@@ -480,6 +490,7 @@ static int parse_flags(int argc, char **argv)
         c->max_records = (size_t)o->max_records;
         c->max_keys = (size_t)o->max_keys;
         c->max_connections = (unsigned)o->max_connections;
+        c->advertise_keep_alive = o->keep_alive_header;
         if (o->listen && split_listen(o->listen, o->host, sizeof(o->host), &c->port) < 0)
                 return bad_flag("--listen", "must be HOST:PORT (numeric host)");
         /* Retry-After: none wins over --retry-after-date, whatever the order. */

@@ -55,6 +55,7 @@ struct conn {
         bool request_open;  /* bytes came since the last answer bytes went out */
         bool stamped;       /* arrival is set: the kernel's stamp, else the relay's read */
         tg_mono_ns arrival; /* of the request being read */
+        tg_mono_ns last_io; /* the last bytes moved either way */
         uint32_t client_ev, pair_ev;
         bool client_in, pair_in; /* in the epoll set */
 };
@@ -69,6 +70,7 @@ struct relay {
         pthread_t thread;
         pthread_mutex_t mu;
         bool stop;
+        tg_mono_ns idle_close; /* 0: keep-alive connections are never closed for idleness */
         struct end wake_end;
         struct conn **by_fd; /* server_fd -> its newest connection */
         size_t nfd;
@@ -199,6 +201,7 @@ static void from_client(struct conn *c)
                         c->client_eof = true;
                         break;
                 }
+                c->last_io = clock_mono_now();
                 if (!c->request_open) {
                         /* the first bytes of a request: their kernel stamp
                          * (else this read's moment, still before the
@@ -243,6 +246,7 @@ static void from_server(struct conn *c)
                 }
                 /* answer bytes: what the caller sends next is a new request */
                 c->request_open = false;
+                c->last_io = clock_mono_now();
                 if (!c->reset && pending_add(&c->to_client, buf, (size_t)n) < 0)
                         c->server_eof = true;
         }
@@ -261,13 +265,47 @@ static bool pump(struct conn *c)
         return c->server_eof && c->to_client.len == 0;
 }
 
+/* A kept-alive connection between requests: no request being read, nothing
+ * on its way either way, both sides open. */
+static bool conn_idle(const struct conn *c)
+{
+        return !c->request_open && c->to_server.len == 0 && c->to_client.len == 0 &&
+               !c->client_eof && !c->server_eof;
+}
+
+/* As a server with a keep-alive timeout does: closes every connection idle
+ * for idle_close (a FIN to the caller; a request already on its way then
+ * meets a reset, which is the race a caller reusing connections must
+ * avoid). Returns the wait until the next one is due, in ms, or -1 (none);
+ * with the mutex held. */
+static int close_idle(struct relay *r)
+{
+        if (r->idle_close <= 0)
+                return -1;
+        tg_mono_ns now = clock_mono_now(), next = 0;
+        for (size_t i = 0; i < r->nfd; i++) {
+                struct conn *c = r->by_fd[i];
+                if (!c || !conn_idle(c))
+                        continue;
+                tg_mono_ns due = c->last_io + r->idle_close;
+                if (due <= now) {
+                        c->client_end.c = c->pair_end.c = NULL;
+                        conn_close(r, c);
+                } else if (!next || due < next) {
+                        next = due;
+                }
+        }
+        return next ? (int)((next - now + TG_NS_PER_MS - 1) / TG_NS_PER_MS) : -1;
+}
+
 static void *run(void *arg)
 {
         struct relay *r = arg;
         struct epoll_event evs[64];
+        int timeout_ms = -1;
 
         for (;;) {
-                int n = epoll_wait(r->ep, evs, 64, -1);
+                int n = epoll_wait(r->ep, evs, 64, timeout_ms);
                 if (n < 0 && errno != EINTR)
                         break;
                 pthread_mutex_lock(&r->mu);
@@ -300,18 +338,20 @@ static void *run(void *arg)
                                 set_events(r, c);
                         }
                 }
+                timeout_ms = close_idle(r);
                 pthread_mutex_unlock(&r->mu);
         }
         return NULL;
 }
 
-int relay_new(struct relay **ret_relay)
+int relay_new(int64_t idle_close_ms, struct relay **ret_relay)
 {
         struct relay *r = calloc(1, sizeof(*r));
         int rc;
 
         if (!r)
                 return TG_ENOMEM;
+        r->idle_close = idle_close_ms > 0 ? idle_close_ms * TG_NS_PER_MS : 0;
         r->ep = r->wake = r->stamps = -1;
         pthread_mutex_init(&r->mu, NULL);
         r->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -412,6 +452,7 @@ int relay_add(struct relay *r, int client, int *ret_server_fd)
         c->pair_end = (struct end){.c = c};
         c->client_ev = EPOLLIN;
         c->pair_ev = EPOLLIN;
+        c->last_io = clock_mono_now();
         c->client_in = c->pair_in = true;
         struct epoll_event ce = {.events = EPOLLIN, .data.ptr = &c->client_end};
         struct epoll_event pe = {.events = EPOLLIN, .data.ptr = &c->pair_end};

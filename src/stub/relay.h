@@ -20,10 +20,14 @@
 
 #include "core/tg_time.h"
 
+#include <stdint.h>
+
 struct relay;
 
-/* Starts the relay's thread. 0, -errno or TG_ENOMEM. */
-int relay_new(struct relay **ret_relay);
+/* Starts the relay's thread. idle_close_ms > 0: a kept-alive connection
+ * that has moved no bytes for that long between requests is closed, as a
+ * server's keep-alive timeout does. 0, -errno or TG_ENOMEM. */
+int relay_new(int64_t idle_close_ms, struct relay **ret_relay);
 /* Stops it and closes every connection it still holds. Accepts NULL. */
 void relay_free(struct relay *relay);
 

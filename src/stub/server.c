@@ -422,7 +422,7 @@ int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
                 rc = TG_EIO;
                 goto fail;
         }
-        rc = relay_new(&srv->relay);
+        rc = relay_new(cfg->idle_close_ms, &srv->relay);
         if (rc < 0)
                 goto fail;
         rc = listener_start(cfg->host, cfg->port, want_listen, on_accept, srv, &srv->listener);

@@ -37,6 +37,11 @@ struct stub_config {
         size_t max_records;
         size_t max_keys;
         unsigned max_connections;
+        /* A keep-alive timeout: a connection idle between requests for this
+         * long is closed (relay.h). 0: never. With advertise_keep_alive
+         * (and at least 1000 ms) answers say so: "Keep-Alive: timeout=S". */
+        int64_t idle_close_ms;
+        bool advertise_keep_alive;
         const char *webhook_url;
         const void *webhook_secret;
         size_t webhook_secret_len;
