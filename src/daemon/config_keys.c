@@ -177,6 +177,14 @@ const struct key_def config_keys[] = {
     BOOL_KEY(PER_ACCOUNT("provider"), "reuse_connections", provider_reuse_connections,
              "Keep-alive connections to the provider (false: a fresh connection per call, "
              "closed after it). The guard against a second send of one call holds either way."),
+    INT_KEY(PER_ACCOUNT("provider"), "keepalive_idle_ms", KEY_I64, provider_keepalive_idle_ms, 0,
+            3600000, 1,
+            "With `reuse_connections`: how long the provider keeps an idle connection open "
+            "(its keep-alive timeout). A connection idle for longer than this less a quarter "
+            "(at least 50 ms) is closed before the next call instead of reused, so that no "
+            "request races the provider's close (it would end `unknown` with nothing "
+            "executed). 0: learned from the provider's `Keep-Alive: timeout=N` header; "
+            "without one, libcurl's 118 s."),
     STRING_KEY(PER_ACCOUNT("provider"), "ca_file", provider_ca_file, config_set_readable_file,
                "PEM file of the CA certificates that an `https://` provider's certificate must "
                "chain to. Unset: the system's store. A provider whose certificate does not "

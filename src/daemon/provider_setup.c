@@ -211,6 +211,7 @@ void provider_setup_transport_config(const struct tg_config *c, const struct pro
         ret->max_response_bytes = c->provider_max_response_bytes;
         ret->max_open = max_open;
         ret->reuse_connections = c->provider_reuse_connections;
+        ret->keepalive_idle_ms = c->provider_keepalive_idle_ms;
         ret->ca_file = c->provider_ca_file;
         ret->auth = strcmp(c->provider_auth, "bearer") == 0   ? TRANSPORT_AUTH_BEARER
                     : strcmp(c->provider_auth, "header") == 0 ? TRANSPORT_AUTH_HEADER

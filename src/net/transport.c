@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/keep_alive.h"
 #include "core/tg_error.h"
 #include "net/provider_reply.h"
 #include "platform/clock.h"
@@ -193,6 +194,11 @@ int transport_new(const struct transport_config *config, struct transport **ret_
                 transport_free(t);
                 return TG_ENOMEM;
         }
+        r = transport_pool_init(t, config->keepalive_idle_ms);
+        if (r < 0) {
+                transport_free(t);
+                return r;
+        }
         if (config->request_map)
                 *t->request_map = *config->request_map;
         else
@@ -262,6 +268,7 @@ void transport_free(struct transport *t)
         }
         if (t->multi)
                 curl_multi_cleanup(t->multi);
+        transport_pool_release(t); /* after the cache's connections closed through it */
         creds_release(t->creds);
         free(t->done);
         free(t->sent);
@@ -341,7 +348,6 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
         (void)primary_ip;
         (void)local_ip;
         (void)primary_port;
-        (void)local_port;
         struct call *c = clientp;
         c->prereq_count++;
         if (c->prereq_count > 1) {
@@ -362,6 +368,8 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
         }
         c->sent_mono = now;
         c->report_due = true; /* reported when the step that writes it is over */
+        if (c->t->reuse)
+                transport_pool_busy(c->t, local_port);
         return CURL_PREREQFUNC_OK;
 }
 
@@ -420,7 +428,11 @@ int transport_start(struct transport *t, const struct transport_call *call)
         curl_easy_setopt(c->easy, CURLOPT_VERBOSE, 1L);
         curl_easy_setopt(c->easy, CURLOPT_PREREQFUNCTION, on_prereq);
         curl_easy_setopt(c->easy, CURLOPT_PREREQDATA, c);
+        transport_pool_setup(t, c->easy);
         c->started = clock_mono_now();
+        /* no request of this call may go out on a connection about to be
+         * closed by the provider: those idle too long go first */
+        transport_pool_sweep(t, c->started);
         if (curl_multi_add_handle(t->multi, c->easy) != CURLM_OK) {
                 call_free(c);
                 return TG_ETRANSPORT;
@@ -442,6 +454,11 @@ int transport_start(struct transport *t, const struct transport_call *call)
 
 static void finish_call(struct transport *t, struct call *c, CURLcode code)
 {
+        int64_t keep_alive_ms = -1;
+        if (c->keep_alive[0] &&
+            keep_alive_timeout_ms(c->keep_alive, strlen(c->keep_alive), &keep_alive_ms) < 0)
+                keep_alive_ms = -1;
+        transport_pool_idle(t, c->easy, keep_alive_ms, clock_mono_now());
         transport_call_result(t, c, code, &t->done[(t->done_head + t->done_count) % t->max_open]);
         t->done_count++;
         report_sent(t, c); /* ended before its hook fired: never sent */

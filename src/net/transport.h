@@ -72,7 +72,11 @@ struct transport_config {
         size_t max_response_bytes;
         unsigned max_open;      /* hard bound on open calls (>= the exit's max_in_flight) */
         bool reuse_connections; /* keep-alive allowed (the second-send guard still holds) */
-        const char *ca_file;    /* NULL or "": the system's CA store */
+        /* With reuse: the provider's keep-alive timeout, ms; a connection is
+         * reused only while idle for less than this minus a margin
+         * (transport_pool.c). 0: learned from its Keep-Alive header. */
+        int64_t keepalive_idle_ms;
+        const char *ca_file; /* NULL or "": the system's CA store */
         enum transport_auth auth;
         const char *auth_header; /* TRANSPORT_AUTH_HEADER's header name */
         /* Signing: when signing_string is not NULL, every call carries

@@ -203,6 +203,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
         if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
                 c->retry_after[0] = '\0';
                 c->content_type[0] = '\0';
+                c->keep_alive[0] = '\0';
                 for (unsigned k = 0; k < PROVIDER_REPLY_HEADERS; k++)
                         c->captured[k][0] = '\0';
         }
@@ -213,6 +214,7 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
                 snprintf(c->content_type, sizeof(c->content_type), "(too long)");
         for (unsigned k = 0; k < c->t->ncapture; k++)
                 header_value(buf, n, c->t->capture[k], c->captured[k], sizeof(c->captured[k]));
+        header_value(buf, n, "keep-alive", c->keep_alive, sizeof(c->keep_alive));
         return n;
 }
 

@@ -50,6 +50,7 @@ struct tls_watch {
 
 struct call {
         CURL *easy;
+        char keep_alive[64]; /* the answer's Keep-Alive header, "": none */
         struct curl_slist *headers;
         char *body;
         size_t body_len;
@@ -106,6 +107,21 @@ struct transport {
          * (one per call, popped every turn) */
         struct transport_sent *sent;
         unsigned sent_head, sent_count;
+        /* keep-alive hygiene (transport_pool.c), with reuse only */
+        struct pool_sock *pool;
+        unsigned pool_len, pool_cap;
+        int64_t pool_life_ms;    /* configured idle timeout, 0: none */
+        int64_t pool_learned_ms; /* the shortest Keep-Alive timeout seen, -1: none */
+        uint64_t pool_evicted;   /* idle connections shut before their safe life ran out */
+};
+
+/* One socket libcurl opened for the transport. */
+struct pool_sock {
+        curl_socket_t fd;
+        int port;  /* its local port, 0 until known */
+        bool idle; /* in libcurl's cache, since idle_since */
+        bool shut; /* shut down here: libcurl will drop it */
+        tg_mono_ns idle_since;
 };
 
 /* transport_call.c: fills c's handle and header list for call (c->easy
@@ -119,6 +135,22 @@ int transport_call_setup(const struct transport *t, struct call *c,
  * dropped (accepts NULL). */
 void transport_watch_init(void);
 void transport_watch_release(struct tls_watch *w);
+
+/* transport_pool.c: keep-alive hygiene (see there). init: 0 or TG_ENOMEM;
+ * release after the multi handle is gone (its connections close through
+ * the pool). setup: a call's handle opens and closes its sockets through
+ * the pool. busy: the pre-request hook's connection (its local port) is in
+ * use. idle: a call ended; its connection, if libcurl kept it, is idle from
+ * now; keep_alive_ms is the answer's Keep-Alive timeout (-1: none). sweep:
+ * before a call starts, every connection idle past its safe life is shut. */
+int transport_pool_init(struct transport *t, int64_t idle_life_ms);
+void transport_pool_release(struct transport *t);
+void transport_pool_setup(struct transport *t, CURL *easy);
+void transport_pool_busy(struct transport *t, int local_port);
+void transport_pool_idle(struct transport *t, CURL *easy, int64_t keep_alive_ms, tg_mono_ns now);
+void transport_pool_sweep(struct transport *t, tg_mono_ns now);
+/* The idle time past which a connection is not reused, ms; -1: no limit of ours. */
+int64_t transport_pool_safe_life_ms(const struct transport *t);
 
 /* transport_result.c */
 void transport_call_result(const struct transport *t, const struct call *c, CURLcode code,
