@@ -55,6 +55,7 @@ static char *state_json(struct stub_server *srv)
                       (json_int_t)(end == TG_MONO_NEVER ? -1 : (end - now) / TG_NS_PER_MS),
                       "query_mode", spec_json(&srv->query_spec), "listening",
                       listener_is_open(srv->listener));
+        struct stub_bucket capacity = srv->capacity;
         pthread_mutex_unlock(&srv->ctl);
         free(tl);
         if (!o)
@@ -77,6 +78,8 @@ static char *state_json(struct stub_server *srv)
         json_object_set_new(o, "failures", json_integer((json_int_t)ls.failures));
         json_object_set_new(o, "keys_retained", json_integer((json_int_t)ls.keys_retained));
         json_object_set_new(o, "key_retention_s", json_integer(srv->cfg.key_retention_s));
+        json_object_set_new(o, "capacity", json_real(capacity.rate));
+        json_object_set_new(o, "capacity_burst", json_real(capacity.burst));
         if (srv->webhook) {
                 struct webhook_stats ws;
                 webhook_stats(srv->webhook, &ws);
@@ -116,7 +119,7 @@ static void admin_mode(struct req *r)
         int64_t count = -1;
         bool have_query = false;
         int64_t wh_delay = -1;
-        double wh_drop = -1.0;
+        double wh_drop = -1.0, cap_rate = -1.0, cap_burst = -1.0;
         const char *why = "bad request";
         char msg[256];
 
@@ -211,7 +214,29 @@ static void admin_mode(struct req *r)
                 wh_drop = json_number_value(v);
         }
 
+        v = json_object_get(o, "capacity");
+        if (v) {
+                if (!json_is_number(v) || json_number_value(v) < 0 ||
+                    json_number_value(v) > 1000000) {
+                        why = "capacity must be a number in [0, 1000000] (0: none)";
+                        goto bad;
+                }
+                cap_rate = json_number_value(v);
+        }
+        v = json_object_get(o, "capacity_burst");
+        if (v) {
+                if (!json_is_number(v) || json_number_value(v) < 1 ||
+                    json_number_value(v) > 1000000) {
+                        why = "capacity_burst must be a number in [1, 1000000]";
+                        goto bad;
+                }
+                cap_burst = json_number_value(v);
+        }
+
         pthread_mutex_lock(&srv->ctl);
+        if (cap_rate >= 0 || cap_burst >= 0)
+                bucket_set(&srv->capacity, cap_rate >= 0 ? cap_rate : srv->capacity.rate,
+                           cap_burst >= 0 ? cap_burst : srv->capacity.burst, clock_mono_now());
         if (tl->n > 0) {
                 srv->timeline = *tl;
                 srv->timeline_start = clock_mono_now();

@@ -373,6 +373,21 @@ static const struct opt stub_options[] = {
              "whole milliseconds after the last one let through is answered 429 "
              "rate_limited without Retry-After (mode \"limiter\" in the record); "
              "no burst (0: none)"},
+    {.name = "capacity",
+     .arg = "R",
+     .dbl = &stub_opts.cfg.capacity_rate,
+     .dmin = 0,
+     .dmax = 1000000,
+     .help = "the provider's true capacity: a token bucket of R a second (refunds and "
+             "queries alike) whose refusals are 429 rate_limited without Retry-After "
+             "(mode \"capacity\" in the record); POST /_stub/mode {\"capacity\": R} "
+             "changes it mid-run (0: none)"},
+    {.name = "capacity-burst",
+     .arg = "B",
+     .dbl = &stub_opts.cfg.capacity_burst,
+     .dmin = 1,
+     .dmax = 1000000,
+     .help = "tokens the capacity bucket saves (1)"},
     {.name = "shape",
      .arg = "NAME",
      .string = &stub_opts.shape,
@@ -477,6 +492,7 @@ static int parse_flags(int argc, char **argv)
         o->max_records = 1000000;
         o->max_keys = 1000000;
         o->max_connections = 4096;
+        c->capacity_burst = 1;
         o->seed = 1;
         stub_mix_parse("fast=70,slow=10,drop=5,e500=5,unavailable=5,limited=5", 54, &why,
                        c->mix_weights);

@@ -222,6 +222,13 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
                 r->spec.mode = STUB_LIMITED;
                 r->spec.ra_form = STUB_RA_NONE;
                 snprintf(mode, sizeof(mode), "limiter");
+        } else if ((r->kind == K_REFUND || r->kind == K_QUERY) &&
+                   !bucket_take(&srv->capacity, r->arrival)) {
+                /* past the provider's true capacity: refused, nothing done */
+                memset(&r->spec, 0, sizeof(r->spec));
+                r->spec.mode = STUB_LIMITED;
+                r->spec.ra_form = STUB_RA_NONE;
+                snprintf(mode, sizeof(mode), "capacity");
         } else if (r->kind == K_REFUND) {
                 bool mixed;
                 server_mode_at(srv, r->arrival, &r->spec, &phase, &end);
@@ -362,6 +369,7 @@ int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
         pthread_mutex_init(&srv->ctl, NULL);
         srv->timeline = cfg->timeline;
         srv->timeline_start = srv->started;
+        bucket_set(&srv->capacity, cfg->capacity_rate, cfg->capacity_burst, srv->started);
         srv->query_spec = cfg->query_spec;
         tg_rng_seed(&srv->mix_rng, cfg->seed);
 

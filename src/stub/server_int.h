@@ -23,6 +23,7 @@
 
 #include "stub.h"
 
+#include "bucket.h"
 #include "core/rng.h"
 #include "core/tg_time.h"
 #include "hostile.h"
@@ -67,8 +68,9 @@ struct stub_server {
          * then the timeline in force answers again */
         struct stub_mode_spec once;
         int64_t once_left;
-        bool limit_seen;       /* the limiter let a request through */
-        int64_t limit_last_ms; /* its arrival, in whole ms of the monotonic clock */
+        bool limit_seen;             /* the limiter let a request through */
+        int64_t limit_last_ms;       /* its arrival, in whole ms of the monotonic clock */
+        struct stub_bucket capacity; /* the provider's true capacity (bucket.h) */
 };
 
 /* One request, from its first handler call to MHD's completion callback. */

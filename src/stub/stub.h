@@ -52,6 +52,11 @@ struct stub_config {
          * last one it let through is answered 429 (no Retry-After), no burst.
          * 0: none. */
         double limit_rate;
+        /* The provider's true capacity (bucket.h): contract requests past
+         * capacity_rate a second (capacity_burst saved) are answered 429,
+         * no Retry-After. 0: none. POST /_stub/mode {"capacity": R} changes
+         * it mid-run. */
+        double capacity_rate, capacity_burst;
         enum stub_shape shape; /* provider-md or stripe-like (shape.h) */
         /* HTTPS when tls_cert_pem is set (tls.h); PEM texts, borrowed */
         const char *tls_cert_pem;

@@ -58,7 +58,9 @@ class Flags(unittest.TestCase):
                      "--retry-after", "--retry-after-date", "--processing-ms",
                      "--key-retention-s", "--seed", "--mix", "--query-mode", "--query-delay-ms",
                      "--record", "--max-body", "--webhook-url", "--webhook-secret-file",
-                     "--webhook-delay-ms", "--webhook-drop-rate", "--time-scale"]:
+                     "--webhook-delay-ms", "--webhook-drop-rate", "--time-scale",
+                     "--capacity", "--capacity-burst", "--idle-close-ms",
+                     "--advertise-keep-alive"]:
             self.assertIn(flag, out.stdout)
         self.assertIn("slow:3000", out.stdout)  # the timeline example
         for mode in ["reset-body[:N]", "truncated[:S]", "invalid[:S]", "huge[:N]",
@@ -319,6 +321,32 @@ class Modes(unittest.TestCase):
         self.assertEqual(s.query("op-u")[0], 404)
         s.set_mode(mode="fast")
         self.assertEqual(s.refund("op-u")[0], 201)  # nothing was stored before
+
+    def test_capacity_bucket_refuses_past_the_true_capacity(self):
+        # 2/s with room for 2: a burst of 2 passes, then 429s without
+        # Retry-After and nothing executed; queries draw from the same bucket;
+        # changed mid-run it starts full, and 0 turns it off.
+        with tgtest.start_stub("--mode", "fast", "--capacity", "2", "--capacity-burst",
+                               "2") as s:
+            got = [s.refund("cap-%d" % i)[0] for i in range(6)]
+            self.assertEqual(got[:2], [201, 201])
+            self.assertEqual(got.count(201), 2, got)  # 7 requests in far less than 500 ms
+            status, hdrs, body = s.refund("cap-x")
+            self.assertEqual((status, body["error"]["code"]), (429, "rate_limited"))
+            self.assertNotIn("retry-after", hdrs)
+            self.assertEqual(s.executions("cap-x"), 0)
+            time.sleep(0.6)
+            self.assertEqual(s.query("cap-0")[0], 200)  # a token ripened
+            self.assertEqual(s.query("cap-0")[0], 429)
+            modes = [a["mode"] for a in s.arrivals() if a["path"].startswith("/v1/")]
+            self.assertEqual(modes.count("capacity"), 6, modes)
+            self.assertEqual(s.state()["capacity"], 2)
+            s.set_mode(capacity=0)
+            self.assertEqual([s.refund("cap-y%d" % i)[0] for i in range(5)], [201] * 5)
+            for bad in ({"capacity": -1}, {"capacity": "3"}, {"capacity_burst": 0.5}):
+                status, _, body = s.request("POST", "/_stub/mode", bad)
+                self.assertEqual(status, 400, bad)
+                self.assertIn("capacity", body["error"]["message"])
 
     def test_mode_for_the_next_n_requests(self):
         # {"count": N}: the mode answers the next N refund requests only,
