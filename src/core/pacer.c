@@ -52,6 +52,7 @@ struct pacer {
         bool rehold;              /* a hold arrived while the probe was out */
         bool pending;             /* last_start is a plan: its wire time is not known yet */
         tg_mono_ns rate_interval; /* from the rate (and margin), the interval without a grid */
+        tg_mono_ns margin;        /* the spacing margin, part of rate_interval */
         tg_mono_ns grid_period;   /* > 0: starts only inside this share's windows (shares) */
         tg_mono_ns grid_phase;    /* a window's opening, in [0, grid_period) */
         tg_mono_ns grid_open;     /* how long after its opening a window takes starts */
@@ -103,6 +104,7 @@ int pacer_new(const struct pacer_config *config, struct pacer **ret_pacer)
                 return TG_ENOMEM;
         p->interval = interval;
         p->rate_interval = interval;
+        p->margin = config->spacing_margin_ns;
         p->max_in_flight = config->max_in_flight;
         p->in_flight = 0;
         p->started = false;
@@ -210,6 +212,22 @@ int pacer_grid_plan(tg_mono_ns spacing, tg_mono_ns skew, unsigned cap,
                                              .window = add_sat(points * spacing, gap),
                                              .open = (points - 1) * spacing + late,
                                              .points = (unsigned)points};
+        return 0;
+}
+
+int pacer_set_rate(struct pacer *pacer, double starts_per_second)
+{
+        double rate = starts_per_second;
+        if (!isfinite(rate) || !(rate > 0.0) || rate > 1e9 || pacer->grid_period > 0)
+                return TG_EINVAL;
+        tg_mono_ns interval = interval_from_rate(rate);
+        if (interval < 1 || interval > PACER_MAX_INTERVAL - TG_NS_PER_S)
+                return TG_EINVAL;
+        /* from the next slot on: it counts from the last real start, so a
+         * higher rate earns nothing for the time it was lower */
+        pacer->rate_interval = interval + pacer->margin;
+        pacer->interval = pacer->rate_interval;
+        assert(pacer_sane(pacer));
         return 0;
 }
 

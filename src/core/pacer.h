@@ -94,6 +94,12 @@ bool pacer_pending(const struct pacer *pacer);
 /* A started call has finished (any outcome). */
 void pacer_finish(struct pacer *pacer);
 
+/* A new rate from the next slot on (the margin stays): the next slot is the
+ * last real start plus the new interval, so a raised rate never catches up
+ * the slots the lower one skipped. 0, or TG_EINVAL (a rate out of (0, 1e9],
+ * or a grid set: shares keep the account's rate). */
+int pacer_set_rate(struct pacer *pacer, double starts_per_second);
+
 /* Several dispatchers share one account (shares): each may start only
  * inside its own windows of a grid common to all of them. The windows of
  * this share open `period` apart, at `phase` modulo the period; inside one

@@ -732,6 +732,39 @@ static void test_spacing_margin(void **state)
         assert_int_equal(pacer_new(&c, &p), TG_EINVAL);
 }
 
+/* A rate changed at run time (exit.adaptive, operators): from the next
+ * slot, counted from the last real start, the margin kept; a raised rate
+ * never makes up the slots the lower one skipped; a bad rate, or a grid,
+ * is refused and changes nothing. */
+static void test_set_rate(void **state)
+{
+        struct pacer_config c = {.starts_per_second = 10.0, .max_in_flight = 4};
+        struct pacer *p = NULL;
+
+        (void)state;
+        c.spacing_margin_ns = 1 * TG_NS_PER_MS;
+        assert_int_equal(pacer_new(&c, &p), 0);
+        assert_int_equal(pacer_start(p, 0, NULL), 0);
+        assert_int_equal(pacer_set_rate(p, 2.0), 0);
+        assert_int_equal(pacer_interval(p), 501 * TG_NS_PER_MS);
+        assert_false(pacer_may_start(p, 501 * TG_NS_PER_MS - 1));
+        assert_true(pacer_may_start(p, 501 * TG_NS_PER_MS));
+        assert_int_equal(pacer_start(p, 3 * TG_NS_PER_S, NULL), 0);
+        /* raised after a long idle: the next slot is one new interval after
+         * the last start, not at once again and again */
+        assert_int_equal(pacer_set_rate(p, 10.0), 0);
+        assert_false(pacer_may_start(p, 3 * TG_NS_PER_S + 101 * TG_NS_PER_MS - 1));
+        assert_int_equal(pacer_start(p, 3 * TG_NS_PER_S + 101 * TG_NS_PER_MS, NULL), 0);
+        assert_false(pacer_may_start(p, 3 * TG_NS_PER_S + 202 * TG_NS_PER_MS - 1));
+        assert_int_equal(pacer_set_rate(p, 0.0), TG_EINVAL);
+        assert_int_equal(pacer_set_rate(p, 2e9), TG_EINVAL);
+        assert_int_equal(pacer_interval(p), 101 * TG_NS_PER_MS);
+        pacer_set_grid(p, 200 * TG_NS_PER_MS, 0, 50 * TG_NS_PER_MS, 101 * TG_NS_PER_MS);
+        assert_int_equal(pacer_set_rate(p, 5.0), TG_EINVAL);
+        assert_true(pacer_sane(p));
+        pacer_free(p);
+}
+
 /* Two shares on one grid: each starts only on its own points, so that the
  * account's starts are never closer than the account's spacing, whatever
  * each share does; a late start moves to the share's next point, a hold
@@ -969,6 +1002,7 @@ int main(void)
             cmocka_unit_test(test_property_random_configs),
             cmocka_unit_test(test_pending_wire_time),
             cmocka_unit_test(test_spacing_margin),
+            cmocka_unit_test(test_set_rate),
             cmocka_unit_test(test_grid_shares),
             cmocka_unit_test(test_grid_late_budget),
             cmocka_unit_test(test_share_windows_keep_the_account_spacing),
