@@ -17,9 +17,10 @@ refunds at once and reports:
   manual          refunds that ended in manual review
 
 Cases: below (C under the ceiling), at (C equal to it), above (C twice it),
-and recover: C for the first half of the refunds, then the capacity comes
-back (no bucket); "back at ceiling after" is the time from the capacity's
-return until the exit's starts reach 90 % of the ceiling over a 2 s window.
+and recover: 4 N refunds, C until an eighth of them are through, then the
+capacity comes back (no bucket); "back after" is the time from the
+capacity's return until the exit's starts reach 90 % of the ceiling over a
+2 s window.
 
 usage: bench/bench_capacity.py [--build DIR] [--ceiling 10] [--capacity 3]
                                [--refunds 60] [--variants fixed,adaptive]
@@ -66,10 +67,11 @@ def run_case(variant, ceiling, capacity, n, recover):
                 raise RuntimeError("submit %s: %s %r" % (op, status, body))
         back_at = None
         if recover:
-            # the capacity returns once half the refunds are final
-            tgtest.wait_until(lambda: sum(1 for op in ops
+            # the capacity returns once an eighth of the refunds are final
+            # (the rest keep the exit busy while it climbs back)
+            tgtest.wait_until(lambda: sum(1 for op in ops[:n // 4]
                                           if tg.status(op)[2].get("state") == "succeeded")
-                              >= n // 2, timeout=600, interval=0.2, what="half settled")
+                              >= n // 8, timeout=600, interval=0.2, what="an eighth settled")
             stub.set_mode(capacity=0)
             back_at = time.monotonic()
         final = tg.wait_final(ops, timeout=900)
@@ -111,13 +113,15 @@ def main():
         variants.append(v)
     cases = [("below", a.capacity, False), ("at", a.ceiling, False),
              ("above", 2 * a.ceiling, False), ("recover", a.capacity, True)]
-    print("ceiling %.1f/s, %d refunds each" % (a.ceiling, a.refunds))
+    print("ceiling %.1f/s, %d refunds a case (recover: %d)" % (a.ceiling, a.refunds,
+                                                               4 * a.refunds))
     print("%-9s %-8s %9s %9s %8s %6s %7s %10s" % ("variant", "case", "capacity", "settled",
                                                   "ideal", "calls", "refused", "back after"))
     for v in variants:
         for name, cap, recover in cases:
-            r = run_case(v, a.ceiling, cap, a.refunds, recover)
-            ideal = a.refunds / min(cap, a.ceiling)
+            n = 4 * a.refunds if recover else a.refunds
+            r = run_case(v, a.ceiling, cap, n, recover)
+            ideal = (n / 8 / cap + 7 * n / 8 / a.ceiling) if recover else n / min(cap, a.ceiling)
             print("%-9s %-8s %8.1f/s %8.1fs %7.1fs %6d %7d %10s%s" % (
                 v, name, cap, r["settled"], ideal, r["calls"], r["refused"],
                 "-" if r["recover"] is None else "%.1fs" % r["recover"],

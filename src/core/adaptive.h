@@ -30,8 +30,9 @@
 
 #include "core/tg_time.h"
 
-#define ADAPTIVE_BETA    0.7   /* the cut */
-#define ADAPTIVE_C_SHARE 0.001 /* C = this * W_max, per s^3: K = cbrt(300) = 6.7 s */
+#define ADAPTIVE_FLOOR_SHARE 20    /* the floor: the ceiling / this */
+#define ADAPTIVE_BETA        0.7   /* the cut */
+#define ADAPTIVE_C_SHARE     0.001 /* C = this * W_max, per s^3: K = cbrt(300) = 6.7 s */
 
 struct adaptive {
         double ceiling;      /* the configured rate, > 0 */

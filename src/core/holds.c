@@ -14,7 +14,9 @@
  * again at once for twice the last hold (at most unreachable_hold_max_ms);
  * any call that reached the provider (an answer, a timeout or a reset after
  * send) ends the run and the doubling. A probe is healthy unless it was
- * limited, timed out, or never sent.
+ * limited, timed out, or never sent. With pushback_only (exit.adaptive) a
+ * 429/503 without Retry-After holds nothing: it is a pushback, which the
+ * exit answers by lowering its rate (core/adaptive.h).
  */
 #include "core/holds.h"
 
@@ -53,7 +55,12 @@ void holds_after_call(const struct holds_config *config, struct holds_state *sta
         bool timed_out = call->transport == TG_TR_TIMEOUT_AFTER_SEND;
 
         memset(&d, 0, sizeof(d));
-        if (limited) {
+        if (limited && call->retry_after_ms < 0 && config->pushback_only) {
+                /* the adaptive exit answers it with a lower rate, not a
+                 * hold; the doubling of repeated holds does not apply */
+                d.why = HOLDS_PUSHBACK;
+                state->limited_hold_ms = 0;
+        } else if (limited) {
                 d.why = HOLDS_LIMITED;
                 d.hold_ms = call->retry_after_ms >= 0 ? call->retry_after_ms
                                                       : limited_hold(config, state, call->probe);

@@ -33,6 +33,9 @@ struct holds_config {
         unsigned unreachable_run_hold;
         int64_t unreachable_hold_ms;     /* the first such hold (5000) */
         int64_t unreachable_hold_max_ms; /* a failed probe doubles it, up to this (60000) */
+        /* exit.adaptive: a 429/503 without Retry-After holds nothing; it is
+         * HOLDS_PUSHBACK, and the exit lowers its rate instead */
+        bool pushback_only;
 };
 
 /* What the holds remember between calls. Plain data; start zeroed. */
@@ -56,6 +59,7 @@ enum holds_why {
         HOLDS_LIMITED,     /* the provider said 429/503 */
         HOLDS_TIMEOUTS,    /* a run of timeouts after send */
         HOLDS_UNREACHABLE, /* a run of calls that sent nothing, or a failed probe after one */
+        HOLDS_PUSHBACK,    /* pushback_only: a 429/503 without Retry-After, no hold (0 ms) */
 };
 
 struct holds_decision {

@@ -429,6 +429,17 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
                        "Provider-wide holds the exit obeyed (since the owner started).");
                 mb_printf(&b, "tollgate_exit_holds_total %llu\n",
                           (unsigned long long)fig_u64(fig, "holds"));
+                json_t *rate = json_object_get(fig, "rate");
+                if (json_is_number(rate)) {
+                        family(&b, "tollgate_exit_rate", "gauge",
+                               "The start rate in force, under exit.starts_per_second "
+                               "(exit.adaptive moves it; else the configured rate).");
+                        mb_printf(&b, "tollgate_exit_rate %.6g\n", json_number_value(rate));
+                }
+                family(&b, "tollgate_exit_rate_cuts_total", "counter",
+                       "exit.adaptive: times the provider's pushback cut the start rate.");
+                mb_printf(&b, "tollgate_exit_rate_cuts_total %llu\n",
+                          (unsigned long long)fig_u64(fig, "rate_cuts"));
                 histogram(&b, "tollgate_call_latency_seconds",
                           "Time from handing a call to the transport to its outcome.",
                           json_object_get(fig, "latency_s"), exit_latency_bounds_s,

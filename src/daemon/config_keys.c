@@ -316,6 +316,15 @@ const struct key_def config_keys[] = {
             "The account's quota split into this many equal shares, one per running "
             "dispatcher (must be <= `exit.max_in_flight`). Give every dispatcher of one "
             "account the same `[exit]`; see docs/operating.md."),
+    BOOL_KEY(PER_ACCOUNT("exit"), "adaptive", exit_adaptive,
+             "The start rate follows the provider's pushback under `exit.starts_per_second`, "
+             "which stays the ceiling: a 429 or 503 (or a run of timeouts) from a call sent at "
+             "the present rate cuts it to 0.7 times, and it climbs back along CUBIC's curve "
+             "(to the refused rate in 6.7 s, then faster, probing for capacity that came back); "
+             "never under a twentieth of the ceiling. A 429/503 without Retry-After then holds "
+             "nothing (the cut is the answer); a Retry-After is still obeyed. Not with "
+             "`exit.shares` > 1. The rate in force is `tollgate_exit_rate` in /metrics. See "
+             "docs/design.md, \"Adaptive throttling\"."),
     INT_KEY(PER_ACCOUNT("exit"), "clock_skew_ms", KEY_I64, exit_clock_skew_ms, 0, 1000, 1,
             "With `exit.shares` > 1: a bound on how far apart the clocks of the dispatchers' "
             "machines may be. The shares start only inside their own windows of one grid on "

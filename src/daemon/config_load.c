@@ -355,6 +355,13 @@ static void check_all(struct load *load)
                                  "one call in flight of the account's",
                                  c->exit.max_in_flight);
         }
+        /* Shares pace to fixed windows of one grid; a rate that moves
+         * would need every share to move with it. */
+        if (c->exit_adaptive && c->exit_shares > 1)
+                config_key_error(load, row("exit", "adaptive"),
+                                 "not with exit.shares > 1 (%u): the shares' windows are cut from "
+                                 "a fixed account rate",
+                                 c->exit_shares);
         if (policy_config_check(&c->policy) < 0)
                 config_key_error(load, row("retry", "max_attempts"),
                                  "the [retry] settings are inconsistent");

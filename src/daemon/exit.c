@@ -151,6 +151,17 @@ tg_mono_ns exit_handoff_time(const struct exit *e, tg_mono_ns slot)
         return h;
 }
 
+void exit_follow_rate(struct exit *e, tg_mono_ns now)
+{
+        if (!e->adaptive_on)
+                return;
+        /* the rate the provider's pushback leaves us, from the next slot */
+        double rate = adaptive_rate(&e->adaptive, now);
+        if (rate != e->rate_now && pacer_set_rate(e->pacer, rate) == 0)
+                e->rate_now = rate;
+        exit_stats_rate(e->xstats, e->rate_now, e->adaptive.cuts);
+}
+
 void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
 {
         struct open_call *oc;
@@ -165,6 +176,7 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
         /* the next housekeeping checks the lock (or finds it lost) */
         if (!owner_fresh(e, e->env->mono_now(e->env->ctx)))
                 return;
+        exit_follow_rate(e, now);
         tg_mono_ns slot = pacer_next_slot(e->pacer);
         /* the request goes on the wire at its slot, or now if that is past
          * (with shares: on this share's point of the grid, or a little
@@ -598,6 +610,9 @@ static int exit_build(struct exit *e, const struct exit_params *p)
          * pacer: nothing carried over from before, no catch-up. */
         int r = pacer_new(&e->share_cfg, &e->pacer);
 
+        e->rate_now = e->share_cfg.starts_per_second;
+        e->adaptive_on = cfg->exit_adaptive;
+        adaptive_init(&e->adaptive, e->rate_now, e->rate_now / ADAPTIVE_FLOOR_SHARE);
         if (r == 0)
                 e->own.spacing_ns = pacer_interval(e->pacer);
         if (r == 0 && shares > 1)
@@ -627,8 +642,10 @@ static int exit_build(struct exit *e, const struct exit_params *p)
                 r = classifier_add_rule(e->classifier, &cfg->rules[i]);
         if (r == 0)
                 r = exit_stats_new(env->wall_now(env->ctx), &e->xstats);
-        if (r == 0)
+        if (r == 0) {
                 exit_stats_set_keep(e->xstats, (int64_t)cfg->stats_keep_hours * 3600 * 1000);
+                exit_stats_rate(e->xstats, e->rate_now, 0);
+        }
         e->ncalls = e->share_cfg.max_in_flight;
         if (r == 0) {
                 e->calls = calloc(e->ncalls, sizeof(*e->calls));
@@ -692,7 +709,8 @@ int exit_new(const struct exit_params *p, struct exit **ret_exit)
                                   .timeout_hold_ms = cfg->exit_timeout_hold_ms,
                                   .unreachable_run_hold = cfg->provider_unreachable_run_hold,
                                   .unreachable_hold_ms = cfg->provider_unreachable_hold_ms,
-                                  .unreachable_hold_max_ms = cfg->provider_unreachable_hold_max_ms};
+                                  .unreachable_hold_max_ms = cfg->provider_unreachable_hold_max_ms,
+                                  .pushback_only = cfg->exit_adaptive};
         exit_share_config(cfg, &e->share_cfg);
         r = exit_build(e, p);
         if (r < 0) {

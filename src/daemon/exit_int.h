@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/adaptive.h"
 #include "core/classify.h"
 #include "core/holds.h"
 #include "core/lead_estimator.h"
@@ -143,6 +144,11 @@ struct exit {
         struct ownership own; /* share and epoch held */
         struct holds_config holds_cfg;
         struct holds_state holds;
+        /* exit.adaptive: the rate under the share's ceiling (core/adaptive.h),
+         * and the one the pacer has now */
+        bool adaptive_on;
+        struct adaptive adaptive;
+        double rate_now;
         struct open_call *calls; /* ncalls = the share's max_in_flight slots */
         unsigned ncalls;
         uint64_t next_cookie;
@@ -206,6 +212,9 @@ struct exit {
 /* ---- exit.c ---- */
 
 bool exit_stopping(const struct exit *e);
+/* exit.adaptive: the pacer takes the rate the controller allows at now
+ * (from its next slot); the figures say it. A fixed exit: nothing. */
+void exit_follow_rate(struct exit *e, tg_mono_ns now);
 /* A log line's fields for an operation (and its call, may be NULL). */
 json_t *exit_op_fields(const struct op_record *op, const struct call_record *call);
 /* When a call for `slot` is handed over: the lead ahead of it. */

@@ -58,6 +58,22 @@ static void apply_holds(struct exit *e, const struct open_call *oc,
         json_t *f;
 
         holds_after_call(&e->holds_cfg, &e->holds, &hc, &h);
+        if (e->adaptive_on &&
+            (h.why == HOLDS_LIMITED || h.why == HOLDS_PUSHBACK || h.why == HOLDS_TIMEOUTS)) {
+                /* pushback on a call sent at the present rate: cut it (one
+                 * sent before the last cut was answered by that cut) */
+                double was = adaptive_rate(&e->adaptive, now);
+                if (adaptive_pushback(&e->adaptive, oc->sent > 0 ? oc->sent : oc->planned, now)) {
+                        f = exit_op_fields(&oc->op, &oc->call);
+                        json_object_set_new(f, "http_status", json_integer(hc.http_status));
+                        json_object_set_new(f, "rate_was", json_real(was));
+                        json_object_set_new(f, "rate", json_real(adaptive_rate(&e->adaptive, now)));
+                        log_emit(LOG_WARN, "exit_rate_cut", f);
+                        exit_follow_rate(e, now);
+                }
+        }
+        if (h.why == HOLDS_PUSHBACK)
+                h.why = HOLDS_NONE; /* no hold: the cut above was the answer */
         /* a hold counts from the call's end, or from its slot when it ended
          * sooner (never sent: its connect failed before the slot came) */
         tg_mono_ns from = now > oc->planned ? now : oc->planned;

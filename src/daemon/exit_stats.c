@@ -45,6 +45,8 @@ struct exit_stats {
         uint64_t ends[TG_CLASS_COUNT];
         uint64_t closes[OP_STATE_COUNT];
         uint64_t holds;
+        double rate;           /* the start rate in force */
+        uint64_t rate_cuts;    /* exit.adaptive's cuts */
         tg_wall_ms hold_until; /* end of the latest hold; 0: none yet */
         int64_t keep_ms;
         struct histo latency, lateness, attempts;
@@ -138,6 +140,14 @@ void exit_stats_held(struct exit_stats *xs, tg_wall_ms until)
                 xs->hold_until = until;
 }
 
+void exit_stats_rate(struct exit_stats *xs, double rate, uint64_t cuts)
+{
+        if (!xs)
+                return;
+        xs->rate = rate;
+        xs->rate_cuts = cuts;
+}
+
 void exit_stats_set_keep(struct exit_stats *xs, int64_t keep_ms)
 {
         if (xs && keep_ms > 0)
@@ -182,9 +192,11 @@ static json_t *figures_json(const struct exit_stats *xs)
                       "latency_s", histo_json(&xs->latency, EXIT_LATENCY_BUCKETS), "lateness_s",
                       histo_json(&xs->lateness, EXIT_LATENESS_BUCKETS), "attempts",
                       histo_json(&xs->attempts, EXIT_ATTEMPTS_BUCKETS), "latency_by_kind", by_kind);
-        if (o)
+        if (o) {
+                json_object_set_new(o, "rate", json_real(xs->rate));
+                json_object_set_new(o, "rate_cuts", json_integer((json_int_t)xs->rate_cuts));
                 json_object_set_new(o, "waits_s", waits);
-        else
+        } else
                 json_decref(waits);
         return o;
 fail:

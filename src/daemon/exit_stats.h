@@ -85,6 +85,11 @@ void exit_stats_ended(struct exit_stats *xs, enum tg_call_kind kind, enum tg_cla
  * figures as "hold_until", for the console's exit status. */
 void exit_stats_held(struct exit_stats *xs, tg_wall_ms until);
 
+/* The start rate in force (exit.adaptive moves it under the ceiling; a
+ * fixed exit keeps the configured one) and the cuts so far: "rate" and
+ * "rate_cuts" in the figures (shares add up to the account's). */
+void exit_stats_rate(struct exit_stats *xs, double rate, uint64_t cuts);
+
 /* Samples older than keep_ms are pruned at each flush (default
  * EXIT_SAMPLES_KEEP_MS). */
 void exit_stats_set_keep(struct exit_stats *xs, int64_t keep_ms);

@@ -1261,6 +1261,13 @@ static void test_accounts_cross_checks(void **state)
         expect_load_error("[account.eu]\nprovider.auth = bearer\n",
                           "account.eu.provider.auth_secret_file: required when provider.auth is "
                           "bearer");
+        /* an adaptive rate cannot move the shares' fixed windows */
+        expect_load_error("[exit]\nadaptive = on\nshares = 2\n",
+                          "exit.adaptive: not with exit.shares > 1 (2): the shares' windows are "
+                          "cut from a fixed account rate");
+        expect_load_error("[exit]\nshares = 2\n[account.eu]\nexit.adaptive = on\n",
+                          "account.eu.exit.adaptive: not with exit.shares > 1 (2): the shares' "
+                          "windows are cut from a fixed account rate");
 }
 
 /* This build serves one account: several, or one not named default, are

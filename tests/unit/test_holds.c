@@ -65,6 +65,41 @@ static void test_limited(void **state)
         assert_int_equal(d.why, HOLDS_NONE);
 }
 
+/* exit.adaptive (pushback_only): a 429/503 without Retry-After holds
+ * nothing, it is a pushback; one with Retry-After still holds for it; a
+ * probe refused so is unhealthy; no doubling builds up. */
+static void test_pushback_only(void **state)
+{
+        struct holds_config pc = cfg;
+        struct holds_state st = {0};
+        struct holds_decision d;
+        struct holds_call c = {
+            .transport = TG_TR_COMPLETE, .http_status = 429, .retry_after_ms = -1};
+
+        (void)state;
+        pc.pushback_only = true;
+        holds_after_call(&pc, &st, &c, &d);
+        assert_int_equal(d.why, HOLDS_PUSHBACK);
+        assert_int_equal(d.hold_ms, 0);
+        assert_int_equal(st.limited_hold_ms, 0);
+        c.http_status = 503;
+        c.retry_after_ms = 4000;
+        holds_after_call(&pc, &st, &c, &d);
+        assert_int_equal(d.why, HOLDS_LIMITED);
+        assert_int_equal(d.hold_ms, 4000);
+        c.retry_after_ms = -1;
+        c.probe = true;
+        holds_after_call(&pc, &st, &c, &d);
+        assert_int_equal(d.why, HOLDS_PUSHBACK);
+        assert_true(d.probe_done);
+        assert_false(d.probe_healthy);
+        /* a timeout run still holds */
+        c = (struct holds_call){.transport = TG_TR_TIMEOUT_AFTER_SEND, .retry_after_ms = -1};
+        for (int i = 0; i < 3; i++)
+                holds_after_call(&pc, &st, &c, &d);
+        assert_int_equal(d.why, HOLDS_TIMEOUTS);
+}
+
 static void test_limited_probe_doubles(void **state)
 {
         struct holds_config c = cfg;
@@ -235,9 +270,9 @@ static void test_unreachable_runs(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_limited),          cmocka_unit_test(test_limited_probe_doubles),
-            cmocka_unit_test(test_timeout_runs),     cmocka_unit_test(test_probe),
-            cmocka_unit_test(test_unreachable_runs),
+            cmocka_unit_test(test_limited),       cmocka_unit_test(test_limited_probe_doubles),
+            cmocka_unit_test(test_pushback_only), cmocka_unit_test(test_timeout_runs),
+            cmocka_unit_test(test_probe),         cmocka_unit_test(test_unreachable_runs),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
