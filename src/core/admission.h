@@ -33,7 +33,7 @@ void admission_config_default(struct admission_config *ret_config);
 /* What was measured over the window (per-second samples of the exit). */
 struct admission_figures {
         uint64_t backlog;         /* open operations now: pending, in_flight, retry_wait, unknown */
-        double starts_per_second; /* configured ceiling of the exit (> 0) */
+        double starts_per_second; /* the rate in force: the ceiling, or exit.adaptive's (> 0) */
         uint64_t starts;          /* calls started in the window */
         uint64_t closes;          /* operations that reached a final answer or manual in it */
         unsigned busy_seconds;    /* seconds in the window with work open */

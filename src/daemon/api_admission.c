@@ -47,28 +47,35 @@ static int add_sample(const struct exit_sample *s, void *userdata)
         return 0;
 }
 
-/* What is left at `now` of the provider-wide hold the exit wrote into its
- * newest samples ("hold_until" in the figures: the latest of any share's);
- * 0 when none is in force or it cannot be read. */
-static int64_t hold_remaining(struct api *api, tg_wall_ms now)
+/* From the exit's newest samples: what is left at `now` of the
+ * provider-wide hold it wrote ("hold_until" in the figures: the latest of
+ * any share's; 0 when none is in force or it cannot be read), and the start
+ * rate in force ("rate": exit.adaptive moves it under the ceiling; the
+ * ceiling when it cannot be read). */
+static void newest_figures(struct api *api, tg_wall_ms now, int64_t *ret_hold_left,
+                           double *ret_rate)
 {
         struct exit_sample *s = calloc(1, sizeof(*s));
-        json_t *fig, *until;
+        json_t *fig, *until, *rate;
         bool fresh = false;
-        int64_t left = 0;
 
+        *ret_hold_left = 0;
+        *ret_rate = api->cfg.exit.starts_per_second;
         if (!s)
-                return 0;
+                return;
         if (exit_stats_read_now(api->store, now, OWNER_FRESH_MS, s, &fresh) == 0 && fresh &&
-            s->held && s->figures[0]) {
+            s->figures[0]) {
                 fig = json_loads(s->figures, 0, NULL);
                 until = json_object_get(fig, "hold_until");
-                if (json_is_integer(until) && json_integer_value(until) > now)
-                        left = (int64_t)json_integer_value(until) - now;
+                if (s->held && json_is_integer(until) && json_integer_value(until) > now)
+                        *ret_hold_left = (int64_t)json_integer_value(until) - now;
+                rate = json_object_get(fig, "rate");
+                if (json_is_number(rate) && json_number_value(rate) > 0 &&
+                    json_number_value(rate) < *ret_rate)
+                        *ret_rate = json_number_value(rate);
                 json_decref(fig);
         }
         free(s);
-        return left;
 }
 
 /* The window's figures from the samples (every share summed, by second)
@@ -90,14 +97,16 @@ static int read_window(struct api *api, tg_wall_ms now, uint64_t backlog,
         }
         memset(&c->fig, 0, sizeof(c->fig));
         c->fig.backlog = backlog;
-        c->fig.starts_per_second = api->cfg.exit.starts_per_second;
         c->fig.starts = w->starts;
         c->fig.closes = w->closes;
         c->fig.busy_seconds = w->busy;
         c->owner_fresh = w->any && now - w->last_at <= OWNER_FRESH_MS;
         c->held = c->owner_fresh && w->last_held;
-        /* a hold the exit knows about: nothing starts before it ends */
-        c->fig.hold_remaining_ms = c->held ? hold_remaining(api, now) : 0;
+        /* a hold the exit knows about: nothing starts before it ends; and
+         * the backlog drains at the rate in force, not the ceiling */
+        newest_figures(api, now, &c->fig.hold_remaining_ms, &c->fig.starts_per_second);
+        if (!c->held)
+                c->fig.hold_remaining_ms = 0;
         c->read_at = now;
         c->accepted_since = 0;
         free(w);
