@@ -353,6 +353,36 @@ static void test_admission_during_known_hold(void **state)
         exchange_free(&ex);
 }
 
+/* exit.adaptive lowered the rate in force (the figures' "rate"): the
+ * backlog is judged to drain at it, not at the configured ceiling. */
+static void test_admission_at_the_rate_in_force(void **state)
+{
+        struct fixture *fx = *state;
+        struct exit_sample *smp = calloc(1, sizeof(*smp));
+        tg_wall_ms now = api_wall_now();
+        struct exchange ex;
+
+        ex = get(fx->api, "/v1/stats", NULL);
+        assert_int_equal(ex.status, 200);
+        double ceiling = json_number_value(
+            json_object_get(json_object_get(ex.json, "admission"), "starts_per_second"));
+        exchange_free(&ex);
+        assert_true(ceiling == fx->api->cfg.exit.starts_per_second);
+
+        assert_non_null(smp);
+        smp->at = now;
+        smp->epoch = 1;
+        snprintf(smp->figures, sizeof(smp->figures), "{\"rate\":%g}", ceiling / 4);
+        assert_int_equal(store_sample_put(fx->api->store, smp, now - 3600 * 1000, 0), 0);
+        free(smp);
+        fx->api->adm.read_at = 0; /* no cached figures */
+        ex = get(fx->api, "/v1/stats", NULL);
+        assert_int_equal(ex.status, 200);
+        json_t *adm = json_object_get(ex.json, "admission");
+        assert_true(json_number_value(json_object_get(adm, "starts_per_second")) == ceiling / 4);
+        exchange_free(&ex);
+}
+
 static void test_accept_replay_conflict(void **state)
 {
         struct fixture *fx = *state;
@@ -2261,6 +2291,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_auth, setup, teardown),
             cmocka_unit_test_setup_teardown(test_auth_header_tricks, setup, teardown),
             cmocka_unit_test_setup_teardown(test_admission_during_known_hold, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_admission_at_the_rate_in_force, setup, teardown),
             cmocka_unit_test_setup_teardown(test_accept_replay_conflict, setup, teardown),
             cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),
             cmocka_unit_test_setup_teardown(test_hostile_bodies, setup, teardown),
