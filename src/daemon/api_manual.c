@@ -6,7 +6,9 @@
  *   POST /v1/manual/{operation_id}/resend   {"operator","reason"}
  *   POST /v1/manual/{operation_id}/resolve  {"operator","reason","outcome"}
  *   POST /v1/manual/{operation_id}/assign   {"operator","assignee","reason"}
- * Every item carries its reason, its owner ("assignee", null for nobody), its
+ * The operator is who authenticated when api.credentials_file is in force
+ * (api_actor: a body `operator` naming anyone else is refused), else the
+ * body's, as before. Every item carries its reason, its owner ("assignee", null for nobody), its
  * whole call history ("attempts") and its audit rows. A re-send is queued for
  * the same exit with the same key (the store refuses it past key retention);
  * a resolve closes it by hand; an assign gives the case to someone (null:
@@ -159,21 +161,26 @@ static int act(struct api *api, const struct http_request *req, const char *id, 
         struct operator_action a;
         struct api_error err;
         struct op_record op;
+        const char *who = NULL;
         json_t *o = NULL;
         int r;
 
         if (req->body_len > api->cfg.api_max_body_bytes)
                 return api_reply_code(res, rid, 413, "body_too_large", NULL,
                                       "the request body is too large");
-        if (api_parse_operator_action(req->body, req->body_len, resolve, &a, &err) < 0)
+        if (api_parse_operator_action(req->body, req->body_len, resolve, api->who.named, &a, &err) <
+            0)
                 return api_reply_error(res, rid, &err);
+        r = api_actor(api, a.operator_name, NULL, &who, res, rid);
+        if (r != 0)
+                return r < 0 ? r : 0;
         /* The change and its audit row commit together, before the reply. */
         if (resolve)
-                r = store_operator_resolve(api->store, id, a.operator_name, a.reason, a.outcome,
-                                           api_wall_now(), &op);
+                r = store_operator_resolve(api->store, id, who, a.reason, a.outcome, api_wall_now(),
+                                           &op);
         else
-                r = store_operator_resend(api->store, id, a.operator_name, a.reason,
-                                          &api->cfg.policy, api_wall_now(), &op);
+                r = store_operator_resend(api->store, id, who, a.reason, &api->cfg.policy,
+                                          api_wall_now(), &op);
         if (r == TG_ESTATE)
                 return api_reply_code(res, rid, 409, "not_manual", NULL,
                                       "the operation is not waiting for manual review");
@@ -187,9 +194,9 @@ static int act(struct api *api, const struct http_request *req, const char *id, 
                 wake_ring(api->doorbell); /* due now, through the local exit */
         api_note_trace(api, op.traceparent);
         log_emit(LOG_INFO, resolve ? "operator_resolve" : "operator_resend",
-                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator",
-                           a.operator_name, "state", op_state_name(op.state), "request_id", rid,
-                           "trace_id", api->log_trace));
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator", who,
+                           "state", op_state_name(op.state), "request_id", rid, "trace_id",
+                           api->log_trace));
         r = render_op_full(api->store, &op, &o);
         if (r == TG_ENOMEM)
                 return r;
@@ -204,17 +211,20 @@ static int assign(struct api *api, const struct http_request *req, const char *i
         struct assign_request a;
         struct api_error err;
         struct op_record op;
+        const char *who = NULL;
         json_t *o = NULL;
         int r;
 
         if (req->body_len > api->cfg.api_max_body_bytes)
                 return api_reply_code(res, rid, 413, "body_too_large", NULL,
                                       "the request body is too large");
-        if (api_parse_assign(req->body, req->body_len, &a, &err) < 0)
+        if (api_parse_assign(req->body, req->body_len, api->who.named, &a, &err) < 0)
                 return api_reply_error(res, rid, &err);
+        r = api_actor(api, a.operator_name, NULL, &who, res, rid);
+        if (r != 0)
+                return r < 0 ? r : 0;
         /* The owner and its audit row commit together, before the reply. */
-        r = store_operator_assign(api->store, id, a.operator_name, a.assignee, a.reason,
-                                  api_wall_now(), &op);
+        r = store_operator_assign(api->store, id, who, a.assignee, a.reason, api_wall_now(), &op);
         if (r == TG_ESTATE)
                 return api_reply_code(res, rid, 409, "not_manual", NULL,
                                       "the operation is not waiting for manual review");
@@ -222,9 +232,8 @@ static int assign(struct api *api, const struct http_request *req, const char *i
                 return api_reply_store_error(res, rid, r);
         api_note_trace(api, op.traceparent);
         log_emit(LOG_INFO, "operator_assign",
-                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator",
-                           a.operator_name, "assignee", a.assignee, "request_id", rid, "trace_id",
-                           api->log_trace));
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator", who,
+                           "assignee", a.assignee, "request_id", rid, "trace_id", api->log_trace));
         r = render_op_full(api->store, &op, &o);
         if (r == TG_ENOMEM)
                 return r;

@@ -39,6 +39,13 @@ bool config_differ_tokens(const struct tg_config *a, const struct tg_config *b)
                memcmp(a->api_tokens, b->api_tokens, sizeof(a->api_tokens)) != 0;
 }
 
+bool config_differ_credentials(const struct tg_config *a, const struct tg_config *b)
+{
+        return a->api_credential_count != b->api_credential_count ||
+               memcmp(a->api_credentials, b->api_credentials,
+                      a->api_credential_count * sizeof(a->api_credentials[0])) != 0;
+}
+
 bool config_differ_webhook_secret(const struct tg_config *a, const struct tg_config *b)
 {
         return strcmp(a->provider_webhook_secret, b->provider_webhook_secret) != 0;

@@ -131,6 +131,17 @@ const struct key_def config_keys[] = {
             "connection for ever, and `api.max_connections` such clients shut everyone out."),
     BOOL_KEY("api", "metrics_need_token", api_metrics_need_token,
              "`GET /metrics` needs the bearer token too (false: open, like `/healthz`)."),
+    SECRET_KEY("api", "credentials_file", api_credentials_file, config_set_credentials_file,
+               config_differ_credentials,
+               "A file of named API credentials, one a line: `NAME SCOPES "
+               "hmac-sha256:SALT:DIGEST [revoked]`, written by `tollgate token add|revoke`. "
+               "SCOPES is a comma-separated set of `intake` (submit, cancel, read a refund), "
+               "`read` (status, calls, stats, the manual queue), `operator` (manual re-send, "
+               "resolve, assign, approve) and `admin`, or `all`. Every `/v1` route then needs a "
+               "credential with its scope (403 `missing_scope` otherwise), and the audit names "
+               "the credential, never a name from the body. Only salted hashes are stored; the "
+               "file must be its owner's alone. Read again on SIGHUP. Unset: `api.token_file` "
+               "alone, as before."),
 
     STRING_KEY(PER_ACCOUNT("provider"), "base_url", provider_base_url, config_set_base_url,
                "The provider, `http://` or `https://`; the paths below are appended to it. An "

@@ -31,6 +31,7 @@
 static const char *const live_keys[] = {
     "log.level",
     "api.token_file",
+    "api.credentials_file",
     "api.metrics_need_token",
     "provider.webhook_secret_file",
     "admission.enabled",
@@ -245,6 +246,10 @@ static void take_live(struct tg_config *run, const struct tg_config *next)
         run->api_token_count = next->api_token_count;
         memcpy(run->api_token_file, next->api_token_file, sizeof(run->api_token_file));
         run->api_metrics_need_token = next->api_metrics_need_token;
+        memcpy(run->api_credentials_file, next->api_credentials_file,
+               sizeof(run->api_credentials_file));
+        memcpy(run->api_credentials, next->api_credentials, sizeof(run->api_credentials));
+        run->api_credential_count = next->api_credential_count;
         memcpy(run->provider_webhook_secret, next->provider_webhook_secret,
                sizeof(run->provider_webhook_secret));
         memcpy(run->provider_webhook_secret_file, next->provider_webhook_secret_file,

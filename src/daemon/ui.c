@@ -206,6 +206,26 @@ static json_t *session_json(const struct ui *ui, const struct ui_session *s)
                          vocabularies_json());
 }
 
+/* A credential of api.credentials_file signs in as its name: operator with
+ * the operator scope, viewer with read; a revoked one, or one with neither
+ * scope (intake, admin), does not. 0 or TG_ENOTFOUND. */
+static int credential_sign_in(const struct api *api, const char *token, size_t len,
+                              char ret_user[UI_NAME_MAX + 1], enum ui_role *ret_role)
+{
+        const struct credential *c;
+        unsigned i = 0;
+
+        if (credentials_match(api->cfg.api_credentials, api->cfg.api_credential_count, token, len,
+                              &i) < 0)
+                return TG_ENOTFOUND;
+        c = &api->cfg.api_credentials[i];
+        if (c->revoked || !(c->scopes & (SCOPE_OPERATOR | SCOPE_READ)))
+                return TG_ENOTFOUND;
+        snprintf(ret_user, UI_NAME_MAX + 1, "%s", c->name);
+        *ret_role = (c->scopes & SCOPE_OPERATOR) ? UI_ROLE_OPERATOR : UI_ROLE_VIEWER;
+        return 0;
+}
+
 static int login(struct api *api, const struct http_request *req, struct http_response *res,
                  const char *rid)
 {
@@ -222,7 +242,8 @@ static int login(struct api *api, const struct http_request *req, struct http_re
         r = post_guard(req, res, rid, &ok);
         if (!ok)
                 return r;
-        if (api->cfg.ui_user_count == 0 && !ui->have_api_token)
+        if (api->cfg.ui_user_count == 0 && !ui->have_api_token &&
+            api->cfg.api_credential_count == 0)
                 return api_reply_code(res, rid, 403, "no_credentials", NULL,
                                       "no one can sign in: set api.token_file or ui.users_file");
         if (now - ui->fail_window >= 60000 || now < ui->fail_window) {
@@ -248,6 +269,9 @@ static int login(struct api *api, const struct http_request *req, struct http_re
                             (const unsigned char(*)[UI_DIGEST_LEN])api->token_digests,
                             ui->have_api_token ? api->token_count : 0, json_string_value(tok),
                             json_string_length(tok), user, &role);
+        if (r < 0)
+                r = credential_sign_in(api, json_string_value(tok), json_string_length(tok), user,
+                                       &role);
         json_decref(root);
         if (r < 0) {
                 ui->fails++;

@@ -75,7 +75,7 @@ OTHER = {
     ("src/daemon/*.c", "not_found"): (None, "the 404 error code", r'404, "not_found"'),
     ("src/daemon/api*.c", "retryable"): (2, "the error body's retryable member"),
     ("src/daemon/api_parse.c", "deadline"): (4, "the refund's deadline member"),
-    ("src/daemon/api.c", "invalid"): (1, "an out-of-range auth failure's name"),
+    ("src/daemon/api_auth.c", "invalid"): (1, "an out-of-range auth failure's name"),
     ("src/daemon/api.c", "unknown"): (1, "readiness: a reason not known"),
     ("src/daemon/api*.c", "none"): (2, "a role: none"),
     ("src/daemon/ui_data.c", "none"): (1, "a role: none"),
