@@ -781,6 +781,7 @@ void api_reload(struct api *api, const struct tg_config *next)
         c->stats_series_minutes = next->stats_series_minutes;
         c->retention_keep_ms = next->retention_keep_ms;
         c->retention_prune_batch = next->retention_prune_batch;
+        c->manual_approval_above = next->manual_approval_above;
         memcpy(c->log_level, next->log_level, sizeof(c->log_level));
         api->adm.read_at = 0; /* new thresholds: measure again */
         pthread_mutex_unlock(&api->lock);

@@ -226,6 +226,7 @@ static const struct route_row {
     [API_ROUTE_MANUAL_RESEND] = {"/v1/manual/{operation_id}/resend", "POST", SCOPE_OPERATOR},
     [API_ROUTE_MANUAL_RESOLVE] = {"/v1/manual/{operation_id}/resolve", "POST", SCOPE_OPERATOR},
     [API_ROUTE_MANUAL_ASSIGN] = {"/v1/manual/{operation_id}/assign", "POST", SCOPE_OPERATOR},
+    [API_ROUTE_MANUAL_APPROVE] = {"/v1/manual/{operation_id}/approve", "POST", SCOPE_OPERATOR},
     [API_ROUTE_PROVIDER_EVENTS] = {"/v1/provider-events", "POST", 0},
     [API_ROUTE_OTHER] = {"other", "GET", 0},
 };
@@ -279,5 +280,7 @@ enum api_route api_route_of(const char *path)
                 return API_ROUTE_MANUAL_RESOLVE;
         if (strcmp(slash, "/assign") == 0)
                 return API_ROUTE_MANUAL_ASSIGN;
+        if (strcmp(slash, "/approve") == 0)
+                return API_ROUTE_MANUAL_APPROVE;
         return API_ROUTE_OTHER;
 }

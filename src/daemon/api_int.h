@@ -54,6 +54,7 @@ enum api_route {
         API_ROUTE_MANUAL_RESEND,
         API_ROUTE_MANUAL_RESOLVE,
         API_ROUTE_MANUAL_ASSIGN,
+        API_ROUTE_MANUAL_APPROVE,
         API_ROUTE_PROVIDER_EVENTS,
         API_ROUTE_OTHER,
         API_ROUTE_COUNT
@@ -210,6 +211,23 @@ int api_post_cancel(struct api *api, const struct http_request *req, struct http
 /* api_manual.c: everything under /v1/manual; rest is the path after it. */
 int api_route_manual(struct api *api, const struct http_request *req, struct http_response *res,
                      const char *rid, const char *rest);
+/* The answer to a refused re-send, resolve, request or approval (409
+ * not_manual, key_past_retention, approval_pending; the store's). */
+int api_reply_action_refused(struct http_response *res, const char *rid, int code);
+/* Four-eyes (manual.approval_above), for the API and the console: 1 when a
+ * re-send or resolve of operation id needs a second operator's approval, 0
+ * when not, or a store code. */
+int api_needs_approval(struct api *api, const char *id);
+/* Records who's request (audited) and answers 202 with the operation and
+ * its "approval" {"status": "requested", ...}, or the refusal. */
+int api_request_approval(struct api *api, const char *id, const char *who, const char *reason,
+                         bool resolve, enum op_state outcome, struct http_response *res,
+                         const char *rid);
+/* who approves the pending request of id: carried out (202 a re-send, 200
+ * a resolve, with "approval" {"status": "approved", ...}), or 409
+ * no_pending_approval, 403 self_approval (counted). */
+int api_approve_as(struct api *api, const char *id, const char *who, struct http_response *res,
+                   const char *rid);
 /* api_metrics.c */
 int api_get_metrics(struct api *api, const struct http_request *req, struct http_response *res,
                     const char *rid);

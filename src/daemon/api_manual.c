@@ -6,6 +6,7 @@
  *   POST /v1/manual/{operation_id}/resend   {"operator","reason"}
  *   POST /v1/manual/{operation_id}/resolve  {"operator","reason","outcome"}
  *   POST /v1/manual/{operation_id}/assign   {"operator","assignee","reason"}
+ *   POST /v1/manual/{operation_id}/approve  {"operator","reason"}  four-eyes
  * The operator is who authenticated when api.credentials_file is in force
  * (api_actor: a body `operator` naming anyone else is refused), else the
  * body's, as before. Every item carries its reason, its owner ("assignee", null for nobody), its
@@ -155,6 +156,133 @@ static int show(struct api *api, const char *id, struct http_response *res, cons
         return api_reply_json(res, 200, o);
 }
 
+int api_reply_action_refused(struct http_response *res, const char *rid, int r)
+{
+        if (r == TG_ESTATE)
+                return api_reply_code(res, rid, 409, "not_manual", NULL,
+                                      "the operation is not waiting for manual review");
+        if (r == TG_ERANGE)
+                return api_reply_code(res, rid, 409, "key_past_retention", NULL,
+                                      "the idempotency key is past its retention: a re-send "
+                                      "could refund twice; check with the provider and resolve");
+        if (r == TG_ECONFLICT)
+                return api_reply_code(res, rid, 409, "approval_pending", NULL,
+                                      "another request waits for approval on this case: approve "
+                                      "it first (POST .../approve)");
+        return api_reply_store_error(res, rid, r);
+}
+
+/* The answer of an action with four-eyes: the operation and its approval. */
+static int reply_with_approval(struct api *api, const struct op_record *op, int status,
+                               json_t *approval, struct http_response *res, const char *rid)
+{
+        json_t *o = NULL;
+        int r = render_op_full(api->store, op, &o);
+
+        if (r < 0) {
+                json_decref(approval);
+                return r == TG_ENOMEM ? r : api_reply_store_error(res, rid, r);
+        }
+        if (!approval || json_object_set_new(o, "approval", approval) < 0) {
+                json_decref(o);
+                return TG_ENOMEM;
+        }
+        return api_reply_json(res, status, o);
+}
+
+/* manual.approval_above: the action becomes a request another operator
+ * approves (202, nothing changes but the audit). */
+int api_needs_approval(struct api *api, const char *id)
+{
+        struct op_record op;
+        int r;
+
+        if (api->cfg.manual_approval_above <= 0)
+                return 0;
+        r = store_get(api->store, id, &op);
+        if (r < 0)
+                return r;
+        return op.req.amount >= api->cfg.manual_approval_above ? 1 : 0;
+}
+
+int api_request_approval(struct api *api, const char *id, const char *who, const char *reason,
+                         bool resolve, enum op_state outcome, struct http_response *res,
+                         const char *rid)
+{
+        struct op_record op;
+        int r = store_approval_request(api->store, id, who, reason, resolve, outcome,
+                                       &api->cfg.policy, api_wall_now(), &op);
+
+        if (r < 0)
+                return api_reply_action_refused(res, rid, r);
+        log_emit(LOG_INFO, "approval_requested",
+                 json_pack("{s:s, s:s, s:s, s:s}", "operation_id", id, "operator", who, "action",
+                           resolve ? "resolve" : "resend", "request_id", rid));
+        return reply_with_approval(
+            api, &op, 202,
+            json_pack("{s:s, s:s, s:s, s:o}", "status", "requested", "action",
+                      resolve ? "resolve" : "resend", "requested_by", who, "outcome",
+                      resolve ? json_string(op_state_name(outcome)) : json_null()),
+            res, rid);
+}
+
+/* POST /v1/manual/{id}/approve {"operator","reason"} (both optional with
+ * credentials): another operator carries the pending request out. */
+static int approve(struct api *api, const struct http_request *req, const char *id,
+                   struct http_response *res, const char *rid)
+{
+        struct cancel_request b; /* the same shape: operator and reason, optional */
+        struct api_error err;
+        const char *who = NULL;
+        int r;
+
+        if (req->body_len > api->cfg.api_max_body_bytes)
+                return api_reply_code(res, rid, 413, "body_too_large", NULL,
+                                      "the request body is too large");
+        if (api_parse_cancel(req->body, req->body_len, &b, &err) < 0)
+                return api_reply_error(res, rid, &err);
+        r = api_actor(api, b.operator_name, NULL, &who, res, rid);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (!who)
+                return api_reply_code(res, rid, 422, "invalid_field", "operator",
+                                      "who approves is required (1 to 200 bytes)");
+        return api_approve_as(api, id, who, res, rid);
+}
+
+int api_approve_as(struct api *api, const char *id, const char *who, struct http_response *res,
+                   const char *rid)
+{
+        enum store_approval_refusal why = STORE_APPROVAL_NONE;
+        struct store_approval q;
+        struct op_record op;
+        int r;
+
+        r = store_approval_decide(api->store, id, who, &api->cfg.policy, api_wall_now(), &q, &why,
+                                  &op);
+        if (r < 0)
+                return api_reply_action_refused(res, rid, r);
+        if (why == STORE_APPROVAL_NONE)
+                return api_reply_code(res, rid, 409, "no_pending_approval", NULL,
+                                      "no request waits for approval on this case");
+        if (why == STORE_APPROVAL_SELF)
+                return api_reply_forbidden(api, res, rid, API_AUTH_SELF_APPROVAL, "self_approval",
+                                           "a request is approved by another operator than the "
+                                           "one who made it");
+        if (!q.resolve)
+                wake_ring(api->doorbell); /* due now, through the local exit */
+        api_note_trace(api, op.traceparent);
+        log_emit(LOG_INFO, "approval_granted",
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator", who,
+                           "requested_by", q.requested_by, "state", op_state_name(op.state),
+                           "request_id", rid));
+        return reply_with_approval(api, &op, q.resolve ? 200 : 202,
+                                   json_pack("{s:s, s:s, s:s, s:s}", "status", "approved", "action",
+                                             q.resolve ? "resolve" : "resend", "requested_by",
+                                             q.requested_by, "approved_by", who),
+                                   res, rid);
+}
+
 static int act(struct api *api, const struct http_request *req, const char *id, bool resolve,
                struct http_response *res, const char *rid)
 {
@@ -174,6 +302,11 @@ static int act(struct api *api, const struct http_request *req, const char *id, 
         r = api_actor(api, a.operator_name, NULL, &who, res, rid);
         if (r != 0)
                 return r < 0 ? r : 0;
+        r = api_needs_approval(api, id);
+        if (r < 0)
+                return api_reply_action_refused(res, rid, r);
+        if (r > 0)
+                return api_request_approval(api, id, who, a.reason, resolve, a.outcome, res, rid);
         /* The change and its audit row commit together, before the reply. */
         if (resolve)
                 r = store_operator_resolve(api->store, id, who, a.reason, a.outcome, api_wall_now(),
@@ -181,15 +314,8 @@ static int act(struct api *api, const struct http_request *req, const char *id, 
         else
                 r = store_operator_resend(api->store, id, who, a.reason, &api->cfg.policy,
                                           api_wall_now(), &op);
-        if (r == TG_ESTATE)
-                return api_reply_code(res, rid, 409, "not_manual", NULL,
-                                      "the operation is not waiting for manual review");
-        if (r == TG_ERANGE)
-                return api_reply_code(res, rid, 409, "key_past_retention", NULL,
-                                      "the idempotency key is past its retention: a re-send "
-                                      "could refund twice; check with the provider and resolve");
         if (r < 0)
-                return api_reply_store_error(res, rid, r);
+                return api_reply_action_refused(res, rid, r);
         if (!resolve)
                 wake_ring(api->doorbell); /* due now, through the local exit */
         api_note_trace(api, op.traceparent);
@@ -277,6 +403,11 @@ int api_route_manual(struct api *api, const struct http_request *req, struct htt
                 if (strcmp(req->method, "POST") != 0)
                         return api_reply_method_not_allowed(res, rid, "POST");
                 return assign(api, req, id, res, rid);
+        }
+        if (strcmp(slash, "/approve") == 0) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return approve(api, req, id, res, rid);
         }
         return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 }

@@ -101,6 +101,10 @@ struct tg_config {
         int64_t retention_keep_ms;      /* keep_days, default 90 days */
         unsigned retention_prune_batch; /* operations per prune transaction (500) */
 
+        /* [manual] four-eyes: a re-send or resolve of a case of this amount
+         * or more waits for a second operator's approval; 0: off */
+        int64_t manual_approval_above;
+
         /* api.token_file may hold up to TG_API_TOKENS_MAX tokens, one a line,
          * so that a token is rotated without a refused request: every one is
          * accepted; api_token above is the first, the one the CLI sends. */

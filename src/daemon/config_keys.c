@@ -461,6 +461,13 @@ const struct key_def config_keys[] = {
     INT_KEY("retention", "prune_batch", KEY_UINT, retention_prune_batch, 10, 10000, 1,
             "Operations deleted per prune transaction (each a short transaction: the exit never "
             "waits long behind one)."),
+
+    INT_KEY("manual", "approval_above", KEY_I64, manual_approval_above, 0, INT64_MAX, 1,
+            "Four-eyes for manual review: a re-send or resolve of a case whose amount (in the "
+            "refund's minor units, whatever its currency) is at or above this waits for a "
+            "second, different operator's approval (`POST /v1/manual/{id}/approve`, `tollgate "
+            "manual approve`); both are audited. Below it one operator is enough. 0: off. "
+            "Who is who comes from `api.credentials_file` (the API) or `--operator` (the CLI)."),
 };
 
 const size_t config_key_count = sizeof(config_keys) / sizeof(config_keys[0]);
@@ -612,6 +619,7 @@ void config_defaults(struct tg_config *ret_config)
         snprintf(c->log_level, sizeof(c->log_level), "%s", "info");
         c->retention_keep_ms = 90 * DAY_MS;
         c->retention_prune_batch = 500;
+        c->manual_approval_above = 0;
         config_accounts_default(c); /* one account, default, with the values above */
 }
 

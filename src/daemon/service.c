@@ -41,6 +41,7 @@ static const char *const live_keys[] = {
     "stats.series_minutes",
     "retention.keep_days",
     "retention.prune_batch",
+    "manual.approval_above",
     /* The provider's credential files (provider.auth_secret_file,
      * signing_key_file, client_cert, client_key) are read again on every
      * reload whatever else changed (a key rotated in place); their paths
@@ -258,6 +259,7 @@ static void take_live(struct tg_config *run, const struct tg_config *next)
         run->stats_series_minutes = next->stats_series_minutes;
         run->retention_keep_ms = next->retention_keep_ms;
         run->retention_prune_batch = next->retention_prune_batch;
+        run->manual_approval_above = next->manual_approval_above;
 }
 
 /* One reload function per component, each taking what it can change live

@@ -70,6 +70,7 @@ OTHER = {
     ("src/daemon/config*.c", "retry"): (None, "the [retry] section",
                                         r'"retry"\s*,|section\s*=\s*"retry"|PER_ACCOUNT\("retry"\)'),
     ("src/daemon/config*.c", "none"): (2, "provider.auth = none"),
+    ("src/daemon/config*.c", "manual"): (1, "the [manual] section"),
     ("src/daemon/provider_setup.c", "none"): (1, "provider.auth = none"),
     # the API's and the console's own words
     ("src/daemon/*.c", "not_found"): (None, "the 404 error code", r'404, "not_found"'),

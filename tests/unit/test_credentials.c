@@ -154,6 +154,7 @@ static int setup(void **state)
         snprintf(cfg->api_token, sizeof(cfg->api_token), "%s", LEGACY);
         snprintf(cfg->api_credentials_file, sizeof(cfg->api_credentials_file), "%s/creds", fx->dir);
         cfg->api_metrics_need_token = true;
+        cfg->manual_approval_above = 1000;
         for (unsigned i = 0; i < C_COUNT; i++) {
                 if (credential_new(cred_names[i], scopes[i], &cfg->api_credentials[i],
                                    fx->secrets[i]) != 0)
@@ -242,27 +243,38 @@ static unsigned long long counted(struct fixture *fx, const char *reason)
         return v;
 }
 
-static void accept_one(struct fixture *fx, const char *id)
+static void accept_amount(struct fixture *fx, const char *id, int amount)
 {
         char body[200];
         struct answer a;
 
         snprintf(body, sizeof(body),
-                 "{\"operation_id\":\"%s\",\"payment_id\":\"pay\",\"amount\":5,"
+                 "{\"operation_id\":\"%s\",\"payment_id\":\"pay\",\"amount\":%d,"
                  "\"currency\":\"EUR\"}",
-                 id);
+                 id, amount);
         a = ask(fx->api, "POST", "/v1/refunds", fx->auth[C_INTAKE], body);
         assert_int_equal(a.status, 202);
         free(a.body);
 }
 
-static void to_manual(struct fixture *fx, const char *id)
+static void accept_one(struct fixture *fx, const char *id)
+{
+        accept_amount(fx, id, 5);
+}
+
+/* Accepted, then to manual review (deadline), as the dispatcher's sweep would. */
+static void to_manual_amount(struct fixture *fx, const char *id, int amount)
 {
         unsigned n = 0;
 
-        accept_one(fx, id);
+        accept_amount(fx, id, amount);
         assert_int_equal(
             store_sweep_deadlines(fx->api->store, 0, api_wall_now() + 24 * 3600 * 1000LL, &n), 0);
+}
+
+static void to_manual(struct fixture *fx, const char *id)
+{
+        to_manual_amount(fx, id, 5);
 }
 
 /* A body each route accepts (so that "allowed" is not a 4xx of its own). */
@@ -330,6 +342,7 @@ static void test_scope_table(void **state)
             {API_ROUTE_MANUAL_RESEND, SCOPE_OPERATOR},
             {API_ROUTE_MANUAL_RESOLVE, SCOPE_OPERATOR},
             {API_ROUTE_MANUAL_ASSIGN, SCOPE_OPERATOR},
+            {API_ROUTE_MANUAL_APPROVE, SCOPE_OPERATOR},
             {API_ROUTE_PROVIDER_EVENTS, 0}, /* signed by the provider */
             {API_ROUTE_OTHER, 0},
         };
@@ -370,7 +383,9 @@ static void test_scope_walk(void **state)
                         b = body_for((enum api_route)r, serial, body, sizeof(body));
                         a = ask(fx->api, api_route_method((enum api_route)r), path, fx->auth[c], b);
                         if (need & scope) {
-                                if (a.status >= 400)
+                                /* approve: 409 no_pending_approval, past the scope */
+                                if (a.status >= 400 &&
+                                    !(r == API_ROUTE_MANUAL_APPROVE && a.status == 409))
                                         fail_msg("%s %s as %s: %d %s", api_route_method(r), path,
                                                  cred_names[c], a.status, a.body);
                         } else {
@@ -475,6 +490,80 @@ static void test_audit_principal(void **state)
         assert_string_equal(audit_of(fx, "aud-3").last, "api-token");
 }
 
+static enum op_state state_of(struct fixture *fx, const char *id)
+{
+        struct op_record op;
+
+        assert_int_equal(store_get(fx->api->store, id, &op), 0);
+        return op.state;
+}
+
+/* manual.approval_above = 1000: at or above it a re-send or resolve waits
+ * for a second, different principal; below it one operator is enough. */
+static void test_four_eyes(void **state)
+{
+        struct fixture *fx = *state;
+        unsigned long long self = counted(fx, "self_approval");
+        struct answer a;
+        struct who_list w;
+
+        /* below: at once */
+        to_manual_amount(fx, "small", 999);
+        a = ask(fx->api, "POST", "/v1/manual/small/resend", fx->auth[C_OPERATOR],
+                "{\"reason\":\"r\"}");
+        assert_int_equal(a.status, 202);
+        assert_null(strstr(a.body, "\"approval\""));
+        free(a.body);
+        assert_int_equal(state_of(fx, "small"), OP_RETRY_WAIT);
+
+        /* at the threshold: a request, nothing changes but the audit */
+        to_manual_amount(fx, "big", 1000);
+        a = ask(fx->api, "POST", "/v1/manual/big/resolve", fx->auth[C_OPERATOR],
+                "{\"reason\":\"provider says paid\",\"outcome\":\"succeeded\"}");
+        assert_int_equal(a.status, 202);
+        assert_non_null(strstr(a.body, "\"status\":\"requested\""));
+        free(a.body);
+        assert_int_equal(state_of(fx, "big"), OP_MANUAL);
+        w = audit_of(fx, "big");
+        assert_string_equal(w.action, "request_resolve");
+        assert_string_equal(w.last, "alice");
+        /* one request at a time */
+        a = ask(fx->api, "POST", "/v1/manual/big/resend", fx->auth[C_BOSS], "{\"reason\":\"r\"}");
+        assert_int_equal(a.status, 409);
+        assert_string_equal(a.code, "approval_pending");
+        free(a.body);
+        /* the requester cannot approve it */
+        a = ask(fx->api, "POST", "/v1/manual/big/approve", fx->auth[C_OPERATOR], NULL);
+        assert_int_equal(a.status, 403);
+        assert_string_equal(a.code, "self_approval");
+        free(a.body);
+        assert_int_equal(counted(fx, "self_approval"), self + 1);
+        assert_int_equal(state_of(fx, "big"), OP_MANUAL);
+        /* another principal can: carried out, both audited */
+        a = ask(fx->api, "POST", "/v1/manual/big/approve", fx->auth[C_BOSS], NULL);
+        assert_int_equal(a.status, 200);
+        assert_non_null(strstr(a.body, "\"approved_by\":\"boss\""));
+        free(a.body);
+        assert_int_equal(state_of(fx, "big"), OP_SUCCEEDED);
+        w = audit_of(fx, "big");
+        assert_string_equal(w.action, "resolve");
+        assert_string_equal(w.last, "alice"); /* the requester's decision */
+        /* nothing waits any more */
+        a = ask(fx->api, "POST", "/v1/manual/big/approve", fx->auth[C_BOSS], NULL);
+        assert_int_equal(a.status, 409);
+        free(a.body);
+        /* a re-send request, approved: due again through the exit */
+        to_manual_amount(fx, "big2", 5000);
+        a = ask(fx->api, "POST", "/v1/manual/big2/resend", fx->auth[C_BOSS], "{\"reason\":\"r\"}");
+        assert_int_equal(a.status, 202);
+        free(a.body);
+        assert_int_equal(state_of(fx, "big2"), OP_MANUAL);
+        a = ask(fx->api, "POST", "/v1/manual/big2/approve", fx->auth[C_OPERATOR], NULL);
+        assert_int_equal(a.status, 202);
+        free(a.body);
+        assert_int_equal(state_of(fx, "big2"), OP_RETRY_WAIT);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -484,6 +573,7 @@ int main(void)
             cmocka_unit_test(test_scope_table),
             cmocka_unit_test_setup_teardown(test_scope_walk, setup, teardown),
             cmocka_unit_test_setup_teardown(test_audit_principal, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_four_eyes, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
