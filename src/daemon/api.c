@@ -1,6 +1,6 @@
 /*
  * api — the intake and admin routes (see the header): lifecycle,
- * authentication, routing, intake, the call log and the request log. The
+ * routing (authentication: api_auth.c), intake, the call log and the request log. The
  * other routes live in api_manual.c, api_metrics.c, api_events.c and
  * api_admission.c (api_int.h). Every answer is built in api_handle(), which
  * the HTTP server calls on its single thread; the store this module opens is
@@ -12,8 +12,10 @@
  *     exception is POST /v1/provider-events, which the provider cannot send
  *     a bearer token with and which is authenticated by its HMAC signature
  *     instead (api_events.c);
- *   - the bearer token is compared as SHA-256 digests with digest_equal, so
- *     the time taken does not depend on where a guess first differs;
+ *   - authentication and the route's scope (api_auth.c, its one route x
+ *     scope table) come before the route's handler: the bearer token is
+ *     compared in constant time, and a caller without the scope is refused
+ *     before anything is read or stored;
  *   - POST /v1/refunds answers 202 only after store_accept() committed
  *     (commit before reply); every error path returns before store_accept(),
  *     or is store_accept() refusing, so nothing is stored on an error; a
