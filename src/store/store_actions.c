@@ -286,7 +286,7 @@ static int pending_request(struct store *s, int64_t op_id, struct store_approval
         struct store_page page = {.kind = STORE_PAGE_AUDIT, .op_id = op_id};
         struct audit_record rows[16];
         unsigned n = 0;
-        int r;
+        int r = 0;
 
         *ret_found = false;
         do {

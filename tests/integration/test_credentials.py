@@ -12,6 +12,7 @@
   operator role), and an intake-only credential not at all.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -123,6 +124,48 @@ class CredentialsTest(unittest.TestCase):
                                                 {"token": secrets["orders-2"]})
                 self.assertEqual(status, 401)
                 self.assertIsNone(p.poll())
+
+    def test_cli_four_eyes(self):
+        # manual.approval_above = 1000: `tollgate manual resend` of a case of
+        # 5000 only records a request; its requester cannot approve it,
+        # another operator can; a case of 10 is re-sent at once.
+        retry = {"count_limited": "true", "max_attempts": 1, "backoff_base_ms": 20,
+                 "backoff_min_ms": 0, "backoff_cap_ms": 100}
+        with tgtest.start_stub("--mode", "unavailable", "--retry-after", "none") as stub, \
+                Tollgate(stub.url, retry=retry, manual={"approval_above": 1000}) as tg:
+            tg.start("serve")
+            self.assertEqual(tg.submit("big", amount=5000)[0], 202)
+            self.assertEqual(tg.submit("small", amount=10)[0], 202)
+            tg.wait_final(["big", "small"], states=("manual",))
+            stub.set_mode(mode="fast")
+
+            def manual(*args):
+                p = subprocess.run([tgtest.binary("tollgate"), "manual"] + list(args) +
+                                   ["--config", tg.config], capture_output=True, text=True,
+                                   timeout=60)
+                return p.returncode, p.stdout, p.stderr
+
+            rc, out, err = manual("resend", "big", "--operator", "alice", "--reason", "checked")
+            self.assertEqual(rc, 0, err)
+            self.assertIn("waits for another operator", err)
+            self.assertEqual(json.loads(out)["state"], "manual")
+            self.assertEqual(json.loads(out)["audit"][-1]["action"], "request_resend")
+            rc, _, err = manual("resend", "big", "--operator", "bob", "--reason", "again")
+            self.assertEqual(rc, 1)
+            self.assertIn("waits for approval", err)
+            rc, _, err = manual("approve", "big", "--operator", "alice")
+            self.assertEqual(rc, 1)
+            self.assertIn("alice's own", err)
+            rc, out, err = manual("approve", "big", "--operator", "bob")
+            self.assertEqual(rc, 0, err)
+            audit = json.loads(out)["audit"]
+            self.assertEqual([(a["action"], a["operator"]) for a in audit[-2:]],
+                             [("approve", "bob"), ("resend", "alice")])
+            tg.wait_final(["big"], states=("succeeded",))
+            rc, out, err = manual("resend", "small", "--operator", "alice", "--reason", "r")
+            self.assertEqual(rc, 0, err)
+            self.assertNotIn("waits", err)
+            tg.wait_final(["small"], states=("succeeded",))
 
 
 if __name__ == "__main__":
