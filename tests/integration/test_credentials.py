@@ -92,6 +92,17 @@ class CredentialsTest(unittest.TestCase):
                 self.assertEqual(get("alice", "/v1/manual")[0], 200)
                 status, _, body = tgtest.http_json("GET", tg.api + "/v1/calls")
                 self.assertEqual((status, body["error"]["code"]), (401, "unauthorized"))
+                # the CLI: a named credential from the environment
+                env = dict(os.environ, TOLLGATE_TOKEN=secrets["dash"])
+                p2 = subprocess.run([tgtest.binary("tollgate"), "status", "c-1", "--config",
+                                     tg.config], capture_output=True, text=True, env=env,
+                                    timeout=60)
+                self.assertEqual(p2.returncode, 0, p2.stderr)
+                env["TOLLGATE_TOKEN"] = "tg_" + "0" * 64  # none of ours: 401
+                p2 = subprocess.run([tgtest.binary("tollgate"), "status", "c-1", "--config",
+                                     tg.config], capture_output=True, text=True, env=env,
+                                    timeout=60)
+                self.assertNotEqual(p2.returncode, 0)
                 # the token file: every scope
                 self.assertEqual(tg.submit("c-3")[0], 202)
                 self.assertEqual(refusals(tg, tg.headers(), "missing_scope"), 2)
