@@ -118,6 +118,11 @@ class CredentialsTest(unittest.TestCase):
                                   what="the reload")
                 self.assertEqual(events(p, "config_reloaded")[0]["applied"],
                                  ["api.credentials_file"])
+                # the same file again: nothing changed, nothing applied
+                p.send_signal(signal.SIGHUP)
+                tgtest.wait_until(lambda: len(events(p, "config_reloaded")) == 2,
+                                  what="the second reload")
+                self.assertEqual(events(p, "config_reloaded")[1]["applied"], [])
                 status, _, body = post("orders", "c-4")
                 self.assertEqual((status, body["error"]["code"]), (403, "credential_revoked"))
                 self.assertEqual(post("orders-2", "c-5")[0], 202)
