@@ -71,6 +71,7 @@ int cli_http(const char *cmd, const struct tg_config *cfg, const char *api_url, 
         const char *headers[3] = {NULL, NULL, NULL};
         struct http_client_result res;
         size_t nh = 0;
+        const char *token;
         char *buf;
         int r;
 
@@ -85,8 +86,14 @@ int cli_http(const char *cmd, const struct tg_config *cfg, const char *api_url, 
         buf = malloc(HTTP_BODY_MAX + 1);
         if (!buf)
                 return TG_ENOMEM;
-        if (cfg->api_token[0]) {
-                snprintf(auth, sizeof(auth), "Authorization: Bearer %s", cfg->api_token);
+        /* a named credential's secret (api.credentials_file) from the
+         * environment, never from the command line (ps would show it);
+         * else the first token of api.token_file */
+        token = getenv("TOLLGATE_TOKEN");
+        if (!token || !token[0])
+                token = cfg->api_token;
+        if (token[0]) {
+                snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
                 headers[nh++] = auth;
         }
         if (body)

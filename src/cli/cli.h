@@ -34,7 +34,8 @@ int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg);
 int cli_open_store(const char *cmd, const struct tg_config *cfg, struct store **ret_store);
 
 /* One request to the API of cfg (or to api_url when not NULL), with the
- * bearer token. body may be NULL. *ret_body is malloc()ed (NUL-terminated,
+ * bearer token: $TOLLGATE_TOKEN (a named credential's secret) when set,
+ * else the first token of api.token_file. body may be NULL. *ret_body is malloc()ed (NUL-terminated,
  * at most 16 MiB), the caller frees it. 0, or TG_ETRANSPORT (cannot reach
  * the API: a message was printed), TG_ENOMEM. */
 int cli_http(const char *cmd, const struct tg_config *cfg, const char *api_url, const char *method,

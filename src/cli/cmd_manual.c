@@ -41,6 +41,10 @@ static const char manual_epilogue[] =
     "        give the case to someone (again: re-assign it)\n"
     "  unassign ID --operator NAME [--reason TEXT]\n"
     "        back to nobody\n"
+    "  approve ID --operator NAME\n"
+    "        four-eyes (manual.approval_above): carry out the re-send or resolve\n"
+    "        another operator requested; a case at or above it is only requested\n"
+    "        by resend and resolve\n"
     "\n"
     "Exit status: 0 done, 1 failed (not found, not in manual, store error),\n"
     "2 usage or config error.\n";
@@ -185,18 +189,65 @@ static int check_text(const char *opt, const char *v)
         return 0;
 }
 
+static int act_said(struct store *store, const char *id, int r);
+
 static int do_act(struct store *store, const struct tg_config *cfg, const char *id, bool resolve,
                   const char *operator_name, const char *reason, enum op_state outcome)
 {
         struct op_record op;
-        int r;
+        bool four_eyes = false;
+        int r = 0;
 
-        if (resolve)
+        if (cfg->manual_approval_above > 0) {
+                r = store_get(store, id, &op);
+                four_eyes = r == 0 && op.req.amount >= cfg->manual_approval_above;
+        }
+        if (r == 0 && four_eyes) {
+                r = store_approval_request(store, id, operator_name, reason, resolve, outcome,
+                                           &cfg->policy, wall_now_ms(), &op);
+                if (r == 0)
+                        fprintf(stderr,
+                                "tollgate manual: the amount is at or above "
+                                "manual.approval_above: the %s waits for another operator "
+                                "(tollgate manual approve %s --operator NAME)\n",
+                                resolve ? "resolve" : "re-send", id);
+        } else if (r == 0 && resolve) {
                 r = store_operator_resolve(store, id, operator_name, reason, outcome, wall_now_ms(),
                                            &op);
-        else
+        } else if (r == 0) {
                 r = store_operator_resend(store, id, operator_name, reason, &cfg->policy,
                                           wall_now_ms(), &op);
+        }
+        return act_said(store, id, r);
+}
+
+/* four-eyes: another operator carries out the pending request */
+static int do_approve(struct store *store, const struct tg_config *cfg, const char *id,
+                      const char *operator_name)
+{
+        enum store_approval_refusal why = STORE_APPROVAL_OK;
+        struct store_approval q;
+        struct op_record op;
+        int r = store_approval_decide(store, id, operator_name, &cfg->policy, wall_now_ms(), &q,
+                                      &why, &op);
+
+        if (r == 0 && why == STORE_APPROVAL_NONE) {
+                fprintf(stderr, "tollgate manual: no request waits for approval on '%s'\n", id);
+                return TG_ESTORE;
+        }
+        if (r == 0 && why == STORE_APPROVAL_SELF) {
+                fprintf(stderr,
+                        "tollgate manual: '%s': the request is %s's own; another operator "
+                        "approves it\n",
+                        id, q.requested_by);
+                return TG_ESTORE;
+        }
+        return act_said(store, id, r);
+}
+
+/* What an action's code means, said on stderr; then the operation. */
+static int act_said(struct store *store, const char *id, int r)
+{
         if (r == TG_ENOTFOUND)
                 fprintf(stderr, "tollgate manual: no operation '%s'\n", id);
         else if (r == TG_ESTATE)
@@ -205,6 +256,9 @@ static int do_act(struct store *store, const struct tg_config *cfg, const char *
                 fprintf(stderr,
                         "tollgate manual: '%s': its idempotency key is past retention; a re-send "
                         "could refund twice. Check with the provider and resolve it.\n",
+                        id);
+        else if (r == TG_ECONFLICT)
+                fprintf(stderr, "tollgate manual: another request waits for approval on '%s'\n",
                         id);
         else if (r < 0)
                 fprintf(stderr, "tollgate manual: cannot change '%s': %s\n", id, tg_strerror(r));
@@ -237,6 +291,13 @@ struct manual_usage {
         bool outcome_seen, unassigned;
 };
 
+static int usage_approve(void)
+{
+        fprintf(stderr, "tollgate manual approve: takes only --operator (the request holds its "
+                        "reason and outcome)\n");
+        return TG_EINVAL;
+}
+
 /* What the subcommand's options must be, before anything is opened. */
 static int check_usage(size_t nargs, const char **args, const struct manual_usage *u)
 {
@@ -265,6 +326,8 @@ static int check_usage(size_t nargs, const char **args, const struct manual_usag
         if (r < 0 || strcmp(args[0], "show") == 0)
                 return r;
         r = check_text("--operator", u->operator_name);
+        if (r == 0 && strcmp(args[0], "approve") == 0)
+                return u->reason || u->outcome_seen ? usage_approve() : 0;
         if (r == 0 && is_assign)
                 r = check_text("--assignee", u->assignee);
         if (r == 0 && (is_assign || is_unassign))
@@ -330,7 +393,7 @@ static const struct opt manual_options[] = {
 
 static const struct options_spec manual_spec = {
     .prog = "tollgate manual",
-    .synopsis = "<list|show|resend|resolve|assign|unassign> [ID]",
+    .synopsis = "<list|show|resend|resolve|assign|unassign|approve> [ID]",
     .description = manual_about,
     .opts = manual_options,
     .nopts = sizeof(manual_options) / sizeof(manual_options[0]),
@@ -351,7 +414,7 @@ int cmd_manual(int argc, char **argv)
                 return options_exit_status(r);
         if (nargs == 0) {
                 fprintf(stderr, "tollgate manual: a subcommand is required: list, show, resend, "
-                                "resolve, assign, unassign (try --help)\n");
+                                "resolve, assign, unassign, approve (try --help)\n");
                 return 2;
         }
         bool is_list = strcmp(args[0], "list") == 0, is_show = strcmp(args[0], "show") == 0;
@@ -359,7 +422,9 @@ int cmd_manual(int argc, char **argv)
              is_resolve = strcmp(args[0], "resolve") == 0;
         bool is_assign = strcmp(args[0], "assign") == 0,
              is_unassign = strcmp(args[0], "unassign") == 0;
-        if (!is_list && !is_show && !is_resend && !is_resolve && !is_assign && !is_unassign) {
+        bool is_approve = strcmp(args[0], "approve") == 0;
+        if (!is_list && !is_show && !is_resend && !is_resolve && !is_assign && !is_unassign &&
+            !is_approve) {
                 fprintf(stderr, "tollgate manual: unknown subcommand '%s' (try --help)\n", args[0]);
                 return 2;
         }
@@ -383,6 +448,8 @@ int cmd_manual(int argc, char **argv)
                                     flags.limit, flags.after);
                 else if (is_show)
                         r = do_show(store, args[1]);
+                else if (is_approve)
+                        r = do_approve(store, cfg, args[1], flags.operator_name);
                 else if (is_assign || is_unassign)
                         r = do_assign(store, args[1], flags.operator_name,
                                       is_assign ? flags.assignee : NULL, flags.reason);

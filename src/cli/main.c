@@ -92,6 +92,7 @@ static const char usage[] =
     "  config check --config FILE   every problem of a config file, with its line (0/1)\n"
     "  prune --config FILE      delete final operations past retention.keep_days\n"
     "  backup --config FILE --to FILE   an online, consistent copy of a SQLite store\n"
+    "  token add|list|revoke --file F   named API credentials with scopes (the secret once)\n"
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
@@ -268,7 +269,7 @@ static const struct command commands[] = {
     {"status", cmd_status},       {"manual", cmd_manual},     {"calls", cmd_calls},
     {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
     {"demo", cmd_demo},           {"config", cmd_config},     {"cancel", cmd_cancel},
-    {"prune", cmd_prune},         {"backup", cmd_backup},
+    {"prune", cmd_prune},         {"backup", cmd_backup},     {"token", cmd_token},
 };
 
 /* `tollgate help commands`: the command table, one name a line (the man

@@ -1,6 +1,6 @@
 /*
  * api — the intake and admin routes (see the header): lifecycle,
- * authentication, routing, intake, the call log and the request log. The
+ * routing (authentication: api_auth.c), intake, the call log and the request log. The
  * other routes live in api_manual.c, api_metrics.c, api_events.c and
  * api_admission.c (api_int.h). Every answer is built in api_handle(), which
  * the HTTP server calls on its single thread; the store this module opens is
@@ -12,8 +12,10 @@
  *     exception is POST /v1/provider-events, which the provider cannot send
  *     a bearer token with and which is authenticated by its HMAC signature
  *     instead (api_events.c);
- *   - the bearer token is compared as SHA-256 digests with digest_equal, so
- *     the time taken does not depend on where a guess first differs;
+ *   - authentication and the route's scope (api_auth.c, its one route x
+ *     scope table) come before the route's handler: the bearer token is
+ *     compared in constant time, and a caller without the scope is refused
+ *     before anything is read or stored;
  *   - POST /v1/refunds answers 202 only after store_accept() committed
  *     (commit before reply); every error path returns before store_accept(),
  *     or is store_accept() refusing, so nothing is stored on an error; a
@@ -265,90 +267,6 @@ void api_intake_trace(struct api *api, const struct http_request *req,
         traceparent_format(&tc, out);
 }
 
-/* ---- authentication --------------------------------------------------------- */
-
-/* The digests of every token of cfg (api.token_file may hold several:
- * rotation). 0 or TG_EINVAL. */
-static int set_tokens(struct api *api, const struct tg_config *cfg)
-{
-        unsigned n = cfg->api_token_count;
-
-        if (n == 0 && cfg->api_token[0])
-                n = 1; /* a config built by hand: api_token alone */
-        if (n > TG_API_TOKENS_MAX)
-                return TG_EINVAL;
-        for (unsigned i = 0; i < n; i++) {
-                const char *t = cfg->api_token_count ? cfg->api_tokens[i] : cfg->api_token;
-                int r = digest_sha256(t, strlen(t), api->token_digests[i]);
-                if (r < 0)
-                        return r;
-        }
-        api->token_count = n;
-        api->need_token = n > 0;
-        return 0;
-}
-
-/* Why a request's bearer token was refused (the label of
- * tollgate_api_auth_failures_total). */
-static const char *const auth_failure_names[API_AUTH_FAILURE_COUNT] = {
-    [API_AUTH_MISSING] = "missing",
-    [API_AUTH_MALFORMED] = "malformed",
-    [API_AUTH_WRONG] = "wrong",
-};
-
-const char *api_auth_failure_name(enum api_auth_failure why)
-{
-        return (unsigned)why < API_AUTH_FAILURE_COUNT ? auth_failure_names[why] : "invalid";
-}
-
-/* The request carries one of the tokens: one Authorization header (two
- * are refused: readers would disagree on which counts), no NUL byte in it
- * (a C string would stop there and compare only a prefix of what was
- * sent), the Bearer scheme. Every refusal is counted by its reason. */
-static bool authorized(struct api *api, const struct http_request *req)
-{
-        static const char scheme[] = "Bearer ";
-        unsigned char digest[API_DIGEST_LEN];
-        const char *h = NULL;
-        const char *token;
-        int match = 0;
-        int r;
-
-        if (!api->need_token)
-                return true; /* loopback without a token file (config refused otherwise) */
-        r = http_request_header_once(req, "Authorization", &h);
-        if (r == TG_ENOTFOUND) {
-                api->counters->auth_failures[API_AUTH_MISSING]++;
-                return false;
-        }
-        if (r < 0 || strncasecmp(h, scheme, sizeof(scheme) - 1) != 0) {
-                api->counters->auth_failures[API_AUTH_MALFORMED]++;
-                return false;
-        }
-        token = h + sizeof(scheme) - 1;
-        while (*token == ' ')
-                token++;
-        if (digest_sha256(token, strlen(token), digest) < 0) {
-                api->counters->auth_failures[API_AUTH_MALFORMED]++;
-                return false;
-        }
-        /* every token compared, whichever matches: the time says nothing */
-        for (unsigned i = 0; i < api->token_count; i++)
-                match |= digest_equal(digest, api->token_digests[i], API_DIGEST_LEN);
-        if (!match)
-                api->counters->auth_failures[API_AUTH_WRONG]++;
-        return match != 0;
-}
-
-static int reply_unauthorized(struct http_response *res, const char *rid)
-{
-        int r = api_reply_code(res, rid, 401, "unauthorized", NULL,
-                               "a valid Authorization: Bearer token is required");
-        if (r == 0)
-                http_response_add_header(res, "WWW-Authenticate", "Bearer");
-        return r;
-}
-
 /* ---- routes -------------------------------------------------------------------- */
 
 static int post_refund(struct api *api, const struct http_request *req, struct http_response *res,
@@ -548,6 +466,7 @@ static int route(struct api *api, const struct http_request *req, struct http_re
         static const char refunds[] = "/v1/refunds";
         static const char manual[] = "/v1/manual";
         const char *path = req->path ? req->path : "";
+        int r;
 
         /* "/" and "/ui/" lead to the console (before the problem: the HTTP
          * layer calls "/ui/" an empty segment) */
@@ -567,8 +486,11 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                 return get_ready(api, res, rid);
         }
         if (strcmp(path, "/metrics") == 0) {
-                if (api->cfg.api_metrics_need_token && !authorized(api, req))
-                        return reply_unauthorized(res, rid);
+                if (api->cfg.api_metrics_need_token) {
+                        int a = api_admit_caller(api, req, res, rid);
+                        if (a <= 0)
+                                return a;
+                }
                 if (!api_is_get(req))
                         return api_reply_method_not_allowed(res, rid, "GET");
                 return api_get_metrics(api, req, res, rid);
@@ -587,8 +509,9 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                 return api_post_provider_event(api, req, res, rid);
         }
 
-        if (!authorized(api, req))
-                return reply_unauthorized(res, rid);
+        r = api_admit_caller(api, req, res, rid);
+        if (r <= 0)
+                return r;
         /* a custom method in Google's AIP-136 style: ':' in the segment */
         if (strcmp(path, "/v1/refunds:batch") == 0) {
                 if (strcmp(req->method, "POST") != 0)
@@ -711,69 +634,6 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
         return 0;
 }
 
-/* ---- routes as /metrics names them ----------------------------------------------- */
-
-static const char *const route_names[API_ROUTE_COUNT] = {
-    [API_ROUTE_HEALTHZ] = "/healthz",
-    [API_ROUTE_READYZ] = "/readyz",
-    [API_ROUTE_METRICS] = "/metrics",
-    [API_ROUTE_REFUNDS] = "/v1/refunds",
-    [API_ROUTE_REFUNDS_BATCH] = "/v1/refunds:batch",
-    [API_ROUTE_REFUND] = "/v1/refunds/{operation_id}",
-    [API_ROUTE_REFUND_CANCEL] = "/v1/refunds/{operation_id}/cancel",
-    [API_ROUTE_CALLS] = "/v1/calls",
-    [API_ROUTE_STATS] = "/v1/stats",
-    [API_ROUTE_MANUAL] = "/v1/manual",
-    [API_ROUTE_MANUAL_ONE] = "/v1/manual/{operation_id}",
-    [API_ROUTE_MANUAL_RESEND] = "/v1/manual/{operation_id}/resend",
-    [API_ROUTE_MANUAL_RESOLVE] = "/v1/manual/{operation_id}/resolve",
-    [API_ROUTE_MANUAL_ASSIGN] = "/v1/manual/{operation_id}/assign",
-    [API_ROUTE_PROVIDER_EVENTS] = "/v1/provider-events",
-    [API_ROUTE_OTHER] = "other",
-};
-
-const char *api_route_name(enum api_route route)
-{
-        return (unsigned)route < API_ROUTE_COUNT ? route_names[route] : "other";
-}
-
-/* The template of a path: its fixed parts, one segment for an id. */
-enum api_route api_route_of(const char *path)
-{
-        static const char refunds[] = "/v1/refunds/", manual[] = "/v1/manual/";
-        const char *id, *slash;
-
-        if (!path)
-                return API_ROUTE_OTHER;
-        for (int i = 0; i < API_ROUTE_COUNT; i++)
-                if (!strchr(route_names[i], '{') && strcmp(path, route_names[i]) == 0)
-                        return (enum api_route)i;
-        if (strncmp(path, refunds, sizeof(refunds) - 1) == 0) {
-                id = path + sizeof(refunds) - 1;
-                slash = strchr(id, '/');
-                if (!id[0] || slash == id)
-                        return API_ROUTE_OTHER;
-                if (!slash)
-                        return API_ROUTE_REFUND;
-                return strcmp(slash, "/cancel") == 0 ? API_ROUTE_REFUND_CANCEL : API_ROUTE_OTHER;
-        }
-        if (strncmp(path, manual, sizeof(manual) - 1) != 0)
-                return API_ROUTE_OTHER;
-        id = path + sizeof(manual) - 1;
-        slash = strchr(id, '/');
-        if (!id[0] || slash == id)
-                return API_ROUTE_OTHER;
-        if (!slash)
-                return API_ROUTE_MANUAL_ONE;
-        if (strcmp(slash, "/resend") == 0)
-                return API_ROUTE_MANUAL_RESEND;
-        if (strcmp(slash, "/resolve") == 0)
-                return API_ROUTE_MANUAL_RESOLVE;
-        if (strcmp(slash, "/assign") == 0)
-                return API_ROUTE_MANUAL_ASSIGN;
-        return API_ROUTE_OTHER;
-}
-
 /* ---- lifecycle --------------------------------------------------------------------- */
 
 static int on_request(const struct http_request *req, struct http_response *res, void *userdata)
@@ -800,7 +660,7 @@ static int api_new_ex(const struct tg_config *cfg, const struct store_open_opts 
                 r = TG_ENOMEM;
                 goto fail;
         }
-        r = set_tokens(api, cfg);
+        r = api_set_tokens(api, cfg);
         if (r == 0)
                 r = failpoint_armed(&api->failpoint);
         if (r < 0)
@@ -902,12 +762,18 @@ void api_reload(struct api *api, const struct tg_config *next)
                 return;
         pthread_mutex_lock(&api->lock);
         c = &api->cfg;
-        if (set_tokens(api, next) == 0) {
+        if (api_set_tokens(api, next) == 0) {
                 memcpy(c->api_token, next->api_token, sizeof(c->api_token));
                 memcpy(c->api_tokens, next->api_tokens, sizeof(c->api_tokens));
                 c->api_token_count = next->api_token_count;
                 memcpy(c->api_token_file, next->api_token_file, sizeof(c->api_token_file));
         }
+        /* credentials issued, rotated or revoked: in force from the next request */
+        memcpy(c->api_credentials_file, next->api_credentials_file,
+               sizeof(c->api_credentials_file));
+        memcpy(c->api_credentials, next->api_credentials, sizeof(c->api_credentials));
+        c->api_credential_count = next->api_credential_count;
+        api->need_token = api->token_count > 0 || c->api_credentials_file[0] != '\0';
         memcpy(c->provider_webhook_secret, next->provider_webhook_secret,
                sizeof(c->provider_webhook_secret));
         memcpy(c->provider_webhook_secret_file, next->provider_webhook_secret_file,
@@ -917,6 +783,7 @@ void api_reload(struct api *api, const struct tg_config *next)
         c->stats_series_minutes = next->stats_series_minutes;
         c->retention_keep_ms = next->retention_keep_ms;
         c->retention_prune_batch = next->retention_prune_batch;
+        c->manual_approval_above = next->manual_approval_above;
         memcpy(c->log_level, next->log_level, sizeof(c->log_level));
         api->adm.read_at = 0; /* new thresholds: measure again */
         pthread_mutex_unlock(&api->lock);

@@ -9,10 +9,12 @@
  * healthy standby, else 503 saying why); GET /metrics; POST /v1/refunds (with admission
  * control); POST /v1/refunds:batch (up to 500, api_batch.c); GET /v1/refunds/{operation_id}; GET /v1/calls?since=ID&limit=N;
  * GET /v1/stats?minutes=N; GET /v1/manual, GET /v1/manual/{id}, POST
- * /v1/manual/{id}/resend and /resolve; POST /v1/provider-events (signed).
+ * /v1/manual/{id}/resend, /resolve, /assign and /approve (four-eyes); POST
+ * /v1/provider-events (signed).
  * Everything under /v1 but the signed provider events needs
- * "Authorization: Bearer <token>" when a token is configured (compared in
- * constant time); /metrics needs it when api.metrics_need_token is set. Every error body is
+ * "Authorization: Bearer <token>" when a token or api.credentials_file is
+ * configured (compared in constant time), and with credentials the scope
+ * the route needs (api_auth.c's table; 403 otherwise); /metrics needs it when api.metrics_need_token is set. Every error body is
  *   {"error":{"code","message","field","retryable"},"request_id"}
  * and never carries SQL, a stack trace or a provider body. Every answer
  * carries an X-Request-Id header with the same id.

@@ -10,7 +10,8 @@
  *   409  already_final: it has a final answer (succeeded, rejected);
  *   404  never accepted.
  * The cancel and its audit row ("cancel", by the operator given, else
- * "client") commit together before the reply.
+ * "client"; with api.credentials_file, by the credential) commit together
+ * before the reply.
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,7 @@ int api_post_cancel(struct api *api, const struct http_request *req, struct http
         struct api_error err;
         struct op_record op;
         bool changed = false;
+        const char *who = NULL;
         json_t *o = NULL;
         int r;
 
@@ -36,9 +38,11 @@ int api_post_cancel(struct api *api, const struct http_request *req, struct http
                                       "the request body is too large");
         if (api_parse_cancel(req->body, req->body_len, &c, &err) < 0)
                 return api_reply_error(res, rid, &err);
-        r = store_cancel(api->store, id, c.operator_name[0] ? c.operator_name : "client",
-                         c.reason[0] ? c.reason : "cancelled by the caller", api_wall_now(), &op,
-                         &changed);
+        r = api_actor(api, c.operator_name, "client", &who, res, rid);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = store_cancel(api->store, id, who, c.reason[0] ? c.reason : "cancelled by the caller",
+                         api_wall_now(), &op, &changed);
         if (r == TG_ECONFLICT || r == TG_ESTATE) {
                 /* why: what the operation is now (read after the refusal) */
                 struct op_record now;
@@ -56,9 +60,8 @@ int api_post_cancel(struct api *api, const struct http_request *req, struct http
                 return api_reply_store_error(res, rid, r);
         api_note_trace(api, op.traceparent);
         if (changed) {
-                json_t *f =
-                    json_pack("{s:s, s:s, s:s}", "operation_id", id, "operator",
-                              c.operator_name[0] ? c.operator_name : "client", "request_id", rid);
+                json_t *f = json_pack("{s:s, s:s, s:s}", "operation_id", id, "operator", who,
+                                      "request_id", rid);
                 if (f && api->log_trace[0])
                         json_object_set_new(f, "trace_id", json_string(api->log_trace));
                 log_emit(LOG_INFO, "refund_cancelled", f);

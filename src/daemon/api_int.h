@@ -2,8 +2,8 @@
  * api_int — private to the api*.c files: the api struct and the helpers the
  * route files share. Nothing outside src/daemon/api*.c includes it.
  *
- * The route files: api.c (lifecycle, auth, routing, intake, calls, the
- * request log), api_batch.c (POST /v1/refunds:batch), api_manual.c (manual review), api_metrics.c (/metrics and
+ * The route files: api.c (lifecycle, routing, intake, calls, the request
+ * log), api_auth.c (tokens, credentials, the route x scope table), api_batch.c (POST /v1/refunds:batch), api_manual.c (manual review), api_metrics.c (/metrics and
  * /v1/stats), api_events.c (signed provider events), api_admission.c
  * (admission control before intake, and the refusals it counts); the
  * console's ui*.c (daemon/ui.h) include it too.
@@ -22,6 +22,7 @@
 #include "core/rng.h"
 #include "daemon/api.h"
 #include "daemon/api_parse.h"
+#include "daemon/credentials.h"
 #include "store/store.h"
 
 #define API_DIGEST_LEN     32
@@ -53,6 +54,7 @@ enum api_route {
         API_ROUTE_MANUAL_RESEND,
         API_ROUTE_MANUAL_RESOLVE,
         API_ROUTE_MANUAL_ASSIGN,
+        API_ROUTE_MANUAL_APPROVE,
         API_ROUTE_PROVIDER_EVENTS,
         API_ROUTE_OTHER,
         API_ROUTE_COUNT
@@ -62,15 +64,56 @@ enum api_route api_route_of(const char *path);
 
 #define API_STATUS_MAX 600 /* HTTP status codes counted: 100..599 */
 
-/* Why a bearer token was refused. */
+/* Why a request was refused for who sent it: 401 for the first three (no
+ * or a bad credential), 403 for the rest. */
 enum api_auth_failure {
-        API_AUTH_MISSING,   /* no Authorization header */
-        API_AUTH_MALFORMED, /* not one header, a NUL inside, not the Bearer scheme */
-        API_AUTH_WRONG,     /* a well-formed token that is none of ours */
+        API_AUTH_MISSING,           /* no Authorization header */
+        API_AUTH_MALFORMED,         /* not one header, a NUL inside, not the Bearer scheme */
+        API_AUTH_WRONG,             /* a well-formed token that is none of ours */
+        API_AUTH_REVOKED,           /* a credential marked revoked */
+        API_AUTH_MISSING_SCOPE,     /* a credential without the route's scope */
+        API_AUTH_OPERATOR_MISMATCH, /* a body `operator` that is not the credential */
+        API_AUTH_SELF_APPROVAL,     /* four-eyes: the requester approving its own */
 };
-#define API_AUTH_FAILURE_COUNT 3
-/* "missing", "malformed", "wrong" */
+#define API_AUTH_FAILURE_COUNT 7
+/* "missing", "malformed", "wrong", "revoked", "missing_scope",
+ * "operator_mismatch", "self_approval" */
 const char *api_auth_failure_name(enum api_auth_failure why);
+
+/* The scopes a route needs, any one of them (enum credential_scope bits);
+ * 0 for a route that needs no credential (open, or signed by the
+ * provider). The one route x scope table, in api.c, which the router reads. */
+unsigned api_route_scopes(enum api_route route);
+/* The route's method ("GET", "POST"), for the docs and the tests. */
+const char *api_route_method(enum api_route route);
+
+/* Who sent the current request (set by authentication, for one request). */
+struct api_principal {
+        char name[CREDENTIAL_NAME_MAX + 1]; /* "" without api.credentials_file */
+        unsigned scopes;                    /* enum credential_scope bits */
+        /* api.credentials_file is in force: the audit names this principal,
+         * never a name from a body */
+        bool named;
+};
+
+/* The name an action of the current request is audited under: with
+ * credentials in force, the principal's, and a body `operator` (given:
+ * not "") that names anyone else is refused (403 operator_mismatch,
+ * counted); without them, as before, the body's name, else fallback.
+ * 0 and *ret_name (valid for the request); 1 when res holds the refusal;
+ * TG_ENOMEM. */
+int api_actor(struct api *api, const char *body_name, const char *fallback, const char **ret_name,
+              struct http_response *res, const char *rid);
+/* api_auth.c: the digests of every token of cfg (api.token_file may hold
+ * several: rotation) and whether any credential is needed. 0 or TG_EINVAL. */
+int api_set_tokens(struct api *api, const struct tg_config *cfg);
+/* Authentication, then the scope the route of req needs: 1 to go on, 0
+ * when res holds the refusal (401 or 403), or a negative code. */
+int api_admit_caller(struct api *api, const struct http_request *req, struct http_response *res,
+                     const char *rid);
+/* A 403 refusal for who sent the request, counted by its reason. */
+int api_reply_forbidden(struct api *api, struct http_response *res, const char *rid,
+                        enum api_auth_failure why, const char *code, const char *message);
 
 /* What this API process counts for /metrics (since it started). Touched on
  * the API's thread only, but for reload outcomes (under the api's lock). */
@@ -86,6 +129,8 @@ struct api {
         struct store *store;
         struct http_server *server;
         bool need_token;
+        /* who sent the request being answered */
+        struct api_principal who;
         /* every token of api.token_file (rotation), as SHA-256 digests */
         unsigned char token_digests[TG_API_TOKENS_MAX][API_DIGEST_LEN];
         unsigned token_count;
@@ -166,6 +211,23 @@ int api_post_cancel(struct api *api, const struct http_request *req, struct http
 /* api_manual.c: everything under /v1/manual; rest is the path after it. */
 int api_route_manual(struct api *api, const struct http_request *req, struct http_response *res,
                      const char *rid, const char *rest);
+/* The answer to a refused re-send, resolve, request or approval (409
+ * not_manual, key_past_retention, approval_pending; the store's). */
+int api_reply_action_refused(struct http_response *res, const char *rid, int code);
+/* Four-eyes (manual.approval_above), for the API and the console: 1 when a
+ * re-send or resolve of operation id needs a second operator's approval, 0
+ * when not, or a store code. */
+int api_needs_approval(struct api *api, const char *id);
+/* Records who's request (audited) and answers 202 with the operation and
+ * its "approval" {"status": "requested", ...}, or the refusal. */
+int api_request_approval(struct api *api, const char *id, const char *who, const char *reason,
+                         bool resolve, enum op_state outcome, struct http_response *res,
+                         const char *rid);
+/* who approves the pending request of id: carried out (202 a re-send, 200
+ * a resolve, with "approval" {"status": "approved", ...}), or 409
+ * no_pending_approval, 403 self_approval (counted). */
+int api_approve_as(struct api *api, const char *id, const char *who, struct http_response *res,
+                   const char *rid);
 /* api_metrics.c */
 int api_get_metrics(struct api *api, const struct http_request *req, struct http_response *res,
                     const char *rid);

@@ -6,7 +6,10 @@
  *   POST /v1/manual/{operation_id}/resend   {"operator","reason"}
  *   POST /v1/manual/{operation_id}/resolve  {"operator","reason","outcome"}
  *   POST /v1/manual/{operation_id}/assign   {"operator","assignee","reason"}
- * Every item carries its reason, its owner ("assignee", null for nobody), its
+ *   POST /v1/manual/{operation_id}/approve  {"operator","reason"}  four-eyes
+ * The operator is who authenticated when api.credentials_file is in force
+ * (api_actor: a body `operator` naming anyone else is refused), else the
+ * body's, as before. Every item carries its reason, its owner ("assignee", null for nobody), its
  * whole call history ("attempts") and its audit rows. A re-send is queued for
  * the same exit with the same key (the store refuses it past key retention);
  * a resolve closes it by hand; an assign gives the case to someone (null:
@@ -153,27 +156,8 @@ static int show(struct api *api, const char *id, struct http_response *res, cons
         return api_reply_json(res, 200, o);
 }
 
-static int act(struct api *api, const struct http_request *req, const char *id, bool resolve,
-               struct http_response *res, const char *rid)
+int api_reply_action_refused(struct http_response *res, const char *rid, int r)
 {
-        struct operator_action a;
-        struct api_error err;
-        struct op_record op;
-        json_t *o = NULL;
-        int r;
-
-        if (req->body_len > api->cfg.api_max_body_bytes)
-                return api_reply_code(res, rid, 413, "body_too_large", NULL,
-                                      "the request body is too large");
-        if (api_parse_operator_action(req->body, req->body_len, resolve, &a, &err) < 0)
-                return api_reply_error(res, rid, &err);
-        /* The change and its audit row commit together, before the reply. */
-        if (resolve)
-                r = store_operator_resolve(api->store, id, a.operator_name, a.reason, a.outcome,
-                                           api_wall_now(), &op);
-        else
-                r = store_operator_resend(api->store, id, a.operator_name, a.reason,
-                                          &api->cfg.policy, api_wall_now(), &op);
         if (r == TG_ESTATE)
                 return api_reply_code(res, rid, 409, "not_manual", NULL,
                                       "the operation is not waiting for manual review");
@@ -181,15 +165,164 @@ static int act(struct api *api, const struct http_request *req, const char *id, 
                 return api_reply_code(res, rid, 409, "key_past_retention", NULL,
                                       "the idempotency key is past its retention: a re-send "
                                       "could refund twice; check with the provider and resolve");
+        if (r == TG_ECONFLICT)
+                return api_reply_code(res, rid, 409, "approval_pending", NULL,
+                                      "another request waits for approval on this case: approve "
+                                      "it first (POST .../approve)");
+        return api_reply_store_error(res, rid, r);
+}
+
+/* The answer of an action with four-eyes: the operation and its approval. */
+static int reply_with_approval(struct api *api, const struct op_record *op, int status,
+                               json_t *approval, struct http_response *res, const char *rid)
+{
+        json_t *o = NULL;
+        int r = render_op_full(api->store, op, &o);
+
+        if (r < 0) {
+                json_decref(approval);
+                return r == TG_ENOMEM ? r : api_reply_store_error(res, rid, r);
+        }
+        if (!approval || json_object_set_new(o, "approval", approval) < 0) {
+                json_decref(o);
+                return TG_ENOMEM;
+        }
+        return api_reply_json(res, status, o);
+}
+
+/* manual.approval_above: the action becomes a request another operator
+ * approves (202, nothing changes but the audit). */
+int api_needs_approval(struct api *api, const char *id)
+{
+        struct op_record op;
+        int r;
+
+        if (api->cfg.manual_approval_above <= 0)
+                return 0;
+        r = store_get(api->store, id, &op);
         if (r < 0)
-                return api_reply_store_error(res, rid, r);
+                return r;
+        return op.req.amount >= api->cfg.manual_approval_above ? 1 : 0;
+}
+
+int api_request_approval(struct api *api, const char *id, const char *who, const char *reason,
+                         bool resolve, enum op_state outcome, struct http_response *res,
+                         const char *rid)
+{
+        struct op_record op;
+        int r = store_approval_request(api->store, id, who, reason, resolve, outcome,
+                                       &api->cfg.policy, api_wall_now(), &op);
+
+        if (r < 0)
+                return api_reply_action_refused(res, rid, r);
+        log_emit(LOG_INFO, "approval_requested",
+                 json_pack("{s:s, s:s, s:s, s:s}", "operation_id", id, "operator", who, "action",
+                           resolve ? "resolve" : "resend", "request_id", rid));
+        return reply_with_approval(
+            api, &op, 202,
+            json_pack("{s:s, s:s, s:s, s:o}", "status", "requested", "action",
+                      resolve ? "resolve" : "resend", "requested_by", who, "outcome",
+                      resolve ? json_string(op_state_name(outcome)) : json_null()),
+            res, rid);
+}
+
+/* POST /v1/manual/{id}/approve {"operator","reason"} (both optional with
+ * credentials): another operator carries the pending request out. */
+static int approve(struct api *api, const struct http_request *req, const char *id,
+                   struct http_response *res, const char *rid)
+{
+        struct cancel_request b; /* the same shape: operator and reason, optional */
+        struct api_error err;
+        const char *who = NULL;
+        int r;
+
+        if (req->body_len > api->cfg.api_max_body_bytes)
+                return api_reply_code(res, rid, 413, "body_too_large", NULL,
+                                      "the request body is too large");
+        if (api_parse_cancel(req->body, req->body_len, &b, &err) < 0)
+                return api_reply_error(res, rid, &err);
+        r = api_actor(api, b.operator_name, NULL, &who, res, rid);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (!who)
+                return api_reply_code(res, rid, 422, "invalid_field", "operator",
+                                      "who approves is required (1 to 200 bytes)");
+        return api_approve_as(api, id, who, res, rid);
+}
+
+int api_approve_as(struct api *api, const char *id, const char *who, struct http_response *res,
+                   const char *rid)
+{
+        enum store_approval_refusal why = STORE_APPROVAL_NONE;
+        struct store_approval q;
+        struct op_record op;
+        int r;
+
+        r = store_approval_decide(api->store, id, who, &api->cfg.policy, api_wall_now(), &q, &why,
+                                  &op);
+        if (r < 0)
+                return api_reply_action_refused(res, rid, r);
+        if (why == STORE_APPROVAL_NONE)
+                return api_reply_code(res, rid, 409, "no_pending_approval", NULL,
+                                      "no request waits for approval on this case");
+        if (why == STORE_APPROVAL_SELF)
+                return api_reply_forbidden(api, res, rid, API_AUTH_SELF_APPROVAL, "self_approval",
+                                           "a request is approved by another operator than the "
+                                           "one who made it");
+        if (!q.resolve)
+                wake_ring(api->doorbell); /* due now, through the local exit */
+        api_note_trace(api, op.traceparent);
+        log_emit(LOG_INFO, "approval_granted",
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator", who,
+                           "requested_by", q.requested_by, "state", op_state_name(op.state),
+                           "request_id", rid));
+        return reply_with_approval(api, &op, q.resolve ? 200 : 202,
+                                   json_pack("{s:s, s:s, s:s, s:s}", "status", "approved", "action",
+                                             q.resolve ? "resolve" : "resend", "requested_by",
+                                             q.requested_by, "approved_by", who),
+                                   res, rid);
+}
+
+static int act(struct api *api, const struct http_request *req, const char *id, bool resolve,
+               struct http_response *res, const char *rid)
+{
+        struct operator_action a;
+        struct api_error err;
+        struct op_record op;
+        const char *who = NULL;
+        json_t *o = NULL;
+        int r;
+
+        if (req->body_len > api->cfg.api_max_body_bytes)
+                return api_reply_code(res, rid, 413, "body_too_large", NULL,
+                                      "the request body is too large");
+        if (api_parse_operator_action(req->body, req->body_len, resolve, api->who.named, &a, &err) <
+            0)
+                return api_reply_error(res, rid, &err);
+        r = api_actor(api, a.operator_name, NULL, &who, res, rid);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        r = api_needs_approval(api, id);
+        if (r < 0)
+                return api_reply_action_refused(res, rid, r);
+        if (r > 0)
+                return api_request_approval(api, id, who, a.reason, resolve, a.outcome, res, rid);
+        /* The change and its audit row commit together, before the reply. */
+        if (resolve)
+                r = store_operator_resolve(api->store, id, who, a.reason, a.outcome, api_wall_now(),
+                                           &op);
+        else
+                r = store_operator_resend(api->store, id, who, a.reason, &api->cfg.policy,
+                                          api_wall_now(), &op);
+        if (r < 0)
+                return api_reply_action_refused(res, rid, r);
         if (!resolve)
                 wake_ring(api->doorbell); /* due now, through the local exit */
         api_note_trace(api, op.traceparent);
         log_emit(LOG_INFO, resolve ? "operator_resolve" : "operator_resend",
-                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator",
-                           a.operator_name, "state", op_state_name(op.state), "request_id", rid,
-                           "trace_id", api->log_trace));
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator", who,
+                           "state", op_state_name(op.state), "request_id", rid, "trace_id",
+                           api->log_trace));
         r = render_op_full(api->store, &op, &o);
         if (r == TG_ENOMEM)
                 return r;
@@ -204,17 +337,20 @@ static int assign(struct api *api, const struct http_request *req, const char *i
         struct assign_request a;
         struct api_error err;
         struct op_record op;
+        const char *who = NULL;
         json_t *o = NULL;
         int r;
 
         if (req->body_len > api->cfg.api_max_body_bytes)
                 return api_reply_code(res, rid, 413, "body_too_large", NULL,
                                       "the request body is too large");
-        if (api_parse_assign(req->body, req->body_len, &a, &err) < 0)
+        if (api_parse_assign(req->body, req->body_len, api->who.named, &a, &err) < 0)
                 return api_reply_error(res, rid, &err);
+        r = api_actor(api, a.operator_name, NULL, &who, res, rid);
+        if (r != 0)
+                return r < 0 ? r : 0;
         /* The owner and its audit row commit together, before the reply. */
-        r = store_operator_assign(api->store, id, a.operator_name, a.assignee, a.reason,
-                                  api_wall_now(), &op);
+        r = store_operator_assign(api->store, id, who, a.assignee, a.reason, api_wall_now(), &op);
         if (r == TG_ESTATE)
                 return api_reply_code(res, rid, 409, "not_manual", NULL,
                                       "the operation is not waiting for manual review");
@@ -222,9 +358,8 @@ static int assign(struct api *api, const struct http_request *req, const char *i
                 return api_reply_store_error(res, rid, r);
         api_note_trace(api, op.traceparent);
         log_emit(LOG_INFO, "operator_assign",
-                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator",
-                           a.operator_name, "assignee", a.assignee, "request_id", rid, "trace_id",
-                           api->log_trace));
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator", who,
+                           "assignee", a.assignee, "request_id", rid, "trace_id", api->log_trace));
         r = render_op_full(api->store, &op, &o);
         if (r == TG_ENOMEM)
                 return r;
@@ -268,6 +403,11 @@ int api_route_manual(struct api *api, const struct http_request *req, struct htt
                 if (strcmp(req->method, "POST") != 0)
                         return api_reply_method_not_allowed(res, rid, "POST");
                 return assign(api, req, id, res, rid);
+        }
+        if (strcmp(slash, "/approve") == 0) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return approve(api, req, id, res, rid);
         }
         return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 }

@@ -370,8 +370,19 @@ static int get_text(json_t *root, const char *name, char *dst, size_t size, stru
         return 0;
 }
 
+/* An optional operator text: absent leaves dst "". */
+static int get_text_opt(json_t *root, const char *name, char *dst, size_t size,
+                        struct api_error *err)
+{
+        dst[0] = '\0';
+        if (!json_object_get(root, name))
+                return 0;
+        return get_text(root, name, dst, size, err);
+}
+
 int api_parse_operator_action(const char *body, size_t len, bool want_outcome,
-                              struct operator_action *ret_action, struct api_error *err)
+                              bool operator_optional, struct operator_action *ret_action,
+                              struct api_error *err)
 {
         static const char *const resend_fields[] = {"operator", "reason"};
         static const char *const resolve_fields[] = {"operator", "reason", "outcome"};
@@ -384,7 +395,9 @@ int api_parse_operator_action(const char *body, size_t len, bool want_outcome,
         memset(&a, 0, sizeof(a));
         r = want_outcome ? only_known(root, resolve_fields, 3, err)
                          : only_known(root, resend_fields, 2, err);
-        if (r == 0)
+        if (r == 0 && operator_optional)
+                r = get_text_opt(root, "operator", a.operator_name, sizeof(a.operator_name), err);
+        else if (r == 0)
                 r = get_text(root, "operator", a.operator_name, sizeof(a.operator_name), err);
         if (r == 0)
                 r = get_text(root, "reason", a.reason, sizeof(a.reason), err);
@@ -404,16 +417,6 @@ int api_parse_operator_action(const char *body, size_t len, bool want_outcome,
         if (r == 0)
                 *ret_action = a;
         return r;
-}
-
-/* An optional operator text: absent leaves dst "". */
-static int get_text_opt(json_t *root, const char *name, char *dst, size_t size,
-                        struct api_error *err)
-{
-        dst[0] = '\0';
-        if (!json_object_get(root, name))
-                return 0;
-        return get_text(root, name, dst, size, err);
 }
 
 int api_parse_cancel(const char *body, size_t len, struct cancel_request *ret_cancel,
@@ -443,8 +446,8 @@ int api_parse_cancel(const char *body, size_t len, struct cancel_request *ret_ca
         return r;
 }
 
-int api_parse_assign(const char *body, size_t len, struct assign_request *ret_assign,
-                     struct api_error *err)
+int api_parse_assign(const char *body, size_t len, bool operator_optional,
+                     struct assign_request *ret_assign, struct api_error *err)
 {
         static const char *const fields[] = {"operator", "assignee", "reason"};
         struct assign_request a;
@@ -455,7 +458,9 @@ int api_parse_assign(const char *body, size_t len, struct assign_request *ret_as
                 return r;
         memset(&a, 0, sizeof(a));
         r = only_known(root, fields, 3, err);
-        if (r == 0)
+        if (r == 0 && operator_optional)
+                r = get_text_opt(root, "operator", a.operator_name, sizeof(a.operator_name), err);
+        else if (r == 0)
                 r = get_text(root, "operator", a.operator_name, sizeof(a.operator_name), err);
         who = r == 0 ? json_object_get(root, "assignee") : NULL;
         if (r == 0 && !who)

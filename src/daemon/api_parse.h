@@ -79,20 +79,22 @@ int api_parse_cancel(const char *body, size_t len, struct cancel_request *ret_ca
                      struct api_error *err);
 
 /* POST /v1/manual/{id}/assign: {"operator","assignee","reason"}: operator
- * required; assignee a name (1-200 bytes, no control characters) or null
+ * required unless operator_optional (credentials name who acts: then it is
+ * "" when left out); assignee a name (1-200 bytes, no control characters) or null
  * (to nobody), required; reason optional. */
 struct assign_request {
         char operator_name[201];
         char assignee[201]; /* "": to nobody */
         char reason[201];
 };
-int api_parse_assign(const char *body, size_t len, struct assign_request *ret_assign,
-                     struct api_error *err);
+int api_parse_assign(const char *body, size_t len, bool operator_optional,
+                     struct assign_request *ret_assign, struct api_error *err);
 
 /* An operator's action on a manual operation (POST /v1/manual/{id}/resend
  * and /resolve): {"operator","reason"} and, for resolve, "outcome":
  * "succeeded" or "failed". operator and reason: 1-200 bytes of UTF-8 without
- * control characters. Unknown fields -> 422 unknown_field. */
+ * control characters; operator may be left out ("") when operator_optional.
+ * Unknown fields -> 422 unknown_field. */
 #define API_TEXT_MAX 200
 struct operator_action {
         char operator_name[API_TEXT_MAX + 1];
@@ -100,7 +102,8 @@ struct operator_action {
         enum op_state outcome; /* resolve: OP_SUCCEEDED or OP_REJECTED */
 };
 int api_parse_operator_action(const char *body, size_t len, bool want_outcome,
-                              struct operator_action *ret_action, struct api_error *err);
+                              bool operator_optional, struct operator_action *ret_action,
+                              struct api_error *err);
 
 /* A provider event (shared/PROVIDER.md, webhook): {"operation_id","status":
  * "succeeded"|"failed","refund_id"}. The signature was checked before this

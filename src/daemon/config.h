@@ -19,6 +19,7 @@
 #include "core/classify.h"
 #include "core/pacer.h"
 #include "core/policy.h"
+#include "daemon/credentials.h"
 #include "daemon/ui_users.h"
 
 #define TG_PATH_MAX         1024
@@ -65,6 +66,11 @@ struct tg_config {
         unsigned api_connection_timeout_s;    /* default 10 */
         unsigned api_request_read_timeout_ms; /* a request arrives whole within this (10000) */
         bool api_metrics_need_token;          /* default false */
+        /* named credentials with scopes ("" = none: api.token_file alone,
+         * as before); their hashes, never their secrets */
+        char api_credentials_file[TG_PATH_MAX];
+        struct credential api_credentials[CREDENTIALS_MAX];
+        unsigned api_credential_count;
 
         /* [provider], [exit], [retry], [classify]: what an account may set
          * (the top-level values are every account's defaults) */
@@ -94,6 +100,10 @@ struct tg_config {
          * 0: kept forever. Manual cases and the audit trail are never pruned. */
         int64_t retention_keep_ms;      /* keep_days, default 90 days */
         unsigned retention_prune_batch; /* operations per prune transaction (500) */
+
+        /* [manual] four-eyes: a re-send or resolve of a case of this amount
+         * or more waits for a second operator's approval; 0: off */
+        int64_t manual_approval_above;
 
         /* api.token_file may hold up to TG_API_TOKENS_MAX tokens, one a line,
          * so that a token is rotated without a refused request: every one is

@@ -39,6 +39,21 @@ bool config_differ_tokens(const struct tg_config *a, const struct tg_config *b)
                memcmp(a->api_tokens, b->api_tokens, sizeof(a->api_tokens)) != 0;
 }
 
+/* Field by field: a struct's padding says nothing. */
+bool config_differ_credentials(const struct tg_config *a, const struct tg_config *b)
+{
+        if (a->api_credential_count != b->api_credential_count)
+                return true;
+        for (unsigned i = 0; i < a->api_credential_count; i++) {
+                const struct credential *x = &a->api_credentials[i], *y = &b->api_credentials[i];
+                if (strcmp(x->name, y->name) != 0 || x->scopes != y->scopes ||
+                    x->revoked != y->revoked || memcmp(x->salt, y->salt, sizeof(x->salt)) != 0 ||
+                    memcmp(x->hash, y->hash, sizeof(x->hash)) != 0)
+                        return true;
+        }
+        return false;
+}
+
 bool config_differ_webhook_secret(const struct tg_config *a, const struct tg_config *b)
 {
         return strcmp(a->provider_webhook_secret, b->provider_webhook_secret) != 0;

@@ -178,8 +178,9 @@ static const char scdoc_intro[] =
     "file: api.token_file, provider.webhook_secret_file and a mysql url's ?password\\_file=\n"
     "name files, and a secret file that group or others may read or write is refused.\n"
     "\n"
-    "The daemon reads the file again on SIGHUP: log.level, api.token_file, the admission\n"
-    "thresholds, provider.webhook_secret_file and the retention change live; any other\n"
+    "The daemon reads the file again on SIGHUP: log.level, api.token_file,\n"
+    "api.credentials_file, the admission thresholds, provider.webhook_secret_file and the\n"
+    "retention change live; any other\n"
     "changed key is refused with a log line naming it and keeps its running value.\n";
 
 static const char scdoc_outro[] = "\n# SEE ALSO\n\ntollgate(1), tollgate-stub(1)\n";

@@ -29,6 +29,7 @@
 #define SECRET_FILE_MAX 4096 /* bytes read from a secret file at most */
 #define SECRET_CHECKS   (SECRET_FILE_REGULAR | SECRET_FILE_PRIVATE)
 #define USERS_FILE_MAX  (64 * 1024)
+#define CREDS_FILE_MAX  (32 * 1024) /* 64 lines of up to 512 bytes */
 
 /* ---- secrets --------------------------------------------------------------- */
 
@@ -204,6 +205,42 @@ int config_read_secret(const char *section, const char *name, const char *path, 
 }
 
 /* ---- other files ------------------------------------------------------------ */
+
+/* api.credentials_file (daemon/credentials.h): hashes, not secrets, but a
+ * file that names who may do what, so it must be its owner's alone, as a
+ * secret file. Read again on SIGHUP: issuing, rotating and revoking take
+ * effect without a restart. */
+int config_set_credentials_file(struct load *load, const struct key_def *key, const char *value)
+{
+        struct tg_config *c = &load->config;
+        char why[TG_PATH_MAX * 2 + 200] = "";
+        char path[TG_PATH_MAX];
+        char err[160];
+        char *buf = NULL;
+        size_t n = 0;
+        int r;
+
+        if (config_resolve_path(load, value, path, sizeof(path)) < 0)
+                return config_key_error(load, key, "too long (at most %zu bytes)",
+                                        sizeof(path) - 1);
+        if (config_set_string_at(load, key, c->api_credentials_file,
+                                 sizeof(c->api_credentials_file), path) == 0)
+                return 0;
+        if (path[0] == '\0')
+                return config_key_error(load, key, "must name a file");
+        r = secret_file_read(path, SECRET_CHECKS, CREDS_FILE_MAX, &buf, &n, why, sizeof(why));
+        if (r == TG_EFULL)
+                return config_key_error(load, key, "%s: larger than %d bytes", path,
+                                        CREDS_FILE_MAX);
+        if (r < 0)
+                return config_key_error(load, key, "%s", why[0] ? why : tg_strerror(r));
+        r = credentials_parse(buf, n, c->api_credentials, CREDENTIALS_MAX, &c->api_credential_count,
+                              err, sizeof(err));
+        secmem_free(buf); /* wipes */
+        if (r < 0)
+                return config_key_error(load, key, "%s: %s", path, err);
+        return 1;
+}
 
 /* The console's users (daemon/ui_users.h): hashes of tokens, not secrets
  * themselves, but wiped all the same. */

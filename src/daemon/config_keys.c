@@ -131,6 +131,17 @@ const struct key_def config_keys[] = {
             "connection for ever, and `api.max_connections` such clients shut everyone out."),
     BOOL_KEY("api", "metrics_need_token", api_metrics_need_token,
              "`GET /metrics` needs the bearer token too (false: open, like `/healthz`)."),
+    SECRET_KEY("api", "credentials_file", api_credentials_file, config_set_credentials_file,
+               config_differ_credentials,
+               "A file of named API credentials, one a line: `NAME SCOPES "
+               "hmac-sha256:SALT:DIGEST [revoked]`, written by `tollgate token add|revoke`. "
+               "SCOPES is a comma-separated set of `intake` (submit, cancel, read a refund), "
+               "`read` (status, calls, stats, the manual queue), `operator` (manual re-send, "
+               "resolve, assign, approve) and `admin`, or `all`. Every `/v1` route then needs a "
+               "credential with its scope (403 `missing_scope` otherwise), and the audit names "
+               "the credential, never a name from the body. Only salted hashes are stored; the "
+               "file must be its owner's alone. Read again on SIGHUP. Unset: `api.token_file` "
+               "alone, as before."),
 
     STRING_KEY(PER_ACCOUNT("provider"), "base_url", provider_base_url, config_set_base_url,
                "The provider, `http://` or `https://`; the paths below are appended to it. An "
@@ -467,6 +478,13 @@ const struct key_def config_keys[] = {
     INT_KEY("retention", "prune_batch", KEY_UINT, retention_prune_batch, 10, 10000, 1,
             "Operations deleted per prune transaction (each a short transaction: the exit never "
             "waits long behind one)."),
+
+    INT_KEY("manual", "approval_above", KEY_I64, manual_approval_above, 0, INT64_MAX, 1,
+            "Four-eyes for manual review: a re-send or resolve of a case whose amount (in the "
+            "refund's minor units, whatever its currency) is at or above this waits for a "
+            "second, different operator's approval (`POST /v1/manual/{id}/approve`, `tollgate "
+            "manual approve`); both are audited. Below it one operator is enough. 0: off. "
+            "Who is who comes from `api.credentials_file` (the API) or `--operator` (the CLI)."),
 };
 
 const size_t config_key_count = sizeof(config_keys) / sizeof(config_keys[0]);
@@ -618,6 +636,7 @@ void config_defaults(struct tg_config *ret_config)
         snprintf(c->log_level, sizeof(c->log_level), "%s", "info");
         c->retention_keep_ms = 90 * DAY_MS;
         c->retention_prune_batch = 500;
+        c->manual_approval_above = 0;
         config_accounts_default(c); /* one account, default, with the values above */
 }
 

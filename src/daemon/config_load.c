@@ -339,7 +339,8 @@ static void check_all(struct load *load)
         struct tg_config *c = &load->config;
         bool top = load->account < 0; /* else an account's view: only its keys */
 
-        if (top && c->api_token[0] == '\0' && !is_loopback(c->api_listen_host))
+        if (top && c->api_token[0] == '\0' && c->api_credentials_file[0] == '\0' &&
+            !is_loopback(c->api_listen_host))
                 config_key_error(load, row("api", "token_file"),
                                  "required when api.listen is not loopback");
         check_order(load, "provider", "connect_timeout_ms", "timeout_ms");

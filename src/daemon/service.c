@@ -31,6 +31,7 @@
 static const char *const live_keys[] = {
     "log.level",
     "api.token_file",
+    "api.credentials_file",
     "api.metrics_need_token",
     "provider.webhook_secret_file",
     "admission.enabled",
@@ -40,6 +41,7 @@ static const char *const live_keys[] = {
     "stats.series_minutes",
     "retention.keep_days",
     "retention.prune_batch",
+    "manual.approval_above",
     /* The provider's credential files (provider.auth_secret_file,
      * signing_key_file, client_cert, client_key) are read again on every
      * reload whatever else changed (a key rotated in place); their paths
@@ -245,6 +247,10 @@ static void take_live(struct tg_config *run, const struct tg_config *next)
         run->api_token_count = next->api_token_count;
         memcpy(run->api_token_file, next->api_token_file, sizeof(run->api_token_file));
         run->api_metrics_need_token = next->api_metrics_need_token;
+        memcpy(run->api_credentials_file, next->api_credentials_file,
+               sizeof(run->api_credentials_file));
+        memcpy(run->api_credentials, next->api_credentials, sizeof(run->api_credentials));
+        run->api_credential_count = next->api_credential_count;
         memcpy(run->provider_webhook_secret, next->provider_webhook_secret,
                sizeof(run->provider_webhook_secret));
         memcpy(run->provider_webhook_secret_file, next->provider_webhook_secret_file,
@@ -253,6 +259,7 @@ static void take_live(struct tg_config *run, const struct tg_config *next)
         run->stats_series_minutes = next->stats_series_minutes;
         run->retention_keep_ms = next->retention_keep_ms;
         run->retention_prune_batch = next->retention_prune_batch;
+        run->manual_approval_above = next->manual_approval_above;
 }
 
 /* One reload function per component, each taking what it can change live

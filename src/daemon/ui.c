@@ -206,6 +206,26 @@ static json_t *session_json(const struct ui *ui, const struct ui_session *s)
                          vocabularies_json());
 }
 
+/* A credential of api.credentials_file signs in as its name: operator with
+ * the operator scope, viewer with read; a revoked one, or one with neither
+ * scope (intake, admin), does not. 0 or TG_ENOTFOUND. */
+static int credential_sign_in(const struct api *api, const char *token, size_t len,
+                              char ret_user[UI_NAME_MAX + 1], enum ui_role *ret_role)
+{
+        const struct credential *c;
+        unsigned i = 0;
+
+        if (credentials_match(api->cfg.api_credentials, api->cfg.api_credential_count, token, len,
+                              &i) < 0)
+                return TG_ENOTFOUND;
+        c = &api->cfg.api_credentials[i];
+        if (c->revoked || !(c->scopes & (SCOPE_OPERATOR | SCOPE_READ)))
+                return TG_ENOTFOUND;
+        snprintf(ret_user, UI_NAME_MAX + 1, "%s", c->name);
+        *ret_role = (c->scopes & SCOPE_OPERATOR) ? UI_ROLE_OPERATOR : UI_ROLE_VIEWER;
+        return 0;
+}
+
 static int login(struct api *api, const struct http_request *req, struct http_response *res,
                  const char *rid)
 {
@@ -222,7 +242,8 @@ static int login(struct api *api, const struct http_request *req, struct http_re
         r = post_guard(req, res, rid, &ok);
         if (!ok)
                 return r;
-        if (api->cfg.ui_user_count == 0 && !ui->have_api_token)
+        if (api->cfg.ui_user_count == 0 && !ui->have_api_token &&
+            api->cfg.api_credential_count == 0)
                 return api_reply_code(res, rid, 403, "no_credentials", NULL,
                                       "no one can sign in: set api.token_file or ui.users_file");
         if (now - ui->fail_window >= 60000 || now < ui->fail_window) {
@@ -248,6 +269,9 @@ static int login(struct api *api, const struct http_request *req, struct http_re
                             (const unsigned char(*)[UI_DIGEST_LEN])api->token_digests,
                             ui->have_api_token ? api->token_count : 0, json_string_value(tok),
                             json_string_length(tok), user, &role);
+        if (r < 0)
+                r = credential_sign_in(api, json_string_value(tok), json_string_length(tok), user,
+                                       &role);
         json_decref(root);
         if (r < 0) {
                 ui->fails++;
@@ -363,6 +387,14 @@ static int act(struct api *api, const struct ui_session *s, const struct http_re
         if (parse_action(req, resolve, note, &outcome, &err) < 0)
                 return api_reply_error(res, rid, &err);
         api_note_op(api, id);
+        /* four-eyes: at or above manual.approval_above, a request */
+        r = api_needs_approval(api, id);
+        if (r < 0)
+                return api_reply_action_refused(res, rid, r);
+        if (r > 0)
+                return api_request_approval(api, id, s->user,
+                                            note[0] || resolve ? note : "resent from the console",
+                                            resolve, outcome, res, rid);
         /* The change and its audit row, naming the signed-in user, commit
          * together before the reply. */
         if (resolve)
@@ -372,15 +404,8 @@ static int act(struct api *api, const struct ui_session *s, const struct http_re
                 r = store_operator_resend(api->store, id, s->user,
                                           note[0] ? note : "resent from the console",
                                           &api->cfg.policy, api_wall_now(), &op);
-        if (r == TG_ESTATE)
-                return api_reply_code(res, rid, 409, "not_manual", NULL,
-                                      "the operation is not waiting for manual review");
-        if (r == TG_ERANGE)
-                return api_reply_code(res, rid, 409, "key_past_retention", NULL,
-                                      "the idempotency key is past its retention: a re-send "
-                                      "could refund twice; check with the provider and resolve");
         if (r < 0)
-                return api_reply_store_error(res, rid, r);
+                return api_reply_action_refused(res, rid, r);
         log_emit(LOG_INFO, resolve ? "operator_resolve" : "operator_resend",
                  json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", id, "operator", s->user,
                            "state", op_state_name(op.state), "via", "console", "request_id", rid));
@@ -460,6 +485,15 @@ static int route_api(struct api *api, const struct http_request *req, struct htt
                         return post
                                    ? act(api, s, req, buf, strcmp(slash, "/resolve") == 0, res, rid)
                                    : api_reply_method_not_allowed(res, rid, "POST");
+                if (strcmp(slash, "/approve") == 0 && !post)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                if (strcmp(slash, "/approve") == 0 && s->role != UI_ROLE_OPERATOR)
+                        return api_reply_code(res, rid, 403, "forbidden", NULL,
+                                              "a viewer may not approve");
+                if (strcmp(slash, "/approve") == 0) {
+                        api_note_op(api, buf);
+                        return api_approve_as(api, buf, s->user, res, rid);
+                }
         }
         return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 }

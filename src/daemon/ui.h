@@ -15,6 +15,10 @@
  *   GET  /ui/api/manual?reason=R&after=C   the manual-review queue
  *   POST /ui/api/ops/ID/resend   {"note"}            operator only
  *   POST /ui/api/ops/ID/resolve  {"outcome","note"}  operator only
+ *   POST /ui/api/ops/ID/approve               operator only: carries out
+ *                                another operator's request (four-eyes,
+ *                                manual.approval_above); a resend or resolve
+ *                                at or above it is only a request (202)
  *
  * Security (the invariants): every route under /ui/api but login needs a
  * live session (401); every POST needs Content-Type application/json, a

@@ -5,30 +5,12 @@
  */
 #include "daemon/ui_session.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "core/encode.h"
 #include "core/tg_error.h"
 #include "platform/digest.h"
-
-static int random_bytes(unsigned char *buf, size_t len)
-{
-        size_t got = 0;
-
-        while (got < len) {
-                ssize_t n = getrandom(buf + got, len - got, 0);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return TG_EIO;
-                }
-                got += (size_t)n;
-        }
-        return 0;
-}
 
 void ui_sessions_init(struct ui_sessions *t, int64_t idle_ms, int64_t max_ms)
 {
@@ -112,7 +94,8 @@ int ui_session_create(struct ui_sessions *t, const char *user, enum ui_role role
                                 slot = &t->s[i];
         }
         ui_session_end(slot);
-        if (random_bytes(slot->id, sizeof(slot->id)) < 0 || random_bytes(csrf, sizeof(csrf)) < 0) {
+        if (digest_random(slot->id, sizeof(slot->id)) < 0 ||
+            digest_random(csrf, sizeof(csrf)) < 0) {
                 ui_session_end(slot);
                 return TG_EIO;
         }

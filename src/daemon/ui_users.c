@@ -23,9 +23,7 @@ static bool name_char(char c)
                c == '.' || c == '_' || c == '@' || c == '-';
 }
 
-/* The next field of line[0..len) from *pos (skipping spaces and tabs):
- * its start and length, 0 when none is left. */
-static size_t next_field(const char *line, size_t len, size_t *pos, const char **ret_start)
+size_t ui_users_next_field(const char *line, size_t len, size_t *pos, const char **ret_start)
 {
         size_t p = *pos, start;
 
@@ -39,7 +37,7 @@ static size_t next_field(const char *line, size_t len, size_t *pos, const char *
         return p - start;
 }
 
-static int line_error(char *err, size_t size, unsigned lineno, const char *what)
+int ui_users_line_error(char *err, size_t size, unsigned lineno, const char *what)
 {
         if (err && size)
                 snprintf(err, size, "line %u: %s", lineno, what);
@@ -54,51 +52,52 @@ static int parse_line(const char *line, size_t len, unsigned lineno, struct ui_u
         size_t pos = 0, n;
 
         memset(&u, 0, sizeof(u));
-        n = next_field(line, len, &pos, &f);
+        n = ui_users_next_field(line, len, &pos, &f);
         if (n == 0 || n > UI_NAME_MAX)
-                return line_error(err, err_size, lineno, "a name of 1-64 characters comes first");
+                return ui_users_line_error(err, err_size, lineno,
+                                           "a name of 1-64 characters comes first");
         for (size_t i = 0; i < n; i++)
                 if (!name_char(f[i]))
-                        return line_error(err, err_size, lineno,
-                                          "a name is made of A-Z a-z 0-9 . _ @ -");
+                        return ui_users_line_error(err, err_size, lineno,
+                                                   "a name is made of A-Z a-z 0-9 . _ @ -");
         memcpy(u.name, f, n);
-        n = next_field(line, len, &pos, &f);
+        n = ui_users_next_field(line, len, &pos, &f);
         if (n == 8 && memcmp(f, "operator", 8) == 0)
                 u.role = UI_ROLE_OPERATOR;
         else if (n == 6 && memcmp(f, "viewer", 6) == 0)
                 u.role = UI_ROLE_VIEWER;
         else
-                return line_error(err, err_size, lineno,
-                                  "the role (second field) must be operator or viewer");
-        n = next_field(line, len, &pos, &f);
+                return ui_users_line_error(err, err_size, lineno,
+                                           "the role (second field) must be operator or viewer");
+        n = ui_users_next_field(line, len, &pos, &f);
         if (n != 7 + 2 * UI_DIGEST_LEN || memcmp(f, "sha256:", 7) != 0)
-                return line_error(err, err_size, lineno,
-                                  "the third field must be sha256: and 64 hex digits (the "
-                                  "token's SHA-256, never the token)");
+                return ui_users_line_error(err, err_size, lineno,
+                                           "the third field must be sha256: and 64 hex digits (the "
+                                           "token's SHA-256, never the token)");
         if (encode_hex_decode(f + 7, u.token_sha256, UI_DIGEST_LEN) < 0)
-                return line_error(err, err_size, lineno, "the digest must be 64 hex digits");
-        n = next_field(line, len, &pos, &f);
+                return ui_users_line_error(err, err_size, lineno,
+                                           "the digest must be 64 hex digits");
+        n = ui_users_next_field(line, len, &pos, &f);
         if (n != 0)
-                return line_error(err, err_size, lineno,
-                                  "three fields only: name, role, sha256:digest");
+                return ui_users_line_error(err, err_size, lineno,
+                                           "three fields only: name, role, sha256:digest");
         *ret_user = u;
         return 0;
 }
 
-int ui_users_parse(const char *text, size_t len, struct ui_user *users, unsigned max,
-                   unsigned *ret_count, char *err, size_t err_size)
+int ui_users_each_line(const char *text, size_t len, ui_users_line_fn fn, void *ctx, char *err,
+                       size_t err_size)
 {
-        unsigned count = 0, lineno = 0;
+        unsigned lineno = 0;
         size_t at = 0;
 
-        if (!text || !users || !ret_count)
+        if (!text || !fn)
                 return TG_EINVAL;
         while (at < len) {
                 const char *line = text + at;
                 const char *nl = memchr(line, '\n', len - at);
                 size_t n = nl ? (size_t)(nl - line) : len - at;
                 size_t first = 0;
-                struct ui_user u;
                 int r;
 
                 at += n + (nl ? 1 : 0);
@@ -106,32 +105,65 @@ int ui_users_parse(const char *text, size_t len, struct ui_user *users, unsigned
                 if (n > 0 && line[n - 1] == '\r')
                         n--;
                 if (n > LINE_MAX_LEN)
-                        return line_error(err, err_size, lineno, "line too long");
+                        return ui_users_line_error(err, err_size, lineno, "line too long");
                 for (size_t i = 0; i < n; i++) {
                         unsigned char c = (unsigned char)line[i];
                         if ((c < 0x20 && c != '\t') || c == 0x7f)
-                                return line_error(err, err_size, lineno, "control character");
+                                return ui_users_line_error(err, err_size, lineno,
+                                                           "control character");
                 }
                 while (first < n && (line[first] == ' ' || line[first] == '\t'))
                         first++;
                 if (first == n || line[first] == '#')
                         continue;
-                r = parse_line(line, n, lineno, &u, err, err_size);
+                r = fn(line, n, lineno, ctx, err, err_size);
                 if (r < 0)
                         return r;
-                for (unsigned k = 0; k < count; k++) {
-                        if (strcmp(users[k].name, u.name) == 0)
-                                return line_error(err, err_size, lineno, "this name is used twice");
-                        if (memcmp(users[k].token_sha256, u.token_sha256, UI_DIGEST_LEN) == 0)
-                                return line_error(err, err_size, lineno,
-                                                  "this token is given to two users");
-                }
-                if (count >= max) {
-                        line_error(err, err_size, lineno, "too many users");
-                        return TG_EFULL;
-                }
-                users[count++] = u;
         }
-        *ret_count = count;
+        return 0;
+}
+
+struct users_parse {
+        struct ui_user *users;
+        unsigned max, count;
+};
+
+static int users_line(const char *line, size_t n, unsigned lineno, void *ctx, char *err,
+                      size_t err_size)
+{
+        struct users_parse *p = ctx;
+        struct ui_user u;
+        int r = parse_line(line, n, lineno, &u, err, err_size);
+
+        if (r < 0)
+                return r;
+        for (unsigned k = 0; k < p->count; k++) {
+                if (strcmp(p->users[k].name, u.name) == 0)
+                        return ui_users_line_error(err, err_size, lineno,
+                                                   "this name is used twice");
+                if (memcmp(p->users[k].token_sha256, u.token_sha256, UI_DIGEST_LEN) == 0)
+                        return ui_users_line_error(err, err_size, lineno,
+                                                   "this token is given to two users");
+        }
+        if (p->count >= p->max) {
+                ui_users_line_error(err, err_size, lineno, "too many users");
+                return TG_EFULL;
+        }
+        p->users[p->count++] = u;
+        return 0;
+}
+
+int ui_users_parse(const char *text, size_t len, struct ui_user *users, unsigned max,
+                   unsigned *ret_count, char *err, size_t err_size)
+{
+        struct users_parse p = {.users = users, .max = max};
+        int r;
+
+        if (!text || !users || !ret_count)
+                return TG_EINVAL;
+        r = ui_users_each_line(text, len, users_line, &p, err, err_size);
+        if (r < 0)
+                return r;
+        *ret_count = p.count;
         return 0;
 }

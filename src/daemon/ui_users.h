@@ -46,4 +46,19 @@ const char *ui_role_name(enum ui_role role);
 int ui_users_parse(const char *text, size_t len, struct ui_user *users, unsigned max,
                    unsigned *ret_count, char *err, size_t err_size);
 
+/* The grammar's pieces, shared with the credentials file (credentials.h):
+ * fn is called for every line that is neither blank nor a comment (its
+ * length without the line end, its number from 1); a line over 512 bytes or
+ * with a control character is refused here. 0, or fn's or TG_EPARSE with
+ * the line named in err. */
+typedef int (*ui_users_line_fn)(const char *line, size_t len, unsigned lineno, void *ctx, char *err,
+                                size_t err_size);
+int ui_users_each_line(const char *text, size_t len, ui_users_line_fn fn, void *ctx, char *err,
+                       size_t err_size);
+/* The next field of line[0..len) from *pos (skipping spaces and tabs): its
+ * start and length, 0 when none is left. */
+size_t ui_users_next_field(const char *line, size_t len, size_t *pos, const char **ret_start);
+/* "line N: what" into err; returns TG_EPARSE. */
+int ui_users_line_error(char *err, size_t size, unsigned lineno, const char *what);
+
 #endif

@@ -1,15 +1,17 @@
 /*
  * digest — SHA-256, HMAC-SHA256, request signatures and the constant-time
- * comparison, on libcrypto (see digest.h). The signing text is built in a
+ * comparison, on libcrypto, and the kernel's random bytes (see digest.h). The signing text is built in a
  * bounded stack buffer (DIGEST_TEXT_MAX) and wiped with the MAC.
  */
 #include "platform/digest.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "core/encode.h"
 #include "core/tg_error.h"
@@ -82,4 +84,21 @@ int digest_sign(const struct template *canonical, const struct template_values *
 bool digest_equal(const void *a, const void *b, size_t len)
 {
         return CRYPTO_memcmp(a, b, len) == 0;
+}
+
+int digest_random(void *buf, size_t len)
+{
+        unsigned char *p = buf;
+        size_t got = 0;
+
+        while (got < len) {
+                ssize_t n = getrandom(p + got, len - got, 0);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return TG_EIO;
+                }
+                got += (size_t)n;
+        }
+        return 0;
 }

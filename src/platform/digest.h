@@ -51,4 +51,9 @@ int digest_sign(const struct template *canonical, const struct template_values *
 /* a[0..len) == b[0..len), in constant time. */
 bool digest_equal(const void *a, const void *b, size_t len);
 
+/* len bytes from the kernel's random source (getrandom(2), blocking only
+ * until it is seeded at boot): salts, session ids, API secrets. 0 or
+ * TG_EIO. */
+int digest_random(void *buf, size_t len);
+
 #endif

@@ -473,6 +473,48 @@ int store_operator_assign(struct store *store, const char *operation_id, const c
                           const char *assignee, const char *reason, tg_wall_ms now,
                           struct op_record *ret_op);
 
+/* Four-eyes (manual.approval_above): a re-send or resolve that needs a
+ * second operator is first a request, then another operator's approval.
+ * Both live in the audit trail, append-only on every backend: the request
+ * is an audit row (request_resend or request_resolve, by the requester,
+ * with its reason and outcome), pending until an approve, resend or resolve
+ * row follows it; the approval writes an approve row (by the approver) and
+ * the action's own row (by the requester, with the request's reason) in
+ * the same transaction as the change. So no table of its own: nothing to
+ * keep in step with the audit, and nothing a prune could take away. */
+struct store_approval {
+        int64_t audit_id;      /* the request's audit row */
+        bool resolve;          /* else a re-send */
+        enum op_state outcome; /* resolve: OP_SUCCEEDED or OP_REJECTED */
+        char requested_by[TG_TEXT_MAX];
+        char reason[TG_TEXT_MAX];
+        tg_wall_ms requested_at;
+};
+enum store_approval_refusal {
+        STORE_APPROVAL_OK,
+        STORE_APPROVAL_NONE, /* no request is pending */
+        STORE_APPROVAL_SELF, /* the approver is the requester */
+};
+/* Records a request (audited) after the checks the action itself makes:
+ * TG_ESTATE unless manual, TG_ERANGE past key retention (a re-send),
+ * TG_ECONFLICT while another request is pending, TG_ENOTFOUND. */
+int store_approval_request(struct store *store, const char *operation_id, const char *requester,
+                           const char *reason, bool resolve, enum op_state outcome,
+                           const struct policy_config *config, tg_wall_ms now,
+                           struct op_record *ret_op);
+/* Approves the pending request and carries it out, in one transaction:
+ * 0 with *ret_refusal NONE or SELF (nothing written), or OK with the
+ * request in *ret_request and the operation after it in *ret_op; the
+ * action's codes (TG_ESTATE, TG_ERANGE), TG_ENOTFOUND. */
+int store_approval_decide(struct store *store, const char *operation_id, const char *approver,
+                          const struct policy_config *config, tg_wall_ms now,
+                          struct store_approval *ret_request,
+                          enum store_approval_refusal *ret_refusal, struct op_record *ret_op);
+/* The pending request of an operation: 0, or TG_ENOTFOUND (none, or no
+ * such operation). */
+int store_approval_pending(struct store *store, const char *operation_id,
+                           struct store_approval *ret_request);
+
 /* The caller cancels an operation that never reached the transport
  * (policy_cancel()): it becomes cancelled, final, audited in the same
  * transaction, so a claim either took it first (then this refuses) or never

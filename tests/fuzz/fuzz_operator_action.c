@@ -45,7 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&a, 0xa5, sizeof(a));
         before = a;
         memset(&err, 0, sizeof(err));
-        if (api_parse_operator_action((const char *)data + 1, size - 1, resolve, &a, &err) == 0) {
+        if (api_parse_operator_action((const char *)data + 1, size - 1, resolve, false, &a, &err) ==
+            0) {
                 check_text(a.operator_name, sizeof(a.operator_name));
                 check_text(a.reason, sizeof(a.reason));
                 if (resolve && a.outcome != OP_SUCCEEDED && a.outcome != OP_REJECTED)

@@ -297,6 +297,13 @@ class ContractTest(unittest.TestCase):
         self.call("POST", "/v1/manual/m1/assign", lead, token=False, expect=401)
         self.call("POST", "/v1/manual/m1/assign", b"a" * 20000, expect=413)
         self.call("GET", "/v1/manual/m1/assign", expect=405)
+        # four-eyes (off here): nothing waits for approval
+        self.call("POST", "/v1/manual/m1/approve", {"operator": "bob"}, expect=409)
+        self.call("POST", "/v1/manual/ghost/approve", {"operator": "bob"}, expect=404)
+        self.call("POST", "/v1/manual/m1/approve", {"operator": "bob"}, token=False, expect=401)
+        self.call("POST", "/v1/manual/m1/approve", {"x": 1}, expect=422)
+        self.call("POST", "/v1/manual/m1/approve", b"{oops", expect=400)
+        self.call("GET", "/v1/manual/m1/approve", expect=405)
 
     def _batch(self):
         r = self._refund

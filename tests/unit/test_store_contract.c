@@ -1339,6 +1339,63 @@ static int set_tx(struct store *s, void *ctx)
         return s->ops->op_put(s, ((struct set_ctx *)ctx)->op);
 }
 
+/* Four-eyes (store_approval_*): a request is an audit row and changes
+ * nothing else; one at a time; its requester cannot approve it; another
+ * operator's approval carries it out with both rows, in one transaction. */
+static void test_approvals(void **state)
+{
+        struct policy_config cfg = limits();
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        enum store_approval_refusal why = STORE_APPROVAL_OK;
+        struct store_approval q;
+        struct op_record op, got;
+        struct seen seen = {0};
+
+        (void)state;
+        accept_new(s, "f-0", T0);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        accept_new(s, "f-live", T0 + 1);
+        assert_int_equal(store_approval_pending(s, "f-0", &q), TG_ENOTFOUND);
+        assert_int_equal(store_approval_request(s, "f-live", "alice", "r", false, OP_SUCCEEDED,
+                                                &cfg, T0 + 19, &op),
+                         TG_ESTATE);
+        assert_int_equal(store_approval_request(s, "f-0", "alice", "paid, says the provider", true,
+                                                OP_SUCCEEDED, &cfg, T0 + 20, &op),
+                         0);
+        assert_int_equal(get_op(s, "f-0").state, OP_MANUAL);
+        assert_int_equal(store_approval_pending(s, "f-0", &q), 0);
+        assert_true(q.resolve);
+        assert_int_equal(q.outcome, OP_SUCCEEDED);
+        assert_string_equal(q.requested_by, "alice");
+        assert_string_equal(q.reason, "paid, says the provider");
+        assert_int_equal(
+            store_approval_request(s, "f-0", "bob", "r", false, OP_SUCCEEDED, &cfg, T0 + 21, &op),
+            TG_ECONFLICT);
+        assert_int_equal(store_approval_decide(s, "f-0", "alice", &cfg, T0 + 22, &q, &why, &op), 0);
+        assert_int_equal(why, STORE_APPROVAL_SELF);
+        assert_int_equal(get_op(s, "f-0").state, OP_MANUAL);
+        assert_int_equal(store_approval_decide(s, "f-0", "bob", &cfg, T0 + 23, &q, &why, &op), 0);
+        assert_int_equal(why, STORE_APPROVAL_OK);
+        assert_int_equal(op.state, OP_SUCCEEDED);
+        got = get_op(s, "f-0");
+        assert_int_equal(got.state, OP_SUCCEEDED);
+        assert_int_equal(store_list_audit(s, got.id, on_audit, &seen), 0);
+        assert_true(seen.n >= 4);
+        assert_string_equal(seen.audits[seen.n - 3].action, "request_resolve");
+        assert_string_equal(seen.audits[seen.n - 2].action, "approve");
+        assert_string_equal(seen.audits[seen.n - 2].operator_name, "bob");
+        assert_string_equal(seen.audits[seen.n - 1].action, "resolve");
+        assert_string_equal(seen.audits[seen.n - 1].operator_name, "alice");
+        assert_string_equal(seen.audits[seen.n - 1].reason, "paid, says the provider");
+        assert_int_equal(store_approval_pending(s, "f-0", &q), TG_ENOTFOUND);
+        assert_int_equal(store_approval_decide(s, "f-0", "bob", &cfg, T0 + 24, &q, &why, &op), 0);
+        assert_int_equal(why, STORE_APPROVAL_NONE);
+        assert_int_equal(store_approval_decide(s, "ghost", "bob", &cfg, T0 + 24, &q, &why, &op),
+                         TG_ENOTFOUND);
+        store_close(s);
+}
+
 static void test_trace_and_caller_deadline(void **state)
 {
         static const char tp[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -3052,6 +3109,7 @@ static void test_pg_cut_utf8_recorded(void **state)
             cmocka_unit_test_setup_teardown(test_cancel_before_any_call, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_cancel_manual_never_sent, setup, teardown),       \
             cmocka_unit_test_setup_teardown(test_assign_manual_cases, setup, teardown),            \
+            cmocka_unit_test_setup_teardown(test_approvals, setup, teardown),                      \
             cmocka_unit_test_setup_teardown(test_trace_and_caller_deadline, setup, teardown),      \
             cmocka_unit_test_setup_teardown(test_protected_rows_never_deleted, setup, teardown),   \
             cmocka_unit_test_setup_teardown(test_stats, setup, teardown),                          \

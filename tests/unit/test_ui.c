@@ -583,6 +583,59 @@ static void test_sign_in_guards(void **state)
         answer_free(&a);
 }
 
+/* Four-eyes from the console (manual.approval_above): a re-send at or above
+ * it is a request; its requester cannot approve it (403 self_approval), a
+ * viewer may not (403 forbidden), another operator does, and the re-send
+ * is audited as the requester's. */
+static void test_console_four_eyes(void **state)
+{
+        struct fixture *fx = *state;
+        const char *hdr[] = {"Cookie", NULL, "Content-Type", "application/json", "X-CSRF-Token",
+                             NULL,     NULL};
+        char cookie_op[256], csrf_op[80];
+        struct audit_seen au;
+        struct answer a;
+
+        if (web_asset_count == 0)
+                skip();
+        fx->api->cfg.manual_approval_above = 1000; /* make_manual's refunds are 1500 */
+        make_manual(fx->api, "op-4e");
+        sign_in(fx, OP_TOKEN, "olga");
+        snprintf(cookie_op, sizeof(cookie_op), "%s", fx->cookie);
+        snprintf(csrf_op, sizeof(csrf_op), "%s", fx->csrf);
+        hdr[1] = cookie_op;
+        hdr[5] = csrf_op;
+        a = call(fx->api, "POST", "/ui/api/ops/op-4e/resend", NULL, hdr, "{\"note\":\"n\"}");
+        CHECK(a.status == 202, "request: %d %s", a.status, a.body);
+        assert_string_equal(
+            json_string_value(json_object_get(json_object_get(a.json, "approval"), "status")),
+            "requested");
+        assert_string_equal(json_string_value(json_object_get(a.json, "state")), "manual");
+        answer_free(&a);
+        a = call(fx->api, "POST", "/ui/api/ops/op-4e/approve", NULL, hdr, "{}");
+        assert_int_equal(a.status, 403);
+        assert_string_equal(code_of(&a), "self_approval");
+        answer_free(&a);
+        sign_in(fx, VW_TOKEN, "vera");
+        hdr[1] = fx->cookie;
+        hdr[5] = fx->csrf;
+        a = call(fx->api, "POST", "/ui/api/ops/op-4e/approve", NULL, hdr, "{}");
+        assert_int_equal(a.status, 403);
+        assert_string_equal(code_of(&a), "forbidden");
+        answer_free(&a);
+        assert_string_equal(audit_of(fx->api, "op-4e").last_action, "request_resend");
+        sign_in(fx, API_TOKEN, "api-token");
+        hdr[1] = fx->cookie;
+        hdr[5] = fx->csrf;
+        a = call(fx->api, "POST", "/ui/api/ops/op-4e/approve", NULL, hdr, "{}");
+        CHECK(a.status == 202, "approve: %d %s", a.status, a.body);
+        assert_string_equal(json_string_value(json_object_get(a.json, "state")), "retry_wait");
+        answer_free(&a);
+        au = audit_of(fx->api, "op-4e");
+        assert_string_equal(au.last_action, "resend");
+        assert_string_equal(au.last_operator, "olga");
+}
+
 static void test_actions(void **state)
 {
         struct fixture *fx = *state;
@@ -875,6 +928,7 @@ int main(void)
             cmocka_unit_test(test_front_doors_console_off),
             cmocka_unit_test_setup_teardown(test_sign_in_guards, setup, teardown),
             cmocka_unit_test_setup_teardown(test_actions, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_console_four_eyes, setup, teardown),
             cmocka_unit_test_setup_teardown(test_live_is_one_read, setup, teardown),
             cmocka_unit_test_setup_teardown(test_refusals_counted, setup, teardown),
             cmocka_unit_test_setup_teardown(test_timeline, setup, teardown),

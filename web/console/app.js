@@ -281,6 +281,8 @@
       box.textContent = '';
       box.appendChild(el('button', { type: 'button', class: 'resend', 'data-op': op.operation_id, onclick: askResend }, TG.t('manual.resend')));
       box.appendChild(el('button', { type: 'button', class: 'resolve', 'data-op': op.operation_id, onclick: askResolve }, TG.t('manual.resolve')));
+      // four-eyes (manual.approval_above): carry out another operator's request
+      box.appendChild(el('button', { type: 'button', class: 'approve', 'data-op': op.operation_id, onclick: function () { send('approve', {}); } }, TG.t('manual.approve')));
     }
     function askResend() {
       box.textContent = '';
@@ -323,7 +325,14 @@
           reset();
           return;
         }
-        toast(TG.t(what === 'resend' ? 'manual.resent' : 'manual.resolved', { id: op.operation_id, state: TG.stateName(res.data.state) }));
+        var approval = res.data.approval;
+        if (approval && approval.status === 'requested') {
+          toast(TG.t('manual.requested', { id: op.operation_id }));
+        } else if (approval) {
+          toast(TG.t('manual.approved', { id: op.operation_id, who: approval.requested_by, state: TG.stateName(res.data.state) }));
+        } else {
+          toast(TG.t(what === 'resend' ? 'manual.resent' : 'manual.resolved', { id: op.operation_id, state: TG.stateName(res.data.state) }));
+        }
         if (done) done(res.data);
       });
     }
