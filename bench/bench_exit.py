@@ -3,7 +3,8 @@
 fails on a number.
 
 For each configured rate it starts tollgate-stub (fast) and tollgate on a
-fresh store (SQLite with synchronous=FULL, or MariaDB with --mysql URL),
+fresh store (SQLite with synchronous=FULL, MariaDB with --mysql URL,
+PostgreSQL with --pg URL; --stores sqlite,mysql,pg runs each beside the others),
 preloads a backlog through the API (so work is always due), starts the
 dispatcher(s), lets them drain, and reads the call log:
 
@@ -25,7 +26,8 @@ straight into the SQLite file (the one place a bench writes the schema: a
 1M-row fill through the API would take minutes of fsyncs).
 
 usage: bench/bench_exit.py [--build DIR] [--rates 5,50,1000] [--seconds 10]
-                           [--margins 1000,0] [--shares 1] [--mysql URL]
+                           [--margins 1000,0] [--shares 1] [--mysql URL] [--pg URL]
+                           [--stores sqlite,mysql,pg]
                            [--big-backlog 1000000] [--idle 60] [--tls plain]
 """
 
@@ -92,11 +94,18 @@ MODES = {"plain": ("", "provider-md"), "https": ("https", "provider-md"),
 _serial = iter(range(1, 1 << 30))
 
 
-def store_for(mysql):
-    """None (a SQLite file in the Tollgate's dir) or a fresh MariaDB database."""
-    if not mysql:
+def store_for(server):
+    """None (a SQLite file in the Tollgate's dir) or a fresh database on the
+    MariaDB or PostgreSQL server of the url."""
+    if not server:
         return None
-    return "%s_bx_%d_%d" % (mysql, os.getpid(), next(_serial))
+    return "%s_bx_%d_%d" % (server, os.getpid(), next(_serial))
+
+
+def store_name(server):
+    if not server:
+        return "SQLite FULL"
+    return "PostgreSQL" if server.startswith("postgres") else "MariaDB"
 
 
 def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None, skew_ms=None,
@@ -149,7 +158,7 @@ def run(rate, seconds, big, mode="plain", margin_us=1000, shares=1, mysql=None, 
         achieved = (len(s) - 1) / ((s[-1] - s[0]) / 1e9)
         print("rate %g/s, %s%s, %s, margin %d us%s, %d starts%s"
               % (rate, mode, ", keep-alive" if reuse else "",
-                 "MariaDB" if mysql else "SQLite FULL", margin_us,
+                 store_name(mysql), margin_us,
                  ", %d shares%s" % (shares, "" if skew_ms is None else
                                     ", clock_skew_ms %d" % skew_ms) if shares > 1 else "",
                  len(s),
@@ -225,6 +234,11 @@ def main():
                     help="exit.clock_skew_ms for --shares > 1 (default: the config's, 1)")
     ap.add_argument("--mysql", default=None,
                     help="a MariaDB url (a fresh database per run is made under it)")
+    ap.add_argument("--pg", default=None,
+                    help="a PostgreSQL url (a fresh database per run is made under it)")
+    ap.add_argument("--stores", default=None,
+                    help="comma list of sqlite, mysql, pg to run one after the other "
+                    "(default: the one --mysql or --pg names, else sqlite)")
     ap.add_argument("--reuse", action="store_true",
                     help="provider.reuse_connections = true (keep-alive; default: a fresh "
                     "connection per call)")
@@ -237,12 +251,20 @@ def main():
     for mode in a.tls.split(","):
         if mode not in MODES:
             ap.error("--tls: unknown mode %r" % mode)
+    urls = {"sqlite": None, "mysql": a.mysql or os.environ.get("TG_TEST_MYSQL_URL"),
+            "pg": a.pg or os.environ.get("TG_TEST_PG_URL")}
+    names = a.stores.split(",") if a.stores else ["pg" if a.pg else "mysql" if a.mysql
+                                                  else "sqlite"]
+    for name in names:
+        if name not in urls or (name != "sqlite" and not urls[name]):
+            ap.error("--stores: %r needs its url (--mysql, --pg)" % name)
     for r in a.rates.split(","):
         for mode in a.tls.split(","):
             for m in a.margins.split(","):
                 for sh in a.shares.split(","):
-                    run(float(r), a.seconds, 0, mode, int(m), int(sh), a.mysql, a.clock_skew,
-                        a.reuse)
+                    for name in names:
+                        run(float(r), a.seconds, 0, mode, int(m), int(sh), urls[name],
+                            a.clock_skew, a.reuse)
         if a.big_backlog:
             run(float(r), a.seconds, a.big_backlog, margin_us=int(a.margins.split(",")[0]))
     if a.idle:

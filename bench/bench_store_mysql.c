@@ -1,11 +1,13 @@
 /*
- * bench_store_mysql — the MariaDB store beside the SQLite one, through
- * the store interface (the exit's own calls). Prints figures, never fails on
- * a number.
+ * bench_store_mysql — the server stores (MariaDB, PostgreSQL) beside the
+ * SQLite one, through the store interface (the exit's own calls). Prints
+ * figures, never fails on a number.
  *
- *   bench_store_mysql URL [N [DIR]]
- *       URL  a mysql:// url whose user may create databases named after it
- *            (the bench uses "<db>_bench_<pid>", fresh);
+ *   bench_store_mysql [URL [N [DIR]]]
+ *       URL  a mysql:// or postgresql:// url whose user may create databases
+ *            named after it (the bench uses "<db>_bench_<pid>", fresh);
+ *            "" or none: both of TG_TEST_MYSQL_URL and TG_TEST_PG_URL that
+ *            are set, one after the other;
  *       N    the large backlog (default 1,000,000);
  *       DIR  where the SQLite comparison database goes (default /tmp).
  *
@@ -14,17 +16,23 @@
  *   - claims/s and settles/s: LOOPS claim+settle pairs of the first group,
  *     each call timed on its own (p50/p99, and calls per second of one
  *     connection = 1 / mean);
- * and on MariaDB only:
+ * and on the servers only:
  *   - claim latency (p50/p99) with N pending operations, the backlog filled
- *     by one INSERT ... SELECT over MariaDB's sequence engine (rows of the
- *     shape store_accept writes; the one place outside src/store that knows
- *     the schema), and stats / next_due at that size.
+ *     by one INSERT ... SELECT over MariaDB's sequence engine or
+ *     PostgreSQL's generate_series (rows of the shape store_accept writes;
+ *     the one place outside src/store that knows the schema), and stats /
+ *     next_due at that size.
  */
 #include <inttypes.h>
 #include <stdio.h>
 
+#if defined(TG_HAVE_MARIADB) || defined(TG_HAVE_PG)
 #ifdef TG_HAVE_MARIADB
 #include <mysql.h>
+#endif
+#ifdef TG_HAVE_PG
+#include <libpq-fe.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,12 +153,27 @@ static void small_run(const char *label, const char *url)
         free(settles);
 }
 
+/* The INSERT of N pending rows as store_accept writes them, numbered by
+ * `seq` of `from` (a row source both servers name differently; CONCAT is
+ * both dialects'). */
+static void bulk_sql(char *sql, size_t size, const char *from)
+{
+        snprintf(sql, size,
+                 "INSERT INTO operations (operation_id, payment_id, amount, currency, state, "
+                 "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source) "
+                 "SELECT CONCAT('bulk-', seq), CONCAT('pay-', seq), 1000 + seq %% 5000, 'TWD', "
+                 "'pending', 3, 20, %lld + seq, %lld + seq + %lld, %lld + seq, 'api' FROM %s",
+                 (long long)(T0 + DAY_MS), (long long)(T0 + DAY_MS), (long long)(30 * DAY_MS),
+                 (long long)(T0 + DAY_MS), from);
+}
+
+#ifdef TG_HAVE_MARIADB
 /* Fills N pending rows with one INSERT ... SELECT over seq_1_to_N. */
-static void bulk_fill(const char *url, int64_t total)
+static void bulk_fill_mysql(const char *url, int64_t total)
 {
         char user[128] = "", pass[256] = "", host[256] = "", db[80] = "";
         unsigned port = 3306;
-        char sql[1600];
+        char sql[1600], from[80];
         MYSQL *m = mysql_init(NULL);
         const char *p = url + strlen("mysql://");
 
@@ -163,19 +186,59 @@ static void bulk_fill(const char *url, int64_t total)
                 fprintf(stderr, "bench_store_mysql: connect: %s\n", m ? mysql_error(m) : "?");
                 exit(1);
         }
-        snprintf(sql, sizeof(sql),
-                 "INSERT INTO operations (operation_id, payment_id, amount, currency, state, "
-                 "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source) "
-                 "SELECT CONCAT('bulk-', seq), CONCAT('pay-', seq), 1000 + seq %% 5000, 'TWD', "
-                 "'pending', 3, 20, %lld + seq, %lld + seq + %lld, %lld + seq, 'api' "
-                 "FROM seq_1_to_%lld",
-                 (long long)(T0 + DAY_MS), (long long)(T0 + DAY_MS), (long long)(30 * DAY_MS),
-                 (long long)(T0 + DAY_MS), (long long)total);
+        snprintf(from, sizeof(from), "seq_1_to_%lld", (long long)total);
+        bulk_sql(sql, sizeof(sql), from);
         if (mysql_query(m, sql) != 0) {
                 fprintf(stderr, "bench_store_mysql: bulk fill: %s\n", mysql_error(m));
                 exit(1);
         }
         mysql_close(m);
+}
+#endif
+
+#ifdef TG_HAVE_PG
+/* Fills N pending rows with one INSERT ... SELECT over generate_series
+ * (libpq reads the url itself). */
+static void bulk_fill_pg(const char *url, int64_t total)
+{
+        char sql[1600], from[80];
+        PGconn *c = PQconnectdb(url);
+        PGresult *res;
+
+        if (!c || PQstatus(c) != CONNECTION_OK) {
+                fprintf(stderr, "bench_store_mysql: connect: %s\n", c ? PQerrorMessage(c) : "?");
+                exit(1);
+        }
+        snprintf(from, sizeof(from), "generate_series(1, %lld) AS seq", (long long)total);
+        bulk_sql(sql, sizeof(sql), from);
+        res = PQexec(c, sql);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+                fprintf(stderr, "bench_store_mysql: bulk fill: %s\n", PQerrorMessage(c));
+                exit(1);
+        }
+        PQclear(res);
+        /* the planner's figures for the backlog, as autovacuum would make them */
+        res = PQexec(c, "ANALYZE operations");
+        PQclear(res);
+        PQfinish(c);
+}
+#endif
+
+static void bulk_fill(const char *url, int64_t total)
+{
+#ifdef TG_HAVE_MARIADB
+        if (strncmp(url, "mysql://", 8) == 0) {
+                bulk_fill_mysql(url, total);
+                return;
+        }
+#endif
+#ifdef TG_HAVE_PG
+        bulk_fill_pg(url, total);
+#else
+        (void)total;
+        fprintf(stderr, "bench_store_mysql: no bulk fill for %s\n", url);
+        exit(1);
+#endif
 }
 
 static void large_run(const char *url, int64_t total)
@@ -198,7 +261,7 @@ static void large_run(const char *url, int64_t total)
         t0 = now_s();
         bulk_fill(url, total);
         dt = now_s() - t0;
-        printf("mysql, %" PRId64 " pending (bulk fill %.1f s)\n", total, dt);
+        printf("%s, %" PRId64 " pending (bulk fill %.1f s)\n", store_backend(s), total, dt);
         r = store_owner_acquire(s, &epoch);
         if (r < 0)
                 die("acquire", r);
@@ -222,16 +285,28 @@ static void large_run(const char *url, int64_t total)
         free(settles);
 }
 
+static bool server_url(const char *url)
+{
+        return url && (strncmp(url, "mysql://", 8) == 0 || strncmp(url, "postgresql://", 13) == 0 ||
+                       strncmp(url, "postgres://", 11) == 0);
+}
+
 int main(int argc, char **argv)
 {
-        const char *base = argc > 1 ? argv[1] : getenv("TG_TEST_MYSQL_URL");
+        const char *given = argc > 1 && argv[1][0] ? argv[1] : NULL;
+        const char *bases[2] = {given, NULL};
         const char *dir = argc > 3 ? argv[3] : "/tmp";
         int64_t total = 1000000;
         char url[600], sqlite_url[600];
 
-        if (!base || strncmp(base, "mysql://", 8) != 0) {
-                fprintf(stderr, "usage: bench_store_mysql mysql://user:pass@host:port/db "
-                                "[N [DIR]]\n");
+        if (!given) {
+                bases[0] = getenv("TG_TEST_MYSQL_URL");
+                bases[1] = getenv("TG_TEST_PG_URL");
+        }
+        if ((given && !server_url(given)) ||
+            (!given && !server_url(bases[0]) && !server_url(bases[1]))) {
+                fprintf(stderr, "usage: bench_store_mysql [mysql://user:pass@host:port/db | "
+                                "postgresql://user:pass@host:port/db [N [DIR]]]\n");
                 return 2;
         }
         if (argc > 2) {
@@ -246,20 +321,26 @@ int main(int argc, char **argv)
         snprintf(sqlite_url, sizeof(sqlite_url), "sqlite://%s/tg-bench-mysql-%ld.db", dir,
                  (long)getpid());
         small_run("sqlite", sqlite_url);
-        snprintf(url, sizeof(url), "%s_bench_%ld_s", base, (long)getpid());
-        small_run("mysql", url);
-        snprintf(url, sizeof(url), "%s_bench_%ld_l", base, (long)getpid());
-        large_run(url, total);
+        for (int i = 0; i < 2; i++) {
+                const char *base = bases[i];
+
+                if (!server_url(base))
+                        continue;
+                snprintf(url, sizeof(url), "%s_bench_%ld_s", base, (long)getpid());
+                small_run(strncmp(base, "mysql://", 8) == 0 ? "mysql" : "postgresql", url);
+                snprintf(url, sizeof(url), "%s_bench_%ld_l", base, (long)getpid());
+                large_run(url, total);
+        }
         printf("(databases *_bench_%ld_s and _l, and %s, are left for inspection)\n",
                (long)getpid(), sqlite_url + strlen("sqlite://"));
         return 0;
 }
 
-#else /* built without MariaDB Connector/C */
+#else /* built without MariaDB Connector/C and libpq */
 
 int main(void)
 {
-        fprintf(stderr, "bench_store_mysql: built without MariaDB Connector/C\n");
+        fprintf(stderr, "bench_store_mysql: built without MariaDB Connector/C and libpq\n");
         return 2;
 }
 

@@ -7,7 +7,8 @@ never in CI (docs/reliability.md has its table and the command).
 One run, from its own seed (--seed + run number, so any run replays with
 --runs 1 --seed N):
 
-  - a fresh store (a SQLite file, or a new MariaDB database on --mysql-url),
+  - a fresh store (a SQLite file, or a new MariaDB database on --mysql-url,
+    or a new PostgreSQL database on --pg-url),
     a fresh tollgate-stub whose every refund request draws its fate from a
     seeded mix: fast, slow past the call timeout (executes, answers after
     tollgate gave up), drop (executes, closes the connection unanswered),
@@ -49,8 +50,8 @@ arrivals, each with its Idempotency-Key and request id):
   arrivals at the provider without their call row in tollgate's log (record
   before send: 0 is promised), manual, and the runs' time.
 
-usage: python3 bench/crash-sweep/run.py [--build DIR] [--runs 200] [--store sqlite|mysql|both]
-         [--mysql-url URL] [--refunds 12] [--kills 2] [--window 1.5] [--seed 1]
+usage: python3 bench/crash-sweep/run.py [--build DIR] [--runs 200]
+         [--store sqlite|mysql|pg|all] [--mysql-url URL] [--pg-url URL] [--refunds 12] [--kills 2] [--window 1.5] [--seed 1]
          [--shares 1]
 """
 
@@ -127,8 +128,15 @@ def states(tg, ops):
 
 
 def drop_database(url):
-    """Best effort: the run's MariaDB database goes (the mariadb client)."""
+    """Best effort: the run's database goes (the mariadb client, or psql)."""
     u = urllib.parse.urlsplit(url)
+    if u.scheme.startswith("postgres"):
+        if shutil.which("psql"):
+            subprocess.run(["psql", "-X", "-q", urllib.parse.urlunsplit(
+                u._replace(path="/postgres")), "-c",
+                'DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % u.path.lstrip("/")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return
     if not shutil.which("mariadb"):
         return
     subprocess.run(["mariadb", "--no-defaults", "-h", u.hostname, "-P", str(u.port or 3306),
@@ -142,8 +150,9 @@ def one_run(args, store, n, seed):
     rng = random.Random(seed)
     ops = ["cs%d-%03d" % (n, i) for i in range(args.refunds)]
     store_url = None
-    if store == "mysql":
-        store_url = "%s_sweep_%d_%d" % (args.mysql_url, os.getpid(), n)
+    if store in ("mysql", "pg"):
+        store_url = "%s_sweep_%d_%d" % (args.mysql_url if store == "mysql" else args.pg_url,
+                                        os.getpid(), n)
     t0 = time.monotonic()
     with tgtest.start_stub("--mode", "mix:" + MIX, "--delay-ms", str(SLOW_MS),
                            "--retry-after", "none", "--seed", str(seed)) as stub, \
@@ -236,12 +245,17 @@ def one_run(args, store, n, seed):
     return r
 
 
+STORE_NAMES = {"sqlite": "SQLite", "mysql": "MariaDB", "pg": "PostgreSQL"}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", help="build dir (default: ../../build)")
     ap.add_argument("--runs", type=int, default=200)
-    ap.add_argument("--store", choices=("sqlite", "mysql", "both"), default="both")
+    ap.add_argument("--store", choices=("sqlite", "mysql", "pg", "both", "all"), default="all",
+                    help="both: sqlite and mysql; all: the three")
     ap.add_argument("--mysql-url", default=os.environ.get("TG_TEST_MYSQL_URL", ""))
+    ap.add_argument("--pg-url", default=os.environ.get("TG_TEST_PG_URL", ""))
     ap.add_argument("--refunds", type=int, default=12)
     ap.add_argument("--kills", type=int, default=2)
     ap.add_argument("--window", type=float, default=1.5)
@@ -255,10 +269,14 @@ def main():
         os.environ["TG_BUILD_DIR"] = os.path.abspath(args.build)
     elif not os.environ.get("TG_BUILD_DIR"):
         os.environ["TG_BUILD_DIR"] = os.path.join(HERE, "..", "..", "build")
-    stores = ["sqlite", "mysql"] if args.store == "both" else [args.store]
+    stores = {"both": ["sqlite", "mysql"], "all": ["sqlite", "mysql", "pg"]}.get(
+        args.store, [args.store])
     if "mysql" in stores and not args.mysql_url:
-        print("no --mysql-url (or TG_TEST_MYSQL_URL): SQLite only", file=sys.stderr)
+        print("no --mysql-url (or TG_TEST_MYSQL_URL): no MariaDB", file=sys.stderr)
         stores.remove("mysql")
+    if "pg" in stores and not args.pg_url:
+        print("no --pg-url (or TG_TEST_PG_URL): no PostgreSQL", file=sys.stderr)
+        stores.remove("pg")
 
     rows = []
     for store in stores:
@@ -288,7 +306,7 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for store, tot, _ in rows:
         print("| %s, %s | %d | %d | %d | %d | %d | %d |" % (
-            fault, "SQLite" if store == "sqlite" else "MariaDB", args.runs, tot["lost"],
+            fault, STORE_NAMES[store], args.runs, tot["lost"],
             tot["twice"], tot["unexpected"], tot["posts"], tot["spacing"]))
     print()
     print("| store | runs | kills | refunds accepted | recovered | in the store without a 2xx "

@@ -171,7 +171,10 @@ int cmd_backup(int argc, char **argv)
                 r = cli_open_store("backup", cfg, &store);
         if (r == 0) {
                 r = store_backup(store, to);
-                if (r == TG_EUNSUPPORTED)
+                if (r == TG_EUNSUPPORTED && strcmp(store_backend(store), "postgresql") == 0)
+                        fprintf(stderr, "tollgate backup: a PostgreSQL store is backed up with "
+                                        "pg_dump (docs/operating.md, \"Backups\")\n");
+                else if (r == TG_EUNSUPPORTED)
                         fprintf(stderr, "tollgate backup: a MariaDB store is backed up with "
                                         "mariadb-dump --single-transaction (docs/operating.md, "
                                         "\"Backups\")\n");

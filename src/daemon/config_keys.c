@@ -363,10 +363,12 @@ const struct key_def config_keys[] = {
             "without saying how long costs one probe per doubling hold, not one per "
             "`exit.default_hold_ms`. At or below `exit.default_hold_ms`: no doubling."),
     INT_KEY(PER_ACCOUNT("exit"), "idle_poll_max_ms", KEY_I64, exit_idle_poll_max_ms, 50, 60000, 1,
-            "An idle exit looks for new work at least this often. In `tollgate serve` the API "
-            "wakes the exit for every new refund and a due retry wakes it on time, so this only "
-            "bounds how late an outbox row is seen; a `tollgate dispatch` alone, which no API "
-            "can wake, backs off from 50 ms to this while it finds nothing."),
+            "An idle exit looks for new work at least this often (and at its housekeeping "
+            "second anyway). In `tollgate serve` the API wakes the exit for every new refund "
+            "and a due retry wakes it on time, so this only bounds how late an outbox row is "
+            "seen; on PostgreSQL every `tollgate api` sharing the store wakes every dispatcher "
+            "the same way (LISTEN/NOTIFY); a `tollgate dispatch` on SQLite or MariaDB, which no "
+            "API can wake, backs off from 50 ms to this while it finds nothing."),
 
     INT_KEY(PER_ACCOUNT("retry"), "max_attempts", KEY_UINT, policy.max_attempts, 1, 1000, 1,
             "POSTs per operation, the first included; then manual review "

@@ -30,7 +30,8 @@
 struct real {
         struct exit_env env;
         struct transport *transport;
-        struct wake *doorbell;
+        struct wake *doorbell;       /* the API's (serve), or own_bell */
+        struct wake *own_bell;       /* ours: rung by the store's listener alone */
         struct wake *store_bell;     /* ours: the store thread's */
         const struct tg_config *cfg; /* the caller's: it outlives the env */
 };
@@ -122,6 +123,33 @@ int exit_env_reload_credentials(const struct exit_env *env, char *err, size_t er
         return env->reload_credentials(env->ctx, err, err_size);
 }
 
+/* A store shared by processes on other machines (PostgreSQL) rings the
+ * doorbell when any of them commits new work: the store's listener rings
+ * the API's doorbell (serve), or one of our own (dispatch, which had none),
+ * so the loop waits on one bell whoever rings it. A store that cannot
+ * (SQLite, MariaDB) leaves the doorbell as it was. */
+static int listen_store(struct real *x)
+{
+        struct wake *bell = x->doorbell;
+        int r;
+
+        if (!bell && wake_new(&x->own_bell) < 0)
+                return TG_ENOMEM;
+        if (!bell)
+                bell = x->own_bell;
+        r = store_listen(x->env.store, bell);
+        if (r == TG_EUNSUPPORTED) {
+                wake_free(x->own_bell);
+                x->own_bell = NULL;
+                return 0;
+        }
+        if (r == 0) {
+                x->doorbell = bell;
+                x->env.has_doorbell = true;
+        }
+        return r;
+}
+
 int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *doorbell,
                   struct exit_env **ret_env)
 {
@@ -161,6 +189,8 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
                 r = store_open(cfg->store_url, &x->env.store);
         if (r == 0)
                 store_set_busy_timeout(x->env.store, DISPATCH_BUSY_TIMEOUT_MS);
+        if (r == 0)
+                r = listen_store(x);
         /* MariaDB serves two connections at once: the outcomes get their
          * own (SQLite has one writer at a time: a second would only wait) */
         if (r == 0 && strcmp(store_backend(x->env.store), "mysql") == 0)
@@ -195,7 +225,8 @@ void exit_env_free(struct exit_env *env)
                 return;
         transport_free(x->transport);
         store_close(x->env.outcome_store);
-        store_close(x->env.store);
+        store_close(x->env.store); /* stops its listener, which rings own_bell */
+        wake_free(x->own_bell);
         wake_free(x->store_bell);
         free(x);
 }

@@ -71,7 +71,9 @@ struct wake;
 /* The real environment for `config`: the system clocks, a libcurl transport
  * for at most max_open calls, the configured store (busy timeout set short,
  * so a locked store never stalls the loop), and `doorbell` (borrowed; NULL:
- * none) rung by another thread when work arrives. 0 or a TG_E* code; free it
+ * none) rung by another thread when work arrives. A store that rings across
+ * processes (store_listen: PostgreSQL) rings it too, or a doorbell of the
+ * env's own when `doorbell` is NULL. 0 or a TG_E* code; free it
  * with exit_env_free() (accepts NULL and a half-built one). */
 int exit_env_real(const struct tg_config *config, unsigned max_open, struct wake *doorbell,
                   struct exit_env **ret_env);

@@ -105,6 +105,8 @@ struct pg_store {
         char sql[PG_SQL_MAX];
         /* the server's or libpq's last message, for store_open_ex()'s error */
         char last_error[256];
+        /* the listener of store_listen() (store_pg_bell.c); NULL: none */
+        struct pg_bell *bell;
 };
 
 static inline struct pg_store *P(struct store *store)
@@ -181,6 +183,12 @@ int store_pg_prune_pick(struct store *store, enum op_state state, tg_wall_ms bef
                         int64_t *ret_at, unsigned *ret_n);
 int store_pg_prune_delete(struct store *store, const int64_t *ids, unsigned n, tg_wall_ms before,
                           uint64_t *ret_calls);
+
+/* the doorbell between processes (store_pg_bell.c): NOTIFY inside a write
+ * transaction; a listening session on a thread of its own, stopped by close */
+int store_pg_bell_ring(struct store *store);
+int store_pg_bell_listen(struct store *store, struct wake *bell);
+void store_pg_bell_close(struct pg_store *s);
 
 /* store_pg_lock.c: one advisory lock call on a session ("pg_try_advisory_lock",
  * "pg_advisory_unlock", ...): 1 true, 0 false. */

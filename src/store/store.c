@@ -326,3 +326,17 @@ int store_set_busy_timeout(struct store *store, int64_t ms)
                 return TG_EUNSUPPORTED;
         return store->ops->set_busy_timeout(store, ms);
 }
+
+int store_listen(struct store *store, struct wake *bell)
+{
+        if (!store || !bell)
+                return TG_EINVAL;
+        if (!store->ops->bell_listen)
+                return TG_EUNSUPPORTED;
+        return store->ops->bell_listen(store, bell);
+}
+
+int store_bell_ring(struct store *store)
+{
+        return store->ops->bell_ring ? store->ops->bell_ring(store) : 0;
+}

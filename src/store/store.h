@@ -629,4 +629,14 @@ int store_list_refusals(struct store *store, tg_wall_ms since, unsigned limit, s
  * retries the store instead. 0 or TG_EUNSUPPORTED. */
 int store_set_busy_timeout(struct store *store, int64_t ms);
 
+/* Across processes: from now until store_close, `bell` (platform/wake.h,
+ * borrowed) rings whenever any process sharing this store commits new work
+ * (an acceptance, a batch, an operator's re-send, an outbox intake), so that
+ * a dispatcher whose API runs elsewhere looks at once. It also rings once
+ * after the store's listener reconnects. Holds no transaction. 0;
+ * TG_EUNSUPPORTED when the backend cannot (SQLite: one machine, the
+ * in-process doorbell; MariaDB: no notifications), TG_ENOMEM. */
+struct wake;
+int store_listen(struct store *store, struct wake *bell);
+
 #endif

@@ -53,6 +53,8 @@ static int resend_tx(struct store *s, void *ctx)
                  next.attempts + 1, next.attempt_limit, next.next_run_at, next.deadline_at);
         r = store_audit_add(s, next.id, c->now, "resend", c->operator_name, c->reason, detail);
         if (r == 0)
+                r = store_bell_ring(s); /* due now: the dispatchers look */
+        if (r == 0)
                 c->op = next;
         return r;
 }

@@ -37,6 +37,7 @@
 #define STORE_UNKEPT_MAX 1024
 
 struct store_ops;
+struct wake;
 
 struct store {
         const struct store_ops *ops;
@@ -260,6 +261,17 @@ struct store_ops {
 
         /* optional (NULL: TG_EUNSUPPORTED) */
         int (*set_busy_timeout)(struct store *store, int64_t ms);
+        /* The doorbell between processes, optional (NULL: the backend rings
+         * no one, and store_listen() is TG_EUNSUPPORTED). bell_ring, inside a
+         * write transaction: every listener of this database rings once that
+         * transaction commits (new work; nothing rings for a rollback).
+         * bell_listen, outside any transaction: from now until close, `bell`
+         * (borrowed; it outlives the handle) rings whenever any process's
+         * bell_ring commits, and once after the listener (re)connects (rings
+         * it missed while away). It holds no transaction and never blocks the
+         * caller: a backend listens on a connection and thread of its own. */
+        int (*bell_ring)(struct store *store);
+        int (*bell_listen)(struct store *store, struct wake *bell);
         /* outbox rows exist on this backend (an application shares its
          * database); without it store_outbox_intake() is TG_EUNSUPPORTED */
         bool has_outbox;
@@ -342,6 +354,11 @@ const char *store_counter_text(enum store_counter counter);
  * (store_life.c). Every change of an operation's state goes through it. */
 int store_op_put(struct store *store, const struct op_record *before,
                  const struct op_record *after);
+
+/* Inside a write transaction that made work due: every process listening
+ * on this store rings when it commits (ops->bell_ring; 0 when the backend
+ * has none). */
+int store_bell_ring(struct store *store);
 
 /* Inside a transaction: one audit row (store_exit.c, store_actions.c). */
 int store_audit_add(struct store *store, int64_t op_id, tg_wall_ms at, const char *action,

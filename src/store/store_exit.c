@@ -134,8 +134,10 @@ struct accept_ctx {
 static int accept_tx(struct store *s, void *ctx)
 {
         struct accept_ctx *c = ctx;
+        int r = accept_one(s, c->req, c->now, c->limits, &c->created, &c->op);
 
-        return accept_one(s, c->req, c->now, c->limits, &c->created, &c->op);
+        /* a dispatcher in another process looks once this commits */
+        return r == 0 && c->created ? store_bell_ring(s) : r;
 }
 
 int store_accept(struct store *store, const struct refund_request *req, tg_wall_ms now,
@@ -183,6 +185,11 @@ static int accept_batch_tx(struct store *s, void *ctx)
                             strcmp(c->items[j].req->operation_id, it->req->operation_id) == 0)
                                 it->created = false;
         }
+        /* one ring for the batch: a dispatcher in another process looks once
+         * this commits */
+        for (size_t i = 0; i < c->n; i++)
+                if (c->items[i].result == 0 && c->items[i].created)
+                        return store_bell_ring(s);
         return 0;
 }
 
@@ -765,6 +772,9 @@ static int outbox_tx(struct store *s, void *ctx)
                 if (r == 0)
                         c->invalid++;
         }
+        /* the dispatchers of every share look at once (this one included) */
+        if (r == 0 && c->taken > 0)
+                r = store_bell_ring(s);
         return r;
 }
 

@@ -43,7 +43,8 @@
  * transition table, close and the vtable; store_pg_sql.c the SQL builder,
  * values, connections and transactions; store_pg_rows.c the row, pick, page,
  * stats, sample, counter and prune primitives; store_pg_lock.c ownership
- * locks, epochs and the split. What they share is declared in pg_int.h.
+ * locks, epochs and the split; store_pg_bell.c the doorbell between
+ * processes (LISTEN/NOTIFY). What they share is declared in pg_int.h.
  */
 #ifdef TG_HAVE_PG /* the whole file: CMake defines it with libpq */
 
@@ -541,6 +542,7 @@ static void store_pg_close(struct store *store)
 
         if (!s)
                 return;
+        store_pg_bell_close(s);
         store_pg_conn_drop(&s->lock_db);
         store_pg_conn_drop(&s->db);
         /* the password was ours only */
@@ -668,6 +670,8 @@ static const struct store_ops store_pg_ops = {
     .prune_pick = store_pg_prune_pick,
     .prune_delete = store_pg_prune_delete,
     .set_busy_timeout = store_pg_set_busy_timeout,
+    .bell_ring = store_pg_bell_ring,
+    .bell_listen = store_pg_bell_listen,
     .has_outbox = true,
 };
 

@@ -39,8 +39,8 @@ class ExitOnMariaDBTest(test_exit.ExitTest):
 
     def test_store_outage_pauses_the_exit_and_loses_nothing(self):
         # That test holds SQLite's file lock; on MariaDB the same outage
-        # (a restart, killed sessions, a crash) is test_db_faults_mariadb.py.
-        self.skipTest("SQLite's write lock; MariaDB outages: test_db_faults_mariadb.py")
+        # (a restart, killed sessions, a crash) is test_db_faults.py.
+        self.skipTest("SQLite's write lock; MariaDB outages: test_db_faults.py")
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ def submit_until_accepted(tg, op, answers, stop):
 class StoreFaultsTest(unittest.TestCase):
     def setUp(self):
         if os.environ.get("TG_TEST_STORE") == "mysql":
-            self.skipTest("the SQLite store's disk (MariaDB: test_db_faults_mariadb.py)")
+            self.skipTest("the SQLite store's disk (MariaDB: test_db_faults.py)")
 
     def fresh_judge(self, tg, stub, accepted, offered=()):
         """kill -9 of every tollgate, then a new one without the VFS: what

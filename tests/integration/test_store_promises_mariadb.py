@@ -15,13 +15,9 @@ databases and no SUPER: the common managed-database setup.
 - Backup and restore the documented way (docs/operating.md, "Backups"):
   `mariadb-dump --single-transaction --routines --triggers` of the store's
   database while `tollgate serve` writes to it, loaded into a fresh database
-  with the stock client, and a tollgate on that database serves it: the
-  manual case, its calls and its audit trail are there as they were, the
-  no-delete triggers too, and the refunds that were unknown at the dump are
-  reconciled by query with the same key — executed once at the provider.
+  with the stock client (tgbackup.py, the scenario PostgreSQL's test runs too).
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -29,17 +25,13 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgbackup  # noqa: E402
 import tgmariadb  # noqa: E402
 import tgtest  # noqa: E402
 from tgdaemon import Tollgate, log_events  # noqa: E402
 
 GUARDS = ("audit_no_delete", "audit_no_update", "calls_no_delete", "operations_no_delete")
-FAST_RETRY = {"max_attempts": 3, "backoff_base_ms": 20, "backoff_min_ms": 0,
-              "backoff_cap_ms": 100, "query_interval_ms": 200}
-FAST_EXIT = {"starts_per_second": 50, "default_hold_ms": 20, "default_hold_max_ms": 20}
-# a new owner waits provider.timeout_ms before it sends (the calls of the
-# owner before it): short, for the restarts here
-PROVIDER = {"connect_timeout_ms": 250, "timeout_ms": 500}
+PROVIDER = tgbackup.PROVIDER
 
 
 def ready_schema_check(body):
@@ -161,71 +153,33 @@ class StorePromisesTest(unittest.TestCase):
 
     def test_dump_while_serving_restores_into_a_fresh_database(self):
         self.db.sql("SET GLOBAL log_bin_trust_function_creators = 1")
-        url = self.db.url("tollgate_dumped")
-        # 503s counted against the attempts (retry.count_limited): to manual
-        self.stub.set_mode(mode="unavailable", query_mode="fast")
-        with Tollgate(self.stub.url, store_url=url, exit=FAST_EXIT, provider=PROVIDER,
-                      retry=dict(FAST_RETRY, count_limited="true")) as tg:
-            p = tg.start("serve")
-            self.assertEqual(tg.submit("bk-manual")[0], 202)
-            self.assertEqual(tg.submit("bk-resolved")[0], 202)
-            tg.wait_final(["bk-manual", "bk-resolved"], timeout=30, states=("manual",))
-            st, _, body = tgtest.http_json(
-                "POST", tg.api + "/v1/manual/bk-resolved/resolve",
-                {"operator": "alice", "reason": "refunded by phone", "outcome": "failed"},
-                tg.headers())
-            self.assertEqual((st, body["state"]), (200, "rejected"), body)
-            # executed at the provider, the answers dropped: unknown here
-            self.stub.set_mode(mode="drop", query_mode="unavailable")
-            unknown = ["bk-unknown-%d" % i for i in range(3)]
-            for op in unknown:
-                self.assertEqual(tg.submit(op)[0], 202)
-            tg.wait_final(unknown, timeout=30, states=("unknown", "retry_wait"))
-            before = {op: tg.status(op)[2] for op in ("bk-manual", "bk-resolved")}
-            # the dump, while tollgate serves and queries
+
+        def dump(url, path):
             u = urllib.parse.urlsplit(url)
-            dump = os.path.join(tg.dir, "tollgate.sql")
             env = dict(os.environ, MYSQL_PWD=u.password)
-            with open(dump, "w") as f:
+            with open(path, "w") as f:
                 r = subprocess.run(["mariadb-dump", "--no-defaults", "-h", u.hostname, "-P",
                                     str(u.port), "-u", u.username, "--single-transaction",
-                                    "--routines", "--triggers", "tollgate_dumped"],
+                                    "--routines", "--triggers", u.path.lstrip("/")],
                                    stdout=f, stderr=subprocess.PIPE, text=True, env=env)
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertEqual(p.stop(), 0)
-        # restore into a new database, with the stock client as the application's user
-        fresh = self.db.url("tollgate_restored")
-        argv, env = tgmariadb.client_argv(fresh)
-        create = [a for a in argv if a != "tollgate_restored"]
-        r = subprocess.run(create + ["-e", "CREATE DATABASE tollgate_restored"],
-                           capture_output=True, text=True, env=env)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        with open(dump) as f:
-            r = subprocess.run(argv, stdin=f, capture_output=True, text=True, env=env)
-        self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(self.triggers("tollgate_restored"), sorted(GUARDS))
-        self.stub.set_mode(mode="fast", query_mode="fast")
-        with Tollgate(self.stub.url, store_url=fresh, exit=FAST_EXIT, provider=PROVIDER,
-                      retry=FAST_RETRY) as restored:
-            p = restored.start("serve")
-            self.assertNotIn("warnings", self.ready(restored))
-            for op, was in before.items():
-                st, _, now = restored.status(op)
-                self.assertEqual(st, 200, op)
-                self.assertEqual(json.dumps(now, sort_keys=True),
-                                 json.dumps(was, sort_keys=True), op)
-            self.assertEqual(before["bk-manual"]["state"], "manual")
-            self.assertEqual(len(before["bk-manual"]["attempts"]), 3)
-            self.assertEqual([a["action"] for a in before["bk-resolved"]["audit"]][-1:],
-                             ["resolve"])
-            got = restored.wait_final(unknown, timeout=30, states=("succeeded",))
-            for op in unknown:
-                self.assertEqual(self.stub.executions(op), 1, op)
-                kinds = [a["kind"] for a in got[op]["attempts"]]
-                self.assertEqual(kinds[0], "first", got[op])
-                self.assertIn("query", kinds, got[op])
-            self.assertEqual(p.stop(), 0)
 
+        def restore(url, path):
+            # with the stock client as the application's user
+            name = urllib.parse.urlsplit(url).path.lstrip("/")
+            argv, env = tgmariadb.client_argv(url)
+            create = [a for a in argv if a != name]
+            r = subprocess.run(create + ["-e", "CREATE DATABASE %s" % name],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(path) as f:
+                r = subprocess.run(argv, stdin=f, capture_output=True, text=True, env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+
+        tgbackup.dump_while_serving_restores(
+            self, self.stub, self.db.url("tollgate_dumped"), self.db.url("tollgate_restored"),
+            dump, restore, lambda url: self.triggers(urllib.parse.urlsplit(url).path[1:]),
+            GUARDS, ready=lambda tg: self.assertNotIn("warnings", self.ready(tg)))
 
 if __name__ == "__main__":
     tgtest.main_unittest()

@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,7 @@
 
 #include "core/tg_error.h"
 #include "faultvfs.h"
+#include "platform/wake.h"
 #include "store/store.h"
 #include "store/store_backend.h" /* the primitives, for the predicate test */
 
@@ -252,6 +254,51 @@ static int on_audit(const struct audit_record *audit, void *userdata)
 }
 
 /* ---- intake ------------------------------------------------------------------ */
+
+/* The bell rang within ms (and is drained). */
+static bool rang_within(struct wake *bell, int ms)
+{
+        struct pollfd p = {.fd = wake_fd(bell), .events = POLLIN};
+
+        return poll(&p, 1, ms) == 1 && wake_drain(bell);
+}
+
+/* The doorbell between processes (store_listen): on PostgreSQL a listener
+ * rings when another handle's acceptance commits, and not for a repeat that
+ * created nothing; SQLite and MariaDB say they cannot. */
+static void test_doorbell(void **state)
+{
+        struct store *listener = open_store();
+        struct store *api = open_store();
+        struct policy_config c = limits();
+        struct refund_request r = req("bell-1", "pay-1", 1000);
+        struct op_record op;
+        struct wake *bell = NULL;
+        bool created = true;
+        int rc;
+
+        (void)state;
+        assert_int_equal(wake_new(&bell), 0);
+        rc = store_listen(listener, bell);
+        if (!fx_is_pg) {
+                assert_int_equal(rc, TG_EUNSUPPORTED);
+        } else {
+                assert_int_equal(rc, 0);
+                assert_int_equal(store_listen(listener, bell), TG_EINVAL); /* one a handle */
+                assert_true(rang_within(bell, 5000)); /* (connected: look once) */
+                accept_new(api, "bell-1", T0);
+                assert_true(rang_within(bell, 5000));
+                /* a repeat: nothing new */
+                assert_int_equal(store_accept(api, &r, T0 + 1, &c, &created, &op), 0);
+                assert_false(created);
+                assert_false(rang_within(bell, 300));
+                accept_new(api, "bell-2", T0 + 2);
+                assert_true(rang_within(bell, 5000));
+        }
+        store_close(api);
+        store_close(listener); /* stops the listener before the bell goes */
+        wake_free(bell);
+}
 
 static void test_accept_new_same_conflict(void **state)
 {
@@ -3086,6 +3133,7 @@ static void test_pg_cut_utf8_recorded(void **state)
 
 #define CONTRACT_TESTS(setup, teardown)                                                            \
         cmocka_unit_test_setup_teardown(test_accept_new_same_conflict, setup, teardown),           \
+            cmocka_unit_test_setup_teardown(test_doorbell, setup, teardown),                       \
             cmocka_unit_test_setup_teardown(test_accept_batch, setup, teardown),                   \
             cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_claim_first_oldest_and_committed, setup,          \

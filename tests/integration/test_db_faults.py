@@ -1,8 +1,11 @@
-"""Database faults under a running exit (issue 29: test_db_faults_mariadb.py on
-PostgreSQL), on a private PostgreSQL cluster that this test starts and
-restarts itself (tgpg.py; never the suite's shared server): a clean server
-restart, every tollgate session ended by pg_terminate_backend from another
-client, and a server crash (an immediate shutdown: WAL recovery on start).
+"""Database faults under a running exit (issues 7 and 29), on a private
+server that this test starts and restarts itself (never the suite's shared
+one): MariaDB (tgmariadb.py) with TG_TEST_STORE=mysql, PostgreSQL (tgpg.py)
+with TG_TEST_STORE=pg; ctest runs it as it.test_db_faults_mariadb and
+it.test_db_faults_pg. The faults: a clean server restart, every tollgate
+session ended from another client (MariaDB's KILL, PostgreSQL's
+pg_terminate_backend), and a server crash (MariaDB: SIGKILL, InnoDB
+recovery; PostgreSQL: an immediate shutdown, WAL recovery on start).
 
 What must hold, judged from outside (the stub's arrivals and ledger,
 tollgate's call log): the dispatcher pauses while the database is away (no
@@ -24,6 +27,7 @@ away, never 500; everything answered 202 ends succeeded, executed once.
 
 import collections
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -31,6 +35,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgmariadb  # noqa: E402
 import tgpg  # noqa: E402
 import tgtest  # noqa: E402
 from tgdaemon import Tollgate, log_events, min_gap  # noqa: E402
@@ -38,16 +43,107 @@ from tgdaemon import Tollgate, log_events, min_gap  # noqa: E402
 INTERVAL = 0.2  # 5 starts/s
 
 
-@unittest.skipUnless(os.environ.get("TG_TEST_PG_URL") and tgpg.available(),
-                     "PostgreSQL tests not enabled (TG_TEST_PG_URL unset or no initdb)")
-class DatabaseFaultsTest(unittest.TestCase):
-    def kill_tollgate_sessions(self, db):
+class MariaDB:
+    """The faults on a private MariaDB."""
+    enabled = bool(os.environ.get("TG_TEST_MYSQL_URL")) and tgmariadb.available()
+    why_not = "MariaDB tests not enabled (TG_TEST_MYSQL_URL unset or no mariadbd)"
+    ended = "resumed after KILL of its connections"
+    # a claim's lock wait is 1 s here (MariaDB rounds DISPATCH_BUSY_TIMEOUT_MS
+    # up to its whole seconds): seen waiting, and still waiting 0.1 s later
+    wait_poll_s, wait_confirm_s = 0.05, 0.1
+
+    @staticmethod
+    def server():
+        return tgmariadb.PrivateMariaDB()
+
+    @staticmethod
+    def restart(db, crash):
+        db.restart(sig=signal.SIGKILL if crash else signal.SIGTERM)
+
+    @staticmethod
+    def end_sessions(db):
+        rows = db.sql("SELECT id FROM information_schema.processlist "
+                      "WHERE user = '%s'" % db.USER)
+        for (conn_id,) in rows:
+            try:
+                db.sql("KILL %d" % int(conn_id))
+            except Exception:
+                pass  # it ended on its own meanwhile
+        return len(rows)
+
+    @staticmethod
+    def hold_exit_shares(db, name):
+        """A root session that holds every row of exit_shares (FOR UPDATE)
+        until the server goes: a claim's first read (LOCK IN SHARE MODE)
+        waits on it."""
+        p = subprocess.Popen(["mariadb", "--no-defaults", "-S", db.socket, "-uroot", "-N", "-B",
+                              name], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, text=True)
+        p.stdin.write("START TRANSACTION; SELECT share FROM exit_shares FOR UPDATE;\n")
+        p.stdin.flush()
+        return p
+
+    @staticmethod
+    def claim_waits(db):
+        """The claim's first statement is running: blocked (it takes
+        microseconds otherwise)."""
+        return db.sql("SELECT count(*) FROM information_schema.processlist "
+                      "WHERE user = '%s' AND command = 'Query' AND info LIKE "
+                      "'SELECT share FROM exit_shares%%'" % db.USER)[0][0] != "0"
+
+
+class PostgreSQL:
+    """The faults on a private PostgreSQL cluster."""
+    enabled = bool(os.environ.get("TG_TEST_PG_URL")) and tgpg.available()
+    why_not = "PostgreSQL tests not enabled (TG_TEST_PG_URL unset or no initdb)"
+    ended = "resumed after its sessions were ended"
+    # The dispatcher's lock waits are 200 ms here (DISPATCH_BUSY_TIMEOUT_MS,
+    # honoured to the ms by lock_timeout), then its transaction is retried
+    # after a pause: the server goes the moment a wait is seen, inside it.
+    wait_poll_s, wait_confirm_s = 0.01, 0
+
+    @staticmethod
+    def server():
+        return tgpg.PrivatePostgres()
+
+    @staticmethod
+    def restart(db, crash):
+        db.restart(crash=crash)
+
+    @staticmethod
+    def end_sessions(db):
         rows = db.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                       "WHERE usename = '%s'" % db.USER)
         return len(rows)
 
+    @staticmethod
+    def hold_exit_shares(db, name):
+        """A superuser session that holds every row of exit_shares (FOR
+        UPDATE) until the server goes: a claim's first read (FOR SHARE)
+        waits on it."""
+        p = db.session(name)
+        p.stdin.write("BEGIN; SELECT share FROM exit_shares FOR UPDATE;\n")
+        p.stdin.flush()
+        return p
+
+    @staticmethod
+    def claim_waits(db):
+        """The claim's first statement is running: blocked (it takes
+        microseconds otherwise)."""
+        return db.sql("SELECT count(*) FROM pg_stat_activity WHERE usename = '%s' "
+                      "AND state = 'active' AND query LIKE "
+                      "'SELECT share FROM exit_shares%%'" % db.USER)[0][0] != "0"
+
+
+SERVER = {"mysql": MariaDB, "pg": PostgreSQL}.get(os.environ.get("TG_TEST_STORE", ""))
+
+
+@unittest.skipUnless(SERVER and SERVER.enabled,
+                     SERVER.why_not if SERVER else "TG_TEST_STORE is not mysql or pg")
+class DatabaseFaultsTest(unittest.TestCase):
+
     def test_restart_kill_and_crash_lose_nothing_send_nothing_twice(self):
-        with tgpg.PrivatePostgres() as db, \
+        with SERVER.server() as db, \
                 tgtest.start_stub("--mode", "fast") as stub, \
                 Tollgate(stub.url, store_url=db.url("tollgate_faults"),
                          provider={"timeout_ms": 1000}) as tg:
@@ -72,11 +168,11 @@ class DatabaseFaultsTest(unittest.TestCase):
             resumed_after(n, "resumed after a server restart")
             # 2. every tollgate session ended (API, dispatcher, owner lock)
             n = arrivals()
-            self.assertGreaterEqual(self.kill_tollgate_sessions(db), 2)
-            resumed_after(n, "resumed after its sessions were ended")
+            self.assertGreaterEqual(SERVER.end_sessions(db), 2)
+            resumed_after(n, SERVER.ended)
             # 3. a crash
             n = arrivals()
-            db.restart(crash=True)
+            SERVER.restart(db, crash=True)
             resumed_after(n, "resumed after a server crash")
 
             final = tg.wait_final(ops, timeout=90)
@@ -102,18 +198,9 @@ class DatabaseFaultsTest(unittest.TestCase):
                 self.assertEqual(ledger.get(op, {}).get("executions", 0), 1, op)
             self.assertGreaterEqual(min_gap(calls), INTERVAL - 1e-9)
 
-    def hold_exit_shares(self, db, name):
-        """A superuser session that holds every row of exit_shares (FOR
-        UPDATE) until the server goes: a claim's first read (FOR SHARE)
-        waits on it."""
-        p = db.session(name)
-        p.stdin.write("BEGIN; SELECT share FROM exit_shares FOR UPDATE;\n")
-        p.stdin.flush()
-        return p
-
     def test_server_restart_mid_claim_under_load_loses_nothing(self):
         name = "tollgate_faults_load"
-        with tgpg.PrivatePostgres() as db, \
+        with SERVER.server() as db, \
                 tgtest.start_stub("--mode", "fast") as stub, \
                 Tollgate(stub.url, store_url=db.url(name),
                          exit={"starts_per_second": 20, "max_in_flight": 4},
@@ -147,23 +234,14 @@ class DatabaseFaultsTest(unittest.TestCase):
                     n = arrivals()
                     tgtest.wait_until(lambda: arrivals() >= n + 5, timeout=30,
                                       what="the exit working")
-                    holder = self.hold_exit_shares(db, name)
+                    holder = SERVER.hold_exit_shares(db, name)
                     try:
-                        def claim_waits():
-                            # the claim's first statement is running: blocked
-                            # (it takes microseconds otherwise)
-                            return db.sql(
-                                "SELECT count(*) FROM pg_stat_activity WHERE usename = '%s' "
-                                "AND state = 'active' AND query LIKE "
-                                "'SELECT share FROM exit_shares%%'" % db.USER)[0][0] != "0"
-                        # The dispatcher's lock waits are 200 ms here
-                        # (DISPATCH_BUSY_TIMEOUT_MS, honoured to the ms by
-                        # lock_timeout; MariaDB rounds them up to 1 s), then
-                        # its transaction is retried after a pause: the
-                        # server goes the moment a wait is seen, inside it.
-                        tgtest.wait_until(claim_waits, timeout=20, interval=0.01,
-                                          what="a claim waiting")
-                        db.restart(crash=crash)  # the claim is mid-transaction
+                        tgtest.wait_until(lambda: SERVER.claim_waits(db), timeout=20,
+                                          interval=SERVER.wait_poll_s, what="a claim waiting")
+                        if SERVER.wait_confirm_s:
+                            time.sleep(SERVER.wait_confirm_s)
+                            self.assertTrue(SERVER.claim_waits(db))
+                        SERVER.restart(db, crash)  # the claim is mid-transaction
                     finally:
                         holder.kill()
                         holder.wait()

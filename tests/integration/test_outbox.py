@@ -1,12 +1,12 @@
 """The outbox (issue 7, docs/outbox.md): an application inserts a refund into
 tollgate's backlog table inside its OWN transaction, next to its own business
-row, with a plain PostgreSQL client (psql). A committed row is taken in and sent
-like an API intake; a rolled-back one never existed; an invalid one goes to
-manual review with reason "invalid", not skipped. test_outbox_mariadb.py on
-PostgreSQL (issue 29).
+row, with the server's stock client (mariadb, psql). A committed row is taken
+in and sent like an API intake; a rolled-back one never existed; an invalid
+one goes to manual review with reason "invalid", not skipped.
 
-Runs on the test server's PostgreSQL (TG_TEST_PG_URL), in a fresh database;
-skipped when the variable is not set.
+Runs on the test server of TG_TEST_STORE (mysql: TG_TEST_MYSQL_URL; pg:
+TG_TEST_PG_URL), in a fresh database; ctest runs it as it.test_outbox_mariadb
+and it.test_outbox_pg. Skipped when the variable is not set.
 """
 
 import os
@@ -18,54 +18,74 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgtest  # noqa: E402
 from tgdaemon import Tollgate, log_events  # noqa: E402
+from tgmariadb import client_argv  # noqa: E402
 
-PG_URL = os.environ.get("TG_TEST_PG_URL", "")
+
+class MariaDB:
+    url = os.environ.get("TG_TEST_MYSQL_URL", "")
+    program, run_flag, begin = "mariadb", "-e", "START TRANSACTION"
+    table_options = " ENGINE=InnoDB"
+
+    @staticmethod
+    def argv(url):
+        return client_argv(url)
 
 
-def client_argv(url):
-    """psql on a store url, as an application would use it (libpq reads the
-    url itself): unaligned, tab-separated, stop at the first error."""
-    return ["psql", "-X", "-q", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", url]
+class PostgreSQL:
+    url = os.environ.get("TG_TEST_PG_URL", "")
+    program, run_flag, begin, table_options = "psql", "-c", "BEGIN", ""
+
+    @staticmethod
+    def argv(url):
+        """psql on a store url, as an application would use it (libpq reads
+        the url itself): unaligned, tab-separated, stop at the first error."""
+        return ["psql", "-X", "-q", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", url], None
+
+
+SERVER = {"mysql": MariaDB, "pg": PostgreSQL}.get(os.environ.get("TG_TEST_STORE", ""))
 
 
 def client(url, sql):
-    r = subprocess.run(client_argv(url) + ["-c", sql], capture_output=True, text=True)
+    argv, env = SERVER.argv(url)
+    r = subprocess.run(argv + [SERVER.run_flag, sql], capture_output=True, text=True, env=env)
     if r.returncode != 0:
-        raise AssertionError("psql failed: %s" % r.stderr)
+        raise AssertionError("%s failed: %s" % (SERVER.program, r.stderr))
     return [line.split("\t") for line in r.stdout.splitlines()]
 
 
-@unittest.skipUnless(PG_URL and shutil.which("psql"), "TG_TEST_PG_URL not set")
+@unittest.skipUnless(SERVER and SERVER.url and shutil.which(SERVER.program),
+                     "TG_TEST_STORE is not mysql or pg, or its server's url is not set")
 class OutboxTest(unittest.TestCase):
     def test_commit_rollback_and_invalid(self):
-        url = "%s_outbox_%d" % (PG_URL, os.getpid())
+        url = "%s_outbox_%d" % (SERVER.url, os.getpid())
         with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url, store_url=url) as tg:
             tg.start("api")  # creates the database and the schema
             client(url, "CREATE TABLE refund_requests (order_id VARCHAR(32) PRIMARY KEY, "
-                        "note VARCHAR(64))")
+                        "note VARCHAR(64))" + SERVER.table_options)
             # The application's transaction: its own row and the backlog row
             # commit or roll back together (docs/outbox.md's example).
             client(url, """
-                BEGIN;
+                %(begin)s;
                 INSERT INTO refund_requests VALUES ('order-1', 'customer asked');
                 INSERT INTO operations (operation_id, payment_id, amount, currency, source)
                   VALUES ('order-1-refund', 'pay_1', 1500, 'TWD', 'outbox');
                 COMMIT;
-                BEGIN;
+                %(begin)s;
                 INSERT INTO refund_requests VALUES ('order-2', 'changed our mind');
                 INSERT INTO operations (operation_id, payment_id, amount, currency, source)
                   VALUES ('order-2-refund', 'pay_2', 900, 'TWD', 'outbox');
                 ROLLBACK;
-                BEGIN;
+                %(begin)s;
                 INSERT INTO refund_requests VALUES ('order-3', 'bad row');
                 INSERT INTO operations (operation_id, payment_id, amount, currency, source)
                   VALUES ('order-3-refund', 'pay 3', 700, 'twd', 'outbox');
-                COMMIT;""")
+                COMMIT;""" % {"begin": SERVER.begin})
             # A transaction left open meanwhile: its row is invisible, and
             # blocks nothing, until it commits.
-            holder = subprocess.Popen(client_argv(url), stdin=subprocess.PIPE,
-                                      stdout=subprocess.DEVNULL, text=True)
-            holder.stdin.write("BEGIN;\n"
+            argv, env = SERVER.argv(url)
+            holder = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                      text=True, env=env)
+            holder.stdin.write(SERVER.begin + ";\n"
                                "INSERT INTO refund_requests VALUES ('order-4', 'slow app');\n"
                                "INSERT INTO operations (operation_id, payment_id, amount, "
                                "currency, source) VALUES ('order-4-refund', 'pay_4', 300, "
