@@ -253,6 +253,18 @@ const struct key_def config_keys[] = {
              "The query path used while the provider's refund id is unknown (a POST that "
              "timed out), when `provider.query_path` uses `{refund_id}`; must use "
              "`{operation_id}`. Required then, refused otherwise."),
+    PATH_KEY(PER_ACCOUNT("provider"), "list_path", provider_list_path, MAP_PATH_LIST,
+             "A GET that lists the refunds of the operation's payment (e.g. "
+             "`/v1/refunds?payment_intent={payment_id}&limit=50`), for the `list` strategy of "
+             "`provider.reconcile`: ours is the item whose `provider.list_match_field` is our "
+             "operation id. Not in a complete list: nothing was executed; not in a page with "
+             "more to follow: no answer. Empty: no list."),
+    STRING_KEY(PER_ACCOUNT("provider"), "reconcile", provider_reconcile, config_set_reconcile,
+               "How a query learns what became of a refund, in order (the first that applies "
+               "makes the call): `refund_id` (`provider.query_path` by the provider's id, once "
+               "an answer told it), `key` (by our key: `provider.query_path`, or "
+               "`provider.query_fallback_path`), `list` (`provider.list_path`). Empty: that "
+               "order, over the paths that are set."),
     STRING_KEY(PER_ACCOUNT("provider"), "status_field", provider_status_field,
                config_set_field_source,
                "Where a response says the refund's status: a JSON path (`status`, "
@@ -282,6 +294,18 @@ const struct key_def config_keys[] = {
                config_set_field_source,
                "Where the provider marks an error retryable: a JSON boolean, or a header or "
                "string `true`/`false` (`retryable=` in `classify.rule`)."),
+    STRING_KEY(PER_ACCOUNT("provider"), "list_items_field", provider_list_items_field,
+               config_set_field_source,
+               "Where a list answer (`provider.list_path`) holds its refunds: the JSON path of "
+               "an array (`data`). Its items are read like a refund answer."),
+    STRING_KEY(PER_ACCOUNT("provider"), "list_match_field", provider_list_match_field,
+               config_set_field_source,
+               "Where an item of a list carries the operation id we sent (`metadata.operation_id`"
+               ": put it there with a `provider.body_field`)."),
+    STRING_KEY(PER_ACCOUNT("provider"), "list_more_field", provider_list_more_field,
+               config_set_field_source,
+               "Where a list answer says more pages follow (a JSON boolean, `has_more`). Absent "
+               "or false: the list is complete."),
 
     DOUBLE_KEY(PER_ACCOUNT("exit"), "starts_per_second", exit.starts_per_second, 0, 1e9, true,
                "The account's start rate, every kind of call included: two starts are never "

@@ -487,6 +487,22 @@ int config_set_field_source(struct load *load, const struct key_def *key, const 
                                     value);
 }
 
+int config_set_reconcile(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct request_map *m = calloc(1, sizeof(*m));
+        int r;
+
+        if (!m)
+                return config_key_error(load, key, "out of memory");
+        r = reconcile_parse(value, m, &terr);
+        free(m);
+        if (r < 0)
+                return config_key_error(load, key, "%s", terr.message);
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
 int config_set_status_list(struct load *load, const struct key_def *key, const char *value)
 {
         struct template_error terr;

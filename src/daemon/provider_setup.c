@@ -137,6 +137,13 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
                 r = parse_path(MAP_PATH_QUERY_FALLBACK, "query_fallback_path",
                                c->provider_query_fallback_path, &m->request.query_fallback_path,
                                err, size);
+        m->request.has_list = c->provider_list_path[0] != '\0';
+        if (r == 0 && m->request.has_list)
+                r = parse_path(MAP_PATH_LIST, "list_path", c->provider_list_path,
+                               &m->request.list_path, err, size);
+        if (r == 0 && c->provider_reconcile[0] &&
+            reconcile_parse(c->provider_reconcile, &m->request, &terr) < 0)
+                return fail(err, size, "reconcile", terr.message);
         if (r < 0)
                 return r;
         if (request_map_check(&m->request, &key, &terr) < 0)
@@ -155,6 +162,22 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
         if (r == 0)
                 r = parse_source("retryable_field", c->provider_retryable_field,
                                  &m->reply.retryable, err, size);
+        if (r == 0)
+                r = parse_source("list_items_field", c->provider_list_items_field,
+                                 &m->reply.list_items, err, size);
+        if (r == 0)
+                r = parse_source("list_match_field", c->provider_list_match_field,
+                                 &m->reply.list_match, err, size);
+        if (r == 0)
+                r = parse_source("list_more_field", c->provider_list_more_field,
+                                 &m->reply.list_more, err, size);
+        /* a list is read by one path each, from the body */
+        if (r == 0 && m->request.has_list &&
+            (m->reply.list_items.n != 1 || m->reply.list_items.alt[0].header ||
+             m->reply.list_match.n != 1 || m->reply.list_match.alt[0].header))
+                return fail(err, size, "list_items_field",
+                            "list_path needs list_items_field and list_match_field, one JSON "
+                            "path each");
         if (r == 0)
                 r = parse_list("status_succeeded", c->provider_status_succeeded,
                                &m->reply.succeeded, err, size);

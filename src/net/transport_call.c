@@ -318,6 +318,7 @@ int transport_call_setup(const struct transport *t, struct call *c,
         struct refund_metadata md;
         struct template_values values;
         char amount[24], path[URL_MAX], url[URL_MAX + 1024];
+        enum reconcile_strategy strategy;
         struct tg_strbuf sb;
         int r;
 
@@ -333,6 +334,12 @@ int transport_call_setup(const struct transport *t, struct call *c,
                 return TG_EINVAL;
         map_values_for(req, &md, call->refund_id, amount, &values);
         values.text[TPL_IDEMPOTENCY_KEY] = call->operation_id;
+        if (call->request == CLASSIFY_QUERY &&
+            request_map_strategy(t->request_map, &values, &strategy) == 0 &&
+            strategy == RECONCILE_LIST &&
+            (size_t)snprintf(c->list_match, sizeof(c->list_match), "%s", call->operation_id) >=
+                sizeof(c->list_match))
+                return TG_EINVAL;
         tg_strbuf_init(&sb, path, sizeof(path));
         r = request_map_path(t->request_map, call->request, &values, &sb);
         if (r < 0)

@@ -62,6 +62,7 @@ struct call {
         char captured[PROVIDER_REPLY_HEADERS][128]; /* the reply map's header sources */
         uint64_t cookie;
         enum classify_request request;
+        char list_match[160]; /* a list query: our operation id, matched in its items */
         unsigned prereq_count;
         bool second_send;
         bool late;       /* ready after not_after: refused in the hook, nothing sent */
