@@ -47,7 +47,7 @@ struct stub_config {
          * last one it let through is answered 429 (no Retry-After), no burst.
          * 0: none. */
         double limit_rate;
-        enum stub_shape shape; /* provider-md or stripe-like (shape.h) */
+        enum stub_shape shape; /* provider-md or stripe (shape.h) */
         /* HTTPS when tls_cert_pem is set (tls.h); PEM texts, borrowed */
         const char *tls_cert_pem;
         const char *tls_key_pem;
