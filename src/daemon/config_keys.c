@@ -259,6 +259,13 @@ const struct key_def config_keys[] = {
              "`provider.reconcile`: ours is the item whose `provider.list_match_field` is our "
              "operation id. Not in a complete list: nothing was executed; not in a page with "
              "more to follow: no answer. Empty: no list."),
+    REPEAT_KEY(PER_ACCOUNT("provider"), "header", config_set_fixed_header,
+               config_clear_fixed_headers, config_differ_fixed_headers,
+               "A header sent on every call, `Name: value`, repeatable (at most 8): an API "
+               "version pin (`Stripe-Version: 2024-06-20`; without one the answer's shape "
+               "follows the account's default that day), an account or merchant header. Not "
+               "a header tollgate sets itself (the key, request id, attempt, credentials, "
+               "signature, Content-Type)."),
     STRING_KEY(PER_ACCOUNT("provider"), "reconcile", provider_reconcile, config_set_reconcile,
                "How a query learns what became of a refund, in order (the first that applies "
                "makes the call): `refund_id` (`provider.query_path` by the provider's id, once "

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/tg_error.h"
 #include "net/provider_request.h"
@@ -101,6 +102,43 @@ static int try_sample(const struct provider_maps *m, bool sign, const struct ref
                 if (provider_sign(&m->signing, &v, key, sizeof(key) - 1, SIGNATURE_HEX, "", sig,
                                   sizeof(sig)) < 0)
                         return fail(err, size, "signing_string", "cannot be made for a call");
+        }
+        return 0;
+}
+
+/* provider.header: never one of the headers the transport sets itself (a
+ * second Authorization or Idempotency-Key would be the provider's guess),
+ * nor twice; joined with '\n' for the transport. */
+static int fixed_headers(const struct tg_config *c, struct provider_maps *m, char *err, size_t size)
+{
+        const char *own[] = {c->provider_key_header,
+                             c->provider_request_id_header,
+                             c->provider_attempt_header,
+                             c->provider_signature_header,
+                             c->provider_timestamp_header,
+                             c->provider_auth_header,
+                             "Authorization",
+                             "Content-Type",
+                             "Content-Length",
+                             "Host",
+                             "Expect",
+                             "traceparent"};
+        size_t at = 0;
+
+        m->fixed_headers[0] = '\0';
+        for (unsigned i = 0; i < c->provider_header_count; i++) {
+                const char *line = c->provider_headers[i];
+                size_t n = strcspn(line, ":");
+
+                for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++)
+                        if (strlen(own[k]) == n && strncasecmp(own[k], line, n) == 0)
+                                return fail(err, size, "header",
+                                            "names a header tollgate sets itself");
+                for (unsigned j = 0; j < i; j++)
+                        if (strncasecmp(c->provider_headers[j], line, n + 1) == 0)
+                                return fail(err, size, "header", "a header is set twice");
+                at += (size_t)snprintf(m->fixed_headers + at, sizeof(m->fixed_headers) - at, "%s%s",
+                                       i ? "\n" : "", line);
         }
         return 0;
 }
@@ -203,6 +241,9 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
         }
         if (template_parse(c->provider_signing_string, TPL_SIGNING_FIELDS, &m->signing, &terr) < 0)
                 return fail(err, size, "signing_string", terr.message);
+        r = fixed_headers(c, m, err, size);
+        if (r < 0)
+                return r;
 
         /* Evaluate it all once, for refunds of both shapes. */
         memset(&req, 0, sizeof(req));
@@ -235,6 +276,7 @@ void provider_setup_transport_config(const struct tg_config *c, const struct pro
         ret->max_open = max_open;
         ret->reuse_connections = c->provider_reuse_connections;
         ret->ca_file = c->provider_ca_file;
+        ret->fixed_headers = m->fixed_headers;
         ret->auth = strcmp(c->provider_auth, "bearer") == 0   ? TRANSPORT_AUTH_BEARER
                     : strcmp(c->provider_auth, "header") == 0 ? TRANSPORT_AUTH_HEADER
                                                               : TRANSPORT_AUTH_NONE;

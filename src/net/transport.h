@@ -73,6 +73,9 @@ struct transport_config {
         unsigned max_open;      /* hard bound on open calls (>= the exit's max_in_flight) */
         bool reuse_connections; /* keep-alive allowed (the second-send guard still holds) */
         const char *ca_file;    /* NULL or "": the system's CA store */
+        /* headers on every call, "Name: value" lines joined by '\n' (NULL or
+         * "": none), already checked by the caller; copied */
+        const char *fixed_headers;
         enum transport_auth auth;
         const char *auth_header; /* TRANSPORT_AUTH_HEADER's header name */
         /* Signing: when signing_string is not NULL, every call carries

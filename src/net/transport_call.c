@@ -265,6 +265,17 @@ static int build_headers(const struct transport *t, struct call *c,
         if (r == 0 && call->request == CLASSIFY_POST)
                 r = add_header(&c->headers, "Content-Type",
                                provider_request_content_type(t->request_map));
+        /* the profile's own (an API version pin), one line each */
+        for (const char *p = t->fixed_headers; r == 0 && *p;) {
+                char line[HEADER_LINE_MAX];
+                size_t n = strcspn(p, "\n");
+                if (n >= sizeof(line))
+                        return TG_EINVAL;
+                memcpy(line, p, n);
+                line[n] = '\0';
+                r = add_line(&c->headers, line);
+                p += n + (p[n] == '\n');
+        }
         if (r == 0 && c->creds->auth_line)
                 r = add_line(&c->headers, c->creds->auth_line);
         if (r == 0 && t->sign) {

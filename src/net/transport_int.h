@@ -81,7 +81,8 @@ struct transport {
         CURLM *multi;
         char *base_url;
         char *key_header, *request_id_header, *attempt_header;
-        char *ca_file; /* NULL: the system store */
+        char *ca_file;       /* NULL: the system store */
+        char *fixed_headers; /* "Name: value" lines joined by '\n'; "" none */
         int64_t connect_timeout_ms;
         size_t max_response_bytes;
         unsigned max_open;

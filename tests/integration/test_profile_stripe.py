@@ -63,7 +63,10 @@ class StripeProfileTest(unittest.TestCase):
             self.assertTrue(all(c["class"] == "unknown" for c in posts), posts)
             self.assertTrue(queries and all(c["class"] in ("succeeded", "no_answer")
                                             for c in queries), queries)
-            gets = [a for a in contract_arrivals(stub) if a["method"] == "GET"]
+            arrivals = contract_arrivals(stub)
+            # every call pins the API version (provider.header)
+            self.assertEqual({a["api_version"] for a in arrivals}, {"2024-06-20"})
+            gets = [a for a in arrivals if a["method"] == "GET"]
             self.assertTrue(gets)
             for a in gets:
                 # the list, never a lookup by key (Stripe has none)

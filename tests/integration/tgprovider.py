@@ -182,8 +182,8 @@ def provider_sections(stub_url, tls=None, profile=None, credentials=True):
             if section == "classify" and key == "rule":
                 rules.append(value)
             elif section == "provider" and key not in _LOCAL_KEYS:
-                if key == "body_field":
-                    provider.setdefault("body_field", []).append(value)
+                if key in ("body_field", "header"):
+                    provider.setdefault(key, []).append(value)
                 else:
                     provider[key] = value
         if credentials:
