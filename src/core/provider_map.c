@@ -209,6 +209,7 @@ int reconcile_parse(const char *text, struct request_map *m, struct template_err
 {
         enum reconcile_strategy order[RECONCILE_STRATEGIES];
         unsigned n = 0;
+        bool replay = false;
         const char *p = text;
 
         if (!text)
@@ -222,12 +223,19 @@ int reconcile_parse(const char *text, struct request_map *m, struct template_err
                 if (!*p)
                         break;
                 len = strcspn(p, " \t,");
+                if (len == 6 && strncmp(p, "replay", 6) == 0) {
+                        if (replay)
+                                return fail(err, "a strategy is named twice");
+                        replay = true;
+                        p += len;
+                        continue;
+                }
                 for (k = 0; k < RECONCILE_STRATEGIES; k++)
                         if (strlen(reconcile_words[k]) == len &&
                             strncmp(p, reconcile_words[k], len) == 0)
                                 break;
                 if (k == RECONCILE_STRATEGIES)
-                        return fail(err, "a strategy is one of refund_id, key, list");
+                        return fail(err, "a strategy is one of refund_id, key, list, replay");
                 for (unsigned i = 0; i < n; i++)
                         if (order[i] == (enum reconcile_strategy)k)
                                 return fail(err, "a strategy is named twice");
@@ -238,6 +246,7 @@ int reconcile_parse(const char *text, struct request_map *m, struct template_err
                 return fail(err, "name at least one of refund_id, key, list");
         memcpy(m->reconcile, order, n * sizeof(order[0]));
         m->nreconcile = n;
+        m->replay = replay;
         return 0;
 }
 

@@ -79,6 +79,9 @@ struct request_map {
          * enum over the paths that are set */
         unsigned nreconcile;
         enum reconcile_strategy reconcile[RECONCILE_STRATEGIES];
+        /* `replay` named: once the queries are spent, an unknown outcome is
+         * sent again with its key (core/policy.h, policy_config.replay) */
+        bool replay;
 };
 
 /* PROVIDER.md's contract: JSON {operation_id, payment_id, amount, currency},
@@ -111,8 +114,9 @@ int map_path_parse(enum map_path kind, const char *text, struct template *ret,
 int request_map_check(const struct request_map *map, const char **ret_key,
                       struct template_error *err);
 
-/* Parses provider.reconcile: 1-3 of the words refund_id, key, list,
- * separated by commas or spaces, none twice. 0 or TG_EPARSE. */
+/* Parses provider.reconcile: 1-3 of the words refund_id, key, list (the
+ * query strategies, in order) and optionally replay, separated by commas
+ * or spaces, none twice. 0 or TG_EPARSE (map untouched). */
 int reconcile_parse(const char *text, struct request_map *map, struct template_error *err);
 
 /* The word of a strategy ("refund_id", "key", "list"). */

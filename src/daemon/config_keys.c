@@ -271,7 +271,10 @@ const struct key_def config_keys[] = {
                "makes the call): `refund_id` (`provider.query_path` by the provider's id, once "
                "an answer told it), `key` (by our key: `provider.query_path`, or "
                "`provider.query_fallback_path`), `list` (`provider.list_path`). Empty: that "
-               "order, over the paths that are set."),
+               "order, over the paths that are set. `replay` too: once `retry.max_queries` "
+               "are spent without an answer, the same POST goes again with its key (where "
+               "the provider's replay returns the stored result), while the key is younger "
+               "than `retry.key_retention_s`; past it, manual review (`key_expired`)."),
     STRING_KEY(PER_ACCOUNT("provider"), "status_field", provider_status_field,
                config_set_field_source,
                "Where a response says the refund's status: a JSON path (`status`, "

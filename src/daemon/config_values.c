@@ -531,6 +531,9 @@ int config_set_reconcile(struct load *load, const struct key_def *key, const cha
         if (!m)
                 return config_key_error(load, key, "out of memory");
         r = reconcile_parse(value, m, &terr);
+        /* the policy replays where the contract returns the stored result */
+        if (r == 0)
+                load->config.policy.replay = m->replay;
         free(m);
         if (r < 0)
                 return config_key_error(load, key, "%s", terr.message);

@@ -6,7 +6,9 @@ was lost is settled by listing its PaymentIntent's refunds and finding ours
 by the operation id in its metadata; a refund not in a complete list was
 never executed and is sent again with its same key; a page that does not
 hold ours proves nothing (no re-send); a refund answered pending is asked
-about by its id until it is final. And `tollgate config check` on the
+about by its id until it is final; with `replay`, an outcome the queries
+could not tell is replayed with its key within the key's life, and past it
+goes to manual review as key_expired. And `tollgate config check` on the
 profile itself says nothing.
 
 Behaviour only (no timing judged): labelled parallel.
@@ -108,6 +110,8 @@ class StripeProfileTest(unittest.TestCase):
         # 4 s between its queries let the 50 newer ones execute first.
         with self.start("--mode", "fast", "--query-mode", "fast") as stub, \
                 self.tollgate(stub, exit={"starts_per_second": 50},
+                              # the list alone (no replay after the queries)
+                              provider={"reconcile": "refund_id, list"},
                               retry={"max_queries": 2, "query_interval_ms": 4000}) as tg:
             tg.start("serve")
             # ours first, its answer lost (e500: executed, then a 500)
@@ -148,6 +152,45 @@ class StripeProfileTest(unittest.TestCase):
             gets = [a["path"] for a in contract_arrivals(stub) if a["method"] == "GET"]
             self.assertTrue(gets and all(p == "/v1/refunds/" + final["refund_id"] for p in gets),
                             gets)
+
+    def replay_run(self, key_retention_s):
+        """The POST executes but its answer is lost past the timeout, and the
+        one query allowed gets no answer (a 500): the queries are spent.
+        With `replay` in provider.reconcile the same POST goes again with
+        its key, if the key is young enough."""
+        with self.start("--mode", "slow:2500", "--query-mode", "e500") as stub, \
+                self.tollgate(stub, provider={"timeout_ms": 1500,
+                                              "reconcile": "refund_id, list, replay"},
+                              retry={"max_queries": 1, "query_interval_ms": 3000,
+                                     "key_retention_s": key_retention_s}) as tg:
+            tg.start("serve")
+            self.assertEqual(tg.submit("st-replay", payment="pi_r")[0], 202)
+            tgtest.wait_until(lambda: stub.ledger()["total_executions"] == 1, timeout=15,
+                              what="the slow POST executed")
+            stub.admin("POST", "mode", {"mode": "fast"})  # the replay is answered
+            final = tg.wait_final(["st-replay"], timeout=40)["st-replay"]
+            posts, queries = posts_and_queries(tg.calls())
+            keys = [a["idempotency_key"] for a in contract_arrivals(stub)
+                    if a["method"] == "POST"]
+            return final, posts, queries, keys, stub.ledger()["operations"]["st-replay"]
+
+    def test_replay_within_the_key_life_returns_the_stored_refund(self):
+        final, posts, queries, keys, ledger = self.replay_run(3600)
+        self.assertEqual(final["state"], "succeeded", final)
+        self.assertEqual([c["class"] for c in queries], ["no_answer"], queries)
+        self.assertEqual([c["class"] for c in posts], ["unknown", "succeeded"], posts)
+        self.assertEqual(keys, ["st-replay", "st-replay"])  # the same key
+        self.assertEqual(ledger["executions"], 1)  # Stripe's replay: the stored answer
+
+    def test_replay_refused_past_the_key_life_is_key_expired(self):
+        # 2 s of key life, and the queries are spent ~4.5 s after the first
+        # POST: a replay could execute a second refund. Manual, key_expired.
+        final, posts, queries, keys, ledger = self.replay_run(2)
+        self.assertEqual(final["state"], "manual", final)
+        self.assertEqual(final.get("manual_reason", final.get("reason")), "key_expired", final)
+        self.assertEqual(len(posts), 1)
+        self.assertEqual(keys, ["st-replay"])
+        self.assertEqual(ledger["executions"], 1)
 
     def test_config_check_on_the_profile_says_nothing(self):
         d = tempfile.mkdtemp(prefix="tollgate-stripe-")

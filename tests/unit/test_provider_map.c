@@ -317,8 +317,16 @@ static void test_reconcile(void **state)
         assert_int_equal(m.reconcile[1], RECONCILE_KEY);
         assert_int_equal(reconcile_parse("key key", &m, &err), TG_EPARSE);
         assert_non_null(strstr(err.message, "twice"));
-        assert_int_equal(reconcile_parse("replay", &m, &err), TG_EPARSE);
+        assert_int_equal(reconcile_parse("lookup", &m, &err), TG_EPARSE);
         assert_int_equal(reconcile_parse(" , ", &m, &err), TG_EPARSE);
+        assert_int_equal(reconcile_parse("replay", &m, &err), TG_EPARSE); /* no query way */
+        assert_int_equal(reconcile_parse("list replay replay", &m, &err), TG_EPARSE);
+        assert_false(m.replay);
+        assert_int_equal(reconcile_parse("list, replay, key", &m, &err), 0);
+        assert_true(m.replay);
+        assert_int_equal(m.nreconcile, 2);
+        assert_int_equal(reconcile_parse("list, key", &m, &err), 0);
+        assert_false(m.replay);
         assert_int_equal(m.nreconcile, 2); /* untouched on failure */
         assert_string_equal(reconcile_name(RECONCILE_REFUND_ID), "refund_id");
 
