@@ -219,6 +219,10 @@ enum tg_class classify(const struct classifier *classifier, enum classify_reques
             !memchr(reply->status, '\0', sizeof(reply->status)))
                 safe.body_is_json = false;
 
+        /* "This key is still in progress" (a 429 at Checkout.com) is not
+         * "too many requests": the first request may execute. */
+        if (reply->key_in_progress)
+                return fallback;
         /* A list that does not hold ours says "not executed" only when it
          * is complete: a page of it says nothing. */
         if (request == CLASSIFY_QUERY && safe.body_is_json && reply->http_status / 100 == 2) {

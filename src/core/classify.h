@@ -9,6 +9,7 @@
  *   POST:  not sent -> not_sent (retryable, nothing executed)
  *          timed out after send / reset -> unknown
  *   query: anything but a complete response -> no_answer
+ *   key in progress (any status): POST unknown, query no_answer
  *   list:  a 2xx list without ours -> not_found when the list is
  *          complete, no_answer when more pages follow (never a guess
  *          from a page)
@@ -67,7 +68,11 @@ struct provider_reply {
         char failure_code[64];  /* body .failure_code (a query's "failed") */
         enum tg_flag retryable; /* the provider's own "retryable" mark (error.retryable) */
         enum reply_list list;   /* a list answer's verdict on our refund */
-        char list_cursor[128];  /* PARTIAL: the last item's refund id (the next page's start) */
+        /* the error code says a request with this key is still being
+         * processed (provider.in_progress_codes: Checkout.com's 429 of that
+         * kind), whatever the status: not a rate limit */
+        bool key_in_progress;
+        char list_cursor[128]; /* PARTIAL: the last item's refund id (the next page's start) */
 };
 
 /* What a rule wants of the reply's retryable mark. */

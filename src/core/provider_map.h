@@ -187,6 +187,9 @@ struct reply_map {
          * item that holds our operation id, and the flag that says more
          * pages follow (n == 0: the list is complete) */
         struct field_source list_items, list_match, list_more;
+        /* error codes meaning "a request with this key is still being
+         * processed" (provider.in_progress_codes; n == 0: none) */
+        struct status_list in_progress;
 };
 
 /* PROVIDER.md: status, refund_id, error.code, failure_code, error.retryable;

@@ -316,6 +316,13 @@ const struct key_def config_keys[] = {
                config_set_field_source,
                "Where a list answer says more pages follow (a JSON boolean, `has_more`). Absent "
                "or false: the list is complete."),
+    STRING_KEY(PER_ACCOUNT("provider"), "in_progress_codes", provider_in_progress_codes,
+               config_set_status_list,
+               "Error codes (`provider.error_code_field`) meaning \"a request with this key is "
+               "still being processed\", comma-separated; empty: none. Such an answer, whatever "
+               "its status (Checkout.com documents a `429` of this kind), is not a rate limit: "
+               "no hold of the exit, nothing given back; the call is `unknown` (a query's: "
+               "`no_answer`) and reconciled with the same key."),
 
     DOUBLE_KEY(PER_ACCOUNT("exit"), "starts_per_second", exit.starts_per_second, 0, 1e9, true,
                "The account's start rate, every kind of call included: two starts are never "

@@ -35,6 +35,7 @@ static void reset_body(struct provider_reply *reply)
         reply->failure_code[0] = '\0';
         reply->retryable = TG_FLAG_ABSENT;
         reply->list = REPLY_LIST_NONE;
+        reply->key_in_progress = false;
         reply->list_cursor[0] = '\0';
 }
 
@@ -207,6 +208,9 @@ static int read_reply(const struct reply_map *map, const char *match, const char
                     sizeof(reply->error_code));
         source_text(&map->failure_code, item, headers, false, reply->failure_code,
                     sizeof(reply->failure_code));
+        for (unsigned i = 0; reply->error_code[0] && i < map->in_progress.n; i++)
+                if (strcmp(reply->error_code, map->in_progress.value[i]) == 0)
+                        reply->key_in_progress = true;
         if (source_text(&map->retryable, root, headers, true, flag, sizeof(flag)))
                 reply->retryable = reply_flag_parse(flag);
         json_decref(root);

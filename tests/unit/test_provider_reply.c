@@ -518,15 +518,54 @@ static void test_list(void **state)
         classifier_free(c);
 }
 
+/* The two meanings of a 429 (Checkout.com documents both): a rate limit,
+ * retryable; and "a request with this key is still in progress", told
+ * apart by its error code (provider.in_progress_codes): unknown, and a
+ * query's no_answer, never "not executed". */
+static void test_two_meanings_of_429(void **state)
+{
+        static const char limited[] = "{\"error_type\":\"too_many_requests\"}";
+        static const char in_progress[] = "{\"error_type\":\"request_in_progress\"}";
+        struct reply_map m;
+        struct classifier *c;
+        struct provider_reply r;
+
+        (void)state;
+        reply_map_default(&m);
+        assert_int_equal(field_source_parse("error_type", &m.error_code, NULL), 0);
+        assert_int_equal(status_list_parse("request_in_progress", &m.in_progress, NULL), 0);
+        assert_int_equal(classifier_new_default(&c), 0);
+        r = stale_reply();
+        r.http_status = 429;
+        assert_int_equal(provider_reply_read(&m, limited, strlen(limited), NULL, &r), 0);
+        assert_false(r.key_in_progress);
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_RETRYABLE);
+        r = stale_reply();
+        r.http_status = 429;
+        assert_int_equal(provider_reply_read(&m, in_progress, strlen(in_progress), NULL, &r), 0);
+        assert_true(r.key_in_progress);
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_UNKNOWN);
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NO_ANSWER);
+        /* without the profile's word, the same body is a rate limit */
+        m.in_progress.n = 0;
+        r = stale_reply();
+        r.http_status = 429;
+        assert_int_equal(provider_reply_read(&m, in_progress, strlen(in_progress), NULL, &r), 0);
+        assert_false(r.key_in_progress);
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_RETRYABLE);
+        classifier_free(c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_contract_bodies), cmocka_unit_test(test_malformed),
-            cmocka_unit_test(test_non_object),      cmocka_unit_test(test_wrong_types),
-            cmocka_unit_test(test_duplicates),      cmocka_unit_test(test_nul_bytes),
-            cmocka_unit_test(test_truncation),      cmocka_unit_test(test_huge),
-            cmocka_unit_test(test_arguments),       cmocka_unit_test(test_parse_then_classify),
-            cmocka_unit_test(test_content_type),    cmocka_unit_test(test_list),
+            cmocka_unit_test(test_contract_bodies),     cmocka_unit_test(test_malformed),
+            cmocka_unit_test(test_non_object),          cmocka_unit_test(test_wrong_types),
+            cmocka_unit_test(test_duplicates),          cmocka_unit_test(test_nul_bytes),
+            cmocka_unit_test(test_truncation),          cmocka_unit_test(test_huge),
+            cmocka_unit_test(test_arguments),           cmocka_unit_test(test_parse_then_classify),
+            cmocka_unit_test(test_content_type),        cmocka_unit_test(test_list),
+            cmocka_unit_test(test_two_meanings_of_429),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
