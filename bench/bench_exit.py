@@ -88,7 +88,7 @@ def bulk_pending(db, n, now_ms):
 
 
 MODES = {"plain": ("", "provider-md"), "https": ("https", "provider-md"),
-         "mtls": ("mtls", "provider-md"), "mtls-stripe-like": ("mtls", "stripe-like")}
+         "mtls": ("mtls", "provider-md"), "mtls-stripe": ("mtls", "stripe")}
 
 
 _serial = iter(range(1, 1 << 30))

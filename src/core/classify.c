@@ -219,6 +219,18 @@ enum tg_class classify(const struct classifier *classifier, enum classify_reques
             !memchr(reply->status, '\0', sizeof(reply->status)))
                 safe.body_is_json = false;
 
+        /* "This key is still in progress" (a 429 at Checkout.com) is not
+         * "too many requests": the first request may execute. */
+        if (reply->key_in_progress)
+                return fallback;
+        /* A list that does not hold ours says "not executed" only when it
+         * is complete: a page of it says nothing. */
+        if (request == CLASSIFY_QUERY && safe.body_is_json && reply->http_status / 100 == 2) {
+                if (reply->list == REPLY_LIST_ABSENT)
+                        return TG_CLASS_NOT_FOUND;
+                if (reply->list == REPLY_LIST_PARTIAL)
+                        return TG_CLASS_NO_ANSWER;
+        }
         for (size_t i = classifier->count; i > 0; i--) {
                 const struct classify_rule *rule = &classifier->rules[i - 1];
                 if (rule_matches(rule, request, &safe))

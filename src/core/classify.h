@@ -9,6 +9,10 @@
  *   POST:  not sent -> not_sent (retryable, nothing executed)
  *          timed out after send / reset -> unknown
  *   query: anything but a complete response -> no_answer
+ *   key in progress (any status): POST unknown, query no_answer
+ *   list:  a 2xx list without ours -> not_found when the list is
+ *          complete, no_answer when more pages follow (never a guess
+ *          from a page)
  * A complete response that no rule matches is unknown (POST) or no_answer
  * (query): we never guess that something did or did not happen.
  *
@@ -44,6 +48,14 @@ enum tg_flag {
         TG_FLAG_TRUE,
 };
 
+/* What a list answer (provider.list_path) said of our refund. */
+enum reply_list {
+        REPLY_LIST_NONE = 0, /* not a list answer (or not readable as one) */
+        REPLY_LIST_FOUND,    /* ours is in it: the fields below are its item's */
+        REPLY_LIST_ABSENT,   /* not in it, and the list is complete */
+        REPLY_LIST_PARTIAL,  /* not in this page, and more pages follow */
+};
+
 /* What src/net extracted from one call. Strings are NUL-terminated, "" when
  * absent; they are truncated to fit, never overflowed. */
 struct provider_reply {
@@ -55,6 +67,12 @@ struct provider_reply {
         char refund_id[128];    /* body .refund_id */
         char failure_code[64];  /* body .failure_code (a query's "failed") */
         enum tg_flag retryable; /* the provider's own "retryable" mark (error.retryable) */
+        enum reply_list list;   /* a list answer's verdict on our refund */
+        /* the error code says a request with this key is still being
+         * processed (provider.in_progress_codes: Checkout.com's 429 of that
+         * kind), whatever the status: not a rate limit */
+        bool key_in_progress;
+        char list_cursor[128]; /* PARTIAL: the last item's refund id (the next page's start) */
 };
 
 /* What a rule wants of the reply's retryable mark. */

@@ -51,7 +51,7 @@ void holds_after_call(const struct holds_config *config, struct holds_state *sta
 {
         struct holds_decision d;
         bool complete = call->transport == TG_TR_COMPLETE;
-        bool limited = holds_limited(call->transport, call->http_status);
+        bool limited = !call->key_in_progress && holds_limited(call->transport, call->http_status);
         bool timed_out = call->transport == TG_TR_TIMEOUT_AFTER_SEND;
 
         memset(&d, 0, sizeof(d));

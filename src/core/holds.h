@@ -52,6 +52,10 @@ struct holds_call {
         int http_status;
         int64_t retry_after_ms; /* < 0: none */
         bool probe;             /* the probe that follows a hold */
+        /* the answer says a request with this key is still being processed
+         * (provider.in_progress_codes): about that key, not the account,
+         * so a 429 of that kind holds nothing */
+        bool key_in_progress;
 };
 
 enum holds_why {

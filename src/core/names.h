@@ -59,7 +59,8 @@
         X(MANUAL_QUERY_BUDGET, "query_budget")             /* query_limit queries, no answer */    \
         X(MANUAL_KEY_REUSED, "key_reused")                 /* provider: same key, other payload */ \
         X(MANUAL_KEY_RETENTION, "key_retention") /* a re-send would fall past key retention */     \
-        X(MANUAL_INVALID, "invalid")             /* an outbox row that failed validation */
+        X(MANUAL_INVALID, "invalid")             /* an outbox row that failed validation */        \
+        X(MANUAL_KEY_EXPIRED, "key_expired") /* unknown, queries spent, replay past key's life */
 
 #define TG_NAMES_ENUM_ROW(value, word)  value,
 #define TG_NAMES_COUNT_ROW(value, word) +1

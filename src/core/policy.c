@@ -19,7 +19,10 @@
  *     and policy_operator_resend() would refuse it too); else the deadline
  *     for the scheduled time; else the key's retention at the scheduled time;
  *   - an unknown outcome is never guessed: it is reconciled by a query, and
- *     only a query's not_found allows a re-send, with the same key.
+ *     only a query's not_found allows a re-send, with the same key; or,
+ *     where the contract's replay returns the stored result
+ *     (config->replay), by that replay once the queries are spent, only
+ *     while the key is inside its retention (else key_expired).
  * Time arithmetic saturates instead of overflowing, so hostile Retry-After
  * values or limits end in manual, never in a wrapped time.
  */
@@ -155,6 +158,32 @@ static int schedule_resend(const struct policy_config *config, const struct poli
         return 0;
 }
 
+/* The queries could not tell (spent) and the contract's replay returns the
+ * stored result: the same POST with the same key, after the query
+ * interval, as the next attempt (retry_wait). Never with a key past its
+ * retention (which is the provider's lifetime less a margin): then
+ * MANUAL_KEY_EXPIRED, as a replay could execute a second refund. */
+static int schedule_replay(const struct policy_config *config, const struct policy_op *op,
+                           const struct policy_event *event, struct policy_decision *ret_decision)
+{
+        tg_wall_ms next = add_ms(event->now, config->query_interval_ms);
+
+        if (op->attempts >= op->attempt_limit) {
+                decide_manual(ret_decision, MANUAL_ATTEMPTS_EXHAUSTED);
+                return 0;
+        }
+        if (key_expired_at(config, op, event->now) || key_expired_at(config, op, next)) {
+                decide_manual(ret_decision, MANUAL_KEY_EXPIRED);
+                return 0;
+        }
+        if (next > op->deadline_at) {
+                decide_manual(ret_decision, MANUAL_DEADLINE);
+                return 0;
+        }
+        decide(ret_decision, OP_RETRY_WAIT, next, MANUAL_NONE, config->query_interval_ms);
+        return 0;
+}
+
 /* The next call is a query with the same key. */
 static int schedule_query(const struct policy_config *config, const struct policy_op *op,
                           const struct policy_event *event, struct policy_decision *ret_decision)
@@ -163,6 +192,8 @@ static int schedule_query(const struct policy_config *config, const struct polic
         if (event->retry_after_ms > wait)
                 wait = event->retry_after_ms;
         tg_wall_ms next = add_ms(event->now, wait);
+        if (op->queries >= op->query_limit && config->replay)
+                return schedule_replay(config, op, event, ret_decision);
         if (op->queries >= op->query_limit) {
                 decide_manual(ret_decision, MANUAL_QUERY_BUDGET);
                 return 0;

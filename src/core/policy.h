@@ -33,7 +33,9 @@
  *
  * It never guesses: an unknown outcome is reconciled by querying with the
  * same key; only a query's not_found (inside key retention) allows a re-send,
- * with the same key, as the next attempt.
+ * with the same key, as the next attempt; and, where the provider's replay
+ * returns the stored result (replay), a replay with the same key once the
+ * queries are spent, inside key retention (else manual, key_expired).
  *
  * Budgets: attempt_limit POSTs (3), deadline_at (acceptance + 15 min), a query
  * budget with its own spacing, and key retention (23 h from the key's first
@@ -69,6 +71,11 @@ struct policy_config {
         /* a call refused as limited (429/503) counts against the budget
          * like any other (false: it is given back, the `limited` event) */
         bool count_limited;
+        /* the contract's replay returns the stored result (provider.reconcile
+         * names `replay`): an unknown outcome whose queries are spent is
+         * sent again with its same key, as a retry, while the key is inside
+         * key_retention_ms; past it, manual with MANUAL_KEY_EXPIRED */
+        bool replay;
 };
 
 void policy_config_default(struct policy_config *ret_config);

@@ -5,7 +5,7 @@
  *   - every template in a map was parsed for its use, so expansion only
  *     meets fields that use allows;
  *   - a checked map can always make a path: a query path that needs the
- *     provider's refund id has a fallback by our key;
+ *     provider's refund id has a fallback by our key or a list;
  *   - names and words are bounded and spelled out as ASCII classes.
  */
 #include "core/provider_map.h"
@@ -163,16 +163,125 @@ int request_map_check(const struct request_map *m, const char **ret_key, struct 
                                                   a, b);
                 }
         }
-        if (template_uses(&m->query_path, TPL_REFUND_ID) && !m->has_fallback)
+        if (template_uses(&m->query_path, TPL_REFUND_ID) && !m->has_fallback && !m->has_list)
                 return check_fail(err, ret_key, "query_fallback_path",
-                                  "required: query_path uses {refund_id}, which is unknown until "
-                                  "the provider answers a POST%s%s",
+                                  "required (or list_path): query_path uses {refund_id}, which is "
+                                  "unknown until the provider answers a POST%s%s",
                                   "", "");
         if (!template_uses(&m->query_path, TPL_REFUND_ID) && m->has_fallback)
                 return check_fail(err, ret_key, "query_fallback_path",
                                   "set but never used: query_path does not use {refund_id}%s%s", "",
                                   "");
+        bool without_id = m->nreconcile == 0;
+        for (unsigned i = 0; i < m->nreconcile; i++) {
+                enum reconcile_strategy s = m->reconcile[i];
+                without_id = without_id || s != RECONCILE_REFUND_ID;
+                if (s == RECONCILE_LIST && !m->has_list)
+                        return check_fail(err, ret_key, "reconcile", "\"%s\" needs list_path%s",
+                                          reconcile_name(s), "");
+                if (s == RECONCILE_REFUND_ID && !template_uses(&m->query_path, TPL_REFUND_ID))
+                        return check_fail(err, ret_key, "reconcile",
+                                          "\"%s\" needs a query_path with {refund_id}%s",
+                                          reconcile_name(s), "");
+                if (s == RECONCILE_KEY && template_uses(&m->query_path, TPL_REFUND_ID) &&
+                    !m->has_fallback)
+                        return check_fail(err, ret_key, "reconcile",
+                                          "\"%s\" needs a path by {operation_id} (query_path or "
+                                          "query_fallback_path)%s",
+                                          reconcile_name(s), "");
+        }
+        if (!without_id)
+                return check_fail(err, ret_key, "reconcile",
+                                  "needs key or list too: a POST that timed out told us no refund "
+                                  "id%s%s",
+                                  "", "");
         return 0;
+}
+
+static const char *const reconcile_words[RECONCILE_STRATEGIES] = {"refund_id", "key", "list"};
+
+const char *reconcile_name(enum reconcile_strategy s)
+{
+        return (unsigned)s < RECONCILE_STRATEGIES ? reconcile_words[s] : "?";
+}
+
+int reconcile_parse(const char *text, struct request_map *m, struct template_error *err)
+{
+        enum reconcile_strategy order[RECONCILE_STRATEGIES];
+        unsigned n = 0;
+        bool replay = false;
+        const char *p = text;
+
+        if (!text)
+                return fail(err, "no strategy");
+        for (;;) {
+                size_t len;
+                unsigned k;
+
+                while (is_space(*p) || *p == ',')
+                        p++;
+                if (!*p)
+                        break;
+                len = strcspn(p, " \t,");
+                if (len == 6 && strncmp(p, "replay", 6) == 0) {
+                        if (replay)
+                                return fail(err, "a strategy is named twice");
+                        replay = true;
+                        p += len;
+                        continue;
+                }
+                for (k = 0; k < RECONCILE_STRATEGIES; k++)
+                        if (strlen(reconcile_words[k]) == len &&
+                            strncmp(p, reconcile_words[k], len) == 0)
+                                break;
+                if (k == RECONCILE_STRATEGIES)
+                        return fail(err, "a strategy is one of refund_id, key, list, replay");
+                for (unsigned i = 0; i < n; i++)
+                        if (order[i] == (enum reconcile_strategy)k)
+                                return fail(err, "a strategy is named twice");
+                order[n++] = (enum reconcile_strategy)k;
+                p += len;
+        }
+        if (n == 0)
+                return fail(err, "name at least one of refund_id, key, list");
+        memcpy(m->reconcile, order, n * sizeof(order[0]));
+        m->nreconcile = n;
+        m->replay = replay;
+        return 0;
+}
+
+/* Whether strategy s has its path in m and can make it for v. */
+static bool strategy_applies(const struct request_map *m, enum reconcile_strategy s,
+                             const struct template_values *v)
+{
+        bool by_refund_id = template_uses(&m->query_path, TPL_REFUND_ID);
+
+        switch (s) {
+        case RECONCILE_REFUND_ID:
+                return by_refund_id && v->text[TPL_REFUND_ID];
+        case RECONCILE_KEY:
+                return !by_refund_id || m->has_fallback;
+        case RECONCILE_LIST:
+                return m->has_list;
+        }
+        return false;
+}
+
+int request_map_strategy(const struct request_map *m, const struct template_values *v,
+                         enum reconcile_strategy *ret)
+{
+        static const enum reconcile_strategy by_default[RECONCILE_STRATEGIES] = {
+            RECONCILE_REFUND_ID, RECONCILE_KEY, RECONCILE_LIST};
+        const enum reconcile_strategy *order = m->nreconcile ? m->reconcile : by_default;
+        unsigned n = m->nreconcile ? m->nreconcile : RECONCILE_STRATEGIES;
+
+        for (unsigned i = 0; i < n; i++) {
+                if (strategy_applies(m, order[i], v)) {
+                        *ret = order[i];
+                        return 0;
+                }
+        }
+        return TG_ENOTFOUND;
 }
 
 void map_values_for(const struct refund_request *req, const struct refund_metadata *metadata,
@@ -194,11 +303,15 @@ int request_map_path(const struct request_map *m, enum classify_request request,
                      const struct template_values *v, struct tg_strbuf *out)
 {
         const struct template *t = &m->refunds_path;
+        enum reconcile_strategy s;
 
         if (request == CLASSIFY_QUERY) {
-                t = &m->query_path;
-                if (template_uses(t, TPL_REFUND_ID) && !v->text[TPL_REFUND_ID] && m->has_fallback)
-                        t = &m->query_fallback_path;
+                if (request_map_strategy(m, v, &s) < 0)
+                        return TG_ENOTFOUND;
+                t = s == RECONCILE_LIST ? &m->list_path
+                    : template_uses(&m->query_path, TPL_REFUND_ID) && s == RECONCILE_KEY
+                        ? &m->query_fallback_path
+                        : &m->query_path;
         }
         return template_expand(t, v, TEMPLATE_PATH, out);
 }

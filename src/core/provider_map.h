@@ -56,6 +56,15 @@ struct body_field {
 };
 
 /* Plain data (large: keep it on the heap). */
+/* The ways a query learns what became of a refund (provider.reconcile),
+ * tried in the map's order: the first that applies makes the path. */
+enum reconcile_strategy {
+        RECONCILE_REFUND_ID, /* query_path by the provider's refund id, once known */
+        RECONCILE_KEY,       /* by our key: query_path, or query_fallback_path */
+        RECONCILE_LIST,      /* list_path: the payment's refunds, ours matched by id */
+};
+#define RECONCILE_STRATEGIES 3
+
 struct request_map {
         enum body_format format;
         unsigned nfields;
@@ -64,6 +73,15 @@ struct request_map {
         struct template query_path;
         struct template query_fallback_path; /* when query_path needs {refund_id} */
         bool has_fallback;
+        struct template list_path; /* GET the payment's refunds (list and match) */
+        bool has_list;
+        /* the query strategies in order; nreconcile == 0: the order of the
+         * enum over the paths that are set */
+        unsigned nreconcile;
+        enum reconcile_strategy reconcile[RECONCILE_STRATEGIES];
+        /* `replay` named: once the queries are spent, an unknown outcome is
+         * sent again with its key (core/policy.h, policy_config.replay) */
+        bool replay;
 };
 
 /* PROVIDER.md's contract: JSON {operation_id, payment_id, amount, currency},
@@ -78,6 +96,7 @@ enum map_path {
         MAP_PATH_REFUNDS, /* refund fields, no {refund_id} */
         MAP_PATH_QUERY,   /* refund fields and {refund_id}; needs {operation_id} or {refund_id} */
         MAP_PATH_QUERY_FALLBACK, /* refund fields; needs {operation_id} */
+        MAP_PATH_LIST,           /* refund fields; no {refund_id} */
 };
 
 /* Parses one path template: it starts with '/', has no spaces or control
@@ -87,11 +106,28 @@ int map_path_parse(enum map_path kind, const char *text, struct template *ret,
 
 /* Checks the map as a whole: field names unique, JSON names that nest
  * consistently (no "a" beside "a.b"), a query path with {refund_id} has a
- * fallback and a fallback is not set without it. 0 or TG_EINVAL with err
+ * fallback or a list path (the query while the refund id is unknown), a
+ * fallback is not set without it, and every strategy of provider.reconcile
+ * has its path. 0 or TG_EINVAL with err
  * filled; *ret_key (may be NULL) names the key at fault, without its
  * section ("body_field", "query_fallback_path"). */
 int request_map_check(const struct request_map *map, const char **ret_key,
                       struct template_error *err);
+
+/* Parses provider.reconcile: 1-3 of the words refund_id, key, list (the
+ * query strategies, in order) and optionally replay, separated by commas
+ * or spaces, none twice. 0 or TG_EPARSE (map untouched). */
+int reconcile_parse(const char *text, struct request_map *map, struct template_error *err);
+
+/* The word of a strategy ("refund_id", "key", "list"). */
+const char *reconcile_name(enum reconcile_strategy strategy);
+
+/* The strategy a query for these values takes: the first in the map's
+ * order whose path is set and can be made (refund_id needs the provider's
+ * id). 0, or TG_ENOTFOUND when none applies (a checked map with a key or
+ * list strategy always has one). */
+int request_map_strategy(const struct request_map *map, const struct template_values *values,
+                         enum reconcile_strategy *ret_strategy);
 
 /* The values of one operation for the templates: its request fields, its
  * metadata (already parsed: src/net reads the stored JSON) and the
@@ -100,8 +136,9 @@ int request_map_check(const struct request_map *map, const char **ret_key,
 void map_values_for(const struct refund_request *req, const struct refund_metadata *metadata,
                     const char *refund_id, char amount_buf[24], struct template_values *ret);
 
-/* Appends the path of a POST or a query. 0, TG_EFULL, TG_ENOTFOUND (cannot
- * happen for a checked map). */
+/* Appends the path of a POST or a query (the query's path by
+ * request_map_strategy()). 0, TG_EFULL, TG_ENOTFOUND (cannot happen for a
+ * checked map). */
 int request_map_path(const struct request_map *map, enum classify_request request,
                      const struct template_values *values, struct tg_strbuf *out);
 
@@ -146,6 +183,13 @@ struct status_list {
 struct reply_map {
         struct field_source status, refund_id, error_code, failure_code, retryable;
         struct status_list succeeded, failed, processing;
+        /* a list answer (list_path): the array of refunds, the field of an
+         * item that holds our operation id, and the flag that says more
+         * pages follow (n == 0: the list is complete) */
+        struct field_source list_items, list_match, list_more;
+        /* error codes meaning "a request with this key is still being
+         * processed" (provider.in_progress_codes; n == 0: none) */
+        struct status_list in_progress;
 };
 
 /* PROVIDER.md: status, refund_id, error.code, failure_code, error.retryable;

@@ -22,14 +22,15 @@
 #include "daemon/credentials.h"
 #include "daemon/ui_users.h"
 
-#define TG_PATH_MAX         1024
-#define TG_CONFIG_MAX_RULES 64
-#define TG_API_TOKENS_MAX   4         /* tokens in api.token_file at once (rotation) */
-#define TG_CONFIG_MAX_BODY  16        /* provider.body_field lines */
-#define TG_CONFIG_LINE      200       /* a value that is a template or a list */
-#define TG_ACCOUNTS_MAX     16        /* [account.NAME] sections in one file */
-#define TG_ACCOUNT_NAME_MAX 32        /* an account's NAME: [a-z0-9_-]{1,32} */
-#define TG_ACCOUNT_DEFAULT  "default" /* the one account of a file without [account.*] */
+#define TG_PATH_MAX           1024
+#define TG_CONFIG_MAX_RULES   64
+#define TG_API_TOKENS_MAX     4         /* tokens in api.token_file at once (rotation) */
+#define TG_CONFIG_MAX_BODY    16        /* provider.body_field lines */
+#define TG_CONFIG_MAX_HEADERS 8         /* provider.header lines */
+#define TG_CONFIG_LINE        200       /* a value that is a template or a list */
+#define TG_ACCOUNTS_MAX       16        /* [account.NAME] sections in one file */
+#define TG_ACCOUNT_NAME_MAX   32        /* an account's NAME: [a-z0-9_-]{1,32} */
+#define TG_ACCOUNT_DEFAULT    "default" /* the one account of a file without [account.*] */
 
 /* What an account may set: its [provider], [exit], [retry] and [classify]
  * values (the members of struct tg_config of the same names). */

@@ -33,6 +33,13 @@ bool config_differ_body_fields(const struct tg_config *a, const struct tg_config
                       a->provider_body_field_count * sizeof(a->provider_body_fields[0])) != 0;
 }
 
+bool config_differ_fixed_headers(const struct tg_config *a, const struct tg_config *b)
+{
+        return a->provider_header_count != b->provider_header_count ||
+               memcmp(a->provider_headers, b->provider_headers,
+                      a->provider_header_count * sizeof(a->provider_headers[0])) != 0;
+}
+
 bool config_differ_tokens(const struct tg_config *a, const struct tg_config *b)
 {
         return a->api_token_count != b->api_token_count ||

@@ -272,6 +272,28 @@ const struct key_def config_keys[] = {
              "The query path used while the provider's refund id is unknown (a POST that "
              "timed out), when `provider.query_path` uses `{refund_id}`; must use "
              "`{operation_id}`. Required then, refused otherwise."),
+    PATH_KEY(PER_ACCOUNT("provider"), "list_path", provider_list_path, MAP_PATH_LIST,
+             "A GET that lists the refunds of the operation's payment (e.g. "
+             "`/v1/refunds?payment_intent={payment_id}&limit=50`), for the `list` strategy of "
+             "`provider.reconcile`: ours is the item whose `provider.list_match_field` is our "
+             "operation id. Not in a complete list: nothing was executed; not in a page with "
+             "more to follow: no answer. Empty: no list."),
+    REPEAT_KEY(PER_ACCOUNT("provider"), "header", config_set_fixed_header,
+               config_clear_fixed_headers, config_differ_fixed_headers,
+               "A header sent on every call, `Name: value`, repeatable (at most 8): an API "
+               "version pin (`Stripe-Version: 2024-06-20`; without one the answer's shape "
+               "follows the account's default that day), an account or merchant header. Not "
+               "a header tollgate sets itself (the key, request id, attempt, credentials, "
+               "signature, Content-Type)."),
+    STRING_KEY(PER_ACCOUNT("provider"), "reconcile", provider_reconcile, config_set_reconcile,
+               "How a query learns what became of a refund, in order (the first that applies "
+               "makes the call): `refund_id` (`provider.query_path` by the provider's id, once "
+               "an answer told it), `key` (by our key: `provider.query_path`, or "
+               "`provider.query_fallback_path`), `list` (`provider.list_path`). Empty: that "
+               "order, over the paths that are set. `replay` too: once `retry.max_queries` "
+               "are spent without an answer, the same POST goes again with its key (where "
+               "the provider's replay returns the stored result), while the key is younger "
+               "than `retry.key_retention_s`; past it, manual review (`key_expired`)."),
     STRING_KEY(PER_ACCOUNT("provider"), "status_field", provider_status_field,
                config_set_field_source,
                "Where a response says the refund's status: a JSON path (`status`, "
@@ -301,6 +323,25 @@ const struct key_def config_keys[] = {
                config_set_field_source,
                "Where the provider marks an error retryable: a JSON boolean, or a header or "
                "string `true`/`false` (`retryable=` in `classify.rule`)."),
+    STRING_KEY(PER_ACCOUNT("provider"), "list_items_field", provider_list_items_field,
+               config_set_field_source,
+               "Where a list answer (`provider.list_path`) holds its refunds: the JSON path of "
+               "an array (`data`). Its items are read like a refund answer."),
+    STRING_KEY(PER_ACCOUNT("provider"), "list_match_field", provider_list_match_field,
+               config_set_field_source,
+               "Where an item of a list carries the operation id we sent (`metadata.operation_id`"
+               ": put it there with a `provider.body_field`)."),
+    STRING_KEY(PER_ACCOUNT("provider"), "list_more_field", provider_list_more_field,
+               config_set_field_source,
+               "Where a list answer says more pages follow (a JSON boolean, `has_more`). Absent "
+               "or false: the list is complete."),
+    STRING_KEY(PER_ACCOUNT("provider"), "in_progress_codes", provider_in_progress_codes,
+               config_set_status_list,
+               "Error codes (`provider.error_code_field`) meaning \"a request with this key is "
+               "still being processed\", comma-separated; empty: none. Such an answer, whatever "
+               "its status (Checkout.com documents a `429` of this kind), is not a rate limit: "
+               "no hold of the exit, nothing given back; the call is `unknown` (a query's: "
+               "`no_answer`) and reconciled with the same key."),
 
     DOUBLE_KEY(PER_ACCOUNT("exit"), "starts_per_second", exit.starts_per_second, 0, 1e9, true,
                "The account's start rate, every kind of call included: two starts are never "

@@ -414,22 +414,31 @@ int config_set_path(struct load *load, const struct key_def *key, const char *va
                                     value);
 }
 
-/* An HTTP header name: an RFC 9110 token. */
-int config_set_header_name(struct load *load, const struct key_def *key, const char *value)
+/* Whether the n bytes at s are an HTTP header name: an RFC 9110 token. */
+static bool header_token(const char *s, size_t n)
 {
         static const char extra[] = "!#$%&'*+-.^_`|~";
+
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)s[i];
+                bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                          (c >= '0' && c <= '9') || (c != '\0' && strchr(extra, c));
+                if (!ok)
+                        return false;
+        }
+        return n > 0;
+}
+
+/* An HTTP header name. */
+int config_set_header_name(struct load *load, const struct key_def *key, const char *value)
+{
         char q[VALUE_QUOTE_MAX + 8];
 
         if (value[0] == '\0')
                 return config_key_error(load, key, "must not be empty");
-        for (const char *p = value; *p; p++) {
-                unsigned char c = (unsigned char)*p;
-                bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-                          (c >= '0' && c <= '9') || (c != '\0' && strchr(extra, c));
-                if (!ok)
-                        return config_key_error(load, key, "not a valid HTTP header name: \"%s\"",
-                                                config_quote(value, q, sizeof(q)));
-        }
+        if (!header_token(value, strlen(value)))
+                return config_key_error(load, key, "not a valid HTTP header name: \"%s\"",
+                                        config_quote(value, q, sizeof(q)));
         return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
                                     value);
 }
@@ -482,6 +491,51 @@ int config_set_field_source(struct load *load, const struct key_def *key, const 
         struct field_source fs;
 
         if (field_source_parse(value, &fs, &terr) < 0)
+                return config_key_error(load, key, "%s", terr.message);
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
+int config_set_fixed_header(struct load *load, const struct key_def *key, const char *value)
+{
+        struct tg_config *c = &load->config;
+        const char *colon = strchr(value, ':');
+
+        if (c->provider_header_count >= TG_CONFIG_MAX_HEADERS)
+                return config_key_error(load, key, "at most %d headers", TG_CONFIG_MAX_HEADERS);
+        if (strlen(value) >= sizeof(c->provider_headers[0]))
+                return config_key_error(load, key, "too long");
+        if (!colon)
+                return config_key_error(load, key, "must be \"Name: value\"");
+        if (!header_token(value, (size_t)(colon - value)))
+                return config_key_error(load, key, "not a valid HTTP header name");
+        for (const char *p = colon + 1; *p; p++)
+                if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+                        return config_key_error(load, key, "the value must be printable ASCII");
+        snprintf(c->provider_headers[c->provider_header_count++], sizeof(c->provider_headers[0]),
+                 "%s", value);
+        return 1;
+}
+
+void config_clear_fixed_headers(struct tg_config *config)
+{
+        config->provider_header_count = 0;
+}
+
+int config_set_reconcile(struct load *load, const struct key_def *key, const char *value)
+{
+        struct template_error terr;
+        struct request_map *m = calloc(1, sizeof(*m));
+        int r;
+
+        if (!m)
+                return config_key_error(load, key, "out of memory");
+        r = reconcile_parse(value, m, &terr);
+        /* the policy replays where the contract returns the stored result */
+        if (r == 0)
+                load->config.policy.replay = m->replay;
+        free(m);
+        if (r < 0)
                 return config_key_error(load, key, "%s", terr.message);
         return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
                                     value);

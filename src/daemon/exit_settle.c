@@ -53,7 +53,8 @@ static void apply_holds(struct exit *e, const struct open_call *oc,
         struct holds_call hc = {.transport = res->reply.transport,
                                 .http_status = res->reply.http_status,
                                 .retry_after_ms = retry_after_ms,
-                                .probe = oc->probe};
+                                .probe = oc->probe,
+                                .key_in_progress = res->reply.key_in_progress};
         struct holds_decision h;
         json_t *f;
 
@@ -293,6 +294,7 @@ static void settle_call(struct exit *e, struct open_call *oc, const struct trans
                                   .retry_after_ms = ra,
                                   .now = wall,
                                   .limited =
+                                      !res->reply.key_in_progress &&
                                       holds_limited(res->reply.transport, res->reply.http_status)};
         policy_call_outcome(&e->cfg->policy, &oc->op, &ev, &e->rng, &decision);
         struct exit_call_end end = {.op = &oc->op,

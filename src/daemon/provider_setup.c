@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/tg_error.h"
 #include "net/provider_request.h"
@@ -105,6 +106,43 @@ static int try_sample(const struct provider_maps *m, bool sign, const struct ref
         return 0;
 }
 
+/* provider.header: never one of the headers the transport sets itself (a
+ * second Authorization or Idempotency-Key would be the provider's guess),
+ * nor twice; joined with '\n' for the transport. */
+static int fixed_headers(const struct tg_config *c, struct provider_maps *m, char *err, size_t size)
+{
+        const char *own[] = {c->provider_key_header,
+                             c->provider_request_id_header,
+                             c->provider_attempt_header,
+                             c->provider_signature_header,
+                             c->provider_timestamp_header,
+                             c->provider_auth_header,
+                             "Authorization",
+                             "Content-Type",
+                             "Content-Length",
+                             "Host",
+                             "Expect",
+                             "traceparent"};
+        size_t at = 0;
+
+        m->fixed_headers[0] = '\0';
+        for (unsigned i = 0; i < c->provider_header_count; i++) {
+                const char *line = c->provider_headers[i];
+                size_t n = strcspn(line, ":");
+
+                for (size_t k = 0; k < sizeof(own) / sizeof(own[0]); k++)
+                        if (strlen(own[k]) == n && strncasecmp(own[k], line, n) == 0)
+                                return fail(err, size, "header",
+                                            "names a header tollgate sets itself");
+                for (unsigned j = 0; j < i; j++)
+                        if (strncasecmp(c->provider_headers[j], line, n + 1) == 0)
+                                return fail(err, size, "header", "a header is set twice");
+                at += (size_t)snprintf(m->fixed_headers + at, sizeof(m->fixed_headers) - at, "%s%s",
+                                       i ? "\n" : "", line);
+        }
+        return 0;
+}
+
 int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char *err, size_t size)
 {
         struct template_error terr;
@@ -137,6 +175,13 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
                 r = parse_path(MAP_PATH_QUERY_FALLBACK, "query_fallback_path",
                                c->provider_query_fallback_path, &m->request.query_fallback_path,
                                err, size);
+        m->request.has_list = c->provider_list_path[0] != '\0';
+        if (r == 0 && m->request.has_list)
+                r = parse_path(MAP_PATH_LIST, "list_path", c->provider_list_path,
+                               &m->request.list_path, err, size);
+        if (r == 0 && c->provider_reconcile[0] &&
+            reconcile_parse(c->provider_reconcile, &m->request, &terr) < 0)
+                return fail(err, size, "reconcile", terr.message);
         if (r < 0)
                 return r;
         if (request_map_check(&m->request, &key, &terr) < 0)
@@ -155,6 +200,25 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
         if (r == 0)
                 r = parse_source("retryable_field", c->provider_retryable_field,
                                  &m->reply.retryable, err, size);
+        if (r == 0)
+                r = parse_source("list_items_field", c->provider_list_items_field,
+                                 &m->reply.list_items, err, size);
+        if (r == 0)
+                r = parse_source("list_match_field", c->provider_list_match_field,
+                                 &m->reply.list_match, err, size);
+        if (r == 0)
+                r = parse_source("list_more_field", c->provider_list_more_field,
+                                 &m->reply.list_more, err, size);
+        if (r == 0 && c->provider_in_progress_codes[0])
+                r = parse_list("in_progress_codes", c->provider_in_progress_codes,
+                               &m->reply.in_progress, err, size);
+        /* a list is read by one path each, from the body */
+        if (r == 0 && m->request.has_list &&
+            (m->reply.list_items.n != 1 || m->reply.list_items.alt[0].header ||
+             m->reply.list_match.n != 1 || m->reply.list_match.alt[0].header))
+                return fail(err, size, "list_items_field",
+                            "list_path needs list_items_field and list_match_field, one JSON "
+                            "path each");
         if (r == 0)
                 r = parse_list("status_succeeded", c->provider_status_succeeded,
                                &m->reply.succeeded, err, size);
@@ -180,6 +244,9 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
         }
         if (template_parse(c->provider_signing_string, TPL_SIGNING_FIELDS, &m->signing, &terr) < 0)
                 return fail(err, size, "signing_string", terr.message);
+        r = fixed_headers(c, m, err, size);
+        if (r < 0)
+                return r;
 
         /* Evaluate it all once, for refunds of both shapes. */
         memset(&req, 0, sizeof(req));
@@ -213,6 +280,7 @@ void provider_setup_transport_config(const struct tg_config *c, const struct pro
         ret->reuse_connections = c->provider_reuse_connections;
         ret->keepalive_idle_ms = c->provider_keepalive_idle_ms;
         ret->ca_file = c->provider_ca_file;
+        ret->fixed_headers = m->fixed_headers;
         ret->auth = strcmp(c->provider_auth, "bearer") == 0   ? TRANSPORT_AUTH_BEARER
                     : strcmp(c->provider_auth, "header") == 0 ? TRANSPORT_AUTH_HEADER
                                                               : TRANSPORT_AUTH_NONE;

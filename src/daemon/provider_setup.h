@@ -28,6 +28,8 @@ struct provider_maps {
         struct request_map request;
         struct reply_map reply;
         struct template signing; /* meaningful when signing is configured */
+        /* provider.header lines, one "Name: value" a line, '\n' between */
+        char fixed_headers[TG_CONFIG_MAX_HEADERS * TG_CONFIG_LINE];
 };
 
 /* Compiles and checks the mapping: every template and field source, the

@@ -34,6 +34,9 @@ static void reset_body(struct provider_reply *reply)
         reply->refund_id[0] = '\0';
         reply->failure_code[0] = '\0';
         reply->retryable = TG_FLAG_ABSENT;
+        reply->list = REPLY_LIST_NONE;
+        reply->key_in_progress = false;
+        reply->list_cursor[0] = '\0';
 }
 
 /* One step down a path: an object's member by name, or an array's element
@@ -111,8 +114,55 @@ bool provider_reply_json_type(const char *type)
         return n > 5 && strncasecmp(end - 5, "+json", 5) == 0;
 }
 
-int provider_reply_read(const struct reply_map *map, const char *body, size_t len,
-                        const struct provider_reply_headers *headers, struct provider_reply *reply)
+/* The value at a one-path source inside root (NULL: none). */
+static json_t *source_value(const struct field_source *source, json_t *root)
+{
+        json_t *v = root;
+
+        if (source->n == 0 || source->alt[0].header)
+                return NULL;
+        for (unsigned i = 0; v && i < source->alt[0].nseg; i++)
+                v = step(v, &source->alt[0].seg[i]);
+        return v;
+}
+
+/* A list answer: the item whose match field is ours (its fields are read
+ * as the refund's: *ret_item), or the verdict that it is not there. A body
+ * whose items are no array is no list (an error body): NONE, read as
+ * usual. */
+static enum reply_list list_find(const struct reply_map *map, json_t *root, const char *match,
+                                 const struct provider_reply_headers *headers, json_t **ret_item,
+                                 char *cursor, size_t cursor_size)
+{
+        json_t *items = source_value(&map->list_items, root), *item = NULL;
+        char text[128], more[16];
+        size_t i;
+
+        if (!json_is_array(items))
+                return REPLY_LIST_NONE;
+        json_array_foreach(items, i, item)
+        {
+                if (json_is_object(item) &&
+                    source_text(&map->list_match, item, NULL, false, text, sizeof(text)) &&
+                    strcmp(text, match) == 0) {
+                        *ret_item = item;
+                        return REPLY_LIST_FOUND;
+                }
+        }
+        if (!source_text(&map->list_more, root, headers, true, more, sizeof(more)) ||
+            reply_flag_parse(more) == TG_FLAG_FALSE)
+                return REPLY_LIST_ABSENT;
+        /* more pages: where the next starts (the last item's id); a flag
+         * that is not a clear "false" is not "complete" */
+        item = json_array_get(items, json_array_size(items) - 1);
+        if (!json_is_object(item) ||
+            !source_text(&map->refund_id, item, NULL, false, cursor, cursor_size))
+                cursor[0] = '\0';
+        return REPLY_LIST_PARTIAL;
+}
+
+static int read_reply(const struct reply_map *map, const char *match, const char *body, size_t len,
+                      const struct provider_reply_headers *headers, struct provider_reply *reply)
 {
         struct reply_map fallback;
         json_error_t error;
@@ -142,19 +192,44 @@ int provider_reply_read(const struct reply_map *map, const char *body, size_t le
                 }
         }
         reply->body_is_json = root != NULL;
+        /* a list answer: the refund's fields are its item's */
+        json_t *item = root;
+        if (root && match)
+                reply->list = list_find(map, root, match, headers, &item, reply->list_cursor,
+                                        sizeof(reply->list_cursor));
+        if (reply->list == REPLY_LIST_ABSENT || reply->list == REPLY_LIST_PARTIAL)
+                item = NULL;
         /* Header sources are read whatever the body; body paths need one. */
-        if (source_text(&map->status, root, headers, false, raw, sizeof(raw)))
+        if (source_text(&map->status, item, headers, false, raw, sizeof(raw)))
                 reply_map_status(map, raw, reply->status, sizeof(reply->status));
-        source_text(&map->refund_id, root, headers, false, reply->refund_id,
+        source_text(&map->refund_id, item, headers, false, reply->refund_id,
                     sizeof(reply->refund_id));
         source_text(&map->error_code, root, headers, false, reply->error_code,
                     sizeof(reply->error_code));
-        source_text(&map->failure_code, root, headers, false, reply->failure_code,
+        source_text(&map->failure_code, item, headers, false, reply->failure_code,
                     sizeof(reply->failure_code));
+        for (unsigned i = 0; reply->error_code[0] && i < map->in_progress.n; i++)
+                if (strcmp(reply->error_code, map->in_progress.value[i]) == 0)
+                        reply->key_in_progress = true;
         if (source_text(&map->retryable, root, headers, true, flag, sizeof(flag)))
                 reply->retryable = reply_flag_parse(flag);
         json_decref(root);
         return rc;
+}
+
+int provider_reply_read(const struct reply_map *map, const char *body, size_t len,
+                        const struct provider_reply_headers *headers, struct provider_reply *reply)
+{
+        return read_reply(map, NULL, body, len, headers, reply);
+}
+
+int provider_reply_read_list(const struct reply_map *map, const char *match, const char *body,
+                             size_t len, const struct provider_reply_headers *headers,
+                             struct provider_reply *reply)
+{
+        if (!match || !match[0])
+                return TG_EINVAL;
+        return read_reply(map, match, body, len, headers, reply);
 }
 
 int provider_reply_parse_body(const char *body, size_t len, struct provider_reply *reply)

@@ -64,4 +64,16 @@ bool provider_reply_json_type(const char *content_type);
 int provider_reply_read(const struct reply_map *map, const char *body, size_t len,
                         const struct provider_reply_headers *headers, struct provider_reply *reply);
 
+/* provider_reply_read() of a list answer (provider.list_path) for the
+ * operation id match: the refunds at the map's list_items, ours the item
+ * whose list_match field equals match; reply->list says whether it was
+ * found, and the status, refund id and failure code are its item's. Not
+ * found: ABSENT when list_more is absent or false, else PARTIAL with
+ * list_cursor the last item's refund id. Items that are not an array (an
+ * error body): NONE, read as provider_reply_read() does. Same returns, and
+ * TG_EINVAL for an empty match. */
+int provider_reply_read_list(const struct reply_map *map, const char *match, const char *body,
+                             size_t len, const struct provider_reply_headers *headers,
+                             struct provider_reply *reply);
+
 #endif

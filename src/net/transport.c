@@ -171,6 +171,7 @@ int transport_new(const struct transport_config *config, struct transport **ret_
         t->request_id_header = dup_or_default(config->request_id_header, "X-Request-Id");
         t->attempt_header = dup_or_default(config->attempt_header, "X-Attempt");
         t->ca_file = config->ca_file && *config->ca_file ? strdup(config->ca_file) : NULL;
+        t->fixed_headers = strdup(config->fixed_headers ? config->fixed_headers : "");
         t->connect_timeout_ms = config->connect_timeout_ms > 0 ? config->connect_timeout_ms : 1000;
         t->max_response_bytes = config->max_response_bytes;
         t->max_open = config->max_open;
@@ -190,7 +191,8 @@ int transport_new(const struct transport_config *config, struct transport **ret_
         if (!t->sent || !t->base_url || !t->key_header || !t->request_id_header ||
             !t->attempt_header || (config->ca_file && *config->ca_file && !t->ca_file) ||
             !t->request_map || !t->reply_map || !t->auth_header || !t->signature_header ||
-            !t->timestamp_header || !t->signature_prefix || !t->done || !t->multi) {
+            !t->timestamp_header || !t->signature_prefix || !t->done || !t->multi ||
+            !t->fixed_headers) {
                 transport_free(t);
                 return TG_ENOMEM;
         }
@@ -277,6 +279,7 @@ void transport_free(struct transport *t)
         free(t->request_id_header);
         free(t->attempt_header);
         free(t->ca_file);
+        free(t->fixed_headers);
         free(t->request_map);
         free(t->reply_map);
         free(t->auth_header);

@@ -77,6 +77,9 @@ struct transport_config {
          * (transport_pool.c). 0: learned from its Keep-Alive header. */
         int64_t keepalive_idle_ms;
         const char *ca_file; /* NULL or "": the system's CA store */
+        /* headers on every call, "Name: value" lines joined by '\n' (NULL or
+         * "": none), already checked by the caller; copied */
+        const char *fixed_headers;
         enum transport_auth auth;
         const char *auth_header; /* TRANSPORT_AUTH_HEADER's header name */
         /* Signing: when signing_string is not NULL, every call carries

@@ -267,6 +267,17 @@ static int build_headers(const struct transport *t, struct call *c,
         if (r == 0 && call->request == CLASSIFY_POST)
                 r = add_header(&c->headers, "Content-Type",
                                provider_request_content_type(t->request_map));
+        /* the profile's own (an API version pin), one line each */
+        for (const char *p = t->fixed_headers; r == 0 && *p;) {
+                char line[HEADER_LINE_MAX];
+                size_t n = strcspn(p, "\n");
+                if (n >= sizeof(line))
+                        return TG_EINVAL;
+                memcpy(line, p, n);
+                line[n] = '\0';
+                r = add_line(&c->headers, line);
+                p += n + (p[n] == '\n');
+        }
         if (r == 0 && c->creds->auth_line)
                 r = add_line(&c->headers, c->creds->auth_line);
         if (r == 0 && t->sign) {
@@ -320,6 +331,7 @@ int transport_call_setup(const struct transport *t, struct call *c,
         struct refund_metadata md;
         struct template_values values;
         char amount[24], path[URL_MAX], url[URL_MAX + 1024];
+        enum reconcile_strategy strategy;
         struct tg_strbuf sb;
         int r;
 
@@ -335,6 +347,12 @@ int transport_call_setup(const struct transport *t, struct call *c,
                 return TG_EINVAL;
         map_values_for(req, &md, call->refund_id, amount, &values);
         values.text[TPL_IDEMPOTENCY_KEY] = call->operation_id;
+        if (call->request == CLASSIFY_QUERY &&
+            request_map_strategy(t->request_map, &values, &strategy) == 0 &&
+            strategy == RECONCILE_LIST &&
+            (size_t)snprintf(c->list_match, sizeof(c->list_match), "%s", call->operation_id) >=
+                sizeof(c->list_match))
+                return TG_EINVAL;
         tg_strbuf_init(&sb, path, sizeof(path));
         r = request_map_path(t->request_map, call->request, &values, &sb);
         if (r < 0)

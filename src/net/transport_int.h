@@ -63,6 +63,7 @@ struct call {
         char captured[PROVIDER_REPLY_HEADERS][128]; /* the reply map's header sources */
         uint64_t cookie;
         enum classify_request request;
+        char list_match[160]; /* a list query: our operation id, matched in its items */
         unsigned prereq_count;
         bool second_send;
         bool late;       /* ready after not_after: refused in the hook, nothing sent */
@@ -81,7 +82,8 @@ struct transport {
         CURLM *multi;
         char *base_url;
         char *key_header, *request_id_header, *attempt_header;
-        char *ca_file; /* NULL: the system store */
+        char *ca_file;       /* NULL: the system store */
+        char *fixed_headers; /* "Name: value" lines joined by '\n'; "" none */
         int64_t connect_timeout_ms;
         size_t max_response_bytes;
         unsigned max_open;

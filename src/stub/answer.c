@@ -1,7 +1,7 @@
 /*
  * The stub's answers: what a request is answered and how it goes on the
  * wire. Errors in the words of the shape (PROVIDER.md's or the
- * stripe-like one), the work done at a request's finish (at arrival, or at
+ * stripe one), the work done at a request's finish (at arrival, or at
  * the deadline of a delayed one: execute the refund, read the ledger for a
  * query, then the answer path's own faults), the timer and the hostile
  * modes' hooks, and queueing the answer with libmicrohttpd.
@@ -44,7 +44,7 @@ static char *error_body(const char *code, const char *message, bool retryable)
         return text;
 }
 
-/* The stripe-like shape's words for an error of ours: a type from the
+/* The stripe shape's words for an error of ours: a type from the
  * status, the code where the real API has one (an idempotency error has
  * none, only its type), 400 for what we answer 422. */
 static void stripe_error(struct req *r, int status, const char *code, const char *message,
@@ -75,7 +75,7 @@ static void stripe_error(struct req *r, int status, const char *code, const char
 
 void answer_error(struct req *r, int status, const char *code, const char *message, bool retryable)
 {
-        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE && r->kind != K_ADMIN) {
+        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE && r->kind != K_ADMIN) {
                 stripe_error(r, status, code, message, retryable);
                 return;
         }
@@ -111,7 +111,7 @@ void answer_retry_after(struct req *r)
 static void make_hostile(struct req *r)
 {
         struct hostile_answer a;
-        if (hostile_answer_make(&r->spec, r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE, r->status,
+        if (hostile_answer_make(&r->spec, r->srv->cfg.shape == STUB_SHAPE_STRIPE, r->status,
                                 r->answer, r->path, &a) < 0)
                 return;
         r->hostile = a;
@@ -131,7 +131,7 @@ static void finish(struct req *r)
                 /* Taken, then refused for good at the provider: no money
                  * moves. The client is told 500 (an unknown outcome); the
                  * failure is what queries (and the event) say. */
-                char *body = srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE
+                char *body = srv->cfg.shape == STUB_SHAPE_STRIPE
                                  ? stub_stripe_error("api_error", NULL, "injected failure (fail)")
                                  : error_body("internal_error", "injected failure (fail)", false);
                 int rc = body ? ledger_fail(srv->ledger, &r->refund, now, r->spec.failure_code, 500,
@@ -157,7 +157,7 @@ static void finish(struct req *r)
                 } else {
                         r->executed = true;
                         /* the real API answers a created refund with 200 */
-                        answer_text(r, srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE ? 200 : 201, body);
+                        answer_text(r, srv->cfg.shape == STUB_SHAPE_STRIPE ? 200 : 201, body);
                         /* calls:K: this POST is call 1 of K; queries 2..K-1
                          * say processing, call K says succeeded */
                         if (r->spec.mode == STUB_CALLS && r->spec.close_calls > 2)
@@ -167,6 +167,14 @@ static void finish(struct req *r)
                                 webhook_enqueue(srv->webhook, r->refund.operation_id, "succeeded",
                                                 id, now);
                 }
+        } else if (r->kind == K_QUERY && r->lookup && r->list) {
+                free(r->answer);
+                r->status = 200;
+                r->answer =
+                    ledger_list_json(srv->ledger, r->list_payment, r->list_after, r->list_limit,
+                                     r->query_op[0] ? r->query_op : NULL, now);
+                if (!r->answer)
+                        answer_error(r, 503, "temporarily_unavailable", "stub out of memory", true);
         } else if (r->kind == K_QUERY && r->lookup) {
                 enum ledger_status st;
                 char id[STUB_REFUND_ID_MAX], failure[STUB_FAILURE_MAX];
@@ -176,7 +184,7 @@ static void finish(struct req *r)
                 ledger_query(srv->ledger, r->query_op, now, &st, id, failure, &req);
                 if (st == LEDGER_NOT_FOUND) {
                         answer_error(r, 404, "not_found", "no refund for this operation", false);
-                } else if (srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE) {
+                } else if (srv->cfg.shape == STUB_SHAPE_STRIPE) {
                         free(r->answer);
                         r->status = 200;
                         r->answer = stub_stripe_refund(id, &req,

@@ -1,6 +1,6 @@
 /*
  * The stub's contract endpoints: POST /v1/refunds and GET
- * /v1/refunds/{id} (PROVIDER.md, or the stripe-like shape's paths). Each
+ * /v1/refunds/{id} (PROVIDER.md, or the stripe shape's paths). Each
  * request is checked as a real provider checks it — the client
  * certificate (in the handshake), the API key, the signature, the
  * Idempotency-Key and the body — in that order, and its mode in force
@@ -24,11 +24,35 @@
 #include "tls.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *header_of(void *ctx, const char *name)
 {
         return MHD_lookup_connection_value(ctx, MHD_HEADER_KIND, name);
+}
+
+/* The query (the stripe shape's list) back as a client writes it, in the
+ * order sent: core/encode.h's path encoding of each name and value. */
+struct query_text {
+        struct tg_strbuf *sb;
+        bool first;
+};
+
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *name,
+                               const char *value)
+{
+        struct query_text *q = cls;
+
+        (void)kind;
+        tg_strbuf_add(q->sb, q->first ? "?" : "&", 1);
+        q->first = false;
+        encode_percent(ENCODE_PATH_SEGMENT, name, strlen(name), q->sb);
+        if (value) {
+                tg_strbuf_add(q->sb, "=", 1);
+                encode_percent(ENCODE_PATH_SEGMENT, value, strlen(value), q->sb);
+        }
+        return MHD_YES;
 }
 
 /* What a real provider checks before anything else: the client
@@ -53,6 +77,8 @@ static bool caller_ok(struct req *r)
                 else
                         encode_percent(ENCODE_PATH_SEGMENT, p, 1, &sb);
         }
+        struct query_text q = {.sb = &sb, .first = true};
+        MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, add_arg, &q);
         sig = stub_auth_signature(&srv->cfg.auth, header_of, r->conn, r->method, path, r->body,
                                   r->len, clock_wall_now() / TG_MS_PER_S);
 
@@ -112,7 +138,7 @@ static int parse_refund(struct req *r, const char *key, const char *ctype)
         const char *why = NULL, *param = NULL;
         int rc;
 
-        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE) {
+        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE) {
                 if (!ctype || strncmp(ctype, "application/x-www-form-urlencoded", 33) != 0) {
                         answer_error(r, 400, "invalid_request",
                                      "Content-Type must be application/x-www-form-urlencoded",
@@ -201,26 +227,61 @@ enum MHD_Result contract_refund(struct req *r)
         return answer_after_delay(r);
 }
 
-/* The operation a query names: by our key (PROVIDER.md's path, or the
- * stripe-like by-key lookup) or by the provider's refund id. 0, or the
- * answer is prepared. */
+/* Stripe's GET /v1/refunds: its parameters as Stripe documents them
+ * (payment_intent, limit 1-100, starting_after; charge, created and
+ * ending_before are not played and refused as unknown). 0, or the answer
+ * is prepared. */
+static int list_args(struct req *r)
+{
+        static const char *const known[] = {"payment_intent", "limit", "starting_after"};
+        const char *pi = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, known[0]);
+        const char *limit = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, known[1]);
+        const char *after = MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, known[2]);
+        int n = MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, NULL, NULL);
+        long v = 10; /* Stripe's default page */
+
+        if (n != (pi != NULL) + (limit != NULL) + (after != NULL)) {
+                answer_error(r, 400, "parameter_unknown", "a list parameter is unknown", false);
+                return TG_EINVAL;
+        }
+        if (limit) {
+                char *end = NULL;
+                v = strtol(limit, &end, 10);
+                if (!limit[0] || *end || v < 1 || v > STUB_LIST_MAX) {
+                        answer_error(r, 400, "parameter_invalid_integer",
+                                     "limit must be an integer from 1 to 100", false);
+                        return TG_EINVAL;
+                }
+        }
+        if ((pi && strlen(pi) > STUB_FIELD_MAX) || (after && strlen(after) >= STUB_REFUND_ID_MAX)) {
+                answer_error(r, 400, "parameter_invalid_string", "a list parameter is too long",
+                             false);
+                return TG_EINVAL;
+        }
+        snprintf(r->list_payment, sizeof(r->list_payment), "%s", pi ? pi : "");
+        snprintf(r->list_after, sizeof(r->list_after), "%s", after ? after : "");
+        r->list_limit = (unsigned)v;
+        r->list = true;
+        /* Stripe ignores a GET's Idempotency-Key; the stub's calls:K mode
+         * counts the list as a query of that key's refund */
+        const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
+        if (key && stub_key_valid(key, strlen(key)))
+                snprintf(r->query_op, sizeof(r->query_op), "%s", key);
+        return 0;
+}
+
+/* The operation a query names: by our key (PROVIDER.md's path) or by the
+ * provider's refund id (the stripe shape, which has no lookup by key: its
+ * list is the way to find a refund whose id is unknown). 0, or the answer
+ * is prepared. */
 static int query_operation(struct req *r)
 {
-        size_t by_key = strlen(STUB_BY_KEY_PREFIX);
-
-        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE) {
-                const char *rest = r->path + by_key;
-                if (strncmp(r->path, STUB_BY_KEY_PREFIX, by_key) == 0) {
-                        if (!stub_key_valid(rest, strlen(rest))) {
-                                answer_error(r, 400, "invalid_request", "not a valid key", false);
-                                return TG_EINVAL;
-                        }
-                        memcpy(r->query_op, rest, strlen(rest) + 1);
-                        return 0;
-                }
-                rest = r->path + strlen(STUB_QUERY_PREFIX);
+        if (r->srv->cfg.shape == STUB_SHAPE_STRIPE) {
+                const char *rest = r->path + strlen(STUB_QUERY_PREFIX);
+                if (strcmp(r->path, REFUNDS_PATH) == 0)
+                        return list_args(r);
                 if (ledger_operation_of(r->srv->ledger, rest, r->query_op) < 0) {
-                        answer_error(r, 404, "not_found", "no such refund", false);
+                        answer_error(r, 404, "resource_missing", "no such refund", false);
                         return TG_ENOTFOUND;
                 }
                 return 0;

@@ -37,14 +37,14 @@ static json_t *object_of(const char *body)
 }
 
 /* contra: the body says what the spec says, whatever the status. */
-static char *contra_body(const struct stub_mode_spec *spec, bool stripe_like, const char *body)
+static char *contra_body(const struct stub_mode_spec *spec, bool stripe, const char *body)
 {
         enum stub_contra_body what = spec->hostile < 0 ? STUB_CONTRA_FAILED : spec->contra;
         json_t *o;
 
         if (what == STUB_CONTRA_ERROR) {
                 /* An error that would be a refusal under a 4xx. */
-                if (stripe_like)
+                if (stripe)
                         return stub_stripe_error("invalid_request_error", "parameter_invalid",
                                                  "injected (contra)");
                 return dump(json_pack("{s:{s:s, s:s, s:b}}", "error", "code", "invalid_request",
@@ -57,11 +57,10 @@ static char *contra_body(const struct stub_mode_spec *spec, bool stripe_like, co
         if (what == STUB_CONTRA_SUCCEEDED) {
                 json_object_set_new(o, "status", json_string("succeeded"));
         } else if (what == STUB_CONTRA_PROCESSING) {
-                json_object_set_new(o, "status",
-                                    json_string(stripe_like ? "pending" : "processing"));
+                json_object_set_new(o, "status", json_string(stripe ? "pending" : "processing"));
         } else {
                 json_object_set_new(o, "status", json_string("failed"));
-                json_object_set_new(o, stripe_like ? "failure_reason" : "failure_code",
+                json_object_set_new(o, stripe ? "failure_reason" : "failure_code",
                                     json_string("contra"));
         }
         return dump(o);
@@ -118,7 +117,7 @@ static char *copy_of(const char *body)
         return strdup(body ? body : "");
 }
 
-int hostile_answer_make(const struct stub_mode_spec *spec, bool stripe_like, int status,
+int hostile_answer_make(const struct stub_mode_spec *spec, bool stripe, int status,
                         const char *body, const char *path, struct hostile_answer *ret)
 {
         struct hostile_answer a;
@@ -182,7 +181,7 @@ int hostile_answer_make(const struct stub_mode_spec *spec, bool stripe_like, int
                 break;
         case STUB_CONTRA:
                 a.status = spec->hostile >= 0 ? (int)spec->hostile : 201;
-                a.body = contra_body(spec, stripe_like, body);
+                a.body = contra_body(spec, stripe, body);
                 if (!a.body)
                         return TG_ENOMEM;
                 a.len = strlen(a.body);

@@ -54,11 +54,11 @@ struct hostile_answer {
  * Builds the answer of hostile mode spec from the stub's own answer (status,
  * body: a JSON object, or NULL when there was none, as for a redirect).
  * path: the request's path (redirect: Location is "/moved" + path);
- * stripe_like: the shape's words (pending for processing, its error body).
+ * stripe: the shape's words (pending for processing, its error body).
  * Returns 0 or TG_ENOMEM; *ret is untouched on failure. Release with
  * hostile_answer_release().
  */
-int hostile_answer_make(const struct stub_mode_spec *spec, bool stripe_like, int status,
+int hostile_answer_make(const struct stub_mode_spec *spec, bool stripe, int status,
                         const char *body, const char *path, struct hostile_answer *ret);
 void hostile_answer_release(struct hostile_answer *a);
 

@@ -24,7 +24,7 @@
 
 enum key_state { KEY_NONE, KEY_RUNNING, KEY_DONE };
 
-/* The index from refund ids to their operation (stripe-like queries). */
+/* The index from refund ids to their operation (stripe queries). */
 struct id_node {
         struct id_node *next;
         char id[STUB_REFUND_ID_MAX];
@@ -44,6 +44,7 @@ struct record {
         tg_wall_ms first_executed_wall;
         tg_mono_ns processing_until;
         unsigned processing_queries; /* queries still to answer "processing" */
+        uint64_t seq;                /* creation order: a list's order (newest first) */
 };
 
 struct ledger {
@@ -59,6 +60,7 @@ struct ledger {
         uint64_t failures;
         enum stub_shape shape;
         struct id_node **ids; /* by refund id */
+        uint64_t next_seq;
 };
 
 static uint32_t hash(const char *s)
@@ -90,6 +92,7 @@ static struct record *create(struct ledger *lg, const struct stub_refund *req)
         if (!r)
                 return NULL;
         r->req = *req;
+        r->seq = ++lg->next_seq;
         h = hash(req->operation_id);
         r->next = lg->buckets[h];
         lg->buckets[h] = r;
@@ -238,7 +241,7 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
                 r->key_created = now;
         }
         snprintf(id, sizeof(id), "re_%016llx", (unsigned long long)tg_rng_next(&lg->rng));
-        if (lg->shape == STUB_SHAPE_STRIPE_LIKE) {
+        if (lg->shape == STUB_SHAPE_STRIPE) {
                 /* A refund still settling at the provider says so: pending. */
                 text = stub_stripe_refund(id, req, processing > 0 ? "pending" : "succeeded", NULL);
         } else {
@@ -330,20 +333,17 @@ out:
         return rc;
 }
 
-void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
-                  enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX],
-                  char ret_failure_code[STUB_FAILURE_MAX], struct stub_refund *ret_req)
+/* What a query of record r (NULL: none) sees at now, with lg->lock held;
+ * counted: a query that uses up one of its "processing" answers. */
+static void record_status(struct ledger *lg, struct record *r, tg_mono_ns now, bool counted,
+                          enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX],
+                          char ret_failure_code[STUB_FAILURE_MAX])
 {
-        struct record *r;
-        pthread_mutex_lock(&lg->lock);
-        r = find(lg, operation_id);
         if (r)
                 age_key(lg, r, now);
         ret_refund_id[0] = '\0';
         if (r && r->executions > 0)
                 memcpy(ret_refund_id, r->refund_ids[0], STUB_REFUND_ID_MAX);
-        if (r && ret_req)
-                *ret_req = r->req;
         if (r && r->key == KEY_DONE && r->failure[0]) {
                 /* The retained key ended failed: that is its outcome, even if
                  * an older, expired use of the same key executed. */
@@ -354,14 +354,109 @@ void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
         } else if (r->executions == 0 || now < r->processing_until) {
                 *ret_status = LEDGER_PROCESSING;
         } else if (r->processing_queries > 0) {
-                r->processing_queries--;
+                if (counted)
+                        r->processing_queries--;
                 *ret_status = LEDGER_PROCESSING;
         } else {
                 *ret_status = LEDGER_SUCCEEDED;
                 /* The refund of the first execution is the one the key names. */
                 memcpy(ret_refund_id, r->refund_ids[0], STUB_REFUND_ID_MAX);
         }
+}
+
+void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
+                  enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX],
+                  char ret_failure_code[STUB_FAILURE_MAX], struct stub_refund *ret_req)
+{
+        struct record *r;
+        pthread_mutex_lock(&lg->lock);
+        r = find(lg, operation_id);
+        if (r && ret_req)
+                *ret_req = r->req;
+        record_status(lg, r, now, true, ret_status, ret_refund_id, ret_failure_code);
         pthread_mutex_unlock(&lg->lock);
+}
+
+/* Whether a list of payment (or any when payment is "") shows r: executed,
+ * or ended failed (a refund still being created is not in the list yet). */
+static bool listed(const struct record *r, const char *payment)
+{
+        if (payment[0] && strcmp(r->req.payment_id, payment) != 0)
+                return false;
+        return r->executions > 0 || (r->key == KEY_DONE && r->failure[0]);
+}
+
+/* The n newest listed records older than seq `before`, newest first, into
+ * out[n] (one pass, insertion into the bounded array). Returns how many. */
+static unsigned list_newest(struct ledger *lg, const char *payment, uint64_t before,
+                            struct record **out, unsigned n)
+{
+        unsigned have = 0;
+
+        for (size_t b = 0; b < BUCKETS; b++) {
+                for (struct record *r = lg->buckets[b]; r; r = r->next) {
+                        unsigned at = have;
+                        if (r->seq >= before || !listed(r, payment))
+                                continue;
+                        while (at > 0 && out[at - 1]->seq < r->seq)
+                                at--;
+                        if (at == n)
+                                continue;
+                        if (have < n)
+                                have++;
+                        memmove(&out[at + 1], &out[at], (have - 1 - at) * sizeof(out[0]));
+                        out[at] = r;
+                }
+        }
+        return have;
+}
+
+char *ledger_list_json(struct ledger *lg, const char *payment, const char *starting_after,
+                       unsigned limit, const char *key, tg_mono_ns now)
+{
+        json_t *data = json_array(), *o = NULL;
+        struct record *page[STUB_LIST_MAX + 1];
+        uint64_t before = UINT64_MAX;
+        unsigned got;
+        bool more;
+        char *text = NULL;
+
+        if (!data)
+                return NULL;
+        if (limit < 1 || limit > STUB_LIST_MAX)
+                limit = STUB_LIST_MAX;
+        pthread_mutex_lock(&lg->lock);
+        if (starting_after[0]) {
+                before = 0; /* an unknown cursor lists nothing */
+                for (struct id_node *n = lg->ids[hash(starting_after)]; n; n = n->next)
+                        if (strcmp(n->id, starting_after) == 0)
+                                before = n->r->seq;
+        }
+        got = list_newest(lg, payment, before, page, limit + 1);
+        more = got > limit;
+        for (unsigned i = 0; i < got && i < limit; i++) {
+                struct record *r = page[i];
+                enum ledger_status st;
+                char id[STUB_REFUND_ID_MAX], failure[STUB_FAILURE_MAX];
+                char *item;
+
+                record_status(lg, r, now, key && strcmp(key, r->req.operation_id) == 0, &st, id,
+                              failure);
+                item = stub_stripe_refund(id, &r->req,
+                                          st == LEDGER_PROCESSING ? "pending"
+                                          : st == LEDGER_FAILED   ? "failed"
+                                                                  : "succeeded",
+                                          st == LEDGER_FAILED ? failure : NULL);
+                json_array_append_new(data, item ? json_loads(item, 0, NULL) : json_null());
+                free(item);
+        }
+        pthread_mutex_unlock(&lg->lock);
+        o = json_pack("{s:s, s:o, s:b, s:s}", "object", "list", "data", data, "has_more", more,
+                      "url", "/v1/refunds");
+        if (o)
+                text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(o);
+        return text;
 }
 
 int ledger_operation_of(struct ledger *lg, const char *refund_id,

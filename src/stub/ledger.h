@@ -102,6 +102,18 @@ void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
                   enum ledger_status *ret_status, char ret_refund_id[STUB_REFUND_ID_MAX],
                   char ret_failure_code[STUB_FAILURE_MAX], struct stub_refund *ret_req);
 
+/*
+ * The stripe shape's GET /v1/refunds: the refunds of payment ("" : all),
+ * newest first, after the refund starting_after ("": from the newest), at
+ * most limit (1-100, else 100), as Stripe's list object {"object":"list","data":[refund
+ * objects],"has_more":..}. key (may be NULL): the caller's Idempotency-Key,
+ * whose record alone counts this as one of its queries (ledger_query). A
+ * refund still being created is not listed. malloc'd, or NULL.
+ */
+#define STUB_LIST_MAX 100 /* Stripe's bound on a list's limit */
+char *ledger_list_json(struct ledger *lg, const char *payment, const char *starting_after,
+                       unsigned limit, const char *key, tg_mono_ns now);
+
 /* The operation a refund id belongs to. 0 or TG_ENOTFOUND. */
 int ledger_operation_of(struct ledger *lg, const char *refund_id,
                         char ret_operation_id[STUB_KEY_MAX + 1]);

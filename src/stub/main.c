@@ -33,7 +33,8 @@ static const char stub_about[] =
  * joined in main(). */
 static const char stub_epilogue_modes[] =
     "Contract: POST /v1/refunds, GET /v1/refunds/{operation_id}; with --shape\n"
-    "          stripe-like GET /v1/refunds/{refund id}, /v1/refunds/by-key/{key}.\n"
+    "          stripe GET /v1/refunds/{refund id} and the list GET /v1/refunds\n"
+    "          ?payment_intent=..&limit=..&starting_after=.. (no lookup by key).\n"
     "Admin:    GET /_stub/state, GET /_stub/ledger,\n"
     "          GET /_stub/arrivals?since=N[&limit=M] (JSON lines, entries numbered\n"
     "          > N), POST /_stub/mode, POST /_stub/reset,\n"
@@ -392,7 +393,7 @@ static const struct opt stub_options[] = {
      .arg = "NAME",
      .string = &stub_opts.shape,
      .help = "the provider's contract: provider-md (shared/PROVIDER.md, JSON) or "
-             "stripe-like (form POST, refund objects; docs/providers/) (provider-md)"},
+             "stripe (form POST, refund objects; docs/providers/) (provider-md)"},
     {.name = "tls-cert",
      .arg = "FILE",
      .string = &stub_opts.tls_cert,
@@ -576,7 +577,7 @@ static int finish_provider(struct opts *o)
                 : "{method}\\n{path}\\n{timestamp}\\n{idempotency_key}\\n{body_sha256}";
 
         if (o->shape && stub_shape_parse(o->shape, &c->shape) < 0)
-                return bad_flag("--shape", "must be provider-md or stripe-like");
+                return bad_flag("--shape", "must be provider-md or stripe");
         if (!o->tls_cert != !o->tls_key)
                 return bad_flag("--tls-cert", "give --tls-cert and --tls-key together");
         if ((o->tls_client_ca || c->tls_priorities) && !o->tls_cert)

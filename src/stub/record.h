@@ -30,6 +30,7 @@ struct record_arrival {
         const char *request_id;
         const char *attempt;
         const char *traceparent; /* the W3C trace context the client sent */
+        const char *api_version; /* its Stripe-Version (the API version it pins) */
         uint64_t conn_id;
         uint64_t open_requests; /* contract requests open at arrival, this one included */
         const char *mode;       /* mode applied, "MODE[:PARAM]" */

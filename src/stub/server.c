@@ -147,15 +147,16 @@ static enum kind classify(struct req *r)
         if (strcmp(r->path, REFUNDS_PATH) == 0) {
                 if (post)
                         return K_REFUND;
-                r->allow = "POST";
+                /* Stripe's list of refunds (the stripe shape's only lookup
+                 * without the refund id) */
+                if (get && r->srv->cfg.shape == STUB_SHAPE_STRIPE)
+                        return K_QUERY;
+                r->allow = r->srv->cfg.shape == STUB_SHAPE_STRIPE ? "GET, POST" : "POST";
                 answer_error(r, 405, "method_not_allowed", "use POST", false);
                 return K_OTHER;
         }
-        if ((strncmp(r->path, STUB_QUERY_PREFIX, strlen(STUB_QUERY_PREFIX)) == 0 &&
-             !strchr(r->path + strlen(STUB_QUERY_PREFIX), '/')) ||
-            (r->srv->cfg.shape == STUB_SHAPE_STRIPE_LIKE &&
-             strncmp(r->path, STUB_BY_KEY_PREFIX, strlen(STUB_BY_KEY_PREFIX)) == 0 &&
-             !strchr(r->path + strlen(STUB_BY_KEY_PREFIX), '/'))) {
+        if (strncmp(r->path, STUB_QUERY_PREFIX, strlen(STUB_QUERY_PREFIX)) == 0 &&
+            !strchr(r->path + strlen(STUB_QUERY_PREFIX), '/')) {
                 if (get)
                         return K_QUERY;
                 r->allow = "GET";
@@ -265,6 +266,7 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
             .request_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id"),
             .attempt = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Attempt"),
             .traceparent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),
+            .api_version = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Stripe-Version"),
             .conn_id = conn_id(conn),
             .open_requests = atomic_fetch_add(&srv->open_requests, 1) + 1,
             .mode = mode,

@@ -27,6 +27,7 @@
 #include "core/rng.h"
 #include "core/tg_time.h"
 #include "hostile.h"
+#include "ledger.h"
 #include "request.h"
 
 #include <microhttpd.h>
@@ -93,6 +94,10 @@ struct req {
         /* Work done at the deadline of a delayed request. */
         bool execute; /* a refund begun with LEDGER_NEW */
         bool lookup;  /* a query to answer from the ledger */
+        bool list;    /* stripe: GET /v1/refunds, the list (list_* below) */
+        char list_payment[STUB_FIELD_MAX + 1];
+        char list_after[STUB_REFUND_ID_MAX];
+        unsigned list_limit;
         struct stub_refund refund;
         char query_op[STUB_KEY_MAX + 1];
         /* The answer. */
@@ -100,7 +105,7 @@ struct req {
         char *answer;
         char retry_after[64];
         const char *allow;
-        const char *should_retry; /* stripe-like: Stripe-Should-Retry, NULL: none */
+        const char *should_retry; /* stripe: Stripe-Should-Retry, NULL: none */
         bool drop;
         bool executed;
         /* A hostile mode's answer (hostile.h), made at the finish from the

@@ -1,5 +1,5 @@
 /*
- * The stripe-like shape's parsing and bodies (see shape.h). Invariants: a
+ * The stripe shape's parsing and bodies (see shape.h). Invariants: a
  * form is read whole or refused (no parameter twice, none unknown); values
  * are percent-decoded into bounded buffers; *ret is written on success only.
  */
@@ -20,8 +20,8 @@ int stub_shape_parse(const char *name, enum stub_shape *ret)
 {
         if (strcmp(name, "provider-md") == 0)
                 *ret = STUB_SHAPE_PROVIDER_MD;
-        else if (strcmp(name, "stripe-like") == 0)
-                *ret = STUB_SHAPE_STRIPE_LIKE;
+        else if (strcmp(name, "stripe") == 0)
+                *ret = STUB_SHAPE_STRIPE;
         else
                 return TG_EINVAL;
         return 0;
@@ -29,7 +29,7 @@ int stub_shape_parse(const char *name, enum stub_shape *ret)
 
 const char *stub_shape_name(enum stub_shape shape)
 {
-        return shape == STUB_SHAPE_STRIPE_LIKE ? "stripe-like" : "provider-md";
+        return shape == STUB_SHAPE_STRIPE ? "stripe" : "provider-md";
 }
 
 /* Decodes src[0..len) ('+' is a space, %XX a byte) into dst[size]; false

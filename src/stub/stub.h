@@ -57,7 +57,7 @@ struct stub_config {
          * no Retry-After. 0: none. POST /_stub/mode {"capacity": R} changes
          * it mid-run. */
         double capacity_rate, capacity_burst;
-        enum stub_shape shape; /* provider-md or stripe-like (shape.h) */
+        enum stub_shape shape; /* provider-md or stripe (shape.h) */
         /* HTTPS when tls_cert_pem is set (tls.h); PEM texts, borrowed */
         const char *tls_cert_pem;
         const char *tls_key_pem;

@@ -1,7 +1,7 @@
 /*
  * Fuzz target: the provider mapping's parsers. A response body, as hostile
  * as it comes, read through three reply maps (PROVIDER.md's, the
- * stripe-like profile's with alternatives and a header source, and one of
+ * stripe profile's with alternatives and a header source, and one of
  * array paths) with the input's head also given as a header value; then
  * classified for both request kinds. Asserts that reading never fails
  * within the bound, that every field stays terminated, that the retryable

@@ -1,5 +1,5 @@
 /*
- * Fuzz target for the stub's stripe-like shape: stub_parse_refund_form()
+ * Fuzz target for the stub's stripe shape: stub_parse_refund_form()
  * (a form-encoded POST /v1/refunds body, percent-decoded into bounded
  * buffers) and the bodies it answers with. Includes src/stub/shape.c as
  * fuzz_stub_request.c includes request.c (the stub is an executable, not a

@@ -1,7 +1,7 @@
 """Secrets never leak (issue 12): every secret file of a full run holds a
 recognisable marker (tgprovider.SECRET_MARK) — the API token, the webhook
 secret, the provider's API key, the signing key — and the client key's own
-bytes are looked for too. The run: the stripe-like profile over mutual TLS,
+bytes are looked for too. The run: the stripe profile over mutual TLS,
 a bearer key and signed requests, the provider going fast, slow (timeouts,
 reconciled by queries), failing, dropping and fast again, with signed
 webhooks; then a config whose secret file is malformed. Every output is
@@ -64,19 +64,20 @@ class Secrets(unittest.TestCase):
                                "http://127.0.0.1:%d/v1/provider-events" % api_port,
                                "--webhook-secret-file", webhook_file,
                                "--record", os.path.join(secret_dir, "record.jsonl"),
-                               tls="mtls", profile="stripe-like") as stub, \
-                Tollgate(stub.url, tls="mtls", profile="stripe-like", token=token,
+                               tls="mtls", profile="stripe") as stub, \
+                Tollgate(stub.url, tls="mtls", profile="stripe", token=token,
                          api_port=api_port,
                          provider={"timeout_ms": 1000, "webhook_secret_file": webhook_file},
                          retry={"query_interval_ms": 300}, log={"level": "debug"}) as tg:
             p = tg.start("serve")
             ops = []
             for i in range(30):
-                # a ':' in every key: queries by key are signed over an
-                # encoded path (%3A), which the stub must check as sent
+                # a ':' in every key and payment: queries (Stripe's list,
+                # by payment) are signed over an encoded path and query
+                # (%3A), which the stub must check as sent
                 op = "leak:%02d" % i
                 st, _, _ = tgtest.http_json("POST", tg.api + "/v1/refunds",
-                                            {"operation_id": op, "payment_id": "pi_%d" % i,
+                                            {"operation_id": op, "payment_id": "pi:%d" % i,
                                              "amount": 100 + i, "currency": "TWD",
                                              "reason": "requested", "metadata": {"n": str(i)}},
                                             tg.headers())
@@ -86,9 +87,9 @@ class Secrets(unittest.TestCase):
             classes = {c["class"] for c in tg.calls()}
             self.assertTrue({"succeeded", "unknown"} <= classes, classes)
             # every call carried the key, a good signature and the certificate
-            # (queries by key too, signed over their encoded path)
+            # (the list queries too, signed over their encoded query)
             arrivals = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
-            self.assertTrue(any(a["method"] == "GET" and ":" in a["path"]
+            self.assertTrue(any(a["method"] == "GET" and a["path"] == "/v1/refunds"
                                 for a in arrivals))
             for a in arrivals:
                 self.assertEqual((a["auth"], a["signature"], a["client_cert"]),

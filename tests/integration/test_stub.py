@@ -162,6 +162,62 @@ class Idempotency(unittest.TestCase):
         self.assertEqual(s.query("op-r")[0], 404)
 
 
+class StripeShape(unittest.TestCase):
+    """--shape stripe plays Stripe's refund API as its reference says,
+    including what it does not offer: no lookup by idempotency key."""
+
+    def test_list_is_the_only_lookup_without_the_refund_id(self):
+        with start_stub("--mode", "fast", tls="", profile="stripe", credentials=False) as s:
+            ids = {}
+            for i, (op, pi) in enumerate((("a", "pi_1"), ("b", "pi_2"), ("c", "pi_1"),
+                                          ("d", "pi_1"))):
+                st, _, r = s.refund(op, payment=pi)
+                self.assertEqual(st, 200, r)  # Stripe answers a created refund 200
+                self.assertEqual((r["object"], r["status"], r["metadata"]["operation_id"]),
+                                 ("refund", "succeeded", op))
+                ids[op] = r["id"]
+            st, _, page = s.request("GET", "/v1/refunds?payment_intent=pi_1&limit=2")
+            self.assertEqual(st, 200, page)
+            self.assertEqual(page["object"], "list")
+            # newest first, this payment only, two a page, more to follow
+            self.assertEqual([r["id"] for r in page["data"]], [ids["d"], ids["c"]])
+            self.assertTrue(page["has_more"])
+            st, _, page = s.request("GET", "/v1/refunds?payment_intent=pi_1&limit=2"
+                                    "&starting_after=" + ids["c"])
+            self.assertEqual(([r["id"] for r in page["data"]], page["has_more"]),
+                             ([ids["a"]], False))
+            st, _, page = s.request("GET", "/v1/refunds")  # all, Stripe's default page
+            self.assertEqual(len(page["data"]), 4)
+            # by id, yes; by key, no such endpoint (Stripe has none)
+            st, _, r = s.request("GET", "/v1/refunds/" + ids["b"])
+            self.assertEqual((st, r["metadata"]["operation_id"]), (200, "b"))
+            st, _, r = s.request("GET", "/v1/refunds/by-key/b")
+            self.assertEqual(st, 404, r)
+            st, _, r = s.request("GET", "/v1/refunds/re_nonesuch")
+            self.assertEqual((st, r["error"]["code"]), (404, "resource_missing"))
+            # Stripe's parameter checks
+            for q, code in (("limit=0", "parameter_invalid_integer"),
+                            ("limit=101", "parameter_invalid_integer"),
+                            ("charge=ch_1", "parameter_unknown")):
+                st, _, r = s.request("GET", "/v1/refunds?" + q)
+                self.assertEqual((st, r["error"]["code"]), (400, code), q)
+
+    def test_a_refund_being_created_is_not_listed_yet(self):
+        with start_stub("--mode", "slow:1500", tls="", profile="stripe",
+                        credentials=False) as s:
+            t = threading.Thread(target=lambda: s.refund("slow", payment="pi_s"))
+            t.start()
+            tgtest.wait_until(lambda: s.state()["open_requests"] >= 1, timeout=5,
+                              what="the POST open")
+            st, _, page = s.request("GET", "/v1/refunds?payment_intent=pi_s")
+            self.assertEqual((st, page["data"], page["has_more"]), (200, [], False))
+            st, _, r = s.refund("slow", payment="pi_s")  # the key still runs
+            self.assertEqual((st, r["error"]["code"]), (409, "idempotency_key_in_use"))
+            t.join(10)
+            st, _, page = s.request("GET", "/v1/refunds?payment_intent=pi_s")
+            self.assertEqual([r["metadata"]["operation_id"] for r in page["data"]], ["slow"])
+
+
 class Retention(unittest.TestCase):
     def test_key_retention_flag(self):
         with start_stub("--key-retention-s", "1") as s:

@@ -5,11 +5,11 @@ them over HTTPS (stdlib and the openssl CLI only):
                       made on the fly; tollgate verifies it (provider.ca_file)
   TG_TEST_TLS=mtls    the same, and the stub demands a client certificate,
                       which tollgate presents (provider.client_cert/_key)
-  TG_TEST_PROFILE=stripe-like
+  TG_TEST_PROFILE=stripe
                       the stub speaks the second profile of docs/providers/
                       and demands a bearer key and signed requests; tollgate's
                       [provider] and [classify] come from
-                      docs/providers/stripe-like.ini itself
+                      docs/providers/stripe.ini itself
 Unset: plain HTTP and shared/PROVIDER.md, as before.
 
 Certificates, keys and secrets are made once per test process in a temp dir
@@ -34,13 +34,13 @@ import tempfile
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 TLS_MODES = ("", "https", "mtls")
-PROFILES = ("provider-md", "stripe-like")
+PROFILES = ("provider-md", "stripe")
 TLS = os.environ.get("TG_TEST_TLS", "")
 PROFILE = os.environ.get("TG_TEST_PROFILE", "") or "provider-md"
 if TLS not in TLS_MODES:
     raise SystemExit("TG_TEST_TLS must be empty, https or mtls, not %r" % TLS)
 if PROFILE not in PROFILES:
-    raise SystemExit("TG_TEST_PROFILE must be provider-md or stripe-like, not %r" % PROFILE)
+    raise SystemExit("TG_TEST_PROFILE must be provider-md or stripe, not %r" % PROFILE)
 
 SECRET_MARK = "tgSECRETmark"
 
@@ -182,8 +182,8 @@ def provider_sections(stub_url, tls=None, profile=None, credentials=True):
             if section == "classify" and key == "rule":
                 rules.append(value)
             elif section == "provider" and key not in _LOCAL_KEYS:
-                if key == "body_field":
-                    provider.setdefault("body_field", []).append(value)
+                if key in ("body_field", "header"):
+                    provider.setdefault(key, []).append(value)
                 else:
                     provider[key] = value
         if credentials:

@@ -23,7 +23,7 @@ test needs:
 - main_unittest(): runs a test file; exits 77 (ctest: Skipped) when every
   test in it was skipped.
 
-The switches TG_TEST_TLS (https, mtls) and TG_TEST_PROFILE (stripe-like)
+The switches TG_TEST_TLS (https, mtls) and TG_TEST_PROFILE (stripe)
 put every stub and tollgate of a test over HTTPS and in the second provider
 profile (tgprovider.py); an https:// url is requested with the test CA.
 """
@@ -299,7 +299,7 @@ class Stub(Proc):
                timeout=10.0, operation_id=None):
         """POST /v1/refunds for operation key (the key is the operation id),
         in the stub's shape, with the credentials it demands."""
-        if self.profile == "stripe-like":
+        if self.profile == "stripe":
             body = urllib.parse.urlencode({"payment_intent": payment, "amount": amount,
                                            "currency": currency})
             h = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -313,10 +313,27 @@ class Stub(Proc):
         return self.request("POST", "/v1/refunds", body, h, timeout)
 
     def query(self, key, timeout=10.0):
-        """What the stub says of operation key, by key in either shape."""
-        path = ("/v1/refunds/by-key/" if self.profile == "stripe-like" else "/v1/refunds/") + key
-        h = tgprovider.caller_headers(self.profile, "GET", path, b"", key)
-        return self.request("GET", path, headers=h, timeout=timeout)
+        """What the stub says of operation key: PROVIDER.md's lookup by key;
+        in the stripe shape, which has none (as Stripe), the refund whose
+        metadata holds the key in the list of all refunds (paged), else a
+        404 of our own making."""
+        if self.profile != "stripe":
+            path = "/v1/refunds/" + key
+            h = tgprovider.caller_headers(self.profile, "GET", path, b"", key)
+            return self.request("GET", path, headers=h, timeout=timeout)
+        after = ""
+        while True:
+            path = "/v1/refunds?limit=100" + ("&starting_after=" + after if after else "")
+            h = tgprovider.caller_headers(self.profile, "GET", path, b"", key)
+            status, headers, page = self.request("GET", path, headers=h, timeout=timeout)
+            if status != 200:
+                return status, headers, page
+            for item in page["data"]:
+                if (item.get("metadata") or {}).get("operation_id") == key:
+                    return status, headers, item
+            if not page["has_more"] or not page["data"] or not page["data"][-1]["id"]:
+                return 404, headers, {"error": {"code": "not_found"}}
+            after = page["data"][-1]["id"]
 
     def admin(self, method, what, body=None):
         """An admin call under /_stub/; returns the parsed body, raises on non-2xx."""

@@ -63,6 +63,17 @@ static void test_limited(void **state)
         /* a 503 that never fully arrived is not the provider speaking */
         d = after(&st, TG_TR_RESET, 503, 5000, false);
         assert_int_equal(d.why, HOLDS_NONE);
+        /* a 429 that says "this key is still in progress" speaks of the
+         * key, not the account: no hold */
+        struct holds_call c = {.transport = TG_TR_COMPLETE,
+                               .http_status = 429,
+                               .retry_after_ms = 5000,
+                               .key_in_progress = true};
+        holds_after_call(&cfg, &st, &c, &d);
+        assert_int_equal(d.why, HOLDS_NONE);
+        c.key_in_progress = false;
+        holds_after_call(&cfg, &st, &c, &d);
+        assert_int_equal(d.why, HOLDS_LIMITED);
 }
 
 /* exit.adaptive (pushback_only): a 429/503 without Retry-After holds

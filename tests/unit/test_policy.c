@@ -752,6 +752,60 @@ static void test_query_budget_walk(void **state)
         assert_int_equal(d.reason, MANUAL_QUERY_BUDGET);
 }
 
+/* The contract's replay (provider.reconcile names `replay`): once the
+ * queries are spent, an unknown outcome goes out again with its same key,
+ * as the next attempt; never with a key past its retention (key_expired),
+ * nor past the attempts or the deadline. Without `replay`: manual,
+ * query_budget, as before. */
+static void test_replay_after_the_queries(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct tg_rng rng;
+        struct policy_decision d;
+        struct policy_op op = base_op(Q);
+        struct policy_event ev = {Q, TG_CLASS_NO_ANSWER, NO_RA, T0 + 1000, false};
+
+        tg_rng_seed(&rng, 3);
+        op.queries = op.query_limit;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.reason, MANUAL_QUERY_BUDGET);
+        cfg.replay = true;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT);
+        assert_int_equal(d.next_run_at, T0 + 1000 + cfg.query_interval_ms);
+        /* a query that still has budget is asked again first */
+        op.queries = 1;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        /* a POST's unknown with no query left: the replay too */
+        op = base_op(P);
+        op.query_limit = 0;
+        struct policy_event post = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000, false};
+        assert_int_equal(policy_after_call(&cfg, &op, &post, &rng, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT);
+        /* the key past its retention, now or by the replay's time: key_expired */
+        op = base_op(Q);
+        op.queries = op.query_limit;
+        cfg.key_retention_ms = 1000;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_KEY_EXPIRED);
+        cfg.key_retention_ms = 1000 - 5 + cfg.query_interval_ms; /* expires at the replay */
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.reason, MANUAL_KEY_EXPIRED);
+        cfg.key_retention_ms = RETENTION;
+        /* out of attempts, or past the deadline: those reasons */
+        op.attempts = op.attempt_limit;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.reason, MANUAL_ATTEMPTS_EXHAUSTED);
+        op.attempts = 1;
+        ev.now = DEADLINE - 10;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.reason, MANUAL_DEADLINE);
+        assert_string_equal(manual_reason_name(MANUAL_KEY_EXPIRED), "key_expired");
+}
+
 /* --- takeover ---------------------------------------------------------------- */
 
 static void test_takeover(void **state)
@@ -1021,7 +1075,7 @@ static void test_names(void **state)
                 assert_int_equal(st, i);
         }
         const char *reasons[] = {"none",       "attempts_exhausted", "deadline", "query_budget",
-                                 "key_reused", "key_retention",      "invalid"};
+                                 "key_reused", "key_retention",      "invalid",  "key_expired"};
         for (int i = 0; i < MANUAL_REASON_COUNT; i++) {
                 assert_string_equal(manual_reason_name((enum manual_reason)i), reasons[i]);
                 enum manual_reason r = (enum manual_reason)99;
@@ -1299,6 +1353,7 @@ int main(void)
             cmocka_unit_test(test_retry_after_floor_all_modes),
             cmocka_unit_test(test_backoff_give_up_is_deadline),
             cmocka_unit_test(test_query_budget_walk),
+            cmocka_unit_test(test_replay_after_the_queries),
             cmocka_unit_test(test_takeover),
             cmocka_unit_test(test_check_deadline),
             cmocka_unit_test(test_check_due),

@@ -298,12 +298,104 @@ static void test_status_words(void **state)
         assert_int_equal(reply_flag_parse("maybe"), TG_FLAG_ABSENT);
 }
 
+/* provider.reconcile: the words, their order, and the path each makes. */
+static void test_reconcile(void **state)
+{
+        struct request_map m;
+        struct template_values v;
+        struct template_error err = {{0}};
+        enum reconcile_strategy s;
+        const char *key = NULL;
+        char amount[24], buf[256];
+        struct tg_strbuf sb;
+
+        (void)state;
+        request_map_default(&m);
+        assert_int_equal(reconcile_parse("list, key", &m, &err), 0);
+        assert_int_equal(m.nreconcile, 2);
+        assert_int_equal(m.reconcile[0], RECONCILE_LIST);
+        assert_int_equal(m.reconcile[1], RECONCILE_KEY);
+        assert_int_equal(reconcile_parse("key key", &m, &err), TG_EPARSE);
+        assert_non_null(strstr(err.message, "twice"));
+        assert_int_equal(reconcile_parse("lookup", &m, &err), TG_EPARSE);
+        assert_int_equal(reconcile_parse(" , ", &m, &err), TG_EPARSE);
+        assert_int_equal(reconcile_parse("replay", &m, &err), TG_EPARSE); /* no query way */
+        assert_int_equal(reconcile_parse("list replay replay", &m, &err), TG_EPARSE);
+        assert_false(m.replay);
+        assert_int_equal(reconcile_parse("list, replay, key", &m, &err), 0);
+        assert_true(m.replay);
+        assert_int_equal(m.nreconcile, 2);
+        assert_int_equal(reconcile_parse("list, key", &m, &err), 0);
+        assert_false(m.replay);
+        assert_int_equal(m.nreconcile, 2); /* untouched on failure */
+        assert_string_equal(reconcile_name(RECONCILE_REFUND_ID), "refund_id");
+
+        /* "list" without a list path is refused, naming the key */
+        assert_int_equal(request_map_check(&m, &key, &err), TG_EINVAL);
+        assert_string_equal(key, "reconcile");
+        assert_non_null(strstr(err.message, "list_path"));
+        assert_int_equal(map_path_parse(MAP_PATH_LIST,
+                                        "/v1/refunds?payment_intent={payment_id}"
+                                        "&limit=50",
+                                        &m.list_path, &err),
+                         0);
+        m.has_list = true;
+        assert_int_equal(request_map_check(&m, &key, &err), 0);
+        fixture(&v, amount, false);
+        assert_int_equal(request_map_strategy(&m, &v, &s), 0);
+        assert_int_equal(s, RECONCILE_LIST);
+        tg_strbuf_init(&sb, buf, sizeof(buf));
+        assert_int_equal(request_map_path(&m, CLASSIFY_QUERY, &v, &sb), 0);
+        assert_string_equal(buf, "/v1/refunds?payment_intent=pi_9&limit=50");
+        /* the POST's path is the POST's whatever the strategies */
+        tg_strbuf_init(&sb, buf, sizeof(buf));
+        assert_int_equal(request_map_path(&m, CLASSIFY_POST, &v, &sb), 0);
+        assert_string_equal(buf, "/v1/refunds");
+        /* a list path cannot use the refund id (it is unknown then) */
+        assert_int_equal(map_path_parse(MAP_PATH_LIST, "/v1/r?id={refund_id}", &m.list_path, &err),
+                         TG_EPARSE);
+
+        /* Stripe's: by the refund id once known, else the list; no lookup by
+         * key, and no fallback needed with a list */
+        request_map_default(&m);
+        assert_int_equal(
+            map_path_parse(MAP_PATH_QUERY, "/v1/refunds/{refund_id}", &m.query_path, NULL), 0);
+        assert_int_equal(map_path_parse(MAP_PATH_LIST, "/v1/refunds?payment_intent={payment_id}",
+                                        &m.list_path, NULL),
+                         0);
+        m.has_list = true;
+        assert_int_equal(request_map_check(&m, &key, &err), 0);
+        assert_int_equal(reconcile_parse("refund_id list", &m, NULL), 0);
+        assert_int_equal(request_map_check(&m, &key, &err), 0);
+        assert_int_equal(request_map_strategy(&m, &v, &s), 0);
+        assert_int_equal(s, RECONCILE_LIST);
+        map_values_for(&req, &md, "re_1", amount, &v);
+        assert_int_equal(request_map_strategy(&m, &v, &s), 0);
+        assert_int_equal(s, RECONCILE_REFUND_ID);
+        tg_strbuf_init(&sb, buf, sizeof(buf));
+        assert_int_equal(request_map_path(&m, CLASSIFY_QUERY, &v, &sb), 0);
+        assert_string_equal(buf, "/v1/refunds/re_1");
+        /* "key" needs a path by our key, which this map lacks */
+        assert_int_equal(reconcile_parse("key", &m, NULL), 0);
+        assert_int_equal(request_map_check(&m, &key, &err), TG_EINVAL);
+        assert_non_null(strstr(err.message, "{operation_id}"));
+        /* only by refund id: a POST that timed out could never be asked */
+        assert_int_equal(reconcile_parse("refund_id", &m, NULL), 0);
+        assert_int_equal(request_map_check(&m, &key, &err), TG_EINVAL);
+        assert_non_null(strstr(err.message, "key or list"));
+        /* the list first, even with the id known */
+        assert_int_equal(reconcile_parse("list refund_id", &m, NULL), 0);
+        assert_int_equal(request_map_strategy(&m, &v, &s), 0);
+        assert_int_equal(s, RECONCILE_LIST);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_default_request_map),
             cmocka_unit_test(test_body_fields),
             cmocka_unit_test(test_paths),
+            cmocka_unit_test(test_reconcile),
             cmocka_unit_test(test_check_and_fallback),
             cmocka_unit_test(test_form_body),
             cmocka_unit_test(test_reply_sources),

@@ -434,15 +434,138 @@ static void test_content_type(void **state)
         classifier_free(c);
 }
 
+/* A list answer (Stripe's GET /v1/refunds?payment_intent=): ours found by
+ * the operation id in its metadata and read from its item; not found in a
+ * complete list is not_found, in a page with more is no_answer with the
+ * next page's start; an error body is read as one. */
+static void test_list(void **state)
+{
+        static const char page[] =
+            "{\"object\":\"list\",\"data\":["
+            "{\"id\":\"re_a\",\"status\":\"succeeded\",\"metadata\":{\"operation_id\":\"op-0\"}},"
+            "{\"id\":\"re_b\",\"status\":\"pending\",\"metadata\":{\"operation_id\":\"op-1\"}},"
+            "{\"id\":\"re_c\",\"status\":\"failed\",\"failure_reason\":\"expired_or_canceled_"
+            "card\","
+            "\"metadata\":{\"operation_id\":\"op-2\"}},"
+            "{\"id\":\"re_d\",\"status\":\"succeeded\",\"metadata\":\"not an object\"}],"
+            "\"has_more\":%s}";
+        struct reply_map m;
+        struct classifier *c;
+        struct provider_reply r;
+        char body[1024];
+
+        (void)state;
+        reply_map_default(&m);
+        assert_int_equal(field_source_parse("id", &m.refund_id, NULL), 0);
+        assert_int_equal(field_source_parse("failure_reason", &m.failure_code, NULL), 0);
+        assert_int_equal(status_list_parse("pending", &m.processing, NULL), 0);
+        assert_int_equal(field_source_parse("data", &m.list_items, NULL), 0);
+        assert_int_equal(field_source_parse("metadata.operation_id", &m.list_match, NULL), 0);
+        assert_int_equal(field_source_parse("has_more", &m.list_more, NULL), 0);
+        assert_int_equal(classifier_new_default(&c), 0);
+
+        snprintf(body, sizeof(body), page, "false");
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-1", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_FOUND);
+        assert_string_equal(r.refund_id, "re_b");
+        assert_string_equal(r.status, "processing");
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_PROCESSING);
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-2", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_FOUND);
+        assert_string_equal(r.failure_code, "expired_or_canceled_card");
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_REJECTED);
+        /* not in a complete list: nothing executed */
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-9", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_ABSENT);
+        assert_string_equal(r.refund_id, "");
+        assert_string_equal(r.status, "");
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NOT_FOUND);
+        /* ... only a complete one: a page with more says nothing */
+        snprintf(body, sizeof(body), page, "true");
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-9", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_PARTIAL);
+        assert_string_equal(r.list_cursor, "re_d");
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NO_ANSWER);
+        /* a "more" flag that is not a clear false is not "complete" */
+        snprintf(body, sizeof(body), page, "\"maybe\"");
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-9", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_PARTIAL);
+        /* not found in a list that came with an error status: the table */
+        snprintf(body, sizeof(body), page, "false");
+        r = stale_reply();
+        r.http_status = 500;
+        assert_int_equal(provider_reply_read_list(&m, "op-9", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NO_ANSWER);
+        /* an error body is no list: read as an answer */
+        static const char err[] = "{\"error\":{\"type\":\"invalid_request_error\","
+                                  "\"code\":\"resource_missing\"}}";
+        r = stale_reply();
+        r.http_status = 404;
+        assert_int_equal(provider_reply_read_list(&m, "op-1", err, strlen(err), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_NONE);
+        assert_string_equal(r.error_code, "resource_missing");
+        /* an empty match is refused; the plain read never lists */
+        assert_int_equal(provider_reply_read_list(&m, "", body, strlen(body), NULL, &r), TG_EINVAL);
+        r = stale_reply();
+        assert_int_equal(provider_reply_read(&m, body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_NONE);
+        assert_string_equal(r.status, "");
+        classifier_free(c);
+}
+
+/* The two meanings of a 429 (Checkout.com documents both): a rate limit,
+ * retryable; and "a request with this key is still in progress", told
+ * apart by its error code (provider.in_progress_codes): unknown, and a
+ * query's no_answer, never "not executed". */
+static void test_two_meanings_of_429(void **state)
+{
+        static const char limited[] = "{\"error_type\":\"too_many_requests\"}";
+        static const char in_progress[] = "{\"error_type\":\"request_in_progress\"}";
+        struct reply_map m;
+        struct classifier *c;
+        struct provider_reply r;
+
+        (void)state;
+        reply_map_default(&m);
+        assert_int_equal(field_source_parse("error_type", &m.error_code, NULL), 0);
+        assert_int_equal(status_list_parse("request_in_progress", &m.in_progress, NULL), 0);
+        assert_int_equal(classifier_new_default(&c), 0);
+        r = stale_reply();
+        r.http_status = 429;
+        assert_int_equal(provider_reply_read(&m, limited, strlen(limited), NULL, &r), 0);
+        assert_false(r.key_in_progress);
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_RETRYABLE);
+        r = stale_reply();
+        r.http_status = 429;
+        assert_int_equal(provider_reply_read(&m, in_progress, strlen(in_progress), NULL, &r), 0);
+        assert_true(r.key_in_progress);
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_UNKNOWN);
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NO_ANSWER);
+        /* without the profile's word, the same body is a rate limit */
+        m.in_progress.n = 0;
+        r = stale_reply();
+        r.http_status = 429;
+        assert_int_equal(provider_reply_read(&m, in_progress, strlen(in_progress), NULL, &r), 0);
+        assert_false(r.key_in_progress);
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_RETRYABLE);
+        classifier_free(c);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_contract_bodies), cmocka_unit_test(test_malformed),
-            cmocka_unit_test(test_non_object),      cmocka_unit_test(test_wrong_types),
-            cmocka_unit_test(test_duplicates),      cmocka_unit_test(test_nul_bytes),
-            cmocka_unit_test(test_truncation),      cmocka_unit_test(test_huge),
-            cmocka_unit_test(test_arguments),       cmocka_unit_test(test_parse_then_classify),
-            cmocka_unit_test(test_content_type),
+            cmocka_unit_test(test_contract_bodies),     cmocka_unit_test(test_malformed),
+            cmocka_unit_test(test_non_object),          cmocka_unit_test(test_wrong_types),
+            cmocka_unit_test(test_duplicates),          cmocka_unit_test(test_nul_bytes),
+            cmocka_unit_test(test_truncation),          cmocka_unit_test(test_huge),
+            cmocka_unit_test(test_arguments),           cmocka_unit_test(test_parse_then_classify),
+            cmocka_unit_test(test_content_type),        cmocka_unit_test(test_list),
+            cmocka_unit_test(test_two_meanings_of_429),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,6 +35,7 @@
 struct seen {
         int calls;
         char method[8], path[256], auth[128], api_key[128], sig[160], ts[32], ctype[64];
+        char version[64]; /* Stripe-Version */
         char body[1024];
         /* what to answer */
         int status;
@@ -62,6 +63,8 @@ static int handler(const struct http_request *req, struct http_response *res, vo
         snprintf(s->ts, sizeof(s->ts), "%s", h ? h : "");
         h = http_request_header(req, "Content-Type");
         snprintf(s->ctype, sizeof(s->ctype), "%s", h ? h : "");
+        h = http_request_header(req, "Stripe-Version");
+        snprintf(s->version, sizeof(s->version), "%s", h ? h : "");
         snprintf(s->body, sizeof(s->body), "%.*s", (int)req->body_len, req->body);
         if (s->retry_header)
                 http_response_add_header(res, "Stripe-Should-Retry", s->retry_header);
@@ -351,6 +354,77 @@ static void test_mapping_end_to_end(void **state)
         exit_env_free(env);
 }
 
+/* Stripe's way back after a timeout: the list of the payment's refunds,
+ * ours matched by the operation id in its metadata, with the profile's
+ * fixed header on every call; a fixed header that names one tollgate sets
+ * itself is refused at load. */
+static void test_list_and_fixed_headers_end_to_end(void **state)
+{
+        struct fixture *fx = *state;
+        struct exit_env *env = NULL;
+        struct refund_request r = refund("op-4");
+        struct transport_result res;
+        struct tg_config *c = &fx->cfg;
+        struct provider_maps *maps = malloc(sizeof(*maps));
+        char err[256];
+
+        snprintf(c->provider_query_path, sizeof(c->provider_query_path), "/v1/refunds/{refund_id}");
+        snprintf(c->provider_list_path, sizeof(c->provider_list_path),
+                 "/v1/refunds?payment_intent={payment_id}&limit=50");
+        snprintf(c->provider_reconcile, sizeof(c->provider_reconcile), "refund_id, list");
+        snprintf(c->provider_refund_id_field, sizeof(c->provider_refund_id_field), "id");
+        snprintf(c->provider_status_processing, sizeof(c->provider_status_processing), "pending");
+        snprintf(c->provider_list_items_field, sizeof(c->provider_list_items_field), "data");
+        snprintf(c->provider_list_match_field, sizeof(c->provider_list_match_field),
+                 "metadata.operation_id");
+        snprintf(c->provider_list_more_field, sizeof(c->provider_list_more_field), "has_more");
+        snprintf(c->provider_headers[c->provider_header_count++], TG_CONFIG_LINE,
+                 "Stripe-Version: 2024-06-20");
+        assert_int_equal(exit_env_real(c, 4, NULL, &env), 0);
+
+        fx->seen.status = 200;
+        fx->seen.answer = "{\"object\":\"list\",\"data\":[{\"id\":\"re_2\",\"status\":"
+                          "\"succeeded\",\"metadata\":{\"operation_id\":\"op-other\"}},"
+                          "{\"id\":\"re_1\",\"status\":\"pending\",\"metadata\":"
+                          "{\"operation_id\":\"op-4\"}}],\"has_more\":false}";
+        res = call_env(env, CLASSIFY_QUERY, &r, "");
+        assert_string_equal(fx->seen.method, "GET");
+        assert_string_equal(fx->seen.path, "/v1/refunds?payment_intent=pi_7&limit=50");
+        assert_string_equal(fx->seen.version, "2024-06-20");
+        assert_int_equal(res.reply.list, REPLY_LIST_FOUND);
+        assert_string_equal(res.reply.refund_id, "re_1");
+        assert_string_equal(res.reply.status, "processing");
+        /* once the id is known: by the id, the header still there */
+        fx->seen.answer = "{\"id\":\"re_1\",\"status\":\"succeeded\"}";
+        res = call_env(env, CLASSIFY_QUERY, &r, "re_1");
+        assert_string_equal(fx->seen.path, "/v1/refunds/re_1");
+        assert_string_equal(fx->seen.version, "2024-06-20");
+        assert_int_equal(res.reply.list, REPLY_LIST_NONE);
+        assert_string_equal(res.reply.status, "succeeded");
+        /* and on the POST */
+        fx->seen.answer = "{\"id\":\"re_1\",\"status\":\"succeeded\"}";
+        res = call_env(env, CLASSIFY_POST, &r, NULL);
+        assert_string_equal(fx->seen.version, "2024-06-20");
+        exit_env_free(env);
+
+        /* a list path without where its items are: refused */
+        c->provider_list_items_field[0] = '\0';
+        assert_int_equal(provider_setup_maps(c, maps, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "list_items_field"));
+        snprintf(c->provider_list_items_field, sizeof(c->provider_list_items_field), "data");
+        assert_int_equal(provider_setup_maps(c, maps, err, sizeof(err)), 0);
+        /* a fixed header may not be one tollgate sets, nor come twice */
+        snprintf(c->provider_headers[c->provider_header_count++], TG_CONFIG_LINE,
+                 "idempotency-key: x");
+        assert_int_equal(provider_setup_maps(c, maps, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "provider.header"));
+        snprintf(c->provider_headers[c->provider_header_count - 1], TG_CONFIG_LINE,
+                 "stripe-version: 2020-08-27");
+        assert_int_equal(provider_setup_maps(c, maps, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "twice"));
+        free(maps);
+}
+
 /* A provider that sends Retry-After more than once: the transport keeps
  * every value whole, one per line in the order received (the dispatcher
  * reads them all and takes the longest, core/retry_after.h); a value of
@@ -441,6 +515,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_credentials_and_reload, setup, teardown),
             cmocka_unit_test_setup_teardown(test_no_credentials_no_call, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_list_and_fixed_headers_end_to_end, setup,
+                                            teardown),
             cmocka_unit_test_setup_teardown(test_mapping_end_to_end, setup, teardown),
             cmocka_unit_test_setup_teardown(test_every_retry_after_kept, setup, teardown),
             cmocka_unit_test_setup_teardown(test_late_for_window_sends_nothing, setup, teardown),

@@ -1,0 +1,215 @@
+"""The Stripe profile (docs/providers/stripe.ini) against the stub's stripe
+shape (issue 25): the outcomes that depend on Stripe's contract.
+
+Stripe has no lookup of a refund by idempotency key, so a POST whose answer
+was lost is settled by listing its PaymentIntent's refunds and finding ours
+by the operation id in its metadata; a refund not in a complete list was
+never executed and is sent again with its same key; a page that does not
+hold ours proves nothing (no re-send); a refund answered pending is asked
+about by its id until it is final; with `replay`, an outcome the queries
+could not tell is replayed with its key within the key's life, and past it
+goes to manual review as key_expired. And `tollgate config check` on the
+profile itself says nothing.
+
+Behaviour only (no timing judged): labelled parallel.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import tgprovider  # noqa: E402
+import tgtest  # noqa: E402
+from tgdaemon import Tollgate  # noqa: E402
+
+PROFILE = "stripe"
+
+
+def posts_and_queries(calls):
+    return ([c for c in calls if c["kind"] != "query"],
+            [c for c in calls if c["kind"] == "query"])
+
+
+def contract_arrivals(stub):
+    return [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
+
+
+class StripeProfileTest(unittest.TestCase):
+    def start(self, *flags):
+        return tgtest.start_stub(*flags, tls="", profile=PROFILE)
+
+    def tollgate(self, stub, **sections):
+        return Tollgate(stub.url, tls="", profile=PROFILE, **sections)
+
+    def test_slow_past_the_timeout_is_settled_by_list_and_match(self):
+        # 2.5 s at the provider > the 1.5 s timeout: the POST executes, its
+        # answer is lost (no refund id), and the only way back is the list
+        # of the payment's refunds, ours matched by metadata[operation_id].
+        with self.start("--mode", "slow:2500", "--query-mode", "fast") as stub, \
+                self.tollgate(stub, provider={"timeout_ms": 1500},
+                              retry={"query_interval_ms": 3000}) as tg:
+            tg.start("serve")
+            ops = ["st-slow-%d" % i for i in range(3)]
+            for i, op in enumerate(ops):
+                # one payment for two of them: the list holds both
+                self.assertEqual(tg.submit(op, payment="pi_%d" % min(i, 1))[0], 202)
+            final = tg.wait_final(ops, timeout=40)
+            self.assertTrue(all(r["state"] == "succeeded" for r in final.values()), final)
+            self.assertTrue(all(r["refund_id"].startswith("re_") for r in final.values()))
+            posts, queries = posts_and_queries(tg.calls())
+            self.assertEqual(len(posts), len(ops))  # never re-sent
+            self.assertTrue(all(c["class"] == "unknown" for c in posts), posts)
+            self.assertTrue(queries and all(c["class"] in ("succeeded", "no_answer")
+                                            for c in queries), queries)
+            arrivals = contract_arrivals(stub)
+            # every call pins the API version (provider.header)
+            self.assertEqual({a["api_version"] for a in arrivals}, {"2024-06-20"})
+            gets = [a for a in arrivals if a["method"] == "GET"]
+            self.assertTrue(gets)
+            for a in gets:
+                # the list, never a lookup by key (Stripe has none)
+                self.assertTrue(a["path"].startswith("/v1/refunds"), a)
+                self.assertNotIn("by-key", a["path"])
+                self.assertNotEqual(a["answer"], 404, a)
+            ledger = stub.ledger()["operations"]
+            self.assertEqual({op: ledger[op]["executions"] for op in ops}, dict.fromkeys(ops, 1))
+
+    def test_not_in_a_complete_list_is_sent_again_with_its_key(self):
+        # The POST's answer is lost and the provider then has no record of
+        # it (the stub forgets everything: as if it never executed). The
+        # list is complete (has_more false) and ours is not in it: nothing
+        # was executed, so the same key goes out again and executes once.
+        with self.start("--mode", "slow:2500", "--query-mode", "fast") as stub, \
+                self.tollgate(stub, provider={"timeout_ms": 1500},
+                              retry={"query_interval_ms": 4000}) as tg:
+            tg.start("serve")
+            self.assertEqual(tg.submit("st-gone", payment="pi_gone")[0], 202)
+            tgtest.wait_until(lambda: stub.ledger()["total_executions"] == 1, timeout=15,
+                              what="the slow POST executed")
+            stub.admin("POST", "reset")
+            stub.admin("POST", "mode", {"mode": "fast"})
+            final = tg.wait_final(["st-gone"], timeout=40)["st-gone"]
+            self.assertEqual(final["state"], "succeeded", final)
+            posts, queries = posts_and_queries(tg.calls())
+            self.assertEqual([c["class"] for c in posts], ["unknown", "succeeded"], posts)
+            self.assertEqual([c["class"] for c in queries], ["not_found"], queries)
+            keys = [a["idempotency_key"] for a in contract_arrivals(stub)
+                    if a["method"] == "POST"]
+            self.assertEqual(keys, ["st-gone"])  # after the reset: the one re-send
+            self.assertEqual(stub.ledger()["operations"]["st-gone"]["executions"], 1)
+
+    def test_a_page_without_ours_is_no_answer_never_a_resend(self):
+        # 51 refunds of one payment, ours the oldest: the first page (50,
+        # newest first) says has_more and does not hold ours. That proves
+        # nothing: no re-send, the operation waits for a complete answer
+        # (here, none comes: manual by the query budget, never guessed). The
+        # 4 s between its queries let the 50 newer ones execute first.
+        with self.start("--mode", "fast", "--query-mode", "fast") as stub, \
+                self.tollgate(stub, exit={"starts_per_second": 50},
+                              # the list alone (no replay after the queries)
+                              provider={"reconcile": "refund_id, list"},
+                              retry={"max_queries": 2, "query_interval_ms": 4000}) as tg:
+            tg.start("serve")
+            # ours first, its answer lost (e500: executed, then a 500)
+            stub.admin("POST", "mode", {"mode": "e500"})
+            self.assertEqual(tg.submit("st-old", payment="pi_many")[0], 202)
+            tgtest.wait_until(lambda: any(c["kind"] != "query" for c in tg.calls()),
+                              timeout=10, what="the first POST")
+            stub.admin("POST", "mode", {"mode": "fast"})
+            others = ["st-new-%02d" % i for i in range(50)]
+            for op in others:
+                self.assertEqual(tg.submit(op, payment="pi_many")[0], 202)
+            final = tg.wait_final(["st-old"] + others, timeout=60)
+            self.assertTrue(all(final[op]["state"] == "succeeded" for op in others))
+            self.assertEqual(final["st-old"]["state"], "manual", final["st-old"])
+            self.assertEqual(final["st-old"].get("manual_reason", final["st-old"].get("reason")),
+                             "query_budget", final["st-old"])
+            old = [c for c in tg.calls() if c["operation_id"] == "st-old"]
+            posts, queries = posts_and_queries(old)
+            self.assertEqual(len(posts), 1)  # never re-sent on a page's word
+            self.assertTrue(queries)
+            self.assertTrue(all(c["class"] == "no_answer" for c in queries[1:]), queries)
+            self.assertEqual(stub.ledger()["operations"]["st-old"]["executions"], 1)
+
+    def test_a_pending_refund_is_polled_by_its_id_until_final(self):
+        # The POST answers 200 status pending with the refund's id: executed,
+        # not final. It is asked about by that id (GET /v1/refunds/re_..)
+        # until it says succeeded.
+        with self.start("--mode", "processing:2500", "--query-mode", "fast") as stub, \
+                self.tollgate(stub, retry={"query_interval_ms": 1000}) as tg:
+            tg.start("serve")
+            self.assertEqual(tg.submit("st-pend", payment="pi_pend")[0], 202)
+            final = tg.wait_final(["st-pend"], timeout=30)["st-pend"]
+            self.assertEqual(final["state"], "succeeded", final)
+            posts, queries = posts_and_queries(tg.calls())
+            self.assertEqual(len(posts), 1)
+            self.assertGreaterEqual(len(queries), 1)
+            self.assertEqual(queries[-1]["class"], "succeeded")
+            gets = [a["path"] for a in contract_arrivals(stub) if a["method"] == "GET"]
+            self.assertTrue(gets and all(p == "/v1/refunds/" + final["refund_id"] for p in gets),
+                            gets)
+
+    def replay_run(self, key_retention_s):
+        """The POST executes but its answer is lost past the timeout, and the
+        one query allowed gets no answer (a 500): the queries are spent.
+        With `replay` in provider.reconcile the same POST goes again with
+        its key, if the key is young enough."""
+        with self.start("--mode", "slow:2500", "--query-mode", "e500") as stub, \
+                self.tollgate(stub, provider={"timeout_ms": 1500,
+                                              "reconcile": "refund_id, list, replay"},
+                              retry={"max_queries": 1, "query_interval_ms": 3000,
+                                     "key_retention_s": key_retention_s}) as tg:
+            tg.start("serve")
+            self.assertEqual(tg.submit("st-replay", payment="pi_r")[0], 202)
+            tgtest.wait_until(lambda: stub.ledger()["total_executions"] == 1, timeout=15,
+                              what="the slow POST executed")
+            stub.admin("POST", "mode", {"mode": "fast"})  # the replay is answered
+            final = tg.wait_final(["st-replay"], timeout=40)["st-replay"]
+            posts, queries = posts_and_queries(tg.calls())
+            keys = [a["idempotency_key"] for a in contract_arrivals(stub)
+                    if a["method"] == "POST"]
+            return final, posts, queries, keys, stub.ledger()["operations"]["st-replay"]
+
+    def test_replay_within_the_key_life_returns_the_stored_refund(self):
+        final, posts, queries, keys, ledger = self.replay_run(3600)
+        self.assertEqual(final["state"], "succeeded", final)
+        self.assertEqual([c["class"] for c in queries], ["no_answer"], queries)
+        self.assertEqual([c["class"] for c in posts], ["unknown", "succeeded"], posts)
+        self.assertEqual(keys, ["st-replay", "st-replay"])  # the same key
+        self.assertEqual(ledger["executions"], 1)  # Stripe's replay: the stored answer
+
+    def test_replay_refused_past_the_key_life_is_key_expired(self):
+        # 2 s of key life, and the queries are spent ~4.5 s after the first
+        # POST: a replay could execute a second refund. Manual, key_expired.
+        final, posts, queries, keys, ledger = self.replay_run(2)
+        self.assertEqual(final["state"], "manual", final)
+        self.assertEqual(final.get("manual_reason", final.get("reason")), "key_expired", final)
+        self.assertEqual(len(posts), 1)
+        self.assertEqual(keys, ["st-replay"])
+        self.assertEqual(ledger["executions"], 1)
+
+    def test_config_check_on_the_profile_says_nothing(self):
+        d = tempfile.mkdtemp(prefix="tollgate-stripe-")
+        try:
+            secret = os.path.join(d, "key")
+            with open(os.open(secret, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                f.write("sk_test_x\n")
+            with open(os.path.join(tgprovider.source_dir(), "docs", "providers",
+                                   "stripe.ini")) as f:
+                text = f.read()
+            ini = os.path.join(d, "t.ini")
+            with open(ini, "w") as f:
+                f.write(text.replace("/etc/tollgate/stripe-secret-key", secret))
+            p = subprocess.run([tgtest.binary("tollgate"), "config", "check", "--config", ini],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout + p.stderr)
+        finally:
+            shutil.rmtree(d)
+
+
+if __name__ == "__main__":
+    tgtest.main_unittest()
