@@ -23,12 +23,12 @@
 
 #define TG_PATH_MAX         1024
 #define TG_CONFIG_MAX_RULES 64
-#define TG_API_TOKENS_MAX   4         /* tokens in api.token_file at once (rotation) */
-#define TG_CONFIG_MAX_BODY  16        /* provider.body_field lines */
-#define TG_CONFIG_LINE      200       /* a value that is a template or a list */
-#define TG_ACCOUNTS_MAX     16        /* [account.NAME] sections in one file */
-#define TG_ACCOUNT_NAME_MAX 32        /* an account's NAME: [a-z0-9_-]{1,32} */
-#define TG_ACCOUNT_DEFAULT  "default" /* the one account of a file without [account.*] */
+#define TG_API_TOKENS_MAX   4   /* tokens in api.token_file at once (rotation) */
+#define TG_CONFIG_MAX_BODY  16  /* provider.body_field lines */
+#define TG_CONFIG_LINE      200 /* a value that is a template or a list */
+#define TG_ACCOUNTS_MAX     16  /* [account.NAME] sections in one file */
+/* TG_ACCOUNT_NAME_MAX and TG_ACCOUNT_DEFAULT: core/operation.h (the store
+ * keeps the account of every operation) */
 
 /* What an account may set: its [provider], [exit], [retry] and [classify]
  * values (the members of struct tg_config of the same names). */

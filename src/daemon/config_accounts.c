@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "platform/secmem.h"
 
@@ -58,15 +59,6 @@ static void settings_into(struct tg_config *config, const struct tg_account_sett
 }
 
 /* ---- names ----------------------------------------------------------------- */
-
-static bool name_ok(const char *name)
-{
-        size_t n = strlen(name);
-
-        if (n == 0 || n > TG_ACCOUNT_NAME_MAX)
-                return false;
-        return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
-}
 
 static int find_index(const struct tg_config *config, const char *name)
 {
@@ -169,7 +161,7 @@ void config_account_section(struct load *load, const char *section)
         if (strncmp(section, ACCOUNT_PREFIX, ACCOUNT_PREFIX_LEN) != 0)
                 return;
         name = section + ACCOUNT_PREFIX_LEN;
-        if (!name_ok(name)) {
+        if (!refund_account_name_ok(name)) {
                 char q[VALUE_QUOTE_MAX + 8];
                 snprintf(text, sizeof(text),
                          "bad account name \"%s\": a NAME is 1 to %d of a-z, 0-9, _ and -",
