@@ -167,6 +167,10 @@ enum config_doc_format {
  * and lives as long as it does. */
 const struct tg_account *config_account_find(const struct tg_config *config, const char *name);
 
+/* The names of config's accounts in the file's order, ", " between them,
+ * cut with "..." when they do not fit dst[size] (for messages). */
+void config_account_names(const struct tg_config *config, char *dst, size_t size);
+
 /* config as account sees it: a copy of config whose [provider], [exit],
  * [retry] and [classify] members are the account's settings (everything
  * else, the account list too, as in config). account is one of config's.

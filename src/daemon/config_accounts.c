@@ -102,10 +102,29 @@ int config_account_view(const struct tg_config *config, const struct tg_account 
         return 0;
 }
 
+void config_account_names(const struct tg_config *config, char *dst, size_t size)
+{
+        size_t at = 0;
+
+        if (!size)
+                return;
+        dst[0] = '\0';
+        for (unsigned i = 0; config && i < config->account_count; i++) {
+                const char *sep = i ? ", " : "";
+                size_t need = strlen(sep) + strlen(config->accounts[i].name);
+
+                if (at + need + 4 >= size) {
+                        snprintf(dst + at, size - at, "%s...", sep);
+                        return;
+                }
+                snprintf(dst + at, size - at, "%s%s", sep, config->accounts[i].name);
+                at += need;
+        }
+}
+
 int config_one_account(struct tg_config *config, char *err, size_t err_size)
 {
         char names[TG_ACCOUNTS_MAX * (TG_ACCOUNT_NAME_MAX + 2) + 1];
-        size_t at = 0;
 
         if (!config)
                 return TG_EINVAL;
@@ -116,13 +135,7 @@ int config_one_account(struct tg_config *config, char *err, size_t err_size)
                 config->accounts[0].line = 0;
                 return 0;
         }
-        names[0] = '\0';
-        for (unsigned i = 0; i < config->account_count; i++) {
-                int n = snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
-                                 config->accounts[i].name);
-                if (n > 0 && (size_t)n < sizeof(names) - at)
-                        at += (size_t)n;
-        }
+        config_account_names(config, names, sizeof(names));
         if (err && err_size) {
                 if (config->account_count > 1)
                         snprintf(err, err_size,
