@@ -112,6 +112,11 @@ struct tg_config {
          * those (the top-level sections are then only their defaults). */
         struct tg_account accounts[TG_ACCOUNTS_MAX];
         unsigned account_count;
+        /* The account this config is the view of (config_account_view()):
+         * what an exit built from it serves in the store. "" for the file's
+         * top level, which serves the default account (config_one_account()
+         * leaves it so: its config is byte for byte the file's). */
+        char view_of[TG_ACCOUNT_NAME_MAX + 1];
 };
 
 /* Fills every default. */

@@ -99,6 +99,7 @@ int config_account_view(const struct tg_config *config, const struct tg_account 
         if (ret_view != config)
                 *ret_view = *config;
         settings_into(ret_view, &account->settings);
+        memcpy(ret_view->view_of, account->name, sizeof(ret_view->view_of));
         return 0;
 }
 
