@@ -23,6 +23,11 @@
 #define TG_TEXT_MAX       256 /* operator, reason, error texts */
 #define TG_REFUND_ID_MAX  128 /* the provider's refund id, with its NUL */
 
+/* A provider account's name ([account.NAME], refund_account_name_ok()), and
+ * the one account of a config without [account.*] sections. */
+#define TG_ACCOUNT_NAME_MAX 32
+#define TG_ACCOUNT_DEFAULT  "default"
+
 /* W3C trace context (core/traceparent.h) */
 #define TG_TRACEPARENT_MAX 55 /* a version-00 traceparent: 2-32-16-2 hex and dashes */
 #define TG_TRACE_ID_MAX    32 /* its trace id, in hex */
@@ -40,6 +45,10 @@ struct refund_request {
         char currency[4];
         char reason[REFUND_REASON_MAX + 1];      /* "" when none */
         char metadata[REFUND_METADATA_TEXT + 1]; /* a JSON object, keys sorted; "" when none */
+        /* The provider account whose exit sends it, part of the payload (the
+         * same operation_id with another account is another request: 409).
+         * "" is TG_ACCOUNT_DEFAULT; a stored operation always names it. */
+        char account[TG_ACCOUNT_NAME_MAX + 1];
         /* Not part of the payload (a repeat with other values is the same
          * request): the caller's own deadline, absolute, 0 for none (the
          * intake bounds it by the policy's deadline); and the W3C

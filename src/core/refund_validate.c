@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/encode.h"
+#include "core/operation.h"
 
 #include "core/tg_error.h"
 
@@ -166,4 +167,13 @@ const char *refund_metadata_get(const struct refund_metadata *md, const char *ke
                 if (strcmp(md->pairs[i].key, key) == 0)
                         return md->pairs[i].value;
         return "";
+}
+
+bool refund_account_name_ok(const char *name)
+{
+        size_t n = name ? strnlen(name, TG_ACCOUNT_NAME_MAX + 1) : 0;
+
+        if (n == 0 || n > TG_ACCOUNT_NAME_MAX)
+                return false;
+        return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
 }

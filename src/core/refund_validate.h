@@ -24,6 +24,7 @@
 #ifndef TG_REFUND_VALIDATE_H
 #define TG_REFUND_VALIDATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -87,6 +88,11 @@ const char *refund_metadata_get(const struct refund_metadata *md, const char *ke
 
 /* Checks every field in the order operation_id, payment_id, amount,
  * currency and reports the first problem. 0 or TG_EINVAL. */
+/* A provider account's name: [a-z0-9_-]{1,TG_ACCOUNT_NAME_MAX} (32), so
+ * that it may name a lock file, a database lock and a metric label as it
+ * is. */
+bool refund_account_name_ok(const char *name);
+
 int refund_validate(const struct refund_fields *fields, struct refund_problem *problem);
 
 #endif

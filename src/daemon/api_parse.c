@@ -16,6 +16,7 @@
 #include "core/refund_validate.h"
 #include "core/rfc3339.h"
 #include "core/tg_error.h"
+#include "daemon/config.h"
 #include "net/provider_request.h"
 
 static void copy_text(char *dst, size_t size, const char *src, size_t len)
@@ -49,8 +50,48 @@ static int invalid(struct api_error *err, int status, const char *code, const ch
         return TG_EINVAL;
 }
 
-static const char *const known_fields[] = {"operation_id", "payment_id", "amount",   "currency",
-                                           "reason",       "metadata",   "deadline", "budget_s"};
+static const char *const known_fields[] = {"operation_id", "payment_id", "amount",
+                                           "currency",     "reason",     "metadata",
+                                           "deadline",     "budget_s",   "account"};
+
+/* The optional account: its name as written (api_refund_account() checks it
+ * against the config's accounts). */
+static int get_account(json_t *root, struct refund_request *req, struct api_error *err)
+{
+        json_t *v = json_object_get(root, "account");
+
+        if (!v)
+                return 0;
+        if (!json_is_string(v) || !refund_account_name_ok(json_string_value(v)) ||
+            json_string_length(v) != strlen(json_string_value(v)))
+                return invalid(err, 422, "invalid_field", "account",
+                               "must be an account name: 1 to 32 of a-z, 0-9, _ and -");
+        memcpy(req->account, json_string_value(v), json_string_length(v) + 1);
+        return 0;
+}
+
+int api_refund_account(const struct tg_config *config, struct refund_request *req,
+                       struct api_error *err)
+{
+        char names[100], message[sizeof(((struct api_error *)0)->message)];
+
+        if (!req->account[0] && config->account_count == 1) {
+                copy_text(req->account, sizeof(req->account), config->accounts[0].name,
+                          strlen(config->accounts[0].name));
+                return 0;
+        }
+        if (req->account[0] && config_account_find(config, req->account))
+                return 0;
+        config_account_names(config, names, sizeof(names));
+        if (!req->account[0]) {
+                snprintf(message, sizeof(message),
+                         "is required when several accounts are configured: %s", names);
+                return invalid(err, 422, "invalid_field", "account", message);
+        }
+        snprintf(message, sizeof(message), "is not a configured account; the accounts are: %s",
+                 names);
+        return invalid(err, 422, "unknown_account", "account", message);
+}
 
 /* The optional reason: a string refund_validate accepts. */
 static int get_reason(json_t *root, struct refund_request *req, struct api_error *err)
@@ -221,7 +262,8 @@ static int parse_refund_json(json_t *root, tg_wall_ms now, struct refund_request
         req.amount = f.amount;
         memcpy(req.currency, f.currency, f.currency_len);
         req.deadline_at = deadline_at;
-        if (get_reason(root, &req, err) < 0 || get_metadata(root, &req, err) < 0)
+        if (get_reason(root, &req, err) < 0 || get_metadata(root, &req, err) < 0 ||
+            get_account(root, &req, err) < 0)
                 return TG_EINVAL;
         *ret_req = req;
         return 0;

@@ -31,6 +31,8 @@
 
 #include "store/store.h"
 
+struct tg_config;
+
 /* One API error, as it goes into the error body. code and message are
  * NUL-terminated; field is "" when no field applies. */
 struct api_error {
@@ -65,6 +67,14 @@ struct api_batch_item {
         struct refund_request req;
         struct api_error err;
 };
+/* The account a parsed refund names, against the configured ones: none
+ * named is the one account when only one is configured (its name is written
+ * into req), else 422 invalid_field "account" (required); a name not
+ * configured is 422 unknown_account naming the known ones. 0 or TG_EINVAL
+ * with *err filled. */
+int api_refund_account(const struct tg_config *config, struct refund_request *req,
+                       struct api_error *err);
+
 int api_parse_batch(const char *body, size_t len, tg_wall_ms now, struct api_batch_item *items,
                     size_t *ret_n, struct api_error *err);
 

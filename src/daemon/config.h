@@ -24,13 +24,13 @@
 
 #define TG_PATH_MAX           1024
 #define TG_CONFIG_MAX_RULES   64
-#define TG_API_TOKENS_MAX     4         /* tokens in api.token_file at once (rotation) */
-#define TG_CONFIG_MAX_BODY    16        /* provider.body_field lines */
-#define TG_CONFIG_MAX_HEADERS 8         /* provider.header lines */
-#define TG_CONFIG_LINE        200       /* a value that is a template or a list */
-#define TG_ACCOUNTS_MAX       16        /* [account.NAME] sections in one file */
-#define TG_ACCOUNT_NAME_MAX   32        /* an account's NAME: [a-z0-9_-]{1,32} */
-#define TG_ACCOUNT_DEFAULT    "default" /* the one account of a file without [account.*] */
+#define TG_API_TOKENS_MAX     4   /* tokens in api.token_file at once (rotation) */
+#define TG_CONFIG_MAX_BODY    16  /* provider.body_field lines */
+#define TG_CONFIG_MAX_HEADERS 8   /* provider.header lines */
+#define TG_CONFIG_LINE        200 /* a value that is a template or a list */
+#define TG_ACCOUNTS_MAX       16  /* [account.NAME] sections in one file */
+/* TG_ACCOUNT_NAME_MAX and TG_ACCOUNT_DEFAULT: core/operation.h (the store
+ * keeps the account of every operation) */
 
 /* What an account may set: its [provider], [exit], [retry] and [classify]
  * values (the members of struct tg_config of the same names). */
@@ -123,6 +123,11 @@ struct tg_config {
          * those (the top-level sections are then only their defaults). */
         struct tg_account accounts[TG_ACCOUNTS_MAX];
         unsigned account_count;
+        /* The account this config is the view of (config_account_view()):
+         * what an exit built from it serves in the store. "" for the file's
+         * top level, which serves the default account (config_one_account()
+         * leaves it so: its config is byte for byte the file's). */
+        char view_of[TG_ACCOUNT_NAME_MAX + 1];
 };
 
 /* Fills every default. */
@@ -177,6 +182,10 @@ enum config_doc_format {
 /* The account called name in config, or NULL. The pointer is into config
  * and lives as long as it does. */
 const struct tg_account *config_account_find(const struct tg_config *config, const char *name);
+
+/* The names of config's accounts in the file's order, ", " between them,
+ * cut with "..." when they do not fit dst[size] (for messages). */
+void config_account_names(const struct tg_config *config, char *dst, size_t size);
 
 /* config as account sees it: a copy of config whose [provider], [exit],
  * [retry] and [classify] members are the account's settings (everything

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "platform/secmem.h"
 
@@ -58,15 +59,6 @@ static void settings_into(struct tg_config *config, const struct tg_account_sett
 }
 
 /* ---- names ----------------------------------------------------------------- */
-
-static bool name_ok(const char *name)
-{
-        size_t n = strlen(name);
-
-        if (n == 0 || n > TG_ACCOUNT_NAME_MAX)
-                return false;
-        return strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_-") == n;
-}
 
 static int find_index(const struct tg_config *config, const char *name)
 {
@@ -107,13 +99,33 @@ int config_account_view(const struct tg_config *config, const struct tg_account 
         if (ret_view != config)
                 *ret_view = *config;
         settings_into(ret_view, &account->settings);
+        memcpy(ret_view->view_of, account->name, sizeof(ret_view->view_of));
         return 0;
+}
+
+void config_account_names(const struct tg_config *config, char *dst, size_t size)
+{
+        size_t at = 0;
+
+        if (!size)
+                return;
+        dst[0] = '\0';
+        for (unsigned i = 0; config && i < config->account_count; i++) {
+                const char *sep = i ? ", " : "";
+                size_t need = strlen(sep) + strlen(config->accounts[i].name);
+
+                if (at + need + 4 >= size) {
+                        snprintf(dst + at, size - at, "%s...", sep);
+                        return;
+                }
+                snprintf(dst + at, size - at, "%s%s", sep, config->accounts[i].name);
+                at += need;
+        }
 }
 
 int config_one_account(struct tg_config *config, char *err, size_t err_size)
 {
         char names[TG_ACCOUNTS_MAX * (TG_ACCOUNT_NAME_MAX + 2) + 1];
-        size_t at = 0;
 
         if (!config)
                 return TG_EINVAL;
@@ -124,13 +136,7 @@ int config_one_account(struct tg_config *config, char *err, size_t err_size)
                 config->accounts[0].line = 0;
                 return 0;
         }
-        names[0] = '\0';
-        for (unsigned i = 0; i < config->account_count; i++) {
-                int n = snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
-                                 config->accounts[i].name);
-                if (n > 0 && (size_t)n < sizeof(names) - at)
-                        at += (size_t)n;
-        }
+        config_account_names(config, names, sizeof(names));
         if (err && err_size) {
                 if (config->account_count > 1)
                         snprintf(err, err_size,
@@ -169,7 +175,7 @@ void config_account_section(struct load *load, const char *section)
         if (strncmp(section, ACCOUNT_PREFIX, ACCOUNT_PREFIX_LEN) != 0)
                 return;
         name = section + ACCOUNT_PREFIX_LEN;
-        if (!name_ok(name)) {
+        if (!refund_account_name_ok(name)) {
                 char q[VALUE_QUOTE_MAX + 8];
                 snprintf(text, sizeof(text),
                          "bad account name \"%s\": a NAME is 1 to %d of a-z, 0-9, _ and -",

@@ -187,6 +187,9 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
         x->env.store_bell = x->store_bell;
         if (r == 0)
                 r = store_open(cfg->store_url, &x->env.store);
+        /* the exit serves its account: claims, ownership, holds, samples */
+        if (r == 0 && cfg->view_of[0])
+                r = store_use_account(x->env.store, cfg->view_of);
         if (r == 0)
                 store_set_busy_timeout(x->env.store, DISPATCH_BUSY_TIMEOUT_MS);
         if (r == 0)
@@ -195,6 +198,8 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
          * own (SQLite has one writer at a time: a second would only wait) */
         if (r == 0 && strcmp(store_backend(x->env.store), "mysql") == 0)
                 r = store_open(cfg->store_url, &x->env.outcome_store);
+        if (r == 0 && x->env.outcome_store && cfg->view_of[0])
+                r = store_use_account(x->env.outcome_store, cfg->view_of);
         if (r == 0 && x->env.outcome_store)
                 store_set_busy_timeout(x->env.outcome_store, DISPATCH_BUSY_TIMEOUT_MS);
         /* The mapping was checked when the config was loaded. */

@@ -117,6 +117,7 @@ json_t *render_op(const struct op_record *op)
         json_object_set_new(o, "metadata",
                             op->req.metadata[0] ? json_loads(op->req.metadata, 0, NULL)
                                                 : json_null());
+        json_object_set_new(o, "account", json_string(op->req.account));
         return o;
 }
 

@@ -31,8 +31,8 @@
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
         "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
-        "refund_reason, metadata"
-#define PG_OP_NCOLS 29
+        "refund_reason, metadata, account"
+#define PG_OP_NCOLS 30
 
 #define PG_CALL_COLS                                                                               \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
@@ -101,7 +101,7 @@ struct pg_store {
         char password[256];
         char dbname[PG_DB_NAME_MAX + 1];
         char sslmode[16];
-        char q[PQY_COUNT][1024];
+        char q[PQY_COUNT][1280];
         char sql[PG_SQL_MAX];
         /* the server's or libpq's last message, for store_open_ex()'s error */
         char last_error[256];

@@ -81,8 +81,9 @@ enum life_stmt {
         LIFE_COUNT
 };
 
-/* ".owner", ".split", ".share63" */
-#define SQLITE_LOCK_SUFFIX_MAX 16
+/* ".owner", ".split", ".share63", with ".<account>" before them for an
+ * account other than the default */
+#define SQLITE_LOCK_SUFFIX_MAX (16 + TG_ACCOUNT_NAME_MAX + 1)
 
 struct sqlite_store {
         struct store base; /* first: the neutral layer sees only this */

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/encode.h"
+#include "core/refund_validate.h"
 #include "core/tg_error.h"
 
 bool store_error_transient(int code)
@@ -210,8 +211,30 @@ int store_open_ex(const char *url, const struct store_open_opts *opts, struct st
                 return r;
         }
         mask_url(url, store->url_masked, sizeof(store->url_masked));
+        store_copy_text(store->account, sizeof(store->account), TG_ACCOUNT_DEFAULT);
         *ret_store = store;
         return 0;
+}
+
+const char *store_req_account(const struct refund_request *req)
+{
+        return req->account[0] ? req->account : TG_ACCOUNT_DEFAULT;
+}
+
+int store_use_account(struct store *store, const char *account)
+{
+        if (!store || !refund_account_name_ok(account))
+                return TG_EINVAL;
+        if (store->epoch != 0)
+                return TG_ESTATE;
+        store_copy_text(store->account, sizeof(store->account), account);
+        store->backlog_known = false;
+        return 0;
+}
+
+const char *store_account(const struct store *store)
+{
+        return store ? store->account : "";
 }
 
 unsigned store_indexed_states(void)

@@ -121,6 +121,21 @@ int store_open_ex(const char *url, const struct store_open_opts *opts, struct st
 const char *store_backend(const struct store *store);
 const char *store_url(const struct store *store);
 
+/* ---- accounts ---------------------------------------------------------- */
+
+/* Every operation belongs to one provider account (refund_request.account)
+ * for life. A handle serves one account as an exit: its claims, the sweeps,
+ * a new owner's recovery, ownership (shares, epochs, the split), the hold
+ * and the samples are that account's, and its indexes lead with the
+ * account, so one account's backlog never slows another's claims. A new
+ * handle serves TG_ACCOUNT_DEFAULT (single-account deployments keep their
+ * lock names). Intake, reads by operation and the operators' actions see
+ * every account. 0, TG_EINVAL (not an account name), TG_ESTATE (the handle
+ * owns a share now: ownership is per account, release it first). */
+int store_use_account(struct store *store, const char *account);
+/* The account the handle serves; lives as long as the store. */
+const char *store_account(const struct store *store);
+
 /* ---- intake ---------------------------------------------------------- */
 
 /* Stores a new operation in state pending, or finds the existing one with the

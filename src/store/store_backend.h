@@ -42,6 +42,12 @@ struct wake;
 struct store {
         const struct store_ops *ops;
         char url_masked[STORE_URL_MAX]; /* filled by store.c after open */
+        /* The provider account this handle serves as an exit
+         * (store_use_account(); TG_ACCOUNT_DEFAULT from open): the backends'
+         * picks, sweeps, recovery, shares, epochs, split, hold and samples
+         * are this account's. A valid name, so a backend may print it into
+         * a lock's name as it is. */
+        char account[TG_ACCOUNT_NAME_MAX + 1];
         /* Exit ownership, kept by store_owner.c: the share this handle holds
          * and the epoch of that acquisition (0: not an owner). The backend
          * keeps the lock itself (a file descriptor, a database session). */
@@ -363,6 +369,10 @@ int store_bell_ring(struct store *store);
 /* Inside a transaction: one audit row (store_exit.c, store_actions.c). */
 int store_audit_add(struct store *store, int64_t op_id, tg_wall_ms at, const char *action,
                     const char *operator_name, const char *reason, const char *detail);
+
+/* The account a request names: its own, or TG_ACCOUNT_DEFAULT for "" (a
+ * row a backend writes always names one). */
+const char *store_req_account(const struct refund_request *req);
 
 /* Bounded copy: at most dst_size-1 bytes of src, always terminated. */
 void store_copy_text(char *dst, size_t dst_size, const char *src);

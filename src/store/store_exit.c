@@ -67,7 +67,8 @@ static int audit_to_manual(struct store *s, const struct op_record *op, tg_wall_
  * texts. */
 static bool same_request(const struct refund_request *a, const struct refund_request *b)
 {
-        return strcmp(a->payment_id, b->payment_id) == 0 && a->amount == b->amount &&
+        return strcmp(store_req_account(a), store_req_account(b)) == 0 &&
+               strcmp(a->payment_id, b->payment_id) == 0 && a->amount == b->amount &&
                strcmp(a->currency, b->currency) == 0 && strcmp(a->reason, b->reason) == 0 &&
                strcmp(a->metadata, b->metadata) == 0;
 }
@@ -95,6 +96,7 @@ static int accept_one(struct store *s, const struct refund_request *req, tg_wall
         if (r != TG_ENOTFOUND)
                 return r;
         policy_accept(limits, req, now, &op);
+        store_copy_text(op.req.account, sizeof(op.req.account), store_req_account(req));
         r = s->ops->op_insert(s, &op, &id);
         if (r == TG_ECONFLICT)
                 return TG_EBUSY; /* a concurrent accept of the same key: look again */
@@ -115,7 +117,9 @@ static bool accept_args_ok(const struct refund_request *req)
             !store_text_ok(req->currency, sizeof(req->currency) - 1) || req->deadline_at < 0 ||
             !store_buf_ok(req->traceparent, sizeof(req->traceparent)) ||
             !store_buf_ok(req->reason, sizeof(req->reason)) ||
-            !store_buf_ok(req->metadata, sizeof(req->metadata)))
+            !store_buf_ok(req->metadata, sizeof(req->metadata)) ||
+            !(store_buf_ok(req->account, sizeof(req->account)) &&
+              (!req->account[0] || refund_account_name_ok(req->account))))
                 return false;
         /* only a traceparent as tollgate writes it is stored */
         return !req->traceparent[0] ||

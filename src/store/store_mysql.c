@@ -296,9 +296,44 @@ static const struct migration migrations[] = {
          "DEFAULT ''"},
     {10, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS metadata VARBINARY(1024) NOT NULL "
          "DEFAULT ''"},
+    /* 11: provider accounts (issue 26): every operation and call names its
+     * account, today's rows the one account `default`; the exit's indexes
+     * lead with the account, so one account's backlog never slows another's
+     * picks (ops_state_accepted stays for the counts, the manual list and
+     * the outbox); shares, split, hold and samples are kept per account.
+     * Every step may run again. */
+    {11, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS account VARCHAR(32) " TEXT_ASCII
+         " NOT NULL DEFAULT 'default'"},
+    {11, "ALTER TABLE calls ADD COLUMN IF NOT EXISTS account VARCHAR(32) " TEXT_ASCII
+         " NOT NULL DEFAULT 'default'"},
+    {11, "ALTER TABLE operations"
+         "  ADD INDEX IF NOT EXISTS ops_acct_accepted (account, state, accepted_at, id),"
+         "  ADD INDEX IF NOT EXISTS ops_acct_due (account, state, next_run_at),"
+         "  ADD INDEX IF NOT EXISTS ops_acct_deadline (account, state, deadline_at),"
+         "  ADD INDEX IF NOT EXISTS ops_acct_key (account, state, key_first_used),"
+         "  DROP INDEX IF EXISTS ops_state_due,"
+         "  DROP INDEX IF EXISTS ops_state_deadline,"
+         "  DROP INDEX IF EXISTS ops_state_key"},
+    {11, "ALTER TABLE exit_shares ADD COLUMN IF NOT EXISTS account VARCHAR(32) " TEXT_ASCII
+         " NOT NULL DEFAULT 'default' FIRST"},
+    {11, "ALTER TABLE exit_shares DROP PRIMARY KEY, ADD PRIMARY KEY (account, share)"},
+    {11, "ALTER TABLE exit_split DROP CONSTRAINT IF EXISTS split_one"},
+    {11, "ALTER TABLE exit_split ADD COLUMN IF NOT EXISTS account VARCHAR(32) " TEXT_ASCII
+         " NOT NULL DEFAULT 'default' FIRST"},
+    {11, "ALTER TABLE exit_split DROP PRIMARY KEY, DROP COLUMN IF EXISTS id,"
+         "  ADD PRIMARY KEY (account)"},
+    {11, "ALTER TABLE exit_hold DROP CONSTRAINT IF EXISTS hold_one"},
+    {11, "ALTER TABLE exit_hold ADD COLUMN IF NOT EXISTS account VARCHAR(32) " TEXT_ASCII
+         " NOT NULL DEFAULT 'default' FIRST"},
+    {11, "ALTER TABLE exit_hold DROP PRIMARY KEY, DROP COLUMN IF EXISTS id,"
+         "  ADD PRIMARY KEY (account)"},
+    {11, "ALTER TABLE exit_samples ADD COLUMN IF NOT EXISTS account VARCHAR(32) " TEXT_ASCII
+         " NOT NULL DEFAULT 'default' FIRST"},
+    {11, "ALTER TABLE exit_samples DROP PRIMARY KEY, ADD PRIMARY KEY (account, at, share),"
+         "  ADD INDEX IF NOT EXISTS samples_at (at)"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  10
+#define SCHEMA_VERSION  11
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;
@@ -592,50 +627,59 @@ static int make_queries(struct mysql_store *s)
 #define Q(id) s->q[id], sizeof(s->q[id])
         n[MQ_PICK_FIRST] = snprintf(Q(MQ_PICK_FIRST),
                                     "SELECT " OP_COLS " FROM operations "
-                                    "FORCE INDEX (ops_state_accepted) "
-                                    "WHERE %s AND attempt_limit > 0 AND deadline_at > %%I "
+                                    "FORCE INDEX (ops_acct_accepted) "
+                                    "WHERE account = %%S AND %s AND attempt_limit > 0 "
+                                    "AND deadline_at > %%I "
                                     "ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
                                     first);
-        n[MQ_PICK_FIRST_AFTER] =
-            snprintf(Q(MQ_PICK_FIRST_AFTER),
-                     "SELECT " OP_COLS " FROM operations "
-                     "FORCE INDEX (ops_state_accepted) "
-                     "WHERE %s AND (accepted_at > %%I OR (accepted_at = %%I AND id > %%I)) "
-                     "AND attempt_limit > 0 AND deadline_at > %%I "
-                     "ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-                     first);
+        n[MQ_PICK_FIRST_AFTER] = snprintf(Q(MQ_PICK_FIRST_AFTER),
+                                          "SELECT " OP_COLS " FROM operations "
+                                          "FORCE INDEX (ops_acct_accepted) "
+                                          "WHERE account = %%S AND %s AND (accepted_at > %%I OR "
+                                          "(accepted_at = %%I AND id > %%I)) "
+                                          "AND attempt_limit > 0 AND deadline_at > %%I "
+                                          "ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
+                                          first);
         n[MQ_EARLIEST_DUE] = snprintf(Q(MQ_EARLIEST_DUE),
                                       "SELECT MIN(next_run_at) FROM operations "
-                                      "FORCE INDEX (ops_state_due) WHERE %s",
+                                      "FORCE INDEX (ops_acct_due) "
+                                      "WHERE account = %%S AND %s",
                                       again);
-        n[MQ_AGAIN_CANDIDATES] = snprintf(Q(MQ_AGAIN_CANDIDATES),
-                                          "SELECT id FROM operations FORCE INDEX (ops_state_due) "
-                                          "WHERE %s ORDER BY accepted_at, id LIMIT %%I",
-                                          due);
+        n[MQ_AGAIN_CANDIDATES] =
+            snprintf(Q(MQ_AGAIN_CANDIDATES),
+                     "SELECT id FROM operations FORCE INDEX (ops_acct_due) "
+                     "WHERE account = %%S AND %s ORDER BY accepted_at, id LIMIT %%I",
+                     due);
         n[MQ_AGAIN_LOCK] = snprintf(Q(MQ_AGAIN_LOCK),
                                     "SELECT " OP_COLS " FROM operations WHERE id = %%I AND %s "
                                     "FOR UPDATE SKIP LOCKED",
                                     due);
         n[MQ_ANY_PENDING] =
-            snprintf(Q(MQ_ANY_PENDING), "SELECT EXISTS (SELECT 1 FROM operations WHERE %s)", first);
+            snprintf(Q(MQ_ANY_PENDING),
+                     "SELECT EXISTS (SELECT 1 FROM operations FORCE INDEX (ops_acct_accepted) "
+                     "WHERE account = %%S AND %s)",
+                     first);
         n[MQ_BATCH_DEADLINE] = snprintf(Q(MQ_BATCH_DEADLINE),
                                         "SELECT " OP_COLS " FROM operations "
-                                        "FORCE INDEX (ops_state_deadline) WHERE %s "
+                                        "FORCE INDEX (ops_acct_deadline) "
+                                        "WHERE account = %%S AND %s "
                                         "AND deadline_at > 0 AND deadline_at < %%I LIMIT %%I "
                                         "FOR UPDATE",
                                         waiting);
         n[MQ_BATCH_KEY_AGE] = snprintf(Q(MQ_BATCH_KEY_AGE),
                                        "SELECT " OP_COLS " FROM operations "
-                                       "FORCE INDEX (ops_state_key) WHERE %s LIMIT %%I FOR UPDATE",
+                                       "FORCE INDEX (ops_acct_key) WHERE account = %%S AND %s "
+                                       "LIMIT %%I FOR UPDATE",
                                        key_old);
         /* our share's older holders, or a share the split no longer has:
          * never another live share's rows */
-        n[MQ_BATCH_RECOVER] = snprintf(Q(MQ_BATCH_RECOVER),
-                                       "SELECT " OP_COLS " FROM operations "
-                                       "FORCE INDEX (ops_state_accepted) WHERE %s AND "
-                                       "((share = %%U AND epoch < %%I) OR share >= %%U) "
-                                       "LIMIT %%I FOR UPDATE",
-                                       flight);
+        n[MQ_BATCH_RECOVER] = snprintf(
+            Q(MQ_BATCH_RECOVER),
+            "SELECT " OP_COLS " FROM operations "
+            "FORCE INDEX (ops_acct_accepted) "
+            "WHERE account = %%S AND %s AND ((share = %%U AND epoch < %%I) OR share >= %%U) "
+            "LIMIT %%I FOR UPDATE",
+            flight);
         /* attempt_limit = 0: inserted by an application, not taken in yet.
          * SKIP LOCKED: two dispatchers never take in the same row, and a
          * row still inside its writer's open transaction is not visible. */
@@ -666,8 +710,8 @@ static int make_queries(struct mysql_store *s)
         /* a format: the sample's values, then the oldest open operation read
          * in the same statement; the backlog is counted by store_sample_put() */
         n[MQ_SAMPLE_PUT] = snprintf(Q(MQ_SAMPLE_PUT),
-                                    "REPLACE INTO exit_samples (" SAMPLE_COLS ") "
-                                    "SELECT %%I, %%I, %%U, %%U, %%U, %%U, %%I, (SELECT MIN(m) "
+                                    "REPLACE INTO exit_samples (account, " SAMPLE_COLS ") "
+                                    "SELECT %%S, %%I, %%I, %%U, %%U, %%U, %%U, %%I, (SELECT MIN(m) "
                                     "FROM (%s) AS o), %%L, %%U, %%U, %%U, %%U, %%U, %%U",
                                     open_oldest);
 #undef Q

@@ -45,17 +45,25 @@ void store_mysql_lock_name_for(const char *prefix, const char *dbname, char *dst
 }
 
 /* GET_LOCK names are at most 64 characters: share 0 keeps the one-owner
- * name; share k ends in "_<k>" after the (maybe hashed) database name. */
+ * name; share k ends in "_<k>" after the (maybe hashed) database name. The
+ * unit of ownership is (account, share): an account other than the default
+ * locks "<db>/<account>" (hashed when long), the default keeps the names
+ * single-account deployments always had. */
 static void share_lock_name(const struct mysql_store *s, unsigned share, char *dst, size_t size)
 {
         char base[LOCK_NAME_MAX + 1];
+        char key[DB_NAME_MAX + TG_ACCOUNT_NAME_MAX + 2];
         size_t n;
 
+        if (strcmp(s->base.account, TG_ACCOUNT_DEFAULT) == 0)
+                snprintf(key, sizeof(key), "%s", s->dbname);
+        else
+                snprintf(key, sizeof(key), "%s/%s", s->dbname, s->base.account);
         if (share == 0) {
-                store_mysql_lock_name_for("tollgate_owner_", s->dbname, dst, size);
+                store_mysql_lock_name_for("tollgate_owner_", key, dst, size);
                 return;
         }
-        store_mysql_lock_name_for("tollgate_share_", s->dbname, base, LOCK_NAME_MAX + 1 - 4);
+        store_mysql_lock_name_for("tollgate_share_", key, base, LOCK_NAME_MAX + 1 - 4);
         n = strlen(base);
         snprintf(dst, size, "%.*s_%u", (int)n, base, share % STORE_SHARES_MAX);
 }
@@ -208,9 +216,9 @@ int store_mysql_epoch_share(struct store *store, int64_t epoch, unsigned *ret_sh
         if (epoch <= 0)
                 return TG_EFENCED; /* shares never held have epoch 0 */
         r = store_mysql_query(M(store), &res,
-                              "SELECT share FROM exit_shares WHERE epoch = %I ORDER BY share "
-                              "LIMIT 1 LOCK IN SHARE MODE",
-                              epoch);
+                              "SELECT share FROM exit_shares WHERE epoch = %I AND account = %S "
+                              "ORDER BY share LIMIT 1 LOCK IN SHARE MODE",
+                              epoch, store->account);
         if (r == 0)
                 r = store_mysql_one_i64(res, &share, &null);
         if (r == TG_ENOTFOUND)
@@ -232,9 +240,10 @@ int store_mysql_epoch_bump(struct store *store, unsigned share, int64_t *ret_epo
                 r = store_mysql_epoch_read(store, &epoch);
         if (r == 0)
                 r = store_mysql_exec(s,
-                                     "INSERT INTO exit_shares (share, epoch) VALUES (%U, %I) "
+                                     "INSERT INTO exit_shares (account, share, epoch) "
+                                     "VALUES (%S, %U, %I) "
                                      "ON DUPLICATE KEY UPDATE epoch = VALUES(epoch)",
-                                     share, epoch);
+                                     store->account, share, epoch);
         if (r == 0)
                 *ret_epoch = epoch;
         return r;
@@ -248,7 +257,8 @@ int store_mysql_split_read(struct store *store, struct store_split *ret_split)
         struct store_split v = {0};
         int r = store_mysql_query(s, &res,
                                   "SELECT shares, max_in_flight, starts_per_second FROM exit_split "
-                                  "WHERE id = 1");
+                                  "WHERE account = %S",
+                                  store->account);
         bool ok = true;
 
         if (r < 0)
@@ -279,7 +289,8 @@ int store_mysql_hold_get(struct store *store, tg_wall_ms *ret_until)
         MYSQL_RES *res;
         bool null = false;
         int64_t v = 0;
-        int r = store_mysql_query(M(store), &res, "SELECT until_wall FROM exit_hold WHERE id = 1");
+        int r = store_mysql_query(
+            M(store), &res, "SELECT until_wall FROM exit_hold WHERE account = %S", store->account);
 
         if (r == 0)
                 r = store_mysql_one_i64(res, &v, &null);
@@ -295,10 +306,10 @@ int store_mysql_hold_get(struct store *store, tg_wall_ms *ret_until)
 int store_mysql_hold_raise(struct store *store, tg_wall_ms until)
 {
         return store_mysql_exec(M(store),
-                                "INSERT INTO exit_hold (id, until_wall) VALUES (1, %I) "
+                                "INSERT INTO exit_hold (account, until_wall) VALUES (%S, %I) "
                                 "ON DUPLICATE KEY UPDATE until_wall = GREATEST(until_wall, "
                                 "VALUES(until_wall))",
-                                until);
+                                store->account, until);
 }
 
 int store_mysql_split_put(struct store *store, const struct store_split *split)
@@ -308,9 +319,9 @@ int store_mysql_split_put(struct store *store, const struct store_split *split)
         /* a number we print ourselves: trusted text for %s */
         snprintf(rate, sizeof(rate), "%.17g", split->starts_per_second);
         return store_mysql_exec(M(store),
-                                "REPLACE INTO exit_split (id, shares, starts_per_second, "
-                                "max_in_flight) VALUES (1, %U, %s, %U)",
-                                split->shares, rate, split->max_in_flight);
+                                "REPLACE INTO exit_split (account, shares, starts_per_second, "
+                                "max_in_flight) VALUES (%S, %U, %s, %U)",
+                                store->account, split->shares, rate, split->max_in_flight);
 }
 
 #endif /* TG_HAVE_MARIADB */

@@ -55,6 +55,7 @@ static int read_op(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         op.caller_deadline_at = store_mysql_col_i64(row, 26, &ok);
         store_mysql_col_copy(row, lens, 27, op.req.reason, sizeof(op.req.reason));
         store_mysql_col_copy(row, lens, 28, op.req.metadata, sizeof(op.req.metadata));
+        store_mysql_col_copy(row, lens, 29, op.req.account, sizeof(op.req.account));
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -230,13 +231,13 @@ int store_mysql_op_insert(struct store *store, const struct op_record *op, int64
             s,
             "INSERT INTO operations (operation_id, payment_id, amount, currency, state, reason, "
             "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source, "
-            "last_class, traceparent, caller_deadline_at, refund_reason, metadata) "
-            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S)",
+            "last_class, traceparent, caller_deadline_at, refund_reason, metadata, account) "
+            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S, %S)",
             op->req.operation_id, op->req.payment_id, op->req.amount, op->req.currency,
             op_state_name(op->state), manual_reason_name(op->reason), op->attempt_limit,
             op->query_limit, op->accepted_at, op->deadline_at, op->updated_at, op->source,
             tg_class_name(op->last_class), op->traceparent, op->caller_deadline_at, op->req.reason,
-            op->req.metadata);
+            op->req.metadata, store_req_account(&op->req));
 
         if (r == 0)
                 *ret_id = (int64_t)mysql_insert_id(s->db);
@@ -287,9 +288,10 @@ int store_mysql_op_pick(struct store *store, const struct store_pick *p, int64_t
                  * (the rows before it were taken, or locked by another
                  * claim: SKIP LOCKED passes them all the same) */
                 r = s->pick_after
-                        ? store_mysql_query(s, &res, s->q[MQ_PICK_FIRST_AFTER], s->pick_after_at,
-                                            s->pick_after_at, s->pick_after_id, p->now)
-                        : store_mysql_query(s, &res, s->q[MQ_PICK_FIRST], p->now);
+                        ? store_mysql_query(s, &res, s->q[MQ_PICK_FIRST_AFTER], store->account,
+                                            s->pick_after_at, s->pick_after_at, s->pick_after_id,
+                                            p->now)
+                        : store_mysql_query(s, &res, s->q[MQ_PICK_FIRST], store->account, p->now);
                 if (r == 0)
                         r = fetch_one(res, &s->picked, sizeof(s->picked), read_op);
                 if (r == 0) {
@@ -302,7 +304,7 @@ int store_mysql_op_pick(struct store *store, const struct store_pick *p, int64_t
                 return r;
         }
         /* Nothing due (the common case while retries wait): one index probe. */
-        r = store_mysql_query(s, &res, s->q[MQ_EARLIEST_DUE]);
+        r = store_mysql_query(s, &res, s->q[MQ_EARLIEST_DUE], store->account);
         r = one_i64(res, r, &next, &null);
         if (r < 0)
                 return r;
@@ -311,8 +313,8 @@ int store_mysql_op_pick(struct store *store, const struct store_pick *p, int64_t
         /* Candidates without locks (the again group spans two states, so the
          * order needs a sort, which FOR UPDATE would turn into a lock on
          * every due row), then lock the first that is still free and due. */
-        r = store_mysql_query(s, &res, s->q[MQ_AGAIN_CANDIDATES], p->now, p->now, p->now,
-                              p->key_retention_ms, queries, (int64_t)AGAIN_CANDIDATES);
+        r = store_mysql_query(s, &res, s->q[MQ_AGAIN_CANDIDATES], store->account, p->now, p->now,
+                              p->now, p->key_retention_ms, queries, (int64_t)AGAIN_CANDIDATES);
         if (r < 0)
                 return r;
         while (n < AGAIN_CANDIDATES) {
@@ -349,15 +351,16 @@ int store_mysql_op_batch(struct store *store, const struct store_batch *b, unsig
 
         switch (b->kind) {
         case STORE_BATCH_DEADLINE:
-                r = store_mysql_query(s, &res, s->q[MQ_BATCH_DEADLINE], b->now, (int64_t)max);
-                break;
-        case STORE_BATCH_KEY_AGE:
-                r = store_mysql_query(s, &res, s->q[MQ_BATCH_KEY_AGE], b->now, b->key_retention_ms,
+                r = store_mysql_query(s, &res, s->q[MQ_BATCH_DEADLINE], store->account, b->now,
                                       (int64_t)max);
                 break;
+        case STORE_BATCH_KEY_AGE:
+                r = store_mysql_query(s, &res, s->q[MQ_BATCH_KEY_AGE], store->account, b->now,
+                                      b->key_retention_ms, (int64_t)max);
+                break;
         case STORE_BATCH_RECOVER:
-                r = store_mysql_query(s, &res, s->q[MQ_BATCH_RECOVER], b->share, b->epoch,
-                                      b->shares, (int64_t)max);
+                r = store_mysql_query(s, &res, s->q[MQ_BATCH_RECOVER], store->account, b->share,
+                                      b->epoch, b->shares, (int64_t)max);
                 break;
         case STORE_BATCH_OUTBOX:
         default:
@@ -375,11 +378,11 @@ int store_mysql_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bo
         int64_t next = 0, any = 0;
         bool null = false, null2 = false;
         MYSQL_RES *res;
-        int r = store_mysql_query(s, &res, s->q[MQ_EARLIEST_DUE]);
+        int r = store_mysql_query(s, &res, s->q[MQ_EARLIEST_DUE], store->account);
 
         r = one_i64(res, r, &next, &null);
         if (r == 0) {
-                r = store_mysql_query(s, &res, s->q[MQ_ANY_PENDING]);
+                r = store_mysql_query(s, &res, s->q[MQ_ANY_PENDING], store->account);
                 r = one_i64(res, r, &any, &null2);
         }
         if (r < 0)
@@ -398,11 +401,11 @@ int store_mysql_call_insert(struct store *store, struct call_record *c)
             s,
             "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, epoch, "
             "start_mono, start_wall, in_flight_at_start, share, trace_id, span_id, handoff_mono, "
-            "handoff_wall) "
-            "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U, %U, %S, %S, 0, 0)",
+            "handoff_wall, account) "
+            "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U, %U, %S, %S, 0, 0, %S)",
             c->op_id, c->operation_id, tg_call_kind_name(c->kind), c->attempt, c->request_id,
             c->epoch, c->start_mono, c->start_wall, c->in_flight_at_start, c->share, c->trace_id,
-            c->span_id);
+            c->span_id, store->account);
 
         if (r == 0)
                 c->id = (int64_t)mysql_insert_id(s->db);
@@ -531,9 +534,9 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
         default:
                 r = store_mysql_query(s, &res,
                                       "SELECT " SAMPLE_COLS " FROM exit_samples "
-                                      "WHERE at > %I OR (at = %I AND share > %I) "
-                                      "ORDER BY at, share LIMIT %I",
-                                      p->cur_at, p->cur_at, p->cur_share, n);
+                                      "WHERE account = %S AND (at > %I OR (at = %I AND "
+                                      "share > %I)) ORDER BY at, share LIMIT %I",
+                                      store->account, p->cur_at, p->cur_at, p->cur_share, n);
                 read = read_sample;
                 size = sizeof(struct exit_sample);
                 break;
@@ -611,20 +614,20 @@ int store_mysql_sample_put(struct store *store, const struct exit_sample *x, tg_
          * index probe per open state (manual is not open for the exit). A
          * sample with the same `at` and share is replaced. The backlog is
          * counted by store_sample_put(). */
-        int r = store_mysql_exec(s, s->q[MQ_SAMPLE_PUT], x->at, x->epoch, x->in_flight, x->starts,
-                                 x->call_ends, x->op_closes, (int64_t)(x->held ? 1 : 0), x->figures,
-                                 x->share, x->backlog[OP_PENDING], x->backlog[OP_IN_FLIGHT],
-                                 x->backlog[OP_RETRY_WAIT], x->backlog[OP_UNKNOWN],
-                                 x->backlog[OP_MANUAL]);
+        int r = store_mysql_exec(
+            s, s->q[MQ_SAMPLE_PUT], store->account, x->at, x->epoch, x->in_flight, x->starts,
+            x->call_ends, x->op_closes, (int64_t)(x->held ? 1 : 0), x->figures, x->share,
+            x->backlog[OP_PENDING], x->backlog[OP_IN_FLIGHT], x->backlog[OP_RETRY_WAIT],
+            x->backlog[OP_UNKNOWN], x->backlog[OP_MANUAL]);
 
         /* the figures of this share's samples of a minute ago: a range of the
          * primary key, so the cost does not grow with the table */
         if (r == 0)
                 r = store_mysql_exec(s,
                                      "UPDATE exit_samples SET figures = '' WHERE at >= %I AND "
-                                     "at < %I AND share = %U AND figures <> ''",
+                                     "at < %I AND share = %U AND account = %S AND figures <> ''",
                                      x->at - 2 * STORE_FIGURES_KEEP_MS,
-                                     x->at - STORE_FIGURES_KEEP_MS, x->share);
+                                     x->at - STORE_FIGURES_KEEP_MS, x->share, store->account);
         if (r == 0)
                 r = store_mysql_exec(s, "DELETE FROM exit_samples WHERE at < %I", keep_after);
         return r;
@@ -648,8 +651,9 @@ int store_mysql_sample_last(struct store *store, struct exit_sample *ret_sample)
 {
         MYSQL_RES *res;
         int r = store_mysql_query(M(store), &res,
-                                  "SELECT " SAMPLE_COLS
-                                  " FROM exit_samples ORDER BY at DESC, share DESC LIMIT 1");
+                                  "SELECT " SAMPLE_COLS " FROM exit_samples WHERE account = %S "
+                                  "ORDER BY at DESC, share DESC LIMIT 1",
+                                  store->account);
 
         if (r < 0)
                 return r;

@@ -252,9 +252,42 @@ static const struct migration migrations[] = {
         "tollgate_refuse('calls are deleted only with their operation')"},
     {1, "CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit "
         "FOR EACH STATEMENT EXECUTE FUNCTION tollgate_refuse('audit is append-only')"},
+    /* 2: provider accounts (issue 26): every operation and call names its
+     * account, today's rows the one account `default`; the exit's indexes
+     * lead with the account, so one account's backlog never slows another's
+     * picks (ops_state_accepted stays for the counts, the manual list and
+     * the outbox); shares, split, hold and samples are kept per account. */
+    {2, "ALTER TABLE operations ADD COLUMN account VARCHAR(32) COLLATE \"C\" NOT NULL "
+        "DEFAULT 'default'"},
+    {2, "ALTER TABLE calls ADD COLUMN account VARCHAR(32) COLLATE \"C\" NOT NULL "
+        "DEFAULT 'default'"},
+    {2, "CREATE INDEX ops_acct_accepted ON operations (account, state, accepted_at, id)"},
+    {2, "CREATE INDEX ops_acct_due ON operations (account, state, next_run_at)"},
+    {2, "CREATE INDEX ops_acct_deadline ON operations (account, state, deadline_at)"},
+    {2, "CREATE INDEX ops_acct_key ON operations (account, state, key_first_used)"},
+    {2, "DROP INDEX ops_state_due"},
+    {2, "DROP INDEX ops_state_deadline"},
+    {2, "DROP INDEX ops_state_key"},
+    {2, "ALTER TABLE exit_shares ADD COLUMN account VARCHAR(32) COLLATE \"C\" NOT NULL "
+        "DEFAULT 'default'"},
+    {2, "ALTER TABLE exit_shares DROP CONSTRAINT exit_shares_pkey, "
+        "ADD PRIMARY KEY (account, share)"},
+    {2, "ALTER TABLE exit_split ADD COLUMN account VARCHAR(32) COLLATE \"C\" NOT NULL "
+        "DEFAULT 'default'"},
+    {2, "ALTER TABLE exit_split DROP CONSTRAINT exit_split_pkey, DROP CONSTRAINT split_one, "
+        "DROP COLUMN id, ADD PRIMARY KEY (account)"},
+    {2, "ALTER TABLE exit_hold ADD COLUMN account VARCHAR(32) COLLATE \"C\" NOT NULL "
+        "DEFAULT 'default'"},
+    {2, "ALTER TABLE exit_hold DROP CONSTRAINT exit_hold_pkey, DROP CONSTRAINT hold_one, "
+        "DROP COLUMN id, ADD PRIMARY KEY (account)"},
+    {2, "ALTER TABLE exit_samples ADD COLUMN account VARCHAR(32) COLLATE \"C\" NOT NULL "
+        "DEFAULT 'default'"},
+    {2, "ALTER TABLE exit_samples DROP CONSTRAINT exit_samples_pkey, "
+        "ADD PRIMARY KEY (account, at, share)"},
+    {2, "CREATE INDEX samples_at ON exit_samples (at)"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  1
+#define SCHEMA_VERSION  2
 
 /* ---- url ------------------------------------------------------------------ */
 
@@ -452,44 +485,51 @@ static int make_queries(struct pg_store *s)
 #define Q(id) s->q[id], sizeof(s->q[id])
         n[PQY_PICK_FIRST] = snprintf(Q(PQY_PICK_FIRST),
                                      "SELECT " PG_OP_COLS " FROM operations "
-                                     "WHERE %s AND attempt_limit > 0 AND deadline_at > %%I "
+                                     "WHERE account = %%S AND %s AND attempt_limit > 0 "
+                                     "AND deadline_at > %%I "
                                      "ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
                                      first);
         n[PQY_PICK_FIRST_AFTER] =
             snprintf(Q(PQY_PICK_FIRST_AFTER),
                      "SELECT " PG_OP_COLS " FROM operations "
-                     "WHERE %s AND (accepted_at > %%I OR (accepted_at = %%I AND id > %%I)) "
+                     "WHERE account = %%S AND %s AND (accepted_at > %%I OR (accepted_at = %%I AND "
+                     "id > %%I)) "
                      "AND attempt_limit > 0 AND deadline_at > %%I "
                      "ORDER BY accepted_at, id LIMIT 1 FOR UPDATE SKIP LOCKED",
                      first);
-        n[PQY_EARLIEST_DUE] = snprintf(Q(PQY_EARLIEST_DUE),
-                                       "SELECT MIN(next_run_at) FROM operations WHERE %s", again);
-        n[PQY_AGAIN_CANDIDATES] = snprintf(Q(PQY_AGAIN_CANDIDATES),
-                                           "SELECT id FROM operations "
-                                           "WHERE %s ORDER BY accepted_at, id LIMIT %%I",
-                                           due);
+        n[PQY_EARLIEST_DUE] =
+            snprintf(Q(PQY_EARLIEST_DUE),
+                     "SELECT MIN(next_run_at) FROM operations WHERE account = %%S AND %s", again);
+        n[PQY_AGAIN_CANDIDATES] =
+            snprintf(Q(PQY_AGAIN_CANDIDATES),
+                     "SELECT id FROM operations "
+                     "WHERE account = %%S AND %s ORDER BY accepted_at, id LIMIT %%I",
+                     due);
         n[PQY_AGAIN_LOCK] = snprintf(Q(PQY_AGAIN_LOCK),
                                      "SELECT " PG_OP_COLS " FROM operations WHERE id = %%I AND %s "
                                      "FOR UPDATE SKIP LOCKED",
                                      due);
         n[PQY_ANY_PENDING] = snprintf(
-            Q(PQY_ANY_PENDING), "SELECT EXISTS (SELECT 1 FROM operations WHERE %s)::int", first);
-        n[PQY_BATCH_DEADLINE] = snprintf(Q(PQY_BATCH_DEADLINE),
-                                         "SELECT " PG_OP_COLS " FROM operations WHERE %s "
-                                         "AND deadline_at > 0 AND deadline_at < %%I LIMIT %%I "
-                                         "FOR UPDATE",
-                                         waiting);
+            Q(PQY_ANY_PENDING),
+            "SELECT EXISTS (SELECT 1 FROM operations WHERE account = %%S AND %s)::int", first);
+        n[PQY_BATCH_DEADLINE] = snprintf(
+            Q(PQY_BATCH_DEADLINE),
+            "SELECT " PG_OP_COLS " FROM operations "
+            "WHERE account = %%S AND %s AND deadline_at > 0 AND deadline_at < %%I LIMIT %%I "
+            "FOR UPDATE",
+            waiting);
         n[PQY_BATCH_KEY_AGE] = snprintf(Q(PQY_BATCH_KEY_AGE),
                                         "SELECT " PG_OP_COLS " FROM operations "
-                                        "WHERE %s LIMIT %%I FOR UPDATE",
+                                        "WHERE account = %%S AND %s LIMIT %%I FOR UPDATE",
                                         key_old);
         /* our share's older holders, or a share the split no longer has:
          * never another live share's rows */
-        n[PQY_BATCH_RECOVER] = snprintf(Q(PQY_BATCH_RECOVER),
-                                        "SELECT " PG_OP_COLS " FROM operations WHERE %s AND "
-                                        "((share = %%U AND epoch < %%I) OR share >= %%U) "
-                                        "LIMIT %%I FOR UPDATE",
-                                        flight);
+        n[PQY_BATCH_RECOVER] = snprintf(
+            Q(PQY_BATCH_RECOVER),
+            "SELECT " PG_OP_COLS " FROM operations "
+            "WHERE account = %%S AND %s AND ((share = %%U AND epoch < %%I) OR share >= %%U) "
+            "LIMIT %%I FOR UPDATE",
+            flight);
         /* attempt_limit = 0: inserted by an application, not taken in yet.
          * SKIP LOCKED: two dispatchers never take in the same row, and a
          * row still inside its writer's open transaction is not visible. */
@@ -518,9 +558,11 @@ static int make_queries(struct pg_store *s)
          * in the same statement; the backlog is counted by store_sample_put() */
         n[PQY_SAMPLE_PUT] = snprintf(
             Q(PQY_SAMPLE_PUT),
-            "INSERT INTO exit_samples (" PG_SAMPLE_COLS ") "
-            "SELECT %%I, %%I, %%U, %%U, %%U, %%U, %%I, (SELECT MIN(m) FROM (%s) AS o), %%L, %%U, "
-            "%%U, %%U, %%U, %%U, %%U ON CONFLICT (at, share) DO UPDATE SET epoch = EXCLUDED.epoch, "
+            "INSERT INTO exit_samples (account, " PG_SAMPLE_COLS ") "
+            "SELECT %%S, %%I, %%I, %%U, %%U, %%U, %%U, %%I, (SELECT MIN(m) FROM (%s) AS o), %%L, "
+            "%%U, "
+            "%%U, %%U, %%U, %%U, %%U ON CONFLICT (account, at, share) DO UPDATE SET epoch = "
+            "EXCLUDED.epoch, "
             "in_flight = EXCLUDED.in_flight, starts = EXCLUDED.starts, call_ends = "
             "EXCLUDED.call_ends, op_closes = EXCLUDED.op_closes, held = EXCLUDED.held, "
             "oldest_open = EXCLUDED.oldest_open, figures = EXCLUDED.figures, n_pending = "

@@ -62,6 +62,23 @@ static int lock_exec(PGconn *db, const char *sql)
         return r;
 }
 
+/* The second half of a share lock's key: the share for the default
+ * account (the key single-account deployments always had); for another
+ * account, the share above a hash of the account's name (the unit of
+ * ownership is (account, share)). Two accounts whose hashes meet would
+ * share their locks (one waits as a standby): one chance in 33 million. */
+static unsigned share_key(const struct pg_store *s, unsigned share)
+{
+        uint32_t h = 2166136261u; /* FNV-1a */
+
+        share %= STORE_SHARES_MAX;
+        if (strcmp(s->base.account, TG_ACCOUNT_DEFAULT) == 0)
+                return share;
+        for (const char *p = s->base.account; *p; p++)
+                h = (h ^ (unsigned char)*p) * 16777619u;
+        return (1u + h % 0x1fffffeu) * STORE_SHARES_MAX + share;
+}
+
 /* Is the lock connection alive and still holding the share lock taken
  * last? A failure drops the connection (and with it any lock it held). */
 int store_pg_lock_held(struct store *store)
@@ -76,7 +93,7 @@ int store_pg_lock_held(struct store *store)
         snprintf(sql, sizeof(sql),
                  "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted "
                  "AND pid = pg_backend_pid() AND classid = %d AND objid = %u AND objsubid = 2",
-                 PG_LOCK_SHARE, s->lock_share);
+                 PG_LOCK_SHARE, share_key(s, s->lock_share));
         res = PQexec(s->lock_db, sql);
         held = res && PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
                strcmp(PQgetvalue(res, 0, 0), "1") == 0;
@@ -113,7 +130,9 @@ int store_pg_lock_take(struct store *store, enum store_lock lock, unsigned share
         }
         if (!*held) {
                 if (wait_ms <= 0) {
-                        r = store_pg_advisory(s->lock_db, "pg_try_advisory_lock", key, share, &got);
+                        r = store_pg_advisory(s->lock_db, "pg_try_advisory_lock", key,
+                                              lock == STORE_LOCK_SPLIT ? 0 : share_key(s, share),
+                                              &got);
                 } else {
                         char set[64];
 
@@ -121,8 +140,9 @@ int store_pg_lock_take(struct store *store, enum store_lock lock, unsigned share
                         snprintf(set, sizeof(set), "SET lock_timeout = %lld", (long long)wait_ms);
                         r = lock_exec(s->lock_db, set);
                         if (r == 0)
-                                r = store_pg_advisory(s->lock_db, "pg_advisory_lock", key, share,
-                                                      &got);
+                                r = store_pg_advisory(
+                                    s->lock_db, "pg_advisory_lock", key,
+                                    lock == STORE_LOCK_SPLIT ? 0 : share_key(s, share), &got);
                         if (r != TG_EIO) {
                                 snprintf(set, sizeof(set), "SET lock_timeout = %lld",
                                          (long long)s->lock_wait_ms);
@@ -159,7 +179,8 @@ void store_pg_lock_drop(struct store *store, enum store_lock lock, unsigned shar
         held = held_flag(s, lock, share);
         if (!s->lock_db || !*held)
                 return;
-        if (store_pg_advisory(s->lock_db, "pg_advisory_unlock", key, share, &dummy) < 0) {
+        if (store_pg_advisory(s->lock_db, "pg_advisory_unlock", key,
+                              lock == STORE_LOCK_SPLIT ? 0 : share_key(s, share), &dummy) < 0) {
                 store_pg_lock_drop_all(store); /* drops every lock of the session */
                 return;
         }
@@ -209,9 +230,9 @@ int store_pg_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share
         if (epoch <= 0)
                 return TG_EFENCED; /* shares never held have epoch 0 */
         r = store_pg_query(P(store), &res,
-                           "SELECT share FROM exit_shares WHERE epoch = %I ORDER BY share "
-                           "LIMIT 1 FOR SHARE",
-                           epoch);
+                           "SELECT share FROM exit_shares WHERE epoch = %I AND account = %S "
+                           "ORDER BY share LIMIT 1 FOR SHARE",
+                           epoch, store->account);
         if (r == 0)
                 r = store_pg_one_i64(res, &share, &null);
         if (r == TG_ENOTFOUND)
@@ -237,10 +258,12 @@ int store_pg_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch)
         if (r == TG_ENOTFOUND || (r == 0 && null))
                 r = TG_ESTORE;
         if (r == 0)
-                r = store_pg_exec(s,
-                                  "INSERT INTO exit_shares (share, epoch) VALUES (%U, %I) "
-                                  "ON CONFLICT (share) DO UPDATE SET epoch = EXCLUDED.epoch",
-                                  share, epoch);
+                r = store_pg_exec(
+                    s,
+                    "INSERT INTO exit_shares (account, share, epoch) "
+                    "VALUES (%S, %U, %I) "
+                    "ON CONFLICT (account, share) DO UPDATE SET epoch = EXCLUDED.epoch",
+                    store->account, share, epoch);
         if (r == 0)
                 *ret_epoch = epoch;
         return r;
@@ -253,7 +276,8 @@ int store_pg_split_read(struct store *store, struct store_split *ret_split)
         struct store_split v = {0};
         int r = store_pg_query(s, &res,
                                "SELECT shares, max_in_flight, starts_per_second FROM exit_split "
-                               "WHERE id = 1");
+                               "WHERE account = %S",
+                               store->account);
         bool ok = true;
 
         if (r < 0)
@@ -284,7 +308,8 @@ int store_pg_hold_get(struct store *store, tg_wall_ms *ret_until)
         PGresult *res;
         bool null = false;
         int64_t v = 0;
-        int r = store_pg_query(P(store), &res, "SELECT until_wall FROM exit_hold WHERE id = 1");
+        int r = store_pg_query(
+            P(store), &res, "SELECT until_wall FROM exit_hold WHERE account = %S", store->account);
 
         if (r == 0)
                 r = store_pg_one_i64(res, &v, &null);
@@ -300,10 +325,10 @@ int store_pg_hold_get(struct store *store, tg_wall_ms *ret_until)
 int store_pg_hold_raise(struct store *store, tg_wall_ms until)
 {
         return store_pg_exec(P(store),
-                             "INSERT INTO exit_hold (id, until_wall) VALUES (1, %I) "
-                             "ON CONFLICT (id) DO UPDATE SET until_wall = "
+                             "INSERT INTO exit_hold (account, until_wall) VALUES (%S, %I) "
+                             "ON CONFLICT (account) DO UPDATE SET until_wall = "
                              "GREATEST(exit_hold.until_wall, EXCLUDED.until_wall)",
-                             until);
+                             store->account, until);
 }
 
 int store_pg_split_put(struct store *store, const struct store_split *split)
@@ -312,12 +337,13 @@ int store_pg_split_put(struct store *store, const struct store_split *split)
 
         /* a number we print ourselves: trusted text for %s */
         snprintf(rate, sizeof(rate), "%.17g", split->starts_per_second);
-        return store_pg_exec(P(store),
-                             "INSERT INTO exit_split (id, shares, starts_per_second, "
-                             "max_in_flight) VALUES (1, %U, %s, %U) ON CONFLICT (id) DO UPDATE "
-                             "SET shares = EXCLUDED.shares, starts_per_second = "
-                             "EXCLUDED.starts_per_second, max_in_flight = EXCLUDED.max_in_flight",
-                             split->shares, rate, split->max_in_flight);
+        return store_pg_exec(
+            P(store),
+            "INSERT INTO exit_split (account, shares, starts_per_second, "
+            "max_in_flight) VALUES (%S, %U, %s, %U) ON CONFLICT (account) DO UPDATE "
+            "SET shares = EXCLUDED.shares, starts_per_second = "
+            "EXCLUDED.starts_per_second, max_in_flight = EXCLUDED.max_in_flight",
+            store->account, split->shares, rate, split->max_in_flight);
 }
 
 #endif /* TG_HAVE_PG */

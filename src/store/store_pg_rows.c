@@ -60,6 +60,7 @@ static int read_op(const PGresult *res, int row, void *ret_row)
         op.caller_deadline_at = store_pg_col_i64(res, row, 26, &ok);
         store_pg_col_copy(res, row, 27, op.req.reason, sizeof(op.req.reason));
         store_pg_col_copy(res, row, 28, op.req.metadata, sizeof(op.req.metadata));
+        store_pg_col_copy(res, row, 29, op.req.account, sizeof(op.req.account));
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -236,14 +237,14 @@ int store_pg_op_insert(struct store *store, const struct op_record *op, int64_t 
             s, &res,
             "INSERT INTO operations (operation_id, payment_id, amount, currency, state, reason, "
             "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source, "
-            "last_class, traceparent, caller_deadline_at, refund_reason, metadata) "
-            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S) "
+            "last_class, traceparent, caller_deadline_at, refund_reason, metadata, account) "
+            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S, %S) "
             "ON CONFLICT (operation_id) DO NOTHING RETURNING id",
             op->req.operation_id, op->req.payment_id, op->req.amount, op->req.currency,
             op_state_name(op->state), manual_reason_name(op->reason), op->attempt_limit,
             op->query_limit, op->accepted_at, op->deadline_at, op->updated_at, op->source,
             tg_class_name(op->last_class), op->traceparent, op->caller_deadline_at, op->req.reason,
-            op->req.metadata);
+            op->req.metadata, store_req_account(&op->req));
 
         if (r == 0)
                 r = store_pg_one_i64(res, &id, &null);
@@ -299,9 +300,10 @@ int store_pg_op_pick(struct store *store, const struct store_pick *p, int64_t *r
                  * (the rows before it were taken, or locked by another
                  * claim: SKIP LOCKED passes them all the same) */
                 r = s->pick_after
-                        ? store_pg_query(s, &res, s->q[PQY_PICK_FIRST_AFTER], s->pick_after_at,
-                                         s->pick_after_at, s->pick_after_id, p->now)
-                        : store_pg_query(s, &res, s->q[PQY_PICK_FIRST], p->now);
+                        ? store_pg_query(s, &res, s->q[PQY_PICK_FIRST_AFTER], store->account,
+                                         s->pick_after_at, s->pick_after_at, s->pick_after_id,
+                                         p->now)
+                        : store_pg_query(s, &res, s->q[PQY_PICK_FIRST], store->account, p->now);
                 if (r == 0)
                         r = fetch_one(res, &s->picked, sizeof(s->picked), read_op);
                 if (r == 0) {
@@ -314,7 +316,7 @@ int store_pg_op_pick(struct store *store, const struct store_pick *p, int64_t *r
                 return r;
         }
         /* Nothing due (the common case while retries wait): one index probe. */
-        r = store_pg_query(s, &res, s->q[PQY_EARLIEST_DUE]);
+        r = store_pg_query(s, &res, s->q[PQY_EARLIEST_DUE], store->account);
         r = one_i64(res, r, &next, &null);
         if (r < 0)
                 return r;
@@ -323,8 +325,8 @@ int store_pg_op_pick(struct store *store, const struct store_pick *p, int64_t *r
         /* Candidates without locks (the again group spans two states, so the
          * order needs a sort, which FOR UPDATE would turn into a lock on
          * every due row), then lock the first that is still free and due. */
-        r = store_pg_query(s, &res, s->q[PQY_AGAIN_CANDIDATES], p->now, p->now, p->now,
-                           p->key_retention_ms, queries, (int64_t)AGAIN_CANDIDATES);
+        r = store_pg_query(s, &res, s->q[PQY_AGAIN_CANDIDATES], store->account, p->now, p->now,
+                           p->now, p->key_retention_ms, queries, (int64_t)AGAIN_CANDIDATES);
         if (r < 0)
                 return r;
         for (int i = 0; i < PQntuples(res) && n < AGAIN_CANDIDATES; i++)
@@ -356,15 +358,16 @@ int store_pg_op_batch(struct store *store, const struct store_batch *b, unsigned
 
         switch (b->kind) {
         case STORE_BATCH_DEADLINE:
-                r = store_pg_query(s, &res, s->q[PQY_BATCH_DEADLINE], b->now, (int64_t)max);
+                r = store_pg_query(s, &res, s->q[PQY_BATCH_DEADLINE], store->account, b->now,
+                                   (int64_t)max);
                 break;
         case STORE_BATCH_KEY_AGE:
-                r = store_pg_query(s, &res, s->q[PQY_BATCH_KEY_AGE], b->now, b->key_retention_ms,
-                                   (int64_t)max);
+                r = store_pg_query(s, &res, s->q[PQY_BATCH_KEY_AGE], store->account, b->now,
+                                   b->key_retention_ms, (int64_t)max);
                 break;
         case STORE_BATCH_RECOVER:
-                r = store_pg_query(s, &res, s->q[PQY_BATCH_RECOVER], b->share, b->epoch, b->shares,
-                                   (int64_t)max);
+                r = store_pg_query(s, &res, s->q[PQY_BATCH_RECOVER], store->account, b->share,
+                                   b->epoch, b->shares, (int64_t)max);
                 break;
         case STORE_BATCH_OUTBOX:
         default:
@@ -382,11 +385,11 @@ int store_pg_due_summary(struct store *store, tg_wall_ms *ret_next_run_at, bool 
         int64_t next = 0, any = 0;
         bool null = false, null2 = false;
         PGresult *res;
-        int r = store_pg_query(s, &res, s->q[PQY_EARLIEST_DUE]);
+        int r = store_pg_query(s, &res, s->q[PQY_EARLIEST_DUE], store->account);
 
         r = one_i64(res, r, &next, &null);
         if (r == 0) {
-                r = store_pg_query(s, &res, s->q[PQY_ANY_PENDING]);
+                r = store_pg_query(s, &res, s->q[PQY_ANY_PENDING], store->account);
                 r = one_i64(res, r, &any, &null2);
         }
         if (r < 0)
@@ -408,11 +411,11 @@ int store_pg_call_insert(struct store *store, struct call_record *c)
             s, &res,
             "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, epoch, "
             "start_mono, start_wall, in_flight_at_start, share, trace_id, span_id, handoff_mono, "
-            "handoff_wall) "
-            "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U, %U, %S, %S, 0, 0) RETURNING id",
+            "handoff_wall, account) "
+            "VALUES (%I, %S, %S, %U, %S, %I, %I, %I, %U, %U, %S, %S, 0, 0, %S) RETURNING id",
             c->op_id, c->operation_id, tg_call_kind_name(c->kind), c->attempt, c->request_id,
             c->epoch, c->start_mono, c->start_wall, c->in_flight_at_start, c->share, c->trace_id,
-            c->span_id);
+            c->span_id, store->account);
 
         if (r == 0)
                 r = store_pg_one_i64(res, &id, &null);
@@ -545,9 +548,9 @@ int store_pg_page(struct store *store, const struct store_page *p, unsigned want
         default:
                 r = store_pg_query(s, &res,
                                    "SELECT " PG_SAMPLE_COLS " FROM exit_samples "
-                                   "WHERE at > %I OR (at = %I AND share > %I) "
-                                   "ORDER BY at, share LIMIT %I",
-                                   p->cur_at, p->cur_at, p->cur_share, n);
+                                   "WHERE account = %S AND (at > %I OR (at = %I AND "
+                                   "share > %I)) ORDER BY at, share LIMIT %I",
+                                   store->account, p->cur_at, p->cur_at, p->cur_share, n);
                 read = read_sample;
                 size = sizeof(struct exit_sample);
                 break;
@@ -622,9 +625,9 @@ int store_pg_sample_put(struct store *store, const struct exit_sample *x, tg_wal
          * sample with the same `at` and share is replaced. The backlog is
          * counted by store_sample_put(). */
         int r =
-            store_pg_exec(s, s->q[PQY_SAMPLE_PUT], x->at, x->epoch, x->in_flight, x->starts,
-                          x->call_ends, x->op_closes, (int64_t)(x->held ? 1 : 0), x->figures,
-                          x->share, x->backlog[OP_PENDING], x->backlog[OP_IN_FLIGHT],
+            store_pg_exec(s, s->q[PQY_SAMPLE_PUT], store->account, x->at, x->epoch, x->in_flight,
+                          x->starts, x->call_ends, x->op_closes, (int64_t)(x->held ? 1 : 0),
+                          x->figures, x->share, x->backlog[OP_PENDING], x->backlog[OP_IN_FLIGHT],
                           x->backlog[OP_RETRY_WAIT], x->backlog[OP_UNKNOWN], x->backlog[OP_MANUAL]);
 
         /* the figures of this share's samples of a minute ago: a range of the
@@ -632,9 +635,9 @@ int store_pg_sample_put(struct store *store, const struct exit_sample *x, tg_wal
         if (r == 0)
                 r = store_pg_exec(s,
                                   "UPDATE exit_samples SET figures = '' WHERE at >= %I AND "
-                                  "at < %I AND share = %U AND figures <> ''",
+                                  "at < %I AND share = %U AND account = %S AND figures <> ''",
                                   x->at - 2 * STORE_FIGURES_KEEP_MS, x->at - STORE_FIGURES_KEEP_MS,
-                                  x->share);
+                                  x->share, store->account);
         if (r == 0)
                 r = store_pg_exec(s, "DELETE FROM exit_samples WHERE at < %I", keep_after);
         return r;
@@ -658,8 +661,9 @@ int store_pg_sample_last(struct store *store, struct exit_sample *ret_sample)
 {
         PGresult *res;
         int r = store_pg_query(P(store), &res,
-                               "SELECT " PG_SAMPLE_COLS
-                               " FROM exit_samples ORDER BY at DESC, share DESC LIMIT 1");
+                               "SELECT " PG_SAMPLE_COLS " FROM exit_samples WHERE account = %S "
+                               "ORDER BY at DESC, share DESC LIMIT 1",
+                               store->account);
 
         if (r < 0)
                 return r;

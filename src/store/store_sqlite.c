@@ -42,6 +42,30 @@
 
 /* ---- schema ------------------------------------------------------------ */
 
+/* The handle's account (struct store.account) in a statement: a parameter
+ * number no statement reaches otherwise, bound by store_sqlite_stmt_get()
+ * whenever the statement names it. */
+#define ACCT "?60"
+
+/* The columns as the statements read them (a migration copies samples by
+ * SAMPLE_COLS). */
+#define OP_COLS                                                                                    \
+        "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
+        "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
+        "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
+        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
+        "refund_reason, metadata, account"
+
+#define CALL_COLS                                                                                  \
+        "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
+        "in_flight_at_start, ended, end_mono, end_wall, sent, cls, http_status, latency_us, "      \
+        "error, share, trace_id, span_id, handoff_mono, handoff_wall"
+
+#define AUDIT_COLS "id, op_id, at, action, operator_name, reason, detail"
+#define SAMPLE_COLS                                                                                \
+        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share, "  \
+        "n_pending, n_in_flight, n_retry_wait, n_unknown, n_manual"
+
 /* Ordered migrations: migrations[i] takes user_version i to i+1. Append only;
  * never edit one that has shipped. */
 static const char *const migrations[] = {
@@ -297,27 +321,82 @@ static const char *const migrations[] = {
      * sorted), part of the request payload like payment_id */
     ("ALTER TABLE operations ADD COLUMN refund_reason TEXT NOT NULL DEFAULT '';"
      "ALTER TABLE operations ADD COLUMN metadata TEXT NOT NULL DEFAULT '';"),
+    /* 12: provider accounts (issue 26): every operation and call names its
+     * account, today's rows the one account `default`; the exit's indexes
+     * lead with the account, so one account's backlog never slows another's
+     * picks (ops_state_accepted stays for the counts and the manual list);
+     * shares, split, hold and samples are kept per account. */
+    "ALTER TABLE operations ADD COLUMN account TEXT NOT NULL DEFAULT 'default';"
+    "ALTER TABLE calls ADD COLUMN account TEXT NOT NULL DEFAULT 'default';"
+    "CREATE INDEX ops_account_state ON operations(account, state, accepted_at);"
+    "DROP INDEX ops_again_accepted;"
+    "CREATE INDEX ops_again_accepted ON operations(account, accepted_at, id, next_run_at, state)"
+    "  WHERE state IN ('retry_wait','unknown');"
+    "DROP INDEX ops_again_due;"
+    "CREATE INDEX ops_again_due ON operations(account, next_run_at)"
+    "  WHERE state IN ('retry_wait','unknown');"
+    "DROP INDEX ops_open_deadline;"
+    "CREATE INDEX ops_open_deadline ON operations(account, deadline_at)"
+    "  WHERE state IN ('pending','retry_wait','unknown');"
+    "DROP INDEX ops_retry_key;"
+    "CREATE INDEX ops_retry_key ON operations(account, key_first_used)"
+    "  WHERE state = 'retry_wait';"
+    "CREATE TABLE exit_shares_12 ("
+    "  account TEXT NOT NULL,"
+    "  share INTEGER NOT NULL,"
+    "  epoch INTEGER NOT NULL,"
+    "  PRIMARY KEY (account, share)"
+    ") WITHOUT ROWID;"
+    "INSERT INTO exit_shares_12 (account, share, epoch) SELECT 'default', share, epoch"
+    "  FROM exit_shares;"
+    "DROP TABLE exit_shares;"
+    "ALTER TABLE exit_shares_12 RENAME TO exit_shares;"
+    "CREATE INDEX shares_epoch ON exit_shares(epoch);"
+    "CREATE TABLE exit_split_12 ("
+    "  account TEXT PRIMARY KEY,"
+    "  shares INTEGER NOT NULL,"
+    "  starts_per_second REAL NOT NULL,"
+    "  max_in_flight INTEGER NOT NULL"
+    ") WITHOUT ROWID;"
+    "INSERT INTO exit_split_12 (account, shares, starts_per_second, max_in_flight)"
+    "  SELECT 'default', shares, starts_per_second, max_in_flight FROM exit_split;"
+    "DROP TABLE exit_split;"
+    "ALTER TABLE exit_split_12 RENAME TO exit_split;"
+    "CREATE TABLE exit_hold_12 ("
+    "  account TEXT PRIMARY KEY,"
+    "  until_wall INTEGER NOT NULL"
+    ") WITHOUT ROWID;"
+    "INSERT INTO exit_hold_12 (account, until_wall) SELECT 'default', until_wall FROM exit_hold;"
+    "DROP TABLE exit_hold;"
+    "ALTER TABLE exit_hold_12 RENAME TO exit_hold;"
+    "CREATE TABLE exit_samples_12 ("
+    "  account TEXT NOT NULL DEFAULT 'default',"
+    "  at INTEGER NOT NULL,"
+    "  share INTEGER NOT NULL DEFAULT 0,"
+    "  epoch INTEGER NOT NULL,"
+    "  in_flight INTEGER NOT NULL,"
+    "  starts INTEGER NOT NULL,"
+    "  call_ends INTEGER NOT NULL,"
+    "  op_closes INTEGER NOT NULL,"
+    "  held INTEGER NOT NULL CHECK (held IN (0, 1)),"
+    "  oldest_open INTEGER,"
+    "  figures TEXT NOT NULL DEFAULT '',"
+    "  n_pending INTEGER NOT NULL DEFAULT 0,"
+    "  n_in_flight INTEGER NOT NULL DEFAULT 0,"
+    "  n_retry_wait INTEGER NOT NULL DEFAULT 0,"
+    "  n_unknown INTEGER NOT NULL DEFAULT 0,"
+    "  n_manual INTEGER NOT NULL DEFAULT 0,"
+    "  PRIMARY KEY (account, at, share)"
+    ");"
+    "INSERT INTO exit_samples_12 (account, " SAMPLE_COLS ")"
+    "  SELECT 'default', " SAMPLE_COLS " FROM exit_samples;"
+    "DROP TABLE exit_samples;"
+    "ALTER TABLE exit_samples_12 RENAME TO exit_samples;"
+    "CREATE INDEX samples_at ON exit_samples(at);",
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
 /* ---- statements (prepared once per connection, on first use) ------------ */
-
-#define OP_COLS                                                                                    \
-        "id, operation_id, payment_id, amount, currency, state, reason, attempts, "                \
-        "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
-        "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
-        "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
-        "refund_reason, metadata"
-
-#define CALL_COLS                                                                                  \
-        "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
-        "in_flight_at_start, ended, end_mono, end_wall, sent, cls, http_status, latency_us, "      \
-        "error, share, trace_id, span_id, handoff_mono, handoff_wall"
-
-#define AUDIT_COLS "id, op_id, at, action, operator_name, reason, detail"
-#define SAMPLE_COLS                                                                                \
-        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share, "  \
-        "n_pending, n_in_flight, n_retry_wait, n_unknown, n_manual"
 
 /* One state's rows, counted from the index ops_state_accepted ('@': the
  * state's word, store_union_sql()). */
@@ -341,9 +420,9 @@ static const char *const fixed_sql[ST_COUNT] = {
         "INSERT INTO operations (operation_id, payment_id, amount, currency, "
         "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
         "updated_at, source, last_class, traceparent, caller_deadline_at, "
-        "refund_reason, metadata) "
+        "refund_reason, metadata, account) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-        "?17)",
+        "?17, ?18)",
     /* Every mutable column; the payload, accepted_at and source never change. */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "
                     "attempt_limit = ?5, queries = ?6, query_limit = ?7, deadline_at = ?8, "
@@ -355,8 +434,8 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_OWNER_BUMP] = "UPDATE owner SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
     [ST_CALL_INSERT] = "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, "
                        "epoch, start_mono, start_wall, in_flight_at_start, share, trace_id, "
-                       "span_id, handoff_mono, handoff_wall) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, 0)",
+                       "span_id, handoff_mono, handoff_wall, account) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 0, 0, " ACCT ")",
     [ST_CALL_BY_ID] = "SELECT " CALL_COLS " FROM calls WHERE id = ?1",
     [ST_CALL_BY_REQUEST] = "SELECT " CALL_COLS " FROM calls WHERE request_id = ?1 AND epoch = ?2",
     [ST_CALL_CLOSE] = "UPDATE calls SET ended = 1, end_mono = ?2, end_wall = ?3, sent = ?4, "
@@ -374,7 +453,8 @@ static const char *const fixed_sql[ST_COUNT] = {
     /* ?1 at, ?3 share of the last row seen: a page starts after it (the
      * first page with ?3 past every share: at > ?1) */
     [ST_PAGE_SAMPLES] = "SELECT " SAMPLE_COLS " FROM exit_samples "
-                        "WHERE at > ?1 OR (at = ?1 AND share > ?3) ORDER BY at, share LIMIT ?2",
+                        "WHERE account = " ACCT " AND (at > ?1 OR (at = ?1 AND share > ?3)) "
+                        "ORDER BY at, share LIMIT ?2",
     /* every call ever recorded: counted with its insert (a prune deletes rows) */
     [ST_CALLS_TOTAL] = "SELECT n FROM counters WHERE name = 'calls'",
     [ST_AUDIT_INSERT] = "INSERT INTO audit (op_id, at, action, operator_name, reason, detail) "
@@ -383,24 +463,26 @@ static const char *const fixed_sql[ST_COUNT] = {
     /* the figures of this share's samples of a minute ago: a range of the
      * primary key, so the cost does not grow with the table */
     [ST_SAMPLE_BLANK] = "UPDATE exit_samples SET figures = '' WHERE at >= ?1 AND at < ?2 "
-                        "AND share = ?3 AND figures <> ''",
+                        "AND share = ?3 AND account = " ACCT " AND figures <> ''",
     [ST_PAGE_REFUSALS] = "SELECT at, refused FROM admission_refusals WHERE at > ?1 "
                          "ORDER BY at LIMIT ?2",
     [ST_REFUSALS_ADD] = "INSERT INTO admission_refusals (at, refused) VALUES (?1, ?2) "
                         "ON CONFLICT(at) DO UPDATE SET refused = refused + excluded.refused",
     [ST_REFUSALS_PRUNE] = "DELETE FROM admission_refusals WHERE at < ?1",
-    [ST_SAMPLE_LAST] = "SELECT " SAMPLE_COLS " FROM exit_samples "
+    [ST_SAMPLE_LAST] = "SELECT " SAMPLE_COLS " FROM exit_samples WHERE account = " ACCT " "
                        "ORDER BY at DESC, share DESC LIMIT 1",
-    [ST_SHARE_OF_EPOCH] = "SELECT share FROM exit_shares WHERE epoch = ?1 ORDER BY share LIMIT 1",
-    [ST_SHARE_SET] = "INSERT INTO exit_shares (share, epoch) VALUES (?1, ?2) "
-                     "ON CONFLICT(share) DO UPDATE SET epoch = excluded.epoch",
-    [ST_SPLIT_GET] = "SELECT shares, max_in_flight, starts_per_second FROM exit_split WHERE id = 1",
-    [ST_HOLD_GET] = "SELECT until_wall FROM exit_hold WHERE id = 1",
+    [ST_SHARE_OF_EPOCH] = "SELECT share FROM exit_shares WHERE epoch = ?1 AND account = " ACCT " "
+                          "ORDER BY share LIMIT 1",
+    [ST_SHARE_SET] = "INSERT INTO exit_shares (account, share, epoch) VALUES (" ACCT ", ?1, ?2) "
+                     "ON CONFLICT(account, share) DO UPDATE SET epoch = excluded.epoch",
+    [ST_SPLIT_GET] = "SELECT shares, max_in_flight, starts_per_second FROM exit_split "
+                     "WHERE account = " ACCT,
+    [ST_HOLD_GET] = "SELECT until_wall FROM exit_hold WHERE account = " ACCT,
     [ST_HOLD_RAISE] =
-        "INSERT INTO exit_hold (id, until_wall) VALUES (1, ?1) "
-        "ON CONFLICT(id) DO UPDATE SET until_wall = max(until_wall, excluded.until_wall)",
-    [ST_SPLIT_PUT] = "INSERT OR REPLACE INTO exit_split (id, shares, starts_per_second, "
-                     "max_in_flight) VALUES (1, ?1, ?2, ?3)",
+        "INSERT INTO exit_hold (account, until_wall) VALUES (" ACCT ", ?1) "
+        "ON CONFLICT(account) DO UPDATE SET until_wall = max(until_wall, excluded.until_wall)",
+    [ST_SPLIT_PUT] = "INSERT OR REPLACE INTO exit_split (account, shares, starts_per_second, "
+                     "max_in_flight) VALUES (" ACCT ", ?1, ?2, ?3)",
 };
 
 /* The statements made from the transition table (core/policy.h): the state
@@ -431,39 +513,47 @@ static int make_table_sql(struct sqlite_store *s)
                  resend);
         n[ST_PICK_FIRST - ST_DYN_FIRST] =
             snprintf(DYN(ST_PICK_FIRST),
-                     "SELECT id FROM operations INDEXED BY ops_state_accepted "
-                     "WHERE %s AND attempt_limit > 0 AND deadline_at > ?1 "
+                     "SELECT id FROM operations INDEXED BY ops_account_state "
+                     "WHERE account = " ACCT " AND %s AND attempt_limit > 0 AND deadline_at > ?1 "
                      "ORDER BY accepted_at, id LIMIT 1",
                      first);
         /* ?3 = 1: queries allowed */
         n[ST_PICK_AGAIN - ST_DYN_FIRST] =
             snprintf(DYN(ST_PICK_AGAIN),
                      "SELECT id FROM operations INDEXED BY ops_again_accepted "
-                     "WHERE %s AND attempt_limit > 0 AND next_run_at <= ?1 AND deadline_at > ?1 "
+                     "WHERE account = " ACCT " AND %s AND attempt_limit > 0 "
+                     "AND next_run_at <= ?1 AND deadline_at > ?1 "
                      "AND NOT %s AND (?3 = 1 OR NOT %s) ORDER BY accepted_at, id LIMIT 1",
                      again, key_old, query);
-        n[ST_NEXT_DUE - ST_DYN_FIRST] = snprintf(
-            DYN(ST_NEXT_DUE),
-            "SELECT min(next_run_at) FROM operations INDEXED BY ops_again_due WHERE %s", again);
-        n[ST_ANY_PENDING - ST_DYN_FIRST] = snprintf(
-            DYN(ST_ANY_PENDING), "SELECT EXISTS (SELECT 1 FROM operations WHERE %s)", first);
+        n[ST_NEXT_DUE - ST_DYN_FIRST] =
+            snprintf(DYN(ST_NEXT_DUE),
+                     "SELECT min(next_run_at) FROM operations INDEXED BY ops_again_due "
+                     "WHERE account = " ACCT " AND %s",
+                     again);
+        n[ST_ANY_PENDING - ST_DYN_FIRST] =
+            snprintf(DYN(ST_ANY_PENDING),
+                     "SELECT EXISTS (SELECT 1 FROM operations INDEXED BY ops_account_state "
+                     "WHERE account = " ACCT " AND %s)",
+                     first);
         n[ST_BATCH_DEADLINE - ST_DYN_FIRST] =
             snprintf(DYN(ST_BATCH_DEADLINE),
                      "SELECT " OP_COLS " FROM operations INDEXED BY ops_open_deadline "
-                     "WHERE %s AND deadline_at > 0 AND deadline_at < ?1 LIMIT ?3",
+                     "WHERE account = " ACCT " AND %s AND deadline_at > 0 AND deadline_at < ?1 "
+                     "LIMIT ?3",
                      waiting);
         n[ST_BATCH_KEY_AGE - ST_DYN_FIRST] =
             snprintf(DYN(ST_BATCH_KEY_AGE),
                      "SELECT " OP_COLS " FROM operations INDEXED BY ops_retry_key "
-                     "WHERE %s LIMIT ?3",
+                     "WHERE account = " ACCT " AND %s LIMIT ?3",
                      key_old);
         /* our share's older holders, or a share the split no longer has:
          * never another live share's rows (?1 epoch, ?2 limit, ?3 share,
          * ?4 shares) */
         n[ST_BATCH_RECOVER - ST_DYN_FIRST] =
             snprintf(DYN(ST_BATCH_RECOVER),
-                     "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
-                     "WHERE %s AND ((share = ?3 AND epoch < ?1) OR share >= ?4) LIMIT ?2",
+                     "SELECT " OP_COLS " FROM operations INDEXED BY ops_account_state "
+                     "WHERE account = " ACCT " AND %s "
+                     "AND ((share = ?3 AND epoch < ?1) OR share >= ?4) LIMIT ?2",
                      flight);
         /* ?5 '' for any reason; ?6 who owns it (enum store_assignee), ?7 the name */
         n[ST_PAGE_MANUAL - ST_DYN_FIRST] =
@@ -490,12 +580,12 @@ static int make_table_sql(struct sqlite_store *s)
         n[ST_OLDEST_OPEN - ST_DYN_FIRST] =
             snprintf(DYN(ST_OLDEST_OPEN), "SELECT min(m) FROM (%s)", all_oldest);
         /* The backlog (?10..?14) is counted by store_sample_put(). */
-        n[ST_SAMPLE_PUT - ST_DYN_FIRST] =
-            snprintf(DYN(ST_SAMPLE_PUT),
-                     "INSERT OR REPLACE INTO exit_samples (" SAMPLE_COLS ") "
-                     "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM (%s)), ?8, ?9, "
-                     "?10, ?11, ?12, ?13, ?14",
-                     open_oldest);
+        n[ST_SAMPLE_PUT - ST_DYN_FIRST] = snprintf(
+            DYN(ST_SAMPLE_PUT),
+            "INSERT OR REPLACE INTO exit_samples (account, " SAMPLE_COLS ") "
+            "SELECT " ACCT ", ?1, ?2, ?3, ?4, ?5, ?6, ?7, (SELECT min(m) FROM (%s)), ?8, ?9, "
+            "?10, ?11, ?12, ?13, ?14",
+            open_oldest);
 #undef DYN
         for (int i = 0; i < ST_DYN_COUNT; i++)
                 if (n[i] < 0 || (size_t)n[i] >= sizeof(s->dyn_sql[i]))
@@ -533,6 +623,8 @@ int store_sqlite_map_rc(int rc)
 
 int store_sqlite_stmt_get(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt **ret_stmt)
 {
+        int acct;
+
         if (!s->stmts[id]) {
                 const char *sql =
                     id >= ST_DYN_FIRST ? s->dyn_sql[id - ST_DYN_FIRST] : fixed_sql[id];
@@ -544,6 +636,11 @@ int store_sqlite_stmt_get(struct sqlite_store *s, enum stmt_id id, sqlite3_stmt 
                         return store_sqlite_map_rc(rc);
                 }
         }
+        /* the handle's account, wherever a statement names it (ACCT) */
+        acct = sqlite3_bind_parameter_index(s->stmts[id], ACCT);
+        if (acct > 0 && sqlite3_bind_text(s->stmts[id], acct, s->base.account, -1,
+                                          SQLITE_TRANSIENT) != SQLITE_OK)
+                return TG_ENOMEM;
         *ret_stmt = s->stmts[id];
         return 0;
 }

@@ -62,15 +62,23 @@ static bool lock_file_current(const char *path, int fd)
 }
 
 /* "<db>.owner" for share 0 (the one-owner lock), "<db>.share<k>" for the
- * others, "<db>.split" for the acquirers' own lock (share == UINT_MAX). */
+ * others, "<db>.split" for the acquirers' own lock (share == UINT_MAX, one
+ * for every account: it is held only while one picks its share). An
+ * account other than the default owns "<db>.<account>.owner" and
+ * "<db>.<account>.share<k>" (the unit of ownership is (account, share));
+ * the default keeps the names single-account deployments always had. */
 static void lock_path(const struct sqlite_store *s, unsigned share, char *dst, size_t size)
 {
+        const char *acct = s->base.account;
+        bool dflt = strcmp(acct, TG_ACCOUNT_DEFAULT) == 0;
+
         if (share == UINT_MAX)
                 snprintf(dst, size, "%s.split", s->db_path);
         else if (share == 0)
-                snprintf(dst, size, "%s.owner", s->db_path);
+                snprintf(dst, size, "%s%s%s.owner", s->db_path, dflt ? "" : ".", dflt ? "" : acct);
         else
-                snprintf(dst, size, "%s.share%u", s->db_path, share % STORE_SHARES_MAX);
+                snprintf(dst, size, "%s%s%s.share%u", s->db_path, dflt ? "" : ".", dflt ? "" : acct,
+                         share % STORE_SHARES_MAX);
 }
 
 /* Opens and locks the file without waiting: the descriptor, TG_ELOCKED, or

@@ -2095,6 +2095,75 @@ static void expect_item(struct exchange *ex, size_t i, int status, const char *i
         "{\"operation_id\":\"" id "\",\"payment_id\":\"pay-" id "\",\"amount\":" #amount           \
         ",\"currency\":\"EUR\"}"
 
+/* A refund names its account (issue 26): optional with one account (the
+ * one), an unknown one is 422 unknown_account naming the configured ones
+ * with nothing stored, in a batch too (that item only); with several
+ * accounts it is required. */
+static void test_accounts_intake(void **state)
+{
+        struct fixture *fx = *state;
+        struct exchange ex =
+            POST_LIT(fx->api, "{\"operation_id\":\"a-1\",\"payment_id\":\"pay-1\",\"amount\":5,"
+                              "\"currency\":\"EUR\",\"account\":\"default\"}");
+        struct tg_config *cfg = calloc(1, sizeof(*cfg));
+        struct refund_request rr;
+        struct api_error err;
+        struct op_record op;
+        const char *msg;
+
+        assert_int_equal(ex.status, 202);
+        exchange_free(&ex);
+        /* the same request without the account: the one account, the same request */
+        ex = POST_LIT(fx->api, "{\"operation_id\":\"a-1\",\"payment_id\":\"pay-1\",\"amount\":5,"
+                               "\"currency\":\"EUR\"}");
+        assert_int_equal(ex.status, 200);
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/refunds/a-1", NULL);
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "account")), "default");
+        exchange_free(&ex);
+
+        ex = POST_LIT(fx->api, "{\"operation_id\":\"a-2\",\"payment_id\":\"pay-1\",\"amount\":5,"
+                               "\"currency\":\"EUR\",\"account\":\"eu\"}");
+        assert_string_equal(expect_error(&ex, 422, "unknown_account"), "account");
+        msg = json_string_value(json_object_get(json_object_get(ex.json, "error"), "message"));
+        assert_non_null(msg);
+        assert_non_null(strstr(msg, "default"));
+        exchange_free(&ex);
+        ex = POST_LIT(fx->api, "{\"operation_id\":\"a-3\",\"payment_id\":\"pay-1\",\"amount\":5,"
+                               "\"currency\":\"EUR\",\"account\":\"EU!\"}");
+        assert_string_equal(expect_error(&ex, 422, "invalid_field"), "account");
+        exchange_free(&ex);
+        ex = post_batch(
+            fx->api, "{\"refunds\":[{\"operation_id\":\"a-4\",\"payment_id\":\"p\","
+                     "\"amount\":5,\"currency\":\"EUR\",\"account\":\"eu\"}," ITEM("a-5", 7) "]}");
+        assert_int_equal(ex.status, 200);
+        expect_item(&ex, 0, 422, "unknown_account");
+        expect_item(&ex, 1, 202, "a-5");
+        exchange_free(&ex);
+        assert_int_equal(ops_stored(fx->api), 2); /* a-1, a-5 */
+        assert_int_equal(store_get(fx->api->store, "a-2", &op), TG_ENOTFOUND);
+        assert_int_equal(store_get(fx->api->store, "a-4", &op), TG_ENOTFOUND);
+
+        /* several accounts: the account is required, a configured one passes */
+        assert_non_null(cfg);
+        cfg->account_count = 2;
+        snprintf(cfg->accounts[0].name, sizeof(cfg->accounts[0].name), "eu");
+        snprintf(cfg->accounts[1].name, sizeof(cfg->accounts[1].name), "us");
+        memset(&rr, 0, sizeof(rr));
+        assert_int_equal(api_refund_account(cfg, &rr, &err), TG_EINVAL);
+        assert_int_equal(err.status, 422);
+        assert_string_equal(err.code, "invalid_field");
+        assert_string_equal(err.field, "account");
+        assert_non_null(strstr(err.message, "eu, us"));
+        snprintf(rr.account, sizeof(rr.account), "us");
+        assert_int_equal(api_refund_account(cfg, &rr, &err), 0);
+        snprintf(rr.account, sizeof(rr.account), "default");
+        assert_int_equal(api_refund_account(cfg, &rr, &err), TG_EINVAL);
+        assert_string_equal(err.code, "unknown_account");
+        free(cfg);
+}
+
 /* Mixed results, in order: new (202), a repeat of an operation accepted
  * alone (200), the same id with another body (409), invalid items (422
  * unknown/invalid field, 400 not an object) that stop nothing, an id given
@@ -2293,6 +2362,7 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_admission_during_known_hold, setup, teardown),
             cmocka_unit_test_setup_teardown(test_admission_at_the_rate_in_force, setup, teardown),
             cmocka_unit_test_setup_teardown(test_accept_replay_conflict, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_accounts_intake, setup, teardown),
             cmocka_unit_test_setup_teardown(test_accept_reason_metadata, setup, teardown),
             cmocka_unit_test_setup_teardown(test_hostile_bodies, setup, teardown),
             cmocka_unit_test_setup_teardown(test_long_fields, setup, teardown),

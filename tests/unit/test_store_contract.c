@@ -69,8 +69,9 @@ static int setup_sqlite(void **state)
 
 static int teardown_sqlite(void **state)
 {
-        static const char *const files[] = {"t.db",       "t.db-wal",    "t.db-shm",   "t.db.owner",
-                                            "t.db.split", "t.db.share1", "t.db.share2"};
+        static const char *const files[] = {"t.db",        "t.db-wal",     "t.db-shm",
+                                            "t.db.owner",  "t.db.split",   "t.db.share1",
+                                            "t.db.share2", "t.db.eu.owner"};
         char path[400];
 
         (void)state;
@@ -2234,6 +2235,116 @@ static void test_list_state(void **state)
 
 /* ---- shares of the account quota ----------------------------------------------- */
 
+/* ---- provider accounts (issue 26) ---------------------------------------- */
+
+static struct op_record accept_in(struct store *s, const char *id, const char *account,
+                                  tg_wall_ms at)
+{
+        struct policy_config c = limits();
+        struct refund_request r = req(id, "pay-1", 1000);
+        struct op_record op;
+        bool created = false;
+
+        snprintf(r.account, sizeof(r.account), "%s", account);
+        assert_int_equal(store_accept(s, &r, at, &c, &created, &op), 0);
+        assert_true(created);
+        return op;
+}
+
+/* Two accounts in one store: each operation keeps its account, the same
+ * operation_id in another account is refused (docs/design.md, "Accounts"),
+ * and a handle serving one account claims, owns, holds and samples only
+ * that account's: another account's backlog, owner, hold and samples are
+ * not its. */
+static void test_accounts(void **state)
+{
+        struct store *a = open_store(); /* serves default */
+        struct store *b = open_store();
+        struct policy_config c = limits();
+        struct refund_request r = req("eu-1", "pay-1", 1000);
+        struct op_record op, got;
+        struct call_record call;
+        struct exit_sample *x = calloc(1, sizeof(*x));
+        tg_wall_ms next = 0, until = 0;
+        bool created = true, pending = false;
+        int64_t ea, eb;
+
+        (void)state;
+        assert_non_null(x);
+        assert_string_equal(store_account(a), "default");
+        assert_int_equal(store_use_account(b, "EU"), TG_EINVAL);
+        assert_int_equal(store_use_account(b, ""), TG_EINVAL);
+        assert_int_equal(store_use_account(b, "eu"), 0);
+        assert_string_equal(store_account(b), "eu");
+
+        /* intake: the account is part of the request */
+        op = accept_in(a, "eu-1", "eu", 1000);
+        assert_string_equal(op.req.account, "eu");
+        op = accept_in(a, "def-1", "", 2000);
+        assert_string_equal(op.req.account, "default");
+        snprintf(r.account, sizeof(r.account), "us");
+        assert_int_equal(store_accept(a, &r, 3000, &c, &created, &op), TG_ECONFLICT);
+        snprintf(r.account, sizeof(r.account), "eu");
+        assert_int_equal(store_accept(a, &r, 3000, &c, &created, &op), 0);
+        assert_false(created);
+        snprintf(r.account, sizeof(r.account), "Bad!");
+        assert_int_equal(store_accept(a, &r, 3000, &c, &created, &op), TG_EINVAL);
+        assert_string_equal(get_op(b, "eu-1").req.account, "eu");
+
+        /* ownership per account: both are share 0's owner, each of its own */
+        ea = acquire(a);
+        eb = acquire(b);
+        assert_true(eb > ea);
+        assert_int_equal(store_use_account(b, "us"), TG_ESTATE);
+
+        /* picks per account: the older eu operation is not default's */
+        assert_int_equal(store_next_due(a, &next, &pending), 0);
+        assert_true(pending);
+        assert_int_equal(claim(a, STORE_GROUP_FIRST, ea, 5000, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "def-1");
+        assert_int_equal(claim(a, STORE_GROUP_FIRST, ea, 5001, &op, &call), TG_ENOTFOUND);
+        assert_int_equal(store_next_due(a, &next, &pending), 0);
+        assert_false(pending);
+        /* a claim under another account's epoch is fenced */
+        assert_int_equal(claim(a, STORE_GROUP_FIRST, eb, 5002, &op, &call), TG_EFENCED);
+        assert_int_equal(claim(b, STORE_GROUP_FIRST, eb, 5003, &op, &call), 0);
+        assert_string_equal(op.req.operation_id, "eu-1");
+        got = get_op(a, "eu-1");
+        assert_int_equal(got.state, OP_IN_FLIGHT);
+        assert_string_equal(got.req.account, "eu");
+
+        /* a hold is its account's */
+        assert_int_equal(store_hold_raise(b, 90000), 0);
+        assert_int_equal(store_hold_get(b, &until), 0);
+        assert_int_equal(until, 90000);
+        assert_int_equal(store_hold_get(a, &until), 0);
+        assert_int_equal(until, 0);
+
+        /* samples are their account's */
+        *x = *sample_at(10000, 7);
+        x->epoch = eb;
+        assert_int_equal(store_sample_put(b, x, 0, 0), 0);
+        assert_int_equal(store_last_sample(a, x), TG_ENOTFOUND);
+        assert_int_equal(store_last_sample(b, x), 0);
+        assert_int_equal(x->starts, 7);
+
+        /* a new owner of default recovers default's in-flight rows only */
+        store_close(a);
+        a = open_store();
+        ea = acquire(a);
+        {
+                unsigned n = 99;
+
+                assert_int_equal(store_recover(a, ea, &c, 6000, &n), 0);
+                assert_int_equal(n, 1);
+        }
+        assert_int_equal(get_op(a, "eu-1").state, OP_IN_FLIGHT);
+        assert_int_equal(get_op(a, "def-1").state, OP_UNKNOWN);
+        free(x);
+        store_close(b);
+        store_close(a);
+}
+
 static void test_shares(void **state)
 {
         struct store *a = open_store();
@@ -3171,6 +3282,7 @@ static void test_pg_cut_utf8_recorded(void **state)
             cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),                       \
             cmocka_unit_test_setup_teardown(test_list_state, setup, teardown),                     \
             cmocka_unit_test_setup_teardown(test_shares, setup, teardown),                         \
+            cmocka_unit_test_setup_teardown(test_accounts, setup, teardown),                       \
             cmocka_unit_test_setup_teardown(test_sql_agrees_with_table, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_recover_batch_agrees, setup, teardown),           \
             cmocka_unit_test_setup_teardown(test_claim_batch, setup, teardown),                    \
