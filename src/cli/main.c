@@ -19,6 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/service.h"
 #include "platform/build_info.h"
 #include "platform/clock.h"
@@ -216,6 +217,16 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                     LOG_INFO, "api_listening",
                     json_pack("{s:s, s:i}", "host", cfg->api_listen_host, "port", api_port(api)));
         }
+        /* the events' deliveries: their own thread, store handle and HTTP
+         * client; delivering only while this dispatcher owns share 0 */
+        struct notifier *notifier = NULL;
+        if (want_disp) {
+                r = notifier_start(cfg, &notifier);
+                if (r < 0)
+                        log_emit(LOG_ERROR, "notify_not_started",
+                                 json_pack("{s:s}", "error", tg_strerror(r)));
+                service_set_notifier(svc, notifier);
+        }
         service_ready(svc);
         int rc = 0;
         if (want_disp) {
@@ -233,6 +244,8 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         /* the API goes first (a reload or a readiness question must not find
          * it half gone), then the signal thread (STOPPING=1 when no signal
          * said it) */
+        service_set_notifier(svc, NULL);
+        notifier_stop(notifier);
         service_set_api(svc, NULL);
         api_stop(api);
         wake_free(doorbell);
