@@ -635,6 +635,11 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                         return api_reply_method_not_allowed(res, rid, "GET");
                 return api_get_stats(api, req, res, rid);
         }
+        if (strcmp(path, "/v1/events") == 0) {
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return api_get_events(api, req, res, rid);
+        }
         return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 }
 
@@ -723,6 +728,7 @@ static const char *const route_names[API_ROUTE_COUNT] = {
     [API_ROUTE_REFUND_CANCEL] = "/v1/refunds/{operation_id}/cancel",
     [API_ROUTE_CALLS] = "/v1/calls",
     [API_ROUTE_STATS] = "/v1/stats",
+    [API_ROUTE_EVENTS] = "/v1/events",
     [API_ROUTE_MANUAL] = "/v1/manual",
     [API_ROUTE_MANUAL_ONE] = "/v1/manual/{operation_id}",
     [API_ROUTE_MANUAL_RESEND] = "/v1/manual/{operation_id}/resend",

@@ -32,11 +32,11 @@
 #include "platform/secmem.h"
 #include "store/store.h"
 
-#define SCAN_MAX       256                   /* due events read per scan */
-#define SCAN_EVERY_NS  (100 * TG_NS_PER_MS)  /* a scan at least this often while leased */
-#define FIGURES_NS     TG_NS_PER_S           /* the oldest undelivered, read this often */
-#define IDLE_WAIT_MS   100                   /* poll wait with nothing open */
-#define BODY_MAX       2048
+#define SCAN_MAX      256                  /* due events read per scan */
+#define SCAN_EVERY_NS (100 * TG_NS_PER_MS) /* a scan at least this often while leased */
+#define FIGURES_NS    TG_NS_PER_S          /* the oldest undelivered, read this often */
+#define IDLE_WAIT_MS  100                  /* poll wait with nothing open */
+#define BODY_MAX      2048
 
 struct open_delivery {
         bool used;
@@ -67,15 +67,14 @@ json_t *notify_event_json(const struct store_event *ev)
         char status_url[32 + TG_OP_ID_MAX];
 
         snprintf(status_url, sizeof(status_url), "/v1/refunds/%s", ev->operation_id);
-        return json_pack("{s:I, s:s, s:I, s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:s}", "id",
-                         (json_int_t)ev->id, "type", NOTIFY_EVENT_TYPE, "at", (json_int_t)ev->at,
-                         "operation_id", ev->operation_id, "state", op_state_name(ev->state),
-                         "previous_state", op_state_name(ev->from_state), "reason",
-                         ev->state == OP_MANUAL ? json_string(manual_reason_name(ev->reason))
-                                                : json_null(),
-                         "refund_id", ev->refund_id[0] ? json_string(ev->refund_id) : json_null(),
-                         "amount", (json_int_t)ev->amount, "currency", ev->currency, "status_url",
-                         status_url);
+        return json_pack(
+            "{s:I, s:s, s:I, s:s, s:s, s:s, s:o, s:o, s:I, s:s, s:s}", "id", (json_int_t)ev->id,
+            "type", NOTIFY_EVENT_TYPE, "at", (json_int_t)ev->at, "operation_id", ev->operation_id,
+            "state", op_state_name(ev->state), "previous_state", op_state_name(ev->from_state),
+            "reason",
+            ev->state == OP_MANUAL ? json_string(manual_reason_name(ev->reason)) : json_null(),
+            "refund_id", ev->refund_id[0] ? json_string(ev->refund_id) : json_null(), "amount",
+            (json_int_t)ev->amount, "currency", ev->currency, "status_url", status_url);
 }
 
 static struct open_delivery *open_find(struct notifier *n, int64_t id)
@@ -136,7 +135,8 @@ static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
         int r = store_events_list(n->store, 0, STORE_EVENTS_DUE, SCAN_MAX, n->scan, &got);
 
         if (r < 0) {
-                log_emit(LOG_WARN, "notify_store_failed", json_pack("{s:s}", "error", tg_strerror(r)));
+                log_emit(LOG_WARN, "notify_store_failed",
+                         json_pack("{s:s}", "error", tg_strerror(r)));
                 return;
         }
         for (unsigned i = 0; i < got && atomic_load(&n->open) < cap; i++) {
