@@ -107,9 +107,11 @@ static int read_secret(struct load *load, const struct key_def *key, const char 
 }
 
 /* Secrets one a line from path (blank lines skipped) into dst[max][size],
- * *ret_count of them: at least one, at most max. 1 or 0 (load's error). */
+ * *ret_count of them: at least one, at most max ("at most 4 tokens": `what`
+ * names them). 1 or 0 (load's error). */
 static int read_secret_lines(struct load *load, const struct key_def *key, const char *path,
-                             char *dst, size_t size, unsigned max, unsigned *ret_count)
+                             const char *what, char *dst, size_t size, unsigned max,
+                             unsigned *ret_count)
 {
         char *buf = NULL;
         size_t n = 0, at = 0;
@@ -125,8 +127,8 @@ static int read_secret_lines(struct load *load, const struct key_def *key, const
                         len++;
                 end = secret_file_trim(buf + at, len);
                 if (end > 0 && count >= max)
-                        r = config_key_error(load, key, "%s: at most %u secrets, one a line", path,
-                                             max);
+                        r = config_key_error(load, key, "%s: at most %u %s, one a line", path, max,
+                                             what);
                 else if (end > 0)
                         r = secret_take(load, key, path, buf + at, end, dst + size * count++, size);
                 at += len + 1;
@@ -156,7 +158,7 @@ int config_set_token_file(struct load *load, const struct key_def *key, const ch
             0)
                 return 0;
         c->api_token_count = 0;
-        r = read_secret_lines(load, key, path, c->api_tokens[0], sizeof(c->api_tokens[0]),
+        r = read_secret_lines(load, key, path, "tokens", c->api_tokens[0], sizeof(c->api_tokens[0]),
                               TG_API_TOKENS_MAX, &c->api_token_count);
         if (r)
                 memcpy(c->api_token, c->api_tokens[0], sizeof(c->api_token));
@@ -177,7 +179,7 @@ int config_set_notify_secret_file(struct load *load, const struct key_def *key, 
                                  path) == 0)
                 return 0;
         c->notify_secret_count = 0;
-        return read_secret_lines(load, key, path, c->notify_secrets[0],
+        return read_secret_lines(load, key, path, "secrets", c->notify_secrets[0],
                                  sizeof(c->notify_secrets[0]), 2, &c->notify_secret_count);
 }
 
