@@ -43,15 +43,18 @@ struct open_delivery {
         struct store_event ev;
 };
 
+/* The process's figures (/metrics): one notifier at most runs in a process,
+ * and the API reads them without holding the notifier. */
+static _Atomic uint64_t fig_delivered, fig_failed, fig_parked;
+static atomic_uint fig_open;
+
 struct notifier {
         const struct tg_config *cfg;
         pthread_t thread;
         bool started;
         atomic_bool quit;
         _Atomic tg_mono_ns lease; /* 0: never */
-        _Atomic uint64_t delivered, failed, parked;
         atomic_uint open;
-        _Atomic tg_wall_ms oldest;
         /* the thread's own */
         struct store *store;
         struct notify_http *http;
@@ -59,7 +62,7 @@ struct notifier {
         struct backoff_config backoff;
         struct open_delivery *opens;
         struct store_event *scan;
-        tg_mono_ns next_start, next_scan, next_figures;
+        tg_mono_ns next_start, next_scan;
 };
 
 json_t *notify_event_json(const struct store_event *ev)
@@ -122,6 +125,7 @@ static int start_one(struct notifier *n, const struct store_event *ev, tg_wall_m
                 slot->used = true;
                 slot->ev = *ev;
                 atomic_fetch_add(&n->open, 1);
+                atomic_fetch_add(&fig_open, 1);
         }
         return r;
 }
@@ -174,23 +178,24 @@ static void settle_one(struct notifier *n, int64_t id, long status, const char *
         ev = slot->ev;
         slot->used = false;
         atomic_fetch_sub(&n->open, 1);
+        atomic_fetch_sub(&fig_open, 1);
         ev.attempts++;
         if (status >= 200 && status < 300) {
                 ev.delivery = STORE_DELIVERY_DELIVERED;
                 ev.delivered_at = wall;
                 ev.last_error[0] = '\0';
-                atomic_fetch_add(&n->delivered, 1);
+                atomic_fetch_add(&fig_delivered, 1);
         } else {
                 if (status > 0)
                         snprintf(ev.last_error, sizeof(ev.last_error), "HTTP %ld", status);
                 else
                         snprintf(ev.last_error, sizeof(ev.last_error), "no answer: %.200s", err);
-                atomic_fetch_add(&n->failed, 1);
+                atomic_fetch_add(&fig_failed, 1);
                 /* the budget runs from the event's own time */
                 r = backoff_draw(&n->backoff, ev.attempts, 0, -1, wall - ev.at, &n->rng, &wait);
                 if (r == TG_ERANGE) {
                         ev.delivery = STORE_DELIVERY_PARKED;
-                        atomic_fetch_add(&n->parked, 1);
+                        atomic_fetch_add(&fig_parked, 1);
                         log_emit(LOG_ERROR, "event_parked",
                                  json_pack("{s:I, s:s, s:i, s:s}", "event_id", (json_int_t)ev.id,
                                            "operation_id", ev.operation_id, "attempts",
@@ -210,15 +215,6 @@ static void settle_one(struct notifier *n, int64_t id, long status, const char *
                                    tg_strerror(r)));
 }
 
-static void read_figures(struct notifier *n)
-{
-        struct store_event ev;
-        unsigned got = 0;
-
-        if (store_events_list(n->store, 0, STORE_EVENTS_UNDELIVERED, 1, &ev, &got) == 0)
-                atomic_store(&n->oldest, got ? ev.at : 0);
-}
-
 static void *run(void *arg)
 {
         struct notifier *n = arg;
@@ -235,10 +231,6 @@ static void *run(void *arg)
                     atomic_load(&n->open) < n->cfg->notify_max_in_flight) {
                         scan_and_start(n, now, wall);
                         n->next_scan = now + SCAN_EVERY_NS;
-                }
-                if (leased && now >= n->next_figures) {
-                        read_figures(n);
-                        n->next_figures = now + FIGURES_NS;
                 }
                 /* no transaction is open while this waits */
                 if (notify_http_poll(n->http, IDLE_WAIT_MS) < 0)
@@ -321,16 +313,14 @@ void notifier_stop(struct notifier *n)
         notifier_free(n);
 }
 
-void notifier_figures(const struct notifier *n, struct notify_figures *ret_figures)
+void notify_figures(struct notify_figures *ret_figures)
 {
-        struct notify_figures f = {0};
+        struct notify_figures f = {
+            .delivered = atomic_load(&fig_delivered),
+            .failed = atomic_load(&fig_failed),
+            .parked = atomic_load(&fig_parked),
+            .open = atomic_load(&fig_open),
+        };
 
-        if (n) {
-                f.delivered = atomic_load(&((struct notifier *)n)->delivered);
-                f.failed = atomic_load(&((struct notifier *)n)->failed);
-                f.parked = atomic_load(&((struct notifier *)n)->parked);
-                f.open = atomic_load(&((struct notifier *)n)->open);
-                f.oldest_undelivered_at = atomic_load(&((struct notifier *)n)->oldest);
-        }
         *ret_figures = f;
 }

@@ -35,15 +35,12 @@
 
 struct notifier;
 
-/* Figures for /metrics, since this process started delivering. */
+/* Figures for /metrics: this process's deliveries since it started. */
 struct notify_figures {
         uint64_t delivered; /* events acknowledged with a 2xx */
         uint64_t failed;    /* deliveries that failed (each retry counts) */
         uint64_t parked;    /* events parked past their budget */
         unsigned open;      /* deliveries open now */
-        /* when the oldest undelivered (due or parked) event was written, as
-         * last seen (0: none) */
-        tg_wall_ms oldest_undelivered_at;
 };
 
 /* Starts the notifier of cfg (which must outlive it) when cfg->notify_url
@@ -58,8 +55,8 @@ void notifier_lease(struct notifier *n, tg_mono_ns now);
  * next owner) and frees. Accepts NULL. */
 void notifier_stop(struct notifier *n);
 
-/* Accepts NULL (all zero). */
-void notifier_figures(const struct notifier *n, struct notify_figures *ret_figures);
+/* This process's figures (all zero when it never delivered). */
+void notify_figures(struct notify_figures *ret_figures);
 
 /* An event as the receiver and GET /v1/events see it (a new reference, or
  * NULL without memory). */

@@ -126,6 +126,11 @@ class NotifyTest(unittest.TestCase):
                 for e in events:
                     self.assertEqual(got[e["id"]]["operation_id"], e["operation_id"])
                     self.assertEqual(got[e["id"]]["state"], "succeeded")
+                st, _, raw = tgtest.http_request("GET", tg.api + "/metrics",
+                                                 headers=tg.headers())
+                text = raw.decode()
+                self.assertIn("tollgate_notify_delivered_total 8\n", text)
+                self.assertIn("tollgate_notify_oldest_undelivered_age_seconds 0.000\n", text)
                 # paging: after the 4th id, the last four
                 self.assertEqual([e["id"] for e in feed(tg, events[3]["id"])["events"]],
                                  [e["id"] for e in events[4:]])
@@ -242,6 +247,8 @@ class NotifyTest(unittest.TestCase):
             self.assertEqual(feed(tg)["events"][0]["delivery"], "due")
             self.assertEqual(feed(tg)["events"][0]["attempts"], 0)
             self.assertNotIn("notify", p.stderr_text())
+            st, _, raw = tgtest.http_request("GET", tg.api + "/metrics", headers=tg.headers())
+            self.assertNotIn("tollgate_notify", raw.decode())
 
     def test_slow_receiver_does_not_change_exit_spacing(self):
         rate = 20.0
