@@ -93,6 +93,7 @@ static const char usage[] =
     "  config check --config FILE   every problem of a config file, with its line (0/1)\n"
     "  prune --config FILE      delete final operations past retention.keep_days\n"
     "  backup --config FILE --to FILE   an online, consistent copy of a SQLite store\n"
+    "  events list|redeliver ID --config FILE   the events told to the caller ([notify])\n"
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
@@ -281,7 +282,7 @@ static const struct command commands[] = {
     {"status", cmd_status},       {"manual", cmd_manual},     {"calls", cmd_calls},
     {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
     {"demo", cmd_demo},           {"config", cmd_config},     {"cancel", cmd_cancel},
-    {"prune", cmd_prune},         {"backup", cmd_backup},
+    {"prune", cmd_prune},         {"backup", cmd_backup},     {"events", cmd_events},
 };
 
 /* `tollgate help commands`: the command table, one name a line (the man

@@ -17,6 +17,7 @@ and logs one JSON line per delivery.
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -200,6 +201,36 @@ class NotifyTest(unittest.TestCase):
                     for e in stored:
                         self.assertIn(e["state"], ("manual", "succeeded"))
 
+    def test_parked_past_budget_then_redelivered(self):
+        with tgtest.start_stub() as stub:
+            port = tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            path = secret_file(d, SECRET)
+            with Tollgate(stub.url, notify=notify_keys("http://127.0.0.1:%d/" % port, path,
+                                                       give_up_s=1)) as tg:
+                tg.start("serve")
+                self.assertEqual(tg.submit("p-1")[0], 202)
+                tg.wait_final(["p-1"], timeout=20)
+                tgtest.wait_until(lambda: feed(tg, delivery="parked")["events"], timeout=20,
+                                  what="the event parked (nobody listens)")
+                ev = feed(tg)["events"][0]
+                self.assertEqual(ev["delivery"], "parked")
+                self.assertGreater(ev["attempts"], 1)
+                out = subprocess.run([tgtest.binary("tollgate"), "events", "list", "--config",
+                                      tg.config, "--delivery", "parked"],
+                                     capture_output=True, text=True, check=True).stdout
+                self.assertEqual([json.loads(x)["id"] for x in out.splitlines()], [ev["id"]])
+                with Receiver(port, path) as rx:
+                    time.sleep(1.0)
+                    self.assertEqual(rx.lines(), [])  # parked: not tried again by itself
+                    subprocess.run([tgtest.binary("tollgate"), "events", "redeliver",
+                                    str(ev["id"]), "--config", tg.config], check=True,
+                                   capture_output=True)
+                    tgtest.wait_until(lambda: [x["id"] for x in rx.ok()] == [ev["id"]],
+                                      timeout=10, what="the re-delivery")
+                    tgtest.wait_until(lambda: feed(tg)["events"][0]["delivery"] == "delivered",
+                                      timeout=10, what="marked delivered")
+
     def test_wrong_secret_refused_rotation_accepted(self):
         with tgtest.start_stub() as stub:
             port = tgtest.free_port()
@@ -294,4 +325,5 @@ if __name__ == "__main__":
                                    "test_kill9_during_delivery_loses_no_event",
                                    "test_receiver_down_then_up_gets_every_event_in_order",
                                    "test_wrong_secret_refused_rotation_accepted",
+                                   "test_parked_past_budget_then_redelivered",
                                    "test_no_notify_section_delivers_nothing"))
