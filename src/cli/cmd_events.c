@@ -40,19 +40,9 @@ static int list(struct store *store, int64_t after, int64_t limit, int delivery)
 
                 r = store_events_list(store, after, filters[delivery], want, buf, &n);
                 for (unsigned i = 0; r == 0 && i < n; i++) {
-                        json_t *o = notify_event_json(&buf[i]);
+                        json_t *o = notify_event_json_delivery(&buf[i]);
                         char *text;
 
-                        if (o) {
-                                json_object_set_new(
-                                    o, "delivery",
-                                    json_string(store_delivery_name(buf[i].delivery)));
-                                json_object_set_new(o, "attempts", json_integer(buf[i].attempts));
-                                json_object_set_new(o, "last_error",
-                                                    buf[i].last_error[0]
-                                                        ? json_string(buf[i].last_error)
-                                                        : json_null());
-                        }
                         text = o ? json_dumps(o, JSON_COMPACT) : NULL;
                         json_decref(o);
                         if (!text) {

@@ -70,18 +70,12 @@ int api_get_events(struct api *api, const struct http_request *req, struct http_
         }
         r = store_events_list(api->store, after, filter, (unsigned)limit, buf, &n);
         for (unsigned i = 0; r == 0 && i < n; i++) {
-                json_t *o = notify_event_json(&buf[i]);
+                json_t *o = notify_event_json_delivery(&buf[i]);
 
                 if (!o) {
                         r = TG_ENOMEM;
                         break;
                 }
-                json_object_set_new(o, "delivery",
-                                    json_string(store_delivery_name(buf[i].delivery)));
-                json_object_set_new(o, "attempts", json_integer(buf[i].attempts));
-                json_object_set_new(o, "last_error",
-                                    buf[i].last_error[0] ? json_string(buf[i].last_error)
-                                                         : json_null());
                 json_array_append_new(arr, o);
                 after = buf[i].id;
         }

@@ -80,6 +80,19 @@ json_t *notify_event_json(const struct store_event *ev)
             (json_int_t)ev->amount, "currency", ev->currency, "status_url", status_url);
 }
 
+json_t *notify_event_json_delivery(const struct store_event *ev)
+{
+        json_t *o = notify_event_json(ev);
+
+        if (!o)
+                return NULL;
+        json_object_set_new(o, "delivery", json_string(store_delivery_name(ev->delivery)));
+        json_object_set_new(o, "attempts", json_integer(ev->attempts));
+        json_object_set_new(o, "last_error",
+                            ev->last_error[0] ? json_string(ev->last_error) : json_null());
+        return o;
+}
+
 static struct open_delivery *open_find(struct notifier *n, int64_t id)
 {
         for (unsigned i = 0; i < n->cfg->notify_max_in_flight; i++)

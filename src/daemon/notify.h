@@ -61,5 +61,8 @@ void notify_figures(struct notify_figures *ret_figures);
 /* An event as the receiver and GET /v1/events see it (a new reference, or
  * NULL without memory). */
 json_t *notify_event_json(const struct store_event *ev);
+/* The same with where its delivery stands (delivery, attempts, last_error):
+ * GET /v1/events and `tollgate events list`. */
+json_t *notify_event_json_delivery(const struct store_event *ev);
 
 #endif
