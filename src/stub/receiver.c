@@ -267,7 +267,7 @@ int receiver_main(int argc, char **argv)
         struct MHD_Daemon *mhd;
         struct sockaddr_in sa;
         sigset_t set;
-        int sig = 0;
+        int sig = 0, status = 1;
 
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -301,24 +301,23 @@ int receiver_main(int argc, char **argv)
                 return usage();
         if (read_secrets(&rc, secret_file) < 0)
                 return 2;
-        if (log_path) {
-                rc.log = fopen(log_path, "a");
-                if (!rc.log) {
-                        fprintf(stderr, "tollgate-stub receive: cannot open %s\n", log_path);
-                        return 1;
-                }
-        }
-        rc.seen = calloc(SEEN_MAX, sizeof(*rc.seen));
-        if (!rc.seen)
-                return 1;
-        pthread_mutex_init(&rc.lock, NULL);
         memset(&sa, 0, sizeof(sa));
         sa.sin_family = AF_INET;
         sa.sin_port = htons((uint16_t)port);
         if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
                 fprintf(stderr, "tollgate-stub receive: --host must be an IPv4 address\n");
-                return 2;
+                status = 2;
+                goto out;
         }
+        if (log_path)
+                rc.log = fopen(log_path, "a");
+        rc.seen = calloc(SEEN_MAX, sizeof(*rc.seen));
+        if (!rc.log || !rc.seen) {
+                fprintf(stderr, "tollgate-stub receive: cannot open %s\n",
+                        rc.log ? "its seen-id table" : log_path);
+                goto out;
+        }
+        pthread_mutex_init(&rc.lock, NULL);
         sigemptyset(&set);
         sigaddset(&set, SIGINT);
         sigaddset(&set, SIGTERM);
@@ -331,15 +330,17 @@ int receiver_main(int argc, char **argv)
         if (!mhd) {
                 fprintf(stderr, "tollgate-stub receive: cannot listen on %s:%" PRId64 "\n", host,
                         port);
-                return 1;
+        } else {
+                fprintf(stderr, "tollgate-stub receive: listening on %s:%" PRId64 "\n", host, port);
+                sigwait(&set, &sig);
+                MHD_stop_daemon(mhd);
+                status = 0;
         }
-        fprintf(stderr, "tollgate-stub receive: listening on %s:%" PRId64 "\n", host, port);
-        sigwait(&set, &sig);
-        MHD_stop_daemon(mhd);
-        if (rc.log != stdout)
+        pthread_mutex_destroy(&rc.lock);
+out:
+        if (rc.log && rc.log != stdout)
                 fclose(rc.log);
         secmem_free(rc.secret_buf);
         free(rc.seen);
-        pthread_mutex_destroy(&rc.lock);
-        return 0;
+        return status;
 }
