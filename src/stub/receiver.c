@@ -124,6 +124,14 @@ static enum MHD_Result handle(struct receiver *rc, struct MHD_Connection *conn,
         pthread_mutex_lock(&rc->lock);
         n = ++rc->count;
         faulted = rc->fault != FAULT_NONE && (rc->fault_first < 0 || n <= rc->fault_first);
+        pthread_mutex_unlock(&rc->lock);
+        if (faulted && rc->fault == FAULT_SLOW) {
+                /* logged when answered: what a receiver has acknowledged */
+                struct timespec ts = {.tv_sec = rc->fault_arg / 1000,
+                                      .tv_nsec = (long)(rc->fault_arg % 1000) * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+        pthread_mutex_lock(&rc->lock);
         if (!faulted || rc->fault == FAULT_SLOW)
                 dup = seen_add(rc, id); /* counted as received only if answered 2xx */
         line = json_pack("{s:s, s:I, s:O, s:O, s:O, s:b, s:s}", "sig", "ok", "id", (json_int_t)id,
@@ -141,11 +149,6 @@ static enum MHD_Result handle(struct receiver *rc, struct MHD_Connection *conn,
                 return MHD_NO; /* the connection closes with no answer */
         if (faulted && rc->fault == FAULT_STATUS)
                 return answer(conn, (unsigned)rc->fault_arg, "{\"error\":\"fault\"}");
-        if (faulted && rc->fault == FAULT_SLOW) {
-                struct timespec ts = {.tv_sec = rc->fault_arg / 1000,
-                                      .tv_nsec = (long)(rc->fault_arg % 1000) * 1000000L};
-                nanosleep(&ts, NULL);
-        }
         return answer(conn, 200, "{\"ok\":true}");
 }
 
