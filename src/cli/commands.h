@@ -25,5 +25,6 @@ int cmd_cancel(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_token(int argc, char **argv);
+int cmd_events(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/service.h"
 #include "platform/build_info.h"
 #include "platform/clock.h"
@@ -93,6 +94,7 @@ static const char usage[] =
     "  prune --config FILE      delete final operations past retention.keep_days\n"
     "  backup --config FILE --to FILE   an online, consistent copy of a SQLite store\n"
     "  token add|list|revoke --file F   named API credentials with scopes (the secret once)\n"
+    "  events list|redeliver ID --config FILE   the events told to the caller ([notify])\n"
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
@@ -217,6 +219,16 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                     LOG_INFO, "api_listening",
                     json_pack("{s:s, s:i}", "host", cfg->api_listen_host, "port", api_port(api)));
         }
+        /* the events' deliveries: their own thread, store handle and HTTP
+         * client; delivering only while this dispatcher owns share 0 */
+        struct notifier *notifier = NULL;
+        if (want_disp) {
+                r = notifier_start(cfg, &notifier);
+                if (r < 0)
+                        log_emit(LOG_ERROR, "notify_not_started",
+                                 json_pack("{s:s}", "error", tg_strerror(r)));
+                service_set_notifier(svc, notifier);
+        }
         service_ready(svc);
         int rc = 0;
         if (want_disp) {
@@ -234,6 +246,8 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         /* the API goes first (a reload or a readiness question must not find
          * it half gone), then the signal thread (STOPPING=1 when no signal
          * said it) */
+        service_set_notifier(svc, NULL);
+        notifier_stop(notifier);
         service_set_api(svc, NULL);
         api_stop(api);
         wake_free(doorbell);
@@ -270,6 +284,7 @@ static const struct command commands[] = {
     {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
     {"demo", cmd_demo},           {"config", cmd_config},     {"cancel", cmd_cancel},
     {"prune", cmd_prune},         {"backup", cmd_backup},     {"token", cmd_token},
+    {"events", cmd_events},
 };
 
 /* `tollgate help commands`: the command table, one name a line (the man

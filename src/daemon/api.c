@@ -559,6 +559,11 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                         return api_reply_method_not_allowed(res, rid, "GET");
                 return api_get_stats(api, req, res, rid);
         }
+        if (strcmp(path, "/v1/events") == 0) {
+                if (!api_is_get(req))
+                        return api_reply_method_not_allowed(res, rid, "GET");
+                return api_get_events(api, req, res, rid);
+        }
         return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 }
 

@@ -228,6 +228,8 @@ static const struct route_row {
     [API_ROUTE_MANUAL_ASSIGN] = {"/v1/manual/{operation_id}/assign", "POST", SCOPE_OPERATOR},
     [API_ROUTE_MANUAL_APPROVE] = {"/v1/manual/{operation_id}/approve", "POST", SCOPE_OPERATOR},
     [API_ROUTE_PROVIDER_EVENTS] = {"/v1/provider-events", "POST", 0},
+    /* the order system's pull feed: its own credential (intake) or a reader */
+    [API_ROUTE_EVENTS] = {"/v1/events", "GET", SCOPE_INTAKE | SCOPE_READ},
     [API_ROUTE_OTHER] = {"other", "GET", 0},
 };
 

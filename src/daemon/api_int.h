@@ -56,6 +56,7 @@ enum api_route {
         API_ROUTE_MANUAL_ASSIGN,
         API_ROUTE_MANUAL_APPROVE,
         API_ROUTE_PROVIDER_EVENTS,
+        API_ROUTE_EVENTS,
         API_ROUTE_OTHER,
         API_ROUTE_COUNT
 };
@@ -234,6 +235,9 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
 int api_get_stats(struct api *api, const struct http_request *req, struct http_response *res,
                   const char *rid);
 /* api_events.c: POST /v1/provider-events (authenticated by its signature) */
+/* GET /v1/events (api_feed.c). */
+int api_get_events(struct api *api, const struct http_request *req, struct http_response *res,
+                   const char *rid);
 int api_post_provider_event(struct api *api, const struct http_request *req,
                             struct http_response *res, const char *rid);
 /* api_admission.c: the decision for `count` new refunds at once (a

@@ -30,7 +30,9 @@
 #include "core/tg_error.h"
 #include "daemon/api_int.h"
 #include "daemon/exit_stats.h"
+#include "daemon/notify.h"
 #include "platform/build_info.h"
+#include "store/store_events.h"
 
 #define METRICS_MAX    (256 * 1024)
 #define OWNER_FRESH_MS 3000
@@ -349,6 +351,39 @@ static int snapshot_read(struct api *api, struct snapshot *ret)
         return 0;
 }
 
+/* [notify] (daemon/notify.h), when notify.url is set: this process's
+ * deliveries (a process whose dispatcher does not own share 0 delivers
+ * nothing), and the age of the oldest event not delivered yet, from the
+ * store (the same in every process). */
+static void notify_lines(struct api *api, struct mbuf *b)
+{
+        struct notify_figures f;
+        struct store_event ev;
+        unsigned n = 0;
+
+        if (!api->cfg.notify_url[0])
+                return;
+        notify_figures(&f);
+        family(b, "tollgate_notify_delivered_total", "counter",
+               "Events this process delivered to notify.url (answered 2xx).");
+        mb_printf(b, "tollgate_notify_delivered_total %llu\n", (unsigned long long)f.delivered);
+        family(b, "tollgate_notify_failed_total", "counter",
+               "Deliveries this process made that failed (each retry counts).");
+        mb_printf(b, "tollgate_notify_failed_total %llu\n", (unsigned long long)f.failed);
+        family(b, "tollgate_notify_parked_total", "counter",
+               "Events this process parked past notify.give_up_s.");
+        mb_printf(b, "tollgate_notify_parked_total %llu\n", (unsigned long long)f.parked);
+        family(b, "tollgate_notify_in_flight", "gauge", "Deliveries open now.");
+        mb_printf(b, "tollgate_notify_in_flight %u\n", f.open);
+        if (store_events_list(api->store, 0, STORE_EVENTS_UNDELIVERED, 1, &ev, &n) == 0) {
+                family(b, "tollgate_notify_oldest_undelivered_age_seconds", "gauge",
+                       "Age of the oldest event not delivered yet (due or parked); 0: none.");
+                mb_printf(b, "tollgate_notify_oldest_undelivered_age_seconds %.3f\n",
+                          n && api_wall_now() > ev.at ? (double)(api_wall_now() - ev.at) / 1000.0
+                                                      : 0.0);
+        }
+}
+
 int api_get_metrics(struct api *api, const struct http_request *req, struct http_response *res,
                     const char *rid)
 {
@@ -390,6 +425,7 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
                 mb_printf(&b, "tollgate_oldest_pending_age_seconds %.3f\n",
                           s.oldest_pending_s < 0 ? 0.0 : s.oldest_pending_s);
         }
+        notify_lines(api, &b);
         family(&b, "tollgate_calls_total", "counter",
                "Calls the exit recorded (all time, pruned ones included).");
         mb_printf(&b, "tollgate_calls_total %llu\n", (unsigned long long)s.st.calls_total);

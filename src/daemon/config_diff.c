@@ -66,6 +66,12 @@ bool config_differ_webhook_secret(const struct tg_config *a, const struct tg_con
         return strcmp(a->provider_webhook_secret, b->provider_webhook_secret) != 0;
 }
 
+bool config_differ_notify_secrets(const struct tg_config *a, const struct tg_config *b)
+{
+        return a->notify_secret_count != b->notify_secret_count ||
+               memcmp(a->notify_secrets, b->notify_secrets, sizeof(a->notify_secrets)) != 0;
+}
+
 /* Does key differ between a and b? */
 static bool key_differs(const struct key_def *key, const struct tg_config *a,
                         const struct tg_config *b)

@@ -107,6 +107,41 @@ static int read_secret(struct load *load, const struct key_def *key, const char 
         return r;
 }
 
+/* Secrets one a line from path (blank lines skipped) into dst[max][size],
+ * *ret_count of them: at least one, at most max ("at most 4 tokens": `what`
+ * names them). 1 or 0 (load's error). */
+static int read_secret_lines(struct load *load, const struct key_def *key, const char *path,
+                             const char *what, char *dst, size_t size, unsigned max,
+                             unsigned *ret_count)
+{
+        char *buf = NULL;
+        size_t n = 0, at = 0;
+        unsigned count = 0;
+        int r = 1;
+
+        if (secret_read_all(load, key, path, &buf, &n) == 0)
+                return 0;
+        while (r && at < n) {
+                size_t len = 0, end;
+
+                while (at + len < n && buf[at + len] != '\n')
+                        len++;
+                end = secret_file_trim(buf + at, len);
+                if (end > 0 && count >= max)
+                        r = config_key_error(load, key, "%s: at most %u %s, one a line", path, max,
+                                             what);
+                else if (end > 0)
+                        r = secret_take(load, key, path, buf + at, end, dst + size * count++, size);
+                at += len + 1;
+        }
+        secmem_free(buf); /* wipes */
+        if (r && count == 0)
+                r = config_key_error(load, key, "%s is empty", path);
+        if (r)
+                *ret_count = count;
+        return r;
+}
+
 /* api.token_file: one token a line (blank lines skipped), at most
  * TG_API_TOKENS_MAX; every one is accepted, the first is the one the CLI
  * sends. Two lines are how a token is rotated without a refused request:
@@ -115,9 +150,7 @@ int config_set_token_file(struct load *load, const struct key_def *key, const ch
 {
         struct tg_config *c = &load->config;
         char path[TG_PATH_MAX];
-        char *buf = NULL;
-        size_t n = 0, at = 0;
-        int r = 1;
+        int r;
 
         if (config_resolve_path(load, value, path, sizeof(path)) < 0)
                 return config_key_error(load, key, "too long (at most %zu bytes)",
@@ -125,30 +158,30 @@ int config_set_token_file(struct load *load, const struct key_def *key, const ch
         if (config_set_string_at(load, key, c->api_token_file, sizeof(c->api_token_file), path) ==
             0)
                 return 0;
-        if (secret_read_all(load, key, path, &buf, &n) == 0)
-                return 0;
         c->api_token_count = 0;
-        while (r && at < n) {
-                size_t len = 0, end;
-
-                while (at + len < n && buf[at + len] != '\n')
-                        len++;
-                end = secret_file_trim(buf + at, len);
-                if (end > 0 && c->api_token_count >= TG_API_TOKENS_MAX)
-                        r = config_key_error(load, key, "%s: at most %d tokens, one a line", path,
-                                             TG_API_TOKENS_MAX);
-                else if (end > 0)
-                        r = secret_take(load, key, path, buf + at, end,
-                                        c->api_tokens[c->api_token_count++],
-                                        sizeof(c->api_tokens[0]));
-                at += len + 1;
-        }
-        secmem_free(buf); /* wipes */
-        if (r && c->api_token_count == 0)
-                r = config_key_error(load, key, "%s is empty", path);
+        r = read_secret_lines(load, key, path, "tokens", c->api_tokens[0], sizeof(c->api_tokens[0]),
+                              TG_API_TOKENS_MAX, &c->api_token_count);
         if (r)
                 memcpy(c->api_token, c->api_tokens[0], sizeof(c->api_token));
         return r;
+}
+
+/* notify.secret_file: one secret, or two while one is rotated (the first
+ * signs; deliveries carry a signature by each). */
+int config_set_notify_secret_file(struct load *load, const struct key_def *key, const char *value)
+{
+        struct tg_config *c = &load->config;
+        char path[TG_PATH_MAX];
+
+        if (config_resolve_path(load, value, path, sizeof(path)) < 0)
+                return config_key_error(load, key, "too long (at most %zu bytes)",
+                                        sizeof(path) - 1);
+        if (config_set_string_at(load, key, c->notify_secret_file, sizeof(c->notify_secret_file),
+                                 path) == 0)
+                return 0;
+        c->notify_secret_count = 0;
+        return read_secret_lines(load, key, path, "secrets", c->notify_secrets[0],
+                                 sizeof(c->notify_secrets[0]), 2, &c->notify_secret_count);
 }
 
 int config_set_webhook_file(struct load *load, const struct key_def *key, const char *value)

@@ -221,6 +221,7 @@ int config_check_secret_file(struct load *load, const struct key_def *key, const
 
 int config_set_token_file(struct load *load, const struct key_def *key, const char *value);
 int config_set_webhook_file(struct load *load, const struct key_def *key, const char *value);
+int config_set_notify_secret_file(struct load *load, const struct key_def *key, const char *value);
 int config_set_secret_path(struct load *load, const struct key_def *key, const char *value);
 int config_set_credentials_file(struct load *load, const struct key_def *key, const char *value);
 int config_set_users_file(struct load *load, const struct key_def *key, const char *value);
@@ -234,5 +235,6 @@ bool config_differ_body_fields(const struct tg_config *a, const struct tg_config
 bool config_differ_tokens(const struct tg_config *a, const struct tg_config *b);
 bool config_differ_credentials(const struct tg_config *a, const struct tg_config *b);
 bool config_differ_webhook_secret(const struct tg_config *a, const struct tg_config *b);
+bool config_differ_notify_secrets(const struct tg_config *a, const struct tg_config *b);
 
 #endif

@@ -469,6 +469,39 @@ const struct key_def config_keys[] = {
                "rejected, key_reused, retryable, unknown, not_sent, processing, not_found, "
                "no_answer."),
 
+    STRING_KEY(PER_ACCOUNT("notify"), "url", notify_url, config_set_base_url,
+               "Where events are delivered (docs/operating.md, \"Receiving events\"): every "
+               "refund that ends (`succeeded`, `rejected`, `cancelled`), goes to `manual` or "
+               "leaves it is announced by a signed `POST` of one event to this http(s) URL, at "
+               "least once, in order per refund; a 2xx answer acknowledges it. Unset: nothing "
+               "is delivered (the events are still recorded and `GET /v1/events` serves them). "
+               "Needs `notify.secret_file`."),
+    SECRET_KEY(PER_ACCOUNT("notify"), "secret_file", notify_secret_file,
+               config_set_notify_secret_file, config_differ_notify_secrets,
+               "A file holding the secret every delivery is signed with (HMAC-SHA256 of "
+               "`TIMESTAMP.BODY`, in the `Tollgate-Signature` header). Two secrets, one a line, "
+               "rotate it: the first signs, and each delivery carries a signature by both, so "
+               "a receiver that knows either accepts it."),
+    INT_KEY(PER_ACCOUNT("notify"), "timeout_ms", KEY_I64, notify_timeout_ms, 100, 600000, 1,
+            "One delivery, connect to answer; then it failed and is retried."),
+    INT_KEY(PER_ACCOUNT("notify"), "max_in_flight", KEY_UINT, notify_max_in_flight, 1, 256, 1,
+            "Deliveries open at once (of different refunds: one refund's events go one at a "
+            "time, in order). The receiver's own limit; the provider's exit is never "
+            "touched by it."),
+    DOUBLE_KEY(PER_ACCOUNT("notify"), "per_second", notify_per_second, 0, 100000, true,
+               "Deliveries started a second at most."),
+    INT_KEY(PER_ACCOUNT("notify"), "backoff_base_ms", KEY_I64, notify_backoff_base_ms, 1,
+            MAX_DURATION_MS, 1,
+            "Upper edge of the first retry's window; each failed delivery doubles it (full "
+            "jitter) up to `notify.backoff_cap_ms`."),
+    INT_KEY(PER_ACCOUNT("notify"), "backoff_cap_ms", KEY_I64, notify_backoff_cap_ms, 1,
+            MAX_DURATION_MS, 1, "Per-retry cap of a delivery's wait."),
+    INT_KEY(PER_ACCOUNT("notify"), "give_up_s", KEY_I64, notify_give_up_ms, 1, MAX_DURATION_S, 1000,
+            "From an event's first failed delivery: past this it is parked (`tollgate events "
+            "list --parked`, `tollgate_notify_parked` in /metrics) until an operator "
+            "re-delivers it (`tollgate events redeliver ID`). Later events of the same refund "
+            "are delivered after it is parked."),
+
     BOOL_KEY("admission", "enabled", admission.enabled,
              "Refuse NEW refunds (503 `over_capacity`, with Retry-After) when the backlog ahead "
              "cannot close in time; an accepted refund is never refused. See "
@@ -666,6 +699,12 @@ void config_defaults(struct tg_config *ret_config)
         c->exit_idle_poll_max_ms = 1000;
 
         policy_config_default(&c->policy);
+        c->notify_timeout_ms = 5000;
+        c->notify_max_in_flight = 4;
+        c->notify_per_second = 20;
+        c->notify_backoff_base_ms = 1000;
+        c->notify_backoff_cap_ms = 3600000;
+        c->notify_give_up_ms = 3LL * 24 * 3600 * 1000;
         c->retry_after_cap_ms = 120LL * 1000;
 
         c->rule_count = 0;

@@ -385,6 +385,10 @@ static void check_all(struct load *load)
                     (long long)((c->policy.deadline_ms + c->policy.key_retention_ms) / 1000));
         if (top)
                 check_order(load, "ui", "session_idle_s", "session_max_s");
+        /* an unsigned delivery would teach receivers to skip the check */
+        if (c->notify_url[0] && !c->notify_secret_file[0])
+                config_key_error(load, row("notify", "secret_file"), "required with notify.url");
+        check_order(load, "notify", "backoff_base_ms", "backoff_cap_ms");
         check_provider(load);
 }
 

@@ -18,6 +18,7 @@
 #include "core/tg_error.h"
 #include "daemon/api.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "platform/clock.h"
 #include "platform/secmem.h"
 #include "store/store.h"
@@ -69,6 +70,9 @@ struct service {
         /* retention, read by the loop, written by a reload */
         _Atomic int64_t keep_ms;
         atomic_uint prune_batch;
+        /* the events' deliveries of this process, leased while its
+         * dispatcher owns share 0 (daemon/notify.h); NULL: none */
+        _Atomic(struct notifier *) notifier;
         /* service_housekeeping()'s own (its thread only) */
         struct store_prune_cursor cursor;
         tg_mono_ns next_prune, cursor_since;
@@ -185,8 +189,16 @@ void service_housekeeping(void *ctx, struct store *store, unsigned share, tg_wal
         atomic_store(&svc->lost, lost);
         if (svc->watchdog_usec)
                 notify("WATCHDOG=1"); /* the loop is alive: it got here */
-        if (share == 0 && !lost)
+        if (share == 0 && !lost) {
                 prune_step(svc, store, wall, now);
+                notifier_lease(atomic_load(&svc->notifier), now);
+        }
+}
+
+void service_set_notifier(struct service *svc, struct notifier *n)
+{
+        if (svc)
+                atomic_store(&svc->notifier, n);
 }
 
 /* ---- reloads ------------------------------------------------------------------------ */

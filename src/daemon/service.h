@@ -41,6 +41,7 @@
 #include "daemon/config.h"
 
 struct api;
+struct notifier;
 struct store;
 struct service;
 
@@ -80,6 +81,10 @@ void service_housekeeping(void *ctx, struct store *store, unsigned share, tg_wal
 /* What SIGHUP does; callable directly. 0 applied (perhaps with refused
  * keys), or the load's code (nothing changed). */
 int service_reload(struct service *svc);
+
+/* The notifier whose lease service_housekeeping() renews while this
+ * process owns share 0 (NULL: none; the caller stops it after the loop). */
+void service_set_notifier(struct service *svc, struct notifier *n);
 
 /* STOPPING=1 (once), stops the signal thread, frees. Accepts NULL. */
 void service_stop(struct service *svc);

@@ -180,4 +180,10 @@ int store_mysql_prune_delete(struct store *store, const int64_t *ids, unsigned n
 /* store_mysql_lock.c: GET_LOCK names fit in 64 characters */
 void store_mysql_lock_name_for(const char *prefix, const char *dbname, char *dst, size_t size);
 
+/* store_mysql_events.c: the events' outbox (store_backend.h) */
+int store_mysql_event_insert(struct store *store, const struct store_event *ev);
+int store_mysql_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
+                           unsigned want, struct store_event *buf, unsigned *ret_n);
+int store_mysql_event_delivery_put(struct store *store, const struct store_event *ev);
+
 #endif

@@ -194,4 +194,10 @@ void store_pg_bell_close(struct pg_store *s);
  * "pg_advisory_unlock", ...): 1 true, 0 false. */
 int store_pg_advisory(PGconn *db, const char *fn, int key, unsigned share, int *ret_value);
 
+/* store_pg_events.c: the events' outbox (store_backend.h) */
+int store_pg_event_insert(struct store *store, const struct store_event *ev);
+int store_pg_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
+                        unsigned want, struct store_event *buf, unsigned *ret_n);
+int store_pg_event_delivery_put(struct store *store, const struct store_event *ev);
+
 #endif

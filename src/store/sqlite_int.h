@@ -172,4 +172,10 @@ int store_sqlite_prune_delete(struct store *store, const int64_t *ids, unsigned 
 bool store_sqlite_moved(struct store *store);
 int store_sqlite_backup(struct store *store, const char *path);
 
+/* store_sqlite_events.c: the events' outbox (store_backend.h) */
+int store_sqlite_event_insert(struct store *store, const struct store_event *ev);
+int store_sqlite_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
+                            unsigned want, struct store_event *buf, unsigned *ret_n);
+int store_sqlite_event_delivery_put(struct store *store, const struct store_event *ev);
+
 #endif

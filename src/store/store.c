@@ -47,6 +47,8 @@ const char *store_counter_text(enum store_counter counter)
                 return "pruned_operations";
         case STORE_COUNTER_PRUNED_CALLS:
                 return "pruned_calls";
+        case STORE_COUNTER_EVENTS:
+                return "events";
         case STORE_COUNTER_COUNT:
         default:
                 return "?";

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_events.h"
 
 #define STORE_URL_MAX    512
 #define STORE_UNKEPT_MAX 1024
@@ -169,6 +170,7 @@ enum store_counter {
         STORE_COUNTER_CALLS,     /* calls ever recorded */
         STORE_COUNTER_PRUNED_OPERATIONS,
         STORE_COUNTER_PRUNED_CALLS,
+        STORE_COUNTER_EVENTS, /* events ever written (store_events.h) */
         STORE_COUNTER_COUNT
 };
 
@@ -281,6 +283,16 @@ struct store_ops {
         /* outbox rows exist on this backend (an application shares its
          * database); without it store_outbox_intake() is TG_EUNSUPPORTED */
         bool has_outbox;
+
+        /* the events' outbox (store_events.h), inside a transaction: a new
+         * event row, its id taken while holding the events' counter row
+         * (so ids grow with commit order); up to `want` events with id >
+         * after_id by id that pass the filter (store_event_filter_sql()); an event's
+         * delivery columns by id (TG_ENOTFOUND) */
+        int (*event_insert)(struct store *store, const struct store_event *ev);
+        int (*event_page)(struct store *store, int64_t after_id, enum store_event_filter filter,
+                          unsigned want, struct store_event *buf, unsigned *ret_n);
+        int (*event_delivery_put)(struct store *store, const struct store_event *ev);
 };
 
 /* A backend names its primitives <prefix>_<primitive> (store_sqlite_op_get,
@@ -299,7 +311,8 @@ struct store_ops {
         .epoch_bump = p##_epoch_bump, .split_read = p##_split_read, .split_put = p##_split_put,    \
         .hold_get = p##_hold_get, .hold_raise = p##_hold_raise, .page = p##_page,                  \
         .stats = p##_stats, .sample_put = p##_sample_put, .sample_last = p##_sample_last,          \
-        .refusals_add = p##_refusals_add
+        .refusals_add = p##_refusals_add, .event_insert = p##_event_insert,                        \
+        .event_page = p##_event_page, .event_delivery_put = p##_event_delivery_put
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://); opts as for
@@ -365,6 +378,15 @@ int store_op_put(struct store *store, const struct op_record *before,
  * on this store rings when it commits (ops->bell_ring; 0 when the backend
  * has none). */
 int store_bell_ring(struct store *store);
+
+/* Inside a transaction: the event announcing the change of op `before` into
+ * `after` (store_events.c; store_op_put() calls it). */
+int store_event_add(struct store *store, const struct op_record *before,
+                    const struct op_record *after);
+
+/* The SQL condition of an event filter ("delivery IN (0, 2)", or "1 = 1"),
+ * the same on every backend (store_events.c). */
+const char *store_event_filter_sql(enum store_event_filter filter);
 
 /* Inside a transaction: one audit row (store_exit.c, store_actions.c). */
 int store_audit_add(struct store *store, int64_t op_id, tg_wall_ms at, const char *action,

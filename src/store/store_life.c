@@ -49,6 +49,10 @@ int store_op_put(struct store *s, const struct op_record *before, const struct o
                 r = s->ops->counter_add(s, (enum store_counter)from, -1);
         if (r == 0 && to >= 0)
                 r = s->ops->counter_add(s, (enum store_counter)to, 1);
+        /* the outbox: the event in the same transaction as the change it
+         * announces (store_events.h), after the counters (one lock order) */
+        if (r == 0 && store_event_worthy(before->state, after->state))
+                r = store_event_add(s, before, after);
         return r;
 }
 

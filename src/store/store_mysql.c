@@ -331,9 +331,34 @@ static const struct migration migrations[] = {
          " NOT NULL DEFAULT 'default' FIRST"},
     {11, "ALTER TABLE exit_samples DROP PRIMARY KEY, ADD PRIMARY KEY (account, at, share),"
          "  ADD INDEX IF NOT EXISTS samples_at (at)"},
+    /* 12: the events' outbox (store_events.h): one row per announced change
+     * of state, written in the change's transaction. A writer updates the
+     * 'events' counter row first and holds its lock to COMMIT, so ids are
+     * taken in commit order. No foreign key: a prune may delete the
+     * operation, its events stay. */
+    {12, "CREATE TABLE IF NOT EXISTS events ("
+         "  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+         "  op_id BIGINT NOT NULL,"
+         "  operation_id VARCHAR(128) " TEXT_ASCII " NOT NULL,"
+         "  at BIGINT NOT NULL,"
+         "  state VARCHAR(16) " TEXT_ASCII " NOT NULL,"
+         "  from_state VARCHAR(16) " TEXT_ASCII " NOT NULL,"
+         "  reason VARCHAR(32) " TEXT_ASCII " NOT NULL,"
+         "  refund_id VARBINARY(127) NOT NULL,"
+         "  amount BIGINT NOT NULL,"
+         "  currency VARCHAR(3) " TEXT_ASCII " NOT NULL,"
+         "  delivery TINYINT NOT NULL DEFAULT 0,"
+         "  attempts INT UNSIGNED NOT NULL DEFAULT 0,"
+         "  next_at BIGINT NOT NULL DEFAULT 0,"
+         "  delivered_at BIGINT NOT NULL DEFAULT 0,"
+         "  last_error VARBINARY(255) NOT NULL DEFAULT '',"
+         "  INDEX events_delivery (delivery, id),"
+         "  CONSTRAINT events_delivery_word CHECK (delivery IN (0, 1, 2))"
+         ") ENGINE=InnoDB"},
+    {12, "INSERT IGNORE INTO counters (name, n) VALUES ('events', 0)"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  11
+#define SCHEMA_VERSION  12
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

@@ -285,9 +285,33 @@ static const struct migration migrations[] = {
     {2, "ALTER TABLE exit_samples DROP CONSTRAINT exit_samples_pkey, "
         "ADD PRIMARY KEY (account, at, share)"},
     {2, "CREATE INDEX samples_at ON exit_samples (at)"},
+    /* 3: the events' outbox (store_events.h): one row per announced change
+     * of state, written in the change's transaction. A writer updates the
+     * 'events' counter row first and holds its lock to COMMIT, so ids are
+     * taken in commit order. No foreign key: a prune may delete the
+     * operation, its events stay. */
+    {3, "CREATE TABLE events ("
+        "  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+        "  op_id BIGINT NOT NULL,"
+        "  operation_id VARCHAR(128) COLLATE \"C\" NOT NULL,"
+        "  at BIGINT NOT NULL,"
+        "  state VARCHAR(16) NOT NULL,"
+        "  from_state VARCHAR(16) NOT NULL,"
+        "  reason VARCHAR(32) NOT NULL,"
+        "  refund_id VARCHAR(127) NOT NULL,"
+        "  amount BIGINT NOT NULL,"
+        "  currency VARCHAR(3) NOT NULL,"
+        "  delivery SMALLINT NOT NULL DEFAULT 0,"
+        "  attempts BIGINT NOT NULL DEFAULT 0,"
+        "  next_at BIGINT NOT NULL DEFAULT 0,"
+        "  delivered_at BIGINT NOT NULL DEFAULT 0,"
+        "  last_error VARCHAR(255) NOT NULL DEFAULT '',"
+        "  CONSTRAINT events_delivery_word CHECK (delivery IN (0, 1, 2)))"},
+    {3, "CREATE INDEX events_delivery ON events (delivery, id)"},
+    {3, "INSERT INTO counters (name, n) VALUES ('events', 0)"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  2
+#define SCHEMA_VERSION  3
 
 /* ---- url ------------------------------------------------------------------ */
 

@@ -393,6 +393,30 @@ static const char *const migrations[] = {
     "DROP TABLE exit_samples;"
     "ALTER TABLE exit_samples_12 RENAME TO exit_samples;"
     "CREATE INDEX samples_at ON exit_samples(at);",
+    /* 13: the events' outbox (store_events.h): one row per announced change
+     * of state, written in the change's transaction; AUTOINCREMENT so that
+     * an id is never handed out twice. No foreign key: a prune may delete
+     * the operation, its events stay. The 'events' counter row is the lock
+     * a writer holds while it takes its id (on SQLite the write lock does). */
+    ("CREATE TABLE events ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  op_id INTEGER NOT NULL,"
+     "  operation_id TEXT NOT NULL,"
+     "  at INTEGER NOT NULL,"
+     "  state TEXT NOT NULL,"
+     "  from_state TEXT NOT NULL,"
+     "  reason TEXT NOT NULL,"
+     "  refund_id TEXT NOT NULL,"
+     "  amount INTEGER NOT NULL,"
+     "  currency TEXT NOT NULL,"
+     "  delivery INTEGER NOT NULL DEFAULT 0 CHECK (delivery IN (0, 1, 2)),"
+     "  attempts INTEGER NOT NULL DEFAULT 0,"
+     "  next_at INTEGER NOT NULL DEFAULT 0,"
+     "  delivered_at INTEGER NOT NULL DEFAULT 0,"
+     "  last_error TEXT NOT NULL DEFAULT ''"
+     ");"
+     "CREATE INDEX events_delivery ON events(delivery, id);"
+     "INSERT INTO counters (name, n) VALUES ('events', 0);"),
 };
 #define MIGRATION_COUNT ((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -11,6 +11,7 @@
 #include "platform/options.h"
 #include "platform/secmem.h"
 #include "platform/secret_file.h"
+#include "receiver.h"
 #include "stub.h"
 
 #include <curl/curl.h>
@@ -696,6 +697,8 @@ int main(int argc, char **argv)
                 printf("tollgate-stub %s (git %s)\n", build_info_version(), build_info_revision());
                 return 0;
         }
+        if (argc >= 2 && strcmp(argv[1], "receive") == 0)
+                return receiver_main(argc - 1, argv + 1); /* tollgate's events' receiver */
         rc = parse_flags(argc, argv);
         if (rc == 0)
                 rc = finish_config(o, &secret);

@@ -344,6 +344,7 @@ static void test_scope_table(void **state)
             {API_ROUTE_MANUAL_ASSIGN, SCOPE_OPERATOR},
             {API_ROUTE_MANUAL_APPROVE, SCOPE_OPERATOR},
             {API_ROUTE_PROVIDER_EVENTS, 0}, /* signed by the provider */
+            {API_ROUTE_EVENTS, SCOPE_INTAKE | SCOPE_READ},
             {API_ROUTE_OTHER, 0},
         };
         bool seen[API_ROUTE_COUNT] = {false};

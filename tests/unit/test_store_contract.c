@@ -44,6 +44,7 @@
 #include "platform/wake.h"
 #include "store/store.h"
 #include "store/store_backend.h" /* the primitives, for the predicate test */
+#include "store/store_events.h"
 
 #define T0 1700000000000LL                  /* a wall time, ms */
 #define M0 ((tg_mono_ns)5000 * TG_NS_PER_S) /* a monotonic time */
@@ -1159,6 +1160,98 @@ static void test_manual_resend_resolve(void **state)
         memset(&seen, 0, sizeof(seen));
         assert_int_equal(store_list_manual(s, 0, MANUAL_NONE, 10, on_op, &seen), 0);
         assert_int_equal(seen.n, 0);
+        store_close(s);
+}
+
+/* The events' outbox (store_events.h): every announced change of state has
+ * its event, written with it, in id order; nothing else has one; delivery
+ * columns move, re-delivery makes an event due again. */
+static void test_events_outbox(void **state)
+{
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        int64_t epoch = acquire(s);
+        struct store_event ev[16], one;
+        struct op_record op;
+        bool changed = false;
+        unsigned n = 0;
+
+        (void)state;
+        accept_new(s, "e1", T0);
+        accept_new(s, "e2", T0 + 1);
+        accept_new(s, "e3", T0 + 2);
+        accept_new(s, "e4", T0 + 3);
+        /* nothing announced yet: accept and claim are not announced */
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_ALL, 16, ev, &n), 0);
+        assert_int_equal(n, 0);
+
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 11, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 12, TG_CLASS_RETRYABLE, OP_RETRY_WAIT, T0 + 99);
+        assert_int_equal(store_operator_resend(s, "e2", "ana", "try", &c, T0 + 20, &op), 0);
+        assert_int_equal(store_operator_resolve(s, "e2", "bo", "x", OP_REJECTED, T0 + 30, &op),
+                         TG_ESTATE);
+        assert_int_equal(store_cancel(s, "e4", "caller", "", T0 + 40, &op, &changed), 0);
+        assert_true(changed);
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_ALL, 16, ev, &n), 0);
+        /* e1 succeeded; e2 to manual and back out; e4 cancelled; e3's
+         * retry_wait is not announced */
+        assert_int_equal(n, 4);
+        for (unsigned i = 1; i < n; i++)
+                assert_true(ev[i].id > ev[i - 1].id);
+        assert_string_equal(ev[0].operation_id, "e1");
+        assert_int_equal(ev[0].state, OP_SUCCEEDED);
+        assert_int_equal(ev[0].from_state, OP_IN_FLIGHT);
+        assert_int_equal(ev[0].amount, 1000);
+        assert_string_equal(ev[0].currency, "TWD");
+        assert_int_equal(ev[0].delivery, STORE_DELIVERY_DUE);
+        assert_string_equal(ev[1].operation_id, "e2");
+        assert_int_equal(ev[1].state, OP_MANUAL);
+        assert_int_equal(ev[1].reason, MANUAL_ATTEMPTS_EXHAUSTED);
+        assert_string_equal(ev[2].operation_id, "e2");
+        assert_int_equal(ev[2].from_state, OP_MANUAL);
+        assert_int_equal(ev[2].state, OP_RETRY_WAIT);
+        assert_int_equal(ev[2].at, T0 + 20);
+        assert_string_equal(ev[3].operation_id, "e4");
+        assert_int_equal(ev[3].state, OP_CANCELLED);
+
+        /* a resolve is announced as the final state it sets */
+        drive(s, STORE_GROUP_AGAIN, epoch, T0 + 50, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        assert_int_equal(store_operator_resolve(s, "e2", "bo", "x", OP_REJECTED, T0 + 60, &op), 0);
+        assert_int_equal(store_events_list(s, ev[3].id, STORE_EVENTS_ALL, 16, ev + 4, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(ev[4].state, OP_MANUAL);
+        assert_int_equal(ev[5].state, OP_REJECTED);
+        assert_int_equal(ev[5].from_state, OP_MANUAL);
+
+        /* delivery: delivered leaves the undelivered list, parked stays in it */
+        one = ev[0];
+        one.delivery = STORE_DELIVERY_DELIVERED;
+        one.attempts = 2;
+        one.delivered_at = T0 + 70;
+        assert_int_equal(store_event_delivery_put(s, &one), 0);
+        one = ev[1];
+        one.delivery = STORE_DELIVERY_PARKED;
+        one.attempts = 9;
+        snprintf(one.last_error, sizeof(one.last_error), "HTTP 500");
+        assert_int_equal(store_event_delivery_put(s, &one), 0);
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_UNDELIVERED, 16, ev + 8, &n), 0);
+        assert_int_equal(n, 5);
+        assert_int_equal(ev[8].id, ev[1].id);
+        assert_int_equal(ev[8].delivery, STORE_DELIVERY_PARKED);
+        assert_int_equal(ev[8].attempts, 9);
+        assert_string_equal(ev[8].last_error, "HTTP 500");
+        assert_int_equal(store_event_get(s, ev[0].id, &one), 0);
+        assert_int_equal(one.delivery, STORE_DELIVERY_DELIVERED);
+        assert_int_equal(one.delivered_at, T0 + 70);
+        assert_int_equal(store_event_get(s, ev[5].id + 100, &one), TG_ENOTFOUND);
+        assert_int_equal(store_event_redeliver(s, ev[1].id, T0 + 80), 0);
+        assert_int_equal(store_event_get(s, ev[1].id, &one), 0);
+        assert_int_equal(one.delivery, STORE_DELIVERY_DUE);
+        assert_int_equal(one.attempts, 0);
+        assert_int_equal(one.next_at, T0 + 80);
+        assert_string_equal(one.last_error, "");
+        assert_int_equal(store_event_redeliver(s, ev[5].id + 100, T0 + 80), TG_ENOTFOUND);
         store_close(s);
 }
 
@@ -3264,6 +3357,7 @@ static void test_pg_cut_utf8_recorded(void **state)
                                             setup, teardown),                                      \
             cmocka_unit_test_setup_teardown(test_next_due, setup, teardown),                       \
             cmocka_unit_test_setup_teardown(test_manual_resend_resolve, setup, teardown),          \
+            cmocka_unit_test_setup_teardown(test_events_outbox, setup, teardown),                  \
             cmocka_unit_test_setup_teardown(test_settle_external, setup, teardown),                \
             cmocka_unit_test_setup_teardown(test_cancel_before_any_call, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_cancel_manual_never_sent, setup, teardown),       \

@@ -1,0 +1,89 @@
+/*
+ * api_feed — GET /v1/events?after=ID&limit=N: the pull alternative to
+ * [notify]'s deliveries, for callers that cannot receive them. The same
+ * events with the same ids (store/store_events.h), oldest first; a caller
+ * keeps the last id it handled and asks for what came after it
+ * (`next_after`). Ids grow with commit order, so an `after` cursor never
+ * skips an event that commits later with a lower id.
+ *
+ * Each event also says where its delivery stands (`delivery`, `attempts`,
+ * `last_error`), which is how an operator sees a parked one.
+ */
+#include <string.h>
+
+#include "core/tg_error.h"
+#include "daemon/api_int.h"
+#include "daemon/notify.h"
+#include "store/store_events.h"
+
+#define FEED_LIMIT_DEF 100
+#define FEED_LIMIT_MAX 1000
+
+static const struct {
+        const char *word;
+        enum store_event_filter filter;
+} delivery_words[] = {
+    {"any", STORE_EVENTS_ALL},
+    {"due", STORE_EVENTS_DUE},
+    {"parked", STORE_EVENTS_PARKED},
+    {"undelivered", STORE_EVENTS_UNDELIVERED},
+};
+
+int api_get_events(struct api *api, const struct http_request *req, struct http_response *res,
+                   const char *rid)
+{
+        enum store_event_filter filter = STORE_EVENTS_ALL;
+        struct store_event *buf;
+        int64_t after = 0, limit = 0;
+        char word[16];
+        unsigned n = 0;
+        json_t *arr;
+        int r;
+
+        if (api_int_arg(req, "after", 0, 0, INT64_MAX, &after) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "after",
+                                      "must be an event id (an integer >= 0)");
+        if (api_int_arg(req, "limit", FEED_LIMIT_DEF, 1, FEED_LIMIT_MAX, &limit) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "limit",
+                                      "must be an integer in [1, 1000]");
+        r = http_request_arg(req, "delivery", word, sizeof(word));
+        if (r == 0) {
+                size_t i = 0;
+
+                while (i < sizeof(delivery_words) / sizeof(delivery_words[0]) &&
+                       strcmp(word, delivery_words[i].word) != 0)
+                        i++;
+                if (i == sizeof(delivery_words) / sizeof(delivery_words[0]))
+                        r = TG_EINVAL;
+                else
+                        filter = delivery_words[i].filter;
+        }
+        if (r < 0 && r != TG_ENOTFOUND)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "delivery",
+                                      "must be one of any, due, parked, undelivered");
+        buf = calloc((size_t)limit, sizeof(*buf));
+        arr = json_array();
+        if (!buf || !arr) {
+                free(buf);
+                json_decref(arr);
+                return TG_ENOMEM;
+        }
+        r = store_events_list(api->store, after, filter, (unsigned)limit, buf, &n);
+        for (unsigned i = 0; r == 0 && i < n; i++) {
+                json_t *o = notify_event_json_delivery(&buf[i]);
+
+                if (!o) {
+                        r = TG_ENOMEM;
+                        break;
+                }
+                json_array_append_new(arr, o);
+                after = buf[i].id;
+        }
+        free(buf);
+        if (r < 0) {
+                json_decref(arr);
+                return r == TG_ENOMEM ? r : api_reply_store_error(res, rid, r);
+        }
+        return api_reply_json(
+            res, 200, json_pack("{s:o, s:I}", "events", arr, "next_after", (json_int_t)after));
+}
