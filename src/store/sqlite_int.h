@@ -178,4 +178,15 @@ int store_sqlite_event_page(struct store *store, int64_t after_id, enum store_ev
                             unsigned want, struct store_event *buf, unsigned *ret_n);
 int store_sqlite_event_delivery_put(struct store *store, const struct store_event *ev);
 
+/* store_sqlite_schema.c: the ordered migrations (migrations[i] takes
+ * user_version i to i+1) and how many there are. */
+extern const char *const store_sqlite_migrations[];
+extern const int store_sqlite_migration_count;
+
+/* The samples' columns as the statements read them (a migration copies
+ * samples by them too). */
+#define SAMPLE_COLS                                                                                \
+        "at, epoch, in_flight, starts, call_ends, op_closes, held, oldest_open, figures, share, "  \
+        "n_pending, n_in_flight, n_retry_wait, n_unknown, n_manual"
+
 #endif

@@ -240,7 +240,7 @@ def check_once(src, tables, problems):
 
 
 def check_migrations(src, tables, problems):
-    for rel in ("src/store/store_sqlite.c", "src/store/store_mysql.c", "src/store/store_pg.c"):
+    for rel in ("src/store/store_sqlite_schema.c", "src/store/store_mysql.c", "src/store/store_pg.c"):
         text = strip_comments(open(os.path.join(src, rel), encoding="utf-8").read())
         span = migrations_span(text)
         if not span:
