@@ -6,7 +6,7 @@ again answers 200 for each item; a daemon killed after its commit and
 before its answer (the crash_after_accept failpoint) loses the answer, not
 the refunds, and the client's retry of the batch gets 200 for each;
 `tollgate submit --batch FILE` sends a file and exits by what it got.
-TG_TEST_STORE=mysql runs the file on MariaDB.
+TG_TEST_STORE=mysql runs the file on MariaDB, TG_TEST_STORE=pg on PostgreSQL.
 """
 
 import json
