@@ -75,11 +75,16 @@ class MariaDB:
     def hold_exit_shares(db, name):
         """A root session that holds every row of exit_shares (FOR UPDATE)
         until the server goes: a claim's first read (LOCK IN SHARE MODE)
-        waits on it."""
+        waits on it. Through both of its indexes, as an epoch's bump
+        locks both: a locking read through one index alone takes that
+        index's records only (the epoch index covers every column), and a
+        claim reading through the other would pass."""
         p = subprocess.Popen(["mariadb", "--no-defaults", "-S", db.socket, "-uroot", "-N", "-B",
                               name], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL, text=True)
-        p.stdin.write("START TRANSACTION; SELECT share FROM exit_shares FOR UPDATE;\n")
+        p.stdin.write("START TRANSACTION; "
+                      "SELECT share FROM exit_shares FORCE INDEX (PRIMARY) FOR UPDATE; "
+                      "SELECT share FROM exit_shares FORCE INDEX (shares_epoch) FOR UPDATE;\n")
         p.stdin.flush()
         return p
 
