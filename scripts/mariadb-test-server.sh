@@ -17,8 +17,12 @@ mariadb_test_server_start() {
   mariadb-install-db --no-defaults --datadir="$MARIADB_TEST_DIR/data" --user="$(id -un)" \
     --auth-root-authentication-method=normal >"$MARIADB_TEST_DIR/install.log" 2>&1 || {
       echo "mariadb-test-server: install-db failed, see $MARIADB_TEST_DIR/install.log" >&2; return 1; }
+  # its own tmpdir: a mariadbd starting up deletes every "#sql*" file in its
+  # tmpdir, and the tests' private servers (tgmariadb.py) start beside this one
+  mkdir -p "$MARIADB_TEST_DIR/tmp"
   "$bin" --no-defaults --datadir="$MARIADB_TEST_DIR/data" --socket="$MARIADB_TEST_DIR/sock" \
     --port="$port" --bind-address=127.0.0.1 --user="$(id -un)" --skip-grant-tables=0 \
+    --tmpdir="$MARIADB_TEST_DIR/tmp" \
     --innodb-buffer-pool-size=128M --pid-file="$MARIADB_TEST_DIR/pid" \
     >"$MARIADB_TEST_DIR/server.log" 2>&1 &
   MARIADB_TEST_PID=$!

@@ -46,6 +46,12 @@ class PrivateMariaDB:
         self.dir = tempfile.mkdtemp(prefix="tollgate-mariadb-it-")
         self.datadir = os.path.join(self.dir, "data")
         self.socket = os.path.join(self.dir, "sock")
+        # its own tmpdir: a mariadbd starting up deletes every "#sql*" file
+        # in its tmpdir, and in /tmp those are the temporary tables of the
+        # other servers the tests run beside it (the CI's shared MariaDB
+        # lost one mid-query while test_db_faults restarted its own)
+        self.tmpdir = os.path.join(self.dir, "tmp")
+        os.mkdir(self.tmpdir)
         self.port = tgtest.free_port()
         self.proc = None
         self.log = open(os.path.join(self.dir, "server.log"), "ab")
@@ -67,7 +73,8 @@ class PrivateMariaDB:
             [binary, "--no-defaults", "--datadir=" + self.datadir, "--socket=" + self.socket,
              "--port=%d" % self.port, "--bind-address=127.0.0.1",
              "--user=" + getpass.getuser(), "--innodb-buffer-pool-size=64M",
-             "--pid-file=" + os.path.join(self.dir, "pid")] + self.server_args,
+             "--pid-file=" + os.path.join(self.dir, "pid"), "--tmpdir=" + self.tmpdir]
+            + self.server_args,
             stdout=self.log, stderr=self.log)
         tgtest.wait_until(self._up, timeout=30, interval=0.1, what="private mariadbd up")
 
