@@ -162,14 +162,9 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                 secmem_free(cfg);
                 return options_exit_status(r);
         }
-        /* a promise this build cannot keep (several accounts) stops the start */
-        char why[600];
-        r = config_one_account(cfg, why, sizeof(why));
-        if (r < 0) {
-                fprintf(stderr, "tollgate %s: %s: %s\n", cmd, config, why);
-                secmem_free(cfg);
-                return options_exit_status(r);
-        }
+        /* one account named default is the top level, as it always was;
+         * several are served one exit each */
+        config_accounts_serve(cfg);
         log_set_component(cmd);
         signal(SIGPIPE, SIG_IGN);
         /* before any thread: the service's thread takes the signals */

@@ -125,7 +125,7 @@ struct tg_config {
         unsigned account_count;
         /* The account this config is the view of (config_account_view()):
          * what an exit built from it serves in the store. "" for the file's
-         * top level, which serves the default account (config_one_account()
+         * top level, which serves the default account (config_accounts_serve()
          * leaves it so: its config is byte for byte the file's). */
         char view_of[TG_ACCOUNT_NAME_MAX + 1];
 };
@@ -197,15 +197,14 @@ void config_account_names(const struct tg_config *config, char *dst, size_t size
 int config_account_view(const struct tg_config *config, const struct tg_account *account,
                         struct tg_config *ret_view);
 
-/* This build's dispatcher serves one account: when config has exactly one,
- * named default (declared or not), its settings become config's top-level
- * values and the account is no longer marked declared (the config is then
- * the view of the account it serves), and 0 is returned. Otherwise
- * TG_ECONFIG and err says so, naming the accounts ("several accounts are
- * configured (eu, us); this build serves one: ..."); config is untouched.
- * `serve`, `dispatch`, `api` and a reload call it after config_load();
- * `config check` does not (such a file is valid). */
-int config_one_account(struct tg_config *config, char *err, size_t err_size);
+/* Ready to serve: when config has exactly one account, named default
+ * (declared or not), its settings become config's top-level values and the
+ * account is no longer marked declared (the config is then the view of the
+ * account it serves, byte for byte as before accounts existed). Any other
+ * set of accounts is left as it is: the dispatcher serves each through its
+ * view (config_account_view), one exit each. `serve`, `dispatch`, `api` and
+ * a reload call it after config_load(). */
+void config_accounts_serve(struct tg_config *config);
 
 /* The top-level section an account's key belongs to: "account.eu.exit"
  * gives "exit" (a pointer into section); any other section is itself.

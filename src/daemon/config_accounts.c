@@ -123,35 +123,14 @@ void config_account_names(const struct tg_config *config, char *dst, size_t size
         }
 }
 
-int config_one_account(struct tg_config *config, char *err, size_t err_size)
+void config_accounts_serve(struct tg_config *config)
 {
-        char names[TG_ACCOUNTS_MAX * (TG_ACCOUNT_NAME_MAX + 2) + 1];
-
-        if (!config)
-                return TG_EINVAL;
-        if (config->account_count == 1 &&
+        if (config && config->account_count == 1 &&
             strcmp(config->accounts[0].name, TG_ACCOUNT_DEFAULT) == 0) {
                 settings_into(config, &config->accounts[0].settings);
                 config->accounts[0].declared = false;
                 config->accounts[0].line = 0;
-                return 0;
         }
-        config_account_names(config, names, sizeof(names));
-        if (err && err_size) {
-                if (config->account_count > 1)
-                        snprintf(err, err_size,
-                                 "several accounts are configured (%s); this build serves one: "
-                                 "keep a single [account.default] section (or none) and run one "
-                                 "tollgate per account",
-                                 names);
-                else
-                        snprintf(err, err_size,
-                                 "the one account configured is named %s; this build serves one "
-                                 "account named default: rename [account.%s] to "
-                                 "[account.default] (or remove the section)",
-                                 names, names);
-        }
-        return TG_ECONFIG;
 }
 
 /* ---- reading the sections ---------------------------------------------------- */

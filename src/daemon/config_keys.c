@@ -574,10 +574,10 @@ const char config_account_help[] =
     "`provider.body_field` lines replace the inherited list. Any other key (`store.url`, "
     "`api.listen`, ...) is an error, and the checks across keys run for each account (a "
     "message names `account.NAME.section.key`). A file without `[account.*]` is one account, "
-    "`default`. This build's dispatcher serves one account: `serve`, `dispatch` and `api` "
-    "refuse to start with several accounts, or with one not named `default` (`config check` "
-    "accepts them). On a reload an account's key is live or refused as its top-level "
-    "counterpart is.";
+    "`default`. A dispatcher (`serve`, `dispatch`) serves every account of its file, each "
+    "through an exit of its own (its own pacer, in-flight cap, holds, owner lock and "
+    "provider connection) on one event loop; up to 16 accounts. On a reload an account's key "
+    "is live or refused as its top-level counterpart is.";
 
 _Static_assert(sizeof(config_keys) / sizeof(config_keys[0]) <= LOAD_KEYS_MAX,
                "struct load.seen is too small");

@@ -21,10 +21,12 @@
 
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/tg_error.h"
 #include "daemon/exit.h"
 #include "daemon/log.h"
+#include "platform/secmem.h"
 
 #define STORE_DOWN_NS (10 * TG_NS_PER_MS) /* a transport failure: pause before the next turn */
 
@@ -33,11 +35,23 @@ struct dispatcher {
         const struct exit_env *env;
         struct exit *exits[EXIT_MAX];
         unsigned nexits;
+        /* Several exits: each becomes an owner (and rejoins) step by step
+         * inside the turns, so that none waits for another's standby or
+         * takeover wait. One exit: as it always did, blocking before the
+         * loop (exit_open, exit_rejoin). */
+        bool stepwise;
+        int failed; /* stepwise: an exit could not become an owner (3, or a TG_E* code) */
 };
 
 static bool stopping(const struct dispatcher *d)
 {
-        return *d->opt->stop != 0;
+        return *d->opt->stop != 0 || d->failed != 0;
+}
+
+/* Serving now: an owner (not still becoming one). */
+static bool serving(const struct dispatcher *d, unsigned i)
+{
+        return !exit_pending(d->exits[i]);
 }
 
 #ifndef NDEBUG
@@ -78,9 +92,12 @@ static void route_reports(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall)
         }
         while (env->next_done(env->ctx, &res) == 0) {
                 struct exit *e = exit_for(d, res.cookie);
+                if (e && d->stepwise)
+                        log_set_account(exit_account(e));
                 if (e)
                         exit_done(e, &res, now, wall);
         }
+        log_set_account(NULL);
 }
 
 /* The provider's credential files read again (a key or certificate
@@ -121,6 +138,12 @@ static int drain(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall, bool *re
                 /* Lost the exit but not asked to stop: stand by and take it
                  * again once it is free. */
                 if (exit_lost(e) && exit_drained(e)) {
+                        if (d->stepwise) {
+                                /* the others go on serving meanwhile */
+                                log_set_account(exit_account(e));
+                                exit_rejoin_begin(e, now);
+                                continue;
+                        }
                         *ret_end = exit_rejoin(e) != 0;
                         return 1;
                 }
@@ -128,36 +151,81 @@ static int drain(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall, bool *re
         return 0;
 }
 
+/* Stepwise: every exit still becoming an owner goes one step on; the
+ * standby flag says whether no exit serves while some wait. */
+static void own_steps(struct dispatcher *d, tg_mono_ns now)
+{
+        bool any_serving = false, any_waiting = false;
+
+        for (unsigned i = 0; i < d->nexits && d->stepwise; i++) {
+                struct exit *e = d->exits[i];
+                if (exit_pending(e)) {
+                        log_set_account(exit_account(e));
+                        int r = exit_own_step(e, now);
+                        if (r != 0 && r != 2 && r != 1 && !d->failed)
+                                d->failed = r; /* the whole loop drains and ends */
+                }
+                any_serving = any_serving || serving(d, i);
+                any_waiting = any_waiting || exit_pending(e);
+        }
+        log_set_account(NULL);
+        if (d->stepwise && d->opt->standby)
+                *d->opt->standby = !any_serving && any_waiting;
+}
+
+/* Exit i when it serves (else NULL), with its account on the lines this
+ * thread logs from now on when the loop serves several. */
+static struct exit *serve(const struct dispatcher *d, unsigned i)
+{
+        if (!serving(d, i))
+                return NULL;
+        if (d->stepwise)
+                log_set_account(exit_account(d->exits[i]));
+        return d->exits[i];
+}
+
 int dispatcher_turn(struct dispatcher *d)
 {
         const struct exit_env *env = d->env;
         bool second = false, end = false;
+        struct exit *e;
         tg_mono_ns now = env->mono_now(env->ctx);
         tg_wall_ms wall = env->wall_now(env->ctx);
 
         /* at the top of the turn: inside one, a simulated process may die
          * (its transport forgets its calls) before the turn has ended */
         assert(dispatcher_sane(d));
+        own_steps(d, now);
         /* the store threads' results: claims onto the ready queues, outcomes
          * committed (logged and counted) */
         for (unsigned i = 0; i < d->nexits; i++)
-                exit_collect(d->exits[i]);
+                if ((e = serve(d, i)))
+                        exit_collect(e);
         route_reports(d, now, wall);
         for (unsigned i = 0; i < d->nexits; i++)
-                exit_retry_unsettled(d->exits[i], now, wall);
-        if (drain(d, now, wall, &end))
+                if ((e = serve(d, i)))
+                        exit_retry_unsettled(e, now, wall);
+        if (drain(d, now, wall, &end)) {
+                log_set_account(NULL);
                 return end ? 1 : 0;
+        }
         for (unsigned i = 0; i < d->nexits; i++)
-                second = exit_second(d->exits[i], now, wall) || second;
+                if ((e = serve(d, i)))
+                        second = exit_second(e, now, wall) || second;
+        log_set_account(NULL);
         if (second && d->opt->credentials_due && d->opt->credentials_due(d->opt->hook_ctx))
                 reload_credentials(d);
         for (unsigned i = 0; i < d->nexits; i++)
-                exit_try_start(d->exits[i], now, wall);
+                if ((e = serve(d, i)))
+                        exit_try_start(e, now, wall);
         for (unsigned i = 0; i < d->nexits; i++)
-                exit_refill(d->exits[i], env->mono_now(env->ctx), env->wall_now(env->ctx));
+                if ((e = serve(d, i)))
+                        exit_refill(e, env->mono_now(env->ctx), env->wall_now(env->ctx));
+        log_set_account(NULL);
         tg_mono_ns t = env->mono_now(env->ctx), until = TG_MONO_NEVER;
         for (unsigned i = 0; i < d->nexits; i++) {
-                tg_mono_ns w = exit_wake_at(d->exits[i], t);
+                tg_mono_ns w =
+                    serving(d, i) ? exit_wake_at(d->exits[i], t) : exit_own_next(d->exits[i]);
                 if (w < until)
                         until = w;
         }
@@ -165,7 +233,8 @@ int dispatcher_turn(struct dispatcher *d)
         if (r == 1) {
                 /* work arrived: look for it now */
                 for (unsigned i = 0; i < d->nexits; i++)
-                        exit_woken(d->exits[i]);
+                        if (serving(d, i))
+                                exit_woken(d->exits[i]);
         } else if (r < 0) {
                 env->sleep(env->ctx, STORE_DOWN_NS);
         }
@@ -182,6 +251,14 @@ bool dispatcher_lost(const struct dispatcher *d)
 
 int dispatcher_open(struct dispatcher *d)
 {
+        if (d->stepwise) {
+                /* each becomes an owner inside the turns, none waiting for another */
+                tg_mono_ns now = d->env->mono_now(d->env->ctx);
+                for (unsigned i = 0; i < d->nexits; i++)
+                        exit_begin(d->exits[i], now);
+                own_steps(d, now);
+                return d->failed;
+        }
         for (unsigned i = 0; i < d->nexits; i++) {
                 int r = exit_open(d->exits[i]);
                 if (r != 0)
@@ -208,6 +285,7 @@ int dispatcher_new_exits(const struct dispatcher_exit *exits, unsigned n,
                 return TG_ENOMEM;
         d->opt = opt;
         d->env = env;
+        d->stepwise = n > 1;
         for (unsigned i = 0; i < n; i++) {
                 struct exit_params p = {
                     .config = exits[i].config,
@@ -217,8 +295,12 @@ int dispatcher_new_exits(const struct dispatcher_exit *exits, unsigned n,
                     .index = i,
                     .no_wait = opt->no_wait,
                     .stop = opt->stop,
-                    .standby = opt->standby,
-                    .housekeeping = opt->housekeeping,
+                    /* several: the loop says standby (none serves, some wait) */
+                    .standby = n > 1 ? NULL : opt->standby,
+                    /* the service's second (watchdog, readiness, retention,
+                     * the notifier's lease) on one store thread: the first
+                     * exit's */
+                    .housekeeping = i == 0 ? opt->housekeeping : NULL,
                     .hook_ctx = opt->hook_ctx,
                 };
                 int r = exit_new(&p, &d->exits[i]);
@@ -250,22 +332,84 @@ void dispatcher_free(struct dispatcher *d)
         free(d);
 }
 
-int dispatcher_run(const struct tg_config *config, const struct dispatcher_options *options)
+/* The accounts the loop serves: views[i] for exit i (each account's view of
+ * the config, in secret memory: it holds the provider's settings), with its
+ * share's cap on open calls. A config without [account.*] sections is one
+ * exit on the config itself, as before accounts existed. */
+struct accounts {
+        unsigned n;
+        const struct tg_config *views[EXIT_MAX];
+        struct tg_config *own[EXIT_MAX]; /* the views made here (NULL: the config's own) */
+        unsigned max_open[EXIT_MAX];
+};
+
+static void accounts_free(struct accounts *a)
+{
+        for (unsigned i = 0; i < a->n; i++)
+                secmem_free(a->own[i]);
+}
+
+static int accounts_make(const struct tg_config *config, struct accounts *ret)
 {
         struct pacer_config share;
+
+        memset(ret, 0, sizeof(*ret));
+        if (config->account_count > EXIT_MAX)
+                return TG_EINVAL;
+        if (config->account_count <= 1 && !config->accounts[0].declared) {
+                ret->n = 1;
+                ret->views[0] = config;
+        }
+        for (unsigned i = 0; ret->n == 0 && i < config->account_count; i++) {
+                ret->own[i] = secmem_alloc(sizeof(*ret->own[i]));
+                if (!ret->own[i]) {
+                        ret->n = i;
+                        accounts_free(ret);
+                        return TG_ENOMEM;
+                }
+                config_account_view(config, &config->accounts[i], ret->own[i]);
+                ret->views[i] = ret->own[i];
+        }
+        if (ret->n == 0)
+                ret->n = config->account_count;
+        for (unsigned i = 0; i < ret->n; i++) {
+                dispatcher_share_config(ret->views[i], &share);
+                ret->max_open[i] = share.max_in_flight;
+        }
+        return 0;
+}
+
+static int new_for_accounts(const struct accounts *a, const struct dispatcher_options *options,
+                            const struct exit_env *env, struct dispatcher **ret)
+{
+        struct dispatcher_exit exits[EXIT_MAX];
+
+        for (unsigned i = 0; i < a->n; i++) {
+                exits[i].config = a->views[i];
+                exits[i].store = exit_env_account_store(env, i, &exits[i].outcome_store);
+        }
+        return dispatcher_new_exits(exits, a->n, options, env, ret);
+}
+
+int dispatcher_run(const struct tg_config *config, const struct dispatcher_options *options)
+{
+        struct accounts accounts;
         struct exit_env *env = NULL;
         struct dispatcher *d = NULL;
         bool lost = false;
         int r;
 
-        dispatcher_share_config(config, &share);
-        r = exit_env_real(config, share.max_in_flight, options->doorbell, &env);
+        r = accounts_make(config, &accounts);
         if (r == 0)
-                r = dispatcher_new(config, options, env, &d);
+                r = exit_env_real_accounts(accounts.views, accounts.max_open, accounts.n,
+                                           options->doorbell, &env);
+        if (r == 0)
+                r = new_for_accounts(&accounts, options, env, &d);
         if (r < 0) {
                 log_emit(LOG_ERROR, "dispatcher_init_failed",
                          json_pack("{s:s}", "error", tg_strerror(r)));
                 exit_env_free(env);
+                accounts_free(&accounts);
                 return 1;
         }
         r = dispatcher_open(d);
@@ -278,9 +422,11 @@ int dispatcher_run(const struct tg_config *config, const struct dispatcher_optio
                         unsettled += exit_unsettled(d->exits[i]);
                 log_emit(LOG_INFO, "exit_closed",
                          json_pack("{s:b, s:i}", "owner_lost", lost, "unsettled", (int)unsettled));
+                r = d->failed; /* several: an account that could not become an owner */
         }
         dispatcher_free(d);
         exit_env_free(env);
+        accounts_free(&accounts);
         if (r == 1)
                 return 0; /* stopped while waiting */
         if (r != 0)

@@ -259,6 +259,7 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
             .not_before = at,
             .not_after = window_end,
             .traceparent = traceparent,
+            .lane = e->index, /* several accounts: the loop's transport has a lane each */
         };
         oc->planned = at;
         r = e->env->start(e->env->ctx, &tc, &oc->handoff);
@@ -534,10 +535,9 @@ int exit_open(struct exit *e)
         return 0;
 }
 
-int exit_rejoin(struct exit *e)
+/* What a rejoin forgets, said first. */
+static void rejoin_reset(struct exit *e)
 {
-        int r;
-
         log_emit(LOG_WARN, "rejoin",
                  json_pack("{s:I, s:i}", "lost_epoch", (json_int_t)e->own.epoch, "unsettled",
                            (int)e->n_unsettled));
@@ -547,11 +547,74 @@ int exit_rejoin(struct exit *e)
         e->n_unsettled = 0;
         e->n_unreleased = 0;
         e->lost = false;
-        r = ownership_rejoin(&e->own);
+}
+
+/* An owner again (or still trying): the grid of its share, and a fresh
+ * check of the new lock before the next start. */
+static void rejoined(struct exit *e)
+{
         set_grid(e);
-        /* a fresh check of the new lock before the next start */
         e->owner_checked = false;
         e->next_sweep = 0;
+}
+
+void exit_begin(struct exit *e, tg_mono_ns now)
+{
+        ownership_begin(&e->own, now);
+        e->pending = true;
+}
+
+void exit_rejoin_begin(struct exit *e, tg_mono_ns now)
+{
+        rejoin_reset(e);
+        store_owner_release(e->store);
+        exit_begin(e, now);
+}
+
+int exit_own_step(struct exit *e, tg_mono_ns now)
+{
+        int r;
+
+        if (!e->pending)
+                return 0;
+        r = ownership_step(&e->own, now);
+        if (r == 2)
+                return 2;
+        if (r < 0)
+                log_emit(LOG_ERROR, "dispatcher_failed",
+                         json_pack("{s:s}", "error", tg_strerror(r)));
+        if (r != 0) {
+                e->lost = true; /* never an owner: nothing of it may run */
+                return r;
+        }
+        e->pending = false;
+        rejoined(e);
+        log_open(e);
+        return 0;
+}
+
+bool exit_pending(const struct exit *e)
+{
+        return e->pending;
+}
+
+tg_mono_ns exit_own_next(const struct exit *e)
+{
+        return e->own.next;
+}
+
+const char *exit_account(const struct exit *e)
+{
+        return e->cfg->view_of;
+}
+
+int exit_rejoin(struct exit *e)
+{
+        int r;
+
+        rejoin_reset(e);
+        r = ownership_rejoin(&e->own);
+        rejoined(e);
         if (r != 0) {
                 if (r != 1)
                         e->lost = true; /* could not: the loop ends */

@@ -73,6 +73,23 @@ int exit_open(struct exit *e);
  * stays lost). */
 int exit_rejoin(struct exit *e);
 
+/* The same without waiting, for a loop that serves other exits meanwhile
+ * (several accounts): exit_begin() starts becoming an owner (the first
+ * time), exit_rejoin_begin() again after the exit was lost and has drained;
+ * then exit_own_step() at each turn (ownership_step: 0 owner now, 2 not
+ * yet, 1 stopped, 3 no_wait and another owner, or a negative code, logged;
+ * on anything but 0 and 2 the exit counts as lost). While exit_pending(),
+ * none of the functions below may be called for it but exit_wake_at()'s
+ * replacement, exit_own_next() (when to step again), and exit_drained() /
+ * exit_lost(). */
+void exit_begin(struct exit *e, tg_mono_ns now);
+void exit_rejoin_begin(struct exit *e, tg_mono_ns now);
+int exit_own_step(struct exit *e, tg_mono_ns now);
+bool exit_pending(const struct exit *e);
+tg_mono_ns exit_own_next(const struct exit *e);
+/* The account it serves ("" for a config that is not an account's view). */
+const char *exit_account(const struct exit *e);
+
 /* The index a cookie carries (EXIT_MAX or more: none of ours). */
 unsigned exit_of_cookie(uint64_t cookie);
 

@@ -4,6 +4,7 @@
  */
 #include "daemon/exit_env.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,7 +30,12 @@
 
 struct real {
         struct exit_env env;
-        struct transport *transport;
+        struct transport *transport; /* a lane for each account */
+        /* the accounts, one per exit of the loop: view i's store (and its
+         * outcome connection) serves exit i; env.store is stores[0] */
+        unsigned n;
+        const struct tg_config **views; /* the caller's views (borrowed), our list */
+        struct store **stores, **outcome_stores;
         struct wake *doorbell;       /* the API's (serve), or own_bell */
         struct wake *own_bell;       /* ours: rung by the store's listener alone */
         struct wake *store_bell;     /* ours: the store thread's */
@@ -109,11 +115,32 @@ static unsigned real_open(void *ctx)
         return transport_open(((struct real *)ctx)->transport);
 }
 
+/* A problem of account view's setup into err: "account.NAME.provider.KEY:
+ * ..." when the view is an account's, as the config's own errors name it. */
+static void account_error(const struct tg_config *view, const char *one, char *err, size_t err_size)
+{
+        if (view->view_of[0] && one[0])
+                snprintf(err, err_size, "account.%s.%s", view->view_of, one);
+        else
+                snprintf(err, err_size, "%s", one);
+}
+
 static int real_reload(void *ctx, char *err, size_t err_size)
 {
         struct real *x = ctx;
+        int r = 0;
 
-        return provider_setup_credentials(x->cfg, x->transport, err, err_size);
+        /* every lane's; a file that fails keeps that lane's in force */
+        for (unsigned i = 0; i < x->n; i++) {
+                char one[512] = "";
+                int ri =
+                    provider_setup_lane_credentials(x->views[i], x->transport, i, one, sizeof(one));
+                if (ri < 0 && r == 0) {
+                        r = ri;
+                        account_error(x->views[i], one, err, err_size);
+                }
+        }
+        return r;
 }
 
 int exit_env_reload_credentials(const struct exit_env *env, char *err, size_t err_size)
@@ -150,21 +177,80 @@ static int listen_store(struct real *x)
         return r;
 }
 
-int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *doorbell,
-                  struct exit_env **ret_env)
+/* One account's store connections, bound to it (claims, ownership,
+ * holds, samples): the loop's own, and on MariaDB a second for outcomes
+ * (it serves two connections at once; SQLite has one writer at a time: a
+ * second would only wait). */
+static int open_stores(const struct tg_config *view, struct store **ret_store,
+                       struct store **ret_outcomes)
+{
+        int r = store_open(view->store_url, ret_store);
+
+        if (r == 0 && view->view_of[0])
+                r = store_use_account(*ret_store, view->view_of);
+        if (r == 0)
+                store_set_busy_timeout(*ret_store, DISPATCH_BUSY_TIMEOUT_MS);
+        if (r == 0 && strcmp(store_backend(*ret_store), "mysql") == 0)
+                r = store_open(view->store_url, ret_outcomes);
+        if (r == 0 && *ret_outcomes && view->view_of[0])
+                r = store_use_account(*ret_outcomes, view->view_of);
+        if (r == 0 && *ret_outcomes)
+                store_set_busy_timeout(*ret_outcomes, DISPATCH_BUSY_TIMEOUT_MS);
+        return r;
+}
+
+/* The transport: a lane per account, each with its share's cap on open
+ * calls and its own credentials. */
+static int make_transport(struct real *x, const unsigned *max_open, char *err, size_t err_size)
+{
+        struct provider_maps *maps = calloc(x->n, sizeof(*maps));
+        struct transport_config *tc = calloc(x->n, sizeof(*tc));
+        int r = maps && tc ? 0 : TG_ENOMEM;
+
+        /* The mappings were checked when the config was loaded. */
+        for (unsigned i = 0; r == 0 && i < x->n; i++) {
+                char one[512] = "";
+                r = provider_setup_maps(x->views[i], &maps[i], one, sizeof(one));
+                if (r == 0)
+                        provider_setup_transport_config(x->views[i], &maps[i], max_open[i], &tc[i]);
+                else
+                        account_error(x->views[i], one, err, err_size);
+        }
+        if (r == 0)
+                r = transport_new_lanes(tc, x->n, &x->transport);
+        free(tc);
+        free(maps);
+        for (unsigned i = 0; r == 0 && i < x->n; i++) {
+                char one[512] = "";
+                r = provider_setup_lane_credentials(x->views[i], x->transport, i, one, sizeof(one));
+                if (r < 0)
+                        account_error(x->views[i], one, err, err_size);
+        }
+        return r;
+}
+
+int exit_env_real_accounts(const struct tg_config *const *views, const unsigned *max_open,
+                           unsigned n, struct wake *doorbell, struct exit_env **ret_env)
 {
         struct real *x = calloc(1, sizeof(*x));
-        struct provider_maps *maps = malloc(sizeof(*maps));
-        struct transport_config tc;
-        char err[512] = "";
+        char err[600] = "";
         int r;
 
-        if (!x || !maps) {
+        if (!x)
+                return TG_ENOMEM;
+        if (n == 0 || n > TRANSPORT_LANES_MAX) {
                 free(x);
-                free(maps);
+                return TG_EINVAL;
+        }
+        x->cfg = views[0];
+        x->n = n;
+        x->views = calloc(n, sizeof(*x->views));
+        x->stores = calloc(n, sizeof(*x->stores));
+        x->outcome_stores = calloc(n, sizeof(*x->outcome_stores));
+        if (!x->views || !x->stores || !x->outcome_stores) {
+                exit_env_free(&x->env);
                 return TG_ENOMEM;
         }
-        x->cfg = cfg;
         /* this thread runs the exit: its sleeps end on time (best effort) */
         (void)clock_precise_timers();
         x->env = (struct exit_env){
@@ -183,35 +269,19 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
             .has_doorbell = doorbell != NULL,
         };
         x->doorbell = doorbell;
+        for (unsigned i = 0; i < n; i++)
+                x->views[i] = views[i];
         r = wake_new(&x->store_bell) < 0 ? TG_ENOMEM : 0;
         x->env.store_bell = x->store_bell;
-        if (r == 0)
-                r = store_open(cfg->store_url, &x->env.store);
-        /* the exit serves its account: claims, ownership, holds, samples */
-        if (r == 0 && cfg->view_of[0])
-                r = store_use_account(x->env.store, cfg->view_of);
-        if (r == 0)
-                store_set_busy_timeout(x->env.store, DISPATCH_BUSY_TIMEOUT_MS);
+        for (unsigned i = 0; r == 0 && i < n; i++)
+                r = open_stores(views[i], &x->stores[i], &x->outcome_stores[i]);
+        x->env.store = x->stores[0];
+        x->env.outcome_store = x->outcome_stores[0];
+        /* one listener rings for every account's work */
         if (r == 0)
                 r = listen_store(x);
-        /* MariaDB serves two connections at once: the outcomes get their
-         * own (SQLite has one writer at a time: a second would only wait) */
-        if (r == 0 && strcmp(store_backend(x->env.store), "mysql") == 0)
-                r = store_open(cfg->store_url, &x->env.outcome_store);
-        if (r == 0 && x->env.outcome_store && cfg->view_of[0])
-                r = store_use_account(x->env.outcome_store, cfg->view_of);
-        if (r == 0 && x->env.outcome_store)
-                store_set_busy_timeout(x->env.outcome_store, DISPATCH_BUSY_TIMEOUT_MS);
-        /* The mapping was checked when the config was loaded. */
         if (r == 0)
-                r = provider_setup_maps(cfg, maps, err, sizeof(err));
-        if (r == 0) {
-                provider_setup_transport_config(cfg, maps, max_open, &tc);
-                r = transport_new(&tc, &x->transport);
-        }
-        free(maps);
-        if (r == 0)
-                r = provider_setup_credentials(cfg, x->transport, err, sizeof(err));
+                r = make_transport(x, max_open, err, sizeof(err));
         if (r < 0) {
                 log_emit(LOG_ERROR, "provider_setup_failed",
                          json_pack("{s:s}", "error", err[0] ? err : tg_strerror(r)));
@@ -222,6 +292,25 @@ int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *d
         return 0;
 }
 
+int exit_env_real(const struct tg_config *cfg, unsigned max_open, struct wake *doorbell,
+                  struct exit_env **ret_env)
+{
+        return exit_env_real_accounts(&cfg, &max_open, 1, doorbell, ret_env);
+}
+
+struct store *exit_env_account_store(const struct exit_env *env, unsigned i,
+                                     struct store **ret_outcome_store)
+{
+        const struct real *x = (const struct real *)env;
+
+        if (!x || i >= x->n) {
+                *ret_outcome_store = NULL;
+                return NULL;
+        }
+        *ret_outcome_store = x->outcome_stores[i];
+        return x->stores[i];
+}
+
 void exit_env_free(struct exit_env *env)
 {
         struct real *x = (struct real *)env;
@@ -229,8 +318,13 @@ void exit_env_free(struct exit_env *env)
         if (!x)
                 return;
         transport_free(x->transport);
-        store_close(x->env.outcome_store);
-        store_close(x->env.store); /* stops its listener, which rings own_bell */
+        for (unsigned i = 0; x->stores && i < x->n; i++) {
+                store_close(x->outcome_stores[i]);
+                store_close(x->stores[i]); /* the first stops its listener, which rings own_bell */
+        }
+        free(x->stores);
+        free(x->outcome_stores);
+        free(x->views);
         wake_free(x->own_bell);
         wake_free(x->store_bell);
         free(x);

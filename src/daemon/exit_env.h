@@ -79,6 +79,21 @@ int exit_env_real(const struct tg_config *config, unsigned max_open, struct wake
                   struct exit_env **ret_env);
 void exit_env_free(struct exit_env *env);
 
+/* The real environment for several accounts in one loop: views[i] (an
+ * account's view of the config, config_account_view; borrowed, outliving
+ * the env) is served by exit i. The transport has a lane per account (its
+ * provider, mapping, credentials, and max_open[i] calls open at most: the
+ * cap holds at the transport for each account), each account its own store
+ * connections bound to it (exit_env_account_store); env->store is account
+ * 0's. One doorbell and one store listener for all. n = 1 is
+ * exit_env_real(). */
+int exit_env_real_accounts(const struct tg_config *const *views, const unsigned *max_open,
+                           unsigned n, struct wake *doorbell, struct exit_env **ret_env);
+/* Account i's store and (*ret_outcome_store, NULL: none) its outcome
+ * connection; NULL for no such account. */
+struct store *exit_env_account_store(const struct exit_env *env, unsigned i,
+                                     struct store **ret_outcome_store);
+
 /* Key rotation without a restart: re-reads the provider's API key, signing
  * key and client certificate and key (the files the config named at start)
  * and hands them to the transport; calls already open finish with the old

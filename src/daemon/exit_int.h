@@ -128,6 +128,7 @@ struct exit {
         const struct exit_env *env; /* the loop's: clocks and transport */
         struct store *store;        /* its own (borrowed) */
         unsigned index;             /* in the loop's list: carried by its cookies */
+        bool pending; /* becoming an owner step by step (exit_begin): nothing else runs */
         volatile sig_atomic_t *stop;
         void (*housekeeping)(void *ctx, struct store *store, unsigned share, tg_wall_ms wall,
                              bool lost);

@@ -23,6 +23,8 @@ static pthread_once_t journal_once = PTHREAD_ONCE_INIT;
 static bool to_journal; /* stderr is the journal's stream: prefix the priority */
 static const char *component_name = "tollgate";
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+/* the account this thread works for now ("": none said) */
+static _Thread_local char account_name[40];
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
@@ -82,6 +84,11 @@ void log_set_component(const char *component)
         component_name = component;
 }
 
+void log_set_account(const char *account)
+{
+        snprintf(account_name, sizeof(account_name), "%s", account ? account : "");
+}
+
 void log_emit(enum log_level level, const char *event, json_t *fields)
 {
         if ((int)level < atomic_load(&min_level)) {
@@ -105,6 +112,8 @@ void log_emit(enum log_level level, const char *event, json_t *fields)
         json_object_set_new(line, "level", json_string(level_names[level]));
         json_object_set_new(line, "component", json_string(component_name));
         json_object_set_new(line, "event", json_string(event));
+        if (account_name[0])
+                json_object_set_new(line, "account", json_string(account_name));
         if (fields && json_is_object(fields))
                 json_object_update(line, fields);
         json_decref(fields);

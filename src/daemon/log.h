@@ -30,6 +30,10 @@ enum log_level log_get_level(void);
 int log_syslog_priority(enum log_level level);
 /* Prefix every line with this component name ("dispatcher", "api", ...). */
 void log_set_component(const char *component);
+/* Lines this thread writes from now on name this account ("account"),
+ * until another is set; NULL or "": none (a process serving one account
+ * never sets it, and its lines are as they were). */
+void log_set_account(const char *account);
 
 /* Writes one line. fields (may be NULL) is a JSON object and is consumed
  * (its reference is stolen), whether or not the level is enabled. */

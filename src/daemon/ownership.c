@@ -53,27 +53,70 @@ static void log_split_conflict(const struct ownership *o)
         log_emit(LOG_ERROR, "split_conflict", json_pack("{s:s}", "message", msg));
 }
 
+/* One try at a free share. 0 (owned, logged); TG_ELOCKED (every share is
+ * held: a standby, said once per wait in *said); a transient store error
+ * (logged); TG_ECONFLICT (logged); or another negative code. */
+static int acquire_once(struct ownership *o, bool *said)
+{
+        /* A free share of the account, or the whole exit when exit.shares =
+         * 1 (then the owner lock, as always). */
+        int r = store_share_acquire(o->store, &o->split, &o->share, &o->epoch);
+
+        if (r == 0) {
+                if (o->standby)
+                        *o->standby = 0;
+                log_emit(LOG_INFO, "owner",
+                         json_pack("{s:I, s:i, s:i}", "epoch", (json_int_t)o->epoch, "share",
+                                   (int)o->share, "shares", (int)o->split.shares));
+                return 0;
+        }
+        if (r == TG_ECONFLICT) {
+                log_split_conflict(o);
+                return r;
+        }
+        if (store_error_transient(r)) {
+                /* The database cannot answer right now (restarting,
+                 * connection refused, a full disk): wait it out as a
+                 * standby. */
+                log_emit(LOG_WARN, "owner_acquire_failed",
+                         json_pack("{s:s}", "error", tg_strerror(r)));
+                return r;
+        }
+        if (r != TG_ELOCKED)
+                return r;
+        if (!*said && !o->no_wait) {
+                log_emit(LOG_INFO, "standby",
+                         json_pack("{s:s}", "message",
+                                   o->split.shares > 1
+                                       ? "every share of the account is held; waiting "
+                                         "as a standby until one is free"
+                                       : "another dispatcher owns the exit; waiting as a "
+                                         "standby until it is gone"));
+                *said = true;
+        }
+        if (o->standby && !o->no_wait)
+                *o->standby = 1;
+        return r;
+}
+
+static void log_no_wait(void)
+{
+        log_emit(LOG_ERROR, "owner_busy",
+                 json_pack("{s:s}", "message",
+                           "another dispatcher owns the exit for this store; "
+                           "--no-wait given, exiting"));
+}
+
 int ownership_acquire(struct ownership *o)
 {
         bool said = false;
 
         for (;;) {
-                /* A free share of the account, or the whole exit when
-                 * exit.shares = 1 (then the owner lock, as always). */
-                int r = store_share_acquire(o->store, &o->split, &o->share, &o->epoch);
+                int r = acquire_once(o, &said);
 
-                if (r == 0)
-                        break;
-                if (r == TG_ECONFLICT) {
-                        log_split_conflict(o);
+                if (r == 0 || r == TG_ECONFLICT)
                         return r;
-                }
                 if (store_error_transient(r)) {
-                        /* The database cannot answer right now (restarting,
-                         * connection refused, a full disk): wait it out as a
-                         * standby. */
-                        log_emit(LOG_WARN, "owner_acquire_failed",
-                                 json_pack("{s:s}", "error", tg_strerror(r)));
                         if (!ownership_wait(o, 4 * STANDBY_RETRY_NS))
                                 return 1;
                         continue;
@@ -81,65 +124,108 @@ int ownership_acquire(struct ownership *o)
                 if (r != TG_ELOCKED)
                         return r;
                 if (o->no_wait) {
-                        log_emit(LOG_ERROR, "owner_busy",
-                                 json_pack("{s:s}", "message",
-                                           "another dispatcher owns the exit for this store; "
-                                           "--no-wait given, exiting"));
+                        log_no_wait();
                         return 3;
                 }
-                if (!said) {
-                        log_emit(LOG_INFO, "standby",
-                                 json_pack("{s:s}", "message",
-                                           o->split.shares > 1
-                                               ? "every share of the account is held; waiting "
-                                                 "as a standby until one is free"
-                                               : "another dispatcher owns the exit; waiting as a "
-                                                 "standby until it is gone"));
-                        said = true;
-                }
-                if (o->standby)
-                        *o->standby = 1;
                 if (!ownership_wait(o, STANDBY_RETRY_NS))
                         return 1;
         }
-        if (o->standby)
-                *o->standby = 0;
-        log_emit(LOG_INFO, "owner",
-                 json_pack("{s:I, s:i, s:i}", "epoch", (json_int_t)o->epoch, "share", (int)o->share,
-                           "shares", (int)o->split.shares));
+}
+
+/* The takeover wait: nothing when the exit never had an owner. The
+ * previous owner's calls may still be open at the provider: wait out one
+ * full call timeout before sending. (This clears our own waiting budget
+ * only; it does not prove the provider stopped: unknowns are still
+ * reconciled.) A call it handed over may reach the wire as late as its
+ * timeout (a slow connect), and our pacer starts empty: one spacing more
+ * keeps our first start 1/rate after it. A previous owner that lost its
+ * lock alive may still hand calls over (claims made ahead) until its owner
+ * check is stale, OWNERSHIP_FRESH_NS after it lost it at most: that too.
+ * Logged when there is one. */
+static tg_mono_ns takeover_wait(const struct ownership *o)
+{
+        tg_mono_ns wait;
+
+        if (o->epoch <= 1)
+                return 0;
+        wait = o->provider_timeout_ms * TG_NS_PER_MS + o->spacing_ns + OWNERSHIP_FRESH_NS;
+        log_emit(
+            LOG_INFO, "takeover_wait",
+            json_pack("{s:I}", "wait_ms", (json_int_t)((wait + TG_NS_PER_MS - 1) / TG_NS_PER_MS)));
+        return wait;
+}
+
+/* The previous owner's in_flight operations become unknown. */
+static int recover(struct ownership *o)
+{
+        unsigned n = 0;
+        int r = store_recover(o->store, o->epoch, o->policy, o->env->wall_now(o->env->ctx), &n);
+
+        if (r < 0)
+                return r;
+        if (n > 0)
+                log_emit(LOG_WARN, "recovered_in_flight", json_pack("{s:i}", "to_unknown", (int)n));
         return 0;
 }
 
 int ownership_take_over(struct ownership *o)
 {
-        unsigned n = 0;
+        tg_mono_ns wait = takeover_wait(o);
+
+        if (wait > 0 && !ownership_wait(o, wait))
+                return 1;
+        return recover(o);
+}
+
+void ownership_begin(struct ownership *o, tg_mono_ns now)
+{
+        o->phase = OWNERSHIP_ACQUIRE;
+        o->next = now;
+        o->said = false;
+}
+
+int ownership_step(struct ownership *o, tg_mono_ns now)
+{
         int r;
 
-        if (o->epoch > 1) {
-                /* The previous owner's calls may still be open at the
-                 * provider: wait out one full call timeout before sending.
-                 * (This clears our own waiting budget only; it does not prove
-                 * the provider stopped: unknowns are still reconciled.) A
-                 * call it handed over may reach the wire as late as its
-                 * timeout (a slow connect), and our pacer starts empty: one
-                 * spacing more keeps our first start 1/rate after it. A
-                 * previous owner that lost its lock alive may still hand
-                 * calls over (claims made ahead) until its owner check is
-                 * stale, OWNERSHIP_FRESH_NS after it lost it at most: that
-                 * too. */
-                tg_mono_ns wait =
-                    o->provider_timeout_ms * TG_NS_PER_MS + o->spacing_ns + OWNERSHIP_FRESH_NS;
-                log_emit(LOG_INFO, "takeover_wait",
-                         json_pack("{s:I}", "wait_ms",
-                                   (json_int_t)((wait + TG_NS_PER_MS - 1) / TG_NS_PER_MS)));
-                if (!ownership_wait(o, wait))
-                        return 1;
+        if (*o->stop)
+                return 1;
+        if (o->phase == OWNERSHIP_OWNED)
+                return 0;
+        if (now < o->next)
+                return 2;
+        if (o->phase == OWNERSHIP_ACQUIRE) {
+                r = acquire_once(o, &o->said);
+                if (r == TG_ELOCKED && o->no_wait) {
+                        log_no_wait();
+                        return 3;
+                }
+                if (r == TG_ELOCKED || store_error_transient(r)) {
+                        o->next = now + (r == TG_ELOCKED ? 1 : 4) * STANDBY_RETRY_NS;
+                        return 2;
+                }
+                if (r < 0)
+                        return r;
+                o->said = false;
+                o->phase = OWNERSHIP_TAKEOVER;
+                o->next = now + takeover_wait(o);
+                if (o->next > now)
+                        return 2;
         }
-        r = store_recover(o->store, o->epoch, o->policy, o->env->wall_now(o->env->ctx), &n);
+        /* the takeover wait is over */
+        r = recover(o);
+        if (store_error_transient(r)) {
+                /* as a rejoin rides it out: the share goes back, and is
+                 * taken again once the store answers */
+                log_emit(LOG_WARN, "rejoin_failed", json_pack("{s:s}", "error", tg_strerror(r)));
+                store_owner_release(o->store);
+                o->phase = OWNERSHIP_ACQUIRE;
+                o->next = now + 4 * STANDBY_RETRY_NS;
+                return 2;
+        }
         if (r < 0)
                 return r;
-        if (n > 0)
-                log_emit(LOG_WARN, "recovered_in_flight", json_pack("{s:i}", "to_unknown", (int)n));
+        o->phase = OWNERSHIP_OWNED;
         return 0;
 }
 

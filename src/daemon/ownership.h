@@ -50,6 +50,10 @@ struct ownership {
         /* out: the share held and the epoch of its acquisition */
         unsigned share;
         int64_t epoch;
+        /* ownership_step()'s own: where it is, and when it may go on */
+        enum { OWNERSHIP_ACQUIRE, OWNERSHIP_TAKEOVER, OWNERSHIP_OWNED } phase;
+        tg_mono_ns next;
+        bool said; /* "standby" logged for this wait */
 };
 
 /* Becomes an owner, waiting as a standby unless no_wait. 0; 1 (stopped while
@@ -66,6 +70,19 @@ int ownership_take_over(struct ownership *o);
  * standby would, acquire and take over again, riding out a store that
  * cannot answer now. 0, 1 (stopped), or the failure of acquire/take_over. */
 int ownership_rejoin(struct ownership *o);
+
+/* The same without ever waiting, for a loop that serves other exits
+ * meanwhile (several accounts in one process): ownership_begin() starts an
+ * acquisition (a first one, or a rejoin once the lock was released), then
+ * ownership_step() at every turn does what is due at `now` and returns 0
+ * (owned: acquired, the takeover wait over, recovered), 2 (not yet: call
+ * again at o->next or later), 1 (stop asked), 3 (no_wait and another owner),
+ * or a negative code (TG_ECONFLICT, a store error that is not transient).
+ * A standby tries again every 250 ms, a store that cannot answer every
+ * second, as the blocking ones do. Each step is at most one short store
+ * call. */
+void ownership_begin(struct ownership *o, tg_mono_ns now);
+int ownership_step(struct ownership *o, tg_mono_ns now);
 
 /* Waits up to ns through the environment; false when a stop was asked for
  * meanwhile. */

@@ -324,8 +324,8 @@ static int read_pem(const char *key, const char *path, bool private_key, char **
         return 0;
 }
 
-int provider_setup_credentials(const struct tg_config *c, struct transport *t, char *err,
-                               size_t size)
+int provider_setup_lane_credentials(const struct tg_config *c, struct transport *t, unsigned lane,
+                                    char *err, size_t size)
 {
         struct transport_credentials in;
         char *secret = secmem_alloc(SECRET_MAX), *signing = secmem_alloc(SECRET_MAX);
@@ -361,7 +361,7 @@ int provider_setup_credentials(const struct tg_config *c, struct transport *t, c
                 in.client_key_len = key_len;
         }
         if (r == 0) {
-                r = transport_set_credentials(t, &in);
+                r = transport_set_lane_credentials(t, lane, &in);
                 if (r < 0)
                         fail(err, size, "auth_secret_file", tg_strerror(r));
         }
@@ -371,4 +371,10 @@ out:
         secmem_free(cert);
         secmem_free(key);
         return r;
+}
+
+int provider_setup_credentials(const struct tg_config *c, struct transport *t, char *err,
+                               size_t size)
+{
+        return provider_setup_lane_credentials(c, t, 0, err, size);
 }

@@ -51,5 +51,9 @@ void provider_setup_transport_config(const struct tg_config *config,
  * transport keeps its previous credentials on failure. */
 int provider_setup_credentials(const struct tg_config *config, struct transport *transport,
                                char *err, size_t err_size);
+/* The same for one lane of a transport of several accounts (config: that
+ * account's view); provider_setup_credentials() is lane 0's. */
+int provider_setup_lane_credentials(const struct tg_config *config, struct transport *transport,
+                                    unsigned lane, char *err, size_t err_size);
 
 #endif

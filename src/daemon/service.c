@@ -315,7 +315,7 @@ int service_reload(struct service *svc)
         notify("RELOADING=1");
         r = config_load(svc->opt.config_path, next, err, sizeof(err));
         if (r == 0)
-                r = config_one_account(next, err, sizeof(err)); /* as at start */
+                config_accounts_serve(next); /* as at start */
         if (r < 0) {
                 log_emit(LOG_ERROR, "config_reload_failed",
                          json_pack("{s:s, s:s}", "message", err, "result",

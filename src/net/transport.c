@@ -58,7 +58,7 @@ static void creds_release(struct creds *c)
 
 /* One secret block: the struct, then the auth line, the key, the PEM
  * texts. */
-static int creds_make(const struct transport *t, const struct transport_credentials *in,
+static int creds_make(const struct transport_lane *t, const struct transport_credentials *in,
                       struct creds **ret)
 {
         char line[HEADER_LINE_MAX];
@@ -116,19 +116,25 @@ static int creds_make(const struct transport *t, const struct transport_credenti
         return 0;
 }
 
-int transport_set_credentials(struct transport *t, const struct transport_credentials *in)
+int transport_set_lane_credentials(struct transport *t, unsigned lane,
+                                   const struct transport_credentials *in)
 {
         struct creds *c = NULL;
         int r;
 
-        if (!t || !in)
+        if (!t || !in || lane >= t->nlanes)
                 return TG_EINVAL;
-        r = creds_make(t, in, &c);
+        r = creds_make(&t->lanes[lane], in, &c);
         if (r < 0)
                 return r;
-        creds_release(t->creds);
-        t->creds = c;
+        creds_release(t->lanes[lane].creds);
+        t->lanes[lane].creds = c;
         return 0;
+}
+
+int transport_set_credentials(struct transport *t, const struct transport_credentials *in)
+{
+        return transport_set_lane_credentials(t, 0, in);
 }
 
 /* ---- life cycle ------------------------------------------------------------------ */
@@ -139,7 +145,7 @@ static char *dup_or_default(const char *s, const char *def)
 }
 
 /* Remembers a header name the reply map reads. */
-static void want_headers(struct transport *t, const struct field_source *s)
+static void want_headers(struct transport_lane *t, const struct field_source *s)
 {
         for (unsigned i = 0; i < s->n; i++) {
                 bool have = false;
@@ -152,20 +158,35 @@ static void want_headers(struct transport *t, const struct field_source *s)
         }
 }
 
-int transport_new(const struct transport_config *config, struct transport **ret_transport)
+static bool config_ok(const struct transport_config *config)
 {
-        if (!config || !config->base_url || !*config->base_url || config->max_open == 0 ||
+        if (!config->base_url || !*config->base_url || config->max_open == 0 ||
             config->max_response_bytes == 0)
-                return TG_EINVAL;
-        if (config->auth == TRANSPORT_AUTH_HEADER &&
-            (!config->auth_header || !*config->auth_header))
-                return TG_EINVAL;
-        int r = global_init_once();
-        if (r < 0)
-                return r;
-        struct transport *t = calloc(1, sizeof(*t));
-        if (!t)
-                return TG_ENOMEM;
+                return false;
+        return config->auth != TRANSPORT_AUTH_HEADER ||
+               (config->auth_header && *config->auth_header);
+}
+
+static void lane_free(struct transport_lane *t)
+{
+        creds_release(t->creds);
+        free(t->base_url);
+        free(t->key_header);
+        free(t->request_id_header);
+        free(t->attempt_header);
+        free(t->ca_file);
+        free(t->fixed_headers);
+        free(t->request_map);
+        free(t->reply_map);
+        free(t->auth_header);
+        free(t->signature_header);
+        free(t->timestamp_header);
+        free(t->signature_prefix);
+}
+
+/* One lane from its config: 0 or TG_ENOMEM (the caller frees a half-made one). */
+static int lane_init(struct transport_lane *t, const struct transport_config *config)
+{
         t->base_url = strdup(config->base_url);
         t->key_header = dup_or_default(config->key_header, "Idempotency-Key");
         t->request_id_header = dup_or_default(config->request_id_header, "X-Request-Id");
@@ -185,22 +206,11 @@ int transport_new(const struct transport_config *config, struct transport **ret_
         t->timestamp_header = dup_or_default(config->timestamp_header, "X-Timestamp");
         t->signature_prefix = strdup(config->signature_prefix ? config->signature_prefix : "");
         t->signature_encoding = config->signature_encoding;
-        t->done = calloc(config->max_open, sizeof(*t->done));
-        t->sent = calloc(2 * (size_t)config->max_open, sizeof(*t->sent));
-        t->multi = curl_multi_init();
-        if (!t->sent || !t->base_url || !t->key_header || !t->request_id_header ||
-            !t->attempt_header || (config->ca_file && *config->ca_file && !t->ca_file) ||
-            !t->request_map || !t->reply_map || !t->auth_header || !t->signature_header ||
-            !t->timestamp_header || !t->signature_prefix || !t->done || !t->multi ||
-            !t->fixed_headers) {
-                transport_free(t);
+        if (!t->base_url || !t->key_header || !t->request_id_header || !t->attempt_header ||
+            (config->ca_file && *config->ca_file && !t->ca_file) || !t->request_map ||
+            !t->reply_map || !t->auth_header || !t->signature_header || !t->timestamp_header ||
+            !t->signature_prefix || !t->fixed_headers)
                 return TG_ENOMEM;
-        }
-        r = transport_pool_init(t, config->keepalive_idle_ms);
-        if (r < 0) {
-                transport_free(t);
-                return r;
-        }
         if (config->request_map)
                 *t->request_map = *config->request_map;
         else
@@ -219,20 +229,74 @@ int transport_new(const struct transport_config *config, struct transport **ret_
         /* Nothing secret is needed: an empty set, so that calls can start. */
         if (t->auth == TRANSPORT_AUTH_NONE && !t->sign) {
                 static const struct transport_credentials none;
-                r = creds_make(t, &none, &t->creds);
+                return creds_make(t, &none, &t->creds);
+        }
+        return 0;
+}
+
+int transport_new_lanes(const struct transport_config *configs, unsigned n,
+                        struct transport **ret_transport)
+{
+        int64_t life = 0;
+        int r;
+
+        if (!configs || n == 0 || n > TRANSPORT_LANES_MAX)
+                return TG_EINVAL;
+        for (unsigned i = 0; i < n; i++)
+                if (!config_ok(&configs[i]))
+                        return TG_EINVAL;
+        r = global_init_once();
+        if (r < 0)
+                return r;
+        struct transport *t = calloc(1, sizeof(*t));
+        if (!t)
+                return TG_ENOMEM;
+        t->lanes = calloc(n, sizeof(*t->lanes));
+        if (!t->lanes) {
+                free(t);
+                return TG_ENOMEM;
+        }
+        t->nlanes = n;
+        for (unsigned i = 0; i < n; i++) {
+                r = lane_init(&t->lanes[i], &configs[i]);
                 if (r < 0) {
                         transport_free(t);
                         return r;
                 }
+                t->max_open += configs[i].max_open;
+                t->reuse = t->reuse || configs[i].reuse_connections;
+                /* one pool for every lane: the shortest configured idle life */
+                if (configs[i].reuse_connections && configs[i].keepalive_idle_ms > 0 &&
+                    (life == 0 || configs[i].keepalive_idle_ms < life))
+                        life = configs[i].keepalive_idle_ms;
+        }
+        t->done = calloc(t->max_open, sizeof(*t->done));
+        t->done_lane = calloc(t->max_open, sizeof(*t->done_lane));
+        t->sent = calloc(2 * (size_t)t->max_open, sizeof(*t->sent));
+        t->multi = curl_multi_init();
+        if (!t->sent || !t->done || !t->done_lane || !t->multi) {
+                transport_free(t);
+                return TG_ENOMEM;
+        }
+        r = transport_pool_init(t, life);
+        if (r < 0) {
+                transport_free(t);
+                return r;
         }
         /* No hidden queue: libcurl must never park a transfer behind a
-         * connection limit. Our own bound (max_open) is the only one. */
+         * connection limit. Our own bounds (each lane's max_open) are the
+         * only ones. */
         curl_multi_setopt(t->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 0L);
         curl_multi_setopt(t->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, 0L);
-        curl_multi_setopt(t->multi, CURLMOPT_MAXCONNECTS, (long)config->max_open);
+        curl_multi_setopt(t->multi, CURLMOPT_MAXCONNECTS, (long)t->max_open);
         curl_multi_setopt(t->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_NOTHING);
         *ret_transport = t;
         return 0;
+}
+
+int transport_new(const struct transport_config *config, struct transport **ret_transport)
+{
+        return transport_new_lanes(config, 1, ret_transport);
 }
 
 /* A header list that may carry a secret: wiped, then freed. */
@@ -271,21 +335,12 @@ void transport_free(struct transport *t)
         if (t->multi)
                 curl_multi_cleanup(t->multi);
         transport_pool_release(t); /* after the cache's connections closed through it */
-        creds_release(t->creds);
+        for (unsigned i = 0; t->lanes && i < t->nlanes; i++)
+                lane_free(&t->lanes[i]);
+        free(t->lanes);
         free(t->done);
+        free(t->done_lane);
         free(t->sent);
-        free(t->base_url);
-        free(t->key_header);
-        free(t->request_id_header);
-        free(t->attempt_header);
-        free(t->ca_file);
-        free(t->fixed_headers);
-        free(t->request_map);
-        free(t->reply_map);
-        free(t->auth_header);
-        free(t->signature_header);
-        free(t->timestamp_header);
-        free(t->signature_prefix);
         free(t);
 }
 
@@ -371,7 +426,7 @@ static int on_prereq(void *clientp, char *primary_ip, char *local_ip, int primar
         }
         c->sent_mono = now;
         c->report_due = true; /* reported when the step that writes it is over */
-        if (c->t->reuse)
+        if (c->lane->reuse)
                 transport_pool_busy(c->t, local_port);
         return CURL_PREREQFUNC_OK;
 }
@@ -396,31 +451,34 @@ static int on_debug(CURL *easy, curl_infotype type, char *data, size_t size, voi
 
 int transport_start(struct transport *t, const struct transport_call *call)
 {
-        if (!t || !call || !call->operation_id || !call->request_id || call->timeout_ms <= 0)
+        if (!t || !call || !call->operation_id || !call->request_id || call->timeout_ms <= 0 ||
+            call->lane >= t->nlanes)
                 return TG_EINVAL;
-        if (t->open >= t->max_open)
+        struct transport_lane *lane = &t->lanes[call->lane];
+        if (lane->open >= lane->max_open)
                 return TG_EFULL;
         /* Until the credentials the config asks for are given, nothing goes
          * out without them. */
-        if (!t->creds)
+        if (!lane->creds)
                 return TG_EINVAL;
         struct call *c = calloc(1, sizeof(*c));
         if (!c)
                 return TG_ENOMEM;
         c->t = t;
+        c->lane = lane;
         c->cookie = call->cookie;
         c->request = call->request;
         c->not_before = call->not_before;
         c->not_after = call->not_after;
-        c->max_response = t->max_response_bytes;
-        c->creds = t->creds;
+        c->max_response = lane->max_response_bytes;
+        c->creds = lane->creds;
         c->creds->refs++;
         c->easy = curl_easy_init();
         if (!c->easy) {
                 call_free(c);
                 return TG_ENOMEM;
         }
-        int r = transport_call_setup(t, c, call);
+        int r = transport_call_setup(lane, c, call);
         if (r < 0) {
                 call_free(c);
                 return r;
@@ -431,7 +489,8 @@ int transport_start(struct transport *t, const struct transport_call *call)
         curl_easy_setopt(c->easy, CURLOPT_VERBOSE, 1L);
         curl_easy_setopt(c->easy, CURLOPT_PREREQFUNCTION, on_prereq);
         curl_easy_setopt(c->easy, CURLOPT_PREREQDATA, c);
-        transport_pool_setup(t, c->easy);
+        if (lane->reuse)
+                transport_pool_setup(t, c->easy);
         c->started = clock_mono_now();
         /* no request of this call may go out on a connection about to be
          * closed by the provider: those idle too long go first */
@@ -445,6 +504,7 @@ int transport_start(struct transport *t, const struct transport_call *call)
                 t->calls->prev = c;
         t->calls = c;
         t->open++;
+        lane->open++;
         /* Kick the transfer now so the connect starts at the handoff, not at
          * the next poll. */
         int running = 0;
@@ -458,11 +518,14 @@ int transport_start(struct transport *t, const struct transport_call *call)
 static void finish_call(struct transport *t, struct call *c, CURLcode code)
 {
         int64_t keep_alive_ms = -1;
+        unsigned at = (t->done_head + t->done_count) % t->max_open;
         if (c->keep_alive[0] &&
             keep_alive_timeout_ms(c->keep_alive, strlen(c->keep_alive), &keep_alive_ms) < 0)
                 keep_alive_ms = -1;
-        transport_pool_idle(t, c->easy, keep_alive_ms, clock_mono_now());
-        transport_call_result(t, c, code, &t->done[(t->done_head + t->done_count) % t->max_open]);
+        if (c->lane->reuse)
+                transport_pool_idle(t, c->easy, keep_alive_ms, clock_mono_now());
+        transport_call_result(c->lane, c, code, &t->done[at]);
+        t->done_lane[at] = (unsigned)(c->lane - t->lanes);
         t->done_count++;
         report_sent(t, c); /* ended before its hook fired: never sent */
         if (c->prev)
@@ -525,6 +588,7 @@ int transport_next_done(struct transport *t, struct transport_result *ret_result
         if (t->done_count == 0)
                 return TG_ENOTFOUND;
         *ret_result = t->done[t->done_head];
+        t->lanes[t->done_lane[t->done_head]].open--;
         t->done_head = (t->done_head + 1) % t->max_open;
         t->done_count--;
         t->open--;
@@ -544,4 +608,9 @@ int transport_next_sent(struct transport *t, struct transport_sent *ret_sent)
 unsigned transport_open(const struct transport *t)
 {
         return t->open;
+}
+
+unsigned transport_lane_open(const struct transport *t, unsigned lane)
+{
+        return lane < t->nlanes ? t->lanes[lane].open : 0;
 }

@@ -92,12 +92,25 @@ struct transport_config {
         enum signature_encoding signature_encoding;
 };
 
-/* Copies what it needs from config. 0, TG_EINVAL, TG_ENOMEM. Caller owns
+/* Copies what it needs from config: a transport of one lane (lane 0).
+ * 0, TG_EINVAL, TG_ENOMEM. Caller owns
  * *ret_transport: transport_free() (which aborts open calls). A transport
  * configured for credentials refuses to start calls until
  * transport_set_credentials() gave them. */
 int transport_new(const struct transport_config *config, struct transport **ret_transport);
 void transport_free(struct transport *transport);
+
+/* Several provider accounts through one transport: lane i (a call's
+ * `lane`) has configs[i]'s provider, mapping, credentials and its own bound
+ * on open calls (configs[i].max_open), so that no account's calls can take
+ * another's room; the lanes share one libcurl multi handle, one poll, the
+ * rings of reports and one keep-alive pool (a connection two accounts at one
+ * host may share is tracked once: the pool's idle life is the shortest any
+ * reusing lane configured). 1..TRANSPORT_LANES_MAX lanes; otherwise as
+ * transport_new(). */
+#define TRANSPORT_LANES_MAX 256
+int transport_new_lanes(const struct transport_config *configs, unsigned n,
+                        struct transport **ret_transport);
 
 /* The secrets, borrowed for the call only (copied into secret memory). */
 struct transport_credentials {
@@ -115,6 +128,10 @@ struct transport_credentials {
  * key), TG_ENOMEM. */
 int transport_set_credentials(struct transport *transport,
                               const struct transport_credentials *credentials);
+/* The same for one lane (TG_EINVAL: no such lane); transport_set_credentials
+ * is lane 0's. */
+int transport_set_lane_credentials(struct transport *transport, unsigned lane,
+                                   const struct transport_credentials *credentials);
 
 struct transport_call {
         enum classify_request request;       /* CLASSIFY_POST or CLASSIFY_QUERY */
@@ -136,10 +153,11 @@ struct transport_call {
          * connection ready later sends nothing and the call ends not sent,
          * TRANSPORT_LATE (0: no limit). */
         tg_mono_ns not_after;
+        unsigned lane; /* the account's lane (transport_new_lanes); 0 with one */
 };
 
-/* Hands the request to libcurl now. Strings are copied. 0, TG_EFULL (max_open
- * calls already open), TG_EINVAL (a call the mapping cannot make, or no
+/* Hands the request to libcurl now. Strings are copied. 0, TG_EFULL (its
+ * lane's max_open calls already open), TG_EINVAL (a call the mapping cannot make, or no
  * credentials yet), TG_ENOMEM, TG_ETRANSPORT. */
 int transport_start(struct transport *transport, const struct transport_call *call);
 
@@ -214,8 +232,10 @@ struct transport_sent {
  * TG_ENOTFOUND. Every started call gives exactly one. */
 int transport_next_sent(struct transport *transport, struct transport_sent *ret_sent);
 
-/* Calls started and not yet popped. */
+/* Calls started and not yet popped: every lane's, and one lane's (0: no
+ * such lane). */
 unsigned transport_open(const struct transport *transport);
+unsigned transport_lane_open(const struct transport *transport, unsigned lane);
 
 /* Parses an HTTP-date with curl_getdate (for retry_after_parse). 0 or
  * TG_EPARSE. */

@@ -212,8 +212,8 @@ static size_t on_header(char *buf, size_t size, size_t nitems, void *userdata)
         if (header_value(buf, n, "content-type", c->content_type, sizeof(c->content_type)) &&
             strlen(c->content_type) == sizeof(c->content_type) - 1)
                 snprintf(c->content_type, sizeof(c->content_type), "(too long)");
-        for (unsigned k = 0; k < c->t->ncapture; k++)
-                header_value(buf, n, c->t->capture[k], c->captured[k], sizeof(c->captured[k]));
+        for (unsigned k = 0; k < c->lane->ncapture; k++)
+                header_value(buf, n, c->lane->capture[k], c->captured[k], sizeof(c->captured[k]));
         header_value(buf, n, "keep-alive", c->keep_alive, sizeof(c->keep_alive));
         return n;
 }
@@ -245,7 +245,7 @@ static int add_header(struct curl_slist **list, const char *name, const char *va
  * attempt, its trace context, no Expect, the content type of a POST, the credentials, and the
  * timestamp and signature of a signed call (over the method, the path as
  * sent, the key and the body's digest). */
-static int build_headers(const struct transport *t, struct call *c,
+static int build_headers(const struct transport_lane *t, struct call *c,
                          const struct transport_call *call, const char *path,
                          struct template_values *values)
 {
@@ -300,7 +300,7 @@ static int build_headers(const struct transport *t, struct call *c,
         return r;
 }
 
-static void set_tls(const struct transport *t, struct call *c)
+static void set_tls(const struct transport_lane *t, struct call *c)
 {
         CURL *e = c->easy;
 
@@ -323,7 +323,7 @@ static void set_tls(const struct transport *t, struct call *c)
                 curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, c);
 }
 
-int transport_call_setup(const struct transport *t, struct call *c,
+int transport_call_setup(const struct transport_lane *t, struct call *c,
                          const struct transport_call *call)
 {
         struct refund_request minimal;

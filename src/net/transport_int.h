@@ -73,20 +73,25 @@ struct call {
         size_t max_response;
         struct creds *creds;
         struct tls_watch *watch;
-        struct transport *t; /* its settings, and the pre-request hook's report */
+        struct transport *t;               /* the pre-request hook's report, the pool */
+        const struct transport_lane *lane; /* its account's settings */
         char errbuf[CURL_ERROR_SIZE];
         struct call *prev, *next; /* the transport's list of open calls */
 };
 
-struct transport {
-        CURLM *multi;
+/* One provider account's settings (a lane): where its calls go, what they
+ * say, its credentials and its own bound on open calls. A transport has
+ * one lane per account it serves; its calls share one multi handle, one
+ * poll and one connection pool. */
+struct transport_lane {
         char *base_url;
         char *key_header, *request_id_header, *attempt_header;
         char *ca_file;       /* NULL: the system store */
         char *fixed_headers; /* "Name: value" lines joined by '\n'; "" none */
         int64_t connect_timeout_ms;
         size_t max_response_bytes;
-        unsigned max_open;
+        unsigned max_open; /* this lane's bound on open calls */
+        unsigned open;     /* this lane's calls started and not yet popped */
         bool reuse;
         struct request_map *request_map;
         struct reply_map *reply_map;
@@ -100,19 +105,30 @@ struct transport {
         char *signature_header, *timestamp_header, *signature_prefix;
         enum signature_encoding signature_encoding;
         struct creds *creds; /* the current set; NULL until given */
-        struct call *calls;  /* in libcurl's hands now */
-        unsigned open;       /* started and not yet popped */
-        /* finished results waiting to be popped: a ring of max_open entries */
+};
+
+struct transport {
+        CURLM *multi;
+        struct transport_lane *lanes;
+        unsigned nlanes;
+        unsigned max_open;  /* the lanes' bounds added up */
+        bool reuse;         /* some lane reuses connections (the pool is kept) */
+        struct call *calls; /* in libcurl's hands now */
+        unsigned open;      /* started and not yet popped, every lane */
+        /* finished results waiting to be popped: a ring of max_open entries,
+         * each with its lane (whose open count the pop lowers) */
         struct transport_result *done;
+        unsigned *done_lane;
         unsigned done_head, done_count;
         /* sent reports waiting to be popped: a ring of 2 * max_open entries
          * (one per call, popped every turn) */
         struct transport_sent *sent;
         unsigned sent_head, sent_count;
-        /* keep-alive hygiene (transport_pool.c), with reuse only */
+        /* keep-alive hygiene (transport_pool.c), with reuse only: one pool
+         * for every lane (two accounts at one host may share a connection) */
         struct pool_sock *pool;
         unsigned pool_len, pool_cap;
-        int64_t pool_life_ms;    /* configured idle timeout, 0: none */
+        int64_t pool_life_ms;    /* configured idle timeout, the shortest of the lanes', 0: none */
         int64_t pool_learned_ms; /* the shortest Keep-Alive timeout seen, -1: none */
         uint64_t pool_evicted;   /* idle connections shut before their safe life ran out */
 };
@@ -130,7 +146,7 @@ struct pool_sock {
  * made, c->creds set): 0, TG_EINVAL (a path, URL or body that cannot be
  * made, a header line too long), TG_ENOMEM. The pre-request hook and the
  * debug callback are the caller's to set. */
-int transport_call_setup(const struct transport *t, struct call *c,
+int transport_call_setup(const struct transport_lane *lane, struct call *c,
                          const struct transport_call *call);
 /* transport_call.c: the process-wide index under which a TLS context
  * keeps its watch (once, before any call), and a watch's reference
@@ -155,7 +171,7 @@ void transport_pool_sweep(struct transport *t, tg_mono_ns now);
 int64_t transport_pool_safe_life_ms(const struct transport *t);
 
 /* transport_result.c */
-void transport_call_result(const struct transport *t, const struct call *c, CURLcode code,
+void transport_call_result(const struct transport_lane *lane, const struct call *c, CURLcode code,
                            struct transport_result *ret_result);
 
 #endif

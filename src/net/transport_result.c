@@ -132,7 +132,7 @@ static void failed_call(const struct call *c, CURLcode code, enum tg_transport_r
 /* What the ended call c says, into *ret_result: sent or not, the reply
  * read through the reply map (a complete answer), or the cause and the
  * error text (one without). Reads c only; the caller unlinks and frees it. */
-void transport_call_result(const struct transport *t, const struct call *c, CURLcode code,
+void transport_call_result(const struct transport_lane *t, const struct call *c, CURLcode code,
                            struct transport_result *ret_result)
 {
         struct transport_result *res = ret_result;

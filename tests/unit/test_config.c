@@ -1167,7 +1167,7 @@ static void test_accounts_none_is_default(void **state)
                             sizeof(c->provider_base_url));
         /* serving it changes nothing */
         *d = *c;
-        assert_int_equal(config_one_account(d, err, sizeof(err)), 0);
+        config_accounts_serve(d);
         assert_memory_equal(d, c, sizeof(*c));
         /* the defaults file: the same bytes as config_defaults() in that folder */
         assert_int_equal(load_text("", c, err, sizeof(err)), 0);
@@ -1270,31 +1270,43 @@ static void test_accounts_cross_checks(void **state)
                           "windows are cut from a fixed account rate");
 }
 
-/* This build serves one account: several, or one not named default, are
- * refused (config check accepts them); exactly [account.default] is served
- * with its own values. */
-static void test_accounts_serve_one(void **state)
+/* Served: several accounts, or one not named default, are left as they
+ * are (each is served through its view); exactly [account.default] is
+ * served with its own values at the top level. */
+static void test_accounts_serve(void **state)
 {
         (void)state;
-        struct tg_config *c = config_new();
+        struct tg_config *c = config_new(), *d = config_new(), *v = config_new();
         char err[512];
 
-        assert_int_equal(load_text("[account.eu]\n[account.us]\n", c, err, sizeof(err)), 0);
-        assert_int_equal(config_one_account(c, err, sizeof(err)), TG_ECONFIG);
-        assert_non_null(strstr(err, "several accounts are configured (eu, us); this build serves "
-                                    "one: "));
+        assert_int_equal(load_text("[exit]\nstarts_per_second = 3\n[account.eu]\n[account.us]\n"
+                                   "exit.starts_per_second = 8\n",
+                                   c, err, sizeof(err)),
+                         0);
+        *d = *c;
+        config_accounts_serve(d);
+        assert_memory_equal(d, c, sizeof(*c));
+        assert_int_equal(config_account_view(c, config_account_find(c, "us"), v), 0);
+        assert_true(v->exit.starts_per_second == 8.0);
+        assert_string_equal(v->view_of, "us");
+        assert_int_equal(config_account_view(c, config_account_find(c, "eu"), v), 0);
+        assert_true(v->exit.starts_per_second == 3.0);
         assert_int_equal(load_text("[account.eu]\n", c, err, sizeof(err)), 0);
-        assert_int_equal(config_one_account(c, err, sizeof(err)), TG_ECONFIG);
-        assert_non_null(strstr(err, "the one account configured is named eu"));
+        *d = *c;
+        config_accounts_serve(d);
+        assert_memory_equal(d, c, sizeof(*c));
+        assert_true(d->accounts[0].declared);
         assert_int_equal(load_text("[exit]\nstarts_per_second = 3\n[account.default]\n"
                                    "exit.starts_per_second = 9\n",
                                    c, err, sizeof(err)),
                          0);
         assert_true(c->exit.starts_per_second == 3.0);
-        assert_int_equal(config_one_account(c, err, sizeof(err)), 0);
+        config_accounts_serve(c);
         assert_true(c->exit.starts_per_second == 9.0);
         assert_false(c->accounts[0].declared);
         free(c);
+        free(d);
+        free(v);
 }
 
 /* A reload names an account's key under its section; config_section_base
@@ -1374,7 +1386,7 @@ int main(void)
             cmocka_unit_test(test_accounts_none_is_default),
             cmocka_unit_test(test_accounts_errors),
             cmocka_unit_test(test_accounts_cross_checks),
-            cmocka_unit_test(test_accounts_serve_one),
+            cmocka_unit_test(test_accounts_serve),
             cmocka_unit_test(test_accounts_diff),
             cmocka_unit_test(test_accounts_documented),
         };
