@@ -124,7 +124,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
 {
         bool want_api = strcmp(cmd, "dispatch") != 0;
         bool want_disp = strcmp(cmd, "api") != 0;
-        const char *config = NULL;
+        const char *config = NULL, *accounts = NULL;
         bool no_wait = false;
         const struct opt opts[] = {
             {.name = "config",
@@ -133,6 +133,10 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
              .string = &config,
              .required = true,
              .help = "the config file (INI)"},
+            {.name = "accounts",
+             .arg = "A,B",
+             .string = &accounts,
+             .help = "serve only these accounts of the config (default: every one)"},
             {.name = "no-wait",
              .flag = &no_wait,
              .help = "exit with status 3 instead of waiting as a standby"},
@@ -144,7 +148,10 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                            : strcmp(cmd, "dispatch") == 0 ? dispatch_about
                                                           : api_about,
             .opts = opts,
-            .nopts = want_disp && !want_api ? 2 : 1, /* --no-wait: dispatch only */
+            /* --accounts: serve and dispatch; --no-wait: dispatch only */
+            .nopts = want_disp && !want_api ? 3
+                     : want_disp            ? 2
+                                            : 1,
         };
         int r;
 
@@ -165,6 +172,16 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         /* one account named default is the top level, as it always was;
          * several are served one exit each */
         config_accounts_serve(cfg);
+        unsigned accounts_mask = 0;
+        if (accounts) {
+                char why[600];
+                r = config_accounts_mask(cfg, accounts, &accounts_mask, why, sizeof(why));
+                if (r < 0) {
+                        fprintf(stderr, "tollgate %s: %s\n", cmd, why);
+                        secmem_free(cfg);
+                        return 2;
+                }
+        }
         log_set_component(cmd);
         signal(SIGPIPE, SIG_IGN);
         /* before any thread: the service's thread takes the signals */
@@ -233,7 +250,9 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                                                   .doorbell = doorbell,
                                                   .housekeeping = service_housekeeping,
                                                   .hook_ctx = svc,
-                                                  .credentials_due = service_credentials_due};
+                                                  .credentials_due = service_credentials_due,
+                                                  .accounts_mask = accounts_mask,
+                                                  .max_accounts = cfg->dispatch_max_accounts};
                 rc = dispatcher_run(cfg, &dopt);
         } else {
                 service_wait_stop(svc);

@@ -80,6 +80,9 @@ struct tg_config {
         /* [admission] new refunds refused (503) when the backlog cannot close in time */
         struct admission_config admission;
 
+        /* [dispatch] */
+        unsigned dispatch_max_accounts; /* accounts one dispatcher owns at once (0: all) */
+
         /* [stats] */
         unsigned stats_series_minutes; /* per-second series of GET /v1/stats (15) */
         unsigned stats_keep_hours;     /* samples and refusals kept in the store (24) */
@@ -205,6 +208,12 @@ int config_account_view(const struct tg_config *config, const struct tg_account 
  * view (config_account_view), one exit each. `serve`, `dispatch`, `api` and
  * a reload call it after config_load(). */
 void config_accounts_serve(struct tg_config *config);
+
+/* `--accounts a,b`: the accounts one process serves, bit i for the config's
+ * account i. 0, or TG_EINVAL with err naming the name that is not an
+ * account (and the ones that are), or saying the list is empty. */
+int config_accounts_mask(const struct tg_config *config, const char *list, unsigned *ret_mask,
+                         char *err, size_t err_size);
 
 /* The top-level section an account's key belongs to: "account.eu.exit"
  * gives "exit" (a pointer into section); any other section is itself.

@@ -133,6 +133,41 @@ void config_accounts_serve(struct tg_config *config)
         }
 }
 
+int config_accounts_mask(const struct tg_config *config, const char *list, unsigned *ret_mask,
+                         char *err, size_t err_size)
+{
+        char names[TG_ACCOUNTS_MAX * (TG_ACCOUNT_NAME_MAX + 2) + 1];
+        unsigned mask = 0;
+
+        for (const char *p = list; p && *p;) {
+                size_t n = strcspn(p, ",");
+                char name[TG_ACCOUNT_NAME_MAX + 1];
+                int i = -1;
+
+                if (n > 0 && n < sizeof(name)) {
+                        memcpy(name, p, n);
+                        name[n] = '\0';
+                        i = find_index(config, name);
+                }
+                if (i < 0) {
+                        config_account_names(config, names, sizeof(names));
+                        snprintf(err, err_size,
+                                 "--accounts: \"%.*s\" is not an account of the "
+                                 "config (it has: %s)",
+                                 (int)(n < 64 ? n : 64), p, names);
+                        return TG_EINVAL;
+                }
+                mask |= 1u << i;
+                p += n + (p[n] == ',');
+        }
+        if (!mask) {
+                snprintf(err, err_size, "--accounts: name at least one account");
+                return TG_EINVAL;
+        }
+        *ret_mask = mask;
+        return 0;
+}
+
 /* ---- reading the sections ---------------------------------------------------- */
 
 /* An error about an account's section itself: "account.x: problem". */

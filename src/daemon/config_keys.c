@@ -514,6 +514,15 @@ const struct key_def config_keys[] = {
     INT_KEY("admission", "window_s", KEY_I64, admission.window_ms, 5, 3600, 1000,
             "The start rate and calls per close are measured over this window."),
 
+    INT_KEY("dispatch", "max_accounts", KEY_UINT, dispatch_max_accounts, 0, TG_ACCOUNTS_MAX, 1,
+            "The most accounts one dispatcher process owns at once; 0: every account it serves. "
+            "With several dispatchers on one server store, each owns the accounts it could "
+            "take (each account's own owner lock, in the config's order) up to this many, and "
+            "stands by for the rest: when one dies, the others take its accounts over after "
+            "the takeover wait. Leave room for that: with D dispatchers and A accounts, "
+            "A / (D - 1) lets the survivors of one death carry every account "
+            "(docs/operating.md, \"Several provider accounts\"). `--accounts a,b` narrows the "
+            "accounts a process serves."),
     INT_KEY("stats", "series_minutes", KEY_UINT, stats_series_minutes, 1, 60, 1,
             "Minutes of per-second points in `GET /v1/stats` (`?minutes=` asks for another "
             "length)."),

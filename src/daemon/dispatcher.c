@@ -29,6 +29,8 @@
 #include "platform/secmem.h"
 
 #define STORE_DOWN_NS (10 * TG_NS_PER_MS) /* a transport failure: pause before the next turn */
+/* At dispatch.max_accounts, how often the loop looks whether one went */
+#define OWN_FULL_RECHECK_NS (250 * TG_NS_PER_MS)
 
 struct dispatcher {
         const struct dispatcher_options *opt;
@@ -156,14 +158,20 @@ static int drain(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall, bool *re
 static void own_steps(struct dispatcher *d, tg_mono_ns now)
 {
         bool any_serving = false, any_waiting = false;
+        unsigned owned = 0, max = d->opt->max_accounts;
 
+        for (unsigned i = 0; i < d->nexits && d->stepwise; i++)
+                owned += exit_owns(d->exits[i]);
         for (unsigned i = 0; i < d->nexits && d->stepwise; i++) {
                 struct exit *e = d->exits[i];
-                if (exit_pending(e)) {
+                /* at dispatch.max_accounts, the rest stand by untried */
+                if (exit_pending(e) && (exit_owns(e) || max == 0 || owned < max)) {
+                        bool had = exit_owns(e);
                         log_set_account(exit_account(e));
                         int r = exit_own_step(e, now);
                         if (r != 0 && r != 2 && r != 1 && !d->failed)
                                 d->failed = r; /* the whole loop drains and ends */
+                        owned += exit_owns(e) && !had;
                 }
                 any_serving = any_serving || serving(d, i);
                 any_waiting = any_waiting || exit_pending(e);
@@ -171,6 +179,15 @@ static void own_steps(struct dispatcher *d, tg_mono_ns now)
         log_set_account(NULL);
         if (d->stepwise && d->opt->standby)
                 *d->opt->standby = !any_serving && any_waiting;
+}
+
+/* When a pending exit is to be stepped again: its own next step, or, while
+ * the process owns as many accounts as it may, a standby's retry. */
+static tg_mono_ns own_next(const struct exit *e, tg_mono_ns now)
+{
+        tg_mono_ns next = exit_own_next(e);
+
+        return next > now ? next : now + OWN_FULL_RECHECK_NS;
 }
 
 /* Exit i when it serves (else NULL), with its account on the lines this
@@ -225,7 +242,7 @@ int dispatcher_turn(struct dispatcher *d)
         tg_mono_ns t = env->mono_now(env->ctx), until = TG_MONO_NEVER;
         for (unsigned i = 0; i < d->nexits; i++) {
                 tg_mono_ns w =
-                    serving(d, i) ? exit_wake_at(d->exits[i], t) : exit_own_next(d->exits[i]);
+                    serving(d, i) ? exit_wake_at(d->exits[i], t) : own_next(d->exits[i], t);
                 if (w < until)
                         until = w;
         }
@@ -349,9 +366,10 @@ static void accounts_free(struct accounts *a)
                 secmem_free(a->own[i]);
 }
 
-static int accounts_make(const struct tg_config *config, struct accounts *ret)
+static int accounts_make(const struct tg_config *config, unsigned mask, struct accounts *ret)
 {
         struct pacer_config share;
+        unsigned n = 0;
 
         memset(ret, 0, sizeof(*ret));
         if (config->account_count > EXIT_MAX)
@@ -361,17 +379,22 @@ static int accounts_make(const struct tg_config *config, struct accounts *ret)
                 ret->views[0] = config;
         }
         for (unsigned i = 0; ret->n == 0 && i < config->account_count; i++) {
-                ret->own[i] = secmem_alloc(sizeof(*ret->own[i]));
-                if (!ret->own[i]) {
-                        ret->n = i;
+                if (mask && !(mask & (1u << i)))
+                        continue; /* not this process's (--accounts) */
+                ret->own[n] = secmem_alloc(sizeof(*ret->own[n]));
+                if (!ret->own[n]) {
+                        ret->n = n;
                         accounts_free(ret);
                         return TG_ENOMEM;
                 }
-                config_account_view(config, &config->accounts[i], ret->own[i]);
-                ret->views[i] = ret->own[i];
+                config_account_view(config, &config->accounts[i], ret->own[n]);
+                ret->views[n] = ret->own[n];
+                n++;
         }
         if (ret->n == 0)
-                ret->n = config->account_count;
+                ret->n = n;
+        if (ret->n == 0)
+                return TG_EINVAL;
         for (unsigned i = 0; i < ret->n; i++) {
                 dispatcher_share_config(ret->views[i], &share);
                 ret->max_open[i] = share.max_in_flight;
@@ -399,7 +422,7 @@ int dispatcher_run(const struct tg_config *config, const struct dispatcher_optio
         bool lost = false;
         int r;
 
-        r = accounts_make(config, &accounts);
+        r = accounts_make(config, options->accounts_mask, &accounts);
         if (r == 0)
                 r = exit_env_real_accounts(accounts.views, accounts.max_open, accounts.n,
                                            options->doorbell, &env);

@@ -45,6 +45,11 @@ struct dispatcher_options {
          * then re-reads them between two calls (exit_env_reload_credentials:
          * calls already open keep the old ones). NULL: never. */
         bool (*credentials_due)(void *ctx);
+        /* Several accounts (dispatcher_run): the ones this process serves,
+         * bit i for the config's account i (0: every one), and the most it
+         * owns at once (0: no limit; config's dispatch.max_accounts). */
+        unsigned accounts_mask;
+        unsigned max_accounts;
 };
 
 struct dispatcher;

@@ -598,6 +598,11 @@ bool exit_pending(const struct exit *e)
         return e->pending;
 }
 
+bool exit_owns(const struct exit *e)
+{
+        return !e->pending || e->own.phase != OWNERSHIP_ACQUIRE;
+}
+
 tg_mono_ns exit_own_next(const struct exit *e)
 {
         return e->own.next;

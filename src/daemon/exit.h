@@ -86,6 +86,9 @@ void exit_begin(struct exit *e, tg_mono_ns now);
 void exit_rejoin_begin(struct exit *e, tg_mono_ns now);
 int exit_own_step(struct exit *e, tg_mono_ns now);
 bool exit_pending(const struct exit *e);
+/* It holds its account's (share's) lock: serving, or still in its takeover
+ * wait. */
+bool exit_owns(const struct exit *e);
 tg_mono_ns exit_own_next(const struct exit *e);
 /* The account it serves ("" for a config that is not an account's view). */
 const char *exit_account(const struct exit *e);
