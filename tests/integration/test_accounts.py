@@ -60,10 +60,7 @@ class AccountsTest(unittest.TestCase):
         })
 
     def submit(self, tg, account, op_id):
-        status, _, body = tgtest.http_json(
-            "POST", tg.api + "/v1/refunds",
-            {"operation_id": op_id, "payment_id": "pay_1", "amount": 1500,
-             "currency": "TWD", "account": account}, tg.headers())
+        status, _, body = tg.submit(op_id, account=account)
         self.assertEqual(status, 202, body)
 
     def state(self, tg, op_id):

@@ -133,10 +133,12 @@ class Tollgate:
     def headers(self):
         return {"Authorization": "Bearer " + self.token}
 
-    def submit(self, op_id, payment="pay_1", amount=1500, currency="TWD"):
-        return tgtest.http_json("POST", self.api + "/v1/refunds",
-                                {"operation_id": op_id, "payment_id": payment,
-                                 "amount": amount, "currency": currency}, self.headers())
+    def submit(self, op_id, payment="pay_1", amount=1500, currency="TWD", account=None):
+        body = {"operation_id": op_id, "payment_id": payment, "amount": amount,
+                "currency": currency}
+        if account:
+            body["account"] = account
+        return tgtest.http_json("POST", self.api + "/v1/refunds", body, self.headers())
 
     def status(self, op_id):
         return tgtest.http_json("GET", self.api + "/v1/refunds/" + op_id, None, self.headers())
