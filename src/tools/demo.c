@@ -37,12 +37,14 @@
 #include "platform/clock.h"
 #include "platform/options.h"
 #include "store/store.h"
+#include "tools/demo_int.h"
 #include "tools/tool_util.h"
 #include "tools/tools.h"
 
-#define TOKEN "demo-token-not-a-secret"
+#define TOKEN DEMO_TOKEN
 
-static volatile sig_atomic_t interrupted;
+volatile sig_atomic_t demo_interrupted;
+#define interrupted demo_interrupted
 
 static void on_interrupt(int sig)
 {
@@ -54,6 +56,7 @@ struct demo_opts {
         bool quick;
         bool plain;        /* no terminal redraw: one line every few seconds */
         bool stay;         /* after the summary, keep tollgate and the stub up for the console */
+        bool accounts;     /* --accounts: two accounts, two providers (demo_accounts.c) */
         const char *store; /* --store URL (borrowed from argv); NULL: a SQLite file of the run */
         double rate;       /* refunds fed per second */
         double scale;      /* stub time scale */
@@ -149,13 +152,11 @@ static int64_t min_start_gap(struct summary *s)
         return gap;
 }
 
-static int write_config(const char *dir, const char *store, int api_port, int stub_port,
-                        char *ret_path, size_t size)
+int demo_token_file(const char *dir, char *ret_path, size_t size)
 {
-        char token[256];
-        snprintf(token, sizeof(token), "%s/token", dir);
+        snprintf(ret_path, size, "%s/token", dir);
         /* a secret file nobody but its owner may read (config refuses others) */
-        int fd = open(token, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        int fd = open(ret_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
         if (!f) {
                 if (fd >= 0)
@@ -164,6 +165,18 @@ static int write_config(const char *dir, const char *store, int api_port, int st
         }
         fputs(TOKEN "\n", f);
         fclose(f);
+        return 0;
+}
+
+static int write_config(const char *dir, const char *store, int api_port, int stub_port,
+                        char *ret_path, size_t size)
+{
+        char token[256];
+        FILE *f;
+        int r = demo_token_file(dir, token, sizeof(token));
+
+        if (r < 0)
+                return r;
         snprintf(ret_path, size, "%s/tollgate.ini", dir);
         f = fopen(ret_path, "w");
         if (!f)
@@ -188,17 +201,19 @@ static int write_config(const char *dir, const char *store, int api_port, int st
         return 0;
 }
 
-static int submit(int api_port, unsigned n)
+int demo_submit(int api_port, const char *account, const char *operation_id, unsigned amount)
 {
-        char url[128], body[256];
+        char url[128], body[320], acct[64] = "";
         const char *headers[] = {"Authorization: Bearer " TOKEN, "Content-Type: application/json",
                                  NULL};
         struct http_client_result res = {0};
         snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/refunds", api_port);
+        if (account)
+                snprintf(acct, sizeof(acct), ",\"account\":\"%s\"", account);
         snprintf(body, sizeof(body),
-                 "{\"operation_id\":\"demo-%05u\",\"payment_id\":\"pay-%05u\","
-                 "\"amount\":%u,\"currency\":\"TWD\"}",
-                 n, n, 100 + n % 900);
+                 "{\"operation_id\":\"%s\",\"payment_id\":\"pay-%s\","
+                 "\"amount\":%u,\"currency\":\"TWD\"%s}",
+                 operation_id, operation_id, amount, acct);
         int r = http_client_request(
             &(struct http_client_request){
                 .method = "POST", .url = url, .headers = headers, .body = body, .timeout_ms = 2000},
@@ -208,8 +223,16 @@ static int submit(int api_port, unsigned n)
         return res.status == 202 || res.status == 200 ? 0 : TG_EIO;
 }
 
+static int submit(int api_port, unsigned n)
+{
+        char id[32];
+
+        snprintf(id, sizeof(id), "demo-%05u", n);
+        return demo_submit(api_port, NULL, id, 100 + n % 900);
+}
+
 /* The stub's current mode ("fast", "slow:3500", ...), or "?" */
-static void stub_mode(int stub_port, char *out, size_t size)
+void demo_stub_mode(int stub_port, char *out, size_t size)
 {
         char url[128], resp[4096];
         struct http_client_result res = {0};
@@ -230,38 +253,45 @@ static void stub_mode(int stub_port, char *out, size_t size)
         json_decref(o);
 }
 
-/* How many operations the provider executed more than once (-1: unknown). */
-static long executed_twice(int stub_port)
+char *demo_stub_get(int stub_port, const char *path, size_t max)
 {
-        char url[128];
-        const size_t size = 8u << 20;
-        char *resp = malloc(size);
+        char url[160];
+        char *resp = malloc(max);
         struct http_client_result res = {0};
-        long twice = -1;
+
         if (!resp)
-                return -1;
-        snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/ledger", stub_port);
+                return NULL;
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", stub_port, path);
         if (http_client_request(&(struct http_client_request){.method = "GET",
                                                               .url = url,
-                                                              .timeout_ms = 5000,
+                                                              .timeout_ms = 10000,
                                                               .resp = resp,
-                                                              .resp_size = size},
+                                                              .resp_size = max},
                                 &res) == 0 &&
-            res.status == 200) {
-                json_t *o = json_loads(resp, 0, NULL);
-                json_t *ops = o ? json_object_get(o, "operations") : NULL;
-                const char *key;
-                json_t *op;
-                if (json_is_object(ops)) {
-                        twice = 0;
-                        json_object_foreach(ops, key, op)
-                        {
-                                if (json_integer_value(json_object_get(op, "executions")) > 1)
-                                        twice++;
-                        }
+            res.status == 200)
+                return resp;
+        free(resp);
+        return NULL;
+}
+
+long demo_executed_twice(int stub_port)
+{
+        char *resp = demo_stub_get(stub_port, "/_stub/ledger", 8u << 20);
+        json_t *o = resp ? json_loads(resp, 0, NULL) : NULL;
+        json_t *ops = o ? json_object_get(o, "operations") : NULL;
+        const char *key;
+        json_t *op;
+        long twice = -1;
+
+        if (json_is_object(ops)) {
+                twice = 0;
+                json_object_foreach(ops, key, op)
+                {
+                        if (json_integer_value(json_object_get(op, "executions")) > 1)
+                                twice++;
                 }
-                json_decref(o);
         }
+        json_decref(o);
         free(resp);
         return twice;
 }
@@ -289,33 +319,19 @@ static double oldest_age_s(const struct store_stats *st)
 /* Writes the stub's arrival record to path. 0 or a negative code. */
 static int save_arrivals(int stub_port, const char *path)
 {
-        const size_t size = 64u << 20;
-        char url[128];
-        char *resp = malloc(size);
-        struct http_client_result res = {0};
-        int r = TG_EIO;
-        if (!resp)
-                return TG_ENOMEM;
-        snprintf(url, sizeof(url), "http://127.0.0.1:%d/_stub/arrivals?since=0", stub_port);
-        if (http_client_request(&(struct http_client_request){.method = "GET",
-                                                              .url = url,
-                                                              .timeout_ms = 10000,
-                                                              .resp = resp,
-                                                              .resp_size = size},
-                                &res) == 0 &&
-            res.status == 200) {
-                FILE *f = fopen(path, "w");
-                if (f) {
-                        size_t n = strlen(resp);
-                        r = fwrite(resp, 1, n, f) == n ? 0 : TG_EIO;
-                        if (fclose(f) != 0)
-                                r = TG_EIO;
-                }
+        char *resp = demo_stub_get(stub_port, "/_stub/arrivals?since=0", 64u << 20);
+        int r = resp ? TG_EIO : TG_ENOMEM;
+        FILE *f = resp ? fopen(path, "w") : NULL;
+
+        if (f) {
+                size_t n = strlen(resp);
+                r = fwrite(resp, 1, n, f) == n ? 0 : TG_EIO;
+                if (fclose(f) != 0)
+                        r = TG_EIO;
         }
         free(resp);
         return r;
 }
-
 /* The run as one HTML page (tollgate report), written to the current
  * directory so that it outlives the demo's temp files. 0 or a negative code. */
 static int write_report(const struct demo_opts *o, const char *config, int stub_port,
@@ -419,6 +435,11 @@ static int parse_opts(int argc, char **argv, struct demo_opts *o)
              .flag = &o->stay,
              .help = "after the summary, keep tollgate and the stub running (the console stays "
                      "up) until Ctrl-C"},
+            {.name = "accounts",
+             .flag = &o->accounts,
+             .help = "two provider accounts in one tollgate, each at its own stand-in: one goes "
+                     "through an incident, the other is not slowed by it (the console shows "
+                     "both)"},
             {.name = "store",
              .arg = "URL",
              .string = &o->store,
@@ -451,16 +472,39 @@ struct demo_run {
         char config[512];
 };
 
+int demo_wait_healthy(int api_port)
+{
+        char url[128];
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", api_port);
+        for (int i = 0; i < 100; i++) {
+                struct http_client_result res = {0};
+                if (http_client_request(&(struct http_client_request){.method = "GET",
+                                                                      .url = url,
+                                                                      .timeout_ms = 500},
+                                        &res) == 0 &&
+                    res.status == 200)
+                        return 0;
+                tool_sleep(0.1);
+        }
+        return TG_EIO;
+}
+
+int demo_binaries(char *stub_bin, char *self, size_t size)
+{
+        int r = tool_sibling("tollgate-stub", stub_bin, size);
+        if (r == 0)
+                r = tool_sibling("tollgate", self, size);
+        if (r < 0)
+                fprintf(stderr, "tollgate demo: cannot find tollgate-stub next to tollgate\n");
+        return r;
+}
+
 static int start_all(struct demo_run *d, const struct demo_opts *o)
 {
         char stub_bin[1024], self[1024], port_file[256], scale[32], record[256];
-        int r = tool_sibling("tollgate-stub", stub_bin, sizeof(stub_bin));
-        if (r == 0)
-                r = tool_sibling("tollgate", self, sizeof(self));
-        if (r < 0) {
-                fprintf(stderr, "tollgate demo: cannot find tollgate-stub next to tollgate\n");
+        int r = demo_binaries(stub_bin, self, sizeof(self));
+        if (r < 0)
                 return r;
-        }
         if (tool_proc_init(&d->stub, "tg-demo-stub") < 0 || tool_proc_init(&d->tg, "tg-demo") < 0)
                 return TG_EIO;
         snprintf(port_file, sizeof(port_file), "%s/port", d->stub.dir);
@@ -485,18 +529,7 @@ static int start_all(struct demo_run *d, const struct demo_opts *o)
         r = tool_proc_start(&d->tg, tg_argv, NULL, 0);
         if (r < 0)
                 return r;
-        char url[128];
-        snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", api_port);
-        for (int i = 0; i < 100; i++) {
-                struct http_client_result res = {0};
-                if (http_client_request(&(struct http_client_request){.method = "GET",
-                                                                      .url = url,
-                                                                      .timeout_ms = 500},
-                                        &res) == 0 &&
-                    res.status == 200)
-                        break;
-                tool_sleep(0.1);
-        }
+        demo_wait_healthy(api_port);
         char store_url[600];
         if (o->store)
                 snprintf(store_url, sizeof(store_url), "%s", o->store);
@@ -529,6 +562,8 @@ int cmd_demo(int argc, char **argv)
         sigaction(SIGTERM, &sa, NULL);
         signal(SIGPIPE, SIG_IGN);
 
+        if (o.accounts)
+                return demo_accounts_run(o.scale, o.plain);
         struct demo_run d;
         memset(&d, 0, sizeof(d));
         r = start_all(&d, &o);
@@ -574,7 +609,7 @@ int cmd_demo(int argc, char **argv)
                         in_flight = calls_open(d.store);
                         starts_s = (unsigned)(v.starts - starts_prev);
                         starts_prev = v.starts;
-                        stub_mode(d.stub.port, mode, sizeof(mode));
+                        demo_stub_mode(d.stub.port, mode, sizeof(mode));
                         next_second += 1;
                 }
                 if (now >= next_draw) {
@@ -597,7 +632,7 @@ int cmd_demo(int argc, char **argv)
                 fprintf(stderr, "tollgate demo: could not read the whole call log\n");
         int64_t min_gap_ns = min_start_gap(&sum);
         store_stats(d.store, &st);
-        long twice = executed_twice(d.stub.port);
+        long twice = demo_executed_twice(d.stub.port);
         uint64_t open = st.by_state[OP_PENDING] + st.by_state[OP_IN_FLIGHT] +
                         st.by_state[OP_RETRY_WAIT] + st.by_state[OP_UNKNOWN];
         char twice_text[32];

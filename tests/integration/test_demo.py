@@ -73,6 +73,30 @@ class DemoTest(unittest.TestCase):
         left = subprocess.run(["pgrep", "-f", "tg-demo"], capture_output=True, text=True)
         self.assertEqual(left.stdout.strip(), "", "demo left processes running")
 
+    def test_two_accounts_demo(self):
+        # `demo --accounts`: eu's provider goes through an incident, us's
+        # stays healthy behind a limiter at us's rate; both settle, none
+        # twice, each account's spacing kept, us's door refused nothing
+        cwd = tgtest.scratch_dir("tgdemo-test-")
+        p = subprocess.run([tgtest.binary("tollgate"), "demo", "--accounts", "--quick", "--plain"],
+                           capture_output=True, text=True, cwd=cwd, timeout=240,
+                           preexec_fn=tgtest.raise_priority)
+        out = p.stdout
+        self.assertEqual(p.returncode, 0, out + p.stderr)
+        self.assertIn("eu's provider: slow", out)
+        self.assertIn("eu's provider: unavailable", out)
+        for name, spacing in (("eu", 250), ("us", 125)):
+            m = re.search(r"account %s: fed (\d+) \(0 refused by intake\), succeeded (\d+), "
+                          r"rejected 0, manual 0, still open 0; executed twice 0; minimum start "
+                          r"spacing ([0-9.]+) ms" % name, out)
+            self.assertIsNotNone(m, out)
+            self.assertGreater(int(m.group(1)), 20)
+            self.assertEqual(m.group(1), m.group(2))
+            self.assertGreaterEqual(float(m.group(3)), spacing)
+        self.assertIn("us's door refused 0 calls", out)
+        left = subprocess.run(["pgrep", "-f", "tg-demo"], capture_output=True, text=True)
+        self.assertEqual(left.stdout.strip(), "", "demo left processes running")
+
 
 if __name__ == "__main__":
     tgtest.main_unittest()
