@@ -160,9 +160,11 @@ static void own_steps(struct dispatcher *d, tg_mono_ns now)
         bool any_serving = false, any_waiting = false;
         unsigned owned = 0, max = d->opt->max_accounts;
 
-        for (unsigned i = 0; i < d->nexits && d->stepwise; i++)
+        if (!d->stepwise)
+                return;
+        for (unsigned i = 0; i < d->nexits; i++)
                 owned += exit_owns(d->exits[i]);
-        for (unsigned i = 0; i < d->nexits && d->stepwise; i++) {
+        for (unsigned i = 0; i < d->nexits; i++) {
                 struct exit *e = d->exits[i];
                 /* at dispatch.max_accounts, the rest stand by untried */
                 if (exit_pending(e) && (exit_owns(e) || max == 0 || owned < max)) {
@@ -177,7 +179,7 @@ static void own_steps(struct dispatcher *d, tg_mono_ns now)
                 any_waiting = any_waiting || exit_pending(e);
         }
         log_set_account(NULL);
-        if (d->stepwise && d->opt->standby)
+        if (d->opt->standby)
                 *d->opt->standby = !any_serving && any_waiting;
 }
 

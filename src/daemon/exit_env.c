@@ -36,10 +36,9 @@ struct real {
         unsigned n;
         const struct tg_config **views; /* the caller's views (borrowed), our list */
         struct store **stores, **outcome_stores;
-        struct wake *doorbell;       /* the API's (serve), or own_bell */
-        struct wake *own_bell;       /* ours: rung by the store's listener alone */
-        struct wake *store_bell;     /* ours: the store thread's */
-        const struct tg_config *cfg; /* the caller's: it outlives the env */
+        struct wake *doorbell;   /* the API's (serve), or own_bell */
+        struct wake *own_bell;   /* ours: rung by the store's listener alone */
+        struct wake *store_bell; /* ours: the store thread's */
 };
 
 static tg_mono_ns real_mono(void *ctx)
@@ -242,7 +241,6 @@ int exit_env_real_accounts(const struct tg_config *const *views, const unsigned 
                 free(x);
                 return TG_EINVAL;
         }
-        x->cfg = views[0];
         x->n = n;
         x->views = calloc(n, sizeof(*x->views));
         x->stores = calloc(n, sizeof(*x->stores));
