@@ -156,6 +156,12 @@ int store_mysql_split_read(struct store *store, struct store_split *ret_split);
 int store_mysql_split_put(struct store *store, const struct store_split *split);
 int store_mysql_hold_get(struct store *store, tg_wall_ms *ret_until);
 int store_mysql_hold_raise(struct store *store, tg_wall_ms until);
+int store_mysql_controls_get(struct store *store, const char *account, bool lock,
+                             struct account_controls *ret_controls);
+int store_mysql_controls_put(struct store *store, const char *account,
+                             const struct account_controls *c);
+int store_mysql_account_audit_insert(struct store *store, const struct account_audit_record *a);
+int store_mysql_account_audit_read(MYSQL_RES *res, MYSQL_ROW row, void *ret_row);
 int store_mysql_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
                      unsigned *ret_n);
 int store_mysql_stats(struct store *store, struct store_stats *ret_stats);

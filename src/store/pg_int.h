@@ -166,6 +166,12 @@ int store_pg_split_read(struct store *store, struct store_split *ret_split);
 int store_pg_split_put(struct store *store, const struct store_split *split);
 int store_pg_hold_get(struct store *store, tg_wall_ms *ret_until);
 int store_pg_hold_raise(struct store *store, tg_wall_ms until);
+int store_pg_controls_get(struct store *store, const char *account, bool lock,
+                          struct account_controls *ret_controls);
+int store_pg_controls_put(struct store *store, const char *account,
+                          const struct account_controls *c);
+int store_pg_account_audit_insert(struct store *store, const struct account_audit_record *a);
+int store_pg_account_audit_read(const PGresult *res, int row, void *ret_row);
 int store_pg_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
                   unsigned *ret_n);
 int store_pg_stats(struct store *store, struct store_stats *ret_stats);

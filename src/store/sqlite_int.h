@@ -51,6 +51,10 @@ enum stmt_id {
         ST_SPLIT_PUT,
         ST_HOLD_GET,
         ST_HOLD_RAISE,
+        ST_CONTROLS_GET,
+        ST_CONTROLS_PUT,
+        ST_ACCOUNT_AUDIT_INSERT,
+        ST_PAGE_ACCOUNT_AUDIT,
         /* made at open from the transition table (store_sqlite.c) */
         ST_PICK_FIRST,
         ST_DYN_FIRST = ST_PICK_FIRST,
@@ -153,6 +157,12 @@ int store_sqlite_split_read(struct store *store, struct store_split *ret_split);
 int store_sqlite_split_put(struct store *store, const struct store_split *split);
 int store_sqlite_hold_get(struct store *store, tg_wall_ms *ret_until);
 int store_sqlite_hold_raise(struct store *store, tg_wall_ms until);
+int store_sqlite_controls_get(struct store *store, const char *account, bool lock,
+                              struct account_controls *ret_controls);
+int store_sqlite_controls_put(struct store *store, const char *account,
+                              const struct account_controls *c);
+int store_sqlite_account_audit_insert(struct store *store, const struct account_audit_record *a);
+int store_sqlite_account_audit_read(sqlite3_stmt *st, void *ret_row);
 int store_sqlite_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
                       unsigned *ret_n);
 int store_sqlite_stats(struct store *store, struct store_stats *ret_stats);

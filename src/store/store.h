@@ -136,6 +136,65 @@ int store_use_account(struct store *store, const char *account);
 /* The account the handle serves; lives as long as the store. */
 const char *store_account(const struct store *store);
 
+/* ---- run-time account controls (issue 26 §5) ------------------------------ */
+
+/* An operator changes an account's rate, in-flight cap, or pauses it,
+ * without a restart. The store keeps what is in force per account (so a
+ * restart keeps it, and every dispatcher of the account reads the same), and
+ * an append-only audit trail of every change, written in the change's own
+ * transaction: a change is never in force without its audit row, nor the
+ * other way round. Account names are [a-z0-9_-]{1,32}
+ * (refund_account_name_ok()); any name may be set, configured or not. */
+struct account_controls {
+        double starts_per_second; /* 0: the config's */
+        unsigned max_in_flight;   /* 0: the config's */
+        bool paused;
+        tg_wall_ms changed_at; /* 0: never changed */
+        char changed_by[TG_TEXT_MAX];
+};
+
+/* The account's controls; an account never changed: all zero (0 returned).
+ * TG_EINVAL (not an account name). One short read transaction. */
+int store_controls_get(struct store *store, const char *account,
+                       struct account_controls *ret_controls);
+
+/* Replaces the account's controls with *next (its starts_per_second,
+ * max_in_flight and paused; changed_at = now, changed_by = principal), and
+ * appends an account audit row (action, principal, reason, at = now, detail
+ * = JSON {"from":{"starts_per_second":..,"max_in_flight":..,"paused":..},
+ * "to":{...}}) in the SAME write transaction, committed before it returns.
+ * Concurrent sets of one account are serialized, so each row's "from" is
+ * what the one before it set. *ret_prev (may be NULL): what was in force
+ * before (all zero if never changed). TG_EINVAL, with nothing stored, on bad
+ * input: account not [a-z0-9_-]{1,32}; a negative, NaN or infinite rate;
+ * action empty or over 31 bytes; principal empty or over TG_TEXT_MAX-1
+ * bytes; reason (NULL: "") over TG_TEXT_MAX-1 bytes. */
+int store_controls_set(struct store *store, const char *account,
+                       const struct account_controls *next, const char *action,
+                       const char *principal, const char *reason, tg_wall_ms now,
+                       struct account_controls *ret_prev);
+
+/* One row of the account audit trail (append-only on every backend: the
+ * store's triggers refuse its UPDATE and DELETE; no prune touches it). */
+struct account_audit_record {
+        int64_t id; /* grows with each row, across every account */
+        char account[TG_ACCOUNT_NAME_MAX + 1];
+        tg_wall_ms at;
+        char action[32]; /* the caller's word: "set", "pause", "resume", ... */
+        char principal[TG_TEXT_MAX];
+        char reason[TG_TEXT_MAX];
+        char detail[TG_TEXT_MAX]; /* the JSON of store_controls_set() */
+};
+typedef int (*store_account_audit_fn)(const struct account_audit_record *rec, void *userdata);
+
+/* Account audit rows with id > after_id, oldest (lowest id) first, at most
+ * limit; account NULL: every account. Walked in pages, each its own read
+ * transaction; fn runs between them (it may call the store). A non-zero
+ * return from fn stops the walk and is returned. TG_EINVAL (not an account
+ * name, fn NULL). */
+int store_list_account_audit(struct store *store, const char *account, int64_t after_id,
+                             unsigned limit, store_account_audit_fn fn, void *userdata);
+
 /* ---- intake ---------------------------------------------------------- */
 
 /* Stores a new operation in state pending, or finds the existing one with the

@@ -125,7 +125,7 @@ struct store_batch {
         unsigned share, shares;
 };
 
-/* ---- pages: one walk (store_read.c), seven queries ---------------------------- */
+/* ---- pages: one walk (store_read.c), eight queries ---------------------------- */
 
 enum store_page_kind {
         STORE_PAGE_CALLS,    /* calls with id > cur_id, by id */
@@ -137,11 +137,14 @@ enum store_page_kind {
                               * (cur_at, cur_id) by (accepted_at, id) */
         STORE_PAGE_SAMPLES,  /* samples after (cur_at, cur_share) by (at, share) */
         STORE_PAGE_REFUSALS, /* refusal seconds with at > cur_at, by at */
+        /* account audit rows of `account` ("": every account) with id >
+         * cur_id, by id */
+        STORE_PAGE_ACCOUNT_AUDIT,
 };
 
 /* A page query and its cursor: the last row seen (the neutral walk moves it
  * after every page). Rows are struct call_record, audit_record, op_record,
- * exit_sample or refusal_second by kind. */
+ * exit_sample, refusal_second or account_audit_record by kind. */
 struct store_page {
         enum store_page_kind kind;
         int64_t op_id;
@@ -149,6 +152,7 @@ struct store_page {
         enum manual_reason reason;
         enum store_assignee who;
         char assignee[TG_TEXT_MAX];
+        char account[TG_ACCOUNT_NAME_MAX + 1];
         int64_t after_id;
         int64_t cur_id;
         int64_t cur_at;
@@ -293,6 +297,19 @@ struct store_ops {
         int (*event_page)(struct store *store, int64_t after_id, enum store_event_filter filter,
                           unsigned want, struct store_event *buf, unsigned *ret_n);
         int (*event_delivery_put)(struct store *store, const struct store_event *ev);
+
+        /* run-time account controls (issue 26 §5), inside a transaction, of
+         * the named account (not the handle's): what is in force
+         * (TG_ENOTFOUND: never set); with `lock` (a write transaction) the
+         * account's row is held until it ends, made first if missing, so
+         * that two changes of one account are serialized; replacing it
+         * (every column of *c); one row of the account audit trail (its id
+         * ignored) */
+        int (*controls_get)(struct store *store, const char *account, bool lock,
+                            struct account_controls *ret_controls);
+        int (*controls_put)(struct store *store, const char *account,
+                            const struct account_controls *c);
+        int (*account_audit_insert)(struct store *store, const struct account_audit_record *a);
 };
 
 /* A backend names its primitives <prefix>_<primitive> (store_sqlite_op_get,
@@ -312,7 +329,9 @@ struct store_ops {
         .hold_get = p##_hold_get, .hold_raise = p##_hold_raise, .page = p##_page,                  \
         .stats = p##_stats, .sample_put = p##_sample_put, .sample_last = p##_sample_last,          \
         .refusals_add = p##_refusals_add, .event_insert = p##_event_insert,                        \
-        .event_page = p##_event_page, .event_delivery_put = p##_event_delivery_put
+        .event_page = p##_event_page, .event_delivery_put = p##_event_delivery_put,                \
+        .controls_get = p##_controls_get, .controls_put = p##_controls_put,                        \
+        .account_audit_insert = p##_account_audit_insert
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://); opts as for

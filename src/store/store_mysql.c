@@ -356,9 +356,38 @@ static const struct migration migrations[] = {
          "  CONSTRAINT events_delivery_word CHECK (delivery IN (0, 1, 2))"
          ") ENGINE=InnoDB"},
     {12, "INSERT IGNORE INTO counters (name, n) VALUES ('events', 0)"},
+    /* 13: run-time account controls (issue 26 §5), a step of its own: what
+     * an operator set per account (rate, in-flight cap, paused; 0: the
+     * config's), and the account audit trail of every change, append-only
+     * as `audit` is (its triggers are guards: guards_check() makes any that
+     * is missing and says which it cannot). Every step may run again. */
+    {13, "CREATE TABLE IF NOT EXISTS account_controls ("
+         "  account VARCHAR(32) " TEXT_ASCII " NOT NULL PRIMARY KEY,"
+         "  starts_per_second DOUBLE NOT NULL,"
+         "  max_in_flight INT UNSIGNED NOT NULL,"
+         "  paused TINYINT NOT NULL,"
+         "  changed_at BIGINT NOT NULL,"
+         "  changed_by VARBINARY(255) NOT NULL,"
+         "  CONSTRAINT controls_rate CHECK (starts_per_second >= 0),"
+         "  CONSTRAINT controls_paused CHECK (paused IN (0, 1))"
+         ") ENGINE=InnoDB"},
+    {13, "CREATE TABLE IF NOT EXISTS account_audit ("
+         "  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+         "  account VARCHAR(32) " TEXT_ASCII " NOT NULL,"
+         "  at BIGINT NOT NULL,"
+         "  action VARBINARY(31) NOT NULL,"
+         "  principal VARBINARY(255) NOT NULL,"
+         "  reason VARBINARY(255) NOT NULL,"
+         "  detail VARBINARY(255) NOT NULL,"
+         "  KEY account_audit_account (account, id)"
+         ") ENGINE=InnoDB"},
+    {13, "CREATE TRIGGER IF NOT EXISTS account_audit_no_delete BEFORE DELETE ON account_audit "
+         "FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'account audit is append-only'"},
+    {13, "CREATE TRIGGER IF NOT EXISTS account_audit_no_update BEFORE UPDATE ON account_audit "
+         "FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'account audit is append-only'"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  12
+#define SCHEMA_VERSION  13
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;
@@ -522,8 +551,9 @@ static int migrate_steps(struct mysql_store *s)
 
 /* The triggers that keep "never deleted" and "append-only" (migrations[]
  * holds their SQL; the last statement of each name is the current one). */
-static const char *const guards[] = {"operations_no_delete", "calls_no_delete", "audit_no_delete",
-                                     "audit_no_update"};
+static const char *const guards[] = {"operations_no_delete",    "calls_no_delete",
+                                     "audit_no_delete",         "audit_no_update",
+                                     "account_audit_no_delete", "account_audit_no_update"};
 #define GUARD_COUNT ((int)(sizeof(guards) / sizeof(guards[0])))
 
 static const char *guard_sql(const char *name)

@@ -309,9 +309,36 @@ static const struct migration migrations[] = {
         "  CONSTRAINT events_delivery_word CHECK (delivery IN (0, 1, 2)))"},
     {3, "CREATE INDEX events_delivery ON events (delivery, id)"},
     {3, "INSERT INTO counters (name, n) VALUES ('events', 0)"},
+    /* 4: run-time account controls (issue 26 §5), a step of its own: what
+     * an operator set per account (rate, in-flight cap, paused; 0: the
+     * config's), and the account audit trail of every change, append-only
+     * as `audit` is (no DELETE, UPDATE or TRUNCATE). */
+    {4, "CREATE TABLE account_controls ("
+        "  account VARCHAR(32) COLLATE \"C\" NOT NULL PRIMARY KEY,"
+        "  starts_per_second DOUBLE PRECISION NOT NULL,"
+        "  max_in_flight BIGINT NOT NULL,"
+        "  paused SMALLINT NOT NULL,"
+        "  changed_at BIGINT NOT NULL,"
+        "  changed_by VARCHAR(255) NOT NULL,"
+        "  CONSTRAINT controls_rate CHECK (starts_per_second >= 0),"
+        "  CONSTRAINT controls_in_flight CHECK (max_in_flight >= 0),"
+        "  CONSTRAINT controls_paused CHECK (paused IN (0, 1)))"},
+    {4, "CREATE TABLE account_audit ("
+        "  id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+        "  account VARCHAR(32) COLLATE \"C\" NOT NULL,"
+        "  at BIGINT NOT NULL,"
+        "  action VARCHAR(32) NOT NULL,"
+        "  principal VARCHAR(255) NOT NULL,"
+        "  reason VARCHAR(255) NOT NULL,"
+        "  detail VARCHAR(255) NOT NULL)"},
+    {4, "CREATE INDEX account_audit_account ON account_audit (account, id)"},
+    {4, "CREATE TRIGGER account_audit_no_delete BEFORE DELETE OR UPDATE ON account_audit "
+        "FOR EACH ROW EXECUTE FUNCTION tollgate_refuse('account audit is append-only')"},
+    {4, "CREATE TRIGGER account_audit_no_truncate BEFORE TRUNCATE ON account_audit "
+        "FOR EACH STATEMENT EXECUTE FUNCTION tollgate_refuse('account audit is append-only')"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  3
+#define SCHEMA_VERSION  4
 
 /* ---- url ------------------------------------------------------------------ */
 

@@ -544,6 +544,15 @@ int store_pg_page(struct store *store, const struct store_page *p, unsigned want
                 read = read_refusal;
                 size = sizeof(struct refusal_second);
                 break;
+        case STORE_PAGE_ACCOUNT_AUDIT:
+                r = store_pg_query(s, &res,
+                                   "SELECT id, account, at, action, principal, reason, detail "
+                                   "FROM account_audit WHERE (%S = '' OR account = %S) AND "
+                                   "id > %I ORDER BY id LIMIT %I",
+                                   p->account, p->account, p->cur_id, n);
+                read = store_pg_account_audit_read;
+                size = sizeof(struct account_audit_record);
+                break;
         case STORE_PAGE_SAMPLES:
         default:
                 r = store_pg_query(s, &res,

@@ -1,9 +1,9 @@
 /*
  * store_read — the reading side of the store, written once for every
  * backend: the call log, the calls and audit trail of one operation, the
- * manual queue, one state's operations and the exit's samples are all walked
- * by ONE paging loop over the backend's page primitive, plus stats and the
- * samples' writes.
+ * manual queue, one state's operations, the exit's samples and the account
+ * audit trail are all walked by ONE paging loop over the backend's page
+ * primitive, plus stats and the samples' writes.
  *
  * Each page is its own short read transaction; callbacks run between pages,
  * outside any transaction and statement, so a callback may call back into
@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "store/store_backend.h"
 
@@ -25,6 +26,7 @@ union row_fn {
         store_audit_fn audit;
         store_sample_fn sample;
         store_refusal_fn refusal;
+        store_account_audit_fn account_audit;
 };
 
 /* What one walk needs besides its query: the size of a row, how to hand a
@@ -103,6 +105,11 @@ static int deliver_refusal(const void *row, const union row_fn *fn, void *userda
         return fn->refusal(row, userdata);
 }
 
+static int deliver_account_audit(const void *row, const union row_fn *fn, void *userdata)
+{
+        return fn->account_audit(row, userdata);
+}
+
 static void after_call(struct store_page *page, const void *row)
 {
         page->cur_id = ((const struct call_record *)row)->id;
@@ -111,6 +118,11 @@ static void after_call(struct store_page *page, const void *row)
 static void after_audit(struct store_page *page, const void *row)
 {
         page->cur_id = ((const struct audit_record *)row)->id;
+}
+
+static void after_account_audit(struct store_page *page, const void *row)
+{
+        page->cur_id = ((const struct account_audit_record *)row)->id;
 }
 
 static void after_op(struct store_page *page, const void *row)
@@ -168,6 +180,24 @@ int store_list_audit(struct store *store, int64_t op_id, store_audit_fn fn, void
                 return TG_EINVAL;
         w.fn.audit = fn;
         return walk(store, &page, UINT64_MAX, &w);
+}
+
+int store_list_account_audit(struct store *store, const char *account, int64_t after_id,
+                             unsigned limit, store_account_audit_fn fn, void *userdata)
+{
+        struct store_page page = {.kind = STORE_PAGE_ACCOUNT_AUDIT, .cur_id = after_id};
+        struct walk w = {sizeof(struct account_audit_record),
+                         deliver_account_audit,
+                         after_account_audit,
+                         {0},
+                         userdata};
+
+        if (!store || !fn || (account && !refund_account_name_ok(account)))
+                return TG_EINVAL;
+        if (account)
+                store_copy_text(page.account, sizeof(page.account), account);
+        w.fn.account_audit = fn;
+        return walk(store, &page, limit, &w);
 }
 
 int store_list_manual_filtered(struct store *store, int64_t after_id,

@@ -155,6 +155,19 @@ static const char *const fixed_sql[ST_COUNT] = {
         "ON CONFLICT(account) DO UPDATE SET until_wall = max(until_wall, excluded.until_wall)",
     [ST_SPLIT_PUT] = "INSERT OR REPLACE INTO exit_split (account, shares, starts_per_second, "
                      "max_in_flight) VALUES (" ACCT ", ?1, ?2, ?3)",
+    /* run-time account controls (issue 26 §5): of the NAMED account (?1),
+     * not the handle's */
+    [ST_CONTROLS_GET] = "SELECT starts_per_second, max_in_flight, paused, changed_at, changed_by "
+                        "FROM account_controls WHERE account = ?1",
+    [ST_CONTROLS_PUT] = "INSERT OR REPLACE INTO account_controls (account, starts_per_second, "
+                        "max_in_flight, paused, changed_at, changed_by) "
+                        "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_ACCOUNT_AUDIT_INSERT] = "INSERT INTO account_audit (account, at, action, principal, "
+                                "reason, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    /* ?1 '': every account */
+    [ST_PAGE_ACCOUNT_AUDIT] = "SELECT id, account, at, action, principal, reason, detail "
+                              "FROM account_audit WHERE (?1 = '' OR account = ?1) AND id > ?2 "
+                              "ORDER BY id LIMIT ?3",
 };
 
 /* The statements made from the transition table (core/policy.h): the state

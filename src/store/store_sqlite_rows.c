@@ -583,6 +583,15 @@ int store_sqlite_page(struct store *store, const struct store_page *p, unsigned 
                 read = read_refusal;
                 size = sizeof(struct refusal_second);
                 break;
+        case STORE_PAGE_ACCOUNT_AUDIT:
+                r = store_sqlite_stmt_get(s, ST_PAGE_ACCOUNT_AUDIT, &st);
+                bad =
+                    r == 0 &&
+                    (store_sqlite_bind_text(st, 1, p->account, sizeof(p->account) - 1) ||
+                     store_sqlite_bind_i64(st, 2, p->cur_id) || store_sqlite_bind_i64(st, 3, want));
+                read = store_sqlite_account_audit_read;
+                size = sizeof(struct account_audit_record);
+                break;
         case STORE_PAGE_SAMPLES:
         default:
                 r = store_sqlite_stmt_get(s, ST_PAGE_SAMPLES, &st);

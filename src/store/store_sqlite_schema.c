@@ -358,6 +358,33 @@ const char *const store_sqlite_migrations[] = {
      ");"
      "CREATE INDEX events_delivery ON events(delivery, id);"
      "INSERT INTO counters (name, n) VALUES ('events', 0);"),
+    /* 14: run-time account controls (issue 26 §5), a step of its own: what
+     * an operator set per account (rate, in-flight cap, paused; 0: the
+     * config's), and the account audit trail of every change, append-only
+     * as `audit` is; AUTOINCREMENT so that an id is never handed out
+     * twice. */
+    ("CREATE TABLE account_controls ("
+     "  account TEXT PRIMARY KEY,"
+     "  starts_per_second REAL NOT NULL CHECK (starts_per_second >= 0),"
+     "  max_in_flight INTEGER NOT NULL CHECK (max_in_flight >= 0),"
+     "  paused INTEGER NOT NULL CHECK (paused IN (0, 1)),"
+     "  changed_at INTEGER NOT NULL,"
+     "  changed_by TEXT NOT NULL"
+     ") WITHOUT ROWID;"
+     "CREATE TABLE account_audit ("
+     "  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+     "  account TEXT NOT NULL,"
+     "  at INTEGER NOT NULL,"
+     "  action TEXT NOT NULL,"
+     "  principal TEXT NOT NULL,"
+     "  reason TEXT NOT NULL,"
+     "  detail TEXT NOT NULL"
+     ");"
+     "CREATE INDEX account_audit_account ON account_audit(account, id);"
+     "CREATE TRIGGER account_audit_no_delete BEFORE DELETE ON account_audit"
+     "  BEGIN SELECT RAISE(ABORT, 'account audit is append-only'); END;"
+     "CREATE TRIGGER account_audit_no_update BEFORE UPDATE ON account_audit"
+     "  BEGIN SELECT RAISE(ABORT, 'account audit is append-only'); END;"),
 };
 
 const int store_sqlite_migration_count =

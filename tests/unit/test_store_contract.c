@@ -21,6 +21,7 @@
 
 #include <cmocka.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2672,6 +2673,309 @@ static void test_account_hold(void **state)
         store_close(s);
 }
 
+/* ---- run-time account controls (issue 26 §5) ------------------------------------ */
+
+#define AUDIT_SEEN 8
+
+struct account_audit_seen {
+        unsigned n;
+        struct account_audit_record rows[AUDIT_SEEN];
+};
+
+static int on_account_audit(const struct account_audit_record *rec, void *userdata)
+{
+        struct account_audit_seen *seen = userdata;
+
+        if (seen->n < AUDIT_SEEN)
+                seen->rows[seen->n] = *rec;
+        seen->n++;
+        return 0;
+}
+
+static struct account_audit_seen account_audit(struct store *s, const char *account,
+                                               int64_t after_id, unsigned limit)
+{
+        struct account_audit_seen seen;
+
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(
+            store_list_account_audit(s, account, after_id, limit, on_account_audit, &seen), 0);
+        return seen;
+}
+
+static struct account_controls controls(double rate, unsigned in_flight, bool paused)
+{
+        struct account_controls c;
+
+        memset(&c, 0, sizeof(c));
+        c.starts_per_second = rate;
+        c.max_in_flight = in_flight;
+        c.paused = paused;
+        return c;
+}
+
+static void assert_controls_zero(struct store *s, const char *account)
+{
+        struct account_controls c;
+
+        memset(&c, 0x5a, sizeof(c));
+        assert_int_equal(store_controls_get(s, account, &c), 0);
+        assert_true(c.starts_per_second == 0);
+        assert_int_equal(c.max_in_flight, 0);
+        assert_false(c.paused);
+        assert_int_equal(c.changed_at, 0);
+        assert_string_equal(c.changed_by, "");
+}
+
+/* Set, get (from another handle: committed, and shared by every handle of
+ * the store), what was in force before, the audit rows in order with their
+ * JSON; accounts kept apart; a restart keeps them. */
+static void test_account_controls(void **state)
+{
+        struct store *s = open_store(), *other = open_store();
+        struct account_controls next = controls(12.5, 40, false), got, prev;
+        struct account_audit_seen seen;
+
+        (void)state;
+        assert_controls_zero(s, "eu");
+        assert_controls_zero(s, TG_ACCOUNT_DEFAULT);
+        seen = account_audit(s, NULL, 0, 100);
+        assert_int_equal(seen.n, 0);
+
+        /* changed_at and changed_by of *next are not the caller's to set */
+        next.changed_at = 7;
+        snprintf(next.changed_by, sizeof(next.changed_by), "mallory");
+        memset(&prev, 0x5a, sizeof(prev));
+        assert_int_equal(
+            store_controls_set(s, "eu", &next, "set", "ana", "provider asked", T0, &prev), 0);
+        assert_true(prev.starts_per_second == 0);
+        assert_int_equal(prev.max_in_flight, 0);
+        assert_false(prev.paused);
+        assert_int_equal(prev.changed_at, 0);
+        assert_string_equal(prev.changed_by, "");
+        assert_int_equal(store_controls_get(other, "eu", &got), 0);
+        assert_true(got.starts_per_second == 12.5);
+        assert_int_equal(got.max_in_flight, 40);
+        assert_false(got.paused);
+        assert_int_equal(got.changed_at, T0);
+        assert_string_equal(got.changed_by, "ana");
+        assert_controls_zero(other, TG_ACCOUNT_DEFAULT); /* accounts are separate */
+
+        /* the second change, from the other handle: its prev is the first */
+        next = controls(0.1, 0, true);
+        assert_int_equal(
+            store_controls_set(other, "eu", &next, "pause", "bo", NULL, T0 + 1000, &prev), 0);
+        assert_true(prev.starts_per_second == 12.5);
+        assert_int_equal(prev.max_in_flight, 40);
+        assert_false(prev.paused);
+        assert_int_equal(prev.changed_at, T0);
+        assert_string_equal(prev.changed_by, "ana");
+        assert_int_equal(store_controls_get(s, "eu", &got), 0);
+        assert_true(got.starts_per_second == 0.1);
+        assert_int_equal(got.max_in_flight, 0);
+        assert_true(got.paused);
+        assert_int_equal(got.changed_at, T0 + 1000);
+        assert_string_equal(got.changed_by, "bo");
+
+        /* another account; ret_prev may be NULL */
+        next = controls(3, 7, false);
+        assert_int_equal(store_controls_set(s, "us-1", &next, "set", "cy", "", T0 + 2000, NULL), 0);
+        assert_int_equal(store_controls_get(s, "us-1", &got), 0);
+        assert_true(got.starts_per_second == 3);
+        assert_int_equal(got.max_in_flight, 7);
+        assert_int_equal(store_controls_get(s, "eu", &got), 0);
+        assert_true(got.paused);
+
+        /* the trail: every account, oldest first */
+        seen = account_audit(other, NULL, 0, 100);
+        assert_int_equal(seen.n, 3);
+        assert_true(seen.rows[0].id < seen.rows[1].id && seen.rows[1].id < seen.rows[2].id);
+        assert_string_equal(seen.rows[0].account, "eu");
+        assert_int_equal(seen.rows[0].at, T0);
+        assert_string_equal(seen.rows[0].action, "set");
+        assert_string_equal(seen.rows[0].principal, "ana");
+        assert_string_equal(seen.rows[0].reason, "provider asked");
+        assert_string_equal(seen.rows[0].detail,
+                            "{\"from\":{\"starts_per_second\":0,\"max_in_flight\":0,"
+                            "\"paused\":false},\"to\":{\"starts_per_second\":12.5,"
+                            "\"max_in_flight\":40,\"paused\":false}}");
+        assert_string_equal(seen.rows[1].account, "eu");
+        assert_int_equal(seen.rows[1].at, T0 + 1000);
+        assert_string_equal(seen.rows[1].action, "pause");
+        assert_string_equal(seen.rows[1].principal, "bo");
+        assert_string_equal(seen.rows[1].reason, "");
+        assert_string_equal(seen.rows[1].detail,
+                            "{\"from\":{\"starts_per_second\":12.5,\"max_in_flight\":40,"
+                            "\"paused\":false},\"to\":{\"starts_per_second\":0.1,"
+                            "\"max_in_flight\":0,\"paused\":true}}");
+        assert_string_equal(seen.rows[2].account, "us-1");
+        assert_string_equal(seen.rows[2].detail,
+                            "{\"from\":{\"starts_per_second\":0,\"max_in_flight\":0,"
+                            "\"paused\":false},\"to\":{\"starts_per_second\":3,"
+                            "\"max_in_flight\":7,\"paused\":false}}");
+        /* one account's; after an id; at most limit */
+        seen = account_audit(s, "eu", 0, 100);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.rows[1].action, "pause");
+        seen = account_audit(s, "us-1", 0, 100);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.rows[0].principal, "cy");
+        seen = account_audit(s, "nobody", 0, 100);
+        assert_int_equal(seen.n, 0);
+        int64_t first = account_audit(s, NULL, 0, 1).rows[0].id;
+        seen = account_audit(s, NULL, 0, 1);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.rows[0].principal, "ana");
+        seen = account_audit(s, NULL, first, 100);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.rows[0].principal, "bo");
+        seen = account_audit(s, "us-1", first, 1);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.rows[0].principal, "cy");
+
+        /* a restart keeps them */
+        store_close(other);
+        store_close(s);
+        s = open_store();
+        assert_int_equal(store_controls_get(s, "eu", &got), 0);
+        assert_true(got.starts_per_second == 0.1);
+        assert_true(got.paused);
+        assert_string_equal(got.changed_by, "bo");
+        assert_int_equal(account_audit(s, NULL, 0, 100).n, 3);
+        store_close(s);
+}
+
+/* A rate that is not a plain decimal reads back exactly, and says so in the
+ * audit row's JSON with digits enough to read back exactly too. */
+static void test_account_controls_rate_exact(void **state)
+{
+        struct store *s = open_store();
+        struct account_controls next = controls(1.0 / 3.0, UINT32_MAX, false), got;
+        struct account_audit_seen seen;
+
+        (void)state;
+        assert_int_equal(store_controls_set(s, "eu", &next, "set", "ana", "", T0, NULL), 0);
+        assert_int_equal(store_controls_get(s, "eu", &got), 0);
+        assert_true(got.starts_per_second == 1.0 / 3.0);
+        assert_int_equal(got.max_in_flight, UINT32_MAX);
+        seen = account_audit(s, "eu", 0, 10);
+        assert_int_equal(seen.n, 1);
+        assert_non_null(strstr(seen.rows[0].detail, "\"to\":{\"starts_per_second\":"
+                                                    "0.3333333333333333,\"max_in_flight\":"
+                                                    "4294967295,\"paused\":false}"));
+        store_close(s);
+}
+
+/* Bad input is refused with nothing stored: neither controls nor audit. */
+static void test_account_controls_refused(void **state)
+{
+        struct store *s = open_store();
+        struct account_controls ok = controls(5, 5, false), bad, got;
+        char long_text[TG_TEXT_MAX + 1], long_action[33], long_account[34];
+
+        (void)state;
+        memset(long_text, 'x', sizeof(long_text) - 1);
+        long_text[sizeof(long_text) - 1] = '\0'; /* TG_TEXT_MAX bytes: one too many */
+        memset(long_action, 'a', sizeof(long_action) - 1);
+        long_action[sizeof(long_action) - 1] = '\0'; /* 32 bytes */
+        memset(long_account, 'a', sizeof(long_account) - 1);
+        long_account[sizeof(long_account) - 1] = '\0'; /* 33 bytes */
+
+        static const char *const accounts[] = {"", "EU", "eu!", "e u", "eu/1"};
+        for (size_t i = 0; i < sizeof(accounts) / sizeof(accounts[0]); i++) {
+                assert_int_equal(
+                    store_controls_set(s, accounts[i], &ok, "set", "ana", "", T0, NULL), TG_EINVAL);
+                assert_int_equal(store_controls_get(s, accounts[i], &got), TG_EINVAL);
+        }
+        assert_int_equal(store_controls_set(s, long_account, &ok, "set", "ana", "", T0, NULL),
+                         TG_EINVAL);
+        assert_int_equal(store_controls_set(s, NULL, &ok, "set", "ana", "", T0, NULL), TG_EINVAL);
+        assert_int_equal(store_controls_set(s, "eu", NULL, "set", "ana", "", T0, NULL), TG_EINVAL);
+        static const double rates[] = {-1.0, -1e-300, NAN, INFINITY};
+        for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
+                bad = controls(rates[i], 5, false);
+                assert_int_equal(store_controls_set(s, "eu", &bad, "set", "ana", "", T0, NULL),
+                                 TG_EINVAL);
+        }
+        assert_int_equal(store_controls_set(s, "eu", &ok, "", "ana", "", T0, NULL), TG_EINVAL);
+        assert_int_equal(store_controls_set(s, "eu", &ok, NULL, "ana", "", T0, NULL), TG_EINVAL);
+        assert_int_equal(store_controls_set(s, "eu", &ok, long_action, "ana", "", T0, NULL),
+                         TG_EINVAL);
+        assert_int_equal(store_controls_set(s, "eu", &ok, "set", "", "", T0, NULL), TG_EINVAL);
+        assert_int_equal(store_controls_set(s, "eu", &ok, "set", NULL, "", T0, NULL), TG_EINVAL);
+        assert_int_equal(store_controls_set(s, "eu", &ok, "set", long_text, "", T0, NULL),
+                         TG_EINVAL);
+        assert_int_equal(store_controls_set(s, "eu", &ok, "set", "ana", long_text, T0, NULL),
+                         TG_EINVAL);
+        assert_int_equal(store_list_account_audit(s, "EU", 0, 10, on_account_audit, NULL),
+                         TG_EINVAL);
+        assert_int_equal(store_list_account_audit(s, "eu", 0, 10, NULL, NULL), TG_EINVAL);
+        assert_controls_zero(s, "eu");
+        assert_int_equal(account_audit(s, NULL, 0, 100).n, 0);
+
+        /* the longest of each is fine: 32-byte account, 31-byte action,
+         * 255-byte principal and reason */
+        long_account[32] = '\0';
+        long_action[31] = '\0';
+        long_text[TG_TEXT_MAX - 1] = '\0';
+        assert_int_equal(
+            store_controls_set(s, long_account, &ok, long_action, long_text, long_text, T0, NULL),
+            0);
+        struct account_audit_seen seen = account_audit(s, long_account, 0, 10);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.rows[0].account, long_account);
+        assert_string_equal(seen.rows[0].action, long_action);
+        assert_string_equal(seen.rows[0].principal, long_text);
+        assert_string_equal(seen.rows[0].reason, long_text);
+        assert_int_equal(store_controls_get(s, long_account, &got), 0);
+        assert_string_equal(got.changed_by, long_text);
+        store_close(s);
+}
+
+/* The change and its audit row commit together: when the audit row cannot
+ * be written (its table renamed away under the store), the controls are not
+ * changed either; and the account audit trail is append-only. */
+static void test_account_controls_atomic_and_append_only(void **state)
+{
+        struct store *s = open_store();
+        struct account_controls first = controls(5, 5, false), next = controls(9, 9, true), got;
+        struct account_audit_seen seen;
+        char sql[256];
+
+        (void)state;
+        assert_int_equal(store_controls_set(s, "eu", &first, "set", "ana", "", T0, NULL), 0);
+        assert_false(raw("ALTER TABLE account_audit RENAME TO account_audit_away").refused);
+        assert_true(store_controls_set(s, "eu", &next, "set", "bo", "", T0 + 1, NULL) < 0);
+        assert_true(store_controls_set(s, "us", &next, "set", "bo", "", T0 + 1, NULL) < 0);
+        assert_false(raw("ALTER TABLE account_audit_away RENAME TO account_audit").refused);
+        assert_int_equal(store_controls_get(s, "eu", &got), 0);
+        assert_true(got.starts_per_second == 5);
+        assert_false(got.paused);
+        assert_string_equal(got.changed_by, "ana");
+        assert_controls_zero(s, "us");
+        seen = account_audit(s, NULL, 0, 100);
+        assert_int_equal(seen.n, 1);
+        /* and the store goes on once the table is back */
+        assert_int_equal(store_controls_set(s, "eu", &next, "set", "bo", "", T0 + 2, &got), 0);
+        assert_true(got.starts_per_second == 5);
+        seen = account_audit(s, NULL, 0, 100);
+        assert_int_equal(seen.n, 2);
+
+        snprintf(sql, sizeof(sql), "DELETE FROM account_audit WHERE id = %lld",
+                 (long long)seen.rows[0].id);
+        expect_refused(sql, "account audit is append-only");
+        expect_refused("DELETE FROM account_audit", "account audit is append-only");
+        snprintf(sql, sizeof(sql), "UPDATE account_audit SET reason = 'rewritten' WHERE id = %lld",
+                 (long long)seen.rows[0].id);
+        expect_refused(sql, "account audit is append-only");
+        if (fx_is_pg)
+                expect_refused("TRUNCATE account_audit", "account audit is append-only");
+        seen = account_audit(s, NULL, 0, 100);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.rows[0].reason, "");
+        store_close(s);
+}
+
 /* ---- the backends' SQL against the transition table ------------------------------- */
 
 /* The stores find due and expired operations with SQL; core/policy.h says
@@ -3382,6 +3686,11 @@ static void test_pg_cut_utf8_recorded(void **state)
             cmocka_unit_test_setup_teardown(test_claim_batch, setup, teardown),                    \
             cmocka_unit_test_setup_teardown(test_release, setup, teardown),                        \
             cmocka_unit_test_setup_teardown(test_account_hold, setup, teardown),                   \
+            cmocka_unit_test_setup_teardown(test_account_controls, setup, teardown),               \
+            cmocka_unit_test_setup_teardown(test_account_controls_rate_exact, setup, teardown),    \
+            cmocka_unit_test_setup_teardown(test_account_controls_refused, setup, teardown),       \
+            cmocka_unit_test_setup_teardown(test_account_controls_atomic_and_append_only, setup,   \
+                                            teardown),                                             \
             cmocka_unit_test_setup_teardown(test_counters_and_prune, setup, teardown),             \
             cmocka_unit_test_setup_teardown(test_prune_triggers_refuse, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_ping, setup, teardown),                           \
