@@ -654,4 +654,31 @@ int store_set_busy_timeout(struct store *store, int64_t ms);
 struct wake;
 int store_listen(struct store *store, struct wake *bell);
 
+/* TEMP-LEAD: replaced by the controls branch */
+struct account_controls {
+        double starts_per_second; /* 0: the config's */
+        unsigned max_in_flight;   /* 0: the config's */
+        bool paused;
+        tg_wall_ms changed_at; /* 0: never changed */
+        char changed_by[TG_TEXT_MAX];
+};
+int store_controls_get(struct store *store, const char *account,
+                       struct account_controls *ret_controls);
+int store_controls_set(struct store *store, const char *account,
+                       const struct account_controls *next, const char *action,
+                       const char *principal, const char *reason, tg_wall_ms now,
+                       struct account_controls *ret_prev);
+struct account_audit_record {
+        int64_t id;
+        char account[TG_ACCOUNT_NAME_MAX + 1];
+        tg_wall_ms at;
+        char action[32];
+        char principal[TG_TEXT_MAX];
+        char reason[TG_TEXT_MAX];
+        char detail[TG_TEXT_MAX];
+};
+typedef int (*store_account_audit_fn)(const struct account_audit_record *rec, void *userdata);
+int store_list_account_audit(struct store *store, const char *account, int64_t after_id,
+                             unsigned limit, store_account_audit_fn fn, void *userdata);
+
 #endif
