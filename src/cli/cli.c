@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "core/tg_error.h"
 #include "daemon/log.h"
 #include "net/http_client.h"
@@ -122,5 +124,17 @@ int cli_http(const char *cmd, const struct tg_config *cfg, const char *api_url, 
                 snprintf(retry_after, retry_after_size, "%s", res.header);
         *ret_status = res.status;
         *ret_body = buf;
+        return 0;
+}
+
+int cli_print_json(json_t *o, size_t flags)
+{
+        char *text = o ? json_dumps(o, flags) : NULL;
+
+        json_decref(o);
+        if (!text)
+                return TG_ENOMEM;
+        puts(text);
+        free(text);
         return 0;
 }

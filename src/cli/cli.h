@@ -18,6 +18,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "daemon/config.h"
 #include "store/store.h"
 
@@ -41,5 +43,10 @@ int cli_open_store(const char *cmd, const struct tg_config *cfg, struct store **
 int cli_http(const char *cmd, const struct tg_config *cfg, const char *api_url, const char *method,
              const char *path, const char *body, long *ret_status, char **ret_body,
              char *retry_after, size_t retry_after_size);
+
+/* Prints o as one line of JSON (flags: jansson's, JSON_COMPACT or
+ * JSON_INDENT(n)) on stdout, and releases it. NULL o (a failed build) is
+ * TG_ENOMEM, as is a failed dump; else 0. */
+int cli_print_json(json_t *o, size_t flags);
 
 #endif

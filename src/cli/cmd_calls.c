@@ -43,14 +43,7 @@ static int print_call(const struct call_record *c, void *userdata)
         struct calls_out *out = userdata;
 
         if (!out->csv) {
-                json_t *o = render_call(c, true);
-                char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-                json_decref(o);
-                if (!text)
-                        return TG_ENOMEM;
-                puts(text);
-                free(text);
-                return 0;
+                return cli_print_json(render_call(c, true), JSON_COMPACT);
         }
         printf("%lld,", (long long)c->id);
         csv_text(c->operation_id);

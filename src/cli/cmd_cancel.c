@@ -66,14 +66,8 @@ static int cancel(struct store *store, const char *id, const char *operator_name
         if (r < 0)
                 return TG_ESTORE;
         r = render_op_full(store, &op, &o);
-        if (r == 0) {
-                char *text = json_dumps(o, JSON_INDENT(2));
-                json_decref(o);
-                if (!text)
-                        return TG_ENOMEM;
-                puts(text);
-                free(text);
-        }
+        if (r == 0)
+                r = cli_print_json(o, JSON_INDENT(2));
         if (!changed && r == 0)
                 fprintf(stderr, "tollgate cancel: '%s' was cancelled already\n", id);
         return r;

@@ -56,21 +56,6 @@ static tg_wall_ms wall_now_ms(void)
         return clock_wall_now();
 }
 
-static int print_json(json_t *o)
-{
-        char *text;
-
-        if (!o)
-                return TG_ENOMEM;
-        text = json_dumps(o, JSON_INDENT(2));
-        json_decref(o);
-        if (!text)
-                return TG_ENOMEM;
-        puts(text);
-        free(text);
-        return 0;
-}
-
 struct manual_rows {
         struct op_record *ops;
         unsigned n, max;
@@ -128,9 +113,10 @@ static int do_list(struct store *store, const char *reason, const char *assignee
                         tg_strerror(r));
                 return TG_ESTORE;
         }
-        return print_json(json_pack("{s:o, s:i, s:o}", "items", items, "count", (int)m.n,
-                                    "next_after",
-                                    m.n == m.max ? json_integer(m.last_id) : json_null()));
+        return cli_print_json(json_pack("{s:o, s:i, s:o}", "items", items, "count", (int)m.n,
+                                        "next_after",
+                                        m.n == m.max ? json_integer(m.last_id) : json_null()),
+                              JSON_INDENT(2));
 }
 
 static int check_id(const char *id)
@@ -162,7 +148,7 @@ static int do_show(struct store *store, const char *id)
                 fprintf(stderr, "tollgate manual: cannot read '%s': %s\n", id, tg_strerror(r));
                 return TG_ESTORE;
         }
-        return print_json(o);
+        return cli_print_json(o, JSON_INDENT(2));
 }
 
 static int check_text(const char *opt, const char *v)

@@ -26,5 +26,6 @@ int cmd_prune(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_events(int argc, char **argv);
+int cmd_account(int argc, char **argv);
 
 #endif

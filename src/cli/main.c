@@ -95,6 +95,7 @@ static const char usage[] =
     "  backup --config FILE --to FILE   an online, consistent copy of a SQLite store\n"
     "  token add|list|revoke --file F   named API credentials with scopes (the secret once)\n"
     "  events list|redeliver ID --config FILE   the events told to the caller ([notify])\n"
+    "  account list|set|pause|resume|audit --config FILE   an account's rate, cap, pause\n"
     "\n"
     "Teaching tools (the seeds' worked examples, on your own numbers):\n"
     "  jitter                   N clients failing together: backoff windows, jitter, peaks\n"
@@ -298,7 +299,7 @@ static const struct command commands[] = {
     {"reconcile", cmd_reconcile}, {"jitter", cmd_jitter},     {"plan", cmd_plan},
     {"demo", cmd_demo},           {"config", cmd_config},     {"cancel", cmd_cancel},
     {"prune", cmd_prune},         {"backup", cmd_backup},     {"token", cmd_token},
-    {"events", cmd_events},
+    {"events", cmd_events},       {"account", cmd_account},
 };
 
 /* `tollgate help commands`: the command table, one name a line (the man

@@ -564,6 +564,8 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                         return api_reply_method_not_allowed(res, rid, "GET");
                 return api_get_events(api, req, res, rid);
         }
+        if (strncmp(path, "/v1/accounts", 12) == 0 && (path[12] == '\0' || path[12] == '/'))
+                return api_route_accounts(api, req, res, rid, path + 12);
         return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
 }
 

@@ -230,6 +230,9 @@ static const struct route_row {
     [API_ROUTE_PROVIDER_EVENTS] = {"/v1/provider-events", "POST", 0},
     /* the order system's pull feed: its own credential (intake) or a reader */
     [API_ROUTE_EVENTS] = {"/v1/events", "GET", SCOPE_INTAKE | SCOPE_READ},
+    [API_ROUTE_ACCOUNTS] = {"/v1/accounts", "GET", SCOPE_READ | SCOPE_ADMIN},
+    [API_ROUTE_ACCOUNT] = {"/v1/accounts/{account}", "POST", SCOPE_ADMIN},
+    [API_ROUTE_ACCOUNT_AUDIT] = {"/v1/accounts/{account}/audit", "GET", SCOPE_READ | SCOPE_ADMIN},
     [API_ROUTE_OTHER] = {"other", "GET", 0},
 };
 
@@ -251,7 +254,8 @@ const char *api_route_method(enum api_route route)
 /* The template of a path: its fixed parts, one segment for an id. */
 enum api_route api_route_of(const char *path)
 {
-        static const char refunds[] = "/v1/refunds/", manual[] = "/v1/manual/";
+        static const char refunds[] = "/v1/refunds/", manual[] = "/v1/manual/",
+                          accounts[] = "/v1/accounts/";
         const char *id, *slash;
 
         if (!path)
@@ -267,6 +271,15 @@ enum api_route api_route_of(const char *path)
                 if (!slash)
                         return API_ROUTE_REFUND;
                 return strcmp(slash, "/cancel") == 0 ? API_ROUTE_REFUND_CANCEL : API_ROUTE_OTHER;
+        }
+        if (strncmp(path, accounts, sizeof(accounts) - 1) == 0) {
+                id = path + sizeof(accounts) - 1;
+                slash = strchr(id, '/');
+                if (!id[0] || slash == id)
+                        return API_ROUTE_OTHER;
+                if (!slash)
+                        return API_ROUTE_ACCOUNT;
+                return strcmp(slash, "/audit") == 0 ? API_ROUTE_ACCOUNT_AUDIT : API_ROUTE_OTHER;
         }
         if (strncmp(path, manual, sizeof(manual) - 1) != 0)
                 return API_ROUTE_OTHER;

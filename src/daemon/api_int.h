@@ -57,6 +57,9 @@ enum api_route {
         API_ROUTE_MANUAL_APPROVE,
         API_ROUTE_PROVIDER_EVENTS,
         API_ROUTE_EVENTS,
+        API_ROUTE_ACCOUNTS,
+        API_ROUTE_ACCOUNT,
+        API_ROUTE_ACCOUNT_AUDIT,
         API_ROUTE_OTHER,
         API_ROUTE_COUNT
 };
@@ -235,6 +238,9 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
 int api_get_stats(struct api *api, const struct http_request *req, struct http_response *res,
                   const char *rid);
 /* api_events.c: POST /v1/provider-events (authenticated by its signature) */
+/* api_accounts.c: everything under /v1/accounts; rest is the path after it. */
+int api_route_accounts(struct api *api, const struct http_request *req, struct http_response *res,
+                       const char *rid, const char *rest);
 /* GET /v1/events (api_feed.c). */
 int api_get_events(struct api *api, const struct http_request *req, struct http_response *res,
                    const char *rid);

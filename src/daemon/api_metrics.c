@@ -110,33 +110,11 @@ static uint64_t fig_u64(json_t *obj, const char *key)
         return i > 0 ? (uint64_t)i : 0;
 }
 
-static void histogram(struct mbuf *b, const char *name, const char *help, json_t *h,
-                      const double *bounds, unsigned n)
-{
-        json_t *buckets = json_object_get(h, "buckets");
-        uint64_t cum = 0, count = fig_u64(h, "count");
-        json_t *sum = json_object_get(h, "sum");
-
-        if (!json_is_array(buckets) || json_array_size(buckets) != n + 1)
-                return;
-        family(b, name, "histogram", help);
-        for (unsigned i = 0; i < n; i++) {
-                json_t *v = json_array_get(buckets, i);
-                cum += json_is_integer(v) && json_integer_value(v) > 0
-                           ? (uint64_t)json_integer_value(v)
-                           : 0;
-                mb_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, bounds[i],
-                          (unsigned long long)cum);
-        }
-        mb_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)count);
-        mb_printf(b, "%s_sum %.9g\n", name, json_is_number(sum) ? json_number_value(sum) : 0.0);
-        mb_printf(b, "%s_count %llu\n", name, (unsigned long long)count);
-}
-
-/* One labelled series of a histogram family whose HELP and TYPE were
- * written already. */
-static void histogram_series(struct mbuf *b, const char *name, const char *label, const char *value,
-                             json_t *h, const double *bounds, unsigned n)
+/* One series of a histogram family whose HELP and TYPE were written
+ * already; labels: `name="value",...` (never empty: every exit series
+ * names its account). */
+static void histogram_series(struct mbuf *b, const char *name, const char *labels, json_t *h,
+                             const double *bounds, unsigned n)
 {
         json_t *buckets = json_object_get(h, "buckets");
         uint64_t cum = 0, count = fig_u64(h, "count");
@@ -149,36 +127,20 @@ static void histogram_series(struct mbuf *b, const char *name, const char *label
                 cum += json_is_integer(v) && json_integer_value(v) > 0
                            ? (uint64_t)json_integer_value(v)
                            : 0;
-                mb_printf(b, "%s_bucket{%s=\"%s\",le=\"%g\"} %llu\n", name, label, value, bounds[i],
+                mb_printf(b, "%s_bucket{%s,le=\"%g\"} %llu\n", name, labels, bounds[i],
                           (unsigned long long)cum);
         }
-        mb_printf(b, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", name, label, value,
-                  (unsigned long long)count);
-        mb_printf(b, "%s_sum{%s=\"%s\"} %.9g\n", name, label, value,
+        mb_printf(b, "%s_bucket{%s,le=\"+Inf\"} %llu\n", name, labels, (unsigned long long)count);
+        mb_printf(b, "%s_sum{%s} %.9g\n", name, labels,
                   json_is_number(sum) ? json_number_value(sum) : 0.0);
-        mb_printf(b, "%s_count{%s=\"%s\"} %llu\n", name, label, value, (unsigned long long)count);
+        mb_printf(b, "%s_count{%s} %llu\n", name, labels, (unsigned long long)count);
 }
 
-/* One histogram family with a label: each key of obj (a histogram's JSON)
- * is one label value, in the order given; the family is written when one
- * of them has figures. */
-static void histogram_by(struct mbuf *b, const char *name, const char *help, const char *label,
-                         json_t *obj, const char *const *keys, unsigned nkeys, const double *bounds,
-                         unsigned n)
+static bool has_buckets(json_t *h, unsigned n)
 {
-        bool any = false;
+        json_t *buckets = json_object_get(h, "buckets");
 
-        for (unsigned k = 0; k < nkeys; k++) {
-                json_t *h = json_object_get(obj, keys[k]);
-                json_t *buckets = json_object_get(h, "buckets");
-
-                if (!json_is_array(buckets) || json_array_size(buckets) != n + 1)
-                        continue;
-                if (!any)
-                        family(b, name, "histogram", help);
-                any = true;
-                histogram_series(b, name, label, keys[k], h, bounds, n);
-        }
+        return json_is_array(buckets) && json_array_size(buckets) == n + 1;
 }
 
 /* What the process is and what it was told: a production team alerts on
@@ -277,19 +239,17 @@ static void api_counters(struct mbuf *b, const struct api *api)
                 mb_printf(b, "tollgate_config_reloads_total{result=\"%s\"} %llu\n",
                           reload_results[i], (unsigned long long)k->reloads[i]);
 }
-static void counters(struct mbuf *b, const char *name, const char *label, const char *help,
+static void counters(struct mbuf *b, const char *name, const char *label, const char *account,
                      json_t *obj)
 {
         const char *key;
         json_t *v;
 
-        if (!json_is_object(obj))
-                return;
-        family(b, name, "counter", help);
         json_object_foreach(obj, key, v)
         {
                 json_int_t i = json_is_integer(v) ? json_integer_value(v) : 0;
-                mb_printf(b, "%s{%s=\"%s\"} %lld\n", name, label, key, (long long)(i > 0 ? i : 0));
+                mb_printf(b, "%s{account=\"%s\",%s=\"%s\"} %lld\n", name, account, label, key,
+                          (long long)(i > 0 ? i : 0));
         }
 }
 
@@ -300,7 +260,9 @@ static const char *role_name(const struct api *api)
         return *api->standby ? "standby" : "owner";
 }
 
-/* Everything both routes read. */
+/* Everything both routes read. The exit's figures are one account's
+ * (snapshot_read: the handle's account); /metrics reads every account's
+ * (accounts_read). */
 struct snapshot {
         tg_wall_ms now;
         struct store_stats st;
@@ -351,6 +313,193 @@ static int snapshot_read(struct api *api, struct snapshot *ret)
         return 0;
 }
 
+/* One account's exit, as its dispatchers' newest samples say. */
+struct account_snap {
+        const char *name;
+        struct exit_sample *sample; /* heap */
+        bool fresh;
+        json_t *fig; /* its figures when fresh, else NULL */
+        bool paused; /* its run-time controls (daemon/account_ctl.h) */
+};
+
+static void accounts_free(struct account_snap *a, unsigned n)
+{
+        for (unsigned i = 0; i < n; i++) {
+                free(a[i].sample);
+                json_decref(a[i].fig);
+        }
+}
+
+/* Every account of the config: the API's store handle is turned to each
+ * in turn (requests are answered one at a time) and back. */
+static int accounts_read(struct api *api, tg_wall_ms now, struct account_snap *ret, unsigned *ret_n)
+{
+        char back[TG_ACCOUNT_NAME_MAX + 1];
+        unsigned n = 0;
+        int r = 0;
+
+        snprintf(back, sizeof(back), "%s", store_account(api->store));
+        for (unsigned i = 0; r == 0 && i < api->cfg.account_count; i++) {
+                struct account_snap *a = &ret[n];
+                struct account_controls c;
+
+                memset(a, 0, sizeof(*a));
+                a->name = api->cfg.accounts[i].name;
+                a->sample = calloc(1, sizeof(*a->sample));
+                if (!a->sample) {
+                        r = TG_ENOMEM;
+                        break;
+                }
+                n++;
+                r = store_use_account(api->store, a->name);
+                if (r == 0)
+                        r = exit_stats_read_now(api->store, now, OWNER_FRESH_MS, a->sample,
+                                                &a->fresh);
+                if (r == TG_ENOTFOUND) {
+                        a->fresh = false;
+                        r = 0;
+                }
+                a->fig = r == 0 ? owner_figures(a->sample, a->fresh) : NULL;
+                if (r == 0 && store_controls_get(api->store, a->name, &c) == 0)
+                        a->paused = c.paused;
+        }
+        (void)store_use_account(api->store, back);
+        *ret_n = n;
+        if (r < 0)
+                accounts_free(ret, n);
+        return r;
+}
+
+/* The exit's families, one series per account (label account). */
+static void exit_lines(struct mbuf *b, const struct snapshot *s, const struct account_snap *a,
+                       unsigned n)
+{
+        char labels[96];
+
+        family(b, "tollgate_in_flight", "gauge", "Calls open at the provider now, by account.");
+        for (unsigned i = 0; i < n; i++)
+                mb_printf(b, "tollgate_in_flight{account=\"%s\"} %llu\n", a[i].name,
+                          (unsigned long long)(a[i].fresh ? a[i].sample->in_flight
+                                               : n == 1   ? s->st.by_state[OP_IN_FLIGHT]
+                                                          : 0));
+        family(b, "tollgate_exit_owner_alive", "gauge",
+               "1 when the account's owning dispatcher wrote a sample in the last 3 s.");
+        for (unsigned i = 0; i < n; i++)
+                mb_printf(b, "tollgate_exit_owner_alive{account=\"%s\"} %d\n", a[i].name,
+                          a[i].fresh ? 1 : 0);
+        family(b, "tollgate_account_paused", "gauge",
+               "1 while an operator paused the account (tollgate account pause).");
+        for (unsigned i = 0; i < n; i++)
+                mb_printf(b, "tollgate_account_paused{account=\"%s\"} %d\n", a[i].name,
+                          a[i].paused ? 1 : 0);
+        family(
+            b, "tollgate_exit_held", "gauge",
+            "1 while a provider-wide hold (429/503, timeouts) stops every start of the account.");
+        for (unsigned i = 0; i < n; i++)
+                if (a[i].fresh)
+                        mb_printf(b, "tollgate_exit_held{account=\"%s\"} %d\n", a[i].name,
+                                  a[i].sample->held ? 1 : 0);
+        static const struct {
+                const char *name, *label, *key, *help;
+        } by[] = {
+            {"tollgate_calls_started_total", "kind", "starts",
+             "Calls started by the exit, by account and kind (since the owner started)."},
+            {"tollgate_calls_closed_total", "class", "ends",
+             "Calls ended, by account and outcome class (since the owner started)."},
+            {"tollgate_operations_closed_total", "outcome", "closes",
+             "Operations the exit brought to succeeded, rejected or manual, by account."},
+        };
+        for (size_t k = 0; k < sizeof(by) / sizeof(by[0]); k++) {
+                family(b, by[k].name, "counter", by[k].help);
+                for (unsigned i = 0; i < n; i++)
+                        counters(b, by[k].name, by[k].label, a[i].name,
+                                 json_object_get(a[i].fig, by[k].key));
+        }
+        family(b, "tollgate_exit_holds_total", "counter",
+               "Provider-wide holds the exit obeyed, by account (since the owner started).");
+        for (unsigned i = 0; i < n; i++)
+                if (a[i].fig)
+                        mb_printf(b, "tollgate_exit_holds_total{account=\"%s\"} %llu\n", a[i].name,
+                                  (unsigned long long)fig_u64(a[i].fig, "holds"));
+        family(b, "tollgate_exit_rate", "gauge",
+               "The start rate in force, under exit.starts_per_second (exit.adaptive and an "
+               "operator's control move it; else the configured rate), by account.");
+        for (unsigned i = 0; i < n; i++) {
+                json_t *rate = json_object_get(a[i].fig, "rate");
+                if (json_is_number(rate))
+                        mb_printf(b, "tollgate_exit_rate{account=\"%s\"} %.6g\n", a[i].name,
+                                  json_number_value(rate));
+        }
+        family(b, "tollgate_exit_rate_cuts_total", "counter",
+               "exit.adaptive: times the provider's pushback cut the start rate, by account.");
+        for (unsigned i = 0; i < n; i++)
+                if (a[i].fig)
+                        mb_printf(b, "tollgate_exit_rate_cuts_total{account=\"%s\"} %llu\n",
+                                  a[i].name, (unsigned long long)fig_u64(a[i].fig, "rate_cuts"));
+        static const struct {
+                const char *name, *key, *help;
+                const double *bounds;
+                unsigned n;
+        } hist[] = {
+            {"tollgate_call_latency_seconds", "latency_s",
+             "Time from handing a call to the transport to its outcome.", exit_latency_bounds_s,
+             EXIT_LATENCY_BUCKETS},
+            {"tollgate_slot_lateness_seconds", "lateness_s",
+             "How late a start came after its slot, once work was waiting.", exit_lateness_bounds_s,
+             EXIT_LATENESS_BUCKETS},
+            {"tollgate_operation_attempts", "attempts",
+             "POSTs an operation had made when the exit closed it.", exit_attempts_bounds,
+             EXIT_ATTEMPTS_BUCKETS},
+        };
+        for (size_t k = 0; k < sizeof(hist) / sizeof(hist[0]); k++) {
+                bool any = false;
+                for (unsigned i = 0; i < n; i++) {
+                        json_t *h = json_object_get(a[i].fig, hist[k].key);
+                        if (!has_buckets(h, hist[k].n))
+                                continue;
+                        if (!any)
+                                family(b, hist[k].name, "histogram", hist[k].help);
+                        any = true;
+                        snprintf(labels, sizeof(labels), "account=\"%s\"", a[i].name);
+                        histogram_series(b, hist[k].name, labels, h, hist[k].bounds, hist[k].n);
+                }
+        }
+        /* by the call's kind, and the waits by reason: keys of one object */
+        static const struct {
+                const char *name, *key, *label, *help;
+                const double *bounds;
+                unsigned n;
+        } hist_by[] = {
+            {"tollgate_call_latency_by_kind_seconds", "latency_by_kind", "kind",
+             "Time from handing a call to the transport to its outcome, by the call's kind "
+             "(first, retry, query, manual).",
+             exit_latency_bounds_s, EXIT_LATENCY_BUCKETS},
+            {"tollgate_retry_wait_seconds", "waits_s", "reason",
+             "Waits between an operation's calls, by reason: backoff before a re-send, the "
+             "interval before a reconciliation query, a provider-wide hold of every start.",
+             exit_wait_bounds_s, EXIT_WAIT_BUCKETS},
+        };
+        for (size_t k = 0; k < sizeof(hist_by) / sizeof(hist_by[0]); k++) {
+                bool any = false;
+                for (unsigned i = 0; i < n; i++) {
+                        json_t *obj = json_object_get(a[i].fig, hist_by[k].key), *h;
+                        const char *key;
+                        json_object_foreach(obj, key, h)
+                        {
+                                if (!has_buckets(h, hist_by[k].n))
+                                        continue;
+                                if (!any)
+                                        family(b, hist_by[k].name, "histogram", hist_by[k].help);
+                                any = true;
+                                snprintf(labels, sizeof(labels), "account=\"%s\",%s=\"%s\"",
+                                         a[i].name, hist_by[k].label, key);
+                                histogram_series(b, hist_by[k].name, labels, h, hist_by[k].bounds,
+                                                 hist_by[k].n);
+                        }
+                }
+        }
+}
+
 /* [notify] (daemon/notify.h), when notify.url is set: this process's
  * deliveries (a process whose dispatcher does not own share 0 delivers
  * nothing), and the age of the oldest event not delivered yet, from the
@@ -388,12 +537,18 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
                     const char *rid)
 {
         struct snapshot s;
+        struct account_snap acct[TG_ACCOUNTS_MAX];
+        unsigned nacct = 0;
         struct mbuf b = {0};
-        json_t *fig;
         int r;
 
         (void)req;
         r = snapshot_read(api, &s);
+        if (r == 0) {
+                r = accounts_read(api, s.now, acct, &nacct);
+                if (r < 0)
+                        free(s.sample);
+        }
         if (r == TG_ENOMEM)
                 return r;
         if (r < 0)
@@ -402,19 +557,15 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
         b.p = malloc(b.cap);
         if (!b.p) {
                 free(s.sample);
+                accounts_free(acct, nacct);
                 return TG_ENOMEM;
         }
         b.p[0] = '\0';
-        fig = owner_figures(s.sample, s.fresh);
 
         family(&b, "tollgate_operations", "gauge", "Operations now in each state (the backlog).");
         for (int i = 0; i < OP_STATE_COUNT; i++)
                 mb_printf(&b, "tollgate_operations{state=\"%s\"} %llu\n",
                           op_state_name((enum op_state)i), (unsigned long long)s.st.by_state[i]);
-        family(&b, "tollgate_in_flight", "gauge", "Calls open at the provider now.");
-        mb_printf(
-            &b, "tollgate_in_flight %llu\n",
-            (unsigned long long)(s.fresh ? s.sample->in_flight : s.st.by_state[OP_IN_FLIGHT]));
         family(&b, "tollgate_oldest_open_age_seconds", "gauge",
                "Age of the oldest operation without a final answer, manual included.");
         mb_printf(&b, "tollgate_oldest_open_age_seconds %.3f\n",
@@ -438,83 +589,15 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
         mb_printf(&b, "tollgate_calls_pruned_total %llu\n", (unsigned long long)s.st.pruned_calls);
         build_and_limits(&b, api);
         api_counters(&b, api);
-        family(&b, "tollgate_owner_epoch", "gauge", "Epoch of the exit's current owner.");
+        family(&b, "tollgate_owner_epoch", "gauge",
+               "The store's newest owner epoch (one counter for every account).");
         mb_printf(&b, "tollgate_owner_epoch %lld\n", (long long)s.st.epoch);
-        family(&b, "tollgate_exit_owner_alive", "gauge",
-               "1 when the owning dispatcher wrote a sample in the last 3 s.");
-        mb_printf(&b, "tollgate_exit_owner_alive %d\n", s.fresh ? 1 : 0);
         family(&b, "tollgate_role", "gauge",
                "This process's dispatcher role: owner, standby or none (API only).");
         mb_printf(&b, "tollgate_role{role=\"%s\"} 1\n", role_name(api));
-        if (s.fresh) {
-                family(&b, "tollgate_exit_held", "gauge",
-                       "1 while a provider-wide hold (429/503, timeouts) stops every start.");
-                mb_printf(&b, "tollgate_exit_held %d\n", s.sample->held ? 1 : 0);
-        }
-        if (fig) {
-                counters(&b, "tollgate_calls_started_total", "kind",
-                         "Calls started by the exit, by kind (since the owner started).",
-                         json_object_get(fig, "starts"));
-                counters(&b, "tollgate_calls_closed_total", "class",
-                         "Calls ended, by outcome class (since the owner started).",
-                         json_object_get(fig, "ends"));
-                counters(&b, "tollgate_operations_closed_total", "outcome",
-                         "Operations the exit brought to succeeded, rejected or manual.",
-                         json_object_get(fig, "closes"));
-                family(&b, "tollgate_exit_holds_total", "counter",
-                       "Provider-wide holds the exit obeyed (since the owner started).");
-                mb_printf(&b, "tollgate_exit_holds_total %llu\n",
-                          (unsigned long long)fig_u64(fig, "holds"));
-                json_t *rate = json_object_get(fig, "rate");
-                if (json_is_number(rate)) {
-                        family(&b, "tollgate_exit_rate", "gauge",
-                               "The start rate in force, under exit.starts_per_second "
-                               "(exit.adaptive moves it; else the configured rate).");
-                        mb_printf(&b, "tollgate_exit_rate %.6g\n", json_number_value(rate));
-                }
-                family(&b, "tollgate_exit_rate_cuts_total", "counter",
-                       "exit.adaptive: times the provider's pushback cut the start rate.");
-                mb_printf(&b, "tollgate_exit_rate_cuts_total %llu\n",
-                          (unsigned long long)fig_u64(fig, "rate_cuts"));
-                histogram(&b, "tollgate_call_latency_seconds",
-                          "Time from handing a call to the transport to its outcome.",
-                          json_object_get(fig, "latency_s"), exit_latency_bounds_s,
-                          EXIT_LATENCY_BUCKETS);
-                json_t *by_kind = json_object_get(fig, "latency_by_kind");
-                if (json_is_object(by_kind)) {
-                        const char *kind;
-                        json_t *h;
-
-                        family(&b, "tollgate_call_latency_by_kind_seconds", "histogram",
-                               "Time from handing a call to the transport to its outcome, by the "
-                               "call's kind (first, retry, query, manual).");
-                        json_object_foreach(by_kind, kind, h)
-                        {
-                                histogram_series(&b, "tollgate_call_latency_by_kind_seconds",
-                                                 "kind", kind, h, exit_latency_bounds_s,
-                                                 EXIT_LATENCY_BUCKETS);
-                        }
-                }
-                histogram(&b, "tollgate_slot_lateness_seconds",
-                          "How late a start came after its slot, once work was waiting.",
-                          json_object_get(fig, "lateness_s"), exit_lateness_bounds_s,
-                          EXIT_LATENESS_BUCKETS);
-                histogram(&b, "tollgate_operation_attempts",
-                          "POSTs an operation had made when the exit closed it.",
-                          json_object_get(fig, "attempts"), exit_attempts_bounds,
-                          EXIT_ATTEMPTS_BUCKETS);
-                const char *waits[EXIT_WAIT_COUNT];
-                for (unsigned w = 0; w < EXIT_WAIT_COUNT; w++)
-                        waits[w] = exit_wait_name((enum exit_wait)w);
-                histogram_by(&b, "tollgate_retry_wait_seconds",
-                             "Waits between an operation's calls, by reason: backoff before a "
-                             "re-send, the interval before a reconciliation query, a "
-                             "provider-wide hold of every start.",
-                             "reason", json_object_get(fig, "waits_s"), waits, EXIT_WAIT_COUNT,
-                             exit_wait_bounds_s, EXIT_WAIT_BUCKETS);
-        }
-        json_decref(fig);
+        exit_lines(&b, &s, acct, nacct);
         free(s.sample);
+        accounts_free(acct, nacct);
         if (b.failed) {
                 free(b.p);
                 return TG_ENOMEM;
@@ -544,20 +627,45 @@ static int add_point(const struct exit_sample *s, void *userdata)
         return 0;
 }
 
+static int stats_of_account(struct api *api, int64_t minutes, const char *account,
+                            struct http_response *res, const char *rid);
+
 int api_get_stats(struct api *api, const struct http_request *req, struct http_response *res,
                   const char *rid)
 {
-        struct snapshot s;
-        struct series se = {0};
-        struct api_admission_cache adm;
-        struct admission_decision d;
-        json_t *backlog, *root, *fig;
+        char account[TG_ACCOUNT_NAME_MAX + 1], back[TG_ACCOUNT_NAME_MAX + 1];
         int64_t minutes = 0;
         int r;
 
         if (api_int_arg(req, "minutes", api->cfg.stats_series_minutes, 1, 60, &minutes) < 0)
                 return api_reply_code(res, rid, 400, "invalid_parameter", "minutes",
                                       "must be an integer in [1, 60]");
+        /* the account's exit (?account=; default: the config's first) */
+        r = http_request_arg(req, "account", account, sizeof(account));
+        if (r == TG_ENOTFOUND)
+                snprintf(account, sizeof(account), "%s", api->cfg.accounts[0].name);
+        else if (r < 0 || !config_account_find(&api->cfg, account))
+                return api_reply_code(res, rid, 400, "invalid_parameter", "account",
+                                      "must be an account of the config (GET /v1/accounts)");
+        snprintf(back, sizeof(back), "%s", store_account(api->store));
+        r = store_use_account(api->store, account);
+        if (r == 0)
+                r = stats_of_account(api, minutes, account, res, rid);
+        (void)store_use_account(api->store, back);
+        return r;
+}
+
+/* GET /v1/stats for the account the store handle serves now. */
+static int stats_of_account(struct api *api, int64_t minutes, const char *account,
+                            struct http_response *res, const char *rid)
+{
+        struct snapshot s;
+        struct series se = {0};
+        struct api_admission_cache adm;
+        struct admission_decision d;
+        json_t *backlog, *root, *fig;
+        int r;
+
         memset(&s, 0, sizeof(s));
         backlog = NULL;
         r = snapshot_read(api, &s);
@@ -587,11 +695,11 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
                 memset(&d, 0, sizeof(d));
         fig = owner_figures(s.sample, s.fresh);
         root = json_pack(
-            "{s:I, s:o, s:I, s:f, s:o, s:I, s:I, s:s, "
+            "{s:s, s:I, s:o, s:I, s:f, s:o, s:I, s:I, s:s, "
             "s:{s:b, s:b, s:o, s:o}, "
             "s:{s:b, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:b}, "
             "s:{s:I, s:i, s:o}}",
-            "now", (json_int_t)s.now, "backlog", backlog, "in_flight",
+            "account", account, "now", (json_int_t)s.now, "backlog", backlog, "in_flight",
             (json_int_t)(s.fresh ? s.sample->in_flight : s.st.by_state[OP_IN_FLIGHT]),
             "oldest_open_age_s", s.oldest_open_s < 0 ? 0.0 : s.oldest_open_s,
             "oldest_pending_age_s",

@@ -518,6 +518,64 @@ int api_parse_assign(const char *body, size_t len, bool operator_optional,
         return r;
 }
 
+/* A control's number: absent leaves it unset, null clears it (0), else a
+ * number > 0 (an integer when whole). */
+static int get_control(json_t *root, const char *name, bool whole, bool *ret_set, double *ret_value,
+                       struct api_error *err)
+{
+        json_t *v = json_object_get(root, name);
+
+        *ret_set = v != NULL;
+        *ret_value = 0;
+        if (!v || json_is_null(v))
+                return 0;
+        if (whole ? !json_is_integer(v) : !json_is_number(v))
+                return invalid(err, 422, "invalid_field", name,
+                               whole ? "must be an integer or null" : "must be a number or null");
+        *ret_value = json_number_value(v);
+        if (!(*ret_value > 0) || *ret_value > 1e9)
+                return invalid(err, 422, "invalid_field", name, "must be > 0, or null");
+        return 0;
+}
+
+int api_parse_account(const char *body, size_t len, struct account_request *ret,
+                      struct api_error *err)
+{
+        static const char *const fields[] = {"starts_per_second", "max_in_flight", "paused",
+                                             "operator", "reason"};
+        struct account_request a;
+        json_t *root = NULL, *paused;
+        double cap = 0;
+        int r = load_object(body, len, &root, err);
+
+        if (r < 0)
+                return r;
+        memset(&a, 0, sizeof(a));
+        r = only_known(root, fields, 5, err);
+        if (r == 0)
+                r = get_control(root, "starts_per_second", false, &a.set_rate, &a.starts_per_second,
+                                err);
+        if (r == 0)
+                r = get_control(root, "max_in_flight", true, &a.set_cap, &cap, err);
+        a.max_in_flight = (unsigned)cap;
+        paused = json_object_get(root, "paused");
+        if (r == 0 && paused && !json_is_boolean(paused))
+                r = invalid(err, 422, "invalid_field", "paused", "must be true or false");
+        a.set_paused = paused != NULL;
+        a.paused = json_is_true(paused);
+        if (r == 0 && !a.set_rate && !a.set_cap && !a.set_paused)
+                r = invalid(err, 422, "invalid_request", NULL,
+                            "give starts_per_second, max_in_flight or paused");
+        if (r == 0)
+                r = get_text_opt(root, "operator", a.operator_name, sizeof(a.operator_name), err);
+        if (r == 0)
+                r = get_text(root, "reason", a.reason, sizeof(a.reason), err);
+        json_decref(root);
+        if (r == 0)
+                *ret = a;
+        return r;
+}
+
 int api_parse_provider_event(const char *body, size_t len, struct provider_event *ret_event,
                              struct api_error *err)
 {

@@ -88,6 +88,22 @@ struct cancel_request {
 int api_parse_cancel(const char *body, size_t len, struct cancel_request *ret_cancel,
                      struct api_error *err);
 
+/* POST /v1/accounts/{account}: {"starts_per_second": number|null,
+ * "max_in_flight": integer|null, "paused": bool, "reason", "operator"}:
+ * at least one of the three controls (null clears one: the configured
+ * value is in force again); reason required, operator optional (the
+ * credential names who acts). Unknown fields -> 422 unknown_field. */
+struct account_request {
+        bool set_rate, set_cap, set_paused;
+        double starts_per_second; /* 0: cleared */
+        unsigned max_in_flight;   /* 0: cleared */
+        bool paused;
+        char operator_name[201];
+        char reason[201];
+};
+int api_parse_account(const char *body, size_t len, struct account_request *ret_account,
+                      struct api_error *err);
+
 /* POST /v1/manual/{id}/assign: {"operator","assignee","reason"}: operator
  * required unless operator_optional (credentials name who acts: then it is
  * "" when left out); assignee a name (1-200 bytes, no control characters) or null

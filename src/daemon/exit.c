@@ -151,6 +151,65 @@ tg_mono_ns exit_handoff_time(const struct exit *e, tg_mono_ns slot)
         return h;
 }
 
+const char *exit_account_name(const struct exit *e)
+{
+        return e->cfg->view_of[0] ? e->cfg->view_of : TG_ACCOUNT_DEFAULT;
+}
+
+/* The account's rate in force for this share: the configured one, or a
+ * lower one an operator set (the configured rate is the ceiling). */
+static double controlled_rate(const struct exit *e)
+{
+        unsigned shares = e->own.split.shares > 0 ? e->own.split.shares : 1;
+        double rate = e->cfg->exit.starts_per_second;
+
+        if (e->controls.starts_per_second > 0 && e->controls.starts_per_second < rate)
+                rate = e->controls.starts_per_second;
+        return rate / shares;
+}
+
+static json_t *controls_json(const struct account_controls *c)
+{
+        return json_pack("{s:f, s:i, s:b}", "starts_per_second", c->starts_per_second,
+                         "max_in_flight", (int)c->max_in_flight, "paused", c->paused);
+}
+
+void exit_apply_controls(struct exit *e, const struct account_controls *next, tg_mono_ns now,
+                         tg_wall_ms wall)
+{
+        unsigned shares = e->own.split.shares > 0 ? e->own.split.shares : 1;
+        unsigned cap = e->share_cfg.max_in_flight;
+        bool was_paused = e->paused;
+        double rate;
+
+        if (e->controls.starts_per_second == next->starts_per_second &&
+            e->controls.max_in_flight == next->max_in_flight && e->controls.paused == next->paused)
+                return;
+        log_emit(LOG_WARN, "account_controls",
+                 json_pack("{s:o, s:o, s:s}", "from", controls_json(&e->controls), "to",
+                           controls_json(next), "by", next->changed_by));
+        e->controls = *next;
+        /* a lowered cap never aborts open calls: none starts until fewer
+         * are open than the new cap */
+        if (next->max_in_flight > 0 && next->max_in_flight / shares < cap)
+                cap = next->max_in_flight / shares > 0 ? next->max_in_flight / shares : 1;
+        e->cap_now = cap;
+        e->paused = next->paused;
+        /* from the next slot; a raised rate never catches up missed ones
+         * (pacer_set_rate); with shares the grid keeps the account's
+         * spacing: the run-time rate is not theirs to change */
+        rate = controlled_rate(e);
+        if (e->adaptive_on) {
+                adaptive_init(&e->adaptive, rate, rate / ADAPTIVE_FLOOR_SHARE);
+        } else if (shares <= 1 && rate != e->rate_now && pacer_set_rate(e->pacer, rate) == 0) {
+                e->rate_now = rate;
+                exit_stats_rate(e->xstats, e->rate_now, 0);
+        }
+        /* paused: the claims made ahead go back to the backlog */
+        if (e->paused && !was_paused)
+                exit_release_ready(e, "paused", now, wall);
+}
+
 void exit_follow_rate(struct exit *e, tg_mono_ns now)
 {
         if (!e->adaptive_on)
@@ -171,7 +230,8 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
         /* idle_until: the store had nothing to claim a moment ago; a claim
          * made ahead is work all the same */
         if (e->lost || exit_stopping(e) || exit_store_owes(e) || exit_store_behind(e) ||
-            (now < e->idle_until && !e->nready))
+            (now < e->idle_until && !e->nready) || e->paused ||
+            pacer_in_flight(e->pacer) >= e->cap_now)
                 return;
         /* the next housekeeping checks the lock (or finds it lost) */
         if (!owner_fresh(e, e->env->mono_now(e->env->ctx)))
@@ -337,6 +397,7 @@ static int second_run(struct store *store, void *arg)
          * comes only while the loop posts it */
         if (e->housekeeping)
                 e->housekeeping(e->hook_ctx, store, j->share, j->wall, j->lost);
+        j->controls_result = store_controls_get(store, exit_account_name(e), &j->controls);
         return 0;
 }
 
@@ -359,6 +420,9 @@ static void second_done(void *arg, int r, tg_mono_ns took)
                 log_emit(
                     LOG_INFO, "outbox_intake",
                     json_pack("{s:i, s:i}", "taken", (int)j->taken, "invalid", (int)j->invalid));
+        if (j->controls_result == 0)
+                exit_apply_controls(e, &j->controls, e->env->mono_now(e->env->ctx),
+                                    e->env->wall_now(e->env->ctx));
 }
 
 /* Once a second: the owner check, the exit's sample, the deadline sweep,
@@ -412,8 +476,8 @@ tg_mono_ns exit_wake_at(const struct exit *e, tg_mono_ns now)
         } else if (exit_store_behind(e) || (e->claim_posted && e->nready == 0)) {
                 /* the store thread rings when it is done: no slot to wake
                  * for before (it would spin) */
-        } else if (!e->lost && !exit_stopping(e) && owner_fresh(e, now) &&
-                   pacer_in_flight(e->pacer) < e->share_cfg.max_in_flight) {
+        } else if (!e->lost && !exit_stopping(e) && owner_fresh(e, now) && !e->paused &&
+                   pacer_in_flight(e->pacer) < e->cap_now) {
                 tg_mono_ns at = pacer_start_at(e->pacer, now);
                 if (at != TG_MONO_NEVER) {
                         tg_mono_ns handoff = exit_handoff_time(e, at);
@@ -715,6 +779,7 @@ static int exit_build(struct exit *e, const struct exit_params *p)
                 exit_stats_rate(e->xstats, e->rate_now, 0);
         }
         e->ncalls = e->share_cfg.max_in_flight;
+        e->cap_now = e->share_cfg.max_in_flight;
         if (r == 0) {
                 e->calls = calloc(e->ncalls, sizeof(*e->calls));
                 e->unsettled = calloc(UNSETTLED_MAX(e), sizeof(*e->unsettled));

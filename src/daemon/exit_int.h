@@ -107,6 +107,10 @@ struct owner_job {
 
 struct second_job {
         struct exit *e;
+        /* the account's run-time controls (store_controls_get), read with
+         * the second's work; applied by second_done on the loop's thread */
+        struct account_controls controls;
+        int controls_result;
         struct exit_sample sample;
         tg_wall_ms keep_after, wall;
         unsigned share;
@@ -129,6 +133,14 @@ struct exit {
         struct store *store;        /* its own (borrowed) */
         unsigned index;             /* in the loop's list: carried by its cookies */
         bool pending; /* becoming an owner step by step (exit_begin): nothing else runs */
+        /* The account's run-time controls in force (tollgate account, the
+         * admin API: store_controls_get), read once a second: paused, no
+         * call starts and nothing is claimed; cap_now is the in-flight cap
+         * in force (<= the share's configured one, the transport's bound);
+         * the rate is the pacer's (rate_now). */
+        struct account_controls controls;
+        bool paused;
+        unsigned cap_now;
         volatile sig_atomic_t *stop;
         void (*housekeeping)(void *ctx, struct store *store, unsigned share, tg_wall_ms wall,
                              bool lost);
@@ -211,6 +223,15 @@ struct exit {
 };
 
 /* ---- exit.c ---- */
+
+/* The account's name in the store ("default" for the top level's). */
+const char *exit_account_name(const struct exit *e);
+/* The account's run-time controls as the store has them now (read once a
+ * second): a changed rate from the next slot (the configured rate is the
+ * ceiling; with shares the grid keeps it), a lowered cap for the starts to
+ * come, a pause (the claims made ahead go back). Logged when they change. */
+void exit_apply_controls(struct exit *e, const struct account_controls *next, tg_mono_ns now,
+                         tg_wall_ms wall);
 
 bool exit_stopping(const struct exit *e);
 /* exit.adaptive: the pacer takes the rate the controller allows at now

@@ -260,7 +260,7 @@ void exit_refill(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
 
         if (e->lost || exit_stopping(e) || exit_store_owes(e) || now < e->idle_until ||
             e->nready >= want || e->claim_posted || pacer_held(e->pacer, now) ||
-            at == TG_MONO_NEVER)
+            at == TG_MONO_NEVER || e->paused)
                 return;
         /* Inline, a claim stops the loop: a call on its way to the wire (its
          * connect in progress) comes first, and the claim is made only when

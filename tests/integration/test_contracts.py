@@ -161,6 +161,7 @@ class ContractTest(unittest.TestCase):
                 self._batch()
                 self._manual()
                 self._calls_and_stats()
+                self._accounts()
                 self._provider_events()
                 self._admission(tg, p, stub)
                 self.call("GET", "/readyz", expect=200)
@@ -345,6 +346,27 @@ class ContractTest(unittest.TestCase):
         self.call("GET", "/v1/stats?minutes=1", expect=200)
         self.call("GET", "/v1/stats?minutes=99", expect=400)
         self.call("GET", "/v1/stats", token=False, expect=401)
+
+    def _accounts(self):
+        st, body = self.call("GET", "/v1/accounts", expect=200)
+        self.assertEqual([a["account"] for a in body["accounts"]], ["default"])
+        self.call("GET", "/v1/accounts", token=False, expect=401)
+        ok = {"paused": False, "reason": "contract"}
+        st, body = self.call("POST", "/v1/accounts/default", ok, expect=200)
+        self.assertFalse(body["in_force"]["paused"])
+        self.call("POST", "/v1/accounts/ghost", ok, expect=404)
+        self.call("POST", "/v1/accounts/default", b"{oops", expect=400)
+        self.call("POST", "/v1/accounts/default", {"starts_per_second": 1e6, "reason": "x"},
+                  expect=422)
+        self.call("POST", "/v1/accounts/default", {"paused": True}, expect=422)
+        self.call("POST", "/v1/accounts/default", ok, token=False, expect=401)
+        self.call("POST", "/v1/accounts/default", b"y" * 20000, expect=413)
+        self.call("GET", "/v1/accounts/default", expect=405)
+        st, body = self.call("GET", "/v1/accounts/default/audit", expect=200)
+        self.assertEqual(body["audit"][-1]["action"], "account_resume")
+        self.call("GET", "/v1/accounts/default/audit?after=-1", expect=400)
+        self.call("GET", "/v1/accounts/ghost/audit", expect=404)
+        self.call("GET", "/v1/accounts/default/audit", token=False, expect=401)
 
     def _provider_events(self):
         def event(obj, signature=None):

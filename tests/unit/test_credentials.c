@@ -299,12 +299,15 @@ static const char *body_for(enum api_route r, unsigned serial, char *buf, size_t
                 return "{\"reason\":\"walk\",\"outcome\":\"failed\"}";
         case API_ROUTE_MANUAL_ASSIGN:
                 return "{\"assignee\":\"bob\"}";
+        case API_ROUTE_ACCOUNT:
+                return "{\"paused\":false,\"reason\":\"walk\"}";
         default:
                 return NULL;
         }
 }
 
-/* The path of route r, its {operation_id} a fresh case in manual review. */
+/* The path of route r: its {operation_id} a fresh case in manual review, its
+ * {account} the one account configured. */
 static void path_for(struct fixture *fx, enum api_route r, unsigned serial, char *buf, size_t size)
 {
         const char *tpl = api_route_name(r);
@@ -315,8 +318,12 @@ static void path_for(struct fixture *fx, enum api_route r, unsigned serial, char
                 snprintf(buf, size, "%s", tpl);
                 return;
         }
-        snprintf(id, sizeof(id), "case-%u", serial);
-        to_manual(fx, id);
+        if (strncmp(brace, "{account}", 9) == 0) {
+                snprintf(id, sizeof(id), "default");
+        } else {
+                snprintf(id, sizeof(id), "case-%u", serial);
+                to_manual(fx, id);
+        }
         snprintf(buf, size, "%.*s%s%s", (int)(brace - tpl), tpl, id, strchr(brace, '}') + 1);
 }
 
@@ -345,6 +352,9 @@ static void test_scope_table(void **state)
             {API_ROUTE_MANUAL_APPROVE, SCOPE_OPERATOR},
             {API_ROUTE_PROVIDER_EVENTS, 0}, /* signed by the provider */
             {API_ROUTE_EVENTS, SCOPE_INTAKE | SCOPE_READ},
+            {API_ROUTE_ACCOUNTS, SCOPE_READ | SCOPE_ADMIN},
+            {API_ROUTE_ACCOUNT, SCOPE_ADMIN},
+            {API_ROUTE_ACCOUNT_AUDIT, SCOPE_READ | SCOPE_ADMIN},
             {API_ROUTE_OTHER, 0},
         };
         bool seen[API_ROUTE_COUNT] = {false};

@@ -1,0 +1,144 @@
+/*
+ * account_ctl — an account's run-time controls as operators change them
+ * (tollgate account, POST /v1/accounts/{account}): the change checked
+ * against the account's config, written with its audit row
+ * (store_controls_set), and the account shown. See account_ctl.h.
+ */
+#include "daemon/account_ctl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/tg_error.h"
+
+const struct tg_account *account_ctl_find(const struct tg_config *config, const char *name,
+                                          struct tg_config *ret_view)
+{
+        const struct tg_account *a = config_account_find(config, name);
+
+        if (!a)
+                return NULL;
+        if (config->account_count == 1 && !a->declared)
+                *ret_view = *config; /* the top level is the default account */
+        else
+                config_account_view(config, a, ret_view);
+        return a;
+}
+
+static unsigned shares_of(const struct tg_config *view)
+{
+        return view->exit_shares > 0 ? view->exit_shares : 1;
+}
+
+int account_ctl_check(const struct tg_config *view, const struct account_controls *next,
+                      const char **ret_field, char *err, size_t err_size)
+{
+        double ceiling = view->exit.starts_per_second;
+        unsigned cap = view->exit.max_in_flight;
+
+        if (!(next->starts_per_second >= 0) || next->starts_per_second > ceiling ||
+            isinf(next->starts_per_second)) {
+                *ret_field = "starts_per_second";
+                snprintf(err, err_size,
+                         "starts_per_second must be > 0 and at most the account's configured "
+                         "exit.starts_per_second (%g), or null for the configured one",
+                         ceiling);
+                return TG_EINVAL;
+        }
+        if (next->starts_per_second > 0 && shares_of(view) > 1) {
+                *ret_field = "starts_per_second";
+                snprintf(err, err_size,
+                         "the account is split into %u shares (exit.shares): their grid keeps "
+                         "the configured rate; change exit.starts_per_second in the config of "
+                         "every dispatcher of the account",
+                         shares_of(view));
+                return TG_EINVAL;
+        }
+        if (next->max_in_flight > cap ||
+            (next->max_in_flight > 0 && next->max_in_flight < shares_of(view))) {
+                *ret_field = "max_in_flight";
+                snprintf(err, err_size,
+                         "max_in_flight must be between %u (exit.shares) and the account's "
+                         "configured exit.max_in_flight (%u), or null for the configured one",
+                         shares_of(view), cap);
+                return TG_EINVAL;
+        }
+        return 0;
+}
+
+int account_ctl_change(struct store *store, const struct tg_config *config, const char *name,
+                       const struct account_change *change, const char *principal,
+                       const char *reason, tg_wall_ms now, struct account_controls *ret_now,
+                       const char **ret_field, char *err, size_t err_size)
+{
+        struct tg_config *view = NULL;
+        struct account_controls next;
+        const char *action;
+        int r;
+
+        *ret_field = NULL;
+        err[0] = '\0';
+        view = malloc(sizeof(*view));
+        if (!view)
+                return TG_ENOMEM;
+        if (!account_ctl_find(config, name, view)) {
+                free(view);
+                return TG_ENOTFOUND;
+        }
+        r = store_controls_get(store, name, &next);
+        if (r < 0) {
+                free(view);
+                return r;
+        }
+        if (change->set_rate)
+                next.starts_per_second = change->starts_per_second;
+        if (change->set_cap)
+                next.max_in_flight = change->max_in_flight;
+        if (change->set_paused)
+                next.paused = change->paused;
+        r = account_ctl_check(view, &next, ret_field, err, err_size);
+        free(view);
+        if (r < 0)
+                return r;
+        action = change->set_paused && !change->set_rate && !change->set_cap
+                     ? (change->paused ? "account_pause" : "account_resume")
+                     : "account_set";
+        r = store_controls_set(store, name, &next, action, principal, reason, now, NULL);
+        if (r == 0)
+                r = store_controls_get(store, name, ret_now);
+        return r;
+}
+
+json_t *account_ctl_json(const struct tg_config *view, const char *name,
+                         const struct account_controls *c)
+{
+        unsigned shares = shares_of(view);
+        double rate =
+            c->starts_per_second > 0 ? c->starts_per_second : view->exit.starts_per_second;
+        unsigned cap = c->max_in_flight > 0 ? c->max_in_flight : view->exit.max_in_flight;
+        json_t *o = json_pack(
+            "{s:s, s:{s:f, s:i, s:i}, s:{s:o, s:o, s:b, s:o, s:o}, s:{s:f, s:i, s:b}}", "account",
+            name, "configured", "starts_per_second", view->exit.starts_per_second, "max_in_flight",
+            (int)view->exit.max_in_flight, "shares", (int)shares, "controls", "starts_per_second",
+            c->starts_per_second > 0 ? json_real(c->starts_per_second) : json_null(),
+            "max_in_flight", c->max_in_flight > 0 ? json_integer(c->max_in_flight) : json_null(),
+            "paused", c->paused, "changed_at",
+            c->changed_at > 0 ? json_integer(c->changed_at) : json_null(), "changed_by",
+            c->changed_by[0] ? json_string(c->changed_by) : json_null(), "in_force",
+            "starts_per_second", rate, "max_in_flight", (int)cap, "paused", c->paused);
+
+        return o;
+}
+
+json_t *account_ctl_audit_json(const struct account_audit_record *a)
+{
+        json_error_t jerr;
+        json_t *detail = json_loads(a->detail, 0, &jerr);
+
+        return json_pack("{s:I, s:s, s:I, s:s, s:s, s:s, s:o}", "id", (json_int_t)a->id, "account",
+                         a->account, "at", (json_int_t)a->at, "action", a->action, "by",
+                         a->principal, "reason", a->reason, "detail",
+                         detail ? detail : json_string(a->detail));
+}
