@@ -609,6 +609,12 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
         api->log_trace[0] = '\0';
         api_refusals_flush(api, api_wall_now(), false);
         r = route(api, req, res, rid);
+        if (r == 0 && res->status == 0 && res->hold_ms > 0) {
+                /* a long poll waits (api_feed.c): logged and counted when it
+                 * is answered */
+                pthread_mutex_unlock(&api->lock);
+                return 0;
+        }
         /* A route refused before it read the operation: its trace is still
          * in the store, and every line of an operation carries it. */
         if (api->log_op[0] && !api->log_trace[0]) {

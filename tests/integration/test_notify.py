@@ -330,6 +330,83 @@ class NotifyTest(unittest.TestCase):
                  min(gaps[True]) * 1e3), file=sys.stderr)
         self.assertLess(abs(mean_slow - mean_fast), interval * 0.2, (mean_fast, mean_slow))
 
+    def test_long_poll(self):
+        """GET /v1/events?wait=S answers at once when events exist, when one
+        commits while it waits, or with an empty page at the end; a held
+        poll holds no thread: other requests are answered meanwhile."""
+        with tgtest.start_stub() as stub, \
+                Tollgate(stub.url, api={"connection_timeout_s": 1}) as tg:
+            p = tg.start("serve")
+            url = tg.api + "/v1/events?after=0&wait=%d"
+
+            def get(wait, after=0, timeout=40):
+                t0 = time.monotonic()
+                st, _, body = tgtest.http_json(
+                    "GET", tg.api + "/v1/events?after=%d&wait=%s" % (after, wait),
+                    headers=tg.headers(), timeout=timeout)
+                return st, body, time.monotonic() - t0, time.monotonic()
+
+            for bad in ("31", "-1", "x", "1.5"):
+                st, body, _, _ = get(bad)
+                self.assertEqual((st, body["error"]["code"], body["error"]["field"]),
+                                 (400, "invalid_parameter", "wait"), bad)
+            # nothing comes: an empty page at the end of the wait, which may
+            # be longer than the idle timeout of a connection (1 s here)
+            st, body, took, _ = get(2)
+            self.assertEqual((st, body), (200, {"events": [], "next_after": 0}))
+            self.assertGreaterEqual(took, 1.9)
+            self.assertLess(took, 6)
+            # one commits while the poll waits: answered with it, long before
+            # the end of the wait; the API answers others meanwhile
+            import threading
+            out = {}
+            polls = [threading.Thread(target=lambda i=i: out.__setitem__(i, get(25)))
+                     for i in range(3)]
+            for t in polls:
+                t.start()
+            time.sleep(1.0)
+            st, body, took, _ = get(0)
+            self.assertEqual((st, body["events"]), (200, []))
+            self.assertLess(took, 1.0)  # not behind the held polls
+            self.assertEqual(tg.submit("lp-1")[0], 202)
+            tg.wait_final(["lp-1"], timeout=20)
+            final_at = time.monotonic()
+            for t in polls:
+                t.join(30)
+            for i in range(3):
+                st, body, took, _ = out[i]
+                self.assertEqual(st, 200)
+                self.assertEqual([e["operation_id"] for e in body["events"]], ["lp-1"])
+                self.assertEqual(body["next_after"], body["events"][0]["id"])
+                self.assertLess(took, 15, out[i])
+            # final_at is when the test's own status poll saw it (20 ms steps)
+            print("long poll: answered at most %.0f ms after the final state was seen"
+                  % ((max(o[3] for o in out.values()) - final_at) * 1e3), file=sys.stderr)
+            # events exist: answered at once
+            st, body, took, _ = get(25)
+            self.assertEqual(len(body["events"]), 1)
+            self.assertLess(took, 2)
+            # after the last one: waits again, until the next one
+            last = body["next_after"]
+            st, body, took, _ = get(1, after=last)
+            self.assertEqual((st, body), (200, {"events": [], "next_after": last}))
+            # a poll held when tollgate stops does not hold up the stop
+            held = threading.Thread(target=lambda: out.__setitem__("stop", _try(get, 25)))
+            held.start()
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            p.stop()
+            self.assertLess(time.monotonic() - t0, 8)
+            held.join(30)
+            self.assertFalse(held.is_alive())
+
+
+def _try(fn, *args):
+    try:
+        return fn(*args)
+    except OSError as e:
+        return e
+
 
 if __name__ == "__main__":
     tgtest.main_unittest(parallel=("test_delivered_signed_and_in_the_feed",
@@ -337,4 +414,5 @@ if __name__ == "__main__":
                                    "test_receiver_down_then_up_gets_every_event_in_order",
                                    "test_wrong_secret_refused_rotation_accepted",
                                    "test_parked_past_budget_then_redelivered",
-                                   "test_no_notify_section_delivers_nothing"))
+                                   "test_no_notify_section_delivers_nothing",
+                                   "test_long_poll"))
