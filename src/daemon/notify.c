@@ -9,6 +9,13 @@
  * try, is still due), so one operation's events reach the receiver one at a
  * time, in id order. A parked event no longer holds the later ones back.
  *
+ * Where an event goes: the refund's own notify_url when it named one (checked
+ * against `[notify] allow` at intake, and copied into the event), else its
+ * account's notify.url (an [account.NAME] section's, or the top level's);
+ * each signed with the secrets of the same settings. An event with nowhere
+ * to go stays due, untouched, as without [notify]. With no notify.url
+ * (only refunds' own URLs), the scan reads only the events that name one.
+ *
  * Durability order: mark delivered only after the 2xx (at least once).
  */
 #include "daemon/notify.h"
@@ -63,6 +70,7 @@ struct notifier {
         struct open_delivery *opens;
         struct store_event *scan;
         tg_mono_ns next_start, next_scan;
+        bool any_url; /* notify.url set at the top level or for an account */
 };
 
 json_t *notify_event_json(const struct store_event *ev)
@@ -101,10 +109,40 @@ static struct open_delivery *open_find(struct notifier *n, int64_t id)
         return NULL;
 }
 
+/* Where ev goes and what signs it: the settings of its account (the top
+ * level's when the config does not know the account). */
+static const char *target_of(const struct notifier *n, const struct store_event *ev,
+                             const char *ret_secrets[EVENT_SIG_SECRETS], unsigned *ret_count)
+{
+        const struct tg_account *a = config_account_find(n->cfg, ev->account);
+        const struct tg_account_settings *set = a ? &a->settings : NULL;
+        const char *url = set ? set->notify_url : n->cfg->notify_url;
+        unsigned count = set ? set->notify_secret_count : n->cfg->notify_secret_count;
+
+        if (!set || !set->notify_url[0]) {
+                /* the top level's (an account without its own) */
+                url = n->cfg->notify_url;
+                set = NULL;
+                count = n->cfg->notify_secret_count;
+        }
+        if (ev->notify_url[0]) {
+                /* notify.allow and its secret_file are the top level's */
+                url = ev->notify_url;
+                set = NULL;
+                count = n->cfg->notify_secret_count;
+        }
+        for (unsigned i = 0; i < count && i < EVENT_SIG_SECRETS; i++)
+                ret_secrets[i] = set ? set->notify_secrets[i] : n->cfg->notify_secrets[i];
+        *ret_count = count < EVENT_SIG_SECRETS ? count : EVENT_SIG_SECRETS;
+        return url;
+}
+
 /* Signs and starts one delivery. */
 static int start_one(struct notifier *n, const struct store_event *ev, tg_wall_ms wall)
 {
         const char *secrets[EVENT_SIG_SECRETS];
+        unsigned secret_count = 0;
+        const char *url = target_of(n, ev, secrets, &secret_count);
         char sig[EVENT_SIG_MAX], sig_line[EVENT_SIG_MAX + 32], id_line[64];
         const char *headers[4];
         struct open_delivery *slot = NULL;
@@ -118,11 +156,11 @@ static int start_one(struct notifier *n, const struct store_event *ev, tg_wall_m
                         slot = &n->opens[i];
         if (r == 0 && !slot)
                 r = TG_EFULL;
-        for (unsigned i = 0; i < n->cfg->notify_secret_count && i < EVENT_SIG_SECRETS; i++)
-                secrets[i] = n->cfg->notify_secrets[i];
+        if (r == 0 && (!url[0] || secret_count == 0))
+                r = TG_ECONFIG;
         if (r == 0)
-                r = event_sig_make(secrets, n->cfg->notify_secret_count, wall / 1000, body,
-                                   strlen(body), sig, sizeof(sig));
+                r = event_sig_make(secrets, secret_count, wall / 1000, body, strlen(body), sig,
+                                   sizeof(sig));
         if (r == 0) {
                 snprintf(sig_line, sizeof(sig_line), "%s: %s", EVENT_SIG_HEADER, sig);
                 snprintf(id_line, sizeof(id_line), "Tollgate-Event-Id: %" PRId64, ev->id);
@@ -130,8 +168,8 @@ static int start_one(struct notifier *n, const struct store_event *ev, tg_wall_m
                 headers[1] = sig_line;
                 headers[2] = id_line;
                 headers[3] = NULL;
-                r = notify_http_start(n->http, n->cfg->notify_url, body, headers,
-                                      (long)n->cfg->notify_timeout_ms, ev->id);
+                r = notify_http_start(n->http, url, body, headers, (long)n->cfg->notify_timeout_ms,
+                                      ev->id);
         }
         free(body);
         if (r == 0) {
@@ -149,7 +187,10 @@ static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
 {
         unsigned got = 0, cap = n->cfg->notify_max_in_flight;
         int64_t interval = (int64_t)(1e9 / n->cfg->notify_per_second);
-        int r = store_events_list(n->store, 0, STORE_EVENTS_DUE, SCAN_MAX, n->scan, &got);
+        /* without a notify.url only refunds' own URLs are delivered to */
+        int r =
+            store_events_list(n->store, 0, n->any_url ? STORE_EVENTS_DUE : STORE_EVENTS_DUE_OWN_URL,
+                              SCAN_MAX, n->scan, &got);
 
         if (r < 0) {
                 log_emit(LOG_WARN, "notify_store_failed",
@@ -162,8 +203,12 @@ static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
 
                 for (unsigned k = 0; k < i && !earlier; k++)
                         earlier = n->scan[k].op_id == ev->op_id;
-                if (earlier || open_find(n, ev->id) || ev->next_at > wall)
-                        continue;
+                const char *secrets[EVENT_SIG_SECRETS];
+                unsigned count;
+
+                if (earlier || open_find(n, ev->id) || ev->next_at > wall ||
+                    !target_of(n, ev, secrets, &count)[0])
+                        continue; /* nowhere to go: it stays due, as without [notify] */
                 if (now < n->next_start)
                         break; /* the rate: the next scan starts it */
                 r = start_one(n, ev, wall);
@@ -273,15 +318,18 @@ int notifier_start(const struct tg_config *cfg, struct notifier **ret_notifier)
         if (!cfg || !ret_notifier)
                 return TG_EINVAL;
         *ret_notifier = NULL;
-        if (!cfg->notify_url[0])
-                return 0;
-        if (cfg->notify_secret_count == 0 || cfg->notify_max_in_flight == 0 ||
-            cfg->notify_per_second <= 0)
+        bool any_url = cfg->notify_url[0] != '\0';
+        for (unsigned i = 0; i < cfg->account_count; i++)
+                any_url = any_url || cfg->accounts[i].settings.notify_url[0];
+        if (!any_url && cfg->notify_allow_count == 0)
+                return 0; /* nothing to deliver: events stay due, the feed serves them */
+        if (cfg->notify_max_in_flight == 0 || cfg->notify_per_second <= 0)
                 return TG_ECONFIG;
         n = calloc(1, sizeof(*n));
         if (!n)
                 return TG_ENOMEM;
         n->cfg = cfg;
+        n->any_url = any_url;
         n->opens = calloc(cfg->notify_max_in_flight, sizeof(*n->opens));
         n->scan = calloc(SCAN_MAX, sizeof(*n->scan));
         if (!n->opens || !n->scan) {

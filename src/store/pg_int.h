@@ -31,8 +31,8 @@
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
         "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
-        "refund_reason, metadata, account"
-#define PG_OP_NCOLS 30
+        "refund_reason, metadata, account, notify_url"
+#define PG_OP_NCOLS 31
 
 #define PG_CALL_COLS                                                                               \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \

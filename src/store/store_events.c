@@ -46,6 +46,8 @@ const char *store_event_filter_sql(enum store_event_filter filter)
                 return "delivery = 2";
         case STORE_EVENTS_UNDELIVERED:
                 return "delivery IN (0, 2)";
+        case STORE_EVENTS_DUE_OWN_URL:
+                return "delivery = 0 AND notify_url <> ''";
         case STORE_EVENTS_ALL:
         default:
                 return "1 = 1";
@@ -66,6 +68,8 @@ int store_event_add(struct store *s, const struct op_record *before, const struc
         store_copy_text(ev.refund_id, sizeof(ev.refund_id), after->refund_id);
         ev.amount = after->req.amount;
         store_copy_text(ev.currency, sizeof(ev.currency), after->req.currency);
+        store_copy_text(ev.account, sizeof(ev.account), store_req_account(&after->req));
+        store_copy_text(ev.notify_url, sizeof(ev.notify_url), after->req.notify_url);
         ev.delivery = STORE_DELIVERY_DUE;
         return s->ops->event_insert(s, &ev);
 }
@@ -96,7 +100,7 @@ int store_events_list(struct store *store, int64_t after_id, enum store_event_fi
         int r;
 
         if (!store || !buf || !ret_n || want == 0 || want > EVENTS_PAGE_MAX ||
-            (unsigned)filter > STORE_EVENTS_UNDELIVERED)
+            (unsigned)filter > STORE_EVENTS_DUE_OWN_URL)
                 return TG_EINVAL;
         c.want = want;
         r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, list_tx, &c);

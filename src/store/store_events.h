@@ -41,6 +41,8 @@ struct store_event {
         char refund_id[TG_REFUND_ID_MAX];
         int64_t amount;
         char currency[4];
+        char account[TG_ACCOUNT_NAME_MAX + 1]; /* the operation's */
+        char notify_url[URL_ALLOW_MAX + 1];    /* the refund's own; "" for the account's */
         /* delivery */
         enum store_delivery delivery;
         unsigned attempts;
@@ -63,6 +65,7 @@ enum store_event_filter {
         STORE_EVENTS_DUE,
         STORE_EVENTS_PARKED,
         STORE_EVENTS_UNDELIVERED,
+        STORE_EVENTS_DUE_OWN_URL, /* due, of a refund that named its own notify_url */
 };
 
 /* Up to `want` (1..1000) events with id > after_id that pass `filter`, by

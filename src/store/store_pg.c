@@ -309,9 +309,15 @@ static const struct migration migrations[] = {
         "  CONSTRAINT events_delivery_word CHECK (delivery IN (0, 1, 2)))"},
     {3, "CREATE INDEX events_delivery ON events (delivery, id)"},
     {3, "INSERT INTO counters (name, n) VALUES ('events', 0)"},
+    /* 4: a refund's own notify_url (core/url_allow.h), kept with it and
+     * copied into each of its events with the account, so that a delivery
+     * goes where the event says without reading the operation. */
+    {4, "ALTER TABLE operations ADD COLUMN notify_url VARCHAR(512) NOT NULL DEFAULT ''"},
+    {4, "ALTER TABLE events ADD COLUMN account VARCHAR(32) COLLATE \"C\" NOT NULL "
+        "DEFAULT 'default', ADD COLUMN notify_url VARCHAR(512) NOT NULL DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  3
+#define SCHEMA_VERSION  4
 
 /* ---- url ------------------------------------------------------------------ */
 

@@ -17,7 +17,7 @@
 
 #define EVENT_COLS                                                                                 \
         "id, op_id, operation_id, at, state, from_state, reason, refund_id, amount, currency, "    \
-        "delivery, attempts, next_at, delivered_at, last_error"
+        "delivery, attempts, next_at, delivered_at, last_error, account, notify_url"
 
 static int prepare(struct sqlite_store *s, const char *sql, sqlite3_stmt **ret)
 {
@@ -45,8 +45,8 @@ int store_sqlite_event_insert(struct store *store, const struct store_event *ev)
         if (r == 0)
                 r = prepare(s,
                             "INSERT INTO events (op_id, operation_id, at, state, from_state, "
-                            "reason, refund_id, amount, currency) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            "reason, refund_id, amount, currency, account, notify_url) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                             &st);
         if (r < 0)
                 return r;
@@ -57,7 +57,9 @@ int store_sqlite_event_insert(struct store *store, const struct store_event *ev)
             bind_word(st, 6, manual_reason_name(ev->reason)) ||
             store_sqlite_bind_text(st, 7, ev->refund_id, sizeof(ev->refund_id) - 1) ||
             store_sqlite_bind_i64(st, 8, ev->amount) ||
-            store_sqlite_bind_text(st, 9, ev->currency, sizeof(ev->currency) - 1))
+            store_sqlite_bind_text(st, 9, ev->currency, sizeof(ev->currency) - 1) ||
+            store_sqlite_bind_text(st, 10, ev->account, sizeof(ev->account) - 1) ||
+            store_sqlite_bind_text(st, 11, ev->notify_url, sizeof(ev->notify_url) - 1))
                 r = TG_ESTORE;
         if (r == 0)
                 r = store_sqlite_map_rc(sqlite3_step(st));
@@ -87,6 +89,8 @@ static int read_event(sqlite3_stmt *st, struct store_event *ev)
         ev->next_at = sqlite3_column_int64(st, 12);
         ev->delivered_at = sqlite3_column_int64(st, 13);
         store_sqlite_col_copy(st, 14, ev->last_error, sizeof(ev->last_error));
+        store_sqlite_col_copy(st, 15, ev->account, sizeof(ev->account));
+        store_sqlite_col_copy(st, 16, ev->notify_url, sizeof(ev->notify_url));
         return 0;
 }
 

@@ -400,6 +400,113 @@ class NotifyTest(unittest.TestCase):
             held.join(30)
             self.assertFalse(held.is_alive())
 
+    def test_per_refund_notify_url(self):
+        """A refund's own notify_url, under a [notify] allow prefix, gets its
+        events instead of notify.url; one under no prefix, or malformed, is a
+        422 and nothing is stored; refunds without one go to notify.url."""
+        with tgtest.start_stub() as stub:
+            main_port, own_port = tgtest.free_port(), tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            path = secret_file(d, SECRET)
+            allow = "http://127.0.0.1:%d/own/" % own_port
+            with Tollgate(stub.url, notify=notify_keys(
+                    "http://127.0.0.1:%d/" % main_port, path, allow=allow)) as tg, \
+                    Receiver(main_port, path) as main_rx, Receiver(own_port, path) as own_rx:
+                tg.start("serve")
+
+                def post(op, url, route="/v1/refunds"):
+                    body = {"operation_id": op, "payment_id": "pay_1", "amount": 1500,
+                            "currency": "TWD"}
+                    if url is not None:
+                        body["notify_url"] = url
+                    if route.endswith(":batch"):
+                        body = {"refunds": body}
+                    return tgtest.http_json("POST", tg.api + route, body, tg.headers())
+
+                self.assertEqual(post("own-1", allow + "r1")[0], 202)
+                self.assertEqual(post("main-1", None)[0], 202)
+                refused = {
+                    "http://127.0.0.1:%d/other" % own_port: "notify_url_not_allowed",
+                    "http://127.0.0.1:%d/own/" % main_port: "notify_url_not_allowed",
+                    "https://127.0.0.1:%d/own/" % own_port: "notify_url_not_allowed",
+                    "http://127.0.0.1:%d/owned" % own_port: "notify_url_not_allowed",
+                    "http://u@127.0.0.1:%d/own/" % own_port: "invalid_field",
+                    "ftp://127.0.0.1/own/": "invalid_field",
+                    "": "invalid_field",
+                }
+                for i, (url, code) in enumerate(refused.items()):
+                    st, _, body = post("bad-%d" % i, url)
+                    self.assertEqual((st, body["error"]["code"], body["error"]["field"]),
+                                     (422, code, "notify_url"), url)
+                    self.assertEqual(tg.status("bad-%d" % i)[0], 404)
+                st, _, body = tgtest.http_json(
+                    "POST", tg.api + "/v1/refunds:batch",
+                    {"refunds": [
+                        {"operation_id": "own-2", "payment_id": "pay_1", "amount": 1500,
+                         "currency": "TWD", "notify_url": allow + "r2"},
+                        {"operation_id": "bad-b", "payment_id": "pay_1", "amount": 1500,
+                         "currency": "TWD", "notify_url": "http://127.0.0.1:1/x"}]},
+                    tg.headers())
+                self.assertEqual([r["status"] for r in body["results"]], [202, 422], body)
+                self.assertEqual(body["results"][1]["error"]["code"], "notify_url_not_allowed")
+                tg.wait_final(["own-1", "main-1", "own-2"], timeout=30)
+                tgtest.wait_until(lambda: len(own_rx.ok()) >= 2 and len(main_rx.ok()) >= 1,
+                                  timeout=20, what="the three events delivered")
+                time.sleep(0.5)
+                self.assertEqual(sorted(x["operation_id"] for x in own_rx.ok()),
+                                 ["own-1", "own-2"])
+                self.assertEqual([x["operation_id"] for x in main_rx.ok()], ["main-1"])
+
+    def test_notify_url_without_allow_or_main_url(self):
+        """Without [notify] allow a notify_url is refused (422
+        notify_url_not_configured); with allow but no notify.url, only the
+        refunds that name one are delivered, the others stay due."""
+        with tgtest.start_stub() as stub, Tollgate(stub.url) as tg:
+            tg.start("serve")
+            st, _, body = tgtest.http_json(
+                "POST", tg.api + "/v1/refunds",
+                {"operation_id": "x-1", "payment_id": "pay_1", "amount": 1500,
+                 "currency": "TWD", "notify_url": "http://127.0.0.1:9/"}, tg.headers())
+            self.assertEqual((st, body["error"]["code"]), (422, "notify_url_not_configured"))
+        with tgtest.start_stub() as stub:
+            port = tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            path = secret_file(d, SECRET)
+            allow = "http://127.0.0.1:%d/" % port
+            with Tollgate(stub.url, notify={"allow": allow, "secret_file": path,
+                                            "backoff_base_ms": 100,
+                                            "backoff_cap_ms": 300}) as tg, \
+                    Receiver(port, path) as rx:
+                tg.start("serve")
+                st, _, _ = tgtest.http_json(
+                    "POST", tg.api + "/v1/refunds",
+                    {"operation_id": "own-1", "payment_id": "pay_1", "amount": 1500,
+                     "currency": "TWD", "notify_url": allow + "hook"}, tg.headers())
+                self.assertEqual(st, 202)
+                self.assertEqual(tg.submit("plain-1")[0], 202)
+                tg.wait_final(["own-1", "plain-1"], timeout=30)
+                tgtest.wait_until(lambda: rx.ok(), timeout=20, what="own-1's event")
+                time.sleep(1.0)
+                self.assertEqual([x["operation_id"] for x in rx.ok()], ["own-1"])
+                plain = [e for e in feed(tg)["events"] if e["operation_id"] == "plain-1"]
+                self.assertEqual([(e["delivery"], e["attempts"]) for e in plain], [("due", 0)])
+
+    def test_account_notify_url(self):
+        """notify.url and notify.secret_file in an [account.NAME] section: the
+        account's events go there, signed with its secret."""
+        with tgtest.start_stub() as stub:
+            port = tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            path = secret_file(d, SECRET)
+            with Tollgate(stub.url, **{"account.default": {
+                    "notify.url": "http://127.0.0.1:%d/acct" % port,
+                    "notify.secret_file": path}}) as tg, Receiver(port, path) as rx:
+                tg.start("serve")
+                self.assertEqual(tg.submit("a-1")[0], 202)
+                tg.wait_final(["a-1"], timeout=30)
+                tgtest.wait_until(lambda: rx.ok(), timeout=20, what="a-1's event")
+                self.assertEqual([x["operation_id"] for x in rx.ok()], ["a-1"])
+
 
 def _try(fn, *args):
     try:
@@ -415,4 +522,7 @@ if __name__ == "__main__":
                                    "test_wrong_secret_refused_rotation_accepted",
                                    "test_parked_past_budget_then_redelivered",
                                    "test_no_notify_section_delivers_nothing",
-                                   "test_long_poll"))
+                                   "test_long_poll",
+                                   "test_per_refund_notify_url",
+                                   "test_notify_url_without_allow_or_main_url",
+                                   "test_account_notify_url"))
