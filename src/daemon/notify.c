@@ -70,7 +70,7 @@ struct notifier {
         struct open_delivery *opens;
         struct store_event *scan;
         tg_mono_ns next_start, next_scan;
-        bool any_url; /* notify.url set at the top level or for an account */
+        unsigned scan_turn; /* the account a scan starts with */
 };
 
 json_t *notify_event_json(const struct store_event *ev)
@@ -109,32 +109,25 @@ static struct open_delivery *open_find(struct notifier *n, int64_t id)
         return NULL;
 }
 
-/* Where ev goes and what signs it: the settings of its account (the top
- * level's when the config does not know the account). */
+/* Where ev goes and what signs it: its refund's own URL or its account's
+ * notify.url, signed with the account's secrets; "" for an event of an
+ * account this config does not serve (another process's to deliver). */
 static const char *target_of(const struct notifier *n, const struct store_event *ev,
                              const char *ret_secrets[EVENT_SIG_SECRETS], unsigned *ret_count)
 {
         const struct tg_account *a = config_account_find(n->cfg, ev->account);
-        const struct tg_account_settings *set = a ? &a->settings : NULL;
-        const char *url = set ? set->notify_url : n->cfg->notify_url;
-        unsigned count = set ? set->notify_secret_count : n->cfg->notify_secret_count;
+        unsigned count;
 
-        if (!set || !set->notify_url[0]) {
-                /* the top level's (an account without its own) */
-                url = n->cfg->notify_url;
-                set = NULL;
-                count = n->cfg->notify_secret_count;
-        }
-        if (ev->notify_url[0]) {
-                /* notify.allow and its secret_file are the top level's */
-                url = ev->notify_url;
-                set = NULL;
-                count = n->cfg->notify_secret_count;
-        }
-        for (unsigned i = 0; i < count && i < EVENT_SIG_SECRETS; i++)
-                ret_secrets[i] = set ? set->notify_secrets[i] : n->cfg->notify_secrets[i];
-        *ret_count = count < EVENT_SIG_SECRETS ? count : EVENT_SIG_SECRETS;
-        return url;
+        *ret_count = 0;
+        if (!a)
+                return "";
+        count = a->settings.notify_secret_count;
+        if (count > EVENT_SIG_SECRETS)
+                count = EVENT_SIG_SECRETS;
+        for (unsigned i = 0; i < count; i++)
+                ret_secrets[i] = a->settings.notify_secrets[i];
+        *ret_count = count;
+        return ev->notify_url[0] ? ev->notify_url : a->settings.notify_url;
 }
 
 /* Signs and starts one delivery. */
@@ -181,17 +174,21 @@ static int start_one(struct notifier *n, const struct store_event *ev, tg_wall_m
         return r;
 }
 
-/* The oldest due events; each one whose operation has no earlier due event
- * and whose time has come starts, within the cap and the rate. */
-static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
+/* The oldest due events of one account; each one whose operation has no
+ * earlier due event and whose time has come starts, within the cap and the
+ * rate. An account without a notify.url has only its refunds' own URLs to
+ * deliver to: the others stay due, as without [notify]. */
+static void scan_account(struct notifier *n, const struct tg_account *a, tg_mono_ns now,
+                         tg_wall_ms wall)
 {
         unsigned got = 0, cap = n->cfg->notify_max_in_flight;
         int64_t interval = (int64_t)(1e9 / n->cfg->notify_per_second);
-        /* without a notify.url only refunds' own URLs are delivered to */
-        int r =
-            store_events_list(n->store, 0, n->any_url ? STORE_EVENTS_DUE : STORE_EVENTS_DUE_OWN_URL,
-                              SCAN_MAX, n->scan, &got);
+        int r;
 
+        if (!a->settings.notify_url[0] && n->cfg->notify_allow_count == 0)
+                return;
+        r = store_events_due(n->store, a->name, !a->settings.notify_url[0], SCAN_MAX, n->scan,
+                             &got);
         if (r < 0) {
                 log_emit(LOG_WARN, "notify_store_failed",
                          json_pack("{s:s}", "error", tg_strerror(r)));
@@ -203,12 +200,8 @@ static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
 
                 for (unsigned k = 0; k < i && !earlier; k++)
                         earlier = n->scan[k].op_id == ev->op_id;
-                const char *secrets[EVENT_SIG_SECRETS];
-                unsigned count;
-
-                if (earlier || open_find(n, ev->id) || ev->next_at > wall ||
-                    !target_of(n, ev, secrets, &count)[0])
-                        continue; /* nowhere to go: it stays due, as without [notify] */
+                if (earlier || open_find(n, ev->id) || ev->next_at > wall)
+                        continue;
                 if (now < n->next_start)
                         break; /* the rate: the next scan starts it */
                 r = start_one(n, ev, wall);
@@ -220,6 +213,17 @@ static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
                 }
                 n->next_start = (n->next_start > now ? n->next_start : now) + interval;
         }
+}
+
+/* Every account this config serves, in turn from a different one each scan
+ * so that a busy first account does not take the whole cap every time. */
+static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
+{
+        unsigned count = n->cfg->account_count;
+
+        for (unsigned k = 0; k < count && atomic_load(&n->open) < n->cfg->notify_max_in_flight; k++)
+                scan_account(n, &n->cfg->accounts[(n->scan_turn + k) % count], now, wall);
+        n->scan_turn = count ? (n->scan_turn + 1) % count : 0;
 }
 
 /* One delivery ended: delivered, or its next try (or parked). */
@@ -329,7 +333,6 @@ int notifier_start(const struct tg_config *cfg, struct notifier **ret_notifier)
         if (!n)
                 return TG_ENOMEM;
         n->cfg = cfg;
-        n->any_url = any_url;
         n->opens = calloc(cfg->notify_max_in_flight, sizeof(*n->opens));
         n->scan = calloc(SCAN_MAX, sizeof(*n->scan));
         if (!n->opens || !n->scan) {

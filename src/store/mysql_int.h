@@ -183,7 +183,8 @@ void store_mysql_lock_name_for(const char *prefix, const char *dbname, char *dst
 /* store_mysql_events.c: the events' outbox (store_backend.h) */
 int store_mysql_event_insert(struct store *store, const struct store_event *ev);
 int store_mysql_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                           unsigned want, struct store_event *buf, unsigned *ret_n);
+                           const char *account, unsigned want, struct store_event *buf,
+                           unsigned *ret_n);
 int store_mysql_event_delivery_put(struct store *store, const struct store_event *ev);
 
 #endif

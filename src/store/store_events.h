@@ -73,6 +73,12 @@ enum store_event_filter {
 int store_events_list(struct store *store, int64_t after_id, enum store_event_filter filter,
                       unsigned want, struct store_event *buf, unsigned *ret_n);
 
+/* The notifier's scan: up to `want` (1..1000) due events of one account,
+ * by id; with own_url_only, only those of refunds that named their own
+ * notify_url. One short read transaction. */
+int store_events_due(struct store *store, const char *account, bool own_url_only, unsigned want,
+                     struct store_event *buf, unsigned *ret_n);
+
 /* One event by id; TG_ENOTFOUND. */
 int store_event_get(struct store *store, int64_t id, struct store_event *ret_event);
 

@@ -71,14 +71,17 @@ static int read_event(MYSQL_RES *res, MYSQL_ROW row, struct store_event *ev)
 }
 
 int store_mysql_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                           unsigned want, struct store_event *buf, unsigned *ret_n)
+                           const char *account, unsigned want, struct store_event *buf,
+                           unsigned *ret_n)
 {
         MYSQL_RES *res;
         unsigned n = 0;
         int r = store_mysql_query(M(store), &res,
-                                  "SELECT " EVENT_COLS " FROM events WHERE %s AND id > %I "
+                                  "SELECT " EVENT_COLS " FROM events WHERE %s AND id > %I AND "
+                                  "(%S = '' OR account = %S) "
                                   "ORDER BY id LIMIT %U",
-                                  store_event_filter_sql(filter), after_id, want);
+                                  store_event_filter_sql(filter), after_id, account ? account : "",
+                                  account ? account : "", want);
 
         if (r < 0)
                 return r;

@@ -95,21 +95,26 @@ static int read_event(sqlite3_stmt *st, struct store_event *ev)
 }
 
 int store_sqlite_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                            unsigned want, struct store_event *buf, unsigned *ret_n)
+                            const char *account, unsigned want, struct store_event *buf,
+                            unsigned *ret_n)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        char sql[256];
+        char sql[512];
         unsigned n = 0;
         int r;
 
-        snprintf(sql, sizeof(sql),
-                 "SELECT " EVENT_COLS " FROM events WHERE %s AND id > ?1 ORDER BY id LIMIT ?2",
-                 store_event_filter_sql(filter));
+        /* the whole statement or none: a cut one would prepare as something else */
+        if ((size_t)snprintf(sql, sizeof(sql),
+                             "SELECT " EVENT_COLS " FROM events WHERE %s AND id > ?1 AND "
+                             "(?3 IS NULL OR account = ?3) ORDER BY id LIMIT ?2",
+                             store_event_filter_sql(filter)) >= sizeof(sql))
+                return TG_EINVAL;
         r = prepare(s, sql, &st);
         if (r < 0)
                 return r;
-        if (store_sqlite_bind_i64(st, 1, after_id) || store_sqlite_bind_i64(st, 2, want))
+        if (store_sqlite_bind_i64(st, 1, after_id) || store_sqlite_bind_i64(st, 2, want) ||
+            (account && store_sqlite_bind_text(st, 3, account, TG_ACCOUNT_NAME_MAX)))
                 r = TG_ESTORE;
         while (r == 0 && n < want) {
                 int rc = sqlite3_step(st);

@@ -507,6 +507,38 @@ class NotifyTest(unittest.TestCase):
                 tgtest.wait_until(lambda: rx.ok(), timeout=20, what="a-1's event")
                 self.assertEqual([x["operation_id"] for x in rx.ok()], ["a-1"])
 
+    def test_two_accounts_each_to_its_own_url(self):
+        """Two accounts in one tollgate, each with its own notify.url and
+        secret: each account's events reach its receiver only, signed with
+        its secret (the other receiver would refuse them)."""
+        with tgtest.start_stub() as stub:
+            pa, pb = tgtest.free_port(), tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            sa = secret_file(d, "secret-of-a-0123456789", name="a")
+            sb = secret_file(d, "secret-of-b-0123456789", name="b")
+            with Tollgate(stub.url, **{
+                    "account.a": {"notify.url": "http://127.0.0.1:%d/" % pa,
+                                  "notify.secret_file": sa},
+                    "account.b": {"notify.url": "http://127.0.0.1:%d/" % pb,
+                                  "notify.secret_file": sb}}) as tg, \
+                    Receiver(pa, sa) as rxa, Receiver(pb, sb) as rxb:
+                tg.start("serve")
+                ops = {"a": ["a-%d" % i for i in range(3)], "b": ["b-%d" % i for i in range(3)]}
+                for account, ids in ops.items():
+                    for op in ids:
+                        st, _, body = tgtest.http_json(
+                            "POST", tg.api + "/v1/refunds",
+                            {"operation_id": op, "payment_id": "pay_1", "amount": 1500,
+                             "currency": "TWD", "account": account}, tg.headers())
+                        self.assertEqual(st, 202, body)
+                tg.wait_final(ops["a"] + ops["b"], timeout=30)
+                tgtest.wait_until(lambda: len(rxa.ok()) >= 3 and len(rxb.ok()) >= 3,
+                                  timeout=20, what="every event at its account's receiver")
+                time.sleep(0.5)
+                self.assertEqual(sorted(x["operation_id"] for x in rxa.ok()), ops["a"])
+                self.assertEqual(sorted(x["operation_id"] for x in rxb.ok()), ops["b"])
+                self.assertEqual([x for x in rxa.lines() + rxb.lines() if x["sig"] != "ok"], [])
+
 
 def _try(fn, *args):
     try:
@@ -525,4 +557,5 @@ if __name__ == "__main__":
                                    "test_long_poll",
                                    "test_per_refund_notify_url",
                                    "test_notify_url_without_allow_or_main_url",
-                                   "test_account_notify_url"))
+                                   "test_account_notify_url",
+                                   "test_two_accounts_each_to_its_own_url"))
