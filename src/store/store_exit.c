@@ -761,6 +761,10 @@ static int outbox_tx(struct store *s, void *ctx)
                 char detail[TG_TEXT_MAX];
 
                 r = policy_outbox(c->limits, op, valid, c->now, &next);
+                /* a refund's own event URL is taken only through the API,
+                 * against notify.allow: an outbox row's is cleared, and its
+                 * events go to its account's notify.url */
+                next.req.notify_url[0] = '\0';
                 if (r == 0)
                         r = store_op_put(s, op, &next);
                 if (r < 0)

@@ -257,12 +257,12 @@ int store_mysql_op_put(struct store *store, const struct op_record *op)
             "key_first_used = %I, next_run_at = %I, updated_at = %I, "
             "last_wait_ms = %I, operator_resend = %I, epoch = %I, refund_id = %S, "
             "last_http_status = %I, last_class = %S, share = %U, assignee = %S, "
-            "traceparent = %S WHERE id = %I",
+            "traceparent = %S, notify_url = %S WHERE id = %I",
             op_state_name(op->state), manual_reason_name(op->reason), op->attempts,
             op->attempt_limit, op->queries, op->query_limit, op->deadline_at, op->key_first_used,
             op->next_run_at, op->updated_at, op->last_wait_ms, (int64_t)op->operator_resend,
             op->epoch, op->refund_id, (int64_t)op->last_http_status, tg_class_name(op->last_class),
-            op->share, op->assignee, op->traceparent, op->id);
+            op->share, op->assignee, op->traceparent, op->req.notify_url, op->id);
 }
 
 /* One integer of a query; TG_ENOTFOUND for no row, *ret_null for NULL. */

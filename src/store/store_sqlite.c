@@ -95,13 +95,14 @@ static const char *const fixed_sql[ST_COUNT] = {
         "refund_reason, metadata, account, notify_url) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
         "?17, ?18, ?19)",
-    /* Every mutable column; the payload, accepted_at and source never change. */
+    /* Every mutable column; the payload, accepted_at and source never change
+     * (notify_url is not the payload: the outbox intake clears a row's). */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "
                     "attempt_limit = ?5, queries = ?6, query_limit = ?7, deadline_at = ?8, "
                     "key_first_used = ?9, next_run_at = ?10, updated_at = ?11, "
                     "last_wait_ms = ?12, operator_resend = ?13, epoch = ?14, "
                     "refund_id = ?15, last_http_status = ?16, last_class = ?17, share = ?18, "
-                    "assignee = ?19, traceparent = ?20 WHERE id = ?1",
+                    "assignee = ?19, traceparent = ?20, notify_url = ?21 WHERE id = ?1",
     [ST_OWNER_EPOCH] = "SELECT epoch FROM owner WHERE id = 1",
     [ST_OWNER_BUMP] = "UPDATE owner SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
     [ST_CALL_INSERT] = "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, "

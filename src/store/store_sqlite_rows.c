@@ -298,7 +298,8 @@ int store_sqlite_op_put(struct store *store, const struct op_record *op)
             store_sqlite_bind_text(st, 17, tg_class_name(op->last_class), TG_TEXT_MAX) ||
             store_sqlite_bind_i64(st, 18, op->share) ||
             store_sqlite_bind_text(st, 19, op->assignee, sizeof(op->assignee) - 1) ||
-            store_sqlite_bind_text(st, 20, op->traceparent, sizeof(op->traceparent) - 1)) {
+            store_sqlite_bind_text(st, 20, op->traceparent, sizeof(op->traceparent) - 1) ||
+            store_sqlite_bind_text(st, 21, op->req.notify_url, sizeof(op->req.notify_url) - 1)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
