@@ -539,6 +539,84 @@ class NotifyTest(unittest.TestCase):
                 self.assertEqual(sorted(x["operation_id"] for x in rxb.ok()), ops["b"])
                 self.assertEqual([x for x in rxa.lines() + rxb.lines() if x["sig"] != "ok"], [])
 
+    def test_kill9_repeatedly_loses_no_event(self):
+        """tollgate killed -9 three times while deliveries are open, to two
+        receivers (notify.url, and a refund's own notify_url), with two events
+        per refund (to manual, then resolved): afterwards every event has
+        reached its own receiver, in order per refund, and none the other."""
+        with tgtest.start_stub("--mode", "unavailable", "--retry-after", "none") as stub:
+            p_main, p_own = tgtest.free_port(), tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            path = secret_file(d, SECRET)
+            own = "http://127.0.0.1:%d/own/" % p_own
+            with Tollgate(stub.url, retry=dict(FAST_RETRY, count_limited="true"),
+                          exit=FAST_EXIT,
+                          notify=notify_keys("http://127.0.0.1:%d/" % p_main, path,
+                                             allow=own, max_in_flight=4)) as tg, \
+                    Receiver(p_main, path, "--fault", "slow:300") as rx_main, \
+                    Receiver(p_own, path, "--fault", "slow:300") as rx_own:
+                p = tg.start("serve")
+                ops = ["m-%02d" % i for i in range(12)]
+                for i, op in enumerate(ops):
+                    body = {"operation_id": op, "payment_id": "pay_1", "amount": 1500,
+                            "currency": "TWD"}
+                    if i % 2:
+                        body["notify_url"] = own + op
+                    st, _, out = tgtest.http_json("POST", tg.api + "/v1/refunds", body,
+                                                  tg.headers())
+                    self.assertEqual(st, 202, out)
+                tg.wait_final(ops, timeout=30)
+                for op in ops:
+                    st, _, out = tgtest.http_json(
+                        "POST", tg.api + "/v1/manual/%s/resolve" % op,
+                        {"operator": "alice", "reason": "checked", "outcome": "succeeded"},
+                        headers=tg.headers())
+                    self.assertEqual(st, 200, out)
+                kills = 0
+                dead = []  # answers in these windows went to a killed tollgate
+                for _ in range(3):
+                    seen = len(rx_main.lines()) + len(rx_own.lines())
+                    tgtest.wait_until(
+                        lambda: len(rx_main.lines()) + len(rx_own.lines()) > seen,
+                        timeout=20, what="deliveries under way")
+                    time.sleep(0.15)  # more are open (each answer takes 300 ms)
+                    t_kill = time.time()
+                    p.send_signal(signal.SIGKILL)
+                    p.popen.wait()
+                    kills += 1
+                    # what the killed one had open is answered within 300 ms
+                    # of its kill; the next one's answers come 300 ms after
+                    # it started, later than that
+                    dead.append((t_kill * 1000 - 5, t_kill * 1000 + 330))
+                    p = tg.start("serve")
+                stored = feed(tg)["events"]
+                self.assertEqual(len(stored), 2 * len(ops))
+                want_own = [e for e in stored if int(e["operation_id"][2:]) % 2]
+                want_main = [e for e in stored if not int(e["operation_id"][2:]) % 2]
+
+                def read(rx):
+                    """Answers a living tollgate read (an event answered only
+                    to a killed one counts only once it comes again)."""
+                    return [x for x in rx.acked()
+                            if not any(a <= x["at_ms"] <= b for a, b in dead)]
+
+                tgtest.wait_until(
+                    lambda: ({x["id"] for x in read(rx_main)} >= {e["id"] for e in want_main}
+                             and {x["id"] for x in read(rx_own)} >= {e["id"] for e in want_own}),
+                    timeout=60, what="every event at its receiver after %d kills" % kills)
+                assert_in_order_per_op(self, read(rx_main), want_main)
+                assert_in_order_per_op(self, read(rx_own), want_own)
+                tgtest.wait_until(lambda: all(e["delivery"] == "delivered"
+                                              for e in feed(tg)["events"]),
+                                  timeout=20, what="every event marked delivered")
+                self.assertFalse({x["operation_id"] for x in rx_main.lines()} &
+                                 {e["operation_id"] for e in want_own})
+                self.assertFalse({x["operation_id"] for x in rx_own.lines()} &
+                                 {e["operation_id"] for e in want_main})
+                dups = sum(1 for x in rx_main.lines() + rx_own.lines() if x.get("dup"))
+                print("kill -9 x%d: %d events, %d deliveries seen again (at least once)"
+                      % (kills, len(stored), dups), file=sys.stderr)
+
 
 def _try(fn, *args):
     try:
@@ -558,4 +636,5 @@ if __name__ == "__main__":
                                    "test_per_refund_notify_url",
                                    "test_notify_url_without_allow_or_main_url",
                                    "test_account_notify_url",
-                                   "test_two_accounts_each_to_its_own_url"))
+                                   "test_two_accounts_each_to_its_own_url",
+                                   "test_kill9_repeatedly_loses_no_event"))
