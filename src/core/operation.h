@@ -16,6 +16,7 @@
 #include "core/names.h"
 #include "core/refund_validate.h"
 #include "core/tg_time.h"
+#include "core/url_allow.h"
 
 #define TG_OP_ID_MAX      128 /* idempotency key: 1-128 chars of [A-Za-z0-9._:-] */
 #define TG_PAYMENT_ID_MAX 128
@@ -55,6 +56,10 @@ struct refund_request {
          * traceparent the refund belongs to, "" for none. */
         tg_wall_ms deadline_at;
         char traceparent[TG_TRACEPARENT_MAX + 1];
+        /* Not part of the payload either: where this refund's events go
+         * instead of notify.url (core/url_allow.h, checked against
+         * notify.allow at intake); "" for notify.url. */
+        char notify_url[URL_ALLOW_MAX + 1];
 };
 
 /* An operation as stored. */

@@ -284,7 +284,8 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
                                       "the request body is too large");
         tg_wall_ms now = api_wall_now();
         if (api_parse_refund(req->body, req->body_len, now, &rr, &err) < 0 ||
-            api_refund_account(&api->cfg, &rr, &err) < 0)
+            api_refund_account(&api->cfg, &rr, &err) < 0 ||
+            api_refund_notify_url(&api->cfg, &rr, &err) < 0)
                 return api_reply_error(res, rid, &err); /* nothing stored */
         api_note_op(api, rr.operation_id);
         api_intake_trace(api, req, rr.traceparent);
@@ -611,6 +612,12 @@ int api_handle(struct api *api, const struct http_request *req, struct http_resp
         api->log_trace[0] = '\0';
         api_refusals_flush(api, api_wall_now(), false);
         r = route(api, req, res, rid);
+        if (r == 0 && res->status == 0 && res->hold_ms > 0) {
+                /* a long poll waits (api_feed.c): logged and counted when it
+                 * is answered */
+                pthread_mutex_unlock(&api->lock);
+                return 0;
+        }
         /* A route refused before it read the operation: its trace is still
          * in the store, and every line of an operation carries it. */
         if (api->log_op[0] && !api->log_trace[0]) {

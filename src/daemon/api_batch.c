@@ -121,7 +121,9 @@ int api_post_refunds_batch(struct api *api, const struct http_request *req,
         }
         for (size_t i = 0; i < n; i++) {
                 /* an item naming no configured account is its own 422 */
-                if (items[i].ok && api_refund_account(&api->cfg, &items[i].req, &items[i].err) < 0)
+                if (items[i].ok &&
+                    (api_refund_account(&api->cfg, &items[i].req, &items[i].err) < 0 ||
+                     api_refund_notify_url(&api->cfg, &items[i].req, &items[i].err) < 0))
                         items[i].ok = false;
                 if (!items[i].ok)
                         continue;

@@ -8,6 +8,14 @@
  *
  * Each event also says where its delivery stands (`delivery`, `attempts`,
  * `last_error`), which is how an operator sees a parked one.
+ *
+ * Long poll (`wait=SECONDS`, at most FEED_WAIT_MAX_S): with nothing after
+ * `after`, the request is held (http_response.hold_ms: its connection is
+ * suspended, no thread and no store transaction wait for it) and looked at
+ * again every FEED_RECHECK_MS, one short read each time, until an event
+ * commits (answered with it) or the wait ends (an empty page). The events
+ * may be committed by another process (a `dispatch` beside this `api`), so
+ * the store is what is looked at, not an in-process signal.
  */
 #include <string.h>
 
@@ -16,8 +24,10 @@
 #include "daemon/notify.h"
 #include "store/store_events.h"
 
-#define FEED_LIMIT_DEF 100
-#define FEED_LIMIT_MAX 1000
+#define FEED_LIMIT_DEF  100
+#define FEED_LIMIT_MAX  1000
+#define FEED_WAIT_MAX_S 30
+#define FEED_RECHECK_MS 200
 
 static const struct {
         const char *word;
@@ -34,7 +44,7 @@ int api_get_events(struct api *api, const struct http_request *req, struct http_
 {
         enum store_event_filter filter = STORE_EVENTS_ALL;
         struct store_event *buf;
-        int64_t after = 0, limit = 0;
+        int64_t after = 0, limit = 0, wait_s = 0;
         char word[16];
         unsigned n = 0;
         json_t *arr;
@@ -46,6 +56,9 @@ int api_get_events(struct api *api, const struct http_request *req, struct http_
         if (api_int_arg(req, "limit", FEED_LIMIT_DEF, 1, FEED_LIMIT_MAX, &limit) < 0)
                 return api_reply_code(res, rid, 400, "invalid_parameter", "limit",
                                       "must be an integer in [1, 1000]");
+        if (api_int_arg(req, "wait", 0, 0, FEED_WAIT_MAX_S, &wait_s) < 0)
+                return api_reply_code(res, rid, 400, "invalid_parameter", "wait",
+                                      "must be a number of seconds in [0, 30]");
         r = http_request_arg(req, "delivery", word, sizeof(word));
         if (r == 0) {
                 size_t i = 0;
@@ -83,6 +96,13 @@ int api_get_events(struct api *api, const struct http_request *req, struct http_
         if (r < 0) {
                 json_decref(arr);
                 return r == TG_ENOMEM ? r : api_reply_store_error(res, rid, r);
+        }
+        if (n == 0 && req->held_ms < wait_s * 1000) {
+                int64_t left = wait_s * 1000 - req->held_ms;
+
+                json_decref(arr);
+                res->hold_ms = (unsigned)(left < FEED_RECHECK_MS ? left : FEED_RECHECK_MS);
+                return 0; /* nothing yet: looked at again in hold_ms */
         }
         return api_reply_json(
             res, 200, json_pack("{s:o, s:I}", "events", arr, "next_after", (json_int_t)after));

@@ -510,7 +510,7 @@ static void notify_lines(struct api *api, struct mbuf *b)
         struct store_event ev;
         unsigned n = 0;
 
-        if (!api->cfg.notify_url[0])
+        if (!api->cfg.notify_url[0] && api->cfg.notify_allow_count == 0)
                 return;
         notify_figures(&f);
         family(b, "tollgate_notify_delivered_total", "counter",

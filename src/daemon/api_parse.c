@@ -50,9 +50,9 @@ static int invalid(struct api_error *err, int status, const char *code, const ch
         return TG_EINVAL;
 }
 
-static const char *const known_fields[] = {"operation_id", "payment_id", "amount",
-                                           "currency",     "reason",     "metadata",
-                                           "deadline",     "budget_s",   "account"};
+static const char *const known_fields[] = {"operation_id", "payment_id", "amount",   "currency",
+                                           "reason",       "metadata",   "deadline", "budget_s",
+                                           "account",      "notify_url"};
 
 /* The optional account: its name as written (api_refund_account() checks it
  * against the config's accounts). */
@@ -91,6 +91,44 @@ int api_refund_account(const struct tg_config *config, struct refund_request *re
         snprintf(message, sizeof(message), "is not a configured account; the accounts are: %s",
                  names);
         return invalid(err, 422, "unknown_account", "account", message);
+}
+
+/* The optional notify_url: a URL of core/url_allow.h's shape (whether it is
+ * allowed is the config's: api_refund_notify_url). */
+static int get_notify_url(json_t *root, struct refund_request *req, struct api_error *err)
+{
+        json_t *v = json_object_get(root, "notify_url");
+
+        if (!v)
+                return 0;
+        if (!json_is_string(v) || json_string_length(v) != strlen(json_string_value(v)) ||
+            url_allow_check(json_string_value(v)) < 0)
+                return invalid(err, 422, "invalid_field", "notify_url",
+                               "must be an http(s) URL: scheme, host, optional port, path and "
+                               "query, printable ASCII, no user info or fragment, at most 512 "
+                               "bytes");
+        memcpy(req->notify_url, json_string_value(v), json_string_length(v) + 1);
+        return 0;
+}
+
+int api_refund_notify_url(const struct tg_config *config, const struct refund_request *req,
+                          struct api_error *err)
+{
+        const char *prefixes[TG_NOTIFY_ALLOW_MAX];
+
+        if (!req->notify_url[0])
+                return 0;
+        if (config->notify_allow_count == 0)
+                return invalid(err, 422, "notify_url_not_configured", "notify_url",
+                               "this tollgate takes no notify_url (no [notify] allow): leave it "
+                               "out, the events go to notify.url");
+        for (unsigned i = 0; i < config->notify_allow_count; i++)
+                prefixes[i] = config->notify_allow[i];
+        if (url_allow_match(req->notify_url, prefixes, config->notify_allow_count) < 0)
+                return invalid(err, 422, "notify_url_not_allowed", "notify_url",
+                               "is not under any of the [notify] allow prefixes (scheme, host "
+                               "and port must be the same, the path must start with one)");
+        return 0;
 }
 
 /* The optional reason: a string refund_validate accepts. */
@@ -263,7 +301,7 @@ static int parse_refund_json(json_t *root, tg_wall_ms now, struct refund_request
         memcpy(req.currency, f.currency, f.currency_len);
         req.deadline_at = deadline_at;
         if (get_reason(root, &req, err) < 0 || get_metadata(root, &req, err) < 0 ||
-            get_account(root, &req, err) < 0)
+            get_account(root, &req, err) < 0 || get_notify_url(root, &req, err) < 0)
                 return TG_EINVAL;
         *ret_req = req;
         return 0;

@@ -74,6 +74,12 @@ struct api_batch_item {
  * with *err filled. */
 int api_refund_account(const struct tg_config *config, struct refund_request *req,
                        struct api_error *err);
+/* A parsed refund's notify_url against `[notify] allow`: none named is
+ * fine; one named with no prefix configured is 422
+ * notify_url_not_configured, one under no prefix 422 notify_url_not_allowed.
+ * 0 or TG_EINVAL with *err filled. */
+int api_refund_notify_url(const struct tg_config *config, const struct refund_request *req,
+                          struct api_error *err);
 
 int api_parse_batch(const char *body, size_t len, tg_wall_ms now, struct api_batch_item *items,
                     size_t *ret_n, struct api_error *err);

@@ -19,6 +19,7 @@
 #include "core/classify.h"
 #include "core/pacer.h"
 #include "core/policy.h"
+#include "core/url_allow.h"
 #include "daemon/credentials.h"
 #include "daemon/ui_users.h"
 
@@ -29,6 +30,7 @@
 #define TG_CONFIG_MAX_HEADERS 8   /* provider.header lines */
 #define TG_CONFIG_LINE        200 /* a value that is a template or a list */
 #define TG_ACCOUNTS_MAX       16  /* [account.NAME] sections in one file */
+#define TG_NOTIFY_ALLOW_MAX   16  /* notify.allow lines */
 /* TG_ACCOUNT_NAME_MAX and TG_ACCOUNT_DEFAULT: core/operation.h (the store
  * keeps the account of every operation) */
 
@@ -104,6 +106,12 @@ struct tg_config {
          * 0: kept forever. Manual cases and the audit trail are never pruned. */
         int64_t retention_keep_ms;      /* keep_days, default 90 days */
         unsigned retention_prune_batch; /* operations per prune transaction (500) */
+
+        /* [notify] allow = PREFIX (repeatable): the URL prefixes a refund's
+         * own notify_url may name (core/url_allow.h); none: refunds may not
+         * name one */
+        char notify_allow[TG_NOTIFY_ALLOW_MAX][URL_ALLOW_MAX + 1];
+        unsigned notify_allow_count;
 
         /* [manual] four-eyes: a re-send or resolve of a case of this amount
          * or more waits for a second operator's approval; 0: off */

@@ -26,6 +26,13 @@ bool config_differ_rules(const struct tg_config *a, const struct tg_config *b)
                memcmp(a->rules, b->rules, a->rule_count * sizeof(a->rules[0])) != 0;
 }
 
+bool config_differ_notify_allow(const struct tg_config *a, const struct tg_config *b)
+{
+        return a->notify_allow_count != b->notify_allow_count ||
+               memcmp(a->notify_allow, b->notify_allow,
+                      a->notify_allow_count * sizeof(a->notify_allow[0])) != 0;
+}
+
 bool config_differ_body_fields(const struct tg_config *a, const struct tg_config *b)
 {
         return a->provider_body_field_count != b->provider_body_field_count ||

@@ -209,6 +209,9 @@ int config_set_reconcile(struct load *load, const struct key_def *key, const cha
 int config_set_status_list(struct load *load, const struct key_def *key, const char *value);
 void config_clear_body_fields(struct tg_config *config);
 void config_clear_rules(struct tg_config *config);
+int config_set_notify_allow(struct load *load, const struct key_def *key, const char *value);
+void config_clear_notify_allow(struct tg_config *config);
+bool config_differ_notify_allow(const struct tg_config *a, const struct tg_config *b);
 void config_show_listen(const struct tg_config *config, char *buf, size_t size);
 void config_show_jitter(const struct tg_config *config, char *buf, size_t size);
 void config_show_keep_days(const struct tg_config *config, char *buf, size_t size);

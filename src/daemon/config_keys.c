@@ -496,6 +496,16 @@ const struct key_def config_keys[] = {
             "jitter) up to `notify.backoff_cap_ms`."),
     INT_KEY(PER_ACCOUNT("notify"), "backoff_cap_ms", KEY_I64, notify_backoff_cap_ms, 1,
             MAX_DURATION_MS, 1, "Per-retry cap of a delivery's wait."),
+    REPEAT_KEY("notify", "allow", config_set_notify_allow, config_clear_notify_allow,
+               config_differ_notify_allow,
+               "A URL prefix a refund's own `notify_url` may name (`POST /v1/refunds`), "
+               "repeatable (at most 16), e.g. `https://orders.example.com/hooks/`: the scheme, "
+               "host and port must be the same, and the URL's path must start with the "
+               "prefix's (by whole segments when the prefix does not end in `/`). That "
+               "refund's events then go there instead of `notify.url`, signed with "
+               "`notify.secret_file`. A URL under none is refused (422 `notify_url_not_allowed`); "
+               "with no prefix at all, any `notify_url` is (422 `notify_url_not_configured`). "
+               "Needs `notify.secret_file`."),
     INT_KEY(PER_ACCOUNT("notify"), "give_up_s", KEY_I64, notify_give_up_ms, 1, MAX_DURATION_S, 1000,
             "From an event's first failed delivery: past this it is parked (`tollgate events "
             "list --parked`, `tollgate_notify_parked` in /metrics) until an operator "

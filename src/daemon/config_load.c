@@ -388,6 +388,8 @@ static void check_all(struct load *load)
         /* an unsigned delivery would teach receivers to skip the check */
         if (c->notify_url[0] && !c->notify_secret_file[0])
                 config_key_error(load, row("notify", "secret_file"), "required with notify.url");
+        if (top && c->notify_allow_count > 0 && !c->notify_secret_file[0])
+                config_key_error(load, row("notify", "secret_file"), "required with notify.allow");
         check_order(load, "notify", "backoff_base_ms", "backoff_cap_ms");
         check_provider(load);
 }

@@ -720,6 +720,28 @@ void config_clear_body_fields(struct tg_config *config)
         config->provider_body_field_count = 0;
 }
 
+int config_set_notify_allow(struct load *load, const struct key_def *key, const char *value)
+{
+        struct tg_config *c = &load->config;
+
+        if (c->notify_allow_count >= TG_NOTIFY_ALLOW_MAX)
+                return config_key_error(load, key, "at most %d prefixes", TG_NOTIFY_ALLOW_MAX);
+        if (url_allow_check(value) < 0)
+                return config_key_error(load, key,
+                                        "must be an http(s) URL prefix: scheme, host, optional "
+                                        "port and path, no user info or fragment, at most %d "
+                                        "bytes",
+                                        URL_ALLOW_MAX);
+        snprintf(c->notify_allow[c->notify_allow_count++], sizeof(c->notify_allow[0]), "%s", value);
+        return 1;
+}
+
+void config_clear_notify_allow(struct tg_config *config)
+{
+        memset(config->notify_allow, 0, sizeof(config->notify_allow));
+        config->notify_allow_count = 0;
+}
+
 void config_clear_rules(struct tg_config *config)
 {
         memset(config->rules, 0, sizeof(config->rules));

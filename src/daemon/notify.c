@@ -9,6 +9,13 @@
  * try, is still due), so one operation's events reach the receiver one at a
  * time, in id order. A parked event no longer holds the later ones back.
  *
+ * Where an event goes: the refund's own notify_url when it named one (checked
+ * against `[notify] allow` at intake, and copied into the event), else its
+ * account's notify.url (an [account.NAME] section's, or the top level's);
+ * each signed with the secrets of the same settings. An event with nowhere
+ * to go stays due, untouched, as without [notify]. With no notify.url
+ * (only refunds' own URLs), the scan reads only the events that name one.
+ *
  * Durability order: mark delivered only after the 2xx (at least once).
  */
 #include "daemon/notify.h"
@@ -63,6 +70,7 @@ struct notifier {
         struct open_delivery *opens;
         struct store_event *scan;
         tg_mono_ns next_start, next_scan;
+        unsigned scan_turn; /* the account a scan starts with */
 };
 
 json_t *notify_event_json(const struct store_event *ev)
@@ -101,10 +109,33 @@ static struct open_delivery *open_find(struct notifier *n, int64_t id)
         return NULL;
 }
 
+/* Where ev goes and what signs it: its refund's own URL or its account's
+ * notify.url, signed with the account's secrets; "" for an event of an
+ * account this config does not serve (another process's to deliver). */
+static const char *target_of(const struct notifier *n, const struct store_event *ev,
+                             const char *ret_secrets[EVENT_SIG_SECRETS], unsigned *ret_count)
+{
+        const struct tg_account *a = config_account_find(n->cfg, ev->account);
+        unsigned count;
+
+        *ret_count = 0;
+        if (!a)
+                return "";
+        count = a->settings.notify_secret_count;
+        if (count > EVENT_SIG_SECRETS)
+                count = EVENT_SIG_SECRETS;
+        for (unsigned i = 0; i < count; i++)
+                ret_secrets[i] = a->settings.notify_secrets[i];
+        *ret_count = count;
+        return ev->notify_url[0] ? ev->notify_url : a->settings.notify_url;
+}
+
 /* Signs and starts one delivery. */
 static int start_one(struct notifier *n, const struct store_event *ev, tg_wall_ms wall)
 {
         const char *secrets[EVENT_SIG_SECRETS];
+        unsigned secret_count = 0;
+        const char *url = target_of(n, ev, secrets, &secret_count);
         char sig[EVENT_SIG_MAX], sig_line[EVENT_SIG_MAX + 32], id_line[64];
         const char *headers[4];
         struct open_delivery *slot = NULL;
@@ -118,11 +149,11 @@ static int start_one(struct notifier *n, const struct store_event *ev, tg_wall_m
                         slot = &n->opens[i];
         if (r == 0 && !slot)
                 r = TG_EFULL;
-        for (unsigned i = 0; i < n->cfg->notify_secret_count && i < EVENT_SIG_SECRETS; i++)
-                secrets[i] = n->cfg->notify_secrets[i];
+        if (r == 0 && (!url[0] || secret_count == 0))
+                r = TG_ECONFIG;
         if (r == 0)
-                r = event_sig_make(secrets, n->cfg->notify_secret_count, wall / 1000, body,
-                                   strlen(body), sig, sizeof(sig));
+                r = event_sig_make(secrets, secret_count, wall / 1000, body, strlen(body), sig,
+                                   sizeof(sig));
         if (r == 0) {
                 snprintf(sig_line, sizeof(sig_line), "%s: %s", EVENT_SIG_HEADER, sig);
                 snprintf(id_line, sizeof(id_line), "Tollgate-Event-Id: %" PRId64, ev->id);
@@ -130,8 +161,8 @@ static int start_one(struct notifier *n, const struct store_event *ev, tg_wall_m
                 headers[1] = sig_line;
                 headers[2] = id_line;
                 headers[3] = NULL;
-                r = notify_http_start(n->http, n->cfg->notify_url, body, headers,
-                                      (long)n->cfg->notify_timeout_ms, ev->id);
+                r = notify_http_start(n->http, url, body, headers, (long)n->cfg->notify_timeout_ms,
+                                      ev->id);
         }
         free(body);
         if (r == 0) {
@@ -143,14 +174,21 @@ static int start_one(struct notifier *n, const struct store_event *ev, tg_wall_m
         return r;
 }
 
-/* The oldest due events; each one whose operation has no earlier due event
- * and whose time has come starts, within the cap and the rate. */
-static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
+/* The oldest due events of one account; each one whose operation has no
+ * earlier due event and whose time has come starts, within the cap and the
+ * rate. An account without a notify.url has only its refunds' own URLs to
+ * deliver to: the others stay due, as without [notify]. */
+static void scan_account(struct notifier *n, const struct tg_account *a, tg_mono_ns now,
+                         tg_wall_ms wall)
 {
         unsigned got = 0, cap = n->cfg->notify_max_in_flight;
         int64_t interval = (int64_t)(1e9 / n->cfg->notify_per_second);
-        int r = store_events_list(n->store, 0, STORE_EVENTS_DUE, SCAN_MAX, n->scan, &got);
+        int r;
 
+        if (!a->settings.notify_url[0] && n->cfg->notify_allow_count == 0)
+                return;
+        r = store_events_due(n->store, a->name, !a->settings.notify_url[0], SCAN_MAX, n->scan,
+                             &got);
         if (r < 0) {
                 log_emit(LOG_WARN, "notify_store_failed",
                          json_pack("{s:s}", "error", tg_strerror(r)));
@@ -175,6 +213,17 @@ static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
                 }
                 n->next_start = (n->next_start > now ? n->next_start : now) + interval;
         }
+}
+
+/* Every account this config serves, in turn from a different one each scan
+ * so that a busy first account does not take the whole cap every time. */
+static void scan_and_start(struct notifier *n, tg_mono_ns now, tg_wall_ms wall)
+{
+        unsigned count = n->cfg->account_count;
+
+        for (unsigned k = 0; k < count && atomic_load(&n->open) < n->cfg->notify_max_in_flight; k++)
+                scan_account(n, &n->cfg->accounts[(n->scan_turn + k) % count], now, wall);
+        n->scan_turn = count ? (n->scan_turn + 1) % count : 0;
 }
 
 /* One delivery ended: delivered, or its next try (or parked). */
@@ -273,10 +322,12 @@ int notifier_start(const struct tg_config *cfg, struct notifier **ret_notifier)
         if (!cfg || !ret_notifier)
                 return TG_EINVAL;
         *ret_notifier = NULL;
-        if (!cfg->notify_url[0])
-                return 0;
-        if (cfg->notify_secret_count == 0 || cfg->notify_max_in_flight == 0 ||
-            cfg->notify_per_second <= 0)
+        bool any_url = cfg->notify_url[0] != '\0';
+        for (unsigned i = 0; i < cfg->account_count; i++)
+                any_url = any_url || cfg->accounts[i].settings.notify_url[0];
+        if (!any_url && cfg->notify_allow_count == 0)
+                return 0; /* nothing to deliver: events stay due, the feed serves them */
+        if (cfg->notify_max_in_flight == 0 || cfg->notify_per_second <= 0)
                 return TG_ECONFIG;
         n = calloc(1, sizeof(*n));
         if (!n)

@@ -12,10 +12,14 @@
  * provider call.
  *
  * Who delivers: the process whose dispatcher owns share 0 of the exit (the
- * one-owner lock without shares). Its loop renews the notifier's lease once
- * a second (service_housekeeping); a notifier whose lease is older than
- * NOTIFY_LEASE_NS starts nothing new. Two processes may overlap for the few
- * seconds a takeover lasts: a receiver dedupes on the event id.
+ * one-owner lock without shares) of its config's first account. Its loop
+ * renews the notifier's lease once a second (service_housekeeping); a
+ * notifier whose lease is older than NOTIFY_LEASE_NS starts nothing new.
+ * Two processes may overlap for the few seconds a takeover lasts: a
+ * receiver dedupes on the event id. A notifier delivers the events of the
+ * accounts its config serves, each to its refund's own notify_url or its
+ * account's notify.url; another account's events are left to the process
+ * that serves it.
  *
  * At least once: an event is marked delivered only after a 2xx answer; a
  * crash in between delivers it again.
@@ -43,9 +47,10 @@ struct notify_figures {
         unsigned open;      /* deliveries open now */
 };
 
-/* Starts the notifier of cfg (which must outlive it) when cfg->notify_url
- * is set; *ret_notifier is NULL when it is not (nothing to deliver). 0 or a
- * TG_E* code (the store cannot be opened, no thread). */
+/* Starts the notifier of cfg (which must outlive it) when a notify.url
+ * (the top level's or an account's) or a notify.allow prefix is set;
+ * *ret_notifier is NULL when none is (nothing to deliver). 0 or a TG_E*
+ * code (the store cannot be opened, no thread). */
 int notifier_start(const struct tg_config *cfg, struct notifier **ret_notifier);
 
 /* The owner of share 0 says so, at `now` (monotonic). Accepts NULL. */

@@ -8,6 +8,14 @@
  * target before a byte of the body is read) and, once the body is complete
  * (or refused), calls the handler exactly once.
  *
+ * A request the handler holds (a long poll) has its connection suspended
+ * and its req_state on the server's `held` list; the watchdog thread
+ * resumes it at its recheck time (or at once after http_server_wake()), and
+ * MHD then calls the access callback again, which calls the handler again.
+ * A connection is suspended under the server's lock and only by MHD's
+ * thread, and resumed by exactly the thread that took it off the list, so
+ * it is never resumed twice nor left suspended when the daemon stops.
+ *
  * Invariants: the body buffer never exceeds its request's bound + 1 bytes; every
  * req_state is freed exactly once (MHD calls the completion callback for
  * every request whose URI-log callback ran); no MHD type leaves this file.
@@ -32,6 +40,10 @@
 
 #define MAX_HEADERS    64
 #define DEFAULT_MEMORY (32 * 1024)
+#define HOLD_MAX_MS    60000 /* one hold at most, before the handler is asked again */
+#define HELD_STOPPING                                                                              \
+        "{\"error\":{\"code\":\"shutting_down\",\"message\":\"the server is stopping\","           \
+        "\"field\":null,\"retryable\":true},\"request_id\":null}"
 #define INTERNAL_ERROR                                                                             \
         "{\"error\":{\"code\":\"internal\",\"message\":\"internal error\","                        \
         "\"field\":null,\"retryable\":true},\"request_id\":null}"
@@ -51,6 +63,8 @@ struct conn_watch {
         tg_mono_ns since; /* when the connection became ready for this request */
 };
 
+struct req_state;
+
 struct http_server {
         struct MHD_Daemon *daemon;
         http_handler_fn handler;
@@ -69,6 +83,10 @@ struct http_server {
         struct conn_watch *watches; /* max_connections of them */
         unsigned nwatches;
         uint64_t cuts;
+        /* requests held by the handler, their connections suspended */
+        struct req_state *held;
+        unsigned nheld;
+        bool wake_all; /* http_server_wake(): resume every held request now */
 };
 
 struct req_state {
@@ -85,6 +103,15 @@ struct req_state {
         char *copies[MAX_HEADERS]; /* values that hid bytes behind a NUL, whole (else NULL) */
         size_t header_count;
         bool too_many_headers;
+        /* a held request (the handler answers later): the request as built
+         * for its first call, kept for the next ones */
+        struct http_request req;
+        struct MHD_Connection *conn;
+        bool held;             /* suspended, on the server's list */
+        bool resumed;          /* taken off the list and resumed: call the handler again */
+        tg_mono_ns held_since; /* its first hold */
+        tg_mono_ns recheck_at; /* resume no later than this */
+        struct req_state *next_held;
 };
 
 /* ---- requests --------------------------------------------------------- */
@@ -339,8 +366,47 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
         pthread_mutex_unlock(&server->lock);
 }
 
+/* Takes off the held list every request due at `now` (all of them when
+ * `all`); returns them chained on next_held. Under server->lock. */
+static struct req_state *take_due(struct http_server *server, tg_mono_ns now, bool all,
+                                  tg_mono_ns *ret_next)
+{
+        struct req_state **pp = &server->held, *due = NULL;
+
+        while (*pp) {
+                struct req_state *st = *pp;
+
+                if (all || st->recheck_at <= now) {
+                        *pp = st->next_held;
+                        st->held = false;
+                        st->resumed = true;
+                        st->next_held = due;
+                        due = st;
+                        server->nheld--;
+                        continue;
+                }
+                if (st->recheck_at < *ret_next)
+                        *ret_next = st->recheck_at;
+                pp = &st->next_held;
+        }
+        return due;
+}
+
+/* Resumes what take_due() took, without the server's lock (MHD takes its
+ * own): MHD calls the access callback again for each. */
+static void resume_all(struct req_state *due)
+{
+        while (due) {
+                struct req_state *next = due->next_held;
+
+                MHD_resume_connection(due->conn);
+                due = next;
+        }
+}
+
 /* Shuts down every connection whose request is overdue, a few times per
- * deadline, until the server stops. */
+ * deadline, and resumes each held request when its time comes, until the
+ * server stops. */
 static void *watchdog(void *arg)
 {
         struct http_server *server = arg;
@@ -352,7 +418,8 @@ static void *watchdog(void *arg)
                 tick = 250 * TG_NS_PER_MS;
         pthread_mutex_lock(&server->lock);
         while (!server->stopping) {
-                tg_mono_ns now = clock_mono_now();
+                tg_mono_ns now = clock_mono_now(), next = now + tick;
+                struct req_state *due;
 
                 for (unsigned i = 0; i < server->nwatches; i++) {
                         struct conn_watch *w = &server->watches[i];
@@ -364,11 +431,41 @@ static void *watchdog(void *arg)
                         w->cut = true;
                         server->cuts++;
                 }
-                struct timespec ts = clock_mono_timespec(now + tick);
+                due = take_due(server, now, server->wake_all, &next);
+                server->wake_all = false;
+                if (due) {
+                        pthread_mutex_unlock(&server->lock);
+                        resume_all(due);
+                        pthread_mutex_lock(&server->lock);
+                        continue;
+                }
+                struct timespec ts = clock_mono_timespec(next);
                 pthread_cond_timedwait(&server->wake, &server->lock, &ts);
         }
         pthread_mutex_unlock(&server->lock);
         return NULL;
+}
+
+void http_server_wake(struct http_server *server)
+{
+        if (!server)
+                return;
+        pthread_mutex_lock(&server->lock);
+        server->wake_all = true;
+        pthread_cond_signal(&server->wake);
+        pthread_mutex_unlock(&server->lock);
+}
+
+unsigned http_server_held(struct http_server *server)
+{
+        unsigned n;
+
+        if (!server)
+                return 0;
+        pthread_mutex_lock(&server->lock);
+        n = server->nheld;
+        pthread_mutex_unlock(&server->lock);
+        return n;
 }
 
 /* The deadline's state: a watch per connection MHD may hold. 0 or
@@ -533,14 +630,12 @@ static enum MHD_Result queue(struct MHD_Connection *connection, unsigned status,
 }
 
 /* Builds the request, calls the handler once, queues its answer. */
+static enum MHD_Result call_handler(struct req_state *st, struct MHD_Connection *connection);
+
 static enum MHD_Result answer(struct req_state *st, struct MHD_Connection *connection,
                               const char *method)
 {
-        struct http_request req;
-        struct http_response res;
         char *query;
-        enum MHD_Result r;
-        int rc;
 
         st->answered = true;
         /* the request is read (or refused before its body): no deadline
@@ -565,27 +660,76 @@ static enum MHD_Result answer(struct req_state *st, struct MHD_Connection *conne
                 }
         }
 
-        memset(&req, 0, sizeof(req));
+        memset(&st->req, 0, sizeof(st->req));
         query = strchr(st->target, '?');
         if (query)
                 *query++ = '\0'; /* the target is ours: split path and query */
-        req.method = method ? method : "";
-        req.path = st->target;
-        req.query = query ? query : "";
-        req.headers = st->headers;
-        req.header_count = st->header_count;
-        req.problem_status = st->problem_status;
-        req.problem = st->problem;
+        st->req.method = method ? method : "";
+        st->req.path = st->target;
+        st->req.query = query ? query : "";
+        st->req.headers = st->headers;
+        st->req.header_count = st->header_count;
+        st->req.problem_status = st->problem_status;
+        st->req.problem = st->problem;
         if (!st->problem_status && st->body) {
-                req.body = st->body;
-                req.body_len = st->body_len;
+                st->req.body = st->body;
+                st->req.body_len = st->body_len;
         } else {
-                req.body = "";
-                req.body_len = 0;
+                st->req.body = "";
+                st->req.body_len = 0;
         }
+        st->conn = connection;
+        return call_handler(st, connection);
+}
 
+/* Holds the request (its connection suspended until the watchdog resumes
+ * it): true, or false when the server is stopping (then it is answered). */
+static bool hold(struct req_state *st, struct MHD_Connection *connection, unsigned hold_ms)
+{
+        struct http_server *server = st->server;
+        tg_mono_ns now = clock_mono_now();
+        bool held = false;
+
+        if (hold_ms > HOLD_MAX_MS)
+                hold_ms = HOLD_MAX_MS;
+        pthread_mutex_lock(&server->lock);
+        if (!server->stopping) {
+                if (st->held_since == 0)
+                        st->held_since = now;
+                st->recheck_at = now + (tg_mono_ns)hold_ms * TG_NS_PER_MS;
+                st->held = true;
+                st->next_held = server->held;
+                server->held = st;
+                server->nheld++;
+                /* under the lock: the watchdog takes it off the list (and
+                 * resumes it) only once it is suspended */
+                MHD_suspend_connection(connection);
+                pthread_cond_signal(&server->wake);
+                held = true;
+        }
+        pthread_mutex_unlock(&server->lock);
+        return held;
+}
+
+/* Calls the handler for st->req (again, for a held request) and queues its
+ * answer, or holds the request when the handler says so. */
+static enum MHD_Result call_handler(struct req_state *st, struct MHD_Connection *connection)
+{
+        struct http_response res;
+        enum MHD_Result r;
+        int rc;
+
+        if (st->held_since)
+                st->req.held_ms = (clock_mono_now() - st->held_since) / TG_NS_PER_MS;
         http_response_init(&res);
-        rc = st->server->handler(&req, &res, st->server->userdata);
+        rc = st->server->handler(&st->req, &res, st->server->userdata);
+        if (rc == 0 && res.status == 0 && res.hold_ms > 0) {
+                http_response_release(&res);
+                if (hold(st, connection, res.hold_ms))
+                        return MHD_YES;
+                return queue(connection, 503, "application/json", HELD_STOPPING,
+                             strlen(HELD_STOPPING), NULL);
+        }
         if (rc < 0 || res.status < 100 || res.status > 599)
                 r = queue(connection, 500, "application/json", INTERNAL_ERROR,
                           strlen(INTERNAL_ERROR), NULL);
@@ -659,6 +803,18 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *connection, c
         (void)version;
         if (!st)
                 return MHD_NO; /* the URI-log callback ran out of memory */
+        if (st->resumed) {
+                bool stopping;
+
+                st->resumed = false;
+                pthread_mutex_lock(&st->server->lock);
+                stopping = st->server->stopping;
+                pthread_mutex_unlock(&st->server->lock);
+                if (stopping) /* the handler is never called during or after a stop */
+                        return queue(connection, 503, "application/json", HELD_STOPPING,
+                                     strlen(HELD_STOPPING), NULL);
+                return call_handler(st, connection);
+        }
         if (st->answered) {
                 /* Only reached if MHD keeps feeding an answered request. */
                 *upload_data_size = 0;
@@ -732,7 +888,7 @@ int http_server_start(const struct http_server_config *config, http_handler_fn h
         socklen_t addr_len = 0;
         struct http_server *server;
         const union MHD_DaemonInfo *info;
-        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME;
         size_t memory;
         int r;
 
@@ -779,15 +935,14 @@ int http_server_start(const struct http_server_config *config, http_handler_fn h
                 free(server);
                 return TG_EIO;
         }
-        if (server->read_timeout > 0) {
-                if (pthread_create(&server->watchdog, NULL, watchdog, server) != 0) {
-                        MHD_stop_daemon(server->daemon);
-                        watch_free(server);
-                        free(server);
-                        return TG_ENOMEM;
-                }
-                server->watchdog_running = true;
+        /* the read deadline and the held requests' rechecks */
+        if (pthread_create(&server->watchdog, NULL, watchdog, server) != 0) {
+                MHD_stop_daemon(server->daemon);
+                watch_free(server);
+                free(server);
+                return TG_ENOMEM;
         }
+        server->watchdog_running = true;
         info = MHD_get_daemon_info(server->daemon, MHD_DAEMON_INFO_BIND_PORT);
         server->port = info ? info->port : config->port;
         *ret_server = server;
@@ -810,6 +965,13 @@ void http_server_stop(struct http_server *server)
                 pthread_mutex_unlock(&server->lock);
                 pthread_join(server->watchdog, NULL);
         }
+        /* no request is held past here: each one held is resumed and
+         * answered 503 (MHD must not be stopped with a connection suspended) */
+        pthread_mutex_lock(&server->lock);
+        server->stopping = true;
+        struct req_state *due = take_due(server, 0, true, &(tg_mono_ns){0});
+        pthread_mutex_unlock(&server->lock);
+        resume_all(due);
         /* MHD closes every connection (each one's CLOSED notice gives its
          * watch back) */
         if (server->daemon)

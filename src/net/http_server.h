@@ -28,7 +28,10 @@
  *     compare would stop at) reaches the handler as a space, as RFC 9110
  *     5.5 allows: the value keeps its whole length; an obsolete folded
  *     header line is a 400;
- *   - the handler runs only on the server's thread, one request at a time.
+ *   - the handler runs only on the server's thread, one request at a time;
+ *     a request it holds (a long poll, http_response.hold_ms) waits in a
+ *     suspended connection, never in a thread, and is bounded like any
+ *     connection by max_connections.
  * MHD types and codes never leave this module.
  */
 #ifndef TG_HTTP_SERVER_H
@@ -59,6 +62,9 @@ struct http_request {
          * static one-line reason. The handler answers it; body is empty. */
         int problem_status;
         const char *problem;
+        /* 0 on a request's first call; after the handler held it
+         * (http_response.hold_ms), how long ago it first did, in ms */
+        int64_t held_ms;
 };
 
 /* The value of the first header with this name (case-insensitive), or NULL. */
@@ -92,6 +98,14 @@ struct http_response {
                 char name[64];
                 char value[256];
         } headers[HTTP_RESPONSE_MAX_HEADERS];
+        /* A long poll: the handler leaves status 0 and sets hold_ms (> 0) to
+         * answer later. The wrapper then suspends the connection (no thread
+         * waits on it) and calls the handler again for the same request
+         * after hold_ms, or sooner after http_server_wake(), with held_ms
+         * set; the handler answers then or holds again. Headers and body of
+         * a held call are dropped. A request held when the server stops is
+         * answered 503 by the wrapper. */
+        unsigned hold_ms;
 };
 
 void http_response_init(struct http_response *res);
@@ -143,6 +157,13 @@ uint16_t http_server_port(const struct http_server *server);
 /* Connections shut down so far because a request did not arrive whole
  * within request_read_timeout_ms (slow or stalled clients). */
 uint64_t http_server_read_timeouts(struct http_server *server);
+
+/* Calls the handler again, soon, for every request it holds (something it
+ * waits for may have happened). Safe from any thread. Accepts NULL. */
+void http_server_wake(struct http_server *server);
+
+/* Requests held now. */
+unsigned http_server_held(struct http_server *server);
 
 /* Stops accepting, closes every connection, joins the thread, frees. Accepts
  * NULL. */

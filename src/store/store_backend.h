@@ -291,11 +291,13 @@ struct store_ops {
         /* the events' outbox (store_events.h), inside a transaction: a new
          * event row, its id taken while holding the events' counter row
          * (so ids grow with commit order); up to `want` events with id >
-         * after_id by id that pass the filter (store_event_filter_sql()); an event's
+         * after_id by id that pass the filter (store_event_filter_sql()) and
+         * are of `account` (NULL: of any); an event's
          * delivery columns by id (TG_ENOTFOUND) */
         int (*event_insert)(struct store *store, const struct store_event *ev);
         int (*event_page)(struct store *store, int64_t after_id, enum store_event_filter filter,
-                          unsigned want, struct store_event *buf, unsigned *ret_n);
+                          const char *account, unsigned want, struct store_event *buf,
+                          unsigned *ret_n);
         int (*event_delivery_put)(struct store *store, const struct store_event *ev);
 
         /* run-time account controls (issue 26 §5), inside a transaction, of

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "store/store_backend.h"
 #include "store/store_events.h"
@@ -46,6 +47,8 @@ const char *store_event_filter_sql(enum store_event_filter filter)
                 return "delivery = 2";
         case STORE_EVENTS_UNDELIVERED:
                 return "delivery IN (0, 2)";
+        case STORE_EVENTS_DUE_OWN_URL:
+                return "delivery = 0 AND notify_url <> ''";
         case STORE_EVENTS_ALL:
         default:
                 return "1 = 1";
@@ -66,6 +69,8 @@ int store_event_add(struct store *s, const struct op_record *before, const struc
         store_copy_text(ev.refund_id, sizeof(ev.refund_id), after->refund_id);
         ev.amount = after->req.amount;
         store_copy_text(ev.currency, sizeof(ev.currency), after->req.currency);
+        store_copy_text(ev.account, sizeof(ev.account), store_req_account(&after->req));
+        store_copy_text(ev.notify_url, sizeof(ev.notify_url), after->req.notify_url);
         ev.delivery = STORE_DELIVERY_DUE;
         return s->ops->event_insert(s, &ev);
 }
@@ -78,6 +83,7 @@ struct events_ctx {
         const struct store_event *put;
         int64_t id;
         tg_wall_ms now;
+        const char *account; /* NULL: every account's */
 };
 
 static int list_tx(struct store *s, void *arg)
@@ -85,7 +91,7 @@ static int list_tx(struct store *s, void *arg)
         struct events_ctx *c = arg;
 
         c->n = 0;
-        return s->ops->event_page(s, c->after_id, c->filter, c->want, c->buf, &c->n);
+        return s->ops->event_page(s, c->after_id, c->filter, c->account, c->want, c->buf, &c->n);
 }
 
 int store_events_list(struct store *store, int64_t after_id, enum store_event_filter filter,
@@ -96,7 +102,25 @@ int store_events_list(struct store *store, int64_t after_id, enum store_event_fi
         int r;
 
         if (!store || !buf || !ret_n || want == 0 || want > EVENTS_PAGE_MAX ||
-            (unsigned)filter > STORE_EVENTS_UNDELIVERED)
+            (unsigned)filter > STORE_EVENTS_DUE_OWN_URL)
+                return TG_EINVAL;
+        c.want = want;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, list_tx, &c);
+        if (r == 0)
+                *ret_n = c.n;
+        return r;
+}
+
+int store_events_due(struct store *store, const char *account, bool own_url_only, unsigned want,
+                     struct store_event *buf, unsigned *ret_n)
+{
+        struct events_ctx c = {.filter = own_url_only ? STORE_EVENTS_DUE_OWN_URL : STORE_EVENTS_DUE,
+                               .buf = buf,
+                               .account = account};
+        int r;
+
+        if (!store || !account || !refund_account_name_ok(account) || !buf || !ret_n || want == 0 ||
+            want > EVENTS_PAGE_MAX)
                 return TG_EINVAL;
         c.want = want;
         r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, list_tx, &c);
@@ -144,7 +168,7 @@ static int redeliver_tx(struct store *s, void *arg)
         struct events_ctx *c = arg;
         struct store_event ev;
         unsigned n = 0;
-        int r = s->ops->event_page(s, c->id - 1, STORE_EVENTS_ALL, 1, &ev, &n);
+        int r = s->ops->event_page(s, c->id - 1, STORE_EVENTS_ALL, NULL, 1, &ev, &n);
 
         if (r == 0 && (n == 0 || ev.id != c->id))
                 r = TG_ENOTFOUND;

@@ -41,6 +41,8 @@ struct store_event {
         char refund_id[TG_REFUND_ID_MAX];
         int64_t amount;
         char currency[4];
+        char account[TG_ACCOUNT_NAME_MAX + 1]; /* the operation's */
+        char notify_url[URL_ALLOW_MAX + 1];    /* the refund's own; "" for the account's */
         /* delivery */
         enum store_delivery delivery;
         unsigned attempts;
@@ -63,12 +65,19 @@ enum store_event_filter {
         STORE_EVENTS_DUE,
         STORE_EVENTS_PARKED,
         STORE_EVENTS_UNDELIVERED,
+        STORE_EVENTS_DUE_OWN_URL, /* due, of a refund that named its own notify_url */
 };
 
 /* Up to `want` (1..1000) events with id > after_id that pass `filter`, by
  * id, into buf. One short read transaction. */
 int store_events_list(struct store *store, int64_t after_id, enum store_event_filter filter,
                       unsigned want, struct store_event *buf, unsigned *ret_n);
+
+/* The notifier's scan: up to `want` (1..1000) due events of one account,
+ * by id; with own_url_only, only those of refunds that named their own
+ * notify_url. One short read transaction. */
+int store_events_due(struct store *store, const char *account, bool own_url_only, unsigned want,
+                     struct store_event *buf, unsigned *ret_n);
 
 /* One event by id; TG_ENOTFOUND. */
 int store_event_get(struct store *store, int64_t id, struct store_event *ret_event);

@@ -118,6 +118,8 @@ static bool accept_args_ok(const struct refund_request *req)
             !store_buf_ok(req->traceparent, sizeof(req->traceparent)) ||
             !store_buf_ok(req->reason, sizeof(req->reason)) ||
             !store_buf_ok(req->metadata, sizeof(req->metadata)) ||
+            !store_buf_ok(req->notify_url, sizeof(req->notify_url)) ||
+            (req->notify_url[0] && url_allow_check(req->notify_url) < 0) ||
             !(store_buf_ok(req->account, sizeof(req->account)) &&
               (!req->account[0] || refund_account_name_ok(req->account))))
                 return false;
@@ -759,6 +761,10 @@ static int outbox_tx(struct store *s, void *ctx)
                 char detail[TG_TEXT_MAX];
 
                 r = policy_outbox(c->limits, op, valid, c->now, &next);
+                /* a refund's own event URL is taken only through the API,
+                 * against notify.allow: an outbox row's is cleared, and its
+                 * events go to its account's notify.url */
+                next.req.notify_url[0] = '\0';
                 if (r == 0)
                         r = store_op_put(s, op, &next);
                 if (r < 0)

@@ -385,9 +385,17 @@ static const struct migration migrations[] = {
          "FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'account audit is append-only'"},
     {13, "CREATE TRIGGER IF NOT EXISTS account_audit_no_update BEFORE UPDATE ON account_audit "
          "FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'account audit is append-only'"},
+    /* 14: a refund's own notify_url (core/url_allow.h), kept with it and
+     * copied into each of its events with the account, so that a delivery
+     * goes where the event says without reading the operation. */
+    {14, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS notify_url VARCHAR(512) " TEXT_ASCII
+         " NOT NULL DEFAULT ''"},
+    {14, "ALTER TABLE events ADD COLUMN IF NOT EXISTS account VARCHAR(32) " TEXT_ASCII
+         " NOT NULL DEFAULT 'default', ADD COLUMN IF NOT EXISTS notify_url VARCHAR(512) " TEXT_ASCII
+         " NOT NULL DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  13
+#define SCHEMA_VERSION  14
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

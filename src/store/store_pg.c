@@ -336,9 +336,15 @@ static const struct migration migrations[] = {
         "FOR EACH ROW EXECUTE FUNCTION tollgate_refuse('account audit is append-only')"},
     {4, "CREATE TRIGGER account_audit_no_truncate BEFORE TRUNCATE ON account_audit "
         "FOR EACH STATEMENT EXECUTE FUNCTION tollgate_refuse('account audit is append-only')"},
+    /* 5: a refund's own notify_url (core/url_allow.h), kept with it and
+     * copied into each of its events with the account, so that a delivery
+     * goes where the event says without reading the operation. */
+    {5, "ALTER TABLE operations ADD COLUMN notify_url VARCHAR(512) NOT NULL DEFAULT ''"},
+    {5, "ALTER TABLE events ADD COLUMN account VARCHAR(32) COLLATE \"C\" NOT NULL "
+        "DEFAULT 'default', ADD COLUMN notify_url VARCHAR(512) NOT NULL DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  4
+#define SCHEMA_VERSION  5
 
 /* ---- url ------------------------------------------------------------------ */
 

@@ -15,7 +15,7 @@
 
 #define EVENT_COLS                                                                                 \
         "id, op_id, operation_id, at, state, from_state, reason, refund_id, amount, currency, "    \
-        "delivery, attempts, next_at, delivered_at, last_error"
+        "delivery, attempts, next_at, delivered_at, last_error, account, notify_url"
 
 int store_pg_event_insert(struct store *store, const struct store_event *ev)
 {
@@ -29,11 +29,13 @@ int store_pg_event_insert(struct store *store, const struct store_event *ev)
         if (r == 0)
                 r = store_pg_exec(s,
                                   "INSERT INTO events (op_id, operation_id, at, state, "
-                                  "from_state, reason, refund_id, amount, currency) "
-                                  "VALUES (%I, %S, %I, %S, %S, %S, %S, %I, %S)",
+                                  "from_state, reason, refund_id, amount, currency, account, "
+                                  "notify_url) "
+                                  "VALUES (%I, %S, %I, %S, %S, %S, %S, %I, %S, %S, %S)",
                                   ev->op_id, ev->operation_id, ev->at, op_state_name(ev->state),
                                   op_state_name(ev->from_state), manual_reason_name(ev->reason),
-                                  ev->refund_id, ev->amount, ev->currency);
+                                  ev->refund_id, ev->amount, ev->currency, ev->account,
+                                  ev->notify_url);
         return r;
 }
 
@@ -59,6 +61,8 @@ static int read_event(const PGresult *res, int row, struct store_event *ev)
         ev->next_at = store_pg_col_i64(res, row, 12, &ok);
         ev->delivered_at = store_pg_col_i64(res, row, 13, &ok);
         store_pg_col_copy(res, row, 14, ev->last_error, sizeof(ev->last_error));
+        store_pg_col_copy(res, row, 15, ev->account, sizeof(ev->account));
+        store_pg_col_copy(res, row, 16, ev->notify_url, sizeof(ev->notify_url));
         if (!ok || d < 0 || d > STORE_DELIVERY_PARKED)
                 return TG_ESTORE;
         ev->delivery = (enum store_delivery)d;
@@ -66,14 +70,17 @@ static int read_event(const PGresult *res, int row, struct store_event *ev)
 }
 
 int store_pg_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                        unsigned want, struct store_event *buf, unsigned *ret_n)
+                        const char *account, unsigned want, struct store_event *buf,
+                        unsigned *ret_n)
 {
         PGresult *res;
         unsigned n = 0;
         int r = store_pg_query(P(store), &res,
-                               "SELECT " EVENT_COLS " FROM events WHERE %s AND id > %I "
+                               "SELECT " EVENT_COLS " FROM events WHERE %s AND id > %I AND "
+                               "(%S = '' OR account = %S) "
                                "ORDER BY id LIMIT %U",
-                               store_event_filter_sql(filter), after_id, want);
+                               store_event_filter_sql(filter), after_id, account ? account : "",
+                               account ? account : "", want);
 
         if (r < 0)
                 return r;

@@ -60,6 +60,7 @@ static int read_op(const PGresult *res, int row, void *ret_row)
         op.caller_deadline_at = store_pg_col_i64(res, row, 26, &ok);
         store_pg_col_copy(res, row, 27, op.req.reason, sizeof(op.req.reason));
         store_pg_col_copy(res, row, 28, op.req.metadata, sizeof(op.req.metadata));
+        store_pg_col_copy(res, row, 30, op.req.notify_url, sizeof(op.req.notify_url));
         store_pg_col_copy(res, row, 29, op.req.account, sizeof(op.req.account));
         if (!ok)
                 return TG_ESTORE;
@@ -237,14 +238,15 @@ int store_pg_op_insert(struct store *store, const struct op_record *op, int64_t 
             s, &res,
             "INSERT INTO operations (operation_id, payment_id, amount, currency, state, reason, "
             "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source, "
-            "last_class, traceparent, caller_deadline_at, refund_reason, metadata, account) "
-            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S, %S) "
+            "last_class, traceparent, caller_deadline_at, refund_reason, metadata, account, "
+            "notify_url) "
+            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S, %S, %S) "
             "ON CONFLICT (operation_id) DO NOTHING RETURNING id",
             op->req.operation_id, op->req.payment_id, op->req.amount, op->req.currency,
             op_state_name(op->state), manual_reason_name(op->reason), op->attempt_limit,
             op->query_limit, op->accepted_at, op->deadline_at, op->updated_at, op->source,
             tg_class_name(op->last_class), op->traceparent, op->caller_deadline_at, op->req.reason,
-            op->req.metadata, store_req_account(&op->req));
+            op->req.metadata, store_req_account(&op->req), op->req.notify_url);
 
         if (r == 0)
                 r = store_pg_one_i64(res, &id, &null);
@@ -267,12 +269,12 @@ int store_pg_op_put(struct store *store, const struct op_record *op)
             "key_first_used = %I, next_run_at = %I, updated_at = %I, "
             "last_wait_ms = %I, operator_resend = %I, epoch = %I, refund_id = %S, "
             "last_http_status = %I, last_class = %S, share = %U, assignee = %S, "
-            "traceparent = %S WHERE id = %I",
+            "traceparent = %S, notify_url = %S WHERE id = %I",
             op_state_name(op->state), manual_reason_name(op->reason), op->attempts,
             op->attempt_limit, op->queries, op->query_limit, op->deadline_at, op->key_first_used,
             op->next_run_at, op->updated_at, op->last_wait_ms, (int64_t)op->operator_resend,
             op->epoch, op->refund_id, (int64_t)op->last_http_status, tg_class_name(op->last_class),
-            op->share, op->assignee, op->traceparent, op->id);
+            op->share, op->assignee, op->traceparent, op->req.notify_url, op->id);
 }
 
 /* One integer of a query; TG_ENOTFOUND for no row, *ret_null for NULL. */

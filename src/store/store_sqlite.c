@@ -55,7 +55,7 @@
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
         "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
-        "refund_reason, metadata, account"
+        "refund_reason, metadata, account, notify_url"
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
@@ -92,16 +92,17 @@ static const char *const fixed_sql[ST_COUNT] = {
         "INSERT INTO operations (operation_id, payment_id, amount, currency, "
         "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
         "updated_at, source, last_class, traceparent, caller_deadline_at, "
-        "refund_reason, metadata, account) "
+        "refund_reason, metadata, account, notify_url) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-        "?17, ?18)",
-    /* Every mutable column; the payload, accepted_at and source never change. */
+        "?17, ?18, ?19)",
+    /* Every mutable column; the payload, accepted_at and source never change
+     * (notify_url is not the payload: the outbox intake clears a row's). */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "
                     "attempt_limit = ?5, queries = ?6, query_limit = ?7, deadline_at = ?8, "
                     "key_first_used = ?9, next_run_at = ?10, updated_at = ?11, "
                     "last_wait_ms = ?12, operator_resend = ?13, epoch = ?14, "
                     "refund_id = ?15, last_http_status = ?16, last_class = ?17, share = ?18, "
-                    "assignee = ?19, traceparent = ?20 WHERE id = ?1",
+                    "assignee = ?19, traceparent = ?20, notify_url = ?21 WHERE id = ?1",
     [ST_OWNER_EPOCH] = "SELECT epoch FROM owner WHERE id = 1",
     [ST_OWNER_BUMP] = "UPDATE owner SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
     [ST_CALL_INSERT] = "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, "

@@ -17,7 +17,7 @@
 
 #define EVENT_COLS                                                                                 \
         "id, op_id, operation_id, at, state, from_state, reason, refund_id, amount, currency, "    \
-        "delivery, attempts, next_at, delivered_at, last_error"
+        "delivery, attempts, next_at, delivered_at, last_error, account, notify_url"
 
 static int prepare(struct sqlite_store *s, const char *sql, sqlite3_stmt **ret)
 {
@@ -45,8 +45,8 @@ int store_sqlite_event_insert(struct store *store, const struct store_event *ev)
         if (r == 0)
                 r = prepare(s,
                             "INSERT INTO events (op_id, operation_id, at, state, from_state, "
-                            "reason, refund_id, amount, currency) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            "reason, refund_id, amount, currency, account, notify_url) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                             &st);
         if (r < 0)
                 return r;
@@ -57,7 +57,9 @@ int store_sqlite_event_insert(struct store *store, const struct store_event *ev)
             bind_word(st, 6, manual_reason_name(ev->reason)) ||
             store_sqlite_bind_text(st, 7, ev->refund_id, sizeof(ev->refund_id) - 1) ||
             store_sqlite_bind_i64(st, 8, ev->amount) ||
-            store_sqlite_bind_text(st, 9, ev->currency, sizeof(ev->currency) - 1))
+            store_sqlite_bind_text(st, 9, ev->currency, sizeof(ev->currency) - 1) ||
+            store_sqlite_bind_text(st, 10, ev->account, sizeof(ev->account) - 1) ||
+            store_sqlite_bind_text(st, 11, ev->notify_url, sizeof(ev->notify_url) - 1))
                 r = TG_ESTORE;
         if (r == 0)
                 r = store_sqlite_map_rc(sqlite3_step(st));
@@ -87,25 +89,32 @@ static int read_event(sqlite3_stmt *st, struct store_event *ev)
         ev->next_at = sqlite3_column_int64(st, 12);
         ev->delivered_at = sqlite3_column_int64(st, 13);
         store_sqlite_col_copy(st, 14, ev->last_error, sizeof(ev->last_error));
+        store_sqlite_col_copy(st, 15, ev->account, sizeof(ev->account));
+        store_sqlite_col_copy(st, 16, ev->notify_url, sizeof(ev->notify_url));
         return 0;
 }
 
 int store_sqlite_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                            unsigned want, struct store_event *buf, unsigned *ret_n)
+                            const char *account, unsigned want, struct store_event *buf,
+                            unsigned *ret_n)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
-        char sql[256];
+        char sql[512];
         unsigned n = 0;
         int r;
 
-        snprintf(sql, sizeof(sql),
-                 "SELECT " EVENT_COLS " FROM events WHERE %s AND id > ?1 ORDER BY id LIMIT ?2",
-                 store_event_filter_sql(filter));
+        /* the whole statement or none: a cut one would prepare as something else */
+        if ((size_t)snprintf(sql, sizeof(sql),
+                             "SELECT " EVENT_COLS " FROM events WHERE %s AND id > ?1 AND "
+                             "(?3 IS NULL OR account = ?3) ORDER BY id LIMIT ?2",
+                             store_event_filter_sql(filter)) >= sizeof(sql))
+                return TG_EINVAL;
         r = prepare(s, sql, &st);
         if (r < 0)
                 return r;
-        if (store_sqlite_bind_i64(st, 1, after_id) || store_sqlite_bind_i64(st, 2, want))
+        if (store_sqlite_bind_i64(st, 1, after_id) || store_sqlite_bind_i64(st, 2, want) ||
+            (account && store_sqlite_bind_text(st, 3, account, TG_ACCOUNT_NAME_MAX)))
                 r = TG_ESTORE;
         while (r == 0 && n < want) {
                 int rc = sqlite3_step(st);

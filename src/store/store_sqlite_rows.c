@@ -61,6 +61,7 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
         store_sqlite_col_copy(st, 27, op.req.reason, sizeof(op.req.reason));
         store_sqlite_col_copy(st, 28, op.req.metadata, sizeof(op.req.metadata));
         store_sqlite_col_copy(st, 29, op.req.account, sizeof(op.req.account));
+        store_sqlite_col_copy(st, 30, op.req.notify_url, sizeof(op.req.notify_url));
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -259,7 +260,8 @@ int store_sqlite_op_insert(struct store *store, const struct op_record *op, int6
             store_sqlite_bind_i64(st, 15, op->caller_deadline_at) ||
             store_sqlite_bind_text(st, 16, op->req.reason, sizeof(op->req.reason) - 1) ||
             store_sqlite_bind_text(st, 17, op->req.metadata, sizeof(op->req.metadata) - 1) ||
-            store_sqlite_bind_text(st, 18, store_req_account(&op->req), TG_ACCOUNT_NAME_MAX)) {
+            store_sqlite_bind_text(st, 18, store_req_account(&op->req), TG_ACCOUNT_NAME_MAX) ||
+            store_sqlite_bind_text(st, 19, op->req.notify_url, sizeof(op->req.notify_url) - 1)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
@@ -296,7 +298,8 @@ int store_sqlite_op_put(struct store *store, const struct op_record *op)
             store_sqlite_bind_text(st, 17, tg_class_name(op->last_class), TG_TEXT_MAX) ||
             store_sqlite_bind_i64(st, 18, op->share) ||
             store_sqlite_bind_text(st, 19, op->assignee, sizeof(op->assignee) - 1) ||
-            store_sqlite_bind_text(st, 20, op->traceparent, sizeof(op->traceparent) - 1)) {
+            store_sqlite_bind_text(st, 20, op->traceparent, sizeof(op->traceparent) - 1) ||
+            store_sqlite_bind_text(st, 21, op->req.notify_url, sizeof(op->req.notify_url) - 1)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }

@@ -385,6 +385,12 @@ const char *const store_sqlite_migrations[] = {
      "  BEGIN SELECT RAISE(ABORT, 'account audit is append-only'); END;"
      "CREATE TRIGGER account_audit_no_update BEFORE UPDATE ON account_audit"
      "  BEGIN SELECT RAISE(ABORT, 'account audit is append-only'); END;"),
+    /* 15: a refund's own notify_url (core/url_allow.h), kept with it and
+     * copied into each of its events with the account, so that a delivery
+     * goes where the event says without reading the operation. */
+    ("ALTER TABLE operations ADD COLUMN notify_url TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE events ADD COLUMN account TEXT NOT NULL DEFAULT 'default';"
+     "ALTER TABLE events ADD COLUMN notify_url TEXT NOT NULL DEFAULT '';"),
 };
 
 const int store_sqlite_migration_count =

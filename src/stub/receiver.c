@@ -28,6 +28,7 @@
 
 #include "core/strnum.h"
 #include "core/tg_error.h"
+#include "platform/clock.h"
 #include "platform/event_sig.h"
 #include "platform/secmem.h"
 #include "platform/secret_file.h"
@@ -134,14 +135,17 @@ static enum MHD_Result handle(struct receiver *rc, struct MHD_Connection *conn,
         pthread_mutex_lock(&rc->lock);
         if (!faulted || rc->fault == FAULT_SLOW)
                 dup = seen_add(rc, id); /* counted as received only if answered 2xx */
-        line = json_pack("{s:s, s:I, s:O, s:O, s:O, s:b, s:s}", "sig", "ok", "id", (json_int_t)id,
-                         "operation_id", json_object_get(ev, "operation_id"), "state",
-                         json_object_get(ev, "state"), "previous_state",
+        /* at_ms: when the answer goes out (wall clock), for a test that
+         * must tell the answers a killed sender never read */
+        line = json_pack("{s:s, s:I, s:O, s:O, s:O, s:b, s:s, s:I}", "sig", "ok", "id",
+                         (json_int_t)id, "operation_id", json_object_get(ev, "operation_id"),
+                         "state", json_object_get(ev, "state"), "previous_state",
                          json_object_get(ev, "previous_state"), "dup", dup, "fault",
                          faulted ? (rc->fault == FAULT_SLOW   ? "slow"
                                     : rc->fault == FAULT_DROP ? "drop"
                                                               : "status")
-                                 : "none");
+                                 : "none",
+                         "at_ms", (json_int_t)clock_wall_now());
         log_line(rc, line);
         pthread_mutex_unlock(&rc->lock);
         json_decref(ev);

@@ -330,6 +330,300 @@ class NotifyTest(unittest.TestCase):
                  min(gaps[True]) * 1e3), file=sys.stderr)
         self.assertLess(abs(mean_slow - mean_fast), interval * 0.2, (mean_fast, mean_slow))
 
+    def test_long_poll(self):
+        """GET /v1/events?wait=S answers at once when events exist, when one
+        commits while it waits, or with an empty page at the end; a held
+        poll holds no thread: other requests are answered meanwhile."""
+        with tgtest.start_stub() as stub, \
+                Tollgate(stub.url, api={"connection_timeout_s": 1}) as tg:
+            p = tg.start("serve")
+            url = tg.api + "/v1/events?after=0&wait=%d"
+
+            def get(wait, after=0, timeout=40):
+                t0 = time.monotonic()
+                st, _, body = tgtest.http_json(
+                    "GET", tg.api + "/v1/events?after=%d&wait=%s" % (after, wait),
+                    headers=tg.headers(), timeout=timeout)
+                return st, body, time.monotonic() - t0, time.monotonic()
+
+            for bad in ("31", "-1", "x", "1.5"):
+                st, body, _, _ = get(bad)
+                self.assertEqual((st, body["error"]["code"], body["error"]["field"]),
+                                 (400, "invalid_parameter", "wait"), bad)
+            # nothing comes: an empty page at the end of the wait, which may
+            # be longer than the idle timeout of a connection (1 s here)
+            st, body, took, _ = get(2)
+            self.assertEqual((st, body), (200, {"events": [], "next_after": 0}))
+            self.assertGreaterEqual(took, 1.9)
+            self.assertLess(took, 6)
+            # one commits while the poll waits: answered with it, long before
+            # the end of the wait; the API answers others meanwhile
+            import threading
+            out = {}
+            polls = [threading.Thread(target=lambda i=i: out.__setitem__(i, get(25)))
+                     for i in range(3)]
+            for t in polls:
+                t.start()
+            time.sleep(1.0)
+            st, body, took, _ = get(0)
+            self.assertEqual((st, body["events"]), (200, []))
+            self.assertLess(took, 1.0)  # not behind the held polls
+            self.assertEqual(tg.submit("lp-1")[0], 202)
+            tg.wait_final(["lp-1"], timeout=20)
+            final_at = time.monotonic()
+            for t in polls:
+                t.join(30)
+            for i in range(3):
+                st, body, took, _ = out[i]
+                self.assertEqual(st, 200)
+                self.assertEqual([e["operation_id"] for e in body["events"]], ["lp-1"])
+                self.assertEqual(body["next_after"], body["events"][0]["id"])
+                self.assertLess(took, 15, out[i])
+            # final_at is when the test's own status poll saw it (20 ms steps)
+            print("long poll: answered at most %.0f ms after the final state was seen"
+                  % ((max(o[3] for o in out.values()) - final_at) * 1e3), file=sys.stderr)
+            # events exist: answered at once
+            st, body, took, _ = get(25)
+            self.assertEqual(len(body["events"]), 1)
+            self.assertLess(took, 2)
+            # after the last one: waits again, until the next one
+            last = body["next_after"]
+            st, body, took, _ = get(1, after=last)
+            self.assertEqual((st, body), (200, {"events": [], "next_after": last}))
+            # a poll held when tollgate stops does not hold up the stop
+            held = threading.Thread(target=lambda: out.__setitem__("stop", _try(get, 25)))
+            held.start()
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            p.stop()
+            self.assertLess(time.monotonic() - t0, 8)
+            held.join(30)
+            self.assertFalse(held.is_alive())
+
+    def test_per_refund_notify_url(self):
+        """A refund's own notify_url, under a [notify] allow prefix, gets its
+        events instead of notify.url; one under no prefix, or malformed, is a
+        422 and nothing is stored; refunds without one go to notify.url."""
+        with tgtest.start_stub() as stub:
+            main_port, own_port = tgtest.free_port(), tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            path = secret_file(d, SECRET)
+            allow = "http://127.0.0.1:%d/own/" % own_port
+            with Tollgate(stub.url, notify=notify_keys(
+                    "http://127.0.0.1:%d/" % main_port, path, allow=allow)) as tg, \
+                    Receiver(main_port, path) as main_rx, Receiver(own_port, path) as own_rx:
+                tg.start("serve")
+
+                def post(op, url, route="/v1/refunds"):
+                    body = {"operation_id": op, "payment_id": "pay_1", "amount": 1500,
+                            "currency": "TWD"}
+                    if url is not None:
+                        body["notify_url"] = url
+                    if route.endswith(":batch"):
+                        body = {"refunds": body}
+                    return tgtest.http_json("POST", tg.api + route, body, tg.headers())
+
+                self.assertEqual(post("own-1", allow + "r1")[0], 202)
+                self.assertEqual(post("main-1", None)[0], 202)
+                refused = {
+                    "http://127.0.0.1:%d/other" % own_port: "notify_url_not_allowed",
+                    "http://127.0.0.1:%d/own/" % main_port: "notify_url_not_allowed",
+                    "https://127.0.0.1:%d/own/" % own_port: "notify_url_not_allowed",
+                    "http://127.0.0.1:%d/owned" % own_port: "notify_url_not_allowed",
+                    "http://u@127.0.0.1:%d/own/" % own_port: "invalid_field",
+                    "ftp://127.0.0.1/own/": "invalid_field",
+                    "": "invalid_field",
+                }
+                for i, (url, code) in enumerate(refused.items()):
+                    st, _, body = post("bad-%d" % i, url)
+                    self.assertEqual((st, body["error"]["code"], body["error"]["field"]),
+                                     (422, code, "notify_url"), url)
+                    self.assertEqual(tg.status("bad-%d" % i)[0], 404)
+                st, _, body = tgtest.http_json(
+                    "POST", tg.api + "/v1/refunds:batch",
+                    {"refunds": [
+                        {"operation_id": "own-2", "payment_id": "pay_1", "amount": 1500,
+                         "currency": "TWD", "notify_url": allow + "r2"},
+                        {"operation_id": "bad-b", "payment_id": "pay_1", "amount": 1500,
+                         "currency": "TWD", "notify_url": "http://127.0.0.1:1/x"}]},
+                    tg.headers())
+                self.assertEqual([r["status"] for r in body["results"]], [202, 422], body)
+                self.assertEqual(body["results"][1]["error"]["code"], "notify_url_not_allowed")
+                tg.wait_final(["own-1", "main-1", "own-2"], timeout=30)
+                tgtest.wait_until(lambda: len(own_rx.ok()) >= 2 and len(main_rx.ok()) >= 1,
+                                  timeout=20, what="the three events delivered")
+                time.sleep(0.5)
+                self.assertEqual(sorted(x["operation_id"] for x in own_rx.ok()),
+                                 ["own-1", "own-2"])
+                self.assertEqual([x["operation_id"] for x in main_rx.ok()], ["main-1"])
+
+    def test_notify_url_without_allow_or_main_url(self):
+        """Without [notify] allow a notify_url is refused (422
+        notify_url_not_configured); with allow but no notify.url, only the
+        refunds that name one are delivered, the others stay due."""
+        with tgtest.start_stub() as stub, Tollgate(stub.url) as tg:
+            tg.start("serve")
+            st, _, body = tgtest.http_json(
+                "POST", tg.api + "/v1/refunds",
+                {"operation_id": "x-1", "payment_id": "pay_1", "amount": 1500,
+                 "currency": "TWD", "notify_url": "http://127.0.0.1:9/"}, tg.headers())
+            self.assertEqual((st, body["error"]["code"]), (422, "notify_url_not_configured"))
+        with tgtest.start_stub() as stub:
+            port = tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            path = secret_file(d, SECRET)
+            allow = "http://127.0.0.1:%d/" % port
+            with Tollgate(stub.url, notify={"allow": allow, "secret_file": path,
+                                            "backoff_base_ms": 100,
+                                            "backoff_cap_ms": 300}) as tg, \
+                    Receiver(port, path) as rx:
+                tg.start("serve")
+                st, _, _ = tgtest.http_json(
+                    "POST", tg.api + "/v1/refunds",
+                    {"operation_id": "own-1", "payment_id": "pay_1", "amount": 1500,
+                     "currency": "TWD", "notify_url": allow + "hook"}, tg.headers())
+                self.assertEqual(st, 202)
+                self.assertEqual(tg.submit("plain-1")[0], 202)
+                tg.wait_final(["own-1", "plain-1"], timeout=30)
+                tgtest.wait_until(lambda: rx.ok(), timeout=20, what="own-1's event")
+                time.sleep(1.0)
+                self.assertEqual([x["operation_id"] for x in rx.ok()], ["own-1"])
+                plain = [e for e in feed(tg)["events"] if e["operation_id"] == "plain-1"]
+                self.assertEqual([(e["delivery"], e["attempts"]) for e in plain], [("due", 0)])
+
+    def test_account_notify_url(self):
+        """notify.url and notify.secret_file in an [account.NAME] section: the
+        account's events go there, signed with its secret."""
+        with tgtest.start_stub() as stub:
+            port = tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            path = secret_file(d, SECRET)
+            with Tollgate(stub.url, **{"account.default": {
+                    "notify.url": "http://127.0.0.1:%d/acct" % port,
+                    "notify.secret_file": path}}) as tg, Receiver(port, path) as rx:
+                tg.start("serve")
+                self.assertEqual(tg.submit("a-1")[0], 202)
+                tg.wait_final(["a-1"], timeout=30)
+                tgtest.wait_until(lambda: rx.ok(), timeout=20, what="a-1's event")
+                self.assertEqual([x["operation_id"] for x in rx.ok()], ["a-1"])
+
+    def test_two_accounts_each_to_its_own_url(self):
+        """Two accounts in one tollgate, each with its own notify.url and
+        secret: each account's events reach its receiver only, signed with
+        its secret (the other receiver would refuse them)."""
+        with tgtest.start_stub() as stub:
+            pa, pb = tgtest.free_port(), tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            sa = secret_file(d, "secret-of-a-0123456789", name="a")
+            sb = secret_file(d, "secret-of-b-0123456789", name="b")
+            with Tollgate(stub.url, **{
+                    "account.a": {"notify.url": "http://127.0.0.1:%d/" % pa,
+                                  "notify.secret_file": sa},
+                    "account.b": {"notify.url": "http://127.0.0.1:%d/" % pb,
+                                  "notify.secret_file": sb}}) as tg, \
+                    Receiver(pa, sa) as rxa, Receiver(pb, sb) as rxb:
+                tg.start("serve")
+                ops = {"a": ["a-%d" % i for i in range(3)], "b": ["b-%d" % i for i in range(3)]}
+                for account, ids in ops.items():
+                    for op in ids:
+                        st, _, body = tgtest.http_json(
+                            "POST", tg.api + "/v1/refunds",
+                            {"operation_id": op, "payment_id": "pay_1", "amount": 1500,
+                             "currency": "TWD", "account": account}, tg.headers())
+                        self.assertEqual(st, 202, body)
+                tg.wait_final(ops["a"] + ops["b"], timeout=30)
+                tgtest.wait_until(lambda: len(rxa.ok()) >= 3 and len(rxb.ok()) >= 3,
+                                  timeout=20, what="every event at its account's receiver")
+                time.sleep(0.5)
+                self.assertEqual(sorted(x["operation_id"] for x in rxa.ok()), ops["a"])
+                self.assertEqual(sorted(x["operation_id"] for x in rxb.ok()), ops["b"])
+                self.assertEqual([x for x in rxa.lines() + rxb.lines() if x["sig"] != "ok"], [])
+
+    def test_kill9_repeatedly_loses_no_event(self):
+        """tollgate killed -9 three times while deliveries are open, to two
+        receivers (notify.url, and a refund's own notify_url), with two events
+        per refund (to manual, then resolved): afterwards every event has
+        reached its own receiver, in order per refund, and none the other."""
+        with tgtest.start_stub("--mode", "unavailable", "--retry-after", "none") as stub:
+            p_main, p_own = tgtest.free_port(), tgtest.free_port()
+            d = tempfile.mkdtemp(prefix="tgnotify-")
+            path = secret_file(d, SECRET)
+            own = "http://127.0.0.1:%d/own/" % p_own
+            with Tollgate(stub.url, retry=dict(FAST_RETRY, count_limited="true"),
+                          exit=FAST_EXIT,
+                          notify=notify_keys("http://127.0.0.1:%d/" % p_main, path,
+                                             allow=own, max_in_flight=4)) as tg, \
+                    Receiver(p_main, path, "--fault", "slow:300") as rx_main, \
+                    Receiver(p_own, path, "--fault", "slow:300") as rx_own:
+                p = tg.start("serve")
+                ops = ["m-%02d" % i for i in range(12)]
+                for i, op in enumerate(ops):
+                    body = {"operation_id": op, "payment_id": "pay_1", "amount": 1500,
+                            "currency": "TWD"}
+                    if i % 2:
+                        body["notify_url"] = own + op
+                    st, _, out = tgtest.http_json("POST", tg.api + "/v1/refunds", body,
+                                                  tg.headers())
+                    self.assertEqual(st, 202, out)
+                tg.wait_final(ops, timeout=30)
+                for op in ops:
+                    st, _, out = tgtest.http_json(
+                        "POST", tg.api + "/v1/manual/%s/resolve" % op,
+                        {"operator": "alice", "reason": "checked", "outcome": "succeeded"},
+                        headers=tg.headers())
+                    self.assertEqual(st, 200, out)
+                kills = 0
+                dead = []  # answers in these windows went to a killed tollgate
+                for _ in range(3):
+                    seen = len(rx_main.lines()) + len(rx_own.lines())
+                    tgtest.wait_until(
+                        lambda: len(rx_main.lines()) + len(rx_own.lines()) > seen,
+                        timeout=20, what="deliveries under way")
+                    time.sleep(0.15)  # more are open (each answer takes 300 ms)
+                    t_kill = time.time()
+                    p.send_signal(signal.SIGKILL)
+                    p.popen.wait()
+                    kills += 1
+                    # what the killed one had open is answered within 300 ms
+                    # of its kill; the next one's answers come 300 ms after
+                    # it started, later than that
+                    dead.append((t_kill * 1000 - 5, t_kill * 1000 + 330))
+                    p = tg.start("serve")
+                stored = feed(tg)["events"]
+                self.assertEqual(len(stored), 2 * len(ops))
+                want_own = [e for e in stored if int(e["operation_id"][2:]) % 2]
+                want_main = [e for e in stored if not int(e["operation_id"][2:]) % 2]
+
+                def read(rx):
+                    """Answers a living tollgate read (an event answered only
+                    to a killed one counts only once it comes again)."""
+                    return [x for x in rx.acked()
+                            if not any(a <= x["at_ms"] <= b for a, b in dead)]
+
+                tgtest.wait_until(
+                    lambda: ({x["id"] for x in read(rx_main)} >= {e["id"] for e in want_main}
+                             and {x["id"] for x in read(rx_own)} >= {e["id"] for e in want_own}),
+                    timeout=60, what="every event at its receiver after %d kills" % kills)
+                assert_in_order_per_op(self, read(rx_main), want_main)
+                assert_in_order_per_op(self, read(rx_own), want_own)
+                tgtest.wait_until(lambda: all(e["delivery"] == "delivered"
+                                              for e in feed(tg)["events"]),
+                                  timeout=20, what="every event marked delivered")
+                self.assertFalse({x["operation_id"] for x in rx_main.lines()} &
+                                 {e["operation_id"] for e in want_own})
+                self.assertFalse({x["operation_id"] for x in rx_own.lines()} &
+                                 {e["operation_id"] for e in want_main})
+                dups = sum(1 for x in rx_main.lines() + rx_own.lines() if x.get("dup"))
+                print("kill -9 x%d: %d events, %d deliveries seen again (at least once)"
+                      % (kills, len(stored), dups), file=sys.stderr)
+
+
+def _try(fn, *args):
+    try:
+        return fn(*args)
+    except OSError as e:
+        return e
+
 
 if __name__ == "__main__":
     tgtest.main_unittest(parallel=("test_delivered_signed_and_in_the_feed",
@@ -337,4 +631,10 @@ if __name__ == "__main__":
                                    "test_receiver_down_then_up_gets_every_event_in_order",
                                    "test_wrong_secret_refused_rotation_accepted",
                                    "test_parked_past_budget_then_redelivered",
-                                   "test_no_notify_section_delivers_nothing"))
+                                   "test_no_notify_section_delivers_nothing",
+                                   "test_long_poll",
+                                   "test_per_refund_notify_url",
+                                   "test_notify_url_without_allow_or_main_url",
+                                   "test_account_notify_url",
+                                   "test_two_accounts_each_to_its_own_url",
+                                   "test_kill9_repeatedly_loses_no_event"))

@@ -119,6 +119,26 @@ class OutboxTest(unittest.TestCase):
             self.assertIn("payment_id", audit[0][1])
             self.assertTrue(log_events(d, "outbox_intake"))
 
+    def test_row_notify_url_cleared(self):
+        """A refund's own notify_url is taken only through the API (against
+        [notify] allow): one an application writes into an outbox row is
+        cleared at intake, and its events carry none."""
+        url = "%s_outbox_url_%d" % (SERVER.url, os.getpid())
+        with tgtest.start_stub("--mode", "fast") as stub, Tollgate(stub.url, store_url=url) as tg:
+            tg.start("api")
+            client(url, """
+                INSERT INTO operations (operation_id, payment_id, amount, currency, source,
+                                        notify_url)
+                  VALUES ('order-5-refund', 'pay_5', 500, 'TWD', 'api',
+                          'http://evil.example/hook')""")
+            tg.start("dispatch", wait_api=False)
+            final = tg.wait_final(["order-5-refund"], timeout=20)
+            self.assertEqual(final["order-5-refund"]["state"], "succeeded", final)
+            self.assertEqual(client(url, "SELECT notify_url FROM operations "
+                                         "WHERE operation_id = 'order-5-refund'"), [[""]])
+            self.assertEqual(client(url, "SELECT notify_url FROM events "
+                                         "WHERE operation_id = 'order-5-refund'"), [[""]])
+
 
 if __name__ == "__main__":
     tgtest.main_unittest()

@@ -39,6 +39,7 @@ struct seen {
         size_t body_len;
         int problem_status;
         bool fail;
+        int64_t held_ms;
 };
 
 static int handler(const struct http_request *req, struct http_response *res, void *userdata)
@@ -55,8 +56,15 @@ static int handler(const struct http_request *req, struct http_response *res, vo
         snprintf(s->header, sizeof(s->header), "%s", h ? h : "");
         s->body_len = req->body_len;
         s->problem_status = req->problem_status;
+        s->held_ms = req->held_ms;
         if (s->fail)
                 return TG_EIO;
+        /* a long poll: held until 300 ms have passed, or for ever */
+        if ((strcmp(req->path, "/hold") == 0 && req->held_ms < 300) ||
+            strcmp(req->path, "/forever") == 0) {
+                res->hold_ms = 100;
+                return 0;
+        }
         if (req->problem_status)
                 return http_response_set(res, req->problem_status, "application/json", "{}", 2);
         http_response_add_header(res, "Retry-After", "7");
@@ -209,6 +217,55 @@ static void test_basic(void **state)
         r = fetch(port, "POST", "/p", MAX_BODY, false);
         assert_int_equal(r.status, 200);
         assert_int_equal(s->body_len, MAX_BODY);
+}
+
+struct held_fetch {
+        uint16_t port;
+        struct reply r;
+};
+
+static void *fetch_forever(void *arg)
+{
+        struct held_fetch *f = arg;
+
+        f->r = fetch(f->port, "GET", "/forever", -1, false);
+        return NULL;
+}
+
+/* A held request is called again with the same path and query, answered
+ * when the handler answers; others are served meanwhile; a stop answers
+ * one still held with 503 and does not wait for it. */
+static void test_hold(void **state)
+{
+        void **pair = *state;
+        struct http_server *server = pair[0];
+        struct seen *s = pair[1];
+        uint16_t port = http_server_port(server);
+        struct held_fetch f = {.port = port};
+        tg_mono_ns t0 = clock_mono_now();
+        pthread_t th;
+        struct reply r;
+
+        r = fetch(port, "GET", "/hold?a=q", -1, false);
+        assert_int_equal(r.status, 200);
+        assert_true(clock_mono_now() - t0 >= 300 * TG_NS_PER_MS);
+        assert_true(s->calls >= 4); /* 0, ~100, ~200, ~300 ms */
+        assert_true(s->held_ms >= 300);
+        assert_string_equal(s->path, "/hold");
+        assert_string_equal(s->arg, "q");
+
+        assert_int_equal(pthread_create(&th, NULL, fetch_forever, &f), 0);
+        while (http_server_held(server) == 0)
+                clock_sleep_ns(10 * TG_NS_PER_MS);
+        r = fetch(port, "GET", "/other", -1, false);
+        assert_int_equal(r.status, 200);
+        http_server_wake(server); /* called again at once, held again */
+        t0 = clock_mono_now();
+        http_server_stop(server);
+        pair[0] = NULL;
+        assert_true(clock_mono_now() - t0 < 2 * TG_NS_PER_S);
+        pthread_join(th, NULL);
+        assert_true(f.r.status == 503 || f.r.status == 0);
 }
 
 static void test_body_bound(void **state)
@@ -523,6 +580,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_basic, setup, teardown),
             cmocka_unit_test_setup_teardown(test_body_bound, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_hold, setup, teardown),
             cmocka_unit_test_setup_teardown(test_targets, setup, teardown),
             cmocka_unit_test_setup_teardown(test_failing_handler, setup, teardown),
             cmocka_unit_test_setup_teardown(test_nul_in_header, setup, teardown),

@@ -1253,6 +1253,27 @@ static void test_events_outbox(void **state)
         assert_int_equal(one.next_at, T0 + 80);
         assert_string_equal(one.last_error, "");
         assert_int_equal(store_event_redeliver(s, ev[5].id + 100, T0 + 80), TG_ENOTFOUND);
+
+        /* a refund's own notify_url is kept with it and copied into its
+         * events with the account; the notifier's scan is by account */
+        struct refund_request own = req("e5", "pay-1", 1000);
+        snprintf(own.notify_url, sizeof(own.notify_url), "https://orders.example/h/e5");
+        assert_int_equal(store_accept(s, &own, T0 + 90, &c, &changed, &op), 0);
+        assert_true(changed);
+        assert_string_equal(get_op(s, "e5").req.notify_url, "https://orders.example/h/e5");
+        assert_int_equal(store_cancel(s, "e5", "caller", "", T0 + 91, &op, &changed), 0);
+        assert_int_equal(store_events_due(s, TG_ACCOUNT_DEFAULT, true, 16, ev, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(ev[0].operation_id, "e5");
+        assert_string_equal(ev[0].notify_url, "https://orders.example/h/e5");
+        assert_string_equal(ev[0].account, TG_ACCOUNT_DEFAULT);
+        assert_int_equal(store_events_due(s, TG_ACCOUNT_DEFAULT, false, 16, ev, &n), 0);
+        assert_int_equal(n, 6); /* all seven but e1 (delivered; the parked one is due again) */
+        assert_int_equal(store_events_due(s, "other", false, 16, ev, &n), 0);
+        assert_int_equal(n, 0);
+        snprintf(own.notify_url, sizeof(own.notify_url), "ftp://x");
+        snprintf(own.operation_id, sizeof(own.operation_id), "e6");
+        assert_int_equal(store_accept(s, &own, T0 + 92, &c, &changed, &op), TG_EINVAL);
         store_close(s);
 }
 
