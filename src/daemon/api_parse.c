@@ -9,12 +9,14 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/encode.h"
 #include "core/refund_validate.h"
 #include "core/rfc3339.h"
+#include "core/strnum.h"
 #include "core/tg_error.h"
 #include "daemon/config.h"
 #include "net/provider_request.h"
@@ -663,6 +665,53 @@ int api_parse_provider_event(const char *body, size_t len, struct provider_event
 }
 
 /* ---- the webhook signature header ------------------------------------------------- */
+
+int api_parse_stripe_signature(const char *header, struct stripe_signature *ret)
+{
+        struct stripe_signature sig = {.t = -1};
+        const char *p = header;
+
+        if (!p || !ret)
+                return TG_EPARSE;
+        for (;;) {
+                size_t len = strcspn(p, ","), klen;
+                const char *eq = memchr(p, '=', len), *v;
+                char num[16];
+
+                if (!eq || eq == p)
+                        return TG_EPARSE;
+                klen = (size_t)(eq - p);
+                v = eq + 1;
+                size_t vlen = len - klen - 1;
+                if (klen == 1 && p[0] == 't') {
+                        if (sig.t >= 0 || vlen == 0 || vlen > 12)
+                                return TG_EPARSE;
+                        for (size_t i = 0; i < vlen; i++)
+                                if (v[i] < '0' || v[i] > '9')
+                                        return TG_EPARSE;
+                        memcpy(num, v, vlen);
+                        num[vlen] = '\0';
+                        if (strnum_i64(num, 0, INT64_C(999999999999), &sig.t) < 0)
+                                return TG_EPARSE;
+                } else if (klen == 2 && p[0] == 'v' && p[1] == '1') {
+                        char hex[2 * API_MAC_LEN + 1];
+                        if (sig.n == API_STRIPE_SIGS_MAX || vlen != 2 * API_MAC_LEN)
+                                return TG_EPARSE;
+                        memcpy(hex, v, vlen);
+                        hex[vlen] = '\0';
+                        if (encode_hex_decode(hex, sig.v1[sig.n], API_MAC_LEN) < 0)
+                                return TG_EPARSE;
+                        sig.n++;
+                }
+                if (p[len] == '\0')
+                        break;
+                p += len + 1;
+        }
+        if (sig.t < 0 || sig.n == 0)
+                return TG_EPARSE;
+        *ret = sig;
+        return 0;
+}
 
 int api_parse_signature(const char *header, unsigned char ret_mac[API_MAC_LEN])
 {
