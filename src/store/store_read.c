@@ -146,16 +146,24 @@ static void after_refusal(struct store_page *page, const void *row)
         page->cur_at = ((const struct refusal_second *)row)->at;
 }
 
-int store_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
-                     void *userdata)
+int store_list_account_calls(struct store *store, const char *account, int64_t since_id,
+                             unsigned limit, store_call_fn fn, void *userdata)
 {
         struct store_page page = {.kind = STORE_PAGE_CALLS, .cur_id = since_id};
         struct walk w = {sizeof(struct call_record), deliver_call, after_call, {0}, userdata};
 
-        if (!store || !fn)
+        if (!store || !fn || (account && !refund_account_name_ok(account)))
                 return TG_EINVAL;
+        if (account)
+                store_copy_text(page.account, sizeof(page.account), account);
         w.fn.call = fn;
         return walk(store, &page, limit, &w);
+}
+
+int store_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
+                     void *userdata)
+{
+        return store_list_account_calls(store, NULL, since_id, limit, fn, userdata);
 }
 
 int store_list_op_calls(struct store *store, int64_t op_id, store_call_fn fn, void *userdata)
@@ -210,8 +218,11 @@ int store_list_manual_filtered(struct store *store, int64_t after_id,
                                   .cur_at = INT64_MIN};
         struct walk w = {sizeof(struct op_record), deliver_op, after_op, {0}, userdata};
 
-        if (!store || !fn || !filter || (unsigned)filter->reason >= MANUAL_REASON_COUNT)
+        if (!store || !fn || !filter || (unsigned)filter->reason >= MANUAL_REASON_COUNT ||
+            (filter->account && !refund_account_name_ok(filter->account)))
                 return TG_EINVAL;
+        if (filter->account)
+                store_copy_text(page.account, sizeof(page.account), filter->account);
         switch (filter->who) {
         case STORE_ASSIGNEE_IS:
                 if (!store_text_ok(filter->assignee, TG_TEXT_MAX - 1))
@@ -294,6 +305,33 @@ int store_stats(struct store *store, struct store_stats *ret_stats)
         r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, stats_tx, &st);
         if (r == 0)
                 *ret_stats = st;
+        return r;
+}
+
+struct backlog_ctx {
+        const char *account;
+        uint64_t by_state[OP_STATE_COUNT];
+};
+
+static int backlog_tx(struct store *s, void *ctx)
+{
+        struct backlog_ctx *c = ctx;
+
+        memset(c->by_state, 0, sizeof(c->by_state));
+        return s->ops->backlog(s, c->account, c->by_state);
+}
+
+int store_account_backlog(struct store *store, const char *account,
+                          uint64_t ret_by_state[OP_STATE_COUNT])
+{
+        struct backlog_ctx c = {.account = account};
+        int r;
+
+        if (!store || !ret_by_state || !account || !refund_account_name_ok(account))
+                return TG_EINVAL;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, backlog_tx, &c);
+        if (r == 0)
+                memcpy(ret_by_state, c.by_state, sizeof(c.by_state));
         return r;
 }
 
