@@ -641,12 +641,11 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
                 return api_reply_code(res, rid, 400, "invalid_parameter", "minutes",
                                       "must be an integer in [1, 60]");
         /* the account's exit (?account=; default: the config's first) */
-        r = http_request_arg(req, "account", account, sizeof(account));
-        if (r == TG_ENOTFOUND)
+        r = api_account_arg(api, req, res, rid, account);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (!account[0])
                 snprintf(account, sizeof(account), "%s", api->cfg.accounts[0].name);
-        else if (r < 0 || !config_account_find(&api->cfg, account))
-                return api_reply_code(res, rid, 400, "invalid_parameter", "account",
-                                      "must be an account of the config (GET /v1/accounts)");
         snprintf(back, sizeof(back), "%s", store_account(api->store));
         r = store_use_account(api->store, account);
         if (r == 0)
@@ -674,7 +673,7 @@ static int stats_of_account(struct api *api, int64_t minutes, const char *accoun
                         return r;
                 return api_reply_store_error(res, rid, r);
         }
-        r = api_admission_figures(api, s.now, &adm);
+        r = api_admission_figures(api, account, s.now, &adm);
         if (r < 0)
                 goto fail;
         se.points = json_array();

@@ -148,11 +148,11 @@ static json_t *status_json(struct api *api, tg_wall_ms now, const struct timelin
         /* With a fresh sample its backlog is the account's: no count of every
          * operation (O(rows)) twice a second for the dashboards. */
         r = fresh ? api_admission_figures_for(
-                        api, now,
+                        api, store_account(api->store), now,
                         (uint64_t)x->backlog[OP_PENDING] + x->backlog[OP_IN_FLIGHT] +
                             x->backlog[OP_RETRY_WAIT] + x->backlog[OP_UNKNOWN],
                         &adm)
-                  : api_admission_figures(api, now, &adm);
+                  : api_admission_figures(api, store_account(api->store), now, &adm);
         if (r < 0 || admission_decide(&api->cfg.admission, &adm.fig, &d) < 0) {
                 memset(&adm, 0, sizeof(adm));
                 memset(&d, 0, sizeof(d));
