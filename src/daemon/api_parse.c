@@ -94,11 +94,9 @@ int api_refund_account(const struct tg_config *config, struct refund_request *re
 
 int api_unknown_account(const struct tg_config *config, struct api_error *err)
 {
-        char names[100], message[sizeof(((struct api_error *)0)->message)];
+        char message[sizeof(((struct api_error *)0)->message)];
 
-        config_account_names(config, names, sizeof(names));
-        snprintf(message, sizeof(message), "is not a configured account; the accounts are: %s",
-                 names);
+        config_account_unknown(config, message, sizeof(message));
         return invalid(err, 422, "unknown_account", "account", message);
 }
 
