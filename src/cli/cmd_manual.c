@@ -394,6 +394,7 @@ static const struct options_spec manual_spec = {
 
 int cmd_manual(int argc, char **argv)
 {
+        static const char cmd[] = "manual"; /* the command's name, for its messages */
         const char *args[2] = {NULL, NULL};
         struct tg_config *cfg;
         struct store *store = NULL;
@@ -432,11 +433,11 @@ int cmd_manual(int argc, char **argv)
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
-        r = cli_load_config("manual", flags.config, cfg);
+        r = cli_load_config(cmd, flags.config, cfg);
         if (r == 0)
-                r = cli_check_account("manual", cfg, flags.account);
+                r = cli_check_account(cmd, cfg, flags.account);
         if (r == 0)
-                r = cli_open_store("manual", cfg, &store);
+                r = cli_open_store(cmd, cfg, &store);
         if (r == 0) {
                 if (is_list)
                         r = do_list(store, flags.reason, flags.assignee, flags.unassigned,
