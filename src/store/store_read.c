@@ -357,13 +357,14 @@ static int sample_put_tx(struct store *s, void *ctx)
         struct sample_put_ctx *c = ctx;
 
         if (c->count) {
-                struct store_stats st;
-                int r = s->ops->stats(s, &st);
+                /* the handle's account's operations: a sample is its exit's */
+                uint64_t by_state[OP_STATE_COUNT] = {0};
+                int r = s->ops->backlog(s, s->account, by_state);
                 if (r < 0)
                         return r;
                 memset(c->sample->backlog, 0, sizeof(c->sample->backlog));
                 for (size_t i = 0; i < sizeof(backlog) / sizeof(backlog[0]); i++)
-                        c->sample->backlog[backlog[i]] = (unsigned)st.by_state[backlog[i]];
+                        c->sample->backlog[backlog[i]] = (unsigned)by_state[backlog[i]];
         }
         return s->ops->sample_put(s, c->sample, c->keep_after);
 }

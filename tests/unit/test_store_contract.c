@@ -2576,6 +2576,27 @@ static void test_accounts_seen(void **state)
                 assert_int_equal(by[i], 0);
         assert_int_equal(store_account_backlog(a, "Bad!", by), TG_EINVAL);
         assert_int_equal(store_account_backlog(a, NULL, by), TG_EINVAL);
+        /* a sample's backlog is its exit's account's */
+        {
+                struct exit_sample *x = calloc(1, sizeof(*x));
+
+                assert_non_null(x);
+                *x = *sample_at(T0 + 30, 1);
+                x->epoch = eb;
+                assert_int_equal(store_sample_put(b, x, 0, 0), 0);
+                assert_int_equal(store_last_sample(b, x), 0);
+                assert_int_equal(x->backlog[OP_PENDING], 2);
+                assert_int_equal(x->backlog[OP_IN_FLIGHT], 1);
+                assert_int_equal(x->backlog[OP_MANUAL], 1);
+                *x = *sample_at(T0 + 30, 1);
+                x->epoch = ea;
+                assert_int_equal(store_sample_put(a, x, 0, 0), 0);
+                assert_int_equal(store_last_sample(a, x), 0);
+                assert_int_equal(x->backlog[OP_PENDING], 1);
+                assert_int_equal(x->backlog[OP_IN_FLIGHT], 0);
+                assert_int_equal(x->backlog[OP_MANUAL], 2);
+                free(x);
+        }
         store_close(b);
         store_close(a);
 }
