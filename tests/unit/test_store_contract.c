@@ -2460,6 +2460,21 @@ static void test_accounts(void **state)
         store_close(a);
 }
 
+/* The backlog by state of a sample the owner of `epoch` writes through s. */
+static void sampled_backlog(struct store *s, int64_t epoch, uint64_t by[OP_STATE_COUNT])
+{
+        struct exit_sample *x = calloc(1, sizeof(*x));
+
+        assert_non_null(x);
+        *x = *sample_at(T0 + 30, 1);
+        x->epoch = epoch;
+        assert_int_equal(store_sample_put(s, x, 0, 0), 0);
+        assert_int_equal(store_last_sample(s, x), 0);
+        for (int i = 0; i < OP_STATE_COUNT; i++)
+                by[i] = x->backlog[i];
+        free(x);
+}
+
 /* Seen per account (issue 26 §6): the call log and the manual queue filter
  * by account (NULL: every account), and one account's backlog is counted
  * whatever the handle serves; another account's rows never count. */
@@ -2577,26 +2592,14 @@ static void test_accounts_seen(void **state)
         assert_int_equal(store_account_backlog(a, "Bad!", by), TG_EINVAL);
         assert_int_equal(store_account_backlog(a, NULL, by), TG_EINVAL);
         /* a sample's backlog is its exit's account's */
-        {
-                struct exit_sample *x = calloc(1, sizeof(*x));
-
-                assert_non_null(x);
-                *x = *sample_at(T0 + 30, 1);
-                x->epoch = eb;
-                assert_int_equal(store_sample_put(b, x, 0, 0), 0);
-                assert_int_equal(store_last_sample(b, x), 0);
-                assert_int_equal(x->backlog[OP_PENDING], 2);
-                assert_int_equal(x->backlog[OP_IN_FLIGHT], 1);
-                assert_int_equal(x->backlog[OP_MANUAL], 1);
-                *x = *sample_at(T0 + 30, 1);
-                x->epoch = ea;
-                assert_int_equal(store_sample_put(a, x, 0, 0), 0);
-                assert_int_equal(store_last_sample(a, x), 0);
-                assert_int_equal(x->backlog[OP_PENDING], 1);
-                assert_int_equal(x->backlog[OP_IN_FLIGHT], 0);
-                assert_int_equal(x->backlog[OP_MANUAL], 2);
-                free(x);
-        }
+        sampled_backlog(b, eb, by);
+        assert_int_equal(by[OP_PENDING], 2);
+        assert_int_equal(by[OP_IN_FLIGHT], 1);
+        assert_int_equal(by[OP_MANUAL], 1);
+        sampled_backlog(a, ea, by);
+        assert_int_equal(by[OP_PENDING], 1);
+        assert_int_equal(by[OP_IN_FLIGHT], 0);
+        assert_int_equal(by[OP_MANUAL], 2);
         store_close(b);
         store_close(a);
 }
