@@ -370,6 +370,23 @@ static int accounts_read(struct api *api, tg_wall_ms now, struct account_snap *r
         return r;
 }
 
+/* Each account's backlog by state (the open states and manual), as its
+ * exit's newest sample counted it: no count of the store per scrape. An
+ * account whose exit never wrote a sample has no series. */
+static void account_backlog_lines(struct mbuf *b, const struct account_snap *a, unsigned n)
+{
+        static const enum op_state open[] = {OP_PENDING, OP_IN_FLIGHT, OP_RETRY_WAIT, OP_UNKNOWN,
+                                             OP_MANUAL};
+
+        family(b, "tollgate_account_backlog", "gauge",
+               "The account's operations in each open state and manual, as its exit's newest "
+               "sample counted them.");
+        for (unsigned i = 0; i < n; i++)
+                for (size_t k = 0; a[i].sample->at > 0 && k < sizeof(open) / sizeof(open[0]); k++)
+                        mb_printf(b, "tollgate_account_backlog{account=\"%s\",state=\"%s\"} %u\n",
+                                  a[i].name, op_state_name(open[k]), a[i].sample->backlog[open[k]]);
+}
+
 /* The exit's families, one series per account (label account). */
 static void exit_lines(struct mbuf *b, const struct snapshot *s, const struct account_snap *a,
                        unsigned n)
@@ -392,6 +409,7 @@ static void exit_lines(struct mbuf *b, const struct snapshot *s, const struct ac
         for (unsigned i = 0; i < n; i++)
                 mb_printf(b, "tollgate_account_paused{account=\"%s\"} %d\n", a[i].name,
                           a[i].paused ? 1 : 0);
+        account_backlog_lines(b, a, n);
         family(
             b, "tollgate_exit_held", "gauge",
             "1 while a provider-wide hold (429/503, timeouts) stops every start of the account.");

@@ -9,7 +9,8 @@ from outside:
     succeed. Judged on the store-wide backlog, as before accounts, b's
     refunds would be refused too (a's backlog alone is past the limit). A
     batch naming both is refused whole, nothing of it stored;
-  - /v1/stats, /v1/calls and /v1/manual read one account with ?account=,
+  - /metrics has each account's backlog by state (a's past the limit, b's
+    empty); /v1/stats, /v1/calls and /v1/manual read one account with ?account=,
     and an account that is not configured is 422 unknown_account naming the
     configured ones, on each;
   - the command line the same: `tollgate calls --account`, `tollgate manual
@@ -21,6 +22,7 @@ Behaviour only (outcomes, counts, records): labelled parallel.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -119,6 +121,20 @@ class AccountsSeenTest(unittest.TestCase):
             self.assertEqual((st, body["items"]), (200, []), body)
             for path in ("/v1/stats", "/v1/calls", "/v1/manual"):
                 self.assert_unknown(*self.get(tg, path + "?account=zz")[::2])
+
+            # /metrics: each account's backlog by state, from its exit's samples
+            def backlog(account, state):
+                _, _, raw = tgtest.http_request("GET", tg.api + "/metrics")
+                m = re.search(r'^tollgate_account_backlog\{account="%s",state="%s"\} (\d+)$'
+                              % (account, state), raw.decode(), re.M)
+                return int(m.group(1)) if m else None
+            tgtest.wait_until(lambda: (backlog("a", "pending") or 0) >= MAX_BACKLOG,
+                              timeout=10, what="a's backlog in /metrics")
+            # b's newest sample after its refunds settled (one a second)
+            tgtest.wait_until(lambda: backlog("b", "pending") == 0, timeout=10,
+                              what="b's backlog in /metrics")
+            self.assertEqual(backlog("b", "manual"), 0)
+            self.assertGreaterEqual(backlog("a", "pending"), MAX_BACKLOG)
 
             # the command line
             rc, out, err = self.cli(tg, "calls", "--account", "b")
