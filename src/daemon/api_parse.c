@@ -84,14 +84,19 @@ int api_refund_account(const struct tg_config *config, struct refund_request *re
         }
         if (req->account[0] && config_account_find(config, req->account))
                 return 0;
+        if (req->account[0])
+                return api_unknown_account(config, err);
         config_account_names(config, names, sizeof(names));
-        if (!req->account[0]) {
-                snprintf(message, sizeof(message),
-                         "is required when several accounts are configured: %s", names);
-                return invalid(err, 422, "invalid_field", "account", message);
-        }
-        snprintf(message, sizeof(message), "is not a configured account; the accounts are: %s",
+        snprintf(message, sizeof(message), "is required when several accounts are configured: %s",
                  names);
+        return invalid(err, 422, "invalid_field", "account", message);
+}
+
+int api_unknown_account(const struct tg_config *config, struct api_error *err)
+{
+        char message[sizeof(((struct api_error *)0)->message)];
+
+        config_account_unknown(config, message, sizeof(message));
         return invalid(err, 422, "unknown_account", "account", message);
 }
 

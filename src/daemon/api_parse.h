@@ -75,6 +75,11 @@ struct api_batch_item {
  * with *err filled. */
 int api_refund_account(const struct tg_config *config, struct refund_request *req,
                        struct api_error *err);
+/* The one refusal of an account name that is not configured, wherever it
+ * is named (a refund's "account", the ?account= of /v1/stats, /v1/manual
+ * and /v1/calls): 422 unknown_account, field "account", the message naming
+ * the configured ones. Fills *err; returns TG_EINVAL. */
+int api_unknown_account(const struct tg_config *config, struct api_error *err);
 /* A parsed refund's notify_url against `[notify] allow`: none named is
  * fine; one named with no prefix configured is 422
  * notify_url_not_configured, one under no prefix 422 notify_url_not_allowed.
