@@ -140,6 +140,14 @@ class Tollgate:
             body["account"] = account
         return tgtest.http_json("POST", self.api + "/v1/refunds", body, self.headers())
 
+    def submit_batch(self, op_ids, payment="pay_1", amount=1500, currency="TWD"):
+        """Every op_id in one POST /v1/refunds:batch (one commit): a backlog
+        in place at once, whatever the intake's pace on a busy machine."""
+        items = [{"operation_id": op, "payment_id": payment, "amount": amount,
+                  "currency": currency} for op in op_ids]
+        return tgtest.http_json("POST", self.api + "/v1/refunds:batch", {"refunds": items},
+                                self.headers())
+
     def status(self, op_id):
         return tgtest.http_json("GET", self.api + "/v1/refunds/" + op_id, None, self.headers())
 
