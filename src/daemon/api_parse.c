@@ -602,7 +602,8 @@ int api_parse_account(const char *body, size_t len, struct account_request *ret,
                                 err);
         if (r == 0)
                 r = get_control(root, "max_in_flight", true, &a.set_cap, &cap, err);
-        a.max_in_flight = (unsigned)cap;
+        if (r == 0) /* a refused value may be anything (1e300): never converted */
+                a.max_in_flight = (unsigned)cap;
         paused = json_object_get(root, "paused");
         if (r == 0 && paused && !json_is_boolean(paused))
                 r = invalid(err, 422, "invalid_field", "paused", "must be true or false");
