@@ -123,6 +123,7 @@ int cmd_calls(int argc, char **argv)
         }
         fflush(stdout);
         store_close(store);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         return options_exit_status(r);

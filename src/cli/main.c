@@ -167,18 +167,20 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                 return 1;
         r = cli_load_config(cmd, config, cfg);
         if (r) {
+                config_release(cfg);
                 secmem_free(cfg);
                 return options_exit_status(r);
         }
         /* one account named default is the top level, as it always was;
          * several are served one exit each */
         config_accounts_serve(cfg);
-        unsigned accounts_mask = 0;
+        struct tg_account_set accounts_mask = {{0}};
         if (accounts) {
                 char why[600];
                 r = config_accounts_mask(cfg, accounts, &accounts_mask, why, sizeof(why));
                 if (r < 0) {
                         fprintf(stderr, "tollgate %s: %s\n", cmd, why);
+                        config_release(cfg);
                         secmem_free(cfg);
                         return 2;
                 }
@@ -195,11 +197,13 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         r = service_start(&so, &svc);
         if (r < 0) {
                 fprintf(stderr, "tollgate %s: cannot start: %s\n", cmd, tg_strerror(r));
+                config_release(cfg);
                 secmem_free(cfg);
                 return 1;
         }
         if (check_store(cmd, cfg) < 0) {
                 service_stop(svc);
+                config_release(cfg);
                 secmem_free(cfg);
                 return 1;
         }
@@ -220,6 +224,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
                                         tg_strerror(r));
                         wake_free(doorbell);
                         service_stop(svc);
+                        config_release(cfg);
                         secmem_free(cfg);
                         return 1;
                 }
@@ -267,6 +272,7 @@ static int cmd_daemon(const char *cmd, int argc, char **argv)
         api_stop(api);
         wake_free(doorbell);
         service_stop(svc);
+        config_release(cfg);
         secmem_free(cfg);
         return rc;
 }

@@ -537,27 +537,32 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
                     const char *rid)
 {
         struct snapshot s;
-        struct account_snap acct[TG_ACCOUNTS_MAX];
+        struct account_snap *acct;
         unsigned nacct = 0;
         struct mbuf b = {0};
         int r;
 
         (void)req;
+        /* one per account of the config (heap: a config may have many) */
+        acct = calloc(api->cfg.account_count, sizeof(*acct));
+        if (!acct)
+                return TG_ENOMEM;
         r = snapshot_read(api, &s);
         if (r == 0) {
                 r = accounts_read(api, s.now, acct, &nacct);
                 if (r < 0)
                         free(s.sample);
         }
-        if (r == TG_ENOMEM)
-                return r;
-        if (r < 0)
-                return api_reply_store_error(res, rid, r);
+        if (r < 0) {
+                free(acct);
+                return r == TG_ENOMEM ? r : api_reply_store_error(res, rid, r);
+        }
         b.cap = 16 * 1024;
         b.p = malloc(b.cap);
         if (!b.p) {
                 free(s.sample);
                 accounts_free(acct, nacct);
+                free(acct);
                 return TG_ENOMEM;
         }
         b.p[0] = '\0';
@@ -598,6 +603,7 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
         exit_lines(&b, &s, acct, nacct);
         free(s.sample);
         accounts_free(acct, nacct);
+        free(acct);
         if (b.failed) {
                 free(b.p);
                 return TG_ENOMEM;
