@@ -4,7 +4,9 @@ every account through its own exit, judged from outside:
   - a refund per account succeeds, sent once, at its account's provider (even
     accounts at stub E, odd ones at stub O: each account's own
     provider.base_url), with the account it was submitted to;
-  - every account became an owner (its exit_open line names it);
+  - every account became an owner (its exit_open line names it), and
+    /metrics shows each account's series (a page of 40 accounts' histograms
+    is past the single account's bound of 256 KiB);
   - `tollgate config check` of a file with one account more than a file may
     hold names the section past the limit, with its line.
 Behaviour only (outcomes, records, messages): labelled parallel.
@@ -62,6 +64,16 @@ class ManyAccountsTest(unittest.TestCase):
                     self.assertEqual(stub.executions(op), 1, op)
             opened = {e.get("account") for e in log_events(proc, "exit_open")}
             self.assertEqual(opened, set(ids.values()))
+
+            def metrics():
+                status, _, raw = tgtest.http_request("GET", tg.api + "/metrics", None,
+                                                     tg.headers())
+                self.assertEqual(status, 200, raw[:300])
+                page = raw.decode()
+                return all('tollgate_call_latency_seconds_count{account="%s"}' % a in page
+                           for a in ids.values())
+            # each account's sample reaches the store once a second
+            tgtest.wait_until(metrics, timeout=15, what="every account's series in /metrics")
 
     def test_config_check_names_the_limit(self):
         d = tgtest.scratch_dir("tollgate-it-")
