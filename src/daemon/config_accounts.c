@@ -191,10 +191,10 @@ void config_account_names(const struct tg_config *config, char *dst, size_t size
 
 void config_accounts_serve(struct tg_config *config)
 {
-        if (config && config->account_count == 1 &&
+        /* the implicit default is the top level already (and never written) */
+        if (config && config->account_count == 1 && config->accounts[0].declared &&
             strcmp(config->accounts[0].name, TG_ACCOUNT_DEFAULT) == 0) {
-                if (config->accounts[0].declared)
-                        settings_into(config, config->accounts[0].settings);
+                settings_into(config, config->accounts[0].settings);
                 config->accounts[0].declared = false;
                 config->accounts[0].line = 0;
         }
