@@ -26,7 +26,12 @@
 #include "core/tg_error.h"
 #include "daemon/exit.h"
 #include "daemon/log.h"
+#include "net/transport.h"
 #include "platform/secmem.h"
+
+/* Every account of a config may be an exit of one loop, on a lane of its own. */
+_Static_assert(EXIT_MAX >= TG_ACCOUNTS_MAX, "a cookie cannot name every account's exit");
+_Static_assert(TRANSPORT_LANES_MAX >= EXIT_MAX, "the transport has fewer lanes than exits");
 
 #define STORE_DOWN_NS (10 * TG_NS_PER_MS) /* a transport failure: pause before the next turn */
 /* At dispatch.max_accounts, how often the loop looks whether one went */
