@@ -1386,6 +1386,21 @@ static void test_accounts_many(void **state)
         assert_string_equal(v->view_of, name);
         snprintf(want, sizeof(want), "http://127.0.0.1:%u", 10000 + TG_ACCOUNTS_MAX - 1);
         assert_string_equal(v->provider_base_url, want);
+        /* --accounts past the first 64: bit i for account i, any i */
+        {
+                struct tg_account_set set;
+                assert_int_equal(config_accounts_mask(c, "a0,a150,a1023", &set, err, sizeof(err)),
+                                 0);
+                assert_true(tg_account_set_has(&set, 0));
+                assert_true(tg_account_set_has(&set, 150));
+                assert_true(tg_account_set_has(&set, TG_ACCOUNTS_MAX - 1));
+                assert_false(tg_account_set_has(&set, 1));
+                assert_false(tg_account_set_has(&set, 149));
+                assert_false(tg_account_set_empty(&set));
+                assert_int_equal(config_accounts_mask(c, "a0,zz", &set, err, sizeof(err)),
+                                 TG_EINVAL);
+                assert_non_null(strstr(err, "\"zz\" is not an account"));
+        }
         config_release(c);
         assert_int_equal(c->account_count, 1); /* the implicit default again */
         assert_null(c->accounts[0].settings);
