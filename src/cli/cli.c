@@ -23,6 +23,7 @@ int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg)
         char err[512];
         enum log_level lvl;
 
+        config_defaults(cfg); /* config_release() holds whatever happens */
         if (!path) {
                 fprintf(stderr, "tollgate %s: --config FILE is required\n", cmd);
                 return TG_ECONFIG;

@@ -25,7 +25,8 @@
 
 /* Loads the config. 0, or TG_ECONFIG (no path, or a bad file: a message
  * naming the problem was printed). cfg is heap-sized: the caller passes a
- * malloc()ed struct. */
+ * malloc()ed struct, and calls config_release(cfg) before freeing it, on
+ * success or not (it holds the defaults then). */
 int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg);
 
 /* An --account NAME of cmd against cfg's accounts: 0 for NULL (every

@@ -121,7 +121,7 @@ static int change(const struct tg_config *cfg, struct store *store, const char *
         r = account_ctl_change(store, cfg, name, &ch, who, reason, clock_wall_now(), &now, &field,
                                why, sizeof(why));
         if (r == TG_ENOTFOUND) {
-                char names[TG_ACCOUNTS_MAX * (TG_ACCOUNT_NAME_MAX + 2) + 1];
+                char names[1024];
                 config_account_names(cfg, names, sizeof(names));
                 fprintf(stderr, "tollgate account %s: no account \"%s\" (the config has: %s)\n",
                         verb, name, names);
@@ -219,6 +219,7 @@ int cmd_account(int argc, char **argv)
                 fprintf(stderr, "tollgate account: %s\n", tg_strerror(r));
         fflush(stdout);
         store_close(store);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         if (r == TG_EINVAL)

@@ -131,6 +131,7 @@ int cmd_calls(int argc, char **argv)
         }
         fflush(stdout);
         store_close(store);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         return options_exit_status(r);

@@ -122,6 +122,7 @@ int cmd_cancel(int argc, char **argv)
         if (r == 0)
                 r = cancel(store, args[0], operator_name, reason);
         store_close(store);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         return options_exit_status(r);

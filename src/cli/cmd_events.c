@@ -137,6 +137,7 @@ int cmd_events(int argc, char **argv)
                 r = TG_ESTORE;
         fflush(stdout);
         store_close(store);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         return options_exit_status(r);

@@ -122,6 +122,7 @@ int cmd_prune(int argc, char **argv)
                         tg_strerror(r));
 out:
         store_close(store);
+        config_release(cfg);
         free(cfg);
         return options_exit_status(r);
 }
@@ -187,6 +188,7 @@ int cmd_backup(int argc, char **argv)
                         printf("backed up %s to %s\n", store_url(store), to);
         }
         store_close(store);
+        config_release(cfg);
         free(cfg);
         return options_exit_status(r);
 }

@@ -454,6 +454,7 @@ int cmd_manual(int argc, char **argv)
                                    flags.reason, flags.outcome == 0 ? OP_SUCCEEDED : OP_REJECTED);
         }
         store_close(store);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         return options_exit_status(r);

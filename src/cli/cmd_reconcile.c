@@ -451,6 +451,7 @@ int cmd_reconcile(int argc, char **argv)
         f = fopen(flags.file, "r");
         if (!f) {
                 fprintf(stderr, "tollgate reconcile: cannot open %s\n", flags.file);
+                config_release(cfg);
                 free(cfg);
                 return 2;
         }
@@ -480,6 +481,7 @@ int cmd_reconcile(int argc, char **argv)
         free(open.ops);
         fclose(f);
         store_close(store);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         return r;

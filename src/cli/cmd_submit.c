@@ -198,6 +198,7 @@ int cmd_submit(int argc, char **argv)
                 r = batch ? finish_batch(status, body, retry_after)
                           : finish("submit", status, body, retry_after);
         free(req);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         return r;
@@ -251,6 +252,7 @@ int cmd_status(int argc, char **argv)
                 r = cli_http("status", cfg, api_url, "GET", path, NULL, &status, &body, retry_after,
                              sizeof(retry_after));
         r = r < 0 ? options_exit_status(r) : finish("status", status, body, retry_after);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         return r;

@@ -313,6 +313,7 @@ static int file_path(char *buf, size_t size)
         }
         if (r == 0)
                 snprintf(buf, size, "%s", cfg->api_credentials_file);
+        config_release(cfg);
         explicit_bzero(cfg, sizeof(*cfg));
         free(cfg);
         return r;

@@ -29,7 +29,7 @@
 
 static int reply_unknown_account(struct api *api, struct http_response *res, const char *rid)
 {
-        char names[TG_ACCOUNTS_MAX * (TG_ACCOUNT_NAME_MAX + 2) + 1], msg[sizeof(names) + 64];
+        char names[1024], msg[sizeof(names) + 64];
 
         config_account_names(&api->cfg, names, sizeof(names));
         snprintf(msg, sizeof(msg), "no such account; the configured ones: %s", names);

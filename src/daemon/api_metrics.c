@@ -18,8 +18,9 @@
  *
  * Invariants: every family has one HELP and one TYPE line before its
  * samples; histogram buckets are cumulative, end with le="+Inf" equal to
- * _count; the whole page has a bound (METRICS_MAX) and a page that would
- * pass it is an internal error, never a truncated page.
+ * _count; the whole page has a bound (METRICS_MAX plus METRICS_PER_ACCOUNT
+ * for each account of the config: an account's series are a few KiB) and a
+ * page that would pass it is an internal error, never a truncated page.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -34,13 +35,17 @@
 #include "platform/build_info.h"
 #include "store/store_events.h"
 
-#define METRICS_MAX    (256 * 1024)
-#define OWNER_FRESH_MS 3000
-#define PROM_TYPE      "text/plain; version=0.0.4; charset=utf-8"
+#define METRICS_MAX (256 * 1024)
+/* what each account may add to the bound: its figures, histograms and
+ * waits by reason come to about 8 KiB */
+#define METRICS_PER_ACCOUNT (32 * 1024)
+#define OWNER_FRESH_MS      3000
+#define PROM_TYPE           "text/plain; version=0.0.4; charset=utf-8"
 
 struct mbuf {
         char *p;
         size_t len, cap;
+        size_t max; /* the page's bound */
         bool failed;
 };
 
@@ -69,7 +74,9 @@ static void mb_printf(struct mbuf *b, const char *fmt, ...)
                 size_t want = b->cap * 2;
                 while (want - b->len <= (size_t)n)
                         want *= 2;
-                if (want > METRICS_MAX) {
+                if (want > b->max && b->len + (size_t)n < b->max)
+                        want = b->max;
+                if (want > b->max) {
                         b->failed = true;
                         return;
                 }
@@ -555,27 +562,33 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
                     const char *rid)
 {
         struct snapshot s;
-        struct account_snap acct[TG_ACCOUNTS_MAX];
+        struct account_snap *acct;
         unsigned nacct = 0;
         struct mbuf b = {0};
         int r;
 
         (void)req;
+        /* one per account of the config (heap: a config may have many) */
+        acct = calloc(api->cfg.account_count, sizeof(*acct));
+        if (!acct)
+                return TG_ENOMEM;
         r = snapshot_read(api, &s);
         if (r == 0) {
                 r = accounts_read(api, s.now, acct, &nacct);
                 if (r < 0)
                         free(s.sample);
         }
-        if (r == TG_ENOMEM)
-                return r;
-        if (r < 0)
-                return api_reply_store_error(res, rid, r);
+        if (r < 0) {
+                free(acct);
+                return r == TG_ENOMEM ? r : api_reply_store_error(res, rid, r);
+        }
         b.cap = 16 * 1024;
+        b.max = METRICS_MAX + (size_t)api->cfg.account_count * METRICS_PER_ACCOUNT;
         b.p = malloc(b.cap);
         if (!b.p) {
                 free(s.sample);
                 accounts_free(acct, nacct);
+                free(acct);
                 return TG_ENOMEM;
         }
         b.p[0] = '\0';
@@ -616,6 +629,7 @@ int api_get_metrics(struct api *api, const struct http_request *req, struct http
         exit_lines(&b, &s, acct, nacct);
         free(s.sample);
         accounts_free(acct, nacct);
+        free(acct);
         if (b.failed) {
                 free(b.p);
                 return TG_ENOMEM;

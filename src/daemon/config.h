@@ -29,8 +29,10 @@
 #define TG_CONFIG_MAX_BODY    16  /* provider.body_field lines */
 #define TG_CONFIG_MAX_HEADERS 8   /* provider.header lines */
 #define TG_CONFIG_LINE        200 /* a value that is a template or a list */
-#define TG_ACCOUNTS_MAX       16  /* [account.NAME] sections in one file */
-#define TG_NOTIFY_ALLOW_MAX   16  /* notify.allow lines */
+/* [account.NAME] sections in one file: the accounts live on the heap
+ * (struct tg_config.accounts), so this bounds a file, not the struct */
+#define TG_ACCOUNTS_MAX     1024
+#define TG_NOTIFY_ALLOW_MAX 16 /* notify.allow lines */
 /* TG_ACCOUNT_NAME_MAX and TG_ACCOUNT_DEFAULT: core/operation.h (the store
  * keeps the account of every operation) */
 
@@ -48,8 +50,29 @@ struct tg_account {
         char name[TG_ACCOUNT_NAME_MAX + 1];
         bool declared; /* an [account.NAME] section of the file (false: the implicit default) */
         int line;      /* its section's line (0: not declared) */
-        struct tg_account_settings settings;
+        /* its values, in secret memory, owned with the account list; NULL:
+         * the top level's (the implicit default) */
+        struct tg_account_settings *settings;
 };
+
+/* A set of a config's accounts by index (`--accounts`): bit i for account
+ * i. Empty: every account. */
+struct tg_account_set {
+        uint64_t bits[TG_ACCOUNTS_MAX / 64];
+};
+
+static inline bool tg_account_set_has(const struct tg_account_set *set, unsigned i)
+{
+        return i < TG_ACCOUNTS_MAX && (set->bits[i / 64] >> (i % 64) & 1u) != 0;
+}
+
+static inline bool tg_account_set_empty(const struct tg_account_set *set)
+{
+        for (unsigned i = 0; i < TG_ACCOUNTS_MAX / 64; i++)
+                if (set->bits[i])
+                        return false;
+        return true;
+}
 
 struct tg_config {
         /* [store] */
@@ -130,9 +153,13 @@ struct tg_config {
 
         /* The accounts, in the file's order, at least one: a file without
          * [account.*] has one, "default", not declared, whose settings are
-         * the top-level ones. A file with [account.*] sections has exactly
-         * those (the top-level sections are then only their defaults). */
-        struct tg_account accounts[TG_ACCOUNTS_MAX];
+         * the top-level ones (a shared static entry: nothing allocated). A
+         * file with [account.*] sections has exactly those (the top-level
+         * sections are then only their defaults), on the heap: the config
+         * config_load() filled owns them until config_release(); a copy of
+         * the struct (a view, the API's copy) borrows them and must not
+         * outlive it. Never written through a copy. */
+        struct tg_account *accounts;
         unsigned account_count;
         /* The account this config is the view of (config_account_view()):
          * what an exit built from it serves in the store. "" for the file's
@@ -141,8 +168,15 @@ struct tg_config {
         char view_of[TG_ACCOUNT_NAME_MAX + 1];
 };
 
-/* Fills every default. */
+/* Fills every default (one account, the implicit default: nothing to
+ * release). */
 void config_defaults(struct tg_config *ret_config);
+
+/* Gives back what config_load() allocated for config (its declared
+ * accounts, their settings wiped) and leaves config with the implicit
+ * default account. Call it on the config config_load() filled, never on a
+ * copy of it. Accepts NULL and a config of config_defaults(). */
+void config_release(struct tg_config *config);
 
 /* The longest a Retry-After counts for, as a provider-wide hold and as an
  * operation's floor: retry.retry_after_cap_s, and never more than a quarter
@@ -156,7 +190,8 @@ int64_t config_retry_after_cap_ms(const struct tg_config *config);
 /* Loads path over the defaults and validates. On failure returns TG_ECONFIG
  * (or -errno when the file cannot be read) and writes a one-line message
  * naming the key into err (e.g. "exit.starts_per_second: must be a number
- * > 0, got \"fast\""); *ret_config is then untouched. */
+ * > 0, got \"fast\""); *ret_config is then untouched. On success the
+ * caller owns what it holds: config_release() before freeing it. */
 int config_load(const char *path, struct tg_config *ret_config, char *err, size_t err_size);
 
 /* Every problem of the file at path, in line order, each as one line
@@ -224,8 +259,8 @@ void config_accounts_serve(struct tg_config *config);
 /* `--accounts a,b`: the accounts one process serves, bit i for the config's
  * account i. 0, or TG_EINVAL with err naming the name that is not an
  * account (and the ones that are), or saying the list is empty. */
-int config_accounts_mask(const struct tg_config *config, const char *list, unsigned *ret_mask,
-                         char *err, size_t err_size);
+int config_accounts_mask(const struct tg_config *config, const char *list,
+                         struct tg_account_set *ret_mask, char *err, size_t err_size);
 
 /* The top-level section an account's key belongs to: "account.eu.exit"
  * gives "exit" (a pointer into section); any other section is itself.

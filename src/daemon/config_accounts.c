@@ -19,7 +19,11 @@
  *   - an account's keys are read only after every top-level key (so that
  *     an account inherits the top-level value wherever it is written);
  *   - a repeatable key set in an account replaces the inherited list (an
- *     account's provider has its own body and its own codes).
+ *     account's provider has its own body and its own codes);
+ *   - the implicit default is one static entry (settings NULL: the top
+ *     level's), so a file without accounts allocates nothing; declared
+ *     accounts are a heap array, each one's settings in secret memory of
+ *     their own, owned by the loaded config until config_release().
  */
 #include "daemon/config_int.h"
 
@@ -56,6 +60,67 @@ static void settings_from(struct tg_account_settings *dst, const struct tg_confi
 static void settings_into(struct tg_config *config, const struct tg_account_settings *src)
 {
         memcpy(block_of(config), src, ACCOUNT_BLOCK_SIZE);
+}
+
+/* ---- the list ---------------------------------------------------------------- */
+
+/* The account of a config without [account.*]: never written (a config
+ * points at it, and config_release() leaves it alone). */
+static struct tg_account implicit_default = {.name = TG_ACCOUNT_DEFAULT};
+
+void config_accounts_default(struct tg_config *config)
+{
+        config->accounts = &implicit_default;
+        config->account_count = 1;
+}
+
+static void free_list(struct tg_account *list, unsigned n)
+{
+        if (!list || list == &implicit_default)
+                return;
+        for (unsigned i = 0; i < n; i++)
+                secmem_free(list[i].settings); /* wipes */
+        explicit_bzero(list, n * sizeof(*list));
+        free(list);
+}
+
+void config_release(struct tg_config *config)
+{
+        if (!config)
+                return;
+        free_list(config->accounts, config->account_count);
+        config_accounts_default(config);
+}
+
+void config_accounts_load_free(struct load *load)
+{
+        free(load->account_keys);
+        load->account_keys = NULL;
+        load->naccount_keys = load->account_keys_cap = 0;
+}
+
+/* Room for one more declared account. 0, or TG_ENOMEM. */
+static int grow_list(struct load *load)
+{
+        struct tg_config *c = &load->config;
+        struct tg_account *list;
+        unsigned cap;
+
+        if (c->accounts != &implicit_default && c->account_count < load->account_cap)
+                return 0;
+        cap = load->account_cap ? 2 * load->account_cap : 8;
+        if (cap > TG_ACCOUNTS_MAX)
+                cap = TG_ACCOUNTS_MAX;
+        list = calloc(cap, sizeof(*list));
+        if (!list)
+                return TG_ENOMEM;
+        if (c->accounts != &implicit_default) {
+                memcpy(list, c->accounts, c->account_count * sizeof(*list));
+                free(c->accounts); /* names and pointers only: the settings moved */
+        }
+        c->accounts = list;
+        load->account_cap = cap;
+        return 0;
 }
 
 /* ---- names ----------------------------------------------------------------- */
@@ -98,7 +163,8 @@ int config_account_view(const struct tg_config *config, const struct tg_account 
                 return TG_EINVAL;
         if (ret_view != config)
                 *ret_view = *config;
-        settings_into(ret_view, &account->settings);
+        if (account->settings)
+                settings_into(ret_view, account->settings);
         memcpy(ret_view->view_of, account->name, sizeof(ret_view->view_of));
         return 0;
 }
@@ -133,19 +199,20 @@ void config_account_unknown(const struct tg_config *config, char *dst, size_t si
 
 void config_accounts_serve(struct tg_config *config)
 {
-        if (config && config->account_count == 1 &&
+        /* the implicit default is the top level already (and never written) */
+        if (config && config->account_count == 1 && config->accounts[0].declared &&
             strcmp(config->accounts[0].name, TG_ACCOUNT_DEFAULT) == 0) {
-                settings_into(config, &config->accounts[0].settings);
+                settings_into(config, config->accounts[0].settings);
                 config->accounts[0].declared = false;
                 config->accounts[0].line = 0;
         }
 }
 
-int config_accounts_mask(const struct tg_config *config, const char *list, unsigned *ret_mask,
-                         char *err, size_t err_size)
+int config_accounts_mask(const struct tg_config *config, const char *list,
+                         struct tg_account_set *ret_mask, char *err, size_t err_size)
 {
-        char names[TG_ACCOUNTS_MAX * (TG_ACCOUNT_NAME_MAX + 2) + 1];
-        unsigned mask = 0;
+        char names[400];
+        struct tg_account_set mask = {{0}};
 
         for (const char *p = list; p && *p;) {
                 size_t n = strcspn(p, ",");
@@ -165,10 +232,10 @@ int config_accounts_mask(const struct tg_config *config, const char *list, unsig
                                  (int)(n < 64 ? n : 64), p, names);
                         return TG_EINVAL;
                 }
-                mask |= 1u << i;
+                mask.bits[i / 64] |= (uint64_t)1 << (i % 64);
                 p += n + (p[n] == ',');
         }
-        if (!mask) {
+        if (tg_account_set_empty(&mask)) {
                 snprintf(err, err_size, "--accounts: name at least one account");
                 return TG_EINVAL;
         }
@@ -215,8 +282,15 @@ void config_account_section(struct load *load, const char *section)
         if (c->account_count > 0 && !c->accounts[0].declared)
                 c->account_count = 0; /* the implicit default gives way */
         if (c->account_count >= TG_ACCOUNTS_MAX) {
-                snprintf(text, sizeof(text), "more than %d accounts", TG_ACCOUNTS_MAX);
+                snprintf(text, sizeof(text),
+                         "more than %d accounts in one file (one process serves at most "
+                         "%d; spread more over several files and dispatchers)",
+                         TG_ACCOUNTS_MAX, TG_ACCOUNTS_MAX);
                 section_error(load, section, text);
+                return;
+        }
+        if (grow_list(load) < 0) {
+                section_error(load, section, "out of memory");
                 return;
         }
         account = &c->accounts[c->account_count++];
@@ -268,15 +342,29 @@ int config_account_key(struct load *load, const char *section, const char *name,
                 goto out;
         }
         row = config_key_index(key);
-        if (load->account_seen[i][row] && !key->repeatable) {
+        if (config_account_key_line(load, (unsigned)i, row) > 0 && !key->repeatable) {
                 r = config_key_error(load, key, "set more than once (first at line %d)",
-                                     load->account_seen_line[i][row]);
+                                     config_account_key_line(load, (unsigned)i, row));
                 goto out;
         }
         if (load->naccount_keys >= ACCOUNT_KEYS_MAX) {
                 r = config_key_error(load, key, "more than %d keys in [account.*] sections",
                                      ACCOUNT_KEYS_MAX);
                 goto out;
+        }
+        if (load->naccount_keys == load->account_keys_cap) {
+                unsigned cap = load->account_keys_cap ? 2 * load->account_keys_cap : 64;
+                struct account_key *more;
+
+                if (cap > ACCOUNT_KEYS_MAX)
+                        cap = ACCOUNT_KEYS_MAX;
+                more = realloc(load->account_keys, cap * sizeof(*more));
+                if (!more) {
+                        r = config_key_error(load, key, "out of memory");
+                        goto out;
+                }
+                load->account_keys = more;
+                load->account_keys_cap = cap;
         }
         kept = &load->account_keys[load->naccount_keys];
         if ((size_t)snprintf(kept->value, sizeof(kept->value), "%s", value) >=
@@ -289,22 +377,30 @@ int config_account_key(struct load *load, const char *section, const char *name,
         kept->account = (unsigned)i;
         kept->key = row;
         kept->line = load->line;
-        load->account_seen[i][row] = true;
-        load->account_seen_line[i][row] = load->line;
         r = 1;
 out:
         load->account = -1;
         return r;
 }
 
-void config_accounts_default(struct tg_config *config)
+int config_account_key_line(const struct load *load, unsigned account, int row)
 {
-        struct tg_account *account = &config->accounts[0];
+        /* an account's keys are together, the latest last: look back
+         * through them only */
+        for (unsigned k = load->naccount_keys; k-- > 0;) {
+                const struct account_key *kept = &load->account_keys[k];
 
-        memset(account, 0, sizeof(*account));
-        snprintf(account->name, sizeof(account->name), "%s", TG_ACCOUNT_DEFAULT);
-        settings_from(&account->settings, config);
-        config->account_count = 1;
+                if (kept->account != account)
+                        break;
+                if (kept->key == row) {
+                        int line = kept->line;
+                        while (k-- > 0 && load->account_keys[k].account == account)
+                                if (load->account_keys[k].key == row)
+                                        line = load->account_keys[k].line;
+                        return line;
+                }
+        }
+        return 0;
 }
 
 /* load->config becomes account i's view: the top-level block is kept
@@ -312,7 +408,7 @@ void config_accounts_default(struct tg_config *config)
 static void enter_account(struct load *load, unsigned i, struct tg_account_settings *top)
 {
         settings_from(top, &load->config);
-        settings_into(&load->config, &load->config.accounts[i].settings);
+        settings_into(&load->config, load->config.accounts[i].settings);
         load->account = (int)i;
 }
 
@@ -320,7 +416,7 @@ static void enter_account(struct load *load, unsigned i, struct tg_account_setti
 static void leave_account(struct load *load, unsigned i, const struct tg_account_settings *top)
 {
         load->account = -1;
-        settings_from(&load->config.accounts[i].settings, &load->config);
+        settings_from(load->config.accounts[i].settings, &load->config);
         settings_into(&load->config, top);
 }
 
@@ -361,7 +457,14 @@ void config_accounts_read(struct load *load)
                 return;
         }
         for (unsigned i = 0; i < c->account_count; i++) {
-                settings_from(&c->accounts[i].settings, c);
+                /* each account's own pages: they hold its secrets */
+                c->accounts[i].settings = secmem_alloc(sizeof(*c->accounts[i].settings));
+                if (!c->accounts[i].settings) {
+                        const struct key_def made_up = {.section = "config", .name = ""};
+                        config_key_error(load, &made_up, "out of memory");
+                        break;
+                }
+                settings_from(c->accounts[i].settings, c);
                 enter_account(load, i, top);
                 read_keys(load, i);
                 leave_account(load, i, top);

@@ -33,20 +33,21 @@
 
 #include "daemon/config.h"
 
-#define MAX_DURATION_S   (366LL * 24 * 3600)
-#define MAX_DURATION_MS  (MAX_DURATION_S * 1000)
-#define VALUE_QUOTE_MAX  64 /* bytes of a bad value quoted in a message */
-#define LOAD_ERRORS_MAX  64 /* problems one load keeps (config_check lists them) */
-#define LOAD_KEYS_MAX    128
-#define DAY_MS           (24LL * 3600 * 1000)
-#define ACCOUNT_KEYS_MAX 256
+#define MAX_DURATION_S  (366LL * 24 * 3600)
+#define MAX_DURATION_MS (MAX_DURATION_S * 1000)
+#define VALUE_QUOTE_MAX 64 /* bytes of a bad value quoted in a message */
+#define LOAD_ERRORS_MAX 64 /* problems one load keeps (config_check lists them) */
+#define LOAD_KEYS_MAX   128
+#define DAY_MS          (24LL * 3600 * 1000)
+/* keys set inside [account.*] sections, all accounts (kept on the heap
+ * while the file is read) */
+#define ACCOUNT_KEYS_MAX (64 * TG_ACCOUNTS_MAX)
 /* The bytes of the account block (daemon/config_account.def, rule_count
  * last): what follows it in struct tg_config may sit inside the padding at
  * the end of struct tg_account_settings, so a copy stops here. */
 #define ACCOUNT_BLOCK_SIZE                                                                         \
         (offsetof(struct tg_account_settings, rule_count) +                                        \
-         sizeof(((struct tg_account_settings *)0)                                                  \
-                    ->rule_count)) /* keys set inside [account.*] sections, all accounts */
+         sizeof(((struct tg_account_settings *)0)->rule_count))
 
 enum key_type {
         KEY_STRING, /* char[size] */
@@ -110,16 +111,17 @@ struct load {
 
         /* [account.NAME] sections: their keys are kept as written and read
          * once the top-level values are known (config_accounts.c) */
-        int account; /* the account being read or checked (-1: the top level) */
-        bool account_seen[TG_ACCOUNTS_MAX][LOAD_KEYS_MAX];
-        int account_seen_line[TG_ACCOUNTS_MAX][LOAD_KEYS_MAX];
-        unsigned naccount_keys;
+        int account;          /* the account being read or checked (-1: the top level) */
+        unsigned account_cap; /* room in config.accounts (heap, once one is declared) */
+        /* every account's keys in the file's order (so one account's are
+         * together: a section is declared once), on the heap */
+        unsigned naccount_keys, account_keys_cap;
         struct account_key {
                 unsigned account;
                 int key; /* its row */
                 int line;
                 char value[TG_CONFIG_LINE];
-        } account_keys[ACCOUNT_KEYS_MAX];
+        } * account_keys;
 };
 
 /* ---- config_keys.c: the table ------------------------------------------ */
@@ -162,6 +164,11 @@ int config_account_key(struct load *load, const char *section, const char *name,
 void config_accounts_read(struct load *load);
 /* config's account list: the implicit default, with config's settings. */
 void config_accounts_default(struct tg_config *config);
+/* The line where account set the key of row (the first time), or 0. */
+int config_account_key_line(const struct load *load, unsigned account, int row);
+/* What reading the accounts kept on the heap (the keys as written), given
+ * back once the file is read. */
+void config_accounts_load_free(struct load *load);
 /* Runs check (the checks across keys) once per declared account, with
  * load->config holding the account's view and load->account set. */
 void config_accounts_check(struct load *load, void (*check)(struct load *load));

@@ -609,6 +609,11 @@ const struct key_def config_keys[] = {
 
 const size_t config_key_count = sizeof(config_keys) / sizeof(config_keys[0]);
 
+/* TG_ACCOUNTS_MAX as the help text writes it (the number written once) */
+#define TEXT_OF(x)        #x
+#define NUMBER_TEXT(x)    TEXT_OF(x)
+#define ACCOUNTS_MAX_TEXT NUMBER_TEXT(TG_ACCOUNTS_MAX)
+
 const char config_account_help[] =
     "Several provider accounts in one file: one `[account.NAME]` section each, NAME being 1 to "
     "32 of `a-z`, `0-9`, `_` and `-`, each section at most once. An account may set any key of "
@@ -620,7 +625,8 @@ const char config_account_help[] =
     "message names `account.NAME.section.key`). A file without `[account.*]` is one account, "
     "`default`. A dispatcher (`serve`, `dispatch`) serves every account of its file, each "
     "through an exit of its own (its own pacer, in-flight cap, holds, owner lock and "
-    "provider connection) on one event loop; up to 16 accounts. On a reload an account's key "
+    "provider connection) on one event loop; up to " ACCOUNTS_MAX_TEXT
+    " accounts. On a reload an account's key "
     "is live or refused as its top-level counterpart is.";
 
 _Static_assert(sizeof(config_keys) / sizeof(config_keys[0]) <= LOAD_KEYS_MAX,

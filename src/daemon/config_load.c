@@ -79,9 +79,7 @@ int config_key_error(struct load *load, const struct key_def *key, const char *f
         int n;
 
         if (load->checking && load->account >= 0)
-                line = i >= 0 && load->account_seen[load->account][i]
-                           ? load->account_seen_line[load->account][i]
-                           : 0;
+                line = i >= 0 ? config_account_key_line(load, (unsigned)load->account, i) : 0;
         else if (load->checking)
                 line = i >= 0 && load->seen[i] ? load->seen_line[i] : 0;
         account_prefix(load, prefix, sizeof(prefix));
@@ -599,8 +597,11 @@ int config_load(const char *path, struct tg_config *ret_config, char *err, size_
                 }
                 goto out;
         }
-        *ret_config = load->config;
+        *ret_config = load->config; /* the accounts are the caller's now */
+        config_accounts_default(&load->config);
 out:
+        config_release(&load->config);
+        config_accounts_load_free(load);
         /* The copy holds secrets: wiped as it is given back. */
         secmem_free(load);
         return r;
@@ -621,6 +622,8 @@ int config_check(const char *path, config_problem_fn fn, void *ctx, unsigned *re
         for (unsigned i = 0; i < load->nerr; i++)
                 fn(ctx, load->errs[i].line, load->errs[i].text);
         *ret_problems = load->nerr;
+        config_release(&load->config);
+        config_accounts_load_free(load);
         secmem_free(load); /* wipes */
         return r;
 }

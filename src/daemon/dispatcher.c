@@ -26,7 +26,12 @@
 #include "core/tg_error.h"
 #include "daemon/exit.h"
 #include "daemon/log.h"
+#include "net/transport.h"
 #include "platform/secmem.h"
+
+/* Every account of a config may be an exit of one loop, on a lane of its own. */
+_Static_assert(EXIT_MAX >= TG_ACCOUNTS_MAX, "a cookie cannot name every account's exit");
+_Static_assert(TRANSPORT_LANES_MAX >= EXIT_MAX, "the transport has fewer lanes than exits");
 
 #define STORE_DOWN_NS (10 * TG_NS_PER_MS) /* a transport failure: pause before the next turn */
 /* At dispatch.max_accounts, how often the loop looks whether one went */
@@ -35,7 +40,7 @@
 struct dispatcher {
         const struct dispatcher_options *opt;
         const struct exit_env *env;
-        struct exit *exits[EXIT_MAX];
+        struct exit **exits; /* heap: one per account served */
         unsigned nexits;
         /* Several exits: each becomes an owner (and rejoins) step by step
          * inside the turns, so that none waits for another's standby or
@@ -300,8 +305,12 @@ int dispatcher_new_exits(const struct dispatcher_exit *exits, unsigned n,
         if (n == 0 || n > EXIT_MAX)
                 return TG_EINVAL;
         d = calloc(1, sizeof(*d));
-        if (!d)
+        if (d)
+                d->exits = calloc(n, sizeof(*d->exits));
+        if (!d || !d->exits) {
+                free(d);
                 return TG_ENOMEM;
+        }
         d->opt = opt;
         d->env = env;
         d->stepwise = n > 1;
@@ -348,6 +357,7 @@ void dispatcher_free(struct dispatcher *d)
                 return;
         for (unsigned i = 0; i < d->nexits; i++)
                 exit_free(d->exits[i]);
+        free(d->exits);
         free(d);
 }
 
@@ -357,31 +367,45 @@ void dispatcher_free(struct dispatcher *d)
  * exit on the config itself, as before accounts existed. */
 struct accounts {
         unsigned n;
-        const struct tg_config *views[EXIT_MAX];
-        struct tg_config *own[EXIT_MAX]; /* the views made here (NULL: the config's own) */
-        unsigned max_open[EXIT_MAX];
+        /* heap, config->account_count each */
+        const struct tg_config **views;
+        struct tg_config **own; /* the views made here (NULL: the config's own) */
+        unsigned *max_open;
 };
 
 static void accounts_free(struct accounts *a)
 {
-        for (unsigned i = 0; i < a->n; i++)
+        for (unsigned i = 0; a->own && i < a->n; i++)
                 secmem_free(a->own[i]);
+        free(a->views);
+        free(a->own);
+        free(a->max_open);
+        memset(a, 0, sizeof(*a));
 }
 
-static int accounts_make(const struct tg_config *config, unsigned mask, struct accounts *ret)
+static int accounts_make(const struct tg_config *config, const struct tg_account_set *mask,
+                         struct accounts *ret)
 {
         struct pacer_config share;
+        bool all = tg_account_set_empty(mask);
         unsigned n = 0;
 
         memset(ret, 0, sizeof(*ret));
-        if (config->account_count > EXIT_MAX)
+        if (config->account_count == 0 || config->account_count > EXIT_MAX)
                 return TG_EINVAL;
+        ret->views = calloc(config->account_count, sizeof(*ret->views));
+        ret->own = calloc(config->account_count, sizeof(*ret->own));
+        ret->max_open = calloc(config->account_count, sizeof(*ret->max_open));
+        if (!ret->views || !ret->own || !ret->max_open) {
+                accounts_free(ret);
+                return TG_ENOMEM;
+        }
         if (config->account_count <= 1 && !config->accounts[0].declared) {
                 ret->n = 1;
                 ret->views[0] = config;
         }
         for (unsigned i = 0; ret->n == 0 && i < config->account_count; i++) {
-                if (mask && !(mask & (1u << i)))
+                if (!all && !tg_account_set_has(mask, i))
                         continue; /* not this process's (--accounts) */
                 ret->own[n] = secmem_alloc(sizeof(*ret->own[n]));
                 if (!ret->own[n]) {
@@ -407,13 +431,18 @@ static int accounts_make(const struct tg_config *config, unsigned mask, struct a
 static int new_for_accounts(const struct accounts *a, const struct dispatcher_options *options,
                             const struct exit_env *env, struct dispatcher **ret)
 {
-        struct dispatcher_exit exits[EXIT_MAX];
+        struct dispatcher_exit *exits = calloc(a->n, sizeof(*exits));
+        int r;
 
+        if (!exits)
+                return TG_ENOMEM;
         for (unsigned i = 0; i < a->n; i++) {
                 exits[i].config = a->views[i];
                 exits[i].store = exit_env_account_store(env, i, &exits[i].outcome_store);
         }
-        return dispatcher_new_exits(exits, a->n, options, env, ret);
+        r = dispatcher_new_exits(exits, a->n, options, env, ret);
+        free(exits);
+        return r;
 }
 
 int dispatcher_run(const struct tg_config *config, const struct dispatcher_options *options)
@@ -424,7 +453,7 @@ int dispatcher_run(const struct tg_config *config, const struct dispatcher_optio
         bool lost = false;
         int r;
 
-        r = accounts_make(config, options->accounts_mask, &accounts);
+        r = accounts_make(config, &options->accounts_mask, &accounts);
         if (r == 0)
                 r = exit_env_real_accounts(accounts.views, accounts.max_open, accounts.n,
                                            options->doorbell, &env);

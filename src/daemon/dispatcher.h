@@ -46,9 +46,9 @@ struct dispatcher_options {
          * calls already open keep the old ones). NULL: never. */
         bool (*credentials_due)(void *ctx);
         /* Several accounts (dispatcher_run): the ones this process serves,
-         * bit i for the config's account i (0: every one), and the most it
-         * owns at once (0: no limit; config's dispatch.max_accounts). */
-        unsigned accounts_mask;
+         * bit i for the config's account i (empty: every one), and the most
+         * it owns at once (0: no limit; config's dispatch.max_accounts). */
+        struct tg_account_set accounts_mask;
         unsigned max_accounts;
 };
 

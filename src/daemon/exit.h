@@ -30,9 +30,10 @@ struct tg_config;
 struct store;
 struct exit;
 
-/* Exits one loop may serve: a cookie carries its exit's index in its low
- * EXIT_INDEX_BITS. */
-#define EXIT_INDEX_BITS 4
+/* Exits one loop may serve (as many as a config's accounts,
+ * TG_ACCOUNTS_MAX): a cookie carries its exit's index in its low
+ * EXIT_INDEX_BITS, the call's number in the 54 above. */
+#define EXIT_INDEX_BITS 10
 #define EXIT_MAX        (1u << EXIT_INDEX_BITS)
 
 struct exit_params {

@@ -121,13 +121,17 @@ static const char *target_of(const struct notifier *n, const struct store_event 
         *ret_count = 0;
         if (!a)
                 return "";
-        count = a->settings.notify_secret_count;
+        /* its own values, or the top level's (the implicit default) */
+        const struct tg_account_settings *s = a->settings;
+        count = s ? s->notify_secret_count : n->cfg->notify_secret_count;
         if (count > EVENT_SIG_SECRETS)
                 count = EVENT_SIG_SECRETS;
         for (unsigned i = 0; i < count; i++)
-                ret_secrets[i] = a->settings.notify_secrets[i];
+                ret_secrets[i] = s ? s->notify_secrets[i] : n->cfg->notify_secrets[i];
         *ret_count = count;
-        return ev->notify_url[0] ? ev->notify_url : a->settings.notify_url;
+        if (ev->notify_url[0])
+                return ev->notify_url;
+        return s ? s->notify_url : n->cfg->notify_url;
 }
 
 /* Signs and starts one delivery. */
@@ -183,12 +187,13 @@ static void scan_account(struct notifier *n, const struct tg_account *a, tg_mono
 {
         unsigned got = 0, cap = n->cfg->notify_max_in_flight;
         int64_t interval = (int64_t)(1e9 / n->cfg->notify_per_second);
+        /* its own values, or the top level's (the implicit default) */
+        const char *url = a->settings ? a->settings->notify_url : n->cfg->notify_url;
         int r;
 
-        if (!a->settings.notify_url[0] && n->cfg->notify_allow_count == 0)
+        if (!url[0] && n->cfg->notify_allow_count == 0)
                 return;
-        r = store_events_due(n->store, a->name, !a->settings.notify_url[0], SCAN_MAX, n->scan,
-                             &got);
+        r = store_events_due(n->store, a->name, !url[0], SCAN_MAX, n->scan, &got);
         if (r < 0) {
                 log_emit(LOG_WARN, "notify_store_failed",
                          json_pack("{s:s}", "error", tg_strerror(r)));
@@ -324,7 +329,8 @@ int notifier_start(const struct tg_config *cfg, struct notifier **ret_notifier)
         *ret_notifier = NULL;
         bool any_url = cfg->notify_url[0] != '\0';
         for (unsigned i = 0; i < cfg->account_count; i++)
-                any_url = any_url || cfg->accounts[i].settings.notify_url[0];
+                any_url = any_url ||
+                          (cfg->accounts[i].settings && cfg->accounts[i].settings->notify_url[0]);
         if (!any_url && cfg->notify_allow_count == 0)
                 return 0; /* nothing to deliver: events stay due, the feed serves them */
         if (cfg->notify_max_in_flight == 0 || cfg->notify_per_second <= 0)

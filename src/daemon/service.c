@@ -335,6 +335,7 @@ int service_reload(struct service *svc)
 out:
         notify("READY=1");
         pthread_mutex_unlock(&svc->lock);
+        config_release(next);
         explicit_bzero(next, sizeof(*next)); /* it holds secrets */
         secmem_free(next);
         return r;

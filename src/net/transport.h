@@ -108,7 +108,7 @@ void transport_free(struct transport *transport);
  * host may share is tracked once: the pool's idle life is the shortest any
  * reusing lane configured). 1..TRANSPORT_LANES_MAX lanes; otherwise as
  * transport_new(). */
-#define TRANSPORT_LANES_MAX 256
+#define TRANSPORT_LANES_MAX 1024 /* daemon/exit.h EXIT_MAX */
 int transport_new_lanes(const struct transport_config *configs, unsigned n,
                         struct transport **ret_transport);
 

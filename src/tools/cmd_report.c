@@ -784,6 +784,7 @@ static int report_from_store(const struct verify_args *a)
 
         if (!cfg)
                 return 1;
+        config_defaults(cfg); /* config_release() holds on every path */
         if (web_asset_count == 0) {
                 fprintf(stderr, "tollgate report: --from/--to draw the console's timeline, and "
                                 "this tollgate was built without its console (-DTG_CONSOLE=OFF)\n");
@@ -846,6 +847,7 @@ static int report_from_store(const struct verify_args *a)
 out:
         timeline_series_free(&s);
         store_close(store);
+        config_release(cfg);
         free(cfg);
         return r;
 }

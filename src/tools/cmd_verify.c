@@ -258,6 +258,7 @@ int verify_load(const char *cmd, struct verify_args *a, struct runlog *log)
                         a->lim.count_limited = true;
                 if (!a->calls)
                         r = runlog_read_store(log, cfg->store_url, a->account);
+                config_release(cfg);
                 free(cfg);
         }
         if (r == 0 && a->calls)

@@ -1111,17 +1111,17 @@ static void test_accounts_override_and_inherit(void **state)
         assert_true(eu->declared);
         assert_int_equal(eu->line, 8);
         /* eu's own, and inherited */
-        assert_string_equal(eu->settings.provider_base_url, "http://127.0.0.1:9191");
-        assert_true(eu->settings.exit.starts_per_second == 20.0);
-        assert_int_equal(eu->settings.exit.max_in_flight, 12);
-        assert_int_equal(eu->settings.policy.deadline_ms, 600 * 1000);
+        assert_string_equal(eu->settings->provider_base_url, "http://127.0.0.1:9191");
+        assert_true(eu->settings->exit.starts_per_second == 20.0);
+        assert_int_equal(eu->settings->exit.max_in_flight, 12);
+        assert_int_equal(eu->settings->policy.deadline_ms, 600 * 1000);
         /* its rule replaced the inherited list */
-        assert_int_equal(eu->settings.rule_count, 1);
+        assert_int_equal(eu->settings->rule_count, 1);
         /* us sets nothing: the top level's */
-        assert_string_equal(us->settings.provider_base_url, c->provider_base_url);
-        assert_true(us->settings.exit.starts_per_second == 8.0);
-        assert_int_equal(us->settings.policy.deadline_ms, 900 * 1000);
-        assert_int_equal(us->settings.rule_count, 1);
+        assert_string_equal(us->settings->provider_base_url, c->provider_base_url);
+        assert_true(us->settings->exit.starts_per_second == 8.0);
+        assert_int_equal(us->settings->policy.deadline_ms, 900 * 1000);
+        assert_int_equal(us->settings->rule_count, 1);
         /* the top level stays the defaults */
         assert_string_equal(c->provider_base_url, "http://127.0.0.1:9090");
         assert_true(c->exit.starts_per_second == 8.0);
@@ -1137,14 +1137,16 @@ static void test_accounts_override_and_inherit(void **state)
         assert_int_equal(config_account_view(c, NULL, view), TG_EINVAL);
         /* a secret an account names is read relative to the file */
         write_file(tok_path, "whsec-eu\n");
+        config_release(c);
         assert_int_equal(
             load_text("[account.eu]\nprovider.webhook_secret_file = token\n", c, err, sizeof(err)),
             0);
         eu = config_account_find(c, "eu");
         assert_non_null(eu);
-        assert_string_equal(eu->settings.provider_webhook_secret, "whsec-eu");
+        assert_string_equal(eu->settings->provider_webhook_secret, "whsec-eu");
         assert_string_equal(c->provider_webhook_secret, "");
         free(view);
+        config_release(c);
         free(c);
 }
 
@@ -1162,8 +1164,11 @@ static void test_accounts_none_is_default(void **state)
         a = config_account_find(c, "default");
         assert_non_null(a);
         assert_false(a->declared);
-        assert_true(a->settings.exit.starts_per_second == 7.0);
-        assert_memory_equal(&a->settings.provider_base_url, &c->provider_base_url,
+        /* its values are the top level's: nothing of its own */
+        assert_null(a->settings);
+        assert_int_equal(config_account_view(c, a, d), 0);
+        assert_true(d->exit.starts_per_second == 7.0);
+        assert_memory_equal(&d->provider_base_url, &c->provider_base_url,
                             sizeof(c->provider_base_url));
         /* serving it changes nothing */
         *d = *c;
@@ -1174,6 +1179,7 @@ static void test_accounts_none_is_default(void **state)
         defaults_in_dir(d);
         assert_int_equal(config_diff(c, d, NULL, NULL), 0);
         free(d);
+        config_release(c);
         free(c);
 }
 
@@ -1185,6 +1191,7 @@ static void expect_load_error(const char *text, const char *want)
         assert_int_equal(load_text(text, c, err, sizeof(err)), TG_ECONFIG);
         if (strcmp(err, want) != 0)
                 fail_msg("got \"%s\", want \"%s\"", err, want);
+        config_release(c);
         free(c);
 }
 
@@ -1291,11 +1298,13 @@ static void test_accounts_serve(void **state)
         assert_string_equal(v->view_of, "us");
         assert_int_equal(config_account_view(c, config_account_find(c, "eu"), v), 0);
         assert_true(v->exit.starts_per_second == 3.0);
+        config_release(c);
         assert_int_equal(load_text("[account.eu]\n", c, err, sizeof(err)), 0);
         *d = *c;
         config_accounts_serve(d);
         assert_memory_equal(d, c, sizeof(*c));
         assert_true(d->accounts[0].declared);
+        config_release(c);
         assert_int_equal(load_text("[exit]\nstarts_per_second = 3\n[account.default]\n"
                                    "exit.starts_per_second = 9\n",
                                    c, err, sizeof(err)),
@@ -1304,6 +1313,7 @@ static void test_accounts_serve(void **state)
         config_accounts_serve(c);
         assert_true(c->exit.starts_per_second == 9.0);
         assert_false(c->accounts[0].declared);
+        config_release(c);
         free(c);
         free(d);
         free(v);
@@ -1331,8 +1341,85 @@ static void test_accounts_diff(void **state)
         assert_string_equal(k.keys[2], "account.fr");
         assert_string_equal(config_section_base("account.eu.exit"), "exit");
         assert_string_equal(config_section_base("exit"), "exit");
+        config_release(b);
+        config_release(a);
         free(b);
         free(a);
+}
+
+/* A file of n accounts, each with its own base URL and rate. */
+static void write_accounts(unsigned n)
+{
+        FILE *f = fopen(cfg_path, "w");
+
+        assert_non_null(f);
+        fputs("[exit]\nstarts_per_second = 5\n", f);
+        for (unsigned i = 0; i < n; i++)
+                fprintf(f,
+                        "[account.a%u]\nprovider.base_url = http://127.0.0.1:%u\n"
+                        "exit.max_in_flight = %u\n",
+                        i, 10000 + i, 1 + i % 7);
+        fclose(f);
+}
+
+/* Many accounts: TG_ACCOUNTS_MAX load, each with its own values (the list
+ * grows on the heap), and one more is an error naming the section that
+ * goes past the limit, with its line, in config check and config_load. */
+static void test_accounts_many(void **state)
+{
+        (void)state;
+        struct tg_config *c = config_new(), *v = config_new();
+        const struct tg_account *last;
+        struct problems p;
+        char err[512], name[40], want[300];
+        unsigned n = 0;
+
+        write_accounts(TG_ACCOUNTS_MAX);
+        assert_int_equal(config_load(cfg_path, c, err, sizeof(err)), 0);
+        assert_int_equal(c->account_count, TG_ACCOUNTS_MAX);
+        snprintf(name, sizeof(name), "a%u", TG_ACCOUNTS_MAX - 1);
+        last = config_account_find(c, name);
+        assert_non_null(last);
+        assert_int_equal(config_account_view(c, last, v), 0);
+        assert_int_equal(v->exit.max_in_flight, 1 + (TG_ACCOUNTS_MAX - 1) % 7);
+        assert_true(v->exit.starts_per_second == 5.0);
+        assert_string_equal(v->view_of, name);
+        snprintf(want, sizeof(want), "http://127.0.0.1:%u", 10000 + TG_ACCOUNTS_MAX - 1);
+        assert_string_equal(v->provider_base_url, want);
+        /* --accounts past the first 64: bit i for account i, any i */
+        {
+                struct tg_account_set set;
+                assert_int_equal(config_accounts_mask(c, "a0,a150,a1023", &set, err, sizeof(err)),
+                                 0);
+                assert_true(tg_account_set_has(&set, 0));
+                assert_true(tg_account_set_has(&set, 150));
+                assert_true(tg_account_set_has(&set, TG_ACCOUNTS_MAX - 1));
+                assert_false(tg_account_set_has(&set, 1));
+                assert_false(tg_account_set_has(&set, 149));
+                assert_false(tg_account_set_empty(&set));
+                assert_int_equal(config_accounts_mask(c, "a0,zz", &set, err, sizeof(err)),
+                                 TG_EINVAL);
+                assert_non_null(strstr(err, "\"zz\" is not an account"));
+        }
+        config_release(c);
+        assert_int_equal(c->account_count, 1); /* the implicit default again */
+        assert_null(c->accounts[0].settings);
+
+        write_accounts(TG_ACCOUNTS_MAX + 1);
+        snprintf(want, sizeof(want),
+                 "account.a%u: more than %d accounts in one file (one process serves at most "
+                 "%d; spread more over several files and dispatchers)",
+                 TG_ACCOUNTS_MAX, TG_ACCOUNTS_MAX, TG_ACCOUNTS_MAX);
+        memset(&p, 0, sizeof(p));
+        assert_int_equal(config_check(cfg_path, collect, &p, &n), 0);
+        assert_true(n >= 1);
+        assert_string_equal(p.text[0], want);
+        assert_int_equal(p.lines[0], 3 + 3 * TG_ACCOUNTS_MAX);
+        assert_int_equal(config_load(cfg_path, c, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, want));
+        config_release(c);
+        free(v);
+        free(c);
 }
 
 /* The docs describe the section, and the INI file still loads as the
@@ -1388,6 +1475,7 @@ int main(void)
             cmocka_unit_test(test_accounts_cross_checks),
             cmocka_unit_test(test_accounts_serve),
             cmocka_unit_test(test_accounts_diff),
+            cmocka_unit_test(test_accounts_many),
             cmocka_unit_test(test_accounts_documented),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
