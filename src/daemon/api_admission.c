@@ -90,7 +90,7 @@ static double account_ceiling(const struct api *api, const char *account)
         const struct tg_account *a = config_account_find(&api->cfg, account);
 
         return a && a->settings ? a->settings->exit.starts_per_second
-                               : api->cfg.exit.starts_per_second;
+                                : api->cfg.exit.starts_per_second;
 }
 
 /* The window's figures from the samples of the account the handle serves
