@@ -12,7 +12,9 @@
  *     row lock before it takes its id and keeps it to its commit, so a
  *     reader that saw id N never later sees a new event with an id below N
  *     (the pull feed's `after` cursor and the receiver's dedupe rely on it);
- *   - an event row is never deleted; only its delivery columns change.
+ *   - an event row changes only in its delivery columns, and is deleted
+ *     only by store_prune() once it was delivered before the retention's
+ *     cutoff: never an undelivered (due) or parked one, never the newest.
  */
 #ifndef TG_STORE_EVENTS_H
 #define TG_STORE_EVENTS_H
@@ -66,6 +68,7 @@ enum store_event_filter {
         STORE_EVENTS_PARKED,
         STORE_EVENTS_UNDELIVERED,
         STORE_EVENTS_DUE_OWN_URL, /* due, of a refund that named its own notify_url */
+        STORE_EVENTS_FAILED,      /* parked, or due after a failed attempt */
 };
 
 /* Up to `want` (1..1000) events with id > after_id that pass `filter`, by
@@ -79,6 +82,11 @@ int store_events_list(struct store *store, int64_t after_id, enum store_event_fi
 int store_events_due(struct store *store, const char *account, bool own_url_only, unsigned want,
                      struct store_event *buf, unsigned *ret_n);
 
+/* Up to `want` (1..1000) events of one operation (its row id, op_record.id),
+ * by id. One short read transaction. */
+int store_events_of_op(struct store *store, int64_t op_id, unsigned want, struct store_event *buf,
+                       unsigned *ret_n);
+
 /* One event by id; TG_ENOTFOUND. */
 int store_event_get(struct store *store, int64_t id, struct store_event *ret_event);
 
@@ -87,7 +95,10 @@ int store_event_get(struct store *store, int64_t id, struct store_event *ret_eve
 int store_event_delivery_put(struct store *store, const struct store_event *ev);
 
 /* An operator's re-delivery: a delivered or parked event is due again now,
- * with its attempts from zero. TG_ENOTFOUND. */
-int store_event_redeliver(struct store *store, int64_t id, tg_wall_ms now);
+ * with its attempts from zero, and a row of its account's audit trail
+ * (action "event_redeliver", by `principal`, detail the event id, its
+ * operation and where its delivery stood) in the SAME transaction.
+ * TG_ENOTFOUND; TG_EINVAL (principal empty or over TG_TEXT_MAX-1 bytes). */
+int store_event_redeliver(struct store *store, int64_t id, const char *principal, tg_wall_ms now);
 
 #endif

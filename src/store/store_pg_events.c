@@ -70,17 +70,17 @@ static int read_event(const PGresult *res, int row, struct store_event *ev)
 }
 
 int store_pg_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                        const char *account, unsigned want, struct store_event *buf,
+                        const char *account, int64_t op_id, unsigned want, struct store_event *buf,
                         unsigned *ret_n)
 {
         PGresult *res;
         unsigned n = 0;
         int r = store_pg_query(P(store), &res,
                                "SELECT " EVENT_COLS " FROM events WHERE %s AND id > %I AND "
-                               "(%S = '' OR account = %S) "
+                               "(%S = '' OR account = %S) AND (%I = 0 OR op_id = %I) "
                                "ORDER BY id LIMIT %U",
                                store_event_filter_sql(filter), after_id, account ? account : "",
-                               account ? account : "", want);
+                               account ? account : "", op_id, op_id, want);
 
         if (r < 0)
                 return r;
@@ -107,6 +107,23 @@ int store_pg_event_delivery_put(struct store *store, const struct store_event *e
 
         if (r == 0 && s->affected != 1)
                 r = TG_ENOTFOUND;
+        return r;
+}
+
+int store_pg_event_prune(struct store *store, tg_wall_ms before, unsigned max, unsigned *ret_n)
+{
+        struct pg_store *s = P(store);
+        /* delivered (1) before the cutoff, oldest id first, never the
+         * newest event; the index (delivery, id) finds them */
+        int r =
+            store_pg_exec(s,
+                          "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE "
+                          "delivery = 1 AND delivered_at < %I AND "
+                          "id < (SELECT COALESCE(MAX(id), 0) FROM events) ORDER BY id LIMIT %U)",
+                          before, max);
+
+        if (r == 0)
+                *ret_n = (unsigned)s->affected;
         return r;
 }
 
