@@ -25,6 +25,7 @@
 #include "daemon/config.h"
 #include "daemon/credentials.h"
 #include "store/store.h"
+#include "store/store_events.h"
 
 #define LEGACY "legacy-t0ken"
 
@@ -306,8 +307,25 @@ static const char *body_for(enum api_route r, unsigned serial, char *buf, size_t
         }
 }
 
+/* The newest event's id (a case to manual writes one). */
+static int64_t newest_event(struct fixture *fx)
+{
+        static struct store_event buf[1000];
+        int64_t after = 0, last = 0;
+        unsigned n = 0;
+
+        do {
+                assert_int_equal(
+                    store_events_list(fx->api->store, after, STORE_EVENTS_ALL, 1000, buf, &n), 0);
+                if (n > 0)
+                        last = after = buf[n - 1].id;
+        } while (n == 1000);
+        assert_true(last > 0);
+        return last;
+}
+
 /* The path of route r: its {operation_id} a fresh case in manual review, its
- * {account} the one account configured. */
+ * {event_id} the event of one, its {account} the one account configured. */
 static void path_for(struct fixture *fx, enum api_route r, unsigned serial, char *buf, size_t size)
 {
         const char *tpl = api_route_name(r);
@@ -320,6 +338,10 @@ static void path_for(struct fixture *fx, enum api_route r, unsigned serial, char
         }
         if (strncmp(brace, "{account}", 9) == 0) {
                 snprintf(id, sizeof(id), "default");
+        } else if (strncmp(brace, "{event_id}", 10) == 0) {
+                snprintf(id, sizeof(id), "case-%u", serial);
+                to_manual(fx, id);
+                snprintf(id, sizeof(id), "%lld", (long long)newest_event(fx));
         } else {
                 snprintf(id, sizeof(id), "case-%u", serial);
                 to_manual(fx, id);
@@ -352,6 +374,7 @@ static void test_scope_table(void **state)
             {API_ROUTE_MANUAL_APPROVE, SCOPE_OPERATOR},
             {API_ROUTE_PROVIDER_EVENTS, 0}, /* signed by the provider */
             {API_ROUTE_EVENTS, SCOPE_INTAKE | SCOPE_READ},
+            {API_ROUTE_EVENT_REDELIVER, SCOPE_OPERATOR},
             {API_ROUTE_ACCOUNTS, SCOPE_READ | SCOPE_ADMIN},
             {API_ROUTE_ACCOUNT, SCOPE_ADMIN},
             {API_ROUTE_ACCOUNT_AUDIT, SCOPE_READ | SCOPE_ADMIN},
