@@ -349,6 +349,7 @@ class ContractTest(unittest.TestCase):
         st, audit = self.call("GET", "/v1/accounts/default/audit", expect=200)
         self.assertEqual(audit["audit"][-1]["action"], "event_redeliver")
         self.assertEqual(audit["audit"][-1]["detail"]["event_id"], eid)
+        self.assertEqual(audit["audit"][-1]["by"], "api-token")  # the principal: the token file
         self.call("POST", "/v1/events/999999999/redeliver", expect=404)
         self.call("POST", "/v1/events/0/redeliver", expect=404)
         self.call("POST", "/v1/events/1/redeliver", token=False, expect=401)

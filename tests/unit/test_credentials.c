@@ -395,6 +395,22 @@ static void test_scope_table(void **state)
                         fail_msg("%s: no scope decided in this test", api_route_name(r));
 }
 
+struct redeliveries {
+        unsigned n;
+        char by[TG_TEXT_MAX];
+};
+
+static int on_redeliver(const struct account_audit_record *a, void *userdata)
+{
+        struct redeliveries *rd = userdata;
+
+        if (strcmp(a->action, "event_redeliver") == 0) {
+                rd->n++;
+                snprintf(rd->by, sizeof(rd->by), "%s", a->principal);
+        }
+        return 0;
+}
+
 static void test_scope_walk(void **state)
 {
         struct fixture *fx = *state;
@@ -444,6 +460,16 @@ static void test_scope_walk(void **state)
                 walked++;
         }
         assert_true(walked >= 12); /* every /v1 route with a scope, and /metrics */
+        /* the re-delivery the walk made (as the operator) is audited under its
+         * name, in the account's trail */
+        {
+                struct redeliveries rd = {0};
+                assert_int_equal(
+                    store_list_account_audit(fx->api->store, "default", 0, 100, on_redeliver, &rd),
+                    0);
+                assert_int_equal(rd.n, 1);
+                assert_string_equal(rd.by, cred_names[C_OPERATOR]);
+        }
         assert_int_equal(counted(fx, "missing_scope"), before + refused);
         assert_int_equal(counted(fx, "revoked"), revoked + walked * 4); /* once each */
 }
