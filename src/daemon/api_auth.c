@@ -196,6 +196,15 @@ bool api_may_see(const struct api *api, const struct op_record *op)
                (api->who.credential && strcmp(op->req.submitted_by, api->who.name) == 0);
 }
 
+const char *api_seen_owner(const struct api *api)
+{
+        if (api->who.scopes & ~(unsigned)SCOPE_INTAKE)
+                return NULL;
+        /* an intake-only caller is always a credential (the token file and
+         * an open loopback have every scope) */
+        return api->who.name;
+}
+
 int api_actor(struct api *api, const char *body_name, const char *fallback, const char **ret_name,
               struct http_response *res, const char *rid)
 {

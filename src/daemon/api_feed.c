@@ -6,6 +6,9 @@
  * (`next_after`). Ids grow with commit order, so an `after` cursor never
  * skips an event that commits later with a lower id.
  *
+ * An intake-only credential reads the events of the refunds it submitted
+ * and of those without an owner (api_seen_owner), as it reads the refunds.
+ *
  * Each event also says where its delivery stands (`delivery`, `attempts`,
  * `last_error`), which is how an operator sees a parked one.
  *
@@ -88,7 +91,12 @@ int api_get_events(struct api *api, const struct http_request *req, struct http_
                 json_decref(arr);
                 return TG_ENOMEM;
         }
-        r = store_events_list(api->store, after, filter, (unsigned)limit, buf, &n);
+        /* an intake-only credential: the events of its own refunds (and of
+         * those without an owner), as it reads the refunds themselves */
+        r = api_seen_owner(api)
+                ? store_events_list_owned(api->store, api_seen_owner(api), after, filter,
+                                          (unsigned)limit, buf, &n)
+                : store_events_list(api->store, after, filter, (unsigned)limit, buf, &n);
         for (unsigned i = 0; r == 0 && i < n; i++) {
                 json_t *o = notify_event_json_delivery(&buf[i]);
 

@@ -115,6 +115,10 @@ const char *api_submitter(const struct api *api);
  * answers 404 not_found for one it may not see (its existence is not
  * told either). */
 bool api_may_see(const struct api *api, const struct op_record *op);
+/* The same rule as a filter of the events' feed: NULL (every event) or
+ * the name whose refunds' (and the unowned ones') events the caller may
+ * read. Valid for the request. */
+const char *api_seen_owner(const struct api *api);
 
 /* The name an action of the current request is audited under: with
  * credentials in force, the principal's, and a body `operator` (given:

@@ -189,7 +189,7 @@ void store_mysql_lock_name_for(const char *prefix, const char *dbname, char *dst
 /* store_mysql_events.c: the events' outbox (store_backend.h) */
 int store_mysql_event_insert(struct store *store, const struct store_event *ev);
 int store_mysql_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                           const char *account, int64_t op_id, unsigned want,
+                           const char *account, int64_t op_id, const char *owner, unsigned want,
                            struct store_event *buf, unsigned *ret_n);
 int store_mysql_event_delivery_put(struct store *store, const struct store_event *ev);
 int store_mysql_event_prune(struct store *store, tg_wall_ms before, unsigned max, unsigned *ret_n);

@@ -203,8 +203,8 @@ int store_pg_advisory(PGconn *db, const char *fn, int key, unsigned share, int *
 /* store_pg_events.c: the events' outbox (store_backend.h) */
 int store_pg_event_insert(struct store *store, const struct store_event *ev);
 int store_pg_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                        const char *account, int64_t op_id, unsigned want, struct store_event *buf,
-                        unsigned *ret_n);
+                        const char *account, int64_t op_id, const char *owner, unsigned want,
+                        struct store_event *buf, unsigned *ret_n);
 int store_pg_event_delivery_put(struct store *store, const struct store_event *ev);
 int store_pg_event_prune(struct store *store, tg_wall_ms before, unsigned max, unsigned *ret_n);
 

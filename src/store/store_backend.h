@@ -292,14 +292,15 @@ struct store_ops {
          * event row, its id taken while holding the events' counter row
          * (so ids grow with commit order); up to `want` events with id >
          * after_id by id that pass the filter (store_event_filter_sql()) and
-         * are of `account` (NULL: of any) and of operation row `op_id` (0:
-         * of any); an event's delivery columns by id (TG_ENOTFOUND); up to
+         * are of `account` (NULL: of any), of operation row `op_id` (0: of
+         * any) and, with `owner` (NULL: any), of operations it submitted or
+         * without an owner; an event's delivery columns by id (TG_ENOTFOUND); up to
          * `max` events delivered before `before` (delivered_at), by id,
          * never the newest event (an id is never handed out again),
          * deleted, *ret_n of them */
         int (*event_insert)(struct store *store, const struct store_event *ev);
         int (*event_page)(struct store *store, int64_t after_id, enum store_event_filter filter,
-                          const char *account, int64_t op_id, unsigned want,
+                          const char *account, int64_t op_id, const char *owner, unsigned want,
                           struct store_event *buf, unsigned *ret_n);
         int (*event_delivery_put)(struct store *store, const struct store_event *ev);
         int (*event_prune)(struct store *store, tg_wall_ms before, unsigned max, unsigned *ret_n);

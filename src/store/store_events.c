@@ -74,6 +74,7 @@ int store_event_add(struct store *s, const struct op_record *before, const struc
         store_copy_text(ev.currency, sizeof(ev.currency), after->req.currency);
         store_copy_text(ev.account, sizeof(ev.account), store_req_account(&after->req));
         store_copy_text(ev.notify_url, sizeof(ev.notify_url), after->req.notify_url);
+        store_copy_text(ev.submitted_by, sizeof(ev.submitted_by), after->req.submitted_by);
         ev.delivery = STORE_DELIVERY_DUE;
         return s->ops->event_insert(s, &ev);
 }
@@ -88,6 +89,7 @@ struct events_ctx {
         tg_wall_ms now;
         const char *account; /* NULL: every account's */
         int64_t op_id;       /* 0: every operation's */
+        const char *owner;   /* NULL: whoever submitted it */
         const char *principal;
 };
 
@@ -96,8 +98,8 @@ static int list_tx(struct store *s, void *arg)
         struct events_ctx *c = arg;
 
         c->n = 0;
-        return s->ops->event_page(s, c->after_id, c->filter, c->account, c->op_id, c->want, c->buf,
-                                  &c->n);
+        return s->ops->event_page(s, c->after_id, c->filter, c->account, c->op_id, c->owner,
+                                  c->want, c->buf, &c->n);
 }
 
 int store_events_list(struct store *store, int64_t after_id, enum store_event_filter filter,
@@ -109,6 +111,24 @@ int store_events_list(struct store *store, int64_t after_id, enum store_event_fi
 
         if (!store || !buf || !ret_n || want == 0 || want > EVENTS_PAGE_MAX ||
             (unsigned)filter > STORE_EVENTS_FAILED)
+                return TG_EINVAL;
+        c.want = want;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, list_tx, &c);
+        if (r == 0)
+                *ret_n = c.n;
+        return r;
+}
+
+int store_events_list_owned(struct store *store, const char *owner, int64_t after_id,
+                            enum store_event_filter filter, unsigned want, struct store_event *buf,
+                            unsigned *ret_n)
+{
+        struct events_ctx c = {
+            .after_id = after_id < 0 ? 0 : after_id, .filter = filter, .buf = buf, .owner = owner};
+        int r;
+
+        if (!store || !owner || !owner[0] || strlen(owner) > TG_SUBMITTER_MAX || !buf || !ret_n ||
+            want == 0 || want > EVENTS_PAGE_MAX || (unsigned)filter > STORE_EVENTS_FAILED)
                 return TG_EINVAL;
         c.want = want;
         r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, list_tx, &c);
@@ -190,7 +210,7 @@ static int redeliver_tx(struct store *s, void *arg)
         struct store_event ev;
         unsigned n = 0;
         struct account_audit_record a;
-        int r = s->ops->event_page(s, c->id - 1, STORE_EVENTS_ALL, NULL, 0, 1, &ev, &n);
+        int r = s->ops->event_page(s, c->id - 1, STORE_EVENTS_ALL, NULL, 0, NULL, 1, &ev, &n);
 
         if (r == 0 && (n == 0 || ev.id != c->id))
                 r = TG_ENOTFOUND;

@@ -43,8 +43,9 @@ struct store_event {
         char refund_id[TG_REFUND_ID_MAX];
         int64_t amount;
         char currency[4];
-        char account[TG_ACCOUNT_NAME_MAX + 1]; /* the operation's */
-        char notify_url[URL_ALLOW_MAX + 1];    /* the refund's own; "" for the account's */
+        char account[TG_ACCOUNT_NAME_MAX + 1];   /* the operation's */
+        char notify_url[URL_ALLOW_MAX + 1];      /* the refund's own; "" for the account's */
+        char submitted_by[TG_SUBMITTER_MAX + 1]; /* the operation's owner; "" for none */
         /* delivery */
         enum store_delivery delivery;
         unsigned attempts;
@@ -75,6 +76,13 @@ enum store_event_filter {
  * id, into buf. One short read transaction. */
 int store_events_list(struct store *store, int64_t after_id, enum store_event_filter filter,
                       unsigned want, struct store_event *buf, unsigned *ret_n);
+
+/* store_events_list() of the events a caller who owns `owner`'s refunds may
+ * read: those of operations submitted by `owner` and of operations without
+ * an owner (submitted_by ""). owner: 1..TG_SUBMITTER_MAX bytes. */
+int store_events_list_owned(struct store *store, const char *owner, int64_t after_id,
+                            enum store_event_filter filter, unsigned want, struct store_event *buf,
+                            unsigned *ret_n);
 
 /* The notifier's scan: up to `want` (1..1000) due events of one account,
  * by id; with own_url_only, only those of refunds that named their own

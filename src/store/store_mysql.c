@@ -398,6 +398,8 @@ static const struct migration migrations[] = {
      * rows from before: no owner, readable by every reader as they were. */
     {15, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS submitted_by VARCHAR(64) " TEXT_ASCII
          " NOT NULL DEFAULT ''"},
+    {15, "ALTER TABLE events ADD COLUMN IF NOT EXISTS submitted_by VARCHAR(64) " TEXT_ASCII
+         " NOT NULL DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 #define SCHEMA_VERSION  15

@@ -346,6 +346,7 @@ static const struct migration migrations[] = {
      * an intake-only credential reads and cancels only its own; '' for the
      * rows from before: no owner, readable by every reader as they were. */
     {6, "ALTER TABLE operations ADD COLUMN submitted_by VARCHAR(64) NOT NULL DEFAULT ''"},
+    {6, "ALTER TABLE events ADD COLUMN submitted_by VARCHAR(64) NOT NULL DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 #define SCHEMA_VERSION  6

@@ -394,7 +394,8 @@ const char *const store_sqlite_migrations[] = {
     /* 16: who submitted each operation (the API credential's name), so that
      * an intake-only credential reads and cancels only its own; '' for the
      * rows from before: no owner, readable by every reader as they were. */
-    ("ALTER TABLE operations ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';"),
+    ("ALTER TABLE operations ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE events ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';"),
 };
 
 const int store_sqlite_migration_count =

@@ -14,7 +14,8 @@
   and cancels the refunds it submitted and gets 404 not_found for the
   other's (its existence is not told), a repeat of the other's key is 409
   without its state (single and batch); a refund without an owner (the
-  token file's) is read by both; read and the token file read everything.
+  token file's) is read by both; read and the token file read everything;
+  the pull feed serves each intake credential its own refunds' events.
 """
 
 import json
@@ -202,6 +203,19 @@ class CredentialsTest(unittest.TestCase):
                 self.assertEqual((status, body["state"]), (200, "cancelled"))
                 self.assertEqual([a["operator"] for a in body["audit"]
                                   if a["action"] == "cancel"], ["shop-a"])
+
+                # the pull feed likewise: its own refunds' events and the unowned ones'
+                self.assertEqual(ask("POST", "/v1/refunds/b-1/cancel", "shop-b")[0], 200)
+                self.assertEqual(tgtest.http_json("POST", tg.api + "/v1/refunds/nobody-1/cancel",
+                                                  None, tg.headers())[0], 200)
+                seen = {}
+                for who in ("shop-a", "shop-b", "dash"):
+                    status, _, body = ask("GET", "/v1/events?limit=1000", who)
+                    self.assertEqual(status, 200, body)
+                    seen[who] = [e["operation_id"] for e in body["events"]]
+                self.assertEqual(seen["shop-a"], ["a-1", "nobody-1"])
+                self.assertEqual(seen["shop-b"], ["b-1", "nobody-1"])
+                self.assertEqual(seen["dash"], ["a-1", "b-1", "nobody-1"])
 
     def test_cli_four_eyes(self):
         # manual.approval_above = 1000: `tollgate manual resend` of a case of

@@ -3389,14 +3389,17 @@ static void test_events_of_op_failed_and_audit(void **state)
 }
 
 /* Who submitted an operation is kept with it ('' for nobody) and never
- * changes: a repeat by another submitter finds the first one's. */
+ * changes: a repeat by another submitter finds the first one's. Its events
+ * carry it, and the owned list serves an owner its own and the unowned. */
 static void test_submitted_by(void **state)
 {
         struct store *s = open_store();
         struct policy_config c = limits();
         struct refund_request r = req("own-1", "pay-1", 1000);
+        struct store_event ev[8];
         struct op_record op;
         bool created = false;
+        unsigned n = 0;
 
         (void)state;
         accept_new(s, "nobody", T0);
@@ -3413,6 +3416,29 @@ static void test_submitted_by(void **state)
         /* kept through a change of state */
         assert_int_equal(store_cancel(s, "own-1", "shop-a", "", T0 + 3, &op, &created), 0);
         assert_string_equal(get_op(s, "own-1").req.submitted_by, "shop-a");
+
+        /* the events: one each for nobody's, shop-a's and shop-b's */
+        r = req("own-2", "pay-1", 1000);
+        snprintf(r.submitted_by, sizeof(r.submitted_by), "shop-b");
+        assert_int_equal(store_accept(s, &r, T0 + 4, &c, &created, &op), 0);
+        assert_int_equal(store_cancel(s, "own-2", "shop-b", "", T0 + 5, &op, &created), 0);
+        assert_int_equal(store_cancel(s, "nobody", "x", "", T0 + 6, &op, &created), 0);
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_ALL, 8, ev, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(ev[0].submitted_by, "shop-a");
+        assert_string_equal(ev[1].submitted_by, "shop-b");
+        assert_string_equal(ev[2].submitted_by, "");
+        assert_int_equal(store_events_list_owned(s, "shop-a", 0, STORE_EVENTS_ALL, 8, ev, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(ev[0].operation_id, "own-1");
+        assert_string_equal(ev[1].operation_id, "nobody");
+        assert_int_equal(store_events_list_owned(s, "shop-b", 0, STORE_EVENTS_ALL, 8, ev, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(ev[0].operation_id, "own-2");
+        assert_string_equal(ev[1].operation_id, "nobody");
+        assert_int_equal(store_events_list_owned(s, "shop-c", 0, STORE_EVENTS_ALL, 8, ev, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(store_events_list_owned(s, "", 0, STORE_EVENTS_ALL, 8, ev, &n), TG_EINVAL);
         store_close(s);
 }
 
