@@ -23,6 +23,13 @@ One run, from its own seed (--seed + run number, so any run replays with
   - with --shares N > 1: `tollgate api` and N `tollgate dispatch` processes
     splitting the account (exit.shares = N), and each kill takes one of the
     dispatchers, drawn at random (a new one takes its share over);
+  - with --accounts A > 1: A provider accounts ([account.aK], each at the
+    rate and cap above, all at the one stub; the client names each refund's
+    account, round robin, and its id starts with the account's name), served
+    by one `serve`, or with --dispatchers D > 1 by `tollgate api` and D
+    `tollgate dispatch` processes, each taking at most ceil(A / (D - 1))
+    accounts (dispatch.max_accounts: the survivors of a kill can take the
+    killed one's accounts), each kill taking one of them;
   - then the last one runs until every refund in the store is final or in
     manual review (or --settle-s passes).
 
@@ -44,7 +51,7 @@ arrivals, each with its Idempotency-Key and request id):
                   unless retry.count_limited; more than that is an anomaly)
   spacing         consecutive arrivals at the provider closer than 1/rate in
                   whole milliseconds of the stub's clock, as a gateway's
-                  limiter judges them
+                  limiter judges them (per account, with --accounts)
   also: refunds in the store that the client never saw a 2xx for (a 503 or
   a dropped answer after the commit: the client's retry finds them),
   arrivals at the provider without their call row in tollgate's log (record
@@ -52,7 +59,7 @@ arrivals, each with its Idempotency-Key and request id):
 
 usage: python3 bench/crash-sweep/run.py [--build DIR] [--runs 200]
          [--store sqlite|mysql|pg|all] [--mysql-url URL] [--pg-url URL] [--refunds 12] [--kills 2] [--window 1.5] [--seed 1]
-         [--shares 1]
+         [--shares 1] [--accounts 1] [--dispatchers 1]
 """
 
 import argparse
@@ -85,8 +92,8 @@ class Client:
     """Sends each refund until it is answered 2xx, as a careful client:
     the same request again after a 503 or a connection that dropped."""
 
-    def __init__(self, tg, ops):
-        self.tg, self.ops = tg, ops
+    def __init__(self, tg, ops, account_of=None):
+        self.tg, self.ops, self.account_of = tg, ops, account_of
         self.answers = collections.defaultdict(list)  # op -> [status or "conn"]
         self.accepted = set()
         self.stop = threading.Event()
@@ -95,12 +102,14 @@ class Client:
 
     def run(self):
         for op in self.ops:
+            body = {"operation_id": op, "payment_id": "pay_" + op, "amount": 1500,
+                    "currency": "TWD"}
+            if self.account_of:
+                body["account"] = self.account_of(op)
             while not self.stop.is_set():
                 try:
                     status, _, _ = tgtest.http_json(
-                        "POST", self.tg.api + "/v1/refunds",
-                        {"operation_id": op, "payment_id": "pay_" + op, "amount": 1500,
-                         "currency": "TWD"}, self.tg.headers(), timeout=3)
+                        "POST", self.tg.api + "/v1/refunds", body, self.tg.headers(), timeout=3)
                 except OSError:
                     status = "conn"
                 self.answers[op].append(status)
@@ -148,7 +157,15 @@ def drop_database(url):
 
 def one_run(args, store, n, seed):
     rng = random.Random(seed)
-    ops = ["cs%d-%03d" % (n, i) for i in range(args.refunds)]
+    accounts = ["a%d" % k for k in range(args.accounts)] if args.accounts > 1 else []
+    if accounts:
+        ops = ["%s-cs%d-%03d" % (accounts[i % len(accounts)], n, i) for i in range(args.refunds)]
+    else:
+        ops = ["cs%d-%03d" % (n, i) for i in range(args.refunds)]
+    sections = {"account." + a: {"exit.starts_per_second": RATE} for a in accounts}
+    dispatchers = args.shares if args.shares > 1 else (args.dispatchers if accounts else 1)
+    if accounts and dispatchers > 1:
+        sections["dispatch"] = {"max_accounts": -(-len(accounts) // (dispatchers - 1))}
     store_url = None
     if store in ("mysql", "pg"):
         store_url = "%s_sweep_%d_%d" % (args.mysql_url if store == "mysql" else args.pg_url,
@@ -162,16 +179,17 @@ def one_run(args, store, n, seed):
                            "shares": args.shares},
                      provider={"timeout_ms": TIMEOUT_MS, "connect_timeout_ms": 300},
                      retry={"query_interval_ms": 300, "backoff_base_ms": 200,
-                            "backoff_min_ms": 100, "backoff_cap_ms": 1000}) as tg:
+                            "backoff_min_ms": 100, "backoff_cap_ms": 1000},
+                     **sections) as tg:
         # a config it refuses raises here, with its words
-        if args.shares > 1:
+        if dispatchers > 1:
             tg.start("api")
             kind = "dispatch"
-            procs = [tg.start(kind, wait_api=False) for _ in range(args.shares)]
+            procs = [tg.start(kind, wait_api=False) for _ in range(dispatchers)]
         else:
             kind = "serve"
             procs = [tg.start(kind)]
-        client = Client(tg, ops)
+        client = Client(tg, ops, (lambda op: op.split("-", 1)[0]) if accounts else None)
         kills = 0
         for _ in range(args.kills):
             born = time.monotonic()
@@ -226,8 +244,11 @@ def one_run(args, store, n, seed):
                                   if a["method"] == "POST" and a.get("answer") not in (429, 503))
     logged = {c["request_id"] for c in calls}
     unrecorded = [a.get("request_id") for a in arrivals if a.get("request_id") not in logged]
-    t = sorted(a["mono_ns"] // 1000000 for a in arrivals)
-    spacing = sum(1 for a, b in zip(t, t[1:]) if (b - a) * RATE < 1000)
+    spacing = 0
+    for prefix in [a + "-" for a in accounts] or [""]:
+        t = sorted(a["mono_ns"] // 1000000 for a in arrivals
+                   if (a.get("idempotency_key") or "").startswith(prefix))
+        spacing += sum(1 for a, b in zip(t, t[1:]) if (b - a) * RATE < 1000)
     r.update(accepted=len(accepted), stored=len(held), lost=len(lost), twice=len(twice),
              unexpected=len(unexpected), recovered=len(recovered),
              posts=max(posts.values()) if posts else 0, spacing=spacing,
@@ -264,6 +285,11 @@ def main():
     ap.add_argument("--shares", type=int, default=1,
                     help="exit.shares: with N > 1, an api process and N dispatchers, "
                     "each kill taking one of them")
+    ap.add_argument("--accounts", type=int, default=1,
+                    help="provider accounts ([account.aK]) at the one stub, refunds round robin")
+    ap.add_argument("--dispatchers", type=int, default=1,
+                    help="with --accounts: an api process and D dispatchers sharing the "
+                    "accounts (dispatch.max_accounts), each kill taking one of them")
     args = ap.parse_args()
     if args.build:
         os.environ["TG_BUILD_DIR"] = os.path.abspath(args.build)
@@ -296,11 +322,15 @@ def main():
                     file=sys.stderr, flush=True)
         rows.append((store, tot, anomalies))
 
+    where = ""
+    if args.shares > 1:
+        where = ", of %d dispatchers sharing the account" % args.shares
+    elif args.accounts > 1 and args.dispatchers > 1:
+        where = ", of %d dispatchers sharing %d accounts" % (args.dispatchers, args.accounts)
+    elif args.accounts > 1:
+        where = ", of one process serving %d accounts" % args.accounts
     fault = ("kill -9 x%d at random instants in each run's first %.1f s%s, stub mix "
-             "(fast, slow past the timeout, drop, 503)"
-             % (args.kills, args.window,
-                ", of %d dispatchers sharing the account" % args.shares
-                if args.shares > 1 else ""))
+             "(fast, slow past the timeout, drop, 503)" % (args.kills, args.window, where))
     print("| fault | runs | lost | executed twice | unexpected | most POSTs for one key "
           "| spacing violations |")
     print("|---|---|---|---|---|---|---|")

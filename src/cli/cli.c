@@ -36,6 +36,17 @@ int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg)
         return 0;
 }
 
+int cli_check_account(const char *cmd, const struct tg_config *cfg, const char *account)
+{
+        char why[160];
+
+        if (!account || config_account_find(cfg, account))
+                return 0;
+        config_account_unknown(cfg, why, sizeof(why));
+        fprintf(stderr, "tollgate %s: --account \"%s\" %s\n", cmd, account, why);
+        return TG_EINVAL;
+}
+
 int cli_open_store(const char *cmd, const struct tg_config *cfg, struct store **ret_store)
 {
         char err[600];

@@ -28,6 +28,11 @@
  * malloc()ed struct. */
 int cli_load_config(const char *cmd, const char *path, struct tg_config *cfg);
 
+/* An --account NAME of cmd against cfg's accounts: 0 for NULL (every
+ * account) or a configured one; TG_EINVAL when not (a message naming the
+ * configured ones was printed: a usage error, 2). */
+int cli_check_account(const char *cmd, const struct tg_config *cfg, const char *account);
+
 /* Opens the config's store, which must exist (an operator command never
  * creates one: "no store at /abs/path"). 0, or a negative code other than
  * TG_EINVAL and TG_ECONFIG (a message was printed: for MariaDB the host,

@@ -1,7 +1,8 @@
 /*
- * cmd_calls — `tollgate calls --since ID --format jsonl|csv`: the outbound
- * call log, one record per call that reached the transport, oldest first,
- * read from the store of the config. jsonl prints the same objects as GET
+ * cmd_calls — `tollgate calls --since ID [--account NAME] --format
+ * jsonl|csv`: the outbound call log, one record per call that reached the
+ * transport, oldest first, read from the store of the config (one
+ * account's calls with --account, as GET /v1/calls?account=). jsonl prints the same objects as GET
  * /v1/calls (one a line); csv prints a header and one row a call, with every
  * text field quoted (RFC 4180) so an error text with a comma stays one field.
  */
@@ -62,7 +63,7 @@ static int print_call(const struct call_record *c, void *userdata)
 
 int cmd_calls(int argc, char **argv)
 {
-        const char *config = NULL;
+        const char *config = NULL, *account = NULL;
         int64_t since = 0, limit = UINT32_MAX;
         int format = 0;
         const struct opt opts[] = {
@@ -84,6 +85,10 @@ int cmd_calls(int argc, char **argv)
              .min = 1,
              .max = UINT32_MAX,
              .help = "at most N calls (all)"},
+            {.name = "account",
+             .arg = "NAME",
+             .string = &account,
+             .help = "only the calls of this account of the config (every account's)"},
             {.name = "format",
              .choice = &format,
              .choices = formats,
@@ -107,12 +112,15 @@ int cmd_calls(int argc, char **argv)
                 return 1;
         r = cli_load_config("calls", config, cfg);
         if (r == 0)
+                r = cli_check_account("calls", cfg, account);
+        if (r == 0)
                 r = cli_open_store("calls", cfg, &store);
         if (r == 0) {
                 if (out.csv)
                         puts("id,operation_id,kind,attempt,request_id,epoch,start_wall,end_wall,"
                              "class,http_status,latency_ms,sent,in_flight,error,trace_id,span_id");
-                r = store_list_calls(store, since, (unsigned)limit, print_call, &out);
+                r = store_list_account_calls(store, account, since, (unsigned)limit, print_call,
+                                             &out);
                 if (r < 0) {
                         fprintf(stderr, "tollgate calls: cannot read the call log: %s\n",
                                 tg_strerror(r));

@@ -25,8 +25,8 @@ static const char manual_about[] =
 
 static const char manual_epilogue[] =
     "Subcommands:\n"
-    "  list [--reason R] [--assignee NAME | --unassigned] [--limit N]\n"
-    "       [--after CURSOR]\n"
+    "  list [--reason R] [--assignee NAME | --unassigned] [--account NAME]\n"
+    "       [--limit N] [--after CURSOR]\n"
     "        oldest first, each with its owner, calls and audit (JSON on stdout);\n"
     "        R: attempts_exhausted, deadline, query_budget, key_reused,\n"
     "        key_retention, invalid\n"
@@ -73,11 +73,13 @@ static int manual_row(const struct op_record *op, void *userdata)
 }
 
 static int do_list(struct store *store, const char *reason, const char *assignee, bool unassigned,
-                   int64_t limit, int64_t after)
+                   const char *account, int64_t limit, int64_t after)
 {
         struct manual_rows m = {0};
         json_t *items;
         int r;
+
+        m.filter.account = account;
 
         m.filter.who = assignee     ? STORE_ASSIGNEE_IS
                        : unassigned ? STORE_ASSIGNEE_NONE
@@ -273,7 +275,7 @@ static int do_assign(struct store *store, const char *id, const char *operator_n
 
 /* What a subcommand was given, for check_usage(). */
 struct manual_usage {
-        const char *operator_name, *reason, *assignee;
+        const char *operator_name, *reason, *assignee, *account;
         bool outcome_seen, unassigned;
 };
 
@@ -296,15 +298,15 @@ static int check_usage(size_t nargs, const char **args, const struct manual_usag
                 if (nargs > 1 || u->operator_name || u->outcome_seen ||
                     (u->assignee && u->unassigned)) {
                         fprintf(stderr, "tollgate manual list: takes only --reason, --assignee or "
-                                        "--unassigned, --limit, --after\n");
+                                        "--unassigned, --account, --limit, --after\n");
                         return TG_EINVAL;
                 }
                 return u->assignee ? check_text("--assignee", u->assignee) : 0;
         }
-        if (u->unassigned || (u->assignee && !is_assign)) {
+        if (u->unassigned || u->account || (u->assignee && !is_assign)) {
                 fprintf(stderr,
                         "tollgate manual %s: --assignee is for assign and list, "
-                        "--unassigned for list\n",
+                        "--unassigned and --account for list\n",
                         args[0]);
                 return TG_EINVAL;
         }
@@ -330,7 +332,7 @@ static int check_usage(size_t nargs, const char **args, const struct manual_usag
 /* What the options write: file-level, as the table that names it is (a
  * command parses once; options_parse() is not reentrant anyway). */
 static struct manual_flags {
-        const char *config, *reason, *operator_name, *assignee;
+        const char *config, *reason, *operator_name, *assignee, *account;
         int64_t limit, after;
         int outcome;
         bool outcome_seen, unassigned;
@@ -375,6 +377,10 @@ static const struct opt manual_options[] = {
      .string = &flags.assignee,
      .help = "assign: who owns the case from now on; list: only that owner's cases"},
     {.name = "unassigned", .flag = &flags.unassigned, .help = "list: only the cases nobody owns"},
+    {.name = "account",
+     .arg = "NAME",
+     .string = &flags.account,
+     .help = "list: only the cases of this account of the config (every account's)"},
 };
 
 static const struct options_spec manual_spec = {
@@ -388,6 +394,7 @@ static const struct options_spec manual_spec = {
 
 int cmd_manual(int argc, char **argv)
 {
+        static const char cmd[] = "manual"; /* the command's name, for its messages */
         const char *args[2] = {NULL, NULL};
         struct tg_config *cfg;
         struct store *store = NULL;
@@ -417,6 +424,7 @@ int cmd_manual(int argc, char **argv)
         const struct manual_usage u = {.operator_name = flags.operator_name,
                                        .reason = flags.reason,
                                        .assignee = flags.assignee,
+                                       .account = flags.account,
                                        .outcome_seen = flags.outcome_seen,
                                        .unassigned = flags.unassigned};
         r = check_usage(nargs, args, &u);
@@ -425,13 +433,15 @@ int cmd_manual(int argc, char **argv)
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
                 return 1;
-        r = cli_load_config("manual", flags.config, cfg);
+        r = cli_load_config(cmd, flags.config, cfg);
         if (r == 0)
-                r = cli_open_store("manual", cfg, &store);
+                r = cli_check_account(cmd, cfg, flags.account);
+        if (r == 0)
+                r = cli_open_store(cmd, cfg, &store);
         if (r == 0) {
                 if (is_list)
                         r = do_list(store, flags.reason, flags.assignee, flags.unassigned,
-                                    flags.limit, flags.after);
+                                    flags.account, flags.limit, flags.after);
                 else if (is_show)
                         r = do_show(store, args[1]);
                 else if (is_approve)

@@ -242,6 +242,27 @@ int api_int_arg(const struct http_request *req, const char *name, int64_t def, i
         return 0;
 }
 
+int api_account_arg(struct api *api, const struct http_request *req, struct http_response *res,
+                    const char *rid, char ret_account[TG_ACCOUNT_NAME_MAX + 1])
+{
+        char name[TG_ACCOUNT_NAME_MAX + 1];
+        struct api_error err;
+        int r = http_request_arg(req, "account", name, sizeof(name));
+
+        if (r == TG_ENOTFOUND) {
+                ret_account[0] = '\0';
+                return 0;
+        }
+        /* too long, badly escaped or not configured: the one refusal */
+        if (r < 0 || !config_account_find(&api->cfg, name)) {
+                api_unknown_account(&api->cfg, &err);
+                r = api_reply_error(res, rid, &err);
+                return r < 0 ? r : 1;
+        }
+        memcpy(ret_account, name, sizeof(name));
+        return 0;
+}
+
 void api_note_op(struct api *api, const char *operation_id)
 {
         snprintf(api->log_op, sizeof(api->log_op), "%s", operation_id);
@@ -296,7 +317,7 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
         r = store_get(api->store, rr.operation_id, &op);
         if (r == TG_ENOTFOUND) {
                 bool admit = true;
-                r = api_admission_check(api, res, rid, &admit);
+                r = api_admission_check(api, rr.account, res, rid, &admit);
                 if (r < 0 || !admit)
                         return r;
         } else if (r < 0) {
@@ -312,7 +333,7 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
         if (created) {
                 /* committed, not answered: the caller sends it again */
                 failpoint_hit(api->failpoint, "crash_after_accept", &op);
-                api->adm.accepted_since++;
+                api_admission_accepted(api, op.req.account, 1);
                 wake_ring(api->doorbell); /* the local exit has work now */
         }
         api_note_trace(api, op.traceparent); /* the stored one: a repeat keeps the first */
@@ -392,6 +413,7 @@ static int get_calls(struct api *api, const struct http_request *req, struct htt
                      const char *rid)
 {
         struct call_list list = {0};
+        char account[TG_ACCOUNT_NAME_MAX + 1];
         int64_t since = 0, limit = 0;
         int r;
 
@@ -401,12 +423,16 @@ static int get_calls(struct api *api, const struct http_request *req, struct htt
         if (api_int_arg(req, "limit", CALLS_LIMIT_DEF, 1, CALLS_LIMIT_MAX, &limit) < 0)
                 return api_reply_code(res, rid, 400, "invalid_parameter", "limit",
                                       "must be an integer in [1, 1000]");
+        r = api_account_arg(api, req, res, rid, account);
+        if (r != 0)
+                return r < 0 ? r : 0;
         list.max = (unsigned)limit;
         list.last_id = since;
         list.array = json_array();
         if (!list.array)
                 return TG_ENOMEM;
-        r = store_list_calls(api->store, since, (unsigned)limit, add_call, &list);
+        r = store_list_account_calls(api->store, account[0] ? account : NULL, since,
+                                     (unsigned)limit, add_call, &list);
         if (r < 0) {
                 json_decref(list.array);
                 if (r == TG_ENOMEM)
@@ -810,7 +836,7 @@ void api_reload(struct api *api, const struct tg_config *next)
         c->retention_prune_batch = next->retention_prune_batch;
         c->manual_approval_above = next->manual_approval_above;
         memcpy(c->log_level, next->log_level, sizeof(c->log_level));
-        api->adm.read_at = 0; /* new thresholds: measure again */
+        api_admission_forget(api); /* new thresholds: measure again */
         pthread_mutex_unlock(&api->lock);
 }
 

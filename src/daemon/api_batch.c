@@ -16,7 +16,8 @@
  *     all of them or none, never half an item; the answer is sent only
  *     after its commit (commit before reply), so a client whose answer was
  *     lost sends the same batch again and gets a 200 for each of its items;
- *   - admission control decides for the batch as a whole, before anything
+ *   - admission control decides for the batch as a whole (each account it
+ *     names by its own backlog: any one refused refuses the batch), before anything
  *     is stored: it is admitted whole or refused whole with 503 and a
  *     Retry-After; items already accepted are never counted against it
  *     (a batch of repeats is answered whatever the backlog);
@@ -59,39 +60,68 @@ static json_t *item_result(size_t index, const struct api_batch_item *it,
         return o;
 }
 
-/* The valid items no operation exists for yet: the new work admission
- * weighs. Read only when the batch as a whole would be refused, so the
- * usual path costs no extra reads. A store failure counts the item new
- * (admission then refuses rather than admits blindly; store_accept would
- * likely fail the same way). */
-static uint64_t count_new(struct api *api, const struct api_batch_item *items, size_t n)
+/* The valid items of account (NULL: every account's) that no operation
+ * exists for yet: the new work admission weighs. Read only when the batch
+ * as a whole would be refused, so the usual path costs no extra reads. A
+ * store failure counts the item new (admission then refuses rather than
+ * admits blindly; store_accept would likely fail the same way). */
+static uint64_t count_new(struct api *api, const struct api_batch_item *items, size_t n,
+                          const char *account)
 {
         struct op_record op;
         uint64_t fresh = 0;
 
         for (size_t i = 0; i < n; i++)
-                if (items[i].ok && store_get(api->store, items[i].req.operation_id, &op) != 0)
+                if (items[i].ok && strcmp(items[i].req.account, account) == 0 &&
+                    store_get(api->store, items[i].req.operation_id, &op) != 0)
                         fresh++;
         return fresh;
 }
 
-/* Admission for the batch as a whole: 0 and *ret_admit, or res holds the
- * 503. All valid items are taken as new first; only when that would be
- * refused are the ones already stored looked up and left out. */
+/* The valid items of account. */
+static uint64_t count_valid(const struct api_batch_item *items, size_t n, const char *account)
+{
+        uint64_t valid = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (items[i].ok && strcmp(items[i].req.account, account) == 0)
+                        valid++;
+        return valid;
+}
+
+/* Admission for the batch as a whole: each account it names is judged by
+ * its own backlog for its own items, and the batch is refused (nothing
+ * stored) when any of them is: 0 and *ret_admit, or res holds the 503 of
+ * the first account refused (in the config's order). For each account, all
+ * its valid items are taken as new first; only when that would be refused
+ * are the ones already stored looked up and left out. */
 static int admit_batch(struct api *api, const struct api_batch_item *items, size_t n,
-                       uint64_t valid, struct http_response *res, const char *rid, bool *ret_admit)
+                       struct http_response *res, const char *rid, bool *ret_admit)
 {
         struct api_admission a;
-        int r = api_admission_decide(api, valid, &a);
+        int r = 0;
 
         *ret_admit = true;
-        if (r < 0 || a.d.admit)
-                return r;
-        r = api_admission_decide(api, count_new(api, items, n), &a);
-        if (r < 0 || a.d.admit)
-                return r;
-        *ret_admit = false;
-        return api_admission_refuse(api, &a, res, rid);
+        for (unsigned k = 0; k < api->cfg.account_count; k++) {
+                const char *account = api->cfg.accounts[k].name;
+                uint64_t valid = count_valid(items, n, account);
+
+                if (valid == 0)
+                        continue;
+                r = api_admission_decide(api, account, valid, &a);
+                if (r < 0)
+                        return r;
+                if (a.d.admit)
+                        continue;
+                r = api_admission_decide(api, account, count_new(api, items, n, account), &a);
+                if (r < 0)
+                        return r;
+                if (a.d.admit)
+                        continue;
+                *ret_admit = false;
+                return api_admission_refuse(api, &a, res, rid);
+        }
+        return r;
 }
 
 int api_post_refunds_batch(struct api *api, const struct http_request *req,
@@ -133,7 +163,7 @@ int api_post_refunds_batch(struct api *api, const struct http_request *req,
                 acc[valid++].req = &items[i].req;
         }
 
-        r = admit_batch(api, items, n, valid, res, rid, &admit);
+        r = admit_batch(api, items, n, res, rid, &admit);
         if (r < 0 || !admit)
                 goto out;
 
@@ -151,13 +181,12 @@ int api_post_refunds_batch(struct api *api, const struct http_request *req,
                 if (acc[i].result == 0 && acc[i].created) {
                         /* committed, not answered: the caller sends it again */
                         failpoint_hit(api->failpoint, "crash_after_accept", &acc[i].op);
+                        api_admission_accepted(api, acc[i].op.req.account, 1);
                         created++;
                 }
         }
-        if (created > 0) {
-                api->adm.accepted_since += created;
+        if (created > 0)
                 wake_ring(api->doorbell); /* the local exit has work now */
-        }
 
         results = json_array();
         if (!results) {

@@ -1,14 +1,25 @@
 /*
- * api_events — POST /v1/provider-events, the provider's signed webhook
- * (shared/PROVIDER.md): body {"operation_id","status","refund_id"}, header
- * "X-Signature: sha256=<hex HMAC-SHA256 of the raw body>" with the secret of
- * provider.webhook_secret_file.
+ * api_events — POST /v1/provider-events, the provider's signed webhook,
+ * with the secret of provider.webhook_secret_file, in one of two schemes
+ * (provider.webhook_signature):
+ *   - tollgate (shared/PROVIDER.md): body {"operation_id","status",
+ *     "refund_id"}, header "X-Signature: sha256=<hex HMAC-SHA256 of the raw
+ *     body>";
+ *   - stripe (docs/providers/stripe.md): header "Stripe-Signature:
+ *     t=<unix s>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">[,v1=...]", t within
+ *     provider.webhook_tolerance_s of now; the body an event whose refund
+ *     object (provider.webhook_object_field) is read with the reply mapping
+ *     and names our operation at provider.webhook_match_field.
  *
  * Invariants:
  *   - the signature is checked over the raw bytes, in constant time
  *     (digest_equal of the two MACs), BEFORE the body is parsed or the store
- *     is touched: a bad, missing or malformed signature is 401 and nothing
- *     changes; with no secret configured the route does not exist (404);
+ *     is touched: a bad, missing or malformed signature, or (stripe) a
+ *     timestamp outside the tolerance, is 401 and nothing changes; with no
+ *     secret configured the route does not exist (404);
+ *   - (stripe) an event that names no operation of ours, or a refund not
+ *     final yet (a processing word), is answered 200 and changes nothing:
+ *     the provider must not deliver it again and again;
  *   - an event settles through store_settle_external() exactly as a query
  *     answer would, audited with source "webhook": it never rewrites a final
  *     state, never touches an in_flight operation (the exit's own call
@@ -17,12 +28,18 @@
  *     repeat the provider's own final answer, which is already recorded;
  *   - the answer never echoes the body or the signature.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "core/classify.h"
+#include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "daemon/api_int.h"
 #include "daemon/log.h"
+#include "daemon/provider_setup.h"
+#include "net/provider_reply.h"
 #include "platform/digest.h"
 
 static bool signature_ok(const struct api *api, const struct http_request *req)
@@ -40,27 +57,178 @@ static bool signature_ok(const struct api *api, const struct http_request *req)
         return ok;
 }
 
+/* Stripe's scheme: 0; TG_EPARSE (no or a malformed header), TG_ERANGE (t
+ * outside the tolerance), -EACCES (no v1 matches), TG_ENOMEM. */
+static int stripe_signature_check(const struct api *api, const struct http_request *req,
+                                  tg_wall_ms now)
+{
+        const char *secret = api->cfg.provider_webhook_secret;
+        struct stripe_signature sig;
+        unsigned char want[API_MAC_LEN];
+        char t[24];
+        int64_t skew;
+        size_t tlen;
+        bool ok = false;
+        char *signed_payload;
+
+        if (api_parse_stripe_signature(http_request_header(req, "Stripe-Signature"), &sig) < 0)
+                return TG_EPARSE;
+        skew = sig.t * 1000 - now;
+        if (skew > api->cfg.provider_webhook_tolerance_ms ||
+            -skew > api->cfg.provider_webhook_tolerance_ms)
+                return TG_ERANGE;
+        tlen = (size_t)snprintf(t, sizeof(t), "%lld.", (long long)sig.t);
+        signed_payload = malloc(tlen + req->body_len + 1);
+        if (!signed_payload)
+                return TG_ENOMEM;
+        memcpy(signed_payload, t, tlen);
+        if (req->body_len)
+                memcpy(signed_payload + tlen, req->body, req->body_len);
+        if (digest_hmac_sha256(secret, strlen(secret), signed_payload, tlen + req->body_len,
+                               want) == 0)
+                for (unsigned i = 0; i < sig.n; i++)
+                        ok |= digest_equal(want, sig.v1[i], API_MAC_LEN);
+        free(signed_payload);
+        explicit_bzero(want, sizeof(want));
+        return ok ? 0 : -EACCES;
+}
+
+/* A verified Stripe event, read through the reply mapping and classified
+ * as a query's 200 answer would be, into *ev. 0 (*ev to settle); 1 with
+ * *why set: nothing to settle (not ours, not final, a class that is no
+ * outcome); TG_EPARSE (not a JSON object);
+ * TG_ECONFIG (the mapping does not compile: cannot happen past config
+ * check); TG_ENOMEM. */
+static int stripe_event(const struct api *api, const struct http_request *req,
+                        struct provider_event *ev, const char **why)
+{
+        struct provider_maps *maps = malloc(sizeof(*maps));
+        struct field_source object, match;
+        struct template_error terr;
+        struct provider_reply reply;
+        struct classifier *classifier = NULL;
+        enum tg_class cls;
+        char err[256], id[TG_OP_ID_MAX + 2];
+        int r;
+
+        if (!maps)
+                return TG_ENOMEM;
+        r = provider_setup_maps(&api->cfg, maps, err, sizeof(err));
+        if (r == 0 &&
+            (field_source_parse(api->cfg.provider_webhook_object_field, &object, &terr) < 0 ||
+             field_source_parse(api->cfg.provider_webhook_match_field, &match, &terr) < 0))
+                r = TG_ECONFIG;
+        if (r == 0)
+                r = provider_reply_read_event(&maps->reply, &object, &match, req->body,
+                                              req->body_len, &reply, id, sizeof(id));
+        free(maps);
+        if (r < 0)
+                return r;
+        memset(ev, 0, sizeof(*ev));
+        if (!id[0] || refund_validate_operation_id(id, strlen(id), NULL) < 0) {
+                *why = "not_ours";
+                return 1;
+        }
+        snprintf(ev->operation_id, sizeof(ev->operation_id), "%s", id);
+        snprintf(ev->refund_id, sizeof(ev->refund_id), "%s", reply.refund_id);
+        /* the refund object as a query's 200 answer, classified by the
+         * same rules (the defaults and the config's [classify]) */
+        reply.transport = TG_TR_COMPLETE;
+        reply.http_status = 200;
+        r = classifier_new_default(&classifier);
+        for (unsigned i = 0; r == 0 && i < api->cfg.rule_count; i++)
+                r = classifier_add_rule(classifier, &api->cfg.rules[i]);
+        cls = r == 0 ? classify(classifier, CLASSIFY_QUERY, &reply) : TG_CLASS_UNKNOWN;
+        classifier_free(classifier);
+        if (r < 0)
+                return r;
+        if (cls == TG_CLASS_SUCCEEDED)
+                ev->outcome = OP_SUCCEEDED;
+        else if (cls == TG_CLASS_REJECTED)
+                ev->outcome = OP_REJECTED;
+        else
+                *why = cls == TG_CLASS_PROCESSING ? "not_final" : "unknown_status";
+        return *why ? 1 : 0;
+}
+
+/* Checks the delivery's signature in the configured scheme and reads its
+ * event. 0 (*ev to settle), 1 (answered: nothing to settle), or < 0
+ * (answered with the error). */
+static int verified_event(struct api *api, const struct http_request *req,
+                          struct http_response *res, const char *rid, struct provider_event *ev,
+                          int *ret_status)
+{
+        struct api_error err;
+        const char *why = NULL;
+        int r;
+
+        if (strcmp(api->cfg.provider_webhook_signature, "stripe") != 0) {
+                if (!signature_ok(api, req)) {
+                        log_emit(LOG_WARN, "provider_event_bad_signature",
+                                 json_pack("{s:s}", "request_id", rid));
+                        *ret_status = api_reply_code(
+                            res, rid, 401, "bad_signature", NULL,
+                            "X-Signature must be sha256=<hex HMAC-SHA256 of the body>");
+                        return -1;
+                }
+                if (api_parse_provider_event(req->body, req->body_len, ev, &err) < 0) {
+                        *ret_status = api_reply_error(res, rid, &err);
+                        return -1;
+                }
+                return 0;
+        }
+        r = stripe_signature_check(api, req, api_wall_now());
+        if (r == TG_ENOMEM) {
+                *ret_status = api_reply_store_error(res, rid, r);
+                return -1;
+        }
+        if (r < 0) {
+                const char *msg = r == TG_ERANGE
+                                      ? "the Stripe-Signature timestamp is outside the tolerance"
+                                      : "Stripe-Signature must be t=<unix seconds>,v1=<hex "
+                                        "HMAC-SHA256 of \"t.body\">";
+                log_emit(LOG_WARN, "provider_event_bad_signature",
+                         json_pack("{s:s, s:s}", "request_id", rid, "why",
+                                   r == TG_ERANGE ? "timestamp_outside_tolerance"
+                                   : r == -EACCES ? "no_signature_matches"
+                                                  : "malformed_header"));
+                *ret_status = api_reply_code(res, rid, 401, "bad_signature", NULL, msg);
+                return -1;
+        }
+        r = stripe_event(api, req, ev, &why);
+        if (r == TG_EPARSE) {
+                *ret_status = api_reply_code(res, rid, 422, "invalid_json", NULL,
+                                             "the event must be a JSON object");
+                return -1;
+        }
+        if (r < 0) {
+                *ret_status = api_reply_store_error(res, rid, r);
+                return -1;
+        }
+        if (r == 1) {
+                log_emit(LOG_INFO, "provider_event_ignored",
+                         json_pack("{s:s, s:s, s:s?}", "request_id", rid, "why", why,
+                                   "operation_id", ev->operation_id[0] ? ev->operation_id : NULL));
+                *ret_status = api_reply_json(res, 200, json_pack("{s:s}", "ignored", why));
+                return 1;
+        }
+        return 0;
+}
+
 int api_post_provider_event(struct api *api, const struct http_request *req,
                             struct http_response *res, const char *rid)
 {
         struct provider_event ev;
-        struct api_error err;
         struct op_record op;
-        int r;
+        int r, answered;
 
         if (api->cfg.provider_webhook_secret[0] == '\0')
                 return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
         if (req->body_len > api->cfg.api_max_body_bytes)
                 return api_reply_code(res, rid, 413, "body_too_large", NULL,
                                       "the request body is too large");
-        if (!signature_ok(api, req)) {
-                log_emit(LOG_WARN, "provider_event_bad_signature",
-                         json_pack("{s:s}", "request_id", rid));
-                return api_reply_code(res, rid, 401, "bad_signature", NULL,
-                                      "X-Signature must be sha256=<hex HMAC-SHA256 of the body>");
-        }
-        if (api_parse_provider_event(req->body, req->body_len, &ev, &err) < 0)
-                return api_reply_error(res, rid, &err);
+        if (verified_event(api, req, res, rid, &ev, &answered) != 0)
+                return answered;
         api_note_op(api, ev.operation_id);
         r = store_settle_external(api->store, ev.operation_id, ev.outcome,
                                   ev.refund_id[0] ? ev.refund_id : NULL, "webhook", api_wall_now());

@@ -29,9 +29,11 @@
 #define API_REQUEST_ID_LEN 40
 #define API_JSON_TYPE      "application/json"
 
-/* The admission figures of the last window, re-read at most once a second. */
+/* One account's admission figures of the last window, re-read at most
+ * once a second. */
 struct api_admission_cache {
-        tg_wall_ms read_at; /* 0: never */
+        char account[TG_ACCOUNT_NAME_MAX + 1]; /* whose figures */
+        tg_wall_ms read_at;                    /* 0: never */
         struct admission_figures fig;
         bool owner_fresh; /* a dispatcher wrote a sample lately */
         bool held;
@@ -164,7 +166,8 @@ struct api {
         const volatile sig_atomic_t *standby;
         /* serve: rung when work for the local dispatcher arrives (NULL: none) */
         struct wake *doorbell;
-        struct api_admission_cache adm;
+        /* each account's, in the config's order (api_admission.c) */
+        struct api_admission_cache adm[TG_ACCOUNTS_MAX];
         /* the operation the current request is about, for its log line */
         char log_op[TG_OP_ID_MAX + 1];
         /* and its trace id (W3C), when known */
@@ -206,6 +209,12 @@ int api_reply_method_not_allowed(struct http_response *res, const char *rid, con
  * TG_EINVAL. */
 int api_int_arg(const struct http_request *req, const char *name, int64_t def, int64_t lo,
                 int64_t hi, int64_t *ret);
+/* The ?account= of a read route (/v1/stats, /v1/manual, /v1/calls): 0
+ * with ret_account the configured account it names, or "" when none is
+ * named; 1 when res holds the refusal (api_unknown_account()'s 422, for a
+ * name that is not configured or not a name); a negative code. */
+int api_account_arg(struct api *api, const struct http_request *req, struct http_response *res,
+                    const char *rid, char ret_account[TG_ACCOUNT_NAME_MAX + 1]);
 /* Remembers the operation a request is about (for its log line). */
 void api_note_op(struct api *api, const char *operation_id);
 /* Remembers its trace (a stored traceparent; "" is nothing), for the same
@@ -277,33 +286,44 @@ int api_redeliver_as(struct api *api, int64_t id, const char *principal, struct 
 int api_event_id(const char *text, size_t len, int64_t *ret_id);
 int api_post_provider_event(struct api *api, const struct http_request *req,
                             struct http_response *res, const char *rid);
-/* api_admission.c: the decision for `count` new refunds at once (a
- * batch: the last of them waits behind the others), measured now; count 0
- * or admission disabled admits. A store failure while measuring admits
+/* api_admission.c: the decision for `count` new refunds of `account` (a
+ * configured one) at once (a batch: the last of them waits behind the
+ * others), measured now on that account's own backlog and drain rate; count
+ * 0 or admission disabled admits. A store failure while measuring admits
  * (see below). 0 or TG_ENOMEM. */
 struct api_admission {
         struct api_admission_cache fig;
         struct admission_decision d;
 };
-int api_admission_decide(struct api *api, uint64_t count, struct api_admission *ret);
+int api_admission_decide(struct api *api, const char *account, uint64_t count,
+                         struct api_admission *ret);
 /* The refusal of a decision that did not admit: counted, logged, and the
- * 503 over_capacity answer with its Retry-After in res. */
+ * 503 over_capacity answer with its Retry-After in res (check_back names
+ * the account's /v1/stats when several are configured). */
 int api_admission_refuse(struct api *api, const struct api_admission *a, struct http_response *res,
                          const char *rid);
-/* One refund: 0 and *ret_admit = true to go on; false: res holds the
- * 503 answer. A store failure while measuring admits (the store's own error
- * will then show at accept, or the refund is accepted: never lost). */
-int api_admission_check(struct api *api, struct http_response *res, const char *rid,
-                        bool *ret_admit);
+/* One refund of account: 0 and *ret_admit = true to go on; false: res
+ * holds the 503 answer. A store failure while measuring admits (the
+ * store's own error will then show at accept, or the refund is accepted:
+ * never lost). */
+int api_admission_check(struct api *api, const char *account, struct http_response *res,
+                        const char *rid, bool *ret_admit);
+/* n refunds of account were accepted since its figures were read: counted
+ * into its backlog until the next read. */
+void api_admission_accepted(struct api *api, const char *account, uint64_t n);
+/* Every account's figures are read again at their next use (a reload). */
+void api_admission_forget(struct api *api);
 /* Writes the refusals counted so far to the store when their second is over
  * or a second has passed since the last write (always with force). */
 void api_refusals_flush(struct api *api, tg_wall_ms now, bool force);
-/* The figures admission and /v1/stats share (cached for a second). */
-int api_admission_figures(struct api *api, tg_wall_ms now, struct api_admission_cache *ret);
+/* The figures admission and /v1/stats share for a configured account
+ * (cached for a second); TG_EINVAL for one not configured. */
+int api_admission_figures(struct api *api, const char *account, tg_wall_ms now,
+                          struct api_admission_cache *ret);
 /* The same figures for an open backlog the caller already has (the console:
  * from the newest sample), without counting the store's operations and
  * without touching the cache above. */
-int api_admission_figures_for(struct api *api, tg_wall_ms now, uint64_t backlog,
-                              struct api_admission_cache *ret);
+int api_admission_figures_for(struct api *api, const char *account, tg_wall_ms now,
+                              uint64_t backlog, struct api_admission_cache *ret);
 
 #endif

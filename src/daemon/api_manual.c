@@ -1,6 +1,6 @@
 /*
  * api_manual — the manual review routes:
- *   GET  /v1/manual?reason=R&assignee=NAME|unassigned=true&after=CURSOR&limit=N
+ *   GET  /v1/manual?reason=R&assignee=NAME|unassigned=true&account=A&after=CURSOR&limit=N
  *                                                  oldest accepted first
  *   GET  /v1/manual/{operation_id}                 one operation, any state
  *   POST /v1/manual/{operation_id}/resend   {"operator","reason"}
@@ -80,7 +80,7 @@ static int list_manual(struct api *api, const struct http_request *req, struct h
                        const char *rid)
 {
         struct manual_page page = {0};
-        char reason[32];
+        char reason[32], account[TG_ACCOUNT_NAME_MAX + 1];
         int64_t after = 0, limit = 0;
         json_t *items = NULL;
         int r;
@@ -106,6 +106,10 @@ static int list_manual(struct api *api, const struct http_request *req, struct h
         if (r == 2)
                 return api_reply_code(res, rid, 400, "invalid_parameter", "unassigned",
                                       "must be true, and not given with assignee");
+        r = api_account_arg(api, req, res, rid, account);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        page.filter.account = account[0] ? account : NULL;
         page.max = (unsigned)limit;
         page.ops = calloc(page.max, sizeof(*page.ops));
         if (!page.ops)

@@ -370,6 +370,23 @@ static int accounts_read(struct api *api, tg_wall_ms now, struct account_snap *r
         return r;
 }
 
+/* Each account's backlog by state (the open states and manual), as its
+ * exit's newest sample counted it: no count of the store per scrape. An
+ * account whose exit never wrote a sample has no series. */
+static void account_backlog_lines(struct mbuf *b, const struct account_snap *a, unsigned n)
+{
+        static const enum op_state open[] = {OP_PENDING, OP_IN_FLIGHT, OP_RETRY_WAIT, OP_UNKNOWN,
+                                             OP_MANUAL};
+
+        family(b, "tollgate_account_backlog", "gauge",
+               "The account's operations in each open state and manual, as its exit's newest "
+               "sample counted them.");
+        for (unsigned i = 0; i < n; i++)
+                for (size_t k = 0; a[i].sample->at > 0 && k < sizeof(open) / sizeof(open[0]); k++)
+                        mb_printf(b, "tollgate_account_backlog{account=\"%s\",state=\"%s\"} %u\n",
+                                  a[i].name, op_state_name(open[k]), a[i].sample->backlog[open[k]]);
+}
+
 /* The exit's families, one series per account (label account). */
 static void exit_lines(struct mbuf *b, const struct snapshot *s, const struct account_snap *a,
                        unsigned n)
@@ -392,6 +409,7 @@ static void exit_lines(struct mbuf *b, const struct snapshot *s, const struct ac
         for (unsigned i = 0; i < n; i++)
                 mb_printf(b, "tollgate_account_paused{account=\"%s\"} %d\n", a[i].name,
                           a[i].paused ? 1 : 0);
+        account_backlog_lines(b, a, n);
         family(
             b, "tollgate_exit_held", "gauge",
             "1 while a provider-wide hold (429/503, timeouts) stops every start of the account.");
@@ -641,12 +659,11 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
                 return api_reply_code(res, rid, 400, "invalid_parameter", "minutes",
                                       "must be an integer in [1, 60]");
         /* the account's exit (?account=; default: the config's first) */
-        r = http_request_arg(req, "account", account, sizeof(account));
-        if (r == TG_ENOTFOUND)
+        r = api_account_arg(api, req, res, rid, account);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (!account[0])
                 snprintf(account, sizeof(account), "%s", api->cfg.accounts[0].name);
-        else if (r < 0 || !config_account_find(&api->cfg, account))
-                return api_reply_code(res, rid, 400, "invalid_parameter", "account",
-                                      "must be an account of the config (GET /v1/accounts)");
         snprintf(back, sizeof(back), "%s", store_account(api->store));
         r = store_use_account(api->store, account);
         if (r == 0)
@@ -674,7 +691,7 @@ static int stats_of_account(struct api *api, int64_t minutes, const char *accoun
                         return r;
                 return api_reply_store_error(res, rid, r);
         }
-        r = api_admission_figures(api, s.now, &adm);
+        r = api_admission_figures(api, account, s.now, &adm);
         if (r < 0)
                 goto fail;
         se.points = json_array();

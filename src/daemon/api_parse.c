@@ -9,12 +9,14 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/encode.h"
 #include "core/refund_validate.h"
 #include "core/rfc3339.h"
+#include "core/strnum.h"
 #include "core/tg_error.h"
 #include "daemon/config.h"
 #include "net/provider_request.h"
@@ -82,14 +84,19 @@ int api_refund_account(const struct tg_config *config, struct refund_request *re
         }
         if (req->account[0] && config_account_find(config, req->account))
                 return 0;
+        if (req->account[0])
+                return api_unknown_account(config, err);
         config_account_names(config, names, sizeof(names));
-        if (!req->account[0]) {
-                snprintf(message, sizeof(message),
-                         "is required when several accounts are configured: %s", names);
-                return invalid(err, 422, "invalid_field", "account", message);
-        }
-        snprintf(message, sizeof(message), "is not a configured account; the accounts are: %s",
+        snprintf(message, sizeof(message), "is required when several accounts are configured: %s",
                  names);
+        return invalid(err, 422, "invalid_field", "account", message);
+}
+
+int api_unknown_account(const struct tg_config *config, struct api_error *err)
+{
+        char message[sizeof(((struct api_error *)0)->message)];
+
+        config_account_unknown(config, message, sizeof(message));
         return invalid(err, 422, "unknown_account", "account", message);
 }
 
@@ -663,6 +670,53 @@ int api_parse_provider_event(const char *body, size_t len, struct provider_event
 }
 
 /* ---- the webhook signature header ------------------------------------------------- */
+
+int api_parse_stripe_signature(const char *header, struct stripe_signature *ret)
+{
+        struct stripe_signature sig = {.t = -1};
+        const char *p = header;
+
+        if (!p || !ret)
+                return TG_EPARSE;
+        for (;;) {
+                size_t len = strcspn(p, ","), klen;
+                const char *eq = memchr(p, '=', len), *v;
+                char num[16];
+
+                if (!eq || eq == p)
+                        return TG_EPARSE;
+                klen = (size_t)(eq - p);
+                v = eq + 1;
+                size_t vlen = len - klen - 1;
+                if (klen == 1 && p[0] == 't') {
+                        if (sig.t >= 0 || vlen == 0 || vlen > 12)
+                                return TG_EPARSE;
+                        for (size_t i = 0; i < vlen; i++)
+                                if (v[i] < '0' || v[i] > '9')
+                                        return TG_EPARSE;
+                        memcpy(num, v, vlen);
+                        num[vlen] = '\0';
+                        if (strnum_i64(num, 0, INT64_C(999999999999), &sig.t) < 0)
+                                return TG_EPARSE;
+                } else if (klen == 2 && p[0] == 'v' && p[1] == '1') {
+                        char hex[2 * API_MAC_LEN + 1];
+                        if (sig.n == API_STRIPE_SIGS_MAX || vlen != 2 * API_MAC_LEN)
+                                return TG_EPARSE;
+                        memcpy(hex, v, vlen);
+                        hex[vlen] = '\0';
+                        if (encode_hex_decode(hex, sig.v1[sig.n], API_MAC_LEN) < 0)
+                                return TG_EPARSE;
+                        sig.n++;
+                }
+                if (p[len] == '\0')
+                        break;
+                p += len + 1;
+        }
+        if (sig.t < 0 || sig.n == 0)
+                return TG_EPARSE;
+        *ret = sig;
+        return 0;
+}
 
 int api_parse_signature(const char *header, unsigned char ret_mac[API_MAC_LEN])
 {

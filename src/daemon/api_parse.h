@@ -28,6 +28,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "store/store.h"
 
@@ -74,6 +75,11 @@ struct api_batch_item {
  * with *err filled. */
 int api_refund_account(const struct tg_config *config, struct refund_request *req,
                        struct api_error *err);
+/* The one refusal of an account name that is not configured, wherever it
+ * is named (a refund's "account", the ?account= of /v1/stats, /v1/manual
+ * and /v1/calls): 422 unknown_account, field "account", the message naming
+ * the configured ones. Fills *err; returns TG_EINVAL. */
+int api_unknown_account(const struct tg_config *config, struct api_error *err);
 /* A parsed refund's notify_url against `[notify] allow`: none named is
  * fine; one named with no prefix configured is 422
  * notify_url_not_configured, one under no prefix 422 notify_url_not_allowed.
@@ -155,6 +161,20 @@ int api_parse_provider_event(const char *body, size_t len, struct provider_event
  * MAC itself is checked by the caller, in constant time. */
 #define API_MAC_LEN 32
 int api_parse_signature(const char *header, unsigned char ret_mac[API_MAC_LEN]);
+
+/* Stripe's Stripe-Signature header: comma-separated key=value elements,
+ * exactly one t=<unix seconds> (1-12 digits) and 1 to API_STRIPE_SIGS_MAX
+ * v1=<64 hex digits> (a secret being rolled signs with both); elements of
+ * other schemes (v0=...) are skipped, an element without '=' or an empty
+ * one is refused. header may be NULL (missing). 0 and *ret filled; or
+ * TG_EPARSE and *ret untouched. The MACs are checked by the caller. */
+#define API_STRIPE_SIGS_MAX 8
+struct stripe_signature {
+        int64_t t; /* seconds since the epoch, as signed */
+        unsigned n;
+        unsigned char v1[API_STRIPE_SIGS_MAX][API_MAC_LEN];
+};
+int api_parse_stripe_signature(const char *header, struct stripe_signature *ret);
 
 /* {"code","message","field","retryable"}: the error object of a body or
  * of one item of a batch. A new reference, NULL when out of memory. */

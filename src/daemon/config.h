@@ -197,6 +197,10 @@ const struct tg_account *config_account_find(const struct tg_config *config, con
 /* The names of config's accounts in the file's order, ", " between them,
  * cut with "..." when they do not fit dst[size] (for messages). */
 void config_account_names(const struct tg_config *config, char *dst, size_t size);
+/* The words every refusal of an account that is not configured says after
+ * the name (the API's 422 unknown_account, the CLI's and the tools'
+ * --account): "is not a configured account; the accounts are: a, b". */
+void config_account_unknown(const struct tg_config *config, char *dst, size_t size);
 
 /* config as account sees it: a copy of config whose [provider], [exit],
  * [retry] and [classify] members are the account's settings (everything

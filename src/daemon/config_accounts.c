@@ -123,6 +123,14 @@ void config_account_names(const struct tg_config *config, char *dst, size_t size
         }
 }
 
+void config_account_unknown(const struct tg_config *config, char *dst, size_t size)
+{
+        char names[100];
+
+        config_account_names(config, names, sizeof(names));
+        snprintf(dst, size, "is not a configured account; the accounts are: %s", names);
+}
+
 void config_accounts_serve(struct tg_config *config)
 {
         if (config && config->account_count == 1 &&

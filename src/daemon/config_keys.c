@@ -183,8 +183,33 @@ const struct key_def config_keys[] = {
     SECRET_KEY(PER_ACCOUNT("provider"), "webhook_secret_file", provider_webhook_secret_file,
                config_set_webhook_file, config_differ_webhook_secret,
                "A file holding the HMAC-SHA256 secret of the provider's webhook, `POST "
-               "/v1/provider-events` (signed `X-Signature: sha256=<hex>`). Unset: the route "
-               "does not exist."),
+               "/v1/provider-events` (signed as `provider.webhook_signature` says). Unset: the "
+               "route does not exist."),
+    CHOICE_KEY(PER_ACCOUNT("provider"), "webhook_signature", provider_webhook_signature,
+               " tollgate stripe ",
+               "How the provider signs a webhook delivery. `tollgate`: shared/PROVIDER.md's "
+               "`X-Signature: sha256=<hex HMAC-SHA256 of the body>` and its event "
+               "`{\"operation_id\",\"status\",\"refund_id\"}`. `stripe`: Stripe's "
+               "`Stripe-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"t.body\">` (any "
+               "`v1` may match: a secret being rolled), refused when `t` is further than "
+               "`provider.webhook_tolerance_s` from now; the event's refund is read at "
+               "`provider.webhook_object_field` with the reply mapping (`status_field`, the "
+               "status words, `refund_id_field`) and matched by "
+               "`provider.webhook_match_field`."),
+    INT_KEY(PER_ACCOUNT("provider"), "webhook_tolerance_s", KEY_I64, provider_webhook_tolerance_ms,
+            1, 86400, 1000,
+            "`webhook_signature = stripe`: how far a delivery's signed timestamp may be from "
+            "now, in seconds (Stripe's libraries default to 300). An older one is refused "
+            "(401 `bad_signature`): a delivery captured and replayed later is not taken."),
+    STRING_KEY(PER_ACCOUNT("provider"), "webhook_object_field", provider_webhook_object_field,
+               config_set_field_source,
+               "`webhook_signature = stripe`: the JSON path of the refund object inside an "
+               "event (`data.object`); empty: the event itself."),
+    STRING_KEY(PER_ACCOUNT("provider"), "webhook_match_field", provider_webhook_match_field,
+               config_set_field_source,
+               "`webhook_signature = stripe`: where the refund object carries the operation id "
+               "we sent (`metadata.operation_id`). An event without it is not ours (a refund "
+               "made elsewhere): answered 200 and ignored."),
     BOOL_KEY(PER_ACCOUNT("provider"), "reuse_connections", provider_reuse_connections,
              "Keep-alive connections to the provider (false: a fresh connection per call, "
              "closed after it). The guard against a second send of one call holds either way."),
@@ -695,6 +720,11 @@ void config_defaults(struct tg_config *ret_config)
         snprintf(c->provider_signature_encoding, sizeof(c->provider_signature_encoding), "%s",
                  "hex");
         snprintf(c->provider_body_format, sizeof(c->provider_body_format), "%s", "json");
+        snprintf(c->provider_webhook_signature, sizeof(c->provider_webhook_signature), "%s",
+                 "tollgate");
+        c->provider_webhook_tolerance_ms = 300000;
+        snprintf(c->provider_webhook_match_field, sizeof(c->provider_webhook_match_field), "%s",
+                 "operation_id");
         snprintf(c->provider_status_field, sizeof(c->provider_status_field), "%s", "status");
         snprintf(c->provider_status_succeeded, sizeof(c->provider_status_succeeded), "%s",
                  "succeeded");

@@ -121,6 +121,11 @@ static json_t *status_json(struct api *api, tg_wall_ms now, const struct timelin
         unsigned refused_minute = 0;
         double oldest = -1;
         int r;
+        /* admission as the account the console shows is judged (the config's
+         * first when the handle's is not configured) */
+        const char *account = config_account_find(&api->cfg, store_account(api->store))
+                                  ? store_account(api->store)
+                                  : api->cfg.accounts[0].name;
 
         if (!x)
                 return NULL;
@@ -151,11 +156,11 @@ static json_t *status_json(struct api *api, tg_wall_ms now, const struct timelin
         /* With a fresh sample its backlog is the account's: no count of every
          * operation (O(rows)) twice a second for the dashboards. */
         r = fresh ? api_admission_figures_for(
-                        api, now,
+                        api, account, now,
                         (uint64_t)x->backlog[OP_PENDING] + x->backlog[OP_IN_FLIGHT] +
                             x->backlog[OP_RETRY_WAIT] + x->backlog[OP_UNKNOWN],
                         &adm)
-                  : api_admission_figures(api, now, &adm);
+                  : api_admission_figures(api, account, now, &adm);
         if (r < 0 || admission_decide(&api->cfg.admission, &adm.fig, &d) < 0) {
                 memset(&adm, 0, sizeof(adm));
                 memset(&d, 0, sizeof(d));

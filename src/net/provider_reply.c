@@ -232,6 +232,41 @@ int provider_reply_read_list(const struct reply_map *map, const char *match, con
         return read_reply(map, match, body, len, headers, reply);
 }
 
+int provider_reply_read_event(const struct reply_map *map, const struct field_source *object,
+                              const struct field_source *match, const char *body, size_t len,
+                              struct provider_reply *reply, char *ret_match, size_t match_size)
+{
+        json_error_t error;
+        json_t *root, *obj;
+        char raw[sizeof(reply->status)];
+
+        if (!map || !object || !match || !reply || !ret_match || match_size == 0 ||
+            (!body && len > 0))
+                return TG_EINVAL;
+        reset_body(reply);
+        ret_match[0] = '\0';
+        if (len > PROVIDER_REPLY_MAX_BODY)
+                return TG_ERANGE;
+        root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &error);
+        if (!json_is_object(root)) {
+                json_decref(root);
+                return TG_EPARSE;
+        }
+        reply->body_is_json = true;
+        obj = object->n ? source_value(object, root) : root;
+        if (json_is_object(obj)) {
+                source_text(match, obj, NULL, false, ret_match, match_size);
+                if (source_text(&map->status, obj, NULL, false, raw, sizeof(raw)))
+                        reply_map_status(map, raw, reply->status, sizeof(reply->status));
+                source_text(&map->refund_id, obj, NULL, false, reply->refund_id,
+                            sizeof(reply->refund_id));
+                source_text(&map->failure_code, obj, NULL, false, reply->failure_code,
+                            sizeof(reply->failure_code));
+        }
+        json_decref(root);
+        return 0;
+}
+
 int provider_reply_parse_body(const char *body, size_t len, struct provider_reply *reply)
 {
         return provider_reply_read(NULL, body, len, NULL, reply);

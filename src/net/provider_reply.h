@@ -76,4 +76,15 @@ int provider_reply_read_list(const struct reply_map *map, const char *match, con
                              size_t len, const struct provider_reply_headers *headers,
                              struct provider_reply *reply);
 
+/* A provider's webhook event (provider.webhook_signature = stripe): the
+ * object at `object` (n == 0: the event itself) is read as a refund answer
+ * is (status through the map's words, refund id, failure code; header
+ * sources read nothing), and the text at `match` goes to ret_match (empty:
+ * the event names no operation of ours, or its object is missing). 0;
+ * TG_EPARSE (not a JSON object, duplicate keys), TG_ERANGE (over
+ * PROVIDER_REPLY_MAX_BODY), TG_EINVAL. */
+int provider_reply_read_event(const struct reply_map *map, const struct field_source *object,
+                              const struct field_source *match, const char *body, size_t len,
+                              struct provider_reply *reply, char *ret_match, size_t match_size);
+
 #endif

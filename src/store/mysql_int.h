@@ -63,6 +63,7 @@ enum mysql_query {
         MQ_COUNT_BY_STATE,
         MQ_OLDEST_ALL,
         MQ_SAMPLE_PUT,
+        MQ_COUNT_ACCOUNT,
         MQ_COUNT
 };
 
@@ -165,6 +166,7 @@ int store_mysql_account_audit_read(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
 int store_mysql_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
                      unsigned *ret_n);
 int store_mysql_stats(struct store *store, struct store_stats *ret_stats);
+int store_mysql_backlog(struct store *store, const char *account, uint64_t *by_state);
 int store_mysql_sample_put(struct store *store, const struct exit_sample *sample,
                            tg_wall_ms keep_after);
 int store_mysql_sample_last(struct store *store, struct exit_sample *ret_sample);

@@ -67,6 +67,7 @@ enum pg_query {
         PQY_COUNT_BY_STATE,
         PQY_OLDEST_ALL,
         PQY_SAMPLE_PUT,
+        PQY_COUNT_ACCOUNT,
         PQY_COUNT
 };
 
@@ -175,6 +176,7 @@ int store_pg_account_audit_read(const PGresult *res, int row, void *ret_row);
 int store_pg_page(struct store *store, const struct store_page *page, unsigned want, void *buf,
                   unsigned *ret_n);
 int store_pg_stats(struct store *store, struct store_stats *ret_stats);
+int store_pg_backlog(struct store *store, const char *account, uint64_t *by_state);
 int store_pg_sample_put(struct store *store, const struct exit_sample *sample,
                         tg_wall_ms keep_after);
 int store_pg_sample_last(struct store *store, struct exit_sample *ret_sample);

@@ -416,6 +416,13 @@ typedef int (*store_op_fn)(const struct op_record *op, void *userdata);
  * from fn stops the walk and is returned. */
 int store_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
                      void *userdata);
+/* store_list_calls() of one account's operations (account NULL: every
+ * account, as store_list_calls). The calls carry no index by account: the
+ * walk reads the call log by id and the store skips the other accounts'
+ * rows, so a page of a rare account may read many rows. TG_EINVAL (not an
+ * account name). */
+int store_list_account_calls(struct store *store, const char *account, int64_t since_id,
+                             unsigned limit, store_call_fn fn, void *userdata);
 /* The calls of one operation, oldest first. */
 int store_list_op_calls(struct store *store, int64_t op_id, store_call_fn fn, void *userdata);
 
@@ -432,6 +439,15 @@ struct store_stats {
         uint64_t pruned_calls;
 };
 int store_stats(struct store *store, struct store_stats *ret_stats);
+
+/* One account's backlog now: *ret_by_state[s] is the number of its
+ * operations in state s for the open states (pending, in_flight,
+ * retry_wait, unknown) and manual; the final states read 0. Counted from
+ * the account's index (the same cost per row as store_stats' counts), in
+ * one short read transaction, whatever account the handle serves.
+ * TG_EINVAL (not an account name). */
+int store_account_backlog(struct store *store, const char *account,
+                          uint64_t ret_by_state[OP_STATE_COUNT]);
 
 /* ---- lifecycle: retention, health, backup (store_life.c) ------------------ */
 
@@ -507,6 +523,7 @@ struct store_manual_filter {
         enum manual_reason reason; /* MANUAL_NONE: any */
         enum store_assignee who;
         const char *assignee; /* STORE_ASSIGNEE_IS: the name (1..TG_TEXT_MAX-1 bytes) */
+        const char *account;  /* one account's cases; NULL: every account */
 };
 
 /* store_list_manual() with the whole filter (the store filters, by page). */

@@ -128,12 +128,13 @@ struct store_batch {
 /* ---- pages: one walk (store_read.c), eight queries ---------------------------- */
 
 enum store_page_kind {
-        STORE_PAGE_CALLS,    /* calls with id > cur_id, by id */
+        STORE_PAGE_CALLS,    /* calls of `account` ("": any) with id > cur_id, by id */
         STORE_PAGE_OP_CALLS, /* calls of op_id with id > cur_id, by id */
         STORE_PAGE_AUDIT,    /* audit rows of op_id with id > cur_id, by id */
         STORE_PAGE_STATE,    /* operations in `state` with id > cur_id, by id */
         STORE_PAGE_MANUAL,   /* manual operations with id > after_id, of `reason` (MANUAL_NONE:
-                              * any), owned as `who` says (`assignee`), after
+                              * any), owned as `who` says (`assignee`), of
+                              * `account` ("": any), after
                               * (cur_at, cur_id) by (accepted_at, id) */
         STORE_PAGE_SAMPLES,  /* samples after (cur_at, cur_share) by (at, share) */
         STORE_PAGE_REFUSALS, /* refusal seconds with at > cur_at, by at */
@@ -246,6 +247,9 @@ struct store_ops {
         int (*page)(struct store *store, const struct store_page *page, unsigned want, void *buf,
                     unsigned *ret_n);
         int (*stats)(struct store *store, struct store_stats *ret_stats);
+        /* the open states' and manual's counts of one account (the named
+         * one, not the handle's) into by_state, zeroed first by the caller */
+        int (*backlog)(struct store *store, const char *account, uint64_t *by_state);
         int (*sample_put)(struct store *store, const struct exit_sample *sample,
                           tg_wall_ms keep_after);
         int (*sample_last)(struct store *store, struct exit_sample *ret_sample);
@@ -334,10 +338,11 @@ struct store_ops {
         .epoch_read = p##_epoch_read, .epoch_share = p##_epoch_share,                              \
         .epoch_bump = p##_epoch_bump, .split_read = p##_split_read, .split_put = p##_split_put,    \
         .hold_get = p##_hold_get, .hold_raise = p##_hold_raise, .page = p##_page,                  \
-        .stats = p##_stats, .sample_put = p##_sample_put, .sample_last = p##_sample_last,          \
-        .refusals_add = p##_refusals_add, .event_insert = p##_event_insert,                        \
-        .event_page = p##_event_page, .event_delivery_put = p##_event_delivery_put,                \
-        .event_prune = p##_event_prune, .controls_get = p##_controls_get,                          \
+        .stats = p##_stats, .backlog = p##_backlog, .sample_put = p##_sample_put,                  \
+        .sample_last = p##_sample_last, .refusals_add = p##_refusals_add,                          \
+        .event_insert = p##_event_insert, .event_page = p##_event_page,                            \
+        .event_delivery_put = p##_event_delivery_put, .event_prune = p##_event_prune,              \
+        .controls_get = p##_controls_get,                                                          \
         .controls_put = p##_controls_put, .account_audit_insert = p##_account_audit_insert
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for

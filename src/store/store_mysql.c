@@ -691,9 +691,12 @@ static int make_queries(struct mysql_store *s)
         const char *first = l.first, *again = l.again, *waiting = l.waiting, *flight = l.flight;
         const char *outbox = l.outbox, *key_old = l.key_old, *due = l.due;
         char counts[768], open_oldest[384], all_oldest[512], counters[128];
+        char backlog[STORE_SERVER_STATES_MAX];
         int n[MQ_COUNT];
 
         store_server_lists_make(&l);
+        store_state_list_sql(store_open_states() | POLICY_STATE_BIT(OP_MANUAL), backlog,
+                             sizeof(backlog));
 #define Q(id) s->q[id], sizeof(s->q[id])
         n[MQ_PICK_FIRST] = snprintf(Q(MQ_PICK_FIRST),
                                     "SELECT " OP_COLS " FROM operations "
@@ -784,6 +787,13 @@ static int make_queries(struct mysql_store *s)
                                     "SELECT %%S, %%I, %%I, %%U, %%U, %%U, %%U, %%I, (SELECT MIN(m) "
                                     "FROM (%s) AS o), %%L, %%U, %%U, %%U, %%U, %%U, %%U",
                                     open_oldest);
+        /* a format: one account's backlog (%S), from the index that leads
+         * with the account */
+        n[MQ_COUNT_ACCOUNT] = snprintf(Q(MQ_COUNT_ACCOUNT),
+                                       "SELECT state, COUNT(*) FROM operations FORCE INDEX "
+                                       "(ops_acct_accepted) WHERE account = %%S AND %s "
+                                       "GROUP BY state",
+                                       backlog);
 #undef Q
         for (int i = 0; i < MQ_COUNT; i++)
                 if (n[i] < 0 || (size_t)n[i] >= sizeof(s->q[i]))

@@ -483,9 +483,10 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
         switch (p->kind) {
         case STORE_PAGE_CALLS:
                 r = store_mysql_query(s, &res,
-                                      "SELECT " CALL_COLS " FROM calls WHERE id > %I "
+                                      "SELECT " CALL_COLS
+                                      " FROM calls WHERE id > %I AND (%S = '' OR account = %S) "
                                       "ORDER BY id LIMIT %I",
-                                      p->cur_id, n);
+                                      p->cur_id, p->account, p->account, n);
                 read = read_call;
                 size = sizeof(struct call_record);
                 break;
@@ -521,11 +522,12 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
                     "WHERE state = %S AND id > %I AND "
                     "(accepted_at > %I OR (accepted_at = %I AND id > %I)) "
                     "AND (%S = '' OR reason = %S) AND (%I = 0 OR (%I = 1 AND assignee = %S) "
-                    "OR (%I = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT %I",
+                    "OR (%I = 2 AND assignee = '')) AND (%S = '' OR account = %S) "
+                    "ORDER BY accepted_at, id LIMIT %I",
                     op_state_name(OP_MANUAL), p->after_id, p->cur_at, p->cur_at, p->cur_id,
                     p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason),
                     p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason), (int64_t)p->who,
-                    (int64_t)p->who, p->assignee, (int64_t)p->who, n);
+                    (int64_t)p->who, p->assignee, (int64_t)p->who, p->account, p->account, n);
                 break;
         case STORE_PAGE_REFUSALS:
                 r = store_mysql_query(s, &res,
@@ -561,6 +563,33 @@ int store_mysql_page(struct store *store, const struct store_page *p, unsigned w
 }
 
 /* ---- stats and samples ------------------------------------------------------------------ */
+
+int store_mysql_backlog(struct store *store, const char *account, uint64_t *by_state)
+{
+        struct mysql_store *s = M(store);
+        MYSQL_RES *res;
+        MYSQL_ROW row;
+        int r;
+
+        r = store_mysql_query(s, &res, s->q[MQ_COUNT_ACCOUNT], account);
+        if (r < 0)
+                return r;
+        while (r == 0) {
+                enum op_state state;
+                int64_t n = 0;
+
+                row = mysql_fetch_row(res);
+                if (!row)
+                        break;
+                if (!store_mysql_parse_i64(row[1], &n) ||
+                    op_state_parse(store_mysql_col_text(row, 0), &state) < 0)
+                        r = TG_ESTORE;
+                else
+                        by_state[state] = (uint64_t)n;
+        }
+        mysql_free_result(res);
+        return r;
+}
 
 int store_mysql_stats(struct store *store, struct store_stats *ret_stats)
 {

@@ -541,9 +541,12 @@ static int make_queries(struct pg_store *s)
         const char *first = l.first, *again = l.again, *waiting = l.waiting, *flight = l.flight;
         const char *outbox = l.outbox, *key_old = l.key_old, *due = l.due;
         char counts[768], open_oldest[384], all_oldest[512], counters[128];
+        char backlog[STORE_SERVER_STATES_MAX];
         int n[PQY_COUNT];
 
         store_server_lists_make(&l);
+        store_state_list_sql(store_open_states() | POLICY_STATE_BIT(OP_MANUAL), backlog,
+                             sizeof(backlog));
 #define Q(id) s->q[id], sizeof(s->q[id])
         n[PQY_PICK_FIRST] = snprintf(Q(PQY_PICK_FIRST),
                                      "SELECT " PG_OP_COLS " FROM operations "
@@ -631,6 +634,13 @@ static int make_queries(struct pg_store *s)
             "EXCLUDED.n_pending, n_in_flight = EXCLUDED.n_in_flight, n_retry_wait = "
             "EXCLUDED.n_retry_wait, n_unknown = EXCLUDED.n_unknown, n_manual = EXCLUDED.n_manual",
             open_oldest);
+        /* a format: one account's backlog (%S), from the index that leads
+         * with the account */
+        n[PQY_COUNT_ACCOUNT] =
+            snprintf(Q(PQY_COUNT_ACCOUNT),
+                     "SELECT state, COUNT(*) FROM operations WHERE account = %%S AND %s "
+                     "GROUP BY state",
+                     backlog);
 #undef Q
         for (int i = 0; i < PQY_COUNT; i++)
                 if (n[i] < 0 || (size_t)n[i] >= sizeof(s->q[i]))

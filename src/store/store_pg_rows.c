@@ -497,9 +497,10 @@ int store_pg_page(struct store *store, const struct store_page *p, unsigned want
         switch (p->kind) {
         case STORE_PAGE_CALLS:
                 r = store_pg_query(s, &res,
-                                   "SELECT " PG_CALL_COLS " FROM calls WHERE id > %I "
+                                   "SELECT " PG_CALL_COLS
+                                   " FROM calls WHERE id > %I AND (%S = '' OR account = %S) "
                                    "ORDER BY id LIMIT %I",
-                                   p->cur_id, n);
+                                   p->cur_id, p->account, p->account, n);
                 read = read_call;
                 size = sizeof(struct call_record);
                 break;
@@ -535,11 +536,12 @@ int store_pg_page(struct store *store, const struct store_page *p, unsigned want
                     "WHERE state = %S AND id > %I AND "
                     "(accepted_at > %I OR (accepted_at = %I AND id > %I)) "
                     "AND (%S = '' OR reason = %S) AND (%I = 0 OR (%I = 1 AND assignee = %S) "
-                    "OR (%I = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT %I",
+                    "OR (%I = 2 AND assignee = '')) AND (%S = '' OR account = %S) "
+                    "ORDER BY accepted_at, id LIMIT %I",
                     op_state_name(OP_MANUAL), p->after_id, p->cur_at, p->cur_at, p->cur_id,
                     p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason),
                     p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason), (int64_t)p->who,
-                    (int64_t)p->who, p->assignee, (int64_t)p->who, n);
+                    (int64_t)p->who, p->assignee, (int64_t)p->who, p->account, p->account, n);
                 break;
         case STORE_PAGE_REFUSALS:
                 r = store_pg_query(s, &res,
@@ -575,6 +577,29 @@ int store_pg_page(struct store *store, const struct store_page *p, unsigned want
 }
 
 /* ---- stats and samples ------------------------------------------------------------------ */
+
+int store_pg_backlog(struct store *store, const char *account, uint64_t *by_state)
+{
+        struct pg_store *s = P(store);
+        PGresult *res;
+        int r;
+
+        r = store_pg_query(s, &res, s->q[PQY_COUNT_ACCOUNT], account);
+        if (r < 0)
+                return r;
+        for (int row = 0; r == 0 && row < PQntuples(res); row++) {
+                enum op_state state;
+                int64_t n = 0;
+
+                if (!store_pg_parse_i64(PQgetvalue(res, row, 1), &n) ||
+                    op_state_parse(store_pg_col_text(res, row, 0), &state) < 0)
+                        r = TG_ESTORE;
+                else
+                        by_state[state] = (uint64_t)n;
+        }
+        PQclear(res);
+        return r;
+}
 
 int store_pg_stats(struct store *store, struct store_stats *ret_stats)
 {

@@ -146,16 +146,24 @@ static void after_refusal(struct store_page *page, const void *row)
         page->cur_at = ((const struct refusal_second *)row)->at;
 }
 
-int store_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
-                     void *userdata)
+int store_list_account_calls(struct store *store, const char *account, int64_t since_id,
+                             unsigned limit, store_call_fn fn, void *userdata)
 {
         struct store_page page = {.kind = STORE_PAGE_CALLS, .cur_id = since_id};
         struct walk w = {sizeof(struct call_record), deliver_call, after_call, {0}, userdata};
 
-        if (!store || !fn)
+        if (!store || !fn || (account && !refund_account_name_ok(account)))
                 return TG_EINVAL;
+        if (account)
+                store_copy_text(page.account, sizeof(page.account), account);
         w.fn.call = fn;
         return walk(store, &page, limit, &w);
+}
+
+int store_list_calls(struct store *store, int64_t since_id, unsigned limit, store_call_fn fn,
+                     void *userdata)
+{
+        return store_list_account_calls(store, NULL, since_id, limit, fn, userdata);
 }
 
 int store_list_op_calls(struct store *store, int64_t op_id, store_call_fn fn, void *userdata)
@@ -210,8 +218,11 @@ int store_list_manual_filtered(struct store *store, int64_t after_id,
                                   .cur_at = INT64_MIN};
         struct walk w = {sizeof(struct op_record), deliver_op, after_op, {0}, userdata};
 
-        if (!store || !fn || !filter || (unsigned)filter->reason >= MANUAL_REASON_COUNT)
+        if (!store || !fn || !filter || (unsigned)filter->reason >= MANUAL_REASON_COUNT ||
+            (filter->account && !refund_account_name_ok(filter->account)))
                 return TG_EINVAL;
+        if (filter->account)
+                store_copy_text(page.account, sizeof(page.account), filter->account);
         switch (filter->who) {
         case STORE_ASSIGNEE_IS:
                 if (!store_text_ok(filter->assignee, TG_TEXT_MAX - 1))
@@ -297,6 +308,33 @@ int store_stats(struct store *store, struct store_stats *ret_stats)
         return r;
 }
 
+struct backlog_ctx {
+        const char *account;
+        uint64_t by_state[OP_STATE_COUNT];
+};
+
+static int backlog_tx(struct store *s, void *ctx)
+{
+        struct backlog_ctx *c = ctx;
+
+        memset(c->by_state, 0, sizeof(c->by_state));
+        return s->ops->backlog(s, c->account, c->by_state);
+}
+
+int store_account_backlog(struct store *store, const char *account,
+                          uint64_t ret_by_state[OP_STATE_COUNT])
+{
+        struct backlog_ctx c = {.account = account};
+        int r;
+
+        if (!store || !ret_by_state || !account || !refund_account_name_ok(account))
+                return TG_EINVAL;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, backlog_tx, &c);
+        if (r == 0)
+                memcpy(ret_by_state, c.by_state, sizeof(c.by_state));
+        return r;
+}
+
 /* The backlog is counted again for every sample while it is small; a
  * count walks an index entry per row, so a larger backlog is counted again
  * only after one second per BACKLOG_ROWS_PER_S rows (BACKLOG_STALE_MAX_NS
@@ -319,13 +357,14 @@ static int sample_put_tx(struct store *s, void *ctx)
         struct sample_put_ctx *c = ctx;
 
         if (c->count) {
-                struct store_stats st;
-                int r = s->ops->stats(s, &st);
+                /* the handle's account's operations: a sample is its exit's */
+                uint64_t by_state[OP_STATE_COUNT] = {0};
+                int r = s->ops->backlog(s, s->account, by_state);
                 if (r < 0)
                         return r;
                 memset(c->sample->backlog, 0, sizeof(c->sample->backlog));
                 for (size_t i = 0; i < sizeof(backlog) / sizeof(backlog[0]); i++)
-                        c->sample->backlog[backlog[i]] = (unsigned)st.by_state[backlog[i]];
+                        c->sample->backlog[backlog[i]] = (unsigned)by_state[backlog[i]];
         }
         return s->ops->sample_put(s, c->sample, c->keep_after);
 }

@@ -115,7 +115,9 @@ static const char *const fixed_sql[ST_COUNT] = {
                       "cls = ?5, http_status = ?6, latency_us = ?7, error = ?8, "
                       "start_mono = ?9, start_wall = ?10, handoff_mono = ?11, "
                       "handoff_wall = ?12, in_flight_at_start = ?13 WHERE id = ?1 AND ended = 0",
-    [ST_PAGE_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE id > ?1 ORDER BY id LIMIT ?2",
+    /* ?3 '': every account */
+    [ST_PAGE_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE id > ?1 "
+                      "AND (?3 = '' OR account = ?3) ORDER BY id LIMIT ?2",
     [ST_PAGE_OP_CALLS] = "SELECT " CALL_COLS " FROM calls WHERE op_id = ?1 AND id > ?2 "
                          "ORDER BY id LIMIT ?3",
     [ST_PAGE_AUDIT] = "SELECT " AUDIT_COLS " FROM audit WHERE op_id = ?1 AND id > ?2 "
@@ -179,7 +181,7 @@ static int make_table_sql(struct sqlite_store *s)
 {
         char first[STATES_SQL_MAX], again[STATES_SQL_MAX], query[STATES_SQL_MAX];
         char waiting[STATES_SQL_MAX], resend[STATES_SQL_MAX], flight[STATES_SQL_MAX];
-        char outbox[STATES_SQL_MAX], key_old[3 * STATES_SQL_MAX];
+        char outbox[STATES_SQL_MAX], key_old[3 * STATES_SQL_MAX], backlog[STATES_SQL_MAX];
         char counts[640], open_oldest[384], all_oldest[512], counters[128];
         int n[ST_DYN_COUNT];
 
@@ -241,14 +243,24 @@ static int make_table_sql(struct sqlite_store *s)
                      "WHERE account = " ACCT " AND %s "
                      "AND ((share = ?3 AND epoch < ?1) OR share >= ?4) LIMIT ?2",
                      flight);
-        /* ?5 '' for any reason; ?6 who owns it (enum store_assignee), ?7 the name */
+        /* ?5 '' for any reason; ?6 who owns it (enum store_assignee), ?7 the
+         * name; ?8 '' for every account */
         n[ST_PAGE_MANUAL - ST_DYN_FIRST] =
             snprintf(DYN(ST_PAGE_MANUAL),
                      "SELECT " OP_COLS " FROM operations INDEXED BY ops_state_accepted "
                      "WHERE state = '%s' AND id > ?1 AND (accepted_at, id) > (?2, ?3) "
                      "AND (?5 = '' OR reason = ?5) AND (?6 = 0 OR (?6 = 1 AND assignee = ?7) "
-                     "OR (?6 = 2 AND assignee = '')) ORDER BY accepted_at, id LIMIT ?4",
+                     "OR (?6 = 2 AND assignee = '')) AND (?8 = '' OR account = ?8) "
+                     "ORDER BY accepted_at, id LIMIT ?4",
                      op_state_name(OP_MANUAL));
+        /* One account's backlog (?1), from the index that leads with it. */
+        store_state_list_sql(store_open_states() | POLICY_STATE_BIT(OP_MANUAL), backlog,
+                             sizeof(backlog));
+        n[ST_COUNT_ACCOUNT - ST_DYN_FIRST] =
+            snprintf(DYN(ST_COUNT_ACCOUNT),
+                     "SELECT state, count(*) FROM operations INDEXED BY ops_account_state "
+                     "WHERE account = ?1 AND %s GROUP BY state",
+                     backlog);
         /* The backlog (and the final states without a counter) from their
          * index; the counted final ones and the prune totals from the
          * counters, so that the cost does not grow with history. The oldest

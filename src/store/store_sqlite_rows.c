@@ -548,7 +548,8 @@ int store_sqlite_page(struct store *store, const struct store_page *p, unsigned 
         case STORE_PAGE_CALLS:
                 r = store_sqlite_stmt_get(s, ST_PAGE_CALLS, &st);
                 bad = r == 0 && (store_sqlite_bind_i64(st, 1, p->cur_id) ||
-                                 store_sqlite_bind_i64(st, 2, want));
+                                 store_sqlite_bind_i64(st, 2, want) ||
+                                 store_sqlite_bind_text(st, 3, p->account, strlen(p->account)));
                 read = read_call;
                 size = sizeof(struct call_record);
                 break;
@@ -573,14 +574,15 @@ int store_sqlite_page(struct store *store, const struct store_page *p, unsigned 
         case STORE_PAGE_MANUAL:
                 text = p->reason == MANUAL_NONE ? "" : manual_reason_name(p->reason);
                 r = store_sqlite_stmt_get(s, ST_PAGE_MANUAL, &st);
-                bad =
-                    r == 0 && (store_sqlite_bind_i64(st, 1, p->after_id) ||
-                               store_sqlite_bind_i64(st, 2, p->cur_at) ||
-                               store_sqlite_bind_i64(st, 3, p->cur_id) ||
-                               store_sqlite_bind_i64(st, 4, want) ||
-                               store_sqlite_bind_text(st, 5, text, strlen(text)) ||
-                               store_sqlite_bind_i64(st, 6, p->who) ||
-                               store_sqlite_bind_text(st, 7, p->assignee, sizeof(p->assignee) - 1));
+                bad = r == 0 &&
+                      (store_sqlite_bind_i64(st, 1, p->after_id) ||
+                       store_sqlite_bind_i64(st, 2, p->cur_at) ||
+                       store_sqlite_bind_i64(st, 3, p->cur_id) ||
+                       store_sqlite_bind_i64(st, 4, want) ||
+                       store_sqlite_bind_text(st, 5, text, strlen(text)) ||
+                       store_sqlite_bind_i64(st, 6, p->who) ||
+                       store_sqlite_bind_text(st, 7, p->assignee, sizeof(p->assignee) - 1) ||
+                       store_sqlite_bind_text(st, 8, p->account, strlen(p->account)));
                 break;
         case STORE_PAGE_REFUSALS:
                 r = store_sqlite_stmt_get(s, ST_PAGE_REFUSALS, &st);
@@ -665,6 +667,33 @@ int store_sqlite_stats(struct store *store, struct store_stats *ret_stats)
                 r = store_sqlite_epoch_read(store, &stats.epoch);
         if (r == 0)
                 *ret_stats = stats;
+        return r;
+}
+
+int store_sqlite_backlog(struct store *store, const char *account, uint64_t *by_state)
+{
+        struct sqlite_store *s = S(store);
+        sqlite3_stmt *st = NULL;
+        int r, rc;
+
+        r = store_sqlite_stmt_get(s, ST_COUNT_ACCOUNT, &st);
+        if (r == 0 && store_sqlite_bind_text(st, 1, account, strlen(account)))
+                r = TG_ESTORE;
+        while (r == 0) {
+                enum op_state state;
+
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_DONE)
+                        break;
+                if (rc != SQLITE_ROW)
+                        r = store_sqlite_map_rc(rc);
+                else if (op_state_parse(store_sqlite_col_text(st, 0), &state) == 0)
+                        by_state[state] = (uint64_t)sqlite3_column_int64(st, 1);
+                else
+                        r = TG_ESTORE;
+        }
+        if (st)
+                store_sqlite_stmt_done(st);
         return r;
 }
 

@@ -750,6 +750,9 @@ static int write_store_page(FILE *f, const struct verify_args *a, const struct t
         html_text(f, title);
         fprintf(f, "</h1>\n<p><span id=\"window\"></span> &middot; <span "
                    "class=\"lang-switch\" id=\"lang-switch\"></span></p>\n");
+        fprintf(f, "<p class=\"muted\">Account <b>");
+        html_text(f, store_account(store));
+        fprintf(f, "</b>; admission refusals are counted for every account together.</p>\n");
         fprintf(f,
                 "<p class=\"muted\">From the store alone (%s): the exit's per-second samples "
                 "of every share and the API's admission refusals, in bins of %u s (samples are "
@@ -776,7 +779,6 @@ static int report_from_store(const struct verify_args *a)
         struct store *store = NULL;
         struct timeline_series s = {0};
         tg_wall_ms now = clock_wall_now(), from = 0, to = now;
-        char err[512];
         FILE *f = NULL;
         int r;
 
@@ -802,12 +804,15 @@ static int report_from_store(const struct verify_args *a)
                 r = 2;
                 goto out;
         }
-        if (config_load(a->config, cfg, err, sizeof(err)) < 0) {
-                fprintf(stderr, "tollgate report: %s: %s\n", a->config, err);
+        if (verify_load_config("report", a, cfg) < 0) {
                 r = 2;
                 goto out;
         }
         r = store_open(cfg->store_url, &store);
+        /* the samples read are the handle's account's: --account's, else
+         * the default one's */
+        if (r == 0 && a->account)
+                r = store_use_account(store, a->account);
         if (r == 0)
                 r = timeline_read(store, from, to, STORE_POINTS, &s);
         if (r < 0) {

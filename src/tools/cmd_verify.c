@@ -45,6 +45,11 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
              .string = &a->config,
              .help = "read the call log from this config's store instead; also the default "
                      "rate, in-flight cap and attempts"},
+            {.name = "account",
+             .arg = "NAME",
+             .string = &a->account,
+             .help = "with --config: judge this account of it alone: its calls in the store, "
+                     "its rate, in-flight cap and attempts (report --from: its timeline)"},
             {.name = "arrivals",
              .arg = "FILE",
              .string = &a->arrivals,
@@ -169,6 +174,10 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
                 }
                 a->lim.expect_kinds = mask;
         }
+        if (a->account && !a->config) {
+                fprintf(stderr, "tollgate %s: --account names an account of --config FILE\n", cmd);
+                return TG_EINVAL;
+        }
         if (report && (a->from || a->to)) {
                 if (!a->config || a->calls || a->arrivals || a->ledger || a->timeline) {
                         fprintf(stderr,
@@ -194,20 +203,50 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
         return 0;
 }
 
+int verify_load_config(const char *cmd, const struct verify_args *a, struct tg_config *cfg)
+{
+        const struct tg_account *account;
+        char err[512];
+        int r;
+
+        if (config_load(a->config, cfg, err, sizeof(err)) < 0) {
+                fprintf(stderr, "tollgate %s: %s: %s\n", cmd, a->config, err);
+                return TG_ECONFIG;
+        }
+        if (!a->account)
+                return 0;
+        account = config_account_find(cfg, a->account);
+        if (!account) {
+                config_account_unknown(cfg, err, sizeof(err));
+                fprintf(stderr, "tollgate %s: --account \"%s\" %s\n", cmd, a->account, err);
+                return TG_EINVAL;
+        }
+        /* the account's values as the top level's (its view is a copy) */
+        {
+                struct tg_config *view = malloc(sizeof(*view));
+
+                if (!view)
+                        return TG_ENOMEM;
+                r = config_account_view(cfg, account, view);
+                if (r == 0)
+                        memcpy(cfg, view, sizeof(*view));
+                free(view);
+        }
+        return r;
+}
+
 int verify_load(const char *cmd, struct verify_args *a, struct runlog *log)
 {
         int r = 0;
         runlog_init(log, a->lim.max_records);
         if (a->config) {
                 struct tg_config *cfg = malloc(sizeof(*cfg));
-                char err[512];
                 if (!cfg)
                         return TG_ENOMEM;
-                r = config_load(a->config, cfg, err, sizeof(err));
+                r = verify_load_config(cmd, a, cfg);
                 if (r < 0) {
-                        fprintf(stderr, "tollgate %s: %s: %s\n", cmd, a->config, err);
                         free(cfg);
-                        return TG_ECONFIG;
+                        return r;
                 }
                 if (!a->rate_set)
                         a->lim.rate = cfg->exit.starts_per_second;
@@ -218,7 +257,7 @@ int verify_load(const char *cmd, struct verify_args *a, struct runlog *log)
                 if (cfg->policy.count_limited)
                         a->lim.count_limited = true;
                 if (!a->calls)
-                        r = runlog_read_store(log, cfg->store_url);
+                        r = runlog_read_store(log, cfg->store_url, a->account);
                 free(cfg);
         }
         if (r == 0 && a->calls)

@@ -326,7 +326,7 @@ static int add_store_call(const struct call_record *cr, void *userdata)
         return 0;
 }
 
-int runlog_read_store(struct runlog *log, const char *store_url)
+int runlog_read_store(struct runlog *log, const char *store_url, const char *account)
 {
         struct store *store = NULL;
         char err[600];
@@ -338,7 +338,7 @@ int runlog_read_store(struct runlog *log, const char *store_url)
         int64_t since = log->ncalls ? log->calls[log->ncalls - 1].id : 0;
         for (;;) {
                 size_t before = log->ncalls;
-                r = store_list_calls(store, since, 1000, add_store_call, log);
+                r = store_list_account_calls(store, account, since, 1000, add_store_call, log);
                 if (r < 0) {
                         if (!log->err[0])
                                 fail(log, r, "reading the call log: %s", tg_strerror(r));

@@ -42,7 +42,8 @@ int runlog_read_arrivals(struct runlog *log, const char *path);
 /* The stub's GET /_stub/ledger answer ({"operations":{KEY:{"executions":N}}})
  * or JSON lines {"key":KEY,"executions":N}. */
 int runlog_read_ledger(struct runlog *log, const char *path);
-/* Every call of the store at url (store_list_calls). */
-int runlog_read_store(struct runlog *log, const char *store_url);
+/* Every call of the store at url, or of one account (NULL: every
+ * account's; store_list_account_calls). */
+int runlog_read_store(struct runlog *log, const char *store_url, const char *account);
 
 #endif

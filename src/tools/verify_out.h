@@ -16,6 +16,7 @@
 /* Parsed flags. Strings point into argv. */
 struct verify_args {
         const char *calls, *config, *arrivals, *ledger;
+        const char *account; /* with --config: one account of it (NULL: every account) */
         struct verify_limits lim;
         bool rate_set, in_flight_set, attempts_set;
         bool json;
@@ -35,6 +36,12 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
 /* Each returns 0, or a negative code having printed the problem on stderr:
  * TG_EINVAL (an input that cannot be read), TG_ECONFIG (a bad config),
  * TG_ENOMEM; options_exit_status() maps them to 2, 2 and 1. */
+/* --config's file into *cfg (heap-sized, the caller's); with --account,
+ * the account's view of it (config_account_view: its rate, cap, attempts
+ * as the top level's); a name not configured is TG_EINVAL with the
+ * configured ones named. */
+struct tg_config;
+int verify_load_config(const char *cmd, const struct verify_args *args, struct tg_config *cfg);
 /* On success *ret_log is filled; release it with runlog_release(). */
 int verify_load(const char *cmd, struct verify_args *args, struct runlog *ret_log);
 int verify_judge(const char *cmd, const struct verify_args *args, const struct runlog *log,

@@ -24,10 +24,12 @@ import tgtest  # noqa: E402
 from tgdaemon import Tollgate  # noqa: E402
 
 
-def metric(tg, name):
+def metric(tg, name, account="default"):
+    """The exit's series of the one account (its `account` label)."""
     status, _, body = tgtest.http_request("GET", tg.api + "/metrics", None, tg.headers())[:3]
     text = body.decode() if isinstance(body, bytes) else body
-    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    m = re.search(r'^%s\{account="%s"\} (\S+)$' % (re.escape(name), re.escape(account)), text,
+                  re.M)
     return float(m.group(1)) if m else None
 
 

@@ -357,6 +357,14 @@ class ContractTest(unittest.TestCase):
         self.call("GET", "/v1/stats", expect=200)
         self.call("GET", "/v1/stats?minutes=1", expect=200)
         self.call("GET", "/v1/stats?minutes=99", expect=400)
+        self.call("GET", "/v1/stats?account=default", expect=200)
+        self.call("GET", "/v1/calls?account=default", expect=200)
+        self.call("GET", "/v1/manual?account=default", expect=200)
+        for path in ("/v1/stats", "/v1/calls", "/v1/manual"):
+            st, body = self.call("GET", path + "?account=ghost", expect=422)
+            self.assertEqual((body["error"]["code"], body["error"]["field"]),
+                             ("unknown_account", "account"), body)
+            self.assertIn("the accounts are: default", body["error"]["message"])
         self.call("GET", "/v1/stats", token=False, expect=401)
 
     def _accounts(self):

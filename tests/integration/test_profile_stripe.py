@@ -8,17 +8,24 @@ never executed and is sent again with its same key; a page that does not
 hold ours proves nothing (no re-send); a refund answered pending is asked
 about by its id until it is final; with `replay`, an outcome the queries
 could not tell is replayed with its key within the key's life, and past it
-goes to manual review as key_expired. And `tollgate config check` on the
-profile itself says nothing.
+goes to manual review as key_expired. Stripe's signed webhook
+(Stripe-Signature: t=..,v1=.., a 300 s tolerance) settles a refund whose
+queries were refused, and forged, stale and malformed deliveries change
+nothing. And `tollgate config check` on the profile itself says nothing.
 
 Behaviour only (no timing judged): labelled parallel.
 """
 
+import hashlib
+import hmac
+import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -27,6 +34,7 @@ import tgtest  # noqa: E402
 from tgdaemon import Tollgate  # noqa: E402
 
 PROFILE = "stripe"
+X_SIGNATURE_ONLY = object()  # a delivery signed the tollgate way, not Stripe's
 
 
 def posts_and_queries(calls):
@@ -192,6 +200,94 @@ class StripeProfileTest(unittest.TestCase):
         self.assertEqual(keys, ["st-replay"])
         self.assertEqual(ledger["executions"], 1)
 
+    def test_webhook_signed_as_stripe_settles_and_refuses_forgeries(self):
+        secret = "whsec_test_0123456789abcdef"
+
+        def event(op, status, evt="evt_1", refund="re_wh1"):
+            obj = {"id": refund, "object": "refund", "status": status,
+                   "metadata": {"operation_id": op} if op else {}}
+            return json.dumps({"id": evt, "object": "event", "type": "refund.updated",
+                               "data": {"object": obj}}).encode()
+
+        def sig(body, t=None, key=secret):
+            t = int(time.time()) if t is None else t
+            mac = hmac.new(key.encode(), b"%d." % t + body, hashlib.sha256).hexdigest()
+            return "t=%d,v1=%s" % (t, mac)
+
+        with self.start("--mode", "drop", "--query-mode", "unavailable",
+                        "--retry-after", "none") as stub:
+            secret_file = os.path.join(stub.dir, "whsec")
+            with open(os.open(secret_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                f.write(secret + "\n")
+            with self.tollgate(stub, provider={"webhook_secret_file": secret_file},
+                               exit={"starts_per_second": 50},
+                               retry={"query_interval_ms": 200}) as tg:
+                tg.start("api")
+                exit_ = tg.start("dispatch", wait_api=False)
+                ops = ["swh-a", "swh-b"]
+                for op in ops:
+                    self.assertEqual(tg.submit(op)[0], 202)
+                tg.wait_final(ops, timeout=30, states=("unknown", "retry_wait"))
+                # queries refused: only the webhook can tell; the exit stops so
+                # that none is in flight while it speaks
+                tgtest.wait_until(lambda: sum(1 for a in stub.arrivals()
+                                              if a["method"] == "GET") >= 2,
+                                  timeout=15, what="the queries refused")
+                exit_.send_signal(signal.SIGTERM)
+                self.assertEqual(exit_.popen.wait(15), 0)
+
+                def post(body, header):
+                    h = {"Content-Type": "application/json"}
+                    if header is not None:
+                        h["Stripe-Signature"] = header
+                    return tgtest.http_json("POST", tg.api + "/v1/provider-events", body, h)
+
+                good = event("swh-a", "succeeded")
+                now = int(time.time())
+                forged = [None, "", sig(good, key="whsec_other"), sig(good + b" "),
+                          sig(good, t=now - 400), sig(good, t=now + 400),
+                          "t=%d,v0=%s" % (now, "0" * 64), "v1=" + "0" * 64,
+                          "t=abc,v1=" + "0" * 64, sig(good)[:-2], sig(good) + ",v1",
+                          X_SIGNATURE_ONLY]
+                for header in forged:
+                    if header is X_SIGNATURE_ONLY:
+                        mac = hmac.new(secret.encode(), good, hashlib.sha256).hexdigest()
+                        st, _, body = tgtest.http_json(
+                            "POST", tg.api + "/v1/provider-events", good,
+                            {"X-Signature": "sha256=" + mac})
+                    else:
+                        st, _, body = post(good, header)
+                    self.assertEqual((st, body["error"]["code"]), (401, "bad_signature"),
+                                     (header, body))
+                self.assertIn(tg.status("swh-a")[2]["state"], ("unknown", "retry_wait"))
+                # a secret being rolled: two v1, one of them right
+                wrong = sig(good, key="whsec_old").split(",v1=")[1]
+                header = sig(good) + ",v1=" + wrong
+                for _ in range(2):  # the same event id again changes nothing
+                    st, _, body = post(good, header)
+                    self.assertEqual((st, body["state"]), (200, "succeeded"), body)
+                rec = tg.status("swh-a")[2]
+                self.assertEqual(rec["refund_id"], "re_wh1")
+                self.assertEqual(sum(a["action"] == "external" for a in rec["audit"]), 1)
+                # not final, not ours: 200, nothing changes
+                for body, why in ((event("swh-b", "pending", "evt_2"), "not_final"),
+                                  (event(None, "succeeded", "evt_3"), "not_ours"),
+                                  (event("../x", "succeeded", "evt_4"), "not_ours")):
+                    st, _, answer = post(body, sig(body))
+                    self.assertEqual((st, answer), (200, {"ignored": why}), body)
+                self.assertIn(tg.status("swh-b")[2]["state"], ("unknown", "retry_wait"))
+                failed = event("swh-b", "failed", "evt_5", "re_wh2")
+                st, _, body = post(failed, sig(failed))
+                self.assertEqual((st, body["state"]), (200, "rejected"), body)
+                # a later "succeeded" cannot rewrite a final answer
+                flip = event("swh-b", "succeeded", "evt_6", "re_wh2")
+                self.assertEqual(post(flip, sig(flip))[0], 409)
+                st, _, _ = post(b"[1]", sig(b"[1]"))
+                self.assertEqual(st, 422)
+                # nothing was sent to the provider because of a delivery
+                posts = [a for a in stub.arrivals() if a["method"] == "POST"]
+                self.assertEqual(len(posts), 2, posts)
+
     def test_config_check_on_the_profile_says_nothing(self):
         d = tempfile.mkdtemp(prefix="tollgate-stripe-")
         try:
@@ -203,7 +299,8 @@ class StripeProfileTest(unittest.TestCase):
                 text = f.read()
             ini = os.path.join(d, "t.ini")
             with open(ini, "w") as f:
-                f.write(text.replace("/etc/tollgate/stripe-secret-key", secret))
+                f.write(text.replace("/etc/tollgate/stripe-secret-key", secret)
+                        .replace("/etc/tollgate/stripe-webhook-secret", secret))
             p = subprocess.run([tgtest.binary("tollgate"), "config", "check", "--config", ini],
                                capture_output=True, text=True, timeout=30)
             self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout + p.stderr)

@@ -263,7 +263,7 @@ class SharesTest(unittest.TestCase):
                 body = stats()
                 st, _, raw = tgtest.http_request("GET", tg.api + "/metrics", None,
                                                  tg.headers())
-                m = metric(raw.decode(), "tollgate_in_flight")
+                m = metric(raw.decode(), 'tollgate_in_flight{account="default"}')
                 return body["in_flight"] == 4 and m == 4 and body
             body = tgtest.wait_until(four_open, timeout=20, interval=0.2,
                                      what="the account's in-flight (2 shares x 2)")
@@ -304,7 +304,8 @@ class SharesTest(unittest.TestCase):
             started = sum(float(line.split()[1]) for line in text.splitlines()
                           if line.startswith("tollgate_calls_started_total{"))
             self.assertEqual(started, len(calls))
-            self.assertEqual(metric(text, "tollgate_call_latency_seconds_count"), len(calls))
+            self.assertEqual(metric(text, 'tollgate_call_latency_seconds_count{account="default"}'),
+                             len(calls))
 
 
 # The methods that judge behaviour only (the account's figures add up); they

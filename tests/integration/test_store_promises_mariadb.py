@@ -30,7 +30,8 @@ import tgmariadb  # noqa: E402
 import tgtest  # noqa: E402
 from tgdaemon import Tollgate, log_events  # noqa: E402
 
-GUARDS = ("audit_no_delete", "audit_no_update", "calls_no_delete", "operations_no_delete")
+GUARDS = ("account_audit_no_delete", "account_audit_no_update", "audit_no_delete",
+          "audit_no_update", "calls_no_delete", "operations_no_delete")
 PROVIDER = tgbackup.PROVIDER
 
 
@@ -95,7 +96,8 @@ class StorePromisesTest(unittest.TestCase):
                 err = p.stderr_text()
                 self.assertIn("tollgate %s: the MariaDB store tollgate_binlog lacks its "
                               "no-delete triggers (operations_no_delete, calls_no_delete, "
-                              "audit_no_delete, audit_no_update)" % command, err)
+                              "audit_no_delete, audit_no_update, account_audit_no_delete, "
+                              "account_audit_no_update)" % command, err)
                 self.assertIn("user tollgate has no SUPER", err)
                 self.assertIn("SET GLOBAL log_bin_trust_function_creators = 1", err)
                 self.assertIn("or set store.allow_missing_triggers = true", err)
@@ -142,7 +144,8 @@ class StorePromisesTest(unittest.TestCase):
             self.assertEqual(p.popen.wait(10), 1)
             self.assertIn("tollgate serve: the MariaDB store tollgate_notrig lacks its "
                           "no-delete triggers (operations_no_delete, calls_no_delete, "
-                          "audit_no_delete, audit_no_update): user notrig may not create "
+                          "audit_no_delete, audit_no_update, account_audit_no_delete, "
+                          "account_audit_no_update): user notrig may not create "
                           "them; fix: GRANT TRIGGER ON `tollgate_notrig`.* TO notrig",
                           p.stderr_text())
             self.db.sql("GRANT TRIGGER ON tollgate_notrig.* TO 'notrig'@'127.0.0.1'")

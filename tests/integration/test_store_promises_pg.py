@@ -35,7 +35,8 @@ import tgtest  # noqa: E402
 from tgdaemon import Tollgate, log_events  # noqa: E402
 
 PG_URL = os.environ.get("TG_TEST_PG_URL", "")
-GUARDS = ("audit_no_delete", "audit_no_truncate", "calls_no_delete",
+GUARDS = ("account_audit_no_delete", "account_audit_no_truncate", "audit_no_delete",
+          "audit_no_truncate", "calls_no_delete",
           "calls_no_truncate", "operations_no_delete", "operations_no_truncate")
 # the dispatcher's own look for work: as rarely as it may
 SLOW_LOOK = dict(tgbackup.FAST_EXIT, idle_poll_max_ms=60000)

@@ -38,7 +38,9 @@ struct fixture {
         struct api *api;
 };
 
-static int setup(void **state)
+/* The fixture's api over a new SQLite store: one account (default), or
+ * with `two` a second one, eu, with the same settings after it. */
+static int setup_accounts(void **state, bool two)
 {
         struct fixture *fx = calloc(1, sizeof(*fx));
         struct tg_config cfg;
@@ -53,10 +55,25 @@ static int setup(void **state)
         snprintf(cfg.store_url, sizeof(cfg.store_url), "sqlite://%s", fx->db);
         snprintf(cfg.api_token, sizeof(cfg.api_token), "%s", TOKEN);
         cfg.api_max_body_bytes = 1024;
+        if (two) {
+                cfg.accounts[1] = cfg.accounts[0];
+                snprintf(cfg.accounts[1].name, sizeof(cfg.accounts[1].name), "eu");
+                cfg.account_count = 2;
+        }
         if (api_new(&cfg, &fx->api) != 0)
                 return -1;
         *state = fx;
         return 0;
+}
+
+static int setup(void **state)
+{
+        return setup_accounts(state, false);
+}
+
+static int setup_two(void **state)
+{
+        return setup_accounts(state, true);
 }
 
 static int teardown(void **state)
@@ -375,7 +392,7 @@ static void test_admission_at_the_rate_in_force(void **state)
         snprintf(smp->figures, sizeof(smp->figures), "{\"rate\":%g}", ceiling / 4);
         assert_int_equal(store_sample_put(fx->api->store, smp, now - 3600 * 1000, 0), 0);
         free(smp);
-        fx->api->adm.read_at = 0; /* no cached figures */
+        api_admission_forget(fx->api); /* no cached figures */
         ex = get(fx->api, "/v1/stats", NULL);
         assert_int_equal(ex.status, 200);
         json_t *adm = json_object_get(ex.json, "admission");
@@ -770,15 +787,32 @@ static void test_routes(void **state)
         assert_int_equal(ops_stored(fx->api), 0);
 }
 
+/* One call, as the dispatcher would record it: store (serving the account
+ * to claim from) becomes the exit's owner and claims the oldest pending. */
+static void claim_one(struct store *store, const char *request_id, struct op_record *op,
+                      struct call_record *call)
+{
+        struct claim_args args;
+        int64_t epoch = 0;
+
+        assert_int_equal(store_owner_acquire(store, &epoch), 0);
+        memset(&args, 0, sizeof(args));
+        args.group = STORE_GROUP_FIRST;
+        args.epoch = epoch;
+        args.now = api_wall_now();
+        args.start_mono = 1;
+        args.in_flight_at_start = 1;
+        snprintf(args.request_id, sizeof(args.request_id), "%s", request_id);
+        assert_int_equal(store_claim(store, &args, op, call), 0);
+}
+
 static void test_status_and_calls(void **state)
 {
         struct fixture *fx = *state;
-        struct claim_args args;
         struct op_record op;
         struct call_record call;
         struct exchange ex;
         json_t *attempts, *a;
-        int64_t epoch = 0;
 
         ex = POST_LIT(fx->api, GOOD);
         assert_int_equal(ex.status, 202);
@@ -798,15 +832,7 @@ static void test_status_and_calls(void **state)
         exchange_free(&ex);
 
         /* one call, as the dispatcher would record it */
-        assert_int_equal(store_owner_acquire(fx->api->store, &epoch), 0);
-        memset(&args, 0, sizeof(args));
-        args.group = STORE_GROUP_FIRST;
-        args.epoch = epoch;
-        args.now = api_wall_now();
-        args.start_mono = 1;
-        args.in_flight_at_start = 1;
-        snprintf(args.request_id, sizeof(args.request_id), "req-1");
-        assert_int_equal(store_claim(fx->api->store, &args, &op, &call), 0);
+        claim_one(fx->api->store, "req-1", &op, &call);
 
         ex = get(fx->api, "/v1/refunds/op-1", NULL);
         assert_int_equal(ex.status, 200);
@@ -2353,6 +2379,159 @@ static void test_batch_admission(void **state)
         assert_int_equal(ops_stored(fx->api), 3);
 }
 
+/* A refund of `account` through the API: its status. */
+static int post_in(struct api *api, const char *id, const char *account)
+{
+        char body[256];
+        struct exchange ex;
+        int status;
+
+        snprintf(body, sizeof(body),
+                 "{\"operation_id\":\"%s\",\"payment_id\":\"pay\",\"amount\":5,"
+                 "\"currency\":\"EUR\",\"account\":\"%s\"}",
+                 id, account);
+        ex = post(api, body, strlen(body));
+        status = ex.status;
+        exchange_free(&ex);
+        return status;
+}
+
+/* GET path?query answered 200: the size of its array `key`. */
+static size_t listed(struct api *api, const char *path, const char *query, const char *key)
+{
+        struct exchange ex = get(api, path, query);
+        size_t n;
+
+        assert_int_equal(ex.status, 200);
+        n = json_array_size(json_object_get(ex.json, key));
+        exchange_free(&ex);
+        return n;
+}
+
+/* Seen per account (issue 26 §6): /v1/manual and /v1/calls filter by
+ * ?account=, every account without it; a name not configured is the one
+ * 422 unknown_account naming the configured ones, on /v1/stats too. */
+static void test_reads_per_account(void **state)
+{
+        struct fixture *fx = *state;
+        static const char *const routes[] = {"/v1/manual", "/v1/calls", "/v1/stats"};
+        struct op_record op;
+        struct call_record call;
+        struct exchange ex;
+        unsigned n = 0;
+        json_t *items;
+
+        assert_int_equal(post_in(fx->api, "d-1", "default"), 202);
+        assert_int_equal(post_in(fx->api, "e-1", "eu"), 202);
+        assert_int_equal(post_in(fx->api, "e-2", "eu"), 202);
+        /* eu's exit: one call (e-1), then its sweep moves e-2 to manual */
+        assert_int_equal(store_use_account(fx->api->store, "eu"), 0);
+        claim_one(fx->api->store, "req-e-1", &op, &call);
+        assert_string_equal(op.req.operation_id, "e-1");
+        assert_int_equal(
+            store_sweep_deadlines(fx->api->store, 0, api_wall_now() + 24 * 3600 * 1000LL, &n), 0);
+        store_owner_release(fx->api->store);
+        assert_int_equal(store_use_account(fx->api->store, "default"), 0);
+        /* default's sweep: d-1 to manual */
+        assert_int_equal(
+            store_sweep_deadlines(fx->api->store, 0, api_wall_now() + 24 * 3600 * 1000LL, &n), 0);
+
+        ex = get(fx->api, "/v1/manual", "account=eu");
+        assert_int_equal(ex.status, 200);
+        items = json_object_get(ex.json, "items");
+        assert_int_equal(json_array_size(items), 1);
+        assert_string_equal(
+            json_string_value(json_object_get(json_array_get(items, 0), "operation_id")), "e-2");
+        exchange_free(&ex);
+        ex = get(fx->api, "/v1/manual", "account=default");
+        items = json_object_get(ex.json, "items");
+        assert_int_equal(json_array_size(items), 1);
+        assert_string_equal(
+            json_string_value(json_object_get(json_array_get(items, 0), "operation_id")), "d-1");
+        exchange_free(&ex);
+        assert_int_equal(listed(fx->api, "/v1/manual", NULL, "items"), 2);
+        assert_int_equal(listed(fx->api, "/v1/calls", "account=eu", "calls"), 1);
+        assert_int_equal(listed(fx->api, "/v1/calls", "account=default", "calls"), 0);
+        assert_int_equal(listed(fx->api, "/v1/calls", NULL, "calls"), 1);
+
+        for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+                static const char *const bad[] = {"account=us", "account=EU!",
+                                                  "account=", "account=%zz"};
+
+                for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+                        const char *msg;
+
+                        ex = get(fx->api, routes[i], bad[k]);
+                        assert_string_equal(expect_error(&ex, 422, "unknown_account"), "account");
+                        msg = json_string_value(
+                            json_object_get(json_object_get(ex.json, "error"), "message"));
+                        assert_non_null(strstr(msg, "the accounts are: default, eu"));
+                        exchange_free(&ex);
+                }
+        }
+        ex = get(fx->api, "/v1/stats", "account=eu");
+        assert_int_equal(ex.status, 200);
+        assert_string_equal(json_string_value(json_object_get(ex.json, "account")), "eu");
+        exchange_free(&ex);
+}
+
+/* Admission per account (issue 26 §6): eu at its backlog limit refuses its
+ * own refunds (503, Retry-After, check_back naming eu's stats) while
+ * default keeps accepting; the store-wide backlog would refuse both. */
+static void test_admission_per_account(void **state)
+{
+        struct fixture *fx = *state;
+        struct exchange ex;
+
+        fx->api->cfg.admission.max_backlog = 3;
+        for (int i = 0; i < 3; i++) {
+                char id[16];
+
+                snprintf(id, sizeof(id), "e-%d", i);
+                assert_int_equal(post_in(fx->api, id, "eu"), 202);
+        }
+        assert_int_equal(post_in(fx->api, "e-9", "eu"), 503);
+        ex = get(fx->api, "/v1/stats", "account=eu");
+        assert_int_equal(
+            json_integer_value(json_object_get(json_object_get(ex.json, "admission"), "backlog")),
+            3);
+        exchange_free(&ex);
+        for (int i = 0; i < 2; i++) {
+                char id[16];
+
+                snprintf(id, sizeof(id), "d-%d", i);
+                assert_int_equal(post_in(fx->api, id, "default"), 202);
+        }
+        {
+                char body[256];
+
+                snprintf(body, sizeof(body),
+                         "{\"operation_id\":\"e-8\",\"payment_id\":\"pay\",\"amount\":5,"
+                         "\"currency\":\"EUR\",\"account\":\"eu\"}");
+                ex = post(fx->api, body, strlen(body));
+                expect_error(&ex, 503, "over_capacity");
+                assert_true(atoi(ex.retry_after) >= 1);
+                assert_string_equal(json_string_value(json_object_get(ex.json, "check_back")),
+                                    "/v1/stats?account=eu");
+                exchange_free(&ex);
+        }
+        /* a batch: judged per account, any account refused refuses it whole */
+        ex = post_batch(fx->api, "{\"refunds\":[{\"operation_id\":\"d-5\",\"payment_id\":\"p\","
+                                 "\"amount\":5,\"currency\":\"EUR\",\"account\":\"default\"}]}");
+        assert_int_equal(ex.status, 200);
+        expect_item(&ex, 0, 202, "d-5");
+        exchange_free(&ex);
+        ex = post_batch(fx->api, "{\"refunds\":[{\"operation_id\":\"d-6\",\"payment_id\":\"p\","
+                                 "\"amount\":5,\"currency\":\"EUR\",\"account\":\"default\"},"
+                                 "{\"operation_id\":\"e-7\",\"payment_id\":\"p\","
+                                 "\"amount\":5,\"currency\":\"EUR\",\"account\":\"eu\"}]}");
+        expect_error(&ex, 503, "over_capacity");
+        exchange_free(&ex);
+        /* default reaches its own limit: 3 of its own */
+        assert_int_equal(post_in(fx->api, "d-7", "default"), 503);
+        assert_int_equal(ops_stored(fx->api), 6);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -2386,6 +2565,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_batch_repeat, setup, teardown),
             cmocka_unit_test_setup_teardown(test_batch_envelope, setup, teardown),
             cmocka_unit_test_setup_teardown(test_batch_admission, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_reads_per_account, setup_two, teardown),
+            cmocka_unit_test_setup_teardown(test_admission_per_account, setup_two, teardown),
             cmocka_unit_test_setup_teardown(test_provider_event_signature, setup, teardown),
             cmocka_unit_test_setup_teardown(test_provider_event_bodies, setup, teardown),
         };

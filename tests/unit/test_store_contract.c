@@ -2461,6 +2461,150 @@ static void test_accounts(void **state)
         store_close(a);
 }
 
+/* The backlog by state of a sample the owner of `epoch` writes through s. */
+static void sampled_backlog(struct store *s, int64_t epoch, uint64_t by[OP_STATE_COUNT])
+{
+        struct exit_sample *x = calloc(1, sizeof(*x));
+
+        assert_non_null(x);
+        *x = *sample_at(T0 + 30, 1);
+        x->epoch = epoch;
+        assert_int_equal(store_sample_put(s, x, 0, 0), 0);
+        assert_int_equal(store_last_sample(s, x), 0);
+        for (int i = 0; i < OP_STATE_COUNT; i++)
+                by[i] = x->backlog[i];
+        free(x);
+}
+
+/* Seen per account (issue 26 §6): the call log and the manual queue filter
+ * by account (NULL: every account), and one account's backlog is counted
+ * whatever the handle serves; another account's rows never count. */
+static void test_accounts_seen(void **state)
+{
+        struct store *a = open_store(); /* serves default */
+        struct store *b = open_store();
+        struct store_manual_filter f = {.reason = MANUAL_NONE, .who = STORE_ASSIGNEE_ANY};
+        struct seen seen = {0};
+        uint64_t by[OP_STATE_COUNT];
+        int64_t ea, eb;
+
+        (void)state;
+        assert_int_equal(store_use_account(b, "eu"), 0);
+        ea = acquire(a);
+        eb = acquire(b);
+        /* default: two cases in manual and one pending; eu: one case in
+         * manual and three pending; us: one pending */
+        accept_in(a, "d-1", "default", T0);
+        accept_in(a, "d-2", "default", T0 + 1);
+        accept_in(a, "e-1", "eu", T0 + 2);
+        accept_in(a, "d-3", "default", T0 + 3);
+        for (int i = 2; i <= 4; i++) {
+                char id[16];
+
+                snprintf(id, sizeof(id), "e-%d", i);
+                accept_in(a, id, "eu", T0 + 3 + i);
+        }
+        accept_in(a, "u-1", "us", T0 + 9);
+        drive(a, STORE_GROUP_FIRST, ea, T0 + 10, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        drive(b, STORE_GROUP_FIRST, eb, T0 + 11, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        drive(a, STORE_GROUP_FIRST, ea, T0 + 12, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+
+        /* the call log: one account's calls, in id order */
+        assert_int_equal(store_list_account_calls(a, "eu", 0, 10, on_call, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.calls[0].operation_id, "e-1");
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_account_calls(b, "default", 0, 10, on_call, &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.calls[0].operation_id, "d-1");
+        assert_string_equal(seen.calls[1].operation_id, "d-2");
+        /* after the first: the filter holds past the cursor */
+        {
+                int64_t after = seen.calls[0].id;
+
+                memset(&seen, 0, sizeof(seen));
+                assert_int_equal(store_list_account_calls(a, "default", after, 10, on_call, &seen),
+                                 0);
+                assert_int_equal(seen.n, 1);
+                assert_string_equal(seen.calls[0].operation_id, "d-2");
+        }
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_account_calls(a, NULL, 0, 10, on_call, &seen), 0);
+        assert_int_equal(seen.n, 3);
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_account_calls(a, "us", 0, 10, on_call, &seen), 0);
+        assert_int_equal(seen.n, 0);
+        assert_int_equal(store_list_account_calls(a, "Bad!", 0, 10, on_call, &seen), TG_EINVAL);
+
+        /* the manual queue: one account's cases */
+        f.account = "eu";
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_manual_filtered(a, 0, &f, 10, on_op, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.op_ids[0], "e-1");
+        f.account = "default";
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_manual_filtered(b, 0, &f, 10, on_op, &seen), 0);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.op_ids[0], "d-1");
+        assert_string_equal(seen.op_ids[1], "d-2");
+        /* with the other filters */
+        f.who = STORE_ASSIGNEE_NONE;
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_manual_filtered(b, 0, &f, 1, on_op, &seen), 0);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.op_ids[0], "d-1");
+        f.who = STORE_ASSIGNEE_ANY;
+        f.account = NULL;
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_manual_filtered(a, 0, &f, 10, on_op, &seen), 0);
+        assert_int_equal(seen.n, 3);
+        f.account = "us";
+        memset(&seen, 0, sizeof(seen));
+        assert_int_equal(store_list_manual_filtered(a, 0, &f, 10, on_op, &seen), 0);
+        assert_int_equal(seen.n, 0);
+        f.account = "Bad!";
+        assert_int_equal(store_list_manual_filtered(a, 0, &f, 10, on_op, &seen), TG_EINVAL);
+
+        /* one account's backlog, read through either handle */
+        assert_int_equal(store_account_backlog(a, "eu", by), 0);
+        assert_int_equal(by[OP_PENDING], 3);
+        assert_int_equal(by[OP_MANUAL], 1);
+        assert_int_equal(by[OP_IN_FLIGHT] + by[OP_RETRY_WAIT] + by[OP_UNKNOWN], 0);
+        assert_int_equal(store_account_backlog(b, "default", by), 0);
+        assert_int_equal(by[OP_PENDING], 1);
+        assert_int_equal(by[OP_MANUAL], 2);
+        assert_int_equal(store_account_backlog(b, "us", by), 0);
+        assert_int_equal(by[OP_PENDING], 1);
+        assert_int_equal(by[OP_MANUAL], 0);
+        /* an in-flight claim is open: counted under its account */
+        {
+                struct op_record op;
+                struct call_record call;
+
+                assert_int_equal(claim(b, STORE_GROUP_FIRST, eb, T0 + 20, &op, &call), 0);
+        }
+        assert_int_equal(store_account_backlog(a, "eu", by), 0);
+        assert_int_equal(by[OP_PENDING], 2);
+        assert_int_equal(by[OP_IN_FLIGHT], 1);
+        assert_int_equal(store_account_backlog(a, "nobody", by), 0);
+        for (int i = 0; i < OP_STATE_COUNT; i++)
+                assert_int_equal(by[i], 0);
+        assert_int_equal(store_account_backlog(a, "Bad!", by), TG_EINVAL);
+        assert_int_equal(store_account_backlog(a, NULL, by), TG_EINVAL);
+        /* a sample's backlog is its exit's account's */
+        sampled_backlog(b, eb, by);
+        assert_int_equal(by[OP_PENDING], 2);
+        assert_int_equal(by[OP_IN_FLIGHT], 1);
+        assert_int_equal(by[OP_MANUAL], 1);
+        sampled_backlog(a, ea, by);
+        assert_int_equal(by[OP_PENDING], 1);
+        assert_int_equal(by[OP_IN_FLIGHT], 0);
+        assert_int_equal(by[OP_MANUAL], 2);
+        store_close(b);
+        store_close(a);
+}
+
 static void test_shares(void **state)
 {
         struct store *a = open_store();
@@ -3910,6 +4054,7 @@ static void test_pg_cut_utf8_recorded(void **state)
             cmocka_unit_test_setup_teardown(test_list_state, setup, teardown),                     \
             cmocka_unit_test_setup_teardown(test_shares, setup, teardown),                         \
             cmocka_unit_test_setup_teardown(test_accounts, setup, teardown),                       \
+            cmocka_unit_test_setup_teardown(test_accounts_seen, setup, teardown),                  \
             cmocka_unit_test_setup_teardown(test_sql_agrees_with_table, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_recover_batch_agrees, setup, teardown),           \
             cmocka_unit_test_setup_teardown(test_claim_batch, setup, teardown),                    \
