@@ -342,8 +342,8 @@ struct store_ops {
         .sample_last = p##_sample_last, .refusals_add = p##_refusals_add,                          \
         .event_insert = p##_event_insert, .event_page = p##_event_page,                            \
         .event_delivery_put = p##_event_delivery_put, .event_prune = p##_event_prune,              \
-        .controls_get = p##_controls_get,                                                          \
-        .controls_put = p##_controls_put, .account_audit_insert = p##_account_audit_insert
+        .controls_get = p##_controls_get, .controls_put = p##_controls_put,                        \
+        .account_audit_insert = p##_account_audit_insert
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://); opts as for
