@@ -389,7 +389,7 @@ int ui_get_ops(struct api *api, const struct http_request *req, struct http_resp
 }
 
 /* The events of one operation with their deliveries, into o's "events"
- * (the newest EVENTS_OF_OP_MAX: an operation has a handful). */
+ * (its first EVENTS_OF_OP_MAX by id: an operation has a handful). */
 static int add_events(struct api *api, const struct op_record *op, json_t *o)
 {
         struct store_event *buf = calloc(EVENTS_OF_OP_MAX, sizeof(*buf));
