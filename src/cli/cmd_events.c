@@ -24,7 +24,8 @@ static const char events_about[] =
     "served by GET /v1/events) with id > --after, oldest first, one JSON object a line, "
     "with where each delivery stands (due, delivered, parked).\n\n"
     "redeliver ID: makes event ID due again now, its attempts from zero (a parked event, or "
-    "one the receiver lost).";
+    "one the receiver lost), audited in its account's audit trail as --operator (\"cli\" "
+    "unless given).";
 
 static const char *const deliveries[] = {"any", "due", "parked", "undelivered", NULL};
 
@@ -63,7 +64,7 @@ static int list(struct store *store, int64_t after, int64_t limit, int delivery)
 
 int cmd_events(int argc, char **argv)
 {
-        const char *config = NULL, *args[2] = {NULL, NULL};
+        const char *config = NULL, *operator_name = NULL, *args[2] = {NULL, NULL};
         int64_t after = 0, limit = INT64_MAX;
         int delivery = 0;
         size_t nargs = 0;
@@ -90,6 +91,10 @@ int cmd_events(int argc, char **argv)
              .choice = &delivery,
              .choices = deliveries,
              .help = "list: any (default), due, parked or undelivered"},
+            {.name = "operator",
+             .arg = "WHO",
+             .string = &operator_name,
+             .help = "redeliver: who, for the audit (cli)"},
         };
         const struct options_spec spec = {.prog = "tollgate events",
                                           .description = events_about,
@@ -125,7 +130,9 @@ int cmd_events(int argc, char **argv)
                         fprintf(stderr, "tollgate events: cannot read the events: %s\n",
                                 tg_strerror(r));
         } else if (r == 0) {
-                r = store_event_redeliver(store, id, clock_wall_now());
+                r = store_event_redeliver(store, id,
+                                          operator_name && operator_name[0] ? operator_name : "cli",
+                                          clock_wall_now());
                 if (r == TG_ENOTFOUND)
                         fprintf(stderr, "tollgate events: no event %lld\n", (long long)id);
                 else if (r < 0)

@@ -114,9 +114,10 @@ int cmd_prune(int argc, char **argv)
                         prune_flags.batch > 0 ? (unsigned)prune_flags.batch
                                               : cfg->retention_prune_batch,
                         0, &cursor, &res);
-        printf("pruned %llu operations and %llu calls (final before %lld days ago)\n",
+        printf("pruned %llu operations and %llu calls (final before %lld days ago) and %llu "
+               "delivered events\n",
                (unsigned long long)res.operations, (unsigned long long)res.calls,
-               (long long)(keep_ms / DAY_MS));
+               (long long)(keep_ms / DAY_MS), (unsigned long long)res.events);
         if (r < 0)
                 fprintf(stderr, "tollgate prune: the store failed after that: %s\n",
                         tg_strerror(r));

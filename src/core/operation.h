@@ -22,6 +22,7 @@
 #define TG_PAYMENT_ID_MAX 128
 #define TG_REQUEST_ID_MAX 64
 #define TG_TEXT_MAX       256 /* operator, reason, error texts */
+#define TG_SUBMITTER_MAX  64  /* a credential's name (daemon/credentials.h) */
 #define TG_REFUND_ID_MAX  128 /* the provider's refund id, with its NUL */
 
 /* A provider account's name ([account.NAME], refund_account_name_ok()), and
@@ -60,6 +61,12 @@ struct refund_request {
          * instead of notify.url (core/url_allow.h, checked against
          * notify.allow at intake); "" for notify.url. */
         char notify_url[URL_ALLOW_MAX + 1];
+        /* Not part of the payload, and never changed once stored: the name
+         * of the API credential that submitted it (an intake-only
+         * credential reads and cancels only its own), "" for no owner (a
+         * token of api.token_file, the outbox, a row from before the
+         * column: readable by every reader). */
+        char submitted_by[TG_SUBMITTER_MAX + 1];
 };
 
 /* An operation as stored. */

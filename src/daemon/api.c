@@ -310,6 +310,7 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
                 return api_reply_error(res, rid, &err); /* nothing stored */
         api_note_op(api, rr.operation_id);
         api_intake_trace(api, req, rr.traceparent);
+        snprintf(rr.submitted_by, sizeof(rr.submitted_by), "%s", api_submitter(api));
 
         /* Admission control applies to NEW work only: an operation already
          * accepted is answered (200/409) whatever the backlog. */
@@ -325,6 +326,8 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
 
         /* Commit before reply: store_accept() returns after its commit. */
         r = store_accept(api->store, &rr, now, &api->cfg.policy, &created, &op);
+        if (r == 0 && !created && !api_may_see(api, &op))
+                r = TG_ECONFLICT; /* another credential's: its key, never its state */
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
         if (created) {
@@ -373,6 +376,8 @@ static int get_refund(struct api *api, const char *id, struct http_response *res
                 return api_reply_code(res, rid, 404, "not_found", NULL, "no such operation");
         api_note_op(api, id);
         r = store_get(api->store, id, &op);
+        if (r == 0 && !api_may_see(api, &op))
+                r = TG_ENOTFOUND; /* another credential's: not told it exists */
         if (r == 0)
                 api_note_trace(api, op.traceparent);
         if (r == 0)
@@ -590,6 +595,11 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                 if (!api_is_get(req))
                         return api_reply_method_not_allowed(res, rid, "GET");
                 return api_get_events(api, req, res, rid);
+        }
+        if (api_route_of(path) == API_ROUTE_EVENT_REDELIVER) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return api_post_event_redeliver(api, res, rid, path + sizeof("/v1/events/") - 1);
         }
         if (strncmp(path, "/v1/accounts", 12) == 0 && (path[12] == '\0' || path[12] == '/'))
                 return api_route_accounts(api, req, res, rid, path + 12);

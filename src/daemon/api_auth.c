@@ -120,6 +120,7 @@ static enum auth_result authenticate(struct api *api, const struct http_request 
                         return AUTH_REVOKED; /* counted with its 403 */
                 memcpy(api->who.name, c->name, sizeof(api->who.name));
                 api->who.scopes = c->scopes;
+                api->who.credential = true;
                 return AUTH_OK;
         }
         if (!match) {
@@ -180,6 +181,30 @@ int api_admit_caller(struct api *api, const struct http_request *req, struct htt
         return r < 0 ? r : 0;
 }
 
+_Static_assert(CREDENTIAL_NAME_MAX <= TG_SUBMITTER_MAX, "a credential's name is an owner");
+
+const char *api_submitter(const struct api *api)
+{
+        return api->who.credential ? api->who.name : "";
+}
+
+bool api_may_see(const struct api *api, const struct op_record *op)
+{
+        if (api->who.scopes & ~(unsigned)SCOPE_INTAKE)
+                return true; /* read, operator, admin: every operation */
+        return op->req.submitted_by[0] == '\0' ||
+               (api->who.credential && strcmp(op->req.submitted_by, api->who.name) == 0);
+}
+
+const char *api_seen_owner(const struct api *api)
+{
+        if (api->who.scopes & ~(unsigned)SCOPE_INTAKE)
+                return NULL;
+        /* an intake-only caller is always a credential (the token file and
+         * an open loopback have every scope) */
+        return api->who.name;
+}
+
 int api_actor(struct api *api, const char *body_name, const char *fallback, const char **ret_name,
               struct http_response *res, const char *rid)
 {
@@ -230,6 +255,7 @@ static const struct route_row {
     [API_ROUTE_PROVIDER_EVENTS] = {"/v1/provider-events", "POST", 0},
     /* the order system's pull feed: its own credential (intake) or a reader */
     [API_ROUTE_EVENTS] = {"/v1/events", "GET", SCOPE_INTAKE | SCOPE_READ},
+    [API_ROUTE_EVENT_REDELIVER] = {"/v1/events/{event_id}/redeliver", "POST", SCOPE_OPERATOR},
     [API_ROUTE_ACCOUNTS] = {"/v1/accounts", "GET", SCOPE_READ | SCOPE_ADMIN},
     [API_ROUTE_ACCOUNT] = {"/v1/accounts/{account}", "POST", SCOPE_ADMIN},
     [API_ROUTE_ACCOUNT_AUDIT] = {"/v1/accounts/{account}/audit", "GET", SCOPE_READ | SCOPE_ADMIN},
@@ -255,7 +281,7 @@ const char *api_route_method(enum api_route route)
 enum api_route api_route_of(const char *path)
 {
         static const char refunds[] = "/v1/refunds/", manual[] = "/v1/manual/",
-                          accounts[] = "/v1/accounts/";
+                          accounts[] = "/v1/accounts/", events[] = "/v1/events/";
         const char *id, *slash;
 
         if (!path)
@@ -271,6 +297,14 @@ enum api_route api_route_of(const char *path)
                 if (!slash)
                         return API_ROUTE_REFUND;
                 return strcmp(slash, "/cancel") == 0 ? API_ROUTE_REFUND_CANCEL : API_ROUTE_OTHER;
+        }
+        if (strncmp(path, events, sizeof(events) - 1) == 0) {
+                id = path + sizeof(events) - 1;
+                slash = strchr(id, '/');
+                if (!id[0] || !slash || slash == id)
+                        return API_ROUTE_OTHER;
+                return strcmp(slash, "/redeliver") == 0 ? API_ROUTE_EVENT_REDELIVER
+                                                        : API_ROUTE_OTHER;
         }
         if (strncmp(path, accounts, sizeof(accounts) - 1) == 0) {
                 id = path + sizeof(accounts) - 1;

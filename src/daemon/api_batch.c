@@ -158,6 +158,8 @@ int api_post_refunds_batch(struct api *api, const struct http_request *req,
                 if (!items[i].ok)
                         continue;
                 api_intake_trace(api, req, items[i].req.traceparent);
+                snprintf(items[i].req.submitted_by, sizeof(items[i].req.submitted_by), "%s",
+                         api_submitter(api));
                 acc[valid++].req = &items[i].req;
         }
 
@@ -171,13 +173,18 @@ int api_post_refunds_batch(struct api *api, const struct http_request *req,
                 r = r == TG_ENOMEM ? r : api_reply_store_error(res, rid, r);
                 goto out;
         }
-        for (size_t i = 0; i < valid; i++)
+        for (size_t i = 0; i < valid; i++) {
+                /* a repeat of another credential's refund: its key, never
+                 * its state (api_may_see) */
+                if (acc[i].result == 0 && !acc[i].created && !api_may_see(api, &acc[i].op))
+                        acc[i].result = TG_ECONFLICT;
                 if (acc[i].result == 0 && acc[i].created) {
                         /* committed, not answered: the caller sends it again */
                         failpoint_hit(api->failpoint, "crash_after_accept", &acc[i].op);
                         api_admission_accepted(api, acc[i].op.req.account, 1);
                         created++;
                 }
+        }
         if (created > 0)
                 wake_ring(api->doorbell); /* the local exit has work now */
 

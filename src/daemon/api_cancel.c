@@ -8,7 +8,8 @@
  *   409  already_sent: a call with its key went to the provider, so it may
  *        have executed; only reconciliation can say (it goes on as before);
  *   409  already_final: it has a final answer (succeeded, rejected);
- *   404  never accepted.
+ *   404  never accepted, or another credential's and this one has the
+ *        intake scope only (op submitted_by; api_may_see).
  * The cancel and its audit row ("cancel", by the operator given, else
  * "client"; with api.credentials_file, by the credential) commit together
  * before the reply.
@@ -41,6 +42,11 @@ int api_post_cancel(struct api *api, const struct http_request *req, struct http
         r = api_actor(api, c.operator_name, "client", &who, res, rid);
         if (r != 0)
                 return r < 0 ? r : 0;
+        /* another credential's refund is not this caller's to cancel, nor to
+         * know of (its owner never changes once stored) */
+        r = store_get(api->store, id, &op);
+        if (r == 0 && !api_may_see(api, &op))
+                return api_reply_code(res, rid, 404, "not_found", NULL, "no such operation");
         r = store_cancel(api->store, id, who, c.reason[0] ? c.reason : "cancelled by the caller",
                          api_wall_now(), &op, &changed);
         if (r == TG_ECONFLICT || r == TG_ESTATE) {

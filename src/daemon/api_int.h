@@ -59,6 +59,7 @@ enum api_route {
         API_ROUTE_MANUAL_APPROVE,
         API_ROUTE_PROVIDER_EVENTS,
         API_ROUTE_EVENTS,
+        API_ROUTE_EVENT_REDELIVER,
         API_ROUTE_ACCOUNTS,
         API_ROUTE_ACCOUNT,
         API_ROUTE_ACCOUNT_AUDIT,
@@ -100,7 +101,26 @@ struct api_principal {
         /* api.credentials_file is in force: the audit names this principal,
          * never a name from a body */
         bool named;
+        /* authenticated by a credential of api.credentials_file (not a
+         * token of api.token_file): what it submits is its own */
+        bool credential;
 };
+
+/* The owner the current request's refunds are stored with (op
+ * submitted_by): the credential's name, or "" (a token of api.token_file,
+ * no token on loopback: no owner, as before). Valid for the request. */
+const char *api_submitter(const struct api *api);
+
+/* Whether the current request may see op: a caller with a scope beyond
+ * intake (read, operator, admin) sees every operation; an intake-only
+ * credential sees those it submitted and those without an owner. A route
+ * answers 404 not_found for one it may not see (its existence is not
+ * told either). */
+bool api_may_see(const struct api *api, const struct op_record *op);
+/* The same rule as a filter of the events' feed: NULL (every event) or
+ * the name whose refunds' (and the unowned ones') events the caller may
+ * read. Valid for the request. */
+const char *api_seen_owner(const struct api *api);
 
 /* The name an action of the current request is audited under: with
  * credentials in force, the principal's, and a body `operator` (given:
@@ -253,6 +273,17 @@ int api_route_accounts(struct api *api, const struct http_request *req, struct h
 /* GET /v1/events (api_feed.c). */
 int api_get_events(struct api *api, const struct http_request *req, struct http_response *res,
                    const char *rid);
+/* POST /v1/events/{id}/redeliver (api_feed.c); id_text is the path's
+ * segment, unchecked. */
+int api_post_event_redeliver(struct api *api, struct http_response *res, const char *rid,
+                             const char *id_text);
+/* An event made due again, audited as `principal` (the API's credential, the
+ * console's user): 200 with the event as it is now, or 404. */
+int api_redeliver_as(struct api *api, int64_t id, const char *principal, struct http_response *res,
+                     const char *rid);
+/* The id of an event from a path segment (digits only, 1..INT64_MAX): 0 or
+ * TG_EINVAL. */
+int api_event_id(const char *text, size_t len, int64_t *ret_id);
 int api_post_provider_event(struct api *api, const struct http_request *req,
                             struct http_response *res, const char *rid);
 /* api_admission.c: the decision for `count` new refunds of `account` (a

@@ -594,10 +594,15 @@ const struct key_def config_keys[] = {
                "housekeeping and `tollgate prune`; 0: kept forever. An operation with an audit "
                "trail (a manual-review case, a provider event) is never deleted. Must be longer "
                "than any client may re-submit an operation_id (a deleted id is new again), and "
-               "longer than `retry.deadline_s` + `retry.key_retention_s`. See docs/design.md."),
+               "longer than `retry.deadline_s` + `retry.key_retention_s`. See docs/design.md. "
+               "The same prune deletes the events ([notify]) delivered more than this many days "
+               "ago, never one still due or parked: a delivered event is a copy of a change the "
+               "receiver acknowledged and the operation (or its audit trail) still records, so "
+               "it is kept as long as the operation is and needs no cutoff of its own. Events "
+               "nobody delivers (no [notify] url: the pull feed only) stay due and are kept."),
     INT_KEY("retention", "prune_batch", KEY_UINT, retention_prune_batch, 10, 10000, 1,
-            "Operations deleted per prune transaction (each a short transaction: the exit never "
-            "waits long behind one)."),
+            "Operations (then delivered events) deleted per prune transaction (each a short "
+            "transaction: the exit never waits long behind one)."),
 
     INT_KEY("manual", "approval_above", KEY_I64, manual_approval_above, 0, INT64_MAX, 1,
             "Four-eyes for manual review: a re-send or resolve of a case whose amount (in the "

@@ -98,6 +98,11 @@ json_t *notify_event_json_delivery(const struct store_event *ev)
         json_object_set_new(o, "attempts", json_integer(ev->attempts));
         json_object_set_new(o, "last_error",
                             ev->last_error[0] ? json_string(ev->last_error) : json_null());
+        json_object_set_new(o, "delivered_at",
+                            ev->delivered_at ? json_integer(ev->delivered_at) : json_null());
+        json_object_set_new(o, "next_at",
+                            ev->delivery == STORE_DELIVERY_DUE ? json_integer(ev->next_at)
+                                                               : json_null());
         return o;
 }
 

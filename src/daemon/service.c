@@ -163,10 +163,11 @@ static void prune_step(struct service *svc, struct store *store, tg_wall_ms wall
         }
         /* one batch a turn: the loop waits for it, and the exit's slots do not */
         r = store_prune(store, wall - keep, atomic_load(&svc->prune_batch), 1, &svc->cursor, &res);
-        if (res.operations > 0)
+        if (res.operations > 0 || res.events > 0)
                 log_emit(LOG_INFO, "pruned",
-                         json_pack("{s:I, s:I, s:b}", "operations", (json_int_t)res.operations,
-                                   "calls", (json_int_t)res.calls, "more", res.more));
+                         json_pack("{s:I, s:I, s:I, s:b}", "operations", (json_int_t)res.operations,
+                                   "calls", (json_int_t)res.calls, "events", (json_int_t)res.events,
+                                   "more", res.more));
         if (r < 0)
                 log_emit(LOG_WARN, "prune_failed", json_pack("{s:s}", "error", tg_strerror(r)));
         svc->next_prune = r == 0 && res.more ? now : now + PRUNE_IDLE_NS;

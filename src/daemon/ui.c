@@ -10,7 +10,8 @@
  * Origin (when the browser sends one) and a JSON body; only an operator's
  * session may resend or resolve, through the same store functions as the
  * API, with the session's user as the operator, so the change and its audit
- * row naming that user commit together; a token is never logged, echoed or
+ * row naming that user commit together (a re-delivery of an event as well,
+ * in its account's audit trail); a token is never logged, echoed or
  * put in a URL; every answer carries the security headers below.
  */
 #include <jansson.h>
@@ -417,12 +418,31 @@ static int act(struct api *api, const struct ui_session *s, const struct http_re
         return api_reply_json(res, 200, o);
 }
 
+/* POST events/{id}/redeliver: an operator's session makes an event due
+ * again, audited as the signed-in user (api_redeliver_as). */
+static int redeliver(struct api *api, const struct ui_session *s, const struct http_request *req,
+                     struct http_response *res, const char *rid, const char *rest)
+{
+        const char *slash = strchr(rest, '/');
+        int64_t id = 0;
+
+        if (!slash || strcmp(slash, "/redeliver") != 0 ||
+            api_event_id(rest, (size_t)(slash - rest), &id) < 0)
+                return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
+        if (strcmp(req->method, "POST") != 0)
+                return api_reply_method_not_allowed(res, rid, "POST");
+        if (s->role != UI_ROLE_OPERATOR)
+                return api_reply_code(res, rid, 403, "forbidden", NULL,
+                                      "a viewer may not re-deliver");
+        return api_redeliver_as(api, id, s->user, res, rid);
+}
+
 /* ---- routing -------------------------------------------------------------------------------- */
 
 static int route_api(struct api *api, const struct http_request *req, struct http_response *res,
                      const char *rid, const char *rest)
 {
-        static const char ops[] = "ops/";
+        static const char ops[] = "ops/", events[] = "events/";
         struct ui *ui = api->ui;
         struct ui_session *s = NULL;
         bool get = api_is_get(req), post = strcmp(req->method, "POST") == 0;
@@ -466,6 +486,11 @@ static int route_api(struct api *api, const struct http_request *req, struct htt
         if (strcmp(rest, "ops") == 0)
                 return get ? ui_get_ops(api, req, res, rid)
                            : api_reply_method_not_allowed(res, rid, "GET");
+        if (strcmp(rest, "deliveries") == 0)
+                return get ? ui_get_deliveries(api, req, res, rid)
+                           : api_reply_method_not_allowed(res, rid, "GET");
+        if (strncmp(rest, events, sizeof(events) - 1) == 0)
+                return redeliver(api, s, req, res, rid, rest + sizeof(events) - 1);
         if (strncmp(rest, ops, sizeof(ops) - 1) == 0) {
                 const char *id = rest + sizeof(ops) - 1;
                 const char *slash = strchr(id, '/');

@@ -18,8 +18,10 @@
 #include "core/admission.h"
 #include "core/tg_error.h"
 #include "daemon/exit_stats.h"
+#include "daemon/notify.h"
 #include "daemon/render.h"
 #include "daemon/ui_int.h"
+#include "store/store_events.h"
 
 #define OWNER_FRESH_MS   3000
 #define SHARES_RECENT_MS 5000
@@ -27,6 +29,7 @@
 #define JSON_FLAGS       (JSON_COMPACT | JSON_REAL_PRECISION(6))
 #define LIST_LIMIT_DEF   50
 #define LIST_LIMIT_MAX   200
+#define EVENTS_OF_OP_MAX 100
 
 void ui_live_release(struct ui_live *live)
 {
@@ -385,6 +388,31 @@ int ui_get_ops(struct api *api, const struct http_request *req, struct http_resp
         return reply_page(res, rid, &p, r == 1 ? 0 : r);
 }
 
+/* The events of one operation with their deliveries, into o's "events"
+ * (its first EVENTS_OF_OP_MAX by id: an operation has a handful). */
+static int add_events(struct api *api, const struct op_record *op, json_t *o)
+{
+        struct store_event *buf = calloc(EVENTS_OF_OP_MAX, sizeof(*buf));
+        json_t *arr = json_array();
+        unsigned n = 0;
+        int r = buf && arr ? 0 : TG_ENOMEM;
+
+        if (r == 0)
+                r = store_events_of_op(api->store, op->id, EVENTS_OF_OP_MAX, buf, &n);
+        for (unsigned i = 0; r == 0 && i < n; i++) {
+                json_t *e = notify_event_json_delivery(&buf[i]);
+                if (!e || json_array_append_new(arr, e) < 0)
+                        r = TG_ENOMEM;
+        }
+        free(buf);
+        if (r == 0 && json_object_set_new(o, "events", arr) == 0)
+                return 0;
+        if (r == 0)
+                return TG_ENOMEM; /* set_new took arr */
+        json_decref(arr);
+        return r;
+}
+
 int ui_get_op(struct api *api, const char *id, struct http_response *res, const char *rid)
 {
         struct op_record op;
@@ -395,12 +423,41 @@ int ui_get_op(struct api *api, const char *id, struct http_response *res, const 
         r = store_get(api->store, id, &op);
         if (r == 0)
                 r = render_op_full(api->store, &op, &o);
+        if (r == 0)
+                r = add_events(api, &op, o);
+        if (r < 0)
+                json_decref(o);
         if (r == TG_ENOMEM)
                 return r;
         if (r < 0)
                 return api_reply_store_error(res, rid, r);
         json_object_set_new(o, "age_s", json_integer((api_wall_now() - op.accepted_at) / 1000));
         return api_reply_json(res, 200, o);
+}
+
+int ui_get_deliveries(struct api *api, const struct http_request *req, struct http_response *res,
+                      const char *rid)
+{
+        struct op_page p = {0};
+        struct store_event *buf;
+        int64_t after = 0;
+        unsigned n = 0;
+        int r = page_open(req, res, rid, &p, &after);
+
+        if (r != 0)
+                return r < 0 ? r : 0;
+        buf = calloc(p.max, sizeof(*buf));
+        r = buf ? store_events_list(api->store, after, STORE_EVENTS_FAILED, p.max, buf, &n)
+                : TG_ENOMEM;
+        for (unsigned i = 0; r == 0 && i < n; i++) {
+                json_t *e = notify_event_json_delivery(&buf[i]);
+                if (!e || json_array_append_new(p.items, e) < 0)
+                        r = TG_ENOMEM;
+                p.last_id = buf[i].id;
+                p.n++;
+        }
+        free(buf);
+        return reply_page(res, rid, &p, r);
 }
 
 int ui_get_manual(struct api *api, const struct http_request *req, struct http_response *res,

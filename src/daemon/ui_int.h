@@ -41,6 +41,10 @@ int ui_get_ops(struct api *api, const struct http_request *req, struct http_resp
 int ui_get_op(struct api *api, const char *id, struct http_response *res, const char *rid);
 int ui_get_manual(struct api *api, const struct http_request *req, struct http_response *res,
                   const char *rid);
+/* The failed deliveries (parked, or due after a failed attempt), paged by
+ * event id: {items, count, next_after}. */
+int ui_get_deliveries(struct api *api, const struct http_request *req, struct http_response *res,
+                      const char *rid);
 void ui_live_release(struct ui_live *live);
 
 #endif

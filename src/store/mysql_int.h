@@ -26,8 +26,8 @@
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
         "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
-        "refund_reason, metadata, account, notify_url"
-#define OP_NCOLS 31
+        "refund_reason, metadata, account, notify_url, submitted_by"
+#define OP_NCOLS 32
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
@@ -191,8 +191,9 @@ void store_mysql_lock_name_for(const char *prefix, const char *dbname, char *dst
 /* store_mysql_events.c: the events' outbox (store_backend.h) */
 int store_mysql_event_insert(struct store *store, const struct store_event *ev);
 int store_mysql_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                           const char *account, unsigned want, struct store_event *buf,
-                           unsigned *ret_n);
+                           const char *account, int64_t op_id, const char *owner, unsigned want,
+                           struct store_event *buf, unsigned *ret_n);
 int store_mysql_event_delivery_put(struct store *store, const struct store_event *ev);
+int store_mysql_event_prune(struct store *store, tg_wall_ms before, unsigned max, unsigned *ret_n);
 
 #endif

@@ -187,9 +187,10 @@ int store_sqlite_backup(struct store *store, const char *path);
 /* store_sqlite_events.c: the events' outbox (store_backend.h) */
 int store_sqlite_event_insert(struct store *store, const struct store_event *ev);
 int store_sqlite_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                            const char *account, unsigned want, struct store_event *buf,
-                            unsigned *ret_n);
+                            const char *account, int64_t op_id, const char *owner, unsigned want,
+                            struct store_event *buf, unsigned *ret_n);
 int store_sqlite_event_delivery_put(struct store *store, const struct store_event *ev);
+int store_sqlite_event_prune(struct store *store, tg_wall_ms before, unsigned max, unsigned *ret_n);
 
 /* store_sqlite_schema.c: the ordered migrations (migrations[i] takes
  * user_version i to i+1) and how many there are. */

@@ -452,17 +452,22 @@ int store_account_backlog(struct store *store, const char *account,
 /* ---- lifecycle: retention, health, backup (store_life.c) ------------------ */
 
 /* Where a prune got to: the last (updated_at, id) passed of each final
- * state. Zero it before the first call; keep it between calls so that rows
- * that stay (an audit trail) are not scanned again. */
+ * state, and the phase it is in (0, 1: the final operations of each state;
+ * STORE_PRUNE_EVENTS: the delivered events). Zero it before the first call;
+ * keep it between calls so that rows that stay (an audit trail) are not
+ * scanned again and a call of one batch goes on where the last stopped. */
+#define STORE_PRUNE_EVENTS 2u
 struct store_prune_cursor {
         int64_t at[2];
         int64_t id[2];
+        unsigned phase;
 };
 
 struct store_prune_result {
         uint64_t operations; /* deleted */
         uint64_t calls;
-        bool more; /* stopped at max_batches with rows left to look at */
+        uint64_t events; /* delivered events deleted (store_events.h) */
+        bool more;       /* stopped at max_batches with rows left to look at */
 };
 
 /* Deletes operations that reached a final state (succeeded, rejected) before
@@ -472,7 +477,10 @@ struct store_prune_result {
  * event: the audit trail stays whole, and its operation with it), nor the
  * newest operation or the operation of the newest call (SQLite would hand
  * their ids out again). The store's triggers refuse any other delete.
- * Counters (store_stats) move in the same transactions. *ret_result says
+ * Counters (store_stats) move in the same transactions. Then, in batches of
+ * the same size counted against the same max_batches, deletes the events
+ * delivered before `before` (their delivered_at): never a due or parked
+ * event, never the newest event. *ret_result says
  * what was done, on a failure too (the batches before it are committed). */
 int store_prune(struct store *store, tg_wall_ms before, unsigned batch, unsigned max_batches,
                 struct store_prune_cursor *cursor, struct store_prune_result *ret_result);

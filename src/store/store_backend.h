@@ -296,13 +296,18 @@ struct store_ops {
          * event row, its id taken while holding the events' counter row
          * (so ids grow with commit order); up to `want` events with id >
          * after_id by id that pass the filter (store_event_filter_sql()) and
-         * are of `account` (NULL: of any); an event's
-         * delivery columns by id (TG_ENOTFOUND) */
+         * are of `account` (NULL: of any), of operation row `op_id` (0: of
+         * any) and, with `owner` (NULL: any), of operations it submitted or
+         * without an owner; an event's delivery columns by id (TG_ENOTFOUND); up to
+         * `max` events delivered before `before` (delivered_at), by id,
+         * never the newest event (an id is never handed out again),
+         * deleted, *ret_n of them */
         int (*event_insert)(struct store *store, const struct store_event *ev);
         int (*event_page)(struct store *store, int64_t after_id, enum store_event_filter filter,
-                          const char *account, unsigned want, struct store_event *buf,
-                          unsigned *ret_n);
+                          const char *account, int64_t op_id, const char *owner, unsigned want,
+                          struct store_event *buf, unsigned *ret_n);
         int (*event_delivery_put)(struct store *store, const struct store_event *ev);
+        int (*event_prune)(struct store *store, tg_wall_ms before, unsigned max, unsigned *ret_n);
 
         /* run-time account controls (issue 26 §5), inside a transaction, of
          * the named account (not the handle's): what is in force
@@ -336,8 +341,9 @@ struct store_ops {
         .stats = p##_stats, .backlog = p##_backlog, .sample_put = p##_sample_put,                  \
         .sample_last = p##_sample_last, .refusals_add = p##_refusals_add,                          \
         .event_insert = p##_event_insert, .event_page = p##_event_page,                            \
-        .event_delivery_put = p##_event_delivery_put, .controls_get = p##_controls_get,            \
-        .controls_put = p##_controls_put, .account_audit_insert = p##_account_audit_insert
+        .event_delivery_put = p##_event_delivery_put, .event_prune = p##_event_prune,              \
+        .controls_get = p##_controls_get, .controls_put = p##_controls_put,                        \
+        .account_audit_insert = p##_account_audit_insert
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://); opts as for

@@ -119,6 +119,7 @@ static bool accept_args_ok(const struct refund_request *req)
             !store_buf_ok(req->reason, sizeof(req->reason)) ||
             !store_buf_ok(req->metadata, sizeof(req->metadata)) ||
             !store_buf_ok(req->notify_url, sizeof(req->notify_url)) ||
+            !store_buf_ok(req->submitted_by, sizeof(req->submitted_by)) ||
             (req->notify_url[0] && url_allow_check(req->notify_url) < 0) ||
             !(store_buf_ok(req->account, sizeof(req->account)) &&
               (!req->account[0] || refund_account_name_ok(req->account))))

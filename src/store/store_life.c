@@ -15,6 +15,11 @@
  *     transactions of a bounded batch; the backend's triggers check the same
  *     (a permit row that exists only inside the prune's transaction), so a
  *     DELETE from anywhere else is still refused;
+ *   - the same prune deletes events (store_events.h) delivered before the
+ *     same cutoff (delivered_at), in batches of the same size counted
+ *     against the same max_batches, after the operations: never a due or
+ *     parked event, never the newest (an event's id is never handed out
+ *     again);
  *   - nothing here deletes an audit row.
  */
 #include <stdlib.h>
@@ -98,48 +103,92 @@ static int prune_tx(struct store *s, void *arg)
         return r;
 }
 
+struct event_prune_ctx {
+        tg_wall_ms before;
+        unsigned batch;
+        unsigned n; /* out: events deleted */
+};
+
+static int event_prune_tx(struct store *s, void *arg)
+{
+        struct event_prune_ctx *c = arg;
+        unsigned n = 0;
+        int r = s->ops->event_prune(s, c->before, c->batch, &n);
+
+        c->n = r == 0 ? n : 0;
+        return r;
+}
+
+/* One batch of the cursor's phase: the final operations of one state
+ * (phases 0 and 1), then the delivered events (phase 2). *ret_n: rows
+ * deleted (fewer than batch: the phase is done). */
+static int prune_batch(struct store *store, tg_wall_ms before, unsigned batch, int64_t *buf,
+                       struct store_prune_cursor *cursor, struct store_prune_result *res,
+                       unsigned *ret_n)
+{
+        static const enum op_state finals[2] = {OP_SUCCEEDED, OP_REJECTED};
+        unsigned k = cursor->phase;
+        int r;
+
+        if (k == STORE_PRUNE_EVENTS) {
+                struct event_prune_ctx e = {.before = before, .batch = batch};
+                r = store->ops->tx(store, STORE_TX_WRITE, 0, event_prune_tx, &e);
+                if (r == 0) {
+                        res->events += e.n;
+                        *ret_n = e.n;
+                }
+                return r;
+        }
+        struct prune_ctx c = {.state = finals[k],
+                              .before = before,
+                              .batch = batch,
+                              .ids = buf,
+                              .ats = buf + batch,
+                              .after_at = cursor->at[k],
+                              .after_id = cursor->id[k]};
+        r = store->ops->tx(store, STORE_TX_WRITE, 0, prune_tx, &c);
+        if (r < 0)
+                return r;
+        res->operations += c.n;
+        res->calls += c.ncalls;
+        if (c.n > 0) {
+                cursor->at[k] = c.ats[c.n - 1];
+                cursor->id[k] = c.ids[c.n - 1];
+        }
+        *ret_n = c.n;
+        return 0;
+}
+
 int store_prune(struct store *store, tg_wall_ms before, unsigned batch, unsigned max_batches,
                 struct store_prune_cursor *cursor, struct store_prune_result *ret)
 {
-        static const enum op_state finals[2] = {OP_SUCCEEDED, OP_REJECTED};
         struct store_prune_result res = {0};
-        unsigned done = 0;
+        unsigned done = 0, n = 0;
         int64_t *buf;
         int r = 0;
 
-        if (!store || !cursor || !ret || batch == 0 || batch > PRUNE_BATCH_MAX)
+        if (!store || !cursor || !ret || batch == 0 || batch > PRUNE_BATCH_MAX ||
+            cursor->phase > STORE_PRUNE_EVENTS)
                 return TG_EINVAL;
         buf = calloc(2 * (size_t)batch, sizeof(*buf));
         if (!buf)
                 return TG_ENOMEM;
-        for (int k = 0; k < 2 && r == 0; k++) {
-                struct prune_ctx c = {.state = finals[k],
-                                      .before = before,
-                                      .batch = batch,
-                                      .ids = buf,
-                                      .ats = buf + batch};
-
-                for (;;) {
-                        if (max_batches > 0 && done >= max_batches) {
-                                res.more = true;
-                                break;
-                        }
-                        c.after_at = cursor->at[k];
-                        c.after_id = cursor->id[k];
-                        r = store->ops->tx(store, STORE_TX_WRITE, 0, prune_tx, &c);
-                        if (r < 0)
-                                break;
-                        done++;
-                        res.operations += c.n;
-                        res.calls += c.ncalls;
-                        if (c.n > 0) {
-                                cursor->at[k] = c.ats[c.n - 1];
-                                cursor->id[k] = c.ids[c.n - 1];
-                        }
-                        if (c.n < batch)
-                                break;
+        /* a call goes on from the phase where the last one stopped, so that
+         * one batch a call (the daemon's housekeeping) reaches every phase */
+        while (cursor->phase <= STORE_PRUNE_EVENTS) {
+                if (max_batches > 0 && done >= max_batches) {
+                        res.more = true;
+                        break;
                 }
+                r = prune_batch(store, before, batch, buf, cursor, &res, &n);
+                if (r < 0)
+                        break;
+                done++;
+                if (n < batch)
+                        cursor->phase++;
         }
+        if (cursor->phase > STORE_PRUNE_EVENTS)
+                cursor->phase = 0; /* every phase done: the next call starts over */
         free(buf);
         *ret = res; /* what was done, on failure too */
         return r;

@@ -393,9 +393,16 @@ static const struct migration migrations[] = {
     {14, "ALTER TABLE events ADD COLUMN IF NOT EXISTS account VARCHAR(32) " TEXT_ASCII
          " NOT NULL DEFAULT 'default', ADD COLUMN IF NOT EXISTS notify_url VARCHAR(512) " TEXT_ASCII
          " NOT NULL DEFAULT ''"},
+    /* 15: who submitted each operation (the API credential's name), so that
+     * an intake-only credential reads and cancels only its own; '' for the
+     * rows from before: no owner, readable by every reader as they were. */
+    {15, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS submitted_by VARCHAR(64) " TEXT_ASCII
+         " NOT NULL DEFAULT ''"},
+    {15, "ALTER TABLE events ADD COLUMN IF NOT EXISTS submitted_by VARCHAR(64) " TEXT_ASCII
+         " NOT NULL DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  14
+#define SCHEMA_VERSION  15
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

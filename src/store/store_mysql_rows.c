@@ -57,6 +57,7 @@ static int read_op(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         store_mysql_col_copy(row, lens, 28, op.req.metadata, sizeof(op.req.metadata));
         store_mysql_col_copy(row, lens, 29, op.req.account, sizeof(op.req.account));
         store_mysql_col_copy(row, lens, 30, op.req.notify_url, sizeof(op.req.notify_url));
+        store_mysql_col_copy(row, lens, 31, op.req.submitted_by, sizeof(op.req.submitted_by));
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -233,13 +234,15 @@ int store_mysql_op_insert(struct store *store, const struct op_record *op, int64
             "INSERT INTO operations (operation_id, payment_id, amount, currency, state, reason, "
             "attempt_limit, query_limit, accepted_at, deadline_at, updated_at, source, "
             "last_class, traceparent, caller_deadline_at, refund_reason, metadata, account, "
-            "notify_url) "
-            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S, %S, %S)",
+            "notify_url, submitted_by) "
+            "VALUES (%S, %S, %I, %S, %S, %S, %U, %U, %I, %I, %I, %S, %S, %S, %I, %S, %S, %S, %S, "
+            "%S)",
             op->req.operation_id, op->req.payment_id, op->req.amount, op->req.currency,
             op_state_name(op->state), manual_reason_name(op->reason), op->attempt_limit,
             op->query_limit, op->accepted_at, op->deadline_at, op->updated_at, op->source,
             tg_class_name(op->last_class), op->traceparent, op->caller_deadline_at, op->req.reason,
-            op->req.metadata, store_req_account(&op->req), op->req.notify_url);
+            op->req.metadata, store_req_account(&op->req), op->req.notify_url,
+            op->req.submitted_by);
 
         if (r == 0)
                 *ret_id = (int64_t)mysql_insert_id(s->db);

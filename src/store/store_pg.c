@@ -342,9 +342,14 @@ static const struct migration migrations[] = {
     {5, "ALTER TABLE operations ADD COLUMN notify_url VARCHAR(512) NOT NULL DEFAULT ''"},
     {5, "ALTER TABLE events ADD COLUMN account VARCHAR(32) COLLATE \"C\" NOT NULL "
         "DEFAULT 'default', ADD COLUMN notify_url VARCHAR(512) NOT NULL DEFAULT ''"},
+    /* 6: who submitted each operation (the API credential's name), so that
+     * an intake-only credential reads and cancels only its own; '' for the
+     * rows from before: no owner, readable by every reader as they were. */
+    {6, "ALTER TABLE operations ADD COLUMN submitted_by VARCHAR(64) NOT NULL DEFAULT ''"},
+    {6, "ALTER TABLE events ADD COLUMN submitted_by VARCHAR(64) NOT NULL DEFAULT ''"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  5
+#define SCHEMA_VERSION  6
 
 /* ---- url ------------------------------------------------------------------ */
 

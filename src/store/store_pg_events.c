@@ -15,7 +15,7 @@
 
 #define EVENT_COLS                                                                                 \
         "id, op_id, operation_id, at, state, from_state, reason, refund_id, amount, currency, "    \
-        "delivery, attempts, next_at, delivered_at, last_error, account, notify_url"
+        "delivery, attempts, next_at, delivered_at, last_error, account, notify_url, submitted_by"
 
 int store_pg_event_insert(struct store *store, const struct store_event *ev)
 {
@@ -30,12 +30,12 @@ int store_pg_event_insert(struct store *store, const struct store_event *ev)
                 r = store_pg_exec(s,
                                   "INSERT INTO events (op_id, operation_id, at, state, "
                                   "from_state, reason, refund_id, amount, currency, account, "
-                                  "notify_url) "
-                                  "VALUES (%I, %S, %I, %S, %S, %S, %S, %I, %S, %S, %S)",
+                                  "notify_url, submitted_by) "
+                                  "VALUES (%I, %S, %I, %S, %S, %S, %S, %I, %S, %S, %S, %S)",
                                   ev->op_id, ev->operation_id, ev->at, op_state_name(ev->state),
                                   op_state_name(ev->from_state), manual_reason_name(ev->reason),
                                   ev->refund_id, ev->amount, ev->currency, ev->account,
-                                  ev->notify_url);
+                                  ev->notify_url, ev->submitted_by);
         return r;
 }
 
@@ -63,6 +63,7 @@ static int read_event(const PGresult *res, int row, struct store_event *ev)
         store_pg_col_copy(res, row, 14, ev->last_error, sizeof(ev->last_error));
         store_pg_col_copy(res, row, 15, ev->account, sizeof(ev->account));
         store_pg_col_copy(res, row, 16, ev->notify_url, sizeof(ev->notify_url));
+        store_pg_col_copy(res, row, 17, ev->submitted_by, sizeof(ev->submitted_by));
         if (!ok || d < 0 || d > STORE_DELIVERY_PARKED)
                 return TG_ESTORE;
         ev->delivery = (enum store_delivery)d;
@@ -70,17 +71,19 @@ static int read_event(const PGresult *res, int row, struct store_event *ev)
 }
 
 int store_pg_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                        const char *account, unsigned want, struct store_event *buf,
-                        unsigned *ret_n)
+                        const char *account, int64_t op_id, const char *owner, unsigned want,
+                        struct store_event *buf, unsigned *ret_n)
 {
         PGresult *res;
         unsigned n = 0;
         int r = store_pg_query(P(store), &res,
                                "SELECT " EVENT_COLS " FROM events WHERE %s AND id > %I AND "
-                               "(%S = '' OR account = %S) "
+                               "(%S = '' OR account = %S) AND (%I = 0 OR op_id = %I) AND "
+                               "(%S = '' OR submitted_by IN ('', %S)) "
                                "ORDER BY id LIMIT %U",
                                store_event_filter_sql(filter), after_id, account ? account : "",
-                               account ? account : "", want);
+                               account ? account : "", op_id, op_id, owner ? owner : "",
+                               owner ? owner : "", want);
 
         if (r < 0)
                 return r;
@@ -107,6 +110,23 @@ int store_pg_event_delivery_put(struct store *store, const struct store_event *e
 
         if (r == 0 && s->affected != 1)
                 r = TG_ENOTFOUND;
+        return r;
+}
+
+int store_pg_event_prune(struct store *store, tg_wall_ms before, unsigned max, unsigned *ret_n)
+{
+        struct pg_store *s = P(store);
+        /* delivered (1) before the cutoff, oldest id first, never the
+         * newest event; the index (delivery, id) finds them */
+        int r =
+            store_pg_exec(s,
+                          "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE "
+                          "delivery = 1 AND delivered_at < %I AND "
+                          "id < (SELECT COALESCE(MAX(id), 0) FROM events) ORDER BY id LIMIT %U)",
+                          before, max);
+
+        if (r == 0)
+                *ret_n = (unsigned)s->affected;
         return r;
 }
 

@@ -55,7 +55,7 @@
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
         "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
-        "refund_reason, metadata, account, notify_url"
+        "refund_reason, metadata, account, notify_url, submitted_by"
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
@@ -92,9 +92,9 @@ static const char *const fixed_sql[ST_COUNT] = {
         "INSERT INTO operations (operation_id, payment_id, amount, currency, "
         "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "
         "updated_at, source, last_class, traceparent, caller_deadline_at, "
-        "refund_reason, metadata, account, notify_url) "
+        "refund_reason, metadata, account, notify_url, submitted_by) "
         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, "
-        "?17, ?18, ?19)",
+        "?17, ?18, ?19, ?20)",
     /* Every mutable column; the payload, accepted_at and source never change
      * (notify_url is not the payload: the outbox intake clears a row's). */
     [ST_OP_WRITE] = "UPDATE operations SET state = ?2, reason = ?3, attempts = ?4, "

@@ -17,7 +17,7 @@
 
 #define EVENT_COLS                                                                                 \
         "id, op_id, operation_id, at, state, from_state, reason, refund_id, amount, currency, "    \
-        "delivery, attempts, next_at, delivered_at, last_error, account, notify_url"
+        "delivery, attempts, next_at, delivered_at, last_error, account, notify_url, submitted_by"
 
 static int prepare(struct sqlite_store *s, const char *sql, sqlite3_stmt **ret)
 {
@@ -43,11 +43,12 @@ int store_sqlite_event_insert(struct store *store, const struct store_event *ev)
         int r = store_sqlite_counter_add(store, STORE_COUNTER_EVENTS, 1);
 
         if (r == 0)
-                r = prepare(s,
-                            "INSERT INTO events (op_id, operation_id, at, state, from_state, "
-                            "reason, refund_id, amount, currency, account, notify_url) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                            &st);
+                r = prepare(
+                    s,
+                    "INSERT INTO events (op_id, operation_id, at, state, from_state, "
+                    "reason, refund_id, amount, currency, account, notify_url, submitted_by) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                    &st);
         if (r < 0)
                 return r;
         if (store_sqlite_bind_i64(st, 1, ev->op_id) ||
@@ -59,7 +60,8 @@ int store_sqlite_event_insert(struct store *store, const struct store_event *ev)
             store_sqlite_bind_i64(st, 8, ev->amount) ||
             store_sqlite_bind_text(st, 9, ev->currency, sizeof(ev->currency) - 1) ||
             store_sqlite_bind_text(st, 10, ev->account, sizeof(ev->account) - 1) ||
-            store_sqlite_bind_text(st, 11, ev->notify_url, sizeof(ev->notify_url) - 1))
+            store_sqlite_bind_text(st, 11, ev->notify_url, sizeof(ev->notify_url) - 1) ||
+            store_sqlite_bind_text(st, 12, ev->submitted_by, sizeof(ev->submitted_by) - 1))
                 r = TG_ESTORE;
         if (r == 0)
                 r = store_sqlite_map_rc(sqlite3_step(st));
@@ -91,12 +93,13 @@ static int read_event(sqlite3_stmt *st, struct store_event *ev)
         store_sqlite_col_copy(st, 14, ev->last_error, sizeof(ev->last_error));
         store_sqlite_col_copy(st, 15, ev->account, sizeof(ev->account));
         store_sqlite_col_copy(st, 16, ev->notify_url, sizeof(ev->notify_url));
+        store_sqlite_col_copy(st, 17, ev->submitted_by, sizeof(ev->submitted_by));
         return 0;
 }
 
 int store_sqlite_event_page(struct store *store, int64_t after_id, enum store_event_filter filter,
-                            const char *account, unsigned want, struct store_event *buf,
-                            unsigned *ret_n)
+                            const char *account, int64_t op_id, const char *owner, unsigned want,
+                            struct store_event *buf, unsigned *ret_n)
 {
         struct sqlite_store *s = S(store);
         sqlite3_stmt *st = NULL;
@@ -107,14 +110,18 @@ int store_sqlite_event_page(struct store *store, int64_t after_id, enum store_ev
         /* the whole statement or none: a cut one would prepare as something else */
         if ((size_t)snprintf(sql, sizeof(sql),
                              "SELECT " EVENT_COLS " FROM events WHERE %s AND id > ?1 AND "
-                             "(?3 IS NULL OR account = ?3) ORDER BY id LIMIT ?2",
+                             "(?3 IS NULL OR account = ?3) AND (?4 = 0 OR op_id = ?4) AND "
+                             "(?5 IS NULL OR submitted_by IN ('', ?5)) "
+                             "ORDER BY id LIMIT ?2",
                              store_event_filter_sql(filter)) >= sizeof(sql))
                 return TG_EINVAL;
         r = prepare(s, sql, &st);
         if (r < 0)
                 return r;
         if (store_sqlite_bind_i64(st, 1, after_id) || store_sqlite_bind_i64(st, 2, want) ||
-            (account && store_sqlite_bind_text(st, 3, account, TG_ACCOUNT_NAME_MAX)))
+            (account && store_sqlite_bind_text(st, 3, account, TG_ACCOUNT_NAME_MAX)) ||
+            store_sqlite_bind_i64(st, 4, op_id) ||
+            (owner && store_sqlite_bind_text(st, 5, owner, TG_SUBMITTER_MAX)))
                 r = TG_ESTORE;
         while (r == 0 && n < want) {
                 int rc = sqlite3_step(st);
@@ -155,6 +162,30 @@ int store_sqlite_event_delivery_put(struct store *store, const struct store_even
                 r = store_sqlite_map_rc(sqlite3_step(st));
         if (r == 0 && sqlite3_changes(s->db) != 1)
                 r = TG_ENOTFOUND;
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_sqlite_event_prune(struct store *store, tg_wall_ms before, unsigned max, unsigned *ret_n)
+{
+        struct sqlite_store *s = S(store);
+        sqlite3_stmt *st = NULL;
+        /* delivered (1) before the cutoff, oldest id first, never the
+         * newest event; the index (delivery, id) finds them */
+        int r = prepare(s,
+                        "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE "
+                        "delivery = 1 AND delivered_at < ?1 AND "
+                        "id < (SELECT MAX(id) FROM events) ORDER BY id LIMIT ?2)",
+                        &st);
+
+        if (r < 0)
+                return r;
+        if (store_sqlite_bind_i64(st, 1, before) || store_sqlite_bind_i64(st, 2, max))
+                r = TG_ESTORE;
+        if (r == 0)
+                r = store_sqlite_map_rc(sqlite3_step(st));
+        if (r == 0)
+                *ret_n = (unsigned)sqlite3_changes(s->db);
         sqlite3_finalize(st);
         return r;
 }

@@ -62,6 +62,7 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
         store_sqlite_col_copy(st, 28, op.req.metadata, sizeof(op.req.metadata));
         store_sqlite_col_copy(st, 29, op.req.account, sizeof(op.req.account));
         store_sqlite_col_copy(st, 30, op.req.notify_url, sizeof(op.req.notify_url));
+        store_sqlite_col_copy(st, 31, op.req.submitted_by, sizeof(op.req.submitted_by));
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -261,7 +262,9 @@ int store_sqlite_op_insert(struct store *store, const struct op_record *op, int6
             store_sqlite_bind_text(st, 16, op->req.reason, sizeof(op->req.reason) - 1) ||
             store_sqlite_bind_text(st, 17, op->req.metadata, sizeof(op->req.metadata) - 1) ||
             store_sqlite_bind_text(st, 18, store_req_account(&op->req), TG_ACCOUNT_NAME_MAX) ||
-            store_sqlite_bind_text(st, 19, op->req.notify_url, sizeof(op->req.notify_url) - 1)) {
+            store_sqlite_bind_text(st, 19, op->req.notify_url, sizeof(op->req.notify_url) - 1) ||
+            store_sqlite_bind_text(st, 20, op->req.submitted_by,
+                                   sizeof(op->req.submitted_by) - 1)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }

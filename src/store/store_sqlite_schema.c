@@ -391,6 +391,11 @@ const char *const store_sqlite_migrations[] = {
     ("ALTER TABLE operations ADD COLUMN notify_url TEXT NOT NULL DEFAULT '';"
      "ALTER TABLE events ADD COLUMN account TEXT NOT NULL DEFAULT 'default';"
      "ALTER TABLE events ADD COLUMN notify_url TEXT NOT NULL DEFAULT '';"),
+    /* 16: who submitted each operation (the API credential's name), so that
+     * an intake-only credential reads and cancels only its own; '' for the
+     * rows from before: no owner, readable by every reader as they were. */
+    ("ALTER TABLE operations ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';"
+     "ALTER TABLE events ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';"),
 };
 
 const int store_sqlite_migration_count =

@@ -5,8 +5,8 @@
  *
  *   node console_driver.js STEP CONFIG.json
  *
- * and reads one JSON line of results from stdout. STEP is timeline, desk or
- * viewer. Every step starts its own browser with a fresh profile and stops
+ * and reads one JSON line of results from stdout. STEP is timeline, desk,
+ * deliveries, viewer or report. Every step starts its own browser with a fresh profile and stops
  * it. Screenshots go to config.shots. */
 'use strict';
 
@@ -187,6 +187,57 @@ async function desk() {
   return out;
 }
 
+/* One operation's events and their deliveries, then the failed deliveries
+ * list: the re-deliver button of cfg.event_id clicked for real. */
+async function deliveries() {
+  const b = await launch();
+  const { page, log } = b;
+  const out = {};
+  try {
+    await signIn(page, cfg.operator_token);
+    await page.goto(cfg.url + '/ui#/op/' + encodeURIComponent(cfg.event_op));
+    await page.waitForSelector('#op-events tr[data-event]');
+    out.op_events = await page.$$eval('#op-events tr[data-event]', (rows) =>
+      rows.map((r) => ({
+        id: Number(r.getAttribute('data-event')),
+        delivery: r.querySelector('.delivery').getAttribute('data-delivery'),
+        delivery_text: r.querySelector('.delivery').textContent,
+        attempts: Number(r.querySelector('.attempts').textContent),
+        last_error: r.querySelector('.last-error').textContent,
+      })));
+    await shot(page, 'operation-events', true);
+    await page.goto(cfg.url + '/ui#/deliveries');
+    await page.waitForSelector('#deliveries-rows tr');
+    const row = '#deliveries-rows tr[data-event="' + cfg.event_id + '"]';
+    /* older failures come first: page on until the event is listed */
+    for (let i = 0; i < 40 && !(await page.$(row)); i++) {
+      const more = await page.$('#deliveries-more:not([hidden])');
+      if (!more) break;
+      const n = await page.$$eval('#deliveries-rows tr', (x) => x.length);
+      await more.click();
+      await waitFor(page, (k) => document.querySelectorAll('#deliveries-rows tr').length > k, 10000, 'the next page', n);
+    }
+    await page.waitForSelector(row, { timeout: 5000 });
+    out.listed_delivery = await page.$eval(row + ' .delivery', (e) => e.getAttribute('data-delivery'));
+    out.rows = await page.$$eval('#deliveries-rows tr[data-event]', (x) => x.length);
+    await shot(page, 'deliveries', true);
+    await page.click(row + ' button.redeliver');
+    await page.waitForSelector(row + '.done');
+    out.after_delivery = await page.$eval(row + ' .delivery', (e) => e.getAttribute('data-delivery'));
+    out.after_attempts = await page.$eval(row + ' .attempts', (e) => Number(e.textContent));
+    out.toast = await page.$eval('#toast', (e) => e.textContent);
+    await shot(page, 'deliveries-redelivered', true);
+    /* the same page in the other language */
+    await page.evaluate(() => TG.setLang('zh-TW'));
+    await sleep(200);
+    out.zh_nav = await page.$eval('#nav a[data-view="deliveries"]', (e) => e.textContent);
+    out.errors = log.errors.slice();
+  } finally {
+    await close(b);
+  }
+  return out;
+}
+
 async function viewer() {
   const b = await launch();
   const { page } = b;
@@ -201,6 +252,10 @@ async function viewer() {
     out.resolve_buttons = await page.$$eval('button.resolve', (x) => x.length);
     out.viewer_note = (await page.$('#viewer-note')) !== null;
     await shot(page, 'manual-desk-viewer', true);
+    /* the failed deliveries: listed, but no re-deliver button */
+    await page.goto(cfg.url + '/ui#/deliveries');
+    await page.waitForSelector('#deliveries-rows tr[data-event]');
+    out.redeliver_buttons = await page.$$eval('button.redeliver', (x) => x.length);
     /* the POST itself, with the viewer's own valid CSRF token: 403 */
     out.post_status = await page.evaluate(async (id) => {
       const sess = await (await fetch('/ui/api/session', { credentials: 'same-origin' })).json();
@@ -250,7 +305,7 @@ async function report() {
   return out;
 }
 
-const steps = { timeline, desk, viewer, report };
+const steps = { timeline, desk, deliveries, viewer, report };
 
 (async () => {
   const step = steps[process.argv[2]];

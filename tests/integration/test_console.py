@@ -13,6 +13,13 @@ dropping the answer, then recovered.
   names the operator;
 - a viewer has no resend button and its POST is refused with 403; a POST
   without the CSRF token is refused;
+- events and their deliveries ([notify] at a port nobody listens on, so
+  every event parks): an operation's page lists its events with where each
+  delivery stands; the failed deliveries list shows a parked one, and its
+  re-deliver button, clicked, makes it due again: a receiver started since
+  gets it (parked events are never tried again by themselves), and the
+  account's audit trail names the signed-in operator; a viewer has no such
+  button;
 - screenshots of every page go to <build>/console-screenshots.
 
 Skipped (77) with a message only when chromium or node is absent, or when
@@ -33,6 +40,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgdaemon  # noqa: E402
 import tgtest  # noqa: E402
+from test_notify import Receiver, secret_file  # noqa: E402
 
 CHROMIUM = os.environ.get("TG_CHROMIUM", "/usr/bin/chromium")
 OPERATOR_TOKEN = "olga-console-token-1"
@@ -88,7 +96,15 @@ class ConsoleBrowserTest(unittest.TestCase):
         stub = tgtest.start_stub("--timeline", TIMELINE, "--time-scale", SCALE,
                                  "--query-mode", "fast")
         self.addCleanup(stub.close)
+        # the caller's endpoint: nobody listens there until the re-delivery
+        # below, so every event parks after a second of failures
+        hook_port = tgtest.free_port()
+        hook_secret = secret_file(self.tmp, "console-notify-secret-0123456789")
         tg = tgdaemon.Tollgate(stub.url, ui={"users_file": users},
+                               notify={"url": "http://127.0.0.1:%d/" % hook_port,
+                                       "secret_file": hook_secret, "give_up_s": 1,
+                                       "backoff_base_ms": 100, "backoff_cap_ms": 300,
+                                       "timeout_ms": 1000},
                                # count_limited: the timeline's 503s run the
                                # desk's refunds out of attempts (by default a
                                # 503 is not counted)
@@ -228,12 +244,59 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.assertEqual(resend_rows[0]["reason"], "provider confirmed nothing was refunded")
         self.assertEqual(final["desk-resend"]["attempts"][-1]["kind"], "manual")
 
+        # events and their deliveries: desk-viewer's move to manual parked
+        def parked_event():
+            st, _, body = tgtest.http_json(
+                "GET", tg.api + "/v1/events?delivery=parked&limit=1000&after=%d" % last_seen[0],
+                headers=tg.headers())
+            self.assertEqual(st, 200, body)
+            for e in body["events"]:
+                last_seen[0] = max(last_seen[0], e["id"])
+                if e["operation_id"] == "desk-viewer":
+                    found.append(e)
+            return found
+        last_seen, found = [0], []
+        tgtest.wait_until(parked_event, timeout=30, what="desk-viewer's event parked")
+        ev = found[0]
+        self.assertEqual(ev["state"], "manual")
+        self.assertGreater(ev["attempts"], 0)
+        with Receiver(hook_port, hook_secret) as rx:
+            time.sleep(0.5)
+            self.assertNotIn(ev["id"], [x["id"] for x in rx.lines()])  # parked stays parked
+            cfg.update({"event_op": "desk-viewer", "event_id": ev["id"]})
+            out = self.driver("deliveries", cfg)
+            self.assertEqual(out["errors"], [])
+            by_id = {e["id"]: e for e in out["op_events"]}
+            self.assertIn(ev["id"], by_id)
+            self.assertEqual(by_id[ev["id"]]["delivery"], "parked")
+            self.assertEqual(by_id[ev["id"]]["delivery_text"], "parked")
+            self.assertEqual(by_id[ev["id"]]["attempts"], ev["attempts"])
+            self.assertNotEqual(by_id[ev["id"]]["last_error"], "—")
+            self.assertEqual(out["listed_delivery"], "parked")
+            self.assertEqual(out["after_delivery"], "due")
+            self.assertEqual(out["after_attempts"], 0)
+            self.assertIn(str(ev["id"]), out["toast"])
+            self.assertEqual(out["zh_nav"], "通知送達")
+            # the click reached the store: the receiver gets that event
+            tgtest.wait_until(lambda: ev["id"] in [x["id"] for x in rx.ok()], timeout=15,
+                              what="the re-delivered event at the receiver")
+        st, _, body = tgtest.http_json("GET", tg.api + "/v1/accounts/default/audit",
+                                       headers=tg.headers())
+        self.assertEqual(st, 200, body)
+        rows = [a for a in body["audit"] if a["action"] == "event_redeliver"]
+        self.assertEqual(len(rows), 1, body)
+        self.assertEqual(rows[0]["by"], "olga")
+        self.assertEqual(rows[0]["detail"]["event_id"], ev["id"])
+        self.assertEqual(rows[0]["detail"]["operation_id"], "desk-viewer")
+        self.assertEqual(rows[0]["detail"]["delivery"], "parked")
+
         # a viewer: no button, and the POST refused
         out = self.driver("viewer", cfg)
         self.assertTrue(out["signin_shown"])
         self.assertEqual(out["role"], "viewer")
         self.assertEqual(out["resend_buttons"], 0)
         self.assertEqual(out["resolve_buttons"], 0)
+        self.assertEqual(out["redeliver_buttons"], 0)
         self.assertTrue(out["viewer_note"])
         self.assertEqual(out["post_status"], 403)
         self.assertFalse(out["cookie_visible"], "the session cookie must be HttpOnly")
@@ -268,6 +331,7 @@ class ConsoleBrowserTest(unittest.TestCase):
 
         for name in ("report", "signin-operator", "timeline", "timeline-zh-TW", "status", "operations",
                      "operation", "manual-desk", "manual-desk-resent", "manual-desk-viewer",
+                     "operation-events", "deliveries", "deliveries-redelivered",
                      "timeline-whole-run"):
             self.assertTrue(os.path.getsize(os.path.join(self.shots, name + ".png")) > 5000, name)
         print("browser steps took %.1f s; screenshots in %s" % (time.monotonic() - t0, self.shots),

@@ -342,6 +342,18 @@ class ContractTest(unittest.TestCase):
         self.call("GET", "/v1/events?after=0&limit=2&delivery=due", expect=200)
         self.call("GET", "/v1/events?delivery=lost", expect=400)
         self.call("GET", "/v1/events", token=False, expect=401)
+        st, body = self.call("GET", "/v1/events?limit=1", expect=200)
+        eid = body["events"][0]["id"]  # the cancel before a call, m1 and m2 to manual
+        st, ev = self.call("POST", "/v1/events/%d/redeliver" % eid, expect=200)
+        self.assertEqual((ev["id"], ev["delivery"], ev["attempts"]), (eid, "due", 0))
+        st, audit = self.call("GET", "/v1/accounts/default/audit", expect=200)
+        self.assertEqual(audit["audit"][-1]["action"], "event_redeliver")
+        self.assertEqual(audit["audit"][-1]["detail"]["event_id"], eid)
+        self.assertEqual(audit["audit"][-1]["by"], "api-token")  # the principal: the token file
+        self.call("POST", "/v1/events/999999999/redeliver", expect=404)
+        self.call("POST", "/v1/events/0/redeliver", expect=404)
+        self.call("POST", "/v1/events/1/redeliver", token=False, expect=401)
+        self.call("GET", "/v1/events/1/redeliver", expect=405)
         self.call("GET", "/v1/stats", expect=200)
         self.call("GET", "/v1/stats?minutes=1", expect=200)
         self.call("GET", "/v1/stats?minutes=99", expect=400)

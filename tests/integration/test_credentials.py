@@ -9,7 +9,13 @@
   with no restart; every refusal is counted by reason in /metrics;
 - the file holds no secret, only salted hashes, and is its owner's alone;
 - the console signs a credential in under its own name (operator scope:
-  operator role), and an intake-only credential not at all.
+  operator role), and an intake-only credential not at all;
+- intake reads and cancels its own: with two intake credentials, each reads
+  and cancels the refunds it submitted and gets 404 not_found for the
+  other's (its existence is not told), a repeat of the other's key is 409
+  without its state (single and batch); a refund without an owner (the
+  token file's) is read by both; read and the token file read everything;
+  the pull feed serves each intake credential its own refunds' events.
 """
 
 import json
@@ -140,6 +146,76 @@ class CredentialsTest(unittest.TestCase):
                                                 {"token": secrets["orders-2"]})
                 self.assertEqual(status, 401)
                 self.assertIsNone(p.poll())
+
+    def test_intake_reads_and_cancels_its_own(self):
+        with tgtest.start_stub("--mode", "fast") as stub:
+            d = tempfile.mkdtemp(prefix="tg-creds-")
+            self.addCleanup(shutil.rmtree, d, True)
+            path = os.path.join(d, "credentials")
+            secrets = {}
+            for name, scopes in (("shop-a", "intake"), ("shop-b", "intake"), ("dash", "read")):
+                rc, out, err = token("add", name, "--scopes", scopes, "--file", path)
+                self.assertEqual(rc, 0, err)
+                secrets[name] = out
+
+            def ask(method, route, who, body=None):
+                auth = bearer(secrets[who]) if who else None
+                return tgtest.http_json(method, tg.api + route, body, auth)
+
+            with Tollgate(stub.url, api={"credentials_file": path}) as tg:
+                tg.start("api")  # no exit: the refunds stay pending, cancellable
+                self.assertEqual(ask("POST", "/v1/refunds", "shop-a", refund("a-1"))[0], 202)
+                self.assertEqual(ask("POST", "/v1/refunds", "shop-b", refund("b-1"))[0], 202)
+                self.assertEqual(tg.submit("nobody-1")[0], 202)  # the token file: no owner
+
+                # each its own; the other's is not there
+                self.assertEqual(ask("GET", "/v1/refunds/a-1", "shop-a")[0], 200)
+                self.assertEqual(ask("GET", "/v1/refunds/b-1", "shop-b")[0], 200)
+                for who, op in (("shop-b", "a-1"), ("shop-a", "b-1")):
+                    status, _, body = ask("GET", "/v1/refunds/" + op, who)
+                    self.assertEqual((status, body["error"]["code"]), (404, "not_found"))
+                    missing = ask("GET", "/v1/refunds/never-%s" % op, who)[2]
+                    self.assertEqual(body["error"]["message"], missing["error"]["message"])
+                    status, _, body = ask("POST", "/v1/refunds/%s/cancel" % op, who)
+                    self.assertEqual((status, body["error"]["code"]), (404, "not_found"))
+                # a repeat of the other's key: a conflict, never its state
+                status, _, body = ask("POST", "/v1/refunds", "shop-b", refund("a-1"))
+                self.assertEqual((status, body["error"]["code"]), (409, "idempotency_conflict"))
+                self.assertNotIn("state", body)
+                status, _, body = ask("POST", "/v1/refunds:batch", "shop-b",
+                                      {"refunds": [refund("a-1"), refund("b-2")]})
+                self.assertEqual(status, 200, body)
+                self.assertEqual([r["status"] for r in body["results"]], [409, 202])
+                self.assertNotIn("state", body["results"][0])
+                # its own repeat is the same request as ever
+                self.assertEqual(ask("POST", "/v1/refunds", "shop-a", refund("a-1"))[0], 200)
+
+                # no owner: both read it; read and the token file read every one
+                for who in ("shop-a", "shop-b", "dash"):
+                    self.assertEqual(ask("GET", "/v1/refunds/nobody-1", who)[0], 200, who)
+                for op in ("a-1", "b-1", "b-2"):
+                    self.assertEqual(ask("GET", "/v1/refunds/" + op, "dash")[0], 200, op)
+                    self.assertEqual(tg.status(op)[0], 200, op)
+
+                # the other's cancel changed nothing; its own goes through
+                self.assertEqual(ask("GET", "/v1/refunds/a-1", "dash")[2]["state"], "pending")
+                status, _, body = ask("POST", "/v1/refunds/a-1/cancel", "shop-a")
+                self.assertEqual((status, body["state"]), (200, "cancelled"))
+                self.assertEqual([a["operator"] for a in body["audit"]
+                                  if a["action"] == "cancel"], ["shop-a"])
+
+                # the pull feed likewise: its own refunds' events and the unowned ones'
+                self.assertEqual(ask("POST", "/v1/refunds/b-1/cancel", "shop-b")[0], 200)
+                self.assertEqual(tgtest.http_json("POST", tg.api + "/v1/refunds/nobody-1/cancel",
+                                                  None, tg.headers())[0], 200)
+                seen = {}
+                for who in ("shop-a", "shop-b", "dash"):
+                    status, _, body = ask("GET", "/v1/events?limit=1000", who)
+                    self.assertEqual(status, 200, body)
+                    seen[who] = [e["operation_id"] for e in body["events"]]
+                self.assertEqual(seen["shop-a"], ["a-1", "nobody-1"])
+                self.assertEqual(seen["shop-b"], ["b-1", "nobody-1"])
+                self.assertEqual(seen["dash"], ["a-1", "b-1", "nobody-1"])
 
     def test_cli_four_eyes(self):
         # manual.approval_above = 1000: `tollgate manual resend` of a case of

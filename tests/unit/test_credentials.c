@@ -25,6 +25,7 @@
 #include "daemon/config.h"
 #include "daemon/credentials.h"
 #include "store/store.h"
+#include "store/store_events.h"
 
 #define LEGACY "legacy-t0ken"
 
@@ -306,8 +307,25 @@ static const char *body_for(enum api_route r, unsigned serial, char *buf, size_t
         }
 }
 
+/* The newest event's id (a case to manual writes one). */
+static int64_t newest_event(struct fixture *fx)
+{
+        static struct store_event buf[1000];
+        int64_t after = 0, last = 0;
+        unsigned n = 0;
+
+        do {
+                assert_int_equal(
+                    store_events_list(fx->api->store, after, STORE_EVENTS_ALL, 1000, buf, &n), 0);
+                if (n > 0)
+                        last = after = buf[n - 1].id;
+        } while (n == 1000);
+        assert_true(last > 0);
+        return last;
+}
+
 /* The path of route r: its {operation_id} a fresh case in manual review, its
- * {account} the one account configured. */
+ * {event_id} the event of one, its {account} the one account configured. */
 static void path_for(struct fixture *fx, enum api_route r, unsigned serial, char *buf, size_t size)
 {
         const char *tpl = api_route_name(r);
@@ -320,6 +338,10 @@ static void path_for(struct fixture *fx, enum api_route r, unsigned serial, char
         }
         if (strncmp(brace, "{account}", 9) == 0) {
                 snprintf(id, sizeof(id), "default");
+        } else if (strncmp(brace, "{event_id}", 10) == 0) {
+                snprintf(id, sizeof(id), "case-%u", serial);
+                to_manual(fx, id);
+                snprintf(id, sizeof(id), "%lld", (long long)newest_event(fx));
         } else {
                 snprintf(id, sizeof(id), "case-%u", serial);
                 to_manual(fx, id);
@@ -352,6 +374,7 @@ static void test_scope_table(void **state)
             {API_ROUTE_MANUAL_APPROVE, SCOPE_OPERATOR},
             {API_ROUTE_PROVIDER_EVENTS, 0}, /* signed by the provider */
             {API_ROUTE_EVENTS, SCOPE_INTAKE | SCOPE_READ},
+            {API_ROUTE_EVENT_REDELIVER, SCOPE_OPERATOR},
             {API_ROUTE_ACCOUNTS, SCOPE_READ | SCOPE_ADMIN},
             {API_ROUTE_ACCOUNT, SCOPE_ADMIN},
             {API_ROUTE_ACCOUNT_AUDIT, SCOPE_READ | SCOPE_ADMIN},
@@ -370,6 +393,22 @@ static void test_scope_table(void **state)
         for (int r = 0; r < API_ROUTE_COUNT; r++)
                 if (!seen[r])
                         fail_msg("%s: no scope decided in this test", api_route_name(r));
+}
+
+struct redeliveries {
+        unsigned n;
+        char by[TG_TEXT_MAX];
+};
+
+static int on_redeliver(const struct account_audit_record *a, void *userdata)
+{
+        struct redeliveries *rd = userdata;
+
+        if (strcmp(a->action, "event_redeliver") == 0) {
+                rd->n++;
+                snprintf(rd->by, sizeof(rd->by), "%s", a->principal);
+        }
+        return 0;
 }
 
 static void test_scope_walk(void **state)
@@ -421,6 +460,16 @@ static void test_scope_walk(void **state)
                 walked++;
         }
         assert_true(walked >= 12); /* every /v1 route with a scope, and /metrics */
+        /* the re-delivery the walk made (as the operator) is audited under its
+         * name, in the account's trail */
+        {
+                struct redeliveries rd = {0};
+                assert_int_equal(
+                    store_list_account_audit(fx->api->store, "default", 0, 100, on_redeliver, &rd),
+                    0);
+                assert_int_equal(rd.n, 1);
+                assert_string_equal(rd.by, cred_names[C_OPERATOR]);
+        }
         assert_int_equal(counted(fx, "missing_scope"), before + refused);
         assert_int_equal(counted(fx, "revoked"), revoked + walked * 4); /* once each */
 }

@@ -1246,13 +1246,14 @@ static void test_events_outbox(void **state)
         assert_int_equal(one.delivery, STORE_DELIVERY_DELIVERED);
         assert_int_equal(one.delivered_at, T0 + 70);
         assert_int_equal(store_event_get(s, ev[5].id + 100, &one), TG_ENOTFOUND);
-        assert_int_equal(store_event_redeliver(s, ev[1].id, T0 + 80), 0);
+        assert_int_equal(store_event_redeliver(s, ev[1].id, "ops-ann", T0 + 80), 0);
         assert_int_equal(store_event_get(s, ev[1].id, &one), 0);
         assert_int_equal(one.delivery, STORE_DELIVERY_DUE);
         assert_int_equal(one.attempts, 0);
         assert_int_equal(one.next_at, T0 + 80);
         assert_string_equal(one.last_error, "");
-        assert_int_equal(store_event_redeliver(s, ev[5].id + 100, T0 + 80), TG_ENOTFOUND);
+        assert_int_equal(store_event_redeliver(s, ev[5].id + 100, "ops-ann", T0 + 80),
+                         TG_ENOTFOUND);
 
         /* a refund's own notify_url is kept with it and copied into its
          * events with the account; the notifier's scan is by account */
@@ -3451,6 +3452,213 @@ static void test_recover_batch_agrees(void **state)
         store_close(s);
 }
 
+/* The console's reads of the outbox and an operator's re-delivery: the
+ * events of one operation; the failed ones (parked, or due after a failed
+ * attempt); a re-delivery audited in its account's trail, by the principal,
+ * in the same transaction (store_events.h). */
+static void test_events_of_op_failed_and_audit(void **state)
+{
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        int64_t epoch = acquire(s);
+        struct store_event ev[16], one;
+        struct account_audit_seen seen;
+        struct op_record op, e2;
+        unsigned n = 0;
+
+        (void)state;
+        accept_new(s, "e1", T0);
+        e2 = accept_new(s, "e2", T0 + 1);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_SUCCEEDED, OP_SUCCEEDED, 0);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 11, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        assert_int_equal(store_operator_resend(s, "e2", "ana", "try", &c, T0 + 20, &op), 0);
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_ALL, 16, ev, &n), 0);
+        assert_int_equal(n, 3);
+
+        /* one operation's: e2 to manual and back out, in id order */
+        assert_int_equal(store_events_of_op(s, e2.id, 16, ev + 4, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(ev[4].operation_id, "e2");
+        assert_string_equal(ev[5].operation_id, "e2");
+        assert_true(ev[5].id > ev[4].id);
+        assert_int_equal(store_events_of_op(s, e2.id + 1000, 16, ev + 4, &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(store_events_of_op(s, 0, 16, ev + 4, &n), TG_EINVAL);
+
+        /* failed: a parked one and a due one after a failed attempt; not a
+         * due one never tried, not a delivered one */
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_FAILED, 16, ev + 8, &n), 0);
+        assert_int_equal(n, 0);
+        one = ev[0];
+        one.delivery = STORE_DELIVERY_PARKED;
+        one.attempts = 30;
+        snprintf(one.last_error, sizeof(one.last_error), "HTTP 503");
+        assert_int_equal(store_event_delivery_put(s, &one), 0);
+        one = ev[1];
+        one.attempts = 1;
+        one.next_at = T0 + 500;
+        snprintf(one.last_error, sizeof(one.last_error), "timeout");
+        assert_int_equal(store_event_delivery_put(s, &one), 0);
+        one = ev[2];
+        one.delivery = STORE_DELIVERY_DELIVERED;
+        one.attempts = 1;
+        one.delivered_at = T0 + 30;
+        assert_int_equal(store_event_delivery_put(s, &one), 0);
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_FAILED, 16, ev + 8, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(ev[8].id, ev[0].id);
+        assert_int_equal(ev[9].id, ev[1].id);
+
+        /* a re-delivery: due now, and its audit row names the principal */
+        seen = account_audit(s, TG_ACCOUNT_DEFAULT, 0, 10);
+        assert_int_equal(seen.n, 0);
+        assert_int_equal(store_event_redeliver(s, ev[0].id, "", T0 + 80), TG_EINVAL);
+        assert_int_equal(store_event_redeliver(s, ev[0].id, NULL, T0 + 80), TG_EINVAL);
+        assert_int_equal(store_event_redeliver(s, ev[0].id, "ops-ann", T0 + 80), 0);
+        assert_int_equal(store_event_get(s, ev[0].id, &one), 0);
+        assert_int_equal(one.delivery, STORE_DELIVERY_DUE);
+        assert_int_equal(one.attempts, 0);
+        seen = account_audit(s, TG_ACCOUNT_DEFAULT, 0, 10);
+        assert_int_equal(seen.n, 1);
+        assert_string_equal(seen.rows[0].action, "event_redeliver");
+        assert_string_equal(seen.rows[0].principal, "ops-ann");
+        assert_int_equal(seen.rows[0].at, T0 + 80);
+        assert_non_null(strstr(seen.rows[0].detail, "\"operation_id\":\"e1\""));
+        assert_non_null(strstr(seen.rows[0].detail, "\"delivery\":\"parked\""));
+        /* not found: nothing audited */
+        assert_int_equal(store_event_redeliver(s, ev[2].id + 100, "ops-ann", T0 + 81),
+                         TG_ENOTFOUND);
+        assert_int_equal(account_audit(s, TG_ACCOUNT_DEFAULT, 0, 10).n, 1);
+        store_close(s);
+}
+
+/* Who submitted an operation is kept with it ('' for nobody) and never
+ * changes: a repeat by another submitter finds the first one's. Its events
+ * carry it, and the owned list serves an owner its own and the unowned. */
+static void test_submitted_by(void **state)
+{
+        struct store *s = open_store();
+        struct policy_config c = limits();
+        struct refund_request r = req("own-1", "pay-1", 1000);
+        struct store_event ev[8];
+        struct op_record op;
+        bool created = false;
+        unsigned n = 0;
+
+        (void)state;
+        accept_new(s, "nobody", T0);
+        assert_string_equal(get_op(s, "nobody").req.submitted_by, "");
+        snprintf(r.submitted_by, sizeof(r.submitted_by), "shop-a");
+        assert_int_equal(store_accept(s, &r, T0 + 1, &c, &created, &op), 0);
+        assert_true(created);
+        assert_string_equal(op.req.submitted_by, "shop-a");
+        snprintf(r.submitted_by, sizeof(r.submitted_by), "shop-b");
+        assert_int_equal(store_accept(s, &r, T0 + 2, &c, &created, &op), 0);
+        assert_false(created);
+        assert_string_equal(op.req.submitted_by, "shop-a");
+        assert_string_equal(get_op(s, "own-1").req.submitted_by, "shop-a");
+        /* kept through a change of state */
+        assert_int_equal(store_cancel(s, "own-1", "shop-a", "", T0 + 3, &op, &created), 0);
+        assert_string_equal(get_op(s, "own-1").req.submitted_by, "shop-a");
+
+        /* the events: one each for nobody's, shop-a's and shop-b's */
+        r = req("own-2", "pay-1", 1000);
+        snprintf(r.submitted_by, sizeof(r.submitted_by), "shop-b");
+        assert_int_equal(store_accept(s, &r, T0 + 4, &c, &created, &op), 0);
+        assert_int_equal(store_cancel(s, "own-2", "shop-b", "", T0 + 5, &op, &created), 0);
+        assert_int_equal(store_cancel(s, "nobody", "x", "", T0 + 6, &op, &created), 0);
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_ALL, 8, ev, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(ev[0].submitted_by, "shop-a");
+        assert_string_equal(ev[1].submitted_by, "shop-b");
+        assert_string_equal(ev[2].submitted_by, "");
+        assert_int_equal(store_events_list_owned(s, "shop-a", 0, STORE_EVENTS_ALL, 8, ev, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(ev[0].operation_id, "own-1");
+        assert_string_equal(ev[1].operation_id, "nobody");
+        assert_int_equal(store_events_list_owned(s, "shop-b", 0, STORE_EVENTS_ALL, 8, ev, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(ev[0].operation_id, "own-2");
+        assert_string_equal(ev[1].operation_id, "nobody");
+        assert_int_equal(store_events_list_owned(s, "shop-c", 0, STORE_EVENTS_ALL, 8, ev, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(store_events_list_owned(s, "", 0, STORE_EVENTS_ALL, 8, ev, &n), TG_EINVAL);
+        store_close(s);
+}
+
+/* A prune deletes the events delivered before its cutoff, in batches, and
+ * never a due or parked one, one delivered after the cutoff, nor the newest
+ * event; a prune of one batch a call (the daemon's) gets there too. */
+static void test_prune_events(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct store_prune_cursor cur;
+        struct store_prune_result res;
+        struct policy_config c = limits();
+        struct store_event ev[16], one;
+        struct op_record op;
+        unsigned n = 0, calls = 0;
+        uint64_t events = 0;
+        char id[16];
+
+        (void)state;
+        for (int i = 0; i < 8; i++) {
+                snprintf(id, sizeof(id), "pe%d", i);
+                accept_new(s, id, T0 + i);
+        }
+        for (int i = 0; i < 8; i++) /* each to manual: audited, so no op is pruned */
+                drive(s, STORE_GROUP_FIRST, epoch, T0 + 10 + i, TG_CLASS_UNKNOWN, OP_MANUAL, 0);
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_ALL, 16, ev, &n), 0);
+        assert_int_equal(n, 8);
+        /* 0..3 delivered long ago, 4 delivered after the cutoff, 5 parked,
+         * 6 due after a failed attempt, 7 (the newest) delivered long ago */
+        for (int i = 0; i < 8; i++) {
+                one = ev[i];
+                one.attempts = 1;
+                one.delivery = STORE_DELIVERY_DELIVERED;
+                one.delivered_at = i == 4 ? T0 + 9000 : T0 + 100 + i;
+                if (i == 5 || i == 6) {
+                        one.delivery = i == 5 ? STORE_DELIVERY_PARKED : STORE_DELIVERY_DUE;
+                        one.delivered_at = 0;
+                }
+                assert_int_equal(store_event_delivery_put(s, &one), 0);
+        }
+
+        /* one batch of one a call, as the daemon's housekeeping prunes */
+        memset(&cur, 0, sizeof(cur));
+        do {
+                assert_int_equal(store_prune(s, T0 + 5000, 1, 1, &cur, &res), 0);
+                assert_int_equal(res.operations, 0);
+                events += res.events;
+                assert_true(++calls < 20);
+        } while (res.more);
+        assert_int_equal(events, 4);
+        assert_int_equal(cur.phase, 0); /* done: the next call starts over */
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_ALL, 16, ev + 8, &n), 0);
+        assert_int_equal(n, 4);
+        assert_int_equal(ev[8].id, ev[4].id);  /* delivered after the cutoff */
+        assert_int_equal(ev[9].id, ev[5].id);  /* parked */
+        assert_int_equal(ev[10].id, ev[6].id); /* due */
+        assert_int_equal(ev[11].id, ev[7].id); /* the newest */
+        assert_int_equal(store_event_get(s, ev[0].id, &one), TG_ENOTFOUND);
+
+        /* later: the one delivered after the old cutoff goes too (batches
+         * until done), the rest stay */
+        memset(&cur, 0, sizeof(cur));
+        assert_int_equal(store_prune(s, T0 + 10000, 100, 0, &cur, &res), 0);
+        assert_int_equal(res.events, 1);
+        assert_false(res.more);
+        assert_int_equal(store_events_list(s, 0, STORE_EVENTS_ALL, 16, ev + 8, &n), 0);
+        assert_int_equal(n, 3);
+        /* a new event's id is above every id handed out */
+        assert_int_equal(store_operator_resend(s, "pe0", "ana", "again", &c, T0 + 20000, &op), 0);
+        assert_int_equal(store_events_list(s, ev[7].id, STORE_EVENTS_ALL, 16, ev + 8, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(ev[8].operation_id, "pe0");
+        store_close(s);
+}
+
 /* ---- lifecycle: counters, prune, ping, backup, open existing ------------------ */
 
 static int count_state(struct store *s, enum op_state state)
@@ -3858,6 +4066,9 @@ static void test_pg_cut_utf8_recorded(void **state)
             cmocka_unit_test_setup_teardown(test_account_controls_atomic_and_append_only, setup,   \
                                             teardown),                                             \
             cmocka_unit_test_setup_teardown(test_counters_and_prune, setup, teardown),             \
+            cmocka_unit_test_setup_teardown(test_events_of_op_failed_and_audit, setup, teardown),  \
+            cmocka_unit_test_setup_teardown(test_submitted_by, setup, teardown),                   \
+            cmocka_unit_test_setup_teardown(test_prune_events, setup, teardown),                   \
             cmocka_unit_test_setup_teardown(test_prune_triggers_refuse, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_ping, setup, teardown),                           \
             cmocka_unit_test_setup_teardown(test_open_existing, setup, teardown),                  \

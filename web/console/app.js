@@ -1,8 +1,11 @@
 /* tollgate console: the app. One page, its views chosen by the URL's hash:
  *   #/timeline  the live timeline (or a past window)
  *   #/ops       operations by state, and search by operation id
- *   #/op/ID     one operation: its calls and its audit trail
+ *   #/op/ID     one operation: its calls, its events and their deliveries,
+ *               and its audit trail
  *   #/manual    the manual-review desk: resend, resolve
+ *   #/deliveries the events whose delivery failed (parked, or due after a
+ *               failed attempt), each with a re-deliver button
  *   #/status    the exit: owner, shares, limits, hold, admission
  * Live data: one poll of api/live a second while the page is visible (the
  * daemon answers every dashboard from one cache; docs/design.md). Every
@@ -387,6 +390,15 @@
           el('td', { text: c.error || TG.t('none') })
         ]);
       }), { class: 'grid', id: 'op-calls' }) : el('p', { class: 'muted', text: TG.t('op.nocalls') }));
+      v.appendChild(el('h3', { text: TG.t('op.events') }));
+      var events = o.events || [];
+      v.appendChild(events.length ? table(EVENT_HEAD.concat(['col.actions']), events.map(function (e) {
+        return el('tr', { 'data-event': e.id }, eventCells(e).concat([
+          el('td', {}, e.delivery === 'due' && !e.attempts ? null : redeliverButton(e, function () {
+            renderOp(id);
+          }))
+        ]));
+      }), { class: 'grid', id: 'op-events' }) : el('p', { class: 'muted', id: 'op-noevents', text: TG.t('op.noevents') }));
       v.appendChild(el('h3', { text: TG.t('op.audit') }));
       v.appendChild(o.audit.length ? table(['col.at', 'col.action', 'col.operator', 'col.note', 'col.detail'], o.audit.map(function (a) {
         return el('tr', { 'data-audit': a.id }, [
@@ -509,6 +521,84 @@
     })));
   }
 
+  /* -- events and their deliveries -- */
+
+  function deliveryCell(e) {
+    return el('span', { class: 'delivery ' + e.delivery, 'data-delivery': e.delivery }, TG.t('delivery.' + e.delivery));
+  }
+
+  /* An operator's re-deliver button for event e; done(event) after it. */
+  function redeliverButton(e, done) {
+    if (!state.session || state.session.role !== 'operator') return null;
+    var b = el('button', {
+      type: 'button',
+      class: 'redeliver',
+      'data-event': e.id,
+      onclick: function () {
+        b.disabled = true;
+        TG.api('POST', 'events/' + e.id + '/redeliver', {}).then(function (res) {
+          if (!res.ok) {
+            b.disabled = false;
+            return toast(errText(res), true);
+          }
+          toast(TG.t('dl.redelivered', { id: e.id }));
+          if (done) done(res.data);
+        });
+      }
+    }, TG.t('dl.redeliver'));
+    return b;
+  }
+
+  function eventCells(e) {
+    return [
+      el('td', { class: 'num mono', text: e.id }),
+      el('td', { text: TG.stateName(e.state) }),
+      el('td', {}, deliveryCell(e)),
+      el('td', { class: 'num attempts', text: e.attempts }),
+      el('td', { class: 'last-error', text: e.last_error || TG.t('none') }),
+      el('td', { class: 'mono', text: e.delivered_at ? TG.fmtTime(e.delivered_at) : TG.t('none') })
+    ];
+  }
+
+  var EVENT_HEAD = ['col.event', 'col.state', 'col.delivery', 'col.tries', 'col.last_error', 'col.delivered_at'];
+
+  function renderDeliveries() {
+    var v = setView('deliveries');
+    v.appendChild(el('h2', { text: TG.t('dl.title') }));
+    v.appendChild(el('p', { class: 'muted', text: TG.t('dl.hint') }));
+    if (state.session.role !== 'operator') v.appendChild(el('p', { class: 'note-box', id: 'viewer-note', text: TG.t('dl.viewer') }));
+    var body = el('tbody', { id: 'deliveries-rows' });
+    var more = el('button', { type: 'button', id: 'deliveries-more', hidden: true }, TG.t('ops.more'));
+    v.appendChild(el('table', { class: 'grid', id: 'deliveries-table' }, [
+      el('thead', {}, el('tr', {}, ['col.operation'].concat(EVENT_HEAD, ['col.actions']).map(function (h) {
+        return el('th', { text: TG.t(h) });
+      }))),
+      body
+    ]));
+    v.appendChild(more);
+    var after = 0;
+    function page() {
+      TG.api('GET', 'deliveries?after=' + after).then(function (res) {
+        if (!res.ok) return toast(errText(res), true);
+        res.data.items.forEach(function (e) {
+          var row = el('tr', { 'data-event': e.id }, [el('td', {}, opLink(e.operation_id))].concat(eventCells(e), [
+            el('td', {}, redeliverButton(e, function (now) {
+              row.className = 'done';
+              row.querySelector('.delivery').replaceWith(deliveryCell(now));
+              row.querySelector('.attempts').textContent = now.attempts;
+            }))
+          ]));
+          body.appendChild(row);
+        });
+        if (!body.children.length) body.appendChild(el('tr', {}, el('td', { colspan: '8', class: 'muted', text: TG.t('dl.empty') })));
+        after = res.data.next_after || 0;
+        more.hidden = !res.data.next_after;
+      });
+    }
+    more.addEventListener('click', page);
+    page();
+  }
+
   /* ---- routing ---------------------------------------------------------------- */
 
   function route() {
@@ -526,6 +616,7 @@
     if (path.indexOf('#/op/') === 0) return renderOp(decodeURIComponent(path.slice(5)));
     if (path === '#/ops') return renderOps(params);
     if (path === '#/manual') return renderManual(params);
+    if (path === '#/deliveries') return renderDeliveries();
     if (path === '#/status') return renderStatus();
     return renderTimeline();
   }
