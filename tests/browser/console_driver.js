@@ -6,7 +6,7 @@
  *   node console_driver.js STEP CONFIG.json
  *
  * and reads one JSON line of results from stdout. STEP is timeline, desk,
- * deliveries, viewer or report. Every step starts its own browser with a fresh profile and stops
+ * deliveries, approve, viewer or report. Every step starts its own browser with a fresh profile and stops
  * it. Screenshots go to config.shots. */
 'use strict';
 
@@ -238,6 +238,28 @@ async function deliveries() {
   return out;
 }
 
+/* Four-eyes (manual.approval_above): another operator asked to re-send
+ * cfg.approve_op; its approve button, clicked for real, carries it out. */
+async function approve() {
+  const b = await launch();
+  const { page, log } = b;
+  const out = {};
+  try {
+    await signIn(page, cfg.operator_token);
+    await page.goto(cfg.url + '/ui#/manual');
+    const row = '#manual-rows tr[data-op="' + cfg.approve_op + '"]';
+    await page.waitForSelector(row);
+    await page.click(row + ' button.approve');
+    await page.waitForSelector(row + '.done');
+    out.toast = await page.$eval('#toast', (e) => e.textContent);
+    await shot(page, 'manual-desk-approved', true);
+    out.errors = log.errors.slice();
+  } finally {
+    await close(b);
+  }
+  return out;
+}
+
 async function viewer() {
   const b = await launch();
   const { page } = b;
@@ -305,7 +327,7 @@ async function report() {
   return out;
 }
 
-const steps = { timeline, desk, deliveries, viewer, report };
+const steps = { timeline, desk, deliveries, approve, viewer, report };
 
 (async () => {
   const step = steps[process.argv[2]];

@@ -101,6 +101,9 @@ class ConsoleBrowserTest(unittest.TestCase):
         hook_port = tgtest.free_port()
         hook_secret = secret_file(self.tmp, "console-notify-secret-0123456789")
         tg = tgdaemon.Tollgate(stub.url, ui={"users_file": users},
+                               # four-eyes above 5,000.00 (minor units): the
+                               # desk's refunds stay below it, desk-big above
+                               manual={"approval_above": 500000},
                                notify={"url": "http://127.0.0.1:%d/" % hook_port,
                                        "secret_file": hook_secret, "give_up_s": 1,
                                        "backoff_base_ms": 100, "backoff_cap_ms": 300,
@@ -290,6 +293,35 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.assertEqual(rows[0]["detail"]["operation_id"], "desk-viewer")
         self.assertEqual(rows[0]["detail"]["delivery"], "parked")
 
+        # four-eyes: a refund above manual.approval_above in manual review;
+        # alice (through the API) asks to re-send it, nothing is sent, and
+        # olga's approve button in the console carries it out
+        stub.set_mode(mode="unavailable")
+        st, _, body = tg.submit("desk-big", amount=900000, currency="TWD")
+        self.assertIn(st, (200, 202), body)
+        tg.wait_final(["desk-big"], timeout=60, states=("manual",))
+        stub.set_mode(mode="fast")
+        st, _, body = tgtest.http_json(
+            "POST", tg.api + "/v1/manual/desk-big/resend",
+            {"operator": "alice", "reason": "provider confirmed nothing was refunded"},
+            tg.headers())
+        self.assertEqual((st, body["approval"]["status"]), (202, "requested"), body)
+        time.sleep(0.5)
+        self.assertEqual(tg.status("desk-big")[2]["state"], "manual")
+        big_posts = lambda: [a for a in stub.arrivals()  # noqa: E731
+                             if a.get("idempotency_key") == "desk-big" and a["method"] == "POST"]
+        self.assertEqual(len(big_posts()), 3)
+        cfg.update({"approve_op": "desk-big"})
+        out = self.driver("approve", cfg)
+        self.assertEqual(out["errors"], [])
+        self.assertIn("desk-big", out["toast"])
+        final = tg.wait_final(["desk-big"], timeout=30, states=("succeeded",))
+        self.assertEqual(len(big_posts()), 4)
+        self.assertEqual(stub.executions("desk-big"), 1)
+        self.assertEqual([(a["action"], a["operator"]) for a in final["desk-big"]["audit"]
+                          if a["action"] in ("request_resend", "approve", "resend")],
+                         [("request_resend", "alice"), ("approve", "olga"), ("resend", "alice")])
+
         # a viewer: no button, and the POST refused
         out = self.driver("viewer", cfg)
         self.assertTrue(out["signin_shown"])
@@ -331,7 +363,7 @@ class ConsoleBrowserTest(unittest.TestCase):
 
         for name in ("report", "signin-operator", "timeline", "timeline-zh-TW", "status", "operations",
                      "operation", "manual-desk", "manual-desk-resent", "manual-desk-viewer",
-                     "operation-events", "deliveries", "deliveries-redelivered",
+                     "operation-events", "deliveries", "deliveries-redelivered", "manual-desk-approved",
                      "timeline-whole-run"):
             self.assertTrue(os.path.getsize(os.path.join(self.shots, name + ".png")) > 5000, name)
         print("browser steps took %.1f s; screenshots in %s" % (time.monotonic() - t0, self.shots),
