@@ -387,6 +387,7 @@ int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
                                  &srv->webhook);
                 if (rc < 0)
                         goto fail;
+                webhook_set_stripe(srv->webhook, cfg->shape == STUB_SHAPE_STRIPE);
         }
         if (cfg->tls_cert_pem) {
                 /* HTTPS: GnuTLS through MHD, our certificate from the callback

@@ -40,6 +40,8 @@ struct webhook {
         int64_t delay_ms;
         double drop_rate;
         struct tg_rng rng;
+        bool stripe; /* Stripe's event and signature (webhook_set_stripe) */
+        uint64_t sent_events;
         struct event *queue;
         size_t head, n;
         struct webhook_stats stats;
@@ -64,23 +66,69 @@ static size_t discard(char *ptr, size_t size, size_t nmemb, void *userdata)
         return size * nmemb;
 }
 
+void webhook_set_stripe(struct webhook *wh, bool on)
+{
+        if (wh)
+                wh->stripe = on;
+}
+
+/* The event as Stripe sends one: a refund object (its id, status and our
+ * operation id in metadata) inside an event of its own id. */
+static json_t *stripe_event(struct webhook *wh, const struct event *ev)
+{
+        char evt[40], re[STUB_REFUND_ID_MAX + 8];
+        bool failed = strcmp(ev->status, "failed") == 0;
+
+        snprintf(evt, sizeof(evt), "evt_stub_%llu", (unsigned long long)++wh->sent_events);
+        snprintf(re, sizeof(re), "%s", ev->refund_id[0] ? ev->refund_id : "re_stub_failed");
+        return json_pack("{s:s, s:s, s:s, s:{s:{s:s, s:s, s:s, s:{s:s}}}}", "id", evt, "object",
+                         "event", "type", failed ? "refund.failed" : "refund.updated", "data",
+                         "object", "id", re, "object", "refund", "status", ev->status, "metadata",
+                         "operation_id", ev->operation_id);
+}
+
+/* The header line of the signature of body, in the shape's scheme. */
+static int sign_header(struct webhook *wh, const char *body, char *line, size_t size)
+{
+        char hex[65];
+        int r;
+
+        if (!wh->stripe) {
+                r = webhook_sign(wh->secret, wh->secret_len, body, strlen(body), hex);
+                if (r == 0)
+                        snprintf(line, size, "X-Signature: sha256=%s", hex);
+                return r;
+        }
+        long long t = (long long)(clock_wall_now() / 1000);
+        size_t n = strlen(body) + 32;
+        char *payload = malloc(n);
+        if (!payload)
+                return TG_ENOMEM;
+        snprintf(payload, n, "%lld.%s", t, body);
+        r = webhook_sign(wh->secret, wh->secret_len, payload, strlen(payload), hex);
+        free(payload);
+        if (r == 0)
+                snprintf(line, size, "Stripe-Signature: t=%lld,v1=%s", t, hex);
+        return r;
+}
+
 /* Sends one event; returns the HTTP status, or -1 on a transport error. */
 static long send_event(struct webhook *wh, CURL *curl, const struct event *ev)
 {
         /* A failed refund has no refund id: the member is left out. */
         json_t *o =
-            ev->refund_id[0]
+            wh->stripe ? stripe_event(wh, ev)
+            : ev->refund_id[0]
                 ? json_pack("{s:s, s:s, s:s}", "operation_id", ev->operation_id, "status",
                             ev->status, "refund_id", ev->refund_id)
                 : json_pack("{s:s, s:s}", "operation_id", ev->operation_id, "status", ev->status);
         char *body = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        char hex[65], sig[96];
+        char sig[128];
         struct curl_slist *headers = NULL;
         long status = -1;
         json_decref(o);
-        if (!body || webhook_sign(wh->secret, wh->secret_len, body, strlen(body), hex) < 0)
+        if (!body || sign_header(wh, body, sig, sizeof(sig)) < 0)
                 goto out;
-        snprintf(sig, sizeof(sig), "X-Signature: sha256=%s", hex);
         headers = curl_slist_append(headers, "Content-Type: application/json");
         headers = curl_slist_append(headers, sig);
         curl_easy_reset(curl);

@@ -10,6 +10,7 @@
 
 #include "core/tg_time.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,12 @@ struct webhook_stats {
  */
 int webhook_new(const char *url, const void *secret, size_t secret_len, int64_t delay_ms,
                 double drop_rate, uint64_t seed, struct webhook **ret_webhook);
+/* Stripe's shape (before the first event): each event is a Stripe event
+ * {"id":"evt_..","object":"event","type":"refund.updated"|"refund.failed",
+ * "data":{"object":{a refund object, our operation id in its metadata}}},
+ * signed "Stripe-Signature: t=<unix s>,v1=<hex HMAC-SHA256 of "t.body">"
+ * (docs/providers/stripe.md), not PROVIDER.md's X-Signature. */
+void webhook_set_stripe(struct webhook *wh, bool on);
 /* Stops the thread (events still queued are not sent) and frees. Accepts NULL. */
 void webhook_free(struct webhook *wh);
 /* Queues one event due at now + delay. Never blocks on the network. */
