@@ -197,8 +197,9 @@ struct reply_map {
 void reply_map_default(struct reply_map *ret_map);
 
 /* Parses up to three alternatives separated by spaces, each "a.b.0.c"
- * (names of [A-Za-z0-9_-], at most 8 steps; a number is an array index) or
- * "header:NAME". "" reads nothing. 0 or TG_EPARSE. */
+ * (names of [A-Za-z0-9_-], at most 8 steps; a number is an array index),
+ * "." (the answer itself, no step: a list answer that is a bare JSON
+ * array) or "header:NAME". "" reads nothing. 0 or TG_EPARSE. */
 int field_source_parse(const char *text, struct field_source *ret, struct template_error *err);
 
 /* Parses "word,word" (spaces allowed around commas): 1-8 words of

@@ -323,7 +323,9 @@ const struct key_def config_keys[] = {
                config_set_field_source,
                "Where a response says the refund's status: a JSON path (`status`, "
                "`data.0.status`; a number is an array index) or `header:NAME`; up to three, "
-               "space-separated, the first present wins. Empty: not read."),
+               "space-separated, the first present wins. A JSON boolean reads as the word "
+               "`true` or `false` (Checkout.com's `approved`: list them in "
+               "`provider.status_succeeded` and `provider.status_failed`). Empty: not read."),
     STRING_KEY(PER_ACCOUNT("provider"), "status_succeeded", provider_status_succeeded,
                config_set_status_list,
                "The provider's status words meaning succeeded, comma-separated; the "
@@ -351,11 +353,15 @@ const struct key_def config_keys[] = {
     STRING_KEY(PER_ACCOUNT("provider"), "list_items_field", provider_list_items_field,
                config_set_field_source,
                "Where a list answer (`provider.list_path`) holds its refunds: the JSON path of "
-               "an array (`data`). Its items are read like a refund answer."),
+               "an array (`data`), or `.` when the answer itself is the array (Checkout.com's "
+               "`GET /payments/{id}/actions`). Its items are read like a refund answer."),
     STRING_KEY(PER_ACCOUNT("provider"), "list_match_field", provider_list_match_field,
                config_set_field_source,
                "Where an item of a list carries the operation id we sent (`metadata.operation_id`"
-               ": put it there with a `provider.body_field`)."),
+               ": put it there with a `provider.body_field`). Once an answer told the refund's "
+               "id (`provider.refund_id_field`), an item with that id is ours too, and a "
+               "complete list without ours is `processing` (the provider took it, it is not "
+               "listed yet), never `not_found`."),
     STRING_KEY(PER_ACCOUNT("provider"), "list_more_field", provider_list_more_field,
                config_set_field_source,
                "Where a list answer says more pages follow (a JSON boolean, `has_more`). Absent "
@@ -492,7 +498,8 @@ const struct key_def config_keys[] = {
                "code=idempotency_key_in_use => unknown`. Codes, statuses and the retryable mark "
                "are read where the `[provider]` reply mapping says. Classes: succeeded, "
                "rejected, key_reused, retryable, unknown, not_sent, processing, not_found, "
-               "no_answer."),
+               "no_answer. A POST's `processing` (`post 202 => processing`: accepted, not "
+               "final) is asked about like `unknown`, never re-sent on its own word."),
 
     STRING_KEY(PER_ACCOUNT("notify"), "url", notify_url, config_set_base_url,
                "Where events are delivered (docs/operating.md, \"Receiving events\"): every "

@@ -76,6 +76,18 @@ int provider_reply_read_list(const struct reply_map *map, const char *match, con
                              size_t len, const struct provider_reply_headers *headers,
                              struct provider_reply *reply);
 
+/* provider_reply_read_list() for an operation whose refund id the provider
+ * already told us (known_id, NULL or "" when none): an item is ours also
+ * when its refund id (the map's refund_id field) is known_id, and a
+ * complete list without ours is NOT_YET, never ABSENT: the provider took
+ * the refund (a 202 at Checkout.com named its action), so a list that does
+ * not show it yet proves nothing was executed no more than a page does.
+ * The answer may be a bare array when list_items is "." (the root). */
+int provider_reply_read_list_known(const struct reply_map *map, const char *match,
+                                   const char *known_id, const char *body, size_t len,
+                                   const struct provider_reply_headers *headers,
+                                   struct provider_reply *reply);
+
 /* A provider's webhook event (provider.webhook_signature = stripe): the
  * object at `object` (n == 0: the event itself) is read as a refund answer
  * is (status through the map's words, refund id, failure code; header
