@@ -510,6 +510,15 @@ char *ledger_list_json(struct ledger *lg, const char *payment, const char *start
         return text;
 }
 
+static void append_action(json_t *list, const char *id, const struct stub_refund *req,
+                          bool approved, const char *failure)
+{
+        char *item = stub_checkout_action(id, req, approved, failure);
+
+        json_array_append_new(list, item ? json_loads(item, 0, NULL) : json_null());
+        free(item);
+}
+
 char *ledger_actions_json(struct ledger *lg, const char *payment, const char *key, tg_mono_ns now)
 {
         json_t *list = json_array(), *capture;
@@ -525,17 +534,18 @@ char *ledger_actions_json(struct ledger *lg, const char *payment, const char *ke
                 struct record *r = page[i];
                 enum ledger_status st;
                 char id[STUB_REFUND_ID_MAX], failure[STUB_FAILURE_MAX];
-                char *item;
 
                 record_status(lg, r, now, key && strcmp(key, r->req.operation_id) == 0, &st, id,
                               failure);
-                /* accepted, not processed yet: no action to list */
-                if (st != LEDGER_SUCCEEDED && st != LEDGER_FAILED)
-                        continue;
-                item = stub_checkout_action(r->refund_ids[0], &r->req, st == LEDGER_SUCCEEDED,
-                                            failure);
-                json_array_append_new(list, item ? json_loads(item, 0, NULL) : json_null());
-                free(item);
+                /* one action per refund executed, newest first; the newest
+                 * is listed once processed (accepted, not processed yet:
+                 * no action); a refund declined executed nothing */
+                unsigned n = r->executions < IDS_KEPT ? (unsigned)r->executions : IDS_KEPT;
+                if (st == LEDGER_FAILED && n == 0)
+                        append_action(list, r->refund_ids[0], &r->req, false, failure);
+                for (unsigned e = n; e > 0; e--)
+                        if (e < n || st == LEDGER_SUCCEEDED)
+                                append_action(list, r->refund_ids[e - 1], &r->req, true, NULL);
         }
         pthread_mutex_unlock(&lg->lock);
         /* the payment's own actions come first in its life: last in the list */

@@ -19,6 +19,7 @@ check` on the profile itself says nothing.
 Behaviour only (no timing judged): labelled parallel.
 """
 
+import json
 import os
 import shutil
 import signal
@@ -184,6 +185,52 @@ class CheckoutProfileTest(unittest.TestCase):
             limited = [c["class"] for c in tg.calls()
                        if c["operation_id"] == "cko-limited" and c["kind"] != "query"]
             self.assertEqual(limited[0], "retryable", limited)
+
+    def test_the_stub_keeps_a_key_only_for_a_processed_request(self):
+        # The shape as the reference describes it, asked directly: a 2xx
+        # answer is kept under its key (a repeat, even with another body,
+        # gets it back), a request answered otherwise is not (the same key
+        # executes again), a key past its life executes again, and there
+        # is no lookup by key or by action.
+        def post(stub, key, amount=1500, payment="pay_s"):
+            path = "/payments/%s/refunds" % payment
+            body = json.dumps({"amount": amount, "reference": key})
+            h = {"Content-Type": "application/json"}
+            h.update(tgprovider.caller_headers(PROFILE, "POST", path, body, key))
+            return stub.request("POST", path, body, h)
+
+        def executions(stub, key):
+            return stub.ledger()["operations"][key]["executions"]
+
+        with self.start("--mode", "fast") as stub:
+            st, _, first = post(stub, "k-kept")
+            self.assertEqual(st, 202, first)
+            self.assertTrue(first["action_id"].startswith("act_"), first)
+            self.assertEqual(post(stub, "k-kept"), (202, post(stub, "k-kept")[1], first))
+            self.assertEqual(post(stub, "k-kept", amount=99)[2], first)  # no payload check
+            self.assertEqual(executions(stub, "k-kept"), 1)
+            stub.admin("POST", "expire-keys", {"key": "k-kept"})  # its 24 h are over
+            self.assertNotEqual(post(stub, "k-kept")[2], first)
+            self.assertEqual(executions(stub, "k-kept"), 2)
+
+            stub.admin("POST", "mode", {"mode": "e500"})  # executed, answered 500
+            self.assertEqual(post(stub, "k-500")[0], 500)
+            stub.admin("POST", "mode", {"mode": "fast"})
+            self.assertEqual(post(stub, "k-500")[0], 202)
+            self.assertEqual(executions(stub, "k-500"), 2)  # nothing was kept
+
+            for method, path, want in (("GET", "/payments/pay_s/refunds", 405),
+                                       ("GET", "/payments/pay_s/actions/" + first["action_id"],
+                                        404),
+                                       ("GET", "/v1/refunds/k-kept", 404)):
+                h = tgprovider.caller_headers(PROFILE, method, path, b"", "k-kept")
+                self.assertEqual(stub.request(method, path, headers=h)[0], want, path)
+            h = tgprovider.caller_headers(PROFILE, "GET", "/payments/pay_s/actions", b"", "x")
+            st, _, actions = stub.request("GET", "/payments/pay_s/actions", headers=h)
+            self.assertEqual(st, 200)
+            refs = [(a["type"], a.get("reference")) for a in actions]
+            self.assertEqual(refs[:4], [("Refund", "k-500")] * 2 + [("Refund", "k-kept")] * 2)
+            self.assertEqual([t for t, _ in refs[4:]], ["Capture", "Authorization"])
 
     def test_config_check_on_the_profile_says_nothing(self):
         d = tempfile.mkdtemp(prefix="tollgate-checkout-")
