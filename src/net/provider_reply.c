@@ -126,10 +126,8 @@ static json_t *source_value(const struct field_source *source, json_t *root)
         return v;
 }
 
-/* A list answer: the item whose match field is ours (its fields are read
- * as the refund's: *ret_item), or the verdict that it is not there. A body
- * whose items are no array is no list (an error body): NONE, read as
- * usual. */
+/* An item of a list is ours by its match field, or by the refund id the
+ * provider told us. */
 static bool item_is_ours(const struct reply_map *map, json_t *item, const char *match,
                          const char *known_id)
 {
@@ -145,6 +143,11 @@ static bool item_is_ours(const struct reply_map *map, json_t *item, const char *
                strcmp(text, known_id) == 0;
 }
 
+/* A list answer: the item whose match field is ours (its fields are read
+ * as the refund's: *ret_item), or the verdict that it is not there. A body
+ * whose items are no array is no list (an error body): NONE, read as
+ * usual. Not there and complete: ABSENT, or NOT_YET when the provider
+ * had told us the refund's id (known_id). */
 static enum reply_list list_find(const struct reply_map *map, json_t *root, const char *match,
                                  const char *known_id, const struct provider_reply_headers *headers,
                                  json_t **ret_item, char *cursor, size_t cursor_size)
