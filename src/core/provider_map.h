@@ -190,6 +190,9 @@ struct reply_map {
         /* error codes meaning "a request with this key is still being
          * processed" (provider.in_progress_codes; n == 0: none) */
         struct status_list in_progress;
+        /* a webhook event's outcome, from the event's root
+         * (provider.webhook_status_field; n == 0: the object's status) */
+        struct field_source event_status;
 };
 
 /* PROVIDER.md: status, refund_id, error.code, failure_code, error.retryable;

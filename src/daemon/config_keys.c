@@ -186,7 +186,7 @@ const struct key_def config_keys[] = {
                "/v1/provider-events` (signed as `provider.webhook_signature` says). Unset: the "
                "route does not exist."),
     CHOICE_KEY(PER_ACCOUNT("provider"), "webhook_signature", provider_webhook_signature,
-               " tollgate stripe ",
+               " tollgate stripe checkout ",
                "How the provider signs a webhook delivery. `tollgate`: shared/PROVIDER.md's "
                "`X-Signature: sha256=<hex HMAC-SHA256 of the body>` and its event "
                "`{\"operation_id\",\"status\",\"refund_id\"}`. `stripe`: Stripe's "
@@ -195,7 +195,10 @@ const struct key_def config_keys[] = {
                "`provider.webhook_tolerance_s` from now; the event's refund is read at "
                "`provider.webhook_object_field` with the reply mapping (`status_field`, the "
                "status words, `refund_id_field`) and matched by "
-               "`provider.webhook_match_field`."),
+               "`provider.webhook_match_field`. `checkout`: Checkout.com's `Cko-Signature: "
+               "<hex HMAC-SHA256 of the body>` (no timestamp: a replayed delivery can only "
+               "repeat an outcome already recorded); the event is read as for `stripe`, its "
+               "outcome at `provider.webhook_status_field` (the event's `type`)."),
     INT_KEY(PER_ACCOUNT("provider"), "webhook_tolerance_s", KEY_I64, provider_webhook_tolerance_ms,
             1, 86400, 1000,
             "`webhook_signature = stripe`: how far a delivery's signed timestamp may be from "
@@ -210,6 +213,12 @@ const struct key_def config_keys[] = {
                "`webhook_signature = stripe`: where the refund object carries the operation id "
                "we sent (`metadata.operation_id`). An event without it is not ours (a refund "
                "made elsewhere): answered 200 and ignored."),
+    STRING_KEY(PER_ACCOUNT("provider"), "webhook_status_field", provider_webhook_status_field,
+               config_set_field_source,
+               "`webhook_signature = stripe|checkout`: where an event says the refund's outcome, "
+               "a path from the event's root (Checkout.com's `type`: `payment_refunded`, "
+               "`payment_refund_declined`, listed in `provider.status_succeeded` and "
+               "`provider.status_failed`); empty: the refund object's `provider.status_field`."),
     BOOL_KEY(PER_ACCOUNT("provider"), "reuse_connections", provider_reuse_connections,
              "Keep-alive connections to the provider (false: a fresh connection per call, "
              "closed after it). The guard against a second send of one call holds either way."),

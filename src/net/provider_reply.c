@@ -293,7 +293,11 @@ int provider_reply_read_event(const struct reply_map *map, const struct field_so
         obj = object->n ? source_value(object, root) : root;
         if (json_is_object(obj)) {
                 source_text(match, obj, NULL, false, ret_match, match_size);
-                if (source_text(&map->status, obj, NULL, false, raw, sizeof(raw)))
+                /* the outcome: the event's own word (Checkout.com's type),
+                 * else the object's status */
+                if (map->event_status.n
+                        ? source_text(&map->event_status, root, NULL, false, raw, sizeof(raw))
+                        : source_text(&map->status, obj, NULL, true, raw, sizeof(raw)))
                         reply_map_status(map, raw, reply->status, sizeof(reply->status));
                 source_text(&map->refund_id, obj, NULL, false, reply->refund_id,
                             sizeof(reply->refund_id));

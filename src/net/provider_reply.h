@@ -88,10 +88,11 @@ int provider_reply_read_list_known(const struct reply_map *map, const char *matc
                                    const struct provider_reply_headers *headers,
                                    struct provider_reply *reply);
 
-/* A provider's webhook event (provider.webhook_signature = stripe): the
- * object at `object` (n == 0: the event itself) is read as a refund answer
- * is (status through the map's words, refund id, failure code; header
- * sources read nothing), and the text at `match` goes to ret_match (empty:
+/* A provider's webhook event (provider.webhook_signature = stripe or
+ * checkout): the object at `object` (n == 0: the event itself) is read as a
+ * refund answer is (status through the map's words — or, when the map has
+ * an event_status, the word at that path from the event's root — refund id,
+ * failure code; header sources read nothing), and the text at `match` goes to ret_match (empty:
  * the event names no operation of ours, or its object is missing). 0;
  * TG_EPARSE (not a JSON object, duplicate keys), TG_ERANGE (over
  * PROVIDER_REPLY_MAX_BODY), TG_EINVAL. */

@@ -19,6 +19,8 @@ check` on the profile itself says nothing.
 Behaviour only (no timing judged): labelled parallel.
 """
 
+import hashlib
+import hmac
 import json
 import os
 import shutil
@@ -232,6 +234,69 @@ class CheckoutProfileTest(unittest.TestCase):
             self.assertEqual(refs[:4], [("Refund", "k-500")] * 2 + [("Refund", "k-kept")] * 2)
             self.assertEqual([t for t, _ in refs[4:]], ["Capture", "Authorization"])
 
+    def test_webhook_signed_as_checkout_settles_and_refuses_forgeries(self):
+        # Two refunds accepted and pending (processed only in 60 s, polled
+        # every 5 s); Checkout.com's events settle them: payment_refunded
+        # and payment_refund_declined, signed Cko-Signature (the hex
+        # HMAC-SHA256 of the body). A forged or X-Signature-only delivery is
+        # 401 with nothing changed, a repeat changes nothing, another
+        # reference or another event type is ignored.
+        d = tempfile.mkdtemp(prefix="tollgate-checkout-wh-")
+        key = "whsk-checkout-test"
+        key_file = os.path.join(d, "webhook")
+        with open(os.open(key_file, os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+            f.write(key + "\n")
+        try:
+            with self.start("--mode", "processing:60000", "--query-mode", "fast") as stub, \
+                    self.tollgate(stub, provider={"webhook_secret_file": key_file},
+                                  retry={"query_interval_ms": 5000}) as tg:
+                tg.start("serve")
+                for op in ("cko-wh-a", "cko-wh-b"):
+                    self.assertEqual(tg.submit(op, payment="pay_w")[0], 202)
+                tgtest.wait_until(lambda: all(tg.status(op)[2]["state"] == "unknown"
+                                              for op in ("cko-wh-a", "cko-wh-b")),
+                                  timeout=15, what="both accepted, waiting for an outcome")
+                ids = {op: tg.status(op)[2]["refund_id"] for op in ("cko-wh-a", "cko-wh-b")}
+
+                def event(op, kind, evt):
+                    return json.dumps({"id": evt, "type": kind, "data": {
+                        "id": "pay_w", "action_id": ids.get(op) or "act_x", "reference": op,
+                        "amount": 1500, "response_code": "10000"}}).encode()
+
+                def sign(body):
+                    return hmac.new(key.encode(), body, hashlib.sha256).hexdigest()
+
+                def post(body, headers):
+                    h = {"Content-Type": "application/json"}
+                    h.update(headers)
+                    return tgtest.http_json("POST", tg.api + "/v1/provider-events", body, h)
+
+                refunded = event("cko-wh-a", "payment_refunded", "evt_1")
+                for headers in ({"Cko-Signature": sign(refunded)[:-1] + "0"},
+                                {"Cko-Signature": sign(b"other")}, {},
+                                {"X-Signature": "sha256=" + sign(refunded)}):
+                    self.assertEqual(post(refunded, headers)[0], 401, headers)
+                self.assertEqual(tg.status("cko-wh-a")[2]["state"], "unknown")
+                st, _, body = post(refunded, {"Cko-Signature": sign(refunded)})
+                self.assertEqual((st, body["state"]), (200, "succeeded"), body)
+                st, _, body = post(refunded, {"Cko-Signature": sign(refunded)})  # a repeat
+                self.assertEqual((st, body["state"]), (200, "succeeded"), body)
+                # a refund made elsewhere, without a reference; a capture of ours
+                elsewhere = json.dumps({"id": "evt_2", "type": "payment_refunded",
+                                        "data": {"id": "pay_z", "action_id": "act_z"}}).encode()
+                for other in (elsewhere, event("cko-wh-b", "payment_captured", "evt_3")):
+                    st, _, body = post(other, {"Cko-Signature": sign(other)})
+                    self.assertEqual(st, 200, body)
+                    self.assertIn("ignored", body)
+                self.assertEqual(tg.status("cko-wh-b")[2]["state"], "unknown")
+                declined = event("cko-wh-b", "payment_refund_declined", "evt_4")
+                st, _, body = post(declined, {"Cko-Signature": sign(declined)})
+                self.assertEqual((st, body["state"]), (200, "rejected"), body)
+                posts = [a for a in contract_arrivals(stub) if a["method"] == "POST"]
+                self.assertEqual(len(posts), 2, posts)  # nothing re-sent because of a delivery
+        finally:
+            shutil.rmtree(d)
+
     def test_config_check_on_the_profile_says_nothing(self):
         d = tempfile.mkdtemp(prefix="tollgate-checkout-")
         try:
@@ -243,7 +308,8 @@ class CheckoutProfileTest(unittest.TestCase):
                 text = f.read()
             ini = os.path.join(d, "t.ini")
             with open(ini, "w") as f:
-                f.write(text.replace("/etc/tollgate/checkout-secret-key", secret))
+                f.write(text.replace("/etc/tollgate/checkout-secret-key", secret)
+                        .replace("/etc/tollgate/checkout-webhook-key", secret))
             p = subprocess.run([tgtest.binary("tollgate"), "config", "check", "--config", ini],
                                capture_output=True, text=True, timeout=30)
             self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout + p.stderr)
