@@ -70,7 +70,7 @@ static bool class_valid_for(enum classify_request request, enum tg_class cls)
         case CLASSIFY_POST:
                 return cls == TG_CLASS_SUCCEEDED || cls == TG_CLASS_REJECTED ||
                        cls == TG_CLASS_KEY_REUSED || cls == TG_CLASS_RETRYABLE ||
-                       cls == TG_CLASS_UNKNOWN;
+                       cls == TG_CLASS_UNKNOWN || cls == TG_CLASS_PROCESSING;
         case CLASSIFY_QUERY:
                 return cls == TG_CLASS_SUCCEEDED || cls == TG_CLASS_REJECTED ||
                        cls == TG_CLASS_PROCESSING || cls == TG_CLASS_NOT_FOUND ||
@@ -230,6 +230,8 @@ enum tg_class classify(const struct classifier *classifier, enum classify_reques
                         return TG_CLASS_NOT_FOUND;
                 if (reply->list == REPLY_LIST_PARTIAL)
                         return TG_CLASS_NO_ANSWER;
+                if (reply->list == REPLY_LIST_NOT_YET)
+                        return TG_CLASS_PROCESSING;
         }
         for (size_t i = classifier->count; i > 0; i--) {
                 const struct classify_rule *rule = &classifier->rules[i - 1];

@@ -12,7 +12,11 @@
  *   key in progress (any status): POST unknown, query no_answer
  *   list:  a 2xx list without ours -> not_found when the list is
  *          complete, no_answer when more pages follow (never a guess
- *          from a page)
+ *          from a page), processing when the provider had told us the
+ *          refund's id (it took the refund: not listed yet is pending)
+ * A POST may be classified processing by a rule (Checkout.com's 202:
+ * accepted, not final): it is asked about like an unknown one, and the
+ * call log says the provider took it.
  * A complete response that no rule matches is unknown (POST) or no_answer
  * (query): we never guess that something did or did not happen.
  *
@@ -54,6 +58,7 @@ enum reply_list {
         REPLY_LIST_FOUND,    /* ours is in it: the fields below are its item's */
         REPLY_LIST_ABSENT,   /* not in it, and the list is complete */
         REPLY_LIST_PARTIAL,  /* not in this page, and more pages follow */
+        REPLY_LIST_NOT_YET,  /* not in it, but the provider told us its refund id */
 };
 
 /* What src/net extracted from one call. Strings are NUL-terminated, "" when

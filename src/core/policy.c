@@ -252,8 +252,8 @@ static int after_post(const struct policy_config *config, const struct policy_op
         case TG_CLASS_NOT_SENT:
                 return schedule_resend(config, op, event, rng, ret_decision);
         case TG_CLASS_UNKNOWN:
+        case TG_CLASS_PROCESSING: /* taken, not final (a rule's: a 202): asked about */
                 return schedule_query(config, op, event, ret_decision);
-        case TG_CLASS_PROCESSING:
         case TG_CLASS_NOT_FOUND:
         case TG_CLASS_NO_ANSWER:
         default:

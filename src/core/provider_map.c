@@ -427,6 +427,11 @@ static int path_parse(const char *p, size_t n, struct field_path *ret, struct te
                 *ret = fp;
                 return 0;
         }
+        if (n == 1 && p[0] == '.') {
+                /* the value itself: a list answer that is a bare array */
+                *ret = fp;
+                return 0;
+        }
         for (size_t i = 0; i <= n;) {
                 size_t j = i;
                 bool digits = true;

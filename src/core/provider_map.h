@@ -190,6 +190,9 @@ struct reply_map {
         /* error codes meaning "a request with this key is still being
          * processed" (provider.in_progress_codes; n == 0: none) */
         struct status_list in_progress;
+        /* a webhook event's outcome, from the event's root
+         * (provider.webhook_status_field; n == 0: the object's status) */
+        struct field_source event_status;
 };
 
 /* PROVIDER.md: status, refund_id, error.code, failure_code, error.retryable;
@@ -197,8 +200,9 @@ struct reply_map {
 void reply_map_default(struct reply_map *ret_map);
 
 /* Parses up to three alternatives separated by spaces, each "a.b.0.c"
- * (names of [A-Za-z0-9_-], at most 8 steps; a number is an array index) or
- * "header:NAME". "" reads nothing. 0 or TG_EPARSE. */
+ * (names of [A-Za-z0-9_-], at most 8 steps; a number is an array index),
+ * "." (the answer itself, no step: a list answer that is a bare JSON
+ * array) or "header:NAME". "" reads nothing. 0 or TG_EPARSE. */
 int field_source_parse(const char *text, struct field_source *ret, struct template_error *err);
 
 /* Parses "word,word" (spaces allowed around commas): 1-8 words of

@@ -9,7 +9,10 @@
  *     t=<unix s>,v1=<hex HMAC-SHA256 of "<t>.<raw body>">[,v1=...]", t within
  *     provider.webhook_tolerance_s of now; the body an event whose refund
  *     object (provider.webhook_object_field) is read with the reply mapping
- *     and names our operation at provider.webhook_match_field.
+ *     and names our operation at provider.webhook_match_field;
+ *   - checkout (docs/providers/checkout.md): header "Cko-Signature: <hex
+ *     HMAC-SHA256 of the raw body>" (no timestamp); the event read as for
+ *     stripe, its outcome at provider.webhook_status_field (its type).
  *
  * Invariants:
  *   - the signature is checked over the raw bytes, in constant time
@@ -34,6 +37,7 @@
 #include <string.h>
 
 #include "core/classify.h"
+#include "core/encode.h"
 #include "core/refund_validate.h"
 #include "core/tg_error.h"
 #include "daemon/api_int.h"
@@ -42,13 +46,18 @@
 #include "net/provider_reply.h"
 #include "platform/digest.h"
 
-static bool signature_ok(const struct api *api, const struct http_request *req)
+/* The HMAC-SHA256 of the raw body in one header: tollgate's X-Signature
+ * (sha256=<hex>) or Checkout.com's Cko-Signature (<hex>). */
+static bool signature_ok(const struct api *api, const struct http_request *req, bool checkout)
 {
         unsigned char want[API_MAC_LEN], got[API_MAC_LEN];
         const char *secret = api->cfg.provider_webhook_secret;
+        const char *cko = checkout ? http_request_header(req, "Cko-Signature") : NULL;
         bool ok;
 
-        if (api_parse_signature(http_request_header(req, "X-Signature"), got) < 0)
+        if (checkout ? !cko || strnlen(cko, 2 * API_MAC_LEN + 1) != 2 * API_MAC_LEN ||
+                           encode_hex_decode(cko, got, API_MAC_LEN) < 0
+                     : api_parse_signature(http_request_header(req, "X-Signature"), got) < 0)
                 return false;
         if (digest_hmac_sha256(secret, strlen(secret), req->body, req->body_len, want) < 0)
                 return false;
@@ -93,13 +102,13 @@ static int stripe_signature_check(const struct api *api, const struct http_reque
         return ok ? 0 : -EACCES;
 }
 
-/* A verified Stripe event, read through the reply mapping and classified
+/* A verified Stripe or Checkout.com event, read through the reply mapping and classified
  * as a query's 200 answer would be, into *ev. 0 (*ev to settle); 1 with
  * *why set: nothing to settle (not ours, not final, a class that is no
  * outcome); TG_EPARSE (not a JSON object);
  * TG_ECONFIG (the mapping does not compile: cannot happen past config
  * check); TG_ENOMEM. */
-static int stripe_event(const struct api *api, const struct http_request *req,
+static int mapped_event(const struct api *api, const struct http_request *req,
                         struct provider_event *ev, const char **why)
 {
         struct provider_maps *maps = malloc(sizeof(*maps));
@@ -162,8 +171,18 @@ static int verified_event(struct api *api, const struct http_request *req,
         const char *why = NULL;
         int r;
 
-        if (strcmp(api->cfg.provider_webhook_signature, "stripe") != 0) {
-                if (!signature_ok(api, req)) {
+        bool checkout = strcmp(api->cfg.provider_webhook_signature, "checkout") == 0;
+
+        if (checkout && !signature_ok(api, req, true)) {
+                log_emit(LOG_WARN, "provider_event_bad_signature",
+                         json_pack("{s:s}", "request_id", rid));
+                *ret_status =
+                    api_reply_code(res, rid, 401, "bad_signature", NULL,
+                                   "Cko-Signature must be the hex HMAC-SHA256 of the body");
+                return -1;
+        }
+        if (!checkout && strcmp(api->cfg.provider_webhook_signature, "stripe") != 0) {
+                if (!signature_ok(api, req, false)) {
                         log_emit(LOG_WARN, "provider_event_bad_signature",
                                  json_pack("{s:s}", "request_id", rid));
                         *ret_status = api_reply_code(
@@ -177,7 +196,7 @@ static int verified_event(struct api *api, const struct http_request *req,
                 }
                 return 0;
         }
-        r = stripe_signature_check(api, req, api_wall_now());
+        r = checkout ? 0 : stripe_signature_check(api, req, api_wall_now());
         if (r == TG_ENOMEM) {
                 *ret_status = api_reply_store_error(res, rid, r);
                 return -1;
@@ -195,7 +214,7 @@ static int verified_event(struct api *api, const struct http_request *req,
                 *ret_status = api_reply_code(res, rid, 401, "bad_signature", NULL, msg);
                 return -1;
         }
-        r = stripe_event(api, req, ev, &why);
+        r = mapped_event(api, req, ev, &why);
         if (r == TG_EPARSE) {
                 *ret_status = api_reply_code(res, rid, 422, "invalid_json", NULL,
                                              "the event must be a JSON object");

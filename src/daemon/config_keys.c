@@ -186,7 +186,7 @@ const struct key_def config_keys[] = {
                "/v1/provider-events` (signed as `provider.webhook_signature` says). Unset: the "
                "route does not exist."),
     CHOICE_KEY(PER_ACCOUNT("provider"), "webhook_signature", provider_webhook_signature,
-               " tollgate stripe ",
+               " tollgate stripe checkout ",
                "How the provider signs a webhook delivery. `tollgate`: shared/PROVIDER.md's "
                "`X-Signature: sha256=<hex HMAC-SHA256 of the body>` and its event "
                "`{\"operation_id\",\"status\",\"refund_id\"}`. `stripe`: Stripe's "
@@ -195,7 +195,10 @@ const struct key_def config_keys[] = {
                "`provider.webhook_tolerance_s` from now; the event's refund is read at "
                "`provider.webhook_object_field` with the reply mapping (`status_field`, the "
                "status words, `refund_id_field`) and matched by "
-               "`provider.webhook_match_field`."),
+               "`provider.webhook_match_field`. `checkout`: Checkout.com's `Cko-Signature: "
+               "<hex HMAC-SHA256 of the body>` (no timestamp: a replayed delivery can only "
+               "repeat an outcome already recorded); the event is read as for `stripe`, its "
+               "outcome at `provider.webhook_status_field` (the event's `type`)."),
     INT_KEY(PER_ACCOUNT("provider"), "webhook_tolerance_s", KEY_I64, provider_webhook_tolerance_ms,
             1, 86400, 1000,
             "`webhook_signature = stripe`: how far a delivery's signed timestamp may be from "
@@ -210,6 +213,12 @@ const struct key_def config_keys[] = {
                "`webhook_signature = stripe`: where the refund object carries the operation id "
                "we sent (`metadata.operation_id`). An event without it is not ours (a refund "
                "made elsewhere): answered 200 and ignored."),
+    STRING_KEY(PER_ACCOUNT("provider"), "webhook_status_field", provider_webhook_status_field,
+               config_set_field_source,
+               "`webhook_signature = stripe|checkout`: where an event says the refund's outcome, "
+               "a path from the event's root (Checkout.com's `type`: `payment_refunded`, "
+               "`payment_refund_declined`, listed in `provider.status_succeeded` and "
+               "`provider.status_failed`); empty: the refund object's `provider.status_field`."),
     BOOL_KEY(PER_ACCOUNT("provider"), "reuse_connections", provider_reuse_connections,
              "Keep-alive connections to the provider (false: a fresh connection per call, "
              "closed after it). The guard against a second send of one call holds either way."),
@@ -323,7 +332,9 @@ const struct key_def config_keys[] = {
                config_set_field_source,
                "Where a response says the refund's status: a JSON path (`status`, "
                "`data.0.status`; a number is an array index) or `header:NAME`; up to three, "
-               "space-separated, the first present wins. Empty: not read."),
+               "space-separated, the first present wins. A JSON boolean reads as the word "
+               "`true` or `false` (Checkout.com's `approved`: list them in "
+               "`provider.status_succeeded` and `provider.status_failed`). Empty: not read."),
     STRING_KEY(PER_ACCOUNT("provider"), "status_succeeded", provider_status_succeeded,
                config_set_status_list,
                "The provider's status words meaning succeeded, comma-separated; the "
@@ -351,11 +362,15 @@ const struct key_def config_keys[] = {
     STRING_KEY(PER_ACCOUNT("provider"), "list_items_field", provider_list_items_field,
                config_set_field_source,
                "Where a list answer (`provider.list_path`) holds its refunds: the JSON path of "
-               "an array (`data`). Its items are read like a refund answer."),
+               "an array (`data`), or `.` when the answer itself is the array (Checkout.com's "
+               "`GET /payments/{id}/actions`). Its items are read like a refund answer."),
     STRING_KEY(PER_ACCOUNT("provider"), "list_match_field", provider_list_match_field,
                config_set_field_source,
                "Where an item of a list carries the operation id we sent (`metadata.operation_id`"
-               ": put it there with a `provider.body_field`)."),
+               ": put it there with a `provider.body_field`). Once an answer told the refund's "
+               "id (`provider.refund_id_field`), an item with that id is ours too, and a "
+               "complete list without ours is `processing` (the provider took it, it is not "
+               "listed yet), never `not_found`."),
     STRING_KEY(PER_ACCOUNT("provider"), "list_more_field", provider_list_more_field,
                config_set_field_source,
                "Where a list answer says more pages follow (a JSON boolean, `has_more`). Absent "
@@ -492,7 +507,8 @@ const struct key_def config_keys[] = {
                "code=idempotency_key_in_use => unknown`. Codes, statuses and the retryable mark "
                "are read where the `[provider]` reply mapping says. Classes: succeeded, "
                "rejected, key_reused, retryable, unknown, not_sent, processing, not_found, "
-               "no_answer."),
+               "no_answer. A POST's `processing` (`post 202 => processing`: accepted, not "
+               "final) is asked about like `unknown`, never re-sent on its own word."),
 
     STRING_KEY(PER_ACCOUNT("notify"), "url", notify_url, config_set_base_url,
                "Where events are delivered (docs/operating.md, \"Receiving events\"): every "

@@ -209,6 +209,9 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
         if (r == 0)
                 r = parse_source("list_more_field", c->provider_list_more_field,
                                  &m->reply.list_more, err, size);
+        if (r == 0)
+                r = parse_source("webhook_status_field", c->provider_webhook_status_field,
+                                 &m->reply.event_status, err, size);
         if (r == 0 && c->provider_in_progress_codes[0])
                 r = parse_list("in_progress_codes", c->provider_in_progress_codes,
                                &m->reply.in_progress, err, size);

@@ -126,32 +126,50 @@ static json_t *source_value(const struct field_source *source, json_t *root)
         return v;
 }
 
+/* An item of a list is ours by its match field, or by the refund id the
+ * provider told us. */
+static bool item_is_ours(const struct reply_map *map, json_t *item, const char *match,
+                         const char *known_id)
+{
+        char text[128];
+
+        if (!json_is_object(item))
+                return false;
+        if (source_text(&map->list_match, item, NULL, false, text, sizeof(text)) &&
+            strcmp(text, match) == 0)
+                return true;
+        return known_id && known_id[0] &&
+               source_text(&map->refund_id, item, NULL, false, text, sizeof(text)) &&
+               strcmp(text, known_id) == 0;
+}
+
 /* A list answer: the item whose match field is ours (its fields are read
  * as the refund's: *ret_item), or the verdict that it is not there. A body
  * whose items are no array is no list (an error body): NONE, read as
- * usual. */
+ * usual. Not there and complete: ABSENT, or NOT_YET when the provider
+ * had told us the refund's id (known_id). */
 static enum reply_list list_find(const struct reply_map *map, json_t *root, const char *match,
-                                 const struct provider_reply_headers *headers, json_t **ret_item,
-                                 char *cursor, size_t cursor_size)
+                                 const char *known_id, const struct provider_reply_headers *headers,
+                                 json_t **ret_item, char *cursor, size_t cursor_size)
 {
         json_t *items = source_value(&map->list_items, root), *item = NULL;
-        char text[128], more[16];
+        char more[16];
         size_t i;
 
         if (!json_is_array(items))
                 return REPLY_LIST_NONE;
         json_array_foreach(items, i, item)
         {
-                if (json_is_object(item) &&
-                    source_text(&map->list_match, item, NULL, false, text, sizeof(text)) &&
-                    strcmp(text, match) == 0) {
+                if (item_is_ours(map, item, match, known_id)) {
                         *ret_item = item;
                         return REPLY_LIST_FOUND;
                 }
         }
-        if (!source_text(&map->list_more, root, headers, true, more, sizeof(more)) ||
+        if (!json_is_object(root) ||
+            !source_text(&map->list_more, root, headers, true, more, sizeof(more)) ||
             reply_flag_parse(more) == TG_FLAG_FALSE)
-                return REPLY_LIST_ABSENT;
+                /* complete; a bare array has no "more" to say */
+                return known_id && known_id[0] ? REPLY_LIST_NOT_YET : REPLY_LIST_ABSENT;
         /* more pages: where the next starts (the last item's id); a flag
          * that is not a clear "false" is not "complete" */
         item = json_array_get(items, json_array_size(items) - 1);
@@ -161,8 +179,9 @@ static enum reply_list list_find(const struct reply_map *map, json_t *root, cons
         return REPLY_LIST_PARTIAL;
 }
 
-static int read_reply(const struct reply_map *map, const char *match, const char *body, size_t len,
-                      const struct provider_reply_headers *headers, struct provider_reply *reply)
+static int read_reply(const struct reply_map *map, const char *match, const char *known_id,
+                      const char *body, size_t len, const struct provider_reply_headers *headers,
+                      struct provider_reply *reply)
 {
         struct reply_map fallback;
         json_error_t error;
@@ -186,7 +205,10 @@ static int read_reply(const struct reply_map *map, const char *match, const char
         }
         if (len > 0) {
                 root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &error);
-                if (root && !json_is_object(root)) {
+                /* a bare array only where a list answer is one ("." items) */
+                bool bare = match && map->list_items.n == 1 && !map->list_items.alt[0].header &&
+                            map->list_items.alt[0].nseg == 0 && json_is_array(root);
+                if (root && !json_is_object(root) && !bare) {
                         json_decref(root);
                         root = NULL;
                 }
@@ -195,23 +217,30 @@ static int read_reply(const struct reply_map *map, const char *match, const char
         /* a list answer: the refund's fields are its item's */
         json_t *item = root;
         if (root && match)
-                reply->list = list_find(map, root, match, headers, &item, reply->list_cursor,
-                                        sizeof(reply->list_cursor));
-        if (reply->list == REPLY_LIST_ABSENT || reply->list == REPLY_LIST_PARTIAL)
+                reply->list = list_find(map, root, match, known_id, headers, &item,
+                                        reply->list_cursor, sizeof(reply->list_cursor));
+        if (reply->list == REPLY_LIST_ABSENT || reply->list == REPLY_LIST_PARTIAL ||
+            reply->list == REPLY_LIST_NOT_YET)
                 item = NULL;
-        /* Header sources are read whatever the body; body paths need one. */
-        if (source_text(&map->status, item, headers, false, raw, sizeof(raw)))
+        /* the fields of an answer that is an array are its items' only */
+        json_t *top = json_is_object(root) ? root : NULL;
+        if (item == root && !top)
+                item = NULL;
+        /* Header sources are read whatever the body; body paths need one.
+         * A status may be a boolean (Checkout.com's "approved"): the words
+         * "true" and "false". */
+        if (source_text(&map->status, item, headers, true, raw, sizeof(raw)))
                 reply_map_status(map, raw, reply->status, sizeof(reply->status));
         source_text(&map->refund_id, item, headers, false, reply->refund_id,
                     sizeof(reply->refund_id));
-        source_text(&map->error_code, root, headers, false, reply->error_code,
+        source_text(&map->error_code, top, headers, false, reply->error_code,
                     sizeof(reply->error_code));
         source_text(&map->failure_code, item, headers, false, reply->failure_code,
                     sizeof(reply->failure_code));
         for (unsigned i = 0; reply->error_code[0] && i < map->in_progress.n; i++)
                 if (strcmp(reply->error_code, map->in_progress.value[i]) == 0)
                         reply->key_in_progress = true;
-        if (source_text(&map->retryable, root, headers, true, flag, sizeof(flag)))
+        if (source_text(&map->retryable, top, headers, true, flag, sizeof(flag)))
                 reply->retryable = reply_flag_parse(flag);
         json_decref(root);
         return rc;
@@ -220,16 +249,24 @@ static int read_reply(const struct reply_map *map, const char *match, const char
 int provider_reply_read(const struct reply_map *map, const char *body, size_t len,
                         const struct provider_reply_headers *headers, struct provider_reply *reply)
 {
-        return read_reply(map, NULL, body, len, headers, reply);
+        return read_reply(map, NULL, NULL, body, len, headers, reply);
 }
 
 int provider_reply_read_list(const struct reply_map *map, const char *match, const char *body,
                              size_t len, const struct provider_reply_headers *headers,
                              struct provider_reply *reply)
 {
+        return provider_reply_read_list_known(map, match, NULL, body, len, headers, reply);
+}
+
+int provider_reply_read_list_known(const struct reply_map *map, const char *match,
+                                   const char *known_id, const char *body, size_t len,
+                                   const struct provider_reply_headers *headers,
+                                   struct provider_reply *reply)
+{
         if (!match || !match[0])
                 return TG_EINVAL;
-        return read_reply(map, match, body, len, headers, reply);
+        return read_reply(map, match, known_id, body, len, headers, reply);
 }
 
 int provider_reply_read_event(const struct reply_map *map, const struct field_source *object,
@@ -256,7 +293,11 @@ int provider_reply_read_event(const struct reply_map *map, const struct field_so
         obj = object->n ? source_value(object, root) : root;
         if (json_is_object(obj)) {
                 source_text(match, obj, NULL, false, ret_match, match_size);
-                if (source_text(&map->status, obj, NULL, false, raw, sizeof(raw)))
+                /* the outcome: the event's own word (Checkout.com's type),
+                 * else the object's status */
+                if (map->event_status.n
+                        ? source_text(&map->event_status, root, NULL, false, raw, sizeof(raw))
+                        : source_text(&map->status, obj, NULL, true, raw, sizeof(raw)))
                         reply_map_status(map, raw, reply->status, sizeof(reply->status));
                 source_text(&map->refund_id, obj, NULL, false, reply->refund_id,
                             sizeof(reply->refund_id));

@@ -76,10 +76,23 @@ int provider_reply_read_list(const struct reply_map *map, const char *match, con
                              size_t len, const struct provider_reply_headers *headers,
                              struct provider_reply *reply);
 
-/* A provider's webhook event (provider.webhook_signature = stripe): the
- * object at `object` (n == 0: the event itself) is read as a refund answer
- * is (status through the map's words, refund id, failure code; header
- * sources read nothing), and the text at `match` goes to ret_match (empty:
+/* provider_reply_read_list() for an operation whose refund id the provider
+ * already told us (known_id, NULL or "" when none): an item is ours also
+ * when its refund id (the map's refund_id field) is known_id, and a
+ * complete list without ours is NOT_YET, never ABSENT: the provider took
+ * the refund (a 202 at Checkout.com named its action), so a list that does
+ * not show it yet proves nothing was executed no more than a page does.
+ * The answer may be a bare array when list_items is "." (the root). */
+int provider_reply_read_list_known(const struct reply_map *map, const char *match,
+                                   const char *known_id, const char *body, size_t len,
+                                   const struct provider_reply_headers *headers,
+                                   struct provider_reply *reply);
+
+/* A provider's webhook event (provider.webhook_signature = stripe or
+ * checkout): the object at `object` (n == 0: the event itself) is read as a
+ * refund answer is (status through the map's words — or, when the map has
+ * an event_status, the word at that path from the event's root — refund id,
+ * failure code; header sources read nothing), and the text at `match` goes to ret_match (empty:
  * the event names no operation of ours, or its object is missing). 0;
  * TG_EPARSE (not a JSON object, duplicate keys), TG_ERANGE (over
  * PROVIDER_REPLY_MAX_BODY), TG_EINVAL. */

@@ -350,8 +350,10 @@ int transport_call_setup(const struct transport_lane *t, struct call *c,
         if (call->request == CLASSIFY_QUERY &&
             request_map_strategy(t->request_map, &values, &strategy) == 0 &&
             strategy == RECONCILE_LIST &&
-            (size_t)snprintf(c->list_match, sizeof(c->list_match), "%s", call->operation_id) >=
-                sizeof(c->list_match))
+            ((size_t)snprintf(c->list_match, sizeof(c->list_match), "%s", call->operation_id) >=
+                 sizeof(c->list_match) ||
+             (size_t)snprintf(c->list_known, sizeof(c->list_known), "%s",
+                              call->refund_id ? call->refund_id : "") >= sizeof(c->list_known)))
                 return TG_EINVAL;
         tg_strbuf_init(&sb, path, sizeof(path));
         r = request_map_path(t->request_map, call->request, &values, &sb);

@@ -64,6 +64,7 @@ struct call {
         uint64_t cookie;
         enum classify_request request;
         char list_match[160]; /* a list query: our operation id, matched in its items */
+        char list_known[128]; /* and the refund id an answer told us ("": none) */
         unsigned prereq_count;
         bool second_send;
         bool late;       /* ready after not_after: refused in the hook, nothing sent */

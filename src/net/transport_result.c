@@ -167,10 +167,11 @@ void transport_call_result(const struct transport_lane *t, const struct call *c,
                 hdrs.content_type = c->content_type;
                 const char *body = c->too_big ? NULL : c->resp;
                 size_t len = c->too_big || !c->resp ? 0 : c->resp_len;
-                int read = c->list_match[0]
-                               ? provider_reply_read_list(t->reply_map, c->list_match, body, len,
-                                                          &hdrs, &res->reply)
-                               : provider_reply_read(t->reply_map, body, len, &hdrs, &res->reply);
+                int read =
+                    c->list_match[0]
+                        ? provider_reply_read_list_known(t->reply_map, c->list_match, c->list_known,
+                                                         body, len, &hdrs, &res->reply)
+                        : provider_reply_read(t->reply_map, body, len, &hdrs, &res->reply);
                 if (read == TG_EPARSE && code == CURLE_OK) {
                         char text[sizeof(c->content_type) + 64];
                         int n = snprintf(text, sizeof(text), "body not read: Content-Type %s",

@@ -73,10 +73,36 @@ static void stripe_error(struct req *r, int status, const char *code, const char
         r->should_retry = retryable ? "true" : "false";
 }
 
+/* The checkout shape's words: a key still running is the documented 429
+ * (its error_type is the stub's word: checkout.md); a validation error a
+ * 422 {"request_id","error_type":"request_invalid","error_codes":[..]};
+ * 401, 404, 405, 429 (a rate limit) and 5xx carry no body. */
+static void checkout_error(struct req *r, int status, const char *code)
+{
+        free(r->answer);
+        r->answer = NULL;
+        if (strcmp(code, "idempotency_key_in_use") == 0) {
+                status = 429;
+                r->answer = stub_checkout_error("request_in_progress", NULL);
+        } else if (status == 400 || status == 413 || status == 422) {
+                status = 422;
+                r->answer = stub_checkout_error(
+                    "request_invalid",
+                    strcmp(code, "invalid_request") == 0 ? "request_invalid" : code);
+        }
+        if (!r->answer)
+                r->answer = strdup("");
+        r->status = status;
+}
+
 void answer_error(struct req *r, int status, const char *code, const char *message, bool retryable)
 {
         if (r->srv->cfg.shape == STUB_SHAPE_STRIPE && r->kind != K_ADMIN) {
                 stripe_error(r, status, code, message, retryable);
+                return;
+        }
+        if (r->srv->cfg.shape == STUB_SHAPE_CHECKOUT && r->kind != K_ADMIN) {
+                checkout_error(r, status, code);
                 return;
         }
         free(r->answer);
@@ -127,7 +153,19 @@ static void finish(struct req *r)
         struct stub_server *srv = r->srv;
         tg_mono_ns now = clock_mono_now();
 
-        if (r->kind == K_REFUND && r->execute && r->spec.mode == STUB_FAIL) {
+        if (r->kind == K_REFUND && r->execute && r->spec.mode == STUB_FAIL &&
+            srv->cfg.shape == STUB_SHAPE_CHECKOUT) {
+                /* Accepted (202, an action id), then declined: the action
+                 * in the list says so (approved false, its response code). */
+                char body[STUB_RESPONSE_MAX];
+                int status = 0;
+                if (ledger_fail(srv->ledger, &r->refund, now, r->spec.failure_code, 202, NULL) <
+                        0 ||
+                    ledger_response(srv->ledger, r->refund.operation_id, &status, body) < 0)
+                        answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
+                else
+                        answer_text(r, status, body);
+        } else if (r->kind == K_REFUND && r->execute && r->spec.mode == STUB_FAIL) {
                 /* Taken, then refused for good at the provider: no money
                  * moves. The client is told 500 (an unknown outcome); the
                  * failure is what queries (and the event) say. */
@@ -157,7 +195,11 @@ static void finish(struct req *r)
                 } else {
                         r->executed = true;
                         /* the real API answers a created refund with 200 */
-                        answer_text(r, srv->cfg.shape == STUB_SHAPE_STRIPE ? 200 : 201, body);
+                        answer_text(r,
+                                    srv->cfg.shape == STUB_SHAPE_STRIPE     ? 200
+                                    : srv->cfg.shape == STUB_SHAPE_CHECKOUT ? 202
+                                                                            : 201,
+                                    body);
                         /* calls:K: this POST is call 1 of K; queries 2..K-1
                          * say processing, call K says succeeded */
                         if (r->spec.mode == STUB_CALLS && r->spec.close_calls > 2)
@@ -171,8 +213,11 @@ static void finish(struct req *r)
                 free(r->answer);
                 r->status = 200;
                 r->answer =
-                    ledger_list_json(srv->ledger, r->list_payment, r->list_after, r->list_limit,
-                                     r->query_op[0] ? r->query_op : NULL, now);
+                    srv->cfg.shape == STUB_SHAPE_CHECKOUT
+                        ? ledger_actions_json(srv->ledger, r->list_payment,
+                                              r->query_op[0] ? r->query_op : NULL, now)
+                        : ledger_list_json(srv->ledger, r->list_payment, r->list_after,
+                                           r->list_limit, r->query_op[0] ? r->query_op : NULL, now);
                 if (!r->answer)
                         answer_error(r, 503, "temporarily_unavailable", "stub out of memory", true);
         } else if (r->kind == K_QUERY && r->lookup) {
@@ -218,6 +263,12 @@ static void finish(struct req *r)
                                                        : "executed; the answer comes by query "
                                                          "(calls)",
                              false);
+        /* Checkout.com keeps a key only for a request answered 2xx: one
+         * that executed and was answered otherwise is forgotten (a replay
+         * of it would execute again, as the reference says). */
+        if (srv->cfg.shape == STUB_SHAPE_CHECKOUT && r->kind == K_REFUND && r->execute &&
+            !r->drop && r->status / 100 != 2)
+                ledger_expire(srv->ledger, r->refund.operation_id);
         if (stub_mode_hostile(r->spec.mode) && !r->drop)
                 make_hostile(r);
         /* Recorded now: a client that left meanwhile never sees it, but this

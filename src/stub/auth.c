@@ -58,7 +58,8 @@ const char *stub_auth_signature(const struct stub_auth *auth, stub_header_fn get
         v.text[TPL_METHOD] = method;
         v.text[TPL_PATH] = path;
         v.text[TPL_TIMESTAMP] = ts;
-        v.text[TPL_IDEMPOTENCY_KEY] = get(ctx, "Idempotency-Key");
+        v.text[TPL_IDEMPOTENCY_KEY] =
+            get(ctx, auth->key_header ? auth->key_header : "Idempotency-Key");
         v.text[TPL_BODY_SHA256] = digest_hex;
         v.text[TPL_REQUEST_ID] = get(ctx, "X-Request-Id");
         /* a field it signs missing, or a failure of the library: "wrong" */

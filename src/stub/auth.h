@@ -28,6 +28,7 @@ struct stub_auth {
         bool base64;                  /* else lower-case hex */
         struct template signing;      /* the canonical string */
         int64_t max_skew_s;
+        const char *key_header; /* the idempotency key's (NULL: Idempotency-Key) */
 };
 
 /* Reads a request header by name (NULL when absent). */

@@ -138,6 +138,18 @@ static int parse_refund(struct req *r, const char *key, const char *ctype)
         const char *why = NULL, *param = NULL;
         int rc;
 
+        if (r->srv->cfg.shape == STUB_SHAPE_CHECKOUT) {
+                const char *code = NULL;
+                if (ctype && strncmp(ctype, "application/json", 16) != 0) {
+                        answer_error(r, 422, "request_invalid", "not JSON", false);
+                        return TG_EINVAL;
+                }
+                rc = stub_parse_checkout_refund(r->body ? r->body : "", r->len, key,
+                                                r->list_payment, &code, &r->refund);
+                if (rc < 0)
+                        answer_error(r, 422, code, "invalid refund", false);
+                return rc;
+        }
         if (r->srv->cfg.shape == STUB_SHAPE_STRIPE) {
                 if (!ctype || strncmp(ctype, "application/x-www-form-urlencoded", 33) != 0) {
                         answer_error(r, 400, "invalid_request",
@@ -175,7 +187,8 @@ static int parse_refund(struct req *r, const char *key, const char *ctype)
 enum MHD_Result contract_refund(struct req *r)
 {
         struct stub_server *srv = r->srv;
-        const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Idempotency-Key");
+        const char *key = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                                      stub_shape_key_header(srv->cfg.shape));
         const char *ctype =
             MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         char stored[STUB_RESPONSE_MAX], msg[160];
@@ -222,6 +235,9 @@ enum MHD_Result contract_refund(struct req *r)
         case LEDGER_IN_USE:
                 answer_error(r, 409, "idempotency_key_in_use",
                              "a request with this key is still being processed", false);
+                /* Checkout.com turns the second request away at once */
+                if (srv->cfg.shape == STUB_SHAPE_CHECKOUT)
+                        r->spec.delay_ms = 0;
                 break;
         }
         return answer_after_delay(r);
@@ -276,6 +292,17 @@ static int list_args(struct req *r)
  * is prepared. */
 static int query_operation(struct req *r)
 {
+        if (r->srv->cfg.shape == STUB_SHAPE_CHECKOUT) {
+                /* GET /payments/{id}/actions (the payment id is read at
+                 * arrival): Checkout.com ignores a GET's key; the stub's
+                 * calls:K mode counts the list as a query of that key's */
+                const char *key =
+                    MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Cko-Idempotency-Key");
+                if (key && stub_key_valid(key, strlen(key)))
+                        snprintf(r->query_op, sizeof(r->query_op), "%s", key);
+                r->list = true;
+                return 0;
+        }
         if (r->srv->cfg.shape == STUB_SHAPE_STRIPE) {
                 const char *rest = r->path + strlen(STUB_QUERY_PREFIX);
                 if (strcmp(r->path, REFUNDS_PATH) == 0)

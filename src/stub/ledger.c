@@ -191,10 +191,12 @@ int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns no
         r = find(lg, req->operation_id);
         if (r)
                 age_key(lg, r, now);
+        /* Checkout.com compares no payload: a key is the request */
+        bool same = r && (lg->shape == STUB_SHAPE_CHECKOUT || same_payload(&r->req, req));
         if (r && r->key == KEY_RUNNING) {
-                *ret_kind = same_payload(&r->req, req) ? LEDGER_IN_USE : LEDGER_REUSED;
+                *ret_kind = same ? LEDGER_IN_USE : LEDGER_REUSED;
         } else if (r && r->key == KEY_DONE) {
-                if (same_payload(&r->req, req)) {
+                if (same) {
                         *ret_kind = LEDGER_REPLAY;
                         *ret_status = r->replay_status;
                         memcpy(ret_body, r->response, STUB_RESPONSE_MAX);
@@ -216,6 +218,15 @@ int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns no
         }
         pthread_mutex_unlock(&lg->lock);
         return rc;
+}
+
+/* Files refund id `id` of record r under node (lg->lock held). */
+static void index_id(struct ledger *lg, struct id_node *node, const char *id, struct record *r)
+{
+        snprintf(node->id, sizeof(node->id), "%s", id);
+        node->r = r;
+        node->next = lg->ids[hash(id)];
+        lg->ids[hash(id)] = node;
 }
 
 int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
@@ -240,8 +251,12 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
                 }
                 r->key_created = now;
         }
-        snprintf(id, sizeof(id), "re_%016llx", (unsigned long long)tg_rng_next(&lg->rng));
-        if (lg->shape == STUB_SHAPE_STRIPE) {
+        snprintf(id, sizeof(id), "%s_%016llx", lg->shape == STUB_SHAPE_CHECKOUT ? "act" : "re",
+                 (unsigned long long)tg_rng_next(&lg->rng));
+        if (lg->shape == STUB_SHAPE_CHECKOUT) {
+                /* accepted, not final: the outcome is in the actions list */
+                text = stub_checkout_accepted(id, req);
+        } else if (lg->shape == STUB_SHAPE_STRIPE) {
                 /* A refund still settling at the provider says so: pending. */
                 text = stub_stripe_refund(id, req, processing > 0 ? "pending" : "succeeded", NULL);
         } else {
@@ -257,10 +272,7 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
                 rc = TG_ENOMEM;
                 goto out;
         }
-        memcpy(node->id, id, sizeof(id));
-        node->r = r;
-        node->next = lg->ids[hash(id)];
-        lg->ids[hash(id)] = node;
+        index_id(lg, node, id, r);
         if (r->executions < IDS_KEPT)
                 memcpy(r->refund_ids[r->executions], id, sizeof(id));
         else
@@ -275,7 +287,7 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
         /* The first stored response is what every replay of this key returns. */
         if (r->key != KEY_DONE) {
                 snprintf(r->response, sizeof(r->response), "%s", text);
-                r->replay_status = 200;
+                r->replay_status = lg->shape == STUB_SHAPE_CHECKOUT ? 202 : 200;
                 r->failure[0] = '\0';
                 r->req = *req;
                 r->key = KEY_DONE;
@@ -304,8 +316,11 @@ int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now
 {
         struct record *r;
         int rc = 0;
+        char *made = NULL;
 
-        if (strlen(failure_code) >= STUB_FAILURE_MAX || strlen(body) >= STUB_RESPONSE_MAX)
+        if (strlen(failure_code) >= STUB_FAILURE_MAX || (body && strlen(body) >= STUB_RESPONSE_MAX))
+                return TG_EINVAL;
+        if (!body && lg->shape != STUB_SHAPE_CHECKOUT)
                 return TG_EINVAL;
         pthread_mutex_lock(&lg->lock);
         r = find(lg, req->operation_id);
@@ -320,6 +335,24 @@ int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now
         }
         /* Only a running key ends here; a key that is DONE keeps its first
          * response and outcome. */
+        if (r->key != KEY_DONE && !body) {
+                /* checkout: the refund was accepted (202, an action id),
+                 * then declined: the action says so in the list */
+                struct id_node *node = calloc(1, sizeof(*node));
+                char id[STUB_REFUND_ID_MAX];
+
+                snprintf(id, sizeof(id), "act_%016llx", (unsigned long long)tg_rng_next(&lg->rng));
+                made = stub_checkout_accepted(id, req);
+                if (!node || !made || strlen(made) >= STUB_RESPONSE_MAX) {
+                        free(node);
+                        rc = TG_ENOMEM;
+                        goto out;
+                }
+                index_id(lg, node, id, r);
+                if (r->executions == 0)
+                        memcpy(r->refund_ids[0], id, sizeof(id));
+                body = made;
+        }
         if (r->key != KEY_DONE) {
                 snprintf(r->response, sizeof(r->response), "%s", body);
                 snprintf(r->failure, sizeof(r->failure), "%s", failure_code);
@@ -329,6 +362,24 @@ int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now
                 lg->failures++;
         }
 out:
+        pthread_mutex_unlock(&lg->lock);
+        free(made);
+        return rc;
+}
+
+int ledger_response(struct ledger *lg, const char *operation_id, int *ret_status,
+                    char ret_body[STUB_RESPONSE_MAX])
+{
+        struct record *r;
+        int rc = TG_ENOTFOUND;
+
+        pthread_mutex_lock(&lg->lock);
+        r = find(lg, operation_id);
+        if (r && r->key == KEY_DONE) {
+                *ret_status = r->replay_status;
+                memcpy(ret_body, r->response, STUB_RESPONSE_MAX);
+                rc = 0;
+        }
         pthread_mutex_unlock(&lg->lock);
         return rc;
 }
@@ -456,6 +507,58 @@ char *ledger_list_json(struct ledger *lg, const char *payment, const char *start
         if (o)
                 text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         json_decref(o);
+        return text;
+}
+
+static void append_action(json_t *list, const char *id, const struct stub_refund *req,
+                          bool approved, const char *failure)
+{
+        char *item = stub_checkout_action(id, req, approved, failure);
+
+        json_array_append_new(list, item ? json_loads(item, 0, NULL) : json_null());
+        free(item);
+}
+
+char *ledger_actions_json(struct ledger *lg, const char *payment, const char *key, tg_mono_ns now)
+{
+        json_t *list = json_array(), *capture;
+        struct record *page[STUB_LIST_MAX];
+        unsigned got;
+        char *text = NULL;
+
+        if (!list)
+                return NULL;
+        pthread_mutex_lock(&lg->lock);
+        got = list_newest(lg, payment, UINT64_MAX, page, STUB_LIST_MAX);
+        for (unsigned i = 0; i < got; i++) {
+                struct record *r = page[i];
+                enum ledger_status st;
+                char id[STUB_REFUND_ID_MAX], failure[STUB_FAILURE_MAX];
+
+                record_status(lg, r, now, key && strcmp(key, r->req.operation_id) == 0, &st, id,
+                              failure);
+                /* one action per refund executed, newest first; the newest
+                 * is listed once processed (accepted, not processed yet:
+                 * no action); a refund declined executed nothing */
+                unsigned n = r->executions < IDS_KEPT ? (unsigned)r->executions : IDS_KEPT;
+                if (st == LEDGER_FAILED && n == 0)
+                        append_action(list, r->refund_ids[0], &r->req, false, failure);
+                for (unsigned e = n; e > 0; e--)
+                        if (e < n || st == LEDGER_SUCCEEDED)
+                                append_action(list, r->refund_ids[e - 1], &r->req, true, NULL);
+        }
+        pthread_mutex_unlock(&lg->lock);
+        /* the payment's own actions come first in its life: last in the list */
+        capture = json_pack("{s:s, s:s, s:b, s:s, s:s}", "id", "act_capture", "type", "Capture",
+                            "approved", 1, "response_code", "10000", "reference", "ORD-5023");
+        if (capture)
+                json_array_append_new(list, capture);
+        json_array_append_new(list,
+                              json_pack("{s:s, s:s, s:b, s:s, s:s}", "id", "act_authorization",
+                                        "type", "Authorization", "approved", 1, "response_code",
+                                        "10000", "reference", "ORD-5023"));
+        text = json_dumps(list, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(list);
         return text;
 }
 

@@ -86,8 +86,10 @@ void ledger_processing_queries(struct ledger *lg, const char *operation_id, unsi
 /*
  * Ends a key begun with LEDGER_NEW (or re-creates it after a reset) as failed
  * with failure_code: counts no execution, and stores status and body (copied,
- * at most STUB_RESPONSE_MAX - 1 bytes) as the key's first response. Returns 0,
- * TG_EFULL, or TG_EINVAL for a body or code too long.
+ * at most STUB_RESPONSE_MAX - 1 bytes) as the key's first response. The
+ * checkout shape passes body NULL: the refund was accepted (an action id and
+ * its 202 body are made, ledger_response() gives them back) and declined.
+ * Returns 0, TG_EFULL, TG_ENOMEM, or TG_EINVAL for a body or code too long.
  */
 int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now,
                 const char *failure_code, int status, const char *body);
@@ -113,6 +115,19 @@ void ledger_query(struct ledger *lg, const char *operation_id, tg_mono_ns now,
 #define STUB_LIST_MAX 100 /* Stripe's bound on a list's limit */
 char *ledger_list_json(struct ledger *lg, const char *payment, const char *starting_after,
                        unsigned limit, const char *key, tg_mono_ns now);
+
+/*
+ * The checkout shape's GET /payments/{id}/actions: a bare JSON array,
+ * newest first, of the payment's refund actions that were processed
+ * (approved, or declined with their response code; one accepted and not
+ * processed yet is not there), then the payment's own Capture and
+ * Authorization. key as for ledger_list_json(). malloc'd, or NULL.
+ */
+char *ledger_actions_json(struct ledger *lg, const char *payment, const char *key, tg_mono_ns now);
+
+/* The status and body a DONE key replays. 0 or TG_ENOTFOUND. */
+int ledger_response(struct ledger *lg, const char *operation_id, int *ret_status,
+                    char ret_body[STUB_RESPONSE_MAX]);
 
 /* The operation a refund id belongs to. 0 or TG_ENOTFOUND. */
 int ledger_operation_of(struct ledger *lg, const char *refund_id,

@@ -35,7 +35,9 @@ static const char stub_about[] =
 static const char stub_epilogue_modes[] =
     "Contract: POST /v1/refunds, GET /v1/refunds/{operation_id}; with --shape\n"
     "          stripe GET /v1/refunds/{refund id} and the list GET /v1/refunds\n"
-    "          ?payment_intent=..&limit=..&starting_after=.. (no lookup by key).\n"
+    "          ?payment_intent=..&limit=..&starting_after=.. (no lookup by key);\n"
+    "          checkout POST /payments/{id}/refunds (Cko-Idempotency-Key, 202)\n"
+    "          and GET /payments/{id}/actions (no lookup by key or action).\n"
     "Admin:    GET /_stub/state, GET /_stub/ledger,\n"
     "          GET /_stub/arrivals?since=N[&limit=M] (JSON lines, entries numbered\n"
     "          > N), POST /_stub/mode, POST /_stub/reset,\n"
@@ -393,8 +395,9 @@ static const struct opt stub_options[] = {
     {.name = "shape",
      .arg = "NAME",
      .string = &stub_opts.shape,
-     .help = "the provider's contract: provider-md (shared/PROVIDER.md, JSON) or "
-             "stripe (form POST, refund objects; docs/providers/) (provider-md)"},
+     .help = "the provider's contract: provider-md (shared/PROVIDER.md, JSON), "
+             "stripe (form POST, refund objects) or checkout (202, the payment's "
+             "actions; docs/providers/) (provider-md)"},
     {.name = "tls-cert",
      .arg = "FILE",
      .string = &stub_opts.tls_cert,
@@ -578,7 +581,8 @@ static int finish_provider(struct opts *o)
                 : "{method}\\n{path}\\n{timestamp}\\n{idempotency_key}\\n{body_sha256}";
 
         if (o->shape && stub_shape_parse(o->shape, &c->shape) < 0)
-                return bad_flag("--shape", "must be provider-md or stripe");
+                return bad_flag("--shape", "must be provider-md, stripe or checkout");
+        c->auth.key_header = stub_shape_key_header(c->shape);
         if (!o->tls_cert != !o->tls_key)
                 return bad_flag("--tls-cert", "give --tls-cert and --tls-key together");
         if ((o->tls_client_ca || c->tls_priorities) && !o->tls_cert)

@@ -27,6 +27,7 @@ struct stub_refund {
         char payment_id[STUB_FIELD_MAX + 1];
         int64_t amount;
         char currency[4];
+        char reference[STUB_FIELD_MAX + 1]; /* checkout: the refund's reference ("": none) */
 };
 
 /* True when key[0..len) is 1..128 chars of [A-Za-z0-9._:-]. */

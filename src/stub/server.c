@@ -144,6 +144,19 @@ static enum kind classify(struct req *r)
         bool get = strcmp(r->method, "GET") == 0, post = strcmp(r->method, "POST") == 0;
         if (strncmp(r->path, ADMIN_PREFIX, strlen(ADMIN_PREFIX)) == 0)
                 return K_ADMIN;
+        if (r->srv->cfg.shape == STUB_SHAPE_CHECKOUT) {
+                /* POST /payments/{id}/refunds, GET /payments/{id}/actions */
+                bool actions = false;
+                if (stub_checkout_path(r->path, r->list_payment, &actions) < 0) {
+                        answer_error(r, 404, "not_found", "no such endpoint", false);
+                        return K_OTHER;
+                }
+                if (actions ? get : post)
+                        return actions ? K_QUERY : K_REFUND;
+                r->allow = actions ? "GET" : "POST";
+                answer_error(r, 405, "method_not_allowed", "method not allowed", false);
+                return K_OTHER;
+        }
         if (strcmp(r->path, REFUNDS_PATH) == 0) {
                 if (post)
                         return K_REFUND;
@@ -261,8 +274,8 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
             .wall = clock_wall_now(),
             .method = method,
             .path = url,
-            .idempotency_key =
-                MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Idempotency-Key"),
+            .idempotency_key = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+                                                           stub_shape_key_header(srv->cfg.shape)),
             .request_id = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Request-Id"),
             .attempt = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Attempt"),
             .traceparent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),

@@ -22,6 +22,8 @@ int stub_shape_parse(const char *name, enum stub_shape *ret)
                 *ret = STUB_SHAPE_PROVIDER_MD;
         else if (strcmp(name, "stripe") == 0)
                 *ret = STUB_SHAPE_STRIPE;
+        else if (strcmp(name, "checkout") == 0)
+                *ret = STUB_SHAPE_CHECKOUT;
         else
                 return TG_EINVAL;
         return 0;
@@ -29,7 +31,137 @@ int stub_shape_parse(const char *name, enum stub_shape *ret)
 
 const char *stub_shape_name(enum stub_shape shape)
 {
-        return shape == STUB_SHAPE_STRIPE ? "stripe" : "provider-md";
+        return shape == STUB_SHAPE_STRIPE     ? "stripe"
+               : shape == STUB_SHAPE_CHECKOUT ? "checkout"
+                                              : "provider-md";
+}
+
+const char *stub_shape_key_header(enum stub_shape shape)
+{
+        return shape == STUB_SHAPE_CHECKOUT ? "Cko-Idempotency-Key" : "Idempotency-Key";
+}
+
+static bool id_char(char c)
+{
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-';
+}
+
+int stub_checkout_path(const char *path, char ret_payment[STUB_FIELD_MAX + 1], bool *ret_actions)
+{
+        static const char prefix[] = "/payments/";
+        const char *id = path + sizeof(prefix) - 1, *slash;
+        size_t n;
+
+        if (strncmp(path, prefix, sizeof(prefix) - 1) != 0 || !(slash = strchr(id, '/')))
+                return TG_ENOTFOUND;
+        n = (size_t)(slash - id);
+        if (n == 0 || n > STUB_FIELD_MAX)
+                return TG_ENOTFOUND;
+        for (size_t i = 0; i < n; i++)
+                if (!id_char(id[i]))
+                        return TG_ENOTFOUND;
+        if (strcmp(slash, "/refunds") == 0)
+                *ret_actions = false;
+        else if (strcmp(slash, "/actions") == 0)
+                *ret_actions = true;
+        else
+                return TG_ENOTFOUND;
+        memcpy(ret_payment, id, n);
+        ret_payment[n] = '\0';
+        return 0;
+}
+
+int stub_parse_checkout_refund(const char *body, size_t len, const char *key, const char *payment,
+                               const char **ret_code, struct stub_refund *ret)
+{
+        struct stub_refund r;
+        json_error_t error;
+        json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &error), *v;
+        const char *name;
+
+        memset(&r, 0, sizeof(r));
+        snprintf(r.operation_id, sizeof(r.operation_id), "%s", key);
+        snprintf(r.payment_id, sizeof(r.payment_id), "%s", payment);
+        *ret_code = "request_invalid";
+        if (!json_is_object(o)) {
+                json_decref(o);
+                return TG_EINVAL;
+        }
+        json_object_foreach(o, name, v)
+        {
+                if (strcmp(name, "amount") == 0) {
+                        json_int_t a = json_is_integer(v) ? json_integer_value(v) : -1;
+                        if (a <= 0 || a > STUB_AMOUNT_MAX) {
+                                *ret_code = "amount_invalid";
+                                goto bad;
+                        }
+                        r.amount = (int64_t)a;
+                } else if (strcmp(name, "reference") == 0) {
+                        if (!json_is_string(v) || json_string_length(v) == 0 ||
+                            json_string_length(v) > STUB_FIELD_MAX) {
+                                *ret_code = "reference_invalid";
+                                goto bad;
+                        }
+                        memcpy(r.reference, json_string_value(v), json_string_length(v) + 1);
+                } else if (strcmp(name, "metadata") == 0) {
+                        if (!json_is_object(v)) {
+                                *ret_code = "metadata_invalid";
+                                goto bad;
+                        }
+                } else {
+                        /* amount_allocations, capture_action_id, items, ...: not played */
+                        *ret_code = "request_invalid";
+                        goto bad;
+                }
+        }
+        json_decref(o);
+        *ret = r;
+        return 0;
+bad:
+        json_decref(o);
+        return TG_EINVAL;
+}
+
+static char *dump(json_t *o)
+{
+        char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(o);
+        return text;
+}
+
+char *stub_checkout_accepted(const char *action_id, const struct stub_refund *req)
+{
+        char href[STUB_FIELD_MAX + 32];
+
+        snprintf(href, sizeof(href), "/payments/%s", req->payment_id);
+        json_t *o = json_pack("{s:s}", "action_id", action_id);
+        if (o && req->reference[0])
+                json_object_set_new(o, "reference", json_string(req->reference));
+        if (o)
+                json_object_set_new(o, "_links", json_pack("{s:{s:s}}", "payment", "href", href));
+        return dump(o);
+}
+
+char *stub_checkout_action(const char *action_id, const struct stub_refund *req, bool approved,
+                           const char *failure_code)
+{
+        json_t *o = json_pack("{s:s, s:s, s:I, s:b, s:s, s:s}", "id", action_id, "type", "Refund",
+                              "amount", (json_int_t)req->amount, "approved", approved,
+                              "response_code", approved ? "10000" : failure_code,
+                              "response_summary", approved ? "Approved" : "Declined");
+        if (o && req->reference[0])
+                json_object_set_new(o, "reference", json_string(req->reference));
+        return dump(o);
+}
+
+char *stub_checkout_error(const char *error_type, const char *code)
+{
+        json_t *o =
+            json_pack("{s:s, s:s}", "request_id", "0HL80RJLS76I7", "error_type", error_type);
+        if (o && code)
+                json_object_set_new(o, "error_codes", json_pack("[s]", code));
+        return dump(o);
 }
 
 /* Decodes src[0..len) ('+' is a space, %XX a byte) into dst[size]; false

@@ -11,7 +11,21 @@
  *                {"type","code","message"}} with a Stripe-Should-Retry header,
  *                GET /v1/refunds/{refund id}, and the list GET /v1/refunds
  *                (payment_intent, limit, starting_after); as at Stripe, no
- *                lookup by idempotency key.
+ *                lookup by idempotency key;
+ *   checkout     Checkout.com's refund API (docs/providers/checkout.md): a
+ *                JSON POST /payments/{payment id}/refunds ({"amount",
+ *                "reference","metadata"}) keyed by the Cko-Idempotency-Key
+ *                header and answered 202 {"action_id","reference","_links"}
+ *                (accepted, not final); the outcome is an action of
+ *                GET /payments/{payment id}/actions (a bare JSON array,
+ *                newest first: {"id","type":"Refund","approved",
+ *                "response_code","response_summary","reference",..}) once
+ *                processed; errors 422 {"request_id","error_type",
+ *                "error_codes"}, 401/404/429/5xx without a body; the key
+ *                is kept only for a request answered 2xx, and a request
+ *                whose key is still running is answered 429 (error_type
+ *                request_in_progress: the stub's word, see checkout.md).
+ *                No lookup by idempotency key, none of a single action.
  * Pure code over jansson: no I/O.
  */
 #ifndef STUB_SHAPE_H
@@ -25,11 +39,43 @@
 enum stub_shape {
         STUB_SHAPE_PROVIDER_MD,
         STUB_SHAPE_STRIPE,
+        STUB_SHAPE_CHECKOUT,
 };
 
-/* "provider-md" or "stripe". 0 or TG_EINVAL. */
+/* "provider-md", "stripe" or "checkout". 0 or TG_EINVAL. */
 int stub_shape_parse(const char *name, enum stub_shape *ret_shape);
 const char *stub_shape_name(enum stub_shape shape);
+
+/* The header carrying the idempotency key: Cko-Idempotency-Key for
+ * checkout, else Idempotency-Key. */
+const char *stub_shape_key_header(enum stub_shape shape);
+
+/* The checkout shape's paths: "/payments/{id}/refunds" (*ret_actions
+ * false) or "/payments/{id}/actions" (true), the payment id 1-128 of
+ * [A-Za-z0-9_-] copied out. 0 or TG_ENOTFOUND. */
+int stub_checkout_path(const char *path, char ret_payment[STUB_FIELD_MAX + 1], bool *ret_actions);
+
+/* Parses a checkout refund body (a JSON object of amount: a positive
+ * integer in minor units, optional (absent: the whole payment, 0 here);
+ * reference: a string of 1-128 bytes, optional; metadata: an object,
+ * optional; any other member is not played and refused) for the payment
+ * and the key. 0 and *ret filled; TG_EINVAL with *ret_code (static: the
+ * error code, "amount_invalid", "request_invalid", ...). */
+int stub_parse_checkout_refund(const char *body, size_t len, const char *key, const char *payment,
+                               const char **ret_code, struct stub_refund *ret);
+
+/* The checkout 202 body {"action_id","reference","_links":{"payment"}}. */
+char *stub_checkout_accepted(const char *action_id, const struct stub_refund *req);
+
+/* A checkout refund action of the actions list (a JSON object, malloc'd,
+ * or NULL): approved, and response_code/summary ("10000"/"Approved", or
+ * the failure code given and "Declined"). */
+char *stub_checkout_action(const char *action_id, const struct stub_refund *req, bool approved,
+                           const char *failure_code);
+
+/* A checkout error body {"request_id","error_type"[,"error_codes":[code]]}
+ * (malloc'd, or NULL); code may be NULL. */
+char *stub_checkout_error(const char *error_type, const char *code);
 
 /*
  * Parses a stripe POST /v1/refunds form body for the operation `key`

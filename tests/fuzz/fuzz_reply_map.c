@@ -1,8 +1,10 @@
 /*
  * Fuzz target: the provider mapping's parsers. A response body, as hostile
- * as it comes, read through three reply maps (PROVIDER.md's, the
- * stripe profile's with alternatives and a header source, and one of
- * array paths) with the input's head also given as a header value; then
+ * as it comes, read through four reply maps (PROVIDER.md's, the
+ * stripe profile's with alternatives and a header source, one of
+ * array paths, and the checkout profile's: a boolean status, read also as
+ * its actions list, a bare array, by reference and by a known action id)
+ * with the input's head also given as a header value; then
  * classified for both request kinds. Asserts that reading never fails
  * within the bound, that every field stays terminated, that the retryable
  * mark is one of its three values and that every class is one its request
@@ -27,7 +29,7 @@ static void must_source(const char *text, struct field_source *s)
                 abort();
 }
 
-static void maps(struct reply_map m[3])
+static void maps(struct reply_map m[4])
 {
         reply_map_default(&m[0]);
         m[1] = m[0];
@@ -42,6 +44,17 @@ static void maps(struct reply_map m[3])
         must_source("data.0.status data.1.status header:X-Status", &m[2].status);
         must_source("data.0.id 0 data", &m[2].refund_id);
         must_source("errors.0.code", &m[2].error_code);
+        m[3] = m[0];
+        must_source("approved", &m[3].status);
+        must_source("action_id id", &m[3].refund_id);
+        must_source("error_type", &m[3].error_code);
+        must_source("response_code", &m[3].failure_code);
+        must_source(".", &m[3].list_items);
+        must_source("reference", &m[3].list_match);
+        if (status_list_parse("true", &m[3].succeeded, NULL) != 0 ||
+            status_list_parse("false", &m[3].failed, NULL) != 0 ||
+            status_list_parse("request_in_progress", &m[3].in_progress, NULL) != 0)
+                abort();
 }
 
 static int class_ok(enum classify_request request, enum tg_class c)
@@ -51,7 +64,7 @@ static int class_ok(enum classify_request request, enum tg_class c)
         if (request == CLASSIFY_POST)
                 return c == TG_CLASS_SUCCEEDED || c == TG_CLASS_REJECTED ||
                        c == TG_CLASS_KEY_REUSED || c == TG_CLASS_RETRYABLE ||
-                       c == TG_CLASS_UNKNOWN || c == TG_CLASS_NOT_SENT;
+                       c == TG_CLASS_UNKNOWN || c == TG_CLASS_NOT_SENT || c == TG_CLASS_PROCESSING;
         return c == TG_CLASS_SUCCEEDED || c == TG_CLASS_REJECTED || c == TG_CLASS_PROCESSING ||
                c == TG_CLASS_NOT_FOUND || c == TG_CLASS_NO_ANSWER;
 }
@@ -110,7 +123,7 @@ static void as_config(const char *text)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         static struct classifier *c;
-        static struct reply_map m[3];
+        static struct reply_map m[4];
         static int made;
         char head[128], text[600];
         size_t hn = size < sizeof(head) - 1 ? size : sizeof(head) - 1;
@@ -130,10 +143,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         hdrs.value[0] = head;
         hdrs.name[1] = "X-Status";
         hdrs.value[1] = head;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 6; i++) {
                 struct provider_reply reply;
                 memset(&reply, 0xA5, sizeof(reply));
-                int r = provider_reply_read(&m[i], (const char *)data, size, &hdrs, &reply);
+                /* 4 and 5: the checkout map's list read, by reference, then
+                 * also by a known action id */
+                int r =
+                    i < 4 ? provider_reply_read(&m[i], (const char *)data, size, &hdrs, &reply)
+                          : provider_reply_read_list_known(&m[3], "op-1", i == 5 ? "act_1" : NULL,
+                                                           (const char *)data, size, &hdrs, &reply);
                 if (r != 0 && !(r < 0 && size > PROVIDER_REPLY_MAX_BODY))
                         abort();
                 if (!memchr(reply.error_code, '\0', sizeof(reply.error_code)) ||

@@ -5,11 +5,11 @@ them over HTTPS (stdlib and the openssl CLI only):
                       made on the fly; tollgate verifies it (provider.ca_file)
   TG_TEST_TLS=mtls    the same, and the stub demands a client certificate,
                       which tollgate presents (provider.client_cert/_key)
-  TG_TEST_PROFILE=stripe
-                      the stub speaks the second profile of docs/providers/
-                      and demands a bearer key and signed requests; tollgate's
+  TG_TEST_PROFILE=stripe|checkout
+                      the stub speaks that profile of docs/providers/ and
+                      demands a bearer key and signed requests; tollgate's
                       [provider] and [classify] come from
-                      docs/providers/stripe.ini itself
+                      docs/providers/NAME.ini itself
 Unset: plain HTTP and shared/PROVIDER.md, as before.
 
 Certificates, keys and secrets are made once per test process in a temp dir
@@ -34,13 +34,13 @@ import tempfile
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 TLS_MODES = ("", "https", "mtls")
-PROFILES = ("provider-md", "stripe")
+PROFILES = ("provider-md", "stripe", "checkout")
 TLS = os.environ.get("TG_TEST_TLS", "")
 PROFILE = os.environ.get("TG_TEST_PROFILE", "") or "provider-md"
 if TLS not in TLS_MODES:
     raise SystemExit("TG_TEST_TLS must be empty, https or mtls, not %r" % TLS)
 if PROFILE not in PROFILES:
-    raise SystemExit("TG_TEST_PROFILE must be provider-md or stripe, not %r" % PROFILE)
+    raise SystemExit("TG_TEST_PROFILE must be provider-md, stripe or checkout, not %r" % PROFILE)
 
 SECRET_MARK = "tgSECRETmark"
 
@@ -252,7 +252,7 @@ def caller_headers(profile, method, path, body, key, request_id="test-helper"):
     return {"Authorization": "Bearer " + s.api_key,
             ini.get("timestamp_header", "X-Timestamp"): ts,
             ini.get("signature_header", "X-Signature"): ini.get("signature_prefix", "") + mac,
-            "Idempotency-Key": key, "X-Request-Id": request_id}
+            ini.get("key_header", "Idempotency-Key"): key, "X-Request-Id": request_id}
 
 
 def ssl_context(verify=True):

@@ -275,8 +275,15 @@ static const struct transition transitions[] = {
     MAN(P, TG_CLASS_UNKNOWN, QUERIES_AND_DL, NO_RA, QB),
     MAN(P, TG_CLASS_UNKNOWN, FRESH, INT64_MAX, DL),
 
+    /* POST processing (a rule's: Checkout.com's 202, accepted, not final):
+     * asked about exactly as an unknown one */
+    UNK(P, TG_CLASS_PROCESSING, FRESH, NO_RA, 2000),
+    UNK(P, TG_CLASS_PROCESSING, FRESH, 5000, 5000),
+    MAN(P, TG_CLASS_PROCESSING, QUERIES_SPENT, NO_RA, QB),
+    MAN(P, TG_CLASS_PROCESSING, NEAR_DEADLINE, NO_RA, DL),
+    UNK(P, TG_CLASS_PROCESSING, KEY_EXPIRED, NO_RA, 2000),
+
     /* classes a POST cannot produce */
-    INVAL(P, TG_CLASS_PROCESSING),
     INVAL(P, TG_CLASS_NOT_FOUND),
     INVAL(P, TG_CLASS_NO_ANSWER),
     INVAL(P, BAD),
@@ -433,7 +440,8 @@ static bool class_from(enum classify_request request, enum tg_class cls)
         if (request == P)
                 return cls == TG_CLASS_SUCCEEDED || cls == TG_CLASS_REJECTED ||
                        cls == TG_CLASS_KEY_REUSED || cls == TG_CLASS_RETRYABLE ||
-                       cls == TG_CLASS_UNKNOWN || cls == TG_CLASS_NOT_SENT;
+                       cls == TG_CLASS_UNKNOWN || cls == TG_CLASS_NOT_SENT ||
+                       cls == TG_CLASS_PROCESSING;
         if (request == Q)
                 return cls == TG_CLASS_SUCCEEDED || cls == TG_CLASS_REJECTED ||
                        cls == TG_CLASS_PROCESSING || cls == TG_CLASS_NOT_FOUND ||

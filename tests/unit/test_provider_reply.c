@@ -159,8 +159,9 @@ static void test_wrong_types(void **state)
         assert_string_equal(r.status, "");
         r = parse("{\"status\":null}");
         assert_string_equal(r.status, "");
+        /* a boolean status reads as a word (Checkout.com's "approved") */
         r = parse("{\"status\":true}");
-        assert_string_equal(r.status, "");
+        assert_string_equal(r.status, "true");
 
         /* .error must be an object with a string .code */
         r = parse("{\"error\":\"not_found\"}");
@@ -518,6 +519,81 @@ static void test_list(void **state)
         classifier_free(c);
 }
 
+/* Checkout.com's GET /payments/{id}/actions: the answer is a bare array
+ * (list_items "."), the outcome a boolean (approved), ours by the reference
+ * we sent or by the action id a 202 named; once that id is known, a
+ * complete list without ours is pending (NOT_YET), never "not executed". */
+static void test_list_bare_array_of_actions(void **state)
+{
+        static const char body[] = "[{\"id\":\"act_r2\",\"type\":\"Refund\",\"approved\":false,"
+                                   "\"response_code\":\"20051\",\"reference\":\"op-2\"},"
+                                   "{\"id\":\"act_r1\",\"type\":\"Refund\",\"approved\":true,"
+                                   "\"response_code\":\"10000\",\"reference\":\"op-1\"},"
+                                   "{\"id\":\"act_cap\",\"type\":\"Capture\",\"approved\":true,"
+                                   "\"reference\":\"ORD-1\"}]";
+        struct reply_map m;
+        struct classifier *c;
+        struct provider_reply r;
+
+        (void)state;
+        reply_map_default(&m);
+        assert_int_equal(field_source_parse("approved", &m.status, NULL), 0);
+        assert_int_equal(status_list_parse("true", &m.succeeded, NULL), 0);
+        assert_int_equal(status_list_parse("false", &m.failed, NULL), 0);
+        assert_int_equal(field_source_parse("action_id id", &m.refund_id, NULL), 0);
+        assert_int_equal(field_source_parse("response_code", &m.failure_code, NULL), 0);
+        assert_int_equal(field_source_parse(".", &m.list_items, NULL), 0);
+        assert_int_equal(m.list_items.alt[0].nseg, 0u);
+        assert_int_equal(field_source_parse("reference", &m.list_match, NULL), 0);
+        assert_int_equal(classifier_new_default(&c), 0);
+
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-1", body, strlen(body), NULL, &r), 0);
+        assert_true(r.body_is_json);
+        assert_int_equal(r.list, REPLY_LIST_FOUND);
+        assert_string_equal(r.refund_id, "act_r1");
+        assert_string_equal(r.status, "succeeded");
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_SUCCEEDED);
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-2", body, strlen(body), NULL, &r), 0);
+        assert_string_equal(r.status, "failed");
+        assert_string_equal(r.failure_code, "20051");
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_REJECTED);
+        /* by the action id a 202 named, whatever the reference */
+        r = stale_reply();
+        assert_int_equal(
+            provider_reply_read_list_known(&m, "op-x", "act_r1", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_FOUND);
+        assert_string_equal(r.status, "succeeded");
+        /* not there: nothing executed, unless the provider named it */
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-9", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_ABSENT);
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NOT_FOUND);
+        r = stale_reply();
+        assert_int_equal(
+            provider_reply_read_list_known(&m, "op-9", "act_new", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_NOT_YET);
+        assert_string_equal(r.status, "");
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_PROCESSING);
+        /* a bare array is read only as a list ("." items): not as an answer */
+        r = stale_reply();
+        assert_int_equal(provider_reply_read(&m, body, strlen(body), NULL, &r), 0);
+        assert_false(r.body_is_json);
+        assert_string_equal(r.status, "");
+        /* a 202 naming its action: the POST's processing, by a rule */
+        static const char accepted[] = "{\"action_id\":\"act_r3\",\"reference\":\"op-3\"}";
+        struct classify_rule rule;
+        assert_int_equal(classify_rule_parse("post 202 => processing", &rule), 0);
+        assert_int_equal(classifier_add_rule(c, &rule), 0);
+        r = stale_reply();
+        r.http_status = 202;
+        assert_int_equal(provider_reply_read(&m, accepted, strlen(accepted), NULL, &r), 0);
+        assert_string_equal(r.refund_id, "act_r3");
+        assert_int_equal(classify(c, CLASSIFY_POST, &r), TG_CLASS_PROCESSING);
+        classifier_free(c);
+}
+
 /* The two meanings of a 429 (Checkout.com documents both): a rate limit,
  * retryable; and "a request with this key is still in progress", told
  * apart by its error code (provider.in_progress_codes): unknown, and a
@@ -559,12 +635,19 @@ static void test_two_meanings_of_429(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_contract_bodies),     cmocka_unit_test(test_malformed),
-            cmocka_unit_test(test_non_object),          cmocka_unit_test(test_wrong_types),
-            cmocka_unit_test(test_duplicates),          cmocka_unit_test(test_nul_bytes),
-            cmocka_unit_test(test_truncation),          cmocka_unit_test(test_huge),
-            cmocka_unit_test(test_arguments),           cmocka_unit_test(test_parse_then_classify),
-            cmocka_unit_test(test_content_type),        cmocka_unit_test(test_list),
+            cmocka_unit_test(test_contract_bodies),
+            cmocka_unit_test(test_malformed),
+            cmocka_unit_test(test_non_object),
+            cmocka_unit_test(test_wrong_types),
+            cmocka_unit_test(test_duplicates),
+            cmocka_unit_test(test_nul_bytes),
+            cmocka_unit_test(test_truncation),
+            cmocka_unit_test(test_huge),
+            cmocka_unit_test(test_arguments),
+            cmocka_unit_test(test_parse_then_classify),
+            cmocka_unit_test(test_content_type),
+            cmocka_unit_test(test_list),
+            cmocka_unit_test(test_list_bare_array_of_actions),
             cmocka_unit_test(test_two_meanings_of_429),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
