@@ -107,5 +107,15 @@ class AccountsSpreadTest(unittest.TestCase):
             self.assertEqual(p.returncode, 0)
 
 
+# The methods that judge behaviour only (tests/CMakeLists.txt, TG_IT_SPLIT):
+# `dispatch --accounts` refuses an account the config lacks (exit 2, the
+# message naming the config's accounts) and owns exactly the accounts named;
+# its wait is a deadline for the ownership, not a judged figure. It runs in
+# the *.parallel entries, beside other tests. The three dispatchers' run
+# judges each account's spacing at the stub's door and runs in *.serial,
+# alone.
+BEHAVIOUR_ONLY = ("test_accounts_option",)
+
+
 if __name__ == "__main__":
-    tgtest.main_unittest()
+    tgtest.main_unittest(parallel=BEHAVIOUR_ONLY)

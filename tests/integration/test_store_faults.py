@@ -358,5 +358,24 @@ class StoreFaultsTest(unittest.TestCase):
             self.assertIn("cannot start the API on 127.0.0.1:%d" % tg.api_port, err)
 
 
+# The methods that judge behaviour only (tests/CMakeLists.txt, TG_IT_SPLIT):
+# answers (503 with its code and Retry-After), what is stored and what the
+# provider executed, judged afterwards by a fresh tollgate, messages and exit
+# codes of refused starts; the one time they check is the pacer's gap in
+# tollgate's own call log (fresh_judge), a floor load can only widen. Their
+# waits are deadlines for events (wait_until), not judged figures. They run
+# in it.test_store_faults.parallel. test_slow_disk_keeps_the_rate judges the
+# start rate (a mean gap under 1.15 x the slot) and runs in
+# it.test_store_faults.serial, alone.
+BEHAVIOUR_ONLY = (
+    "test_full_disk_answers_503_and_stores_nothing",
+    "test_io_errors_under_load_pause_and_resume",
+    "test_io_errors_then_kill_lose_nothing",
+    "test_read_only_store_refuses_to_start_naming_it",
+    "test_corrupted_store_refuses_to_start",
+    "test_a_busy_port_is_named_as_the_api",
+)
+
+
 if __name__ == "__main__":
-    tgtest.main_unittest()
+    tgtest.main_unittest(parallel=BEHAVIOUR_ONLY)

@@ -1008,5 +1008,44 @@ class Webhook(unittest.TestCase):
                                                       "status": "failed"})
 
 
+# The methods that judge behaviour only (tests/CMakeLists.txt, TG_IT_SPLIT):
+# answers, records, ledgers, messages and exit codes of requests sent one
+# after another, with no delay mode whose window a late request could miss
+# (the slow modes' 409s and "not listed yet" need the first request still
+# open: serial). Their only clocks are generous safety timeouts and, in
+# test_arrival_fields_and_since, the order of two arrivals' stamps and a
+# wall clock within 30 s. huge's bound is memory (VmHWM), not time. They run
+# in it.test_stub.parallel, beside other tests. Every other method judges a
+# time load could break (a delay's upper bound, a phase or a retention window
+# hit from the test's clock, overlap of slow requests, the trickle's separate
+# reads, the webhook's delay) and runs in it.test_stub.serial, alone.
+BEHAVIOUR_ONLY = (
+    "test_help_documents_every_flag_and_the_timeline",
+    "test_bad_flags_exit_non_zero_naming_the_flag",
+    "test_execute_replay_reuse_and_query",
+    "test_expire_keys_makes_the_same_key_new",
+    "test_reset_forgets_everything",
+    "test_list_is_the_only_lookup_without_the_refund_id",
+    "test_drop_executes_then_closes_without_answer",
+    "test_e500_executes_then_answers_500",
+    "test_calls_closes_each_refund_at_its_kth_call",
+    "test_fail_takes_the_request_refuses_the_refund_and_answers_500",
+    "test_fail_modes_bad_parameters_and_queries",
+    "test_reject_executes_nothing",
+    "test_arrival_fields_and_since",
+    "test_contract_errors_never_a_crash",
+    "test_mix_is_reproducible_with_a_seed",
+    "test_reset_body_sends_part_of_the_body_then_a_reset",
+    "test_truncated_and_invalid_json_are_complete_http",
+    "test_huge_streams_a_valid_body_without_holding_it",
+    "test_ctype_puts_the_json_under_another_content_type",
+    "test_contra_says_one_thing_in_the_status_and_another_in_the_body",
+    "test_http10_closes_to_end_the_body",
+    "test_redirect_executes_nothing",
+    "test_hostile_query_modes",
+    "test_bad_parameters_are_refused_naming_the_mode",
+)
+
+
 if __name__ == "__main__":
-    tgtest.main_unittest()
+    tgtest.main_unittest(parallel=BEHAVIOUR_ONLY)

@@ -388,5 +388,29 @@ class DemoResilienceTest(unittest.TestCase):
         self.assertEqual(set(leftovers("tg-resil-stub")), before, "stub dir left behind")
 
 
+# The methods that judge behaviour only (tests/CMakeLists.txt, TG_IT_SPLIT):
+# the tools' arithmetic and virtual-time simulations (jitter, plan without
+# --simulate), fixtures read back, option parsing, help and error messages;
+# no figure of them comes from a clock. They run in it.test_tools.parallel.
+# `plan --simulate` (a measured drain time under an upper bound) and `demo
+# resilience` (a timeout measured well before 120 ms) judge real time and
+# run in it.test_tools.serial, alone.
+BEHAVIOUR_ONLY = (
+    "test_credit_union",
+    "test_credit_union_old_schedule_simulated",
+    "test_table_and_svg",
+    "test_bad_flags",
+    "test_call_log_fixture",
+    "test_failure_csvs",
+    "test_bad_records",
+    "test_seed_figures",
+    "test_never_drains",
+    "test_equals_and_space_forms_agree",
+    "test_config_equals_for_manual_list",
+    "test_help_lists_every_option",
+    "test_errors_name_the_option",
+)
+
+
 if __name__ == "__main__":
-    tgtest.main_unittest()
+    tgtest.main_unittest(parallel=BEHAVIOUR_ONLY)

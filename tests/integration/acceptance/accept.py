@@ -22,8 +22,14 @@ import tgtest  # noqa: E402
 
 
 def out_dir(name):
-    """A directory for a scenario's records, kept under the build dir."""
-    d = os.path.join(tgtest.build_dir(), "acceptance", name)
+    """A directory for a scenario's records, kept under the build dir: one
+    per variant of the scenario (<build>/acceptance/NAME on SQLite over
+    plain HTTP; NAME-mysql, NAME-pg, NAME-mtls-stripe, ... otherwise), since
+    ctest -j runs a scenario's store and TLS variants at the same time and
+    one must not verify the other's records."""
+    variant = [os.environ.get(k) for k in ("TG_TEST_STORE", "TG_TEST_TLS", "TG_TEST_PROFILE")]
+    d = os.path.join(tgtest.build_dir(), "acceptance",
+                     "-".join([name] + [v for v in variant if v]))
     os.makedirs(d, exist_ok=True)
     return d
 

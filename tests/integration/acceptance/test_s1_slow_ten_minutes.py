@@ -11,7 +11,8 @@ Compressed: the stub's timeline is the seed's 'fast 1m; slow:3000 5m; drop
 delay itself is kept). The call timeout is 2.5 s so that a 3 s answer is
 a timeout every time (at exactly 3 s the class would be a coin toss).
 Refunds arrive at 3/s. The run's report (report.html, with the timeline's
-phase bands) is written to <build>/acceptance/s1_slow/ or $TG_REPORT_OUT;
+phase bands) is written to <build>/acceptance/s1_slow/ (s1_slow-mysql, s1_slow-pg,
+s1_slow-mtls-stripe for the other entries: accept.out_dir) or $TG_REPORT_OUT;
 scripts/replay-incident.sh runs this scenario with one command.
 """
 
