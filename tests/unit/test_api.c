@@ -36,6 +36,9 @@ struct fixture {
         char dir[64];
         char db[128];
         struct api *api;
+        /* with two accounts: the list the api's config borrows (it must
+         * outlive the api); settings NULL: the top-level values */
+        struct tg_account accounts[2];
 };
 
 /* The fixture's api over a new SQLite store: one account (default), or
@@ -56,8 +59,12 @@ static int setup_accounts(void **state, bool two)
         snprintf(cfg.api_token, sizeof(cfg.api_token), "%s", TOKEN);
         cfg.api_max_body_bytes = 1024;
         if (two) {
-                cfg.accounts[1] = cfg.accounts[0];
-                snprintf(cfg.accounts[1].name, sizeof(cfg.accounts[1].name), "eu");
+                /* a list of our own: config_defaults()' one account is a
+                 * shared static entry, never written */
+                fx->accounts[0] = cfg.accounts[0];
+                fx->accounts[1] = cfg.accounts[0];
+                snprintf(fx->accounts[1].name, sizeof(fx->accounts[1].name), "eu");
+                cfg.accounts = fx->accounts;
                 cfg.account_count = 2;
         }
         if (api_new(&cfg, &fx->api) != 0)
