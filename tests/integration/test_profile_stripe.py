@@ -31,27 +31,20 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgprovider  # noqa: E402
 import tgtest  # noqa: E402
-from tgdaemon import Tollgate  # noqa: E402
 
 PROFILE = "stripe"
 X_SIGNATURE_ONLY = object()  # a delivery signed the tollgate way, not Stripe's
 
 
-def posts_and_queries(calls):
-    return ([c for c in calls if c["kind"] != "query"],
-            [c for c in calls if c["kind"] == "query"])
+posts_and_queries = tgprovider.posts_and_queries
 
 
 def contract_arrivals(stub):
     return [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
 
 
-class StripeProfileTest(unittest.TestCase):
-    def start(self, *flags):
-        return tgtest.start_stub(*flags, tls="", profile=PROFILE)
-
-    def tollgate(self, stub, **sections):
-        return Tollgate(stub.url, tls="", profile=PROFILE, **sections)
+class StripeProfileTest(tgprovider.ProfileCase, unittest.TestCase):
+    PROFILE = PROFILE
 
     def test_slow_past_the_timeout_is_settled_by_list_and_match(self):
         # 2.5 s at the provider > the 1.5 s timeout: the POST executes, its

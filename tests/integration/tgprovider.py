@@ -267,3 +267,25 @@ def ssl_context(verify=True):
         ctx.verify_mode = ssl.CERT_NONE
     ctx.load_cert_chain(pki().path("client.pem"), pki().path("client.key"))
     return ctx
+
+
+# ---- helpers of the profile tests (test_profile_*.py) -------------------------------
+
+def posts_and_queries(calls):
+    """tollgate's call log split: (POSTs of any kind, queries)."""
+    return ([c for c in calls if c["kind"] != "query"],
+            [c for c in calls if c["kind"] == "query"])
+
+
+class ProfileCase:
+    """A mixin for a unittest.TestCase of one shipped profile (PROFILE):
+    the stub in that shape and a tollgate with that profile, plain HTTP."""
+    PROFILE = None
+
+    def start(self, *flags):
+        import tgtest
+        return tgtest.start_stub(*flags, tls="", profile=self.PROFILE)
+
+    def tollgate(self, stub, **sections):
+        from tgdaemon import Tollgate
+        return Tollgate(stub.url, tls="", profile=self.PROFILE, **sections)
