@@ -36,7 +36,7 @@ static int reply_unknown_account(struct api *api, struct http_response *res, con
         return api_reply_code(res, rid, 404, "unknown_account", NULL, msg);
 }
 
-static int get_accounts(struct api *api, struct http_response *res, const char *rid)
+int api_get_accounts(struct api *api, struct http_response *res, const char *rid)
 {
         struct tg_config *view = malloc(sizeof(*view));
         json_t *list = json_array();
@@ -59,8 +59,8 @@ static int get_accounts(struct api *api, struct http_response *res, const char *
         return api_reply_json(res, 200, json_pack("{s:o}", "accounts", list));
 }
 
-static int post_account(struct api *api, const struct http_request *req, struct http_response *res,
-                        const char *rid, const char *name)
+int api_change_account_as(struct api *api, const struct http_request *req, const char *name,
+                          const char *principal, struct http_response *res, const char *rid)
 {
         struct account_request a;
         struct account_change change;
@@ -78,9 +78,13 @@ static int post_account(struct api *api, const struct http_request *req, struct 
                                       "the request body is too large");
         if (api_parse_account(req->body, req->body_len, &a, &err) < 0)
                 return api_reply_error(res, rid, &err);
-        r = api_actor(api, a.operator_name, "api", &who, res, rid);
-        if (r != 0)
-                return r < 0 ? r : 0;
+        if (principal) {
+                who = principal;
+        } else {
+                r = api_actor(api, a.operator_name, "api", &who, res, rid);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
         change = (struct account_change){.set_rate = a.set_rate,
                                          .set_cap = a.set_cap,
                                          .set_paused = a.set_paused,
@@ -158,7 +162,7 @@ int api_route_accounts(struct api *api, const struct http_request *req, struct h
         if (rest[0] == '\0') {
                 if (!api_is_get(req))
                         return api_reply_method_not_allowed(res, rid, "GET");
-                return get_accounts(api, res, rid);
+                return api_get_accounts(api, res, rid);
         }
         rest++; /* the '/' */
         slash = strchr(rest, '/');
@@ -170,7 +174,7 @@ int api_route_accounts(struct api *api, const struct http_request *req, struct h
         if (!slash) {
                 if (strcmp(req->method, "POST") != 0)
                         return api_reply_method_not_allowed(res, rid, "POST");
-                return post_account(api, req, res, rid, name);
+                return api_change_account_as(api, req, name, NULL, res, rid);
         }
         if (strcmp(slash, "/audit") != 0)
                 return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");

@@ -270,6 +270,14 @@ int api_get_stats(struct api *api, const struct http_request *req, struct http_r
 /* api_accounts.c: everything under /v1/accounts; rest is the path after it. */
 int api_route_accounts(struct api *api, const struct http_request *req, struct http_response *res,
                        const char *rid, const char *rest);
+/* GET /v1/accounts: {"accounts": [...]}, each account_ctl_json(). */
+int api_get_accounts(struct api *api, struct http_response *res, const char *rid);
+/* POST /v1/accounts/{name}: the body's change to the account's controls,
+ * audited as principal's (NULL: the credential's, or the body's operator
+ * without credentials, as api_actor() says). The console calls it with
+ * its signed-in user. */
+int api_change_account_as(struct api *api, const struct http_request *req, const char *name,
+                          const char *principal, struct http_response *res, const char *rid);
 /* GET /v1/events (api_feed.c). */
 int api_get_events(struct api *api, const struct http_request *req, struct http_response *res,
                    const char *rid);

@@ -45,6 +45,12 @@ int ui_new(const struct tg_config *cfg, bool have_api_token, struct ui **ret_ui)
         ui_sessions_init(&ui->sessions, (int64_t)cfg->ui_session_idle_s * 1000,
                          (int64_t)cfg->ui_session_max_s * 1000);
         ui->have_api_token = have_api_token;
+        ui->live_count = cfg->account_count ? cfg->account_count : 1;
+        ui->lives = calloc(ui->live_count, sizeof(*ui->lives));
+        if (!ui->lives) {
+                free(ui);
+                return TG_ENOMEM;
+        }
         *ret_ui = ui;
         return 0;
 }
@@ -53,7 +59,9 @@ void ui_free(struct ui *ui)
 {
         if (!ui)
                 return;
-        ui_live_release(&ui->live);
+        for (unsigned i = 0; i < ui->live_count; i++)
+                ui_live_release(&ui->lives[i]);
+        free(ui->lives);
         ui_sessions_clear(&ui->sessions);
         explicit_bzero(ui, sizeof(*ui));
         free(ui);
@@ -199,19 +207,28 @@ static json_t *vocabularies_json(void)
         return o;
 }
 
-static json_t *session_json(const struct ui *ui, const struct ui_session *s)
+/* The session, and what the console needs once: the vocabularies and
+ * the accounts' names (the switcher's choices, the config's order). */
+static json_t *session_json(const struct api *api, const struct ui_session *s)
 {
-        return json_pack("{s:s, s:s, s:s, s:I, s:o}", "user", s->user, "role",
-                         ui_role_name(s->role), "csrf", s->csrf, "expires_at",
-                         (json_int_t)ui_session_expires(&ui->sessions, s), "vocabularies",
-                         vocabularies_json());
+        json_t *names = json_array();
+
+        for (unsigned i = 0; names && i < api->cfg.account_count; i++)
+                json_array_append_new(names, json_string(api->cfg.accounts[i].name));
+        return json_pack("{s:s, s:s, s:b, s:s, s:I, s:o, s:o}", "user", s->user, "role",
+                         ui_role_name(s->role), "admin", s->admin, "csrf", s->csrf, "expires_at",
+                         (json_int_t)ui_session_expires(&api->ui->sessions, s), "vocabularies",
+                         vocabularies_json(), "accounts", names ? names : json_array());
 }
 
 /* A credential of api.credentials_file signs in as its name: operator with
- * the operator scope, viewer with read; a revoked one, or one with neither
- * scope (intake, admin), does not. 0 or TG_ENOTFOUND. */
+ * the operator scope, viewer with read, and may change the accounts'
+ * controls (*ret_admin) with the admin scope too; a revoked one, or one
+ * with neither operator nor read (intake, admin alone), does not. 0 or
+ * TG_ENOTFOUND. */
 static int credential_sign_in(const struct api *api, const char *token, size_t len,
-                              char ret_user[UI_NAME_MAX + 1], enum ui_role *ret_role)
+                              char ret_user[UI_NAME_MAX + 1], enum ui_role *ret_role,
+                              bool *ret_admin)
 {
         const struct credential *c;
         unsigned i = 0;
@@ -224,6 +241,7 @@ static int credential_sign_in(const struct api *api, const char *token, size_t l
                 return TG_ENOTFOUND;
         snprintf(ret_user, UI_NAME_MAX + 1, "%s", c->name);
         *ret_role = (c->scopes & SCOPE_OPERATOR) ? UI_ROLE_OPERATOR : UI_ROLE_VIEWER;
+        *ret_admin = (c->scopes & SCOPE_ADMIN) != 0;
         return 0;
 }
 
@@ -237,7 +255,7 @@ static int login(struct api *api, const struct http_request *req, struct http_re
         struct ui_session *s = NULL;
         tg_wall_ms now = api_wall_now();
         json_t *root, *tok;
-        bool ok = false;
+        bool ok = false, admin = false;
         int r;
 
         r = post_guard(req, res, rid, &ok);
@@ -270,9 +288,11 @@ static int login(struct api *api, const struct http_request *req, struct http_re
                             (const unsigned char(*)[UI_DIGEST_LEN])api->token_digests,
                             ui->have_api_token ? api->token_count : 0, json_string_value(tok),
                             json_string_length(tok), user, &role);
+        /* the API token has every scope (api_auth.c) */
+        admin = r == 0 && strcmp(user, UI_API_TOKEN_USER) == 0;
         if (r < 0)
                 r = credential_sign_in(api, json_string_value(tok), json_string_length(tok), user,
-                                       &role);
+                                       &role, &admin);
         json_decref(root);
         if (r < 0) {
                 ui->fails++;
@@ -283,10 +303,11 @@ static int login(struct api *api, const struct http_request *req, struct http_re
         r = ui_session_create(&ui->sessions, user, role, now, cookie, &s);
         if (r < 0)
                 return api_reply_code(res, rid, 500, "internal", NULL, "no session could be made");
+        s->admin = admin;
         log_emit(LOG_INFO, "ui_login",
                  json_pack("{s:s, s:s, s:s}", "user", user, "role", ui_role_name(role),
                            "request_id", rid));
-        r = api_reply_json(res, 200, session_json(ui, s));
+        r = api_reply_json(res, 200, session_json(api, s));
         if (r == 0)
                 r = set_cookie(res, &api->cfg, cookie, (int64_t)api->cfg.ui_session_max_s);
         explicit_bzero(cookie, sizeof(cookie));
@@ -437,12 +458,29 @@ static int redeliver(struct api *api, const struct ui_session *s, const struct h
         return api_redeliver_as(api, id, s->user, res, rid);
 }
 
+/* POST accounts/NAME: an admin's change to the account's run-time controls
+ * (the body of POST /v1/accounts/{account}), audited as the signed-in
+ * user's. */
+static int change_account(struct api *api, const struct ui_session *s,
+                          const struct http_request *req, struct http_response *res,
+                          const char *rid, const char *name)
+{
+        if (strcmp(req->method, "POST") != 0)
+                return api_reply_method_not_allowed(res, rid, "POST");
+        if (!s->admin)
+                return api_reply_code(res, rid, 403, "forbidden", NULL,
+                                      "changing an account's controls takes an admin credential");
+        if (strchr(name, '/') || !config_account_find(&api->cfg, name))
+                return api_reply_code(res, rid, 404, "unknown_account", NULL, "no such account");
+        return api_change_account_as(api, req, name, s->user, res, rid);
+}
+
 /* ---- routing -------------------------------------------------------------------------------- */
 
 static int route_api(struct api *api, const struct http_request *req, struct http_response *res,
                      const char *rid, const char *rest)
 {
-        static const char ops[] = "ops/", events[] = "events/";
+        static const char ops[] = "ops/", events[] = "events/", accounts[] = "accounts/";
         struct ui *ui = api->ui;
         struct ui_session *s = NULL;
         bool get = api_is_get(req), post = strcmp(req->method, "POST") == 0;
@@ -472,7 +510,7 @@ static int route_api(struct api *api, const struct http_request *req, struct htt
         if (strcmp(rest, "logout") == 0)
                 return post ? logout(api, s, res) : api_reply_method_not_allowed(res, rid, "POST");
         if (strcmp(rest, "session") == 0)
-                return get ? api_reply_json(res, 200, session_json(ui, s))
+                return get ? api_reply_json(res, 200, session_json(api, s))
                            : api_reply_method_not_allowed(res, rid, "GET");
         if (strcmp(rest, "live") == 0)
                 return get ? ui_get_live(api, req, res, rid)
@@ -491,6 +529,11 @@ static int route_api(struct api *api, const struct http_request *req, struct htt
                            : api_reply_method_not_allowed(res, rid, "GET");
         if (strncmp(rest, events, sizeof(events) - 1) == 0)
                 return redeliver(api, s, req, res, rid, rest + sizeof(events) - 1);
+        if (strcmp(rest, "accounts") == 0)
+                return get ? api_get_accounts(api, res, rid)
+                           : api_reply_method_not_allowed(res, rid, "GET");
+        if (strncmp(rest, accounts, sizeof(accounts) - 1) == 0)
+                return change_account(api, s, req, res, rid, rest + sizeof(accounts) - 1);
         if (strncmp(rest, ops, sizeof(ops) - 1) == 0) {
                 const char *id = rest + sizeof(ops) - 1;
                 const char *slash = strchr(id, '/');

@@ -17,10 +17,12 @@
 
 #include "core/admission.h"
 #include "core/tg_error.h"
+#include "daemon/account_ctl.h"
 #include "daemon/exit_stats.h"
 #include "daemon/notify.h"
 #include "daemon/render.h"
 #include "daemon/ui_int.h"
+#include "platform/secmem.h"
 #include "store/store_events.h"
 
 #define OWNER_FRESH_MS   3000
@@ -109,6 +111,22 @@ static json_t *limits_json(const struct tg_config *c)
         return o;
 }
 
+/* The account's configured limits and its run-time controls, into o. */
+static void account_json(struct api *api, const char *account, json_t *o)
+{
+        struct tg_config *view = secmem_alloc(sizeof(*view)); /* it holds secrets */
+        struct account_controls c;
+
+        if (!view || !account_ctl_find(&api->cfg, account, view)) {
+                secmem_free(view);
+                return;
+        }
+        json_object_set_new(o, "limits", limits_json(view));
+        if (store_controls_get(api->store, account, &c) == 0)
+                json_object_set_new(o, "controls", account_ctl_json(view, account, &c));
+        secmem_free(view);
+}
+
 static json_t *status_json(struct api *api, tg_wall_ms now, const struct timeline_series *series)
 {
         struct exit_sample *x = calloc(1, sizeof(*x));
@@ -186,7 +204,8 @@ static json_t *status_json(struct api *api, tg_wall_ms now, const struct timelin
                                                    "starts_per_second", split.starts_per_second,
                                                    "max_in_flight", (int)split.max_in_flight)
                                        : json_null());
-        json_object_set_new(o, "limits", limits_json(&api->cfg));
+        json_object_set_new(o, "account", json_string(account));
+        account_json(api, account, o);
         json_object_set_new(o, "admission",
                             json_pack("{s:b, s:b, s:s, s:f, s:I, s:I, s:I, s:i}", "enabled",
                                       api->cfg.admission.enabled, "would_admit",
@@ -202,9 +221,8 @@ static json_t *status_json(struct api *api, tg_wall_ms now, const struct timelin
 
 /* ---- the live view ------------------------------------------------------------- */
 
-static int live_refresh(struct api *api, tg_wall_ms now)
+static int live_refresh(struct api *api, struct ui_live *live, tg_wall_ms now)
 {
-        struct ui_live *live = &api->ui->live;
         struct timeline_series series;
         json_t *st;
         char *text;
@@ -231,10 +249,10 @@ static int live_refresh(struct api *api, tg_wall_ms now)
         return 0;
 }
 
-int ui_get_live(struct api *api, const struct http_request *req, struct http_response *res,
-                const char *rid)
+static int live_of(struct api *api, const struct http_request *req, struct http_response *res,
+                   const char *rid, unsigned account, bool named)
 {
-        struct ui_live *live = &api->ui->live;
+        struct ui_live *live = &api->ui->lives[account < api->ui->live_count ? account : 0];
         int64_t since = 0;
         json_t *pts;
         char *ptext, *body;
@@ -244,7 +262,8 @@ int ui_get_live(struct api *api, const struct http_request *req, struct http_res
         if (api_int_arg(req, "since", 0, 0, INT64_MAX, &since) < 0)
                 return api_reply_code(res, rid, 400, "invalid_parameter", "since",
                                       "must be a time in ms since the epoch");
-        r = live_refresh(api, api_wall_now());
+        (void)named;
+        r = live_refresh(api, live, api_wall_now());
         if (r == TG_ENOMEM)
                 return r;
         if (r < 0)
@@ -268,8 +287,8 @@ int ui_get_live(struct api *api, const struct http_request *req, struct http_res
 
 /* ---- any stored window ------------------------------------------------------------ */
 
-int ui_get_timeline(struct api *api, const struct http_request *req, struct http_response *res,
-                    const char *rid)
+static int timeline_of(struct api *api, const struct http_request *req, struct http_response *res,
+                       const char *rid, unsigned account, bool named)
 {
         tg_wall_ms now = api_wall_now();
         int64_t keep_ms = (int64_t)api->cfg.stats_keep_hours * 3600 * 1000;
@@ -279,6 +298,8 @@ int ui_get_timeline(struct api *api, const struct http_request *req, struct http
         char *text;
         int r;
 
+        (void)account;
+        (void)named;
         if (api_int_arg(req, "to", now, 1, INT64_MAX / 2, &to) < 0)
                 return api_reply_code(res, rid, 400, "invalid_parameter", "to",
                                       "must be a time in ms since the epoch");
@@ -460,9 +481,10 @@ int ui_get_deliveries(struct api *api, const struct http_request *req, struct ht
         return reply_page(res, rid, &p, r);
 }
 
-int ui_get_manual(struct api *api, const struct http_request *req, struct http_response *res,
-                  const char *rid)
+static int manual_of(struct api *api, const struct http_request *req, struct http_response *res,
+                     const char *rid, unsigned account, bool named)
 {
+        struct store_manual_filter filter = {.who = STORE_ASSIGNEE_ANY};
         struct op_page p = {0};
         enum manual_reason reason = MANUAL_NONE;
         char name[40];
@@ -478,6 +500,59 @@ int ui_get_manual(struct api *api, const struct http_request *req, struct http_r
         r = page_open(req, res, rid, &p, &after);
         if (r != 0)
                 return r < 0 ? r : 0;
-        r = store_list_manual(api->store, after, reason, p.max, add_op, &p);
+        filter.reason = reason;
+        filter.account = named ? api->cfg.accounts[account].name : NULL;
+        r = store_list_manual_filtered(api->store, after, &filter, p.max, add_op, &p);
         return reply_page(res, rid, &p, r == 1 ? 0 : r);
+}
+
+/* ---- one account at a time ------------------------------------------------------------ */
+
+typedef int (*account_read_fn)(struct api *api, const struct http_request *req,
+                               struct http_response *res, const char *rid, unsigned account,
+                               bool named);
+
+/* fn with the API's store handle turned to req's ?account= (named), else
+ * to the account the handle serves (the config's first when that one is
+ * not configured), and turned back after; account is its index in the
+ * config. */
+static int on_account(struct api *api, const struct http_request *req, struct http_response *res,
+                      const char *rid, account_read_fn fn)
+{
+        char name[TG_ACCOUNT_NAME_MAX + 1], back[TG_ACCOUNT_NAME_MAX + 1];
+        const struct tg_account *a;
+        bool turn;
+        int r = api_account_arg(api, req, res, rid, name);
+
+        if (r != 0)
+                return r < 0 ? r : 0;
+        snprintf(back, sizeof(back), "%s", store_account(api->store));
+        a = config_account_find(&api->cfg, name[0] ? name : back);
+        if (!a)
+                a = &api->cfg.accounts[0];
+        turn = strcmp(a->name, back) != 0;
+        if (turn && (r = store_use_account(api->store, a->name)) < 0)
+                return api_reply_store_error(res, rid, r);
+        r = fn(api, req, res, rid, (unsigned)(a - api->cfg.accounts), name[0] != '\0');
+        if (turn)
+                (void)store_use_account(api->store, back);
+        return r;
+}
+
+int ui_get_live(struct api *api, const struct http_request *req, struct http_response *res,
+                const char *rid)
+{
+        return on_account(api, req, res, rid, live_of);
+}
+
+int ui_get_timeline(struct api *api, const struct http_request *req, struct http_response *res,
+                    const char *rid)
+{
+        return on_account(api, req, res, rid, timeline_of);
+}
+
+int ui_get_manual(struct api *api, const struct http_request *req, struct http_response *res,
+                  const char *rid)
+{
+        return on_account(api, req, res, rid, manual_of);
 }

@@ -25,13 +25,18 @@ struct ui_live {
 struct ui {
         struct ui_sessions sessions;
         bool have_api_token;
-        struct ui_live live;
+        /* one live view per account of the config, in its order */
+        struct ui_live *lives;
+        unsigned live_count;
         /* sign-in failures in the current minute (a brake on guessing) */
         tg_wall_ms fail_window;
         unsigned fails;
 };
 
-/* ui_data.c: the read routes; rest is the path after "/ui/api/". */
+/* ui_data.c: the read routes; rest is the path after "/ui/api/". The
+ * live view, the timeline and the manual desk take ?account=NAME (a
+ * configured account; default: the one the API's store handle serves):
+ * that account's exit, samples and cases. */
 int ui_get_live(struct api *api, const struct http_request *req, struct http_response *res,
                 const char *rid);
 int ui_get_timeline(struct api *api, const struct http_request *req, struct http_response *res,

@@ -38,6 +38,9 @@ struct ui_session {
         char csrf[UI_SECRET_HEX];
         char user[UI_NAME_MAX + 1];
         enum ui_role role;
+        /* may change an account's controls (an admin credential, or the
+         * API token: daemon/account_ctl.h) */
+        bool admin;
         tg_wall_ms created, last_seen;
 };
 

@@ -6,7 +6,7 @@
  *   node console_driver.js STEP CONFIG.json
  *
  * and reads one JSON line of results from stdout. STEP is timeline, desk,
- * deliveries, approve, viewer or report. Every step starts its own browser with a fresh profile and stops
+ * deliveries, approve, viewer, report or accounts. Every step starts its own browser with a fresh profile and stops
  * it. Screenshots go to config.shots. */
 'use strict';
 
@@ -327,7 +327,62 @@ async function report() {
   return out;
 }
 
-const steps = { timeline, desk, deliveries, approve, viewer, report };
+/* Two accounts: the header's switcher chooses the account the status shows;
+ * an admin pauses account b from its controls (clicked for real) and sees
+ * it paused there, while account a stays running; an operator who is no
+ * admin gets no form, and the POST itself is 403. */
+async function accounts() {
+  const b = await launch();
+  const { page, log } = b;
+  const out = {};
+  try {
+    await signIn(page, cfg.admin_token);
+    await page.goto(cfg.url + '/ui#/status');
+    await page.waitForSelector('#account-select');
+    out.choices = await page.$$eval('#account-select option', (o) => o.map((x) => x.value));
+    await page.waitForSelector('#account-controls[data-account="a"]');
+    await page.select('#account-select', 'b');
+    await page.waitForSelector('#account-controls[data-account="b"]');
+    out.title = await page.$eval('#view h2', (e) => e.textContent);
+    out.limits_b = await page.evaluate(() => TG.state.live.limits.starts_per_second);
+    await page.type('#acct-reason', 'provider asked us to stop');
+    await page.click('#acct-pause');
+    await page.waitForSelector('#account-controls[data-account="b"][data-paused="1"]', { timeout: 10000 });
+    out.toast = await page.$eval('#toast', (e) => e.textContent);
+    out.paused_text = await page.$eval('#acct-paused', (e) => e.textContent);
+    await shot(page, 'status-account-paused', true);
+    await page.select('#account-select', 'a');
+    await page.waitForSelector('#account-controls[data-account="a"]');
+    out.a_paused = await page.$eval('#account-controls', (e) => e.getAttribute('data-paused'));
+    out.limits_a = await page.evaluate(() => TG.state.live.limits.starts_per_second);
+    out.errors = log.errors.slice();
+  } finally {
+    await close(b);
+  }
+  const v = await launch();
+  try {
+    await signIn(v.page, cfg.operator_token);
+    await v.page.goto(cfg.url + '/ui#/status');
+    await v.page.waitForSelector('#account-controls');
+    out.operator_form = (await v.page.$('#acct-form')) !== null;
+    out.operator_note = (await v.page.$('#acct-not-admin')) !== null;
+    out.operator_post = await v.page.evaluate(async () => {
+      const sess = await (await fetch('/ui/api/session', { credentials: 'same-origin' })).json();
+      const r = await fetch('/ui/api/accounts/a', {
+        method: 'POST',
+        credentials: 'same-origin',
+        headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': sess.csrf },
+        body: JSON.stringify({ paused: true, reason: 'not mine to do' }),
+      });
+      return r.status;
+    });
+  } finally {
+    await close(v);
+  }
+  return out;
+}
+
+const steps = { timeline, desk, deliveries, approve, viewer, report, accounts };
 
 (async () => {
   const step = steps[process.argv[2]];

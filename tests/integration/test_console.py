@@ -369,6 +369,50 @@ class ConsoleBrowserTest(unittest.TestCase):
         print("browser steps took %.1f s; screenshots in %s" % (time.monotonic() - t0, self.shots),
               file=sys.stderr)
 
+    def test_accounts_in_a_real_browser(self):
+        """Two accounts (issue 26 §5, §6): the switcher, each account's status
+        and controls, an admin's pause clicked for real and in force at the
+        provider's door, an operator without admin refused."""
+        self.tmp = tgtest.scratch_dir("tgconsole-acct-")
+        users = os.path.join(self.tmp, "users")
+        with open(users, "w") as f:
+            f.write("olga operator sha256:%s\n" % hashlib.sha256(OPERATOR_TOKEN.encode()).hexdigest())
+        stub = tgtest.start_stub("--mode", "fast")
+        self.addCleanup(stub.close)
+        tg = tgdaemon.Tollgate(stub.url, ui={"users_file": users}, log={"level": "warn"},
+                               **{"account.a": {"exit.starts_per_second": 5},
+                                  "account.b": {"exit.starts_per_second": 2}})
+        self.addCleanup(tg.close)
+        tg.start("serve")
+        status, _, body = tgtest.http_request("GET", tg.api + "/ui")
+        if status == 404 and b"console_not_built" in body:
+            self.skipTest("this tollgate was built with -DTG_CONSOLE=OFF")
+
+        out = self.driver("accounts", {"url": tg.api, "web": self.web, "chromium": CHROMIUM,
+                                       "shots": self.shots, "admin_token": tg.token,
+                                       "operator_token": OPERATOR_TOKEN})
+        self.assertEqual(out["choices"], ["a", "b"])
+        self.assertIn("b", out["title"])
+        self.assertEqual((out["limits_a"], out["limits_b"]), (5, 2))
+        self.assertIn("b", out["toast"])
+        self.assertEqual(out["a_paused"], "0")
+        self.assertEqual(out["errors"], [])
+        self.assertEqual((out["operator_form"], out["operator_note"], out["operator_post"]),
+                         (False, True, 403))
+        # the pause is the store's, audited as the signed-in user, and in
+        # force: b's refund waits while a's is sent
+        st, _, body = tgtest.http_json("GET", tg.api + "/v1/accounts/b/audit", None, tg.headers())
+        self.assertEqual(st, 200, body)
+        self.assertEqual([(x["action"], x["by"], x["reason"]) for x in body["audit"]],
+                         [("account_pause", "api-token", "provider asked us to stop")])
+        time.sleep(1.5)  # the dispatchers take a change within a second
+        self.assertEqual(tg.submit("acct-a-1", account="a")[0], 202)
+        self.assertEqual(tg.submit("acct-b-1", account="b")[0], 202)
+        self.assertEqual(tg.wait_final(["acct-a-1"], timeout=30)["acct-a-1"]["state"], "succeeded")
+        time.sleep(1.0)
+        self.assertEqual(stub.executions("acct-b-1"), 0)
+        self.assertEqual(tg.status("acct-b-1")[2]["state"], "pending")
+
 
 if __name__ == "__main__":
     tgtest.main_unittest()

@@ -786,15 +786,15 @@ static void test_live_is_one_read(void **state)
         assert_non_null(json_object_get(a.json, "status"));
         assert_non_null(json_object_get(json_object_get(a.json, "series"), "t"));
         answer_free(&a);
-        before = fx->api->ui->live.reads;
+        before = fx->api->ui->lives[0].reads;
         for (int i = 0; i < 50; i++) {
                 a = call(fx->api, "GET", "/ui/api/live", "since=1", hdr, NULL);
                 assert_int_equal(a.status, 200);
                 answer_free(&a);
         }
         /* at most one more read: the cache may have expired once meanwhile */
-        CHECK(fx->api->ui->live.reads - before <= 1, "%llu reads for 50 polls",
-              (unsigned long long)(fx->api->ui->live.reads - before));
+        CHECK(fx->api->ui->lives[0].reads - before <= 1, "%llu reads for 50 polls",
+              (unsigned long long)(fx->api->ui->lives[0].reads - before));
         a = call(fx->api, "GET", "/ui/api/live", "since=-4", hdr, NULL);
         assert_int_equal(a.status, 400);
         answer_free(&a);

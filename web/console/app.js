@@ -83,9 +83,11 @@
       state.pollTimer = setTimeout(poll, POLL_MS);
       return;
     }
-    TG.api('GET', 'live?since=' + state.liveSince * 1000).then(
+    var asked = TG.account;
+    TG.api('GET', 'live?since=' + state.liveSince * 1000 + TG.accountArg()).then(
       function (res) {
-        if (res.ok && res.data) {
+        /* an answer about the account shown before a switch is dropped */
+        if (res.ok && res.data && asked === TG.account) {
           state.live = res.data.status;
           var s = res.data.series;
           if (s && s.t && s.t.length) state.liveSince = s.t[s.t.length - 1];
@@ -194,7 +196,7 @@
     };
 
     function load(f, t, live) {
-      return TG.api('GET', 'timeline?from=' + Math.floor(f) + '&to=' + Math.floor(t)).then(function (res) {
+      return TG.api('GET', 'timeline?from=' + Math.floor(f) + '&to=' + Math.floor(t) + TG.accountArg()).then(function (res) {
         if (!res.ok) {
           toast(errText(res), true);
           return;
@@ -440,7 +442,7 @@
     v.appendChild(more);
     var after = 0;
     function page() {
-      TG.api('GET', 'manual?after=' + after + (reason ? '&reason=' + reason : '')).then(function (res) {
+      TG.api('GET', 'manual?after=' + after + (reason ? '&reason=' + reason : '') + TG.accountArg()).then(function (res) {
         if (!res.ok) return toast(errText(res), true);
         res.data.items.forEach(function (o) {
           var row = el('tr', { 'data-op': o.operation_id }, [
@@ -470,8 +472,14 @@
 
   function renderStatus() {
     var v = setView('status');
-    v.appendChild(el('h2', { text: TG.t('status.title') }));
+    v.appendChild(el('h2', { text: TG.t('status.title') + (TG.account ? ' — ' + TG.account : '') }));
     v.appendChild(el('div', { id: 'status-body' }));
+    /* the account's controls: the facts come with every status, the form once */
+    v.appendChild(el('h3', { text: TG.t('acct.title') }));
+    v.appendChild(el('div', { id: 'controls-body' }));
+    v.appendChild(TG.controlsForm(state.session, TG.api, toast, errText, function () {
+      state.liveSince = 0; /* the next poll reads the status again */
+    }));
     renderStatusBody();
   }
 
@@ -501,6 +509,12 @@
       field('status.store', s.store)
     ]));
     box.appendChild(el('p', { class: 'muted', text: TG.t('status.standbys', { role: s.role }) }));
+    var cb = document.getElementById('controls-body');
+    if (cb) {
+      cb.textContent = '';
+      var facts = TG.controlsFacts(s);
+      if (facts) cb.appendChild(facts);
+    }
     box.appendChild(el('h3', { text: TG.t('status.shares') }));
     box.appendChild(table(['status.share', 'status.epoch', 'col.state', 's.in_flight', 'status.hold'], (s.shares || []).map(function (sh) {
       return el('tr', { 'data-share': sh.share }, [
@@ -637,6 +651,11 @@
       state.session = res.data;
       TG.setVocabularies(res.data.vocabularies);
       document.body.setAttribute('data-role', res.data.role);
+      TG.renderAccountSwitch(res.data.accounts, function () {
+        state.live = null;
+        state.liveSince = 0;
+        route(); /* the next poll (within a second) reads the new account */
+      });
       who();
       window.addEventListener('hashchange', route);
       route();
