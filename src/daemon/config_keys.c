@@ -327,7 +327,20 @@ const struct key_def config_keys[] = {
                "order, over the paths that are set. `replay` too: once `retry.max_queries` "
                "are spent without an answer, the same POST goes again with its key (where "
                "the provider's replay returns the stored result), while the key is younger "
-               "than `retry.key_retention_s`; past it, manual review (`key_expired`)."),
+               "than `retry.key_retention_s`; past it, manual review (`key_expired`). "
+               "`notification` (alone, or with `replay`): the provider has no query (Adyen); "
+               "an acknowledged refund waits for the provider's notification "
+               "(`provider.webhook_secret_file`) up to `provider.notification_deadline_s`, "
+               "then manual review (`notification_deadline`); no query is made, none of "
+               "`retry.max_queries` is spent; an answer lost past the timeout is replayed "
+               "with `replay`, else awaited as well."),
+    INT_KEY(PER_ACCOUNT("provider"), "notification_deadline_s", KEY_I64,
+            policy.notification_deadline_ms, 1, MAX_DURATION_S, 1000,
+            "`reconcile = notification`: how long a refund the provider acknowledged waits "
+            "for its notification, from that acknowledgement; then manual review "
+            "(`notification_deadline`), never a guess. Default a day: Adyen retries a "
+            "notification its endpoint did not accept for about 8 h (2 min to 4 h apart), "
+            "so a day covers an outage of the endpoint and that schedule."),
     STRING_KEY(PER_ACCOUNT("provider"), "status_field", provider_status_field,
                config_set_field_source,
                "Where a response says the refund's status: a JSON path (`status`, "

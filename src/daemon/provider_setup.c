@@ -182,6 +182,10 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
         if (r == 0 && c->provider_reconcile[0] &&
             reconcile_parse(c->provider_reconcile, &m->request, &terr) < 0)
                 return fail(err, size, "reconcile", terr.message);
+        if (r == 0 && m->request.notification && !c->provider_webhook_secret_file[0])
+                return fail(err, size, "reconcile",
+                            "notification needs webhook_secret_file: the provider's "
+                            "notification is the only source of an outcome");
         if (r < 0)
                 return r;
         if (request_map_check(&m->request, &key, &terr) < 0)
