@@ -186,7 +186,7 @@ const struct key_def config_keys[] = {
                "/v1/provider-events` (signed as `provider.webhook_signature` says). Unset: the "
                "route does not exist."),
     CHOICE_KEY(PER_ACCOUNT("provider"), "webhook_signature", provider_webhook_signature,
-               " tollgate stripe checkout ",
+               " tollgate stripe checkout adyen ",
                "How the provider signs a webhook delivery. `tollgate`: shared/PROVIDER.md's "
                "`X-Signature: sha256=<hex HMAC-SHA256 of the body>` and its event "
                "`{\"operation_id\",\"status\",\"refund_id\"}`. `stripe`: Stripe's "
@@ -198,7 +198,13 @@ const struct key_def config_keys[] = {
                "`provider.webhook_match_field`. `checkout`: Checkout.com's `Cko-Signature: "
                "<hex HMAC-SHA256 of the body>` (no timestamp: a replayed delivery can only "
                "repeat an outcome already recorded); the event is read as for `stripe`, its "
-               "outcome at `provider.webhook_status_field` (the event's `type`)."),
+               "outcome at `provider.webhook_status_field` (the event's `type`). `adyen`: Adyen's "
+               "standard notification, a batch whose items each carry "
+               "`additionalData.hmacSignature` (base64 HMAC-SHA256, under the hex key of "
+               "`provider.webhook_secret_file`, of `pspReference:originalReference:"
+               "merchantAccountCode:merchantReference:amount.value:amount.currency:eventCode:"
+               "success`); one bad item refuses the delivery (401); ours by `merchantReference`; "
+               "`REFUND` with `success` true/false, or `REFUND_FAILED`; answered `[accepted]`."),
     INT_KEY(PER_ACCOUNT("provider"), "webhook_tolerance_s", KEY_I64, provider_webhook_tolerance_ms,
             1, 86400, 1000,
             "`webhook_signature = stripe`: how far a delivery's signed timestamp may be from "
