@@ -164,7 +164,7 @@ int api_post_adyen_notification(struct api *api, const struct http_request *req,
         }
         free(b);
         if (busy > 0)
-                return api_reply_code(res, rid, 503, "in_flight", NULL,
+                return api_reply_code(res, rid, 503, "call_running", NULL,
                                       "an operation of this batch has a call running: deliver "
                                       "it again");
         return reply_accepted(res);

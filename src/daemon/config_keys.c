@@ -200,11 +200,12 @@ const struct key_def config_keys[] = {
                "repeat an outcome already recorded); the event is read as for `stripe`, its "
                "outcome at `provider.webhook_status_field` (the event's `type`). `adyen`: Adyen's "
                "standard notification, a batch whose items each carry "
-               "`additionalData.hmacSignature` (base64 HMAC-SHA256, under the hex key of "
-               "`provider.webhook_secret_file`, of `pspReference:originalReference:"
-               "merchantAccountCode:merchantReference:amount.value:amount.currency:eventCode:"
-               "success`); one bad item refuses the delivery (401); ours by `merchantReference`; "
-               "`REFUND` with `success` true/false, or `REFUND_FAILED`; answered `[accepted]`."),
+               "`additionalData.hmacSignature`: the base64 HMAC-SHA256, under the hex key of "
+               "`provider.webhook_secret_file`, of the item's pspReference, originalReference, "
+               "merchantAccountCode, merchantReference, amount.value, amount.currency, "
+               "eventCode and success joined by colons; one bad item refuses the delivery "
+               "(401); ours by `merchantReference`; `REFUND` with `success` true/false, or "
+               "`REFUND_FAILED`; answered `[accepted]`."),
     INT_KEY(PER_ACCOUNT("provider"), "webhook_tolerance_s", KEY_I64, provider_webhook_tolerance_ms,
             1, 86400, 1000,
             "`webhook_signature = stripe`: how far a delivery's signed timestamp may be from "
