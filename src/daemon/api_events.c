@@ -19,7 +19,8 @@
  * Invariants:
  *   - the signature is checked over the raw bytes, in constant time
  *     (digest_equal of the two MACs), BEFORE the body is parsed or the store
- *     is touched: a bad, missing or malformed signature, or (stripe) a
+ *     is touched (adyen's signatures are inside the body: it is parsed
+ *     first, bounded, and the store touched only once every item verified): a bad, missing or malformed signature, or (stripe) a
  *     timestamp outside the tolerance, is 401 and nothing changes; with no
  *     secret configured the route does not exist (404);
  *   - (stripe) an event that names no operation of ours, or a refund not
