@@ -29,7 +29,7 @@ static const char manual_epilogue[] =
     "       [--limit N] [--after CURSOR]\n"
     "        oldest first, each with its owner, calls and audit (JSON on stdout);\n"
     "        R: attempts_exhausted, deadline, query_budget, key_reused,\n"
-    "        key_retention, invalid\n"
+    "        key_retention, invalid, key_expired, notification_deadline\n"
     "  show ID\n"
     "        one operation (any state) with its calls and audit\n"
     "  resend ID --operator NAME --reason TEXT\n"

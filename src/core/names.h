@@ -60,7 +60,9 @@
         X(MANUAL_KEY_REUSED, "key_reused")                 /* provider: same key, other payload */ \
         X(MANUAL_KEY_RETENTION, "key_retention") /* a re-send would fall past key retention */     \
         X(MANUAL_INVALID, "invalid")             /* an outbox row that failed validation */        \
-        X(MANUAL_KEY_EXPIRED, "key_expired") /* unknown, queries spent, replay past key's life */
+        X(MANUAL_KEY_EXPIRED, "key_expired") /* unknown, queries spent, replay past key's life */  \
+        X(MANUAL_NOTIFICATION_DEADLINE,                                                            \
+          "notification_deadline") /* notification-only: no notification by its deadline */
 
 #define TG_NAMES_ENUM_ROW(value, word)  value,
 #define TG_NAMES_COUNT_ROW(value, word) +1

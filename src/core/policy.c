@@ -41,6 +41,13 @@
 #define POLICY_DEFAULT_MAX_QUERIES       10
 #define POLICY_DEFAULT_QUERY_INTERVAL_MS 2000LL
 #define POLICY_DEFAULT_KEY_RETENTION_MS  (23LL * 3600 * 1000)
+/* How long a notification-only refund waits for its notification. A day:
+ * Adyen retries a webhook its endpoint did not accept at 2, 5, 10, 15, 30
+ * min, 1, 2 and 4 h (about 8 h in all), so a day covers an outage of the
+ * webhook endpoint and that whole schedule with room to spare, and it is
+ * the span after which an operator expects a stuck refund in front of a
+ * person rather than still "in progress". */
+#define POLICY_DEFAULT_NOTIFICATION_MS (24LL * 3600 * 1000)
 
 /* Upper bound of any configured duration: a year. Larger is a typo. */
 #define POLICY_MAX_DURATION_MS (366LL * 24 * 3600 * 1000)
@@ -53,6 +60,7 @@ void policy_config_default(struct policy_config *ret_config)
             .max_queries = POLICY_DEFAULT_MAX_QUERIES,
             .query_interval_ms = POLICY_DEFAULT_QUERY_INTERVAL_MS,
             .key_retention_ms = POLICY_DEFAULT_KEY_RETENTION_MS,
+            .notification_deadline_ms = POLICY_DEFAULT_NOTIFICATION_MS,
         };
         backoff_config_default(&c.backoff);
         *ret_config = c;
@@ -71,7 +79,8 @@ int policy_config_check(const struct policy_config *config)
                 return TG_EINVAL;
         /* max_queries may be 0: every unknown goes straight to manual. */
         if (!duration_ok(config->deadline_ms) || !duration_ok(config->query_interval_ms) ||
-            !duration_ok(config->key_retention_ms))
+            !duration_ok(config->key_retention_ms) ||
+            !duration_ok(config->notification_deadline_ms))
                 return TG_EINVAL;
         return backoff_config_check(&config->backoff);
 }
@@ -100,6 +109,7 @@ static void decide(struct policy_decision *ret_decision, enum op_state next, tg_
                    enum manual_reason reason, int64_t wait_ms)
 {
         ret_decision->given_back = POLICY_BUDGET_NONE;
+        ret_decision->deadline_at = 0;
         ret_decision->next = next;
         ret_decision->next_run_at = next_run_at;
         ret_decision->reason = reason;
@@ -184,10 +194,34 @@ static int schedule_replay(const struct policy_config *config, const struct poli
         return 0;
 }
 
-/* The next call is a query with the same key. */
+/* Notification-only: no call is scheduled; the operation waits (unknown,
+ * its next run one millisecond past its new deadline, so never due) for
+ * the provider's notification, which settles it as an external answer;
+ * the deadline sweep sends it to manual with MANUAL_NOTIFICATION_DEADLINE
+ * if none came. */
+static void await_notification(const struct policy_config *config, tg_wall_ms now,
+                               struct policy_decision *ret_decision)
+{
+        tg_wall_ms end = add_ms(now, config->notification_deadline_ms);
+
+        decide(ret_decision, OP_UNKNOWN, add_ms(end, 1), MANUAL_NONE, 0);
+        ret_decision->deadline_at = end;
+}
+
+/* The next call is a query with the same key. Notification-only, there is
+ * no query: a POST whose answer was lost is replayed where the contract's
+ * replay returns the stored result (that answer says whether it arrived),
+ * else, and after an acknowledgement, the notification is awaited. */
 static int schedule_query(const struct policy_config *config, const struct policy_op *op,
                           const struct policy_event *event, struct policy_decision *ret_decision)
 {
+        if (config->notification) {
+                if (config->replay && event->request == CLASSIFY_POST &&
+                    event->cls == TG_CLASS_UNKNOWN)
+                        return schedule_replay(config, op, event, ret_decision);
+                await_notification(config, event->now, ret_decision);
+                return 0;
+        }
         int64_t wait = config->query_interval_ms;
         if (event->retry_after_ms > wait)
                 wait = event->retry_after_ms;
@@ -329,9 +363,13 @@ int policy_after_takeover(const struct policy_config *config, const struct polic
         if (op->state != OP_IN_FLIGHT)
                 return TG_ESTATE;
         /* Reconciling takes a query: with the query budget spent, or past
-         * the deadline, only an operator may go on. */
+         * the deadline, only an operator may go on. Notification-only, the
+         * call that was running is settled by its notification, if it
+         * arrived: that is awaited. */
         if (now > op->deadline_at)
                 decide_manual(ret_decision, MANUAL_DEADLINE);
+        else if (config->notification)
+                await_notification(config, now, ret_decision);
         else if (op->queries >= op->query_limit)
                 decide_manual(ret_decision, MANUAL_QUERY_BUDGET);
         else
@@ -538,6 +576,8 @@ static int apply(struct op_record *op, enum op_event event, const struct policy_
                 return TG_ESTATE;
         op->state = d->next;
         op->next_run_at = d->next_run_at;
+        if (d->deadline_at > 0)
+                op->deadline_at = d->deadline_at; /* a wait for the notification */
         op->reason = d->reason;
         if (d->wait_ms > 0)
                 op->last_wait_ms = d->wait_ms;
@@ -718,6 +758,11 @@ int policy_takeover(const struct policy_config *config, const struct op_record *
         return 0;
 }
 
+bool policy_awaits_notification(const struct op_record *op)
+{
+        return op->state == OP_UNKNOWN && op->deadline_at > 0 && op->next_run_at > op->deadline_at;
+}
+
 int policy_sweep(const struct op_record *op, tg_wall_ms now, int64_t key_retention_ms,
                  enum op_event *ret_event, struct op_record *ret_op)
 {
@@ -729,7 +774,8 @@ int policy_sweep(const struct op_record *op, tg_wall_ms now, int64_t key_retenti
         if (in_set(policy_sources(OP_EV_DEADLINE), op->state) && op->deadline_at > 0 &&
             op->deadline_at < now) {
                 event = OP_EV_DEADLINE;
-                decide_manual(&d, MANUAL_DEADLINE);
+                decide_manual(&d, policy_awaits_notification(op) ? MANUAL_NOTIFICATION_DEADLINE
+                                                                 : MANUAL_DEADLINE);
         } else if (policy_key_too_old(op, now, key_retention_ms)) {
                 event = OP_EV_KEY_RETENTION;
                 decide_manual(&d, MANUAL_KEY_RETENTION);

@@ -18,7 +18,8 @@
  *                                               said 429/503: nothing executed, and the call
  *                                               is not counted against the budget)
  *   takeover       in_flight                    unknown, manual
- *   deadline       pending, retry_wait, unknown manual
+ *   deadline       pending, retry_wait, unknown manual (notification_deadline for
+ *                                               one waiting for the provider's notification)
  *   key_retention  retry_wait                   manual
  *   resend         manual                       retry_wait (operator, same key)
  *   resolve        manual                       succeeded, rejected (operator)
@@ -76,6 +77,17 @@ struct policy_config {
          * sent again with its same key, as a retry, while the key is inside
          * key_retention_ms; past it, manual with MANUAL_KEY_EXPIRED */
         bool replay;
+        /* the provider offers no query (provider.reconcile = notification):
+         * its notification is the only source of an outcome. A POST that
+         * acknowledged (processing), or whose answer was lost without
+         * `replay`, waits for it: unknown, with its deadline moved to now +
+         * notification_deadline_ms and no call scheduled before it (its
+         * next run lies past that deadline: never due); then manual with
+         * MANUAL_NOTIFICATION_DEADLINE. A lost answer with `replay` is
+         * replayed first (the stored answer says whether it arrived). No
+         * query is ever scheduled, so none of the query budget is spent. */
+        bool notification;
+        int64_t notification_deadline_ms; /* 24 h */
 };
 
 void policy_config_default(struct policy_config *ret_config);
@@ -122,6 +134,9 @@ struct policy_decision {
         /* not NONE: the call was refused as limited and is not counted;
          * policy_end_call() applies it as the `limited` event */
         enum policy_budget given_back;
+        /* > 0: the operation's deadline becomes this (the end of a wait
+         * for the provider's notification); 0: unchanged */
+        tg_wall_ms deadline_at;
 };
 
 /* Decides what follows a finished call. Returns 0 (and fills *ret_decision),
@@ -277,8 +292,13 @@ int policy_end_call(const struct op_record *op, const struct policy_decision *de
 int policy_takeover(const struct policy_config *config, const struct op_record *op, tg_wall_ms now,
                     struct op_record *ret_op);
 
+/* True for an operation waiting for the provider's notification (unknown,
+ * its next run past its deadline: no call will be made for it). */
+bool policy_awaits_notification(const struct op_record *op);
+
 /* The sweeps: an operation waiting for the exit whose deadline has passed
- * (deadline_at < now; an outbox row not yet taken in has none), or else a
+ * (deadline_at < now; an outbox row not yet taken in has none; the reason
+ * is notification_deadline for one that awaited the notification), or else a
  * re-send whose key is too old (policy_key_too_old), goes to manual. 0 with
  * *ret_event (OP_EV_DEADLINE or OP_EV_KEY_RETENTION) and *ret_op
  * filled; TG_EAGAIN when neither applies. */

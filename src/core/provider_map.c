@@ -209,7 +209,7 @@ int reconcile_parse(const char *text, struct request_map *m, struct template_err
 {
         enum reconcile_strategy order[RECONCILE_STRATEGIES];
         unsigned n = 0;
-        bool replay = false;
+        bool replay = false, notification = false;
         const char *p = text;
 
         if (!text)
@@ -230,23 +230,37 @@ int reconcile_parse(const char *text, struct request_map *m, struct template_err
                         p += len;
                         continue;
                 }
+                if (len == 12 && strncmp(p, "notification", 12) == 0) {
+                        if (notification)
+                                return fail(err, "a strategy is named twice");
+                        notification = true;
+                        p += len;
+                        continue;
+                }
                 for (k = 0; k < RECONCILE_STRATEGIES; k++)
                         if (strlen(reconcile_words[k]) == len &&
                             strncmp(p, reconcile_words[k], len) == 0)
                                 break;
                 if (k == RECONCILE_STRATEGIES)
-                        return fail(err, "a strategy is one of refund_id, key, list, replay");
+                        return fail(err, "a strategy is one of refund_id, key, list, replay, "
+                                         "notification");
                 for (unsigned i = 0; i < n; i++)
                         if (order[i] == (enum reconcile_strategy)k)
                                 return fail(err, "a strategy is named twice");
                 order[n++] = (enum reconcile_strategy)k;
                 p += len;
         }
-        if (n == 0)
+        /* the provider's notification as the only source: there is no
+         * query to name beside it (a provider with one polls it instead) */
+        if (notification && n > 0)
+                return fail(err, "notification stands alone (with replay at most): a provider "
+                                 "with a query polls it instead");
+        if (n == 0 && !notification)
                 return fail(err, "name at least one of refund_id, key, list");
         memcpy(m->reconcile, order, n * sizeof(order[0]));
         m->nreconcile = n;
         m->replay = replay;
+        m->notification = notification;
         return 0;
 }
 

@@ -82,6 +82,10 @@ struct request_map {
         /* `replay` named: once the queries are spent, an unknown outcome is
          * sent again with its key (core/policy.h, policy_config.replay) */
         bool replay;
+        /* `notification` named: no query exists; the outcome comes only by
+         * the provider's notification (webhook), awaited up to a deadline
+         * (core/policy.h, policy_config.notification); no other strategy */
+        bool notification;
 };
 
 /* PROVIDER.md's contract: JSON {operation_id, payment_id, amount, currency},
@@ -116,7 +120,9 @@ int request_map_check(const struct request_map *map, const char **ret_key,
 
 /* Parses provider.reconcile: 1-3 of the words refund_id, key, list (the
  * query strategies, in order) and optionally replay, separated by commas
- * or spaces, none twice. 0 or TG_EPARSE (map untouched). */
+ * or spaces, none twice; or `notification` (optionally with replay) alone:
+ * the provider offers no query, its notification is the only source. 0 or
+ * TG_EPARSE (map untouched). */
 int reconcile_parse(const char *text, struct request_map *map, struct template_error *err);
 
 /* The word of a strategy ("refund_id", "key", "list"). */

@@ -12,12 +12,15 @@
  *     and names our operation at provider.webhook_match_field;
  *   - checkout (docs/providers/checkout.md): header "Cko-Signature: <hex
  *     HMAC-SHA256 of the raw body>" (no timestamp); the event read as for
- *     stripe, its outcome at provider.webhook_status_field (its type).
+ *     stripe, its outcome at provider.webhook_status_field (its type);
+ *   - adyen (docs/providers/adyen.md): a batch whose items are signed one by
+ *     one, in api_events_adyen.c.
  *
  * Invariants:
  *   - the signature is checked over the raw bytes, in constant time
  *     (digest_equal of the two MACs), BEFORE the body is parsed or the store
- *     is touched: a bad, missing or malformed signature, or (stripe) a
+ *     is touched (adyen's signatures are inside the body: it is parsed
+ *     first, bounded, and the store touched only once every item verified): a bad, missing or malformed signature, or (stripe) a
  *     timestamp outside the tolerance, is 401 and nothing changes; with no
  *     secret configured the route does not exist (404);
  *   - (stripe) an event that names no operation of ours, or a refund not
@@ -246,6 +249,8 @@ int api_post_provider_event(struct api *api, const struct http_request *req,
         if (req->body_len > api->cfg.api_max_body_bytes)
                 return api_reply_code(res, rid, 413, "body_too_large", NULL,
                                       "the request body is too large");
+        if (strcmp(api->cfg.provider_webhook_signature, "adyen") == 0)
+                return api_post_adyen_notification(api, req, res, rid);
         if (verified_event(api, req, res, rid, &ev, &answered) != 0)
                 return answered;
         api_note_op(api, ev.operation_id);

@@ -292,6 +292,9 @@ int api_redeliver_as(struct api *api, int64_t id, const char *principal, struct 
 /* The id of an event from a path segment (digits only, 1..INT64_MAX): 0 or
  * TG_EINVAL. */
 int api_event_id(const char *text, size_t len, int64_t *ret_id);
+/* POST /v1/provider-events in Adyen's scheme (api_events_adyen.c). */
+int api_post_adyen_notification(struct api *api, const struct http_request *req,
+                                struct http_response *res, const char *rid);
 int api_post_provider_event(struct api *api, const struct http_request *req,
                             struct http_response *res, const char *rid);
 /* api_admission.c: the decision for `count` new refunds of `account` (a

@@ -186,7 +186,7 @@ const struct key_def config_keys[] = {
                "/v1/provider-events` (signed as `provider.webhook_signature` says). Unset: the "
                "route does not exist."),
     CHOICE_KEY(PER_ACCOUNT("provider"), "webhook_signature", provider_webhook_signature,
-               " tollgate stripe checkout ",
+               " tollgate stripe checkout adyen ",
                "How the provider signs a webhook delivery. `tollgate`: shared/PROVIDER.md's "
                "`X-Signature: sha256=<hex HMAC-SHA256 of the body>` and its event "
                "`{\"operation_id\",\"status\",\"refund_id\"}`. `stripe`: Stripe's "
@@ -198,7 +198,14 @@ const struct key_def config_keys[] = {
                "`provider.webhook_match_field`. `checkout`: Checkout.com's `Cko-Signature: "
                "<hex HMAC-SHA256 of the body>` (no timestamp: a replayed delivery can only "
                "repeat an outcome already recorded); the event is read as for `stripe`, its "
-               "outcome at `provider.webhook_status_field` (the event's `type`)."),
+               "outcome at `provider.webhook_status_field` (the event's `type`). `adyen`: Adyen's "
+               "standard notification, a batch whose items each carry "
+               "`additionalData.hmacSignature`: the base64 HMAC-SHA256, under the hex key of "
+               "`provider.webhook_secret_file`, of the item's pspReference, originalReference, "
+               "merchantAccountCode, merchantReference, amount.value, amount.currency, "
+               "eventCode and success joined by colons; one bad item refuses the delivery "
+               "(401); ours by `merchantReference`; `REFUND` with `success` true/false, or "
+               "`REFUND_FAILED`; answered `[accepted]`."),
     INT_KEY(PER_ACCOUNT("provider"), "webhook_tolerance_s", KEY_I64, provider_webhook_tolerance_ms,
             1, 86400, 1000,
             "`webhook_signature = stripe`: how far a delivery's signed timestamp may be from "
@@ -327,7 +334,20 @@ const struct key_def config_keys[] = {
                "order, over the paths that are set. `replay` too: once `retry.max_queries` "
                "are spent without an answer, the same POST goes again with its key (where "
                "the provider's replay returns the stored result), while the key is younger "
-               "than `retry.key_retention_s`; past it, manual review (`key_expired`)."),
+               "than `retry.key_retention_s`; past it, manual review (`key_expired`). "
+               "`notification` (alone, or with `replay`): the provider has no query (Adyen); "
+               "an acknowledged refund waits for the provider's notification "
+               "(`provider.webhook_secret_file`) up to `provider.notification_deadline_s`, "
+               "then manual review (`notification_deadline`); no query is made, none of "
+               "`retry.max_queries` is spent; an answer lost past the timeout is replayed "
+               "with `replay`, else awaited as well."),
+    INT_KEY(PER_ACCOUNT("provider"), "notification_deadline_s", KEY_I64,
+            policy.notification_deadline_ms, 1, MAX_DURATION_S, 1000,
+            "`reconcile = notification`: how long a refund the provider acknowledged waits "
+            "for its notification, from that acknowledgement; then manual review "
+            "(`notification_deadline`), never a guess. Default a day: Adyen retries a "
+            "notification its endpoint did not accept for about 8 h (2 min to 4 h apart), "
+            "so a day covers an outage of the endpoint and that schedule."),
     STRING_KEY(PER_ACCOUNT("provider"), "status_field", provider_status_field,
                config_set_field_source,
                "Where a response says the refund's status: a JSON path (`status`, "

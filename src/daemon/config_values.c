@@ -532,8 +532,10 @@ int config_set_reconcile(struct load *load, const struct key_def *key, const cha
                 return config_key_error(load, key, "out of memory");
         r = reconcile_parse(value, m, &terr);
         /* the policy replays where the contract returns the stored result */
-        if (r == 0)
+        if (r == 0) {
                 load->config.policy.replay = m->replay;
+                load->config.policy.notification = m->notification;
+        }
         free(m);
         if (r < 0)
                 return config_key_error(load, key, "%s", terr.message);

@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "core/tg_error.h"
+#include "net/adyen_batch.h"
 #include "net/provider_request.h"
 #include "platform/secmem.h"
 #include "platform/secret_file.h"
@@ -182,6 +183,21 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
         if (r == 0 && c->provider_reconcile[0] &&
             reconcile_parse(c->provider_reconcile, &m->request, &terr) < 0)
                 return fail(err, size, "reconcile", terr.message);
+        if (r == 0 && m->request.notification && !c->provider_webhook_secret_file[0])
+                return fail(err, size, "reconcile",
+                            "notification needs webhook_secret_file: the provider's "
+                            "notification is the only source of an outcome");
+        if (r == 0 && strcmp(c->provider_webhook_signature, "adyen") == 0 &&
+            c->provider_webhook_secret_file[0]) {
+                unsigned char k[ADYEN_KEY_MAX];
+                size_t klen;
+                bool hex = adyen_key_decode(c->provider_webhook_secret, k, &klen) == 0;
+
+                explicit_bzero(k, sizeof(k));
+                if (!hex)
+                        return fail(err, size, "webhook_secret_file",
+                                    "Adyen's HMAC key is hex, as the Customer Area shows it");
+        }
         if (r < 0)
                 return r;
         if (request_map_check(&m->request, &key, &terr) < 0)

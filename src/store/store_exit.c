@@ -651,7 +651,10 @@ static int sweep_tx(struct store *s, void *ctx)
                         r = TG_ESTORE; /* the backend's predicate and the table disagree */
                 if (r < 0)
                         break;
-                if (event == OP_EV_DEADLINE)
+                if (event == OP_EV_DEADLINE && next.reason == MANUAL_NOTIFICATION_DEADLINE)
+                        snprintf(detail, sizeof(detail), "%s",
+                                 "no notification from the provider by its deadline: to manual");
+                else if (event == OP_EV_DEADLINE)
                         snprintf(detail, sizeof(detail), "deadline passed while %s: to manual",
                                  op_state_name(op->state));
                 else

@@ -95,8 +95,29 @@ static void checkout_error(struct req *r, int status, const char *code)
         r->status = status;
 }
 
+/* The adyen shape's words: {"status","errorCode","message","errorType"};
+ * a key still running is 409 errorCode 704; our 422 validation codes stay
+ * (shape_adyen.c gives Adyen's numbers), other words of ours become 000. */
+static void adyen_error(struct req *r, int status, const char *code, const char *message)
+{
+        if (strcmp(code, "idempotency_key_in_use") == 0) {
+                status = 409;
+                code = "704";
+                message = "request already processed or in progress";
+        } else if (code[0] < '0' || code[0] > '9') {
+                code = status == 429 ? "000" : status >= 500 ? "905" : "000";
+        }
+        free(r->answer);
+        r->status = status;
+        r->answer = stub_adyen_error(status, code, message);
+}
+
 void answer_error(struct req *r, int status, const char *code, const char *message, bool retryable)
 {
+        if (r->srv->cfg.shape == STUB_SHAPE_ADYEN && r->kind != K_ADMIN) {
+                adyen_error(r, status, code, message);
+                return;
+        }
         if (r->srv->cfg.shape == STUB_SHAPE_STRIPE && r->kind != K_ADMIN) {
                 stripe_error(r, status, code, message, retryable);
                 return;
@@ -154,7 +175,27 @@ static void finish(struct req *r)
         tg_mono_ns now = clock_mono_now();
 
         if (r->kind == K_REFUND && r->execute && r->spec.mode == STUB_FAIL &&
-            srv->cfg.shape == STUB_SHAPE_CHECKOUT) {
+            srv->cfg.shape == STUB_SHAPE_ADYEN) {
+                /* Received (201, a pspReference), then refused: the REFUND
+                 * notification says success false. Nothing executes. */
+                char body[STUB_RESPONSE_MAX], id[STUB_REFUND_ID_MAX], failure[STUB_FAILURE_MAX];
+                enum ledger_status st;
+                struct stub_refund req;
+                int status = 0;
+                if (ledger_fail(srv->ledger, &r->refund, now, r->spec.failure_code, 201, NULL) <
+                        0 ||
+                    ledger_response(srv->ledger, r->refund.operation_id, &status, body) < 0) {
+                        answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
+                } else {
+                        answer_text(r, status, body);
+                        ledger_query(srv->ledger, r->refund.operation_id, now, &st, id, failure,
+                                     &req);
+                        if (srv->webhook)
+                                webhook_enqueue_refund(srv->webhook, &r->refund, "failed", id,
+                                                       r->spec.failure_code, now);
+                }
+        } else if (r->kind == K_REFUND && r->execute && r->spec.mode == STUB_FAIL &&
+                   srv->cfg.shape == STUB_SHAPE_CHECKOUT) {
                 /* Accepted (202, an action id), then declined: the action
                  * in the list says so (approved false, its response code). */
                 char body[STUB_RESPONSE_MAX];
@@ -198,7 +239,7 @@ static void finish(struct req *r)
                         answer_text(r,
                                     srv->cfg.shape == STUB_SHAPE_STRIPE     ? 200
                                     : srv->cfg.shape == STUB_SHAPE_CHECKOUT ? 202
-                                                                            : 201,
+                                                                            : 201, /* adyen too */
                                     body);
                         /* calls:K: this POST is call 1 of K; queries 2..K-1
                          * say processing, call K says succeeded */
@@ -206,8 +247,8 @@ static void finish(struct req *r)
                                 ledger_processing_queries(srv->ledger, r->refund.operation_id,
                                                           (unsigned)r->spec.close_calls - 2);
                         if (srv->webhook)
-                                webhook_enqueue(srv->webhook, r->refund.operation_id, "succeeded",
-                                                id, now);
+                                webhook_enqueue_refund(srv->webhook, &r->refund, "succeeded", id,
+                                                       "", now);
                 }
         } else if (r->kind == K_QUERY && r->lookup && r->list) {
                 free(r->answer);

@@ -150,6 +150,23 @@ static int parse_refund(struct req *r, const char *key, const char *ctype)
                         answer_error(r, 422, code, "invalid refund", false);
                 return rc;
         }
+        if (r->srv->cfg.shape == STUB_SHAPE_ADYEN) {
+                const char *code = NULL, *msg = NULL;
+                int status = 422;
+                if (strlen(key) > 64) {
+                        answer_error(r, 422, "000", "Idempotency-Key is longer than 64", false);
+                        return TG_EINVAL;
+                }
+                if (!ctype || strncmp(ctype, "application/json", 16) != 0) {
+                        answer_error(r, 415, "000", "Content-Type must be application/json", false);
+                        return TG_EINVAL;
+                }
+                rc = stub_parse_adyen_refund(r->body ? r->body : "", r->len, key, r->list_payment,
+                                             &status, &code, &msg, &r->refund);
+                if (rc < 0)
+                        answer_error(r, status, code, msg, false);
+                return rc;
+        }
         if (r->srv->cfg.shape == STUB_SHAPE_STRIPE) {
                 if (!ctype || strncmp(ctype, "application/x-www-form-urlencoded", 33) != 0) {
                         answer_error(r, 400, "invalid_request",
@@ -235,8 +252,8 @@ enum MHD_Result contract_refund(struct req *r)
         case LEDGER_IN_USE:
                 answer_error(r, 409, "idempotency_key_in_use",
                              "a request with this key is still being processed", false);
-                /* Checkout.com turns the second request away at once */
-                if (srv->cfg.shape == STUB_SHAPE_CHECKOUT)
+                /* Checkout.com and Adyen turn the second request away at once */
+                if (srv->cfg.shape == STUB_SHAPE_CHECKOUT || srv->cfg.shape == STUB_SHAPE_ADYEN)
                         r->spec.delay_ms = 0;
                 break;
         }

@@ -192,7 +192,8 @@ int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns no
         if (r)
                 age_key(lg, r, now);
         /* Checkout.com compares no payload: a key is the request */
-        bool same = r && (lg->shape == STUB_SHAPE_CHECKOUT || same_payload(&r->req, req));
+        bool same = r && (lg->shape == STUB_SHAPE_CHECKOUT || lg->shape == STUB_SHAPE_ADYEN ||
+                          same_payload(&r->req, req));
         if (r && r->key == KEY_RUNNING) {
                 *ret_kind = same ? LEDGER_IN_USE : LEDGER_REUSED;
         } else if (r && r->key == KEY_DONE) {
@@ -251,9 +252,17 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
                 }
                 r->key_created = now;
         }
-        snprintf(id, sizeof(id), "%s_%016llx", lg->shape == STUB_SHAPE_CHECKOUT ? "act" : "re",
-                 (unsigned long long)tg_rng_next(&lg->rng));
-        if (lg->shape == STUB_SHAPE_CHECKOUT) {
+        if (lg->shape == STUB_SHAPE_ADYEN) /* Adyen's 16-character pspReference */
+                snprintf(id, sizeof(id), "%016llX",
+                         (unsigned long long)(tg_rng_next(&lg->rng) & 0x7fffffffffffffffULL));
+        else
+                snprintf(id, sizeof(id), "%s_%016llx",
+                         lg->shape == STUB_SHAPE_CHECKOUT ? "act" : "re",
+                         (unsigned long long)tg_rng_next(&lg->rng));
+        if (lg->shape == STUB_SHAPE_ADYEN) {
+                /* received, not final: the outcome is the notification */
+                text = stub_adyen_received(id, req);
+        } else if (lg->shape == STUB_SHAPE_CHECKOUT) {
                 /* accepted, not final: the outcome is in the actions list */
                 text = stub_checkout_accepted(id, req);
         } else if (lg->shape == STUB_SHAPE_STRIPE) {
@@ -287,7 +296,9 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
         /* The first stored response is what every replay of this key returns. */
         if (r->key != KEY_DONE) {
                 snprintf(r->response, sizeof(r->response), "%s", text);
-                r->replay_status = lg->shape == STUB_SHAPE_CHECKOUT ? 202 : 200;
+                r->replay_status = lg->shape == STUB_SHAPE_CHECKOUT ? 202
+                                   : lg->shape == STUB_SHAPE_ADYEN  ? 201
+                                                                    : 200;
                 r->failure[0] = '\0';
                 r->req = *req;
                 r->key = KEY_DONE;
@@ -320,7 +331,7 @@ int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now
 
         if (strlen(failure_code) >= STUB_FAILURE_MAX || (body && strlen(body) >= STUB_RESPONSE_MAX))
                 return TG_EINVAL;
-        if (!body && lg->shape != STUB_SHAPE_CHECKOUT)
+        if (!body && lg->shape != STUB_SHAPE_CHECKOUT && lg->shape != STUB_SHAPE_ADYEN)
                 return TG_EINVAL;
         pthread_mutex_lock(&lg->lock);
         r = find(lg, req->operation_id);
@@ -341,8 +352,16 @@ int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now
                 struct id_node *node = calloc(1, sizeof(*node));
                 char id[STUB_REFUND_ID_MAX];
 
-                snprintf(id, sizeof(id), "act_%016llx", (unsigned long long)tg_rng_next(&lg->rng));
-                made = stub_checkout_accepted(id, req);
+                if (lg->shape == STUB_SHAPE_ADYEN) {
+                        snprintf(
+                            id, sizeof(id), "%016llX",
+                            (unsigned long long)(tg_rng_next(&lg->rng) & 0x7fffffffffffffffULL));
+                        made = stub_adyen_received(id, req);
+                } else {
+                        snprintf(id, sizeof(id), "act_%016llx",
+                                 (unsigned long long)tg_rng_next(&lg->rng));
+                        made = stub_checkout_accepted(id, req);
+                }
                 if (!node || !made || strlen(made) >= STUB_RESPONSE_MAX) {
                         free(node);
                         rc = TG_ENOMEM;

@@ -37,7 +37,9 @@ static const char stub_epilogue_modes[] =
     "          stripe GET /v1/refunds/{refund id} and the list GET /v1/refunds\n"
     "          ?payment_intent=..&limit=..&starting_after=.. (no lookup by key);\n"
     "          checkout POST /payments/{id}/refunds (Cko-Idempotency-Key, 202)\n"
-    "          and GET /payments/{id}/actions (no lookup by key or action).\n"
+    "          and GET /payments/{id}/actions (no lookup by key or action);\n"
+    "          adyen POST /v71/payments/{id}/refunds (201 received; no lookup, no\n"
+    "          list: every GET 404; the outcome as a signed REFUND notification).\n"
     "Admin:    GET /_stub/state, GET /_stub/ledger,\n"
     "          GET /_stub/arrivals?since=N[&limit=M] (JSON lines, entries numbered\n"
     "          > N), POST /_stub/mode, POST /_stub/reset,\n"
@@ -396,8 +398,9 @@ static const struct opt stub_options[] = {
      .arg = "NAME",
      .string = &stub_opts.shape,
      .help = "the provider's contract: provider-md (shared/PROVIDER.md, JSON), "
-             "stripe (form POST, refund objects) or checkout (202, the payment's "
-             "actions; docs/providers/) (provider-md)"},
+             "stripe (form POST, refund objects), checkout (202, the payment's "
+             "actions) or adyen (201 received, the outcome by notification only; "
+             "docs/providers/) (provider-md)"},
     {.name = "tls-cert",
      .arg = "FILE",
      .string = &stub_opts.tls_cert,
@@ -581,7 +584,7 @@ static int finish_provider(struct opts *o)
                 : "{method}\\n{path}\\n{timestamp}\\n{idempotency_key}\\n{body_sha256}";
 
         if (o->shape && stub_shape_parse(o->shape, &c->shape) < 0)
-                return bad_flag("--shape", "must be provider-md, stripe or checkout");
+                return bad_flag("--shape", "must be provider-md, stripe, checkout or adyen");
         c->auth.key_header = stub_shape_key_header(c->shape);
         if (!o->tls_cert != !o->tls_key)
                 return bad_flag("--tls-cert", "give --tls-cert and --tls-key together");

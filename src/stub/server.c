@@ -157,6 +157,14 @@ static enum kind classify(struct req *r)
                 answer_error(r, 405, "method_not_allowed", "method not allowed", false);
                 return K_OTHER;
         }
+        if (r->srv->cfg.shape == STUB_SHAPE_ADYEN) {
+                /* POST /v{N}/payments/{id}/refunds; Adyen has no lookup and
+                 * no list of refunds: any other request is 404 */
+                if (post && stub_adyen_path(r->path, r->list_payment) == 0)
+                        return K_REFUND;
+                answer_error(r, 404, "not_found", "no such endpoint", false);
+                return K_OTHER;
+        }
         if (strcmp(r->path, REFUNDS_PATH) == 0) {
                 if (post)
                         return K_REFUND;
@@ -401,6 +409,7 @@ int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
                 if (rc < 0)
                         goto fail;
                 webhook_set_stripe(srv->webhook, cfg->shape == STUB_SHAPE_STRIPE);
+                webhook_set_adyen(srv->webhook, cfg->shape == STUB_SHAPE_ADYEN);
         }
         if (cfg->tls_cert_pem) {
                 /* HTTPS: GnuTLS through MHD, our certificate from the callback

@@ -24,6 +24,8 @@ int stub_shape_parse(const char *name, enum stub_shape *ret)
                 *ret = STUB_SHAPE_STRIPE;
         else if (strcmp(name, "checkout") == 0)
                 *ret = STUB_SHAPE_CHECKOUT;
+        else if (strcmp(name, "adyen") == 0)
+                *ret = STUB_SHAPE_ADYEN;
         else
                 return TG_EINVAL;
         return 0;
@@ -33,6 +35,7 @@ const char *stub_shape_name(enum stub_shape shape)
 {
         return shape == STUB_SHAPE_STRIPE     ? "stripe"
                : shape == STUB_SHAPE_CHECKOUT ? "checkout"
+               : shape == STUB_SHAPE_ADYEN    ? "adyen"
                                               : "provider-md";
 }
 
@@ -41,7 +44,7 @@ const char *stub_shape_key_header(enum stub_shape shape)
         return shape == STUB_SHAPE_CHECKOUT ? "Cko-Idempotency-Key" : "Idempotency-Key";
 }
 
-static bool id_char(char c)
+bool stub_id_char(char c)
 {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                c == '_' || c == '-';
@@ -59,7 +62,7 @@ int stub_checkout_path(const char *path, char ret_payment[STUB_FIELD_MAX + 1], b
         if (n == 0 || n > STUB_FIELD_MAX)
                 return TG_ENOTFOUND;
         for (size_t i = 0; i < n; i++)
-                if (!id_char(id[i]))
+                if (!stub_id_char(id[i]))
                         return TG_ENOTFOUND;
         if (strcmp(slash, "/refunds") == 0)
                 *ret_actions = false;
@@ -123,7 +126,7 @@ bad:
         return TG_EINVAL;
 }
 
-static char *dump(json_t *o)
+char *stub_json_dump(json_t *o)
 {
         char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         json_decref(o);
@@ -140,7 +143,7 @@ char *stub_checkout_accepted(const char *action_id, const struct stub_refund *re
                 json_object_set_new(o, "reference", json_string(req->reference));
         if (o)
                 json_object_set_new(o, "_links", json_pack("{s:{s:s}}", "payment", "href", href));
-        return dump(o);
+        return stub_json_dump(o);
 }
 
 char *stub_checkout_action(const char *action_id, const struct stub_refund *req, bool approved,
@@ -152,7 +155,7 @@ char *stub_checkout_action(const char *action_id, const struct stub_refund *req,
                               "response_summary", approved ? "Approved" : "Declined");
         if (o && req->reference[0])
                 json_object_set_new(o, "reference", json_string(req->reference));
-        return dump(o);
+        return stub_json_dump(o);
 }
 
 char *stub_checkout_error(const char *error_type, const char *code)
@@ -161,7 +164,7 @@ char *stub_checkout_error(const char *error_type, const char *code)
             json_pack("{s:s, s:s}", "request_id", "0HL80RJLS76I7", "error_type", error_type);
         if (o && code)
                 json_object_set_new(o, "error_codes", json_pack("[s]", code));
-        return dump(o);
+        return stub_json_dump(o);
 }
 
 /* Decodes src[0..len) ('+' is a space, %XX a byte) into dst[size]; false

@@ -33,6 +33,8 @@
 
 #include "request.h"
 
+#include <jansson.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -40,11 +42,17 @@ enum stub_shape {
         STUB_SHAPE_PROVIDER_MD,
         STUB_SHAPE_STRIPE,
         STUB_SHAPE_CHECKOUT,
+        STUB_SHAPE_ADYEN,
 };
 
-/* "provider-md", "stripe" or "checkout". 0 or TG_EINVAL. */
+/* "provider-md", "stripe", "checkout" or "adyen". 0 or TG_EINVAL. */
 int stub_shape_parse(const char *name, enum stub_shape *ret_shape);
 const char *stub_shape_name(enum stub_shape shape);
+
+/* A byte of an id in a path: [A-Za-z0-9_-]. */
+bool stub_id_char(char c);
+/* o as compact JSON (malloc'd, or NULL), o released. */
+char *stub_json_dump(json_t *o);
 
 /* The header carrying the idempotency key: Cko-Idempotency-Key for
  * checkout, else Idempotency-Key. */
@@ -93,5 +101,32 @@ char *stub_stripe_refund(const char *refund_id, const struct stub_refund *req, c
 
 /* A stripe error body (malloc'd JSON, or NULL); code may be NULL. */
 char *stub_stripe_error(const char *type, const char *code, const char *message);
+
+/*
+ * The adyen shape (docs/providers/adyen.md), in shape_adyen.c: Adyen's
+ * Checkout API refund, POST /v{N}/payments/{paymentPspReference}/refunds,
+ * JSON {"merchantAccount" (required), "amount":{"value","currency"}
+ * (required), "reference", "merchantRefundReason" (FRAUD, CUSTOMER
+ * REQUEST, RETURN, DUPLICATE, OTHER)}, any other member refused (400
+ * errorCode 702), keyed by Idempotency-Key (at most 64 characters),
+ * answered 201 {"merchantAccount","paymentPspReference","pspReference",
+ * "reference","status":"received","amount"}; errors {"status","errorCode",
+ * "message","errorType"}; a key still running is 409 errorCode 704. No
+ * lookup, no list: every GET is 404. The outcome goes out as a REFUND
+ * notification (webhook.c).
+ */
+/* "/v<digits>/payments/{id}/refunds", the id 1-128 of [A-Za-z0-9_-] copied
+ * out. 0 or TG_ENOTFOUND. */
+int stub_adyen_path(const char *path, char ret_payment[STUB_FIELD_MAX + 1]);
+/* Parses an adyen refund body for the payment and the key. 0 and *ret;
+ * TG_EINVAL with *ret_status (400 or 422), *ret_code (errorCode) and
+ * *ret_message (static). */
+int stub_parse_adyen_refund(const char *body, size_t len, const char *key, const char *payment,
+                            int *ret_status, const char **ret_code, const char **ret_message,
+                            struct stub_refund *ret);
+/* The 201 answer (malloc'd JSON, or NULL). */
+char *stub_adyen_received(const char *psp_reference, const struct stub_refund *req);
+/* An error body {"status","errorCode","message","errorType"} (malloc'd). */
+char *stub_adyen_error(int status, const char *code, const char *message);
 
 #endif

@@ -26,6 +26,14 @@ struct event {
         char operation_id[STUB_KEY_MAX + 1];
         char status[16];
         char refund_id[STUB_REFUND_ID_MAX];
+        /* adyen: what a REFUND notification item carries */
+        char payment_id[STUB_FIELD_MAX + 1];
+        char merchant[STUB_FIELD_MAX + 1];
+        char reference[STUB_FIELD_MAX + 1];
+        char currency[4];
+        int64_t amount;
+        char reason[64];
+        unsigned tries; /* adyen: deliveries not accepted so far */
 };
 
 struct webhook {
@@ -41,6 +49,7 @@ struct webhook {
         double drop_rate;
         struct tg_rng rng;
         bool stripe; /* Stripe's event and signature (webhook_set_stripe) */
+        bool adyen;  /* Adyen's signed batch (webhook_set_adyen) */
         uint64_t sent_events;
         struct event *queue;
         size_t head, n;
@@ -72,6 +81,55 @@ void webhook_set_stripe(struct webhook *wh, bool on)
                 wh->stripe = on;
 }
 
+void webhook_set_adyen(struct webhook *wh, bool on)
+{
+        if (wh)
+                wh->adyen = on;
+}
+
+/* Adyen's standard notification: a batch of one REFUND item, signed in
+ * additionalData.hmacSignature (base64 HMAC-SHA256 under the hex-decoded
+ * key of the eight fields joined by colons). NULL on a key that is not
+ * hex or out of memory. */
+static json_t *adyen_batch(struct webhook *wh, const struct event *ev)
+{
+        bool ok = strcmp(ev->status, "succeeded") == 0;
+        char value[24], text[1024], key_hex[257];
+        unsigned char key[128], mac[DIGEST_SHA256_LEN];
+        char sig[64];
+        struct tg_strbuf sb;
+        size_t n = wh->secret_len;
+        json_t *item;
+
+        while (n > 0 && (wh->secret[n - 1] == '\n' || wh->secret[n - 1] == '\r'))
+                n--;
+        if (n < 2 || n % 2 || n > 256)
+                return NULL;
+        memcpy(key_hex, wh->secret, n);
+        key_hex[n] = '\0';
+        if (encode_hex_decode(key_hex, key, n / 2) < 0)
+                return NULL;
+        snprintf(value, sizeof(value), "%lld", (long long)ev->amount);
+        snprintf(text, sizeof(text), "%s:%s:%s:%s:%s:%s:REFUND:%s", ev->refund_id, ev->payment_id,
+                 ev->merchant, ev->reference, value, ev->currency, ok ? "true" : "false");
+        if (digest_hmac_sha256(key, n / 2, text, strlen(text), mac) < 0)
+                return NULL;
+        tg_strbuf_init(&sb, sig, sizeof(sig));
+        encode_base64(mac, sizeof(mac), &sb);
+        explicit_bzero(key, sizeof(key));
+        item = json_pack("{s:{s:s}, s:{s:s, s:I}, s:s, s:s, s:s, s:s, s:s, s:s, s:s}",
+                         "additionalData", "hmacSignature", sig, "amount", "currency", ev->currency,
+                         "value", (json_int_t)ev->amount, "eventCode", "REFUND", "eventDate",
+                         "2026-01-01T00:00:00+01:00", "merchantAccountCode", ev->merchant,
+                         "merchantReference", ev->reference, "originalReference", ev->payment_id,
+                         "pspReference", ev->refund_id, "success", ok ? "true" : "false");
+        if (item && !ok)
+                json_object_set_new(item, "reason", json_string(ev->reason));
+        return item ? json_pack("{s:s, s:[{s:o}]}", "live", "false", "notificationItems",
+                                "NotificationRequestItem", item)
+                    : NULL;
+}
+
 /* The event as Stripe sends one: a refund object (its id, status and our
  * operation id in metadata) inside an event of its own id. */
 static json_t *stripe_event(struct webhook *wh, const struct event *ev)
@@ -93,6 +151,10 @@ static int sign_header(struct webhook *wh, const char *body, char *line, size_t 
         char hex[65];
         int r;
 
+        if (wh->adyen) { /* signed item by item inside the body */
+                snprintf(line, size, "X-Stub-Webhook: adyen");
+                return 0;
+        }
         if (!wh->stripe) {
                 r = webhook_sign(wh->secret, wh->secret_len, body, strlen(body), hex);
                 if (r == 0)
@@ -117,7 +179,8 @@ static long send_event(struct webhook *wh, CURL *curl, const struct event *ev)
 {
         /* A failed refund has no refund id: the member is left out. */
         json_t *o =
-            wh->stripe ? stripe_event(wh, ev)
+            wh->adyen    ? adyen_batch(wh, ev)
+            : wh->stripe ? stripe_event(wh, ev)
             : ev->refund_id[0]
                 ? json_pack("{s:s, s:s, s:s}", "operation_id", ev->operation_id, "status",
                             ev->status, "refund_id", ev->refund_id)
@@ -173,10 +236,18 @@ static void *run(void *arg)
                 long status = curl ? send_event(wh, curl, &ev) : -1;
                 pthread_mutex_lock(&wh->lock);
                 wh->stats.last_status = status;
-                if (status >= 200 && status < 300)
+                if (status >= 200 && status < 300) {
                         wh->stats.sent++;
-                else
+                } else {
                         wh->stats.failed++;
+                        /* Adyen retries a notification its endpoint did not
+                         * accept (2 min and more apart; 1 s here), 5 times */
+                        if (wh->adyen && ++ev.tries < 5 && wh->n < WEBHOOK_QUEUE_MAX) {
+                                ev.due = clock_mono_now() + TG_NS_PER_S;
+                                wh->queue[(wh->head + wh->n) % WEBHOOK_QUEUE_MAX] = ev;
+                                wh->n++;
+                        }
+                }
         }
         pthread_mutex_unlock(&wh->lock);
         curl_easy_cleanup(curl);
@@ -244,6 +315,17 @@ void webhook_free(struct webhook *wh)
 void webhook_enqueue(struct webhook *wh, const char *operation_id, const char *status,
                      const char *refund_id, tg_mono_ns now)
 {
+        struct stub_refund req;
+
+        memset(&req, 0, sizeof(req));
+        snprintf(req.operation_id, sizeof(req.operation_id), "%s", operation_id);
+        webhook_enqueue_refund(wh, &req, status, refund_id, "", now);
+}
+
+void webhook_enqueue_refund(struct webhook *wh, const struct stub_refund *req, const char *status,
+                            const char *refund_id, const char *reason, tg_mono_ns now)
+{
+        const char *operation_id = req->operation_id;
         struct event *ev;
         pthread_mutex_lock(&wh->lock);
         if (wh->n >= WEBHOOK_QUEUE_MAX) {
@@ -255,6 +337,13 @@ void webhook_enqueue(struct webhook *wh, const char *operation_id, const char *s
         snprintf(ev->operation_id, sizeof(ev->operation_id), "%s", operation_id);
         snprintf(ev->status, sizeof(ev->status), "%s", status);
         snprintf(ev->refund_id, sizeof(ev->refund_id), "%s", refund_id);
+        snprintf(ev->payment_id, sizeof(ev->payment_id), "%s", req->payment_id);
+        snprintf(ev->merchant, sizeof(ev->merchant), "%s", req->merchant);
+        snprintf(ev->reference, sizeof(ev->reference), "%s", req->reference);
+        snprintf(ev->currency, sizeof(ev->currency), "%s", req->currency);
+        snprintf(ev->reason, sizeof(ev->reason), "%s", reason ? reason : "");
+        ev->amount = req->amount;
+        ev->tries = 0;
         wh->n++;
         wh->stats.queued++;
         pthread_cond_signal(&wh->cond);

@@ -9,6 +9,7 @@
 #define STUB_WEBHOOK_H
 
 #include "core/tg_time.h"
+#include "request.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,11 +40,22 @@ int webhook_new(const char *url, const void *secret, size_t secret_len, int64_t 
  * signed "Stripe-Signature: t=<unix s>,v1=<hex HMAC-SHA256 of "t.body">"
  * (docs/providers/stripe.md), not PROVIDER.md's X-Signature. */
 void webhook_set_stripe(struct webhook *wh, bool on);
+/* Adyen's shape (before the first event): each event is a standard
+ * notification batch of one REFUND item (success "true"/"false", our
+ * reference as merchantReference, the payment as originalReference), the
+ * item signed in additionalData.hmacSignature with the secret read as
+ * Adyen's hex key; a delivery not answered 2xx is retried 5 times, 1 s
+ * apart (Adyen: minutes apart, for longer). */
+void webhook_set_adyen(struct webhook *wh, bool on);
 /* Stops the thread (events still queued are not sent) and frees. Accepts NULL. */
 void webhook_free(struct webhook *wh);
 /* Queues one event due at now + delay. Never blocks on the network. */
 void webhook_enqueue(struct webhook *wh, const char *operation_id, const char *status,
                      const char *refund_id, tg_mono_ns now);
+/* The same, with the refund's fields (the adyen shape's item needs them)
+ * and a refusal reason ("" none). */
+void webhook_enqueue_refund(struct webhook *wh, const struct stub_refund *req, const char *status,
+                            const char *refund_id, const char *reason, tg_mono_ns now);
 /* Changes the faults at run time; a negative value keeps the current one. */
 void webhook_set_faults(struct webhook *wh, int64_t delay_ms, double drop_rate);
 void webhook_stats(struct webhook *wh, struct webhook_stats *ret_stats);

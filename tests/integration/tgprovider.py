@@ -34,13 +34,13 @@ import tempfile
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 TLS_MODES = ("", "https", "mtls")
-PROFILES = ("provider-md", "stripe", "checkout")
+PROFILES = ("provider-md", "stripe", "checkout", "adyen")
 TLS = os.environ.get("TG_TEST_TLS", "")
 PROFILE = os.environ.get("TG_TEST_PROFILE", "") or "provider-md"
 if TLS not in TLS_MODES:
     raise SystemExit("TG_TEST_TLS must be empty, https or mtls, not %r" % TLS)
 if PROFILE not in PROFILES:
-    raise SystemExit("TG_TEST_PROFILE must be provider-md, stripe or checkout, not %r" % PROFILE)
+    raise SystemExit("TG_TEST_PROFILE must be one of %s, not %r" % (", ".join(PROFILES), PROFILE))
 
 SECRET_MARK = "tgSECRETmark"
 
@@ -221,6 +221,8 @@ def stub_flags(tls=None, profile=None, server="server", credentials=True):
             ini = {k: v for sec, k, v in read_profile(profile) if sec == "provider"}
             flags += ["--auth-secret-file", s.api_key_file,
                       "--signing-key-file", s.signing_key_file]
+            if ini.get("auth") == "header":  # Adyen's X-API-Key
+                flags += ["--auth-header", ini["auth_header"]]
             for key, flag in (("signature_header", "--signature-header"),
                               ("timestamp_header", "--timestamp-header"),
                               ("signing_string", "--signing-string"),
@@ -249,7 +251,9 @@ def caller_headers(profile, method, path, body, key, request_id="test-helper"):
                         ("{body_sha256}", hashlib.sha256(data).hexdigest()), ("\\n", "\n")):
         text = text.replace(name, value)
     mac = hmac.new(s.signing_key.encode(), text.encode(), hashlib.sha256).hexdigest()
-    return {"Authorization": "Bearer " + s.api_key,
+    auth = ({ini["auth_header"]: s.api_key} if ini.get("auth") == "header"
+            else {"Authorization": "Bearer " + s.api_key})
+    return {**auth,
             ini.get("timestamp_header", "X-Timestamp"): ts,
             ini.get("signature_header", "X-Signature"): ini.get("signature_prefix", "") + mac,
             ini.get("key_header", "Idempotency-Key"): key, "X-Request-Id": request_id}

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/policy.h"
@@ -814,6 +815,108 @@ static void test_replay_after_the_queries(void **state)
         assert_string_equal(manual_reason_name(MANUAL_KEY_EXPIRED), "key_expired");
 }
 
+/* Notification-only (provider.reconcile = notification, Adyen): the POST
+ * only acknowledges (processing) and no query exists. The operation waits
+ * for the notification: unknown, its deadline moved to the wait's end and
+ * its next run past that deadline (never due, so no query is made and none
+ * of the budget spent); the sweep then sends it to manual as
+ * notification_deadline. A lost answer (unknown) is replayed with `replay`
+ * (within the key's life), else awaited too; a takeover awaits. */
+static void test_notification_only(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct tg_rng rng;
+        struct policy_decision d;
+        struct policy_op op = base_op(P);
+        struct policy_event ack = {P, TG_CLASS_PROCESSING, NO_RA, T0 + 1000, false};
+        struct policy_event lost = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000, false};
+        int64_t wait = 3600 * 1000;
+
+        tg_rng_seed(&rng, 5);
+        cfg.notification = true;
+        cfg.notification_deadline_ms = wait;
+        assert_int_equal(policy_config_check(&cfg), 0);
+        assert_int_equal(policy_after_call(&cfg, &op, &ack, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.deadline_at, T0 + 1000 + wait);
+        assert_true(d.next_run_at > d.deadline_at);
+        assert_int_equal(d.reason, MANUAL_NONE);
+        /* even with the query budget spent: a wait, not query_budget */
+        op.query_limit = 0;
+        assert_int_equal(policy_after_call(&cfg, &op, &ack, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.deadline_at, T0 + 1000 + wait);
+        /* an answer lost: without replay, awaited as well */
+        assert_int_equal(policy_after_call(&cfg, &op, &lost, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.deadline_at, T0 + 1000 + wait);
+        /* with replay: the same POST again with its key, after the interval */
+        cfg.replay = true;
+        assert_int_equal(policy_after_call(&cfg, &op, &lost, &rng, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT);
+        assert_int_equal(d.next_run_at, T0 + 1000 + cfg.query_interval_ms);
+        assert_int_equal(d.deadline_at, 0);
+        /* the replay's acknowledgement: the wait */
+        op.attempts = 2;
+        assert_int_equal(policy_after_call(&cfg, &op, &ack, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_true(d.next_run_at > d.deadline_at);
+        /* a replay past the key's life: key_expired, never sent */
+        cfg.key_retention_ms = 1000;
+        assert_int_equal(policy_after_call(&cfg, &op, &lost, &rng, &d), 0);
+        assert_int_equal(d.next, OP_MANUAL);
+        assert_int_equal(d.reason, MANUAL_KEY_EXPIRED);
+        cfg.key_retention_ms = RETENTION;
+        /* a refusal and a retryable answer are what they are */
+        struct policy_event refused = {P, TG_CLASS_REJECTED, NO_RA, T0 + 1000, false};
+        assert_int_equal(policy_after_call(&cfg, &op, &refused, &rng, &d), 0);
+        assert_int_equal(d.next, OP_REJECTED);
+        /* a takeover: the running call's notification is awaited */
+        op = base_op(P);
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.deadline_at, T0 + 5000 + wait);
+        assert_true(d.next_run_at > d.deadline_at);
+
+        /* applied to a record: never due, swept as notification_deadline */
+        struct op_record rec, next;
+        struct policy_call_end end = {TG_CLASS_PROCESSING, 201, "8815"};
+        enum op_event ev;
+        memset(&rec, 0, sizeof(rec));
+        snprintf(rec.req.operation_id, sizeof(rec.req.operation_id), "op-n");
+        rec.state = OP_IN_FLIGHT;
+        rec.attempts = 1;
+        rec.attempt_limit = 3;
+        rec.query_limit = 10;
+        rec.accepted_at = T0;
+        rec.deadline_at = DEADLINE;
+        rec.key_first_used = T0;
+        policy_call_outcome(&cfg, &rec, &ack, &rng, &d);
+        assert_int_equal(policy_end_call(&rec, &d, &end, T0 + 1000, &next), 0);
+        assert_int_equal(next.state, OP_UNKNOWN);
+        assert_int_equal(next.deadline_at, T0 + 1000 + wait);
+        assert_string_equal(next.refund_id, "8815");
+        assert_true(policy_awaits_notification(&next));
+        struct policy_pick pick = {POLICY_GROUP_AGAIN, T0 + 1000 + wait, RETENTION, true};
+        assert_false(policy_is_due(&next, &pick));
+        pick.now = T0 + 2000;
+        assert_false(policy_is_due(&next, &pick));
+        assert_int_equal(policy_sweep(&next, T0 + 1000 + wait, RETENTION, &ev, &rec), TG_EAGAIN);
+        assert_int_equal(policy_sweep(&next, T0 + 1001 + wait, RETENTION, &ev, &rec), 0);
+        assert_int_equal(ev, OP_EV_DEADLINE);
+        assert_int_equal(rec.state, OP_MANUAL);
+        assert_int_equal(rec.reason, MANUAL_NOTIFICATION_DEADLINE);
+        assert_string_equal(manual_reason_name(MANUAL_NOTIFICATION_DEADLINE),
+                            "notification_deadline");
+        /* the notification settles it while it waits */
+        bool changed = false;
+        assert_int_equal(policy_external(&next, OP_SUCCEEDED, "8815", T0 + 9000, &rec, &changed),
+                         0);
+        assert_true(changed);
+        assert_int_equal(rec.state, OP_SUCCEEDED);
+}
+
 /* --- takeover ---------------------------------------------------------------- */
 
 static void test_takeover(void **state)
@@ -1082,8 +1185,9 @@ static void test_names(void **state)
                 assert_int_equal(op_state_parse(states[i], &st), 0);
                 assert_int_equal(st, i);
         }
-        const char *reasons[] = {"none",       "attempts_exhausted", "deadline", "query_budget",
-                                 "key_reused", "key_retention",      "invalid",  "key_expired"};
+        const char *reasons[] = {"none",         "attempts_exhausted", "deadline",
+                                 "query_budget", "key_reused",         "key_retention",
+                                 "invalid",      "key_expired",        "notification_deadline"};
         for (int i = 0; i < MANUAL_REASON_COUNT; i++) {
                 assert_string_equal(manual_reason_name((enum manual_reason)i), reasons[i]);
                 enum manual_reason r = (enum manual_reason)99;
@@ -1362,6 +1466,7 @@ int main(void)
             cmocka_unit_test(test_backoff_give_up_is_deadline),
             cmocka_unit_test(test_query_budget_walk),
             cmocka_unit_test(test_replay_after_the_queries),
+            cmocka_unit_test(test_notification_only),
             cmocka_unit_test(test_takeover),
             cmocka_unit_test(test_check_deadline),
             cmocka_unit_test(test_check_due),

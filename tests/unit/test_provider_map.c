@@ -329,6 +329,20 @@ static void test_reconcile(void **state)
         assert_false(m.replay);
         assert_int_equal(m.nreconcile, 2); /* untouched on failure */
         assert_string_equal(reconcile_name(RECONCILE_REFUND_ID), "refund_id");
+        /* notification-only (Adyen): alone, or with replay; never beside a
+         * query strategy (a provider with a query polls it) */
+        assert_int_equal(reconcile_parse("notification, list", &m, &err), TG_EPARSE);
+        assert_non_null(strstr(err.message, "alone"));
+        assert_int_equal(reconcile_parse("notification notification", &m, &err), TG_EPARSE);
+        assert_int_equal(reconcile_parse("notification, replay", &m, &err), 0);
+        assert_true(m.notification);
+        assert_true(m.replay);
+        assert_int_equal(m.nreconcile, 0);
+        assert_int_equal(reconcile_parse("notification", &m, &err), 0);
+        assert_true(m.notification);
+        assert_false(m.replay);
+        assert_int_equal(reconcile_parse("list, key", &m, &err), 0);
+        assert_false(m.notification);
 
         /* "list" without a list path is refused, naming the key */
         assert_int_equal(request_map_check(&m, &key, &err), TG_EINVAL);
