@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/currency.h"
 #include "core/tg_error.h"
 
 static int fail(struct template_error *err, const char *message)
@@ -285,10 +286,15 @@ int request_map_strategy(const struct request_map *m, const struct template_valu
 }
 
 void map_values_for(const struct refund_request *req, const struct refund_metadata *metadata,
-                    const char *refund_id, char amount_buf[24], struct template_values *ret)
+                    const char *refund_id, char amount_buf[MAP_AMOUNT_BUF],
+                    struct template_values *ret)
 {
+        char *decimal = amount_buf + MAP_AMOUNT_BUF / 2;
+
         memset(ret, 0, sizeof(*ret));
-        snprintf(amount_buf, 24, "%lld", (long long)req->amount);
+        snprintf(amount_buf, MAP_AMOUNT_BUF / 2, "%lld", (long long)req->amount);
+        if (currency_decimal(req->amount, req->currency, decimal, MAP_AMOUNT_BUF / 2) == 0)
+                ret->text[TPL_AMOUNT_DECIMAL] = decimal;
         ret->text[TPL_OPERATION_ID] = req->operation_id;
         ret->text[TPL_IDEMPOTENCY_KEY] = req->operation_id;
         ret->text[TPL_PAYMENT_ID] = req->payment_id;

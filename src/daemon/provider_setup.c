@@ -69,7 +69,7 @@ static int try_sample(const struct provider_maps *m, bool sign, const struct ref
 {
         static const unsigned char key[] = "sample-key";
         struct template_values v;
-        char amount[24], path[2048], sig[512], *body = NULL;
+        char amount[MAP_AMOUNT_BUF], path[2048], sig[512], *body = NULL;
         struct tg_strbuf sb;
         size_t len = 0;
         int r;

@@ -330,7 +330,7 @@ int transport_call_setup(const struct transport_lane *t, struct call *c,
         const struct refund_request *req = call->refund;
         struct refund_metadata md;
         struct template_values values;
-        char amount[24], path[URL_MAX], url[URL_MAX + 1024];
+        char amount[MAP_AMOUNT_BUF], path[URL_MAX], url[URL_MAX + 1024];
         enum reconcile_strategy strategy;
         struct tg_strbuf sb;
         int r;
