@@ -272,6 +272,9 @@ static void settle_call(struct exit *e, struct open_call *oc, const struct trans
                         tg_mono_ns now, tg_wall_ms wall)
 {
         enum tg_class cls = classify(e->classifier, oc->request, &res->reply);
+
+        /* oauth2: a 401 gives the token the call carried up */
+        exit_token_answered(e, oc->token_gen, res, now);
         struct policy_decision decision;
         struct settle_job local, *j = malloc(sizeof(*j));
         int64_t ra = -1, v;
@@ -417,6 +420,8 @@ void exit_sent(struct exit *e, const struct transport_sent *s)
 {
         struct open_call *oc = find_call(e, s->cookie);
 
+        if (!oc && exit_token_sent(e, s))
+                return;
         if (oc)
                 sent_known(e, oc, s->sent, s->late, s->ready_mono, s->sent_mono, s->sent_end_mono);
 }
@@ -425,6 +430,8 @@ void exit_done(struct exit *e, const struct transport_result *res, tg_mono_ns no
 {
         struct open_call *oc = find_call(e, res->cookie);
 
+        if (!oc && exit_token_done(e, res, now))
+                return;
         if (oc && res->failure == TRANSPORT_LATE)
                 release_late(e, oc, res, now, wall);
         else if (oc)

@@ -286,7 +286,9 @@ void provider_setup_transport_config(const struct tg_config *c, const struct pro
         ret->fixed_headers = m->fixed_headers;
         ret->auth = strcmp(c->provider_auth, "bearer") == 0   ? TRANSPORT_AUTH_BEARER
                     : strcmp(c->provider_auth, "header") == 0 ? TRANSPORT_AUTH_HEADER
+                    : strcmp(c->provider_auth, "oauth2") == 0 ? TRANSPORT_AUTH_OAUTH2
                                                               : TRANSPORT_AUTH_NONE;
+        ret->token_path = c->provider_token_path;
         ret->auth_header = c->provider_auth_header;
         ret->signing_string = c->provider_signing_key_file[0] ? &m->signing : NULL;
         ret->signature_header = c->provider_signature_header;
@@ -332,12 +334,13 @@ int provider_setup_lane_credentials(const struct tg_config *c, struct transport 
 {
         struct transport_credentials in;
         char *secret = secmem_alloc(SECRET_MAX), *signing = secmem_alloc(SECRET_MAX);
+        char *client_id = secmem_alloc(SECRET_MAX);
         char *cert = NULL, *key = NULL;
         size_t cert_len = 0, key_len = 0;
         int r = 0;
 
         memset(&in, 0, sizeof(in));
-        if (!secret || !signing) {
+        if (!secret || !signing || !client_id) {
                 r = TG_ENOMEM;
                 goto out;
         }
@@ -345,6 +348,11 @@ int provider_setup_lane_credentials(const struct tg_config *c, struct transport 
                 r = config_read_secret("provider", "auth_secret_file", c->provider_auth_secret_file,
                                        secret, SECRET_MAX, err, size);
                 in.auth_secret = secret;
+        }
+        if (r == 0 && c->provider_client_id_file[0]) {
+                r = config_read_secret("provider", "client_id_file", c->provider_client_id_file,
+                                       client_id, SECRET_MAX, err, size);
+                in.client_id = client_id;
         }
         if (r == 0 && c->provider_signing_key_file[0]) {
                 r = config_read_secret("provider", "signing_key_file", c->provider_signing_key_file,
@@ -371,6 +379,7 @@ int provider_setup_lane_credentials(const struct tg_config *c, struct transport 
 out:
         secmem_free(secret);
         secmem_free(signing);
+        secmem_free(client_id);
         secmem_free(cert);
         secmem_free(key);
         return r;
