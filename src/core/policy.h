@@ -76,6 +76,11 @@ struct policy_config {
          * sent again with its same key, as a retry, while the key is inside
          * key_retention_ms; past it, manual with MANUAL_KEY_EXPIRED */
         bool replay;
+        /* the queries go by the provider's refund id only (provider.reconcile
+         * = refund_id, replay: PayPal): an unknown outcome without one is
+         * not asked about (there is nothing to ask by) but replayed at once,
+         * under the same key rules */
+        bool query_needs_refund_id;
 };
 
 void policy_config_default(struct policy_config *ret_config);
@@ -105,6 +110,9 @@ struct policy_event {
          * a query's no_answer, nothing was executed and the call is not
          * counted against the operation's budget */
         bool limited;
+        /* the operation has the provider's refund id (stored, or in this
+         * answer): see policy_config.query_needs_refund_id */
+        bool refund_id_known;
 };
 
 /* The budget a call was given back to (a limited answer). */

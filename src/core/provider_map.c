@@ -164,7 +164,9 @@ int request_map_check(const struct request_map *m, const char **ret_key, struct 
                                                   a, b);
                 }
         }
-        if (template_uses(&m->query_path, TPL_REFUND_ID) && !m->has_fallback && !m->has_list)
+        /* with replay, a POST that told no refund id is replayed instead */
+        if (template_uses(&m->query_path, TPL_REFUND_ID) && !m->has_fallback && !m->has_list &&
+            !m->replay)
                 return check_fail(err, ret_key, "query_fallback_path",
                                   "required (or list_path): query_path uses {refund_id}, which is "
                                   "unknown until the provider answers a POST%s%s",
@@ -191,7 +193,7 @@ int request_map_check(const struct request_map *m, const char **ret_key, struct 
                                           "query_fallback_path)%s",
                                           reconcile_name(s), "");
         }
-        if (!without_id)
+        if (!without_id && !m->replay)
                 return check_fail(err, ret_key, "reconcile",
                                   "needs key or list too: a POST that timed out told us no refund "
                                   "id%s%s",

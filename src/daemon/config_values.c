@@ -546,8 +546,14 @@ int config_set_reconcile(struct load *load, const struct key_def *key, const cha
                 return config_key_error(load, key, "out of memory");
         r = reconcile_parse(value, m, &terr);
         /* the policy replays where the contract returns the stored result */
-        if (r == 0)
+        if (r == 0) {
+                bool other = false;
                 load->config.policy.replay = m->replay;
+                for (unsigned i = 0; i < m->nreconcile; i++)
+                        other = other || m->reconcile[i] != RECONCILE_REFUND_ID;
+                /* refund_id alone: no query without the provider's id */
+                load->config.policy.query_needs_refund_id = m->nreconcile > 0 && !other;
+        }
         free(m);
         if (r < 0)
                 return config_key_error(load, key, "%s", terr.message);

@@ -292,13 +292,14 @@ static void settle_call(struct exit *e, struct open_call *oc, const struct trans
                 ra = v;
         /* a 429/503 refused the call for the whole account: nothing was
          * executed, and the policy gives the call back to its budget */
-        struct policy_event ev = {.request = oc->request,
-                                  .cls = cls,
-                                  .retry_after_ms = ra,
-                                  .now = wall,
-                                  .limited =
-                                      !res->reply.key_in_progress &&
-                                      holds_limited(res->reply.transport, res->reply.http_status)};
+        struct policy_event ev = {
+            .request = oc->request,
+            .cls = cls,
+            .retry_after_ms = ra,
+            .refund_id_known = oc->op.refund_id[0] != '\0' || res->reply.refund_id[0] != '\0',
+            .now = wall,
+            .limited = !res->reply.key_in_progress &&
+                       holds_limited(res->reply.transport, res->reply.http_status)};
         policy_call_outcome(&e->cfg->policy, &oc->op, &ev, &e->rng, &decision);
         struct exit_call_end end = {.op = &oc->op,
                                     .call = &oc->call,

@@ -63,6 +63,15 @@ static int parse_list(const char *key, const char *text, struct status_list *l, 
         return 0;
 }
 
+static bool config_query_needs_refund_id(const struct provider_maps *m)
+{
+        enum reconcile_strategy s;
+        struct template_values none;
+
+        memset(&none, 0, sizeof(none));
+        return m->request.replay && request_map_strategy(&m->request, &none, &s) < 0;
+}
+
 /* One evaluation of everything a call makes, for one sample refund. */
 static int try_sample(const struct provider_maps *m, bool sign, const struct refund_request *req,
                       const struct refund_metadata *md, char *err, size_t size)
@@ -80,7 +89,9 @@ static int try_sample(const struct provider_maps *m, bool sign, const struct ref
                 if (request_map_path(&m->request, CLASSIFY_POST, &v, &sb) < 0)
                         return fail(err, size, "refunds_path", "cannot be made for a refund");
                 tg_strbuf_init(&sb, path, sizeof(path));
-                if (request_map_path(&m->request, CLASSIFY_QUERY, &v, &sb) < 0)
+                /* refund_id (and replay) alone: no query without the id */
+                if (request_map_path(&m->request, CLASSIFY_QUERY, &v, &sb) < 0 &&
+                    (with_id || !config_query_needs_refund_id(m)))
                         return fail(err, size, "query_path", "cannot be made for a refund");
         }
         map_values_for(req, md, NULL, amount, &v);
