@@ -202,13 +202,16 @@ class PayPalProfileTest(unittest.TestCase):
                                  "currency": currency}, tg.headers())
 
     def test_refunds_settled_with_decimal_amounts_and_tokens_refreshed_and_paced(self):
-        # Tokens live 4 s: a new one is fetched 2 s into each while refunds
+        # Tokens live 6 s and a call 1 s at most: one is used for calls
+        # started in its first 5 s, and a new one is fetched from 3 s into
+        # its life (half of it: the margin is at most that) while refunds
         # go on (never a 401), every token call passes the exit's pacer like
         # the refunds' calls (spaced at the door), and the amounts reach
         # PayPal as decimal strings in their currency's places.
-        pp = PayPalStandIn(ttl=4)
+        pp = PayPalStandIn(ttl=6)
         try:
-            with self.tollgate(pp, exit={"starts_per_second": 4}) as tg:
+            with self.tollgate(pp, exit={"starts_per_second": 4},
+                               provider={"timeout_ms": 1000}) as tg:
                 tg.start("serve")
                 cases = [("pp-usd", 1037, "USD", "10.37"), ("pp-jpy", 1037, "JPY", "1037"),
                          ("pp-kwd", 1037, "KWD", "1.037")]
@@ -217,8 +220,8 @@ class PayPalProfileTest(unittest.TestCase):
                 status, _, body = self.submit(tg, "pp-xxx", currency="XXX")
                 self.assertEqual((status, body["error"]["field"]), (422, "currency"), body)
                 ops = [c[0] for c in cases]
-                for i in range(8):  # calls go on across two token lives
-                    time.sleep(1)
+                for i in range(16):  # calls go on across two token lives
+                    time.sleep(0.5)
                     ops.append("pp-more-%d" % i)
                     self.assertEqual(self.submit(tg, ops[-1], amount=100 + i)[0], 202)
                 final = tg.wait_final(ops, timeout=20)
@@ -230,6 +233,11 @@ class PayPalProfileTest(unittest.TestCase):
                 self.assertEqual(got["pp-more-3"], {"value": "1.03", "currency_code": "USD"})
                 self.assertNotIn("pp-xxx", got)
                 self.assertGreaterEqual(len(pp.token_calls()), 3, pp.token_calls())
+                # each new token while the one in hand was still usable (5 s):
+                # fetched from 3 s into its life, at the next call after that
+                got_at = [a["t"] for a in pp.token_calls()]
+                lives = [b - a for a, b in zip(got_at, got_at[1:])]
+                self.assertLess(max(lives), 4.5, lives)
                 self.assertTrue(all(a["auth"] == "Bearer" for a in pp.posts()))
                 self.assertEqual([c for c in tg.calls() if c.get("http_status") == 401], [])
                 # the door: token calls and refund calls at least 1/rate apart
