@@ -226,7 +226,8 @@ static int schedule_query(const struct policy_config *config, const struct polic
         if (event->retry_after_ms > wait)
                 wait = event->retry_after_ms;
         tg_wall_ms next = add_ms(event->now, wait);
-        if (op->queries >= op->query_limit && config->replay)
+        if (config->replay && (op->queries >= op->query_limit ||
+                               (config->query_needs_refund_id && !event->refund_id_known)))
                 return schedule_replay(config, op, event, ret_decision);
         if (op->queries >= op->query_limit) {
                 decide_manual(ret_decision, MANUAL_QUERY_BUDGET);

@@ -88,6 +88,11 @@ struct policy_config {
          * query is ever scheduled, so none of the query budget is spent. */
         bool notification;
         int64_t notification_deadline_ms; /* 24 h */
+        /* the queries go by the provider's refund id only (provider.reconcile
+         * = refund_id, replay: PayPal): an unknown outcome without one is
+         * not asked about (there is nothing to ask by) but replayed at once,
+         * under the same key rules */
+        bool query_needs_refund_id;
 };
 
 void policy_config_default(struct policy_config *ret_config);
@@ -117,6 +122,9 @@ struct policy_event {
          * a query's no_answer, nothing was executed and the call is not
          * counted against the operation's budget */
         bool limited;
+        /* the operation has the provider's refund id (stored, or in this
+         * answer): see policy_config.query_needs_refund_id */
+        bool refund_id_known;
 };
 
 /* The budget a call was given back to (a limited answer). */

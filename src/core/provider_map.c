@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/currency.h"
 #include "core/tg_error.h"
 
 static int fail(struct template_error *err, const char *message)
@@ -163,7 +164,9 @@ int request_map_check(const struct request_map *m, const char **ret_key, struct 
                                                   a, b);
                 }
         }
-        if (template_uses(&m->query_path, TPL_REFUND_ID) && !m->has_fallback && !m->has_list)
+        /* with replay, a POST that told no refund id is replayed instead */
+        if (template_uses(&m->query_path, TPL_REFUND_ID) && !m->has_fallback && !m->has_list &&
+            !m->replay)
                 return check_fail(err, ret_key, "query_fallback_path",
                                   "required (or list_path): query_path uses {refund_id}, which is "
                                   "unknown until the provider answers a POST%s%s",
@@ -190,7 +193,7 @@ int request_map_check(const struct request_map *m, const char **ret_key, struct 
                                           "query_fallback_path)%s",
                                           reconcile_name(s), "");
         }
-        if (!without_id)
+        if (!without_id && !m->replay)
                 return check_fail(err, ret_key, "reconcile",
                                   "needs key or list too: a POST that timed out told us no refund "
                                   "id%s%s",
@@ -299,10 +302,15 @@ int request_map_strategy(const struct request_map *m, const struct template_valu
 }
 
 void map_values_for(const struct refund_request *req, const struct refund_metadata *metadata,
-                    const char *refund_id, char amount_buf[24], struct template_values *ret)
+                    const char *refund_id, char amount_buf[MAP_AMOUNT_BUF],
+                    struct template_values *ret)
 {
+        char *decimal = amount_buf + MAP_AMOUNT_BUF / 2;
+
         memset(ret, 0, sizeof(*ret));
-        snprintf(amount_buf, 24, "%lld", (long long)req->amount);
+        snprintf(amount_buf, MAP_AMOUNT_BUF / 2, "%lld", (long long)req->amount);
+        if (currency_decimal(req->amount, req->currency, decimal, MAP_AMOUNT_BUF / 2) == 0)
+                ret->text[TPL_AMOUNT_DECIMAL] = decimal;
         ret->text[TPL_OPERATION_ID] = req->operation_id;
         ret->text[TPL_IDEMPOTENCY_KEY] = req->operation_id;
         ret->text[TPL_PAYMENT_ID] = req->payment_id;

@@ -138,9 +138,14 @@ int request_map_strategy(const struct request_map *map, const struct template_va
 /* The values of one operation for the templates: its request fields, its
  * metadata (already parsed: src/net reads the stored JSON) and the
  * provider's refund id (NULL or "" when unknown). amount_buf holds the
- * decimal amount and must outlive *ret. */
+ * amount in minor units and as a decimal string, and must outlive *ret;
+ * {amount_decimal} has no value (NULL) for a currency without an ISO 4217
+ * exponent in core/currency.h (intake refuses such a refund where the
+ * mapping uses it). */
+#define MAP_AMOUNT_BUF 48
 void map_values_for(const struct refund_request *req, const struct refund_metadata *metadata,
-                    const char *refund_id, char amount_buf[24], struct template_values *ret);
+                    const char *refund_id, char amount_buf[MAP_AMOUNT_BUF],
+                    struct template_values *ret);
 
 /* Appends the path of a POST or a query (the query's path by
  * request_map_strategy()). 0, TG_EFULL, TG_ENOTFOUND (cannot happen for a

@@ -31,6 +31,7 @@ static const char *const field_names[TPL_FIELD_COUNT] = {
     [TPL_IDEMPOTENCY_KEY] = "idempotency_key",
     [TPL_BODY_SHA256] = "body_sha256",
     [TPL_REQUEST_ID] = "request_id",
+    [TPL_AMOUNT_DECIMAL] = "amount_decimal",
 };
 
 const char *template_field_name(enum tpl_field f)

@@ -12,6 +12,9 @@
  *
  * The fields (template_field_name() spells them):
  *   refund:  operation_id, payment_id, amount (decimal minor units), currency,
+ *            amount_decimal (the amount as a decimal string in the
+ *            currency's ISO 4217 exponent: 1037 USD "10.37", JPY "1037";
+ *            core/currency.h),
  *            reason, metadata.KEY (one value of the refund's metadata, "" when
  *            absent), metadata (the whole object: only as the whole value of
  *            a body field), refund_id (the provider's id, once known)
@@ -44,14 +47,16 @@ enum tpl_field {
         TPL_IDEMPOTENCY_KEY,
         TPL_BODY_SHA256,
         TPL_REQUEST_ID,
+        TPL_AMOUNT_DECIMAL, /* {amount_decimal}: "10.37" for 1037 USD */
 };
-#define TPL_FIELD_COUNT 14
+#define TPL_FIELD_COUNT 15
 
 #define TPL_SET(f) (1u << (f))
 /* Fields of the refund as accepted at intake. */
 #define TPL_REFUND_FIELDS                                                                          \
         (TPL_SET(TPL_OPERATION_ID) | TPL_SET(TPL_PAYMENT_ID) | TPL_SET(TPL_AMOUNT) |               \
-         TPL_SET(TPL_CURRENCY) | TPL_SET(TPL_REASON) | TPL_SET(TPL_METADATA_KEY))
+         TPL_SET(TPL_CURRENCY) | TPL_SET(TPL_REASON) | TPL_SET(TPL_METADATA_KEY) |                 \
+         TPL_SET(TPL_AMOUNT_DECIMAL))
 #define TPL_BODY_FIELDS (TPL_REFUND_FIELDS | TPL_SET(TPL_METADATA))
 #define TPL_PATH_FIELDS (TPL_REFUND_FIELDS | TPL_SET(TPL_REFUND_ID))
 #define TPL_SIGNING_FIELDS                                                                         \

@@ -306,6 +306,7 @@ static int post_refund(struct api *api, const struct http_request *req, struct h
         tg_wall_ms now = api_wall_now();
         if (api_parse_refund(req->body, req->body_len, now, &rr, &err) < 0 ||
             api_refund_account(&api->cfg, &rr, &err) < 0 ||
+            api_refund_currency(&api->cfg, &rr, &err) < 0 ||
             api_refund_notify_url(&api->cfg, &rr, &err) < 0)
                 return api_reply_error(res, rid, &err); /* nothing stored */
         api_note_op(api, rr.operation_id);

@@ -153,6 +153,7 @@ int api_post_refunds_batch(struct api *api, const struct http_request *req,
                 /* an item naming no configured account is its own 422 */
                 if (items[i].ok &&
                     (api_refund_account(&api->cfg, &items[i].req, &items[i].err) < 0 ||
+                     api_refund_currency(&api->cfg, &items[i].req, &items[i].err) < 0 ||
                      api_refund_notify_url(&api->cfg, &items[i].req, &items[i].err) < 0))
                         items[i].ok = false;
                 if (!items[i].ok)

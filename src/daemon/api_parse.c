@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/currency.h"
 #include "core/encode.h"
 #include "core/refund_validate.h"
 #include "core/rfc3339.h"
@@ -90,6 +91,25 @@ int api_refund_account(const struct tg_config *config, struct refund_request *re
         snprintf(message, sizeof(message), "is required when several accounts are configured: %s",
                  names);
         return invalid(err, 422, "invalid_field", "account", message);
+}
+
+int api_refund_currency(const struct tg_config *config, const struct refund_request *req,
+                        struct api_error *err)
+{
+        const struct tg_account *a = config_account_find(config, req->account);
+        const struct tg_account_settings *s = a && a->settings ? a->settings : NULL;
+        unsigned n = s ? s->provider_body_field_count : config->provider_body_field_count;
+        bool decimal = false;
+        unsigned exponent;
+
+        for (unsigned i = 0; i < n && !decimal; i++)
+                decimal = strstr(s ? s->provider_body_fields[i] : config->provider_body_fields[i],
+                                 "{amount_decimal}") != NULL;
+        if (!decimal || currency_exponent(req->currency, &exponent) == 0)
+                return 0;
+        return invalid(err, 422, "invalid_field", "currency",
+                       "has no ISO 4217 minor unit known to tollgate, and this provider takes "
+                       "the amount as a decimal string");
 }
 
 int api_unknown_account(const struct tg_config *config, struct api_error *err)

@@ -87,6 +87,14 @@ int api_unknown_account(const struct tg_config *config, struct api_error *err);
 int api_refund_notify_url(const struct tg_config *config, const struct refund_request *req,
                           struct api_error *err);
 
+/* A refund for an account whose mapping writes the amount as a decimal
+ * string ({amount_decimal} in a provider.body_field) must be in a currency
+ * whose ISO 4217 exponent core/currency.h knows: else 422 invalid_field
+ * currency, refused before anything is stored (never a guessed exponent).
+ * Call after api_refund_account(). 0 or TG_EINVAL with *err filled. */
+int api_refund_currency(const struct tg_config *config, const struct refund_request *req,
+                        struct api_error *err);
+
 int api_parse_batch(const char *body, size_t len, tg_wall_ms now, struct api_batch_item *items,
                     size_t *ret_n, struct api_error *err);
 

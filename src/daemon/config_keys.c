@@ -262,10 +262,27 @@ const struct key_def config_keys[] = {
     INT_KEY(PER_ACCOUNT("provider"), "unreachable_hold_max_ms", KEY_I64,
             provider_unreachable_hold_max_ms, 1, MAX_DURATION_MS, 1,
             "The longest such hold (must be >= `provider.unreachable_hold_ms`)."),
-    CHOICE_KEY(PER_ACCOUNT("provider"), "auth", provider_auth, " none bearer header ",
-               "How calls authenticate: `none`, `bearer` (`Authorization: Bearer <secret>`) or "
+    CHOICE_KEY(PER_ACCOUNT("provider"), "auth", provider_auth, " none bearer header oauth2 ",
+               "How calls authenticate: `none`, `bearer` (`Authorization: Bearer <secret>`), "
                "`header` (`<provider.auth_header>: <secret>`), the secret read from "
-               "`provider.auth_secret_file`."),
+               "`provider.auth_secret_file`; or `oauth2`: OAuth 2.0 client credentials, an "
+               "access token fetched from `provider.token_path` with the client id "
+               "(`provider.client_id_file`) and secret (`provider.auth_secret_file`) and sent "
+               "as `Authorization: Bearer <token>`, refreshed before it lapses "
+               "(`provider.token_refresh_margin_s`) and after a `401`; every token call passes "
+               "the exit like the refunds' calls."),
+    STRING_KEY(PER_ACCOUNT("provider"), "client_id_file", provider_client_id_file,
+               config_set_secret_path,
+               "With `provider.auth = oauth2`: a file holding the OAuth 2.0 client id (read "
+               "like the other secrets, never logged); required then, refused otherwise."),
+    STRING_KEY(PER_ACCOUNT("provider"), "token_path", provider_token_path, config_set_token_path,
+               "With `provider.auth = oauth2`: the token endpoint, a path on "
+               "`provider.base_url` (so that its calls reach the provider's host through the "
+               "same exit), POSTed `grant_type=client_credentials`."),
+    INT_KEY(PER_ACCOUNT("provider"), "token_refresh_margin_s", KEY_I64,
+            provider_token_refresh_margin_ms, 1, MAX_DURATION_S, 1000,
+            "With `provider.auth = oauth2`: a token is fetched anew this long before it lapses "
+            "(at most half its life before), while calls go on with the one in hand."),
     STRING_KEY(PER_ACCOUNT("provider"), "auth_header", provider_auth_header, config_set_header_name,
                "The header carrying the API key when `provider.auth` is `header`."),
     STRING_KEY(PER_ACCOUNT("provider"), "auth_secret_file", provider_auth_secret_file,
@@ -753,6 +770,8 @@ void config_defaults(struct tg_config *ret_config)
         c->provider_unreachable_hold_max_ms = 60000;
         snprintf(c->provider_auth, sizeof(c->provider_auth), "%s", "none");
         snprintf(c->provider_auth_header, sizeof(c->provider_auth_header), "%s", "X-Api-Key");
+        snprintf(c->provider_token_path, sizeof(c->provider_token_path), "%s", "/v1/oauth2/token");
+        c->provider_token_refresh_margin_ms = 300000;
         snprintf(c->provider_signature_header, sizeof(c->provider_signature_header), "%s",
                  "X-Signature");
         snprintf(c->provider_timestamp_header, sizeof(c->provider_timestamp_header), "%s",

@@ -299,6 +299,13 @@ static void check_provider(struct load *load)
                                  c->provider_auth);
         if (!auth && c->provider_auth_secret_file[0])
                 config_key_error(load, secret, "set, but provider.auth is none");
+        bool oauth2 = strcmp(c->provider_auth, "oauth2") == 0;
+        if (oauth2 && !c->provider_client_id_file[0])
+                config_key_error(load, row("provider", "client_id_file"),
+                                 "required when provider.auth is oauth2");
+        if (!oauth2 && c->provider_client_id_file[0])
+                config_key_error(load, row("provider", "client_id_file"),
+                                 "set, but provider.auth is %s", c->provider_auth);
         if (c->provider_client_cert[0] && !c->provider_client_key[0])
                 config_key_error(load, key, "required with provider.client_cert");
         if (c->provider_client_key[0] && !c->provider_client_cert[0])

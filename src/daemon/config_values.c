@@ -443,6 +443,20 @@ int config_set_header_name(struct load *load, const struct key_def *key, const c
                                     value);
 }
 
+int config_set_token_path(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+
+        if (value[0] != '/' || strcspn(value, " \t\r\n?#{}") != strlen(value))
+                return config_key_error(
+                    load, key,
+                    "must be a path on provider.base_url (\"/v1/oauth2/token\"), "
+                    "not \"%s\"",
+                    config_quote(value, q, sizeof(q)));
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
 int config_set_signing_string(struct load *load, const struct key_def *key, const char *value)
 {
         struct template_error terr;
@@ -533,8 +547,13 @@ int config_set_reconcile(struct load *load, const struct key_def *key, const cha
         r = reconcile_parse(value, m, &terr);
         /* the policy replays where the contract returns the stored result */
         if (r == 0) {
+                bool other = false;
                 load->config.policy.replay = m->replay;
                 load->config.policy.notification = m->notification;
+                for (unsigned i = 0; i < m->nreconcile; i++)
+                        other = other || m->reconcile[i] != RECONCILE_REFUND_ID;
+                /* refund_id alone: no query without the provider's id */
+                load->config.policy.query_needs_refund_id = m->nreconcile > 0 && !other;
         }
         free(m);
         if (r < 0)

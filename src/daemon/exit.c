@@ -151,6 +151,11 @@ tg_mono_ns exit_handoff_time(const struct exit *e, tg_mono_ns slot)
         return h;
 }
 
+bool exit_account_held(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
+{
+        return account_held(e, now, wall);
+}
+
 const char *exit_account_name(const struct exit *e)
 {
         return e->cfg->view_of[0] ? e->cfg->view_of : TG_ACCOUNT_DEFAULT;
@@ -237,6 +242,9 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
         if (!owner_fresh(e, e->env->mono_now(e->env->ctx)))
                 return;
         exit_follow_rate(e, now);
+        /* oauth2: no call without a usable token; its own call first */
+        if (exit_token_blocks(e, now, wall))
+                return;
         tg_mono_ns slot = pacer_next_slot(e->pacer);
         /* the request goes on the wire at its slot, or now if that is past
          * (with shares: on this share's point of the grid, or a little
@@ -322,6 +330,7 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
             .lane = e->index, /* several accounts: the loop's transport has a lane each */
         };
         oc->planned = at;
+        oc->token_gen = exit_token_gen(e);
         r = e->env->start(e->env->ctx, &tc, &oc->handoff);
         if (e->query_pacer && oc->request == CLASSIFY_QUERY)
                 pacer_start_pending(e->query_pacer, at, NULL);
@@ -479,7 +488,12 @@ tg_mono_ns exit_wake_at(const struct exit *e, tg_mono_ns now)
         } else if (!e->lost && !exit_stopping(e) && owner_fresh(e, now) && !e->paused &&
                    pacer_in_flight(e->pacer) < e->cap_now) {
                 tg_mono_ns at = pacer_start_at(e->pacer, now);
-                if (at != TG_MONO_NEVER) {
+                tg_mono_ns token = exit_token_wait(e, now);
+                if (token != 0) {
+                        /* no token to call with: its answer or its hold's end */
+                        if (token < until)
+                                until = token;
+                } else if (at != TG_MONO_NEVER) {
                         tg_mono_ns handoff = exit_handoff_time(e, at);
                         tg_mono_ns t =
                             handoff > e->idle_until || e->nready ? handoff : e->idle_until;
@@ -521,7 +535,7 @@ unsigned exit_open_calls(const struct exit *e)
 
         for (unsigned i = 0; i < e->ncalls; i++)
                 n += e->calls[i].used;
-        return n;
+        return n + exit_token_open(e);
 }
 
 bool exit_drained(const struct exit *e)
@@ -556,7 +570,10 @@ bool exit_sane(const struct exit *e, unsigned transport_open)
         for (unsigned i = 0; i < e->nready; i++)
                 if (e->ready[i].used || !op_sane(&e->ready[i].op))
                         return false;
-        /* every open call is the transport's, and the pacers count them */
+        /* every open call is the transport's, and the pacers count them
+         * (the token call too: it is paced like the others) */
+        open += exit_token_open(e);
+        paced += exit_token_open(e);
         if (open > transport_open || pacer_in_flight(e->pacer) != paced)
                 return false;
         return !e->query_pacer || pacer_in_flight(e->query_pacer) == queries;
@@ -804,6 +821,7 @@ int exit_new(const struct exit_params *p, struct exit **ret_exit)
                 return TG_ENOMEM;
         e->cfg = cfg;
         e->env = env;
+        exit_token_init(e);
         e->store = p->store;
         e->index = p->index;
         e->stop = p->stop;

@@ -81,6 +81,26 @@ struct open_call {
         bool sent_known;             /* its sent report came */
         tg_mono_ns sent;             /* on the wire (0: never) */
         bool unpaced;                /* PLANT_RETRY_SKIPS_PACER: the pacer never saw it */
+        unsigned token_gen;          /* oauth2: the access token it carried (exit_token.c) */
+};
+
+/* provider.auth = oauth2: the exit's access token, as the exit sees it (the
+ * token itself is the transport's): exit_token.c. */
+struct exit_token {
+        bool on;
+        bool open; /* its call is out */
+        bool sent_known;
+        bool probe;
+        bool refetched_for_401; /* the token in hand came after a 401 */
+        uint64_t cookie;
+        tg_mono_ns planned;      /* that call's slot */
+        tg_mono_ns refresh_at;   /* a new one is fetched from then */
+        tg_mono_ns usable_until; /* calls start before this only */
+        tg_mono_ns hold_until;   /* after a failed fetch: none before */
+        int64_t backoff_ms;
+        unsigned gen;   /* tokens got (0: none yet) */
+        unsigned calls; /* token calls started */
+        char request_id[64];
 };
 
 /* A batch of claims on its way through the store thread (one at a time). */
@@ -162,6 +182,7 @@ struct exit {
         bool adaptive_on;
         struct adaptive adaptive;
         double rate_now;
+        struct exit_token tok;   /* oauth2 (exit_token.c) */
         struct open_call *calls; /* ncalls = the share's max_in_flight slots */
         unsigned ncalls;
         uint64_t next_cookie;
@@ -241,6 +262,29 @@ void exit_follow_rate(struct exit *e, tg_mono_ns now);
 json_t *exit_op_fields(const struct op_record *op, const struct call_record *call);
 /* When a call for `slot` is handed over: the lead ahead of it. */
 tg_mono_ns exit_handoff_time(const struct exit *e, tg_mono_ns slot);
+/* The account's quota is held now (another share's hold, a pause). */
+bool exit_account_held(struct exit *e, tg_mono_ns now, tg_wall_ms wall);
+
+/* ---- exit_token.c ---- */
+
+void exit_token_init(struct exit *e);
+/* With oauth2: starts the token call when one is due (it takes the slot),
+ * and says whether an operation's call must wait (no usable token, or the
+ * token call took this slot). false without oauth2. */
+bool exit_token_blocks(struct exit *e, tg_mono_ns now, tg_wall_ms wall);
+/* When an exit without a usable token can next start anything: 0 (no
+ * constraint: the slot says), TG_MONO_NEVER (its call's answer wakes the
+ * loop) or the end of a hold. */
+tg_mono_ns exit_token_wait(const struct exit *e, tg_mono_ns now);
+unsigned exit_token_open(const struct exit *e); /* 1 while its call is out */
+unsigned exit_token_gen(const struct exit *e);  /* the token in hand (0: none) */
+/* The transport's reports of the token call: true when the report was its. */
+bool exit_token_sent(struct exit *e, const struct transport_sent *s);
+bool exit_token_done(struct exit *e, const struct transport_result *res, tg_mono_ns now);
+/* An operation's call that carried token gen was answered: a 401 gives
+ * that token up (once at once, then after a back-off). */
+void exit_token_answered(struct exit *e, unsigned gen, const struct transport_result *res,
+                         tg_mono_ns now);
 
 /* ---- exit_queue.c ---- */
 

@@ -272,6 +272,9 @@ static void settle_call(struct exit *e, struct open_call *oc, const struct trans
                         tg_mono_ns now, tg_wall_ms wall)
 {
         enum tg_class cls = classify(e->classifier, oc->request, &res->reply);
+
+        /* oauth2: a 401 gives the token the call carried up */
+        exit_token_answered(e, oc->token_gen, res, now);
         struct policy_decision decision;
         struct settle_job local, *j = malloc(sizeof(*j));
         int64_t ra = -1, v;
@@ -289,13 +292,14 @@ static void settle_call(struct exit *e, struct open_call *oc, const struct trans
                 ra = v;
         /* a 429/503 refused the call for the whole account: nothing was
          * executed, and the policy gives the call back to its budget */
-        struct policy_event ev = {.request = oc->request,
-                                  .cls = cls,
-                                  .retry_after_ms = ra,
-                                  .now = wall,
-                                  .limited =
-                                      !res->reply.key_in_progress &&
-                                      holds_limited(res->reply.transport, res->reply.http_status)};
+        struct policy_event ev = {
+            .request = oc->request,
+            .cls = cls,
+            .retry_after_ms = ra,
+            .refund_id_known = oc->op.refund_id[0] != '\0' || res->reply.refund_id[0] != '\0',
+            .now = wall,
+            .limited = !res->reply.key_in_progress &&
+                       holds_limited(res->reply.transport, res->reply.http_status)};
         policy_call_outcome(&e->cfg->policy, &oc->op, &ev, &e->rng, &decision);
         struct exit_call_end end = {.op = &oc->op,
                                     .call = &oc->call,
@@ -417,6 +421,8 @@ void exit_sent(struct exit *e, const struct transport_sent *s)
 {
         struct open_call *oc = find_call(e, s->cookie);
 
+        if (!oc && exit_token_sent(e, s))
+                return;
         if (oc)
                 sent_known(e, oc, s->sent, s->late, s->ready_mono, s->sent_mono, s->sent_end_mono);
 }
@@ -425,6 +431,8 @@ void exit_done(struct exit *e, const struct transport_result *res, tg_mono_ns no
 {
         struct open_call *oc = find_call(e, res->cookie);
 
+        if (!oc && exit_token_done(e, res, now))
+                return;
         if (oc && res->failure == TRANSPORT_LATE)
                 release_late(e, oc, res, now, wall);
         else if (oc)

@@ -64,13 +64,22 @@ static int parse_list(const char *key, const char *text, struct status_list *l, 
         return 0;
 }
 
+static bool config_query_needs_refund_id(const struct provider_maps *m)
+{
+        enum reconcile_strategy s;
+        struct template_values none;
+
+        memset(&none, 0, sizeof(none));
+        return m->request.replay && request_map_strategy(&m->request, &none, &s) < 0;
+}
+
 /* One evaluation of everything a call makes, for one sample refund. */
 static int try_sample(const struct provider_maps *m, bool sign, const struct refund_request *req,
                       const struct refund_metadata *md, char *err, size_t size)
 {
         static const unsigned char key[] = "sample-key";
         struct template_values v;
-        char amount[24], path[2048], sig[512], *body = NULL;
+        char amount[MAP_AMOUNT_BUF], path[2048], sig[512], *body = NULL;
         struct tg_strbuf sb;
         size_t len = 0;
         int r;
@@ -81,7 +90,9 @@ static int try_sample(const struct provider_maps *m, bool sign, const struct ref
                 if (request_map_path(&m->request, CLASSIFY_POST, &v, &sb) < 0)
                         return fail(err, size, "refunds_path", "cannot be made for a refund");
                 tg_strbuf_init(&sb, path, sizeof(path));
-                if (request_map_path(&m->request, CLASSIFY_QUERY, &v, &sb) < 0)
+                /* refund_id (and replay) alone: no query without the id */
+                if (request_map_path(&m->request, CLASSIFY_QUERY, &v, &sb) < 0 &&
+                    (with_id || !config_query_needs_refund_id(m)))
                         return fail(err, size, "query_path", "cannot be made for a refund");
         }
         map_values_for(req, md, NULL, amount, &v);
@@ -302,7 +313,9 @@ void provider_setup_transport_config(const struct tg_config *c, const struct pro
         ret->fixed_headers = m->fixed_headers;
         ret->auth = strcmp(c->provider_auth, "bearer") == 0   ? TRANSPORT_AUTH_BEARER
                     : strcmp(c->provider_auth, "header") == 0 ? TRANSPORT_AUTH_HEADER
+                    : strcmp(c->provider_auth, "oauth2") == 0 ? TRANSPORT_AUTH_OAUTH2
                                                               : TRANSPORT_AUTH_NONE;
+        ret->token_path = c->provider_token_path;
         ret->auth_header = c->provider_auth_header;
         ret->signing_string = c->provider_signing_key_file[0] ? &m->signing : NULL;
         ret->signature_header = c->provider_signature_header;
@@ -348,12 +361,13 @@ int provider_setup_lane_credentials(const struct tg_config *c, struct transport 
 {
         struct transport_credentials in;
         char *secret = secmem_alloc(SECRET_MAX), *signing = secmem_alloc(SECRET_MAX);
+        char *client_id = secmem_alloc(SECRET_MAX);
         char *cert = NULL, *key = NULL;
         size_t cert_len = 0, key_len = 0;
         int r = 0;
 
         memset(&in, 0, sizeof(in));
-        if (!secret || !signing) {
+        if (!secret || !signing || !client_id) {
                 r = TG_ENOMEM;
                 goto out;
         }
@@ -361,6 +375,11 @@ int provider_setup_lane_credentials(const struct tg_config *c, struct transport 
                 r = config_read_secret("provider", "auth_secret_file", c->provider_auth_secret_file,
                                        secret, SECRET_MAX, err, size);
                 in.auth_secret = secret;
+        }
+        if (r == 0 && c->provider_client_id_file[0]) {
+                r = config_read_secret("provider", "client_id_file", c->provider_client_id_file,
+                                       client_id, SECRET_MAX, err, size);
+                in.client_id = client_id;
         }
         if (r == 0 && c->provider_signing_key_file[0]) {
                 r = config_read_secret("provider", "signing_key_file", c->provider_signing_key_file,
@@ -387,6 +406,7 @@ int provider_setup_lane_credentials(const struct tg_config *c, struct transport 
 out:
         secmem_free(secret);
         secmem_free(signing);
+        secmem_free(client_id);
         secmem_free(cert);
         secmem_free(key);
         return r;

@@ -28,8 +28,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/encode.h"
 #include "core/keep_alive.h"
 #include "core/tg_error.h"
+#include "net/oauth_token.h"
 #include "net/provider_reply.h"
 #include "platform/clock.h"
 #include "platform/secmem.h"
@@ -56,8 +58,28 @@ static void creds_release(struct creds *c)
                 secmem_free(c);
 }
 
-/* One secret block: the struct, then the auth line, the key, the PEM
- * texts. */
+/* "Authorization: Basic base64(id:secret)" (RFC 7617), the token call's
+ * credentials: its length, or -1 when it does not fit. The pair is made
+ * on the stack and wiped. */
+static int basic_line(const char *id, const char *secret, char *line, size_t size)
+{
+        char pair[HEADER_LINE_MAX];
+        struct tg_strbuf sb;
+        int n = snprintf(pair, sizeof(pair), "%s:%s", id, secret);
+
+        if (n < 0 || (size_t)n >= sizeof(pair) / 2) {
+                explicit_bzero(pair, sizeof(pair));
+                return -1;
+        }
+        tg_strbuf_init(&sb, line, size);
+        tg_strbuf_adds(&sb, "Authorization: Basic ");
+        encode_base64((const unsigned char *)pair, (size_t)n, &sb);
+        explicit_bzero(pair, sizeof(pair));
+        return tg_strbuf_status(&sb) < 0 ? -1 : (int)sb.len;
+}
+
+/* One secret block: the struct, then the auth line (oauth2: the token
+ * call's Basic line), the key, the PEM texts. */
 static int creds_make(const struct transport_lane *t, const struct transport_credentials *in,
                       struct creds **ret)
 {
@@ -68,10 +90,13 @@ static int creds_make(const struct transport_lane *t, const struct transport_cre
         int n;
 
         if ((t->auth != TRANSPORT_AUTH_NONE && (!in->auth_secret || !in->auth_secret[0])) ||
+            (t->auth == TRANSPORT_AUTH_OAUTH2 && (!in->client_id || !in->client_id[0])) ||
             (t->sign && (!in->signing_key || in->signing_key_len == 0)) ||
             (!in->client_cert_pem != !in->client_key_pem))
                 return TG_EINVAL;
-        if (t->auth == TRANSPORT_AUTH_BEARER)
+        if (t->auth == TRANSPORT_AUTH_OAUTH2)
+                n = basic_line(in->client_id, in->auth_secret, line, sizeof(line));
+        else if (t->auth == TRANSPORT_AUTH_BEARER)
                 n = snprintf(line, sizeof(line), "Authorization: Bearer %s", in->auth_secret);
         else if (t->auth == TRANSPORT_AUTH_HEADER)
                 n = snprintf(line, sizeof(line), "%s: %s", t->auth_header, in->auth_secret);
@@ -163,6 +188,9 @@ static bool config_ok(const struct transport_config *config)
         if (!config->base_url || !*config->base_url || config->max_open == 0 ||
             config->max_response_bytes == 0)
                 return false;
+        if (config->auth == TRANSPORT_AUTH_OAUTH2 &&
+            (!config->token_path || config->token_path[0] != '/'))
+                return false;
         return config->auth != TRANSPORT_AUTH_HEADER ||
                (config->auth_header && *config->auth_header);
 }
@@ -170,6 +198,8 @@ static bool config_ok(const struct transport_config *config)
 static void lane_free(struct transport_lane *t)
 {
         creds_release(t->creds);
+        secmem_free(t->token_line);
+        free(t->token_path);
         free(t->base_url);
         free(t->key_header);
         free(t->request_id_header);
@@ -201,6 +231,7 @@ static int lane_init(struct transport_lane *t, const struct transport_config *co
         t->reply_map = malloc(sizeof(*t->reply_map));
         t->auth = config->auth;
         t->auth_header = dup_or_default(config->auth_header, "X-Api-Key");
+        t->token_path = dup_or_default(config->token_path, "/v1/oauth2/token");
         t->sign = config->signing_string != NULL;
         t->signature_header = dup_or_default(config->signature_header, "X-Signature");
         t->timestamp_header = dup_or_default(config->timestamp_header, "X-Timestamp");
@@ -208,8 +239,8 @@ static int lane_init(struct transport_lane *t, const struct transport_config *co
         t->signature_encoding = config->signature_encoding;
         if (!t->base_url || !t->key_header || !t->request_id_header || !t->attempt_header ||
             (config->ca_file && *config->ca_file && !t->ca_file) || !t->request_map ||
-            !t->reply_map || !t->auth_header || !t->signature_header || !t->timestamp_header ||
-            !t->signature_prefix || !t->fixed_headers)
+            !t->reply_map || !t->auth_header || !t->token_path || !t->signature_header ||
+            !t->timestamp_header || !t->signature_prefix || !t->fixed_headers)
                 return TG_ENOMEM;
         if (config->request_map)
                 *t->request_map = *config->request_map;
@@ -461,6 +492,10 @@ int transport_start(struct transport *t, const struct transport_call *call)
          * out without them. */
         if (!lane->creds)
                 return TG_EINVAL;
+        /* oauth2: a token call first; no other call goes out without one */
+        if (call->token ? lane->auth != TRANSPORT_AUTH_OAUTH2
+                        : lane->auth == TRANSPORT_AUTH_OAUTH2 && !lane->token_line)
+                return TG_EINVAL;
         struct call *c = calloc(1, sizeof(*c));
         if (!c)
                 return TG_ENOMEM;
@@ -468,6 +503,7 @@ int transport_start(struct transport *t, const struct transport_call *call)
         c->lane = lane;
         c->cookie = call->cookie;
         c->request = call->request;
+        c->token = call->token;
         c->not_before = call->not_before;
         c->not_after = call->not_after;
         c->max_response = lane->max_response_bytes;
@@ -515,6 +551,33 @@ int transport_start(struct transport *t, const struct transport_call *call)
 
 /* ---- the loop ---------------------------------------------------------------------- */
 
+/* A token call ended: a 200 whose body is a token answer
+ * (net/oauth_token.h) makes its token the lane's, in secret memory; the
+ * answer's body is wiped either way (it may hold the token). */
+static void token_answer(struct transport_lane *lane, struct call *c, struct transport_result *res)
+{
+        char *token = secmem_alloc(OAUTH_TOKEN_MAX + 1), *line = NULL;
+        int64_t expires = 0;
+
+        res->token = true;
+        if (token && res->reply.transport == TG_TR_COMPLETE && res->reply.http_status == 200 &&
+            !c->too_big && c->resp &&
+            oauth_token_parse(c->resp, c->resp_len, token, OAUTH_TOKEN_MAX + 1, &expires) == 0) {
+                size_t size = sizeof("Authorization: Bearer ") + strlen(token);
+                line = secmem_alloc(size);
+                if (line) {
+                        snprintf(line, size, "Authorization: Bearer %s", token);
+                        secmem_free(lane->token_line);
+                        lane->token_line = line;
+                        res->token_ok = true;
+                        res->token_expires_s = expires;
+                }
+        }
+        if (c->resp)
+                explicit_bzero(c->resp, c->resp_cap);
+        secmem_free(token);
+}
+
 static void finish_call(struct transport *t, struct call *c, CURLcode code)
 {
         int64_t keep_alive_ms = -1;
@@ -525,6 +588,8 @@ static void finish_call(struct transport *t, struct call *c, CURLcode code)
         if (c->lane->reuse)
                 transport_pool_idle(t, c->easy, keep_alive_ms, clock_mono_now());
         transport_call_result(c->lane, c, code, &t->done[at]);
+        if (c->token)
+                token_answer(&t->lanes[c->lane - t->lanes], c, &t->done[at]);
         t->done_lane[at] = (unsigned)(c->lane - t->lanes);
         t->done_count++;
         report_sent(t, c); /* ended before its hook fired: never sent */

@@ -59,6 +59,13 @@ enum transport_auth {
         TRANSPORT_AUTH_NONE,
         TRANSPORT_AUTH_BEARER, /* Authorization: Bearer <secret> */
         TRANSPORT_AUTH_HEADER, /* <auth_header>: <secret> */
+        /* OAuth 2.0 client credentials: a token call (transport_call.token)
+         * POSTs grant_type=client_credentials to token_path with
+         * Authorization: Basic base64(client_id:secret); the access token
+         * its answer carries is kept by the lane (secret memory, never
+         * handed out) and every other call carries Authorization: Bearer
+         * <it>. Until a token call succeeded, other calls are refused. */
+        TRANSPORT_AUTH_OAUTH2,
 };
 
 struct transport_config {
@@ -82,6 +89,7 @@ struct transport_config {
         const char *fixed_headers;
         enum transport_auth auth;
         const char *auth_header; /* TRANSPORT_AUTH_HEADER's header name */
+        const char *token_path;  /* TRANSPORT_AUTH_OAUTH2's token endpoint, on base_url */
         /* Signing: when signing_string is not NULL, every call carries
          * timestamp_header (Unix seconds) and signature_header (prefix + the
          * HMAC-SHA256 of the expanded signing string, hex or base64). */
@@ -114,7 +122,8 @@ int transport_new_lanes(const struct transport_config *configs, unsigned n,
 
 /* The secrets, borrowed for the call only (copied into secret memory). */
 struct transport_credentials {
-        const char *auth_secret; /* for auth != none */
+        const char *auth_secret; /* for auth != none (oauth2: the client secret) */
+        const char *client_id;   /* for oauth2 */
         const unsigned char *signing_key;
         size_t signing_key_len;      /* for a signing transport */
         const char *client_cert_pem; /* NULL: no client certificate */
@@ -154,6 +163,10 @@ struct transport_call {
          * TRANSPORT_LATE (0: no limit). */
         tg_mono_ns not_after;
         unsigned lane; /* the account's lane (transport_new_lanes); 0 with one */
+        /* An OAuth 2.0 token call (TRANSPORT_AUTH_OAUTH2 lanes): the POST to
+         * token_path; request_id and timeout_ms and the timing fields count,
+         * the operation's fields are not read (operation_id may be ""). */
+        bool token;
 };
 
 /* Hands the request to libcurl now. Strings are copied. 0, TG_EFULL (its
@@ -212,6 +225,12 @@ struct transport_result {
         bool second_send_refused; /* libcurl tried to send this call twice */
         enum transport_failure failure;
         char error[256]; /* libcurl's (and OpenSSL's) words, "" on success */
+        /* A token call: whether its answer gave a token (now the lane's:
+         * calls started from now on carry it), and its lifetime in seconds
+         * as the answer said (expires_in). */
+        bool token;
+        bool token_ok;
+        int64_t token_expires_s;
 };
 
 /* Pops one finished call. 0 (filled), TG_ENOTFOUND (none finished). */

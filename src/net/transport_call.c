@@ -278,7 +278,11 @@ static int build_headers(const struct transport_lane *t, struct call *c,
                 r = add_line(&c->headers, line);
                 p += n + (p[n] == '\n');
         }
-        if (r == 0 && c->creds->auth_line)
+        /* oauth2: the lane's access token (its Basic line is the token
+         * call's alone) */
+        if (r == 0 && t->auth == TRANSPORT_AUTH_OAUTH2)
+                r = t->token_line ? add_line(&c->headers, t->token_line) : TG_EINVAL;
+        else if (r == 0 && c->creds->auth_line)
                 r = add_line(&c->headers, c->creds->auth_line);
         if (r == 0 && t->sign) {
                 snprintf(ts, sizeof(ts), "%lld", (long long)(clock_wall_now() / 1000));
@@ -323,6 +327,69 @@ static void set_tls(const struct transport_lane *t, struct call *c)
                 curl_easy_setopt(e, CURLOPT_SSL_CTX_DATA, c);
 }
 
+/* The common options of every call's handle: where, the headers, and no
+ * redirects, proxies, signals or reuse (unless configured). */
+static void set_common(const struct transport_lane *t, struct call *c,
+                       const struct transport_call *call, const char *url)
+{
+        CURL *e = c->easy;
+
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
+        curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)c);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->errbuf);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(e, CURLOPT_PROXY, "");
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)t->connect_timeout_ms);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)call->timeout_ms);
+        if (!t->reuse) {
+                curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+                curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+        }
+        set_tls(t, c);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
+}
+
+/* An OAuth 2.0 token call (RFC 6749 4.4): POST token_path, a form of
+ * grant_type=client_credentials, the client's id and secret as HTTP Basic
+ * credentials; no idempotency key (it is no operation's), the request id
+ * for the call log. */
+static int token_setup(const struct transport_lane *t, struct call *c,
+                       const struct transport_call *call)
+{
+        static const char form[] = "grant_type=client_credentials";
+        char url[URL_MAX + 1024];
+        int r;
+
+        if ((size_t)snprintf(url, sizeof(url), "%s%s", t->base_url, t->token_path) >= sizeof(url))
+                return TG_EINVAL;
+        c->body = strdup(form);
+        if (!c->body || !c->creds->auth_line)
+                return c->body ? TG_EINVAL : TG_ENOMEM;
+        c->body_len = sizeof(form) - 1;
+        r = add_header(&c->headers, t->request_id_header, call->request_id);
+        if (r == 0)
+                r = add_line(&c->headers, "Expect:");
+        if (r == 0)
+                r = add_header(&c->headers, "Content-Type", "application/x-www-form-urlencoded");
+        if (r == 0)
+                r = add_header(&c->headers, "Accept", "application/json");
+        if (r == 0)
+                r = add_line(&c->headers, c->creds->auth_line);
+        if (r < 0)
+                return r;
+        curl_easy_setopt(c->easy, CURLOPT_POST, 1L);
+        curl_easy_setopt(c->easy, CURLOPT_POSTFIELDS, c->body);
+        curl_easy_setopt(c->easy, CURLOPT_POSTFIELDSIZE, (long)c->body_len);
+        set_common(t, c, call, url);
+        return 0;
+}
+
 int transport_call_setup(const struct transport_lane *t, struct call *c,
                          const struct transport_call *call)
 {
@@ -330,11 +397,13 @@ int transport_call_setup(const struct transport_lane *t, struct call *c,
         const struct refund_request *req = call->refund;
         struct refund_metadata md;
         struct template_values values;
-        char amount[24], path[URL_MAX], url[URL_MAX + 1024];
+        char amount[MAP_AMOUNT_BUF], path[URL_MAX], url[URL_MAX + 1024];
         enum reconcile_strategy strategy;
         struct tg_strbuf sb;
         int r;
 
+        if (call->token)
+                return token_setup(t, c, call);
         if (!req) {
                 if (call->request == CLASSIFY_POST)
                         return TG_EINVAL;
@@ -378,24 +447,6 @@ int transport_call_setup(const struct transport_lane *t, struct call *c,
         } else {
                 curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
         }
-        curl_easy_setopt(e, CURLOPT_URL, url);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->headers);
-        curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)c);
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->errbuf);
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-        curl_easy_setopt(e, CURLOPT_PROXY, "");
-        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)t->connect_timeout_ms);
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)call->timeout_ms);
-        if (!t->reuse) {
-                curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-                curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-        }
-        set_tls(t, c);
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
-        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
+        set_common(t, c, call, url);
         return 0;
 }

@@ -65,6 +65,7 @@ struct call {
         enum classify_request request;
         char list_match[160]; /* a list query: our operation id, matched in its items */
         char list_known[128]; /* and the refund id an answer told us ("": none) */
+        bool token;           /* an OAuth 2.0 token call */
         unsigned prereq_count;
         bool second_send;
         bool late;       /* ready after not_after: refused in the hook, nothing sent */
@@ -101,6 +102,11 @@ struct transport_lane {
         const char *capture[PROVIDER_REPLY_HEADERS];
         enum transport_auth auth;
         char *auth_header;
+        char *token_path; /* oauth2: the token endpoint's path on base_url */
+        /* oauth2: "Authorization: Bearer <access token>" in secret memory
+         * (NULL until a token call succeeded); copied into a call's header
+         * list when it starts, so replacing it never touches an open call */
+        char *token_line;
         bool sign;
         struct template signing_string;
         char *signature_header, *timestamp_header, *signature_prefix;

@@ -165,8 +165,10 @@ void transport_call_result(const struct transport_lane *t, const struct call *c,
                 }
                 hdrs.n = t->ncapture;
                 hdrs.content_type = c->content_type;
-                const char *body = c->too_big ? NULL : c->resp;
-                size_t len = c->too_big || !c->resp ? 0 : c->resp_len;
+                /* a token call's answer is no refund's: oauth_token reads it
+                 * (transport.c), never the reply map */
+                const char *body = c->too_big || c->token ? NULL : c->resp;
+                size_t len = !body ? 0 : c->resp_len;
                 int read =
                     c->list_match[0]
                         ? provider_reply_read_list_known(t->reply_map, c->list_match, c->list_known,

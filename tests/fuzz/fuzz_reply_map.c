@@ -81,7 +81,7 @@ static void as_config(const char *text)
         struct refund_request req;
         struct refund_metadata md;
         struct refund_problem problem;
-        char amount[24], out[1024];
+        char amount[MAP_AMOUNT_BUF], out[1024];
         struct tg_strbuf sb;
 
         field_source_parse(text, &fs, NULL);

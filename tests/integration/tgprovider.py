@@ -167,7 +167,7 @@ def read_profile(name):
 
 # Keys a deployment sets to its own paths and URL: the harness sets them.
 _LOCAL_KEYS = {"base_url", "ca_file", "client_cert", "client_key", "auth_secret_file",
-               "signing_key_file", "webhook_secret_file"}
+               "client_id_file", "signing_key_file", "webhook_secret_file"}
 
 
 def provider_sections(stub_url, tls=None, profile=None, credentials=True):

@@ -401,7 +401,7 @@ static void test_transition_table(void **state)
                 struct policy_op op;
                 tg_wall_ms now;
                 situate(t->situation, t->request, &op, &now);
-                struct policy_event ev = {t->request, t->cls, t->retry_after_ms, now, false};
+                struct policy_event ev = {t->request, t->cls, t->retry_after_ms, now, false, false};
                 struct tg_rng rng;
                 tg_rng_seed(&rng, i);
                 struct policy_decision d = sentinel_decision();
@@ -504,7 +504,10 @@ static void test_every_input_defined_or_einval(void **state)
                                                 &op, &now);
                                         op.state = (enum op_state)st;
                                         struct policy_event ev = {(enum classify_request)req,
-                                                                  (enum tg_class)cls, NO_RA, now,
+                                                                  (enum tg_class)cls,
+                                                                  NO_RA,
+                                                                  now,
+                                                                  false,
                                                                   false};
                                         struct tg_rng rng;
                                         tg_rng_seed(&rng, 1);
@@ -561,7 +564,7 @@ static void test_limited_gives_the_call_back(void **state)
 
         struct policy_op op = base_op(P);
         op.attempts = op.attempt_limit; /* the third POST, refused with 429 */
-        struct policy_event ev = {P, TG_CLASS_RETRYABLE, 5000, T0 + 1000, true};
+        struct policy_event ev = {P, TG_CLASS_RETRYABLE, 5000, T0 + 1000, true, false};
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
         assert_int_equal(d.next, OP_RETRY_WAIT);
         assert_int_equal(d.given_back, POLICY_BUDGET_ATTEMPT);
@@ -592,7 +595,7 @@ static void test_limited_gives_the_call_back(void **state)
         /* a query refused so, its budget spent: given back, asked again */
         op = base_op(Q);
         op.queries = op.query_limit;
-        struct policy_event q = {Q, TG_CLASS_NO_ANSWER, NO_RA, T0 + 1000, true};
+        struct policy_event q = {Q, TG_CLASS_NO_ANSWER, NO_RA, T0 + 1000, true, false};
         assert_int_equal(policy_after_call(&cfg, &op, &q, &rng, &d), 0);
         assert_int_equal(d.next, OP_UNKNOWN);
         assert_int_equal(d.given_back, POLICY_BUDGET_QUERY);
@@ -612,7 +615,7 @@ static void test_after_call_refuses_impossible_ops(void **state)
         /* a POST that ended was counted */
         struct policy_op op = base_op(P);
         op.attempts = 0;
-        struct policy_event ev = {P, TG_CLASS_SUCCEEDED, NO_RA, T0 + 1000, false};
+        struct policy_event ev = {P, TG_CLASS_SUCCEEDED, NO_RA, T0 + 1000, false, false};
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), TG_EINVAL);
         /* a query that ended was counted */
         op = base_op(Q);
@@ -648,7 +651,7 @@ static void test_default_backoff_windows(void **state)
                 struct tg_rng rng;
                 tg_rng_seed(&rng, seed);
                 struct policy_op op = base_op(P);
-                struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, T0 + 10000, false};
+                struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, T0 + 10000, false, false};
                 struct policy_decision d;
                 /* attempt 1 failed: attempt 2 waits 1-2 s */
                 assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
@@ -693,7 +696,8 @@ static void test_retry_after_floor_all_modes(void **state)
                         struct policy_op op = base_op(P);
                         op.attempts = 1 + (unsigned)(seed % 2);
                         op.last_wait_ms = (int64_t)(seed % 3000);
-                        struct policy_event ev = {P, TG_CLASS_RETRYABLE, ra, T0 + 10000, false};
+                        struct policy_event ev = {P,    TG_CLASS_RETRYABLE, ra, T0 + 10000, false,
+                                                  false};
                         struct policy_decision d;
                         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
                         assert_int_equal(d.next, OP_RETRY_WAIT);
@@ -723,7 +727,8 @@ static void test_backoff_give_up_is_deadline(void **state)
         tg_rng_seed(&rng, 3);
         struct policy_op op = base_op(P);
         struct policy_decision d;
-        struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, op.key_first_used + 1000, false};
+        struct policy_event ev = {P,    TG_CLASS_RETRYABLE, NO_RA, op.key_first_used + 1000, false,
+                                  false};
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
         assert_int_equal(d.next, OP_RETRY_WAIT); /* 1000 + 2000 <= 5000 */
         ev.now = op.key_first_used + 3001;
@@ -742,7 +747,7 @@ static void test_query_budget_walk(void **state)
         tg_rng_seed(&rng, 11);
         struct policy_op op = base_op(P);
         op.query_limit = cfg.max_queries;
-        struct policy_event ev = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000, false};
+        struct policy_event ev = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000, false, false};
         struct policy_decision d;
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
         assert_int_equal(d.next, OP_UNKNOWN);
@@ -773,7 +778,7 @@ static void test_replay_after_the_queries(void **state)
         struct tg_rng rng;
         struct policy_decision d;
         struct policy_op op = base_op(Q);
-        struct policy_event ev = {Q, TG_CLASS_NO_ANSWER, NO_RA, T0 + 1000, false};
+        struct policy_event ev = {Q, TG_CLASS_NO_ANSWER, NO_RA, T0 + 1000, false, false};
 
         tg_rng_seed(&rng, 3);
         op.queries = op.query_limit;
@@ -790,9 +795,20 @@ static void test_replay_after_the_queries(void **state)
         /* a POST's unknown with no query left: the replay too */
         op = base_op(P);
         op.query_limit = 0;
-        struct policy_event post = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000, false};
+        struct policy_event post = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000, false, false};
         assert_int_equal(policy_after_call(&cfg, &op, &post, &rng, &d), 0);
         assert_int_equal(d.next, OP_RETRY_WAIT);
+        /* queries only by the provider's refund id (PayPal): a POST's
+         * unknown without one is replayed at once; with one (a PENDING
+         * answer named it) it is asked about first */
+        op = base_op(P);
+        cfg.query_needs_refund_id = true;
+        assert_int_equal(policy_after_call(&cfg, &op, &post, &rng, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT);
+        post.refund_id_known = true;
+        assert_int_equal(policy_after_call(&cfg, &op, &post, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        cfg.query_needs_refund_id = false;
         /* the key past its retention, now or by the replay's time: key_expired */
         op = base_op(Q);
         op.queries = op.query_limit;
@@ -1097,7 +1113,7 @@ static void test_operator_resend(void **state)
         tg_rng_seed(&rng, 5);
         next.state = OP_IN_FLIGHT;
         next.attempts++;
-        struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, now + 100, false};
+        struct policy_event ev = {P, TG_CLASS_RETRYABLE, NO_RA, now + 100, false, false};
         assert_int_equal(policy_after_call(&cfg, &next, &ev, &rng, &d), 0);
         assert_int_equal(d.next, OP_MANUAL);
         assert_int_equal(d.reason, MANUAL_ATTEMPTS_EXHAUSTED);
@@ -1418,7 +1434,10 @@ static void test_property_random_walks(void **state)
                                 size_t n = request == P ? 6 : 5;
                                 struct policy_event ev = {request,
                                                           classes[pick(&rng, 0, (int64_t)n - 1)],
-                                                          random_retry_after(&rng), end, false};
+                                                          random_retry_after(&rng),
+                                                          end,
+                                                          false,
+                                                          false};
                                 assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
                         }
                         now = end;

@@ -8,16 +8,18 @@
  * {metadata}; status words map onto the three classify words.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "core/provider_map.h"
 #include "core/tg_error.h"
+#include "net/provider_request.h"
 
 static struct refund_request req;
 static struct refund_metadata md;
 
-static void fixture(struct template_values *v, char amount[24], bool with_optional)
+static void fixture(struct template_values *v, char amount[MAP_AMOUNT_BUF], bool with_optional)
 {
         struct refund_problem p;
 
@@ -39,7 +41,7 @@ static void test_default_request_map(void **state)
 {
         struct request_map m;
         struct template_values v;
-        char amount[24], buf[256];
+        char amount[MAP_AMOUNT_BUF], buf[256];
         struct tg_strbuf sb;
 
         (void)state;
@@ -119,7 +121,7 @@ static void test_check_and_fallback(void **state)
         struct template_values v;
         struct template_error err = {{0}};
         const char *key = NULL;
-        char amount[24], buf[256];
+        char amount[MAP_AMOUNT_BUF], buf[256];
         struct tg_strbuf sb;
 
         (void)state;
@@ -177,7 +179,7 @@ static void test_form_body(void **state)
 {
         struct request_map m;
         struct template_values v;
-        char amount[24], buf[512];
+        char amount[MAP_AMOUNT_BUF], buf[512];
         struct tg_strbuf sb;
         static const char *const fields[] = {"payment_intent {payment_id}",
                                              "amount {amount}",
@@ -213,6 +215,49 @@ static void test_form_body(void **state)
         /* a body that does not fit */
         tg_strbuf_init(&sb, buf, 20);
         assert_int_equal(request_map_form_body(&m, &v, &sb), TG_EFULL);
+}
+
+/* {amount_decimal}: the amount in the currency's ISO 4217 exponent, as a
+ * JSON string (PayPal's amount.value); no value for a currency the table
+ * lacks (intake refuses those: api_refund_currency). */
+static void test_amount_decimal(void **state)
+{
+        static const struct {
+                int64_t minor;
+                const char *currency, *want;
+        } cases[] = {{1037, "USD", "{\"amount\":{\"value\":\"10.37\",\"currency_code\":\"USD\"}}"},
+                     {1037, "JPY", "{\"amount\":{\"value\":\"1037\",\"currency_code\":\"JPY\"}}"},
+                     {1037, "KWD", "{\"amount\":{\"value\":\"1.037\",\"currency_code\":\"KWD\"}}"}};
+        struct request_map m;
+        struct template_values v;
+        char amount[MAP_AMOUNT_BUF], *body = NULL;
+        size_t len = 0;
+
+        (void)state;
+        request_map_default(&m);
+        m.nfields = 0;
+        assert_int_equal(
+            body_field_parse("amount.value {amount_decimal}", &m.fields[m.nfields++], NULL), 0);
+        assert_int_equal(
+            body_field_parse("amount.currency_code {currency}", &m.fields[m.nfields++], NULL), 0);
+        assert_int_equal(request_map_check(&m, NULL, NULL), 0);
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                fixture(&v, amount, false);
+                req.amount = cases[i].minor;
+                snprintf(req.currency, sizeof(req.currency), "%s", cases[i].currency);
+                map_values_for(&req, &md, NULL, amount, &v);
+                assert_int_equal(provider_request_body(&m, &v, &body, &len), 0);
+                CHECK(strcmp(body, cases[i].want) == 0, "%s: [%s], want [%s]", cases[i].currency,
+                      body, cases[i].want);
+                free(body);
+                body = NULL;
+        }
+        /* a currency without an exponent in the table: no value, no body */
+        snprintf(req.currency, sizeof(req.currency), "XXX");
+        map_values_for(&req, &md, NULL, amount, &v);
+        assert_null(v.text[TPL_AMOUNT_DECIMAL]);
+        assert_int_not_equal(provider_request_body(&m, &v, &body, &len), 0);
+        free(body);
 }
 
 static void source_fails(const char *text, const char *in_message)
@@ -306,7 +351,7 @@ static void test_reconcile(void **state)
         struct template_error err = {{0}};
         enum reconcile_strategy s;
         const char *key = NULL;
-        char amount[24], buf[256];
+        char amount[MAP_AMOUNT_BUF], buf[256];
         struct tg_strbuf sb;
 
         (void)state;
@@ -412,6 +457,7 @@ int main(void)
             cmocka_unit_test(test_reconcile),
             cmocka_unit_test(test_check_and_fallback),
             cmocka_unit_test(test_form_body),
+            cmocka_unit_test(test_amount_decimal),
             cmocka_unit_test(test_reply_sources),
             cmocka_unit_test(test_status_words),
         };
