@@ -845,8 +845,8 @@ static void test_notification_only(void **state)
         struct tg_rng rng;
         struct policy_decision d;
         struct policy_op op = base_op(P);
-        struct policy_event ack = {P, TG_CLASS_PROCESSING, NO_RA, T0 + 1000, false};
-        struct policy_event lost = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000, false};
+        struct policy_event ack = {P, TG_CLASS_PROCESSING, NO_RA, T0 + 1000, false, false};
+        struct policy_event lost = {P, TG_CLASS_UNKNOWN, NO_RA, T0 + 1000, false, false};
         int64_t wait = 3600 * 1000;
 
         tg_rng_seed(&rng, 5);
@@ -885,7 +885,7 @@ static void test_notification_only(void **state)
         assert_int_equal(d.reason, MANUAL_KEY_EXPIRED);
         cfg.key_retention_ms = RETENTION;
         /* a refusal and a retryable answer are what they are */
-        struct policy_event refused = {P, TG_CLASS_REJECTED, NO_RA, T0 + 1000, false};
+        struct policy_event refused = {P, TG_CLASS_REJECTED, NO_RA, T0 + 1000, false, false};
         assert_int_equal(policy_after_call(&cfg, &op, &refused, &rng, &d), 0);
         assert_int_equal(d.next, OP_REJECTED);
         /* a takeover: the running call's notification is awaited */
