@@ -111,6 +111,75 @@ int account_ctl_change(struct store *store, const struct tg_config *config, cons
         return r;
 }
 
+int account_ctl_reload(struct store *store, const struct tg_config *config, const char *name,
+                       const struct account_file_values *was, const struct account_file_values *now,
+                       tg_wall_ms wall, const char **ret_field, char *err, size_t err_size)
+{
+        struct tg_config *view = malloc(sizeof(*view));
+        struct account_controls cur, next;
+        struct account_change change = {0};
+        char reason[160];
+        int r;
+
+        *ret_field = NULL;
+        err[0] = '\0';
+        if (!view)
+                return TG_ENOMEM;
+        if (!account_ctl_find(config, name, view)) {
+                free(view);
+                return TG_ENOTFOUND;
+        }
+        if (now->starts_per_second != was->starts_per_second) {
+                change.set_rate = true;
+                change.starts_per_second = now->starts_per_second;
+                if (now->starts_per_second == view->exit.starts_per_second)
+                        change.starts_per_second = 0; /* the ceiling: no control */
+                if (now->starts_per_second > view->exit.starts_per_second) {
+                        *ret_field = "starts_per_second";
+                        snprintf(err, err_size,
+                                 "a reload lowers the account's rate (a run-time control) but "
+                                 "never raises it above the %g it was started with while it "
+                                 "owns the account: restart every dispatcher of the account "
+                                 "to raise the ceiling (docs/operating.md)",
+                                 view->exit.starts_per_second);
+                }
+        }
+        if (!*ret_field && now->max_in_flight != was->max_in_flight) {
+                change.set_cap = true;
+                change.max_in_flight = now->max_in_flight;
+                if (now->max_in_flight == view->exit.max_in_flight)
+                        change.max_in_flight = 0;
+                if (now->max_in_flight > view->exit.max_in_flight) {
+                        *ret_field = "max_in_flight";
+                        snprintf(err, err_size,
+                                 "a reload lowers the account's in-flight cap but never raises "
+                                 "it above the %u it was started with (the transport's bound): "
+                                 "restart to raise it",
+                                 view->exit.max_in_flight);
+                }
+        }
+        free(view);
+        if (*ret_field)
+                return TG_EINVAL;
+        r = store_controls_get(store, name, &cur);
+        if (r < 0)
+                return r;
+        next = cur;
+        if (change.set_rate)
+                next.starts_per_second = change.starts_per_second;
+        if (change.set_cap)
+                next.max_in_flight = change.max_in_flight;
+        if (next.starts_per_second == cur.starts_per_second &&
+            next.max_in_flight == cur.max_in_flight)
+                return 0; /* another process of the account took this file already */
+        snprintf(reason, sizeof(reason),
+                 "config reload (SIGHUP): exit.starts_per_second %g, "
+                 "exit.max_in_flight %u in the file",
+                 now->starts_per_second, now->max_in_flight);
+        return account_ctl_change(store, config, name, &change, "sighup", reason, wall, &next,
+                                  ret_field, err, err_size);
+}
+
 json_t *account_ctl_json(const struct tg_config *view, const char *name,
                          const struct account_controls *c)
 {

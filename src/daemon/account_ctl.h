@@ -54,6 +54,27 @@ int account_ctl_change(struct store *store, const struct tg_config *config, cons
                        const char *reason, tg_wall_ms now, struct account_controls *ret_now,
                        const char **ret_field, char *err, size_t err_size);
 
+/* A reload's (SIGHUP's) exit.starts_per_second and exit.max_in_flight of
+ * one account: the values the file held (was) and holds now (now). The
+ * values the process started with stay the account's ceiling (the
+ * transport's bound on open calls and the shares' grid are made from
+ * them); a changed value at or under it becomes the account's run-time
+ * control, as `tollgate account set` would set it (the ceiling itself
+ * clears the control), audited with principal "sighup" and in force for
+ * every dispatcher of the account from its next read of the controls. A
+ * control already as wanted is left alone (no audit row: every process of
+ * the account reloads the same file). 0 (done, or nothing to do);
+ * TG_EINVAL with *ret_field ("starts_per_second" or "max_in_flight") and
+ * err when the value cannot be in force without a restart (above the
+ * ceiling, a rate for an account split into shares); or a store code. */
+struct account_file_values {
+        double starts_per_second;
+        unsigned max_in_flight;
+};
+int account_ctl_reload(struct store *store, const struct tg_config *config, const char *name,
+                       const struct account_file_values *was, const struct account_file_values *now,
+                       tg_wall_ms wall, const char **ret_field, char *err, size_t err_size);
+
 /* {"account", "configured": {starts_per_second, max_in_flight, shares},
  * "controls": {starts_per_second|null, max_in_flight|null, paused,
  * changed_at|null, changed_by|null}, "in_force": {...}}: a new reference,

@@ -16,6 +16,7 @@
 #endif
 
 #include "core/tg_error.h"
+#include "daemon/account_ctl.h"
 #include "daemon/api.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
@@ -52,6 +53,10 @@ static const char *const live_keys[] = {
 struct service {
         struct service_options opt;
         struct tg_config *running; /* the values in force (live keys updated) */
+        /* each account's exit.starts_per_second and exit.max_in_flight as
+         * the file held them at the last reload that took them (at start,
+         * the running ones: the ceiling); running->account_count of them */
+        struct account_file_values *file_values;
         struct api *api;
         pthread_t thread;
         bool thread_started;
@@ -231,9 +236,18 @@ static const char *why_not_live(const char *section, const char *name)
         if (strcmp(section, "api") == 0 && strcmp(name, "listen") == 0)
                 return "the listening socket cannot move under a running process";
         if (strcmp(section, "exit") == 0)
-                return "the exit's rate and cap cannot change while it owns the account (every "
-                       "dispatcher of an account must agree: docs/operating.md)";
+                return "the exit's shape cannot change while it owns the account (every "
+                       "dispatcher of an account must agree: docs/operating.md); a reload "
+                       "changes only its starts_per_second and max_in_flight, as run-time "
+                       "controls";
         return "this key is read once, at start";
+}
+
+/* exit.starts_per_second and exit.max_in_flight: taken by reload_controls() */
+static bool is_control(const char *section, const char *name)
+{
+        return strcmp(config_section_base(section), "exit") == 0 &&
+               (strcmp(name, "starts_per_second") == 0 || strcmp(name, "max_in_flight") == 0);
 }
 
 static void note_key(void *ctx, const char *section, const char *name)
@@ -241,6 +255,8 @@ static void note_key(void *ctx, const char *section, const char *name)
         struct reload_note *n = ctx;
         char key[96];
 
+        if (is_control(section, name))
+                return;
         snprintf(key, sizeof(key), "%s.%s", section, name);
         if (is_live(section, name)) {
                 json_array_append_new(n->applied, json_string(key));
@@ -249,6 +265,93 @@ static void note_key(void *ctx, const char *section, const char *name)
         json_array_append_new(n->refused, json_string(key));
         log_emit(LOG_ERROR, "config_reload_refused",
                  json_pack("{s:s, s:s}", "key", key, "message", why_not_live(section, name)));
+}
+
+/* The account's file values in config (its view's), into *ret; false when
+ * config has no such account. */
+static bool file_values_of(const struct tg_config *config, const char *name,
+                           struct account_file_values *ret)
+{
+        struct tg_config *view = malloc(sizeof(*view));
+        bool found = view && account_ctl_find(config, name, view);
+
+        if (found)
+                *ret = (struct account_file_values){view->exit.starts_per_second,
+                                                    view->exit.max_in_flight};
+        free(view);
+        return found;
+}
+
+/* The key a reload names for an account's exit key (as config_diff does). */
+static void control_key(const struct tg_config *config, const struct tg_account *a,
+                        const char *field, char *key, size_t size)
+{
+        if (config->account_count == 1 && !a->declared)
+                snprintf(key, size, "exit.%s", field);
+        else
+                snprintf(key, size, "account.%s.exit.%s", a->name, field);
+}
+
+/* Each account whose exit.starts_per_second or exit.max_in_flight the file
+ * changed: the new values become its run-time controls (account_ctl_reload:
+ * lowered under the ceiling the process started with, audited as
+ * "sighup"), written through a store connection opened for this reload
+ * only; a value that cannot be in force without a restart is refused and
+ * named. */
+static void reload_controls(struct service *svc, const struct tg_config *next,
+                            struct reload_note *n)
+{
+        const struct tg_config *run = svc->running;
+        struct store *store = NULL;
+        int opened = 0;
+
+        for (unsigned i = 0; i < run->account_count; i++) {
+                const struct tg_account *a = &run->accounts[i];
+                struct account_file_values now, *was = &svc->file_values[i];
+                const char *field = NULL;
+                char key[160], err[400];
+                int r;
+
+                if (!file_values_of(next, a->name, &now) ||
+                    (now.starts_per_second == was->starts_per_second &&
+                     now.max_in_flight == was->max_in_flight))
+                        continue;
+                if (!store && opened == 0)
+                        opened = store_open(run->store_url, &store) == 0 ? 1 : -1;
+                r = store ? account_ctl_reload(store, run, a->name, was, &now, clock_wall_now(),
+                                               &field, err, sizeof(err))
+                          : TG_EIO;
+                if (r == 0) {
+                        if (now.starts_per_second != was->starts_per_second) {
+                                control_key(run, a, "starts_per_second", key, sizeof(key));
+                                json_array_append_new(n->applied, json_string(key));
+                        }
+                        if (now.max_in_flight != was->max_in_flight) {
+                                control_key(run, a, "max_in_flight", key, sizeof(key));
+                                json_array_append_new(n->applied, json_string(key));
+                        }
+                        log_emit(LOG_WARN, "account_changed",
+                                 json_pack("{s:s, s:s, s:f, s:i}", "account", a->name, "by",
+                                           "sighup", "starts_per_second", now.starts_per_second,
+                                           "max_in_flight", (int)now.max_in_flight));
+                        *was = now;
+                        continue;
+                }
+                if (!field)
+                        field = now.starts_per_second != was->starts_per_second
+                                    ? "starts_per_second"
+                                    : "max_in_flight";
+                if (r != TG_EINVAL)
+                        snprintf(err, sizeof(err),
+                                 "the account's controls could not be written: %s; send "
+                                 "SIGHUP again",
+                                 tg_strerror(r));
+                control_key(run, a, field, key, sizeof(key));
+                json_array_append_new(n->refused, json_string(key));
+                log_emit(LOG_ERROR, "config_reload_refused",
+                         json_pack("{s:s, s:s}", "key", key, "message", err));
+        }
+        store_close(store);
 }
 
 /* The live keys' fields, from next into the running values. */
@@ -327,6 +430,7 @@ int service_reload(struct service *svc)
         n.applied = json_array();
         n.refused = json_array();
         config_diff(svc->running, next, note_key, &n);
+        reload_controls(svc, next, &n);
         take_live(svc->running, next);
         reload_components(svc);
         refused = json_array_size(n.refused) > 0;
@@ -406,6 +510,15 @@ int service_start(const struct service_options *o, struct service **ret)
         }
         svc->opt = *o;
         *svc->running = *o->config;
+        svc->file_values = calloc(o->config->account_count ? o->config->account_count : 1,
+                                  sizeof(*svc->file_values));
+        if (!svc->file_values) {
+                free(svc->running);
+                free(svc);
+                return TG_ENOMEM;
+        }
+        for (unsigned i = 0; i < o->config->account_count; i++)
+                file_values_of(o->config, o->config->accounts[i].name, &svc->file_values[i]);
         pthread_mutex_init(&svc->lock, NULL);
         pthread_cond_init(&svc->stop_cond, NULL);
         atomic_store(&svc->keep_ms, o->config->retention_keep_ms);
@@ -486,5 +599,6 @@ void service_stop(struct service *svc)
         pthread_mutex_destroy(&svc->lock);
         explicit_bzero(svc->running, sizeof(*svc->running));
         free(svc->running);
+        free(svc->file_values);
         free(svc);
 }

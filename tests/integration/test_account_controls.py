@@ -12,11 +12,17 @@ its name in their ids). Judged from outside:
   - every change is audited (who, when, from what to what), kept across a
     restart, refused with a clear error when it is not allowed (above the
     configured ceiling, an unknown account, no reason);
-  - `tollgate account` does the same from the command line, on the store.
+  - `tollgate account` does the same from the command line, on the store;
+  - SIGHUP: a config file whose account rate or cap went down makes the new
+    values that account's controls (audited as "sighup", a's POSTs spaced
+    by the new rate at the door, b untouched); a value above the one the
+    process started with is refused and named; back at that value, the
+    control is cleared.
 """
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgtest  # noqa: E402
 from test_accounts import max_open  # noqa: E402
 from tgdaemon import Tollgate  # noqa: E402
+from test_service import events, rewrite_config  # noqa: E402
 
 RATE = 5.0
 CAP = 4
@@ -182,6 +189,66 @@ class AccountControlsTest(unittest.TestCase):
             rc, out, err = self.cli(tg, "audit", "a")
             self.assertEqual(rc, 0, err)
             self.assertEqual(json.loads(out.splitlines()[-1])["reason"], "cli")
+
+    def test_sighup_lowers_rate_and_cap(self):
+        with tgtest.start_stub("--mode", "fast") as stub, self.daemon(stub) as tg:
+            proc = tg.start("serve")
+            rewrite_config(tg, "account.a", "exit.starts_per_second", "2")
+            rewrite_config(tg, "account.a", "exit.max_in_flight", "2")
+            proc.send_signal(signal.SIGHUP)
+            done = tgtest.wait_until(lambda: events(proc, "config_reloaded"), what="reload")[0]
+            self.assertEqual(sorted(done["applied"]), ["account.a.exit.max_in_flight",
+                                                       "account.a.exit.starts_per_second"])
+            self.assertEqual(done["refused"], [])
+            acc = self.accounts(tg)
+            self.assertEqual(acc["a"]["in_force"]["starts_per_second"], 2.0)
+            self.assertEqual(acc["a"]["in_force"]["max_in_flight"], 2)
+            self.assertEqual(acc["a"]["controls"]["changed_by"], "sighup")
+            self.assertEqual(acc["a"]["configured"]["starts_per_second"], RATE)
+            self.assertIsNone(acc["b"]["controls"]["changed_at"])
+            time.sleep(1.5)  # every dispatcher reads it within a second
+            ids_a = ["a-hup-%d" % i for i in range(6)]
+            ids_b = ["b-hup-%d" % i for i in range(10)]
+            self.submit_all(tg, "a", ids_a)
+            self.submit_all(tg, "b", ids_b)
+            tg.wait_final(ids_a + ids_b, timeout=60)
+            arr = stub.arrivals()
+            ga = [y - x for x, y in zip(posts_ms(arr, "a-hup"), posts_ms(arr, "a-hup")[1:])]
+            gb = [y - x for x, y in zip(posts_ms(arr, "b-hup"), posts_ms(arr, "b-hup")[1:])]
+            self.assertGreaterEqual(min(ga), 500, ga)
+            self.assertLess(sorted(gb)[len(gb) // 2], 400, gb)  # b not slowed with a
+
+            # above the rate it started with: refused, named; nothing changes
+            rewrite_config(tg, "account.a", "exit.starts_per_second", "50")
+            proc.send_signal(signal.SIGHUP)
+            tgtest.wait_until(lambda: len(events(proc, "config_reloaded")) >= 2, what="reload")
+            refused = events(proc, "config_reload_refused")
+            self.assertEqual([e["key"] for e in refused], ["account.a.exit.starts_per_second"])
+            self.assertIn("restart", refused[0]["message"])
+            self.assertEqual(self.accounts(tg)["a"]["in_force"]["starts_per_second"], 2.0)
+
+            # back to the configured values: the controls are cleared
+            rewrite_config(tg, "account.a", "exit.starts_per_second", str(RATE))
+            rewrite_config(tg, "account.a", "exit.max_in_flight", str(CAP))
+            proc.send_signal(signal.SIGHUP)
+            tgtest.wait_until(lambda: len(events(proc, "config_reloaded")) >= 3, what="reload")
+            acc = self.accounts(tg)["a"]
+            self.assertIsNone(acc["controls"]["starts_per_second"])
+            self.assertIsNone(acc["controls"]["max_in_flight"])
+            self.assertEqual(acc["in_force"]["starts_per_second"], RATE)
+            st, _, body = tgtest.http_json("GET", tg.api + "/v1/accounts/a/audit", None,
+                                           tg.headers())
+            rows = body["audit"]
+            self.assertEqual([r["by"] for r in rows], ["sighup", "sighup"])
+            self.assertEqual(rows[0]["detail"]["to"]["starts_per_second"], 2)
+            self.assertEqual(rows[0]["detail"]["to"]["max_in_flight"], 2)
+            self.assertEqual(rows[1]["detail"]["to"]["starts_per_second"], 0)
+            # a second SIGHUP with the same file writes nothing
+            proc.send_signal(signal.SIGHUP)
+            tgtest.wait_until(lambda: len(events(proc, "config_reloaded")) >= 4, what="reload")
+            st, _, body = tgtest.http_json("GET", tg.api + "/v1/accounts/a/audit", None,
+                                           tg.headers())
+            self.assertEqual(len(body["audit"]), 2)
 
 
 if __name__ == "__main__":
