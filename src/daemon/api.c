@@ -9,9 +9,9 @@
  * Invariants:
  *   - authentication comes before routing under /v1, so an unauthenticated
  *     client learns nothing about which routes or operations exist; the one
- *     exception is POST /v1/provider-events, which the provider cannot send
- *     a bearer token with and which is authenticated by its HMAC signature
- *     instead (api_events.c);
+ *     exception is POST /v1/provider-events (and /v1/provider-events/{account}),
+ *     which the provider cannot send a bearer token with and which is
+ *     authenticated by its HMAC signature instead (api_events.c);
  *   - authentication and the route's scope (api_auth.c, its one route x
  *     scope table) come before the route's handler: the bearer token is
  *     compared in constant time, and a caller without the scope is refused
@@ -541,6 +541,12 @@ static int route(struct api *api, const struct http_request *req, struct http_re
                 if (strcmp(req->method, "POST") != 0)
                         return api_reply_method_not_allowed(res, rid, "POST");
                 return api_post_provider_event(api, req, res, rid);
+        }
+        if (api_route_of(path) == API_ROUTE_PROVIDER_EVENTS_ACCOUNT) {
+                if (strcmp(req->method, "POST") != 0)
+                        return api_reply_method_not_allowed(res, rid, "POST");
+                return api_post_account_provider_event(
+                    api, path + sizeof("/v1/provider-events/") - 1, req, res, rid);
         }
 
         r = api_admit_caller(api, req, res, rid);

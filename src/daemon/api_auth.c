@@ -253,6 +253,7 @@ static const struct route_row {
     [API_ROUTE_MANUAL_ASSIGN] = {"/v1/manual/{operation_id}/assign", "POST", SCOPE_OPERATOR},
     [API_ROUTE_MANUAL_APPROVE] = {"/v1/manual/{operation_id}/approve", "POST", SCOPE_OPERATOR},
     [API_ROUTE_PROVIDER_EVENTS] = {"/v1/provider-events", "POST", 0},
+    [API_ROUTE_PROVIDER_EVENTS_ACCOUNT] = {"/v1/provider-events/{account}", "POST", 0},
     /* the order system's pull feed: its own credential (intake) or a reader */
     [API_ROUTE_EVENTS] = {"/v1/events", "GET", SCOPE_INTAKE | SCOPE_READ},
     [API_ROUTE_EVENT_REDELIVER] = {"/v1/events/{event_id}/redeliver", "POST", SCOPE_OPERATOR},
@@ -281,7 +282,8 @@ const char *api_route_method(enum api_route route)
 enum api_route api_route_of(const char *path)
 {
         static const char refunds[] = "/v1/refunds/", manual[] = "/v1/manual/",
-                          accounts[] = "/v1/accounts/", events[] = "/v1/events/";
+                          accounts[] = "/v1/accounts/", events[] = "/v1/events/",
+                          hooks[] = "/v1/provider-events/";
         const char *id, *slash;
 
         if (!path)
@@ -305,6 +307,11 @@ enum api_route api_route_of(const char *path)
                         return API_ROUTE_OTHER;
                 return strcmp(slash, "/redeliver") == 0 ? API_ROUTE_EVENT_REDELIVER
                                                         : API_ROUTE_OTHER;
+        }
+        if (strncmp(path, hooks, sizeof(hooks) - 1) == 0) {
+                id = path + sizeof(hooks) - 1;
+                return id[0] && !strchr(id, '/') ? API_ROUTE_PROVIDER_EVENTS_ACCOUNT
+                                                 : API_ROUTE_OTHER;
         }
         if (strncmp(path, accounts, sizeof(accounts) - 1) == 0) {
                 id = path + sizeof(accounts) - 1;

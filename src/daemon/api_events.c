@@ -48,13 +48,14 @@
 #include "daemon/provider_setup.h"
 #include "net/provider_reply.h"
 #include "platform/digest.h"
+#include "platform/secmem.h"
 
 /* The HMAC-SHA256 of the raw body in one header: tollgate's X-Signature
  * (sha256=<hex>) or Checkout.com's Cko-Signature (<hex>). */
-static bool signature_ok(const struct api *api, const struct http_request *req, bool checkout)
+static bool signature_ok(const struct tg_config *cfg, const struct http_request *req, bool checkout)
 {
         unsigned char want[API_MAC_LEN], got[API_MAC_LEN];
-        const char *secret = api->cfg.provider_webhook_secret;
+        const char *secret = cfg->provider_webhook_secret;
         const char *cko = checkout ? http_request_header(req, "Cko-Signature") : NULL;
         bool ok;
 
@@ -71,10 +72,10 @@ static bool signature_ok(const struct api *api, const struct http_request *req, 
 
 /* Stripe's scheme: 0; TG_EPARSE (no or a malformed header), TG_ERANGE (t
  * outside the tolerance), -EACCES (no v1 matches), TG_ENOMEM. */
-static int stripe_signature_check(const struct api *api, const struct http_request *req,
+static int stripe_signature_check(const struct tg_config *cfg, const struct http_request *req,
                                   tg_wall_ms now)
 {
-        const char *secret = api->cfg.provider_webhook_secret;
+        const char *secret = cfg->provider_webhook_secret;
         struct stripe_signature sig;
         unsigned char want[API_MAC_LEN];
         char t[24];
@@ -86,8 +87,7 @@ static int stripe_signature_check(const struct api *api, const struct http_reque
         if (api_parse_stripe_signature(http_request_header(req, "Stripe-Signature"), &sig) < 0)
                 return TG_EPARSE;
         skew = sig.t * 1000 - now;
-        if (skew > api->cfg.provider_webhook_tolerance_ms ||
-            -skew > api->cfg.provider_webhook_tolerance_ms)
+        if (skew > cfg->provider_webhook_tolerance_ms || -skew > cfg->provider_webhook_tolerance_ms)
                 return TG_ERANGE;
         tlen = (size_t)snprintf(t, sizeof(t), "%lld.", (long long)sig.t);
         signed_payload = malloc(tlen + req->body_len + 1);
@@ -111,7 +111,7 @@ static int stripe_signature_check(const struct api *api, const struct http_reque
  * outcome); TG_EPARSE (not a JSON object);
  * TG_ECONFIG (the mapping does not compile: cannot happen past config
  * check); TG_ENOMEM. */
-static int mapped_event(const struct api *api, const struct http_request *req,
+static int mapped_event(const struct tg_config *cfg, const struct http_request *req,
                         struct provider_event *ev, const char **why)
 {
         struct provider_maps *maps = malloc(sizeof(*maps));
@@ -125,10 +125,9 @@ static int mapped_event(const struct api *api, const struct http_request *req,
 
         if (!maps)
                 return TG_ENOMEM;
-        r = provider_setup_maps(&api->cfg, maps, err, sizeof(err));
-        if (r == 0 &&
-            (field_source_parse(api->cfg.provider_webhook_object_field, &object, &terr) < 0 ||
-             field_source_parse(api->cfg.provider_webhook_match_field, &match, &terr) < 0))
+        r = provider_setup_maps(cfg, maps, err, sizeof(err));
+        if (r == 0 && (field_source_parse(cfg->provider_webhook_object_field, &object, &terr) < 0 ||
+                       field_source_parse(cfg->provider_webhook_match_field, &match, &terr) < 0))
                 r = TG_ECONFIG;
         if (r == 0)
                 r = provider_reply_read_event(&maps->reply, &object, &match, req->body,
@@ -148,8 +147,8 @@ static int mapped_event(const struct api *api, const struct http_request *req,
         reply.transport = TG_TR_COMPLETE;
         reply.http_status = 200;
         r = classifier_new_default(&classifier);
-        for (unsigned i = 0; r == 0 && i < api->cfg.rule_count; i++)
-                r = classifier_add_rule(classifier, &api->cfg.rules[i]);
+        for (unsigned i = 0; r == 0 && i < cfg->rule_count; i++)
+                r = classifier_add_rule(classifier, &cfg->rules[i]);
         cls = r == 0 ? classify(classifier, CLASSIFY_QUERY, &reply) : TG_CLASS_UNKNOWN;
         classifier_free(classifier);
         if (r < 0)
@@ -166,7 +165,7 @@ static int mapped_event(const struct api *api, const struct http_request *req,
 /* Checks the delivery's signature in the configured scheme and reads its
  * event. 0 (*ev to settle), 1 (answered: nothing to settle), or < 0
  * (answered with the error). */
-static int verified_event(struct api *api, const struct http_request *req,
+static int verified_event(const struct tg_config *cfg, const struct http_request *req,
                           struct http_response *res, const char *rid, struct provider_event *ev,
                           int *ret_status)
 {
@@ -174,9 +173,9 @@ static int verified_event(struct api *api, const struct http_request *req,
         const char *why = NULL;
         int r;
 
-        bool checkout = strcmp(api->cfg.provider_webhook_signature, "checkout") == 0;
+        bool checkout = strcmp(cfg->provider_webhook_signature, "checkout") == 0;
 
-        if (checkout && !signature_ok(api, req, true)) {
+        if (checkout && !signature_ok(cfg, req, true)) {
                 log_emit(LOG_WARN, "provider_event_bad_signature",
                          json_pack("{s:s}", "request_id", rid));
                 *ret_status =
@@ -184,8 +183,8 @@ static int verified_event(struct api *api, const struct http_request *req,
                                    "Cko-Signature must be the hex HMAC-SHA256 of the body");
                 return -1;
         }
-        if (!checkout && strcmp(api->cfg.provider_webhook_signature, "stripe") != 0) {
-                if (!signature_ok(api, req, false)) {
+        if (!checkout && strcmp(cfg->provider_webhook_signature, "stripe") != 0) {
+                if (!signature_ok(cfg, req, false)) {
                         log_emit(LOG_WARN, "provider_event_bad_signature",
                                  json_pack("{s:s}", "request_id", rid));
                         *ret_status = api_reply_code(
@@ -199,7 +198,7 @@ static int verified_event(struct api *api, const struct http_request *req,
                 }
                 return 0;
         }
-        r = checkout ? 0 : stripe_signature_check(api, req, api_wall_now());
+        r = checkout ? 0 : stripe_signature_check(cfg, req, api_wall_now());
         if (r == TG_ENOMEM) {
                 *ret_status = api_reply_store_error(res, rid, r);
                 return -1;
@@ -217,7 +216,7 @@ static int verified_event(struct api *api, const struct http_request *req,
                 *ret_status = api_reply_code(res, rid, 401, "bad_signature", NULL, msg);
                 return -1;
         }
-        r = mapped_event(api, req, ev, &why);
+        r = mapped_event(cfg, req, ev, &why);
         if (r == TG_EPARSE) {
                 *ret_status = api_reply_code(res, rid, 422, "invalid_json", NULL,
                                              "the event must be a JSON object");
@@ -237,22 +236,64 @@ static int verified_event(struct api *api, const struct http_request *req,
         return 0;
 }
 
-int api_post_provider_event(struct api *api, const struct http_request *req,
-                            struct http_response *res, const char *rid)
+bool api_webhook_serves(const struct api *api, const struct api_webhook *hook, const char *account)
 {
+        const struct tg_account *a;
+        struct tg_config *view;
+        bool same;
+
+        if (hook->account)
+                return strcmp(hook->account, account) == 0;
+        if (api->cfg.account_count <= 1)
+                return true; /* one account: the top level is its webhook */
+        a = config_account_find(&api->cfg, account);
+        view = a ? secmem_alloc(sizeof(*view)) : NULL;
+        same = view && config_account_view(&api->cfg, a, view) == 0 &&
+               strcmp(view->provider_webhook_secret_file, api->cfg.provider_webhook_secret_file) ==
+                   0 &&
+               strcmp(view->provider_webhook_signature, api->cfg.provider_webhook_signature) == 0;
+        if (view) {
+                explicit_bzero(view, sizeof(*view));
+                secmem_free(view);
+        }
+        return same;
+}
+
+void api_webhook_ignored_other(const char *rid, const struct api_webhook *hook, const char *op_id,
+                               const char *account)
+{
+        log_emit(LOG_WARN, "provider_event_ignored",
+                 json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s}", "request_id", rid, "why",
+                           "other_account", "operation_id", op_id, "account", account, "route",
+                           hook->account, "message",
+                           "the operation's account has a webhook of its own: the provider "
+                           "delivers to /v1/provider-events/ACCOUNT"));
+}
+
+static int post_event(struct api *api, const struct api_webhook *hook,
+                      const struct http_request *req, struct http_response *res, const char *rid)
+{
+        const struct tg_config *cfg = hook->cfg;
         struct provider_event ev;
         struct op_record op;
         int r, answered;
 
-        if (api->cfg.provider_webhook_secret[0] == '\0')
+        if (cfg->provider_webhook_secret[0] == '\0')
                 return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
-        if (req->body_len > api->cfg.api_max_body_bytes)
+        if (req->body_len > cfg->api_max_body_bytes)
                 return api_reply_code(res, rid, 413, "body_too_large", NULL,
                                       "the request body is too large");
-        if (strcmp(api->cfg.provider_webhook_signature, "adyen") == 0)
-                return api_post_adyen_notification(api, req, res, rid);
-        if (verified_event(api, req, res, rid, &ev, &answered) != 0)
+        if (strcmp(cfg->provider_webhook_signature, "adyen") == 0)
+                return api_post_adyen_notification(api, hook, req, res, rid);
+        if (verified_event(cfg, req, res, rid, &ev, &answered) != 0)
                 return answered;
+        r = store_get(api->store, ev.operation_id, &op);
+        if (r == 0 && !api_webhook_serves(api, hook, op.req.account)) {
+                api_webhook_ignored_other(rid, hook, ev.operation_id, op.req.account);
+                return api_reply_json(res, 200, json_pack("{s:s}", "ignored", "other_account"));
+        }
+        if (r < 0 && r != TG_ENOTFOUND)
+                return api_reply_store_error(res, rid, r);
         api_note_op(api, ev.operation_id);
         r = store_settle_external(api->store, ev.operation_id, ev.outcome,
                                   ev.refund_id[0] ? ev.refund_id : NULL, "webhook", api_wall_now());
@@ -270,4 +311,38 @@ int api_post_provider_event(struct api *api, const struct http_request *req,
         return api_reply_json(res, 200,
                               json_pack("{s:s, s:s}", "operation_id", op.req.operation_id, "state",
                                         op_state_name(op.state)));
+}
+
+int api_post_provider_event(struct api *api, const struct http_request *req,
+                            struct http_response *res, const char *rid)
+{
+        const struct api_webhook hook = {.cfg = &api->cfg, .account = NULL};
+
+        return post_event(api, &hook, req, res, rid);
+}
+
+int api_post_account_provider_event(struct api *api, const char *name,
+                                    const struct http_request *req, struct http_response *res,
+                                    const char *rid)
+{
+        const struct tg_account *a = config_account_find(&api->cfg, name);
+        struct tg_config *view;
+        int r;
+
+        /* an account that is not configured: the same 404 as a route that
+         * does not exist (the provider learns nothing about our accounts) */
+        if (!a)
+                return api_reply_code(res, rid, 404, "not_found", NULL, "no such route");
+        view = secmem_alloc(sizeof(*view)); /* it holds the account's secrets */
+        if (!view)
+                return TG_ENOMEM;
+        if (api->cfg.account_count == 1 && !a->declared)
+                *view = api->cfg; /* the top level is the default account */
+        else
+                config_account_view(&api->cfg, a, view);
+        const struct api_webhook hook = {.cfg = view, .account = a->name};
+        r = post_event(api, &hook, req, res, rid);
+        explicit_bzero(view, sizeof(*view));
+        secmem_free(view);
+        return r;
 }

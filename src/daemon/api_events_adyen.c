@@ -69,7 +69,8 @@ static void ignored(const char *rid, unsigned i, const char *why, const char *op
 
 /* One verified item. 0 (settled, a repeat, or ignored), 1 (in flight:
  * deliver again), < 0 a store error. */
-static int settle_item(struct api *api, const struct adyen_item *it, unsigned i, const char *rid)
+static int settle_item(struct api *api, const struct api_webhook *hook, const struct adyen_item *it,
+                       unsigned i, const char *rid)
 {
         const char *op_id = it->merchant_reference;
         enum op_state outcome = item_outcome(it);
@@ -91,6 +92,10 @@ static int settle_item(struct api *api, const struct adyen_item *it, unsigned i,
         }
         if (r < 0)
                 return r;
+        if (!api_webhook_serves(api, hook, op.req.account)) {
+                api_webhook_ignored_other(rid, hook, op_id, op.req.account);
+                return 0;
+        }
         if (op.refund_id[0] && it->psp_reference[0] && strcmp(op.refund_id, it->psp_reference)) {
                 ignored(rid, i, "another_refund", op_id);
                 return 0;
@@ -116,8 +121,9 @@ static int settle_item(struct api *api, const struct adyen_item *it, unsigned i,
         return 0;
 }
 
-int api_post_adyen_notification(struct api *api, const struct http_request *req,
-                                struct http_response *res, const char *rid)
+int api_post_adyen_notification(struct api *api, const struct api_webhook *hook,
+                                const struct http_request *req, struct http_response *res,
+                                const char *rid)
 {
         struct adyen_batch *b = malloc(sizeof(*b));
         unsigned char key[ADYEN_KEY_MAX];
@@ -135,7 +141,7 @@ int api_post_adyen_notification(struct api *api, const struct http_request *req,
                 return api_reply_code(res, rid, 422, "invalid_notification", NULL,
                                       "the body must be Adyen's notification batch");
         }
-        if (adyen_key_decode(api->cfg.provider_webhook_secret, key, &key_len) < 0) {
+        if (adyen_key_decode(hook->cfg->provider_webhook_secret, key, &key_len) < 0) {
                 free(b);
                 return api_reply_code(res, rid, 500, "bad_key", NULL,
                                       "the webhook's HMAC key is not hex");
@@ -155,7 +161,7 @@ int api_post_adyen_notification(struct api *api, const struct http_request *req,
                                       "base64 HMAC-SHA256 of its fields");
         }
         for (unsigned i = 0; i < b->n; i++) {
-                r = settle_item(api, &b->item[i], i, rid);
+                r = settle_item(api, hook, &b->item[i], i, rid);
                 if (r < 0) {
                         free(b);
                         return api_reply_store_error(res, rid, r);

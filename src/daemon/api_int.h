@@ -58,6 +58,7 @@ enum api_route {
         API_ROUTE_MANUAL_ASSIGN,
         API_ROUTE_MANUAL_APPROVE,
         API_ROUTE_PROVIDER_EVENTS,
+        API_ROUTE_PROVIDER_EVENTS_ACCOUNT,
         API_ROUTE_EVENTS,
         API_ROUTE_EVENT_REDELIVER,
         API_ROUTE_ACCOUNTS,
@@ -292,11 +293,35 @@ int api_redeliver_as(struct api *api, int64_t id, const char *principal, struct 
 /* The id of an event from a path segment (digits only, 1..INT64_MAX): 0 or
  * TG_EINVAL. */
 int api_event_id(const char *text, size_t len, int64_t *ret_id);
+/* A provider's webhook: the config it is read with (its secret, signature
+ * scheme, mapping and [classify]) and the account whose route it is
+ * (POST /v1/provider-events/{account}); account NULL: the top level's route
+ * (POST /v1/provider-events). */
+struct api_webhook {
+        const struct tg_config *cfg;
+        const char *account;
+};
+/* Does hook settle an operation of `account`? An account's route only its
+ * own; the top level's route every operation when there is one account,
+ * else those whose account takes its webhook (the secret's file and the
+ * scheme) from the top level: an account with a webhook of its own is
+ * settled only through its route, by its own secret. */
+bool api_webhook_serves(const struct api *api, const struct api_webhook *hook, const char *account);
+/* The log line of an event ignored as another account's. */
+void api_webhook_ignored_other(const char *rid, const struct api_webhook *hook, const char *op_id,
+                               const char *account);
 /* POST /v1/provider-events in Adyen's scheme (api_events_adyen.c). */
-int api_post_adyen_notification(struct api *api, const struct http_request *req,
-                                struct http_response *res, const char *rid);
+int api_post_adyen_notification(struct api *api, const struct api_webhook *hook,
+                                const struct http_request *req, struct http_response *res,
+                                const char *rid);
 int api_post_provider_event(struct api *api, const struct http_request *req,
                             struct http_response *res, const char *rid);
+/* POST /v1/provider-events/{account}: the account's own webhook (its view's
+ * provider.webhook_* keys); 404 for an account that is not configured or
+ * has no webhook secret. */
+int api_post_account_provider_event(struct api *api, const char *name,
+                                    const struct http_request *req, struct http_response *res,
+                                    const char *rid);
 /* api_admission.c: the decision for `count` new refunds of `account` (a
  * configured one) at once (a batch: the last of them waits behind the
  * others), measured now on that account's own backlog and drain rate; count

@@ -183,8 +183,11 @@ const struct key_def config_keys[] = {
     SECRET_KEY(PER_ACCOUNT("provider"), "webhook_secret_file", provider_webhook_secret_file,
                config_set_webhook_file, config_differ_webhook_secret,
                "A file holding the HMAC-SHA256 secret of the provider's webhook, `POST "
-               "/v1/provider-events` (signed as `provider.webhook_signature` says). Unset: the "
-               "route does not exist."),
+               "/v1/provider-events` (signed as `provider.webhook_signature` says); an "
+               "account's own, `POST /v1/provider-events/NAME`, which settles only that "
+               "account's refunds (the top-level route settles the accounts that take their "
+               "webhook from the top level). Unset: the route does not exist. An account's is "
+               "read at start."),
     CHOICE_KEY(PER_ACCOUNT("provider"), "webhook_signature", provider_webhook_signature,
                " tollgate stripe checkout adyen ",
                "How the provider signs a webhook delivery. `tollgate`: shared/PROVIDER.md's "

@@ -209,12 +209,15 @@ void service_set_notifier(struct service *svc, struct notifier *n)
 
 /* ---- reloads ------------------------------------------------------------------------ */
 
-/* An account's key ("account.eu.exit") is judged as its top-level one. */
+/* A top-level key in live_keys. */
 static bool is_live(const char *section, const char *name)
 {
         char key[96];
 
-        section = config_section_base(section);
+        /* an account's keys are read once, at start (its rate and cap
+         * become run-time controls: reload_controls) */
+        if (strncmp(section, "account.", 8) == 0)
+                return false;
         snprintf(key, sizeof(key), "%s.%s", section, name);
         for (size_t i = 0; i < sizeof(live_keys) / sizeof(live_keys[0]); i++)
                 if (strcmp(live_keys[i], key) == 0)
@@ -228,8 +231,9 @@ struct reload_note {
 
 static const char *why_not_live(const char *section, const char *name)
 {
-        if (strcmp(section, "account") == 0)
-                return "the accounts are read once, at start";
+        if (strcmp(section, "account") == 0 || strncmp(section, "account.", 8) == 0)
+                return "an account's keys are read once, at start (its exit.starts_per_second "
+                       "and exit.max_in_flight excepted: run-time controls)";
         section = config_section_base(section);
         if (strcmp(section, "store") == 0)
                 return "the store cannot change under a running process";

@@ -399,6 +399,14 @@ class ContractTest(unittest.TestCase):
         self.assertEqual(event({"operation_id": "c1", "status": "failed"})[0], 409)
         self.assertEqual(event({"operation_id": "c1", "status": "succeeded"})[0], 200)
         self.assertEqual(event({"operation_id": "c1"})[0], 422)
+        # the account's own route (one account: the top level's webhook)
+        raw = json.dumps({"operation_id": "c1", "status": "succeeded"}).encode()
+        for route, sig, want in (("/v1/provider-events/default", sign(raw), 200),
+                                 ("/v1/provider-events/default", "sha256=00", 401),
+                                 ("/v1/provider-events/ghost", sign(raw), 404)):
+            self.call("POST", route, raw, token=False, expect=want,
+                      headers={"Content-Type": "application/json", "X-Signature": sig})
+        self.call("GET", "/v1/provider-events/default", token=False, expect=405)
         raw = b"{oops"
         self.call("POST", "/v1/provider-events", raw, token=False,
                   headers={"X-Signature": sign(raw)}, expect=400)

@@ -1747,6 +1747,9 @@ static void test_route_templates(void **state)
             {"/v1/manual/op-1/unassign", "other"},
             {"/v1/manual//assign", "other"},
             {"/v1/provider-events", "/v1/provider-events"},
+            {"/v1/provider-events/eu", "/v1/provider-events/{account}"},
+            {"/v1/provider-events/", "other"},
+            {"/v1/provider-events/eu/x", "other"},
             {"/ui", "other"},
             {NULL, "other"},
         };
