@@ -361,6 +361,13 @@ const struct key_def config_keys[] = {
                "then manual review (`notification_deadline`); no query is made, none of "
                "`retry.max_queries` is spent; an answer lost past the timeout is replayed "
                "with `replay`, else awaited as well."),
+    INT_KEY(PER_ACCOUNT("provider"), "key_lifetime_s", KEY_I64, provider_key_lifetime_ms, 1,
+            MAX_DURATION_S, 1000,
+            "How long the provider keeps an idempotency key, as its reference documents it "
+            "(our stub: 24 h; Stripe 24 h; Checkout.com 24 h; Adyen at least 31 days; PayPal "
+            "45 days). `retry.key_retention_s`, the age past which tollgate never sends the "
+            "key again (no retry, no replay, no operator re-send), must be shorter: a key sent "
+            "after the provider forgot it is a new refund."),
     INT_KEY(PER_ACCOUNT("provider"), "notification_deadline_s", KEY_I64,
             policy.notification_deadline_ms, 1, MAX_DURATION_S, 1000,
             "`reconcile = notification`: how long a refund the provider acknowledged waits "
@@ -513,8 +520,9 @@ const struct key_def config_keys[] = {
     INT_KEY(PER_ACCOUNT("retry"), "key_retention_s", KEY_I64, policy.key_retention_ms, 1,
             MAX_DURATION_S, 1000,
             "Never re-send a key older than this (from its first POST): past the provider's "
-            "retention (PROVIDER.md: 24 h) it may be taken as new and refunded twice. Such an "
-            "operation goes to manual review (`key_retention`)."),
+            "retention (`provider.key_lifetime_s`, which this must be shorter than) it may be "
+            "taken as new and refunded twice. Such an operation goes to manual review "
+            "(`key_retention`)."),
     INT_KEY(PER_ACCOUNT("retry"), "backoff_base_ms", KEY_I64, policy.backoff.base_ms, 1,
             MAX_DURATION_MS, 1,
             "Upper edge of the first retry's window. Retry n waits in [min(min, hi), hi] with "
@@ -764,6 +772,7 @@ void config_defaults(struct tg_config *ret_config)
         snprintf(c->provider_attempt_header, sizeof(c->provider_attempt_header), "%s", "X-Attempt");
         c->provider_connect_timeout_ms = 1000;
         c->provider_timeout_ms = 3000;
+        c->provider_key_lifetime_ms = 24LL * 3600 * 1000; /* shared/PROVIDER.md */
         c->provider_max_response_bytes = 65536;
         /* A fresh connection per call: libcurl re-sends a request on a reused
          * connection that turns out dead (DESIGN.md, transport boundary). */

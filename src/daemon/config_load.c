@@ -368,6 +368,13 @@ static void check_all(struct load *load)
                                  "not with exit.shares > 1 (%u): the shares' windows are cut from "
                                  "a fixed account rate",
                                  c->exit_shares);
+        /* A key re-sent after the provider forgot it is a new refund. */
+        if (c->policy.key_retention_ms >= c->provider_key_lifetime_ms)
+                config_key_error(load, row("retry", "key_retention_s"),
+                                 "must be shorter than provider.key_lifetime_s (%lld s), the "
+                                 "provider's life of a key: a key sent again after it is a new "
+                                 "refund",
+                                 (long long)(c->provider_key_lifetime_ms / 1000));
         if (policy_config_check(&c->policy) < 0)
                 config_key_error(load, row("retry", "max_attempts"),
                                  "the [retry] settings are inconsistent");

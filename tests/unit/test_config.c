@@ -376,6 +376,20 @@ static void test_cross_key_messages(void **state)
                          TG_ECONFIG);
         assert_string_equal(err, "provider.connect_timeout_ms: must be <= provider.timeout_ms "
                                  "(500)");
+        /* a key is never kept by us longer than the provider keeps it */
+        assert_int_equal(load_one("retry", "key_retention_s", "86400", &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_string_equal(err, "retry.key_retention_s: must be shorter than "
+                                 "provider.key_lifetime_s (86400 s), the provider's life of a "
+                                 "key: a key sent again after it is a new refund");
+        assert_int_equal(load_text("[provider]\nkey_lifetime_s = 2678400\n[retry]\n"
+                                   "key_retention_s = 2592000\n",
+                                   &c, err, sizeof(err)),
+                         0);
+        assert_int_equal(c.provider_key_lifetime_ms, 2678400000LL);
+        assert_int_equal(load_one("provider", "key_lifetime_s", "3600", &c, err, sizeof(err)),
+                         TG_ECONFIG);
+        assert_non_null(strstr(err, "retry.key_retention_s: must be shorter"));
         assert_int_equal(load_one("exit", "starts_per_second", "1", &c, err, sizeof(err)),
                          0); /* query sub-quota 0 = none */
         assert_int_equal(load_text("[exit]\nstarts_per_second = 2\nquery_starts_per_second = 2\n",
@@ -956,14 +970,14 @@ static void test_check_lists_every_problem(void **state)
 
         /* the checks across keys carry the line of the key they blame */
         memset(&p, 0, sizeof(p));
-        write_file(cfg_path, "[provider]\n\nconnect_timeout_ms = 5000\n[retention]\nkeep_days = 1\n"
-                             "[retry]\nkey_retention_s = 172800\n");
+        write_file(cfg_path, "[provider]\n\nconnect_timeout_ms = 5000\nkey_lifetime_s = 259200\n"
+                             "[retention]\nkeep_days = 1\n[retry]\nkey_retention_s = 172800\n");
         assert_int_equal(config_check(cfg_path, collect, &p, &n), 0);
         assert_int_equal(n, 2);
         assert_int_equal(p.lines[0], 3);
         assert_string_equal(p.text[0],
                             "provider.connect_timeout_ms: must be <= provider.timeout_ms (3000)");
-        assert_int_equal(p.lines[1], 5);
+        assert_int_equal(p.lines[1], 6);
         assert_non_null(strstr(p.text[1], "retention.keep_days: must be 0 (keep forever) or "
                                           "longer than"));
 
@@ -1052,8 +1066,9 @@ static void test_retention_keys(void **state)
         expect_bad("retention", "prune_batch", "1");
         /* not shorter than an operation's life with the provider */
         assert_int_equal(
-            load_text("[retry]\nkey_retention_s = 172800\n[retention]\nkeep_days = 2\n", &c, err,
-                      sizeof(err)),
+            load_text("[provider]\nkey_lifetime_s = 259200\n[retry]\nkey_retention_s = 172800\n"
+                      "[retention]\nkeep_days = 2\n",
+                      &c, err, sizeof(err)),
             TG_ECONFIG);
         assert_non_null(strstr(err, "retention.keep_days: must be 0"));
 }

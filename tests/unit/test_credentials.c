@@ -372,7 +372,8 @@ static void test_scope_table(void **state)
             {API_ROUTE_MANUAL_RESOLVE, SCOPE_OPERATOR},
             {API_ROUTE_MANUAL_ASSIGN, SCOPE_OPERATOR},
             {API_ROUTE_MANUAL_APPROVE, SCOPE_OPERATOR},
-            {API_ROUTE_PROVIDER_EVENTS, 0}, /* signed by the provider */
+            {API_ROUTE_PROVIDER_EVENTS, 0},         /* signed by the provider */
+            {API_ROUTE_PROVIDER_EVENTS_ACCOUNT, 0}, /* signed by the account's provider */
             {API_ROUTE_EVENTS, SCOPE_INTAKE | SCOPE_READ},
             {API_ROUTE_EVENT_REDELIVER, SCOPE_OPERATOR},
             {API_ROUTE_ACCOUNTS, SCOPE_READ | SCOPE_ADMIN},
