@@ -26,6 +26,8 @@ int stub_shape_parse(const char *name, enum stub_shape *ret)
                 *ret = STUB_SHAPE_CHECKOUT;
         else if (strcmp(name, "adyen") == 0)
                 *ret = STUB_SHAPE_ADYEN;
+        else if (strcmp(name, "paypal") == 0)
+                *ret = STUB_SHAPE_PAYPAL;
         else
                 return TG_EINVAL;
         return 0;
@@ -36,12 +38,15 @@ const char *stub_shape_name(enum stub_shape shape)
         return shape == STUB_SHAPE_STRIPE     ? "stripe"
                : shape == STUB_SHAPE_CHECKOUT ? "checkout"
                : shape == STUB_SHAPE_ADYEN    ? "adyen"
+               : shape == STUB_SHAPE_PAYPAL   ? "paypal"
                                               : "provider-md";
 }
 
 const char *stub_shape_key_header(enum stub_shape shape)
 {
-        return shape == STUB_SHAPE_CHECKOUT ? "Cko-Idempotency-Key" : "Idempotency-Key";
+        return shape == STUB_SHAPE_CHECKOUT ? "Cko-Idempotency-Key"
+               : shape == STUB_SHAPE_PAYPAL ? "PayPal-Request-Id"
+                                            : "Idempotency-Key";
 }
 
 bool stub_id_char(char c)
