@@ -213,14 +213,20 @@ char *stub_paypal_refund(const char *refund_id, const struct stub_refund *req, c
 {
         char value[CURRENCY_DECIMAL_MAX], self[STUB_FIELD_MAX + 64], up[STUB_FIELD_MAX + 64];
         json_t *o = json_pack("{s:s}", "id", refund_id);
+        unsigned places, iso;
+        char *point;
 
         if (!o)
                 return NULL;
-        if (req->currency[0] &&
-            currency_decimal(req->amount, req->currency, value, sizeof(value)) == 0)
+        if (req->currency[0] && paypal_places(req->currency, &places, &iso) == 0 &&
+            currency_decimal(req->amount, req->currency, value, sizeof(value)) == 0) {
+                /* in PayPal's places: "15" TWD (its fraction is zero) */
+                if (places == 0 && (point = strchr(value, '.')))
+                        *point = '\0';
                 json_object_set_new(
                     o, "amount",
                     json_pack("{s:s, s:s}", "currency_code", req->currency, "value", value));
+        }
         if (req->reference[0])
                 json_object_set_new(o, "invoice_id", json_string(req->reference));
         if (req->custom_id[0])
