@@ -406,8 +406,9 @@ static const struct opt stub_options[] = {
      .string = &stub_opts.shape,
      .help = "the provider's contract: provider-md (shared/PROVIDER.md, JSON), "
              "stripe (form POST, refund objects), checkout (202, the payment's "
-             "actions) or adyen (201 received, the outcome by notification only; "
-             "docs/providers/) (provider-md)"},
+             "actions), adyen (201 received, the outcome by notification only) or "
+             "paypal (OAuth 2.0 tokens, a lookup by refund id only; docs/providers/) "
+             "(provider-md)"},
     {.name = "tls-cert",
      .arg = "FILE",
      .string = &stub_opts.tls_cert,
