@@ -54,6 +54,11 @@ const char *stub_shape_name(enum stub_shape shape);
 
 /* A byte of an id in a path: [A-Za-z0-9_-]. */
 bool stub_id_char(char c);
+/* Copies id[0..n), an id 1-128 of [A-Za-z0-9_-], into ret. 0 or
+ * TG_ENOTFOUND (not such an id: a path the shape does not have). */
+int stub_copy_id(const char *id, size_t n, char ret[STUB_FIELD_MAX + 1]);
+/* v is a JSON string of 1..max bytes without a NUL. */
+bool stub_json_text(json_t *v, size_t max);
 /* o as compact JSON (malloc'd, or NULL), o released. */
 char *stub_json_dump(json_t *o);
 

@@ -21,22 +21,14 @@
 #define PAYPAL_NOTE_MAX 255 /* note_to_payer */
 #define PAYPAL_API      "https://api.paypal.com"
 
-/* An id 1-128 of [A-Za-z0-9_-] at id, ending at end (NUL) or at "/rest". */
+/* An id 1-128 of [A-Za-z0-9_-] at id, then rest and the path's end. */
 static int copy_id(const char *id, const char *rest, char ret[STUB_FIELD_MAX + 1])
 {
         size_t n = strlen(id), rn = strlen(rest);
 
         if (n <= rn || strcmp(id + n - rn, rest) != 0)
                 return TG_ENOTFOUND;
-        n -= rn;
-        if (n == 0 || n > STUB_FIELD_MAX)
-                return TG_ENOTFOUND;
-        for (size_t i = 0; i < n; i++)
-                if (!stub_id_char(id[i]))
-                        return TG_ENOTFOUND;
-        memcpy(ret, id, n);
-        ret[n] = '\0';
-        return 0;
+        return stub_copy_id(id, n - rn, ret);
 }
 
 int stub_paypal_path(const char *path, char ret_id[STUB_FIELD_MAX + 1], bool *ret_query)
@@ -122,12 +114,6 @@ static int decimal_amount(const char *v, const char *code, int64_t *ret_minor, c
         return 0;
 }
 
-static bool text_ok(json_t *v, size_t max)
-{
-        return json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) <= max &&
-               strlen(json_string_value(v)) == json_string_length(v);
-}
-
 int stub_parse_paypal_refund(const char *body, size_t len, const char *key, const char *capture,
                              int *ret_status, const char **ret_issue, const char **ret_field,
                              const char **ret_message, struct stub_refund *ret)
@@ -183,21 +169,21 @@ int stub_parse_paypal_refund(const char *body, size_t len, const char *key, cons
         if ((v = json_object_get(o, "invoice_id"))) {
                 *ret_field = "/invoice_id";
                 *ret_message = "invoice_id must be a string of 1-127 characters";
-                if (!text_ok(v, PAYPAL_TEXT_MAX))
+                if (!stub_json_text(v, PAYPAL_TEXT_MAX))
                         goto bad;
                 memcpy(r.reference, json_string_value(v), json_string_length(v) + 1);
         }
         if ((v = json_object_get(o, "custom_id"))) {
                 *ret_field = "/custom_id";
                 *ret_message = "custom_id must be a string of 1-127 characters";
-                if (!text_ok(v, PAYPAL_TEXT_MAX))
+                if (!stub_json_text(v, PAYPAL_TEXT_MAX))
                         goto bad;
                 memcpy(r.custom_id, json_string_value(v), json_string_length(v) + 1);
         }
         if ((v = json_object_get(o, "note_to_payer"))) {
                 *ret_field = "/note_to_payer";
                 *ret_message = "note_to_payer must be a string of 1-255 characters";
-                if (!text_ok(v, PAYPAL_NOTE_MAX))
+                if (!stub_json_text(v, PAYPAL_NOTE_MAX))
                         goto bad;
         }
         json_decref(o);
