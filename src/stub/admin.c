@@ -80,6 +80,12 @@ static char *state_json(struct stub_server *srv)
         json_object_set_new(o, "key_retention_s", json_integer(srv->cfg.key_retention_s));
         json_object_set_new(o, "capacity", json_real(capacity.rate));
         json_object_set_new(o, "capacity_burst", json_real(capacity.burst));
+        json_object_set_new(o, "shape", json_string(stub_shape_name(srv->cfg.shape)));
+        if (srv->tokens) {
+                json_object_set_new(o, "token_ttl_s", json_integer(srv->cfg.token_ttl_s));
+                json_object_set_new(o, "tokens_alive",
+                                    json_integer((json_int_t)stub_tokens_alive(srv->tokens, now)));
+        }
         if (srv->webhook) {
                 struct webhook_stats ws;
                 webhook_stats(srv->webhook, &ws);
@@ -332,12 +338,17 @@ enum MHD_Result admin_handle(struct req *r)
                 answer_text(r, 200, "{\"reset\":true}");
         } else if (strcmp(p, "expire-keys") == 0 && post) {
                 admin_expire(r);
+        } else if (strcmp(p, "revoke-tokens") == 0 && post && srv->tokens) {
+                char buf[64];
+                snprintf(buf, sizeof(buf), "{\"revoked\":%zu}", stub_tokens_revoke(srv->tokens));
+                answer_text(r, 200, buf);
         } else if (strcmp(p, "arrivals") == 0 || strcmp(p, "ledger") == 0 ||
                    strcmp(p, "state") == 0) {
                 r->allow = "GET";
                 answer_error(r, 405, "method_not_allowed", "use GET", false);
         } else if (strcmp(p, "mode") == 0 || strcmp(p, "reset") == 0 ||
-                   strcmp(p, "expire-keys") == 0) {
+                   strcmp(p, "expire-keys") == 0 ||
+                   (strcmp(p, "revoke-tokens") == 0 && srv->tokens)) {
                 r->allow = "POST";
                 answer_error(r, 405, "method_not_allowed", "use POST", false);
         } else {

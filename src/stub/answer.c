@@ -112,8 +112,44 @@ static void adyen_error(struct req *r, int status, const char *code, const char 
         r->answer = stub_adyen_error(status, code, message);
 }
 
+/* The paypal shape's words: {"name","message","debug_id","details":[{
+ * "field","issue","description"}],"links"}, the name from the status; an
+ * issue word of shape_paypal.c stays, ours become PayPal's: a key still
+ * running is 409 (the second of two requests at once "might fail", the
+ * idempotency page says: the stub's reading, paypal.md), an unknown id
+ * INVALID_RESOURCE_ID, a refusal of mode reject REFUND_AMOUNT_EXCEEDED;
+ * 401, 429 and 5xx carry no detail. */
+static void paypal_error(struct req *r, int status, const char *code, const char *message)
+{
+        const char *issue = code;
+
+        for (const char *p = code; *p; p++)
+                if (!((*p >= 'A' && *p <= 'Z') || *p == '_'))
+                        issue = NULL;
+        if (strcmp(code, "idempotency_key_in_use") == 0) {
+                status = 409;
+                issue = "DUPLICATE_REQUEST_ID";
+        } else if (issue) {
+                /* shape_paypal.c's own word */
+        } else if (status == 404) {
+                issue = "INVALID_RESOURCE_ID";
+        } else if (status == 422) {
+                issue = "REFUND_AMOUNT_EXCEEDED";
+        } else if (status == 400 || status == 413 || status == 415) {
+                issue = "INVALID_PARAMETER_SYNTAX";
+        }
+        free(r->answer);
+        r->status = status;
+        r->answer = stub_paypal_error(status, issue, NULL, issue ? message : NULL,
+                                      (unsigned long long)r->seq * 0x9E3779B97F4A7C15ULL);
+}
+
 void answer_error(struct req *r, int status, const char *code, const char *message, bool retryable)
 {
+        if (r->srv->cfg.shape == STUB_SHAPE_PAYPAL && r->kind != K_ADMIN) {
+                paypal_error(r, status, code, message);
+                return;
+        }
         if (r->srv->cfg.shape == STUB_SHAPE_ADYEN && r->kind != K_ADMIN) {
                 adyen_error(r, status, code, message);
                 return;
@@ -168,6 +204,34 @@ static void make_hostile(struct req *r)
         r->status = a.status;
 }
 
+/* The paypal refund r->refund_id of operation r->query_op as it is at now:
+ * COMPLETED, PENDING (status_details.reason ECHECK) or FAILED (the
+ * failure code as the reason); 200. */
+static void paypal_view(struct req *r, tg_mono_ns now)
+{
+        enum ledger_status st;
+        char id[STUB_REFUND_ID_MAX], failure[STUB_FAILURE_MAX];
+        struct stub_refund req;
+
+        memset(&req, 0, sizeof(req));
+        ledger_query(r->srv->ledger, r->query_op, now, &st, id, failure, &req);
+        if (st == LEDGER_NOT_FOUND || !r->refund_id[0]) {
+                answer_error(r, 404, "not_found", "no such refund", false);
+                return;
+        }
+        free(r->answer);
+        r->status = 200;
+        r->answer = stub_paypal_refund(r->refund_id, &req,
+                                       st == LEDGER_PROCESSING ? "PENDING"
+                                       : st == LEDGER_FAILED   ? "FAILED"
+                                                               : "COMPLETED",
+                                       st == LEDGER_PROCESSING ? "ECHECK"
+                                       : st == LEDGER_FAILED   ? failure
+                                                               : NULL);
+        if (!r->answer)
+                answer_error(r, 503, "temporarily_unavailable", "stub out of memory", true);
+}
+
 /* Runs at arrival (fast) or at the deadline (delayed), on any thread. */
 static void finish(struct req *r)
 {
@@ -195,13 +259,14 @@ static void finish(struct req *r)
                                                        r->spec.failure_code, now);
                 }
         } else if (r->kind == K_REFUND && r->execute && r->spec.mode == STUB_FAIL &&
-                   srv->cfg.shape == STUB_SHAPE_CHECKOUT) {
+                   (srv->cfg.shape == STUB_SHAPE_CHECKOUT || srv->cfg.shape == STUB_SHAPE_PAYPAL)) {
                 /* Accepted (202, an action id), then declined: the action
-                 * in the list says so (approved false, its response code). */
+                 * in the list says so (approved false, its response code).
+                 * paypal: a refund made FAILED (201), its reason the code. */
                 char body[STUB_RESPONSE_MAX];
                 int status = 0;
-                if (ledger_fail(srv->ledger, &r->refund, now, r->spec.failure_code, 202, NULL) <
-                        0 ||
+                if (ledger_fail(srv->ledger, &r->refund, now, r->spec.failure_code,
+                                srv->cfg.shape == STUB_SHAPE_PAYPAL ? 201 : 202, NULL) < 0 ||
                     ledger_response(srv->ledger, r->refund.operation_id, &status, body) < 0)
                         answer_error(r, 503, "temporarily_unavailable", "stub ledger full", true);
                 else
@@ -250,6 +315,10 @@ static void finish(struct req *r)
                                 webhook_enqueue_refund(srv->webhook, &r->refund, "succeeded", id,
                                                        "", now);
                 }
+        } else if (r->lookup && srv->cfg.shape == STUB_SHAPE_PAYPAL) {
+                /* the refund by its id, or a repeat of its key: the latest
+                 * status of the refund (PayPal's idempotency page) */
+                paypal_view(r, now);
         } else if (r->kind == K_QUERY && r->lookup && r->list) {
                 free(r->answer);
                 r->status = 200;

@@ -23,6 +23,7 @@
 #include "record.h"
 #include "tls.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,25 @@ static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *n
         return MHD_YES;
 }
 
+/* paypal: the bearer token, one the token endpoint gave and still alive:
+ * "ok", "missing", "expired" or "wrong". */
+static const char *bearer_verdict(struct req *r)
+{
+        const char *authz = header_of(r->conn, "Authorization");
+
+        if (!authz || !authz[0])
+                return "missing";
+        switch (stub_tokens_check(r->srv->tokens, authz, clock_mono_now())) {
+        case STUB_TOKEN_OK:
+                return "ok";
+        case STUB_TOKEN_EXPIRED:
+                return "expired";
+        case STUB_TOKEN_UNKNOWN:
+        default:
+                return "wrong";
+        }
+}
+
 /* What a real provider checks before anything else: the client
  * certificate (already, in the handshake), the API key and the request's
  * signature. Records the verdicts (and the body, with --record-bodies);
@@ -64,7 +84,9 @@ static bool caller_ok(struct req *r)
         struct stub_server *srv = r->srv;
         char path[3 * sizeof(r->path)];
         struct tg_strbuf sb;
-        const char *key = stub_auth_key(&srv->cfg.auth, header_of, r->conn);
+        const char *key = srv->cfg.shape == STUB_SHAPE_PAYPAL
+                              ? bearer_verdict(r)
+                              : stub_auth_key(&srv->cfg.auth, header_of, r->conn);
         const char *sig;
 
         /* The path as the client sent it: libmicrohttpd hands it over
@@ -150,6 +172,25 @@ static int parse_refund(struct req *r, const char *key, const char *ctype)
                         answer_error(r, 422, code, "invalid refund", false);
                 return rc;
         }
+        if (r->srv->cfg.shape == STUB_SHAPE_PAYPAL) {
+                const char *issue = NULL, *field = NULL, *msg = NULL;
+                int status = 400;
+                if (!ctype || strncmp(ctype, "application/json", 16) != 0) {
+                        answer_error(r, 415, "UNSUPPORTED_MEDIA_TYPE",
+                                     "Content-Type must be application/json", false);
+                        return TG_EINVAL;
+                }
+                rc = stub_parse_paypal_refund(r->body ? r->body : "", r->len, key, r->list_payment,
+                                              &status, &issue, &field, &msg, &r->refund);
+                if (rc < 0) {
+                        free(r->answer);
+                        r->status = status;
+                        r->answer =
+                            stub_paypal_error(status, issue, field, msg,
+                                              (unsigned long long)r->seq * 0x9E3779B97F4A7C15ULL);
+                }
+                return rc;
+        }
         if (r->srv->cfg.shape == STUB_SHAPE_ADYEN) {
                 const char *code = NULL, *msg = NULL;
                 int status = 422;
@@ -201,6 +242,21 @@ static int parse_refund(struct req *r, const char *key, const char *ctype)
         return 0;
 }
 
+/* paypal: a repeat of a key is answered, at its finish, with the latest
+ * status of the refund the stored answer names. */
+static void paypal_replay(struct req *r, const char *key, const char *stored)
+{
+        json_t *o = json_loads(stored, 0, NULL);
+        const char *id = json_string_value(json_object_get(o, "id"));
+
+        if (id && strlen(id) < sizeof(r->refund_id)) {
+                snprintf(r->refund_id, sizeof(r->refund_id), "%s", id);
+                snprintf(r->query_op, sizeof(r->query_op), "%s", key);
+                r->lookup = true;
+        }
+        json_decref(o);
+}
+
 enum MHD_Result contract_refund(struct req *r)
 {
         struct stub_server *srv = r->srv;
@@ -208,7 +264,7 @@ enum MHD_Result contract_refund(struct req *r)
                                                       stub_shape_key_header(srv->cfg.shape));
         const char *ctype =
             MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        char stored[STUB_RESPONSE_MAX], msg[160];
+        char stored[STUB_RESPONSE_MAX], msg[160], fresh[48];
         enum ledger_begin kind;
         enum MHD_Result ret;
         int rc, replay_status = 200;
@@ -219,6 +275,13 @@ enum MHD_Result contract_refund(struct req *r)
                 snprintf(msg, sizeof(msg), "body larger than %zu bytes", srv->cfg.max_body);
                 answer_error(r, 413, "invalid_request", msg, false);
                 return answer_send(r);
+        }
+        if (!key && srv->cfg.shape == STUB_SHAPE_PAYPAL) {
+                /* without PayPal-Request-Id PayPal "duplicates the
+                 * request": a key of our own, new each time */
+                snprintf(fresh, sizeof(fresh), "paypal-no-request-id-%llu",
+                         (unsigned long long)r->seq);
+                key = fresh;
         }
         if (!key || !stub_key_valid(key, strlen(key))) {
                 answer_error(r, 400, "invalid_request",
@@ -242,8 +305,11 @@ enum MHD_Result contract_refund(struct req *r)
                 break;
         case LEDGER_REPLAY:
                 /* The first stored response: the success body with 200, or
-                 * the 500 a failed key was given (docs in --help). */
+                 * the 500 a failed key was given (docs in --help). PayPal
+                 * answers the refund's latest status (at the finish). */
                 answer_text(r, replay_status, stored);
+                if (srv->cfg.shape == STUB_SHAPE_PAYPAL)
+                        paypal_replay(r, key, stored);
                 break;
         case LEDGER_REUSED:
                 answer_error(r, 422, "idempotency_key_reused",
@@ -252,8 +318,9 @@ enum MHD_Result contract_refund(struct req *r)
         case LEDGER_IN_USE:
                 answer_error(r, 409, "idempotency_key_in_use",
                              "a request with this key is still being processed", false);
-                /* Checkout.com and Adyen turn the second request away at once */
-                if (srv->cfg.shape == STUB_SHAPE_CHECKOUT || srv->cfg.shape == STUB_SHAPE_ADYEN)
+                /* Checkout.com, Adyen and PayPal turn the second request away at once */
+                if (srv->cfg.shape == STUB_SHAPE_CHECKOUT || srv->cfg.shape == STUB_SHAPE_ADYEN ||
+                    srv->cfg.shape == STUB_SHAPE_PAYPAL)
                         r->spec.delay_ms = 0;
                 break;
         }
@@ -320,6 +387,18 @@ static int query_operation(struct req *r)
                 r->list = true;
                 return 0;
         }
+        if (r->srv->cfg.shape == STUB_SHAPE_PAYPAL) {
+                /* GET /v2/payments/refunds/{id} (the id read at arrival):
+                 * the only lookup, by the refund id a POST answered */
+                size_t n = strlen(r->list_payment);
+                if (n >= sizeof(r->refund_id) ||
+                    ledger_operation_of(r->srv->ledger, r->list_payment, r->query_op) < 0) {
+                        answer_error(r, 404, "not_found", "no such refund", false);
+                        return TG_ENOTFOUND;
+                }
+                memcpy(r->refund_id, r->list_payment, n + 1);
+                return 0;
+        }
         if (r->srv->cfg.shape == STUB_SHAPE_STRIPE) {
                 const char *rest = r->path + strlen(STUB_QUERY_PREFIX);
                 if (strcmp(r->path, REFUNDS_PATH) == 0)
@@ -348,4 +427,61 @@ enum MHD_Result contract_query(struct req *r)
                 return answer_after_delay(r);
         r->lookup = true;
         return answer_after_delay(r);
+}
+
+/* The paypal shape's POST /v1/oauth2/token: HTTP Basic client id:secret
+ * (the --client-id-file and --auth-secret-file ones; without them any),
+ * a form grant_type=client_credentials; a token living --token-ttl-s.
+ * Errors in OAuth 2.0's words (RFC 6749 5.2), as PayPal's token endpoint
+ * answers them; the gateway's limiter and the capacity bucket refuse it
+ * like any call (429 RATE_LIMIT_REACHED). */
+enum MHD_Result contract_token(struct req *r)
+{
+        struct stub_server *srv = r->srv;
+        const char *authz = header_of(r->conn, "Authorization");
+        const char *ctype = header_of(r->conn, MHD_HTTP_HEADER_CONTENT_TYPE);
+        bool basic = stub_paypal_basic_ok(authz, srv->cfg.client_id,
+                                          srv->cfg.client_id ? srv->cfg.auth.secret : NULL);
+        char token[STUB_PAYPAL_TOKEN_MAX];
+        char *body;
+
+        if (r->spec.mode == STUB_REFUSE) {
+                r->drop = true;
+                return answer_send(r);
+        }
+        if (r->seq)
+                record_checks(srv->log, r->seq, stub_tls_client(r->conn),
+                              !authz  ? "missing"
+                              : basic ? "ok"
+                                      : "wrong",
+                              NULL, srv->cfg.record_bodies ? (r->body ? r->body : "") : NULL,
+                              r->len);
+        if (r->spec.mode == STUB_LIMITED) {
+                answer_error(r, 429, "rate_limited", "rate limited", true);
+                return answer_send(r);
+        }
+        if (!basic) {
+                answer_text(r, 401,
+                            "{\"error\":\"invalid_client\",\"error_description\":\"Client "
+                            "Authentication failed\"}");
+                return answer_send(r);
+        }
+        if (!ctype || strncmp(ctype, "application/x-www-form-urlencoded", 33) != 0 || !r->body ||
+            strcmp(r->body, "grant_type=client_credentials") != 0) {
+                answer_text(r, 400,
+                            "{\"error\":\"unsupported_grant_type\",\"error_description\":"
+                            "\"grant_type must be client_credentials, form-encoded\"}");
+                return answer_send(r);
+        }
+        stub_tokens_issue(srv->tokens, clock_mono_now(), srv->cfg.token_ttl_s * TG_NS_PER_S, token);
+        body = stub_paypal_token(token, (long long)srv->cfg.token_ttl_s);
+        explicit_bzero(token, sizeof(token));
+        if (!body) {
+                answer_error(r, 503, "temporarily_unavailable", "stub out of memory", true);
+        } else {
+                free(r->answer);
+                r->status = 200;
+                r->answer = body;
+        }
+        return answer_send(r);
 }

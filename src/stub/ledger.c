@@ -73,6 +73,27 @@ static uint32_t hash(const char *s)
         return h & (BUCKETS - 1);
 }
 
+/* A new refund id of the shape's form into id (lg->lock held): Adyen's
+ * 16-character pspReference, PayPal's 17 of [0-9A-Z], else a prefix and 16
+ * hex digits. */
+static void new_id(struct ledger *lg, char id[STUB_REFUND_ID_MAX])
+{
+        static const char alnum[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+        if (lg->shape == STUB_SHAPE_ADYEN) {
+                snprintf(id, STUB_REFUND_ID_MAX, "%016llX",
+                         (unsigned long long)(tg_rng_next(&lg->rng) & 0x7fffffffffffffffULL));
+        } else if (lg->shape == STUB_SHAPE_PAYPAL) {
+                for (int i = 0; i < 17; i++)
+                        id[i] = alnum[tg_rng_next(&lg->rng) % 36];
+                id[17] = '\0';
+        } else {
+                snprintf(id, STUB_REFUND_ID_MAX, "%s_%016llx",
+                         lg->shape == STUB_SHAPE_CHECKOUT ? "act" : "re",
+                         (unsigned long long)tg_rng_next(&lg->rng));
+        }
+}
+
 static struct record *find(struct ledger *lg, const char *op)
 {
         for (struct record *r = lg->buckets[hash(op)]; r; r = r->next) {
@@ -191,9 +212,10 @@ int ledger_begin(struct ledger *lg, const struct stub_refund *req, tg_mono_ns no
         r = find(lg, req->operation_id);
         if (r)
                 age_key(lg, r, now);
-        /* Checkout.com compares no payload: a key is the request */
+        /* Checkout.com compares no payload: a key is the request; PayPal
+         * answers a key's previous request whatever the payload */
         bool same = r && (lg->shape == STUB_SHAPE_CHECKOUT || lg->shape == STUB_SHAPE_ADYEN ||
-                          same_payload(&r->req, req));
+                          lg->shape == STUB_SHAPE_PAYPAL || same_payload(&r->req, req));
         if (r && r->key == KEY_RUNNING) {
                 *ret_kind = same ? LEDGER_IN_USE : LEDGER_REUSED;
         } else if (r && r->key == KEY_DONE) {
@@ -252,14 +274,12 @@ int ledger_execute(struct ledger *lg, const struct stub_refund *req, tg_mono_ns 
                 }
                 r->key_created = now;
         }
-        if (lg->shape == STUB_SHAPE_ADYEN) /* Adyen's 16-character pspReference */
-                snprintf(id, sizeof(id), "%016llX",
-                         (unsigned long long)(tg_rng_next(&lg->rng) & 0x7fffffffffffffffULL));
-        else
-                snprintf(id, sizeof(id), "%s_%016llx",
-                         lg->shape == STUB_SHAPE_CHECKOUT ? "act" : "re",
-                         (unsigned long long)tg_rng_next(&lg->rng));
-        if (lg->shape == STUB_SHAPE_ADYEN) {
+        new_id(lg, id);
+        if (lg->shape == STUB_SHAPE_PAYPAL) {
+                /* PENDING while it settles (an eCheck), else COMPLETED */
+                text = stub_paypal_refund(id, req, processing > 0 ? "PENDING" : "COMPLETED",
+                                          processing > 0 ? "ECHECK" : NULL);
+        } else if (lg->shape == STUB_SHAPE_ADYEN) {
                 /* received, not final: the outcome is the notification */
                 text = stub_adyen_received(id, req);
         } else if (lg->shape == STUB_SHAPE_CHECKOUT) {
@@ -331,7 +351,8 @@ int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now
 
         if (strlen(failure_code) >= STUB_FAILURE_MAX || (body && strlen(body) >= STUB_RESPONSE_MAX))
                 return TG_EINVAL;
-        if (!body && lg->shape != STUB_SHAPE_CHECKOUT && lg->shape != STUB_SHAPE_ADYEN)
+        if (!body && lg->shape != STUB_SHAPE_CHECKOUT && lg->shape != STUB_SHAPE_ADYEN &&
+            lg->shape != STUB_SHAPE_PAYPAL)
                 return TG_EINVAL;
         pthread_mutex_lock(&lg->lock);
         r = find(lg, req->operation_id);
@@ -352,16 +373,13 @@ int ledger_fail(struct ledger *lg, const struct stub_refund *req, tg_mono_ns now
                 struct id_node *node = calloc(1, sizeof(*node));
                 char id[STUB_REFUND_ID_MAX];
 
-                if (lg->shape == STUB_SHAPE_ADYEN) {
-                        snprintf(
-                            id, sizeof(id), "%016llX",
-                            (unsigned long long)(tg_rng_next(&lg->rng) & 0x7fffffffffffffffULL));
+                new_id(lg, id);
+                if (lg->shape == STUB_SHAPE_ADYEN)
                         made = stub_adyen_received(id, req);
-                } else {
-                        snprintf(id, sizeof(id), "act_%016llx",
-                                 (unsigned long long)tg_rng_next(&lg->rng));
+                else if (lg->shape == STUB_SHAPE_PAYPAL) /* made, and FAILED */
+                        made = stub_paypal_refund(id, req, "FAILED", failure_code);
+                else
                         made = stub_checkout_accepted(id, req);
-                }
                 if (!node || !made || strlen(made) >= STUB_RESPONSE_MAX) {
                         free(node);
                         rc = TG_ENOMEM;

@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #define STUB_REFUND_ID_MAX 32
-#define STUB_RESPONSE_MAX  512
+#define STUB_RESPONSE_MAX  1024
 
 struct ledger;
 

@@ -39,11 +39,16 @@ static const char stub_epilogue_modes[] =
     "          checkout POST /payments/{id}/refunds (Cko-Idempotency-Key, 202)\n"
     "          and GET /payments/{id}/actions (no lookup by key or action);\n"
     "          adyen POST /v71/payments/{id}/refunds (201 received; no lookup, no\n"
-    "          list: every GET 404; the outcome as a signed REFUND notification).\n"
+    "          list: every GET 404; the outcome as a signed REFUND notification);\n"
+    "          paypal POST /v1/oauth2/token (HTTP Basic, client credentials; tokens\n"
+    "          live --token-ttl-s), POST /v2/payments/captures/{id}/refund\n"
+    "          (bearer token, PayPal-Request-Id, 201 COMPLETED or PENDING) and GET\n"
+    "          /v2/payments/refunds/{refund id} (no lookup by key, no list).\n"
     "Admin:    GET /_stub/state, GET /_stub/ledger,\n"
     "          GET /_stub/arrivals?since=N[&limit=M] (JSON lines, entries numbered\n"
     "          > N), POST /_stub/mode, POST /_stub/reset,\n"
-    "          POST /_stub/expire-keys [{\"key\":\"...\"}].\n"
+    "          POST /_stub/expire-keys [{\"key\":\"...\"}], POST /_stub/revoke-tokens\n"
+    "          (paypal: every access token given is refused from then on).\n"
     "\n"
     "Modes (the mode applied to a POST is the one in force at its arrival):\n"
     "  fast             execute, answer 201 at once\n"
@@ -225,8 +230,9 @@ struct opts {
         const char *shape;
         const char *tls_cert, *tls_key, *tls_client_ca;
         const char *auth_secret_file, *signing_key_file, *signing_string, *encoding;
+        const char *client_id_file;
         /* file contents the config borrows, freed at exit */
-        char *cert_pem, *key_pem, *ca_pem, *auth_secret, *signing_key;
+        char *cert_pem, *key_pem, *ca_pem, *auth_secret, *signing_key, *client_id;
         struct stub_config cfg;
         /* what parse_flags() reads into cfg after the options */
         const char *listen, *retry_after, *mix, *query_mode;
@@ -288,7 +294,8 @@ static const struct opt stub_options[] = {
      .i64 = &stub_opts.cfg.key_retention_s,
      .min = 1,
      .max = 86400 * 365,
-     .help = "idempotency key retention, seconds (86400)"},
+     .help = "idempotency key retention, seconds (86400; --shape paypal 3888000, PayPal's "
+             "45 days)"},
     {.name = "seed",
      .arg = "N",
      .u64 = &stub_opts.seed,
@@ -399,8 +406,9 @@ static const struct opt stub_options[] = {
      .string = &stub_opts.shape,
      .help = "the provider's contract: provider-md (shared/PROVIDER.md, JSON), "
              "stripe (form POST, refund objects), checkout (202, the payment's "
-             "actions) or adyen (201 received, the outcome by notification only; "
-             "docs/providers/) (provider-md)"},
+             "actions), adyen (201 received, the outcome by notification only) or "
+             "paypal (OAuth 2.0 tokens, a lookup by refund id only; docs/providers/) "
+             "(provider-md)"},
     {.name = "tls-cert",
      .arg = "FILE",
      .string = &stub_opts.tls_cert,
@@ -423,6 +431,17 @@ static const struct opt stub_options[] = {
      .string = &stub_opts.auth_secret_file,
      .help = "demand this API key (file content, trailing newlines stripped): "
              "Authorization: Bearer <key>, or --auth-header; else 401"},
+    {.name = "client-id-file",
+     .arg = "F",
+     .string = &stub_opts.client_id_file,
+     .help = "--shape paypal: the client id the token call's HTTP Basic must name, with "
+             "--auth-secret-file the client secret (without both: any client gets a token)"},
+    {.name = "token-ttl-s",
+     .arg = "N",
+     .i64 = &stub_opts.cfg.token_ttl_s,
+     .min = 1,
+     .max = 86400,
+     .help = "--shape paypal: the access tokens' life, expires_in (32400)"},
     {.name = "auth-header",
      .arg = "NAME",
      .string = &stub_opts.cfg.auth.header,
@@ -491,7 +510,8 @@ static int parse_flags(int argc, char **argv)
         c->ra_seconds = 1;
         c->ra_form = STUB_RA_SECONDS;
         c->processing_ms = 2000;
-        c->key_retention_s = 86400;
+        c->key_retention_s = 0; /* unset: the shape's (finish_provider) */
+        c->token_ttl_s = 32400;
         c->query_delay_ms = 3000;
         c->auth.signature_header = "X-Signature";
         c->auth.timestamp_header = "X-Timestamp";
@@ -584,8 +604,13 @@ static int finish_provider(struct opts *o)
                 : "{method}\\n{path}\\n{timestamp}\\n{idempotency_key}\\n{body_sha256}";
 
         if (o->shape && stub_shape_parse(o->shape, &c->shape) < 0)
-                return bad_flag("--shape", "must be provider-md, stripe, checkout or adyen");
+                return bad_flag("--shape",
+                                "must be provider-md, stripe, checkout, adyen or paypal");
+        if (o->client_id_file && (c->shape != STUB_SHAPE_PAYPAL || !o->auth_secret_file))
+                return bad_flag("--client-id-file", "needs --shape paypal and --auth-secret-file");
         c->auth.key_header = stub_shape_key_header(c->shape);
+        if (c->key_retention_s == 0)
+                c->key_retention_s = c->shape == STUB_SHAPE_PAYPAL ? 45 * 86400 : 86400;
         if (!o->tls_cert != !o->tls_key)
                 return bad_flag("--tls-cert", "give --tls-cert and --tls-key together");
         if ((o->tls_client_ca || c->tls_priorities) && !o->tls_cert)
@@ -606,6 +631,12 @@ static int finish_provider(struct opts *o)
                                      &len) < 0)
                         return TG_EINVAL;
                 c->auth.secret = o->auth_secret;
+        }
+        if (o->client_id_file) {
+                if (read_secret_file("--client-id-file", o->client_id_file, &o->client_id, &len) <
+                    0)
+                        return TG_EINVAL;
+                c->client_id = o->client_id;
         }
         if (o->signing_key_file) {
                 if (read_secret_file("--signing-key-file", o->signing_key_file, &o->signing_key,
@@ -690,6 +721,7 @@ static void free_files(struct opts *o)
         free(o->ca_pem);
         secmem_free(o->auth_secret); /* wipes */
         secmem_free(o->signing_key);
+        secmem_free(o->client_id);
 }
 
 int main(int argc, char **argv)

@@ -29,6 +29,7 @@ struct stub_refund {
         char currency[4];
         char reference[STUB_FIELD_MAX + 1]; /* checkout: the refund's reference ("": none) */
         char merchant[STUB_FIELD_MAX + 1];  /* adyen: the merchantAccount sent */
+        char custom_id[STUB_FIELD_MAX + 1]; /* paypal: the custom_id sent ("": none) */
 };
 
 /* True when key[0..len) is 1..128 chars of [A-Za-z0-9._:-]. */

@@ -157,6 +157,26 @@ static enum kind classify(struct req *r)
                 answer_error(r, 405, "method_not_allowed", "method not allowed", false);
                 return K_OTHER;
         }
+        if (r->srv->cfg.shape == STUB_SHAPE_PAYPAL) {
+                /* POST /v1/oauth2/token, POST /v2/payments/captures/{id}/
+                 * refund, GET /v2/payments/refunds/{id}: no lookup by
+                 * PayPal-Request-Id, no list */
+                bool query = false;
+                if (strcmp(r->path, STUB_PAYPAL_TOKEN_PATH) == 0) {
+                        if (post)
+                                return K_TOKEN;
+                        r->allow = "POST";
+                } else if (stub_paypal_path(r->path, r->list_payment, &query) < 0) {
+                        answer_error(r, 404, "not_found", "no such endpoint", false);
+                        return K_OTHER;
+                } else if (query ? get : post) {
+                        return query ? K_QUERY : K_REFUND;
+                } else {
+                        r->allow = query ? "GET" : "POST";
+                }
+                answer_error(r, 405, "method_not_allowed", "method not allowed", false);
+                return K_OTHER;
+        }
         if (r->srv->cfg.shape == STUB_SHAPE_ADYEN) {
                 /* POST /v{N}/payments/{id}/refunds; Adyen has no lookup and
                  * no list of refunds: any other request is 404 */
@@ -227,7 +247,7 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
         snprintf(r->method, sizeof(r->method), "%s", method);
         snprintf(r->path, sizeof(r->path), "%s", url);
         r->kind = classify(r);
-        r->max = r->kind == K_REFUND ? srv->cfg.max_body : ADMIN_BODY_MAX;
+        r->max = r->kind == K_REFUND || r->kind == K_TOKEN ? srv->cfg.max_body : ADMIN_BODY_MAX;
         if (r->kind == K_ADMIN)
                 return r;
 
@@ -238,13 +258,14 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
                 r->spec.mode = STUB_REFUSE;
                 resolve(srv, &r->spec, false);
                 snprintf(mode, sizeof(mode), "refuse");
-        } else if ((r->kind == K_REFUND || r->kind == K_QUERY) && limited(srv, r->arrival)) {
+        } else if ((r->kind == K_REFUND || r->kind == K_QUERY || r->kind == K_TOKEN) &&
+                   limited(srv, r->arrival)) {
                 /* the gateway in front refuses it before the provider sees it */
                 memset(&r->spec, 0, sizeof(r->spec));
                 r->spec.mode = STUB_LIMITED;
                 r->spec.ra_form = STUB_RA_NONE;
                 snprintf(mode, sizeof(mode), "limiter");
-        } else if ((r->kind == K_REFUND || r->kind == K_QUERY) &&
+        } else if ((r->kind == K_REFUND || r->kind == K_QUERY || r->kind == K_TOKEN) &&
                    !bucket_take(&srv->capacity, r->arrival)) {
                 /* past the provider's true capacity: refused, nothing done */
                 memset(&r->spec, 0, sizeof(r->spec));
@@ -347,6 +368,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                 return contract_refund(r);
         case K_QUERY:
                 return contract_query(r);
+        case K_TOKEN:
+                return contract_token(r);
         case K_ADMIN:
                 return admin_handle(r);
         case K_OTHER:
@@ -400,7 +423,10 @@ int server_start(const struct stub_config *cfg, struct stub_server **ret_server)
             ledger_new(cfg->max_keys, cfg->key_retention_s * TG_NS_PER_S, cfg->seed, cfg->shape);
         srv->log = record_log_new(cfg->max_records);
         srv->timer = timer_new(TIMERS_MAX);
-        if (!srv->ledger || !srv->log || !srv->timer)
+        if (cfg->shape == STUB_SHAPE_PAYPAL)
+                srv->tokens = stub_tokens_new(cfg->seed);
+        if (!srv->ledger || !srv->log || !srv->timer ||
+            (cfg->shape == STUB_SHAPE_PAYPAL && !srv->tokens))
                 goto fail;
         if (cfg->webhook_url) {
                 rc = webhook_new(cfg->webhook_url, cfg->webhook_secret, cfg->webhook_secret_len,
@@ -515,6 +541,7 @@ void server_free(struct stub_server *srv)
         listener_free(srv->listener);
         ledger_free(srv->ledger);
         record_log_free(srv->log);
+        stub_tokens_free(srv->tokens);
         if (srv->cfg.tls_cert_pem)
                 stub_tls_release();
         pthread_mutex_destroy(&srv->ctl);

@@ -29,6 +29,7 @@
 #include "hostile.h"
 #include "ledger.h"
 #include "request.h"
+#include "tokens.h"
 
 #include <microhttpd.h>
 #include <pthread.h>
@@ -41,7 +42,7 @@
 #define REFUNDS_PATH   "/v1/refunds"
 #define ADMIN_BODY_MAX (64 * 1024)
 
-enum kind { K_REFUND, K_QUERY, K_ADMIN, K_OTHER };
+enum kind { K_REFUND, K_QUERY, K_TOKEN, K_ADMIN, K_OTHER };
 enum rstate { RS_BODY, RS_WAIT, RS_READY };
 
 struct stub_server {
@@ -54,6 +55,7 @@ struct stub_server {
         struct ledger *ledger;
         struct record_log *log;
         struct webhook *webhook;
+        struct stub_tokens *tokens; /* paypal: the access tokens given */
         atomic_uint_fast64_t open_requests;
         atomic_uint_fast64_t open_connections;
         atomic_uint_fast64_t next_conn_id;
@@ -100,6 +102,7 @@ struct req {
         unsigned list_limit;
         struct stub_refund refund;
         char query_op[STUB_KEY_MAX + 1];
+        char refund_id[STUB_REFUND_ID_MAX]; /* paypal: the refund a lookup names */
         /* The answer. */
         int status;
         char *answer;
@@ -136,9 +139,11 @@ enum MHD_Result answer_after_delay(struct req *r);
  * unexecuted (dropped), like a provider crash. */
 void answer_abandon(void *arg);
 
-/* contract.c: a whole contract request, from its checks to its answer. */
+/* contract.c: a whole contract request, from its checks to its answer;
+ * contract_token: the paypal shape's POST /v1/oauth2/token. */
 enum MHD_Result contract_refund(struct req *r);
 enum MHD_Result contract_query(struct req *r);
+enum MHD_Result contract_token(struct req *r);
 
 /* admin.c: a whole admin request (POST /_stub/mode and the rest). */
 enum MHD_Result admin_handle(struct req *r);

@@ -26,6 +26,8 @@ int stub_shape_parse(const char *name, enum stub_shape *ret)
                 *ret = STUB_SHAPE_CHECKOUT;
         else if (strcmp(name, "adyen") == 0)
                 *ret = STUB_SHAPE_ADYEN;
+        else if (strcmp(name, "paypal") == 0)
+                *ret = STUB_SHAPE_PAYPAL;
         else
                 return TG_EINVAL;
         return 0;
@@ -36,12 +38,15 @@ const char *stub_shape_name(enum stub_shape shape)
         return shape == STUB_SHAPE_STRIPE     ? "stripe"
                : shape == STUB_SHAPE_CHECKOUT ? "checkout"
                : shape == STUB_SHAPE_ADYEN    ? "adyen"
+               : shape == STUB_SHAPE_PAYPAL   ? "paypal"
                                               : "provider-md";
 }
 
 const char *stub_shape_key_header(enum stub_shape shape)
 {
-        return shape == STUB_SHAPE_CHECKOUT ? "Cko-Idempotency-Key" : "Idempotency-Key";
+        return shape == STUB_SHAPE_CHECKOUT ? "Cko-Idempotency-Key"
+               : shape == STUB_SHAPE_PAYPAL ? "PayPal-Request-Id"
+                                            : "Idempotency-Key";
 }
 
 bool stub_id_char(char c)
@@ -50,28 +55,41 @@ bool stub_id_char(char c)
                c == '_' || c == '-';
 }
 
-int stub_checkout_path(const char *path, char ret_payment[STUB_FIELD_MAX + 1], bool *ret_actions)
+int stub_copy_id(const char *id, size_t n, char ret[STUB_FIELD_MAX + 1])
 {
-        static const char prefix[] = "/payments/";
-        const char *id = path + sizeof(prefix) - 1, *slash;
-        size_t n;
-
-        if (strncmp(path, prefix, sizeof(prefix) - 1) != 0 || !(slash = strchr(id, '/')))
-                return TG_ENOTFOUND;
-        n = (size_t)(slash - id);
         if (n == 0 || n > STUB_FIELD_MAX)
                 return TG_ENOTFOUND;
         for (size_t i = 0; i < n; i++)
                 if (!stub_id_char(id[i]))
                         return TG_ENOTFOUND;
+        memcpy(ret, id, n);
+        ret[n] = '\0';
+        return 0;
+}
+
+bool stub_json_text(json_t *v, size_t max)
+{
+        return json_is_string(v) && json_string_length(v) > 0 && json_string_length(v) <= max &&
+               strlen(json_string_value(v)) == json_string_length(v);
+}
+
+int stub_checkout_path(const char *path, char ret_payment[STUB_FIELD_MAX + 1], bool *ret_actions)
+{
+        static const char prefix[] = "/payments/";
+        const char *id = path + sizeof(prefix) - 1, *slash;
+        bool actions;
+
+        if (strncmp(path, prefix, sizeof(prefix) - 1) != 0 || !(slash = strchr(id, '/')))
+                return TG_ENOTFOUND;
         if (strcmp(slash, "/refunds") == 0)
-                *ret_actions = false;
+                actions = false;
         else if (strcmp(slash, "/actions") == 0)
-                *ret_actions = true;
+                actions = true;
         else
                 return TG_ENOTFOUND;
-        memcpy(ret_payment, id, n);
-        ret_payment[n] = '\0';
+        if (stub_copy_id(id, (size_t)(slash - id), ret_payment) < 0)
+                return TG_ENOTFOUND;
+        *ret_actions = actions;
         return 0;
 }
 

@@ -26,6 +26,8 @@
  *                whose key is still running is answered 429 (error_type
  *                request_in_progress: the stub's word, see checkout.md).
  *                No lookup by idempotency key, none of a single action.
+ *   adyen        Adyen's Checkout API refund (below, shape_adyen.c).
+ *   paypal       PayPal's Payments v2 refund (below, shape_paypal.c).
  * Pure code over jansson: no I/O.
  */
 #ifndef STUB_SHAPE_H
@@ -43,19 +45,25 @@ enum stub_shape {
         STUB_SHAPE_STRIPE,
         STUB_SHAPE_CHECKOUT,
         STUB_SHAPE_ADYEN,
+        STUB_SHAPE_PAYPAL,
 };
 
-/* "provider-md", "stripe", "checkout" or "adyen". 0 or TG_EINVAL. */
+/* "provider-md", "stripe", "checkout", "adyen" or "paypal". 0 or TG_EINVAL. */
 int stub_shape_parse(const char *name, enum stub_shape *ret_shape);
 const char *stub_shape_name(enum stub_shape shape);
 
 /* A byte of an id in a path: [A-Za-z0-9_-]. */
 bool stub_id_char(char c);
+/* Copies id[0..n), an id 1-128 of [A-Za-z0-9_-], into ret. 0 or
+ * TG_ENOTFOUND (not such an id: a path the shape does not have). */
+int stub_copy_id(const char *id, size_t n, char ret[STUB_FIELD_MAX + 1]);
+/* v is a JSON string of 1..max bytes without a NUL. */
+bool stub_json_text(json_t *v, size_t max);
 /* o as compact JSON (malloc'd, or NULL), o released. */
 char *stub_json_dump(json_t *o);
 
 /* The header carrying the idempotency key: Cko-Idempotency-Key for
- * checkout, else Idempotency-Key. */
+ * checkout, PayPal-Request-Id for paypal, else Idempotency-Key. */
 const char *stub_shape_key_header(enum stub_shape shape);
 
 /* The checkout shape's paths: "/payments/{id}/refunds" (*ret_actions
@@ -128,5 +136,49 @@ int stub_parse_adyen_refund(const char *body, size_t len, const char *key, const
 char *stub_adyen_received(const char *psp_reference, const struct stub_refund *req);
 /* An error body {"status","errorCode","message","errorType"} (malloc'd). */
 char *stub_adyen_error(int status, const char *code, const char *message);
+
+/*
+ * The paypal shape (docs/providers/paypal.md), in shape_paypal.c: PayPal's
+ * Payments v2 refund of a captured payment. POST /v1/oauth2/token (HTTP
+ * Basic client id:secret, form grant_type=client_credentials) answers
+ * {"scope","access_token","token_type":"Bearer","app_id","expires_in",
+ * "nonce"}; POST /v2/payments/captures/{capture_id}/refund with a bearer
+ * token, keyed by PayPal-Request-Id (optional: without it every request is
+ * a new refund), JSON {"amount":{"value": a decimal string in the
+ * currency's places,"currency_code"} (optional: absent, the whole capture,
+ * amount 0 here),"invoice_id","custom_id","note_to_payer"} answers 201 with
+ * the refund {"id","amount","invoice_id","custom_id","status":"COMPLETED"|
+ * "PENDING"|"FAILED","status_details","links"}, a repeat of a key the
+ * refund's latest status (200); GET /v2/payments/refunds/{refund_id} is the
+ * only lookup. Errors {"name","message","debug_id","details":[{"field",
+ * "issue","description"}],"links"}.
+ */
+#define STUB_PAYPAL_TOKEN_PATH "/v1/oauth2/token"
+#define STUB_PAYPAL_TOKEN_MAX  64 /* an access token's bytes, with its NUL */
+/* "/v2/payments/captures/{id}/refund" (*ret_query false) or
+ * "/v2/payments/refunds/{id}" (true), the id 1-128 of [A-Za-z0-9_-] copied
+ * out. 0 or TG_ENOTFOUND. */
+int stub_paypal_path(const char *path, char ret_id[STUB_FIELD_MAX + 1], bool *ret_query);
+/* Parses a paypal refund body for the capture and the key. 0 and *ret;
+ * TG_EINVAL with *ret_status (400 or 422), *ret_issue (PayPal's issue
+ * word), *ret_field (a JSON pointer, may be NULL) and *ret_message (all
+ * static). The amount is kept in ISO 4217 minor units (core/currency.h);
+ * PayPal's HUF, JPY and TWD take no decimals. */
+int stub_parse_paypal_refund(const char *body, size_t len, const char *key, const char *capture,
+                             int *ret_status, const char **ret_issue, const char **ret_field,
+                             const char **ret_message, struct stub_refund *ret);
+/* A refund object (malloc'd JSON, or NULL): status COMPLETED, PENDING
+ * (status_details.reason ECHECK) or FAILED (reason NULL: none). */
+char *stub_paypal_refund(const char *refund_id, const struct stub_refund *req, const char *status,
+                         const char *reason);
+/* An error body (malloc'd JSON, or NULL): the name and message of status,
+ * one detail {field, issue, description} when issue is not NULL. */
+char *stub_paypal_error(int status, const char *issue, const char *field, const char *description,
+                        unsigned long long debug_id);
+/* The token answer (malloc'd JSON, or NULL). */
+char *stub_paypal_token(const char *token, long long expires_in);
+/* True when authz is "Basic base64(id:secret)"; with id NULL any
+ * well-formed Basic value. Constant-time in the secret. */
+bool stub_paypal_basic_ok(const char *authz, const char *id, const char *secret);
 
 #endif

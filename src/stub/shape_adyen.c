@@ -17,7 +17,6 @@ int stub_adyen_path(const char *path, char ret_payment[STUB_FIELD_MAX + 1])
 {
         static const char mid[] = "/payments/";
         const char *p = path, *id, *slash;
-        size_t n;
 
         if (p[0] != '/' || p[1] != 'v' || p[2] < '0' || p[2] > '9')
                 return TG_ENOTFOUND;
@@ -30,15 +29,7 @@ int stub_adyen_path(const char *path, char ret_payment[STUB_FIELD_MAX + 1])
         slash = strchr(id, '/');
         if (!slash || strcmp(slash, "/refunds") != 0)
                 return TG_ENOTFOUND;
-        n = (size_t)(slash - id);
-        if (n == 0 || n > STUB_FIELD_MAX)
-                return TG_ENOTFOUND;
-        for (size_t i = 0; i < n; i++)
-                if (!stub_id_char(id[i]))
-                        return TG_ENOTFOUND;
-        memcpy(ret_payment, id, n);
-        ret_payment[n] = '\0';
-        return 0;
+        return stub_copy_id(id, (size_t)(slash - id), ret_payment);
 }
 
 static bool reason_word(const char *s)
@@ -49,13 +40,6 @@ static bool reason_word(const char *s)
                 if (strcmp(s, words[i]) == 0)
                         return true;
         return false;
-}
-
-static bool text_ok(json_t *v)
-{
-        return json_is_string(v) && json_string_length(v) > 0 &&
-               json_string_length(v) <= STUB_FIELD_MAX &&
-               strlen(json_string_value(v)) == json_string_length(v);
 }
 
 static int amount(json_t *a, struct stub_refund *r, const char **code, const char **msg)
@@ -117,7 +101,7 @@ int stub_parse_adyen_refund(const char *body, size_t len, const char *key, const
         json_object_foreach(o, name, v)
         {
                 if (strcmp(name, "merchantAccount") == 0) {
-                        if (!text_ok(v)) {
+                        if (!stub_json_text(v, STUB_FIELD_MAX)) {
                                 *ret_code = "901";
                                 *ret_message = "Invalid Merchant Account";
                                 goto bad;
@@ -128,7 +112,7 @@ int stub_parse_adyen_refund(const char *body, size_t len, const char *key, const
                                 goto bad;
                         have_amount = true;
                 } else if (strcmp(name, "reference") == 0) {
-                        if (!text_ok(v)) {
+                        if (!stub_json_text(v, STUB_FIELD_MAX)) {
                                 *ret_message = "reference must be a string of 1-128 characters";
                                 goto bad;
                         }

@@ -57,7 +57,12 @@ struct stub_config {
          * no Retry-After. 0: none. POST /_stub/mode {"capacity": R} changes
          * it mid-run. */
         double capacity_rate, capacity_burst;
-        enum stub_shape shape; /* provider-md or stripe (shape.h) */
+        enum stub_shape shape; /* provider-md, stripe, ... (shape.h) */
+        /* paypal: the life of the access tokens the token endpoint gives
+         * (expires_in), and the client id its HTTP Basic must name (with
+         * auth.secret, the client secret; NULL: any client is given one). */
+        int64_t token_ttl_s;
+        const char *client_id;
         /* HTTPS when tls_cert_pem is set (tls.h); PEM texts, borrowed */
         const char *tls_cert_pem;
         const char *tls_key_pem;

@@ -1,178 +1,74 @@
 """The PayPal profile (docs/providers/paypal.ini) and the two mapping
 features it needs, OAuth 2.0 client-credentials tokens (provider.auth =
-oauth2) and decimal-string amounts ({amount_decimal}) (issue 25).
-
-tollgate-stub has no paypal shape yet: these tests run against a small
-PayPal stand-in in this file (PayPalStandIn), which plays what
-docs/providers/paypal.md reads from the reference — POST
+oauth2) and decimal-string amounts ({amount_decimal}) (issue 25), against
+the stub's paypal shape (tollgate-stub --shape paypal): POST
 /v2/payments/captures/{id}/refund with the amount a decimal string checked
 against the currency's places, a PayPal-Request-Id whose repeat returns the
 refund it made, GET /v2/payments/refunds/{id} as the only lookup, PENDING
-refunds that become COMPLETED later, a token endpoint (HTTP Basic, form
-grant_type=client_credentials) whose tokens live TTL seconds, and a 401
-AUTHENTICATION_FAILURE for a token it does not hold. It records every
-arrival (time, method, path, headers, body).
+refunds (mode processing) that become COMPLETED later, a token endpoint
+(HTTP Basic, form grant_type=client_credentials) whose tokens live
+--token-ttl-s seconds, and a 401 AUTHENTICATION_FAILURE for a token it did
+not give or that lapsed. Its arrival record (--record-bodies) has every
+call's time, path, key, bearer verdict and body.
 
 Behaviour only, with margins: labelled parallel.
 """
 
-import base64
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgprovider  # noqa: E402
 import tgtest  # noqa: E402
-from tgdaemon import Tollgate, log_events  # noqa: E402
+from tgdaemon import log_events  # noqa: E402
 
 PROFILE = "paypal"
-PLACES = {"USD": 2, "EUR": 2, "JPY": 0, "KWD": 3}
 CLIENT_ID, CLIENT_SECRET = "pp-client", "pp-secret-" + tgprovider.SECRET_MARK
 
 
-class PayPalStandIn:
-    def __init__(self, ttl=3600):
-        self.ttl = ttl
-        self.lock = threading.Lock()
-        self.tokens = {}      # token -> expiry (epoch s)
-        self.by_key = {}      # PayPal-Request-Id -> refund
-        self.refunds = {}     # id -> refund
-        self.arrivals = []
-        self.executions = {}  # key -> refunds made
-        self.post_delay = 0.0  # seconds before a POST answers (after it executed)
-        self.pending_s = None  # a refund is PENDING this long, then COMPLETED
-        self.refuse = None     # an issue to refuse with (422)
-        owner = self
+class PayPal:
+    """The stub in the paypal shape and what the tests read of it."""
 
-        class H(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def send(self, code, obj):
-                b = json.dumps(obj).encode()
-                try:
-                    self.send_response(code)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(b)))
-                    self.send_header("Connection", "close")
-                    self.end_headers()
-                    self.wfile.write(b)
-                except OSError:
-                    pass  # the caller gave up (its timeout)
-
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-                owner.record(self, body)
-                if self.path == "/v1/oauth2/token":
-                    return self.send(*owner.token(self.headers.get("Authorization"), body))
-                if not owner.authorized(self.headers.get("Authorization")):
-                    return self.send(401, {"name": "AUTHENTICATION_FAILURE",
-                                           "message": "Authentication failed", "debug_id": "d"})
-                code, obj = owner.refund(self.path, self.headers.get("PayPal-Request-Id"), body)
-                if owner.post_delay:
-                    time.sleep(owner.post_delay)
-                return self.send(code, obj)
-
-            def do_GET(self):
-                owner.record(self, "")
-                if not owner.authorized(self.headers.get("Authorization")):
-                    return self.send(401, {"name": "AUTHENTICATION_FAILURE", "debug_id": "d"})
-                prefix = "/v2/payments/refunds/"
-                r = owner.refunds.get(self.path[len(prefix):]) \
-                    if self.path.startswith(prefix) else None
-                if not r:
-                    return self.send(404, {"name": "RESOURCE_NOT_FOUND", "debug_id": "d"})
-                return self.send(200, owner.view(r))
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def __init__(self, *flags, ttl=3600):
+        self.stub = tgtest.start_stub("--token-ttl-s", str(ttl), "--record-bodies", *flags,
+                                      tls="", profile=PROFILE)
+        self.url = self.stub.url
 
     def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self.stub.close()
 
-    def record(self, h, body):
-        with self.lock:
-            self.arrivals.append({"t": time.monotonic(), "method": h.command, "path": h.path,
-                                  "auth": (h.headers.get("Authorization") or "").split(" ")[0],
-                                  "key": h.headers.get("PayPal-Request-Id"), "body": body})
-
-    def token(self, auth, body):
-        basic = base64.b64encode(("%s:%s" % (CLIENT_ID, CLIENT_SECRET)).encode()).decode()
-        if auth != "Basic " + basic or body != "grant_type=client_credentials":
-            return 401, {"error": "invalid_client", "error_description": "Client Authentication failed"}
-        t = "A21AA" + secrets.token_urlsafe(24)
-        with self.lock:
-            self.tokens[t] = time.time() + self.ttl
-        return 200, {"scope": "https://uri.paypal.com/services/payments/refund", "access_token": t,
-                     "token_type": "Bearer", "app_id": "APP-1", "expires_in": self.ttl}
-
-    def authorized(self, auth):
-        with self.lock:
-            return bool(auth) and auth.startswith("Bearer ") and \
-                self.tokens.get(auth[7:], 0) > time.time()
-
-    def revoke(self):
-        with self.lock:
-            self.tokens.clear()
-
-    def refund(self, path, key, body):
-        parts = path.split("/")
-        if len(parts) != 6 or parts[1:4] != ["v2", "payments", "captures"] or parts[5] != "refund":
-            return 404, {"name": "RESOURCE_NOT_FOUND", "debug_id": "d"}
-        with self.lock:
-            if key in self.by_key:  # the repeat: the refund it made
-                return 200, self.view(self.by_key[key])
-            try:
-                req = json.loads(body)
-                value, cur = req["amount"]["value"], req["amount"]["currency_code"]
-            except (ValueError, KeyError, TypeError):
-                return 400, {"name": "INVALID_REQUEST", "debug_id": "d",
-                             "details": [{"issue": "MISSING_REQUIRED_PARAMETER"}]}
-            whole, _, frac = value.partition(".")
-            if cur not in PLACES or not whole.isdigit() or len(frac) != PLACES[cur] or \
-                    (frac and not frac.isdigit()):
-                return 422, {"name": "UNPROCESSABLE_ENTITY", "debug_id": "d",
-                             "details": [{"issue": "DECIMAL_PRECISION"}]}
-            if self.refuse:
-                return 422, {"name": "UNPROCESSABLE_ENTITY", "debug_id": "d",
-                             "details": [{"issue": self.refuse}]}
-            r = {"id": "R%s" % secrets.token_hex(6).upper(), "made": time.time(),
-                 "amount": {"value": value, "currency_code": cur}, "custom_id": req.get("custom_id"),
-                 "pending_s": self.pending_s}
-            self.refunds[r["id"]] = self.by_key[key] = r
-            self.executions[key] = self.executions.get(key, 0) + 1
-            return 201, self.view(r)
-
-    @staticmethod
-    def view(r):
-        pending = r["pending_s"] is not None and time.time() < r["made"] + r["pending_s"]
-        out = {k: r[k] for k in ("id", "amount", "custom_id")}
-        out["status"] = "PENDING" if pending else "COMPLETED"
-        if pending:
-            out["status_details"] = {"reason": "ECHECK"}
-        return out
+    def arrivals(self):
+        return [dict(a, t=a["t_ns"] / 1e9) for a in self.stub.arrivals()]
 
     def posts(self):
-        return [a for a in self.arrivals if a["method"] == "POST" and a["path"].startswith("/v2/")]
+        return [a for a in self.arrivals()
+                if a["method"] == "POST" and a["path"].startswith("/v2/")]
 
     def token_calls(self):
-        return [a for a in self.arrivals if a["path"] == "/v1/oauth2/token"]
+        return [a for a in self.arrivals() if a["path"] == "/v1/oauth2/token"]
+
+    def executions(self, key):
+        return self.stub.executions(key)
+
+    def refund_ids(self, key):
+        return self.stub.ledger()["operations"][key]["refund_ids"]
+
+    def revoke(self):
+        self.stub.admin("POST", "revoke-tokens")
+
+    def mode(self, **fields):
+        self.stub.set_mode(**fields)
 
 
-class PayPalProfileTest(unittest.TestCase):
+class PayPalProfileTest(tgprovider.ProfileCase, unittest.TestCase):
+    PROFILE = PROFILE
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="tollgate-paypal-")
         self.files = {}
@@ -186,15 +82,9 @@ class PayPalProfileTest(unittest.TestCase):
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def tollgate(self, pp, **sections):
-        provider = {"client_id_file": self.files["id"], "auth_secret_file": self.files["secret"]}
-        provider.update(sections.pop("provider", {}))
-        tg = Tollgate(pp.url, tls="", profile=PROFILE, provider=provider, **sections)
-        # PayPal signs no request: the harness's signing key is left out
-        with open(tg.config) as f:
-            text = "".join(l for l in f if not l.startswith("signing_key_file"))
-        with open(tg.config, "w") as f:
-            f.write(text)
-        return tg
+        # the harness gives tollgate the client id and secret the stub
+        # demands (tgprovider: PayPal signs no request, so no signing key)
+        return super().tollgate(pp.stub, **sections)
 
     def submit(self, tg, op, capture="CAP1", amount=1037, currency="USD"):
         return tgtest.http_json("POST", tg.api + "/v1/refunds",
@@ -208,7 +98,7 @@ class PayPalProfileTest(unittest.TestCase):
         # go on (never a 401), every token call passes the exit's pacer like
         # the refunds' calls (spaced at the door), and the amounts reach
         # PayPal as decimal strings in their currency's places.
-        pp = PayPalStandIn(ttl=6)
+        pp = PayPal(ttl=6)
         try:
             with self.tollgate(pp, exit={"starts_per_second": 4},
                                provider={"timeout_ms": 1000}) as tg:
@@ -238,17 +128,56 @@ class PayPalProfileTest(unittest.TestCase):
                 got_at = [a["t"] for a in pp.token_calls()]
                 lives = [b - a for a, b in zip(got_at, got_at[1:])]
                 self.assertLess(max(lives), 4.5, lives)
-                self.assertTrue(all(a["auth"] == "Bearer" for a in pp.posts()))
+                # every refund call carried a bearer the token endpoint gave
+                # and still alive at its arrival
+                self.assertTrue(all(a["auth"] == "ok" for a in pp.posts()), pp.posts())
                 self.assertEqual([c for c in tg.calls() if c.get("http_status") == 401], [])
                 # the door: token calls and refund calls at least 1/rate apart
-                starts = sorted(a["t"] for a in pp.arrivals)
+                starts = sorted(a["t"] for a in pp.arrivals())
                 gaps = [b - a for a, b in zip(starts, starts[1:])]
                 self.assertGreater(min(gaps), 0.25 - 0.05, gaps)
         finally:
             pp.close()
 
+    def test_a_token_is_renewed_before_it_lapses_and_its_calls_pass_the_exit(self):
+        # Tokens live 3 s (usable for calls started in their first 2 s, the
+        # call's timeout being 1 s). Across a pause longer than a token's
+        # life tollgate holds a usable one: each new token is fetched
+        # before the one in hand lapses, a lapsed one is never sent (no
+        # 401, no arrival the stub found expired), and every token call
+        # takes its start slot at the exit like the refunds' calls (2/s:
+        # every two arrivals at least 0.5 s apart at the door).
+        pp = PayPal(ttl=3)
+        try:
+            with self.tollgate(pp, exit={"starts_per_second": 2},
+                               provider={"timeout_ms": 1000}) as tg:
+                tg.start("serve")
+                self.assertEqual(self.submit(tg, "pp-t1")[0], 202)
+                tg.wait_final(["pp-t1"], timeout=15)
+                time.sleep(3.5)  # longer than the first token's life
+                self.assertEqual(self.submit(tg, "pp-t2")[0], 202)
+                final = tg.wait_final(["pp-t2"], timeout=15)["pp-t2"]
+                self.assertEqual(final["state"], "succeeded", final)
+                tokens = pp.token_calls()
+                self.assertGreaterEqual(len(tokens), 2, tokens)
+                lives = [b["t"] - a["t"] for a, b in zip(tokens, tokens[1:])]
+                self.assertLess(max(lives), 3 - 0.1, lives)  # before the lapse
+                t2 = [a for a in pp.posts() if a["idempotency_key"] == "pp-t2"]
+                self.assertEqual(len(t2), 1, t2)
+                self.assertGreater(t2[0]["t"], tokens[0]["t"] + 3, t2)  # the first had lapsed
+                self.assertEqual([a for a in pp.arrivals() if a.get("auth") != "ok"], [])
+                self.assertEqual([c for c in tg.calls() if c.get("http_status") == 401], [])
+                posts = [c for c in tg.calls() if c["operation_id"] == "pp-t2"]
+                self.assertEqual([c["class"] for c in posts], ["succeeded"], posts)
+                starts = sorted(a["t"] for a in pp.arrivals())
+                gaps = [b - a for a, b in zip(starts, starts[1:])]
+                self.assertGreater(min(gaps), 0.5 - 0.05, gaps)
+                self.assertEqual(pp.executions("pp-t2"), 1)
+        finally:
+            pp.close()
+
     def test_a_revoked_token_is_fetched_again_once_and_the_refund_goes_again(self):
-        pp = PayPalStandIn(ttl=3600)
+        pp = PayPal(ttl=3600)
         try:
             with self.tollgate(pp, retry={"backoff_base_ms": 200}) as tg:
                 p = tg.start("serve")
@@ -262,40 +191,44 @@ class PayPalProfileTest(unittest.TestCase):
                 self.assertEqual(len(pp.token_calls()), 2, pp.token_calls())  # once
                 posts = [c for c in tg.calls() if c["operation_id"] == "pp-401"]
                 self.assertEqual([c["class"] for c in posts], ["retryable", "succeeded"], posts)
-                self.assertEqual(pp.executions["pp-401"], 1)
+                self.assertEqual(pp.executions("pp-401"), 1)
+                refused = [a for a in pp.posts() if a["idempotency_key"] == "pp-401"][0]
+                self.assertEqual((refused["auth"], refused["answer"]), ("wrong", 401), refused)
                 self.assertTrue(log_events(p, "provider_token_refused"))
         finally:
             pp.close()
 
     def test_an_answer_lost_past_the_timeout_is_settled_by_replay(self):
-        # The refund executes, its answer comes after the 1 s timeout: no
-        # refund id, no lookup by key: the same PayPal-Request-Id again,
-        # which returns the refund the first made. One refund.
-        pp = PayPalStandIn()
-        pp.post_delay = 1.6
+        # The refund executes 1.2 s after it arrives, its answer after the
+        # 1 s timeout: no refund id, no lookup by key: the same
+        # PayPal-Request-Id again (from 1.5 s on), which returns the refund
+        # the first made. One refund in the stub's ledger.
+        pp = PayPal("--mode", "slow:1200")
         try:
             with self.tollgate(pp, provider={"timeout_ms": 1000},
                                retry={"query_interval_ms": 500}) as tg:
                 tg.start("serve")
                 self.assertEqual(self.submit(tg, "pp-lost")[0], 202)
                 tgtest.wait_until(lambda: pp.posts(), timeout=10, what="the first POST")
-                time.sleep(0.3)
-                pp.post_delay = 0
+                pp.mode(mode="fast")
                 final = tg.wait_final(["pp-lost"], timeout=20)["pp-lost"]
                 self.assertEqual(final["state"], "succeeded", final)
-                self.assertTrue(final["refund_id"].startswith("R"), final)
                 posts = [a for a in pp.posts()]
                 self.assertGreaterEqual(len(posts), 2, posts)
-                self.assertEqual({a["key"] for a in posts}, {"pp-lost"})
-                self.assertEqual(pp.executions["pp-lost"], 1)
+                self.assertEqual({a["idempotency_key"] for a in posts}, {"pp-lost"})
+                self.assertEqual(pp.executions("pp-lost"), 1)
+                # the refund the first POST made, told by the replay (200)
+                self.assertEqual(pp.refund_ids("pp-lost"), [final["refund_id"]])
+                self.assertEqual(posts[-1]["answer"], 200, posts)
+                self.assertEqual(len(final["refund_id"]), 17, final)
                 calls = [c["kind"] for c in tg.calls()]
                 self.assertNotIn("query", calls)  # nothing to ask by
+                self.assertEqual([a for a in pp.arrivals() if a["method"] == "GET"], [])
         finally:
             pp.close()
 
     def test_a_pending_refund_is_polled_by_its_id_and_a_refusal_is_final(self):
-        pp = PayPalStandIn()
-        pp.pending_s = 2.0
+        pp = PayPal("--mode", "processing:2000")
         try:
             with self.tollgate(pp, retry={"query_interval_ms": 500}) as tg:
                 tg.start("serve")
@@ -307,13 +240,17 @@ class PayPalProfileTest(unittest.TestCase):
                 queries = [c for c in calls if c["kind"] == "query"]
                 self.assertGreaterEqual(len(queries), 2, calls)
                 self.assertEqual(queries[-1]["class"], "succeeded")
-                gets = {a["path"] for a in pp.arrivals if a["method"] == "GET"}
+                self.assertEqual(queries[0]["class"], "processing", queries)  # still PENDING
+                gets = {a["path"] for a in pp.arrivals() if a["method"] == "GET"}
                 self.assertEqual(gets, {"/v2/payments/refunds/" + final["refund_id"]})
                 self.assertEqual(len(pp.posts()), 1)  # never replayed: it had an id
-                pp.refuse = "REFUND_AMOUNT_EXCEEDED"
+                self.assertEqual(pp.refund_ids("pp-pend"), [final["refund_id"]])
+                self.assertEqual(pp.executions("pp-pend"), 1)
+                pp.mode(mode="reject")  # 422 UNPROCESSABLE_ENTITY REFUND_AMOUNT_EXCEEDED
                 self.assertEqual(self.submit(tg, "pp-refused")[0], 202)
                 final = tg.wait_final(["pp-refused"], timeout=15)["pp-refused"]
                 self.assertEqual(final["state"], "rejected", final)
+                self.assertEqual(pp.executions("pp-refused"), 0)
         finally:
             pp.close()
 

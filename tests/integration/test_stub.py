@@ -218,6 +218,137 @@ class StripeShape(unittest.TestCase):
             self.assertEqual([r["metadata"]["operation_id"] for r in page["data"]], ["slow"])
 
 
+class PayPalShape(unittest.TestCase):
+    """--shape paypal plays PayPal's Payments v2 refund as its reference
+    says: an OAuth 2.0 token (HTTP Basic client credentials) as the bearer,
+    the capture's refund keyed by PayPal-Request-Id with a decimal amount,
+    GET of a refund by its id and nothing else (no lookup by key, no
+    list), errors {name, message, debug_id, details[{issue}]}."""
+
+    def token(self, s, user="cid:sec"):
+        import base64
+        h = {"Authorization": "Basic " + base64.b64encode(user.encode()).decode(),
+             "Content-Type": "application/x-www-form-urlencoded"}
+        return s.request("POST", "/v1/oauth2/token", "grant_type=client_credentials", h)
+
+    def post(self, s, token, body, key=None, capture="CAP1"):
+        h = {"Content-Type": "application/json", "Authorization": "Bearer " + token}
+        if key:
+            h["PayPal-Request-Id"] = key
+        return s.request("POST", "/v2/payments/captures/%s/refund" % capture, body, h)
+
+    def get(self, s, token, refund_id):
+        return s.request("GET", "/v2/payments/refunds/" + refund_id,
+                         headers={"Authorization": "Bearer " + token})
+
+    def test_tokens_refunds_lookups_and_errors(self):
+        d = tgtest.scratch_dir("tgpaypal-")
+        for name, text in (("id", "cid"), ("secret", "sec")):
+            with open(os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
+                f.write(text + "\n")
+        with start_stub("--mode", "fast", "--token-ttl-s", "2", "--client-id-file",
+                        os.path.join(d, "id"), "--auth-secret-file", os.path.join(d, "secret"),
+                        tls="", profile="paypal", credentials=False) as s:
+            st, _, t = self.token(s)
+            self.assertEqual((st, t["token_type"], t["expires_in"]), (200, "Bearer", 2), t)
+            tok = t["access_token"]
+            st, _, e = self.token(s, "cid:wrong")
+            self.assertEqual((st, e["error"]), (401, "invalid_client"), e)
+            amount = {"value": "10.37", "currency_code": "USD"}
+            st, _, r = self.post(s, tok, {"amount": amount, "invoice_id": "k1", "custom_id": "k1",
+                                          "note_to_payer": "sorry"}, key="k1")
+            self.assertEqual((st, r["status"], r["amount"], r["invoice_id"]),
+                             (201, "COMPLETED", amount, "k1"), r)
+            self.assertEqual(len(r["id"]), 17, r)
+            # a repeat of the key: the refund it made, its latest status
+            st, _, again = self.post(s, tok, {"amount": amount}, key="k1")
+            self.assertEqual((st, again["id"], again["status"]), (200, r["id"], "COMPLETED"))
+            self.assertEqual(s.executions("k1"), 1)
+            st, _, got = self.get(s, tok, r["id"])
+            self.assertEqual((st, got["id"], got["custom_id"]), (200, r["id"], "k1"))
+            # no lookup by key, no list: PayPal has neither
+            for path in ("/v2/payments/refunds/k1", "/v2/payments/refunds",
+                         "/v1/refunds/k1", "/v2/payments/captures/CAP1/refunds"):
+                st, _, e = s.request("GET", path, headers={"Authorization": "Bearer " + tok})
+                self.assertEqual((st, e["name"]), (404, "RESOURCE_NOT_FOUND"), path)
+                self.assertTrue(e["debug_id"], e)
+            # without PayPal-Request-Id: a second refund, as PayPal does
+            self.assertEqual(self.post(s, tok, {"amount": amount})[0], 201)
+            self.assertEqual(self.post(s, tok, {"amount": amount})[0], 201)
+            self.assertEqual(s.state()["executions"], 3)
+            # the amount in the currency's places at PayPal
+            for i, (value, cur, status, issue) in enumerate((
+                    ("10.371", "USD", 422, "DECIMAL_PRECISION"),
+                    ("10.37", "JPY", 422, "DECIMALS_NOT_SUPPORTED"),
+                    ("10", "XXX", 422, "CURRENCY_NOT_SUPPORTED"),
+                    ("1O.37", "USD", 400, "INVALID_PARAMETER_SYNTAX"),
+                    (1037, "USD", 400, "INVALID_PARAMETER_SYNTAX"))):
+                st, _, e = self.post(s, tok, {"amount": {"value": value, "currency_code": cur}},
+                                     key="bad-%d" % i)
+                self.assertEqual((st, e["details"][0]["issue"]), (status, issue), (value, e))
+            st, _, e = self.post(s, tok, {"amount": {"currency_code": "USD"}}, key="bad-miss")
+            self.assertEqual((st, e["details"][0]["issue"], e["details"][0]["field"]),
+                             (400, "MISSING_REQUIRED_PARAMETER", "/amount/value"), e)
+            for value, cur in (("1037", "JPY"), ("1.037", "KWD"), ("15", "TWD")):
+                st, _, r2 = self.post(s, tok, {"amount": {"value": value, "currency_code": cur}},
+                                      key="ok-" + cur)
+                self.assertEqual((st, r2["amount"]["value"]), (201, value), r2)
+            # a token it did not give, none, or one that lapsed: 401
+            for h in ({"Authorization": "Bearer A21AAnotours"}, {}):
+                st, _, e = s.request("GET", "/v2/payments/refunds/" + r["id"], headers=h)
+                self.assertEqual((st, e["name"]), (401, "AUTHENTICATION_FAILURE"), e)
+            time.sleep(2.2)
+            st, _, e = self.get(s, tok, r["id"])
+            self.assertEqual((st, e["name"]), (401, "AUTHENTICATION_FAILURE"), e)
+            verdicts = [a.get("auth") for a in s.arrivals()[-3:]]
+            self.assertEqual(verdicts, ["wrong", "missing", "expired"])
+            tok = self.token(s)[2]["access_token"]
+            self.assertEqual(self.get(s, tok, r["id"])[0], 200)
+            self.assertEqual(s.admin("POST", "revoke-tokens")["revoked"], 2)
+            self.assertEqual(self.get(s, tok, r["id"])[0], 401)
+            tok = self.token(s)[2]["access_token"]
+            # PENDING while processing says so, then COMPLETED; a repeat of
+            # its key says which; mode fail: a refund made FAILED
+            s.set_mode(mode="processing:1000")
+            st, _, p = self.post(s, tok, {"amount": amount}, key="pend")
+            self.assertEqual((st, p["status"], p["status_details"]["reason"]),
+                             (201, "PENDING", "ECHECK"), p)
+            self.assertEqual(self.get(s, tok, p["id"])[2]["status"], "PENDING")
+            time.sleep(1.2)
+            self.assertEqual(self.get(s, tok, p["id"])[2]["status"], "COMPLETED")
+            self.assertEqual(self.post(s, tok, {"amount": amount}, key="pend")[2]["status"],
+                             "COMPLETED")
+            s.set_mode(mode="fail:ECHECK_DECLINED")
+            st, _, f = self.post(s, tok, {"amount": amount}, key="failed")
+            self.assertEqual((st, f["status"]), (201, "FAILED"), f)
+            self.assertEqual(self.get(s, tok, f["id"])[2]["status"], "FAILED")
+            self.assertEqual(s.executions("failed"), 0)
+            # the gateway's refusals in PayPal's words
+            s.set_mode(mode="limited")
+            st, _, e = self.post(s, tok, {"amount": amount}, key="lim")
+            self.assertEqual((st, e["name"]), (429, "RATE_LIMIT_REACHED"), e)
+            s.set_mode(mode="reject")
+            st, _, e = self.post(s, tok, {"amount": amount}, key="rej")
+            self.assertEqual((st, e["name"], e["details"][0]["issue"]),
+                             (422, "UNPROCESSABLE_ENTITY", "REFUND_AMOUNT_EXCEEDED"), e)
+            self.assertEqual(s.state()["key_retention_s"], 45 * 86400)  # PayPal's 45 days
+        for bad in (["--shape", "stripe", "--client-id-file", os.path.join(d, "id")],
+                    ["--shape", "paypal", "--token-ttl-s", "0"]):
+            p = subprocess.run([tgtest.binary("tollgate-stub")] + bad, capture_output=True,
+                               text=True, timeout=10)
+            self.assertEqual(p.returncode, 2, bad)
+            self.assertIn(bad[2], p.stderr)
+
+    def test_the_gateway_limiter_refuses_token_calls_too(self):
+        with start_stub("--limit-rate", "2", tls="", profile="paypal", credentials=False) as s:
+            # 2/s at the gateway: the second of two calls sent back to back
+            # (far less than 500 ms apart) is refused before PayPal sees it
+            first, second = self.token(s), self.token(s)
+            self.assertEqual(first[0], 200, first)
+            self.assertEqual((second[0], second[2]["name"]), (429, "RATE_LIMIT_REACHED"), second)
+            self.assertEqual([a["mode"] for a in s.arrivals()], ["-", "limiter"])
+
+
 class Retention(unittest.TestCase):
     def test_key_retention_flag(self):
         with start_stub("--key-retention-s", "1") as s:
@@ -1026,6 +1157,8 @@ BEHAVIOUR_ONLY = (
     "test_expire_keys_makes_the_same_key_new",
     "test_reset_forgets_everything",
     "test_list_is_the_only_lookup_without_the_refund_id",
+    "test_tokens_refunds_lookups_and_errors",
+    "test_the_gateway_limiter_refuses_token_calls_too",
     "test_drop_executes_then_closes_without_answer",
     "test_e500_executes_then_answers_500",
     "test_calls_closes_each_refund_at_its_kth_call",

@@ -5,9 +5,11 @@ them over HTTPS (stdlib and the openssl CLI only):
                       made on the fly; tollgate verifies it (provider.ca_file)
   TG_TEST_TLS=mtls    the same, and the stub demands a client certificate,
                       which tollgate presents (provider.client_cert/_key)
-  TG_TEST_PROFILE=stripe|checkout
+  TG_TEST_PROFILE=stripe|checkout|adyen|paypal
                       the stub speaks that profile of docs/providers/ and
-                      demands a bearer key and signed requests; tollgate's
+                      demands a bearer key and signed requests (paypal: an
+                      OAuth 2.0 client id and secret for its tokens, and
+                      no signature, PayPal signs none); tollgate's
                       [provider] and [classify] come from
                       docs/providers/NAME.ini itself
 Unset: plain HTTP and shared/PROVIDER.md, as before.
@@ -34,7 +36,7 @@ import tempfile
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 TLS_MODES = ("", "https", "mtls")
-PROFILES = ("provider-md", "stripe", "checkout", "adyen")
+PROFILES = ("provider-md", "stripe", "checkout", "adyen", "paypal")
 TLS = os.environ.get("TG_TEST_TLS", "")
 PROFILE = os.environ.get("TG_TEST_PROFILE", "") or "provider-md"
 if TLS not in TLS_MODES:
@@ -105,14 +107,17 @@ class Pki:
 
 
 class Secrets:
-    """The provider's API key and signing key, in files of their own."""
+    """The provider's API key and signing key, and an OAuth 2.0 client id
+    (its secret is the API key), in files of their own."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="tgsecrets-")
         self.api_key = "sk_test_%s_%s" % (SECRET_MARK, secrets.token_hex(8))
         self.signing_key = "whsk_%s_%s" % (SECRET_MARK, secrets.token_hex(8))
+        self.client_id = "client-%s" % secrets.token_hex(8)
         self.api_key_file = self._write("api-key", self.api_key)
         self.signing_key_file = self._write("signing-key", self.signing_key)
+        self.client_id_file = self._write("client-id", self.client_id)
 
     def _write(self, name, text):
         path = os.path.join(self.dir, name)
@@ -170,6 +175,12 @@ _LOCAL_KEYS = {"base_url", "ca_file", "client_cert", "client_key", "auth_secret_
                "client_id_file", "signing_key_file", "webhook_secret_file"}
 
 
+def _oauth2(profile):
+    """The profile authenticates with OAuth 2.0 client-credentials tokens."""
+    return any(sec == "provider" and k == "auth" and v == "oauth2"
+               for sec, k, v in read_profile(profile))
+
+
 def provider_sections(stub_url, tls=None, profile=None, credentials=True):
     """tollgate's [provider] and [classify] for a stub at stub_url started with
     the same tls and profile: {"provider": {...}, "classify": {"rule": [...]}}."""
@@ -186,10 +197,20 @@ def provider_sections(stub_url, tls=None, profile=None, credentials=True):
                     provider.setdefault(key, []).append(value)
                 else:
                     provider[key] = value
-        if credentials:
+        if credentials and _oauth2(profile):
+            # the client id and secret of the token call; no signature
+            s = test_secrets()
+            provider["client_id_file"] = s.client_id_file
+            provider["auth_secret_file"] = s.api_key_file
+        elif credentials:
             s = test_secrets()
             provider["auth_secret_file"] = s.api_key_file
             provider["signing_key_file"] = s.signing_key_file
+        elif _oauth2(profile):
+            # PayPal always wants a bearer: any client gets a token
+            s = test_secrets()
+            provider["client_id_file"] = s.client_id_file
+            provider["auth_secret_file"] = s.api_key_file
         else:
             provider["auth"] = "none"
     if stub_url.startswith("https://"):
@@ -216,7 +237,10 @@ def stub_flags(tls=None, profile=None, server="server", credentials=True):
             flags += ["--tls-client-ca", p.path("ca.pem")]
     if profile != "provider-md":
         flags += ["--shape", profile]
-        if credentials:
+        if credentials and _oauth2(profile):
+            s = test_secrets()
+            flags += ["--client-id-file", s.client_id_file, "--auth-secret-file", s.api_key_file]
+        elif credentials:
             s = test_secrets()
             ini = {k: v for sec, k, v in read_profile(profile) if sec == "provider"}
             flags += ["--auth-secret-file", s.api_key_file,

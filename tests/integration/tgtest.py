@@ -28,6 +28,7 @@ put every stub and tollgate of a test over HTTPS and in the second provider
 profile (tgprovider.py); an https:// url is requested with the test CA.
 """
 
+import base64
 import http.client
 import http.server
 import json
@@ -299,6 +300,8 @@ class Stub(Proc):
                timeout=10.0, operation_id=None):
         """POST /v1/refunds for operation key (the key is the operation id),
         in the stub's shape, with the credentials it demands."""
+        if self.profile == "paypal":
+            return self.paypal_refund(key, payment, amount, currency, headers, timeout)
         if self.profile == "stripe":
             body = urllib.parse.urlencode({"payment_intent": payment, "amount": amount,
                                            "currency": currency})
@@ -312,11 +315,51 @@ class Stub(Proc):
         h.update(headers or {})
         return self.request("POST", "/v1/refunds", body, h, timeout)
 
+    # PayPal's decimal places where they are not two (docs/providers/paypal.md)
+    PAYPAL_PLACES = {"JPY": 0, "HUF": 0, "TWD": 0, "KRW": 0, "KWD": 3, "BHD": 3, "JOD": 3,
+                     "OMR": 3, "TND": 3}
+
+    def paypal_token(self):
+        """An access token of the paypal shape's token endpoint (HTTP Basic
+        with the harness's client id and secret)."""
+        s = tgprovider.test_secrets()
+        basic = base64.b64encode(("%s:%s" % (s.client_id, s.api_key)).encode()).decode()
+        status, _, raw = http_request(
+            "POST", self.url + "/v1/oauth2/token", b"grant_type=client_credentials",
+            {"Authorization": "Basic " + basic,
+             "Content-Type": "application/x-www-form-urlencoded"}, verify=self.verify)
+        if status != 200:
+            raise AssertionError("/v1/oauth2/token -> %s %r" % (status, raw))
+        return json.loads(raw)["access_token"]
+
+    def paypal_refund(self, key, capture="pay_1", amount=1500, currency="TWD", headers=None,
+                      timeout=10.0):
+        """The paypal shape's POST /v2/payments/captures/{capture}/refund,
+        the amount a decimal string in the currency's places at PayPal."""
+        places = self.PAYPAL_PLACES.get(currency, 2)
+        value = "%d" % amount if places == 0 else \
+            "%d.%0*d" % (amount // 10 ** places, places, amount % 10 ** places)
+        body = json.dumps({"amount": {"value": value, "currency_code": currency},
+                           "invoice_id": key, "custom_id": key})
+        h = {"Content-Type": "application/json", "PayPal-Request-Id": key,
+             "Authorization": "Bearer " + self.paypal_token()}
+        h.update(headers or {})
+        return self.request("POST", "/v2/payments/captures/%s/refund" % capture, body, h,
+                            timeout)
+
     def query(self, key, timeout=10.0):
         """What the stub says of operation key: PROVIDER.md's lookup by key;
         in the stripe shape, which has none (as Stripe), the refund whose
         metadata holds the key in the list of all refunds (paged), else a
-        404 of our own making."""
+        404 of our own making; in the paypal shape, which has neither, the
+        refund by the id the stub's ledger holds for the key."""
+        if self.profile == "paypal":
+            op = self.ledger()["operations"].get(key)
+            if not op or not op["refund_ids"]:
+                return 404, {}, {"name": "RESOURCE_NOT_FOUND"}
+            return self.request("GET", "/v2/payments/refunds/" + op["refund_ids"][0],
+                                headers={"Authorization": "Bearer " + self.paypal_token()},
+                                timeout=timeout)
         if self.profile != "stripe":
             path = "/v1/refunds/" + key
             h = tgprovider.caller_headers(self.profile, "GET", path, b"", key)
