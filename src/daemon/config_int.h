@@ -202,6 +202,8 @@ int config_set_base_url(struct load *load, const struct key_def *key, const char
 int config_set_path(struct load *load, const struct key_def *key, const char *value);
 int config_set_header_name(struct load *load, const struct key_def *key, const char *value);
 int config_set_token_path(struct load *load, const struct key_def *key, const char *value);
+/* An absolute path to an existing directory this user may read and write, or "". */
+int config_set_directory(struct load *load, const struct key_def *key, const char *value);
 int config_set_jitter(struct load *load, const struct key_def *key, const char *value);
 int config_set_rule(struct load *load, const struct key_def *key, const char *value);
 int config_set_keep_days(struct load *load, const struct key_def *key, const char *value);

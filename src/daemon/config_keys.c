@@ -368,6 +368,17 @@ const struct key_def config_keys[] = {
             "45 days). `retry.key_retention_s`, the age past which tollgate never sends the "
             "key again (no retry, no replay, no operator re-send), must be shorter: a key sent "
             "after the provider forgot it is a new refund."),
+    STRING_KEY(PER_ACCOUNT("provider"), "settlement_dir", provider_settlement_dir,
+               config_set_directory,
+               "A directory where the provider's settlement files for this account are put "
+               "(CSV, the format of `tollgate reconcile`, named `*.csv`): the daemon applies "
+               "each new file by itself, as the last automatic source of outcomes, settling "
+               "only this account's refunds (`other_account` for another's), and moves it to "
+               "`done/` with its report beside it (`NAME.csv.report.jsonl`), or to `failed/` "
+               "when it is no settlement file. Write a file under another name and rename it "
+               "to `*.csv` when complete. Empty: none."),
+    INT_KEY(PER_ACCOUNT("provider"), "settlement_scan_s", KEY_I64, provider_settlement_scan_ms, 1,
+            86400, 1000, "How often `provider.settlement_dir` is looked at for new files."),
     INT_KEY(PER_ACCOUNT("provider"), "notification_deadline_s", KEY_I64,
             policy.notification_deadline_ms, 1, MAX_DURATION_S, 1000,
             "`reconcile = notification`: how long a refund the provider acknowledged waits "
@@ -773,6 +784,7 @@ void config_defaults(struct tg_config *ret_config)
         c->provider_connect_timeout_ms = 1000;
         c->provider_timeout_ms = 3000;
         c->provider_key_lifetime_ms = 24LL * 3600 * 1000; /* shared/PROVIDER.md */
+        c->provider_settlement_scan_ms = 60 * 1000;
         c->provider_max_response_bytes = 65536;
         /* A fresh connection per call: libcurl re-sends a request on a reused
          * connection that turns out dead (DESIGN.md, transport boundary). */

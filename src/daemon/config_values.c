@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/backoff.h"
 #include "core/encode.h"
@@ -453,6 +455,29 @@ int config_set_token_path(struct load *load, const struct key_def *key, const ch
                     "must be a path on provider.base_url (\"/v1/oauth2/token\"), "
                     "not \"%s\"",
                     config_quote(value, q, sizeof(q)));
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
+int config_set_directory(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+        struct stat st;
+
+        if (value[0] == '\0')
+                return config_set_string_at(load, key, (char *)&load->config + key->offset,
+                                            key->size, value);
+        if (value[0] != '/')
+                return config_key_error(load, key, "must be an absolute path, not \"%s\"",
+                                        config_quote(value, q, sizeof(q)));
+        if (stat(value, &st) < 0 || !S_ISDIR(st.st_mode))
+                return config_key_error(load, key, "%s is not a directory",
+                                        config_quote(value, q, sizeof(q)));
+        if (access(value, R_OK | W_OK | X_OK) < 0)
+                return config_key_error(load, key,
+                                        "%s must be readable and writable by this user (its "
+                                        "files are moved to done/ and failed/ in it)",
+                                        config_quote(value, q, sizeof(q)));
         return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
                                     value);
 }

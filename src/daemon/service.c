@@ -20,6 +20,7 @@
 #include "daemon/api.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
+#include "daemon/settlement.h"
 #include "platform/clock.h"
 #include "platform/secmem.h"
 #include "store/store.h"
@@ -50,6 +51,14 @@ static const char *const live_keys[] = {
      * are read once, like the rest of [provider]. */
 };
 
+/* One account's settlement directory. */
+struct watched_dir {
+        char account[TG_ACCOUNT_NAME_MAX + 1];
+        char dir[TG_PATH_MAX];
+        int64_t every_ms;
+        tg_mono_ns next;
+};
+
 struct service {
         struct service_options opt;
         struct tg_config *running; /* the values in force (live keys updated) */
@@ -78,6 +87,14 @@ struct service {
         /* the events' deliveries of this process, leased while its
          * dispatcher owns share 0 (daemon/notify.h); NULL: none */
         _Atomic(struct notifier *) notifier;
+        /* the accounts' watched settlement directories (provider.settlement_dir,
+         * read at start) and the thread that looks at them */
+        struct watched_dir *watched;
+        unsigned watched_count;
+        pthread_t watch_thread;
+        bool watch_started;
+        bool watch_quit;           /* under lock */
+        pthread_cond_t watch_cond; /* wakes the watcher to quit */
         /* service_housekeeping()'s own (its thread only) */
         struct store_prune_cursor cursor;
         tg_mono_ns next_prune, cursor_since;
@@ -496,6 +513,118 @@ static void *signal_thread(void *arg)
         return NULL;
 }
 
+/* ---- settlement directories ----------------------------------------------------------- */
+
+/* The accounts of config with a provider.settlement_dir, into svc. */
+static int watch_collect(struct service *svc, const struct tg_config *config)
+{
+        struct tg_config *view = malloc(sizeof(*view));
+
+        if (!view)
+                return TG_ENOMEM;
+        svc->watched =
+            calloc(config->account_count ? config->account_count : 1, sizeof(*svc->watched));
+        if (!svc->watched) {
+                free(view);
+                return TG_ENOMEM;
+        }
+        for (unsigned i = 0; i < config->account_count; i++) {
+                struct watched_dir *w = &svc->watched[svc->watched_count];
+                if (!account_ctl_find(config, config->accounts[i].name, view) ||
+                    !view->provider_settlement_dir[0])
+                        continue;
+                snprintf(w->account, sizeof(w->account), "%s", config->accounts[i].name);
+                snprintf(w->dir, sizeof(w->dir), "%s", view->provider_settlement_dir);
+                w->every_ms = view->provider_settlement_scan_ms;
+                svc->watched_count++;
+        }
+        explicit_bzero(view, sizeof(*view));
+        free(view);
+        return 0;
+}
+
+/* One look at every directory that is due; a store connection for the look
+ * only (none is held between looks). The next due time, or 0 to quit. */
+static tg_mono_ns watch_round(struct service *svc)
+{
+        struct store *store = NULL;
+        tg_mono_ns now = clock_mono_now(), next = 0;
+
+        for (unsigned i = 0; i < svc->watched_count; i++) {
+                struct watched_dir *w = &svc->watched[i];
+                if (now >= w->next) {
+                        int r = store ? 0 : store_open(svc->running->store_url, &store);
+                        if (r == 0)
+                                r = settlement_scan_dir(store, w->account, w->dir);
+                        if (r < 0)
+                                log_emit(LOG_WARN, "settlement_dir_failed",
+                                         json_pack("{s:s, s:s, s:s}", "account", w->account, "dir",
+                                                   w->dir, "error", tg_strerror(r)));
+                        w->next = now + w->every_ms * TG_NS_PER_MS;
+                }
+                if (next == 0 || w->next < next)
+                        next = w->next;
+        }
+        store_close(store);
+        return next;
+}
+
+static void *watch_thread(void *arg)
+{
+        struct service *svc = arg;
+
+        pthread_mutex_lock(&svc->lock);
+        while (!svc->watch_quit) {
+                pthread_mutex_unlock(&svc->lock);
+                tg_mono_ns next = watch_round(svc);
+                pthread_mutex_lock(&svc->lock);
+                if (svc->watch_quit)
+                        break;
+                /* CLOCK_MONOTONIC waits (the condition's clock, set at init) */
+                struct timespec at = {.tv_sec = (time_t)(next / TG_NS_PER_S),
+                                      .tv_nsec = (long)(next % TG_NS_PER_S)};
+                (void)pthread_cond_timedwait(&svc->watch_cond, &svc->lock, &at);
+        }
+        pthread_mutex_unlock(&svc->lock);
+        return NULL;
+}
+
+static int watch_start(struct service *svc)
+{
+        pthread_condattr_t attr;
+        int r;
+
+        r = watch_collect(svc, svc->running);
+        if (r < 0 || svc->watched_count == 0)
+                return r;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&svc->watch_cond, &attr);
+        pthread_condattr_destroy(&attr);
+        r = pthread_create(&svc->watch_thread, NULL, watch_thread, svc);
+        if (r != 0) {
+                pthread_cond_destroy(&svc->watch_cond);
+                return -r;
+        }
+        svc->watch_started = true;
+        return 0;
+}
+
+static void watch_stop(struct service *svc)
+{
+        if (svc->watch_started) {
+                pthread_mutex_lock(&svc->lock);
+                svc->watch_quit = true;
+                pthread_cond_broadcast(&svc->watch_cond);
+                pthread_mutex_unlock(&svc->lock);
+                pthread_join(svc->watch_thread, NULL);
+                pthread_cond_destroy(&svc->watch_cond);
+                svc->watch_started = false;
+        }
+        free(svc->watched);
+        svc->watched = NULL;
+}
+
 int service_start(const struct service_options *o, struct service **ret)
 {
         struct service *svc;
@@ -567,8 +696,17 @@ void service_set_api(struct service *svc, struct api *api)
 
 void service_ready(struct service *svc)
 {
+        int r;
+
         if (!svc)
                 return;
+        /* the settlement directories: looked at once the store is open and
+         * checked (their own connections, never the process's) */
+        r = svc->watch_started ? 0 : watch_start(svc);
+        if (r < 0)
+                log_emit(LOG_ERROR, "settlement_dir_failed",
+                         json_pack("{s:s, s:s}", "error", tg_strerror(r), "message",
+                                   "the settlement directories are not looked at"));
         notify_status("READY=1\nSTATUS=%s: the store is open and the API listens (if any)",
                       svc->opt.command);
         log_emit(LOG_INFO, "ready",
@@ -594,6 +732,7 @@ void service_stop(struct service *svc)
                 notify("STOPPING=1");
         }
         pthread_mutex_unlock(&svc->lock);
+        watch_stop(svc);
         if (svc->thread_started) {
                 atomic_store(&svc->quit, true);
                 pthread_kill(svc->thread, WAKE_SIGNAL);
