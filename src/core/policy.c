@@ -714,6 +714,17 @@ void policy_call_outcome(const struct policy_config *config, const struct op_rec
         *ret_decision = d;
 }
 
+void policy_next_page(const struct policy_event *event, struct policy_decision *d)
+{
+        int64_t wait = event->retry_after_ms > 0 ? event->retry_after_ms : 0;
+
+        if (event->request != CLASSIFY_QUERY || event->cls != TG_CLASS_NO_ANSWER ||
+            d->next != OP_UNKNOWN || wait >= d->wait_ms)
+                return;
+        d->next_run_at = add_ms(event->now, wait);
+        d->wait_ms = wait;
+}
+
 int policy_end_call(const struct op_record *op, const struct policy_decision *decision,
                     const struct policy_call_end *end, tg_wall_ms now, struct op_record *ret_op)
 {

@@ -154,6 +154,15 @@ int policy_after_call(const struct policy_config *config, const struct policy_op
                       const struct policy_event *event, struct tg_rng *rng,
                       struct policy_decision *ret_decision);
 
+/* After policy_call_outcome(): a query's no_answer that was a page of a
+ * list without ours, with more to follow, in a walk that goes on
+ * (core/list_walk.h). The next query, the next page, is the same question
+ * not yet asked, not a new ask about a refund that may still be running:
+ * it is due at once instead of after the query interval (a Retry-After
+ * still floors it; the pacer and the query sub-quota still space it).
+ * Any other decision is left as it is. */
+void policy_next_page(const struct policy_event *event, struct policy_decision *decision);
+
 /* An in_flight operation found by a new owner (its call may or may not have
  * gone out, its outcome was never recorded): unknown, to be reconciled now,
  * or manual if the deadline has passed (MANUAL_DEADLINE) or no query is left

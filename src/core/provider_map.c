@@ -338,6 +338,30 @@ int request_map_path(const struct request_map *m, enum classify_request request,
         return template_expand(t, v, TEMPLATE_PATH, out);
 }
 
+int request_map_list_cursor(const struct request_map *m, const char *cursor, struct tg_strbuf *out)
+{
+        if (!m->list_cursor_param[0] || !cursor || !cursor[0])
+                return TG_EINVAL;
+        tg_strbuf_adds(out, memchr(out->buf, '?', out->len) ? "&" : "?");
+        tg_strbuf_adds(out, m->list_cursor_param);
+        tg_strbuf_adds(out, "=");
+        encode_percent(ENCODE_PATH_SEGMENT, cursor, strlen(cursor), out);
+        return tg_strbuf_status(out);
+}
+
+bool list_cursor_param_ok(const char *text)
+{
+        size_t n = strlen(text);
+
+        if (n == 0 || n >= sizeof(((struct request_map *)0)->list_cursor_param))
+                return false;
+        for (const char *p = text; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                      (*p >= '0' && *p <= '9') || strchr("-._~", *p)))
+                        return false;
+        return true;
+}
+
 bool body_field_omitted(const struct body_field *f, const struct template_values *v)
 {
         enum tpl_field only;

@@ -75,6 +75,9 @@ struct request_map {
         bool has_fallback;
         struct template list_path; /* GET the payment's refunds (list and match) */
         bool has_list;
+        /* the query parameter that names the next page's start (Stripe's
+         * starting_after); "": the list is read one page at a time */
+        char list_cursor_param[64];
         /* the query strategies in order; nreconcile == 0: the order of the
          * enum over the paths that are set */
         unsigned nreconcile;
@@ -152,6 +155,19 @@ void map_values_for(const struct refund_request *req, const struct refund_metada
  * checked map). */
 int request_map_path(const struct request_map *map, enum classify_request request,
                      const struct template_values *values, struct tg_strbuf *out);
+
+/* Appends a list page's cursor to a list path request_map_path() made in
+ * out: "&PARAM=CURSOR" ("?PARAM=CURSOR" when the path has no query yet),
+ * PARAM the map's list_cursor_param, the cursor percent-encoded as a
+ * template's values are. 0, TG_EINVAL (no parameter set, or an empty
+ * cursor), TG_EFULL. */
+int request_map_list_cursor(const struct request_map *map, const char *cursor,
+                            struct tg_strbuf *out);
+
+/* True when text may be a list's cursor parameter (list_cursor_param): 1
+ * to 63 bytes of RFC 3986 unreserved characters (letters, digits, "-",
+ * ".", "_", "~"), so it needs no encoding. */
+bool list_cursor_param_ok(const char *text);
 
 /* True when the field is left out for these values (see above). */
 bool body_field_omitted(const struct body_field *field, const struct template_values *values);

@@ -212,6 +212,7 @@ int config_set_signing_string(struct load *load, const struct key_def *key, cons
 int config_set_prefix(struct load *load, const struct key_def *key, const char *value);
 int config_set_body_field(struct load *load, const struct key_def *key, const char *value);
 int config_set_field_source(struct load *load, const struct key_def *key, const char *value);
+int config_set_list_cursor_param(struct load *load, const struct key_def *key, const char *value);
 int config_set_fixed_header(struct load *load, const struct key_def *key, const char *value);
 void config_clear_fixed_headers(struct tg_config *config);
 bool config_differ_fixed_headers(const struct tg_config *a, const struct tg_config *b);

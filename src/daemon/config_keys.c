@@ -433,6 +433,24 @@ const struct key_def config_keys[] = {
                config_set_field_source,
                "Where a list answer says more pages follow (a JSON boolean, `has_more`). Absent "
                "or false: the list is complete."),
+    STRING_KEY(PER_ACCOUNT("provider"), "list_cursor_param", provider_list_cursor_param,
+               config_set_list_cursor_param,
+               "The query parameter that asks a list for the page after an item (Stripe's "
+               "`starting_after`), letters, digits and `-._~`; needs `provider.list_path` and "
+               "`provider.list_more_field`. A page without ours that says more follow makes the "
+               "operation's next query the next page, at once (the pacer and the query "
+               "sub-quota still space it; each page is one query of `retry.max_queries`): "
+               "`list_path` with `&PARAM=ID` (`?` when it has no query), ID the page's last "
+               "item's refund id (`provider.refund_id_field`), percent-encoded. \"Not in the "
+               "list\" is `not_found` only at a page that says it is complete, reached from the "
+               "first page within one walk. Empty: the first page only (a page with more to "
+               "follow is `no_answer`)."),
+    INT_KEY(PER_ACCOUNT("provider"), "list_max_pages", KEY_UINT, provider_list_max_pages, 1, 1000,
+            1,
+            "With `provider.list_cursor_param`: the pages one walk of a list reads at most. "
+            "Past them, without ours, the list is not known complete: `no_answer` (the next "
+            "query, after `retry.query_interval_ms`, walks again from the first page), never "
+            "`not_found`."),
     STRING_KEY(PER_ACCOUNT("provider"), "in_progress_codes", provider_in_progress_codes,
                config_set_status_list,
                "Error codes (`provider.error_code_field`) meaning \"a request with this key is "
@@ -790,6 +808,7 @@ void config_defaults(struct tg_config *ret_config)
          * connection that turns out dead (DESIGN.md, transport boundary). */
         c->provider_reuse_connections = false;
         c->provider_unreachable_run_hold = 3;
+        c->provider_list_max_pages = 10;
         c->provider_unreachable_hold_ms = 5000;
         c->provider_unreachable_hold_max_ms = 60000;
         snprintf(c->provider_auth, sizeof(c->provider_auth), "%s", "none");

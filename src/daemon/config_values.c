@@ -535,6 +535,19 @@ int config_set_field_source(struct load *load, const struct key_def *key, const 
                                     value);
 }
 
+int config_set_list_cursor_param(struct load *load, const struct key_def *key, const char *value)
+{
+        char q[VALUE_QUOTE_MAX + 8];
+
+        if (value[0] && !list_cursor_param_ok(value))
+                return config_key_error(load, key,
+                                        "a query parameter name of letters, digits and -._~ "
+                                        "(at most 63: \"starting_after\"), not \"%s\"",
+                                        config_quote(value, q, sizeof(q)));
+        return config_set_string_at(load, key, (char *)&load->config + key->offset, key->size,
+                                    value);
+}
+
 int config_set_fixed_header(struct load *load, const struct key_def *key, const char *value)
 {
         struct tg_config *c = &load->config;

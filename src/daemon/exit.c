@@ -315,11 +315,18 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
         oc->ready_at = slot > empty ? slot : empty;
         char traceparent[TG_TRACEPARENT_MAX + 1];
         exit_call_traceparent(&oc->op, &oc->call, traceparent);
+        /* a query whose last one was a page with more to follow: the next */
+        const char *cursor = NULL;
+        oc->list_page = 1;
+        if (oc->request == CLASSIFY_QUERY)
+                cursor = list_walk_cursor(e->walks, oc->op.id, oc->op.attempts, oc->op.queries,
+                                          &oc->list_page);
         struct transport_call tc = {
             .request = oc->request,
             .operation_id = oc->op.req.operation_id,
             .refund = &oc->op.req,
             .refund_id = oc->op.refund_id,
+            .list_cursor = cursor,
             .request_id = oc->call.request_id,
             .attempt = oc->call.attempt,
             .timeout_ms = exit_call_timeout_ms(e->cfg->provider_timeout_ms, &oc->op, wall),
@@ -351,6 +358,8 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
         json_object_set_new(f, "timeout_ms", json_integer(tc.timeout_ms));
         if (probe)
                 json_object_set_new(f, "probe", json_true());
+        if (oc->list_page > 1)
+                json_object_set_new(f, "list_page", json_integer(oc->list_page));
         if (r < 0) {
                 log_emit(LOG_ERROR, "transport_start_failed", f);
                 exit_settle_unsent(e, oc, r, now, wall);
@@ -785,6 +794,8 @@ static int exit_build(struct exit *e, const struct exit_params *p)
                 r = TG_ENOMEM;
         if (r == 0 && !(e->owner_job = calloc(1, sizeof(*e->owner_job))))
                 r = TG_ENOMEM;
+        if (r == 0 && !(e->walks = calloc(1, sizeof(*e->walks))))
+                r = TG_ENOMEM;
         if (r == 0 && !(e->second_job = calloc(1, sizeof(*e->second_job))))
                 r = TG_ENOMEM;
         for (unsigned i = 0; r == 0 && i < cfg->rule_count; i++)
@@ -883,6 +894,7 @@ void exit_free(struct exit *e)
         free(e->claim);
         free(e->owner_job);
         free(e->second_job);
+        free(e->walks);
         classifier_free(e->classifier);
         pacer_free(e->pacer);
         pacer_free(e->query_pacer);

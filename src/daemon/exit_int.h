@@ -28,6 +28,7 @@
 #include "core/classify.h"
 #include "core/holds.h"
 #include "core/lead_estimator.h"
+#include "core/list_walk.h"
 #include "core/pacer.h"
 #include "core/plants.h"
 #include "core/rng.h"
@@ -82,6 +83,7 @@ struct open_call {
         tg_mono_ns sent;             /* on the wire (0: never) */
         bool unpaced;                /* PLANT_RETRY_SKIPS_PACER: the pacer never saw it */
         unsigned token_gen;          /* oauth2: the access token it carried (exit_token.c) */
+        unsigned list_page;          /* a query: the page of a list it asks for (1: the first) */
 };
 
 /* provider.auth = oauth2: the exit's access token, as the exit sees it (the
@@ -167,6 +169,10 @@ struct exit {
         void *hook_ctx;
         struct pacer *pacer;
         struct pacer *query_pacer; /* sub-quota for queries inside the account's; NULL: none */
+        /* list and match read page by page (provider.list_cursor_param):
+         * where each operation's walk goes on (core/list_walk.h), memory
+         * only: a walk this exit does not know starts at the first page */
+        struct list_walks *walks;
         struct classifier *classifier;
         struct tg_rng rng;
         /* Our share of the account quota (store.h, "shares"): exit.shares

@@ -268,6 +268,33 @@ static void settle_done(void *arg, int r, tg_mono_ns took)
                 free(j);
 }
 
+/* A query's answer and the operation's walk of a list (core/list_walk.h):
+ * true when it was a page without ours and the next page is to be asked
+ * at once. Only a complete 2xx list answer is a page; a list read one page
+ * at a time (no provider.list_cursor_param) walks no further than it. */
+static bool walk_on(struct exit *e, const struct open_call *oc, const struct transport_result *res,
+                    enum tg_class cls)
+{
+        const struct provider_reply *reply = &res->reply;
+        bool page = reply->transport == TG_TR_COMPLETE && reply->http_status / 100 == 2;
+        unsigned max_pages =
+            e->cfg->provider_list_cursor_param[0] ? e->cfg->provider_list_max_pages : 1;
+        enum list_walk_step step;
+
+        if (oc->request != CLASSIFY_QUERY)
+                return false;
+        step = list_walk_after(e->walks, oc->op.id, oc->op.attempts, oc->op.queries, oc->list_page,
+                               page ? reply->list : REPLY_LIST_NONE, reply->list_cursor, max_pages);
+        if (step == LIST_WALK_BOUNDED && max_pages > 1) {
+                /* the list is not known complete: no_answer, never not_found */
+                json_t *f = exit_op_fields(&oc->op, &oc->call);
+                json_object_set_new(f, "list_page", json_integer(oc->list_page));
+                json_object_set_new(f, "list_max_pages", json_integer(max_pages));
+                log_emit(LOG_WARN, "list_walk_bounded", f);
+        }
+        return step == LIST_WALK_NEXT && cls == TG_CLASS_NO_ANSWER;
+}
+
 static void settle_call(struct exit *e, struct open_call *oc, const struct transport_result *res,
                         tg_mono_ns now, tg_wall_ms wall)
 {
@@ -301,6 +328,8 @@ static void settle_call(struct exit *e, struct open_call *oc, const struct trans
             .limited = !res->reply.key_in_progress &&
                        holds_limited(res->reply.transport, res->reply.http_status)};
         policy_call_outcome(&e->cfg->policy, &oc->op, &ev, &e->rng, &decision);
+        if (walk_on(e, oc, res, cls))
+                policy_next_page(&ev, &decision);
         struct exit_call_end end = {.op = &oc->op,
                                     .call = &oc->call,
                                     .epoch = e->own.epoch,

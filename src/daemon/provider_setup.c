@@ -242,6 +242,16 @@ int provider_setup_maps(const struct tg_config *c, struct provider_maps *m, char
         if (r == 0 && c->provider_in_progress_codes[0])
                 r = parse_list("in_progress_codes", c->provider_in_progress_codes,
                                &m->reply.in_progress, err, size);
+        /* a list read page by page: where it says more follow, and how the
+         * next page is asked for */
+        if (r == 0 && c->provider_list_cursor_param[0] &&
+            (!m->request.has_list || m->reply.list_more.n == 0))
+                return fail(err, size, "list_cursor_param",
+                            "a list's next page needs provider.list_path and "
+                            "provider.list_more_field (where a page says more follow)");
+        if (r == 0)
+                snprintf(m->request.list_cursor_param, sizeof(m->request.list_cursor_param), "%s",
+                         c->provider_list_cursor_param);
         /* a list is read by one path each, from the body */
         if (r == 0 && m->request.has_list &&
             (m->reply.list_items.n != 1 || m->reply.list_items.alt[0].header ||

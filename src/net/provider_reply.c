@@ -174,8 +174,9 @@ static enum reply_list list_find(const struct reply_map *map, json_t *root, cons
          * that is not a clear "false" is not "complete" */
         item = json_array_get(items, json_array_size(items) - 1);
         if (!json_is_object(item) ||
-            !source_text(&map->refund_id, item, NULL, false, cursor, cursor_size))
-                cursor[0] = '\0';
+            !source_text(&map->refund_id, item, NULL, false, cursor, cursor_size) ||
+            strlen(cursor) >= cursor_size - 1)
+                cursor[0] = '\0'; /* none, or one that may be cut: no next page */
         return REPLY_LIST_PARTIAL;
 }
 

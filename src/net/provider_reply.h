@@ -69,7 +69,9 @@ int provider_reply_read(const struct reply_map *map, const char *body, size_t le
  * whose list_match field equals match; reply->list says whether it was
  * found, and the status, refund id and failure code are its item's. Not
  * found: ABSENT when list_more is absent or false, else PARTIAL with
- * list_cursor the last item's refund id. Items that are not an array (an
+ * list_cursor the last item's refund id ("" when it has none, or one too
+ * long for the field: a cut id would start the wrong page; the walk ends
+ * there, core/list_walk.h). Items that are not an array (an
  * error body): NONE, read as provider_reply_read() does. Same returns, and
  * TG_EINVAL for an empty match. */
 int provider_reply_read_list(const struct reply_map *map, const char *match, const char *body,

@@ -147,6 +147,9 @@ struct transport_call {
         const char *operation_id;            /* the idempotency key, validated */
         const struct refund_request *refund; /* its fields (POST: required) */
         const char *refund_id;               /* the provider's, "" or NULL if unknown */
+        /* A list query (strategy `list`): the cursor of the page it asks
+         * for (request_map_list_cursor); "" or NULL: the first page */
+        const char *list_cursor;
         const char *request_id;
         unsigned attempt;
         int64_t timeout_ms;      /* whole call: DNS, connect, TLS handshake, send, wait, read */

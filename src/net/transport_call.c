@@ -426,6 +426,11 @@ int transport_call_setup(const struct transport_lane *t, struct call *c,
                 return TG_EINVAL;
         tg_strbuf_init(&sb, path, sizeof(path));
         r = request_map_path(t->request_map, call->request, &values, &sb);
+        /* a later page of a list: where it starts (a list read one page
+         * at a time has no way to ask for another) */
+        if (r == 0 && c->list_match[0] && t->request_map->list_cursor_param[0] &&
+            call->list_cursor && call->list_cursor[0])
+                r = request_map_list_cursor(t->request_map, call->list_cursor, &sb);
         if (r < 0)
                 return r == TG_EFULL ? TG_EINVAL : r;
         if ((size_t)snprintf(url, sizeof(url), "%s%s", t->base_url, path) >= sizeof(url))

@@ -50,6 +50,7 @@ static void entry_free(struct entry *e)
         free((char *)e->a.attempt);
         free((char *)e->a.traceparent);
         free((char *)e->a.api_version);
+        free((char *)e->a.starting_after);
         free((char *)e->a.mode);
         free(e->body);
         free(e);
@@ -106,6 +107,7 @@ uint64_t record_add(struct record_log *log, const struct record_arrival *a)
                 e->a.attempt = copy(a->attempt);
                 e->a.traceparent = copy(a->traceparent);
                 e->a.api_version = copy(a->api_version);
+                e->a.starting_after = copy(a->starting_after);
                 e->a.mode = copy(a->mode);
                 e->delivered = -1;
         }
@@ -197,6 +199,8 @@ static int append_entry(const struct entry *e, uint64_t seq, char **buf, size_t 
         json_object_set_new(o, "attempt", str_or_null(e->a.attempt));
         json_object_set_new(o, "traceparent", str_or_null(e->a.traceparent));
         json_object_set_new(o, "api_version", str_or_null(e->a.api_version));
+        if (e->a.starting_after)
+                json_object_set_new(o, "starting_after", json_string(e->a.starting_after));
         json_object_set_new(o, "conn_id", json_integer((json_int_t)e->a.conn_id));
         json_object_set_new(o, "open", json_integer((json_int_t)e->a.open_requests));
         json_object_set_new(o, "mode", str_or_null(e->a.mode));

@@ -29,8 +29,9 @@ struct record_arrival {
         const char *idempotency_key;
         const char *request_id;
         const char *attempt;
-        const char *traceparent; /* the W3C trace context the client sent */
-        const char *api_version; /* its Stripe-Version (the API version it pins) */
+        const char *traceparent;    /* the W3C trace context the client sent */
+        const char *api_version;    /* its Stripe-Version (the API version it pins) */
+        const char *starting_after; /* a list GET's page cursor (the stripe shape's), or NULL */
         uint64_t conn_id;
         uint64_t open_requests; /* contract requests open at arrival, this one included */
         const char *mode;       /* mode applied, "MODE[:PARAM]" */

@@ -309,6 +309,8 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
             .attempt = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Attempt"),
             .traceparent = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "traceparent"),
             .api_version = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Stripe-Version"),
+            .starting_after =
+                MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "starting_after"),
             .conn_id = conn_id(conn),
             .open_requests = atomic_fetch_add(&srv->open_requests, 1) + 1,
             .mode = mode,

@@ -3,17 +3,21 @@ shape (issue 25): the outcomes that depend on Stripe's contract.
 
 Stripe has no lookup of a refund by idempotency key, so a POST whose answer
 was lost is settled by listing its PaymentIntent's refunds and finding ours
-by the operation id in its metadata; a refund not in a complete list was
-never executed and is sent again with its same key; a page that does not
-hold ours proves nothing (no re-send); a refund answered pending is asked
-about by its id until it is final; with `replay`, an outcome the queries
-could not tell is replayed with its key within the key's life, and past it
-goes to manual review as key_expired. Stripe's signed webhook
-(Stripe-Signature: t=..,v1=.., a 300 s tolerance) settles a refund whose
-queries were refused, and forged, stale and malformed deliveries change
-nothing. And `tollgate config check` on the profile itself says nothing.
+by the operation id in its metadata, page after page (starting_after the
+last id of the page before, asked at once, provider.list_max_pages pages a
+walk at most); a refund not in a complete list, walked from its first page,
+was never executed and is sent again with its same key; a page that does
+not hold ours proves nothing (no re-send), nor does a walk cut at
+list_max_pages; a refund answered pending is asked about by its id until it
+is final; with `replay`, an outcome the queries could not tell is replayed
+with its key within the key's life, and past it goes to manual review as
+key_expired. Stripe's signed webhook (Stripe-Signature: t=..,v1=.., a 300 s
+tolerance) settles a refund whose queries were refused, and forged, stale
+and malformed deliveries change nothing. And `tollgate config check` on the
+profile itself says nothing.
 
-Behaviour only (no timing judged): labelled parallel.
+Behaviour only (the one time bound, a list's next page asked well inside
+the query interval, has a margin of seconds): labelled parallel.
 """
 
 import hashlib
@@ -41,6 +45,18 @@ posts_and_queries = tgprovider.posts_and_queries
 
 def contract_arrivals(stub):
     return [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
+
+
+def forgotten_post(stub, tg, op, payment):
+    """op's POST (the stub slow past tollgate's timeout) executes with its
+    answer lost, then the stub forgets everything, as if it never executed,
+    and answers at once from then on."""
+    tg.start("serve")
+    assert tg.submit(op, payment=payment)[0] == 202
+    tgtest.wait_until(lambda: stub.ledger()["total_executions"] == 1, timeout=15,
+                      what="the slow POST executed")
+    stub.admin("POST", "reset")
+    stub.admin("POST", "mode", {"mode": "fast"})
 
 
 class StripeProfileTest(tgprovider.ProfileCase, unittest.TestCase):
@@ -87,12 +103,7 @@ class StripeProfileTest(tgprovider.ProfileCase, unittest.TestCase):
         with self.start("--mode", "slow:2500", "--query-mode", "fast") as stub, \
                 self.tollgate(stub, provider={"timeout_ms": 1500},
                               retry={"query_interval_ms": 4000}) as tg:
-            tg.start("serve")
-            self.assertEqual(tg.submit("st-gone", payment="pi_gone")[0], 202)
-            tgtest.wait_until(lambda: stub.ledger()["total_executions"] == 1, timeout=15,
-                              what="the slow POST executed")
-            stub.admin("POST", "reset")
-            stub.admin("POST", "mode", {"mode": "fast"})
+            forgotten_post(stub, tg, "st-gone", "pi_gone")
             final = tg.wait_final(["st-gone"], timeout=40)["st-gone"]
             self.assertEqual(final["state"], "succeeded", final)
             posts, queries = posts_and_queries(tg.calls())
@@ -109,10 +120,13 @@ class StripeProfileTest(tgprovider.ProfileCase, unittest.TestCase):
         # nothing: no re-send, the operation waits for a complete answer
         # (here, none comes: manual by the query budget, never guessed). The
         # 4 s between its queries let the 50 newer ones execute first.
+        # The first page only (no list_cursor_param): the page after it is
+        # never asked for (test_ours_on_a_later_page_... walks them).
         with self.start("--mode", "fast", "--query-mode", "fast") as stub, \
                 self.tollgate(stub, exit={"starts_per_second": 50},
                               # the list alone (no replay after the queries)
-                              provider={"reconcile": "refund_id, list"},
+                              provider={"reconcile": "refund_id, list",
+                                        "list_cursor_param": ""},
                               retry={"max_queries": 2, "query_interval_ms": 4000}) as tg:
             tg.start("serve")
             # ours first, its answer lost (e500: executed, then a 500)
@@ -135,6 +149,118 @@ class StripeProfileTest(tgprovider.ProfileCase, unittest.TestCase):
             self.assertTrue(queries)
             self.assertTrue(all(c["class"] == "no_answer" for c in queries[1:]), queries)
             self.assertEqual(stub.ledger()["operations"]["st-old"]["executions"], 1)
+
+    # Pages of 3 (Stripe allows 1-100) so that a few refunds make a long
+    # list; the list alone, no replay after the queries.
+    PAGED = {"list_path": "/v1/refunds?payment_intent={payment_id}&limit=3",
+             "reconcile": "refund_id, list"}
+
+    def list_gets(self, stub, op):
+        """The list GETs asked for op, oldest first (the key header names it)."""
+        return [a for a in contract_arrivals(stub)
+                if a["method"] == "GET" and a["idempotency_key"] == op]
+
+    def cursors(self, gets):
+        """Each list GET's starting_after (None: the first page)."""
+        self.assertTrue(all(a["path"] == "/v1/refunds" for a in gets), gets)
+        return [a.get("starting_after") for a in gets]
+
+    def submit_newer(self, tg, payment, n, prefix):
+        """n refunds of payment after ours, executed at once; their ids,
+        newest first (the list's order)."""
+        others = ["%s-%d" % (prefix, i) for i in range(n)]
+        for op in others:
+            self.assertEqual(tg.submit(op, payment=payment)[0], 202)
+        final = tg.wait_final(others, timeout=30)
+        self.assertTrue(all(final[op]["state"] == "succeeded" for op in others), final)
+        return [final[op]["refund_id"] for op in reversed(others)]
+
+    def lost_under_newer(self, stub, tg, op, payment):
+        """op's POST executed with its answer lost (e500: executed, then a
+        500), then 7 newer refunds of its payment: with pages of 3, newest
+        first, op is on page 3. The newer ids (newest first), and op's
+        final record."""
+        tg.start("serve")
+        stub.admin("POST", "mode", {"mode": "e500"})
+        self.assertEqual(tg.submit(op, payment=payment)[0], 202)
+        tgtest.wait_until(lambda: any(c["kind"] != "query" for c in tg.calls()),
+                          timeout=10, what="the first POST")
+        stub.admin("POST", "mode", {"mode": "fast"})
+        newer = self.submit_newer(tg, payment, 7, op + "-new")
+        return newer, tg.wait_final([op], timeout=40)[op]
+
+    def test_ours_on_a_later_page_is_found_without_a_resend(self):
+        # Ours first, its answer lost (e500: executed, then a 500), then 7
+        # newer refunds of the same PaymentIntent: pages of 3, newest first,
+        # put ours on page 3. The first query reads page 1 (has_more), the
+        # next ones page 2 and 3 with starting_after the last id of the page
+        # before, at once rather than after the 6 s query interval; ours is
+        # found there and settled, never sent again.
+        with self.start("--mode", "fast", "--query-mode", "fast") as stub, \
+                self.tollgate(stub, exit={"starts_per_second": 50}, provider=self.PAGED,
+                              retry={"query_interval_ms": 6000}) as tg:
+            newer, final = self.lost_under_newer(stub, tg, "st-page", "pi_pages")
+            self.assertEqual(final["state"], "succeeded", final)
+            self.assertTrue(final["refund_id"].startswith("re_"), final)
+            posts, queries = posts_and_queries(
+                [c for c in tg.calls() if c["operation_id"] == "st-page"])
+            self.assertEqual([c["class"] for c in posts], ["unknown"], posts)  # never re-sent
+            self.assertEqual([c["class"] for c in queries],
+                             ["no_answer", "no_answer", "succeeded"], queries)
+            gets = self.list_gets(stub, "st-page")
+            self.assertEqual(self.cursors(gets), [None, newer[2], newer[5]], gets)
+            # the next page at once: well inside the 6 s interval
+            for before, after in zip(gets, gets[1:]):
+                self.assertLess(after["wall_ms"] - before["wall_ms"], 3000, gets)
+            self.assertEqual(stub.ledger()["operations"]["st-page"]["executions"], 1)
+
+    def test_not_in_any_page_is_sent_again_with_its_key_once(self):
+        # Ours times out and the provider then has no record of it (the
+        # stub forgets everything, as if it never executed); 7 newer
+        # refunds of the PaymentIntent make 3 pages. Not on page 1 or 2
+        # (has_more) proves nothing; not on page 3 either, which says the
+        # list is complete, and the walk came from page 1: nothing was
+        # executed, and the same key goes out again, once.
+        with self.start("--mode", "slow:2500", "--query-mode", "fast") as stub, \
+                self.tollgate(stub, exit={"starts_per_second": 50},
+                              provider=dict(self.PAGED, timeout_ms=1500),
+                              retry={"query_interval_ms": 6000}) as tg:
+            forgotten_post(stub, tg, "st-none", "pi_none")
+            newer = self.submit_newer(tg, "pi_none", 7, "st-nnew")
+            final = tg.wait_final(["st-none"], timeout=40)["st-none"]
+            self.assertEqual(final["state"], "succeeded", final)
+            posts, queries = posts_and_queries(
+                [c for c in tg.calls() if c["operation_id"] == "st-none"])
+            self.assertEqual([c["class"] for c in posts], ["unknown", "succeeded"], posts)
+            self.assertEqual([c["class"] for c in queries],
+                             ["no_answer", "no_answer", "not_found"], queries)
+            self.assertEqual(self.cursors(self.list_gets(stub, "st-none")),
+                             [None, newer[2], newer[5]])
+            keys = [a["idempotency_key"] for a in contract_arrivals(stub)
+                    if a["method"] == "POST" and a["idempotency_key"] == "st-none"]
+            self.assertEqual(keys, ["st-none"])  # after the reset: the one re-send
+            self.assertEqual(stub.ledger()["operations"]["st-none"]["executions"], 1)
+
+    def test_a_walk_past_list_max_pages_concludes_nothing(self):
+        # Ours is on page 3 but a walk reads 2 pages at most: each walk ends
+        # unconcluded (no_answer, never not_found), the next one starts at
+        # page 1 again after the query interval, and once the queries are
+        # spent the operation goes to manual review. Never sent again.
+        with self.start("--mode", "fast", "--query-mode", "fast") as stub, \
+                self.tollgate(stub, exit={"starts_per_second": 50},
+                              provider=dict(self.PAGED, list_max_pages=2),
+                              retry={"max_queries": 4, "query_interval_ms": 3000}) as tg:
+            newer, final = self.lost_under_newer(stub, tg, "st-far", "pi_far")
+            self.assertEqual(final["state"], "manual", final)
+            self.assertEqual(final.get("manual_reason", final.get("reason")), "query_budget",
+                             final)
+            posts, queries = posts_and_queries(
+                [c for c in tg.calls() if c["operation_id"] == "st-far"])
+            self.assertEqual(len(posts), 1, posts)
+            self.assertEqual([c["class"] for c in queries], ["no_answer"] * 4, queries)
+            self.assertEqual(self.cursors(self.list_gets(stub, "st-far")),
+                             [None, newer[2], None, newer[2]])
+            self.assertEqual(stub.ledger()["operations"]["st-far"]["executions"], 1)
 
     def test_a_pending_refund_is_polled_by_its_id_until_final(self):
         # The POST answers 200 status pending with the refund's id: executed,

@@ -133,6 +133,8 @@ static void test_defaults(void **state)
         assert_string_equal(d.api_token, "");
         assert_string_equal(d.log_level, "info");
         assert_string_equal(d.provider_key_header, "Idempotency-Key");
+        assert_string_equal(d.provider_list_cursor_param, "");
+        assert_int_equal(d.provider_list_max_pages, 10);
         assert_int_equal(d.rule_count, 0);
         assert_false(d.provider_reuse_connections);
 
@@ -207,6 +209,8 @@ static void test_every_key_good(void **state)
         expect_ok("provider", "refunds_path", "/api/refunds", &c);
         assert_string_equal(c.provider_refunds_path, "/api/refunds");
         expect_ok("provider", "query_path", "/api/refunds/{operation_id}/status", &c);
+        expect_ok("provider", "list_max_pages", "3", &c);
+        assert_int_equal(c.provider_list_max_pages, 3);
         expect_ok("provider", "key_header", "X-Idem-Key", &c);
         assert_string_equal(c.provider_key_header, "X-Idem-Key");
         expect_ok("provider", "request_id_header", "X-Req", &c);
@@ -304,6 +308,10 @@ static void test_every_key_bad(void **state)
         expect_bad("provider", "query_path", "/v1/refunds/{id}");
         expect_bad("provider", "key_header", "Idempotency Key");
         expect_bad("provider", "key_header", "X:Y");
+        expect_bad("provider", "list_cursor_param", "starting after");
+        expect_bad("provider", "list_cursor_param", "a&b=c");
+        expect_bad("provider", "list_max_pages", "0");
+        expect_bad("provider", "list_max_pages", "1001");
         expect_bad("provider", "request_id_header", "X\x01Y");
         expect_bad("provider", "attempt_header", "A(b)");
         expect_bad("provider", "connect_timeout_ms", "0");
@@ -371,6 +379,18 @@ static void test_cross_key_messages(void **state)
                          TG_ECONFIG);
         assert_string_equal(err, "provider.connect_timeout_ms: must be <= provider.timeout_ms "
                                  "(3000)");
+        /* a list's next page needs the list and its "more" flag */
+        static const char paged[] = "[provider]\nlist_path = /v1/refunds?payment_intent="
+                                    "{payment_id}\nreconcile = list\nlist_items_field = data\n"
+                                    "list_match_field = metadata.operation_id\n"
+                                    "list_more_field = has_more\n"
+                                    "list_cursor_param = starting_after\n";
+        assert_int_equal(load_text(paged, &c, err, sizeof(err)), 0);
+        assert_string_equal(c.provider_list_cursor_param, "starting_after");
+        assert_int_equal(
+            load_text("[provider]\nlist_cursor_param = starting_after\n", &c, err, sizeof(err)),
+            TG_ECONFIG);
+        assert_non_null(strstr(err, "provider.list_cursor_param"));
         assert_int_equal(load_text("[provider]\nconnect_timeout_ms = 600\ntimeout_ms = 500\n", &c,
                                    err, sizeof(err)),
                          TG_ECONFIG);

@@ -604,6 +604,64 @@ static void test_limited_gives_the_call_back(void **state)
         assert_int_equal(d.reason, MANUAL_QUERY_BUDGET);
 }
 
+static void assert_same_decision(const struct policy_decision *a, const struct policy_decision *b)
+{
+        assert_int_equal(a->next, b->next);
+        assert_int_equal(a->next_run_at, b->next_run_at);
+        assert_int_equal(a->reason, b->reason);
+        assert_int_equal(a->wait_ms, b->wait_ms);
+}
+
+/* A page of a list without ours, more to follow: the next query (the
+ * next page) is due at once, not after the query interval; a Retry-After
+ * still floors it; any other decision is left alone. */
+static void test_next_page_is_due_at_once(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct tg_rng rng;
+        tg_rng_seed(&rng, 7);
+        struct policy_op op = base_op(Q);
+        struct policy_event ev = {
+            .request = Q, .cls = TG_CLASS_NO_ANSWER, .retry_after_ms = NO_RA, .now = T0 + 1000};
+        struct policy_decision d, before;
+
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.next_run_at, T0 + 1000 + cfg.query_interval_ms);
+        policy_next_page(&ev, &d);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.next_run_at, T0 + 1000);
+        assert_int_equal(d.wait_ms, 0);
+        /* a Retry-After under the interval still floors it */
+        ev.retry_after_ms = 300;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        policy_next_page(&ev, &d);
+        assert_int_equal(d.next_run_at, T0 + 1000 + 300);
+        ev.retry_after_ms = NO_RA;
+        /* the query budget spent: manual stays manual */
+        op.queries = op.query_limit;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        before = d;
+        policy_next_page(&ev, &d);
+        assert_same_decision(&d, &before);
+        assert_int_equal(d.next, OP_MANUAL);
+        /* not a query's no_answer: left alone */
+        op = base_op(Q);
+        ev.cls = TG_CLASS_PROCESSING;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        before = d;
+        policy_next_page(&ev, &d);
+        assert_same_decision(&d, &before);
+        op = base_op(P);
+        ev.request = P;
+        ev.cls = TG_CLASS_UNKNOWN;
+        assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
+        before = d;
+        policy_next_page(&ev, &d);
+        assert_same_decision(&d, &before);
+}
+
 static void test_after_call_refuses_impossible_ops(void **state)
 {
         (void)state;
@@ -1479,6 +1537,7 @@ int main(void)
             cmocka_unit_test(test_transition_table),
             cmocka_unit_test(test_every_input_defined_or_einval),
             cmocka_unit_test(test_after_call_refuses_impossible_ops),
+            cmocka_unit_test(test_next_page_is_due_at_once),
             cmocka_unit_test(test_limited_gives_the_call_back),
             cmocka_unit_test(test_default_backoff_windows),
             cmocka_unit_test(test_retry_after_floor_all_modes),

@@ -59,6 +59,82 @@ static void test_default_request_map(void **state)
         assert_string_equal(buf, "/v1/refunds/op-1");
 }
 
+/* A later page of a list: the list path with the cursor parameter after
+ * its query ("?" when it has none), the cursor percent-encoded as a
+ * template's values are; no parameter or no cursor: refused. */
+static void test_list_cursor_path(void **state)
+{
+        struct request_map m;
+        struct template_values v;
+        char amount[MAP_AMOUNT_BUF], buf[256];
+        struct tg_strbuf sb;
+
+        (void)state;
+        request_map_default(&m);
+        assert_int_equal(map_path_parse(MAP_PATH_LIST,
+                                        "/v1/refunds?payment_intent={payment_id}"
+                                        "&limit=3",
+                                        &m.list_path, NULL),
+                         0);
+        m.has_list = true;
+        assert_int_equal(reconcile_parse("list", &m, NULL), 0);
+        assert_int_equal(request_map_check(&m, NULL, NULL), 0);
+        fixture(&v, amount, false);
+
+        /* no parameter set: there is no next page to ask for */
+        tg_strbuf_init(&sb, buf, sizeof(buf));
+        assert_int_equal(request_map_path(&m, CLASSIFY_QUERY, &v, &sb), 0);
+        assert_int_equal(request_map_list_cursor(&m, "re_3", &sb), TG_EINVAL);
+
+        snprintf(m.list_cursor_param, sizeof(m.list_cursor_param), "starting_after");
+        tg_strbuf_init(&sb, buf, sizeof(buf));
+        assert_int_equal(request_map_path(&m, CLASSIFY_QUERY, &v, &sb), 0);
+        assert_int_equal(request_map_list_cursor(&m, "re_3", &sb), 0);
+        assert_string_equal(buf, "/v1/refunds?payment_intent=pi_9&limit=3&starting_after=re_3");
+        /* an id with bytes a query cannot carry as they are */
+        tg_strbuf_init(&sb, buf, sizeof(buf));
+        assert_int_equal(request_map_path(&m, CLASSIFY_QUERY, &v, &sb), 0);
+        assert_int_equal(request_map_list_cursor(&m, "re 1&x=/é", &sb), 0);
+        assert_string_equal(buf, "/v1/refunds?payment_intent=pi_9&limit=3"
+                                 "&starting_after=re%201%26x%3D%2F%C3%A9");
+        /* an empty cursor is no page */
+        tg_strbuf_init(&sb, buf, sizeof(buf));
+        assert_int_equal(request_map_path(&m, CLASSIFY_QUERY, &v, &sb), 0);
+        assert_int_equal(request_map_list_cursor(&m, "", &sb), TG_EINVAL);
+        assert_int_equal(request_map_list_cursor(&m, NULL, &sb), TG_EINVAL);
+
+        /* a list path without a query of its own: "?" */
+        assert_int_equal(
+            map_path_parse(MAP_PATH_LIST, "/payments/{payment_id}/refunds", &m.list_path, NULL), 0);
+        snprintf(m.list_cursor_param, sizeof(m.list_cursor_param), "after");
+        tg_strbuf_init(&sb, buf, sizeof(buf));
+        assert_int_equal(request_map_path(&m, CLASSIFY_QUERY, &v, &sb), 0);
+        assert_int_equal(request_map_list_cursor(&m, "r9", &sb), 0);
+        assert_string_equal(buf, "/payments/pi_9/refunds?after=r9");
+
+        /* a path that does not fit is refused, never cut */
+        char small[36];
+        tg_strbuf_init(&sb, small, sizeof(small));
+        assert_int_equal(request_map_path(&m, CLASSIFY_QUERY, &v, &sb), 0);
+        assert_int_equal(request_map_list_cursor(&m, "re_0123456789abcdef", &sb), TG_EFULL);
+
+        /* the parameter's name needs no encoding */
+        assert_true(list_cursor_param_ok("starting_after"));
+        assert_true(list_cursor_param_ok("page.after-1~"));
+        assert_false(list_cursor_param_ok(""));
+        assert_false(list_cursor_param_ok("a b"));
+        assert_false(list_cursor_param_ok("a&b"));
+        assert_false(list_cursor_param_ok("a=b"));
+        assert_false(list_cursor_param_ok("é"));
+        char longest[80];
+        memset(longest, 'a', sizeof(longest));
+        longest[63] = '\0';
+        assert_true(list_cursor_param_ok(longest));
+        longest[63] = 'a';
+        longest[64] = '\0';
+        assert_false(list_cursor_param_ok(longest));
+}
+
 static void field_fails(const char *spec, const char *in_message)
 {
         struct body_field f;
@@ -457,6 +533,7 @@ int main(void)
             cmocka_unit_test(test_reconcile),
             cmocka_unit_test(test_check_and_fallback),
             cmocka_unit_test(test_form_body),
+            cmocka_unit_test(test_list_cursor_path),
             cmocka_unit_test(test_amount_decimal),
             cmocka_unit_test(test_reply_sources),
             cmocka_unit_test(test_status_words),

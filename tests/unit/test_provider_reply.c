@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/classify.h"
+#include "core/list_walk.h"
 #include "core/tg_error.h"
 #include "net/provider_reply.h"
 
@@ -519,6 +520,131 @@ static void test_list(void **state)
         classifier_free(c);
 }
 
+/* A walk of a paged list (Stripe's: has_more, starting_after the last
+ * item's id), read and classified page by page and carried from page to
+ * page by core/list_walk: a page without ours is no_answer and leaves the
+ * next page's cursor; ours on page 2 is found; a complete page 3 without
+ * ours, reached from page 1, is not_found; once the provider told the
+ * refund's id, that page is processing instead; a walk is bounded. */
+static void read_page(const struct reply_map *m, const char *match, const char *known,
+                      const char *const *ids, unsigned n, bool more, struct provider_reply *r)
+{
+        char body[2048];
+        size_t len = (size_t)snprintf(body, sizeof(body), "{\"object\":\"list\",\"data\":[");
+
+        for (unsigned i = 0; i < n; i++)
+                len += (size_t)snprintf(body + len, sizeof(body) - len,
+                                        "%s{\"id\":\"%s\",\"status\":\"succeeded\","
+                                        "\"metadata\":{\"operation_id\":\"op-%s\"}}",
+                                        i ? "," : "", ids[i], ids[i] + 3);
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "],\"has_more\":%s}",
+                                more ? "true" : "false");
+        *r = stale_reply();
+        assert_int_equal(provider_reply_read_list_known(m, match, known, body, len, NULL, r), 0);
+}
+
+static void test_list_pages(void **state)
+{
+        static const char *const p1[] = {"re_9", "re_8", "re_7"};
+        static const char *const p2[] = {"re_6", "re_5", "re_4"};
+        static const char *const p3[] = {"re_3", "re_2"};
+        struct list_walks *w = calloc(1, sizeof(*w));
+        struct reply_map m;
+        struct classifier *c;
+        struct provider_reply r;
+        unsigned page;
+        const char *cursor;
+
+        (void)state;
+        assert_non_null(w);
+        reply_map_default(&m);
+        assert_int_equal(field_source_parse("id", &m.refund_id, NULL), 0);
+        assert_int_equal(field_source_parse("data", &m.list_items, NULL), 0);
+        assert_int_equal(field_source_parse("metadata.operation_id", &m.list_match, NULL), 0);
+        assert_int_equal(field_source_parse("has_more", &m.list_more, NULL), 0);
+        assert_int_equal(classifier_new_default(&c), 0);
+
+        /* op 7 (one POST) is re_5's: query 1 reads page 1, no cursor */
+        assert_null(list_walk_cursor(w, 7, 1, 1, &page));
+        assert_int_equal(page, 1);
+        read_page(&m, "op-5", NULL, p1, 3, true, &r);
+        assert_int_equal(r.list, REPLY_LIST_PARTIAL);
+        assert_string_equal(r.list_cursor, "re_7");
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NO_ANSWER);
+        assert_int_equal(list_walk_after(w, 7, 1, 1, page, r.list, r.list_cursor, 10),
+                         LIST_WALK_NEXT);
+        /* query 2 reads page 2, after re_7: ours */
+        cursor = list_walk_cursor(w, 7, 1, 2, &page);
+        assert_non_null(cursor);
+        assert_string_equal(cursor, "re_7");
+        assert_int_equal(page, 2);
+        read_page(&m, "op-5", NULL, p2, 3, true, &r);
+        assert_int_equal(r.list, REPLY_LIST_FOUND);
+        assert_string_equal(r.refund_id, "re_5");
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_SUCCEEDED);
+        assert_int_equal(list_walk_after(w, 7, 1, 2, page, r.list, r.list_cursor, 10),
+                         LIST_WALK_DONE);
+        assert_int_equal(list_walk_count(w), 0);
+
+        /* op 8 is in none of the pages: 1, 2 (more), 3 (complete) */
+        const char *const *pages[] = {p1, p2, p3};
+        const unsigned sizes[] = {3, 3, 2};
+        for (unsigned q = 1; q <= 3; q++) {
+                cursor = list_walk_cursor(w, 8, 1, q, &page);
+                assert_int_equal(page, q);
+                assert_true(q == 1 ? cursor == NULL
+                                   : strcmp(cursor, q == 2 ? "re_7" : "re_4") == 0);
+                read_page(&m, "op-x", NULL, pages[q - 1], sizes[q - 1], q < 3, &r);
+                assert_int_equal(r.list, q < 3 ? REPLY_LIST_PARTIAL : REPLY_LIST_ABSENT);
+                assert_int_equal(classify(c, CLASSIFY_QUERY, &r),
+                                 q < 3 ? TG_CLASS_NO_ANSWER : TG_CLASS_NOT_FOUND);
+                assert_int_equal(list_walk_after(w, 8, 1, q, page, r.list, r.list_cursor, 10),
+                                 q < 3 ? LIST_WALK_NEXT : LIST_WALK_DONE);
+        }
+        assert_int_equal(list_walk_count(w), 0);
+        /* the same complete page once the provider told the refund's id:
+         * taken, not listed yet; never "not executed" */
+        read_page(&m, "op-x", "re_new", p3, 2, false, &r);
+        assert_int_equal(r.list, REPLY_LIST_NOT_YET);
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_PROCESSING);
+
+        /* bounded: with 2 pages at most, page 2 with more ends the walk
+         * unconcluded (no_answer, nothing kept: the next walk is page 1) */
+        assert_null(list_walk_cursor(w, 9, 1, 1, &page));
+        read_page(&m, "op-x", NULL, p1, 3, true, &r);
+        assert_int_equal(list_walk_after(w, 9, 1, 1, page, r.list, r.list_cursor, 2),
+                         LIST_WALK_NEXT);
+        assert_non_null(list_walk_cursor(w, 9, 1, 2, &page));
+        assert_int_equal(page, 2);
+        read_page(&m, "op-x", NULL, p2, 3, true, &r);
+        assert_int_equal(classify(c, CLASSIFY_QUERY, &r), TG_CLASS_NO_ANSWER);
+        assert_int_equal(list_walk_after(w, 9, 1, 2, page, r.list, r.list_cursor, 2),
+                         LIST_WALK_BOUNDED);
+        assert_null(list_walk_cursor(w, 9, 1, 3, &page));
+        assert_int_equal(page, 1);
+
+        /* a last id too long for the cursor field would be cut, and a cut
+         * id starts the wrong page: no cursor, the walk ends there */
+        char long_id[200], body[512];
+        memset(long_id, 'x', sizeof(long_id));
+        memcpy(long_id, "re_", 3);
+        long_id[sizeof(r.list_cursor) - 1] = '\0'; /* fills the field exactly */
+        snprintf(body, sizeof(body), "{\"data\":[{\"id\":\"%s\"}],\"has_more\":true}", long_id);
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-x", body, strlen(body), NULL, &r), 0);
+        assert_int_equal(r.list, REPLY_LIST_PARTIAL);
+        assert_string_equal(r.list_cursor, "");
+        assert_int_equal(list_walk_after(w, 10, 1, 1, 1, r.list, r.list_cursor, 10),
+                         LIST_WALK_BOUNDED);
+        long_id[sizeof(r.list_cursor) - 2] = '\0'; /* one shorter: kept whole */
+        snprintf(body, sizeof(body), "{\"data\":[{\"id\":\"%s\"}],\"has_more\":true}", long_id);
+        r = stale_reply();
+        assert_int_equal(provider_reply_read_list(&m, "op-x", body, strlen(body), NULL, &r), 0);
+        assert_string_equal(r.list_cursor, long_id);
+        classifier_free(c);
+        free(w);
+}
+
 /* Checkout.com's GET /payments/{id}/actions: the answer is a bare array
  * (list_items "."), the outcome a boolean (approved), ours by the reference
  * we sent or by the action id a 202 named; once that id is known, a
@@ -647,6 +773,7 @@ int main(void)
             cmocka_unit_test(test_parse_then_classify),
             cmocka_unit_test(test_content_type),
             cmocka_unit_test(test_list),
+            cmocka_unit_test(test_list_pages),
             cmocka_unit_test(test_list_bare_array_of_actions),
             cmocka_unit_test(test_two_meanings_of_429),
         };

@@ -155,6 +155,9 @@ static struct refund_request refund(const char *id)
 
 /* One call through the environment, to its end, not on the wire after
  * not_after (0: any time). */
+/* A list's later page: the cursor the next call carries (then cleared). */
+static const char *next_cursor;
+
 static struct transport_result call_env_until(const struct exit_env *env,
                                               enum classify_request kind,
                                               const struct refund_request *req,
@@ -164,6 +167,7 @@ static struct transport_result call_env_until(const struct exit_env *env,
                                     .operation_id = req->operation_id,
                                     .refund = req,
                                     .refund_id = refund_id,
+                                    .list_cursor = next_cursor,
                                     .request_id = "tg-1-1-0000",
                                     .attempt = 1,
                                     .timeout_ms = 3000,
@@ -173,6 +177,7 @@ static struct transport_result call_env_until(const struct exit_env *env,
         struct transport_result res;
         tg_mono_ns until = clock_mono_now() + 5 * TG_NS_PER_S;
 
+        next_cursor = NULL;
         assert_int_equal(env->start(env->ctx, &tc, &h), 0);
         while (env->next_done(env->ctx, &res) != 0) {
                 CHECK(clock_mono_now() < until, "the call never ended");
@@ -405,7 +410,49 @@ static void test_list_and_fixed_headers_end_to_end(void **state)
         fx->seen.answer = "{\"id\":\"re_1\",\"status\":\"succeeded\"}";
         res = call_env(env, CLASSIFY_POST, &r, NULL);
         assert_string_equal(fx->seen.version, "2024-06-20");
+        /* without provider.list_cursor_param a cursor is never sent: the
+         * first page only, its last id kept for nobody */
+        fx->seen.answer = "{\"object\":\"list\",\"data\":[{\"id\":\"re_2\",\"status\":"
+                          "\"succeeded\",\"metadata\":{\"operation_id\":\"op-other\"}}],"
+                          "\"has_more\":true}";
+        next_cursor = "re_9";
+        res = call_env(env, CLASSIFY_QUERY, &r, "");
+        assert_string_equal(fx->seen.path, "/v1/refunds?payment_intent=pi_7&limit=50");
+        assert_int_equal(res.reply.list, REPLY_LIST_PARTIAL);
+        assert_string_equal(res.reply.list_cursor, "re_2");
         exit_env_free(env);
+
+        /* Stripe's paging: the next page starts after the last id */
+        snprintf(c->provider_list_cursor_param, sizeof(c->provider_list_cursor_param),
+                 "starting_after");
+        assert_int_equal(exit_env_real(c, 4, NULL, &env), 0);
+        next_cursor = "re_2";
+        res = call_env(env, CLASSIFY_QUERY, &r, "");
+        assert_string_equal(fx->seen.path,
+                            "/v1/refunds?payment_intent=pi_7&limit=50&starting_after=re_2");
+        assert_int_equal(res.reply.list, REPLY_LIST_PARTIAL);
+        /* a query by the refund id takes no cursor, whatever is given */
+        fx->seen.answer = "{\"id\":\"re_1\",\"status\":\"succeeded\"}";
+        next_cursor = "re_2";
+        res = call_env(env, CLASSIFY_QUERY, &r, "re_1");
+        assert_string_equal(fx->seen.path, "/v1/refunds/re_1");
+        exit_env_free(env);
+        /* the parameter needs the list and where a page says more follow */
+        c->provider_list_more_field[0] = '\0';
+        assert_int_equal(provider_setup_maps(c, maps, err, sizeof(err)), TG_ECONFIG);
+        assert_non_null(strstr(err, "provider.list_cursor_param"));
+        snprintf(c->provider_list_more_field, sizeof(c->provider_list_more_field), "has_more");
+        c->provider_list_path[0] = '\0';
+        snprintf(c->provider_query_fallback_path, sizeof(c->provider_query_fallback_path),
+                 "/v1/by-key/{operation_id}");
+        snprintf(c->provider_reconcile, sizeof(c->provider_reconcile), "key");
+        assert_int_equal(provider_setup_maps(c, maps, err, sizeof(err)), TG_ECONFIG);
+        CHECK(strstr(err, "provider.list_cursor_param"), "%s", err);
+        c->provider_query_fallback_path[0] = '\0';
+        snprintf(c->provider_list_path, sizeof(c->provider_list_path),
+                 "/v1/refunds?payment_intent={payment_id}&limit=50");
+        snprintf(c->provider_reconcile, sizeof(c->provider_reconcile), "refund_id, list");
+        assert_int_equal(provider_setup_maps(c, maps, err, sizeof(err)), 0);
 
         /* a list path without where its items are: refused */
         c->provider_list_items_field[0] = '\0';
