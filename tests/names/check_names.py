@@ -64,7 +64,7 @@ OTHER = {
     ("src/daemon/api_parse.c", "succeeded"): (2, "an outcome: succeeded|failed"),
     ("src/daemon/ui.c", "succeeded"): (1, "an outcome: succeeded|failed"),
     ("src/cli/cmd_manual.c", "succeeded"): (1, "an outcome: succeeded|failed"),
-    ("src/cli/cmd_reconcile.c", "succeeded"): (1, "a settlement file's status"),
+    ("src/daemon/settlement.c", "succeeded"): (1, "a settlement file's status"),
     ("src/tools/demo_resilience.c", "succeeded"): (1, "the demo's printed outcome"),
     # the config
     ("src/daemon/config*.c", "retry"): (None, "the [retry] section",
