@@ -367,14 +367,29 @@ int policy_after_takeover(const struct policy_config *config, const struct polic
          * the deadline, only an operator may go on. Notification-only, the
          * call that was running is settled by its notification, if it
          * arrived: that is awaited. */
-        if (now > op->deadline_at)
+        bool no_query =
+            config->notification || (config->query_needs_refund_id && !op->refund_id_known);
+
+        if (now > op->deadline_at) {
                 decide_manual(ret_decision, MANUAL_DEADLINE);
-        else if (config->notification)
+        } else if (config->replay && no_query) {
+                /* the running call was a POST (nothing else could be made):
+                 * its answer is lost, as after a timeout */
+                const struct policy_event lost = {.request = CLASSIFY_POST,
+                                                  .cls = TG_CLASS_UNKNOWN,
+                                                  .retry_after_ms = -1,
+                                                  .now = now,
+                                                  .refund_id_known = op->refund_id_known};
+                schedule_replay(config, op, &lost, ret_decision);
+                if (ret_decision->next == OP_MANUAL && config->notification)
+                        await_notification(config, now, ret_decision);
+        } else if (config->notification) {
                 await_notification(config, now, ret_decision);
-        else if (op->queries >= op->query_limit)
+        } else if (op->queries >= op->query_limit) {
                 decide_manual(ret_decision, MANUAL_QUERY_BUDGET);
-        else
+        } else {
                 decide(ret_decision, OP_UNKNOWN, now, MANUAL_NONE, 0);
+        }
         return 0;
 }
 
@@ -484,7 +499,7 @@ static const unsigned transitions[OP_STATE_COUNT][OP_EVENT_COUNT] = {
             [OP_EV_CALL_END] = FINAL | B(OP_RETRY_WAIT) | B(OP_UNKNOWN) | B(OP_MANUAL),
             /* refused as limited (429/503): nothing executed, not counted */
             [OP_EV_LIMITED] = B(OP_RETRY_WAIT) | B(OP_UNKNOWN) | B(OP_MANUAL),
-            [OP_EV_TAKEOVER] = B(OP_UNKNOWN) | B(OP_MANUAL),
+            [OP_EV_TAKEOVER] = B(OP_UNKNOWN) | B(OP_RETRY_WAIT) | B(OP_MANUAL),
             [OP_EV_RELEASE] = B(OP_PENDING) | B(OP_RETRY_WAIT) | B(OP_UNKNOWN),
         },
     [OP_RETRY_WAIT] =
@@ -980,6 +995,7 @@ void policy_view(const struct op_record *op, struct policy_op *ret_view)
             .deadline_at = op->deadline_at,
             .key_first_used = op->key_first_used,
             .last_wait_ms = op->last_wait_ms,
+            .refund_id_known = op->refund_id[0] != '\0',
         };
         *ret_view = v;
 }

@@ -17,7 +17,8 @@
  *   limited        in_flight                    retry_wait, unknown, manual (the provider
  *                                               said 429/503: nothing executed, and the call
  *                                               is not counted against the budget)
- *   takeover       in_flight                    unknown, manual
+ *   takeover       in_flight                    unknown, manual; retry_wait (a replay
+ *                                               where no query can tell)
  *   deadline       pending, retry_wait, unknown manual (notification_deadline for
  *                                               one waiting for the provider's notification)
  *   key_retention  retry_wait                   manual
@@ -109,6 +110,7 @@ struct policy_op {
         tg_wall_ms deadline_at;    /* no automatic call after this */
         tg_wall_ms key_first_used; /* first POST with this key (key age counts from here) */
         int64_t last_wait_ms;      /* previous backoff wait, <= 0 if none */
+        bool refund_id_known;      /* the provider told its refund id (stored) */
 };
 
 /* The call that just ended. */
@@ -166,7 +168,14 @@ void policy_next_page(const struct policy_event *event, struct policy_decision *
 /* An in_flight operation found by a new owner (its call may or may not have
  * gone out, its outcome was never recorded): unknown, to be reconciled now,
  * or manual if the deadline has passed (MANUAL_DEADLINE) or no query is left
- * to reconcile with (MANUAL_QUERY_BUDGET). TG_ESTATE unless in_flight. */
+ * to reconcile with (MANUAL_QUERY_BUDGET). Where no query can tell (the
+ * provider has none: notification-only; or it asks by the refund id only
+ * and none was told) and the contract's replay returns the stored result,
+ * the running call was a POST: it is replayed with its key, as after a
+ * POST whose answer was lost (retry_wait after the query interval, inside
+ * the attempts, the key's retention and the deadline); without a replay
+ * left, a notification-only one awaits the notification, the other goes to
+ * manual as the replay would. TG_ESTATE unless in_flight. */
 int policy_after_takeover(const struct policy_config *config, const struct policy_op *op,
                           tg_wall_ms now, struct policy_decision *ret_decision);
 

@@ -21,6 +21,7 @@ import hmac
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -123,6 +124,36 @@ class AdyenProfileTest(tgprovider.ProfileCase, unittest.TestCase):
             self.assertEqual([a["method"] for a in arrivals], ["POST", "POST"])
             self.assertEqual({a["idempotency_key"] for a in arrivals}, {"ady-lost"})
             self.assertEqual(stub.ledger()["operations"]["ady-lost"]["executions"], 1)
+
+    def test_a_takeover_replays_the_running_post(self):
+        # The owner is killed (-9) while its POST is at the provider. No query
+        # exists; the new owner, after its takeover wait, replays the POST
+        # with the same key (the stored "received": no second refund) and
+        # awaits the notification, which settles it.
+        with self.stub("--mode", "slow:2500", delay_ms=12000) as stub, \
+                self.tg(stub, provider={"timeout_ms": 3000},
+                        retry={"query_interval_ms": 500}) as tg:
+            first = tg.start("serve")
+            self.assertEqual(tg.submit("ady-take", payment="pay_t")[0], 202)
+            tgtest.wait_until(lambda: contract_arrivals(stub), timeout=10, what="the POST")
+            first.send_signal(signal.SIGKILL)
+            first.popen.wait(10)
+            stub.admin("POST", "mode", {"mode": "fast"})
+            tg.start("serve")
+            tgtest.wait_until(lambda: len(contract_arrivals(stub)) >= 2, timeout=20,
+                              what="the replay")
+            rec = tg.status("ady-take")[2]
+            self.assertTrue(any("owner lost" in a["detail"] and a["detail"].endswith("retry_wait")
+                                for a in rec["audit"]), rec["audit"])
+            final = tg.wait_final(["ady-take"], timeout=30)["ady-take"]
+            self.assertEqual(final["state"], "succeeded", final)
+            arrivals = contract_arrivals(stub)
+            self.assertEqual([a["method"] for a in arrivals], ["POST", "POST"])
+            self.assertEqual({a["idempotency_key"] for a in arrivals}, {"ady-take"})
+            self.assertEqual(stub.ledger()["operations"]["ady-take"]["executions"], 1)
+            posts, queries = posts_and_queries(tg.calls())
+            self.assertEqual(queries, [])
+            self.assertEqual(posts[-1]["class"], "processing", posts)
 
     def test_a_refusal_is_a_notification_with_success_false(self):
         with self.stub("--mode", "fail") as stub, self.tg(stub) as tg:

@@ -375,7 +375,7 @@ static void assert_decision_equal(const struct policy_decision *a, const struct 
 
 static struct policy_op sentinel_policy_op(void)
 {
-        struct policy_op op = {(enum op_state)77, 7, 7, 7, 7, -7, -7, -7, -7};
+        struct policy_op op = {(enum op_state)77, 7, 7, 7, 7, -7, -7, -7, -7, true};
         return op;
 }
 
@@ -390,6 +390,7 @@ static void assert_op_equal(const struct policy_op *a, const struct policy_op *b
         assert_int_equal(a->deadline_at, b->deadline_at);
         assert_int_equal(a->key_first_used, b->key_first_used);
         assert_int_equal(a->last_wait_ms, b->last_wait_ms);
+        assert_int_equal(a->refund_id_known, b->refund_id_known);
 }
 
 static void test_transition_table(void **state)
@@ -887,6 +888,27 @@ static void test_replay_after_the_queries(void **state)
         assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
         assert_int_equal(d.reason, MANUAL_DEADLINE);
         assert_string_equal(manual_reason_name(MANUAL_KEY_EXPIRED), "key_expired");
+        /* a takeover where the queries go by the refund id only (PayPal):
+         * without one, the running call was the POST: replayed; with one,
+         * asked about at once as ever; without replay, asked as ever (the
+         * exit finds no query to make and the call ends as no_answer) */
+        op = base_op(P);
+        cfg.query_needs_refund_id = true;
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT);
+        assert_int_equal(d.next_run_at, T0 + 5000 + cfg.query_interval_ms);
+        op.refund_id_known = true;
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.next_run_at, T0 + 5000);
+        op.refund_id_known = false;
+        op.attempts = op.attempt_limit;
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal((int)d.reason, (int)MANUAL_ATTEMPTS_EXHAUSTED);
+        cfg.replay = false;
+        op.attempts = 1;
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
 }
 
 /* Notification-only (provider.reconcile = notification, Adyen): the POST
@@ -946,12 +968,34 @@ static void test_notification_only(void **state)
         struct policy_event refused = {P, TG_CLASS_REJECTED, NO_RA, T0 + 1000, false, false};
         assert_int_equal(policy_after_call(&cfg, &op, &refused, &rng, &d), 0);
         assert_int_equal(d.next, OP_REJECTED);
-        /* a takeover: the running call's notification is awaited */
+        /* a takeover without replay: the running call's notification is
+         * awaited */
         op = base_op(P);
+        cfg.replay = false;
         assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
         assert_int_equal(d.next, OP_UNKNOWN);
         assert_int_equal(d.deadline_at, T0 + 5000 + wait);
         assert_true(d.next_run_at > d.deadline_at);
+        /* with replay: the running call was a POST whose answer is lost,
+         * replayed with its key after the interval (its answer says whether
+         * it arrived) */
+        cfg.replay = true;
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_RETRY_WAIT);
+        assert_int_equal(d.next_run_at, T0 + 5000 + cfg.query_interval_ms);
+        assert_int_equal(d.deadline_at, 0);
+        /* no replay left (attempts spent, or the key too old): awaited */
+        op.attempts = op.attempt_limit;
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_int_equal(d.deadline_at, T0 + 5000 + wait);
+        op.attempts = 1;
+        cfg.key_retention_ms = 1000;
+        assert_int_equal(policy_after_takeover(&cfg, &op, T0 + 5000, &d), 0);
+        assert_int_equal(d.next, OP_UNKNOWN);
+        assert_true(d.next_run_at > d.deadline_at);
+        cfg.key_retention_ms = RETENTION;
+        op = base_op(P);
 
         /* applied to a record: never due, swept as notification_deadline */
         struct op_record rec, next;

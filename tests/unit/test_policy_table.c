@@ -196,13 +196,17 @@ static unsigned fire(enum op_state state, enum op_event event, struct outcome *o
                         }
                 break;
         case OP_EV_TAKEOVER:
-                for (int late = 0; late < 3; late++) {
+                for (int late = 0; late < 4; late++) {
                         struct outcome *o = slot(out, &n);
+                        /* 3: a provider with no query (notification) and a
+                         * replay: the running POST is replayed */
+                        struct policy_config nq = c;
 
+                        nq.notification = nq.replay = late == 3;
                         o->before = op_in(state);
                         if (late == 2)
                                 o->before.queries = o->before.query_limit;
-                        o->r = policy_takeover(&c, &o->before,
+                        o->r = policy_takeover(&nq, &o->before,
                                                late == 1 ? o->before.deadline_at + 1 : T0 + 40,
                                                &o->after);
                 }
