@@ -249,6 +249,14 @@ unsigned store_indexed_states(void)
         return set;
 }
 
+void store_provider_pending_sql(char *dst, size_t size)
+{
+        char states[128];
+
+        store_state_list_sql(store_open_states(), states, sizeof(states));
+        snprintf(dst, size, "pending_since > 0 AND %s", states);
+}
+
 unsigned store_open_states(void)
 {
         unsigned set = 0;
