@@ -326,10 +326,12 @@ struct store_ops {
         int (*account_audit_insert)(struct store *store, const struct account_audit_record *a);
 };
 
-/* The operations the provider reports as accepted, not final (core/policy.h,
- * pending_since) that are still open (store_open_states(): a manual one is
- * counted as manual), as a WHERE clause into dst. */
-void store_provider_pending_sql(char *dst, size_t size);
+/* The count of one account's operations the provider reports as accepted,
+ * not final (core/policy.h, pending_since) that are still open
+ * (store_open_states(): a manual one is counted as manual), as a statement
+ * into dst: `index` the backend's index hint ("" for none), `account` the
+ * account's placeholder. */
+void store_provider_pending_sql(const char *index, const char *account, char *dst, size_t size);
 
 /* A backend names its primitives <prefix>_<primitive> (store_sqlite_op_get,
  * store_mysql_op_get, ...), declared in its private header;

@@ -598,17 +598,13 @@ int store_mysql_backlog(struct store *store, const char *account, uint64_t *by_s
 
 int store_mysql_provider_pending(struct store *store, const char *account, uint64_t *ret_n)
 {
-        char where[192], sql[320];
+        char sql[320];
         MYSQL_RES *res;
         int64_t n = 0;
         bool null = false;
         int r;
 
-        store_provider_pending_sql(where, sizeof(where));
-        snprintf(sql, sizeof(sql),
-                 "SELECT count(*) FROM operations FORCE INDEX (ops_acct_due) "
-                 "WHERE account = %%S AND %s",
-                 where);
+        store_provider_pending_sql("FORCE INDEX (ops_acct_due)", "%S", sql, sizeof(sql));
         r = store_mysql_query(M(store), &res, sql, account);
         r = one_i64(res, r, &n, &null);
         if (r == 0)

@@ -608,15 +608,13 @@ int store_pg_backlog(struct store *store, const char *account, uint64_t *by_stat
 
 int store_pg_provider_pending(struct store *store, const char *account, uint64_t *ret_n)
 {
-        char where[192], sql[320];
+        char sql[320];
         PGresult *res;
         int64_t n = 0;
         bool null = false;
         int r;
 
-        store_provider_pending_sql(where, sizeof(where));
-        snprintf(sql, sizeof(sql), "SELECT count(*) FROM operations WHERE account = %%S AND %s",
-                 where);
+        store_provider_pending_sql("", "%S", sql, sizeof(sql));
         r = store_pg_query(P(store), &res, sql, account);
         r = one_i64(res, r, &n, &null);
         if (r == 0)

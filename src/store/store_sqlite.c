@@ -263,12 +263,9 @@ static int make_table_sql(struct sqlite_store *s)
                      "WHERE account = ?1 AND %s GROUP BY state",
                      backlog);
         /* One account's operations the provider holds pending (?1). */
-        store_provider_pending_sql(backlog, sizeof(backlog));
+        store_provider_pending_sql("INDEXED BY ops_account_state", "?1", DYN(ST_PROVIDER_PENDING));
         n[ST_PROVIDER_PENDING - ST_DYN_FIRST] =
-            snprintf(DYN(ST_PROVIDER_PENDING),
-                     "SELECT count(*) FROM operations INDEXED BY ops_account_state "
-                     "WHERE account = ?1 AND %s",
-                     backlog);
+            (int)strlen(s->dyn_sql[ST_PROVIDER_PENDING - ST_DYN_FIRST]);
         /* The backlog (and the final states without a counter) from their
          * index; the counted final ones and the prune totals from the
          * counters, so that the cost does not grow with history. The oldest
