@@ -42,14 +42,30 @@ static int64_t clamp_retry(double seconds)
         return (int64_t)ceil(seconds);
 }
 
-int admission_decide(const struct admission_config *config, const struct admission_figures *fig,
+bool admission_second_busy(unsigned in_flight, bool any_open, uint64_t open_ops,
+                           uint64_t provider_pending)
+{
+        if (in_flight > 0)
+                return true;
+        if (!any_open)
+                return false;
+        return open_ops == 0 || open_ops > provider_pending;
+}
+
+int admission_decide(const struct admission_config *config, const struct admission_figures *given,
                      struct admission_decision *ret_decision)
 {
         struct admission_decision d = {.admit = true, .why = "ok"};
+        struct admission_figures weighed;
+        const struct admission_figures *fig = &weighed;
         double per_close, rate, projected_ms;
 
-        if (!config || !fig || !ret_decision || !(fig->starts_per_second > 0))
+        if (!config || !given || !ret_decision || !(given->starts_per_second > 0))
                 return TG_EINVAL;
+        /* the provider's pending refunds wait for it, not for the exit */
+        weighed = *given;
+        weighed.backlog -=
+            given->provider_pending < given->backlog ? given->provider_pending : given->backlog;
         if (fig->closes > 0)
                 per_close = (double)fig->starts / (double)fig->closes;
         else if (fig->busy_seconds >= ADMISSION_MIN_BUSY_S)

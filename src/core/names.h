@@ -62,7 +62,10 @@
         X(MANUAL_INVALID, "invalid")             /* an outbox row that failed validation */        \
         X(MANUAL_KEY_EXPIRED, "key_expired") /* unknown, queries spent, replay past key's life */  \
         X(MANUAL_NOTIFICATION_DEADLINE,                                                            \
-          "notification_deadline") /* notification-only: no notification by its deadline */
+          "notification_deadline") /* notification-only: no notification by its deadline */        \
+        X(MANUAL_PENDING_POLLS, "pending_polls") /* provider-pending: poll budget spent */         \
+        X(MANUAL_PENDING_DEADLINE,                                                                 \
+          "pending_deadline") /* provider-pending: not final by pending_since + its deadline */
 
 #define TG_NAMES_ENUM_ROW(value, word)  value,
 #define TG_NAMES_COUNT_ROW(value, word) +1

@@ -94,6 +94,13 @@ struct op_record {
          * outbox row gets one at its first claim). Never changes once set. */
         char traceparent[TG_TRACEPARENT_MAX + 1];
         tg_wall_ms caller_deadline_at; /* the deadline the caller gave, 0 for none */
+        /* The provider said the refund is accepted but not final
+         * (processing): the wall time of that first answer, 0 for never.
+         * Such an operation is polled on the slow pending schedule
+         * (core/policy.h) with its own budget: pending_polls counts its
+         * polls against retry.pending_max_polls. */
+        tg_wall_ms pending_since;
+        unsigned pending_polls;
 };
 
 /* True when op's fields are what the state machine keeps (operation.c says

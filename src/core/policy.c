@@ -10,7 +10,9 @@
  *   - a POST is scheduled (retry_wait) only while attempts < attempt_limit,
  *     so an operation never makes more than attempt_limit POSTs without an
  *     operator raising the limit; a query is scheduled (unknown) only while
- *     queries < query_limit;
+ *     queries < query_limit, or, for a refund the provider reports as
+ *     pending (pending_since > 0), only while pending_polls <
+ *     pending_max_polls and before pending_since + pending_deadline;
  *   - nothing automatic is scheduled after deadline_at, and no re-send is
  *     scheduled at or after key_first_used + key_retention: such an
  *     operation goes to manual now rather than waking up later to find out;
@@ -48,6 +50,15 @@
  * the span after which an operator expects a stuck refund in front of a
  * person rather than still "in progress". */
 #define POLICY_DEFAULT_NOTIFICATION_MS (24LL * 3600 * 1000)
+/* A refund the provider reports as pending: polled from 2 s, doubling to an
+ * hour, at most 200 times, for a week. Stripe's and PayPal's pending
+ * refunds settle in hours to days (a bank's return); the doubling keeps
+ * the first answers quick (most settle within seconds in a test mode) and
+ * a long one at about 24 polls a day; 200 polls cover the week with room. */
+#define POLICY_DEFAULT_PENDING_INTERVAL_MS 2000LL
+#define POLICY_DEFAULT_PENDING_MAX_MS      (3600LL * 1000)
+#define POLICY_DEFAULT_PENDING_POLLS       200
+#define POLICY_DEFAULT_PENDING_DEADLINE_MS (7LL * 24 * 3600 * 1000)
 
 /* Upper bound of any configured duration: a year. Larger is a typo. */
 #define POLICY_MAX_DURATION_MS (366LL * 24 * 3600 * 1000)
@@ -61,6 +72,10 @@ void policy_config_default(struct policy_config *ret_config)
             .query_interval_ms = POLICY_DEFAULT_QUERY_INTERVAL_MS,
             .key_retention_ms = POLICY_DEFAULT_KEY_RETENTION_MS,
             .notification_deadline_ms = POLICY_DEFAULT_NOTIFICATION_MS,
+            .pending_poll_interval_ms = POLICY_DEFAULT_PENDING_INTERVAL_MS,
+            .pending_poll_max_ms = POLICY_DEFAULT_PENDING_MAX_MS,
+            .pending_max_polls = POLICY_DEFAULT_PENDING_POLLS,
+            .pending_deadline_ms = POLICY_DEFAULT_PENDING_DEADLINE_MS,
         };
         backoff_config_default(&c.backoff);
         *ret_config = c;
@@ -80,7 +95,11 @@ int policy_config_check(const struct policy_config *config)
         /* max_queries may be 0: every unknown goes straight to manual. */
         if (!duration_ok(config->deadline_ms) || !duration_ok(config->query_interval_ms) ||
             !duration_ok(config->key_retention_ms) ||
-            !duration_ok(config->notification_deadline_ms))
+            !duration_ok(config->notification_deadline_ms) ||
+            !duration_ok(config->pending_poll_interval_ms) ||
+            !duration_ok(config->pending_poll_max_ms) ||
+            config->pending_poll_max_ms < config->pending_poll_interval_ms ||
+            !duration_ok(config->pending_deadline_ms))
                 return TG_EINVAL;
         return backoff_config_check(&config->backoff);
 }
@@ -110,6 +129,7 @@ static void decide(struct policy_decision *ret_decision, enum op_state next, tg_
 {
         ret_decision->given_back = POLICY_BUDGET_NONE;
         ret_decision->deadline_at = 0;
+        ret_decision->pending_since = 0;
         ret_decision->next = next;
         ret_decision->next_run_at = next_run_at;
         ret_decision->reason = reason;
@@ -208,10 +228,51 @@ static void await_notification(const struct policy_config *config, tg_wall_ms no
         ret_decision->deadline_at = end;
 }
 
+/* The wait before a pending refund's next poll, after `polls` of them: the
+ * interval, doubled per poll, up to the cap. */
+static int64_t pending_wait(const struct policy_config *config, unsigned polls)
+{
+        int64_t wait = config->pending_poll_interval_ms;
+
+        for (unsigned i = 0; i < polls && wait < config->pending_poll_max_ms; i++)
+                wait = wait > INT64_MAX / 2 ? INT64_MAX : wait * 2;
+        return wait < config->pending_poll_max_ms ? wait : config->pending_poll_max_ms;
+}
+
+/* The provider said the refund is accepted, not final (now, or at
+ * pending_since): the operation stays unknown and is polled on the slow
+ * schedule, its deadline the pending one. Past the poll budget, or when
+ * the next poll (the Retry-After its floor) would fall at or past that
+ * deadline, manual now. The normal query budget is not consulted: a
+ * pending poll does not spend it (policy_claim gives it back). */
+static void schedule_pending(const struct policy_config *config, const struct policy_op *op,
+                             const struct policy_event *event, struct policy_decision *ret_decision)
+{
+        bool pending = op->pending_since > 0;
+        tg_wall_ms since = pending ? op->pending_since : event->now;
+        unsigned polls = pending ? op->pending_polls : 0;
+        tg_wall_ms end = add_ms(since, config->pending_deadline_ms);
+        int64_t wait = pending_wait(config, polls);
+
+        if (event->retry_after_ms > wait)
+                wait = event->retry_after_ms;
+        tg_wall_ms next = add_ms(event->now, wait);
+        if (polls >= config->pending_max_polls)
+                decide_manual(ret_decision, MANUAL_PENDING_POLLS);
+        else if (next >= end)
+                decide_manual(ret_decision, MANUAL_PENDING_DEADLINE);
+        else
+                decide(ret_decision, OP_UNKNOWN, next, MANUAL_NONE, wait);
+        ret_decision->deadline_at = end;
+        ret_decision->pending_since = since;
+}
+
 /* The next call is a query with the same key. Notification-only, there is
  * no query: a POST whose answer was lost is replayed where the contract's
  * replay returns the stored result (that answer says whether it arrived),
- * else, and after an acknowledgement, the notification is awaited. */
+ * else, and after an acknowledgement, the notification is awaited.
+ * Otherwise a refund the provider reports as pending (this answer, or an
+ * earlier one) is polled on the pending schedule. */
 static int schedule_query(const struct policy_config *config, const struct policy_op *op,
                           const struct policy_event *event, struct policy_decision *ret_decision)
 {
@@ -222,12 +283,18 @@ static int schedule_query(const struct policy_config *config, const struct polic
                 await_notification(config, event->now, ret_decision);
                 return 0;
         }
+        /* nothing to ask by: replayed, pending or not */
+        if (config->replay && config->query_needs_refund_id && !event->refund_id_known)
+                return schedule_replay(config, op, event, ret_decision);
+        if (op->pending_since > 0 || event->cls == TG_CLASS_PROCESSING) {
+                schedule_pending(config, op, event, ret_decision);
+                return 0;
+        }
         int64_t wait = config->query_interval_ms;
         if (event->retry_after_ms > wait)
                 wait = event->retry_after_ms;
         tg_wall_ms next = add_ms(event->now, wait);
-        if (config->replay && (op->queries >= op->query_limit ||
-                               (config->query_needs_refund_id && !event->refund_id_known)))
+        if (config->replay && op->queries >= op->query_limit)
                 return schedule_replay(config, op, event, ret_decision);
         if (op->queries >= op->query_limit) {
                 decide_manual(ret_decision, MANUAL_QUERY_BUDGET);
@@ -258,6 +325,8 @@ static int after_limited(const struct policy_config *config, const struct policy
 
         if (post && more.attempt_limit < UINT_MAX)
                 more.attempt_limit++;
+        else if (!post && more.pending_since > 0 && more.pending_polls > 0)
+                more.pending_polls--; /* a pending poll: its own budget */
         else if (!post && more.query_limit < UINT_MAX)
                 more.query_limit++;
         r = post ? schedule_resend(config, &more, event, rng, ret_decision)
@@ -287,7 +356,7 @@ static int after_post(const struct policy_config *config, const struct policy_op
         case TG_CLASS_NOT_SENT:
                 return schedule_resend(config, op, event, rng, ret_decision);
         case TG_CLASS_UNKNOWN:
-        case TG_CLASS_PROCESSING: /* taken, not final (a rule's: a 202): asked about */
+        case TG_CLASS_PROCESSING: /* taken, not final (a rule's: a 202): polled as pending */
                 return schedule_query(config, op, event, ret_decision);
         case TG_CLASS_NOT_FOUND:
         case TG_CLASS_NO_ANSWER:
@@ -366,13 +435,15 @@ int policy_after_takeover(const struct policy_config *config, const struct polic
         /* Reconciling takes a query: with the query budget spent, or past
          * the deadline, only an operator may go on. Notification-only, the
          * call that was running is settled by its notification, if it
-         * arrived: that is awaited. */
+         * arrived: that is awaited. A pending refund's poll is counted
+         * against its own budget. */
         bool no_query =
             config->notification || (config->query_needs_refund_id && !op->refund_id_known);
 
         if (now > op->deadline_at) {
-                decide_manual(ret_decision, MANUAL_DEADLINE);
-        } else if (config->replay && no_query) {
+                decide_manual(ret_decision,
+                              op->pending_since > 0 ? MANUAL_PENDING_DEADLINE : MANUAL_DEADLINE);
+        } else if (config->replay && no_query && op->pending_since == 0) {
                 /* the running call was a POST (nothing else could be made):
                  * its answer is lost, as after a timeout */
                 const struct policy_event lost = {.request = CLASSIFY_POST,
@@ -385,7 +456,9 @@ int policy_after_takeover(const struct policy_config *config, const struct polic
                         await_notification(config, now, ret_decision);
         } else if (config->notification) {
                 await_notification(config, now, ret_decision);
-        } else if (op->queries >= op->query_limit) {
+        } else if (op->pending_since > 0 && op->pending_polls >= config->pending_max_polls) {
+                decide_manual(ret_decision, MANUAL_PENDING_POLLS);
+        } else if (op->pending_since == 0 && op->queries >= op->query_limit) {
                 decide_manual(ret_decision, MANUAL_QUERY_BUDGET);
         } else {
                 decide(ret_decision, OP_UNKNOWN, now, MANUAL_NONE, 0);
@@ -410,7 +483,8 @@ int policy_check_deadline(const struct policy_op *op, tg_wall_ms now,
                 return TG_ESTATE;
         if (now <= op->deadline_at)
                 return TG_EAGAIN;
-        decide_manual(ret_decision, MANUAL_DEADLINE);
+        decide_manual(ret_decision,
+                      op->pending_since > 0 ? MANUAL_PENDING_DEADLINE : MANUAL_DEADLINE);
         return 0;
 }
 
@@ -450,6 +524,10 @@ int policy_operator_resend(const struct policy_config *config, const struct poli
         next.attempt_limit = op->attempts + 1;
         next.query_limit = op->queries + config->max_queries;
         next.deadline_at = add_ms(now, config->deadline_ms);
+        /* the re-send's answer says afresh whether the provider holds it
+         * as pending */
+        next.pending_since = 0;
+        next.pending_polls = 0;
         *ret_op = next;
         decide(ret_decision, OP_RETRY_WAIT, now, MANUAL_NONE, 0);
         return 0;
@@ -593,7 +671,9 @@ static int apply(struct op_record *op, enum op_event event, const struct policy_
         op->state = d->next;
         op->next_run_at = d->next_run_at;
         if (d->deadline_at > 0)
-                op->deadline_at = d->deadline_at; /* a wait for the notification */
+                op->deadline_at = d->deadline_at; /* a wait for the notification, a pending one */
+        if (d->pending_since > 0)
+                op->pending_since = d->pending_since;
         op->reason = d->reason;
         if (d->wait_ms > 0)
                 op->last_wait_ms = d->wait_ms;
@@ -658,6 +738,13 @@ int policy_claim(const struct op_record *op, int64_t epoch, unsigned share, tg_w
                 if (next.queries == UINT_MAX)
                         return TG_ERANGE;
                 attempt = ++next.queries;
+                /* a pending refund's poll: counted against its own budget,
+                 * and given back to the normal one */
+                if (next.pending_since > 0 && next.pending_polls < UINT_MAX &&
+                    next.query_limit < UINT_MAX) {
+                        next.pending_polls++;
+                        next.query_limit++;
+                }
         } else {
                 if (next.attempts == UINT_MAX)
                         return TG_ERANGE;
@@ -702,6 +789,10 @@ int policy_release(const struct op_record *op, enum tg_call_kind kind, tg_wall_m
         if (kind == TG_KIND_QUERY) {
                 if (next.queries > 0)
                         next.queries--;
+                if (next.pending_since > 0 && next.pending_polls > 0) {
+                        next.pending_polls--;
+                        next.query_limit--;
+                }
         } else if (next.attempts > 0) {
                 next.attempts--;
                 if (next.attempts == 0)
@@ -753,6 +844,9 @@ int policy_end_call(const struct op_record *op, const struct policy_decision *de
          * limit it was counted against grows by one */
         if (decision->given_back == POLICY_BUDGET_ATTEMPT && next.attempt_limit < UINT_MAX)
                 next.attempt_limit++;
+        else if (decision->given_back == POLICY_BUDGET_QUERY && op->pending_since > 0 &&
+                 next.pending_polls > 0)
+                next.pending_polls--; /* a pending poll: its own budget */
         else if (decision->given_back == POLICY_BUDGET_QUERY && next.query_limit < UINT_MAX)
                 next.query_limit++;
         if (end->refund_id && end->refund_id[0] != '\0') {
@@ -802,6 +896,7 @@ int policy_sweep(const struct op_record *op, tg_wall_ms now, int64_t key_retenti
             op->deadline_at < now) {
                 event = OP_EV_DEADLINE;
                 decide_manual(&d, policy_awaits_notification(op) ? MANUAL_NOTIFICATION_DEADLINE
+                                  : op->pending_since > 0        ? MANUAL_PENDING_DEADLINE
                                                                  : MANUAL_DEADLINE);
         } else if (policy_key_too_old(op, now, key_retention_ms)) {
                 event = OP_EV_KEY_RETENTION;
@@ -834,6 +929,8 @@ int policy_resend(const struct policy_config *config, const struct op_record *op
         next.attempt_limit = granted.attempt_limit;
         next.query_limit = granted.query_limit;
         next.deadline_at = granted.deadline_at;
+        next.pending_since = granted.pending_since;
+        next.pending_polls = granted.pending_polls;
         *ret_op = next;
         return 0;
 }
@@ -995,6 +1092,8 @@ void policy_view(const struct op_record *op, struct policy_op *ret_view)
             .deadline_at = op->deadline_at,
             .key_first_used = op->key_first_used,
             .last_wait_ms = op->last_wait_ms,
+            .pending_since = op->pending_since,
+            .pending_polls = op->pending_polls,
             .refund_id_known = op->refund_id[0] != '\0',
         };
         *ret_view = v;

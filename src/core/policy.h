@@ -20,7 +20,8 @@
  *   takeover       in_flight                    unknown, manual; retry_wait (a replay
  *                                               where no query can tell)
  *   deadline       pending, retry_wait, unknown manual (notification_deadline for
- *                                               one waiting for the provider's notification)
+ *                                               one waiting for the provider's notification,
+ *                                               pending_deadline for one it reports pending)
  *   key_retention  retry_wait                   manual
  *   resend         manual                       retry_wait (operator, same key)
  *   resolve        manual                       succeeded, rejected (operator)
@@ -48,6 +49,14 @@
  * the budget: its limit grows by one (the `limited` event), so the
  * attempts count every POST made and at most attempt_limit of them were
  * not refused so; the deadline still bounds them all.
+ *
+ * A refund the provider reports as accepted but not final (processing)
+ * stays unknown, marked pending_since, and is polled on a slow schedule of
+ * its own (policy_config.pending_*): its own poll budget (pending_polls,
+ * not the query budget) and deadline (pending_since + pending_deadline, in
+ * place of deadline_at), then manual with pending_polls or
+ * pending_deadline. Notification-only, it waits for the notification
+ * instead, as any acknowledged refund does.
  *
  * Wall time throughout: these decisions are stored and outlive the process.
  */
@@ -94,6 +103,20 @@ struct policy_config {
          * not asked about (there is nothing to ask by) but replayed at once,
          * under the same key rules */
         bool query_needs_refund_id;
+        /* A refund the provider reports as accepted, not final (a query's
+         * processing, or a POST's where a rule maps it so), except
+         * notification-only: the operation stays unknown and becomes
+         * pending (pending_since: that first answer). Its polls are spaced
+         * pending_poll_interval_ms doubling per poll up to
+         * pending_poll_max_ms (a Retry-After is a floor), at most
+         * pending_max_polls of them (they do not spend max_queries: the
+         * normal budget is given back by one per poll), and its deadline
+         * becomes pending_since + pending_deadline_ms. Then manual, with
+         * MANUAL_PENDING_POLLS or MANUAL_PENDING_DEADLINE. */
+        int64_t pending_poll_interval_ms; /* 2 s */
+        int64_t pending_poll_max_ms;      /* 1 h */
+        unsigned pending_max_polls;       /* 200 */
+        int64_t pending_deadline_ms;      /* 7 days */
 };
 
 void policy_config_default(struct policy_config *ret_config);
@@ -110,6 +133,8 @@ struct policy_op {
         tg_wall_ms deadline_at;    /* no automatic call after this */
         tg_wall_ms key_first_used; /* first POST with this key (key age counts from here) */
         int64_t last_wait_ms;      /* previous backoff wait, <= 0 if none */
+        tg_wall_ms pending_since;  /* the provider's first processing answer; 0: not pending */
+        unsigned pending_polls;    /* polls made while pending, the one that just ended too */
         bool refund_id_known;      /* the provider told its refund id (stored) */
 };
 
@@ -145,8 +170,12 @@ struct policy_decision {
          * policy_end_call() applies it as the `limited` event */
         enum policy_budget given_back;
         /* > 0: the operation's deadline becomes this (the end of a wait
-         * for the provider's notification); 0: unchanged */
+         * for the provider's notification, or of a pending refund's);
+         * 0: unchanged */
         tg_wall_ms deadline_at;
+        /* > 0: the operation is pending since this (the provider's first
+         * processing answer; kept once set); 0: unchanged */
+        tg_wall_ms pending_since;
 };
 
 /* Decides what follows a finished call. Returns 0 (and fills *ret_decision),
@@ -167,20 +196,23 @@ void policy_next_page(const struct policy_event *event, struct policy_decision *
 
 /* An in_flight operation found by a new owner (its call may or may not have
  * gone out, its outcome was never recorded): unknown, to be reconciled now,
- * or manual if the deadline has passed (MANUAL_DEADLINE) or no query is left
- * to reconcile with (MANUAL_QUERY_BUDGET). Where no query can tell (the
- * provider has none: notification-only; or it asks by the refund id only
- * and none was told) and the contract's replay returns the stored result,
- * the running call was a POST: it is replayed with its key, as after a
- * POST whose answer was lost (retry_wait after the query interval, inside
- * the attempts, the key's retention and the deadline); without a replay
- * left, a notification-only one awaits the notification, the other goes to
- * manual as the replay would. TG_ESTATE unless in_flight. */
+ * or manual if the deadline has passed (MANUAL_DEADLINE; a pending refund's:
+ * MANUAL_PENDING_DEADLINE) or no query is left to reconcile with
+ * (MANUAL_QUERY_BUDGET; a pending refund's polls: MANUAL_PENDING_POLLS).
+ * Where no query can tell (the provider has none: notification-only; or it
+ * asks by the refund id only and none was told) and the contract's replay
+ * returns the stored result, the running call was a POST: it is replayed
+ * with its key, as after a POST whose answer was lost (retry_wait after the
+ * query interval, inside the attempts, the key's retention and the
+ * deadline); without a replay left, a notification-only one awaits the
+ * notification, the other goes to manual as the replay would. TG_ESTATE
+ * unless in_flight. */
 int policy_after_takeover(const struct policy_config *config, const struct policy_op *op,
                           tg_wall_ms now, struct policy_decision *ret_decision);
 
 /* Past a deadline with no call running (a due retry_wait/unknown that the
- * exit could not reach in time): manual with MANUAL_DEADLINE if now >
+ * exit could not reach in time): manual with MANUAL_DEADLINE (a pending
+ * refund's: MANUAL_PENDING_DEADLINE) if now >
  * deadline_at, else returns TG_EAGAIN and leaves *ret_decision untouched. */
 int policy_check_deadline(const struct policy_op *op, tg_wall_ms now,
                           struct policy_decision *ret_decision);
@@ -275,8 +307,10 @@ bool policy_key_too_old(const struct op_record *op, tg_wall_ms now, int64_t key_
 /* The claim: the exit starts the operation's next call under (epoch, share).
  * The kind follows the state (pending: first; retry_wait: retry, or manual
  * for an operator's re-send; unknown: query); a POST counts an attempt and
- * starts the key's age on the first one, a query counts a query; the
- * operation is in_flight. 0, or TG_ESTATE when the state has no claim. */
+ * starts the key's age on the first one, a query counts a query (a pending
+ * refund's poll counts in pending_polls too, and query_limit grows by one:
+ * it spends its own budget, not the normal one); the operation is
+ * in_flight. 0, or TG_ESTATE when the state has no claim. */
 int policy_claim(const struct op_record *op, int64_t epoch, unsigned share, tg_wall_ms now,
                  struct op_record *ret_op, enum tg_call_kind *ret_kind, unsigned *ret_attempt);
 
@@ -324,7 +358,8 @@ bool policy_awaits_notification(const struct op_record *op);
 
 /* The sweeps: an operation waiting for the exit whose deadline has passed
  * (deadline_at < now; an outbox row not yet taken in has none; the reason
- * is notification_deadline for one that awaited the notification), or else a
+ * is notification_deadline for one that awaited the notification,
+ * pending_deadline for one the provider reported pending), or else a
  * re-send whose key is too old (policy_key_too_old), goes to manual. 0 with
  * *ret_event (OP_EV_DEADLINE or OP_EV_KEY_RETENTION) and *ret_op
  * filled; TG_EAGAIN when neither applies. */

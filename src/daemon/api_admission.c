@@ -32,6 +32,7 @@
 #define OWNER_FRESH_MS 3000
 
 struct window {
+        uint64_t provider_pending; /* in: the account's, now */
         uint64_t starts, closes;
         unsigned busy;
         tg_wall_ms last_at;
@@ -45,7 +46,13 @@ static int add_sample(const struct exit_sample *s, void *userdata)
 
         w->starts += s->starts;
         w->closes += s->op_closes;
-        if (s->in_flight > 0 || s->oldest_open_accepted_at != TG_WALL_NEVER)
+        /* a second with only provider-pending refunds open is idle: they
+         * wait for the provider, and would make the measured rate a poll
+         * an hour */
+        if (admission_second_busy(s->in_flight, s->oldest_open_accepted_at != TG_WALL_NEVER,
+                                  (uint64_t)s->backlog[OP_PENDING] + s->backlog[OP_IN_FLIGHT] +
+                                      s->backlog[OP_RETRY_WAIT] + s->backlog[OP_UNKNOWN],
+                                  w->provider_pending))
                 w->busy++;
         w->last_at = s->at;
         w->last_held = s->held;
@@ -105,6 +112,9 @@ static int read_window(struct api *api, tg_wall_ms now, uint64_t backlog,
 
         if (!w)
                 return TG_ENOMEM;
+        /* a failure to count them weighs them (as before pending refunds) */
+        if (store_provider_pending(api->store, store_account(api->store), &w->provider_pending) < 0)
+                w->provider_pending = 0;
         r = exit_stats_read_seconds(api->store, now - window_ms, (unsigned)(window_ms / 1000) + 10,
                                     add_sample, w);
         if (r < 0) {
@@ -113,6 +123,7 @@ static int read_window(struct api *api, tg_wall_ms now, uint64_t backlog,
         }
         memset(&c->fig, 0, sizeof(c->fig));
         c->fig.backlog = backlog;
+        c->fig.provider_pending = w->provider_pending;
         c->fig.starts = w->starts;
         c->fig.closes = w->closes;
         c->fig.busy_seconds = w->busy;

@@ -325,8 +325,9 @@ struct account_snap {
         const char *name;
         struct exit_sample *sample; /* heap */
         bool fresh;
-        json_t *fig; /* its figures when fresh, else NULL */
-        bool paused; /* its run-time controls (daemon/account_ctl.h) */
+        json_t *fig;               /* its figures when fresh, else NULL */
+        bool paused;               /* its run-time controls (daemon/account_ctl.h) */
+        uint64_t provider_pending; /* open refunds the provider reports pending */
 };
 
 static void accounts_free(struct account_snap *a, unsigned n)
@@ -369,6 +370,8 @@ static int accounts_read(struct api *api, tg_wall_ms now, struct account_snap *r
                 a->fig = r == 0 ? owner_figures(a->sample, a->fresh) : NULL;
                 if (r == 0 && store_controls_get(api->store, a->name, &c) == 0)
                         a->paused = c.paused;
+                if (r == 0)
+                        r = store_provider_pending(api->store, a->name, &a->provider_pending);
         }
         (void)store_use_account(api->store, back);
         *ret_n = n;
@@ -417,6 +420,13 @@ static void exit_lines(struct mbuf *b, const struct snapshot *s, const struct ac
                 mb_printf(b, "tollgate_account_paused{account=\"%s\"} %d\n", a[i].name,
                           a[i].paused ? 1 : 0);
         account_backlog_lines(b, a, n);
+        family(b, "tollgate_account_provider_pending", "gauge",
+               "The account's refunds the provider reports as accepted but not final "
+               "(pending_since set, not settled): polled on their own slow schedule "
+               "(retry.pending_*), not counted by admission control.");
+        for (unsigned i = 0; i < n; i++)
+                mb_printf(b, "tollgate_account_provider_pending{account=\"%s\"} %llu\n", a[i].name,
+                          (unsigned long long)a[i].provider_pending);
         family(
             b, "tollgate_exit_held", "gauge",
             "1 while a provider-wide hold (429/503, timeouts) stops every start of the account.");
@@ -694,6 +704,7 @@ static int stats_of_account(struct api *api, int64_t minutes, const char *accoun
         struct series se = {0};
         struct api_admission_cache adm;
         struct admission_decision d;
+        uint64_t provider_pending = 0;
         json_t *backlog, *root, *fig;
         int r;
 
@@ -706,6 +717,8 @@ static int stats_of_account(struct api *api, int64_t minutes, const char *accoun
                 return api_reply_store_error(res, rid, r);
         }
         r = api_admission_figures(api, account, s.now, &adm);
+        if (r == 0) /* counted now: the admission figures may be a second old */
+                r = store_provider_pending(api->store, account, &provider_pending);
         if (r < 0)
                 goto fail;
         se.points = json_array();
@@ -750,6 +763,11 @@ static int stats_of_account(struct api *api, int64_t minutes, const char *accoun
             d.admit || !api->cfg.admission.enabled, "series", "minutes", (json_int_t)minutes,
             "step_s", 1, "points", se.points);
         free(s.sample);
+        /* of the backlog, the refunds the provider reports pending (not
+         * weighed by admission) */
+        if (root)
+                json_object_set_new(root, "provider_pending",
+                                    json_integer((json_int_t)provider_pending));
         return api_reply_json(res, 200, root);
 fail:
         json_decref(se.points);

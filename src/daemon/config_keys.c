@@ -546,6 +546,27 @@ const struct key_def config_keys[] = {
             "unknown goes straight to manual review."),
     INT_KEY(PER_ACCOUNT("retry"), "query_interval_ms", KEY_I64, policy.query_interval_ms, 1,
             MAX_DURATION_MS, 1, "Spacing of one operation's queries."),
+    INT_KEY(PER_ACCOUNT("retry"), "pending_poll_interval_ms", KEY_I64,
+            policy.pending_poll_interval_ms, 1, MAX_DURATION_MS, 1,
+            "A refund the provider reports as accepted but not final (`processing`: Stripe's "
+            "`pending`, PayPal's `PENDING`; not with `provider.reconcile = notification`, "
+            "which awaits the notification) is polled on a slow schedule of its own: the "
+            "first poll this long after that answer, each next one twice as far apart, up "
+            "to `retry.pending_poll_max_ms`. A Retry-After is a floor. Each poll is a query "
+            "through the exit (quota, query sub-quota)."),
+    INT_KEY(PER_ACCOUNT("retry"), "pending_poll_max_ms", KEY_I64, policy.pending_poll_max_ms, 1,
+            MAX_DURATION_MS, 1,
+            "The longest gap between two polls of a pending refund; must be >= "
+            "`retry.pending_poll_interval_ms`."),
+    INT_KEY(PER_ACCOUNT("retry"), "pending_max_polls", KEY_UINT, policy.pending_max_polls, 0,
+            100000, 1,
+            "Polls of one pending refund; then manual review (`pending_polls`). They do not "
+            "spend `retry.max_queries`. 0: a pending refund goes straight to manual review."),
+    INT_KEY(PER_ACCOUNT("retry"), "pending_deadline_s", KEY_I64, policy.pending_deadline_ms, 1,
+            MAX_DURATION_S, 1000,
+            "A pending refund's deadline, from the provider's first pending answer; it "
+            "replaces `retry.deadline_s` for that refund (a bank's return can take days). "
+            "Then manual review (`pending_deadline`). Default a week."),
     INT_KEY(PER_ACCOUNT("retry"), "key_retention_s", KEY_I64, policy.key_retention_ms, 1,
             MAX_DURATION_S, 1000,
             "Never re-send a key older than this (from its first POST): past the provider's "

@@ -351,6 +351,7 @@ static void check_all(struct load *load)
         check_order(load, "provider", "connect_timeout_ms", "timeout_ms");
         check_order(load, "retry", "backoff_base_ms", "backoff_cap_ms");
         check_order(load, "retry", "backoff_min_ms", "backoff_cap_ms");
+        check_order(load, "retry", "pending_poll_interval_ms", "pending_poll_max_ms");
         /* A sub-quota narrows the account total, never adds to it. */
         check_order(load, "exit", "query_starts_per_second", "starts_per_second");
         /* Each share of the account gets max_in_flight / shares calls open

@@ -180,7 +180,8 @@ int exit_ready_pop(struct exit *e, struct open_call *oc, tg_mono_ns at, tg_mono_
                 memmove(&e->ready[0], &e->ready[1], sizeof(e->ready[0]) * (e->nready - 1));
                 e->nready--;
                 if (rc.op.deadline_at <= wall)
-                        why = manual_reason_name(MANUAL_DEADLINE);
+                        why = manual_reason_name(rc.op.pending_since > 0 ? MANUAL_PENDING_DEADLINE
+                                                                         : MANUAL_DEADLINE);
                 else if (rc.call.kind != TG_KIND_QUERY && rc.op.attempts > 1 &&
                          e->cfg->policy.key_retention_ms > 0 &&
                          rc.op.key_first_used + e->cfg->policy.key_retention_ms <= wall)

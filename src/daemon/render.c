@@ -107,6 +107,11 @@ json_t *render_op(const struct op_record *op)
         json_object_set_new(o, "caller_deadline_at",
                             op->caller_deadline_at > 0 ? json_integer(op->caller_deadline_at)
                                                        : json_null());
+        /* the provider reported it accepted, not final: since when, and
+         * the polls made since (null, 0: never) */
+        json_object_set_new(o, "pending_since",
+                            op->pending_since > 0 ? json_integer(op->pending_since) : json_null());
+        json_object_set_new(o, "pending_polls_made", json_integer(op->pending_polls));
         json_object_set_new(o, "traceparent", text_or_null(op->traceparent));
         json_object_set_new(o, "trace_id",
                             op->traceparent[0] ? json_stringn(op->traceparent + 3, TG_TRACE_ID_MAX)

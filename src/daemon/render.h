@@ -25,7 +25,8 @@ json_t *render_audit(const struct audit_record *audit);
  * currency, accepted_at, deadline_at, next_run_at, reason, refund_id,
  * attempts_made, attempt_limit, queries_made, query_limit, updated_at,
  * operator_resend, assignee (null: nobody), caller_deadline_at (null: none
- * given), traceparent and trace_id (null: none yet). */
+ * given), pending_since (null: the provider never said pending) and
+ * pending_polls_made, traceparent and trace_id (null: none yet). */
 json_t *render_op(const struct op_record *op);
 /* render_op() plus "attempts" (its calls, oldest first) and "audit" (its
  * audit rows, oldest first), read from the store. 0, TG_ENOMEM or the

@@ -205,6 +205,9 @@ static json_t *status_json(struct api *api, tg_wall_ms now, const struct timelin
                                                    "max_in_flight", (int)split.max_in_flight)
                                        : json_null());
         json_object_set_new(o, "account", json_string(account));
+        /* refunds the provider reports pending: waiting for it, not us */
+        json_object_set_new(o, "provider_pending",
+                            json_integer((json_int_t)adm.fig.provider_pending));
         account_json(api, account, o);
         json_object_set_new(o, "admission",
                             json_pack("{s:b, s:b, s:s, s:f, s:I, s:I, s:I, s:i}", "enabled",

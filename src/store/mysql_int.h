@@ -26,8 +26,8 @@
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
         "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
-        "refund_reason, metadata, account, notify_url, submitted_by"
-#define OP_NCOLS 32
+        "refund_reason, metadata, account, notify_url, submitted_by, pending_since, pending_polls"
+#define OP_NCOLS 34
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
@@ -167,6 +167,7 @@ int store_mysql_page(struct store *store, const struct store_page *page, unsigne
                      unsigned *ret_n);
 int store_mysql_stats(struct store *store, struct store_stats *ret_stats);
 int store_mysql_backlog(struct store *store, const char *account, uint64_t *by_state);
+int store_mysql_provider_pending(struct store *store, const char *account, uint64_t *ret_n);
 int store_mysql_sample_put(struct store *store, const struct exit_sample *sample,
                            tg_wall_ms keep_after);
 int store_mysql_sample_last(struct store *store, struct exit_sample *ret_sample);

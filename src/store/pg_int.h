@@ -31,8 +31,8 @@
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
         "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
-        "refund_reason, metadata, account, notify_url, submitted_by"
-#define PG_OP_NCOLS 32
+        "refund_reason, metadata, account, notify_url, submitted_by, pending_since, pending_polls"
+#define PG_OP_NCOLS 34
 
 #define PG_CALL_COLS                                                                               \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
@@ -177,6 +177,7 @@ int store_pg_page(struct store *store, const struct store_page *page, unsigned w
                   unsigned *ret_n);
 int store_pg_stats(struct store *store, struct store_stats *ret_stats);
 int store_pg_backlog(struct store *store, const char *account, uint64_t *by_state);
+int store_pg_provider_pending(struct store *store, const char *account, uint64_t *ret_n);
 int store_pg_sample_put(struct store *store, const struct exit_sample *sample,
                         tg_wall_ms keep_after);
 int store_pg_sample_last(struct store *store, struct exit_sample *ret_sample);

@@ -70,6 +70,7 @@ enum stmt_id {
         ST_OLDEST_OPEN,
         ST_SAMPLE_PUT,
         ST_COUNT_ACCOUNT,
+        ST_PROVIDER_PENDING,
         ST_COUNT
 };
 #define ST_DYN_COUNT   (ST_COUNT - ST_DYN_FIRST)
@@ -168,6 +169,7 @@ int store_sqlite_page(struct store *store, const struct store_page *page, unsign
                       unsigned *ret_n);
 int store_sqlite_stats(struct store *store, struct store_stats *ret_stats);
 int store_sqlite_backlog(struct store *store, const char *account, uint64_t *by_state);
+int store_sqlite_provider_pending(struct store *store, const char *account, uint64_t *ret_n);
 int store_sqlite_sample_put(struct store *store, const struct exit_sample *sample,
                             tg_wall_ms keep_after);
 int store_sqlite_sample_last(struct store *store, struct exit_sample *ret_sample);

@@ -249,6 +249,17 @@ unsigned store_indexed_states(void)
         return set;
 }
 
+void store_provider_pending_sql(const char *index, const char *account, char *dst, size_t size)
+{
+        char states[128];
+
+        store_state_list_sql(store_open_states(), states, sizeof(states));
+        snprintf(dst, size,
+                 "SELECT count(*) FROM operations %s WHERE account = %s AND pending_since > 0 "
+                 "AND %s",
+                 index, account, states);
+}
+
 unsigned store_open_states(void)
 {
         unsigned set = 0;

@@ -449,6 +449,12 @@ int store_stats(struct store *store, struct store_stats *ret_stats);
 int store_account_backlog(struct store *store, const char *account,
                           uint64_t ret_by_state[OP_STATE_COUNT]);
 
+/* One account's operations the provider reports as accepted, not final
+ * (pending_since set) that are still open (in flight, retry_wait,
+ * unknown): counted in its backlog, but waiting for the provider, not for
+ * the exit. One short read transaction. TG_EINVAL (not an account name). */
+int store_provider_pending(struct store *store, const char *account, uint64_t *ret_n);
+
 /* ---- lifecycle: retention, health, backup (store_life.c) ------------------ */
 
 /* Where a prune got to: the last (updated_at, id) passed of each final

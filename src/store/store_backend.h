@@ -250,6 +250,9 @@ struct store_ops {
         /* the open states' and manual's counts of one account (the named
          * one, not the handle's) into by_state, zeroed first by the caller */
         int (*backlog)(struct store *store, const char *account, uint64_t *by_state);
+        /* one account's operations the provider reports pending and not
+         * settled (store_provider_pending_sql()) */
+        int (*provider_pending)(struct store *store, const char *account, uint64_t *ret_n);
         int (*sample_put)(struct store *store, const struct exit_sample *sample,
                           tg_wall_ms keep_after);
         int (*sample_last)(struct store *store, struct exit_sample *ret_sample);
@@ -323,6 +326,13 @@ struct store_ops {
         int (*account_audit_insert)(struct store *store, const struct account_audit_record *a);
 };
 
+/* The count of one account's operations the provider reports as accepted,
+ * not final (core/policy.h, pending_since) that are still open
+ * (store_open_states(): a manual one is counted as manual), as a statement
+ * into dst: `index` the backend's index hint ("" for none), `account` the
+ * account's placeholder. */
+void store_provider_pending_sql(const char *index, const char *account, char *dst, size_t size);
+
 /* A backend names its primitives <prefix>_<primitive> (store_sqlite_op_get,
  * store_mysql_op_get, ...), declared in its private header;
  * STORE_BACKEND_OPS(prefix) fills them into its struct store_ops. (The
@@ -338,12 +348,12 @@ struct store_ops {
         .epoch_read = p##_epoch_read, .epoch_share = p##_epoch_share,                              \
         .epoch_bump = p##_epoch_bump, .split_read = p##_split_read, .split_put = p##_split_put,    \
         .hold_get = p##_hold_get, .hold_raise = p##_hold_raise, .page = p##_page,                  \
-        .stats = p##_stats, .backlog = p##_backlog, .sample_put = p##_sample_put,                  \
-        .sample_last = p##_sample_last, .refusals_add = p##_refusals_add,                          \
-        .event_insert = p##_event_insert, .event_page = p##_event_page,                            \
-        .event_delivery_put = p##_event_delivery_put, .event_prune = p##_event_prune,              \
-        .controls_get = p##_controls_get, .controls_put = p##_controls_put,                        \
-        .account_audit_insert = p##_account_audit_insert
+        .stats = p##_stats, .backlog = p##_backlog, .provider_pending = p##_provider_pending,      \
+        .sample_put = p##_sample_put, .sample_last = p##_sample_last,                              \
+        .refusals_add = p##_refusals_add, .event_insert = p##_event_insert,                        \
+        .event_page = p##_event_page, .event_delivery_put = p##_event_delivery_put,                \
+        .event_prune = p##_event_prune, .controls_get = p##_controls_get,                          \
+        .controls_put = p##_controls_put, .account_audit_insert = p##_account_audit_insert
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://); opts as for

@@ -400,9 +400,14 @@ static const struct migration migrations[] = {
          " NOT NULL DEFAULT ''"},
     {15, "ALTER TABLE events ADD COLUMN IF NOT EXISTS submitted_by VARCHAR(64) " TEXT_ASCII
          " NOT NULL DEFAULT ''"},
+    /* 16: a refund the provider reports as pending (core/policy.h): the
+     * wall time of its first processing answer (0: not pending) and the
+     * polls made since, counted against retry.pending_max_polls. */
+    {16, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS pending_since BIGINT NOT NULL "
+         "DEFAULT 0, ADD COLUMN IF NOT EXISTS pending_polls INT UNSIGNED NOT NULL DEFAULT 0"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  15
+#define SCHEMA_VERSION  16
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

@@ -8,6 +8,7 @@
  */
 #ifdef TG_HAVE_MARIADB /* the whole file: CMake defines it with libmariadb */
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/tg_error.h"
@@ -58,6 +59,8 @@ static int read_op(MYSQL_RES *res, MYSQL_ROW row, void *ret_row)
         store_mysql_col_copy(row, lens, 29, op.req.account, sizeof(op.req.account));
         store_mysql_col_copy(row, lens, 30, op.req.notify_url, sizeof(op.req.notify_url));
         store_mysql_col_copy(row, lens, 31, op.req.submitted_by, sizeof(op.req.submitted_by));
+        op.pending_since = store_mysql_col_i64(row, 32, &ok);
+        op.pending_polls = store_mysql_col_uns(row, 33, &ok);
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -260,12 +263,14 @@ int store_mysql_op_put(struct store *store, const struct op_record *op)
             "key_first_used = %I, next_run_at = %I, updated_at = %I, "
             "last_wait_ms = %I, operator_resend = %I, epoch = %I, refund_id = %S, "
             "last_http_status = %I, last_class = %S, share = %U, assignee = %S, "
-            "traceparent = %S, notify_url = %S WHERE id = %I",
+            "traceparent = %S, notify_url = %S, pending_since = %I, pending_polls = %U "
+            "WHERE id = %I",
             op_state_name(op->state), manual_reason_name(op->reason), op->attempts,
             op->attempt_limit, op->queries, op->query_limit, op->deadline_at, op->key_first_used,
             op->next_run_at, op->updated_at, op->last_wait_ms, (int64_t)op->operator_resend,
             op->epoch, op->refund_id, (int64_t)op->last_http_status, tg_class_name(op->last_class),
-            op->share, op->assignee, op->traceparent, op->req.notify_url, op->id);
+            op->share, op->assignee, op->traceparent, op->req.notify_url, op->pending_since,
+            op->pending_polls, op->id);
 }
 
 /* One integer of a query; TG_ENOTFOUND for no row, *ret_null for NULL. */
@@ -588,6 +593,22 @@ int store_mysql_backlog(struct store *store, const char *account, uint64_t *by_s
                         by_state[state] = (uint64_t)n;
         }
         mysql_free_result(res);
+        return r;
+}
+
+int store_mysql_provider_pending(struct store *store, const char *account, uint64_t *ret_n)
+{
+        char sql[320];
+        MYSQL_RES *res;
+        int64_t n = 0;
+        bool null = false;
+        int r;
+
+        store_provider_pending_sql("FORCE INDEX (ops_acct_due)", "%S", sql, sizeof(sql));
+        r = store_mysql_query(M(store), &res, sql, account);
+        r = one_i64(res, r, &n, &null);
+        if (r == 0)
+                *ret_n = null || n < 0 ? 0 : (uint64_t)n;
         return r;
 }
 

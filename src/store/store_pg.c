@@ -347,9 +347,14 @@ static const struct migration migrations[] = {
      * rows from before: no owner, readable by every reader as they were. */
     {6, "ALTER TABLE operations ADD COLUMN submitted_by VARCHAR(64) NOT NULL DEFAULT ''"},
     {6, "ALTER TABLE events ADD COLUMN submitted_by VARCHAR(64) NOT NULL DEFAULT ''"},
+    /* 7: a refund the provider reports as pending (core/policy.h): the
+     * wall time of its first processing answer (0: not pending) and the
+     * polls made since, counted against retry.pending_max_polls. */
+    {7, "ALTER TABLE operations ADD COLUMN pending_since BIGINT NOT NULL DEFAULT 0, "
+        "ADD COLUMN pending_polls BIGINT NOT NULL DEFAULT 0"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  6
+#define SCHEMA_VERSION  7
 
 /* ---- url ------------------------------------------------------------------ */
 

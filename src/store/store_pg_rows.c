@@ -13,6 +13,7 @@
  */
 #ifdef TG_HAVE_PG /* the whole file: CMake defines it with libpq */
 
+#include <stdio.h>
 #include <string.h>
 
 #include "core/tg_error.h"
@@ -63,6 +64,8 @@ static int read_op(const PGresult *res, int row, void *ret_row)
         store_pg_col_copy(res, row, 30, op.req.notify_url, sizeof(op.req.notify_url));
         store_pg_col_copy(res, row, 31, op.req.submitted_by, sizeof(op.req.submitted_by));
         store_pg_col_copy(res, row, 29, op.req.account, sizeof(op.req.account));
+        op.pending_since = store_pg_col_i64(res, row, 32, &ok);
+        op.pending_polls = store_pg_col_uns(res, row, 33, &ok);
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -272,12 +275,14 @@ int store_pg_op_put(struct store *store, const struct op_record *op)
             "key_first_used = %I, next_run_at = %I, updated_at = %I, "
             "last_wait_ms = %I, operator_resend = %I, epoch = %I, refund_id = %S, "
             "last_http_status = %I, last_class = %S, share = %U, assignee = %S, "
-            "traceparent = %S, notify_url = %S WHERE id = %I",
+            "traceparent = %S, notify_url = %S, pending_since = %I, pending_polls = %U "
+            "WHERE id = %I",
             op_state_name(op->state), manual_reason_name(op->reason), op->attempts,
             op->attempt_limit, op->queries, op->query_limit, op->deadline_at, op->key_first_used,
             op->next_run_at, op->updated_at, op->last_wait_ms, (int64_t)op->operator_resend,
             op->epoch, op->refund_id, (int64_t)op->last_http_status, tg_class_name(op->last_class),
-            op->share, op->assignee, op->traceparent, op->req.notify_url, op->id);
+            op->share, op->assignee, op->traceparent, op->req.notify_url, op->pending_since,
+            op->pending_polls, op->id);
 }
 
 /* One integer of a query; TG_ENOTFOUND for no row, *ret_null for NULL. */
@@ -598,6 +603,22 @@ int store_pg_backlog(struct store *store, const char *account, uint64_t *by_stat
                         by_state[state] = (uint64_t)n;
         }
         PQclear(res);
+        return r;
+}
+
+int store_pg_provider_pending(struct store *store, const char *account, uint64_t *ret_n)
+{
+        char sql[320];
+        PGresult *res;
+        int64_t n = 0;
+        bool null = false;
+        int r;
+
+        store_provider_pending_sql("", "%S", sql, sizeof(sql));
+        r = store_pg_query(P(store), &res, sql, account);
+        r = one_i64(res, r, &n, &null);
+        if (r == 0)
+                *ret_n = null || n < 0 ? 0 : (uint64_t)n;
         return r;
 }
 

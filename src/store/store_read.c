@@ -335,6 +335,32 @@ int store_account_backlog(struct store *store, const char *account,
         return r;
 }
 
+struct provider_pending_ctx {
+        const char *account;
+        uint64_t n;
+};
+
+static int provider_pending_tx(struct store *s, void *ctx)
+{
+        struct provider_pending_ctx *c = ctx;
+
+        c->n = 0;
+        return s->ops->provider_pending(s, c->account, &c->n);
+}
+
+int store_provider_pending(struct store *store, const char *account, uint64_t *ret_n)
+{
+        struct provider_pending_ctx c = {.account = account};
+        int r;
+
+        if (!store || !ret_n || !account || !refund_account_name_ok(account))
+                return TG_EINVAL;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, provider_pending_tx, &c);
+        if (r == 0)
+                *ret_n = c.n;
+        return r;
+}
+
 /* The backlog is counted again for every sample while it is small; a
  * count walks an index entry per row, so a larger backlog is counted again
  * only after one second per BACKLOG_ROWS_PER_S rows (BACKLOG_STALE_MAX_NS

@@ -55,7 +55,7 @@
         "attempt_limit, queries, query_limit, accepted_at, deadline_at, key_first_used, "          \
         "next_run_at, updated_at, last_wait_ms, operator_resend, epoch, refund_id, "               \
         "last_http_status, last_class, source, share, assignee, traceparent, caller_deadline_at, " \
-        "refund_reason, metadata, account, notify_url, submitted_by"
+        "refund_reason, metadata, account, notify_url, submitted_by, pending_since, pending_polls"
 
 #define CALL_COLS                                                                                  \
         "id, op_id, operation_id, kind, attempt, request_id, epoch, start_mono, start_wall, "      \
@@ -102,7 +102,8 @@ static const char *const fixed_sql[ST_COUNT] = {
                     "key_first_used = ?9, next_run_at = ?10, updated_at = ?11, "
                     "last_wait_ms = ?12, operator_resend = ?13, epoch = ?14, "
                     "refund_id = ?15, last_http_status = ?16, last_class = ?17, share = ?18, "
-                    "assignee = ?19, traceparent = ?20, notify_url = ?21 WHERE id = ?1",
+                    "assignee = ?19, traceparent = ?20, notify_url = ?21, pending_since = ?22, "
+                    "pending_polls = ?23 WHERE id = ?1",
     [ST_OWNER_EPOCH] = "SELECT epoch FROM owner WHERE id = 1",
     [ST_OWNER_BUMP] = "UPDATE owner SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
     [ST_CALL_INSERT] = "INSERT INTO calls (op_id, operation_id, kind, attempt, request_id, "
@@ -261,6 +262,10 @@ static int make_table_sql(struct sqlite_store *s)
                      "SELECT state, count(*) FROM operations INDEXED BY ops_account_state "
                      "WHERE account = ?1 AND %s GROUP BY state",
                      backlog);
+        /* One account's operations the provider holds pending (?1). */
+        store_provider_pending_sql("INDEXED BY ops_account_state", "?1", DYN(ST_PROVIDER_PENDING));
+        n[ST_PROVIDER_PENDING - ST_DYN_FIRST] =
+            (int)strlen(s->dyn_sql[ST_PROVIDER_PENDING - ST_DYN_FIRST]);
         /* The backlog (and the final states without a counter) from their
          * index; the counted final ones and the prune totals from the
          * counters, so that the cost does not grow with history. The oldest

@@ -63,6 +63,8 @@ static int read_op(sqlite3_stmt *st, void *ret_row)
         store_sqlite_col_copy(st, 29, op.req.account, sizeof(op.req.account));
         store_sqlite_col_copy(st, 30, op.req.notify_url, sizeof(op.req.notify_url));
         store_sqlite_col_copy(st, 31, op.req.submitted_by, sizeof(op.req.submitted_by));
+        op.pending_since = sqlite3_column_int64(st, 32);
+        ok = ok && col_unsigned(st, 33, &op.pending_polls);
         if (!ok)
                 return TG_ESTORE;
         memcpy(ret_row, &op, sizeof(op));
@@ -302,7 +304,9 @@ int store_sqlite_op_put(struct store *store, const struct op_record *op)
             store_sqlite_bind_i64(st, 18, op->share) ||
             store_sqlite_bind_text(st, 19, op->assignee, sizeof(op->assignee) - 1) ||
             store_sqlite_bind_text(st, 20, op->traceparent, sizeof(op->traceparent) - 1) ||
-            store_sqlite_bind_text(st, 21, op->req.notify_url, sizeof(op->req.notify_url) - 1)) {
+            store_sqlite_bind_text(st, 21, op->req.notify_url, sizeof(op->req.notify_url) - 1) ||
+            store_sqlite_bind_i64(st, 22, op->pending_since) ||
+            store_sqlite_bind_i64(st, 23, op->pending_polls)) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }
@@ -694,6 +698,25 @@ int store_sqlite_backlog(struct store *store, const char *account, uint64_t *by_
         }
         if (st)
                 store_sqlite_stmt_done(st);
+        return r;
+}
+
+int store_sqlite_provider_pending(struct store *store, const char *account, uint64_t *ret_n)
+{
+        sqlite3_stmt *st = NULL;
+        int64_t n = 0;
+        bool null = false;
+        int r = store_sqlite_stmt_get(S(store), ST_PROVIDER_PENDING, &st);
+
+        if (r < 0)
+                return r;
+        if (store_sqlite_bind_text(st, 1, account, strlen(account))) {
+                store_sqlite_stmt_done(st);
+                return TG_ESTORE;
+        }
+        r = fetch_i64(st, &n, &null);
+        if (r == 0)
+                *ret_n = null || n < 0 ? 0 : (uint64_t)n;
         return r;
 }
 

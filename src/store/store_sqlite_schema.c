@@ -396,6 +396,11 @@ const char *const store_sqlite_migrations[] = {
      * rows from before: no owner, readable by every reader as they were. */
     ("ALTER TABLE operations ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';"
      "ALTER TABLE events ADD COLUMN submitted_by TEXT NOT NULL DEFAULT '';"),
+    /* 17: a refund the provider reports as pending (core/policy.h): the
+     * wall time of its first processing answer (0: not pending) and the
+     * polls made since, counted against retry.pending_max_polls. */
+    ("ALTER TABLE operations ADD COLUMN pending_since INTEGER NOT NULL DEFAULT 0;"
+     "ALTER TABLE operations ADD COLUMN pending_polls INTEGER NOT NULL DEFAULT 0;"),
 };
 
 const int store_sqlite_migration_count =

@@ -187,14 +187,21 @@ static int write_config(const char *dir, int api_port, int stub_port, double sta
         FILE *f = fopen(path, "w");
         if (!f)
                 return TG_EIO;
-        /* every close takes k - 1 queries: the budget must hold them */
+        /* every close takes k - 1 queries: the budget must hold them; the
+         * stub's "processing" answers after the first make the refund
+         * pending at the provider, polled at the same interval (no
+         * doubling: the model is k calls a close, each one interval on) */
+        if (interval < 1)
+                interval = 1;
         fprintf(f,
                 "[store]\nurl = sqlite://%s/tg.db\n[api]\nlisten = 127.0.0.1:%d\n"
                 "[provider]\nbase_url = http://127.0.0.1:%d\n"
                 "[exit]\nstarts_per_second = %.6g\nmax_in_flight = %u\n"
-                "[retry]\nquery_interval_ms = %lld\nmax_queries = %u\n[log]\nlevel = warn\n",
-                dir, api_port, stub_port, starts, (unsigned)in_flight,
-                (long long)(interval > 0 ? interval : 1), k > 10 ? k : 10);
+                "[retry]\nquery_interval_ms = %lld\nmax_queries = %u\n"
+                "pending_poll_interval_ms = %lld\npending_poll_max_ms = %lld\n"
+                "pending_max_polls = %u\n[log]\nlevel = warn\n",
+                dir, api_port, stub_port, starts, (unsigned)in_flight, (long long)interval,
+                k > 10 ? k : 10, (long long)interval, (long long)interval, k > 10 ? k : 10);
         return fclose(f) == 0 ? 0 : TG_EIO;
 }
 

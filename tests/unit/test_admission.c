@@ -117,6 +117,65 @@ static void test_backlog_limit_and_disabled(void **state)
         assert_int_equal(admission_decide(NULL, &f, &d), TG_EINVAL);
 }
 
+/* Refunds the provider reports pending (accepted, not final) wait for the
+ * provider, days at worst, not for the exit: a backlog of them refuses
+ * nothing, and a second with only them open is not busy (else a
+ * week-long pending refund would make the measured rate a poll an hour). */
+static void test_provider_pending_not_weighed(void **state)
+{
+        struct admission_config c = cfg();
+        /* 5000 open, 4990 of them pending at the provider: 10 weighed */
+        struct admission_figures f = {
+            .backlog = 5000, .provider_pending = 4990, .starts_per_second = 5};
+        struct admission_decision d;
+
+        (void)state;
+        assert_int_equal(admission_decide(&c, &f, &d), 0);
+        assert_true(d.admit);
+        assert_int_equal(d.projected_ms, 11 * 1000 / 5);
+        /* the same backlog, none pending: at the limit */
+        f.provider_pending = 0;
+        assert_int_equal(admission_decide(&c, &f, &d), 0);
+        assert_false(d.admit);
+        assert_string_equal(d.why, "max_backlog");
+        /* a count above the backlog (read a moment apart) weighs nothing */
+        f.backlog = 3;
+        f.provider_pending = 7;
+        assert_int_equal(admission_decide(&c, &f, &d), 0);
+        assert_true(d.admit);
+        assert_int_equal(d.projected_ms, 1000 / 5);
+
+        /* busy seconds: a call open; work waiting for the exit beyond the
+         * pending ones; counts unknown but something open */
+        assert_true(admission_second_busy(1, true, 1, 1));
+        assert_true(admission_second_busy(1, false, 0, 0));
+        assert_false(admission_second_busy(0, true, 1, 1));
+        assert_false(admission_second_busy(0, true, 3, 5));
+        assert_true(admission_second_busy(0, true, 2, 1));
+        assert_true(admission_second_busy(0, true, 0, 4));
+        assert_false(admission_second_busy(0, false, 0, 0));
+        /* one pending refund open all minute, one poll in it: idle seconds,
+         * the ceiling's rate (too few busy seconds to measure), admitted */
+        unsigned busy = 0;
+        for (int sec = 0; sec < 60; sec++)
+                busy += admission_second_busy(sec == 30 ? 1 : 0, true, 1, 1);
+        f = (struct admission_figures){.backlog = 1,
+                                       .provider_pending = 1,
+                                       .starts_per_second = 5,
+                                       .starts = 1,
+                                       .closes = 0,
+                                       .busy_seconds = busy};
+        assert_int_equal(busy, 1);
+        assert_int_equal(admission_decide(&c, &f, &d), 0);
+        assert_true(d.admit);
+        /* the same minute counted as before pending refunds: every second
+         * busy, one start, no close -> refused */
+        f.busy_seconds = 60;
+        f.provider_pending = 0;
+        assert_int_equal(admission_decide(&c, &f, &d), 0);
+        assert_false(d.admit);
+}
+
 /* A hold the exit knows about (429/503 with Retry-After): nothing starts
  * before it ends, so its rest is waited by every new refund, however fast
  * the exit has lately been starting calls (found by probing: 0.4 s
@@ -156,6 +215,7 @@ int main(void)
             cmocka_unit_test(test_stuck_provider),
             cmocka_unit_test(test_backlog_limit_and_disabled),
             cmocka_unit_test(test_known_hold_counts),
+            cmocka_unit_test(test_provider_pending_not_weighed),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

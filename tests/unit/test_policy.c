@@ -20,10 +20,11 @@
 #include "core/policy.h"
 #include "core/tg_error.h"
 
-#define T0        1700000000000LL /* acceptance */
-#define DEADLINE  (T0 + 900000)
-#define RETENTION (23LL * 3600 * 1000)
-#define NO_RA     (-1)
+#define T0         1700000000000LL /* acceptance */
+#define DEADLINE   (T0 + 900000)
+#define RETENTION  (23LL * 3600 * 1000)
+#define PENDING_DL (7LL * 24 * 3600 * 1000) /* retry.pending_deadline_s's default */
+#define NO_RA      (-1)
 
 /* Deterministic backoff for the table: retry n waits exactly 2000 * 2^(n-1). */
 static struct policy_config table_config(void)
@@ -69,6 +70,11 @@ enum situation {
         KEY_EXPIRED_DL,   /* the key is past retention already, and near the deadline */
         QUERIES_AND_DL,   /* query budget spent and near the deadline */
         ATTEMPTS_AND_KEY, /* attempts spent and the key old */
+        PENDING,          /* provider-pending a minute, 3 polls made: the next in 16 s */
+        PENDING_CAPPED,   /* provider-pending, 30 polls made: the next at the cap */
+        PENDING_SPENT,    /* provider-pending, pending_max_polls polls made */
+        PENDING_END,      /* provider-pending, its deadline 10 s away (the next poll: 16 s) */
+        PENDING_QUERIES,  /* provider-pending, the normal query budget spent */
         SITUATION_COUNT,
 };
 
@@ -89,6 +95,11 @@ static const char *const situation_names[SITUATION_COUNT] = {
     "key_expired_deadline",
     "queries_and_deadline",
     "attempts_and_key",
+    "pending",
+    "pending_capped",
+    "pending_spent",
+    "pending_end",
+    "pending_queries",
 };
 
 static void situate(enum situation s, enum classify_request request, struct policy_op *op,
@@ -154,6 +165,17 @@ static void situate(enum situation s, enum classify_request request, struct poli
                 op->key_first_used = *now + 1000 - RETENTION;
                 op->deadline_at = *now + 900000;
                 break;
+        case PENDING:
+        case PENDING_CAPPED:
+        case PENDING_SPENT:
+        case PENDING_END:
+        case PENDING_QUERIES:
+                op->pending_since = s == PENDING_END ? *now + 10000 - PENDING_DL : *now - 60000;
+                op->deadline_at = op->pending_since + PENDING_DL;
+                op->pending_polls = s == PENDING_CAPPED ? 30 : s == PENDING_SPENT ? 200 : 3;
+                if (s == PENDING_QUERIES)
+                        op->queries = op->query_limit;
+                break;
         case SITUATION_COUNT:
                 break;
         }
@@ -205,6 +227,8 @@ struct transition {
 #define DL MANUAL_DEADLINE
 #define QB MANUAL_QUERY_BUDGET
 #define KR MANUAL_KEY_RETENTION
+#define PP MANUAL_PENDING_POLLS
+#define PD MANUAL_PENDING_DEADLINE
 
 static const struct transition transitions[] = {
     /* POST succeeded / rejected / key_reused: final whatever the budgets */
@@ -277,12 +301,18 @@ static const struct transition transitions[] = {
     MAN(P, TG_CLASS_UNKNOWN, FRESH, INT64_MAX, DL),
 
     /* POST processing (a rule's: Checkout.com's 202, accepted, not final):
-     * asked about exactly as an unknown one */
+     * provider-pending, polled on the pending schedule (first poll after
+     * pending_poll_interval_ms), whose deadline and budget are its own */
     UNK(P, TG_CLASS_PROCESSING, FRESH, NO_RA, 2000),
     UNK(P, TG_CLASS_PROCESSING, FRESH, 5000, 5000),
-    MAN(P, TG_CLASS_PROCESSING, QUERIES_SPENT, NO_RA, QB),
-    MAN(P, TG_CLASS_PROCESSING, NEAR_DEADLINE, NO_RA, DL),
+    UNK(P, TG_CLASS_PROCESSING, QUERIES_SPENT, NO_RA, 2000),
+    UNK(P, TG_CLASS_PROCESSING, NEAR_DEADLINE, NO_RA, 2000),
+    UNK(P, TG_CLASS_PROCESSING, PAST_DEADLINE, NO_RA, 2000),
     UNK(P, TG_CLASS_PROCESSING, KEY_EXPIRED, NO_RA, 2000),
+    MAN(P, TG_CLASS_PROCESSING, FRESH, INT64_MAX, PD),
+    /* a POST's lost answer once pending (a re-send after a not_found): the
+     * pending schedule goes on */
+    UNK(P, TG_CLASS_UNKNOWN, PENDING, NO_RA, 16000),
 
     /* classes a POST cannot produce */
     INVAL(P, TG_CLASS_NOT_FOUND),
@@ -298,16 +328,34 @@ static const struct transition transitions[] = {
     REJ(Q, TG_CLASS_REJECTED, QUERIES_SPENT),
     REJ(Q, TG_CLASS_REJECTED, PAST_DEADLINE),
 
-    /* query processing / no answer: ask again later */
+    /* query processing: provider-pending, on the pending schedule, whatever
+     * the normal query budget and deadline */
     UNK(Q, TG_CLASS_PROCESSING, FRESH, NO_RA, 2000),
     UNK(Q, TG_CLASS_PROCESSING, FRESH, 7000, 7000),
     UNK(Q, TG_CLASS_PROCESSING, LAST_ATTEMPT, NO_RA, 2000),
-    MAN(Q, TG_CLASS_PROCESSING, QUERIES_SPENT, NO_RA, QB),
-    MAN(Q, TG_CLASS_PROCESSING, NO_QUERY_BUDGET, NO_RA, QB),
-    MAN(Q, TG_CLASS_PROCESSING, NEAR_DEADLINE, NO_RA, DL),
+    UNK(Q, TG_CLASS_PROCESSING, QUERIES_SPENT, NO_RA, 2000),
+    UNK(Q, TG_CLASS_PROCESSING, NO_QUERY_BUDGET, NO_RA, 2000),
+    UNK(Q, TG_CLASS_PROCESSING, NEAR_DEADLINE, NO_RA, 2000),
     UNK(Q, TG_CLASS_PROCESSING, DEADLINE_EXACT, NO_RA, 2000),
-    MAN(Q, TG_CLASS_PROCESSING, PAST_DEADLINE, NO_RA, DL),
-    MAN(Q, TG_CLASS_PROCESSING, QUERIES_AND_DL, NO_RA, QB),
+    UNK(Q, TG_CLASS_PROCESSING, PAST_DEADLINE, NO_RA, 2000),
+    UNK(Q, TG_CLASS_PROCESSING, QUERIES_AND_DL, NO_RA, 2000),
+    /* once pending: the interval doubled per poll made (3: 2 s x 8), up to
+     * the cap, a Retry-After its floor; the poll budget, then the pending
+     * deadline, stop it; the normal query budget is not its */
+    UNK(Q, TG_CLASS_PROCESSING, PENDING, NO_RA, 16000),
+    UNK(Q, TG_CLASS_PROCESSING, PENDING, 20000, 20000),
+    UNK(Q, TG_CLASS_PROCESSING, PENDING, 1000, 16000),
+    UNK(Q, TG_CLASS_NO_ANSWER, PENDING, NO_RA, 16000),
+    UNK(Q, TG_CLASS_PROCESSING, PENDING_CAPPED, NO_RA, 3600000),
+    UNK(Q, TG_CLASS_PROCESSING, PENDING_QUERIES, NO_RA, 16000),
+    UNK(Q, TG_CLASS_NO_ANSWER, PENDING_QUERIES, NO_RA, 16000),
+    MAN(Q, TG_CLASS_PROCESSING, PENDING_SPENT, NO_RA, PP),
+    MAN(Q, TG_CLASS_NO_ANSWER, PENDING_SPENT, NO_RA, PP),
+    MAN(Q, TG_CLASS_PROCESSING, PENDING_END, NO_RA, PD),
+    MAN(Q, TG_CLASS_PROCESSING, PENDING, INT64_MAX, PD),
+    SUCC(Q, TG_CLASS_SUCCEEDED, PENDING_SPENT),
+    REJ(Q, TG_CLASS_REJECTED, PENDING_END),
+    /* no answer to a query of a refund not pending: ask again later */
     UNK(Q, TG_CLASS_NO_ANSWER, FRESH, NO_RA, 2000),
     UNK(Q, TG_CLASS_NO_ANSWER, FRESH, 7000, 7000),
     UNK(Q, TG_CLASS_NO_ANSWER, FRESH, 0, 2000),
@@ -375,7 +423,7 @@ static void assert_decision_equal(const struct policy_decision *a, const struct 
 
 static struct policy_op sentinel_policy_op(void)
 {
-        struct policy_op op = {(enum op_state)77, 7, 7, 7, 7, -7, -7, -7, -7, true};
+        struct policy_op op = {(enum op_state)77, 7, 7, 7, 7, -7, -7, -7, -7, -7, 7, true};
         return op;
 }
 
@@ -816,7 +864,7 @@ static void test_query_budget_walk(void **state)
                 op.queries++;
                 asked++;
                 ev.request = Q;
-                ev.cls = TG_CLASS_PROCESSING;
+                ev.cls = TG_CLASS_NO_ANSWER;
                 assert_int_equal(policy_after_call(&cfg, &op, &ev, &rng, &d), 0);
                 assert_true(asked <= cfg.max_queries);
         }
@@ -1033,6 +1081,224 @@ static void test_notification_only(void **state)
                          0);
         assert_true(changed);
         assert_int_equal(rec.state, OP_SUCCEEDED);
+}
+
+/* --- a refund the provider reports as pending ---------------------------------- */
+
+/* One poll of a pending record, as the exit makes it: the claim, then the
+ * answer `cls` at `end`, applied. */
+static void poll_once(const struct policy_config *cfg, struct op_record *rec, tg_wall_ms end,
+                      enum tg_class cls, int64_t retry_after, bool limited)
+{
+        struct op_record claimed, next;
+        enum tg_call_kind kind;
+        unsigned attempt = 0;
+        struct policy_decision d;
+        struct tg_rng rng;
+        struct policy_event ev = {Q, cls, retry_after, end, limited, false};
+        struct policy_call_end e = {cls, limited ? 429 : 200, ""};
+
+        tg_rng_seed(&rng, 1);
+        assert_int_equal(policy_claim(rec, 1, 0, rec->next_run_at, &claimed, &kind, &attempt), 0);
+        assert_int_equal(kind, TG_KIND_QUERY);
+        assert_int_equal(attempt, claimed.queries); /* every query counted, as ever */
+        policy_call_outcome(cfg, &claimed, &ev, &rng, &d);
+        assert_int_equal(policy_end_call(&claimed, &d, &e, end, &next), 0);
+        *rec = next;
+}
+
+static struct op_record pending_record(const struct policy_config *cfg, tg_wall_ms at)
+{
+        struct op_record rec, next;
+        struct policy_decision d;
+        struct tg_rng rng;
+        struct policy_event ack = {P, TG_CLASS_PROCESSING, NO_RA, at, false, false};
+        struct policy_call_end e = {TG_CLASS_PROCESSING, 202, "re_1"};
+
+        memset(&rec, 0, sizeof(rec));
+        snprintf(rec.req.operation_id, sizeof(rec.req.operation_id), "op-p");
+        rec.state = OP_IN_FLIGHT;
+        rec.attempts = 1;
+        rec.attempt_limit = cfg->max_attempts;
+        rec.query_limit = cfg->max_queries;
+        rec.accepted_at = T0;
+        rec.deadline_at = T0 + cfg->deadline_ms;
+        rec.key_first_used = T0;
+        tg_rng_seed(&rng, 1);
+        policy_call_outcome(cfg, &rec, &ack, &rng, &d);
+        assert_int_equal(policy_end_call(&rec, &d, &e, at, &next), 0);
+        return next;
+}
+
+/* Processing: unknown with pending_since, the polls doubling from
+ * pending_poll_interval_ms to pending_poll_max_ms, never counted against
+ * max_queries, the Retry-After a floor, a limited poll given back; then the
+ * poll budget (pending_polls) or the pending deadline (pending_deadline),
+ * also after a takeover and in the sweep; the notification (external) and
+ * a final poll settle it; an operator's re-send starts afresh. */
+static void test_pending_refund(void **state)
+{
+        (void)state;
+        struct policy_config cfg = table_config();
+        struct op_record rec, out;
+        struct policy_decision d;
+        enum op_event ev;
+        tg_wall_ms now = T0 + 1000;
+
+        cfg.max_queries = 2;
+        cfg.pending_poll_interval_ms = 1000;
+        cfg.pending_poll_max_ms = 5000;
+        cfg.pending_max_polls = 7;
+        cfg.pending_deadline_ms = 60000;
+        assert_int_equal(policy_config_check(&cfg), 0);
+
+        /* the POST's processing answer (a rule's): pending since now */
+        rec = pending_record(&cfg, now);
+        assert_int_equal(rec.state, OP_UNKNOWN);
+        assert_int_equal(rec.pending_since, now);
+        assert_int_equal(rec.pending_polls, 0);
+        assert_int_equal(rec.deadline_at, now + 60000);
+        assert_int_equal(rec.next_run_at, now + 1000);
+        assert_int_equal(rec.reason, MANUAL_NONE);
+
+        /* the polls: gaps 2, 4, then the 5 s cap; past max_queries (2) */
+        const int64_t gaps[] = {2000, 4000, 5000, 5000, 5000};
+        for (size_t i = 0; i < 5; i++) {
+                now = rec.next_run_at + 10;
+                poll_once(&cfg, &rec, now, TG_CLASS_PROCESSING, NO_RA, false);
+                assert_int_equal(rec.state, OP_UNKNOWN);
+                assert_int_equal(rec.pending_polls, i + 1);
+                assert_int_equal(rec.queries, i + 1);
+                assert_true(rec.queries <= rec.query_limit); /* the normal budget: given back */
+                assert_int_equal(rec.next_run_at, now + gaps[i]);
+                assert_int_equal(rec.pending_since, T0 + 1000); /* kept */
+                assert_int_equal(rec.deadline_at, T0 + 1000 + 60000);
+        }
+        /* a limited poll (429) is given back to the pending budget */
+        struct op_record before = rec;
+        now = rec.next_run_at;
+        poll_once(&cfg, &rec, now, TG_CLASS_NO_ANSWER, 7000, true);
+        assert_int_equal(rec.state, OP_UNKNOWN);
+        assert_int_equal(rec.pending_polls, before.pending_polls);
+        assert_int_equal(rec.next_run_at, now + 7000); /* its Retry-After, over the 5 s */
+        /* a Retry-After floors a poll's wait */
+        before = rec;
+        now = rec.next_run_at;
+        poll_once(&cfg, &rec, now, TG_CLASS_PROCESSING, 9000, false);
+        assert_int_equal(rec.next_run_at, now + 9000);
+        assert_int_equal(rec.pending_polls, 6);
+        /* a claim given back unsent is not a poll */
+        {
+                struct op_record claimed, back;
+                enum tg_call_kind kind;
+                unsigned attempt;
+
+                rec.pending_polls = 5;
+                assert_int_equal(
+                    policy_claim(&rec, 1, 0, rec.next_run_at, &claimed, &kind, &attempt), 0);
+                assert_int_equal(claimed.pending_polls, 6);
+                assert_int_equal(policy_release(&claimed, kind, rec.next_run_at, &back), 0);
+                assert_int_equal(back.pending_polls, 5);
+                assert_int_equal(back.queries, rec.queries);
+                assert_int_equal(back.query_limit, rec.query_limit);
+                rec.pending_polls = 6;
+        }
+        /* the seventh poll's answer: the poll budget (7) spent */
+        out = rec;
+        poll_once(&cfg, &out, out.next_run_at, TG_CLASS_PROCESSING, NO_RA, false);
+        assert_int_equal(out.state, OP_MANUAL);
+        assert_int_equal(out.reason, MANUAL_PENDING_POLLS);
+        assert_int_equal(out.pending_since, T0 + 1000); /* shown for the record */
+
+        /* the pending deadline: a poll whose next would fall on it */
+        rec = pending_record(&cfg, T0 + 1000);
+        now = T0 + 1000 + 60000 - 1500;
+        rec.next_run_at = now;
+        poll_once(&cfg, &rec, now, TG_CLASS_PROCESSING, NO_RA, false);
+        assert_int_equal(rec.state, OP_MANUAL);
+        assert_int_equal(rec.reason, MANUAL_PENDING_DEADLINE);
+        /* the sweep names it too, past the pending deadline only */
+        rec = pending_record(&cfg, T0 + 1000);
+        assert_int_equal(policy_sweep(&rec, T0 + 1000 + 60000, RETENTION, &ev, &out), TG_EAGAIN);
+        assert_int_equal(policy_sweep(&rec, T0 + 1000 + 60001, RETENTION, &ev, &out), 0);
+        assert_int_equal(ev, OP_EV_DEADLINE);
+        assert_int_equal(out.reason, MANUAL_PENDING_DEADLINE);
+        /* and past the 15-minute deadline of an ordinary refund it is still
+         * due, with a longer pending deadline */
+        cfg.pending_deadline_ms = 7LL * 24 * 3600 * 1000;
+        rec = pending_record(&cfg, T0 + 1000);
+        struct policy_pick pick = {POLICY_GROUP_AGAIN, T0 + cfg.deadline_ms + 60000, RETENTION,
+                                   true};
+        rec.next_run_at = pick.now;
+        assert_true(policy_is_due(&rec, &pick));
+        assert_int_equal(policy_sweep(&rec, pick.now, RETENTION, &ev, &out), TG_EAGAIN);
+        struct policy_op view;
+        policy_view(&rec, &view);
+        assert_int_equal(policy_check_deadline(&view, pick.now, &d), TG_EAGAIN);
+        assert_int_equal(policy_check_deadline(&view, rec.deadline_at + 1, &d), 0);
+        assert_int_equal(d.reason, MANUAL_PENDING_DEADLINE);
+
+        /* a takeover of a pending poll: reconciled now inside its budgets, not
+         * by the normal query budget; past them, the pending reasons */
+        {
+                struct op_record claimed, taken;
+                enum tg_call_kind kind;
+                unsigned attempt;
+
+                rec.queries = rec.query_limit = 2; /* the normal budget: spent */
+                assert_int_equal(
+                    policy_claim(&rec, 1, 0, rec.next_run_at, &claimed, &kind, &attempt), 0);
+                assert_int_equal(policy_takeover(&cfg, &claimed, pick.now + 5, &taken), 0);
+                assert_int_equal(taken.state, OP_UNKNOWN);
+                assert_int_equal(taken.next_run_at, pick.now + 5);
+                claimed.pending_polls = cfg.pending_max_polls;
+                assert_int_equal(policy_takeover(&cfg, &claimed, pick.now + 5, &taken), 0);
+                assert_int_equal(taken.reason, MANUAL_PENDING_POLLS);
+                assert_int_equal(policy_takeover(&cfg, &claimed, rec.deadline_at + 1, &taken), 0);
+                assert_int_equal(taken.reason, MANUAL_PENDING_DEADLINE);
+        }
+
+        /* the final answer settles it: a poll's, or the notification's */
+        rec = pending_record(&cfg, T0 + 1000);
+        out = rec;
+        poll_once(&cfg, &out, rec.next_run_at, TG_CLASS_SUCCEEDED, NO_RA, false);
+        assert_int_equal(out.state, OP_SUCCEEDED);
+        bool changed = false;
+        assert_int_equal(policy_external(&rec, OP_REJECTED, "", T0 + 5000, &out, &changed), 0);
+        assert_true(changed);
+        assert_int_equal(out.state, OP_REJECTED);
+
+        /* an operator's re-send of a manual pending case starts afresh */
+        rec = pending_record(&cfg, T0 + 1000);
+        rec.state = OP_MANUAL;
+        rec.reason = MANUAL_PENDING_POLLS;
+        rec.next_run_at = 0;
+        assert_int_equal(policy_resend(&cfg, &rec, T0 + 9000, &out), 0);
+        assert_int_equal(out.pending_since, 0);
+        assert_int_equal(out.pending_polls, 0);
+        assert_int_equal(out.deadline_at, T0 + 9000 + cfg.deadline_ms);
+
+        /* notification-only: a processing answer awaits the notification as
+         * before, never pending */
+        cfg.notification = true;
+        rec = pending_record(&cfg, T0 + 1000);
+        assert_int_equal(rec.pending_since, 0);
+        assert_true(policy_awaits_notification(&rec));
+        assert_int_equal(rec.deadline_at, T0 + 1000 + cfg.notification_deadline_ms);
+
+        /* a poll budget of 0: straight to manual */
+        cfg.notification = false;
+        cfg.pending_max_polls = 0;
+        rec = pending_record(&cfg, T0 + 1000);
+        assert_int_equal(rec.state, OP_MANUAL);
+        assert_int_equal(rec.reason, MANUAL_PENDING_POLLS);
+        /* the settings refused out of order */
+        cfg.pending_max_polls = 3;
+        cfg.pending_poll_max_ms = cfg.pending_poll_interval_ms - 1;
+        assert_int_equal(policy_config_check(&cfg), TG_EINVAL);
+        cfg.pending_poll_max_ms = 5000;
+        cfg.pending_deadline_ms = 0;
+        assert_int_equal(policy_config_check(&cfg), TG_EINVAL);
 }
 
 /* --- takeover ---------------------------------------------------------------- */
@@ -1303,9 +1569,10 @@ static void test_names(void **state)
                 assert_int_equal(op_state_parse(states[i], &st), 0);
                 assert_int_equal(st, i);
         }
-        const char *reasons[] = {"none",         "attempts_exhausted", "deadline",
-                                 "query_budget", "key_reused",         "key_retention",
-                                 "invalid",      "key_expired",        "notification_deadline"};
+        const char *reasons[] = {"none",          "attempts_exhausted", "deadline",
+                                 "query_budget",  "key_reused",         "key_retention",
+                                 "invalid",       "key_expired",        "notification_deadline",
+                                 "pending_polls", "pending_deadline"};
         for (int i = 0; i < MANUAL_REASON_COUNT; i++) {
                 assert_string_equal(manual_reason_name((enum manual_reason)i), reasons[i]);
                 enum manual_reason r = (enum manual_reason)99;
@@ -1413,6 +1680,10 @@ static struct policy_config random_config(struct tg_rng *rng)
         c.backoff.cap_ms = c.backoff.base_ms + pick(rng, 0, 120000);
         c.backoff.min_ms = pick(rng, 0, 3000);
         c.backoff.factor = 1.0 + (double)pick(rng, 0, 30) / 10.0;
+        c.pending_poll_interval_ms = pick(rng, 1, 5000);
+        c.pending_poll_max_ms = c.pending_poll_interval_ms + pick(rng, 0, 60000);
+        c.pending_max_polls = (unsigned)pick(rng, 0, 20);
+        c.pending_deadline_ms = pick(rng, 1000, 2 * 3600 * 1000);
         return c;
 }
 
@@ -1518,8 +1789,15 @@ static void test_property_random_walks(void **state)
                                             op.attempts == 1);
                                 operator_resend = 0;
                         } else {
+                                /* policy_claim(): a pending refund's poll is its own
+                                 * budget's, given back to the normal one */
                                 op.queries++;
                                 queries++;
+                                if (op.pending_since > 0) {
+                                        op.pending_polls++;
+                                        op.query_limit++;
+                                        assert_true(op.pending_polls <= cfg.pending_max_polls);
+                                }
                                 assert_true(op.queries <= op.query_limit);
                         }
                         op.state = OP_IN_FLIGHT;
@@ -1544,6 +1822,16 @@ static void test_property_random_walks(void **state)
                         }
                         now = end;
                         check_decision_sane(&d, now);
+                        if (d.deadline_at > 0)
+                                op.deadline_at = d.deadline_at;
+                        if (d.pending_since > 0) {
+                                /* set once, never moved */
+                                assert_true(op.pending_since == 0 ||
+                                            op.pending_since == d.pending_since);
+                                op.pending_since = d.pending_since;
+                                assert_true(op.deadline_at ==
+                                            op.pending_since + cfg.pending_deadline_ms);
+                        }
                         if (d.next == OP_RETRY_WAIT) {
                                 /* the next POST is inside every budget */
                                 assert_true(op.attempts < op.attempt_limit);
@@ -1553,7 +1841,10 @@ static void test_property_random_walks(void **state)
                                 op.last_wait_ms = d.wait_ms;
                         }
                         if (d.next == OP_UNKNOWN) {
-                                assert_true(op.queries < op.query_limit);
+                                if (op.pending_since > 0)
+                                        assert_true(op.pending_polls < cfg.pending_max_polls);
+                                else
+                                        assert_true(op.queries < op.query_limit);
                                 assert_true(d.next_run_at <= op.deadline_at);
                         }
                         op.state = d.next;
@@ -1573,6 +1864,8 @@ static void test_property_random_walks(void **state)
         assert_true(reasons[MANUAL_QUERY_BUDGET] > 0);
         assert_true(reasons[MANUAL_KEY_REUSED] > 0);
         assert_true(reasons[MANUAL_KEY_RETENTION] > 0);
+        assert_true(reasons[MANUAL_PENDING_POLLS] > 0);
+        assert_true(reasons[MANUAL_PENDING_DEADLINE] > 0);
 }
 
 int main(void)
@@ -1589,6 +1882,7 @@ int main(void)
             cmocka_unit_test(test_query_budget_walk),
             cmocka_unit_test(test_replay_after_the_queries),
             cmocka_unit_test(test_notification_only),
+            cmocka_unit_test(test_pending_refund),
             cmocka_unit_test(test_takeover),
             cmocka_unit_test(test_check_deadline),
             cmocka_unit_test(test_check_due),

@@ -3147,12 +3147,14 @@ static void test_account_controls_atomic_and_append_only(void **state)
 /* The stores find due and expired operations with SQL; core/policy.h says
  * which ones they are. Over a grid of operations in every state, with every
  * combination that matters (deadline passed / not / none, due / not yet, key
- * old / young / never used, sent / not, taken in / not), each backend's pick
+ * old / young / never used, sent / not, taken in / not, reported pending by
+ * the provider / not), each backend's pick
  * order, batches and due summary must give exactly what policy_is_due(),
  * policy_sweep() and the recovery rule give. */
 
-#define GRID_MAX 640 /* OP_STATE_COUNT x 72 */
-#define GRID_NOW (T0 + 10LL * 24 * 3600 * 1000)
+#define GRID_BITS 144
+#define GRID_MAX  1152 /* OP_STATE_COUNT x GRID_BITS */
+#define GRID_NOW  (T0 + 10LL * 24 * 3600 * 1000)
 
 struct grid {
         struct op_record ops[GRID_MAX];
@@ -3189,12 +3191,13 @@ static void grid_fill(struct store *s, struct grid *g, int64_t retention)
 
         memset(g, 0, sizeof(*g));
         for (int st = 0; st < OP_STATE_COUNT; st++)
-                for (int bits = 0; bits < 72; bits++) {
+                for (int bits = 0; bits < GRID_BITS; bits++) {
                         struct refund_request r;
                         struct op_record op;
                         char id[32];
                         int dl = bits % 3, due = (bits / 3) % 2, key = (bits / 6) % 3;
                         int sent = (bits / 18) % 2, taken = (bits / 36) % 2;
+                        int pend = (bits / 72) % 2;
 
                         snprintf(id, sizeof(id), "g-%d-%d", st, bits);
                         r = req(id, "pay-g", 100);
@@ -3208,6 +3211,8 @@ static void grid_fill(struct store *s, struct grid *g, int64_t retention)
                                                        : 0;
                         op.attempts = sent ? 1 : 0;
                         op.attempt_limit = taken ? 3 : 0;
+                        op.pending_since = pend ? GRID_NOW - 5000 : 0;
+                        op.pending_polls = pend ? 7 : 0;
                         grid_add(s, g, &op);
                 }
 }
@@ -3298,6 +3303,29 @@ static void test_sql_agrees_with_table(void **state)
         assert_non_null(pc);
         assert_non_null(bc);
         grid_fill(s, g, retention);
+        /* a pending refund's fields come back as written */
+        for (unsigned i = 0; i < g->n; i += 17) {
+                struct op_record back = get_op(s, g->ops[i].req.operation_id);
+
+                assert_int_equal(back.pending_since, g->ops[i].pending_since);
+                assert_int_equal(back.pending_polls, g->ops[i].pending_polls);
+        }
+
+        /* the provider-pending count (the gauge, admission): pending_since set,
+         * open for the exit */
+        {
+                uint64_t want = 0, got = 0;
+
+                for (unsigned i = 0; i < g->n; i++)
+                        want += g->ops[i].pending_since > 0 &&
+                                !policy_state_is_final(g->ops[i].state) &&
+                                g->ops[i].state != OP_MANUAL;
+                assert_int_equal(store_provider_pending(s, TG_ACCOUNT_DEFAULT, &got), 0);
+                assert_int_equal(got, want);
+                assert_true(want > 0);
+                assert_int_equal(store_provider_pending(s, "other", &got), 0);
+                assert_int_equal(got, 0);
+        }
 
         /* picks: every group, with queries allowed or not, key check on or off */
         for (int group = 0; group < 2; group++)
@@ -3362,10 +3390,15 @@ static void test_sql_agrees_with_table(void **state)
                                          kind ? "key-age" : "deadline", op->req.operation_id,
                                          op_state_name(op->state));
                         want += hit;
-                        /* and what the sweep does with it is the table's */
+                        /* and what the sweep does with it is the table's, naming
+                         * why: a provider-pending refund's own deadline */
                         if (hit)
                                 assert_int_equal(policy_sweep(op, GRID_NOW, retention, &ev, &swept),
                                                  0);
+                        if (hit && !kind && !policy_awaits_notification(op))
+                                assert_int_equal(swept.reason, op->pending_since > 0
+                                                                   ? MANUAL_PENDING_DEADLINE
+                                                                   : MANUAL_DEADLINE);
                 }
                 assert_int_equal(bc->n, want);
         }

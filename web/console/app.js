@@ -372,6 +372,7 @@
         field('op.deadline', TG.fmtTime(o.deadline_at)),
         field('col.attempts', o.attempts_made + ' / ' + o.attempt_limit),
         field('col.queries', o.queries_made + ' / ' + o.query_limit),
+        o.pending_since ? field('op.pending', el('span', { id: 'op-pending' }, TG.t('op.pending_text', { since: TG.fmtTime(o.pending_since), polls: o.pending_polls_made }))) : null,
         field('op.refund', o.refund_id || TG.t('none'))
       ]));
       if (o.state === 'manual') {
@@ -506,6 +507,7 @@
       field('status.hold', el('span', { id: 'status-hold', 'data-held': s.held ? '1' : '0' }, hold)),
       field('status.admission', el('span', { id: 'status-admission' }, [admText, el('br'), TG.t('status.projected', { wait: adm.projected_wait_s, max: adm.max_wait_s, backlog: adm.backlog, maxb: adm.max_backlog }), el('br'), TG.t('status.refused', { n: adm.refused_last_minute })])),
       field('status.oldest', s.oldest_pending_age_s === null ? TG.t('none') : TG.fmtAge(s.oldest_pending_age_s)),
+      field('status.provider_pending', el('span', { id: 'status-provider-pending' }, TG.t('status.provider_pending_text', { n: s.provider_pending || 0 }))),
       field('status.store', s.store)
     ]));
     box.appendChild(el('p', { class: 'muted', text: TG.t('status.standbys', { role: s.role }) }));
