@@ -8,8 +8,9 @@
 #   5. the .deb packages built, installed, run and removed (scripts/package-test.sh).
 # Integration tests labelled parallel (tests/CMakeLists.txt: they judge
 # behaviour only) run several at a time, in the same ctest -j as the unit
-# tests and fuzz replays; those labelled serial judge timing
-# and run one at a time, with no other test beside them. While they run
+# tests and fuzz replays; those labelled serial judge timing and run
+# after them, two at a time (one at a time under the sanitizers; a few
+# alone: TG_IT_ALONE in tests/CMakeLists.txt). While they run
 # (their processes mostly wait on a paced exit), the work that needs no quiet
 # machine runs in the background at idle CPU and I/O priority (SCHED_IDLE,
 # ionice idle: it gets only what the tests leave): the sanitizer build, the
@@ -128,10 +129,13 @@ side_by_side() { # build-dir, all|sanitize: unit tests, fuzz replays and the int
   ctest --test-dir "$1" -L '^store_server$' -j"$JOBS" --output-on-failure
   ctest --test-dir "$1" -LE "$exclude" -j"$IT_JOBS" --output-on-failure
 }
-serial_tests() { # build-dir, all|sanitize: the integration tests labelled serial, one at a time
-  local sel=(-L integration -L serial)
-  [ "$2" = sanitize ] && sel+=(-L sanitize)
-  ctest --test-dir "$1" "${sel[@]}" --output-on-failure
+serial_tests() { # build-dir, all|sanitize: the integration tests labelled serial, two at a
+  # time in the Release pass (those with RUN_SERIAL alone: tests/CMakeLists.txt,
+  # TG_IT_ALONE), one at a time under the sanitizers (each process there costs
+  # a few times the CPU)
+  local sel=(-L integration -L serial) jobs=2
+  [ "$2" = sanitize ] && { sel+=(-L sanitize); jobs=1; }
+  ctest --test-dir "$1" "${sel[@]}" -j"$jobs" --output-on-failure
 }
 format_check() {
   local files
