@@ -378,10 +378,13 @@ static void idle(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
                 e->idle_step = e->idle_step >= e->idle_max / 2 ? e->idle_max : 2 * e->idle_step;
         if (e->claim_barred) {
                 /* a kind was barred by its sub-quota: look again when the
-                 * first barred kind's next slot comes (a start or a reply
-                 * that makes room looks at once: exit_sub_moved) */
+                 * first barred kind's next slot comes within a claim's
+                 * horizon, so that its claim is ready by then (a start or a
+                 * reply that makes room looks at once: exit_sub_moved) */
                 for (unsigned l = 0; l < EXIT_LEVELS; l++) {
                         tg_mono_ns t = e->sub[l] ? sub_next(e, level_kind(l), now) : now;
+                        if (t != TG_MONO_NEVER)
+                                t -= claim_horizon(e);
                         if (t != TG_MONO_NEVER && t > now && t - now < wait)
                                 wait = t - now;
                 }
