@@ -947,6 +947,31 @@ static void test_held_kind_does_not_starve_the_other(void **state)
         assert_true(span >= 24 * TG_NS_PER_S && span < 26 * TG_NS_PER_S);
 }
 
+/* With shares, a sub-quota splits like the account's: one share of two
+ * starts its POSTs at half the refund sub-quota's rate, with half its cap. */
+static void test_sub_quota_split_by_shares(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+
+        x->cfg.exit.starts_per_second = 10;
+        x->cfg.exit_shares = 2;
+        x->cfg.exit_refund_starts_per_second = 4;
+        x->cfg.exit_refund_max_in_flight = 2;
+        sq_open_dispatcher(x);
+        accept_n(x, 8, "f");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 8);
+        assert_int_equal(check_kind_spacing(f, CLASSIFY_POST, 500 * MS), 8);
+        assert_int_equal(sq_max[0], 1);
+        /* and not much slower than its part (3.5 s for 8): a slot of the
+         * sub-quota that falls in the other share's window of the grid
+         * waits for this share's next (measured: 4.3 s) */
+        tg_mono_ns span = f->starts[7].at - f->starts[0].at;
+        if (span >= 5000 * MS)
+                fail_msg("8 POSTs in %lld ms", (long long)(span / MS));
+}
+
 static void test_timeout_reconciled_with_same_key(void **state)
 {
         struct fx *x = *state;
@@ -1714,6 +1739,7 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(test_held_kind_does_not_starve_the_other, setup,
                                             teardown),
+            cmocka_unit_test_setup_teardown(test_sub_quota_split_by_shares, setup, teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_varying_connects, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),
