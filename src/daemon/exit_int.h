@@ -181,6 +181,7 @@ struct exit {
          * a pacer per kind of call, NULL where none is set. A call starts
          * only when the account's pacer and its kind's both allow it. */
         struct pacer *sub[EXIT_LEVELS];
+        unsigned sub_cap[EXIT_LEVELS]; /* each one's in-flight cap (the share's part) */
         bool claim_barred; /* the last claim barred a kind (its sub-quota is taken up) */
         /* list and match read page by page (provider.list_cursor_param):
          * where each operation's walk goes on (core/list_walk.h), memory

@@ -68,6 +68,7 @@ int exit_sub_build(struct exit *e)
                 };
                 if (q.max_in_flight < 1)
                         q.max_in_flight = 1;
+                e->sub_cap[l] = q.max_in_flight;
                 r = pacer_new(&q, &e->sub[l]);
         }
         return r;
@@ -147,9 +148,7 @@ static bool level_open(const struct exit *e, enum exit_level level, unsigned rea
         tg_mono_ns interval = pacer_interval(p);
         tg_mono_ns span = (CLAIM_BATCH_SPAN + interval - 1) / interval;
         unsigned ahead = span < 1 ? 1 : span > READY_MAX ? READY_MAX : (unsigned)span;
-        unsigned cap = level == EXIT_LEVEL_QUERY ? e->cfg->exit_query_max_in_flight
-                                                 : e->cfg->exit_refund_max_in_flight;
-        bool room = cap == 0 || pacer_in_flight(p) + ready + i < cap;
+        bool room = pacer_in_flight(p) + ready + i < e->sub_cap[level];
 
         return room && ready + i < ahead;
 }
