@@ -715,6 +715,9 @@ bool policy_is_due(const struct op_record *op, const struct policy_pick *pick)
         if (!in_set(policy_group_states(pick->group), op->state) || op->attempt_limit == 0 ||
             op->deadline_at <= pick->now)
                 return false;
+        /* a spent refund sub-quota: no POST is due, only a query may be */
+        if (pick->posts_barred && !in_set(policy_kind_states(TG_KIND_QUERY), op->state))
+                return false;
         if (pick->group == POLICY_GROUP_FIRST)
                 return true;
         if (op->next_run_at > pick->now ||

@@ -291,12 +291,14 @@ struct policy_pick {
         tg_wall_ms now;
         int64_t key_retention_ms; /* a re-send whose key is this old is not due; 0: no check */
         bool queries_allowed;     /* false: the query sub-quota is spent */
+        bool posts_barred;        /* true: the refund sub-quota is spent (no POST is due) */
 };
 
 /* May the exit start this operation's next call now? In its group's states,
  * taken in (attempt_limit > 0), before its deadline, due (next_run_at <= now)
- * for the again group, not a re-send with a key past retention, and not a
- * query while queries are not allowed. The stores' pick queries are this
+ * for the again group, not a re-send with a key past retention, not a
+ * query while queries are not allowed, and not a POST (any call but a
+ * query) while POSTs are barred. The stores' pick queries are this
  * predicate in SQL (checked by the store contract test). */
 bool policy_is_due(const struct op_record *op, const struct policy_pick *pick);
 

@@ -476,10 +476,29 @@ const struct key_def config_keys[] = {
             "second (the default: 0.5 % at 5/s, 4.8 % at 50/s). `tollgate verify` reports your "
             "path's variation (`receive_spacing`); docs/bench.md has how the default was "
             "measured."),
+    DOUBLE_KEY(PER_ACCOUNT("exit"), "refund_starts_per_second", exit_refund_starts_per_second, 0,
+               1e9, false,
+               "A sub-quota for refund POSTs (first attempts, retries, operators' re-sends) "
+               "inside the account's: two POSTs never start closer than 1/rate, counted from "
+               "each actual start, while every call still passes `exit.starts_per_second`. Must "
+               "be <= it; the sub-quotas may add up to more than the account (they nest, they "
+               "do not partition it), and a slot one kind cannot use goes to another kind's "
+               "work. With `exit.shares`, split like the account's. 0: off. See docs/design.md, "
+               "\"Sub-quotas\"."),
+    INT_KEY(PER_ACCOUNT("exit"), "refund_max_in_flight", KEY_UINT, exit_refund_max_in_flight, 0,
+            10000, 1,
+            "Refund POSTs open at the provider at most (must be <= `exit.max_in_flight`; with "
+            "`exit.shares`, split like it). 0: only the account's cap."),
     DOUBLE_KEY(PER_ACCOUNT("exit"), "query_starts_per_second", exit_query_starts_per_second, 0, 1e9,
                false,
-               "A sub-quota for reconciliation queries inside `exit.starts_per_second` (must be "
-               "<= it: it never adds to it). 0: off."),
+               "A sub-quota for reconciliation queries (lookups and list pages alike, and "
+               "pending polls) inside `exit.starts_per_second`, as "
+               "`exit.refund_starts_per_second` is for POSTs (must be <= it: it never adds to "
+               "it). 0: off."),
+    INT_KEY(PER_ACCOUNT("exit"), "query_max_in_flight", KEY_UINT, exit_query_max_in_flight, 0,
+            10000, 1,
+            "Queries open at the provider at most (must be <= `exit.max_in_flight`; with "
+            "`exit.shares`, split like it). 0: only the account's cap."),
     INT_KEY(PER_ACCOUNT("exit"), "shares", KEY_UINT, exit_shares, 1, STORE_SHARES_MAX, 1,
             "The account's quota split into this many equal shares, one per running "
             "dispatcher (must be <= `exit.max_in_flight`). Give every dispatcher of one "
@@ -869,6 +888,9 @@ void config_defaults(struct tg_config *ret_config)
         c->exit.max_in_flight = 10;
         c->exit.spacing_margin_ns = 1000 * TG_NS_PER_US;
         c->exit_query_starts_per_second = 0.0;
+        c->exit_query_max_in_flight = 0;
+        c->exit_refund_starts_per_second = 0.0;
+        c->exit_refund_max_in_flight = 0;
         c->exit_shares = 1;
         c->exit_clock_skew_ms = 1;
         c->exit_timeout_run_hold = 5;

@@ -354,6 +354,9 @@ static void check_all(struct load *load)
         check_order(load, "retry", "pending_poll_interval_ms", "pending_poll_max_ms");
         /* A sub-quota narrows the account total, never adds to it. */
         check_order(load, "exit", "query_starts_per_second", "starts_per_second");
+        check_order(load, "exit", "refund_starts_per_second", "starts_per_second");
+        check_order(load, "exit", "query_max_in_flight", "max_in_flight");
+        check_order(load, "exit", "refund_max_in_flight", "max_in_flight");
         /* Each share of the account gets max_in_flight / shares calls open
          * (at least one, and together no more than the account's). */
         if (c->exit_shares > c->exit.max_in_flight) {
@@ -362,6 +365,17 @@ static void check_all(struct load *load)
                                  "one call in flight of the account's",
                                  c->exit.max_in_flight);
         }
+        /* ... and so does each sub-quota's in-flight cap */
+        if (c->exit_refund_max_in_flight > 0 && c->exit_shares > c->exit_refund_max_in_flight)
+                config_key_error(load, row("exit", "refund_max_in_flight"),
+                                 "must be >= exit.shares (%u) or 0: each share needs at least "
+                                 "one refund POST in flight of it",
+                                 c->exit_shares);
+        if (c->exit_query_max_in_flight > 0 && c->exit_shares > c->exit_query_max_in_flight)
+                config_key_error(load, row("exit", "query_max_in_flight"),
+                                 "must be >= exit.shares (%u) or 0: each share needs at least "
+                                 "one query in flight of it",
+                                 c->exit_shares);
         /* Shares pace to fixed windows of one grid; a rate that moves
          * would need every share to move with it. */
         if (c->exit_adaptive && c->exit_shares > 1)

@@ -250,6 +250,16 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
          * (with shares: on this share's point of the grid, or a little
          * after it, else at its next point) */
         tg_mono_ns at = pacer_start_at(e->pacer, now);
+        /* sub-quotas hold every ready claim and no other work may be
+         * claimed now: the start is planned for the first one they let go
+         * (handed over its lead ahead of that, as exit_wake_at says) */
+        if (at != TG_MONO_NEVER && e->nready && now < e->idle_until) {
+                tg_mono_ns next = exit_ready_next(e, at);
+                if (next == TG_MONO_NEVER)
+                        return; /* they wait for room in flight: a reply */
+                if (next != at)
+                        at = pacer_start_at(e->pacer, next);
+        }
         bool unpaced = PLANT_RETRY_SKIPS_PACER && e->nready > 0 &&
                        e->ready[0].call.kind == TG_KIND_RETRY && !pacer_pending(e->pacer);
         if (unpaced)
@@ -263,6 +273,12 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
         if (!oc)
                 return; /* cannot happen: slots == max_in_flight */
         r = exit_ready_pop(e, oc, at, now, wall);
+        /* every ready claim held by its kind's sub-quota: other work is
+         * claimed for this slot, unless a claim just found none */
+        if (r == TG_EAGAIN && now < e->idle_until)
+                return;
+        if (r == TG_EAGAIN)
+                r = TG_ENOTFOUND;
         if (r == TG_ENOTFOUND && e->claim_posted)
                 return; /* a batch is on its way: its result wakes the loop */
         if (r == TG_ENOTFOUND && e->slot_claim_landed) {
@@ -280,7 +296,7 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
                 e->slot_claim_landed = false;
                 r = exit_ready_pop(e, oc, at, now, wall);
                 if (r < 0) {
-                        exit_claim_missed(e, r, now, wall);
+                        exit_claim_missed(e, TG_ENOTFOUND, now, wall);
                         return;
                 }
         }
@@ -339,8 +355,15 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
         oc->planned = at;
         oc->token_gen = exit_token_gen(e);
         r = e->env->start(e->env->ctx, &tc, &oc->handoff);
-        if (e->query_pacer && oc->request == CLASSIFY_QUERY)
-                pacer_start_pending(e->query_pacer, at, NULL);
+        /* its kind's sub-quota counts it too (exit_ready_pop found it open
+         * at `at`); a kind barred from the last claim may come again */
+        struct pacer *sub = unpaced ? NULL : exit_sub(e, oc->call.kind);
+        if (sub && pacer_start_pending(sub, at, NULL) < 0) {
+                log_emit(LOG_ERROR, "pacer_refused_after_claim",
+                         exit_op_fields(&oc->op, &oc->call));
+                abort();
+        }
+        exit_sub_moved(e);
         /* may_start held at `at` and nothing in between can close the slot:
          * the slot only moves at a start, and starts happen only here. */
         if (!unpaced && pacer_start_pending(e->pacer, at, &probe) < 0) {
@@ -506,6 +529,16 @@ tg_mono_ns exit_wake_at(const struct exit *e, tg_mono_ns now)
                         tg_mono_ns handoff = exit_handoff_time(e, at);
                         tg_mono_ns t =
                             handoff > e->idle_until || e->nready ? handoff : e->idle_until;
+                        /* sub-quotas hold every ready claim: the first one
+                         * they let go, or other work when it may be claimed */
+                        tg_mono_ns next = exit_ready_next(e, at);
+                        if (e->nready && next != at) {
+                                tg_mono_ns other =
+                                    handoff > e->idle_until ? handoff : e->idle_until;
+                                t = next == TG_MONO_NEVER ? other : exit_handoff_time(e, next);
+                                if (other < t)
+                                        t = other;
+                        }
                         if (t < until)
                                 until = t;
                 }
@@ -559,10 +592,13 @@ unsigned exit_unsettled(const struct exit *e)
 
 bool exit_sane(const struct exit *e, unsigned transport_open)
 {
-        unsigned open = 0, paced = 0, queries = 0;
+        unsigned open = 0, paced = 0, of_level[EXIT_LEVELS] = {0};
 
-        if (!e || !pacer_sane(e->pacer) || (e->query_pacer && !pacer_sane(e->query_pacer)))
+        if (!e || !pacer_sane(e->pacer))
                 return false;
+        for (unsigned l = 0; l < EXIT_LEVELS; l++)
+                if (e->sub[l] && !pacer_sane(e->sub[l]))
+                        return false;
         if (e->nready > READY_MAX || e->n_unreleased > READY_MAX ||
             e->n_unsettled > UNSETTLED_MAX(e))
                 return false;
@@ -572,7 +608,7 @@ bool exit_sane(const struct exit *e, unsigned transport_open)
                         continue;
                 open++;
                 paced += !(PLANT_RETRY_SKIPS_PACER && oc->unpaced);
-                queries += oc->request == CLASSIFY_QUERY;
+                of_level[exit_level_of(oc->call.kind)] += !(PLANT_RETRY_SKIPS_PACER && oc->unpaced);
                 if (exit_of_cookie(oc->cookie) != e->index || !op_sane(&oc->op))
                         return false;
         }
@@ -585,7 +621,10 @@ bool exit_sane(const struct exit *e, unsigned transport_open)
         paced += exit_token_open(e);
         if (open > transport_open || pacer_in_flight(e->pacer) != paced)
                 return false;
-        return !e->query_pacer || pacer_in_flight(e->query_pacer) == queries;
+        for (unsigned l = 0; l < EXIT_LEVELS; l++)
+                if (e->sub[l] && pacer_in_flight(e->sub[l]) != of_level[l])
+                        return false;
+        return true;
 }
 
 /* ---- its life -------------------------------------------------------------------- */
@@ -775,12 +814,8 @@ static int exit_build(struct exit *e, const struct exit_params *p)
                 e->own.spacing_ns = pacer_interval(e->pacer);
         if (r == 0 && shares > 1)
                 r = grid_plan(e, cfg);
-        if (r == 0 && cfg->exit_query_starts_per_second > 0) {
-                struct pacer_config q = {.starts_per_second =
-                                             cfg->exit_query_starts_per_second / shares,
-                                         .max_in_flight = e->share_cfg.max_in_flight};
-                r = pacer_new(&q, &e->query_pacer);
-        }
+        if (r == 0)
+                r = exit_sub_build(e);
         if (r == 0)
                 r = classifier_new_default(&e->classifier);
         if (r == 0)
@@ -897,7 +932,8 @@ void exit_free(struct exit *e)
         free(e->walks);
         classifier_free(e->classifier);
         pacer_free(e->pacer);
-        pacer_free(e->query_pacer);
+        for (unsigned l = 0; l < EXIT_LEVELS; l++)
+                pacer_free(e->sub[l]);
         exit_stats_free(e->xstats);
         if (e->store)
                 store_owner_release(e->store);

@@ -9,8 +9,8 @@
  * Invariants (exit_sane() checks them at every turn of the loop):
  *   - the open calls (used slots) are the exit's calls open at the
  *     transport; the pacer counts each of them in flight but the unpaced
- *     one of a planted bug (core/plants.h); so does the query pacer for
- *     the queries among them;
+ *     one of a planted bug (core/plants.h); so does each sub-quota's
+ *     pacer for the calls of its kind among them (exit_level_of);
  *   - nready <= READY_MAX, each ready claim an operation in flight in the
  *     store and not yet handed to the transport;
  *   - n_unsettled <= UNSETTLED_MAX, n_unreleased <= READY_MAX;
@@ -65,6 +65,15 @@
 #define CLAIM_BATCH_SPAN (16 * TG_NS_PER_MS)
 /* outcomes the store may fail: those waiting for it, and the open calls' */
 #define UNSETTLED_MAX(e) ((STORE_AHEAD + 2) * (e)->ncalls)
+
+/* The kinds of call a sub-quota may hold (docs/design.md, "Sub-quotas"):
+ * refund POSTs (first, retry, an operator's re-send) and status queries.
+ * Every call belongs to the account and to exactly one of these. */
+enum exit_level {
+        EXIT_LEVEL_REFUND,
+        EXIT_LEVEL_QUERY,
+        EXIT_LEVELS,
+};
 
 /* A call claimed: on the ready queue (made ahead), then open at the
  * transport until it ends. */
@@ -168,7 +177,12 @@ struct exit {
                              bool lost);
         void *hook_ctx;
         struct pacer *pacer;
-        struct pacer *query_pacer; /* sub-quota for queries inside the account's; NULL: none */
+        /* Sub-quotas inside the account's (exit.refund_*, exit.query_*):
+         * a pacer per kind of call, NULL where none is set. A call starts
+         * only when the account's pacer and its kind's both allow it. */
+        struct pacer *sub[EXIT_LEVELS];
+        unsigned sub_cap[EXIT_LEVELS]; /* each one's in-flight cap (the share's part) */
+        bool claim_barred; /* the last claim barred a kind (its sub-quota is taken up) */
         /* list and match read page by page (provider.list_cursor_param):
          * where each operation's walk goes on (core/list_walk.h), memory
          * only: a walk this exit does not know starts at the first page */
@@ -294,10 +308,25 @@ void exit_token_answered(struct exit *e, unsigned gen, const struct transport_re
 
 /* ---- exit_queue.c ---- */
 
+/* The sub-quota a call of this kind belongs to. */
+enum exit_level exit_level_of(enum tg_call_kind kind);
+/* Its pacer (NULL: no sub-quota for that kind). */
+struct pacer *exit_sub(const struct exit *e, enum tg_call_kind kind);
+/* The sub-quotas' pacers, a share's part of each (exit.c builds them). */
+int exit_sub_build(struct exit *e);
+/* The earliest moment, at `at` or later, that a ready claim's sub-quota
+ * lets it start: `at` when one may, TG_MONO_NEVER when every one waits for
+ * room in flight (a reply wakes the loop), INT64_MAX with nothing ready. */
+tg_mono_ns exit_ready_next(const struct exit *e, tg_mono_ns at);
+/* A start or a reply moved a sub-quota: a kind barred from the last claim
+ * may be claimed again, at once. */
+void exit_sub_moved(struct exit *e);
+
 /* Claims up to n onto the ready queue (through the store thread). */
 void exit_claim_ahead(struct exit *e, unsigned n, bool at_slot, tg_mono_ns now, tg_wall_ms wall);
-/* The oldest ready claim that may still be sent at `at`, into *oc; 0 or
- * TG_ENOTFOUND. */
+/* The oldest ready claim that may still be sent at `at` and that its
+ * sub-quota lets start then, into *oc; 0, TG_EAGAIN (claims are ready but
+ * their sub-quotas hold them: they stay) or TG_ENOTFOUND. */
 int exit_ready_pop(struct exit *e, struct open_call *oc, tg_mono_ns at, tg_mono_ns now,
                    tg_wall_ms wall);
 /* A claim that found nothing (TG_ENOTFOUND) or failed. */

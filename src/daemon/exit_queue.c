@@ -3,10 +3,17 @@
  * batch of operations claimed in one transaction (group commit) on the
  * store thread, onto the ready queue, oldest first, so that a slot costs a
  * wake-up and a send, not a commit. A claim that can no longer go in time
- * (its deadline, its key's retention, the query sub-quota, a hold, a stop,
- * a lost owner) goes back to the store (store_release) as the claim found
- * it; one the store could not take back waits with the outcomes
- * (exit_settle.c). With nothing to claim, the exit idles until the store's
+ * (its deadline, its key's retention, a hold, a stop, a lost owner) goes
+ * back to the store (store_release) as the claim found it; one the store
+ * could not take back waits with the outcomes (exit_settle.c).
+ *
+ * Sub-quotas (exit.refund_*, exit.query_*): a ready claim whose kind's
+ * sub-quota does not allow it yet stays on the queue and the next one that
+ * may go takes the account's slot, so a kind held by its own sub-quota never
+ * blocks another kind's work behind it. A kind whose sub-quota already has
+ * as many claims ready as it can start soon (or its in-flight cap taken up)
+ * is barred from the next claims (claim_args no_posts / no_queries): the
+ * queue never fills with work that must wait. With nothing to claim, the exit idles until the store's
  * next due retry, the doorbell, or a look-again that backs off.
  *
  * Invariants: nready <= READY_MAX; at most one batch is with the store
@@ -21,6 +28,142 @@
 #include "daemon/exit_call.h"
 #include "daemon/exit_int.h"
 #include "daemon/log.h"
+
+/* ---- sub-quotas ---------------------------------------------------------------- */
+
+enum exit_level exit_level_of(enum tg_call_kind kind)
+{
+        return kind == TG_KIND_QUERY ? EXIT_LEVEL_QUERY : EXIT_LEVEL_REFUND;
+}
+
+struct pacer *exit_sub(const struct exit *e, enum tg_call_kind kind)
+{
+        return e->sub[exit_level_of(kind)];
+}
+
+int exit_sub_build(struct exit *e)
+{
+        const struct tg_config *cfg = e->cfg;
+        unsigned shares = cfg->exit_shares > 0 ? cfg->exit_shares : 1;
+        const double rate[EXIT_LEVELS] = {
+            [EXIT_LEVEL_REFUND] = cfg->exit_refund_starts_per_second,
+            [EXIT_LEVEL_QUERY] = cfg->exit_query_starts_per_second,
+        };
+        const unsigned cap[EXIT_LEVELS] = {
+            [EXIT_LEVEL_REFUND] = cfg->exit_refund_max_in_flight,
+            [EXIT_LEVEL_QUERY] = cfg->exit_query_max_in_flight,
+        };
+        int r = 0;
+
+        /* a share's part of each, as of the account's; a cap alone (no
+         * rate) paces at the share's rate, which the account's holds anyway */
+        for (unsigned l = 0; r == 0 && l < EXIT_LEVELS; l++) {
+                if (rate[l] <= 0 && cap[l] == 0)
+                        continue;
+                struct pacer_config q = {
+                    .starts_per_second =
+                        rate[l] > 0 ? rate[l] / shares : e->share_cfg.starts_per_second,
+                    .max_in_flight = cap[l] > 0 ? cap[l] / shares : e->share_cfg.max_in_flight,
+                    .spacing_margin_ns = e->share_cfg.spacing_margin_ns,
+                };
+                if (q.max_in_flight < 1)
+                        q.max_in_flight = 1;
+                e->sub_cap[l] = q.max_in_flight;
+                r = pacer_new(&q, &e->sub[l]);
+        }
+        return r;
+}
+
+/* A kind of call of the level. */
+static enum tg_call_kind level_kind(unsigned level)
+{
+        return level == EXIT_LEVEL_QUERY ? TG_KIND_QUERY : TG_KIND_FIRST;
+}
+
+/* When a claim of this kind may start by its sub-quota, at `at` or later:
+ * `at` (none, or it allows), its next slot, or TG_MONO_NEVER (in flight at
+ * its cap, or its last start's wire time not known yet). */
+static tg_mono_ns sub_next(const struct exit *e, enum tg_call_kind kind, tg_mono_ns at)
+{
+        const struct pacer *p = exit_sub(e, kind);
+
+        if (!p || pacer_may_start(p, at))
+                return at;
+        tg_mono_ns slot = pacer_next_slot(p);
+        if (slot == TG_MONO_NEVER || !pacer_may_start(p, slot))
+                return TG_MONO_NEVER;
+        return slot > at ? slot : at;
+}
+
+tg_mono_ns exit_ready_next(const struct exit *e, tg_mono_ns at)
+{
+        tg_mono_ns best = e->nready ? TG_MONO_NEVER : INT64_MAX;
+
+        for (unsigned i = 0; i < e->nready && best != at; i++) {
+                tg_mono_ns t = sub_next(e, e->ready[i].call.kind, at);
+                if (t < best)
+                        best = t;
+        }
+        return best;
+}
+
+void exit_sub_moved(struct exit *e)
+{
+        if (e->claim_barred)
+                e->idle_until = INT64_MIN;
+}
+
+/* Claims of this kind ready now. */
+static unsigned ready_of(const struct exit *e, enum exit_level level)
+{
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < e->nready; i++)
+                n += exit_level_of(e->ready[i].call.kind) == level;
+        return n;
+}
+
+/* How far ahead of its slot a claim is made: its commit and the store
+ * thread's other work, and the account's next slot. */
+static tg_mono_ns claim_horizon(const struct exit *e)
+{
+        return pacer_interval(e->pacer) + 2 * e->claim_est + CLAIM_AHEAD_SLACK;
+}
+
+/* Whether a claim's `i`-th (counting from 0) may be of this level: its
+ * sub-quota's next slot comes within the claim's horizon, it has room in
+ * flight for one more besides those open and ready, and fewer are ready
+ * than it starts in a batch's span (one at low rates). Counted
+ * conservatively: the claims before it may all be of the level. */
+static bool level_open(const struct exit *e, enum exit_level level, unsigned ready, unsigned i,
+                       tg_mono_ns now)
+{
+        const struct pacer *p = e->sub[level];
+
+        if (!p)
+                return true;
+        tg_mono_ns next = sub_next(e, level_kind(level), now);
+        if (next == TG_MONO_NEVER || next - now > claim_horizon(e))
+                return false;
+        tg_mono_ns interval = pacer_interval(p);
+        tg_mono_ns span = (CLAIM_BATCH_SPAN + interval - 1) / interval;
+        unsigned ahead = span < 1 ? 1 : span > READY_MAX ? READY_MAX : (unsigned)span;
+        bool room = pacer_in_flight(p) + ready + i < e->sub_cap[level];
+
+        return room && ready + i < ahead;
+}
+
+/* Ready claims whose sub-quota lets them start at `at`. */
+static unsigned ready_usable(const struct exit *e, tg_mono_ns at)
+{
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < e->nready; i++)
+                n += sub_next(e, e->ready[i].call.kind, at) == at;
+        return n;
+}
+
+/* ---- the ready queue ------------------------------------------------------------ */
 
 /* How many claims to keep ready: enough to cover a claim's own commit at
  * the rate (one at 5/s, a few at 1,000/s); with a store thread, also its
@@ -101,10 +244,14 @@ void exit_claim_ahead(struct exit *e, unsigned n, bool at_slot, tg_mono_ns now, 
 {
         struct claim_job *c = e->claim;
 
+        unsigned ready_posts = ready_of(e, EXIT_LEVEL_REFUND);
+        unsigned ready_queries = ready_of(e, EXIT_LEVEL_QUERY);
+
         if (n > READY_MAX - e->nready)
                 n = READY_MAX - e->nready;
         if (n == 0 || e->claim_posted)
                 return;
+        e->claim_barred = false;
         memset(c->args, 0, sizeof(c->args[0]) * n);
         for (unsigned i = 0; i < n; i++) {
                 struct claim_args *a = &c->args[i];
@@ -114,13 +261,26 @@ void exit_claim_ahead(struct exit *e, unsigned n, bool at_slot, tg_mono_ns now, 
                 a->start_mono = now;
                 a->in_flight_at_start = pacer_in_flight(e->pacer) + 1 + e->nready + i;
                 a->key_retention_ms = e->cfg->policy.key_retention_ms;
-                /* Queries have a sub-quota that narrows the account's, never
-                 * adds to it: when it is spent the again group may only yield
-                 * a re-send, and one batch holds one query at most. */
-                a->no_queries = e->query_pacer && (i > 0 || !pacer_may_start(e->query_pacer, now));
+                /* A kind whose sub-quota has enough ready (or no room in
+                 * flight) is not claimed: the store yields the other kind. */
+                a->no_queries = !level_open(e, EXIT_LEVEL_QUERY, ready_queries, i, now);
+                a->no_posts = !level_open(e, EXIT_LEVEL_REFUND, ready_posts, i, now);
+                if (a->no_queries && a->no_posts) {
+                        n = i; /* neither kind may come: the batch ends here */
+                        break;
+                }
+                e->claim_barred |= a->no_queries || a->no_posts;
                 exit_call_request_id(a->request_id, sizeof(a->request_id), e->own.epoch, ++e->seq,
                                      (uint32_t)tg_rng_next(&e->rng));
                 exit_call_trace_ids(&e->rng, a->span_id, a->traceparent_new);
+        }
+        if (n == 0) {
+                /* nothing may be claimed now: the claims of both kinds wait
+                 * for their sub-quotas (exit_wake_at wakes for them) */
+                e->claim_barred = true;
+                e->claim_result = TG_ENOTFOUND;
+                exit_claim_missed(e, TG_ENOTFOUND, now, wall);
+                return;
         }
         c->e = e;
         c->n = n;
@@ -173,11 +333,18 @@ void exit_release_ready(struct exit *e, const char *why, tg_mono_ns now, tg_wall
 int exit_ready_pop(struct exit *e, struct open_call *oc, tg_mono_ns at, tg_mono_ns now,
                    tg_wall_ms wall)
 {
-        while (e->nready > 0) {
-                struct open_call rc = e->ready[0];
+        unsigned i = 0;
+
+        while (i < e->nready) {
+                struct open_call rc = e->ready[i];
                 const char *why = NULL;
 
-                memmove(&e->ready[0], &e->ready[1], sizeof(e->ready[0]) * (e->nready - 1));
+                /* held by its kind's sub-quota: it stays, the next may go */
+                if (sub_next(e, rc.call.kind, at) != at) {
+                        i++;
+                        continue;
+                }
+                memmove(&e->ready[i], &e->ready[i + 1], sizeof(e->ready[0]) * (e->nready - i - 1));
                 e->nready--;
                 if (rc.op.deadline_at <= wall)
                         why = manual_reason_name(rc.op.pending_since > 0 ? MANUAL_PENDING_DEADLINE
@@ -186,9 +353,6 @@ int exit_ready_pop(struct exit *e, struct open_call *oc, tg_mono_ns at, tg_mono_
                          e->cfg->policy.key_retention_ms > 0 &&
                          rc.op.key_first_used + e->cfg->policy.key_retention_ms <= wall)
                         why = manual_reason_name(MANUAL_KEY_RETENTION);
-                else if (rc.call.kind == TG_KIND_QUERY && e->query_pacer &&
-                         !pacer_may_start(e->query_pacer, at))
-                        why = "query sub-quota";
                 if (why) {
                         exit_release_claim(e, &rc, why, now, wall);
                         continue;
@@ -196,7 +360,7 @@ int exit_ready_pop(struct exit *e, struct open_call *oc, tg_mono_ns at, tg_mono_
                 *oc = rc;
                 return 0;
         }
-        return TG_ENOTFOUND;
+        return e->nready ? TG_EAGAIN : TG_ENOTFOUND;
 }
 
 /* Nothing to claim: when to look again. A doorbell (serve: the API rings it
@@ -211,9 +375,26 @@ static void idle(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
 
         if (!e->env->has_doorbell)
                 e->idle_step = e->idle_step >= e->idle_max / 2 ? e->idle_max : 2 * e->idle_step;
+        if (e->claim_barred) {
+                /* a kind was barred by its sub-quota: look again when the
+                 * first barred kind's next slot comes within a claim's
+                 * horizon, so that its claim is ready by then (a start or a
+                 * reply that makes room looks at once: exit_sub_moved) */
+                for (unsigned l = 0; l < EXIT_LEVELS; l++) {
+                        tg_mono_ns t = e->sub[l] ? sub_next(e, level_kind(l), now) : now;
+                        if (t != TG_MONO_NEVER)
+                                t -= claim_horizon(e);
+                        if (t != TG_MONO_NEVER && t > now && t - now < wait)
+                                wait = t - now;
+                }
+        }
         store_worker_lock(e->worker);
         int r = store_next_due(e->store, &next, &pending);
         store_worker_unlock(e->worker);
+        /* (with a kind barred, work due now is that kind's: the claim
+         * found nothing else; only work due later is looked for then) */
+        if (r == 0 && next != TG_WALL_NEVER && e->claim_barred && next <= wall)
+                next = TG_WALL_NEVER;
         if (r == 0 && next != TG_WALL_NEVER) {
                 tg_mono_ns due = (next - wall) * TG_NS_PER_MS;
                 if (due < wait)
@@ -260,7 +441,7 @@ void exit_refill(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
         unsigned want = ready_want(e);
 
         if (e->lost || exit_stopping(e) || exit_store_owes(e) || now < e->idle_until ||
-            e->nready >= want || e->claim_posted || pacer_held(e->pacer, now) ||
+            ready_usable(e, at) >= want || e->claim_posted || pacer_held(e->pacer, now) ||
             at == TG_MONO_NEVER || e->paused)
                 return;
         /* Inline, a claim stops the loop: a call on its way to the wire (its
@@ -270,5 +451,7 @@ void exit_refill(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
         if (!store_worker_threaded(e->worker) &&
             (pacer_pending(e->pacer) || exit_handoff_time(e, at) - now < 2 * e->claim_est))
                 return;
-        exit_claim_ahead(e, ready_fill(e) - e->nready, false, now, wall);
+        /* (claims their sub-quotas hold do not count: other kinds' work
+         * is claimed past them) */
+        exit_claim_ahead(e, ready_fill(e) - ready_usable(e, at), false, now, wall);
 }

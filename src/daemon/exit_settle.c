@@ -127,8 +127,12 @@ static void pacers_finish(struct exit *e, const struct open_call *oc)
 {
         if (!(PLANT_RETRY_SKIPS_PACER && oc->unpaced))
                 pacer_finish(e->pacer);
-        if (e->query_pacer && oc->request == CLASSIFY_QUERY)
-                pacer_finish(e->query_pacer);
+        struct pacer *sub = exit_sub(e, oc->call.kind);
+
+        if (sub && !(PLANT_RETRY_SKIPS_PACER && oc->unpaced)) {
+                pacer_finish(sub);
+                exit_sub_moved(e); /* room in flight for its kind */
+        }
 }
 
 /* Where the next slot counts from, for a request let out at `at` that had
@@ -155,18 +159,18 @@ static void sent_known(struct exit *e, struct open_call *oc, bool sent, bool lat
         oc->sent = sent ? at : 0;
         if (PLANT_RETRY_SKIPS_PACER && oc->unpaced)
                 return;
-        /* the query sub-quota counts from the same real start */
-        bool query = e->query_pacer && oc->request == CLASSIFY_QUERY;
+        /* its kind's sub-quota counts from the same real start */
+        struct pacer *sub = exit_sub(e, oc->call.kind);
         if (sent) {
                 failpoint_hit(e->failpoint, "crash_after_send", &oc->op);
                 pacer_sent(e->pacer,
                            PLANT_HANDOFF_SPACING ? oc->handoff.mono : sent_ref(e, at, end));
-                if (query)
-                        pacer_sent(e->query_pacer, sent_ref(e, at, end));
+                if (sub)
+                        pacer_sent(sub, sent_ref(e, at, end));
         } else {
                 pacer_unsent(e->pacer);
-                if (query)
-                        pacer_unsent(e->query_pacer);
+                if (sub)
+                        pacer_unsent(sub);
         }
         /* a connect teaches the lead, also one that came too late to send */
         if (ready > 0 && ready >= oc->handoff.mono)

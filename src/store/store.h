@@ -318,6 +318,9 @@ struct claim_args {
         /* The query sub-quota is spent: the again group skips unknowns (a
          * query) and may only yield a re-send. */
         bool no_queries;
+        /* The refund sub-quota is spent: no POST is claimed (the first
+         * group yields nothing, the again group only a query). */
+        bool no_posts;
         /* The call's span id (16 hex, never all zeros), and the traceparent
          * an operation without one (an outbox row, a row older than trace
          * context) gets at this claim and keeps: minted by the caller with

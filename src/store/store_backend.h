@@ -102,7 +102,15 @@ struct store_pick {
         tg_wall_ms now;
         int64_t key_retention_ms; /* > 0; the neutral layer maps "off" to a year */
         bool queries_allowed;
+        bool posts_barred; /* the refund sub-quota is spent: queries only */
 };
+
+/* The again group's pick takes a mask of the kinds of call allowed: 1
+ * queries, 2 POSTs (both: 3). */
+static inline int64_t store_pick_kinds(const struct store_pick *p)
+{
+        return (p->queries_allowed ? 1 : 0) | (p->posts_barred ? 0 : 2);
+}
 
 enum store_batch_kind {
         /* policy_sweep()'s deadline half: the deadline event's source states,

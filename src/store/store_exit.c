@@ -263,6 +263,7 @@ static int claim_one(struct store *s, const struct claim_args *a, enum store_gro
             .now = a->now,
             .key_retention_ms = a->key_retention_ms > 0 ? a->key_retention_ms : KEY_AGE_OFF,
             .queries_allowed = !a->no_queries,
+            .posts_barred = a->no_posts,
         };
         struct op_record op, next;
         struct call_record call;

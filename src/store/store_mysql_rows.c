@@ -285,13 +285,15 @@ int store_mysql_op_pick(struct store *store, const struct store_pick *p, int64_t
 {
         struct mysql_store *s = M(store);
         int64_t ids[AGAIN_CANDIDATES], next = 0;
-        int64_t queries = p->queries_allowed ? 1 : 0;
+        int64_t queries = store_pick_kinds(p);
         bool null = false;
         MYSQL_RES *res;
         unsigned n = 0;
         int r;
 
         s->picked_valid = false;
+        if (p->group == STORE_GROUP_FIRST && p->posts_barred)
+                return TG_ENOTFOUND; /* the first group is all POSTs */
         if (p->group == STORE_GROUP_FIRST) {
                 /* the whole row, locked: the claim's op_get of it is free;
                  * after a pick of this transaction, past the row it took

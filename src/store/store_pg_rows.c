@@ -297,13 +297,15 @@ int store_pg_op_pick(struct store *store, const struct store_pick *p, int64_t *r
 {
         struct pg_store *s = P(store);
         int64_t ids[AGAIN_CANDIDATES], next = 0;
-        int64_t queries = p->queries_allowed ? 1 : 0;
+        int64_t queries = store_pick_kinds(p);
         bool null = false;
         PGresult *res;
         unsigned n = 0;
         int r;
 
         s->picked_valid = false;
+        if (p->group == STORE_GROUP_FIRST && p->posts_barred)
+                return TG_ENOTFOUND; /* the first group is all POSTs */
         if (p->group == STORE_GROUP_FIRST) {
                 /* the whole row, locked: the claim's op_get of it is free;
                  * after a pick of this transaction, past the row it took

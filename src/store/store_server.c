@@ -144,7 +144,7 @@ void store_server_lists_make(struct store_server_lists *l)
                  l->resend);
         snprintf(l->due, sizeof(l->due),
                  "%s AND attempt_limit > 0 AND next_run_at <= %%I AND deadline_at > %%I "
-                 "AND NOT %s AND (%%I = 1 OR NOT %s)",
+                 "AND NOT %s AND (%%I & (CASE WHEN %s THEN 1 ELSE 2 END)) <> 0",
                  l->again, l->key_old, l->query);
 }
 

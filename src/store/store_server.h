@@ -61,7 +61,7 @@ struct store_server_lists {
         char query[STORE_SERVER_STATES_MAX], waiting[STORE_SERVER_STATES_MAX];
         char resend[STORE_SERVER_STATES_MAX], flight[STORE_SERVER_STATES_MAX];
         char outbox[STORE_SERVER_STATES_MAX];
-        char key_old[3 * STORE_SERVER_STATES_MAX], due[6 * STORE_SERVER_STATES_MAX];
+        char key_old[3 * STORE_SERVER_STATES_MAX], due[8 * STORE_SERVER_STATES_MAX];
 };
 
 void store_server_lists_make(struct store_server_lists *l);

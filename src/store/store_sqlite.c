@@ -206,13 +206,14 @@ static int make_table_sql(struct sqlite_store *s)
                      "WHERE account = " ACCT " AND %s AND attempt_limit > 0 AND deadline_at > ?1 "
                      "ORDER BY accepted_at, id LIMIT 1",
                      first);
-        /* ?3 = 1: queries allowed */
+        /* ?3: a mask of the kinds allowed, 1 queries, 2 POSTs (store_pick_kinds) */
         n[ST_PICK_AGAIN - ST_DYN_FIRST] =
             snprintf(DYN(ST_PICK_AGAIN),
                      "SELECT id FROM operations INDEXED BY ops_again_accepted "
                      "WHERE account = " ACCT " AND %s AND attempt_limit > 0 "
                      "AND next_run_at <= ?1 AND deadline_at > ?1 "
-                     "AND NOT %s AND (?3 = 1 OR NOT %s) ORDER BY accepted_at, id LIMIT 1",
+                     "AND NOT %s AND (?3 & (CASE WHEN %s THEN 1 ELSE 2 END)) <> 0 "
+                     "ORDER BY accepted_at, id LIMIT 1",
                      again, key_old, query);
         n[ST_NEXT_DUE - ST_DYN_FIRST] =
             snprintf(DYN(ST_NEXT_DUE),

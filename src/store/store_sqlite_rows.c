@@ -340,6 +340,8 @@ int store_sqlite_op_pick(struct store *store, const struct store_pick *pick, int
         bool null = false;
         int r;
 
+        if (!again && pick->posts_barred)
+                return TG_ENOTFOUND; /* the first group is all POSTs */
         if (again) {
                 /* Nothing due (the common case while retries wait): one probe
                  * of ops_again_due instead of a walk over every waiting op. */
@@ -356,7 +358,7 @@ int store_sqlite_op_pick(struct store *store, const struct store_pick *pick, int
                 return r;
         if (store_sqlite_bind_i64(st, 1, pick->now) ||
             (again && (store_sqlite_bind_i64(st, 2, pick->key_retention_ms) ||
-                       store_sqlite_bind_i64(st, 3, pick->queries_allowed ? 1 : 0)))) {
+                       store_sqlite_bind_i64(st, 3, store_pick_kinds(pick))))) {
                 store_sqlite_stmt_done(st);
                 return TG_ESTORE;
         }

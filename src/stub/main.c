@@ -235,7 +235,7 @@ struct opts {
         char *cert_pem, *key_pem, *ca_pem, *auth_secret, *signing_key, *client_id;
         struct stub_config cfg;
         /* what parse_flags() reads into cfg after the options */
-        const char *listen, *retry_after, *mix, *query_mode;
+        const char *listen, *retry_after, *mix, *query_mode, *limit_path;
         int64_t max_body, max_records, max_keys, max_connections;
         uint64_t seed;
         bool ra_date, keep_alive_header;
@@ -386,6 +386,13 @@ static const struct opt stub_options[] = {
              "whole milliseconds after the last one let through is answered 429 "
              "rate_limited without Retry-After (mode \"limiter\" in the record); "
              "no burst (0: none)"},
+    {.name = "limit-path",
+     .arg = "EP=R[,EP=R]",
+     .string = &stub_opts.limit_path,
+     .help = "the same limiter per endpoint, EP one of refund (the refunds POST), query "
+             "(a lookup or list GET), token (the token POST): a request must pass its "
+             "endpoint's and --limit-rate's; one refused by either moves neither (mode "
+             "\"limiter_path\" in the record when its endpoint's refused it)"},
     {.name = "capacity",
      .arg = "R",
      .dbl = &stub_opts.cfg.capacity_rate,
@@ -491,6 +498,37 @@ static const struct options_spec stub_spec = {.prog = "tollgate-stub",
                                                   sizeof(stub_options) / sizeof(stub_options[0]),
                                               .epilogue = epilogue};
 
+/* --limit-path: "refund=4,query=2" into the rates per endpoint. 0 or -1. */
+static int parse_limit_path(const char *text, double rates[STUB_LIMIT_PATHS])
+{
+        static const char *const names[STUB_LIMIT_PATHS] = {"refund", "query", "token"};
+        const char *p = text;
+
+        while (*p) {
+                const char *eq = strchr(p, '=');
+                const char *end = strchr(p, ',');
+                char num[32], *stop = NULL;
+                int k = -1;
+
+                if (!end)
+                        end = p + strlen(p);
+                if (!eq || eq > end || (size_t)(end - eq - 1) >= sizeof(num))
+                        return -1;
+                for (int i = 0; i < STUB_LIMIT_PATHS; i++)
+                        if ((size_t)(eq - p) == strlen(names[i]) &&
+                            strncmp(p, names[i], (size_t)(eq - p)) == 0)
+                                k = i;
+                memcpy(num, eq + 1, (size_t)(end - eq - 1));
+                num[end - eq - 1] = '\0';
+                double r = strtod(num, &stop);
+                if (k < 0 || !num[0] || *stop || !(r > 0 && r <= 1e6))
+                        return -1;
+                rates[k] = r;
+                p = *end ? end + 1 : end;
+        }
+        return 0;
+}
+
 /* Parses into stub_opts. 0 to run, OPTIONS_HELP after --help, TG_EINVAL on
  * a bad option (a message naming it was printed). */
 static int parse_flags(int argc, char **argv)
@@ -544,6 +582,9 @@ static int parse_flags(int argc, char **argv)
                 c->ra_form = STUB_RA_NONE;
         else if (o->retry_after && strnum_i64(o->retry_after, 0, 86400 * 7, &c->ra_seconds) < 0)
                 return bad_flag("--retry-after", "must be seconds 0..604800 or none");
+        if (o->limit_path && parse_limit_path(o->limit_path, c->limit_path_rate) < 0)
+                return bad_flag("--limit-path",
+                                "must be EP=R[,EP=R...], EP refund, query or token, R in (0, 1e6]");
         if (o->mix && stub_mix_parse(o->mix, strlen(o->mix), &why, c->mix_weights) < 0)
                 return bad_flag("--mix", why);
         if (o->query_mode) {

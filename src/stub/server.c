@@ -208,21 +208,41 @@ static enum kind classify(struct req *r)
         return K_OTHER;
 }
 
-/* The gateway's limiter (cfg.limit_rate), with ctl held: measures the gap
- * from the last request it let through in whole milliseconds, as reverse
- * proxies do, and refuses what comes closer than the rate allows (no burst).
- * A refused request does not move the window. */
-static bool limited(struct stub_server *srv, tg_mono_ns arrival)
+/* One whole-millisecond window: a request `ms` closer than 1000/rate to
+ * the last one let through is refused (rate 0: none). */
+static bool window_refuses(double rate, bool seen, int64_t last_ms, int64_t ms)
+{
+        return rate > 0 && seen && (double)(ms - last_ms) * rate < 1000.0;
+}
+
+/* The gateway's limiters, with ctl held: the account's (cfg.limit_rate)
+ * and the request's endpoint's (cfg.limit_path_rate), each measuring the
+ * gap from the last request it let through in whole milliseconds, as
+ * reverse proxies do, and refusing what comes closer than its rate allows
+ * (no burst). A request must pass both; a refused one moves neither
+ * window. Returns NULL (let through) or the record's mode: "limiter" (the
+ * account's refused it) or "limiter_path". */
+static const char *limited(struct stub_server *srv, enum kind kind, tg_mono_ns arrival)
 {
         int64_t ms = arrival / TG_NS_PER_MS;
+        int p = kind == K_REFUND  ? STUB_LIMIT_REFUND
+                : kind == K_QUERY ? STUB_LIMIT_QUERY
+                                  : STUB_LIMIT_TOKEN;
+        double path_rate = srv->cfg.limit_path_rate[p];
 
-        if (srv->cfg.limit_rate <= 0)
-                return false;
-        if (srv->limit_seen && (double)(ms - srv->limit_last_ms) * srv->cfg.limit_rate < 1000.0)
-                return true;
-        srv->limit_seen = true;
-        srv->limit_last_ms = ms;
-        return false;
+        if (window_refuses(srv->cfg.limit_rate, srv->limit_seen, srv->limit_last_ms, ms))
+                return "limiter";
+        if (window_refuses(path_rate, srv->path_seen[p], srv->path_last_ms[p], ms))
+                return "limiter_path";
+        if (srv->cfg.limit_rate > 0) {
+                srv->limit_seen = true;
+                srv->limit_last_ms = ms;
+        }
+        if (path_rate > 0) {
+                srv->path_seen[p] = true;
+                srv->path_last_ms[p] = ms;
+        }
+        return NULL;
 }
 
 /* First handler call: the request's arrival. Fixes its mode and records it. */
@@ -234,6 +254,7 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
         size_t phase = 0;
         tg_mono_ns end;
         char mode[300];
+        const char *limiter;
 
         if (!r)
                 return NULL;
@@ -259,12 +280,12 @@ static struct req *arrive(struct stub_server *srv, struct MHD_Connection *conn, 
                 resolve(srv, &r->spec, false);
                 snprintf(mode, sizeof(mode), "refuse");
         } else if ((r->kind == K_REFUND || r->kind == K_QUERY || r->kind == K_TOKEN) &&
-                   limited(srv, r->arrival)) {
+                   (limiter = limited(srv, r->kind, r->arrival)) != NULL) {
                 /* the gateway in front refuses it before the provider sees it */
                 memset(&r->spec, 0, sizeof(r->spec));
                 r->spec.mode = STUB_LIMITED;
                 r->spec.ra_form = STUB_RA_NONE;
-                snprintf(mode, sizeof(mode), "limiter");
+                snprintf(mode, sizeof(mode), "%s", limiter);
         } else if ((r->kind == K_REFUND || r->kind == K_QUERY || r->kind == K_TOKEN) &&
                    !bucket_take(&srv->capacity, r->arrival)) {
                 /* past the provider's true capacity: refused, nothing done */

@@ -71,8 +71,11 @@ struct stub_server {
          * then the timeline in force answers again */
         struct stub_mode_spec once;
         int64_t once_left;
-        bool limit_seen;             /* the limiter let a request through */
-        int64_t limit_last_ms;       /* its arrival, in whole ms of the monotonic clock */
+        bool limit_seen;       /* the limiter let a request through */
+        int64_t limit_last_ms; /* its arrival, in whole ms of the monotonic clock */
+        /* the same, per endpoint (cfg.limit_path_rate) */
+        bool path_seen[STUB_LIMIT_PATHS];
+        int64_t path_last_ms[STUB_LIMIT_PATHS];
         struct stub_bucket capacity; /* the provider's true capacity (bucket.h) */
 };
 

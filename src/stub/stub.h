@@ -19,6 +19,10 @@
  * Everything the flags set. A plain value filled by main.c; strings are
  * borrowed and must outlive the server.
  */
+/* The endpoints a per-path limiter may guard: the refunds POST, the query
+ * GETs (a lookup or a list page) and the token POST (stub_limit_path_name). */
+enum stub_limit_path { STUB_LIMIT_REFUND, STUB_LIMIT_QUERY, STUB_LIMIT_TOKEN, STUB_LIMIT_PATHS };
+
 struct stub_config {
         const char *host;
         uint16_t port;
@@ -52,6 +56,10 @@ struct stub_config {
          * last one it let through is answered 429 (no Retry-After), no burst.
          * 0: none. */
         double limit_rate;
+        /* The same limiter per endpoint, each on its own (--limit-path
+         * refund=R,query=R,token=R): a request must pass its endpoint's and
+         * the one above; one refused by either moves neither. 0: none. */
+        double limit_path_rate[STUB_LIMIT_PATHS];
         /* The provider's true capacity (bucket.h): contract requests past
          * capacity_rate a second (capacity_burst saved) are answered 429,
          * no Retry-After. 0: none. POST /_stub/mode {"capacity": R} changes

@@ -333,6 +333,10 @@ static void test_every_key_bad(void **state)
         expect_bad("exit", "max_in_flight", "10.5");
         expect_bad("exit", "query_starts_per_second", "-0.1");
         expect_bad("exit", "query_starts_per_second", "6"); /* > starts_per_second */
+        expect_bad("exit", "refund_starts_per_second", "5.5");
+        expect_bad("exit", "refund_max_in_flight", "11"); /* > max_in_flight */
+        expect_bad("exit", "query_max_in_flight", "11");
+        expect_bad("exit", "refund_max_in_flight", "-1");
         expect_bad("exit", "timeout_run_hold", "-1");
         expect_bad("exit", "timeout_hold_ms", "x");
         expect_bad("exit", "default_hold_ms", "-1");
@@ -415,6 +419,30 @@ static void test_cross_key_messages(void **state)
         assert_int_equal(load_text("[exit]\nstarts_per_second = 2\nquery_starts_per_second = 2\n",
                                    &c, err, sizeof(err)),
                          0);
+        /* sub-quotas nest: each at most the account's, together more */
+        assert_int_equal(load_text("[exit]\nstarts_per_second = 10\nmax_in_flight = 4\n"
+                                   "refund_starts_per_second = 8\nrefund_max_in_flight = 3\n"
+                                   "query_starts_per_second = 6\nquery_max_in_flight = 3\n",
+                                   &c, err, sizeof(err)),
+                         0);
+        assert_true(c.exit_refund_starts_per_second == 8.0 && c.exit_refund_max_in_flight == 3);
+        assert_true(c.exit_query_starts_per_second == 6.0 && c.exit_query_max_in_flight == 3);
+        /* one above the account's: the error names both keys */
+        assert_int_equal(
+            load_text("[exit]\nstarts_per_second = 10\nrefund_starts_per_second = 12\n", &c, err,
+                      sizeof(err)),
+            TG_ECONFIG);
+        assert_non_null(strstr(err, "exit.refund_starts_per_second: must be <= "
+                                    "exit.starts_per_second (10)"));
+        assert_int_equal(
+            load_text("[exit]\nmax_in_flight = 4\nquery_max_in_flight = 5\n", &c, err, sizeof(err)),
+            TG_ECONFIG);
+        assert_non_null(strstr(err, "exit.query_max_in_flight: must be <= exit.max_in_flight (4)"));
+        /* with shares, a sub-quota's cap gives each share one at least */
+        assert_int_equal(
+            load_text("[exit]\nshares = 2\nrefund_max_in_flight = 1\n", &c, err, sizeof(err)),
+            TG_ECONFIG);
+        assert_non_null(strstr(err, "exit.refund_max_in_flight: must be >= exit.shares (2)"));
 }
 
 /* The provider's TLS files, credentials and mapping: good values load,

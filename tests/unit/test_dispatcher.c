@@ -812,6 +812,166 @@ static void test_query_sub_quota_from_the_wire(void **state)
         assert_true(queries >= 10);
 }
 
+/* ---- sub-quotas ---- */
+
+/* Refunds "u-*" time out (executed, answer lost: a query reconciles them);
+ * every other POST is fast. Queries say succeeded. The calls of each kind
+ * open at once are counted at the transport's door (start to delivery). */
+static unsigned sq_open[2], sq_max[2];
+
+static void sq_delivered(struct fake *f, const struct transport_call *call)
+{
+        (void)f;
+        sq_open[call->request == CLASSIFY_QUERY]--;
+}
+
+static void unknown_u_fast_rest(struct fake *f, const struct transport_call *call,
+                                struct sim_answer *a)
+{
+        unsigned k = call->request == CLASSIFY_QUERY;
+
+        fast(f, call, a);
+        if (++sq_open[k] > sq_max[k])
+                sq_max[k] = sq_open[k];
+        if (call->request == CLASSIFY_POST && strncmp(call->operation_id, "u-", 2) == 0) {
+                a->latency = 5000 * MS;
+                a->http_status = 0;
+                a->status = NULL;
+        }
+}
+
+/* Starts of one kind (query or POST) at least `gap` apart; their count. */
+static unsigned check_kind_spacing(const struct fake *f, enum classify_request kind, tg_mono_ns gap)
+{
+        tg_mono_ns last = INT64_MIN;
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < n_starts(f); i++) {
+                if (f->starts[i].request != kind)
+                        continue;
+                if (last != INT64_MIN && f->starts[i].at - last < gap)
+                        fail_msg("%s %u: %lld ns after the one before (< %lld)",
+                                 kind == CLASSIFY_QUERY ? "query" : "POST", n,
+                                 (long long)(f->starts[i].at - last), (long long)gap);
+                last = f->starts[i].at;
+                n++;
+        }
+        return n;
+}
+
+static void sq_open_dispatcher(struct fx *x)
+{
+        memset(sq_open, 0, sizeof(sq_open));
+        memset(sq_max, 0, sizeof(sq_max));
+        open_dispatcher(x, unknown_u_fast_rest);
+        x->fake.delivered = sq_delivered;
+}
+
+/* Nested, not partitioned: the sub-quotas add up to more than the account
+ * (8 + 6 > 10 a second, 3 + 3 > 4 open), yet every call passes the
+ * account's spacing and cap, each kind its own spacing and cap, and each
+ * kind reaches its own rate while the other has no work. */
+static void test_sub_quotas_never_exceed_the_account(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+
+        x->cfg.exit.starts_per_second = 10;
+        x->cfg.exit.max_in_flight = 4;
+        x->cfg.exit_refund_starts_per_second = 8;
+        x->cfg.exit_refund_max_in_flight = 3;
+        x->cfg.exit_query_starts_per_second = 6;
+        x->cfg.exit_query_max_in_flight = 3;
+        x->cfg.policy.query_interval_ms = 200;
+        x->cfg.provider_timeout_ms = 1000;
+        sq_open_dispatcher(x);
+        accept_n(x, 30, "f");
+        accept_n(x, 30, "u");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 60);
+        check_spacing(f, 10, 4);
+        assert_int_equal(check_kind_spacing(f, CLASSIFY_POST, 125 * MS), 60);
+        assert_true(check_kind_spacing(f, CLASSIFY_QUERY, (tg_mono_ns)(1e9 / 6 + 0.5)) >= 30);
+        assert_true(sq_max[0] <= 3 && sq_max[1] <= 3);
+        assert_true(sq_max[0] == 3); /* the refunds' cap was reached, and held */
+        /* the first ten POSTs, nothing else to do: the refund sub-quota's
+         * rate, 8/s (spaced by its 125 ms and 1 ms margin, a little over) */
+        tg_mono_ns ten = f->starts[9].at - f->starts[0].at;
+        if (!(ten >= 9 * 125 * MS && ten < 9 * 130 * MS)) {
+                fail_msg("ten POSTs in %lld us", (long long)(ten / 1000));
+        }
+}
+
+/* One kind held by its own sub-quota never starves the other: with POSTs
+ * at 1/s and many unknowns to reconcile, each query goes when it is due at
+ * the account's pace (between POSTs waiting on the ready queue), not behind
+ * them; and the POSTs keep their rate while the queries run. */
+static void test_held_kind_does_not_starve_the_other(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        unsigned posts = 0, queries = 0;
+
+        x->cfg.exit.starts_per_second = 10;
+        x->cfg.exit_refund_starts_per_second = 1;
+        /* each query falls due 50 ms before a POST's slot: that POST is
+         * claimed by then, waiting on the ready queue for its sub-quota */
+        x->cfg.policy.query_interval_ms = 950;
+        x->cfg.provider_timeout_ms = 1000;
+        sq_open_dispatcher(x);
+        accept_n(x, 5, "u");
+        accept_n(x, 20, "f");
+        run_until_settled(x, 120 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 25);
+        check_spacing(f, 10, 10);
+        posts = check_kind_spacing(f, CLASSIFY_POST, 1000 * MS);
+        assert_int_equal(posts, 25);
+        for (unsigned i = 0; i < n_starts(f); i++) {
+                if (f->starts[i].request != CLASSIFY_QUERY)
+                        continue;
+                /* due query_interval after its POST timed out */
+                tg_mono_ns due = INT64_MIN;
+                for (unsigned k = 0; k < i; k++)
+                        if (f->starts[k].request == CLASSIFY_POST &&
+                            strcmp(f->starts[k].operation_id, f->starts[i].operation_id) == 0)
+                                due = f->starts[k].at + (1000 + 950) * MS;
+                assert_true(due != INT64_MIN);
+                if (f->starts[i].at > due + 60 * MS)
+                        fail_msg("query of %s: %lld ms after it was due", f->starts[i].operation_id,
+                                 (long long)((f->starts[i].at - due) / MS));
+                queries++;
+        }
+        assert_int_equal(queries, 5);
+        /* the POSTs kept their 1/s while the queries ran: 25 in 24-26 s */
+        tg_mono_ns span = f->starts[n_starts(f) - 1].at - f->starts[0].at;
+        assert_true(span >= 24 * TG_NS_PER_S && span < 26 * TG_NS_PER_S);
+}
+
+/* With shares, a sub-quota splits like the account's: one share of two
+ * starts its POSTs at half the refund sub-quota's rate, with half its cap. */
+static void test_sub_quota_split_by_shares(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+
+        x->cfg.exit.starts_per_second = 10;
+        x->cfg.exit_shares = 2;
+        x->cfg.exit_refund_starts_per_second = 4;
+        x->cfg.exit_refund_max_in_flight = 2;
+        sq_open_dispatcher(x);
+        accept_n(x, 8, "f");
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 8);
+        assert_int_equal(check_kind_spacing(f, CLASSIFY_POST, 500 * MS), 8);
+        assert_int_equal(sq_max[0], 1);
+        /* and not much slower than its part (3.5 s for 8): a slot of the
+         * sub-quota that falls in the other share's window of the grid
+         * waits for this share's next (measured: 4.3 s) */
+        tg_mono_ns span = f->starts[7].at - f->starts[0].at;
+        if (span >= 5000 * MS)
+                fail_msg("8 POSTs in %lld ms", (long long)(span / MS));
+}
+
 static void test_timeout_reconciled_with_same_key(void **state)
 {
         struct fx *x = *state;
@@ -1575,6 +1735,11 @@ int main(void)
         const struct CMUnitTest tests[] = {
             cmocka_unit_test_setup_teardown(test_fast_provider, setup, teardown),
             cmocka_unit_test_setup_teardown(test_query_sub_quota_from_the_wire, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_sub_quotas_never_exceed_the_account, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_held_kind_does_not_starve_the_other, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_sub_quota_split_by_shares, setup, teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_varying_connects, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),

@@ -1064,7 +1064,7 @@ static void test_notification_only(void **state)
         assert_int_equal(next.deadline_at, T0 + 1000 + wait);
         assert_string_equal(next.refund_id, "8815");
         assert_true(policy_awaits_notification(&next));
-        struct policy_pick pick = {POLICY_GROUP_AGAIN, T0 + 1000 + wait, RETENTION, true};
+        struct policy_pick pick = {POLICY_GROUP_AGAIN, T0 + 1000 + wait, RETENTION, true, false};
         assert_false(policy_is_due(&next, &pick));
         pick.now = T0 + 2000;
         assert_false(policy_is_due(&next, &pick));
@@ -1228,7 +1228,7 @@ static void test_pending_refund(void **state)
         cfg.pending_deadline_ms = 7LL * 24 * 3600 * 1000;
         rec = pending_record(&cfg, T0 + 1000);
         struct policy_pick pick = {POLICY_GROUP_AGAIN, T0 + cfg.deadline_ms + 60000, RETENTION,
-                                   true};
+                                   true, false};
         rec.next_run_at = pick.now;
         assert_true(policy_is_due(&rec, &pick));
         assert_int_equal(policy_sweep(&rec, pick.now, RETENTION, &ev, &out), TG_EAGAIN);

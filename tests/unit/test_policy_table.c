@@ -397,6 +397,8 @@ static bool due_by_hand(const struct op_record *op, const struct policy_pick *p)
 
         if (op->attempt_limit == 0 || op->deadline_at <= p->now)
                 return false;
+        if (p->posts_barred && op->state != OP_UNKNOWN)
+                return false; /* every call but a query is a POST */
         if (!again)
                 return op->state == OP_PENDING;
         if (op->state != OP_RETRY_WAIT && op->state != OP_UNKNOWN)
@@ -414,13 +416,14 @@ static void test_is_due_grid(void **state)
         (void)state;
         for (int s = 0; s < OP_STATE_COUNT; s++)
                 for (int g = 0; g < 2; g++)
-                        for (int bits = 0; bits < 64; bits++) {
+                        for (int bits = 0; bits < 128; bits++) {
                                 struct op_record op = op_in((enum op_state)s);
                                 struct policy_pick p = {
                                     .group = g ? POLICY_GROUP_AGAIN : POLICY_GROUP_FIRST,
                                     .now = now,
                                     .key_retention_ms = (bits & 1) ? RETENTION : 0,
-                                    .queries_allowed = (bits & 2) != 0};
+                                    .queries_allowed = (bits & 2) != 0,
+                                    .posts_barred = (bits & 64) != 0};
 
                                 op.deadline_at = (bits & 4) ? now : now + 1;
                                 op.next_run_at = (bits & 8) ? now + 1 : now;
@@ -432,7 +435,7 @@ static void test_is_due_grid(void **state)
                                                  policy_is_due(&op, &p));
                                 cases++;
                         }
-        assert_int_equal(cases, OP_STATE_COUNT * 2 * 64);
+        assert_int_equal(cases, OP_STATE_COUNT * 2 * 128);
 }
 
 /* A claim given back before its slot leaves the operation as the claim

@@ -3327,9 +3327,10 @@ static void test_sql_agrees_with_table(void **state)
                 assert_int_equal(got, 0);
         }
 
-        /* picks: every group, with queries allowed or not, key check on or off */
+        /* picks: every group, with queries allowed or not (q & 1), POSTs barred
+         * or not (q & 2), key check on or off */
         for (int group = 0; group < 2; group++)
-                for (int q = 0; q < 2; q++)
+                for (int q = 0; q < 4; q++)
                         for (int key = 0; key < 2; key++) {
                                 unsigned want = 0, j = 0;
 
@@ -3337,7 +3338,8 @@ static void test_sql_agrees_with_table(void **state)
                                 pc->pick.group = group ? STORE_GROUP_AGAIN : STORE_GROUP_FIRST;
                                 pc->pick.now = GRID_NOW;
                                 pc->pick.key_retention_ms = key ? retention : INT64_MAX / 4;
-                                pc->pick.queries_allowed = q;
+                                pc->pick.queries_allowed = (q & 1) != 0;
+                                pc->pick.posts_barred = (q & 2) != 0;
                                 assert_int_equal(s->ops->tx(s, STORE_TX_WRITE, 0, pick_all_tx, pc),
                                                  TG_EAGAIN);
                                 /* the grid is in acceptance order: the due ones, in
@@ -3347,7 +3349,8 @@ static void test_sql_agrees_with_table(void **state)
                                             .group = (enum policy_group)pc->pick.group,
                                             .now = GRID_NOW,
                                             .key_retention_ms = pc->pick.key_retention_ms,
-                                            .queries_allowed = q};
+                                            .queries_allowed = (q & 1) != 0,
+                                            .posts_barred = (q & 2) != 0};
 
                                         if (!policy_is_due(&g->ops[i], &p))
                                                 continue;
