@@ -72,6 +72,13 @@ struct dispatcher_exit {
         const struct tg_config *config;
         struct store *store;
         struct store *outcome_store;
+        /* A spare (docs/design.md, "Orphaned shares"): a further share of
+         * the account that exit `primary` (an earlier one of the list, not
+         * a spare) serves. It tries for a share only while its primary
+         * serves, takes only an orphaned one (no live holder, no standby
+         * wanting it), and hands it back when a standby wants one. */
+        bool spare;
+        unsigned primary;
 };
 
 /* A dispatcher over `env` serving n exits (1..EXIT_MAX, exit.h) in one
