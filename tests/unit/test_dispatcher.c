@@ -1570,6 +1570,93 @@ static void test_two_exits_in_one_loop(void **state)
         store_close(store_b);
 }
 
+/* Starts on the wire in [from, to). */
+static unsigned starts_between(const struct fake *f, tg_mono_ns from, tg_mono_ns to)
+{
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < n_starts(f); i++)
+                n += f->starts[i].at >= from && f->starts[i].at < to;
+        return n;
+}
+
+/* Orphaned shares: one process, shares = 2, its first exit and a spare on
+ * connections of their own. Nobody holds share 1: the spare takes it (after
+ * the freshness of a first-seen want count and its takeover wait) and the
+ * account runs at its full rate, the two shares' starts merged never closer
+ * than 1/rate. A standby (another handle) then wants a share, saying so
+ * every second: the spare drains and releases, the standby gets the share,
+ * and the spare does not take it again while it is held: the process is
+ * back at half the rate. */
+static void test_spare_takes_the_orphan_and_hands_it_back(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct store *spare_store = NULL, *standby = NULL;
+        struct store_split split = {.shares = 2, .starts_per_second = 10, .max_in_flight = 4};
+        unsigned share = 9;
+        int64_t epoch = 0;
+        int r = TG_ELOCKED;
+
+        x->cfg.exit.starts_per_second = 10;
+        x->cfg.exit.max_in_flight = 4;
+        x->cfg.exit.spacing_margin_ns = 0;
+        x->cfg.exit_clock_skew_ms = 0;
+        x->cfg.exit_shares = 2;
+        x->cfg.provider_timeout_ms = 1000;
+        fake_init(x, f, fast);
+        assert_int_equal(store_open(x->url, &spare_store), 0);
+        assert_int_equal(store_open(x->url, &standby), 0);
+        struct dispatcher_exit exits[2] = {
+            {.config = &x->cfg},
+            {.config = &x->cfg, .store = spare_store, .spare = true, .primary = 0}};
+        assert_int_equal(dispatcher_new_exits(exits, 2, &x->opt, f->env, &x->d), 0);
+        assert_int_equal(dispatcher_open(x->d), 0);
+        accept_n(x, 150, "sp");
+
+        /* the spare's wait: a first-seen count (3 s), a try a second, the
+         * takeover wait (1 s + 200 ms + 1.5 s); then both shares send */
+        tg_mono_ns t0 = f->clock.mono;
+        while (f->clock.mono - t0 < 12 * TG_NS_PER_S)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        unsigned late = starts_between(f, t0 + 8 * TG_NS_PER_S, t0 + 12 * TG_NS_PER_S);
+        print_message("spare: %u starts in the 4 s once both shares send\n", late);
+        assert_true(late >= 38); /* 40 at the account's 10/s; one share alone: 20 */
+        check_spacing(f, 10.0, 4);
+
+        /* a standby wants a share: once a second it tries and says so */
+        tg_mono_ns asked = f->clock.mono, next = asked;
+        while (r == TG_ELOCKED && f->clock.mono - asked < 10 * TG_NS_PER_S) {
+                assert_int_equal(dispatcher_turn(x->d), 0);
+                if (f->clock.mono < next)
+                        continue;
+                next = f->clock.mono + TG_NS_PER_S;
+                r = store_share_acquire(standby, &split, &share, &epoch);
+                if (r == TG_ELOCKED)
+                        assert_int_equal(store_share_want(standby), 0);
+        }
+        assert_int_equal(r, 0);
+        assert_int_equal(share, 1);
+        tg_mono_ns got = f->clock.mono;
+        print_message("spare: the standby got share 1 after %.3f s\n", (double)(got - asked) / 1e9);
+        /* the standby sends nothing here: the process keeps only its own
+         * share (5/s) and the spare never takes share 1 back while held */
+        while (f->clock.mono - got < 8 * TG_NS_PER_S)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        unsigned alone = starts_between(f, got + 4 * TG_NS_PER_S, got + 8 * TG_NS_PER_S);
+        print_message("spare: %u starts in 4 s after the hand-back\n", alone);
+        assert_true(alone >= 18 && alone <= 22);
+        assert_int_equal(store_owner_check(standby), 0);
+        check_spacing(f, 10.0, 4);
+        for (unsigned i = 0; i < n_starts(f); i++)
+                assert_int_equal(posts_of(f, f->starts[i].operation_id), 1);
+
+        dispatcher_free(x->d);
+        x->d = NULL;
+        store_close(spare_store);
+        store_close(standby);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1609,6 +1696,8 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_no_start_on_a_stale_first_owner_check, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_two_exits_in_one_loop, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_spare_takes_the_orphan_and_hands_it_back, setup,
+                                            teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
