@@ -246,6 +246,14 @@ class SharesTest(unittest.TestCase):
             final = tg.wait_final(ops, timeout=60)
             self.assertEqual({r["state"] for r in final.values()}, {"succeeded"})
 
+    @staticmethod
+    def door_count(stub, t0, span):
+        """The calls that reached the provider in [t0, t0 + span s), waited for."""
+        tgtest.wait_until(lambda: stub.arrivals()[-1]["mono_ns"] > t0 + span * 1e9,
+                          timeout=30 + span, what="%d s at the provider's door" % span)
+        return len([a for a in stub.arrivals() if a["path"].startswith("/v1/") and
+                    t0 <= a["mono_ns"] < t0 + span * 1e9])
+
     def test_survivor_takes_the_orphaned_share_and_hands_it_back(self):
         with self.at_the_door() as (stub, tg):
             d1, d2 = self.two_shares(tg)
@@ -257,8 +265,15 @@ class SharesTest(unittest.TestCase):
             for k in range(0, len(ops), 100):
                 st, _, body = tg.submit_batch(ops[k:k + 100])
                 self.assertIn(st, (200, 201, 202), body)
-            tgtest.wait_until(lambda: len({c["epoch"] for c in tg.calls()}) == 2,
-                              timeout=30, what="both shares sending")
+            both = tgtest.wait_until(
+                lambda: len({c["epoch"] for c in tg.calls()}) == 2 and tg.calls(),
+                timeout=30, what="both shares sending")
+            # the account's full rate at the door: both processes, one share
+            # each (under the door's spacing margin and this machine's load)
+            span = 8
+            t_both = max(min(c["start_mono_ns"] for c in both if c["epoch"] == e)
+                         for e in {c["epoch"] for c in both}) + int(0.5e9)
+            full = self.door_count(stub, t_both, span)
             d1.send_signal(signal.SIGKILL)
             d1.popen.wait()
             killed = time.monotonic_ns()
@@ -279,17 +294,20 @@ class SharesTest(unittest.TestCase):
                                             what="the spare sending")[0]
             self.assertGreaterEqual(spare_first - killed, 2.5e9,
                                     "the spare sent before the takeover wait was over")
-            # the account's rate at the door, both shares from one process
-            t0 = spare_first + int(1e9)
-            span = 5
-            tgtest.wait_until(lambda: stub.arrivals()[-1]["mono_ns"] > t0 + span * 1e9,
-                              timeout=30, what="%d s of the survivor's two shares" % span)
-            door_n = len([a for a in stub.arrivals() if a["path"].startswith("/v1/") and
-                          t0 <= a["mono_ns"] < t0 + span * 1e9])
-            print("shares[%s]: %d arrivals in %d s after the takeover (limit %g/s)"
-                  % (self.store, door_n, span, LIMIT), file=sys.stderr)
-            self.assertGreaterEqual(door_n, 0.9 * LIMIT * span,
-                                    "the survivor's two shares sent %d in %d s" % (door_n, span))
+            # the account's rate at the door, both shares from one process:
+            # at least 0.9 of the two processes' (on a server store two
+            # shares do not fill every point of the grid today), and more
+            # than one share alone can send (its half of the limit and a
+            # window's run)
+            door_n = self.door_count(stub, spare_first + int(1e9), span)
+            print("shares[%s]: %d arrivals in %d s with two processes, %d after the takeover "
+                  "(limit %g/s)" % (self.store, full, span, door_n, LIMIT), file=sys.stderr)
+            self.assertGreaterEqual(door_n, 0.9 * full,
+                                    "the survivor's two shares sent %d in %d s, two processes "
+                                    "%d" % (door_n, span, full))
+            one_share = LIMIT / SHARES * span + max(
+                e["window_points"] for e in log_events(d2, "exit_open"))
+            self.assertGreater(door_n, one_share)
 
             # a newcomer: a standby that wants a share; the survivor hands
             # the spare back (drains it, releases its lock), the newcomer
