@@ -11,6 +11,11 @@
 
 #define STANDBY_RETRY_NS (250 * TG_NS_PER_MS)
 #define WAIT_STEP_NS     (100 * TG_NS_PER_MS) /* a stop is noticed within this */
+/* A spare's first try comes this long after it first looked: dispatchers
+ * started together (a deploy, a test) each take their own share first,
+ * instead of one taking a share a starting process is about to take and
+ * handing it back. */
+#define SPARE_SETTLE_NS (10 * TG_NS_PER_S)
 
 static bool stopping(const struct ownership *o)
 {
@@ -65,11 +70,13 @@ static bool spare_yields(struct ownership *o)
         tg_mono_ns now = o->env->mono_now(o->env->ctx);
         int r = store_split_get(o->store, &in);
 
+        if (o->spare_from == 0)
+                o->spare_from = now + SPARE_SETTLE_NS;
         if (r == 0)
                 share_want_seen(&o->want, in.want_seq, now);
         else if (r != TG_ENOTFOUND)
                 return true;
-        return share_want_fresh(&o->want, now);
+        return now < o->spare_from || share_want_fresh(&o->want, now);
 }
 
 /* A standby of a split of several shares says it wants one, about once a

@@ -51,7 +51,7 @@ struct ownership {
          * live process holds, never one a standby wants (the split's
          * want_seq moved lately), quietly (no standby line, no standby
          * flag, no want of its own, never no_wait), and tries once a
-         * second. */
+         * second, the first time 10 s after it first looked. */
         bool spare;
         volatile sig_atomic_t *stop;    /* set by a signal handler */
         volatile sig_atomic_t *standby; /* out: 1 while waiting as a standby (may be NULL) */
@@ -65,7 +65,8 @@ struct ownership {
         /* a standby's wish as this owner sees it (the spare reads it before
          * each try; its exit, once a second while it serves) */
         struct share_want want;
-        tg_mono_ns want_next; /* a standby (not a spare): when to say it again */
+        tg_mono_ns want_next;  /* a standby (not a spare): when to say it again */
+        tg_mono_ns spare_from; /* a spare: its first try (0: not looked yet) */
 };
 
 /* Becomes an owner, waiting as a standby unless no_wait. 0; 1 (stopped while

@@ -1581,8 +1581,8 @@ static unsigned starts_between(const struct fake *f, tg_mono_ns from, tg_mono_ns
 }
 
 /* Orphaned shares: one process, shares = 2, its first exit and a spare on
- * connections of their own. Nobody holds share 1: the spare takes it (after
- * the freshness of a first-seen want count and its takeover wait) and the
+ * connections of their own. Nobody holds share 1: the spare takes it (its
+ * first try 10 s after it first looked, then its takeover wait) and the
  * account runs at its full rate, the two shares' starts merged never closer
  * than 1/rate. A standby (another handle) then wants a share, saying so
  * every second: the spare drains and releases, the standby gets the share,
@@ -1612,14 +1612,16 @@ static void test_spare_takes_the_orphan_and_hands_it_back(void **state)
             {.config = &x->cfg, .store = spare_store, .spare = true, .primary = 0}};
         assert_int_equal(dispatcher_new_exits(exits, 2, &x->opt, f->env, &x->d), 0);
         assert_int_equal(dispatcher_open(x->d), 0);
-        accept_n(x, 150, "sp");
+        accept_n(x, 250, "sp");
 
-        /* the spare's wait: a first-seen count (3 s), a try a second, the
+        /* the spare's wait: its first try 10 s after it first looked, the
          * takeover wait (1 s + 200 ms + 1.5 s); then both shares send */
         tg_mono_ns t0 = f->clock.mono;
-        while (f->clock.mono - t0 < 12 * TG_NS_PER_S)
+        while (f->clock.mono - t0 < 20 * TG_NS_PER_S)
                 assert_int_equal(dispatcher_turn(x->d), 0);
-        unsigned late = starts_between(f, t0 + 8 * TG_NS_PER_S, t0 + 12 * TG_NS_PER_S);
+        /* one share alone until the first try */
+        assert_true(starts_between(f, t0 + 5 * TG_NS_PER_S, t0 + 9 * TG_NS_PER_S) <= 22);
+        unsigned late = starts_between(f, t0 + 16 * TG_NS_PER_S, t0 + 20 * TG_NS_PER_S);
         print_message("spare: %u starts in the 4 s once both shares send\n", late);
         assert_true(late >= 38); /* 40 at the account's 10/s; one share alone: 20 */
         check_spacing(f, 10.0, 4);
