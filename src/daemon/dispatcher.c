@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/share_want.h"
 #include "core/tg_error.h"
 #include "daemon/exit.h"
 #include "daemon/log.h"
@@ -44,6 +45,10 @@ struct dispatcher {
         unsigned nexits;
         /* heap: exit i's primary when it is a spare, else i itself */
         unsigned *primary;
+        /* heap, per primary: when a spare of its account last began to hand
+         * its share back, and how long until another may (one call timeout
+         * to drain, and the wish's freshness once the standby stopped) */
+        tg_mono_ns *handed_at, *hand_back_quiet;
         /* Several exits: each becomes an owner (and rejoins) step by step
          * inside the turns, so that none waits for another's standby or
          * takeover wait. One exit: as it always did, blocking before the
@@ -182,15 +187,20 @@ static bool may_step(const struct dispatcher *d, unsigned i, unsigned owned)
 }
 
 /* A spare that serves beside its primary hands its share back while a
- * standby of the account wants one. */
+ * standby of the account wants one: one spare of an account at a time, the
+ * next only once the standby had time to take the first one and stop
+ * wanting (with shares = 3, one newcomer takes one share, not two). */
 static void hand_back(struct dispatcher *d, tg_mono_ns now)
 {
         for (unsigned i = 0; i < d->nexits; i++) {
                 struct exit *e = d->exits[i];
-                if (is_spare(d, i) && serving(d, i) && !exit_lost(e) && serving(d, d->primary[i]) &&
-                    !exit_lost(d->exits[d->primary[i]]) && exit_want_fresh(e, now)) {
+                unsigned p = d->primary[i];
+                if (is_spare(d, i) && serving(d, i) && !exit_lost(e) && serving(d, p) &&
+                    !exit_lost(d->exits[p]) && exit_want_fresh(e, now) &&
+                    (d->handed_at[p] == 0 || now - d->handed_at[p] >= d->hand_back_quiet[p])) {
                         log_set_account(exit_account(e));
                         exit_hand_back(e);
+                        d->handed_at[p] = now;
                 }
         }
         log_set_account(NULL);
@@ -347,25 +357,23 @@ int dispatcher_new_exits(const struct dispatcher_exit *exits, unsigned n,
         if (d) {
                 d->exits = calloc(n, sizeof(*d->exits));
                 d->primary = calloc(n, sizeof(*d->primary));
+                d->handed_at = calloc(n, sizeof(*d->handed_at));
+                d->hand_back_quiet = calloc(n, sizeof(*d->hand_back_quiet));
         }
-        if (!d || !d->exits || !d->primary) {
-                if (d) {
-                        free(d->exits);
-                        free(d->primary);
-                }
-                free(d);
+        if (!d || !d->exits || !d->primary || !d->handed_at || !d->hand_back_quiet) {
+                dispatcher_free(d);
                 return TG_ENOMEM;
         }
         for (unsigned i = 0; i < n; i++) {
                 unsigned p = exits[i].primary;
                 /* a spare's primary: an earlier exit, itself no spare */
                 if (exits[i].spare && (p >= i || exits[p].spare)) {
-                        free(d->exits);
-                        free(d->primary);
-                        free(d);
+                        dispatcher_free(d);
                         return TG_EINVAL;
                 }
                 d->primary[i] = exits[i].spare ? p : i;
+                d->hand_back_quiet[i] = exits[i].config->provider_timeout_ms * TG_NS_PER_MS +
+                                        SHARE_WANT_FRESH_NS + TG_NS_PER_S;
         }
         d->opt = opt;
         d->env = env;
@@ -416,6 +424,8 @@ void dispatcher_free(struct dispatcher *d)
                 exit_free(d->exits[i]);
         free(d->exits);
         free(d->primary);
+        free(d->handed_at);
+        free(d->hand_back_quiet);
         free(d);
 }
 
