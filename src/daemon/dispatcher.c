@@ -365,14 +365,15 @@ int dispatcher_new_exits(const struct dispatcher_exit *exits, unsigned n,
                 return TG_ENOMEM;
         }
         for (unsigned i = 0; i < n; i++) {
-                unsigned p = exits[i].primary;
-                /* a spare's primary: an earlier exit, itself no spare */
-                if (exits[i].spare && (p >= i || exits[p].spare)) {
+                const struct dispatcher_exit *x = &exits[i];
+                /* a spare's primary: an earlier exit, itself no spare (its
+                 * own primary is itself) */
+                if (x->spare && (x->primary >= i || d->primary[x->primary] != x->primary)) {
                         dispatcher_free(d);
                         return TG_EINVAL;
                 }
-                d->primary[i] = exits[i].spare ? p : i;
-                d->hand_back_quiet[i] = exits[i].config->provider_timeout_ms * TG_NS_PER_MS +
+                d->primary[i] = x->spare ? x->primary : i;
+                d->hand_back_quiet[i] = x->config->provider_timeout_ms * TG_NS_PER_MS +
                                         SHARE_WANT_FRESH_NS + TG_NS_PER_S;
         }
         d->opt = opt;
