@@ -501,8 +501,10 @@ const struct key_def config_keys[] = {
             "`exit.shares`, split like it). 0: only the account's cap."),
     INT_KEY(PER_ACCOUNT("exit"), "shares", KEY_UINT, exit_shares, 1, STORE_SHARES_MAX, 1,
             "The account's quota split into this many equal shares, one per running "
-            "dispatcher (must be <= `exit.max_in_flight`). Give every dispatcher of one "
-            "account the same `[exit]`; see docs/operating.md."),
+            "dispatcher (must be <= `exit.max_in_flight`). A share whose dispatcher is gone is "
+            "taken over by a live one that owns a share of the account, and handed back when "
+            "a new dispatcher waits for one. Give every dispatcher of one account the same "
+            "`[exit]`; see docs/operating.md."),
     BOOL_KEY(PER_ACCOUNT("exit"), "adaptive", exit_adaptive,
              "The start rate follows the provider's pushback under `exit.starts_per_second`, "
              "which stays the ceiling: a 429 or 503 (or a run of timeouts) from a call sent at "
@@ -690,7 +692,8 @@ const struct key_def config_keys[] = {
             "the takeover wait. Leave room for that: with D dispatchers and A accounts, "
             "A / (D - 1) lets the survivors of one death carry every account "
             "(docs/operating.md, \"Several provider accounts\"). `--accounts a,b` narrows the "
-            "accounts a process serves."),
+            "accounts a process serves. It counts accounts: an orphaned share that a process "
+            "takes over of an account it owns already adds none."),
     INT_KEY("stats", "series_minutes", KEY_UINT, stats_series_minutes, 1, 60, 1,
             "Minutes of per-second points in `GET /v1/stats` (`?minutes=` asks for another "
             "length)."),

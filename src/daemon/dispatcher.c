@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/share_want.h"
 #include "core/tg_error.h"
 #include "daemon/exit.h"
 #include "daemon/log.h"
@@ -40,8 +41,14 @@ _Static_assert(TRANSPORT_LANES_MAX >= EXIT_MAX, "the transport has fewer lanes t
 struct dispatcher {
         const struct dispatcher_options *opt;
         const struct exit_env *env;
-        struct exit **exits; /* heap: one per account served */
+        struct exit **exits; /* heap: one per account served, then the spares */
         unsigned nexits;
+        /* heap: exit i's primary when it is a spare, else i itself */
+        unsigned *primary;
+        /* heap, per primary: when a spare of its account last began to hand
+         * its share back, and how long until another may (one call timeout
+         * to drain, and the wish's freshness once the standby stopped) */
+        tg_mono_ns *handed_at, *hand_back_quiet;
         /* Several exits: each becomes an owner (and rejoins) step by step
          * inside the turns, so that none waits for another's standby or
          * takeover wait. One exit: as it always did, blocking before the
@@ -158,30 +165,71 @@ static int drain(struct dispatcher *d, tg_mono_ns now, tg_wall_ms wall, bool *re
         return 0;
 }
 
+static bool is_spare(const struct dispatcher *d, unsigned i)
+{
+        return d->primary[i] != i;
+}
+
+/* May pending exit i take a step? A spare only while its primary serves
+ * (or once it holds its lock: its takeover wait goes on); another only
+ * under dispatch.max_accounts, which counts the accounts owned (a spare
+ * adds no account: its share is the same account's quota). */
+static bool may_step(const struct dispatcher *d, unsigned i, unsigned owned)
+{
+        const struct exit *e = d->exits[i];
+        unsigned max = d->opt->max_accounts;
+
+        if (exit_owns(e))
+                return true;
+        if (is_spare(d, i))
+                return serving(d, d->primary[i]);
+        return max == 0 || owned < max;
+}
+
+/* A spare that serves beside its primary hands its share back while a
+ * standby of the account wants one: one spare of an account at a time, the
+ * next only once the standby had time to take the first one and stop
+ * wanting (with shares = 3, one newcomer takes one share, not two). */
+static void hand_back(struct dispatcher *d, tg_mono_ns now)
+{
+        for (unsigned i = 0; i < d->nexits; i++) {
+                struct exit *e = d->exits[i];
+                unsigned p = d->primary[i];
+                if (is_spare(d, i) && serving(d, i) && !exit_lost(e) && serving(d, p) &&
+                    !exit_lost(d->exits[p]) && exit_want_fresh(e, now) &&
+                    (d->handed_at[p] == 0 || now - d->handed_at[p] >= d->hand_back_quiet[p])) {
+                        log_set_account(exit_account(e));
+                        exit_hand_back(e);
+                        d->handed_at[p] = now;
+                }
+        }
+        log_set_account(NULL);
+}
+
 /* Stepwise: every exit still becoming an owner goes one step on; the
  * standby flag says whether no exit serves while some wait. */
 static void own_steps(struct dispatcher *d, tg_mono_ns now)
 {
         bool any_serving = false, any_waiting = false;
-        unsigned owned = 0, max = d->opt->max_accounts;
+        unsigned owned = 0;
 
         if (!d->stepwise)
                 return;
         for (unsigned i = 0; i < d->nexits; i++)
-                owned += exit_owns(d->exits[i]);
+                owned += !is_spare(d, i) && exit_owns(d->exits[i]);
         for (unsigned i = 0; i < d->nexits; i++) {
                 struct exit *e = d->exits[i];
                 /* at dispatch.max_accounts, the rest stand by untried */
-                if (exit_pending(e) && (exit_owns(e) || max == 0 || owned < max)) {
+                if (exit_pending(e) && may_step(d, i, owned)) {
                         bool had = exit_owns(e);
                         log_set_account(exit_account(e));
                         int r = exit_own_step(e, now);
                         if (r != 0 && r != 2 && r != 1 && !d->failed)
                                 d->failed = r; /* the whole loop drains and ends */
-                        owned += exit_owns(e) && !had;
+                        owned += !is_spare(d, i) && exit_owns(e) && !had;
                 }
                 any_serving = any_serving || serving(d, i);
-                any_waiting = any_waiting || exit_pending(e);
+                any_waiting = any_waiting || (exit_pending(e) && !is_spare(d, i));
         }
         log_set_account(NULL);
         if (d->opt->standby)
@@ -220,6 +268,7 @@ int dispatcher_turn(struct dispatcher *d)
          * (its transport forgets its calls) before the turn has ended */
         assert(dispatcher_sane(d));
         own_steps(d, now);
+        hand_back(d, now);
         /* the store threads' results: claims onto the ready queues, outcomes
          * committed (logged and counted) */
         for (unsigned i = 0; i < d->nexits; i++)
@@ -268,7 +317,7 @@ int dispatcher_turn(struct dispatcher *d)
 bool dispatcher_lost(const struct dispatcher *d)
 {
         for (unsigned i = 0; i < d->nexits; i++)
-                if (exit_lost(d->exits[i]))
+                if (exit_lost(d->exits[i]) && !exit_handing_back(d->exits[i]))
                         return true;
         return false;
 }
@@ -305,11 +354,27 @@ int dispatcher_new_exits(const struct dispatcher_exit *exits, unsigned n,
         if (n == 0 || n > EXIT_MAX)
                 return TG_EINVAL;
         d = calloc(1, sizeof(*d));
-        if (d)
+        if (d) {
                 d->exits = calloc(n, sizeof(*d->exits));
-        if (!d || !d->exits) {
-                free(d);
+                d->primary = calloc(n, sizeof(*d->primary));
+                d->handed_at = calloc(n, sizeof(*d->handed_at));
+                d->hand_back_quiet = calloc(n, sizeof(*d->hand_back_quiet));
+        }
+        if (!d || !d->exits || !d->primary || !d->handed_at || !d->hand_back_quiet) {
+                dispatcher_free(d);
                 return TG_ENOMEM;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                const struct dispatcher_exit *x = &exits[i];
+                /* a spare's primary: an earlier exit, itself no spare (its
+                 * own primary is itself) */
+                if (x->spare && (x->primary >= i || d->primary[x->primary] != x->primary)) {
+                        dispatcher_free(d);
+                        return TG_EINVAL;
+                }
+                d->primary[i] = x->spare ? x->primary : i;
+                d->hand_back_quiet[i] = x->config->provider_timeout_ms * TG_NS_PER_MS +
+                                        SHARE_WANT_FRESH_NS + TG_NS_PER_S;
         }
         d->opt = opt;
         d->env = env;
@@ -322,6 +387,7 @@ int dispatcher_new_exits(const struct dispatcher_exit *exits, unsigned n,
                     .outcome_store = exits[i].store ? exits[i].outcome_store : env->outcome_store,
                     .index = i,
                     .no_wait = opt->no_wait,
+                    .spare = exits[i].spare,
                     .stop = opt->stop,
                     /* several: the loop says standby (none serves, some wait) */
                     .standby = n > 1 ? NULL : opt->standby,
@@ -358,6 +424,9 @@ void dispatcher_free(struct dispatcher *d)
         for (unsigned i = 0; i < d->nexits; i++)
                 exit_free(d->exits[i]);
         free(d->exits);
+        free(d->primary);
+        free(d->handed_at);
+        free(d->hand_back_quiet);
         free(d);
 }
 
@@ -366,11 +435,13 @@ void dispatcher_free(struct dispatcher *d)
  * share's cap on open calls. A config without [account.*] sections is one
  * exit on the config itself, as before accounts existed. */
 struct accounts {
-        unsigned n;
-        /* heap, config->account_count each */
+        unsigned n;        /* views, the spares' included */
+        unsigned accounts; /* the first views: one per account; then the spares */
+        /* heap, EXIT_MAX each */
         const struct tg_config **views;
         struct tg_config **own; /* the views made here (NULL: the config's own) */
         unsigned *max_open;
+        unsigned *primary; /* a spare's account view (the view itself for those) */
 };
 
 static void accounts_free(struct accounts *a)
@@ -380,7 +451,36 @@ static void accounts_free(struct accounts *a)
         free(a->views);
         free(a->own);
         free(a->max_open);
+        free(a->primary);
         memset(a, 0, sizeof(*a));
+}
+
+/* After the accounts: a spare view for each further share of an account
+ * split into shares (exit.shares - 1 of them, on the same view), as many as
+ * fit in EXIT_MAX exits (the rest of the shares then stay idle while their
+ * owner is gone, as before; said once). */
+static void add_spares(struct accounts *a)
+{
+        unsigned left = 0;
+
+        for (unsigned i = 0; i < a->accounts; i++) {
+                unsigned shares = a->views[i]->exit_shares;
+                for (unsigned k = 1; k < shares; k++) {
+                        if (a->n >= EXIT_MAX) {
+                                left++;
+                                continue;
+                        }
+                        a->views[a->n] = a->views[i];
+                        a->max_open[a->n] = a->max_open[i];
+                        a->primary[a->n] = i;
+                        a->n++;
+                }
+        }
+        if (left > 0)
+                log_emit(LOG_WARN, "spares_limited",
+                         json_pack("{s:i, s:s}", "shares_without_spare", (int)left, "message",
+                                   "more shares than one process can serve as exits: an "
+                                   "orphaned share of these is not taken over"));
 }
 
 static int accounts_make(const struct tg_config *config, const struct tg_account_set *mask,
@@ -393,10 +493,11 @@ static int accounts_make(const struct tg_config *config, const struct tg_account
         memset(ret, 0, sizeof(*ret));
         if (config->account_count == 0 || config->account_count > EXIT_MAX)
                 return TG_EINVAL;
-        ret->views = calloc(config->account_count, sizeof(*ret->views));
-        ret->own = calloc(config->account_count, sizeof(*ret->own));
-        ret->max_open = calloc(config->account_count, sizeof(*ret->max_open));
-        if (!ret->views || !ret->own || !ret->max_open) {
+        ret->views = calloc(EXIT_MAX, sizeof(*ret->views));
+        ret->own = calloc(EXIT_MAX, sizeof(*ret->own));
+        ret->max_open = calloc(EXIT_MAX, sizeof(*ret->max_open));
+        ret->primary = calloc(EXIT_MAX, sizeof(*ret->primary));
+        if (!ret->views || !ret->own || !ret->max_open || !ret->primary) {
                 accounts_free(ret);
                 return TG_ENOMEM;
         }
@@ -424,7 +525,10 @@ static int accounts_make(const struct tg_config *config, const struct tg_account
         for (unsigned i = 0; i < ret->n; i++) {
                 dispatcher_share_config(ret->views[i], &share);
                 ret->max_open[i] = share.max_in_flight;
+                ret->primary[i] = i;
         }
+        ret->accounts = ret->n;
+        add_spares(ret);
         return 0;
 }
 
@@ -439,6 +543,8 @@ static int new_for_accounts(const struct accounts *a, const struct dispatcher_op
         for (unsigned i = 0; i < a->n; i++) {
                 exits[i].config = a->views[i];
                 exits[i].store = exit_env_account_store(env, i, &exits[i].outcome_store);
+                exits[i].spare = a->primary[i] != i;
+                exits[i].primary = a->primary[i];
         }
         r = dispatcher_new_exits(exits, a->n, options, env, ret);
         free(exits);

@@ -72,6 +72,13 @@ struct dispatcher_exit {
         const struct tg_config *config;
         struct store *store;
         struct store *outcome_store;
+        /* A spare (docs/design.md, "Orphaned shares"): a further share of
+         * the account that exit `primary` (an earlier one of the list, not
+         * a spare) serves. It tries for a share only while its primary
+         * serves, takes only an orphaned one (no live holder, no standby
+         * wanting it), and hands it back when a standby wants one. */
+        bool spare;
+        unsigned primary;
 };
 
 /* A dispatcher over `env` serving n exits (1..EXIT_MAX, exit.h) in one
@@ -99,8 +106,10 @@ int dispatcher_turn(struct dispatcher *dispatcher);
 bool dispatcher_lost(const struct dispatcher *dispatcher);
 
 /* The daemon's dispatcher: the real environment, open, turns until the end.
- * Returns 0 on a clean stop, 3 when --no-wait found another owner, 1 on a
- * fatal error (logged). */
+ * An exit per account served, then a spare per further share of each account
+ * split into shares (exit.shares - 1 each, within EXIT_MAX; each on store
+ * connections and a transport lane of its own). Returns 0 on a clean stop, 3
+ * when --no-wait found another owner, 1 on a fatal error (logged). */
 int dispatcher_run(const struct tg_config *config, const struct dispatcher_options *options);
 
 #endif

@@ -439,6 +439,7 @@ static int second_run(struct store *store, void *arg)
         if (e->housekeeping)
                 e->housekeeping(e->hook_ctx, store, j->share, j->wall, j->lost);
         j->controls_result = store_controls_get(store, exit_account_name(e), &j->controls);
+        j->split_result = e->own.split.shares > 1 ? store_split_get(store, &j->split) : -1;
         return 0;
 }
 
@@ -461,6 +462,8 @@ static void second_done(void *arg, int r, tg_mono_ns took)
                 log_emit(
                     LOG_INFO, "outbox_intake",
                     json_pack("{s:i, s:i}", "taken", (int)j->taken, "invalid", (int)j->invalid));
+        if (j->split_result == 0)
+                share_want_seen(&e->own.want, j->split.want_seq, e->env->mono_now(e->env->ctx));
         if (j->controls_result == 0)
                 exit_apply_controls(e, &j->controls, e->env->mono_now(e->env->ctx),
                                     e->env->wall_now(e->env->ctx));
@@ -571,6 +574,29 @@ bool exit_lost(const struct exit *e)
         return e->lost;
 }
 
+bool exit_want_fresh(const struct exit *e, tg_mono_ns now)
+{
+        return share_want_fresh(&e->own.want, now);
+}
+
+void exit_hand_back(struct exit *e)
+{
+        if (e->lost)
+                return;
+        log_emit(LOG_INFO, "share_hand_back",
+                 json_pack("{s:I, s:i, s:i, s:s}", "epoch", (json_int_t)e->own.epoch, "share",
+                           (int)e->own.share, "open_calls", (int)exit_open_calls(e), "message",
+                           "a standby wants a share of the account: this process holds two; "
+                           "draining this one and releasing its lock"));
+        e->lost = true;
+        e->handing_back = true;
+}
+
+bool exit_handing_back(const struct exit *e)
+{
+        return e->handing_back;
+}
+
 unsigned exit_open_calls(const struct exit *e)
 {
         unsigned n = 0;
@@ -667,9 +693,15 @@ int exit_open(struct exit *e)
 /* What a rejoin forgets, said first. */
 static void rejoin_reset(struct exit *e)
 {
-        log_emit(LOG_WARN, "rejoin",
-                 json_pack("{s:I, s:i}", "lost_epoch", (json_int_t)e->own.epoch, "unsettled",
-                           (int)e->n_unsettled));
+        if (e->handing_back)
+                log_emit(LOG_INFO, "share_released",
+                         json_pack("{s:I, s:i, s:i}", "epoch", (json_int_t)e->own.epoch, "share",
+                                   (int)e->own.share, "unsettled", (int)e->n_unsettled));
+        else
+                log_emit(LOG_WARN, "rejoin",
+                         json_pack("{s:I, s:i}", "lost_epoch", (json_int_t)e->own.epoch,
+                                   "unsettled", (int)e->n_unsettled));
+        e->handing_back = false;
         /* Outcomes the store never took stay in_flight under the lost epoch:
          * the takeover turns them into unknown, reconciled. The pacer is
          * kept: the next slot still counts from our last actual start. */
@@ -895,7 +927,8 @@ int exit_new(const struct exit_params *p, struct exit **ret_exit)
                       .max_in_flight = cfg->exit.max_in_flight},
             .provider_timeout_ms = cfg->provider_timeout_ms,
             .policy = &cfg->policy,
-            .no_wait = p->no_wait,
+            .no_wait = p->no_wait && !p->spare,
+            .spare = p->spare,
             .stop = p->stop,
             .standby = p->standby,
         };

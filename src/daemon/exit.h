@@ -45,8 +45,11 @@ struct exit_params {
          * connection to it for outcomes (NULL: outcomes through `store`;
          * used only with a store thread, env->store_bell). */
         struct store *store, *outcome_store;
-        unsigned index;                 /* < EXIT_MAX, its place in the loop's list */
-        bool no_wait;                   /* another owner: give up instead of standing by */
+        unsigned index; /* < EXIT_MAX, its place in the loop's list */
+        bool no_wait;   /* another owner: give up instead of standing by */
+        /* a further share of an account the loop serves in another exit
+         * (ownership.h's spare: takes only an orphaned share) */
+        bool spare;
         volatile sig_atomic_t *stop;    /* set by a signal handler: drain */
         volatile sig_atomic_t *standby; /* out: 1 while waiting as standby (may be NULL) */
         /* once a second while it owns its share, on its store thread, with
@@ -124,6 +127,16 @@ void exit_woken(struct exit *e);
 
 /* Fenced or its lock lost, and not taken again. */
 bool exit_lost(const struct exit *e);
+/* A standby of its account wants a share: its split's want count moved
+ * lately, as the last seconds read it (core/share_want.h). */
+bool exit_want_fresh(const struct exit *e, tg_mono_ns now);
+/* Hands its share back (a spare, for a standby that wants it): it starts
+ * nothing more, its claims made ahead go back, its open calls end, and once
+ * drained it releases its lock and waits as a spare again, as a lost exit
+ * rejoins (the loop's drain). Logged. */
+void exit_hand_back(struct exit *e);
+/* Lost because it handed its share back (not a failure). */
+bool exit_handing_back(const struct exit *e);
 /* No call open and no store work pending: nothing left to settle. */
 bool exit_drained(const struct exit *e);
 /* Its calls open at the transport. */

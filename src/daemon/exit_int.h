@@ -142,6 +142,10 @@ struct second_job {
          * the second's work; applied by second_done on the loop's thread */
         struct account_controls controls;
         int controls_result;
+        /* the split's want count (a standby's wish for a share), read with
+         * the second's work when split_result is 0 */
+        struct store_split split;
+        int split_result;
         struct exit_sample sample;
         tg_wall_ms keep_after, wall;
         unsigned share;
@@ -211,6 +215,9 @@ struct exit {
         tg_mono_ns next_sweep;
         uint64_t seq;
         bool lost; /* fenced or lock lost: stop starting */
+        /* lost on purpose: a spare share handed back to a standby (drains,
+         * releases its lock and waits as a spare again) */
+        bool handing_back;
         /* The last owner check that found our lock held: no call is handed
          * over when it is older than OWNERSHIP_FRESH_NS (daemon/ownership.h:
          * a claim made ahead was fenced when it was made, not when it is

@@ -11,6 +11,11 @@
 
 #define STANDBY_RETRY_NS (250 * TG_NS_PER_MS)
 #define WAIT_STEP_NS     (100 * TG_NS_PER_MS) /* a stop is noticed within this */
+/* A spare's first try comes this long after it first looked: dispatchers
+ * started together (a deploy, a test) each take their own share first,
+ * instead of one taking a share a starting process is about to take and
+ * handing it back. */
+#define SPARE_SETTLE_NS (10 * TG_NS_PER_S)
 
 static bool stopping(const struct ownership *o)
 {
@@ -56,20 +61,56 @@ static void log_split_conflict(const struct ownership *o)
 /* One try at a free share. 0 (owned, logged); TG_ELOCKED (every share is
  * held: a standby, said once per wait in *said); a transient store error
  * (logged); TG_ECONFLICT (logged); or another negative code. */
+/* A spare: the split's want count read, and whether a standby wants a share
+ * now (then the spare leaves it to the standby). A store that cannot answer
+ * counts as wanted: try again later. */
+static bool spare_yields(struct ownership *o)
+{
+        struct store_split in;
+        tg_mono_ns now = o->env->mono_now(o->env->ctx);
+        int r = store_split_get(o->store, &in);
+
+        if (o->spare_from == 0)
+                o->spare_from = now + SPARE_SETTLE_NS;
+        if (r == 0)
+                share_want_seen(&o->want, in.want_seq, now);
+        else if (r != TG_ENOTFOUND)
+                return true;
+        return now < o->spare_from || share_want_fresh(&o->want, now);
+}
+
+/* A standby of a split of several shares says it wants one, about once a
+ * second (a failure is only a wish unsaid: the next try says it). */
+static void standby_wants(struct ownership *o)
+{
+        tg_mono_ns now = o->env->mono_now(o->env->ctx);
+
+        if (o->spare || o->no_wait || o->split.shares <= 1 || now < o->want_next)
+                return;
+        o->want_next = now + SHARE_WANT_EVERY_NS;
+        (void)store_share_want(o->store);
+}
+
 static int acquire_once(struct ownership *o, bool *said)
 {
+        int r;
+
+        if (o->spare && spare_yields(o))
+                return TG_ELOCKED;
         /* A free share of the account, or the whole exit when exit.shares =
          * 1 (then the owner lock, as always). */
-        int r = store_share_acquire(o->store, &o->split, &o->share, &o->epoch);
-
+        r = store_share_acquire(o->store, &o->split, &o->share, &o->epoch);
         if (r == 0) {
                 if (o->standby)
                         *o->standby = 0;
                 log_emit(LOG_INFO, "owner",
-                         json_pack("{s:I, s:i, s:i}", "epoch", (json_int_t)o->epoch, "share",
-                                   (int)o->share, "shares", (int)o->split.shares));
+                         json_pack("{s:I, s:i, s:i, s:b}", "epoch", (json_int_t)o->epoch, "share",
+                                   (int)o->share, "shares", (int)o->split.shares, "spare",
+                                   o->spare));
                 return 0;
         }
+        if (o->spare)
+                return store_error_transient(r) || r == TG_ELOCKED ? TG_ELOCKED : r;
         if (r == TG_ECONFLICT) {
                 log_split_conflict(o);
                 return r;
@@ -84,6 +125,7 @@ static int acquire_once(struct ownership *o, bool *said)
         }
         if (r != TG_ELOCKED)
                 return r;
+        standby_wants(o);
         if (!*said && !o->no_wait) {
                 log_emit(LOG_INFO, "standby",
                          json_pack("{s:s}", "message",
@@ -201,7 +243,7 @@ int ownership_step(struct ownership *o, tg_mono_ns now)
                         return 3;
                 }
                 if (r == TG_ELOCKED || store_error_transient(r)) {
-                        o->next = now + (r == TG_ELOCKED ? 1 : 4) * STANDBY_RETRY_NS;
+                        o->next = now + (r == TG_ELOCKED && !o->spare ? 1 : 4) * STANDBY_RETRY_NS;
                         return 2;
                 }
                 if (r < 0)

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "core/policy.h"
+#include "core/share_want.h"
 #include "daemon/exit_env.h"
 #include "store/store.h"
 
@@ -45,6 +46,13 @@ struct ownership {
         tg_mono_ns spacing_ns;
         const struct policy_config *policy;
         bool no_wait;
+        /* A further share of an account this process already owns a share
+         * of (docs/design.md, "Orphaned shares"): it takes a share that no
+         * live process holds, never one a standby wants (the split's
+         * want_seq moved lately), quietly (no standby line, no standby
+         * flag, no want of its own, never no_wait), and tries once a
+         * second, the first time 10 s after it first looked. */
+        bool spare;
         volatile sig_atomic_t *stop;    /* set by a signal handler */
         volatile sig_atomic_t *standby; /* out: 1 while waiting as a standby (may be NULL) */
         /* out: the share held and the epoch of its acquisition */
@@ -54,6 +62,11 @@ struct ownership {
         enum { OWNERSHIP_ACQUIRE, OWNERSHIP_TAKEOVER, OWNERSHIP_OWNED } phase;
         tg_mono_ns next;
         bool said; /* "standby" logged for this wait */
+        /* a standby's wish as this owner sees it (the spare reads it before
+         * each try; its exit, once a second while it serves) */
+        struct share_want want;
+        tg_mono_ns want_next;  /* a standby (not a spare): when to say it again */
+        tg_mono_ns spare_from; /* a spare: its first try (0: not looked yet) */
 };
 
 /* Becomes an owner, waiting as a standby unless no_wait. 0; 1 (stopped while

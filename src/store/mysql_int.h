@@ -155,6 +155,7 @@ int store_mysql_epoch_share(struct store *store, int64_t epoch, unsigned *ret_sh
 int store_mysql_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);
 int store_mysql_split_read(struct store *store, struct store_split *ret_split);
 int store_mysql_split_put(struct store *store, const struct store_split *split);
+int store_mysql_split_want(struct store *store);
 int store_mysql_hold_get(struct store *store, tg_wall_ms *ret_until);
 int store_mysql_hold_raise(struct store *store, tg_wall_ms until);
 int store_mysql_controls_get(struct store *store, const char *account, bool lock,

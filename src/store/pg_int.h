@@ -165,6 +165,7 @@ int store_pg_epoch_share(struct store *store, int64_t epoch, unsigned *ret_share
 int store_pg_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);
 int store_pg_split_read(struct store *store, struct store_split *ret_split);
 int store_pg_split_put(struct store *store, const struct store_split *split);
+int store_pg_split_want(struct store *store);
 int store_pg_hold_get(struct store *store, tg_wall_ms *ret_until);
 int store_pg_hold_raise(struct store *store, tg_wall_ms until);
 int store_pg_controls_get(struct store *store, const char *account, bool lock,

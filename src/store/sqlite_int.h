@@ -49,6 +49,7 @@ enum stmt_id {
         ST_SHARE_SET,
         ST_SPLIT_GET,
         ST_SPLIT_PUT,
+        ST_SPLIT_WANT,
         ST_HOLD_GET,
         ST_HOLD_RAISE,
         ST_CONTROLS_GET,
@@ -157,6 +158,7 @@ int store_sqlite_epoch_share(struct store *store, int64_t epoch, unsigned *ret_s
 int store_sqlite_epoch_bump(struct store *store, unsigned share, int64_t *ret_epoch);
 int store_sqlite_split_read(struct store *store, struct store_split *ret_split);
 int store_sqlite_split_put(struct store *store, const struct store_split *split);
+int store_sqlite_split_want(struct store *store);
 int store_sqlite_hold_get(struct store *store, tg_wall_ms *ret_until);
 int store_sqlite_hold_raise(struct store *store, tg_wall_ms until);
 int store_sqlite_controls_get(struct store *store, const char *account, bool lock,

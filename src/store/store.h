@@ -244,6 +244,9 @@ struct store_split {
         unsigned shares;          /* 1..STORE_SHARES_MAX */
         double starts_per_second; /* the ACCOUNT's limit, > 0 */
         unsigned max_in_flight;   /* the account's, >= shares */
+        /* read only (never compared nor written by a put): how many times a
+         * standby said it wants a share of the account (store_share_want) */
+        int64_t want_seq;
 };
 
 /* Tries to take a free share of `split` without waiting, for the life of the
@@ -263,6 +266,12 @@ int store_share_acquire(struct store *store, const struct store_split *split, un
                         int64_t *ret_epoch);
 /* The split in force; TG_ENOTFOUND when none was ever recorded. */
 int store_split_get(struct store *store, struct store_split *ret_split);
+/* A standby of this account says it wants a share (docs/design.md, "Orphaned
+ * shares"): one more on the split's want_seq, which every owner reads once a
+ * second. A process holding two shares of the account hands one back while
+ * the count keeps moving, and takes no orphaned share meanwhile. No split
+ * recorded: nothing to do (0). */
+int store_share_want(struct store *store);
 
 /* Tries to become the exit's only owner: share 0 of a one-share split,
  * without recording a rate (the split's rate, if any, is kept). SQLite takes

@@ -246,6 +246,7 @@ struct store_ops {
         int (*epoch_bump)(struct store *store, unsigned share, int64_t *ret_epoch);
         int (*split_read)(struct store *store, struct store_split *ret_split);
         int (*split_put)(struct store *store, const struct store_split *split);
+        int (*split_want)(struct store *store); /* want_seq + 1 (no row: nothing) */
         /* the account-wide hold: until when (wall ms; 0: never set), and
          * raising it (never lowering) */
         int (*hold_get)(struct store *store, tg_wall_ms *ret_until);
@@ -355,13 +356,14 @@ void store_provider_pending_sql(const char *index, const char *account, char *ds
         .lock_drop_all = p##_lock_drop_all, .lock_held = p##_lock_held,                            \
         .epoch_read = p##_epoch_read, .epoch_share = p##_epoch_share,                              \
         .epoch_bump = p##_epoch_bump, .split_read = p##_split_read, .split_put = p##_split_put,    \
-        .hold_get = p##_hold_get, .hold_raise = p##_hold_raise, .page = p##_page,                  \
-        .stats = p##_stats, .backlog = p##_backlog, .provider_pending = p##_provider_pending,      \
-        .sample_put = p##_sample_put, .sample_last = p##_sample_last,                              \
-        .refusals_add = p##_refusals_add, .event_insert = p##_event_insert,                        \
-        .event_page = p##_event_page, .event_delivery_put = p##_event_delivery_put,                \
-        .event_prune = p##_event_prune, .controls_get = p##_controls_get,                          \
-        .controls_put = p##_controls_put, .account_audit_insert = p##_account_audit_insert
+        .split_want = p##_split_want, .hold_get = p##_hold_get, .hold_raise = p##_hold_raise,      \
+        .page = p##_page, .stats = p##_stats, .backlog = p##_backlog,                              \
+        .provider_pending = p##_provider_pending, .sample_put = p##_sample_put,                    \
+        .sample_last = p##_sample_last, .refusals_add = p##_refusals_add,                          \
+        .event_insert = p##_event_insert, .event_page = p##_event_page,                            \
+        .event_delivery_put = p##_event_delivery_put, .event_prune = p##_event_prune,              \
+        .controls_get = p##_controls_get, .controls_put = p##_controls_put,                        \
+        .account_audit_insert = p##_account_audit_insert
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://); opts as for

@@ -405,9 +405,13 @@ static const struct migration migrations[] = {
      * polls made since, counted against retry.pending_max_polls. */
     {16, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS pending_since BIGINT NOT NULL "
          "DEFAULT 0, ADD COLUMN IF NOT EXISTS pending_polls INT UNSIGNED NOT NULL DEFAULT 0"},
+    /* 17: a standby's wish for a share (store_share_want): a count it moves
+     * while it waits, read by the owners (docs/design.md, "Orphaned
+     * shares"). */
+    {17, "ALTER TABLE exit_split ADD COLUMN IF NOT EXISTS want_seq BIGINT NOT NULL DEFAULT 0"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  16
+#define SCHEMA_VERSION  17
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

@@ -255,10 +255,11 @@ int store_mysql_split_read(struct store *store, struct store_split *ret_split)
         MYSQL_RES *res;
         MYSQL_ROW row;
         struct store_split v = {0};
-        int r = store_mysql_query(s, &res,
-                                  "SELECT shares, max_in_flight, starts_per_second FROM exit_split "
-                                  "WHERE account = %S",
-                                  store->account);
+        int r = store_mysql_query(
+            s, &res,
+            "SELECT shares, max_in_flight, starts_per_second, want_seq FROM exit_split "
+            "WHERE account = %S",
+            store->account);
         bool ok = true;
 
         if (r < 0)
@@ -270,6 +271,7 @@ int store_mysql_split_read(struct store *store, struct store_split *ret_split)
         }
         v.shares = store_mysql_col_uns(row, 0, &ok);
         v.max_in_flight = store_mysql_col_uns(row, 1, &ok);
+        v.want_seq = store_mysql_col_i64(row, 3, &ok);
         if (ok && row[2]) {
                 char *end;
 
@@ -322,6 +324,13 @@ int store_mysql_split_put(struct store *store, const struct store_split *split)
                                 "REPLACE INTO exit_split (account, shares, starts_per_second, "
                                 "max_in_flight) VALUES (%S, %U, %s, %U)",
                                 store->account, split->shares, rate, split->max_in_flight);
+}
+
+int store_mysql_split_want(struct store *store)
+{
+        return store_mysql_exec(M(store),
+                                "UPDATE exit_split SET want_seq = want_seq + 1 WHERE account = %S",
+                                store->account);
 }
 
 #endif /* TG_HAVE_MARIADB */

@@ -192,6 +192,20 @@ int store_split_get(struct store *store, struct store_split *ret_split)
         return r;
 }
 
+static int want_tx(struct store *s, void *ctx)
+{
+        (void)ctx;
+        return s->ops->split_want(s);
+}
+
+int store_share_want(struct store *store)
+{
+        if (!store)
+                return TG_EINVAL;
+        /* one more is harmless to repeat: readers only look whether it moved */
+        return store->ops->tx(store, STORE_TX_WRITE, STORE_TX_RECHECKS, want_tx, NULL);
+}
+
 struct epoch_ctx {
         int64_t epoch;
         unsigned share;

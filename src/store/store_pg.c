@@ -352,9 +352,13 @@ static const struct migration migrations[] = {
      * polls made since, counted against retry.pending_max_polls. */
     {7, "ALTER TABLE operations ADD COLUMN pending_since BIGINT NOT NULL DEFAULT 0, "
         "ADD COLUMN pending_polls BIGINT NOT NULL DEFAULT 0"},
+    /* 8: a standby's wish for a share (store_share_want): a count it moves
+     * while it waits, read by the owners (docs/design.md, "Orphaned
+     * shares"). */
+    {8, "ALTER TABLE exit_split ADD COLUMN want_seq BIGINT NOT NULL DEFAULT 0"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  7
+#define SCHEMA_VERSION  8
 
 /* ---- url ------------------------------------------------------------------ */
 

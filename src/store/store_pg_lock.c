@@ -274,10 +274,11 @@ int store_pg_split_read(struct store *store, struct store_split *ret_split)
         struct pg_store *s = P(store);
         PGresult *res;
         struct store_split v = {0};
-        int r = store_pg_query(s, &res,
-                               "SELECT shares, max_in_flight, starts_per_second FROM exit_split "
-                               "WHERE account = %S",
-                               store->account);
+        int r = store_pg_query(
+            s, &res,
+            "SELECT shares, max_in_flight, starts_per_second, want_seq FROM exit_split "
+            "WHERE account = %S",
+            store->account);
         bool ok = true;
 
         if (r < 0)
@@ -288,6 +289,7 @@ int store_pg_split_read(struct store *store, struct store_split *ret_split)
         }
         v.shares = store_pg_col_uns(res, 0, 0, &ok);
         v.max_in_flight = store_pg_col_uns(res, 0, 1, &ok);
+        v.want_seq = store_pg_col_i64(res, 0, 3, &ok);
         if (ok && !PQgetisnull(res, 0, 2)) {
                 const char *text = PQgetvalue(res, 0, 2);
                 char *end;
@@ -344,6 +346,13 @@ int store_pg_split_put(struct store *store, const struct store_split *split)
             "SET shares = EXCLUDED.shares, starts_per_second = "
             "EXCLUDED.starts_per_second, max_in_flight = EXCLUDED.max_in_flight",
             store->account, split->shares, rate, split->max_in_flight);
+}
+
+int store_pg_split_want(struct store *store)
+{
+        return store_pg_exec(P(store),
+                             "UPDATE exit_split SET want_seq = want_seq + 1 WHERE account = %S",
+                             store->account);
 }
 
 #endif /* TG_HAVE_PG */

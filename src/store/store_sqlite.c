@@ -151,7 +151,7 @@ static const char *const fixed_sql[ST_COUNT] = {
                           "ORDER BY share LIMIT 1",
     [ST_SHARE_SET] = "INSERT INTO exit_shares (account, share, epoch) VALUES (" ACCT ", ?1, ?2) "
                      "ON CONFLICT(account, share) DO UPDATE SET epoch = excluded.epoch",
-    [ST_SPLIT_GET] = "SELECT shares, max_in_flight, starts_per_second FROM exit_split "
+    [ST_SPLIT_GET] = "SELECT shares, max_in_flight, starts_per_second, want_seq FROM exit_split "
                      "WHERE account = " ACCT,
     [ST_HOLD_GET] = "SELECT until_wall FROM exit_hold WHERE account = " ACCT,
     [ST_HOLD_RAISE] =
@@ -159,6 +159,7 @@ static const char *const fixed_sql[ST_COUNT] = {
         "ON CONFLICT(account) DO UPDATE SET until_wall = max(until_wall, excluded.until_wall)",
     [ST_SPLIT_PUT] = "INSERT OR REPLACE INTO exit_split (account, shares, starts_per_second, "
                      "max_in_flight) VALUES (" ACCT ", ?1, ?2, ?3)",
+    [ST_SPLIT_WANT] = "UPDATE exit_split SET want_seq = want_seq + 1 WHERE account = " ACCT,
     /* run-time account controls (issue 26 §5): of the NAMED account (?1),
      * not the handle's */
     [ST_CONTROLS_GET] = "SELECT starts_per_second, max_in_flight, paused, changed_at, changed_by "

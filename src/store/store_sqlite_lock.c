@@ -269,6 +269,7 @@ int store_sqlite_split_read(struct store *store, struct store_split *ret_split)
                         ret_split->shares = (unsigned)n;
                         ret_split->max_in_flight = (unsigned)m;
                         ret_split->starts_per_second = sqlite3_column_double(st, 2);
+                        ret_split->want_seq = sqlite3_column_int64(st, 3);
                 }
         } else {
                 r = rc == SQLITE_DONE ? TG_ENOTFOUND : store_sqlite_map_rc(rc);
@@ -321,4 +322,13 @@ int store_sqlite_split_put(struct store *store, const struct store_split *split)
                 return TG_ESTORE;
         }
         return store_sqlite_stmt_run(st);
+}
+
+int store_sqlite_split_want(struct store *store)
+{
+        struct sqlite_store *s = S(store);
+        sqlite3_stmt *st = NULL;
+        int r = store_sqlite_stmt_get(s, ST_SPLIT_WANT, &st);
+
+        return r < 0 ? r : store_sqlite_stmt_run(st);
 }

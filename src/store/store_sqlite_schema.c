@@ -401,6 +401,10 @@ const char *const store_sqlite_migrations[] = {
      * polls made since, counted against retry.pending_max_polls. */
     ("ALTER TABLE operations ADD COLUMN pending_since INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE operations ADD COLUMN pending_polls INTEGER NOT NULL DEFAULT 0;"),
+    /* 18: a standby's wish for a share (store_share_want): a count it moves
+     * while it waits, read by the owners (docs/design.md, "Orphaned
+     * shares"). */
+    ("ALTER TABLE exit_split ADD COLUMN want_seq INTEGER NOT NULL DEFAULT 0;"),
 };
 
 const int store_sqlite_migration_count =

@@ -22,7 +22,14 @@ account of 10 starts/s, against one stub. Judged from outside:
     shares together, and the account's starts, both shares merged, are
     1 / limit apart: the shares start on one grid, each in its own windows;
   - a 429/503 with Retry-After that one share receives holds every share:
-    nobody sends to the provider until it has passed.
+    nobody sends to the provider until it has passed;
+  - orphaned shares (issue 26 §4): after a kill -9 of one of two, the
+    survivor takes the orphaned share after the takeover wait and the
+    account's rate at the door comes back to at least 0.9 of the full rate,
+    its spacing never below the account's, nothing sent twice; a new
+    dispatcher then gets the share back (the survivor drains it and
+    releases its lock first: never two owners of one share) and sends;
+    a paused (SIGSTOP) owner keeps its share: nobody takes it over.
 
 This file runs them on SQLite (OFD locks on <db>.owner / <db>.share1);
 test_shares_mariadb.py runs the same tests on MariaDB. Two files, so that
@@ -31,9 +38,11 @@ hiding it inside a pass.
 """
 
 import collections
+import contextlib
 import os
 import signal
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -167,13 +176,20 @@ class SharesTest(unittest.TestCase):
                           timeout=15, what="two share owners")
         return d1, d2
 
-    def test_shares_hold_the_spacing_at_the_providers_door(self):
+    @contextlib.contextmanager
+    def at_the_door(self):
+        """A stub whose gateway limiter runs at the account's rate, and a
+        Tollgate with the door's spacing margin and its API started."""
         door = dict(self.exit_conf(), spacing_margin_us=tgtest.DOOR_MARGIN_US)
         with tgtest.start_stub("--mode", "fast", "--limit-rate", str(LIMIT)) as stub, \
                 Tollgate(stub.url, store_url=self.store_url(), exit=door,
                          provider={"timeout_ms": 1000},
                          admission={"enabled": "false"}) as tg:
             tg.start("api")
+            yield stub, tg
+
+    def test_shares_hold_the_spacing_at_the_providers_door(self):
+        with self.at_the_door() as (stub, tg):
             self.two_shares(tg)
             ops = ["door-%03d" % i for i in range(50)]
             for op in ops:
@@ -229,6 +245,146 @@ class SharesTest(unittest.TestCase):
             tgtest.wait_until(both_after_hold, timeout=15, what="both shares after the hold")
             final = tg.wait_final(ops, timeout=60)
             self.assertEqual({r["state"] for r in final.values()}, {"succeeded"})
+
+    @staticmethod
+    def door_count(stub, t0, span):
+        """The calls that reached the provider in [t0, t0 + span s), waited for."""
+        tgtest.wait_until(lambda: stub.arrivals()[-1]["mono_ns"] > t0 + span * 1e9,
+                          timeout=30 + span, what="%d s at the provider's door" % span)
+        return len([a for a in stub.arrivals() if a["path"].startswith("/v1/") and
+                    t0 <= a["mono_ns"] < t0 + span * 1e9])
+
+    def test_survivor_takes_the_orphaned_share_and_hands_it_back(self):
+        with self.at_the_door() as (stub, tg):
+            d1, d2 = self.two_shares(tg)
+            first = {d: log_events(d, "owner")[0] for d in (d1, d2)}
+            self.assertEqual({o["spare"] for o in first.values()}, {False})
+            orphan = first[d1]["share"]
+            # a backlog that lasts the whole run (10/s)
+            ops = ["orph-%03d" % i for i in range(400)]
+            for k in range(0, len(ops), 100):
+                st, _, body = tg.submit_batch(ops[k:k + 100])
+                self.assertIn(st, (200, 201, 202), body)
+            both = tgtest.wait_until(
+                lambda: len({c["epoch"] for c in tg.calls()}) == 2 and tg.calls(),
+                timeout=30, what="both shares sending")
+            # the account's full rate at the door: both processes, one share
+            # each (under the door's spacing margin and this machine's load)
+            span = 8
+            t_both = max(min(c["start_mono_ns"] for c in both if c["epoch"] == e)
+                         for e in {c["epoch"] for c in both}) + int(0.5e9)
+            full = self.door_count(stub, t_both, span)
+            d1.send_signal(signal.SIGKILL)
+            d1.popen.wait()
+            killed = time.monotonic_ns()
+            # the survivor takes the orphan as a spare of its own, after the
+            # takeover wait (timeout 1 s + a share's spacing + 1.5 s)
+            spare = tgtest.wait_until(
+                lambda: [o for o in log_events(d2, "owner") if o["spare"]],
+                timeout=20, what="the survivor takes the orphaned share")[0]
+            self.assertEqual(spare["share"], orphan)
+            self.assertGreater(spare["epoch"], max(o["epoch"] for o in first.values()))
+            waits = [w["wait_ms"] for w in log_events(d2, "takeover_wait")]
+            self.assertGreaterEqual(max(waits), 1000 + 1500)
+
+            def spare_calls():
+                return sorted(c["start_mono_ns"] for c in started(tg.calls())
+                              if c["epoch"] == spare["epoch"])
+            spare_first = tgtest.wait_until(spare_calls, timeout=20,
+                                            what="the spare sending")[0]
+            self.assertGreaterEqual(spare_first - killed, 2.5e9,
+                                    "the spare sent before the takeover wait was over")
+            # the account's rate at the door, both shares from one process:
+            # at least 0.9 of the two processes' (on a server store two
+            # shares do not fill every point of the grid today), less one
+            # window's run (starts come in runs of window_points: a fixed
+            # span counts one run more or less by where its ends fall), and
+            # more than one share alone can send (its half of the limit and
+            # a window's run)
+            run = max(e["window_points"] for e in log_events(d2, "exit_open"))
+            door_n = self.door_count(stub, spare_first + int(1e9), span)
+            print("shares[%s]: %d arrivals in %d s with two processes, %d after the takeover "
+                  "(limit %g/s)" % (self.store, full, span, door_n, LIMIT), file=sys.stderr)
+            self.assertGreaterEqual(door_n, 0.9 * full - run,
+                                    "the survivor's two shares sent %d in %d s, two processes "
+                                    "%d" % (door_n, span, full))
+            self.assertGreater(door_n, LIMIT / SHARES * span + run)
+
+            # a newcomer: a standby that wants a share; the survivor hands
+            # the spare back (drains it, releases its lock), the newcomer
+            # takes it after its takeover wait and sends
+            d3 = tg.start("dispatch", wait_api=False)
+            tgtest.wait_until(lambda: log_events(d3, "standby"), timeout=10, what="d3 standby")
+            back = tgtest.wait_until(lambda: log_events(d2, "share_hand_back"), timeout=15,
+                                     what="the survivor hands the share back")[0]
+            self.assertEqual(back["share"], orphan)
+            tgtest.wait_until(lambda: log_events(d2, "share_released"), timeout=15,
+                              what="the spare drained and released")
+            new = tgtest.wait_until(lambda: log_events(d3, "owner"), timeout=15,
+                                    what="the newcomer takes the share")[0]
+            self.assertEqual(new["share"], orphan)
+            self.assertFalse(new["spare"])
+            tgtest.wait_until(lambda: any(c["epoch"] == new["epoch"] for c in tg.calls()),
+                              timeout=20, what="the newcomer sending")
+            # the survivor does not take it again while the newcomer holds it
+            time.sleep(4)
+            self.assertEqual(len([o for o in log_events(d2, "owner") if o["spare"]]), 1)
+            self.assertEqual(len(log_events(d3, "owner")), 1)
+            final = tg.wait_final(ops, timeout=90)
+            self.assertEqual({r["state"] for r in final.values()}, {"succeeded"})
+
+            calls = tg.calls()
+            arrivals = [a for a in stub.arrivals() if a["path"].startswith("/v1/")]
+            # never two owners of the orphaned share: each holder's calls
+            # all ended before the next holder's first start
+            holders = [first[d1]["epoch"], spare["epoch"], new["epoch"]]
+            for old, nxt in zip(holders, holders[1:]):
+                old_calls = [c for c in started(calls) if c["epoch"] == old]
+                nxt_first = min(c["start_mono_ns"] for c in started(calls) if c["epoch"] == nxt)
+                self.assertTrue(old_calls, "epoch %d sent nothing" % old)
+                for c in old_calls:
+                    end = c["end_mono_ns"] or c["start_mono_ns"] + 1000 * 1000000
+                    self.assertLess(end, nxt_first, "epoch %d's call %d open when epoch %d "
+                                    "started" % (old, c["id"], nxt))
+            # the account's spacing: every start of every holder, and the
+            # provider's limiter at its rate never refused one
+            starts = sorted(c["start_mono_ns"] for c in started(calls))
+            gaps = [b - a for a, b in zip(starts, starts[1:])]
+            self.assertGreaterEqual(min(gaps), int(1e9 / LIMIT),
+                                    "two starts %.3f ms apart" % (min(gaps) / 1e6))
+            refused = [a for a in arrivals if a.get("mode") == "limiter"]
+            self.assertEqual(refused, [], "the provider's limiter refused %d" % len(refused))
+            # nothing sent twice
+            arr = collections.Counter(a["request_id"] for a in arrivals)
+            self.assertEqual([r for r, n in arr.items() if n > 1], [])
+            ledger = stub.ledger()["operations"]
+            for op in ops:
+                self.assertEqual(ledger[op]["executions"], 1, op)
+
+    def test_a_paused_owner_keeps_its_share(self):
+        with tgtest.start_stub("--mode", "fast") as stub, \
+                Tollgate(stub.url, store_url=self.store_url(), exit=self.exit_conf(),
+                         provider={"timeout_ms": 1000},
+                         admission={"enabled": "false"}) as tg:
+            tg.start("api")
+            d1, d2 = self.two_shares(tg)
+            ops = ["paus-%03d" % i for i in range(120)]
+            st, _, body = tg.submit_batch(ops)
+            self.assertIn(st, (200, 201, 202), body)
+            tgtest.wait_until(lambda: len({c["epoch"] for c in tg.calls()}) == 2,
+                              timeout=30, what="both shares sending")
+            d1.send_signal(signal.SIGSTOP)
+            try:
+                # well past the takeover wait (2.7 s) and a spare's tries
+                time.sleep(8)
+                self.assertEqual([o for o in log_events(d2, "owner") if o["spare"]], [],
+                                 "a share of a paused owner was taken over")
+                self.assertEqual(len({c["epoch"] for c in tg.calls()}), 2)
+            finally:
+                d1.send_signal(signal.SIGCONT)
+            final = tg.wait_final(ops, timeout=60)
+            self.assertEqual({r["state"] for r in final.values()}, {"succeeded"})
+            self.assertEqual(len({c["epoch"] for c in tg.calls()}), 2)
 
     def test_account_view_sums_the_shares(self):
         # Each dispatcher writes the samples of its own share; /metrics and
@@ -311,7 +467,7 @@ class SharesTest(unittest.TestCase):
 # The methods that judge behaviour only (the account's figures add up); they
 # run in the CTest entries *.parallel (tests/CMakeLists.txt, TG_IT_SPLIT).
 # The others judge spacing or a hold at the provider's door and run serial.
-BEHAVIOUR_ONLY = ("test_account_view_sums_the_shares",)
+BEHAVIOUR_ONLY = ("test_account_view_sums_the_shares", "test_a_paused_owner_keeps_its_share")
 
 
 if __name__ == "__main__":

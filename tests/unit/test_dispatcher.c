@@ -1730,6 +1730,110 @@ static void test_two_exits_in_one_loop(void **state)
         store_close(store_b);
 }
 
+/* Starts on the wire in [from, to). */
+static unsigned starts_between(const struct fake *f, tg_mono_ns from, tg_mono_ns to)
+{
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < n_starts(f); i++)
+                n += f->starts[i].at >= from && f->starts[i].at < to;
+        return n;
+}
+
+/* Orphaned shares: one process, shares = 2, its first exit and a spare on
+ * connections of their own. Nobody holds share 1: the spare takes it (its
+ * first try 10 s after it first looked, then its takeover wait) and the
+ * account runs at its full rate, the two shares' starts merged never closer
+ * than 1/rate. A standby (another handle) then wants a share, saying so
+ * every second: the spare drains and releases, the standby gets the share,
+ * and the spare does not take it again while it is held: the process is
+ * back at half the rate. With shares = 3 (two spares) one newcomer gets one
+ * share, not two: the other spare keeps serving, 2/3 of the rate. */
+static void spare_run(struct fx *x, unsigned shares)
+{
+        struct fake *f = &x->fake;
+        struct store *spare_store[2] = {NULL, NULL}, *standby = NULL;
+        struct store_split split = {.shares = shares, .starts_per_second = 10, .max_in_flight = 6};
+        unsigned share = 9;
+        int64_t epoch = 0;
+        int r = TG_ELOCKED;
+
+        x->cfg.exit.starts_per_second = 10;
+        x->cfg.exit.max_in_flight = 6;
+        x->cfg.exit.spacing_margin_ns = 0;
+        x->cfg.exit_clock_skew_ms = 0;
+        x->cfg.exit_shares = shares;
+        x->cfg.provider_timeout_ms = 1000;
+        fake_init(x, f, fast);
+        assert_int_equal(store_open(x->url, &spare_store[0]), 0);
+        assert_int_equal(store_open(x->url, &spare_store[1]), 0);
+        assert_int_equal(store_open(x->url, &standby), 0);
+        struct dispatcher_exit exits[3] = {
+            {.config = &x->cfg},
+            {.config = &x->cfg, .store = spare_store[0], .spare = true, .primary = 0},
+            {.config = &x->cfg, .store = spare_store[1], .spare = true, .primary = 0}};
+        assert_int_equal(dispatcher_new_exits(exits, shares, &x->opt, f->env, &x->d), 0);
+        assert_int_equal(dispatcher_open(x->d), 0);
+        accept_n(x, 250, "sp");
+
+        /* the spare's wait: its first try 10 s after it first looked, the
+         * takeover wait (1 s + 200 ms + 1.5 s); then both shares send */
+        tg_mono_ns t0 = f->clock.mono;
+        while (f->clock.mono - t0 < 20 * TG_NS_PER_S)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        /* one share alone until the first try */
+        assert_true(starts_between(f, t0 + 5 * TG_NS_PER_S, t0 + 9 * TG_NS_PER_S) <=
+                    40 / shares + 2);
+        unsigned late = starts_between(f, t0 + 16 * TG_NS_PER_S, t0 + 20 * TG_NS_PER_S);
+        print_message("spare: %u starts in the 4 s once both shares send\n", late);
+        assert_true(late >= 38); /* 40 at the account's 10/s; one share alone: 40 / shares */
+        check_spacing(f, 10.0, 6);
+
+        /* a standby wants a share: once a second it tries and says so */
+        tg_mono_ns asked = f->clock.mono, next = asked;
+        while (r == TG_ELOCKED && f->clock.mono - asked < 10 * TG_NS_PER_S) {
+                assert_int_equal(dispatcher_turn(x->d), 0);
+                if (f->clock.mono < next)
+                        continue;
+                next = f->clock.mono + TG_NS_PER_S;
+                r = store_share_acquire(standby, &split, &share, &epoch);
+                if (r == TG_ELOCKED)
+                        assert_int_equal(store_share_want(standby), 0);
+        }
+        assert_int_equal(r, 0);
+        assert_true(share >= 1 && share < shares);
+        tg_mono_ns got = f->clock.mono;
+        print_message("spare: the standby got share 1 after %.3f s\n", (double)(got - asked) / 1e9);
+        /* the standby sends nothing here: the process keeps only its own
+         * share (5/s) and the spare never takes share 1 back while held */
+        while (f->clock.mono - got < 8 * TG_NS_PER_S)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        unsigned alone = starts_between(f, got + 4 * TG_NS_PER_S, got + 8 * TG_NS_PER_S);
+        print_message("spare: %u starts in 4 s after the hand-back\n", alone);
+        unsigned want = 40 * (shares - 1) / shares; /* 20 (shares 2), 26 (shares 3) */
+        assert_true(alone + 2 >= want && alone <= want + 2);
+        assert_int_equal(store_owner_check(standby), 0);
+        check_spacing(f, 10.0, 6);
+        for (unsigned i = 0; i < n_starts(f); i++)
+                assert_int_equal(posts_of(f, f->starts[i].operation_id), 1);
+
+        dispatcher_free(x->d);
+        x->d = NULL;
+        store_close(spare_store[0]);
+        store_close(spare_store[1]);
+        store_close(standby);
+}
+
+static void test_spare_takes_the_orphan_and_hands_it_back(void **state)
+{
+        spare_run(*state, 2);
+}
+
+static void test_two_spares_hand_back_one_for_one_newcomer(void **state)
+{
+        spare_run(*state, 3);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1774,6 +1878,10 @@ int main(void)
             cmocka_unit_test_setup_teardown(test_no_start_on_a_stale_first_owner_check, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_two_exits_in_one_loop, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_spare_takes_the_orphan_and_hands_it_back, setup,
+                                            teardown),
+            cmocka_unit_test_setup_teardown(test_two_spares_hand_back_one_for_one_newcomer, setup,
+                                            teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2636,6 +2636,15 @@ static void test_shares(void **state)
         assert_int_equal(got.shares, 2);
         assert_int_equal(got.max_in_flight, 4);
         assert_true(got.starts_per_second > 9.999 && got.starts_per_second < 10.001);
+        /* the standby says it wants a share: every owner sees the count move,
+         * and a put of the same split (never made while shares live) or a
+         * split compare ignores it */
+        int64_t want0 = got.want_seq;
+        assert_int_equal(store_share_want(c), 0);
+        assert_int_equal(store_share_want(c), 0);
+        assert_int_equal(store_split_get(a, &got), 0);
+        assert_true(got.want_seq == want0 + 2);
+        assert_true(store_split_same(&got, &two));
         /* another split while shares of this one are held: refused */
         assert_int_equal(store_share_acquire(d, &one, &kd, &ed), TG_ECONFLICT);
         assert_int_equal(store_owner_acquire(d, &ed), TG_ECONFLICT);
