@@ -47,15 +47,6 @@ int account_ctl_check(const struct tg_config *view, const struct account_control
                          ceiling);
                 return TG_EINVAL;
         }
-        if (next->starts_per_second > 0 && shares_of(view) > 1) {
-                *ret_field = "starts_per_second";
-                snprintf(err, err_size,
-                         "the account is split into %u shares (exit.shares): their grid keeps "
-                         "the configured rate; change exit.starts_per_second in the config of "
-                         "every dispatcher of the account",
-                         shares_of(view));
-                return TG_EINVAL;
-        }
         if (next->max_in_flight > cap ||
             (next->max_in_flight > 0 && next->max_in_flight < shares_of(view))) {
                 *ret_field = "max_in_flight";
