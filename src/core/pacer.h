@@ -137,7 +137,7 @@ struct pacer_grid_plan {
 int pacer_grid_plan(tg_mono_ns spacing, tg_mono_ns skew, unsigned cap,
                     struct pacer_grid_plan *ret_plan);
 
-/* Shares, a change of the account's rate at run time (docs/design.md, "A
+/* Shares, a change of the account's rate while it runs (docs/design.md, "A
  * rate change with shares"): each share stops starting on the old grid the
  * moment it learns of the change (at most `lead` after the change's instant
  * `changed`, on any share's clock, skew included), takes the new grid

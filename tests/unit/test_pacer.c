@@ -991,21 +991,23 @@ static void share_grid(struct pacer *p, const struct pacer_grid_plan *g, unsigne
 }
 
 /* Two shares change the account's spacing from `s0` to `s1` at run time:
- * the change is made at `changed`, share a learns of it at once, share b
- * (its clock `skew` ahead) only `lead` later; each stops the old grid when
- * it learns and starts nothing before pacer_switch_resume(). At the door no
+ * the change is made at `at` after 10 s; share b (its clock `skew` ahead of
+ * a's, the worst case: the new grid's first start on the clock ahead)
+ * learns of it at once, share a only `lead` later, on the old grid until
+ * then; each stops the old grid when it learns and starts nothing before
+ * pacer_switch_resume(). At the door no
  * two starts closer than the spacing in force, the last on the old grid
  * and the first on the new at least the new spacing apart, and after the
  * switch the account's rate is the new one (every point of every share's
  * windows taken: the grid's own gap of late + skew a window is all it
  * loses). */
-static void switch_run(tg_mono_ns s0, tg_mono_ns s1)
+static void switch_run(tg_mono_ns s0, tg_mono_ns s1, tg_mono_ns at_)
 {
         const tg_mono_ns skew = 5 * TG_NS_PER_MS, lead = 3 * TG_NS_PER_S;
-        const tg_mono_ns changed = 10 * TG_NS_PER_S + 37 * TG_NS_PER_MS, end = 30 * TG_NS_PER_S;
+        const tg_mono_ns changed = 10 * TG_NS_PER_S + at_, end = 30 * TG_NS_PER_S;
         struct pacer_grid_plan g0, g1;
         struct pacer *sh[2] = {make(1000.0, 8), make(1000.0, 8)};
-        const tg_mono_ns off[2] = {0, skew}, learn[2] = {changed, changed + lead - skew};
+        const tg_mono_ns off[2] = {0, skew}, learn[2] = {changed + lead, changed};
         bool switched[2] = {false, false};
         tg_mono_ns last = INT64_MIN, last_old = INT64_MIN, first_new = INT64_MAX, resume;
         unsigned after = 0;
@@ -1078,9 +1080,14 @@ static void switch_run(tg_mono_ns s0, tg_mono_ns s1)
 static void test_share_rate_switch(void **state)
 {
         (void)state;
-        switch_run(21 * TG_NS_PER_MS, 101 * TG_NS_PER_MS);
-        switch_run(101 * TG_NS_PER_MS, 21 * TG_NS_PER_MS);
-        switch_run(501 * TG_NS_PER_MS, 201 * TG_NS_PER_MS);
+        /* the change at every phase of the old grid (an eighth of a ms
+         * apart): share a's last old start and share b's first new one
+         * come as close as the grids let them */
+        for (tg_mono_ns at = 0; at < 1100 * TG_NS_PER_MS; at += TG_NS_PER_MS / 8) {
+                switch_run(21 * TG_NS_PER_MS, 101 * TG_NS_PER_MS, at);
+                switch_run(101 * TG_NS_PER_MS, 21 * TG_NS_PER_MS, at);
+                switch_run(501 * TG_NS_PER_MS, 201 * TG_NS_PER_MS, at);
+        }
 }
 
 /* The switch's instant: the change's, then the lead, the new spacing and
