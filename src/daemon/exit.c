@@ -210,18 +210,15 @@ static void switch_grid(struct exit *e, double rate)
 
         if (grid_plan(e, e->cfg, rate, &plan) < 0)
                 return; /* cannot happen: the rate is within the configured one */
-        log_emit(LOG_WARN, "grid_switch",
-                 json_pack("{s:f, s:f, s:I, s:I, s:i}", "from_rate", e->grid_rate, "to_rate", rate,
-                           "spacing_us", (json_int_t)(plan.spacing / TG_NS_PER_US), "from_ms",
-                           (json_int_t)(pacer_switch_resume(e->controls.changed_at * TG_NS_PER_MS,
-                                                            exit_switch_lead(e->cfg), plan.spacing,
-                                                            skew) /
-                                        TG_NS_PER_MS),
-                           "window_points", (int)plan.points));
         e->grid = plan;
         e->grid_rate = rate;
         e->grid_from = pacer_switch_resume(e->controls.changed_at * TG_NS_PER_MS,
                                            exit_switch_lead(e->cfg), plan.spacing, skew);
+        log_emit(LOG_WARN, "grid_switch",
+                 json_pack("{s:f, s:I, s:I, s:i}", "to_rate", rate, "spacing_us",
+                           (json_int_t)(plan.spacing / TG_NS_PER_US), "from_ms",
+                           (json_int_t)(e->grid_from / TG_NS_PER_MS), "window_points",
+                           (int)plan.points));
         set_grid(e);
 }
 
