@@ -72,10 +72,15 @@ static struct open_call *free_slot(struct exit *e)
         return NULL;
 }
 
-/* Our lock was seen held recently enough to hand a call over. */
+/* Our lock was seen held recently enough to hand a call over; with shares
+ * the account's controls read that recently too (a rate change is learnt
+ * before the old grid could take a start past its lead: docs/design.md). */
 static bool owner_fresh(const struct exit *e, tg_mono_ns now)
 {
-        return e->owner_checked && now - e->owner_seen <= OWNERSHIP_FRESH_NS;
+        if (!e->owner_checked || now - e->owner_seen > OWNERSHIP_FRESH_NS)
+                return false;
+        return e->own.split.shares <= 1 ||
+               (e->controls_known && now - e->controls_seen <= OWNERSHIP_FRESH_NS);
 }
 
 unsigned exit_of_cookie(uint64_t cookie)
@@ -285,13 +290,7 @@ void exit_try_start(struct exit *e, tg_mono_ns now, tg_wall_ms wall)
             pacer_in_flight(e->pacer) >= e->cap_now)
                 return;
         /* the next housekeeping checks the lock (or finds it lost) */
-        tg_mono_ns fresh_now = e->env->mono_now(e->env->ctx);
-        if (!owner_fresh(e, fresh_now))
-                return;
-        /* shares: the controls read that recently too (a rate change is
-         * learnt before the old grid could take a start past its lead) */
-        if (e->own.split.shares > 1 &&
-            (!e->controls_known || fresh_now - e->controls_seen > OWNERSHIP_FRESH_NS))
+        if (!owner_fresh(e, e->env->mono_now(e->env->ctx)))
                 return;
         exit_follow_rate(e, now);
         /* oauth2: no call without a usable token; its own call first */
@@ -471,8 +470,21 @@ static void owner_done(void *arg, int r, tg_mono_ns took)
                 e->lost = true;
         } else {
                 if (j->controls_result == 0) {
+                        /* not read for longer than a start allows (or never):
+                         * a rate change the others took may have passed us */
+                        bool lapsed =
+                            !e->controls_known || j->asked - e->controls_seen > OWNERSHIP_FRESH_NS;
+                        tg_wall_ms known = e->controls.changed_at;
+                        int64_t from = e->grid_from;
+
                         exit_apply_controls(e, &j->controls, e->env->mono_now(e->env->ctx),
                                             e->env->wall_now(e->env->ctx));
+                        if (lapsed && j->controls.changed_at != known && e->grid_from == from &&
+                            e->own.split.shares > 1 && e->grid.window > 0) {
+                                /* as if it were a rate change: the latest's instant */
+                                e->controls.changed_at = j->controls.changed_at;
+                                switch_grid(e, e->grid_rate);
+                        }
                         e->controls_known = true;
                         e->controls_seen = j->asked;
                 }
