@@ -326,37 +326,6 @@ class SharesTest(unittest.TestCase):
             for epoch in {c["epoch"] for c in later}:
                 self.assertLessEqual(max_open([c for c in later if c["epoch"] == epoch]), 1)
 
-    def test_a_lowered_cap_is_split_among_the_shares(self):
-        """The account's in-flight cap lowered at run time (4 -> 2) with two
-        shares: the open calls end with the provider's answer (none aborted),
-        and once they ended and every share has read the change each share
-        has one open at most, the account two."""
-        ops = ["cap-%03d" % i for i in range(16)]
-        with tgtest.start_stub("--mode", "slow", "--delay-ms", "700") as stub, \
-                self.door_shares(stub, ops) as tg:
-            tgtest.wait_until(lambda: len([a for a in stub.arrivals()
-                                           if a["method"] == "POST"]) >= 4,
-                              timeout=20, what="four slow calls open")
-            st, _, body = tgtest.http_json("POST", tg.api + "/v1/accounts/default",
-                                           {"max_in_flight": 2, "reason": "provider strained"},
-                                           tg.headers())
-            self.assertEqual((st, body.get("in_force", {}).get("max_in_flight")), (200, 2), body)
-            # every share has read it 1.5 s after its commit (or starts nothing)
-            learnt = time.monotonic_ns() + 1_500_000_000
-            final = tg.wait_final(ops, timeout=90)
-            self.assertEqual({r["state"] for r in final.values()}, {"succeeded"})
-            for op in ops:
-                self.assertEqual(stub.executions(op), 1, op)
-            calls = sorted(tg.calls(), key=lambda c: c["start_mono_ns"])
-            first = calls[:4]
-            self.assertEqual({c["class"] for c in first}, {"succeeded"})
-            changed = max([c["end_mono_ns"] for c in first] + [learnt])
-            later = [c for c in calls if c["start_mono_ns"] > changed]
-            self.assertGreaterEqual(len(later), 4, later)
-            self.assertLessEqual(max_open(later), 2, later)
-            for epoch in {c["epoch"] for c in later}:
-                self.assertLessEqual(max_open([c for c in later if c["epoch"] == epoch]), 1)
-
     def test_a_hold_one_share_sees_holds_every_share(self):
         hold_s = 2
         with tgtest.start_stub("--mode", "fast") as stub, \
