@@ -127,7 +127,7 @@ static int change(const struct tg_config *cfg, struct store *store, const char *
                         verb, name, names);
                 return TG_EINVAL;
         }
-        if (r == TG_EINVAL) {
+        if (r == TG_EINVAL || r == TG_EAGAIN) {
                 fprintf(stderr, "tollgate account %s: %s\n", verb, why);
                 return r;
         }

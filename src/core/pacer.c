@@ -56,6 +56,7 @@ struct pacer {
         tg_mono_ns grid_period;   /* > 0: starts only inside this share's windows (shares) */
         tg_mono_ns grid_phase;    /* a window's opening, in [0, grid_period) */
         tg_mono_ns grid_open;     /* how long after its opening a window takes starts */
+        tg_mono_ns grid_from;     /* no start before (a rate change of shares); INT64_MIN */
 };
 
 static tg_mono_ns add_sat(tg_mono_ns a, tg_mono_ns b)
@@ -112,6 +113,7 @@ int pacer_new(const struct pacer_config *config, struct pacer **ret_pacer)
         p->mode = PACER_NORMAL;
         p->hold_until = INT64_MIN;
         p->rehold = false;
+        p->grid_from = INT64_MIN;
         *ret_pacer = p;
         return 0;
 }
@@ -246,6 +248,18 @@ void pacer_set_grid(struct pacer *pacer, tg_mono_ns period, tg_mono_ns phase, tg
         assert(pacer_sane(pacer));
 }
 
+void pacer_grid_from(struct pacer *pacer, tg_mono_ns from)
+{
+        pacer->grid_from = from;
+}
+
+int64_t pacer_switch_resume(int64_t changed, tg_mono_ns lead, tg_mono_ns spacing, tg_mono_ns skew)
+{
+        if (lead < 0 || spacing < 1 || skew < 0)
+                return INT64_MAX;
+        return add_sat(add_sat(add_sat(changed, lead), spacing), skew);
+}
+
 tg_mono_ns pacer_start_at(const struct pacer *pacer, tg_mono_ns now)
 {
         tg_mono_ns slot = pacer_next_slot(pacer);
@@ -272,6 +286,8 @@ tg_mono_ns pacer_next_slot(const struct pacer *pacer)
                 slot = add_sat(pacer->last_start, pacer->interval);
         if (pacer->mode == PACER_HELD && pacer->hold_until > slot)
                 slot = pacer->hold_until;
+        if (pacer->grid_from > slot)
+                slot = pacer->grid_from;
         /* with a grid: inside one of this share's windows (the grid keeps
          * the other shares' windows apart from it) */
         return fit(pacer, slot);

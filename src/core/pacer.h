@@ -137,6 +137,24 @@ struct pacer_grid_plan {
 int pacer_grid_plan(tg_mono_ns spacing, tg_mono_ns skew, unsigned cap,
                     struct pacer_grid_plan *ret_plan);
 
+/* Shares, a change of the account's rate while it runs (docs/design.md, "A
+ * rate change with shares"): each share stops starting on the old grid the
+ * moment it learns of the change (at most `lead` after the change's instant
+ * `changed`, on any share's clock, skew included), takes the new grid
+ * (pacer_set_grid with the new plan) and starts nothing before the instant
+ * this returns: changed + lead + the new spacing + skew, the same for every
+ * share (a wall time: the caller turns it into its monotonic one). So the
+ * last start on the old grid and the first on the new one, whichever
+ * shares make them, are at least the new spacing apart; a raised rate earns
+ * nothing for the time it was lower. INT64_MAX for a negative lead or skew
+ * or a spacing < 1 (never). Saturates. */
+int64_t pacer_switch_resume(int64_t changed, tg_mono_ns lead, tg_mono_ns spacing, tg_mono_ns skew);
+
+/* No start before `from` (the value of pacer_switch_resume above, as a
+ * monotonic time; INT64_MIN lifts it); replaces the one set before. Unlike
+ * a hold, no probe follows it. */
+void pacer_grid_from(struct pacer *pacer, tg_mono_ns from);
+
 /* The first opening of this share's windows at or after t (t itself
  * without a grid; TG_MONO_NEVER stays so). */
 tg_mono_ns pacer_align(const struct pacer *pacer, tg_mono_ns t);

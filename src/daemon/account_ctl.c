@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/tg_error.h"
+#include "daemon/exit.h"
 
 const struct tg_account *account_ctl_find(const struct tg_config *config, const char *name,
                                           struct tg_config *ret_view)
@@ -47,15 +48,6 @@ int account_ctl_check(const struct tg_config *view, const struct account_control
                          ceiling);
                 return TG_EINVAL;
         }
-        if (next->starts_per_second > 0 && shares_of(view) > 1) {
-                *ret_field = "starts_per_second";
-                snprintf(err, err_size,
-                         "the account is split into %u shares (exit.shares): their grid keeps "
-                         "the configured rate; change exit.starts_per_second in the config of "
-                         "every dispatcher of the account",
-                         shares_of(view));
-                return TG_EINVAL;
-        }
         if (next->max_in_flight > cap ||
             (next->max_in_flight > 0 && next->max_in_flight < shares_of(view))) {
                 *ret_field = "max_in_flight";
@@ -68,13 +60,50 @@ int account_ctl_check(const struct tg_config *view, const struct account_control
         return 0;
 }
 
+/* The rate in force under controls c. */
+static double rate_in_force(const struct tg_config *view, const struct account_controls *c)
+{
+        return c->starts_per_second > 0 && c->starts_per_second < view->exit.starts_per_second
+                   ? c->starts_per_second
+                   : view->exit.starts_per_second;
+}
+
+/* Shares: a new rate while the shares may still be switching to the one
+ * before (until the instant they all take it: daemon/exit.h) is refused, so
+ * that every share sees each rate before the next comes and none starts on
+ * a grid another never knew (docs/design.md, "A rate change with shares").
+ * Judged from the account's last change of any kind (a cap or a pause also
+ * stamps changed_at): at most a few seconds too careful. */
+static int rate_change_pending(const struct tg_config *view, const struct account_controls *cur,
+                               const struct account_controls *next, tg_wall_ms now, char *err,
+                               size_t err_size)
+{
+        double rate = rate_in_force(view, cur);
+        tg_mono_ns spacing = (tg_mono_ns)ceil(1e9 / rate) + view->exit.spacing_margin_ns;
+        int64_t until;
+
+        if (shares_of(view) <= 1 || cur->changed_at <= 0 || rate_in_force(view, next) == rate)
+                return 0;
+        until = pacer_switch_resume(cur->changed_at * TG_NS_PER_MS, exit_switch_lead(view), spacing,
+                                    view->exit_clock_skew_ms * TG_NS_PER_MS) /
+                    TG_NS_PER_MS +
+                1;
+        if (now >= until)
+                return 0;
+        snprintf(err, err_size,
+                 "the account's %u shares (exit.shares) take its last change at %lld (Unix ms); "
+                 "a new rate is accepted from %lld, %lld ms from now",
+                 shares_of(view), (long long)until, (long long)until, (long long)(until - now));
+        return TG_EAGAIN;
+}
+
 int account_ctl_change(struct store *store, const struct tg_config *config, const char *name,
                        const struct account_change *change, const char *principal,
                        const char *reason, tg_wall_ms now, struct account_controls *ret_now,
                        const char **ret_field, char *err, size_t err_size)
 {
         struct tg_config *view = NULL;
-        struct account_controls next;
+        struct account_controls cur, next;
         const char *action;
         int r;
 
@@ -87,11 +116,12 @@ int account_ctl_change(struct store *store, const struct tg_config *config, cons
                 free(view);
                 return TG_ENOTFOUND;
         }
-        r = store_controls_get(store, name, &next);
+        r = store_controls_get(store, name, &cur);
         if (r < 0) {
                 free(view);
                 return r;
         }
+        next = cur;
         if (change->set_rate)
                 next.starts_per_second = change->starts_per_second;
         if (change->set_cap)
@@ -99,6 +129,8 @@ int account_ctl_change(struct store *store, const struct tg_config *config, cons
         if (change->set_paused)
                 next.paused = change->paused;
         r = account_ctl_check(view, &next, ret_field, err, err_size);
+        if (r == 0 && (r = rate_change_pending(view, &cur, &next, now, err, err_size)) < 0)
+                *ret_field = "starts_per_second";
         free(view);
         if (r < 0)
                 return r;

@@ -11,9 +11,11 @@
  * The configured exit.starts_per_second and exit.max_in_flight stay the
  * account's ceiling (the provider's contract; the transport's bound on open
  * calls is made from the configured cap): a control may lower them, never
- * raise them. A rate control is refused for an account split into shares
- * (their grid is cut from the configured rate); its cap and a pause apply
- * to every share.
+ * raise them. With the account split into shares every share follows a
+ * change: a rate moves every share to the new rate's grid from one instant
+ * all of them compute from the row (daemon/exit.h, exit_switch_lead;
+ * docs/design.md, "A rate change with shares"), a cap is split among them
+ * as the configured one is, a pause stops them all.
  */
 #ifndef TG_ACCOUNT_CTL_H
 #define TG_ACCOUNT_CTL_H
@@ -66,7 +68,7 @@ int account_ctl_change(struct store *store, const struct tg_config *config, cons
  * the account reloads the same file). 0 (done, or nothing to do);
  * TG_EINVAL with *ret_field ("starts_per_second" or "max_in_flight") and
  * err when the value cannot be in force without a restart (above the
- * ceiling, a rate for an account split into shares); or a store code. */
+ * ceiling); or a store code. */
 struct account_file_values {
         double starts_per_second;
         unsigned max_in_flight;

@@ -95,6 +95,8 @@ int api_change_account_as(struct api *api, const struct http_request *req, const
                                &now, &field, why, sizeof(why));
         if (r == TG_EINVAL)
                 return api_reply_code(res, rid, 422, "invalid_field", field, why);
+        if (r == TG_EAGAIN)
+                return api_reply_code(res, rid, 409, "rate_change_pending", field, why);
         if (r == TG_ENOMEM)
                 return r;
         if (r < 0)

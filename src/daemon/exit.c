@@ -72,10 +72,15 @@ static struct open_call *free_slot(struct exit *e)
         return NULL;
 }
 
-/* Our lock was seen held recently enough to hand a call over. */
+/* Our lock was seen held recently enough to hand a call over; with shares
+ * the account's controls read that recently too (a rate change is learnt
+ * before the old grid could take a start past its lead: docs/design.md). */
 static bool owner_fresh(const struct exit *e, tg_mono_ns now)
 {
-        return e->owner_checked && now - e->owner_seen <= OWNERSHIP_FRESH_NS;
+        if (!e->owner_checked || now - e->owner_seen > OWNERSHIP_FRESH_NS)
+                return false;
+        return e->own.split.shares <= 1 ||
+               (e->controls_known && now - e->controls_seen <= OWNERSHIP_FRESH_NS);
 }
 
 unsigned exit_of_cookie(uint64_t cookie)
@@ -114,6 +119,8 @@ static void set_grid(struct exit *e)
         tg_mono_ns phase_wall = (tg_mono_ns)e->own.share * e->grid.window;
         pacer_set_grid(e->pacer, period, (phase_wall - offset % period) % period, e->grid.open,
                        e->grid.spacing);
+        /* a rate change: nothing before its common instant, on our clock */
+        pacer_grid_from(e->pacer, e->grid_from > 0 ? e->grid_from - offset : INT64_MIN);
 }
 
 /* Shares: a hold another share saw (429/503) holds this one too, learned
@@ -161,22 +168,63 @@ const char *exit_account_name(const struct exit *e)
         return e->cfg->view_of[0] ? e->cfg->view_of : TG_ACCOUNT_DEFAULT;
 }
 
-/* The account's rate in force for this share: the configured one, or a
- * lower one an operator set (the configured rate is the ceiling). */
+/* The account's rate in force: the configured one, or a lower one an
+ * operator set (the configured rate is the ceiling). */
+static double account_rate(const struct tg_config *cfg, const struct account_controls *c)
+{
+        double rate = cfg->exit.starts_per_second;
+
+        if (c->starts_per_second > 0 && c->starts_per_second < rate)
+                rate = c->starts_per_second;
+        return rate;
+}
+
+/* This share's part of it. */
 static double controlled_rate(const struct exit *e)
 {
         unsigned shares = e->own.split.shares > 0 ? e->own.split.shares : 1;
-        double rate = e->cfg->exit.starts_per_second;
 
-        if (e->controls.starts_per_second > 0 && e->controls.starts_per_second < rate)
-                rate = e->controls.starts_per_second;
-        return rate / shares;
+        return account_rate(e->cfg, &e->controls) / shares;
 }
 
 static json_t *controls_json(const struct account_controls *c)
 {
         return json_pack("{s:f, s:i, s:b}", "starts_per_second", c->starts_per_second,
                          "max_in_flight", (int)c->max_in_flight, "paused", c->paused);
+}
+
+tg_mono_ns exit_switch_lead(const struct tg_config *cfg)
+{
+        return OWNERSHIP_FRESH_NS +
+               (EXIT_SWITCH_COMMIT_MS + cfg->exit_clock_skew_ms) * TG_NS_PER_MS;
+}
+
+static int grid_plan(struct exit *e, const struct tg_config *cfg, double rate,
+                     struct pacer_grid_plan *ret_plan);
+
+/* Shares: the account's rate changed (or this share learns the one in
+ * force when it starts). The old grid takes no start from now on: this
+ * share moves to the new rate's grid at once and starts nothing before the
+ * change's common instant (pacer_switch_resume), which every share
+ * computes alike from the control row; a share that learns of the change
+ * after that instant (it was not starting meanwhile) starts at once. */
+static void switch_grid(struct exit *e, double rate)
+{
+        struct pacer_grid_plan plan;
+        tg_mono_ns skew = e->cfg->exit_clock_skew_ms * TG_NS_PER_MS;
+
+        if (grid_plan(e, e->cfg, rate, &plan) < 0)
+                return; /* cannot happen: the rate is within the configured one */
+        e->grid = plan;
+        e->grid_rate = rate;
+        e->grid_from = pacer_switch_resume(e->controls.changed_at * TG_NS_PER_MS,
+                                           exit_switch_lead(e->cfg), plan.spacing, skew);
+        log_emit(LOG_WARN, "grid_switch",
+                 json_pack("{s:f, s:I, s:I, s:i}", "to_rate", rate, "spacing_us",
+                           (json_int_t)(plan.spacing / TG_NS_PER_US), "from_ms",
+                           (json_int_t)(e->grid_from / TG_NS_PER_MS), "window_points",
+                           (int)plan.points));
+        set_grid(e);
 }
 
 void exit_apply_controls(struct exit *e, const struct account_controls *next, tg_mono_ns now,
@@ -195,16 +243,19 @@ void exit_apply_controls(struct exit *e, const struct account_controls *next, tg
                            controls_json(next), "by", next->changed_by));
         e->controls = *next;
         /* a lowered cap never aborts open calls: none starts until fewer
-         * are open than the new cap */
+         * are open than the new cap (each share its part of it) */
         if (next->max_in_flight > 0 && next->max_in_flight / shares < cap)
                 cap = next->max_in_flight / shares > 0 ? next->max_in_flight / shares : 1;
         e->cap_now = cap;
         e->paused = next->paused;
         /* from the next slot; a raised rate never catches up missed ones
-         * (pacer_set_rate); with shares the grid keeps the account's
-         * spacing: the run-time rate is not theirs to change */
+         * (pacer_set_rate; with shares the switch's instant) */
         rate = controlled_rate(e);
-        if (e->adaptive_on) {
+        if (shares > 1 && e->grid.window > 0 && account_rate(e->cfg, next) != e->grid_rate) {
+                switch_grid(e, account_rate(e->cfg, next));
+                e->rate_now = rate;
+                exit_stats_rate(e->xstats, e->rate_now, 0);
+        } else if (e->adaptive_on) {
                 adaptive_init(&e->adaptive, rate, rate / ADAPTIVE_FLOOR_SHARE);
         } else if (shares <= 1 && rate != e->rate_now && pacer_set_rate(e->pacer, rate) == 0) {
                 e->rate_now = rate;
@@ -398,7 +449,11 @@ static int owner_run(struct store *store, void *arg)
         struct owner_job *j = arg;
 
         j->asked = j->e->env->mono_now(j->e->env->ctx);
-        return store_owner_check(store);
+        int r = store_owner_check(store);
+        /* the controls after the check: as of `asked` at least */
+        j->controls_result =
+            r < 0 ? r : store_controls_get(store, exit_account_name(j->e), &j->controls);
+        return r;
 }
 
 static void owner_done(void *arg, int r, tg_mono_ns took)
@@ -414,6 +469,25 @@ static void owner_done(void *arg, int r, tg_mono_ns took)
                                  json_pack("{s:I}", "epoch", (json_int_t)e->own.epoch));
                 e->lost = true;
         } else {
+                if (j->controls_result == 0) {
+                        /* not read for longer than a start allows (or never):
+                         * a rate change the others took may have passed us */
+                        bool lapsed =
+                            !e->controls_known || j->asked - e->controls_seen > OWNERSHIP_FRESH_NS;
+                        tg_wall_ms known = e->controls.changed_at;
+                        int64_t from = e->grid_from;
+
+                        exit_apply_controls(e, &j->controls, e->env->mono_now(e->env->ctx),
+                                            e->env->wall_now(e->env->ctx));
+                        if (lapsed && j->controls.changed_at != known && e->grid_from == from &&
+                            e->own.split.shares > 1 && e->grid.window > 0) {
+                                /* as if it were a rate change: the latest's instant */
+                                e->controls.changed_at = j->controls.changed_at;
+                                switch_grid(e, e->grid_rate);
+                        }
+                        e->controls_known = true;
+                        e->controls_seen = j->asked;
+                }
                 e->owner_seen = j->asked;
                 e->owner_checked = true;
         }
@@ -438,7 +512,6 @@ static int second_run(struct store *store, void *arg)
          * comes only while the loop posts it */
         if (e->housekeeping)
                 e->housekeeping(e->hook_ctx, store, j->share, j->wall, j->lost);
-        j->controls_result = store_controls_get(store, exit_account_name(e), &j->controls);
         j->split_result = e->own.split.shares > 1 ? store_split_get(store, &j->split) : -1;
         return 0;
 }
@@ -464,9 +537,6 @@ static void second_done(void *arg, int r, tg_mono_ns took)
                     json_pack("{s:i, s:i}", "taken", (int)j->taken, "invalid", (int)j->invalid));
         if (j->split_result == 0)
                 share_want_seen(&e->own.want, j->split.want_seq, e->env->mono_now(e->env->ctx));
-        if (j->controls_result == 0)
-                exit_apply_controls(e, &j->controls, e->env->mono_now(e->env->ctx),
-                                    e->env->wall_now(e->env->ctx));
 }
 
 /* Once a second: the owner check, the exit's sample, the deadline sweep,
@@ -813,9 +883,10 @@ static int64_t limited_hold_max(const struct tg_config *cfg)
 
 /* Shares: the grid's windows (core/pacer.h, pacer_grid_plan), for the
  * account's spacing (with its margin) and the clock skew bound. */
-static int grid_plan(struct exit *e, const struct tg_config *cfg)
+static int grid_plan(struct exit *e, const struct tg_config *cfg, double rate,
+                     struct pacer_grid_plan *ret_plan)
 {
-        struct pacer_config acct = {.starts_per_second = cfg->exit.starts_per_second,
+        struct pacer_config acct = {.starts_per_second = rate,
                                     .max_in_flight = cfg->exit.max_in_flight,
                                     .spacing_margin_ns = cfg->exit.spacing_margin_ns};
         struct pacer *tmp = NULL;
@@ -823,7 +894,7 @@ static int grid_plan(struct exit *e, const struct tg_config *cfg)
 
         if (r == 0)
                 r = pacer_grid_plan(pacer_interval(tmp), cfg->exit_clock_skew_ms * TG_NS_PER_MS,
-                                    e->share_cfg.max_in_flight, &e->grid);
+                                    e->share_cfg.max_in_flight, ret_plan);
         pacer_free(tmp);
         return r;
 }
@@ -845,7 +916,8 @@ static int exit_build(struct exit *e, const struct exit_params *p)
         if (r == 0)
                 e->own.spacing_ns = pacer_interval(e->pacer);
         if (r == 0 && shares > 1)
-                r = grid_plan(e, cfg);
+                r = grid_plan(e, cfg, cfg->exit.starts_per_second, &e->grid);
+        e->grid_rate = cfg->exit.starts_per_second;
         if (r == 0)
                 r = exit_sub_build(e);
         if (r == 0)

@@ -59,6 +59,17 @@ struct exit_params {
         void *hook_ctx;
 };
 
+/* Shares, a change of the account's rate at run time: how long after the
+ * change's instant (its changed_at) every share has stopped starting on
+ * the old rate's grid. A share learns of the change with its owner check,
+ * read at most OWNERSHIP_FRESH_NS before any start it makes; the rest
+ * covers the clock skew between the process that made the change and the
+ * shares (exit.clock_skew_ms) and the change's own commit, which may come
+ * up to EXIT_SWITCH_COMMIT_MS after its instant (docs/design.md, "A rate
+ * change with shares"). */
+#define EXIT_SWITCH_COMMIT_MS 1500
+tg_mono_ns exit_switch_lead(const struct tg_config *config);
+
 /* This exit's part of the account: starts_per_second / exit.shares and
  * max_in_flight / exit.shares (at least one call). */
 void exit_share_config(const struct tg_config *config, struct pacer_config *ret_share);

@@ -133,15 +133,16 @@ struct claim_job {
 struct owner_job {
         struct exit *e;
         tg_mono_ns asked; /* when the check began: the lock was ours then at least */
+        /* the account's run-time controls (store_controls_get), read right
+         * after the check: as of `asked` at least; applied by owner_done
+         * on the loop's thread */
+        struct account_controls controls;
+        int controls_result;
         bool posted;
 };
 
 struct second_job {
         struct exit *e;
-        /* the account's run-time controls (store_controls_get), read with
-         * the second's work; applied by second_done on the loop's thread */
-        struct account_controls controls;
-        int controls_result;
         /* the split's want count (a standby's wish for a share), read with
          * the second's work when split_result is 0 */
         struct store_split split;
@@ -169,11 +170,16 @@ struct exit {
         unsigned index;             /* in the loop's list: carried by its cookies */
         bool pending; /* becoming an owner step by step (exit_begin): nothing else runs */
         /* The account's run-time controls in force (tollgate account, the
-         * admin API: store_controls_get), read once a second: paused, no
-         * call starts and nothing is claimed; cap_now is the in-flight cap
-         * in force (<= the share's configured one, the transport's bound);
-         * the rate is the pacer's (rate_now). */
+         * admin API: store_controls_get), read once a second with the
+         * owner check: paused, no call starts and nothing is claimed;
+         * cap_now is the in-flight cap in force (<= the share's configured
+         * one, the transport's bound); the rate is the pacer's (rate_now).
+         * controls_seen: the read's start (with shares no start unless it
+         * is OWNERSHIP_FRESH_NS old at most: a share learns of a rate
+         * change that soon, docs/design.md). */
         struct account_controls controls;
+        bool controls_known;
+        tg_mono_ns controls_seen;
         bool paused;
         unsigned cap_now;
         volatile sig_atomic_t *stop;
@@ -251,8 +257,13 @@ struct exit {
         tg_mono_ns idle_max;   /* exit.idle_poll_max_ms */
         tg_mono_ns last_empty; /* the last claim that found nothing (stats: lateness) */
         /* Shares: the windows of the grid every share starts on
-         * (core/pacer.h); window 0 without shares. */
+         * (core/pacer.h); window 0 without shares. grid_rate: the
+         * account's rate it is planned for; grid_from: after a change of
+         * it, the wall time (ns) before which nothing starts (the same for
+         * every share: pacer_switch_resume), 0 when none. */
         struct pacer_grid_plan grid;
+        double grid_rate;
+        int64_t grid_from;
         /* The store's work: on a thread of its own in the real environment
          * (claims and outcomes posted, their results taken each turn), inline
          * in the fake ones. Every other use of the store by this thread is
@@ -276,8 +287,10 @@ struct exit {
 const char *exit_account_name(const struct exit *e);
 /* The account's run-time controls as the store has them now (read once a
  * second): a changed rate from the next slot (the configured rate is the
- * ceiling; with shares the grid keeps it), a lowered cap for the starts to
- * come, a pause (the claims made ahead go back). Logged when they change. */
+ * ceiling; with shares every share moves to the new rate's grid from the
+ * change's common instant, docs/design.md), a lowered cap for the starts
+ * to come, a pause (the claims made ahead go back). Logged when they
+ * change. */
 void exit_apply_controls(struct exit *e, const struct account_controls *next, tg_mono_ns now,
                          tg_wall_ms wall);
 

@@ -362,7 +362,7 @@ static void reload_controls(struct service *svc, const struct tg_config *next,
                         field = now.starts_per_second != was->starts_per_second
                                     ? "starts_per_second"
                                     : "max_in_flight";
-                if (r != TG_EINVAL)
+                if (r != TG_EINVAL && r != TG_EAGAIN)
                         snprintf(err, sizeof(err),
                                  "the account's controls could not be written: %s; send "
                                  "SIGHUP again",

@@ -47,6 +47,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tgtest  # noqa: E402
+from test_accounts import max_open  # noqa: E402
 from tgdaemon import Tollgate, log_events, started  # noqa: E402
 
 LIMIT = 10.0  # the account's starts per second
@@ -177,11 +178,13 @@ class SharesTest(unittest.TestCase):
         return d1, d2
 
     @contextlib.contextmanager
-    def at_the_door(self):
-        """A stub whose gateway limiter runs at the account's rate, and a
-        Tollgate with the door's spacing margin and its API started."""
+    def at_the_door(self, *stub_args):
+        """A stub whose gateway limiter runs at the account's rate (or one
+        run with stub_args), and a Tollgate with the door's spacing margin
+        and its API started."""
         door = dict(self.exit_conf(), spacing_margin_us=tgtest.DOOR_MARGIN_US)
-        with tgtest.start_stub("--mode", "fast", "--limit-rate", str(LIMIT)) as stub, \
+        stub_args = stub_args or ("--mode", "fast", "--limit-rate", str(LIMIT))
+        with tgtest.start_stub(*stub_args) as stub, \
                 Tollgate(stub.url, store_url=self.store_url(), exit=door,
                          provider={"timeout_ms": 1000},
                          admission={"enabled": "false"}) as tg:
@@ -206,6 +209,122 @@ class SharesTest(unittest.TestCase):
             gaps = [b - a for a, b in zip(starts, starts[1:])]
             self.assertGreaterEqual(min(gaps), int(1e9 / LIMIT),
                                     "two shares started %.3f ms apart" % (min(gaps) / 1e6))
+
+    def test_a_rate_change_moves_every_share(self):
+        """The account's rate lowered (10/s -> 4/s) and raised back at run
+        time with two shares (issue 26 §5): every share moves to the new
+        rate's grid from one instant all of them compute from the control
+        row (changed_at + lead + the new spacing + skew, docs/design.md "A
+        rate change with shares"). At the door, in whole ms: no two POSTs
+        closer than the spacing in force, the last before a switch and the
+        first after it at least the new spacing apart, none in between the
+        lead's end and the switch (the old grid stopped), and the rate after
+        each switch follows it (a loose floor); the changes are audited, and
+        a new rate before the shares took the last one is refused (409)."""
+        lead_ms = 1500 + 1500 + 1  # exit_switch_lead: fresh + commit + skew (1 ms)
+        slow = 4.0
+        ops = ["rate-%03d" % i for i in range(90)]
+        with self.at_the_door() as (stub, tg):
+            self.two_shares(tg)
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+            posts = lambda: sorted(a["mono_ns"] for a in stub.arrivals()  # noqa: E731
+                                   if a["method"] == "POST")
+            tgtest.wait_until(lambda: len(posts()) >= 10, timeout=20, what="ten POSTs")
+            wall_off = time.time_ns() - time.monotonic_ns()  # the stub's clock is monotonic
+            switches = []
+            for rate, spacing_ms in ((slow, 1000 / slow), (None, 1000 / LIMIT)):
+                st, _, body = tgtest.http_json(
+                    "POST", tg.api + "/v1/accounts/default",
+                    {"starts_per_second": rate, "reason": "rate %s at run time" % rate},
+                    tg.headers())
+                self.assertEqual(st, 200, body)
+                # another rate before every share took this one: refused, said when
+                st, _, again = tgtest.http_json(
+                    "POST", tg.api + "/v1/accounts/default",
+                    {"starts_per_second": 5, "reason": "too soon"}, tg.headers())
+                self.assertEqual((st, again["error"]["code"], again["error"]["field"]),
+                                 (409, "rate_change_pending", "starts_per_second"), again)
+                self.assertIn("a new rate is accepted from", again["error"]["message"])
+                changed = body["controls"]["changed_at"] * 1_000_000 - wall_off
+                margin_ms = tgtest.DOOR_MARGIN_US / 1000
+                resume = changed + int((lead_ms + spacing_ms + margin_ms + 1) * 1e6)
+                switches.append((changed, resume, spacing_ms))
+                tgtest.wait_until(lambda: time.monotonic_ns() > resume + 4e9, timeout=30,
+                                  what="four seconds after the switch")
+            final = tg.wait_final(ops, timeout=60)
+            self.assertEqual({r["state"] for r in final.values()}, {"succeeded"})
+            ms = [t // 1_000_000 for t in posts()]
+            self.assertEqual(len(ms), len(ops))
+            (c1, r1, s1), (c2, r2, s2) = switches
+            r1_ms, r2_ms = r1 // 1_000_000, r2 // 1_000_000
+
+            def in_force(t_ms):  # the spacing at the door at t (ms), -1 for slack
+                return s2 if t_ms >= r2_ms else s1 if t_ms >= r1_ms else 1000 / LIMIT
+            for a, b in zip(ms, ms[1:]):
+                self.assertGreaterEqual(b - a, int(in_force(b)) - 1,
+                                        "POSTs %d ms apart at %d (in force %.0f ms)" %
+                                        (b - a, b, in_force(b)))
+            for changed, resume, _ in switches:
+                # every share learns of the change within 1.5 s of its commit
+                # (it starts nothing otherwise): none starts after that (a
+                # second for the commit, on a busy machine) until the switch
+                stopped = changed // 1_000_000 + 1500 + 1000
+                between = [t for t in ms if stopped <= t < resume // 1_000_000 - 2]
+                self.assertEqual(between, [], "POSTs after the old grid's end, before the "
+                                 "switch at %d" % (resume // 1_000_000))
+            # the rate after each switch follows it (a loose floor, and never above)
+            slow_ms = [t for t in ms if r1_ms <= t < (c2 // 1_000_000)]
+            span = (c2 - r1) / 1e9
+            self.assertLessEqual(len(slow_ms), slow * span + 1, slow_ms)
+            self.assertGreaterEqual(len(slow_ms), 0.6 * slow * span, slow_ms)
+            fast_ms = [t for t in ms if t >= r2_ms]
+            self.assertGreater(len(fast_ms), 10, "the raised rate was not in force")
+            fast = (len(fast_ms) - 1) / ((fast_ms[-1] - fast_ms[0]) / 1e3)
+            self.assertGreaterEqual(fast, 0.5 * LIMIT, fast_ms)
+            st, _, body = tgtest.http_json("GET", tg.api + "/v1/accounts/default/audit", None,
+                                           tg.headers())
+            self.assertEqual(st, 200, body)
+            rows = body["audit"]
+            self.assertEqual([(r["detail"]["from"]["starts_per_second"],
+                               r["detail"]["to"]["starts_per_second"]) for r in rows],
+                             [(0, slow), (slow, 0)])
+            self.assertTrue(all(r["by"] and r["at"] for r in rows))
+            print("rate switch: %d POSTs at 4/s over %.1f s, then %.2f/s (%d) at 10/s" %
+                  (len(slow_ms), (c2 - r1) / 1e9, fast, len(fast_ms)))
+
+    def test_a_lowered_cap_is_split_among_the_shares(self):
+        """The account's in-flight cap lowered at run time (4 -> 2) with two
+        shares: the open calls end with the provider's answer (none aborted),
+        and once they ended and every share has read the change each share
+        has one open at most, the account two."""
+        ops = ["cap-%03d" % i for i in range(16)]
+        with self.at_the_door("--mode", "slow", "--delay-ms", "700") as (stub, tg):
+            self.two_shares(tg)
+            for op in ops:
+                self.assertEqual(tg.submit(op)[0], 202)
+            tgtest.wait_until(lambda: len([a for a in stub.arrivals()
+                                           if a["method"] == "POST"]) >= 4,
+                              timeout=20, what="four slow calls open")
+            st, _, body = tgtest.http_json("POST", tg.api + "/v1/accounts/default",
+                                           {"max_in_flight": 2, "reason": "provider strained"},
+                                           tg.headers())
+            self.assertEqual((st, body.get("in_force", {}).get("max_in_flight")), (200, 2), body)
+            # every share has read it 1.5 s after its commit (or starts nothing)
+            learnt = time.monotonic_ns() + 1_500_000_000
+            final = tg.wait_final(ops, timeout=90)
+            self.assertEqual({r["state"] for r in final.values()}, {"succeeded"})
+            for op in ops:
+                self.assertEqual(stub.executions(op), 1, op)
+            calls = sorted(tg.calls(), key=lambda c: c["start_mono_ns"])
+            first = calls[:4]
+            self.assertEqual({c["class"] for c in first}, {"succeeded"})
+            changed = max([c["end_mono_ns"] for c in first] + [learnt])
+            later = [c for c in calls if c["start_mono_ns"] > changed]
+            self.assertGreaterEqual(len(later), 4, later)
+            self.assertLessEqual(max_open(later), 2, later)
+            for epoch in {c["epoch"] for c in later}:
+                self.assertLessEqual(max_open([c for c in later if c["epoch"] == epoch]), 1)
 
     def test_a_hold_one_share_sees_holds_every_share(self):
         hold_s = 2

@@ -50,6 +50,7 @@
 #include "core/tg_error.h"
 #include "daemon/config.h"
 #include "daemon/dispatcher.h"
+#include "daemon/exit.h"
 #include "daemon/exit_env.h"
 #include "daemon/log.h"
 #include "daemon/ownership.h"
@@ -659,6 +660,140 @@ static void test_shares_send_only_in_their_windows(void **state)
                 assert_int_equal(store_get(x->fake.store, id, &op), 0);
                 assert_int_equal(op.attempts, 1);
         }
+}
+
+/* Shares, a rate changed at run time (issue 26 §5): the share learns of
+ * it with its next owner check, starts nothing on the old grid from then
+ * on and nothing before the switch's instant (changed_at + lead + the new
+ * spacing + skew), then only inside its windows of the new rate's grid, at
+ * the new spacing. */
+static void test_shares_follow_a_rate_change(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct pacer_grid_plan g;
+        struct account_controls c = {.starts_per_second = 10.0};
+        unsigned share = 2, after = 0;
+
+        x->cfg.exit.starts_per_second = 50;
+        x->cfg.exit.spacing_margin_ns = 0;
+        x->cfg.exit_clock_skew_ms = 0;
+        x->cfg.exit_shares = 2;
+        open_dispatcher(x, fast);
+        accept_n(x, 120, "sw");
+        while (n_starts(f) < 10)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        tg_wall_ms changed = f_wall(f);
+        unsigned before = n_starts(f);
+        assert_int_equal(store_controls_set(f->store, "default", &c, "account_set", "test",
+                                            "slower", changed, NULL),
+                         0);
+        run_until_settled(x, 60 * TG_NS_PER_S);
+        assert_int_equal(count_state(x, OP_SUCCEEDED), 120);
+        /* 10/s: 100 ms apart, 2 points a window (2 ms late, no skew) */
+        assert_int_equal(pacer_grid_plan(100 * MS, 0, 5, &g), 0);
+        int64_t resume = changed * MS + exit_switch_lead(&x->cfg) + g.spacing;
+        int64_t learnt = (changed + 1000) * MS; /* the next owner check */
+        int64_t last = INT64_MIN;
+        for (unsigned i = before; i < n_starts(f); i++) {
+                const struct sim_start *st = &f->starts[i];
+                int64_t wall = sim_clock_wall_ns(&f->clock) - f->clock.mono + st->at;
+
+                if (!st->sent)
+                        continue;
+                if (wall < resume) {
+                        if (wall >= learnt)
+                                fail_msg("start %u %lld ms after the change, before the "
+                                         "switch",
+                                         i, (long long)((wall - changed * MS) / MS));
+                        continue;
+                }
+                after++;
+                if (last != INT64_MIN && wall - last < g.spacing)
+                        fail_msg("starts %lld us apart after the switch",
+                                 (long long)((wall - last) / 1000));
+                last = wall;
+                int64_t off = wall % (2 * g.window);
+                unsigned k = off >= g.window;
+                if (share == 2)
+                        share = k;
+                off -= (int64_t)k * g.window;
+                if (k != share || off > g.open)
+                        fail_msg("start %u %lld us into window %u of the new grid (share %u)", i,
+                                 (long long)(off / 1000), k, share);
+        }
+        assert_true(after > 20);
+}
+
+/* Reads fail in the fixture's window (the owner check counts that as
+ * "cannot tell", not a lost lock): the account's controls are not read. */
+static enum store_fault failing_reads(void *ctx, bool write)
+{
+        struct fx *x = ctx;
+        tg_mono_ns now = x->fake.clock.mono;
+
+        return !write && now >= x->fail_from && now < x->fail_until ? STORE_FAULT_IO
+                                                                    : STORE_FAULT_NONE;
+}
+
+static void run_to(struct fx *x, tg_mono_ns until)
+{
+        while (x->fake.clock.mono < until)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+}
+
+/* Shares: a share that could not read the controls for a while starts
+ * nothing (a rate change may be passing it by), and when it reads them
+ * again a newer row is a switch even with its own rate back in it: here
+ * the others ran 10/s meanwhile, so it waits for that row's instant. */
+static void test_share_that_missed_controls_waits(void **state)
+{
+        struct fx *x = *state;
+        struct fake *f = &x->fake;
+        struct store_fault_hooks h = {.before = failing_reads, .ctx = x};
+        struct account_controls slow = {.starts_per_second = 10.0}, back = {0};
+
+        x->cfg.exit.starts_per_second = 50;
+        x->cfg.exit.spacing_margin_ns = 0;
+        x->cfg.exit_clock_skew_ms = 0;
+        x->cfg.exit_shares = 2;
+        open_dispatcher(x, fast);
+        assert_int_equal(store_faults_wrap(f->store, &h), 0);
+        accept_n(x, 400, "miss");
+        while (n_starts(f) < 10)
+                assert_int_equal(dispatcher_turn(x->d), 0);
+        tg_mono_ns t0 = f->clock.mono;
+        x->fail_from = t0;
+        x->fail_until = t0 + 4 * TG_NS_PER_S;
+        run_to(x, t0 + 500 * MS);
+        assert_int_equal(store_controls_set(f->store, "default", &slow, "account_set", "t", "r",
+                                            f_wall(f), NULL),
+                         0);
+        run_to(x, t0 + 2 * TG_NS_PER_S);
+        tg_wall_ms c2 = f_wall(f);
+        assert_int_equal(
+            store_controls_set(f->store, "default", &back, "account_set", "t", "r", c2, NULL), 0);
+        unsigned mark = n_starts(f);
+        run_to(x, t0 + 10 * TG_NS_PER_S);
+        /* the last read before the window is at most a second old at t0:
+         * nothing from 1.5 s after it until c2's instant (50/s: 20 ms) */
+        int64_t quiet_from = sim_clock_wall_ns(&f->clock) - f->clock.mono + t0 + 1500 * MS;
+        int64_t resume = c2 * MS + exit_switch_lead(&x->cfg) + 20 * MS;
+        unsigned after = 0;
+        for (unsigned i = 0; i < n_starts(f); i++) {
+                const struct sim_start *st = &f->starts[i];
+                int64_t wall = sim_clock_wall_ns(&f->clock) - f->clock.mono + st->at;
+
+                if (!st->sent)
+                        continue;
+                if (wall >= quiet_from && wall < resume)
+                        fail_msg("start %u %lld ms before the switch of a share that missed "
+                                 "the controls",
+                                 i, (long long)((resume - wall) / MS));
+                after += wall >= resume;
+        }
+        assert_true(n_starts(f) > mark);
+        assert_true(after > 20);
 }
 
 /* The next claim is committed ahead of its slot: right after a start, the
@@ -1848,6 +1983,8 @@ int main(void)
                                             teardown),
             cmocka_unit_test_setup_teardown(test_wire_spacing_with_slow_connects, setup, teardown),
             cmocka_unit_test_setup_teardown(test_spacing_counts_from_the_send, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_shares_follow_a_rate_change, setup, teardown),
+            cmocka_unit_test_setup_teardown(test_share_that_missed_controls_waits, setup, teardown),
             cmocka_unit_test_setup_teardown(test_shares_send_only_in_their_windows, setup,
                                             teardown),
             cmocka_unit_test_setup_teardown(test_claims_ahead_and_releases, setup, teardown),

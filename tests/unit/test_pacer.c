@@ -979,6 +979,151 @@ static void test_share_plan_values(void **state)
         assert_int_equal(pacer_grid_plan(ms, 0, 0, &g), TG_EINVAL);
 }
 
+/* A share on the grid of `g` for share k of n, its wall clock `off` ahead
+ * of the true time its monotonic clock keeps (exit.c's set_grid). */
+static void share_grid(struct pacer *p, const struct pacer_grid_plan *g, unsigned k, unsigned n,
+                       tg_mono_ns off)
+{
+        tg_mono_ns period = (tg_mono_ns)n * g->window;
+
+        pacer_set_grid(p, period, (((tg_mono_ns)k * g->window - off) % period + period) % period,
+                       g->open, g->spacing);
+}
+
+/* Two shares change the account's spacing from `s0` to `s1` at run time:
+ * the change is made at `at` after 10 s; share b (its clock `skew` ahead of
+ * a's, the worst case: the new grid's first start on the clock ahead)
+ * learns of it at once, share a only `lead` later, on the old grid until
+ * then; each stops the old grid when it learns and starts nothing before
+ * pacer_switch_resume(). At the door no
+ * two starts closer than the spacing in force, the last on the old grid
+ * and the first on the new at least the new spacing apart, and after the
+ * switch the account's rate is the new one (every point of every share's
+ * windows taken: the grid's own gap of late + skew a window is all it
+ * loses). */
+static void switch_run(tg_mono_ns s0, tg_mono_ns s1, tg_mono_ns at_)
+{
+        const tg_mono_ns skew = 5 * TG_NS_PER_MS, lead = 3 * TG_NS_PER_S;
+        const tg_mono_ns changed = 10 * TG_NS_PER_S + at_, end = 30 * TG_NS_PER_S;
+        struct pacer_grid_plan g0, g1;
+        struct pacer *sh[2] = {make(1000.0, 8), make(1000.0, 8)};
+        const tg_mono_ns off[2] = {0, skew}, learn[2] = {changed + lead, changed};
+        bool switched[2] = {false, false};
+        tg_mono_ns last = INT64_MIN, last_old = INT64_MIN, first_new = INT64_MAX, resume;
+        unsigned after = 0;
+
+        assert_int_equal(pacer_grid_plan(s0, skew, 4, &g0), 0);
+        assert_int_equal(pacer_grid_plan(s1, skew, 4, &g1), 0);
+        for (unsigned k = 0; k < 2; k++)
+                share_grid(sh[k], &g0, k, 2, off[k]);
+        resume = pacer_switch_resume(changed, lead, s1, skew);
+        assert_int_equal(resume, changed + lead + s1 + skew);
+        for (tg_mono_ns now = 0;;) {
+                tg_mono_ns at[2];
+                unsigned k;
+
+                for (k = 0; k < 2; k++) {
+                        if (!switched[k] && now >= learn[k]) {
+                                switched[k] = true;
+                                share_grid(sh[k], &g1, k, 2, off[k]);
+                                /* its own clock's reading of the common instant */
+                                pacer_grid_from(sh[k], resume - off[k]);
+                        }
+                        at[k] = pacer_start_at(sh[k], now);
+                }
+                k = at[1] < at[0];
+                /* a share learns before a start it would make after learning */
+                if (!switched[!k] && learn[!k] <= at[k]) {
+                        now = learn[!k];
+                        continue;
+                }
+                if (!switched[k] && learn[k] <= at[k]) {
+                        now = learn[k];
+                        continue;
+                }
+                if (at[k] > end)
+                        break;
+                assert_int_equal(pacer_start_pending(sh[k], at[k], NULL), 0);
+                pacer_sent(sh[k], at[k]);
+                pacer_finish(sh[k]);
+                if (switched[k]) {
+                        /* on its own clock, at or after the common instant */
+                        assert_true(at[k] + off[k] >= resume);
+                        if (first_new == INT64_MAX)
+                                assert_true(at[k] - last_old >= s1);
+                        first_new = first_new < at[k] ? first_new : at[k];
+                        after++;
+                } else {
+                        assert_int_equal(first_new, INT64_MAX);
+                        last_old = at[k];
+                }
+                if (last != INT64_MIN)
+                        assert_true(at[k] - last >= (switched[k] ? s1 : s0));
+                last = at[k];
+                now = at[k];
+        }
+        /* the old grid ran until the change was learnt, the new one from
+         * its instant on at the new rate: within the windows' share of
+         * the time (a gap of late + skew each window) and its last spacing */
+        assert_true(last_old > changed - s0 - g0.window);
+        assert_true(first_new - resume < 2 * g1.window);
+        double want = (double)(end - first_new) / (double)s1;
+        double full = (double)(end - first_new) / (double)g1.window * g1.points;
+        assert_true(after + 2 >= (unsigned)full);
+        assert_true(after <= (unsigned)want + 1);
+        pacer_free(sh[0]);
+        pacer_free(sh[1]);
+}
+
+/* The account's rate lowered (spacing 21 -> 101 ms) and raised again
+ * (101 -> 21 ms) at run time with two shares. */
+static void test_share_rate_switch(void **state)
+{
+        (void)state;
+        /* the change at every phase of the old grid (an eighth of a ms
+         * apart): share a's last old start and share b's first new one
+         * come as close as the grids let them */
+        for (tg_mono_ns at = 0; at < 1100 * TG_NS_PER_MS; at += TG_NS_PER_MS / 8) {
+                switch_run(21 * TG_NS_PER_MS, 101 * TG_NS_PER_MS, at);
+                switch_run(101 * TG_NS_PER_MS, 21 * TG_NS_PER_MS, at);
+                switch_run(501 * TG_NS_PER_MS, 201 * TG_NS_PER_MS, at);
+        }
+}
+
+/* The switch's instant: the change's, then the lead, the new spacing and
+ * the skew; bad input is never; no overflow near the end of time. */
+static void test_switch_resume_values(void **state)
+{
+        (void)state;
+        assert_int_equal(pacer_switch_resume(1000, 3000, 200, 5), 4205);
+        assert_int_equal(pacer_switch_resume(0, 0, 1, 0), 1);
+        assert_int_equal(pacer_switch_resume(0, -1, 1, 0), INT64_MAX);
+        assert_int_equal(pacer_switch_resume(0, 1, 0, 0), INT64_MAX);
+        assert_int_equal(pacer_switch_resume(0, 1, 1, -1), INT64_MAX);
+        assert_int_equal(pacer_switch_resume(INT64_MAX - 2, 3, 3, 3), TG_MONO_NEVER);
+}
+
+/* No start before the floor, and no probe after it (not a hold); a floor
+ * lifted leaves the spacing as it was. */
+static void test_grid_from(void **state)
+{
+        struct pacer *p = make(10.0, 4);
+
+        (void)state;
+        assert_int_equal(pacer_start(p, 0, NULL), 0);
+        pacer_grid_from(p, 5 * TG_NS_PER_S);
+        assert_int_equal(pacer_next_slot(p), 5 * TG_NS_PER_S);
+        assert_false(pacer_may_start(p, 5 * TG_NS_PER_S - 1));
+        bool probe = true;
+        assert_int_equal(pacer_start(p, 5 * TG_NS_PER_S, &probe), 0);
+        assert_false(probe);
+        assert_false(pacer_held(p, 5 * TG_NS_PER_S));
+        pacer_grid_from(p, INT64_MIN);
+        assert_int_equal(pacer_next_slot(p), 5 * TG_NS_PER_S + pacer_interval(p));
+        assert_true(pacer_sane(p));
+        pacer_free(p);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1007,6 +1152,9 @@ int main(void)
             cmocka_unit_test(test_grid_late_budget),
             cmocka_unit_test(test_share_windows_keep_the_account_spacing),
             cmocka_unit_test(test_share_plan_values),
+            cmocka_unit_test(test_share_rate_switch),
+            cmocka_unit_test(test_switch_resume_values),
+            cmocka_unit_test(test_grid_from),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
