@@ -230,6 +230,15 @@ def token_path(profile=None):
             if sec == "provider"}.get("token_path", "/v1/oauth2/token")
 
 
+def contract_arrivals(arrivals, profile=None):
+    """A stub's arrivals on the provider's contract, whatever the profile's
+    paths (PROVIDER.md's /v1/..., PayPal's /v2/..., Adyen's /v71/...,
+    Checkout.com's /payments/...): not its admin API (/_stub/...) nor the
+    exit's OAuth 2.0 token calls (no operation's)."""
+    token = token_path(profile)
+    return [a for a in arrivals if not a["path"].startswith("/_") and a["path"] != token]
+
+
 def provider_sections(stub_url, tls=None, profile=None, credentials=True):
     """tollgate's [provider] and [classify] for a stub at stub_url started with
     the same tls and profile: {"provider": {...}, "classify": {"rule": [...]}}."""

@@ -58,6 +58,11 @@ def dump_run(tg, stub, d):
     return paths, calls
 
 
+def contract_arrivals(stub):
+    """The stub's arrivals on the provider's contract (tgprovider)."""
+    return tgprovider.contract_arrivals(stub.arrivals(), stub.profile)
+
+
 def verify(paths, *flags):
     """Under an OAuth 2.0 profile (paypal) the exit's token calls have no
     call log row: --token-path names their door (docs/verify.md)."""
