@@ -323,6 +323,7 @@ class ExitTest(unittest.TestCase):
             self.assertTrue(all(c["end_wall"] is not None for c in calls),
                             "a call left open at exit: %r" % calls)
 
+    @no_query  # its second group is made of due queries
     def test_groups_take_turns(self):
         # Scaled down from "1,000 due retries vs new refunds": 300 new refunds
         # keep the first group full while their 500s (unknown) fill the again
