@@ -405,9 +405,13 @@ static const struct migration migrations[] = {
      * polls made since, counted against retry.pending_max_polls. */
     {16, "ALTER TABLE operations ADD COLUMN IF NOT EXISTS pending_since BIGINT NOT NULL "
          "DEFAULT 0, ADD COLUMN IF NOT EXISTS pending_polls INT UNSIGNED NOT NULL DEFAULT 0"},
+    /* 17: an operation found by the provider's refund id within its account
+     * (store_find_by_refund_id: a notification naming only Adyen's
+     * pspReference) without a scan. */
+    {17, "ALTER TABLE operations ADD INDEX IF NOT EXISTS ops_acct_refund (account, refund_id)"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  16
+#define SCHEMA_VERSION  17
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

@@ -352,9 +352,13 @@ static const struct migration migrations[] = {
      * polls made since, counted against retry.pending_max_polls. */
     {7, "ALTER TABLE operations ADD COLUMN pending_since BIGINT NOT NULL DEFAULT 0, "
         "ADD COLUMN pending_polls BIGINT NOT NULL DEFAULT 0"},
+    /* 8: an operation found by the provider's refund id within its account
+     * (store_find_by_refund_id: a notification naming only Adyen's
+     * pspReference) without a scan. */
+    {8, "CREATE INDEX IF NOT EXISTS ops_acct_refund ON operations (account, refund_id)"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  7
+#define SCHEMA_VERSION  8
 
 /* ---- url ------------------------------------------------------------------ */
 

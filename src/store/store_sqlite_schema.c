@@ -401,6 +401,10 @@ const char *const store_sqlite_migrations[] = {
      * polls made since, counted against retry.pending_max_polls. */
     ("ALTER TABLE operations ADD COLUMN pending_since INTEGER NOT NULL DEFAULT 0;"
      "ALTER TABLE operations ADD COLUMN pending_polls INTEGER NOT NULL DEFAULT 0;"),
+    /* 18: an operation found by the provider's refund id within its account
+     * (store_find_by_refund_id: a notification naming only Adyen's
+     * pspReference) without a scan. */
+    "CREATE INDEX ops_account_refund ON operations(account, refund_id);",
 };
 
 const int store_sqlite_migration_count =
