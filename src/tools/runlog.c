@@ -190,6 +190,7 @@ static int add_call_json(struct runlog *log, json_t *o, const char *path, size_t
         c->sent = json_is_boolean(sent) ? json_is_true(sent) : -1;
         json_t *handoff = json_object_get(o, "handoff_mono_ns");
         c->start_unrecorded = handoff && json_is_null(handoff);
+        c->released = json_is_true(json_object_get(o, "released"));
         log->ncalls++;
         return 0;
 }
@@ -351,6 +352,7 @@ static int add_store_call(const struct call_record *cr, void *userdata)
         c->in_flight = cr->in_flight_at_start;
         c->sent = cr->ended ? (cr->sent ? 1 : 0) : -1;
         c->start_unrecorded = cr->handoff_mono == 0; /* -1: a row from before */
+        c->released = store_call_released(cr);
         copy_str(c->cls, sizeof(c->cls), cr->ended ? tg_class_name(cr->cls) : "");
         c->http_status = cr->http_status;
         return 0;

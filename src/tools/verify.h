@@ -73,6 +73,9 @@ struct verify_call {
          * given back, or its owner lost before the call ended; start_mono
          * is the claim's. Older logs have no such field: false. */
         bool start_unrecorded;
+        /* a claim given back before it reached the transport ("released"):
+         * a row, not a call; its attempt is not counted (store.h) */
+        bool released;
         char cls[24];    /* tollgate's class name, "" when open */
         int http_status; /* 0: none */
 };

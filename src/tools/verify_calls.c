@@ -267,15 +267,18 @@ void verify_check_operations(struct run *run, const struct verify_call **by_op,
 
         /* Automatic POSTs per operation, in the call log: the summary has
          * them all, the check leaves out those answered 429/503 unless the
-         * exit counts them (retry.count_limited). */
+         * exit counts them (retry.count_limited). A released claim (given
+         * back before the transport had it) is no POST: the exit does not
+         * count its attempt, and the next claim carries the same number. */
         for (size_t i = 0; i < run->ncalls;) {
                 size_t end = i;
                 unsigned posts = 0;
                 unsigned counted = 0;
                 while (end < run->ncalls &&
                        strcmp(by_op[end]->operation_id, by_op[i]->operation_id) == 0) {
-                        if (by_op[end]->kind == TG_KIND_FIRST ||
-                            by_op[end]->kind == TG_KIND_RETRY) {
+                        if ((by_op[end]->kind == TG_KIND_FIRST ||
+                             by_op[end]->kind == TG_KIND_RETRY) &&
+                            !by_op[end]->released) {
                                 posts++;
                                 counted += run->lim->count_limited || !limited_call(by_op[end]);
                         }

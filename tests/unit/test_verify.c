@@ -309,6 +309,32 @@ static void test_limited_posts_outside_the_budget(void **state)
         verify_result_free(r);
 }
 
+/* A claim given back before it was sent (released: a row, not a call) is
+ * not an attempt: the exit counts none, and the next claim carries its
+ * number. Three POSTs and a released row are within three attempts. */
+static void test_released_claim_is_not_an_attempt(void **state)
+{
+        (void)state;
+        d.lim.max_attempts = 3;
+        struct verify_call *c = add_call("op-00", TG_KIND_RETRY, 4000, 1, false);
+        c->attempt = 2;
+        c->released = true;
+        c->start_unrecorded = true;
+        c->sent = 0;
+        snprintf(c->cls, sizeof(c->cls), "not_sent");
+        add_call("op-00", TG_KIND_RETRY, 4200, 100, true)->attempt = 2;
+        add_call("op-00", TG_KIND_RETRY, 4400, 100, true)->attempt = 3;
+        struct verify_result *r = run();
+        assert_null(find(r, "attempts"));
+        assert_int_equal(verify_summary(r)->max_auto_posts_per_op, 3);
+        verify_result_free(r);
+        /* the same row as a call that went out: a fourth POST */
+        c->released = false;
+        r = run();
+        assert_non_null(find(r, "attempts"));
+        verify_result_free(r);
+}
+
 static void test_operator_resend_is_outside_the_budget(void **state)
 {
         (void)state;
@@ -585,6 +611,7 @@ int main(void)
             cmocka_unit_test_setup(test_attempts_budget, setup),
             cmocka_unit_test_setup(test_limited_posts_outside_the_budget, setup),
             cmocka_unit_test_setup(test_operator_resend_is_outside_the_budget, setup),
+            cmocka_unit_test_setup(test_released_claim_is_not_an_attempt, setup),
             cmocka_unit_test_setup(test_one_key_per_operation, setup),
             cmocka_unit_test_setup(test_executions, setup),
             cmocka_unit_test_setup(test_missing_kinds, setup),
