@@ -23,6 +23,12 @@ from tgdaemon import Tollgate, log_events, min_gap, sleep_until  # noqa: E402
 INTERVAL = 0.2  # 5 starts/s
 
 
+def contract_arrivals(stub):
+    """The stub's arrivals on the provider's contract: not its admin API nor
+    an OAuth 2.0 token call (tgprovider.contract_arrivals)."""
+    return tgprovider.contract_arrivals(stub.arrivals(), stub.profile)
+
+
 def by_request_id(items):
     out = collections.defaultdict(list)
     for it in items:
@@ -41,7 +47,7 @@ no_query = unittest.skipIf(
 class ExitTest(unittest.TestCase):
     def assert_one_to_one(self, stub, calls):
         """Every provider arrival matches exactly one logged start."""
-        arrivals = tgprovider.contract_arrivals(stub.arrivals(), stub.profile)
+        arrivals = contract_arrivals(stub)
         self.assertTrue(arrivals, "no arrival on the provider's contract")
         arr = by_request_id(arrivals)
         log = by_request_id(calls)
@@ -166,11 +172,11 @@ class ExitTest(unittest.TestCase):
             ops = ["ra-%d" % i for i in range(4)]
             for op in ops:
                 self.assertEqual(tg.submit(op)[0], 202)
-            tgtest.wait_until(lambda: len(stub.arrivals()) >= 3, timeout=15,
+            tgtest.wait_until(lambda: len(contract_arrivals(stub)) >= 3, timeout=15,
                               what="three arrivals")
             stub.set_mode(mode="fast")
             tg.wait_final(ops, timeout=30)
-            arrivals = tgprovider.contract_arrivals(stub.arrivals(), stub.profile)
+            arrivals = contract_arrivals(stub)
             self.assertTrue(arrivals)
             t = [a["mono_ns"] / 1e9 for a in arrivals]
             for i, a in enumerate(arrivals[:-1]):
@@ -313,7 +319,7 @@ class ExitTest(unittest.TestCase):
             p = tg.start("serve")
             for op in ("term-1", "term-2"):
                 self.assertEqual(tg.submit(op)[0], 202)
-            tgtest.wait_until(lambda: len(stub.arrivals()) >= 1, what="a call open")
+            tgtest.wait_until(lambda: contract_arrivals(stub), what="a call open")
             p.send_signal(signal.SIGTERM)
             self.assertEqual(p.popen.wait(10), 0, p.stderr_text())
             # Restart only the API to read what was recorded.
