@@ -51,8 +51,8 @@ def run(build, profile, path):
     if rc == 0:
         verdict = "passed"
     elif rc == 77:  # tgtest.SKIP_RETURN_CODE: the scenario cannot apply to the profile
-        m = re.search(r"skipped '(.*)'", out)
-        return "skipped", time.monotonic() - t0, (m.group(1) if m else "")[:160].replace("|", "/")
+        m = re.search(r"skipped (['\"])(.*)\1$", out, re.M)
+        return "skipped", time.monotonic() - t0, (m.group(2) if m else "")[:240].replace("|", "/")
     elif re.search(r"^FAILED \(.*errors=", out, re.M) and "failures=" not in out:
         verdict = "error"
     else:
