@@ -5,7 +5,8 @@ shape, tollgate with docs/providers/NAME.ini), one profile after another.
 
 CI runs the set on our own contract (provider-md) and s1 with the stripe
 profile over mutual TLS; the other copies do not fit its 25 minutes. This
-prints, per profile and scenario, the verdict (passed, failed, error), the
+prints, per profile and scenario, the verdict (passed, failed, error, or
+skipped where the scenario cannot apply to the profile, saying why), the
 wall time, and for one that did not pass the first line that says why, as a
 Markdown table for docs/providers/README.md. It judges nothing itself.
 
@@ -49,6 +50,9 @@ def run(build, profile, path):
     secs = time.monotonic() - t0
     if rc == 0:
         verdict = "passed"
+    elif rc == 77:  # tgtest.SKIP_RETURN_CODE: the scenario cannot apply to the profile
+        m = re.search(r"skipped (['\"])(.*)\1$", out, re.M)
+        return "skipped", time.monotonic() - t0, (m.group(2) if m else "")[:240].replace("|", "/")
     elif re.search(r"^FAILED \(.*errors=", out, re.M) and "failures=" not in out:
         verdict = "error"
     else:

@@ -21,7 +21,11 @@
  *     item is harmless). Ours is named by merchantReference (the reference
  *     the POST carried: our operation id); when the operation already holds
  *     a refund id (the POST's pspReference), the item's pspReference must be
- *     it, else the item is another refund and is ignored;
+ *     it, else the item is another refund and is ignored. An item whose
+ *     merchantReference is absent or names none of ours is matched by its
+ *     pspReference alone: the one operation of an account this webhook
+ *     serves whose stored refund id it is (store_find_by_refund_id); an id
+ *     held by two is no single operation's and is ignored;
  *   - the outcome is REFUND with success "true" (succeeded) or "false"
  *     (rejected), or REFUND_FAILED (rejected); any other event is accepted
  *     and ignored. An item whose operation is in flight (its call decides
@@ -67,31 +71,83 @@ static void ignored(const char *rid, unsigned i, const char *why, const char *op
                            "operation_id", op));
 }
 
+/* Ours by the item's pspReference alone (the refund's own, which the POST's
+ * answer stored as our refund id): the one operation, among the accounts
+ * this webhook serves, that holds it. TG_ENOTFOUND none, TG_ECONFLICT more
+ * than one (the id names no single operation of ours). */
+static int find_by_psp(struct api *api, const struct api_webhook *hook, const char *psp,
+                       struct op_record *ret_op)
+{
+        unsigned n = api->cfg.account_count ? api->cfg.account_count : 1;
+        struct op_record *other = malloc(sizeof(*other));
+        bool found = false;
+        int r = 0;
+
+        if (!other)
+                return TG_ENOMEM;
+        for (unsigned a = 0; a < n && r == 0; a++) {
+                const char *account =
+                    api->cfg.account_count ? api->cfg.accounts[a].name : TG_ACCOUNT_DEFAULT;
+
+                if (!api_webhook_serves(api, hook, account))
+                        continue;
+                r = store_find_by_refund_id(api->store, account, psp, found ? other : ret_op);
+                if (r == TG_ENOTFOUND || r == TG_EINVAL)
+                        r = 0; /* EINVAL: not an id we could have stored */
+                else if (r == 0 && found)
+                        r = TG_ECONFLICT;
+                else if (r == 0)
+                        found = true;
+        }
+        free(other);
+        if (r < 0)
+                return r;
+        return found ? 0 : TG_ENOTFOUND;
+}
+
+/* The item's operation: by merchantReference (our operation id), else, when
+ * that is absent or names none of ours, by pspReference (find_by_psp).
+ * 0 with *ret_op, TG_ENOTFOUND (not ours), TG_ECONFLICT, a store error. */
+static int item_operation(struct api *api, const struct api_webhook *hook,
+                          const struct adyen_item *it, struct op_record *ret_op, bool *ret_by_psp)
+{
+        const char *ref = it->merchant_reference;
+        int r = TG_ENOTFOUND;
+
+        *ret_by_psp = false;
+        if (ref[0] && refund_validate_operation_id(ref, strlen(ref), NULL) == 0)
+                r = store_get(api->store, ref, ret_op);
+        if (r != TG_ENOTFOUND || !it->psp_reference[0])
+                return r;
+        r = find_by_psp(api, hook, it->psp_reference, ret_op);
+        *ret_by_psp = r == 0;
+        return r;
+}
+
 /* One verified item. 0 (settled, a repeat, or ignored), 1 (in flight:
  * deliver again), < 0 a store error. */
 static int settle_item(struct api *api, const struct api_webhook *hook, const struct adyen_item *it,
                        unsigned i, const char *rid)
 {
-        const char *op_id = it->merchant_reference;
         enum op_state outcome = item_outcome(it);
+        char op_id[TG_OP_ID_MAX + 1];
         struct op_record op;
+        bool by_psp;
         int r;
 
         if (outcome == OP_PENDING) {
                 ignored(rid, i, "not_a_refund_outcome", NULL);
                 return 0;
         }
-        if (!op_id[0] || refund_validate_operation_id(op_id, strlen(op_id), NULL) < 0) {
-                ignored(rid, i, "not_ours", NULL);
-                return 0;
-        }
-        r = store_get(api->store, op_id, &op);
-        if (r == TG_ENOTFOUND) {
-                ignored(rid, i, "not_ours", op_id);
+        r = item_operation(api, hook, it, &op, &by_psp);
+        if (r == TG_ENOTFOUND || r == TG_ECONFLICT) {
+                ignored(rid, i, r == TG_ENOTFOUND ? "not_ours" : "psp_reference_not_one_operation",
+                        it->merchant_reference[0] ? it->merchant_reference : NULL);
                 return 0;
         }
         if (r < 0)
                 return r;
+        snprintf(op_id, sizeof(op_id), "%s", op.req.operation_id);
         if (!api_webhook_serves(api, hook, op.req.account)) {
                 api_webhook_ignored_other(rid, hook, op_id, op.req.account);
                 return 0;
@@ -116,8 +172,9 @@ static int settle_item(struct api *api, const struct api_webhook *hook, const st
         if (r < 0)
                 return r;
         log_emit(LOG_INFO, "provider_event",
-                 json_pack("{s:s, s:s, s:s, s:s}", "operation_id", op_id, "outcome",
-                           op_state_name(outcome), "event", it->event_code, "request_id", rid));
+                 json_pack("{s:s, s:s, s:s, s:s, s:s}", "operation_id", op_id, "outcome",
+                           op_state_name(outcome), "event", it->event_code, "request_id", rid,
+                           "matched_by", by_psp ? "pspReference" : "merchantReference"));
         return 0;
 }
 

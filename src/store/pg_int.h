@@ -179,6 +179,8 @@ int store_pg_page(struct store *store, const struct store_page *page, unsigned w
 int store_pg_stats(struct store *store, struct store_stats *ret_stats);
 int store_pg_backlog(struct store *store, const char *account, uint64_t *by_state);
 int store_pg_provider_pending(struct store *store, const char *account, uint64_t *ret_n);
+int store_pg_op_find_refund(struct store *store, const char *account, const char *refund_id,
+                            int64_t ret_ids[2], unsigned *ret_n);
 int store_pg_sample_put(struct store *store, const struct exit_sample *sample,
                         tg_wall_ms keep_after);
 int store_pg_sample_last(struct store *store, struct exit_sample *ret_sample);

@@ -56,6 +56,7 @@ enum stmt_id {
         ST_CONTROLS_PUT,
         ST_ACCOUNT_AUDIT_INSERT,
         ST_PAGE_ACCOUNT_AUDIT,
+        ST_OP_BY_REFUND,
         /* made at open from the transition table (store_sqlite.c) */
         ST_PICK_FIRST,
         ST_DYN_FIRST = ST_PICK_FIRST,
@@ -172,6 +173,8 @@ int store_sqlite_page(struct store *store, const struct store_page *page, unsign
 int store_sqlite_stats(struct store *store, struct store_stats *ret_stats);
 int store_sqlite_backlog(struct store *store, const char *account, uint64_t *by_state);
 int store_sqlite_provider_pending(struct store *store, const char *account, uint64_t *ret_n);
+int store_sqlite_op_find_refund(struct store *store, const char *account, const char *refund_id,
+                                int64_t ret_ids[2], unsigned *ret_n);
 int store_sqlite_sample_put(struct store *store, const struct exit_sample *sample,
                             tg_wall_ms keep_after);
 int store_sqlite_sample_last(struct store *store, struct exit_sample *ret_sample);

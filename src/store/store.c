@@ -249,6 +249,15 @@ unsigned store_indexed_states(void)
         return set;
 }
 
+void store_find_refund_sql(const char *index, const char *account, const char *refund_id, char *dst,
+                           size_t size)
+{
+        snprintf(dst, size,
+                 "SELECT id FROM operations %s WHERE account = %s AND refund_id = %s ORDER BY id "
+                 "LIMIT 2",
+                 index, account, refund_id);
+}
+
 void store_provider_pending_sql(const char *index, const char *account, char *dst, size_t size)
 {
         char states[128];

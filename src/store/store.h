@@ -466,6 +466,14 @@ int store_account_backlog(struct store *store, const char *account,
  * unknown): counted in its backlog, but waiting for the provider, not for
  * the exit. One short read transaction. TG_EINVAL (not an account name). */
 int store_provider_pending(struct store *store, const char *account, uint64_t *ret_n);
+/* The operation of `account` that holds refund_id as its provider refund id
+ * (stored when the provider's answer named it): *ret_op. TG_ENOTFOUND when
+ * none does, TG_ECONFLICT when more than one does (the provider's id names
+ * no single operation of ours), TG_EINVAL for an empty id. From an index on
+ * (account, refund_id): a notification that names only the provider's id
+ * (Adyen's pspReference) is matched without a scan. */
+int store_find_by_refund_id(struct store *store, const char *account, const char *refund_id,
+                            struct op_record *ret_op);
 
 /* ---- lifecycle: retention, health, backup (store_life.c) ------------------ */
 

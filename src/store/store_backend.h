@@ -262,6 +262,11 @@ struct store_ops {
         /* one account's operations the provider reports pending and not
          * settled (store_provider_pending_sql()) */
         int (*provider_pending)(struct store *store, const char *account, uint64_t *ret_n);
+        /* the ids of the account's operations whose refund_id is refund_id
+         * (non-empty), lowest first, at most 2 (*ret_n of them): from the
+         * index on (account, refund_id) */
+        int (*op_find_refund)(struct store *store, const char *account, const char *refund_id,
+                              int64_t ret_ids[2], unsigned *ret_n);
         int (*sample_put)(struct store *store, const struct exit_sample *sample,
                           tg_wall_ms keep_after);
         int (*sample_last)(struct store *store, struct exit_sample *ret_sample);
@@ -341,6 +346,11 @@ struct store_ops {
  * into dst: `index` the backend's index hint ("" for none), `account` the
  * account's placeholder. */
 void store_provider_pending_sql(const char *index, const char *account, char *dst, size_t size);
+/* The ids of an account's operations holding a refund id, lowest first, at
+ * most 2 (op_find_refund): with index (a hint, or ""), the account's and
+ * the refund id's placeholders. */
+void store_find_refund_sql(const char *index, const char *account, const char *refund_id, char *dst,
+                           size_t size);
 
 /* A backend names its primitives <prefix>_<primitive> (store_sqlite_op_get,
  * store_mysql_op_get, ...), declared in its private header;
@@ -358,7 +368,8 @@ void store_provider_pending_sql(const char *index, const char *account, char *ds
         .epoch_bump = p##_epoch_bump, .split_read = p##_split_read, .split_put = p##_split_put,    \
         .split_want = p##_split_want, .hold_get = p##_hold_get, .hold_raise = p##_hold_raise,      \
         .page = p##_page, .stats = p##_stats, .backlog = p##_backlog,                              \
-        .provider_pending = p##_provider_pending, .sample_put = p##_sample_put,                    \
+        .provider_pending = p##_provider_pending, .op_find_refund = p##_op_find_refund,            \
+        .sample_put = p##_sample_put,                                                              \
         .sample_last = p##_sample_last, .refusals_add = p##_refusals_add,                          \
         .event_insert = p##_event_insert, .event_page = p##_event_page,                            \
         .event_delivery_put = p##_event_delivery_put, .event_prune = p##_event_prune,              \

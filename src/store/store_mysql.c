@@ -409,9 +409,13 @@ static const struct migration migrations[] = {
      * while it waits, read by the owners (docs/design.md, "Orphaned
      * shares"). */
     {17, "ALTER TABLE exit_split ADD COLUMN IF NOT EXISTS want_seq BIGINT NOT NULL DEFAULT 0"},
+    /* 18: an operation found by the provider's refund id within its account
+     * (store_find_by_refund_id: a notification naming only Adyen's
+     * pspReference) without a scan. */
+    {18, "ALTER TABLE operations ADD INDEX IF NOT EXISTS ops_acct_refund (account, refund_id)"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  17
+#define SCHEMA_VERSION  18
 
 static pthread_once_t library_once = PTHREAD_ONCE_INIT;
 static int library_status;

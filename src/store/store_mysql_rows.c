@@ -614,6 +614,35 @@ int store_mysql_provider_pending(struct store *store, const char *account, uint6
         return r;
 }
 
+int store_mysql_op_find_refund(struct store *store, const char *account, const char *refund_id,
+                               int64_t ret_ids[2], unsigned *ret_n)
+{
+        char sql[192];
+        MYSQL_RES *res;
+        unsigned n = 0;
+        int r;
+
+        store_find_refund_sql("FORCE INDEX (ops_acct_refund)", "%S", "%S", sql, sizeof(sql));
+        r = store_mysql_query(M(store), &res, sql, account, refund_id);
+        if (r < 0)
+                return r;
+        while (n < 2) {
+                MYSQL_ROW row = mysql_fetch_row(res);
+
+                if (!row)
+                        break;
+                if (!store_mysql_parse_i64(row[0], &ret_ids[n])) {
+                        r = TG_ESTORE;
+                        break;
+                }
+                n++;
+        }
+        mysql_free_result(res);
+        if (r == 0)
+                *ret_n = n;
+        return r;
+}
+
 int store_mysql_stats(struct store *store, struct store_stats *ret_stats)
 {
         struct mysql_store *s = M(store);

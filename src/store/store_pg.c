@@ -356,9 +356,13 @@ static const struct migration migrations[] = {
      * while it waits, read by the owners (docs/design.md, "Orphaned
      * shares"). */
     {8, "ALTER TABLE exit_split ADD COLUMN want_seq BIGINT NOT NULL DEFAULT 0"},
+    /* 9: an operation found by the provider's refund id within its account
+     * (store_find_by_refund_id: a notification naming only Adyen's
+     * pspReference) without a scan. */
+    {9, "CREATE INDEX IF NOT EXISTS ops_acct_refund ON operations (account, refund_id)"},
 };
 #define MIGRATION_STEPS ((int)(sizeof(migrations) / sizeof(migrations[0])))
-#define SCHEMA_VERSION  8
+#define SCHEMA_VERSION  9
 
 /* ---- url ------------------------------------------------------------------ */
 

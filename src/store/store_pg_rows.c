@@ -624,6 +624,31 @@ int store_pg_provider_pending(struct store *store, const char *account, uint64_t
         return r;
 }
 
+int store_pg_op_find_refund(struct store *store, const char *account, const char *refund_id,
+                            int64_t ret_ids[2], unsigned *ret_n)
+{
+        char sql[192];
+        PGresult *res;
+        unsigned n = 0;
+        int r;
+
+        store_find_refund_sql("", "%S", "%S", sql, sizeof(sql));
+        r = store_pg_query(P(store), &res, sql, account, refund_id);
+        if (r < 0)
+                return r;
+        for (int i = 0; i < PQntuples(res) && n < 2; i++) {
+                if (!store_pg_parse_i64(PQgetvalue(res, i, 0), &ret_ids[n])) {
+                        r = TG_ESTORE;
+                        break;
+                }
+                n++;
+        }
+        PQclear(res);
+        if (r == 0)
+                *ret_n = n;
+        return r;
+}
+
 int store_pg_stats(struct store *store, struct store_stats *ret_stats)
 {
         struct pg_store *s = P(store);

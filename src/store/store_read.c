@@ -361,6 +361,42 @@ int store_provider_pending(struct store *store, const char *account, uint64_t *r
         return r;
 }
 
+struct find_refund_ctx {
+        const char *account, *refund_id;
+        struct op_record op;
+};
+
+static int find_refund_tx(struct store *s, void *ctx)
+{
+        struct find_refund_ctx *c = ctx;
+        int64_t ids[2];
+        unsigned n = 0;
+        int r = s->ops->op_find_refund(s, c->account, c->refund_id, ids, &n);
+
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return TG_ENOTFOUND;
+        if (n > 1)
+                return TG_ECONFLICT;
+        return s->ops->op_get(s, NULL, ids[0], false, &c->op);
+}
+
+int store_find_by_refund_id(struct store *store, const char *account, const char *refund_id,
+                            struct op_record *ret_op)
+{
+        struct find_refund_ctx c = {.account = account, .refund_id = refund_id};
+        int r;
+
+        if (!store || !ret_op || !account || !refund_account_name_ok(account) || !refund_id ||
+            !refund_id[0] || !store_text_ok(refund_id, sizeof(ret_op->refund_id) - 1))
+                return TG_EINVAL;
+        r = store->ops->tx(store, STORE_TX_READ, STORE_TX_RECHECKS, find_refund_tx, &c);
+        if (r == 0)
+                *ret_op = c.op;
+        return r;
+}
+
 /* The backlog is counted again for every sample while it is small; a
  * count walks an index entry per row, so a larger backlog is counted again
  * only after one second per BACKLOG_ROWS_PER_S rows (BACKLOG_STALE_MAX_NS

@@ -88,6 +88,8 @@ static const char *const fixed_sql[ST_COUNT] = {
     [ST_ROLLBACK] = "ROLLBACK",
     [ST_OP_BY_KEY] = "SELECT " OP_COLS " FROM operations WHERE operation_id = ?1",
     [ST_OP_BY_ID] = "SELECT " OP_COLS " FROM operations WHERE id = ?1",
+    [ST_OP_BY_REFUND] = "SELECT id FROM operations INDEXED BY ops_account_refund "
+                        "WHERE account = ?1 AND refund_id = ?2 ORDER BY id LIMIT 2",
     [ST_OP_INSERT] =
         "INSERT INTO operations (operation_id, payment_id, amount, currency, "
         "state, reason, attempt_limit, query_limit, accepted_at, deadline_at, "

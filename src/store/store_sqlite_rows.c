@@ -722,6 +722,33 @@ int store_sqlite_provider_pending(struct store *store, const char *account, uint
         return r;
 }
 
+int store_sqlite_op_find_refund(struct store *store, const char *account, const char *refund_id,
+                                int64_t ret_ids[2], unsigned *ret_n)
+{
+        sqlite3_stmt *st = NULL;
+        unsigned n = 0;
+        int rc, r = store_sqlite_stmt_get(S(store), ST_OP_BY_REFUND, &st);
+
+        if (r < 0)
+                return r;
+        if (store_sqlite_bind_text(st, 1, account, strlen(account)) ||
+            store_sqlite_bind_text(st, 2, refund_id, strlen(refund_id)))
+                r = TG_ESTORE;
+        while (r == 0 && n < 2) {
+                rc = sqlite3_step(st);
+                if (rc == SQLITE_DONE)
+                        break;
+                if (rc != SQLITE_ROW)
+                        r = store_sqlite_map_rc(rc);
+                else
+                        ret_ids[n++] = sqlite3_column_int64(st, 0);
+        }
+        store_sqlite_stmt_done(st);
+        if (r == 0)
+                *ret_n = n;
+        return r;
+}
+
 /* DELETE ... WHERE at < ?1 */
 static int prune(struct sqlite_store *s, enum stmt_id which, tg_wall_ms keep_after)
 {

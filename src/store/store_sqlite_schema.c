@@ -405,6 +405,10 @@ const char *const store_sqlite_migrations[] = {
      * while it waits, read by the owners (docs/design.md, "Orphaned
      * shares"). */
     ("ALTER TABLE exit_split ADD COLUMN want_seq INTEGER NOT NULL DEFAULT 0;"),
+    /* 19: an operation found by the provider's refund id within its account
+     * (store_find_by_refund_id: a notification naming only Adyen's
+     * pspReference) without a scan. */
+    "CREATE INDEX ops_account_refund ON operations(account, refund_id);",
 };
 
 const int store_sqlite_migration_count =

@@ -64,6 +64,13 @@ int verify_parse_args(const char *cmd, int argc, char **argv, const char *about,
              .string = &a->ledger,
              .help = "executions per key (GET /_stub/ledger, or JSON lines "
                      "{\"key\":K,\"executions\":N})"},
+            {.name = "token-path",
+             .arg = "PATH",
+             .string = &a->token_path,
+             .help = "arrivals at this path with the exit's token request id (tg-token-...) "
+                     "are its OAuth 2.0 token calls: no operation's, no call log row, judged "
+                     "at the provider's door (--config's provider.token_path on base_url's "
+                     "path when its provider.auth is oauth2)"},
             {.name = "rate",
              .arg = "R",
              .dbl = &a->lim.rate,
@@ -256,11 +263,16 @@ int verify_load(const char *cmd, struct verify_args *a, struct runlog *log)
                         a->lim.max_attempts = cfg->policy.max_attempts;
                 if (cfg->policy.count_limited)
                         a->lim.count_limited = true;
-                if (!a->calls)
+                if (!a->token_path && strcmp(cfg->provider_auth, "oauth2") == 0)
+                        r = runlog_token_path(log, cfg->provider_base_url,
+                                              cfg->provider_token_path);
+                if (r == 0 && !a->calls)
                         r = runlog_read_store(log, cfg->store_url, a->account);
                 config_release(cfg);
                 free(cfg);
         }
+        if (r == 0 && a->token_path)
+                r = runlog_token_path(log, NULL, a->token_path);
         if (r == 0 && a->calls)
                 r = runlog_read_calls(log, a->calls);
         if (r == 0)

@@ -190,6 +190,7 @@ static int add_call_json(struct runlog *log, json_t *o, const char *path, size_t
         c->sent = json_is_boolean(sent) ? json_is_true(sent) : -1;
         json_t *handoff = json_object_get(o, "handoff_mono_ns");
         c->start_unrecorded = handoff && json_is_null(handoff);
+        c->released = json_is_true(json_object_get(o, "released"));
         log->ncalls++;
         return 0;
 }
@@ -197,6 +198,35 @@ static int add_call_json(struct runlog *log, json_t *o, const char *path, size_t
 int runlog_read_calls(struct runlog *log, const char *path)
 {
         return read_lines(log, path, add_call_json);
+}
+
+int runlog_token_path(struct runlog *log, const char *base_url, const char *token_path)
+{
+        const char *prefix = "";
+        size_t plen = 0;
+
+        if (!token_path || token_path[0] != '/')
+                return fail(log, TG_EINVAL,
+                            "the token path (--token-path, provider.token_path) must start with "
+                            "'/', not '%s'",
+                            token_path ? token_path : "");
+        if (base_url) {
+                /* scheme://host[:port] then the path, if any */
+                const char *host = strstr(base_url, "://");
+                const char *slash = host ? strchr(host + 3, '/') : NULL;
+                if (slash) {
+                        prefix = slash;
+                        plen = strcspn(prefix, "?#");
+                        while (plen > 0 && prefix[plen - 1] == '/')
+                                plen--;
+                }
+        }
+        if ((size_t)snprintf(log->token_path, sizeof(log->token_path), "%.*s%s", (int)plen, prefix,
+                             token_path) >= sizeof(log->token_path)) {
+                log->token_path[0] = '\0';
+                return fail(log, TG_EINVAL, "the token path is too long");
+        }
+        return 0;
 }
 
 static int add_arrival_json(struct runlog *log, json_t *o, const char *path, size_t line)
@@ -248,6 +278,7 @@ static int add_arrival_json(struct runlog *log, json_t *o, const char *path, siz
         else
                 a->answer = VERIFY_ANSWER_NONE;
         a->executed = json_is_true(json_object_get(o, "executed"));
+        a->token = log->token_path[0] && p && strcmp(p, log->token_path) == 0;
         log->narrivals++;
         return 0;
 }
@@ -321,6 +352,7 @@ static int add_store_call(const struct call_record *cr, void *userdata)
         c->in_flight = cr->in_flight_at_start;
         c->sent = cr->ended ? (cr->sent ? 1 : 0) : -1;
         c->start_unrecorded = cr->handoff_mono == 0; /* -1: a row from before */
+        c->released = store_call_released(cr);
         copy_str(c->cls, sizeof(c->cls), cr->ended ? tg_class_name(cr->cls) : "");
         c->http_status = cr->http_status;
         return 0;

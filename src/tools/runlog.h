@@ -28,11 +28,21 @@ struct runlog {
         struct verify_execution *ledger;
         size_t nledger, cap_ledger;
         size_t max_records;
+        /* the path of the exit's OAuth 2.0 token calls as the provider sees
+         * it ("" none): arrivals there are marked token (runlog_token_path) */
+        char token_path[512];
         char err[512]; /* the last error, for the user */
 };
 
 void runlog_init(struct runlog *log, size_t max_records);
 void runlog_release(struct runlog *log);
+
+/* Arrivals read after this call at base_url's path followed by token_path
+ * (provider.token_path of an oauth2 provider; base_url may be NULL or have
+ * no path) are the exit's token calls' door (verify_arrival.token).
+ * Returns 0, or TG_EINVAL with log->err when token_path is not an absolute
+ * path or the joined path is too long. */
+int runlog_token_path(struct runlog *log, const char *base_url, const char *token_path);
 
 /* Each returns 0, or a negative code with log->err naming the file, the
  * line and the problem (TG_EIO unreadable, TG_EPARSE bad record, TG_EFULL

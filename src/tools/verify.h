@@ -9,7 +9,10 @@
  * on-call engineer files one: problem, evidence, trigger, impact, how to
  * verify, result, fix):
  *   - every provider arrival matches exactly one logged start by request id
- *     (an unmatched one is a hidden retry or a bypass of the exit);
+ *     (an unmatched one is a hidden retry or a bypass of the exit), or is
+ *     one of the exit's OAuth 2.0 token calls: at the token path, with the
+ *     exit's token request id (VERIFY_TOKEN_RID_PREFIX), sent once; those
+ *     have no call log row and count in the provider's receive spacing;
  *   - start spacing at the transport boundary is at least 1/rate (every
  *     violating pair listed), and no window of k/rate holds more than k
  *     starts (the bursts a per-minute average hides);
@@ -44,6 +47,10 @@
 #define VERIFY_KINDS       4 /* enum tg_call_kind */
 #define VERIFY_MAX_RECORDS 2000000
 
+/* The request id of the exit's token calls (daemon/exit_token.c):
+ * tg-token-EPOCH-N. */
+#define VERIFY_TOKEN_RID_PREFIX "tg-token-"
+
 /* An arrival's answer besides an HTTP status. */
 #define VERIFY_ANSWER_NONE    0
 #define VERIFY_ANSWER_DROPPED (-1)
@@ -66,6 +73,9 @@ struct verify_call {
          * given back, or its owner lost before the call ended; start_mono
          * is the claim's. Older logs have no such field: false. */
         bool start_unrecorded;
+        /* a claim given back before it reached the transport ("released"):
+         * a row, not a call; its attempt is not counted (store.h) */
+        bool released;
         char cls[24];    /* tollgate's class name, "" when open */
         int http_status; /* 0: none */
 };
@@ -81,8 +91,12 @@ struct verify_arrival {
         char request_id[VERIFY_RID_MAX]; /* X-Request-Id, "" none */
         int answer;                      /* HTTP status or VERIFY_ANSWER_* */
         bool executed;                   /* this request executed a refund */
-        long phase;                      /* stub timeline phase, -1 unknown */
-        char mode[32];                   /* stub mode applied, "" unknown */
+        /* received at the exit's OAuth 2.0 token path (provider.token_path
+         * on base_url's path; the reader sets it): a token call is no
+         * operation's and has no row in the call log */
+        bool token;
+        long phase;    /* stub timeline phase, -1 unknown */
+        char mode[32]; /* stub mode applied, "" unknown */
 };
 
 /* One key of the provider's execution ledger. */
@@ -132,6 +146,7 @@ struct verify_burst {
 struct verify_summary {
         size_t calls, arrivals, ledger_keys;
         size_t matched;            /* arrivals matched to exactly one call */
+        size_t token_calls;        /* arrivals that are the exit's token calls */
         size_t unmatched;          /* arrivals with no logged start */
         size_t duplicate_arrivals; /* extra arrivals of one request id */
         size_t unseen_calls;       /* sent (or maybe sent) calls never seen */

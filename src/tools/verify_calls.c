@@ -4,7 +4,9 @@
  * (an unmatched one is a hidden retry or a side door, a repeated one a
  * silent re-send), automatic POSTs per operation in the call log and per
  * key at the provider, one idempotency key per operation, executions per
- * key, the call kinds expected; and the notes on calls the provider never
+ * key, the call kinds expected (an arrival at the OAuth 2.0 token path
+ * with the exit's token request id is the exit's token call: no operation's,
+ * no call log row); and the notes on calls the provider never
  * saw, calls never closed and claims without a recorded start.
  *
  * Invariants: the matching fills run->match and run->arrival_of, which
@@ -19,6 +21,39 @@
 #include <string.h>
 
 #include "core/names.h"
+
+/* One of the exit's OAuth 2.0 token calls (daemon/exit_token.c): received
+ * at the token path with the exit's token request id. It is no operation's
+ * call and has no call log row; the exit paces it and counts it in flight
+ * like any call, so it is judged at the provider's door (receive spacing). */
+static bool token_call(const struct verify_arrival *a)
+{
+        return a->token && strncmp(a->request_id, VERIFY_TOKEN_RID_PREFIX,
+                                   sizeof(VERIFY_TOKEN_RID_PREFIX) - 1) == 0;
+}
+
+/* The arrivals [i, end) of arr_rid share one token call's request id: the
+ * first is the call, any other a re-send below the exit. */
+static void match_token_call(struct run *run, const struct verify_arrival **arr_rid, size_t i,
+                             size_t end, struct verify_finding **f_dup, struct evidence *ev_dup)
+{
+        struct verify_summary *s = &run->r->sum;
+        const struct verify_arrival *a = arr_rid[i];
+
+        s->token_calls++;
+        run->match[a - run->arr] = TOKEN_FIRST;
+        for (size_t k = i + 1; k < end; k++) {
+                const struct verify_arrival *d = arr_rid[k];
+                s->duplicate_arrivals++;
+                run->match[d - run->arr] = TOKEN_AGAIN;
+                if (verify_finding_open(run->r, f_dup, ev_dup, "arrival_duplicate", true))
+                        evidence_item(ev_dup,
+                                      "  token call %s sent once, arrived again as #%llu "
+                                      "(first #%llu), %.1f ms later\n",
+                                      a->request_id, (unsigned long long)d->seq,
+                                      (unsigned long long)a->seq, verify_ms(d->mono - a->mono));
+        }
+}
 
 void verify_check_matching(struct run *run, const struct verify_call **by_rid,
                            const struct verify_arrival **arr_rid)
@@ -65,6 +100,11 @@ void verify_check_matching(struct run *run, const struct verify_call **by_rid,
                                 j++;
                         if (j >= run->ncalls)
                                 c = 1;
+                }
+                if (c != 0 && token_call(a)) {
+                        match_token_call(run, arr_rid, i, end, &f_dup, &ev_dup);
+                        i = end;
+                        continue;
                 }
                 if (c != 0) {
                         for (size_t k = i; k < end; k++) {
@@ -227,15 +267,18 @@ void verify_check_operations(struct run *run, const struct verify_call **by_op,
 
         /* Automatic POSTs per operation, in the call log: the summary has
          * them all, the check leaves out those answered 429/503 unless the
-         * exit counts them (retry.count_limited). */
+         * exit counts them (retry.count_limited). A released claim (given
+         * back before the transport had it) is no POST: the exit does not
+         * count its attempt, and the next claim carries the same number. */
         for (size_t i = 0; i < run->ncalls;) {
                 size_t end = i;
                 unsigned posts = 0;
                 unsigned counted = 0;
                 while (end < run->ncalls &&
                        strcmp(by_op[end]->operation_id, by_op[i]->operation_id) == 0) {
-                        if (by_op[end]->kind == TG_KIND_FIRST ||
-                            by_op[end]->kind == TG_KIND_RETRY) {
+                        if ((by_op[end]->kind == TG_KIND_FIRST ||
+                             by_op[end]->kind == TG_KIND_RETRY) &&
+                            !by_op[end]->released) {
                                 posts++;
                                 counted += run->lim->count_limited || !limited_call(by_op[end]);
                         }
@@ -263,7 +306,8 @@ void verify_check_operations(struct run *run, const struct verify_call **by_op,
                 while (end < run->narr && strcmp(arr_key[end]->key, arr_key[i]->key) == 0) {
                         const struct verify_arrival *a = arr_key[end];
                         size_t ci = run->match[a - run->arr];
-                        if (a->post && (ci == NO_MATCH || run->calls[ci].kind != TG_KIND_MANUAL)) {
+                        if (a->post && ci != TOKEN_FIRST && ci != TOKEN_AGAIN &&
+                            (ci == NO_MATCH || run->calls[ci].kind != TG_KIND_MANUAL)) {
                                 posts++;
                                 counted += run->lim->count_limited || !limited_arrival(a);
                         }
@@ -302,7 +346,7 @@ void verify_check_operations(struct run *run, const struct verify_call **by_op,
         for (size_t i = 0; i < run->narr; i++) {
                 const struct verify_arrival *a = &run->arr[i];
                 size_t ci = run->match[i];
-                if (!a->post || ci == NO_MATCH)
+                if (!a->post || !MATCHED_CALL(ci))
                         continue;
                 pairs[np].op = run->calls[ci].operation_id;
                 pairs[np].key = a->key;

@@ -30,6 +30,12 @@
 #define SHOWN_ITEMS  8
 #define MINUTE_NS    (60 * TG_NS_PER_S)
 #define NO_MATCH     SIZE_MAX
+/* run->match of an arrival that is one of the exit's token calls: its
+ * first arrival, or the same request id again */
+#define TOKEN_FIRST (SIZE_MAX - 1)
+#define TOKEN_AGAIN (SIZE_MAX - 2)
+/* run->match names a call of the call log */
+#define MATCHED_CALL(ci) ((ci) < TOKEN_AGAIN)
 
 struct verify_result {
         struct verify_summary sum;
@@ -89,7 +95,7 @@ struct run {
         struct verify_result *r;
         const struct verify_call **by_start; /* calls by start time */
         size_t nstarts;     /* the first nstarts of by_start: their start is on record */
-        size_t *match;      /* arrival index -> call index or NO_MATCH */
+        size_t *match;      /* arrival index -> call index, NO_MATCH or TOKEN_* */
         size_t *arrival_of; /* call index -> first arrival index or NO_MATCH */
 };
 

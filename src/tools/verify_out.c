@@ -47,9 +47,9 @@ void verify_summary_text(const struct verify_limits *lim, const struct verify_su
         put(&o, "), %zu provider arrivals, %s\n", s->arrivals,
             s->ledger_given ? "ledger given" : "no ledger");
         put(&o,
-            "  matching:   %zu arrivals matched one logged start; %zu unmatched; %zu repeated; "
-            "%zu sent calls unseen by the provider\n",
-            s->matched, s->unmatched, s->duplicate_arrivals, s->unseen_calls);
+            "  matching:   %zu arrivals matched one logged start; %zu the exit's token calls; "
+            "%zu unmatched; %zu repeated; %zu sent calls unseen by the provider\n",
+            s->matched, s->token_calls, s->unmatched, s->duplicate_arrivals, s->unseen_calls);
         put(&o, "  by kind:    matched at the provider:");
         for (unsigned k = 0; k < VERIFY_KINDS; k++)
                 put(&o, " %s %zu", tg_call_kind_name((enum tg_call_kind)k), s->kind_arrivals[k]);
@@ -119,6 +119,7 @@ json_t *verify_result_json(const struct verify_limits *lim, const struct verify_
         json_object_set_new(sum, "arrivals", json_integer((json_int_t)s->arrivals));
         json_object_set_new(sum, "ledger_keys", json_integer((json_int_t)s->ledger_keys));
         json_object_set_new(sum, "matched", json_integer((json_int_t)s->matched));
+        json_object_set_new(sum, "token_calls", json_integer((json_int_t)s->token_calls));
         json_object_set_new(sum, "unmatched", json_integer((json_int_t)s->unmatched));
         json_object_set_new(sum, "duplicate_arrivals",
                             json_integer((json_int_t)s->duplicate_arrivals));

@@ -17,6 +17,9 @@
 struct verify_args {
         const char *calls, *config, *arrivals, *ledger;
         const char *account; /* with --config: one account of it (NULL: every account) */
+        /* the exit's OAuth 2.0 token path (NULL: --config's, when its
+         * provider.auth is oauth2, else none) */
+        const char *token_path;
         struct verify_limits lim;
         bool rate_set, in_flight_set, attempts_set;
         bool json;

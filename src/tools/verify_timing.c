@@ -202,15 +202,17 @@ void verify_check_provider_spacing(struct run *run, const struct verify_arrival 
 
         /* The exit's own calls as the provider received them: each call's
          * first arrival (an arrival with no logged start, or a second one of a
-         * start, is a violation of its own). Judged as a gateway's limiter
-         * measures: in whole milliseconds. */
+         * start, is a violation of its own), its token calls included: they
+         * take a slot of the pacer like any call, and the provider counts
+         * them at its door. Judged as a gateway's limiter measures: in whole
+         * milliseconds. */
         const struct verify_arrival *last = NULL;
         s->min_arrival_gap_ns = TG_MONO_NEVER;
         for (size_t i = 0; i < run->narr; i++) {
                 const struct verify_arrival *a = arr_mono[i];
                 size_t ai = (size_t)(a - run->arr);
                 size_t ci = run->match[ai];
-                if (ci == NO_MATCH || run->arrival_of[ci] != ai)
+                if (ci != TOKEN_FIRST && (!MATCHED_CALL(ci) || run->arrival_of[ci] != ai))
                         continue;
                 if (last) {
                         tg_mono_ns gap = a->mono - last->mono;
@@ -257,7 +259,10 @@ void verify_check_provider_spacing(struct run *run, const struct verify_arrival 
         SET(problem,
             "the provider received %zu pair(s) closer than 1/rate, measured in whole "
             "milliseconds as a gateway's limiter does%s",
-            s->arrival_gaps_below, ", although every start was spaced on the wire");
+            s->arrival_gaps_below,
+            s->token_calls ? ", although every logged start was spaced on the wire (the exit's "
+                             "token calls have no logged start: they are judged here only)"
+                           : ", although every start was spaced on the wire");
         SET(evidence,
             "  local minimum start gap %.3f ms; provider minimum receive gap %.3f ms; largest "
             "difference between a start gap and its receive gap %.3f ms; %zu pair(s) received "

@@ -88,6 +88,15 @@ class AdyenProfileTest(tgprovider.ProfileCase, unittest.TestCase):
         p.update(provider or {})
         return self.tollgate(stub, api_port=self.port, provider=p, **sections)
 
+    def received(self, tg, ops, payment):
+        """Submits ops and waits until Adyen received each (unknown, awaiting
+        its notification): {op: the pspReference its POST was answered}."""
+        for op in ops:
+            self.assertEqual(tg.submit(op, payment=payment)[0], 202)
+        tgtest.wait_until(lambda: all(tg.status(op)[2]["state"] == "unknown" for op in ops),
+                          timeout=15, what="all received, awaiting their notification")
+        return {op: tg.status(op)[2]["refund_id"] for op in ops}
+
     def test_a_refund_is_settled_by_its_notification(self):
         with self.stub("--mode", "fast") as stub, self.tg(stub) as tg:
             tg.start("serve")
@@ -185,12 +194,7 @@ class AdyenProfileTest(tgprovider.ProfileCase, unittest.TestCase):
         # as Adyen does (an implementation of its own: Python's hmac).
         with self.stub("--mode", "fast", webhook=False) as stub, self.tg(stub) as tg:
             tg.start("serve")
-            for op in ("ady-w1", "ady-w2"):
-                self.assertEqual(tg.submit(op, payment="pay_w")[0], 202)
-            tgtest.wait_until(lambda: all(tg.status(op)[2]["state"] == "unknown"
-                                          for op in ("ady-w1", "ady-w2")),
-                              timeout=15, what="both received, awaiting their notification")
-            psp = {op: tg.status(op)[2]["refund_id"] for op in ("ady-w1", "ady-w2")}
+            psp = self.received(tg, ("ady-w1", "ady-w2"), "pay_w")
 
             def post(body):
                 return tgtest.http_json("POST", tg.api + "/v1/provider-events", body,
@@ -231,6 +235,30 @@ class AdyenProfileTest(tgprovider.ProfileCase, unittest.TestCase):
                                          {"Content-Type": "application/json"})
             self.assertEqual((st, raw), (200, b"[accepted]"))
             self.assertEqual(tg.status("ady-w2")[2]["state"], "rejected")
+            posts, queries = posts_and_queries(tg.calls())
+            self.assertEqual((len(posts), queries), (2, []))
+
+    def test_an_item_is_matched_by_its_psp_reference_alone(self):
+        # An item without our merchantReference, or with one that names
+        # none of ours, is matched by its pspReference: the refund id the
+        # POST's answer stored. One that names no stored refund id is not
+        # ours and changes nothing.
+        with self.stub("--mode", "fast", webhook=False) as stub, self.tg(stub) as tg:
+            tg.start("serve")
+            psp = self.received(tg, ("ady-p1", "ady-p2"), "pay_p")
+
+            def deliver(*items):
+                st, _, raw = tgtest.http_request("POST", tg.api + "/v1/provider-events",
+                                                 batch(*items),
+                                                 {"Content-Type": "application/json"})
+                self.assertEqual((st, raw), (200, b"[accepted]"))
+
+            deliver(refund_item("", "9999999999999999"), refund_item("not-ours", "8888"))
+            self.assertEqual([tg.status(op)[2]["state"] for op in psp], ["unknown"] * 2)
+            deliver(refund_item("", psp["ady-p1"]))
+            self.assertEqual(tg.status("ady-p1")[2]["state"], "succeeded")
+            deliver(refund_item("someone-elses-ref", psp["ady-p2"], "false"))
+            self.assertEqual(tg.status("ady-p2")[2]["state"], "rejected")
             posts, queries = posts_and_queries(tg.calls())
             self.assertEqual((len(posts), queries), (2, []))
 

@@ -136,8 +136,45 @@ class PayPalProfileTest(tgprovider.ProfileCase, unittest.TestCase):
                 starts = sorted(a["t"] for a in pp.arrivals())
                 gaps = [b - a for a, b in zip(starts, starts[1:])]
                 self.assertGreater(min(gaps), 0.25 - 0.05, gaps)
+                self.verified_with_token_calls(tg, pp)
         finally:
             pp.close()
+
+    def verified_with_token_calls(self, tg, pp):
+        """`tollgate verify` on the run's records: the token calls (no call
+        log row) are the exit's, told by the token path (--config's, or
+        --token-path) and the exit's token request id, and judged at the
+        door; without the token path they are arrivals no call log row
+        matches, never silently dropped."""
+        status, _, raw = tgtest.http_request("GET", pp.url + "/_stub/arrivals?since=0")
+        self.assertEqual(status, 200)
+        files = {"calls": os.path.join(self.dir, "calls.jsonl"),
+                 "arrivals": os.path.join(self.dir, "arrivals.jsonl")}
+        with open(files["calls"], "w") as f:
+            f.write("".join(json.dumps(c) + "\n" for c in tg.calls(released=True)))
+        with open(files["arrivals"], "wb") as f:
+            f.write(raw)
+        tokens = len(pp.token_calls())
+
+        def verify(*flags):
+            p = subprocess.run([tgtest.binary("tollgate"), "verify", "--arrivals",
+                                files["arrivals"], "--json"] + list(flags),
+                               capture_output=True, text=True, timeout=60)
+            self.assertIn(p.returncode, (0, 1), p.stderr)
+            return p.returncode, json.loads(p.stdout)
+
+        for flags in (["--config", tg.config],
+                      ["--calls", files["calls"], "--rate", "4",
+                       "--token-path", "/v1/oauth2/token"]):
+            rc, r = verify(*flags)
+            self.assertEqual(rc, 0, (flags, [f["problem"] for f in r["findings"]]))
+            self.assertEqual(r["summary"]["token_calls"], tokens, flags)
+            self.assertEqual(r["summary"]["unmatched"], 0, flags)
+        rc, r = verify("--calls", files["calls"], "--rate", "4")
+        self.assertEqual(rc, 1)
+        self.assertEqual((r["summary"]["token_calls"], r["summary"]["unmatched"]), (0, tokens))
+        rc, r = verify("--calls", files["calls"], "--rate", "4", "--token-path", "/v2/oauth2")
+        self.assertEqual(r["summary"]["unmatched"], tokens)
 
     def test_a_token_is_renewed_before_it_lapses_and_its_calls_pass_the_exit(self):
         # Tokens live 3 s (usable for calls started in their first 2 s, the

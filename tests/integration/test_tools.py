@@ -345,6 +345,9 @@ class OptionsTest(unittest.TestCase):
                            (["plan", "--bogus"], "unknown option '--bogus'"),
                            (["verify", "--max-in-flight", "1.5", "--calls", "c",
                              "--arrivals", "a"], "--max-in-flight: not an integer"),
+                           (["verify", "--token-path", "v1/oauth2/token", "--calls", "c",
+                             "--arrivals", "a"], "(--token-path, provider.token_path) must "
+                            "start with '/', not 'v1/oauth2/token'"),
                            (["report", "--calls", "c", "--arrivals", "a"],
                             "--out FILE.html is required"),
                            (["demo", "--quick=yes"], "--quick takes no value"),

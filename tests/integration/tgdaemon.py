@@ -80,7 +80,8 @@ class Tollgate:
         if store_url is None and default_store_url is not None:
             store_url = default_store_url()
         self.store_url = store_url or "sqlite://" + self.db
-        self.api_port = api_port or tgtest.free_port()
+        # a notification-only stub sends to the port its flags named
+        self.api_port = api_port or tgprovider.webhook_port(stub_url) or tgtest.free_port()
         self.api = "http://127.0.0.1:%d" % self.api_port
         conf = {
             "store": {"url": self.store_url},

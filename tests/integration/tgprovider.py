@@ -9,7 +9,10 @@ them over HTTPS (stdlib and the openssl CLI only):
                       the stub speaks that profile of docs/providers/ and
                       demands a bearer key and signed requests (paypal: an
                       OAuth 2.0 client id and secret for its tokens, and
-                      no signature, PayPal signs none); tollgate's
+                      no signature, PayPal signs none; adyen: the
+                      stub's signed notifications sent to the API port
+                      of the tollgate started for it, checked with a
+                      hex HMAC key of the harness); tollgate's
                       [provider] and [classify] come from
                       docs/providers/NAME.ini itself
 Unset: plain HTTP and shared/PROVIDER.md, as before.
@@ -118,6 +121,10 @@ class Secrets:
         self.api_key_file = self._write("api-key", self.api_key)
         self.signing_key_file = self._write("signing-key", self.signing_key)
         self.client_id_file = self._write("client-id", self.client_id)
+        # a notification-only profile's webhook key: Adyen's HMAC key is hex
+        # (no room for SECRET_MARK)
+        self.webhook_key_hex = secrets.token_hex(32).upper()
+        self.webhook_key_file = self._write("webhook-hmac", self.webhook_key_hex)
 
     def _write(self, name, text):
         path = os.path.join(self.dir, name)
@@ -181,6 +188,57 @@ def _oauth2(profile):
                for sec, k, v in read_profile(profile))
 
 
+def notification_only(profile=None):
+    """The profile learns outcomes only from the provider's notifications
+    (provider.reconcile begins with notification: Adyen). Under it the stub
+    sends its signed notifications to the tollgate that the test starts for
+    it (webhook_port), and tollgate checks them with the harness's key."""
+    profile = profile or PROFILE
+    if profile == "provider-md":
+        return False
+    return any(sec == "provider" and k == "reconcile" and v.split(",")[0].strip() ==
+               "notification" for sec, k, v in read_profile(profile))
+
+
+# A notification-only stub's notifications go to the API port of the one
+# tollgate a test starts for it: the port is chosen with the stub's flags
+# (before the stub starts) and taken by the Tollgate of that stub's URL.
+_webhook_ports = {}
+_pending_webhook_port = []
+
+
+def webhook_port(stub_url):
+    """The API port the notification-only stub at stub_url sends to, or None."""
+    return _webhook_ports.get(stub_url)
+
+
+def stub_started(stub_url):
+    """Called by tgtest.Stub once its URL is known: ties the webhook port
+    its flags named (if any) to it."""
+    if _pending_webhook_port:
+        _webhook_ports[stub_url] = _pending_webhook_port.pop()
+
+
+def token_path(profile=None):
+    """The path of the exit's OAuth 2.0 token calls under the profile
+    (provider.token_path, its default when unset), None when it has none:
+    `tollgate verify --token-path` tells them from a side door."""
+    profile = profile or PROFILE
+    if profile == "provider-md" or not _oauth2(profile):
+        return None
+    return {k: v for sec, k, v in read_profile(profile)
+            if sec == "provider"}.get("token_path", "/v1/oauth2/token")
+
+
+def contract_arrivals(arrivals, profile=None):
+    """A stub's arrivals on the provider's contract, whatever the profile's
+    paths (PROVIDER.md's /v1/..., PayPal's /v2/..., Adyen's /v71/...,
+    Checkout.com's /payments/...): not its admin API (/_stub/...) nor the
+    exit's OAuth 2.0 token calls (no operation's)."""
+    token = token_path(profile)
+    return [a for a in arrivals if not a["path"].startswith("/_") and a["path"] != token]
+
+
 def provider_sections(stub_url, tls=None, profile=None, credentials=True):
     """tollgate's [provider] and [classify] for a stub at stub_url started with
     the same tls and profile: {"provider": {...}, "classify": {"rule": [...]}}."""
@@ -213,6 +271,8 @@ def provider_sections(stub_url, tls=None, profile=None, credentials=True):
             provider["auth_secret_file"] = s.api_key_file
         else:
             provider["auth"] = "none"
+        if notification_only(profile):
+            provider["webhook_secret_file"] = test_secrets().webhook_key_file
     if stub_url.startswith("https://"):
         provider["ca_file"] = pki().path("ca.pem")
         if tls == "mtls":
@@ -224,9 +284,11 @@ def provider_sections(stub_url, tls=None, profile=None, credentials=True):
     return out
 
 
-def stub_flags(tls=None, profile=None, server="server", credentials=True):
+def stub_flags(tls=None, profile=None, server="server", credentials=True, webhook=True):
     """tollgate-stub's flags for the switches: HTTPS (with server's certificate),
-    the client CA under mtls, the shape and what it demands of callers."""
+    the client CA under mtls, the shape and what it demands of callers; a
+    notification-only shape's notifications (webhook=False: the test sends
+    them where it wants with its own --webhook-url)."""
     tls = TLS if tls is None else tls
     profile = profile or PROFILE
     flags = []
@@ -247,6 +309,14 @@ def stub_flags(tls=None, profile=None, server="server", credentials=True):
                       "--signing-key-file", s.signing_key_file]
             if ini.get("auth") == "header":  # Adyen's X-API-Key
                 flags += ["--auth-header", ini["auth_header"]]
+            if webhook and notification_only(profile):
+                # import here: tgtest imports this module
+                import tgtest
+                port = tgtest.free_port()
+                del _pending_webhook_port[:]
+                _pending_webhook_port.append(port)
+                flags += ["--webhook-url", "http://127.0.0.1:%d/v1/provider-events" % port,
+                          "--webhook-secret-file", s.webhook_key_file]
             for key, flag in (("signature_header", "--signature-header"),
                               ("timestamp_header", "--timestamp-header"),
                               ("signing_string", "--signing-string"),

@@ -285,11 +285,13 @@ class Stub(Proc):
         self.profile = profile or tgprovider.PROFILE
         argv = [binary("tollgate-stub"), "--listen", "127.0.0.1:0",
                 "--port-file", self.port_file]
-        argv += tgprovider.stub_flags(self.tls, self.profile, server, credentials)
+        argv += tgprovider.stub_flags(self.tls, self.profile, server, credentials,
+                                      webhook="--webhook-url" not in flags)
         argv += list(flags)
         super().__init__(argv, env=env)
         self.port = wait_port_file(self.port_file, self)
         self.url = "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
+        tgprovider.stub_started(self.url)
         # a certificate that does not verify on purpose: the test reads anyway
         self.verify = server == "server"
 

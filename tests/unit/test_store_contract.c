@@ -1278,6 +1278,44 @@ static void test_events_outbox(void **state)
         store_close(s);
 }
 
+/* An operation found by the provider's refund id within its account (a
+ * notification naming only Adyen's pspReference): the one that holds it,
+ * none for another account or an id nobody holds, a conflict when two do. */
+static void test_find_by_refund_id(void **state)
+{
+        struct store *s = open_store();
+        int64_t epoch = acquire(s);
+        struct op_record got;
+
+        (void)state;
+        accept_new(s, "f1", T0);
+        accept_new(s, "f2", T0 + 1);
+        accept_new(s, "f3", T0 + 2);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 10, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 2000);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 20, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 2000);
+        drive(s, STORE_GROUP_FIRST, epoch, T0 + 30, TG_CLASS_UNKNOWN, OP_UNKNOWN, T0 + 2000);
+        assert_int_equal(store_find_by_refund_id(s, TG_ACCOUNT_DEFAULT, "psp_1", &got),
+                         TG_ENOTFOUND);
+        assert_int_equal(store_settle_external(s, "f2", OP_SUCCEEDED, "psp_1", "webhook", T0 + 50),
+                         0);
+        memset(&got, 0, sizeof(got));
+        assert_int_equal(store_find_by_refund_id(s, TG_ACCOUNT_DEFAULT, "psp_1", &got), 0);
+        assert_string_equal(got.req.operation_id, "f2");
+        assert_string_equal(got.refund_id, "psp_1");
+        assert_int_equal(got.state, OP_SUCCEEDED);
+        assert_int_equal(store_find_by_refund_id(s, "other", "psp_1", &got), TG_ENOTFOUND);
+        assert_int_equal(store_find_by_refund_id(s, TG_ACCOUNT_DEFAULT, "psp_", &got),
+                         TG_ENOTFOUND);
+        assert_int_equal(store_find_by_refund_id(s, TG_ACCOUNT_DEFAULT, "", &got), TG_EINVAL);
+        assert_int_equal(store_find_by_refund_id(s, "bad name!", "psp_1", &got), TG_EINVAL);
+        /* an id two operations hold names no single one */
+        assert_int_equal(store_settle_external(s, "f3", OP_SUCCEEDED, "psp_1", "webhook", T0 + 60),
+                         0);
+        assert_int_equal(store_find_by_refund_id(s, TG_ACCOUNT_DEFAULT, "psp_1", &got),
+                         TG_ECONFLICT);
+        store_close(s);
+}
+
 static void test_settle_external(void **state)
 {
         struct store *s = open_store();
@@ -4081,6 +4119,7 @@ static void test_pg_cut_utf8_recorded(void **state)
             cmocka_unit_test_setup_teardown(test_manual_resend_resolve, setup, teardown),          \
             cmocka_unit_test_setup_teardown(test_events_outbox, setup, teardown),                  \
             cmocka_unit_test_setup_teardown(test_settle_external, setup, teardown),                \
+            cmocka_unit_test_setup_teardown(test_find_by_refund_id, setup, teardown),              \
             cmocka_unit_test_setup_teardown(test_cancel_before_any_call, setup, teardown),         \
             cmocka_unit_test_setup_teardown(test_cancel_manual_never_sent, setup, teardown),       \
             cmocka_unit_test_setup_teardown(test_assign_manual_cases, setup, teardown),            \

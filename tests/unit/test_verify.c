@@ -5,7 +5,8 @@
  * (hidden re-send, bypass, spacing pair, burst, in-flight logged and
  * recomputed, attempts, keys, executions, missing kinds), while things that
  * only look wrong (provider receive spacing, a call the provider never saw)
- * are notes. Also: the record bound, evidence truncation, kind lists, the
+ * are notes; the exit's OAuth 2.0 token calls (no call log row) are told
+ * from a side door and judged at the provider's door. Also: the record bound, evidence truncation, kind lists, the
  * default limits (the config's).
  */
 #include <setjmp.h>
@@ -308,6 +309,32 @@ static void test_limited_posts_outside_the_budget(void **state)
         verify_result_free(r);
 }
 
+/* A claim given back before it was sent (released: a row, not a call) is
+ * not an attempt: the exit counts none, and the next claim carries its
+ * number. Three POSTs and a released row are within three attempts. */
+static void test_released_claim_is_not_an_attempt(void **state)
+{
+        (void)state;
+        d.lim.max_attempts = 3;
+        struct verify_call *c = add_call("op-00", TG_KIND_RETRY, 4000, 1, false);
+        c->attempt = 2;
+        c->released = true;
+        c->start_unrecorded = true;
+        c->sent = 0;
+        snprintf(c->cls, sizeof(c->cls), "not_sent");
+        add_call("op-00", TG_KIND_RETRY, 4200, 100, true)->attempt = 2;
+        add_call("op-00", TG_KIND_RETRY, 4400, 100, true)->attempt = 3;
+        struct verify_result *r = run();
+        assert_null(find(r, "attempts"));
+        assert_int_equal(verify_summary(r)->max_auto_posts_per_op, 3);
+        verify_result_free(r);
+        /* the same row as a call that went out: a fourth POST */
+        c->released = false;
+        r = run();
+        assert_non_null(find(r, "attempts"));
+        verify_result_free(r);
+}
+
 static void test_operator_resend_is_outside_the_budget(void **state)
 {
         (void)state;
@@ -410,6 +437,81 @@ static void test_receive_gap_in_whole_milliseconds(void **state)
         verify_result_free(r);
 }
 
+/* An arrival at the token path, received at offset ms (provider's clock). */
+static struct verify_arrival *add_token_arrival(const char *rid, int64_t at_ms)
+{
+        struct verify_arrival *a = &d.arr[d.na++];
+        memset(a, 0, sizeof(*a));
+        a->seq = d.na;
+        a->mono = T0 + at_ms * MS;
+        a->wall = 1700000000000LL + at_ms;
+        a->post = true;
+        a->token = true;
+        snprintf(a->request_id, sizeof(a->request_id), "%s", rid);
+        a->answer = 200;
+        return a;
+}
+
+/* The exit's OAuth 2.0 token calls have no call log row: an arrival at the
+ * token path with the exit's token request id is one of them, counted
+ * apart, in no operation's budget. */
+static void test_token_call_is_the_exits(void **state)
+{
+        (void)state;
+        /* a slot after the last call's arrival (3802 ms) */
+        add_token_arrival("tg-token-1-1", 4002);
+        struct verify_result *r = run();
+        const struct verify_summary *s = verify_summary(r);
+        assert_int_equal(s->violations, 0);
+        assert_int_equal(s->token_calls, 1);
+        assert_int_equal(s->matched, 20);
+        assert_int_equal(s->unmatched, 0);
+        assert_int_equal(s->max_posts_per_key, 1);
+        verify_result_free(r);
+}
+
+/* A token call counts at the provider's door: one received closer than
+ * 1/rate to a refund call is a receive-spacing violation (the exit paced
+ * it in the same slots), and said to have no logged start. */
+static void test_token_call_in_receive_spacing(void **state)
+{
+        (void)state;
+        add_token_arrival("tg-token-1-1", 3852); /* 50 ms after the last call's arrival */
+        struct verify_result *r = run();
+        assert_only_violation(r, "receive_spacing");
+        assert_int_equal(verify_summary(r)->arrival_gaps_below, 1);
+        assert_int_equal(verify_summary(r)->min_arrival_gap_ns, 50 * MS);
+        assert_non_null(strstr(find(r, "receive_spacing")->problem, "token calls"));
+        verify_result_free(r);
+}
+
+/* Not the exit's: at the token path without the exit's token request id
+ * (a token fetched by another sender), or the exit's request id elsewhere;
+ * the exit's token call received twice is a re-send below the exit. */
+static void test_token_call_not_the_exits(void **state)
+{
+        (void)state;
+        add_token_arrival("script-7", 102);
+        add_token_arrival("", 502);
+        add_token_arrival("tg-token-1-2", 902)->token = false;
+        struct verify_result *r = run();
+        assert_only_violation(r, "arrival_unmatched");
+        assert_int_equal(verify_summary(r)->unmatched, 3);
+        assert_int_equal(verify_summary(r)->token_calls, 0);
+        assert_non_null(strstr(find(r, "arrival_unmatched")->evidence, "script-7"));
+        verify_result_free(r);
+
+        setup(NULL);
+        add_token_arrival("tg-token-1-1", 4002);
+        add_token_arrival("tg-token-1-1", 4402);
+        r = run();
+        assert_only_violation(r, "arrival_duplicate");
+        assert_int_equal(verify_summary(r)->token_calls, 1);
+        assert_int_equal(verify_summary(r)->duplicate_arrivals, 1);
+        assert_non_null(strstr(find(r, "arrival_duplicate")->evidence, "tg-token-1-1"));
+        verify_result_free(r);
+}
+
 static void test_unseen_call_is_a_note(void **state)
 {
         (void)state;
@@ -509,12 +611,16 @@ int main(void)
             cmocka_unit_test_setup(test_attempts_budget, setup),
             cmocka_unit_test_setup(test_limited_posts_outside_the_budget, setup),
             cmocka_unit_test_setup(test_operator_resend_is_outside_the_budget, setup),
+            cmocka_unit_test_setup(test_released_claim_is_not_an_attempt, setup),
             cmocka_unit_test_setup(test_one_key_per_operation, setup),
             cmocka_unit_test_setup(test_executions, setup),
             cmocka_unit_test_setup(test_missing_kinds, setup),
             cmocka_unit_test_setup(test_receive_spacing_is_a_violation, setup),
             cmocka_unit_test_setup(test_unrecorded_start_left_out, setup),
             cmocka_unit_test_setup(test_receive_gap_in_whole_milliseconds, setup),
+            cmocka_unit_test_setup(test_token_call_is_the_exits, setup),
+            cmocka_unit_test_setup(test_token_call_in_receive_spacing, setup),
+            cmocka_unit_test_setup(test_token_call_not_the_exits, setup),
             cmocka_unit_test_setup(test_unseen_call_is_a_note, setup),
             cmocka_unit_test_setup(test_bound_and_truncation, setup),
             cmocka_unit_test(test_limits_default_are_the_configs),

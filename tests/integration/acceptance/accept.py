@@ -18,6 +18,7 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
+import tgprovider  # noqa: E402
 import tgtest  # noqa: E402
 
 
@@ -57,9 +58,19 @@ def dump_run(tg, stub, d):
     return paths, calls
 
 
+def contract_arrivals(stub):
+    """The stub's arrivals on the provider's contract (tgprovider)."""
+    return tgprovider.contract_arrivals(stub.arrivals(), stub.profile)
+
+
 def verify(paths, *flags):
+    """Under an OAuth 2.0 profile (paypal) the exit's token calls have no
+    call log row: --token-path names their door (docs/verify.md)."""
+    token = tgprovider.token_path()
     argv = [tgtest.binary("tollgate"), "verify", "--calls", paths["calls"],
             "--arrivals", paths["arrivals"], "--ledger", paths["ledger"]] + list(flags)
+    if token:
+        argv += ["--token-path", token]
     p = subprocess.run(argv + ["--json"], capture_output=True, text=True, timeout=60)
     if p.returncode not in (0, 1):
         raise AssertionError("tollgate verify failed (%d): %s" % (p.returncode, p.stderr))
@@ -83,5 +94,7 @@ def report(paths, out, *flags):
     argv = [tgtest.binary("tollgate"), "report", "--calls", paths["calls"],
             "--arrivals", paths["arrivals"], "--ledger", paths["ledger"],
             "--out", out] + list(flags)
+    if tgprovider.token_path():
+        argv += ["--token-path", tgprovider.token_path()]
     p = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     return p
