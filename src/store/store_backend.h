@@ -369,12 +369,11 @@ void store_find_refund_sql(const char *index, const char *account, const char *r
         .split_want = p##_split_want, .hold_get = p##_hold_get, .hold_raise = p##_hold_raise,      \
         .page = p##_page, .stats = p##_stats, .backlog = p##_backlog,                              \
         .provider_pending = p##_provider_pending, .op_find_refund = p##_op_find_refund,            \
-        .sample_put = p##_sample_put,                                                              \
-        .sample_last = p##_sample_last, .refusals_add = p##_refusals_add,                          \
-        .event_insert = p##_event_insert, .event_page = p##_event_page,                            \
-        .event_delivery_put = p##_event_delivery_put, .event_prune = p##_event_prune,              \
-        .controls_get = p##_controls_get, .controls_put = p##_controls_put,                        \
-        .account_audit_insert = p##_account_audit_insert
+        .sample_put = p##_sample_put, .sample_last = p##_sample_last,                              \
+        .refusals_add = p##_refusals_add, .event_insert = p##_event_insert,                        \
+        .event_page = p##_event_page, .event_delivery_put = p##_event_delivery_put,                \
+        .event_prune = p##_event_prune, .controls_get = p##_controls_get,                          \
+        .controls_put = p##_controls_put, .account_audit_insert = p##_account_audit_insert
 
 /* Backend constructors. `where` is the url without its scheme ("PATH" for
  * sqlite://PATH; "user:pass@host:port/db" for mysql://); opts as for
