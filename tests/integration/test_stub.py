@@ -952,8 +952,12 @@ class Hostile(unittest.TestCase):
         doc = json.loads(body)
         self.assertEqual((doc["status"], doc["operation_id"]), ("succeeded", "h-huge"))
         self.assertEqual(doc["pad"], "x" * len(doc["pad"]))
-        # the default, 64 MiB, read and counted: the stub's peak memory stays
-        # far below it (it generates the bytes as they go)
+        # the default, 64 MiB, read and counted: the stub's peak memory grows
+        # far less than that (it generates the bytes as they go). Judged as
+        # the growth of the peak across the answer, not the peak itself: the
+        # peak before it is the stub's own size, which the sanitizer build
+        # (its shadow memory) puts near 32 MiB already
+        hwm_before = vm_hwm_kib(self.stub.pid)
         self.stub.set_mode(mode="huge", count=1)
         with socket.create_connection(("127.0.0.1", self.stub.port), timeout=10) as sock:
             payload = json.dumps(dict(BODY, operation_id="h-huge2")).encode()
@@ -967,7 +971,7 @@ class Hostile(unittest.TestCase):
                     break
                 got += len(chunk)
         self.assertGreater(got, 64 * 1024 * 1024)
-        self.assertLess(vm_hwm_kib(self.stub.pid), 32 * 1024)
+        self.assertLess(vm_hwm_kib(self.stub.pid) - hwm_before, 16 * 1024)
 
     def test_trickle_sends_the_body_a_byte_at_a_time(self):
         t0 = time.monotonic()
